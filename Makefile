@@ -1,0 +1,26 @@
+# Two commands do everything on a fresh clone: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint typecheck clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "orchestrator needs Python 3.11+"'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/orchestrator demo
+
+test: $(STAMP)
+	$(BIN)/ruff check orchestrator tests examples
+	$(BIN)/ruff format --check orchestrator tests examples
+	$(BIN)/mypy orchestrator
+	$(BIN)/python -m pytest -q
+
+clean:
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -1,0 +1,107 @@
+"""The library's exceptions: one small tree, each class something a caller can act on.
+
+Ordinary outcomes (a task blocked, a budget spent, a tool that failed) are return
+values, not exceptions.
+"""
+
+from __future__ import annotations
+
+
+class OrchestratorError(Exception):
+    """Base of every error this library raises on purpose."""
+
+
+class ConfigError(OrchestratorError):
+    """Bad configuration or command-line input: the message says what to pass instead."""
+
+
+# --- models -----------------------------------------------------------------------------
+
+
+class ModelError(OrchestratorError):
+    """A model call failed. `provider` names the adapter ("openai", "anthropic", ...)."""
+
+    retryable: bool = False
+
+    def __init__(self, message: str, *, provider: str = "") -> None:
+        super().__init__(message)
+        self.provider = provider
+        self.message = message
+
+
+class ProviderRateLimited(ModelError):
+    """429 (or a provider's 'overloaded'): wait `retry_after` seconds if given, then retry."""
+
+    retryable = True
+
+    def __init__(
+        self, message: str, *, provider: str = "", retry_after: float | None = None
+    ) -> None:
+        super().__init__(message, provider=provider)
+        self.retry_after = retry_after
+
+
+class ProviderTransient(ModelError):
+    """A 5xx, a dropped connection or a timeout: worth retrying."""
+
+    retryable = True
+
+    def __init__(
+        self, message: str, *, provider: str = "", retry_after: float | None = None
+    ) -> None:
+        super().__init__(message, provider=provider)
+        self.retry_after = retry_after
+
+
+class ContextTooLong(ModelError):
+    """The request does not fit the model's context window: compact, then retry."""
+
+
+class ProviderAuthError(ModelError):
+    """The API key is missing, wrong or not allowed to use this model."""
+
+
+class ProviderBadRequest(ModelError):
+    """The provider refused the request as malformed; the message is the provider's own."""
+
+
+class ProviderFatal(ModelError):
+    """Anything else the provider reported that retrying will not fix."""
+
+
+class ScriptError(ModelError):
+    """A scripted model ran out of replies or holds a malformed one."""
+
+
+# --- workspace and tools ----------------------------------------------------------------
+
+
+class WorkspaceEscape(OrchestratorError):
+    """A path resolves outside the workspace root (`..`, an absolute path, a symlink)."""
+
+
+class ToolFailed(OrchestratorError):
+    """Raised by a tool for an expected failure; the model sees the message as an error result."""
+
+
+# --- sessions ---------------------------------------------------------------------------
+
+
+class SessionError(OrchestratorError):
+    """Base for session store problems."""
+
+
+class InvalidSessionId(SessionError):
+    """A session id that is not one of ours (`../x`, `a/b`, empty)."""
+
+
+class SessionNotFound(SessionError):
+    """No session with that id under the sessions root."""
+
+
+class SessionLocked(SessionError):
+    """Another live process holds the session's lock."""
+
+
+class JournalCorrupt(SessionError):
+    """A journal record other than the last one fails its checksum or does not parse."""
