@@ -1,0 +1,1 @@
+"""orchestrator: a main agent that delegates to subagents and never loses work."""

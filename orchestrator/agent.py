@@ -1,0 +1,227 @@
+"""The turn loop shared by the main agent and every subagent: model ⇄ tools until the
+model answers without calling a tool, or the round limit is hit.
+
+Everything a turn needs arrives in `TurnDeps`; the agent's context lives in
+`AgentState`. The loop appends to `state.messages` exactly what it emits as events, so
+folding the journaled events rebuilds the same context after a crash.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+
+import orjson
+import trio
+from pydantic import BaseModel, ValidationError
+
+from orchestrator.errors import ToolFailed, WorkspaceEscape
+from orchestrator.events import (
+    AssistantReplied,
+    EventSink,
+    TextStreamed,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnEnded,
+    TurnEndReason,
+    TurnStarted,
+    UsageUpdated,
+)
+from orchestrator.messages import AssistantMessage, Message, ToolCall, ToolResult, Usage
+from orchestrator.models.base import Model, ModelEvent, ModelRequest, TextDelta, collect
+from orchestrator.tools.base import AnyTool, ToolContext, ToolRegistry
+from orchestrator.tools.permissions import Approver, PermissionPolicy, approve_all
+
+
+@dataclass
+class AgentState:
+    """One agent's context. `steps` counts its model calls so far."""
+
+    id: str
+    role: str
+    messages: list[Message] = field(default_factory=list)
+    steps: int = 0
+    usage: Usage = field(default_factory=Usage)
+
+
+@dataclass
+class TurnDeps:
+    model: Model
+    tools: ToolRegistry
+    context: ToolContext
+    events: EventSink
+    policy: PermissionPolicy = field(default_factory=PermissionPolicy)
+    approve: Approver = approve_all
+    max_rounds: int = 50
+    max_tokens: int | None = None
+    temperature: float | None = None
+
+
+@dataclass(frozen=True)
+class TurnOutcome:
+    reason: TurnEndReason
+    rounds: int
+    final: AssistantMessage | None = None
+
+
+async def run_turn(state: AgentState, deps: TurnDeps) -> TurnOutcome:
+    """Run one turn. Model errors propagate; tool errors become results the model sees."""
+    await deps.events.emit(TurnStarted(agent=state.id))
+    rounds = 0
+    while rounds < deps.max_rounds:
+        rounds += 1
+        reply = await _ask_model(state, deps)
+        if not reply.tool_calls:
+            await deps.events.emit(
+                TurnEnded(agent=state.id, reason="completed", rounds=rounds), durable=True
+            )
+            return TurnOutcome("completed", rounds, reply)
+        await run_tool_calls(state, reply.tool_calls, deps)
+    await deps.events.emit(
+        TurnEnded(agent=state.id, reason="max_rounds", rounds=rounds), durable=True
+    )
+    return TurnOutcome("max_rounds", rounds)
+
+
+async def _ask_model(state: AgentState, deps: TurnDeps) -> AssistantMessage:
+    request = ModelRequest(
+        messages=tuple(state.messages),
+        tools=deps.tools.specs(),
+        agent=state.id,
+        role=state.role,
+        step=state.steps,
+        max_tokens=deps.max_tokens,
+        temperature=deps.temperature,
+    )
+    async with deps.model.stream(request) as stream:
+
+        async def forward_text() -> AsyncIterator[ModelEvent]:
+            async for event in stream:
+                if isinstance(event, TextDelta):
+                    await deps.events.emit(TextStreamed(agent=state.id, text=event.text))
+                yield event
+
+        reply = await collect(forward_text())
+    state.steps += 1
+    state.messages.append(reply)
+    # Write-ahead: the reply is journaled before any of its tool calls runs.
+    await deps.events.emit(AssistantReplied(agent=state.id, message=reply))
+    if reply.usage is not None:
+        state.usage = state.usage + reply.usage
+        await deps.events.emit(UsageUpdated(agent=state.id, usage=reply.usage, total=state.usage))
+    return reply
+
+
+def _is_read_only(call: ToolCall, tools: ToolRegistry) -> bool:
+    tool = tools.get(call.name)
+    # An unknown tool only produces an error result: it changes nothing.
+    return tool is None or tool.read_only
+
+
+def _segments(calls: Sequence[ToolCall], tools: ToolRegistry) -> list[list[ToolCall]]:
+    """Group calls so each run of read-only calls runs together and every writer runs
+    alone, in the order the model gave."""
+    groups: list[list[ToolCall]] = []
+    for call in calls:
+        if _is_read_only(call, tools) and groups and _is_read_only(groups[-1][0], tools):
+            groups[-1].append(call)
+        else:
+            groups.append([call])
+    return groups
+
+
+async def run_tool_calls(
+    state: AgentState, calls: Sequence[ToolCall], deps: TurnDeps
+) -> list[ToolResult]:
+    """Run one reply's calls; every call ends with exactly one result in the context,
+    `cancelled` for those a cancellation cut short."""
+    finished: dict[str, ToolResult] = {}
+
+    async def record(result: ToolResult) -> None:
+        finished[result.call_id] = result
+        state.messages.append(result)
+        await deps.events.emit(ToolCallFinished(agent=state.id, result=result))
+
+    try:
+        for group in _segments(calls, deps.tools):
+            if len(group) == 1:
+                await record(await _run_one(state, group[0], deps))
+                continue
+            async with trio.open_nursery() as nursery:
+                for call in group:
+
+                    async def run_and_record(call: ToolCall = call) -> None:
+                        await record(await _run_one(state, call, deps))
+
+                    nursery.start_soon(run_and_record)
+    finally:
+        unfinished = [call for call in calls if call.id not in finished]
+        if unfinished:
+            with trio.CancelScope(shield=True), trio.move_on_after(10):
+                for call in unfinished:
+                    await record(
+                        ToolResult(
+                            call_id=call.id,
+                            name=call.name,
+                            status="cancelled",
+                            content="cancelled before it finished",
+                        )
+                    )
+    return [finished[call.id] for call in calls]
+
+
+def _parse_call(call: ToolCall, tools: ToolRegistry) -> tuple[AnyTool, BaseModel] | str:
+    """The tool and validated arguments of a call, or the error the model should see."""
+    tool = tools.get(call.name)
+    if tool is None:
+        known = ", ".join(tools.names()) or "none"
+        return f"unknown tool {call.name!r}; available tools: {known}"
+    try:
+        raw = orjson.loads(call.arguments or "{}")
+    except orjson.JSONDecodeError as exc:
+        return f"arguments of {call.name} are not valid JSON ({exc}): {call.arguments[:200]!r}"
+    if not isinstance(raw, dict):
+        return f"arguments of {call.name} must be a JSON object, got {type(raw).__name__}"
+    try:
+        return tool, tool.args_model.model_validate(raw)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}"
+            for err in exc.errors()
+        )
+        return f"invalid arguments for {call.name}: {problems}"
+
+
+async def _run_one(state: AgentState, call: ToolCall, deps: TurnDeps) -> ToolResult:
+    def result(status: str, content: str) -> ToolResult:
+        return ToolResult.model_validate(
+            {"call_id": call.id, "name": call.name, "status": status, "content": content}
+        )
+
+    parsed = _parse_call(call, deps.tools)
+    read_only = _is_read_only(call, deps.tools)
+    tool = parsed[0] if isinstance(parsed, tuple) else None
+    # Write-ahead: a side-effecting call's start is on disk before the tool runs.
+    await deps.events.emit(
+        ToolCallStarted(
+            agent=state.id,
+            call=call,
+            read_only=read_only,
+            idempotent=tool.idempotent if tool is not None else True,
+        ),
+        durable=not read_only,
+    )
+    if isinstance(parsed, str):
+        return result("error", parsed)
+    tool, args = parsed
+    decision = deps.policy.decide(tool.name, read_only=tool.read_only)
+    if decision == "deny" or (decision == "ask" and not await deps.approve(call)):
+        how = "denied by the permission policy" if decision == "deny" else "not approved"
+        return result("error", f"{tool.name} was {how}; do not retry it")
+    try:
+        output = await tool.run(args, deps.context)
+    except (ToolFailed, WorkspaceEscape) as exc:
+        return result("error", str(exc))
+    except Exception as exc:  # a tool bug must not kill the agent
+        return result("error", f"{tool.name} crashed: {type(exc).__name__}: {exc}")
+    return result(output.status, output.content)

@@ -1,0 +1,174 @@
+"""A model that replies from a script: for tests, the offline demo and recorded sessions.
+
+A script gives each agent (by name, else by role, else `"*"`) its own list of replies.
+The reply an agent gets is chosen by `request.step` (how many model calls that agent
+made before), so the model keeps no position of its own and a resumed session picks up
+exactly where it stood. Every request is recorded in `requests`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from orchestrator.errors import ScriptError
+from orchestrator.messages import ToolCall, Usage
+from orchestrator.models.base import (
+    ModelEvent,
+    ModelRequest,
+    StreamEnded,
+    TextDelta,
+    ToolCallReady,
+    UsageReported,
+)
+
+
+class ScriptedCall(BaseModel):
+    """One tool call in a scripted reply. `arguments` may be an object or, to test
+    malformed calls, a raw string that is passed through unparsed."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    arguments: dict[str, Any] | str = Field(default_factory=dict)
+    id: str | None = None
+
+
+class ScriptedReply(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    text: str = ""
+    tool_calls: tuple[ScriptedCall, ...] = ()
+    usage: Usage | None = None
+
+
+class Script(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    version: Literal[1] = 1
+    description: str = ""
+    agents: dict[str, tuple[ScriptedReply, ...]]
+
+
+Responder = Callable[[ModelRequest], "ScriptedReply | Awaitable[ScriptedReply]"]
+
+
+def load_script(path: Path) -> Script:
+    """Read and validate a script file; errors name the agent and step at fault."""
+    try:
+        raw = orjson.loads(path.read_bytes())
+    except FileNotFoundError:
+        raise ScriptError(f"script file {path} does not exist", provider="scripted") from None
+    except orjson.JSONDecodeError as exc:
+        raise ScriptError(f"script file {path} is not JSON: {exc}", provider="scripted") from exc
+    return parse_script(raw, source=str(path))
+
+
+def parse_script(raw: object, *, source: str = "<script>") -> Script:
+    try:
+        return Script.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = first["loc"]
+        where = _describe_location(loc)
+        raise ScriptError(f"{source}: {where}: {first['msg']}", provider="scripted") from exc
+
+
+def _describe_location(loc: tuple[int | str, ...]) -> str:
+    if len(loc) >= 3 and loc[0] == "agents":
+        rest = ".".join(str(part) for part in loc[3:])
+        return f"agent {loc[1]!r} step {loc[2]}" + (f" ({rest})" if rest else "")
+    return ".".join(str(part) for part in loc) or "top level"
+
+
+class ScriptedModel:
+    """A `Model` driven by a `Script` or, in tests, by a Python callable."""
+
+    def __init__(self, script: Script | Responder, *, name: str = "scripted") -> None:
+        self._script = script
+        self._name = name
+        self.requests: list[ModelRequest] = []
+
+    @classmethod
+    def from_file(cls, path: Path) -> ScriptedModel:
+        return cls(load_script(path), name=f"scripted:{path}")
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @asynccontextmanager
+    async def stream(self, request: ModelRequest) -> AsyncIterator[AsyncIterator[ModelEvent]]:
+        self.requests.append(request)
+        reply = await self._reply_for(request)
+        yield _events(reply, request)
+
+    async def _reply_for(self, request: ModelRequest) -> ScriptedReply:
+        if isinstance(self._script, Script):
+            return self._scripted_reply(self._script, request)
+        produced = self._script(request)
+        if inspect.isawaitable(produced):
+            produced = await produced
+        if not isinstance(produced, ScriptedReply):
+            raise ScriptError(
+                f"scripted responder returned {type(produced).__name__} for agent "
+                f"{request.agent!r} step {request.step}; expected ScriptedReply",
+                provider="scripted",
+            )
+        return produced
+
+    def _scripted_reply(self, script: Script, request: ModelRequest) -> ScriptedReply:
+        for key in (request.agent, request.role, "*"):
+            if key in script.agents:
+                replies = script.agents[key]
+                break
+        else:
+            known = ", ".join(sorted(script.agents)) or "none"
+            raise ScriptError(
+                f"script has no replies for agent {request.agent!r} (role {request.role!r}); "
+                f"agents in the script: {known}",
+                provider="scripted",
+            )
+        if request.step >= len(replies):
+            raise ScriptError(
+                f"script ran out: agent {request.agent!r} (key {key!r}) asked for step "
+                f"{request.step} but the script has {len(replies)} replies for it",
+                provider="scripted",
+            )
+        return replies[request.step]
+
+
+async def _events(reply: ScriptedReply, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+    for word in _chunks(reply.text):
+        yield TextDelta(text=word)
+    for index, call in enumerate(reply.tool_calls):
+        arguments = (
+            call.arguments
+            if isinstance(call.arguments, str)
+            else orjson.dumps(call.arguments).decode()
+        )
+        call_id = call.id or f"call_{request.agent}_{request.step}_{index}"
+        yield ToolCallReady(call=ToolCall(id=call_id, name=call.name, arguments=arguments))
+    yield UsageReported(usage=reply.usage or _estimate_usage(request, reply))
+    yield StreamEnded(stop_reason="tool_use" if reply.tool_calls else "end_turn")
+
+
+def _chunks(text: str) -> list[str]:
+    """Split text into word-sized deltas, as a real stream would deliver it."""
+    return re.findall(r"\s*\S+\s*|\s+", text)
+
+
+def _estimate_usage(request: ModelRequest, reply: ScriptedReply) -> Usage:
+    """A rough, deterministic token count (4 characters a token) so budgets have figures."""
+    prompt_chars = sum(len(orjson.dumps(m.model_dump(mode="json"))) for m in request.messages)
+    output_chars = len(reply.text) + sum(
+        len(call.name) + len(str(call.arguments)) for call in reply.tool_calls
+    )
+    return Usage(input_tokens=prompt_chars // 4, output_tokens=max(1, output_chars // 4))

@@ -1,0 +1,96 @@
+"""What a tool is: a name, a description, a pydantic argument model whose JSON schema the
+model sees, flags, and an async `run`. Tools report expected failures by raising
+`ToolFailed`; the turn loop turns that (and anything else a tool raises) into an error
+result the model reads."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Generic, Literal, TypeVar
+
+from pydantic import BaseModel
+
+from orchestrator.models.base import ToolSpec
+from orchestrator.tools.workspace import Workspace
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What a running tool may use: the workspace and the name of the calling agent."""
+
+    workspace: Workspace
+    agent: str = "main"
+
+
+@dataclass(frozen=True)
+class ToolOutput:
+    content: str
+    status: Literal["ok", "error"] = "ok"
+
+    @classmethod
+    def error(cls, content: str) -> ToolOutput:
+        return cls(content, "error")
+
+
+ArgsT = TypeVar("ArgsT", bound=BaseModel)
+
+
+class Tool(ABC, Generic[ArgsT]):
+    """Subclass with class attributes `name`, `description`, `args_model`, the flags,
+    and implement `run`.
+
+    `read_only`: never changes anything, so calls may run concurrently and are never
+    gated by a permission prompt by default. `idempotent`: running it twice has the same
+    effect as once, so after a crash an unfinished call is simply run again.
+    """
+
+    name: str
+    description: str
+    args_model: type[ArgsT]
+    read_only: bool = False
+    idempotent: bool = False
+
+    @abstractmethod
+    async def run(self, args: ArgsT, ctx: ToolContext) -> ToolOutput: ...
+
+    def spec(self) -> ToolSpec:
+        schema = self.args_model.model_json_schema()
+        schema.pop("title", None)
+        return ToolSpec(name=self.name, description=self.description, parameters=schema)
+
+
+AnyTool = Tool[Any]
+
+
+class ToolRegistry:
+    """The tools one agent may call, by name."""
+
+    def __init__(self, tools: Iterable[AnyTool] = ()) -> None:
+        self._tools: dict[str, AnyTool] = {}
+        for tool in tools:
+            self.add(tool)
+
+    def add(self, tool: AnyTool) -> None:
+        if tool.name in self._tools:
+            raise ValueError(f"a tool named {tool.name!r} is already registered")
+        self._tools[tool.name] = tool
+
+    def get(self, name: str) -> AnyTool | None:
+        return self._tools.get(name)
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def specs(self) -> tuple[ToolSpec, ...]:
+        return tuple(tool.spec() for tool in self._tools.values())
+
+    def subset(self, names: Iterable[str]) -> ToolRegistry:
+        return ToolRegistry(self._tools[name] for name in names)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __len__(self) -> int:
+        return len(self._tools)
