@@ -1,0 +1,128 @@
+"""Event sinks for people and programs: a live, readable transcript, or JSON lines."""
+
+from __future__ import annotations
+
+from typing import TextIO
+
+import orjson
+
+from orchestrator.events import (
+    AgentStarted,
+    AssistantReplied,
+    Event,
+    MessageAdded,
+    TextStreamed,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnEnded,
+    TurnStarted,
+    UsageUpdated,
+)
+
+ARG_WIDTH = 60
+RESULT_WIDTH = 100
+
+
+def abbreviate(text: str, width: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def format_arguments(raw: str) -> str:
+    """`path='a.py' content='def f…'`: each argument abbreviated, or the raw text if it
+    is not a JSON object."""
+    try:
+        parsed = orjson.loads(raw or "{}")
+    except orjson.JSONDecodeError:
+        return abbreviate(raw, ARG_WIDTH)
+    if not isinstance(parsed, dict):
+        return abbreviate(raw, ARG_WIDTH)
+    return " ".join(
+        f"{key}={abbreviate(repr(value), ARG_WIDTH // 2)}" for key, value in parsed.items()
+    )
+
+
+class Style:
+    """ANSI styling, or none at all (pipes, NO_COLOR)."""
+
+    def __init__(self, color: bool) -> None:
+        self.color = color
+
+    def _wrap(self, code: str, text: str) -> str:
+        return f"\x1b[{code}m{text}\x1b[0m" if self.color else text
+
+    def dim(self, text: str) -> str:
+        return self._wrap("2", text)
+
+    def bold(self, text: str) -> str:
+        return self._wrap("1", text)
+
+    def green(self, text: str) -> str:
+        return self._wrap("32", text)
+
+    def red(self, text: str) -> str:
+        return self._wrap("31", text)
+
+    def yellow(self, text: str) -> str:
+        return self._wrap("33", text)
+
+    def cyan(self, text: str) -> str:
+        return self._wrap("36", text)
+
+
+class TranscriptSink:
+    """Prints what agents do as it happens: streamed text, each tool call with its
+    arguments abbreviated, and its outcome."""
+
+    def __init__(self, out: TextIO, *, color: bool) -> None:
+        self.out = out
+        self.style = Style(color)
+        self._mid_line = False
+
+    def _line(self, text: str) -> None:
+        if self._mid_line:
+            self.out.write("\n")
+            self._mid_line = False
+        self.out.write(text + "\n")
+        self.out.flush()
+
+    async def emit(self, event: Event, *, durable: bool = False) -> None:  # noqa: C901
+        s = self.style
+        match event:
+            case AgentStarted(agent=agent, role=role):
+                self._line(s.bold(f"● {agent}") + s.dim(f" ({role})"))
+            case TextStreamed(text=text):
+                self.out.write(text)
+                self.out.flush()
+                self._mid_line = True
+            case AssistantReplied():
+                if self._mid_line:
+                    self.out.write("\n")
+                    self._mid_line = False
+            case ToolCallStarted(call=call):
+                self._line(
+                    s.cyan(f"  → {call.name}") + " " + s.dim(format_arguments(call.arguments))
+                )
+            case ToolCallFinished(result=result):
+                first = abbreviate(result.content, RESULT_WIDTH)
+                if result.status == "ok":
+                    self._line("    " + s.green(f"✓ {result.name}: ") + s.dim(first))
+                else:
+                    self._line("    " + s.red(f"✗ {result.name} {result.status}: ") + first)
+            case TurnEnded(reason=reason, rounds=rounds, detail=detail):
+                mark = s.green("✔") if reason == "completed" else s.yellow("■")
+                extra = f": {detail}" if detail else ""
+                self._line(f"{mark} {event.agent} turn {reason} after {rounds} rounds{extra}")
+            case MessageAdded() | TurnStarted() | UsageUpdated():
+                pass
+
+
+class JsonLinesSink:
+    """One JSON object per event per line, for other programs."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+
+    async def emit(self, event: Event, *, durable: bool = False) -> None:
+        self.out.write(orjson.dumps(event.model_dump(mode="json")).decode() + "\n")
+        self.out.flush()
