@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orchestrator.agent import AgentState, TurnDeps
+from orchestrator.events import ListSink
+from orchestrator.messages import SystemMessage, UserMessage
+from orchestrator.models.scripted import ScriptedModel, parse_script
+from orchestrator.tools import ToolContext, ToolRegistry, Workspace, workspace_tools
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Workspace:
+    root = tmp_path / "ws"
+    root.mkdir()
+    return Workspace(root)
+
+
+def scripted(*replies: dict[str, Any], agent: str = "main") -> ScriptedModel:
+    return ScriptedModel(parse_script({"agents": {agent: list(replies)}}))
+
+
+def call(name: str, **arguments: Any) -> dict[str, Any]:
+    return {"name": name, "arguments": arguments}
+
+
+MakeDeps = Callable[..., tuple[AgentState, TurnDeps, ListSink]]
+
+
+@pytest.fixture
+def make_deps(workspace: Workspace) -> MakeDeps:
+    def make(
+        model: ScriptedModel, tools: ToolRegistry | None = None, **kwargs: Any
+    ) -> tuple[AgentState, TurnDeps, ListSink]:
+        sink = ListSink()
+        state = AgentState(
+            id="main",
+            role="main",
+            messages=[SystemMessage(content="system"), UserMessage(content="goal")],
+        )
+        deps = TurnDeps(
+            model=model,
+            tools=tools if tools is not None else workspace_tools(),
+            context=ToolContext(workspace=workspace),
+            events=sink,
+            **kwargs,
+        )
+        return state, deps, sink
+
+    return make

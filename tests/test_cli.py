@@ -1,0 +1,123 @@
+"""The command line, run as a real subprocess."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+ROOT = Path(__file__).parent.parent
+
+
+def orchestrator(
+    *args: str, cwd: Path | None = None, **env: str
+) -> subprocess.CompletedProcess[str]:
+    full_env = {**os.environ, "NO_COLOR": "1", **env}
+    full_env.pop("ORCHESTRATOR_MODEL", None)
+    return subprocess.run(
+        [sys.executable, "-m", "orchestrator", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=full_env,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_help_explains_every_command() -> None:
+    top = orchestrator("--help")
+    assert top.returncode == 0
+    assert "Exit codes: 0 done, 1 failed, 2 usage error" in top.stdout
+    for command in ("run", "demo"):
+        sub = orchestrator(command, "--help")
+        assert sub.returncode == 0, sub.stderr
+        assert "usage: orchestrator " + command in sub.stdout
+
+
+def test_demo_builds_and_fixes_a_module(tmp_path: Path) -> None:
+    ws = tmp_path / "demo"
+    result = orchestrator("demo", "--workspace", str(ws))
+    assert result.returncode == 0, result.stderr
+    assert f"demo workspace: {ws}" in result.stderr
+    assert "✗ shell error: exit code 1" in result.stdout
+    assert "✓ shell: exit code 0 all tests passed" in result.stdout
+    assert "turn completed" in result.stdout
+    assert "(ordered[middle - 1] + ordered[middle]) / 2" in (ws / "mathutil.py").read_text()
+    check = subprocess.run(
+        [sys.executable, "test_mathutil.py"], cwd=ws, capture_output=True, text=True, check=False
+    )
+    assert check.returncode == 0
+
+
+def test_run_with_json_output(tmp_path: Path) -> None:
+    result = orchestrator(
+        "run",
+        "hello",
+        "--model",
+        f"scripted:{ROOT / 'examples' / 'hello-script.json'}",
+        "--workspace",
+        str(tmp_path),
+        "--yes",
+        "--json",
+    )
+    assert result.returncode == 0, result.stderr
+    events = [orjson.loads(line) for line in result.stdout.splitlines()]
+    kinds = [e["kind"] for e in events]
+    assert kinds[0] == "agent_started"
+    assert kinds[-1] == "turn_ended"
+    assert events[-1]["reason"] == "completed"
+    assert "tool_call_finished" in kinds
+    assert (tmp_path / "hello.py").exists()
+
+
+def test_run_without_yes_refuses_writes_non_interactively(tmp_path: Path) -> None:
+    result = orchestrator(
+        "run",
+        "hello",
+        "--model",
+        f"scripted:{ROOT / 'examples' / 'hello-script.json'}",
+        "--workspace",
+        str(tmp_path),
+    )
+    assert result.returncode == 0, result.stderr
+    assert "✗ write_file error: write_file was not approved" in result.stdout
+    assert not (tmp_path / "hello.py").exists()
+
+
+@pytest.mark.parametrize(
+    ("model_args", "message"),
+    [
+        ((), "no model given: pass --model scripted:PATH"),
+        (("--model", "gpt4"), "model 'gpt4' is not PROVIDER:NAME"),
+        (("--model", "nosuch:thing"), "unknown model provider 'nosuch'"),
+    ],
+)
+def test_bad_model_is_one_clear_line(
+    tmp_path: Path, model_args: tuple[str, ...], message: str
+) -> None:
+    result = orchestrator("run", "goal", *model_args, "--workspace", str(tmp_path))
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1
+    assert message in result.stderr
+
+
+def test_script_running_out_fails_with_exit_1(tmp_path: Path) -> None:
+    script = tmp_path / "short.json"
+    script.write_text('{"agents": {"main": [{"tool_calls": [{"name": "list_files"}]}]}}')
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    result = orchestrator("run", "goal", "--model", f"scripted:{script}", "-w", str(ws))
+    assert result.returncode == 1
+    assert "script ran out: agent 'main'" in result.stderr
+
+
+def test_usage_error_exits_2() -> None:
+    result = orchestrator("run")
+    assert result.returncode == 2
+    assert "the following arguments are required: goal" in result.stderr

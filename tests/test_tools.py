@@ -1,0 +1,122 @@
+"""Workspace tools: confinement, caps, timeouts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from orchestrator.errors import ToolFailed, WorkspaceEscape
+from orchestrator.tools import (
+    EditFile,
+    Grep,
+    ListFiles,
+    ReadFile,
+    Shell,
+    ToolContext,
+    Workspace,
+    WriteFile,
+)
+from orchestrator.tools.files import (
+    EditFileArgs,
+    GrepArgs,
+    ListFilesArgs,
+    ReadFileArgs,
+    WriteFileArgs,
+)
+from orchestrator.tools.shell import ShellArgs
+
+
+@pytest.fixture
+def ctx(workspace: Workspace) -> ToolContext:
+    return ToolContext(workspace=workspace)
+
+
+@pytest.mark.parametrize("path", ["../x", "a/../../x", "/etc/passwd", "/"])
+def test_paths_outside_the_workspace_are_refused(workspace: Workspace, path: str) -> None:
+    with pytest.raises(WorkspaceEscape, match="outside the workspace"):
+        workspace.resolve(path)
+
+
+def test_absolute_path_inside_is_allowed(workspace: Workspace) -> None:
+    assert workspace.resolve(str(workspace.root / "a.txt")) == workspace.root / "a.txt"
+    assert workspace.resolve("sub/../b") == workspace.root / "b"
+
+
+async def test_symlink_leading_out_is_refused(
+    workspace: Workspace, ctx: ToolContext, tmp_path: Path
+) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("top secret")
+    (workspace.root / "link").symlink_to(secret)
+    (workspace.root / "dirlink").symlink_to(tmp_path)
+    with pytest.raises(WorkspaceEscape):
+        await ReadFile().run(ReadFileArgs(path="link"), ctx)
+    with pytest.raises(WorkspaceEscape):
+        await WriteFile().run(WriteFileArgs(path="dirlink/new.txt", content="x"), ctx)
+    assert not (tmp_path / "new.txt").exists()
+    listing = await ListFiles().run(ListFilesArgs(), ctx)
+    assert "link" not in listing.content
+    found = await Grep().run(GrepArgs(pattern="secret"), ctx)
+    assert "top secret" not in found.content
+
+
+async def test_read_file_line_range_and_cap(workspace: Workspace, ctx: ToolContext) -> None:
+    (workspace.root / "f.txt").write_text("".join(f"line {i}\n" for i in range(1, 11)))
+    out = await ReadFile().run(ReadFileArgs(path="f.txt", start_line=3, end_line=4), ctx)
+    assert out.content == "line 3\nline 4\n"
+    (workspace.root / "big.txt").write_text("x" * 300_000)
+    big = await ReadFile().run(ReadFileArgs(path="big.txt"), ctx)
+    assert "[truncated at 262144 bytes of 300000" in big.content
+    with pytest.raises(ToolFailed, match="no such file"):
+        await ReadFile().run(ReadFileArgs(path="missing.txt"), ctx)
+
+
+async def test_edit_file_requires_a_unique_match(workspace: Workspace, ctx: ToolContext) -> None:
+    (workspace.root / "f.py").write_text("a = 1\nb = 1\n")
+    with pytest.raises(ToolFailed, match="not found"):
+        await EditFile().run(EditFileArgs(path="f.py", old_text="c = 1", new_text="x"), ctx)
+    with pytest.raises(ToolFailed, match="occurs 2 times"):
+        await EditFile().run(EditFileArgs(path="f.py", old_text="= 1", new_text="= 2"), ctx)
+    await EditFile().run(EditFileArgs(path="f.py", old_text="b = 1", new_text="b = 2"), ctx)
+    assert (workspace.root / "f.py").read_text() == "a = 1\nb = 2\n"
+
+
+async def test_grep_and_list(workspace: Workspace, ctx: ToolContext) -> None:
+    (workspace.root / "pkg").mkdir()
+    (workspace.root / "pkg" / "m.py").write_text("def f():\n    return 1\n")
+    (workspace.root / "notes.md").write_text("nothing\n")
+    assert (await Grep().run(GrepArgs(pattern=r"def \w+"), ctx)).content == "pkg/m.py:1:def f():"
+    listing = await ListFiles().run(ListFilesArgs(pattern="**/*.py"), ctx)
+    assert listing.content == "pkg/m.py"
+    with pytest.raises(ToolFailed, match="bad regular expression"):
+        await Grep().run(GrepArgs(pattern="("), ctx)
+
+
+async def test_shell_reports_exit_code(ctx: ToolContext) -> None:
+    ok = await Shell().run(ShellArgs(command="echo hello"), ctx)
+    assert (ok.status, ok.content) == ("ok", "exit code 0\nhello\n")
+    bad = await Shell().run(ShellArgs(command="echo oops >&2; exit 3"), ctx)
+    assert (bad.status, bad.content) == ("error", "exit code 3\noops\n")
+
+
+async def test_shell_runs_in_the_workspace(workspace: Workspace, ctx: ToolContext) -> None:
+    out = await Shell().run(ShellArgs(command="pwd"), ctx)
+    assert out.content.splitlines()[1] == str(workspace.root)
+
+
+async def test_shell_timeout_kills_the_command(ctx: ToolContext) -> None:
+    # A real subprocess needs a real (short) timeout; the child would run 30 s otherwise.
+    out = await Shell().run(ShellArgs(command="echo started; sleep 30", timeout=0.3), ctx)
+    assert out.status == "error"
+    assert out.content.startswith("timed out after 0.3s; killed")
+    assert "started" in out.content
+
+
+async def test_shell_output_is_capped(ctx: ToolContext) -> None:
+    out = await Shell(output_cap=1000).run(
+        ShellArgs(command="head -c 50000 /dev/zero | tr '\\0' x"), ctx
+    )
+    assert out.status == "ok"
+    assert "[output truncated: 50000 bytes, showing the first 1000]" in out.content
+    assert out.content.splitlines()[1] == "x" * 1000
