@@ -86,7 +86,7 @@ class TranscriptSink:
         self.out.write(text + "\n")
         self.out.flush()
 
-    async def emit(self, event: Event, *, durable: bool = False) -> None:  # noqa: C901
+    async def emit(self, event: Event, *, durable: bool = False) -> None:
         s = self.style
         match event:
             case AgentStarted(agent=agent, role=role):
