@@ -1,0 +1,412 @@
+"""HTTP plumbing the provider adapters share: the client, timeouts, retries with backoff,
+and the one place where HTTP failures become our `ModelError` classes.
+
+An adapter supplies a `WireCall` (URL, headers, JSON body) and a `StreamDecoder` (a pure
+state machine from server-sent events to `ModelEvent`s); `model_stream` does the rest.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import random
+import re
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import AsyncExitStack, aclosing, asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from typing import Any, Protocol
+
+import httpx
+import orjson
+import trio
+
+from orchestrator.errors import (
+    ContextTooLong,
+    ModelError,
+    ProviderAuthError,
+    ProviderBadRequest,
+    ProviderFatal,
+    ProviderRateLimited,
+    ProviderTransient,
+)
+from orchestrator.models.base import ModelEvent
+from orchestrator.models.sse import ServerSentEvent, SSEDecoder
+
+logger = logging.getLogger(__name__)
+
+Sleep = Callable[[float], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """Seconds. `first_byte` bounds the wait from sending the request to the first byte
+    of the body (a model may think for minutes); `idle` bounds each gap between chunks
+    after that. httpx's own read timeout is off: it would bound both with one number."""
+
+    connect: float = 10.0
+    write: float = 30.0
+    first_byte: float = 300.0
+    idle: float = 120.0
+
+    def for_httpx(self) -> httpx.Timeout:
+        return httpx.Timeout(connect=self.connect, read=None, write=self.write, pool=self.connect)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Exponential backoff with jitter; a server's Retry-After wins when it gives one.
+    A Retry-After longer than `max_retry_after` is not waited out: the error is raised."""
+
+    max_retries: int = 4
+    base_delay: float = 1.0
+    max_delay: float = 30.0
+    max_retry_after: float = 120.0
+
+    def delay(self, retry: int, retry_after: float | None, rand: float) -> float | None:
+        """Seconds to wait before retry number `retry` (0-based), or None to give up."""
+        if retry_after is not None:
+            return max(0.0, retry_after) if retry_after <= self.max_retry_after else None
+        backoff = min(self.max_delay, self.base_delay * 2.0**retry)
+        return backoff * (0.5 + rand / 2)
+
+
+@dataclass(frozen=True)
+class HttpOptions:
+    """How an adapter talks HTTP. `client` is the session's shared client; without one,
+    each call opens and closes its own. `sleep` and `rand` are injectable for tests."""
+
+    client: httpx.AsyncClient | None = None
+    timeouts: Timeouts = field(default_factory=Timeouts)
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    sleep: Sleep = trio.sleep
+    rand: Callable[[], float] = random.random
+
+
+@dataclass(frozen=True)
+class WireCall:
+    """One POST. `headers` may hold an API key: never log or print them."""
+
+    url: str
+    headers: Mapping[str, str]
+    body: Mapping[str, Any]
+
+    def __repr__(self) -> str:
+        return f"WireCall(url={self.url!r})"
+
+
+class StreamDecoder(Protocol):
+    """Turns one response's server-sent events into model events. Raises `ModelError`
+    for an error the stream reports. `done` is true once the provider's end marker came."""
+
+    @property
+    def done(self) -> bool: ...
+
+    def feed(self, event: ServerSentEvent) -> list[ModelEvent]: ...
+
+    def finish(self) -> list[ModelEvent]: ...
+
+
+def make_client(timeouts: Timeouts | None = None, *, trust_env: bool = True) -> httpx.AsyncClient:
+    """The one client a session shares (use it as `async with make_client() as client`)."""
+    return httpx.AsyncClient(
+        timeout=(timeouts or Timeouts()).for_httpx(),
+        trust_env=trust_env,
+        follow_redirects=False,
+    )
+
+
+@asynccontextmanager
+async def model_stream(
+    http: HttpOptions,
+    call: WireCall,
+    new_decoder: Callable[[], StreamDecoder],
+    *,
+    provider: str,
+) -> AsyncIterator[AsyncIterator[ModelEvent]]:
+    """Open a streamed model call, retrying failures that happen before any event was
+    yielded. Leaving the context closes the HTTP stream (also on cancellation)."""
+    async with AsyncExitStack() as stack:
+        client = http.client
+        if client is None:
+            client = await stack.enter_async_context(make_client(http.timeouts))
+        content = orjson.dumps(call.body)
+
+        def attempt() -> AsyncGenerator[ModelEvent]:
+            assert client is not None
+            request = client.build_request(
+                "POST",
+                call.url,
+                headers=dict(call.headers),
+                content=content,
+                timeout=http.timeouts.for_httpx(),
+            )
+            return _decoded(client, request, new_decoder(), http.timeouts, provider)
+
+        events = retrying(attempt, http, provider=provider)
+        stack.push_async_callback(events.aclose)
+        yield events
+
+
+async def retrying(
+    attempt: Callable[[], AsyncGenerator[ModelEvent]], http: HttpOptions, *, provider: str
+) -> AsyncGenerator[ModelEvent]:
+    """Run `attempt` until it succeeds. A retryable error is retried only while nothing
+    has been yielded: after that the caller holds partial output, and a silent retry
+    would duplicate it."""
+    retry = 0
+    while True:
+        yielded = False
+        try:
+            async with aclosing(attempt()) as events:
+                async for event in events:
+                    yielded = True
+                    yield event
+            return
+        except ModelError as exc:
+            if yielded or not exc.retryable or retry >= http.retry.max_retries:
+                raise
+            delay = http.retry.delay(retry, getattr(exc, "retry_after", None), http.rand())
+            if delay is None:
+                raise
+            logger.warning("%s: %s; retry %d in %.1fs", provider, exc, retry + 1, delay)
+        await http.sleep(delay)
+        retry += 1
+
+
+async def _decoded(
+    client: httpx.AsyncClient,
+    request: httpx.Request,
+    decoder: StreamDecoder,
+    timeouts: Timeouts,
+    provider: str,
+) -> AsyncGenerator[ModelEvent]:
+    async with aclosing(open_sse(client, request, timeouts, provider=provider)) as sse:
+        async for event in sse:
+            for model_event in decoder.feed(event):
+                yield model_event
+            if decoder.done:
+                break
+    for model_event in decoder.finish():
+        yield model_event
+
+
+async def open_sse(
+    client: httpx.AsyncClient, request: httpx.Request, timeouts: Timeouts, *, provider: str
+) -> AsyncGenerator[ServerSentEvent]:
+    """Send `request` and yield the server-sent events of its response."""
+    deadline: float | None = trio.current_time() + timeouts.first_byte
+    try:
+        with trio.fail_after(timeouts.first_byte):
+            response = await client.send(request, stream=True)
+    except trio.TooSlowError:
+        raise ProviderTransient(
+            f"no response within {timeouts.first_byte:g}s", provider=provider
+        ) from None
+    except httpx.TransportError as exc:
+        raise transport_error(exc, provider) from exc
+    try:
+        if response.status_code >= 400 or _is_json(response):
+            body = await _read_body(response, timeouts.idle, provider)
+            raise error_from_response(response.status_code, response.headers, body, provider)
+    except BaseException:
+        await response.aclose()
+        raise
+    decoder = SSEDecoder()
+    chunks = response.aiter_bytes()
+    try:
+        while True:
+            chunk = await _next_chunk(chunks, deadline, timeouts, provider)
+            if chunk is None:
+                break
+            deadline = None
+            for event in decoder.feed(chunk):
+                yield event
+        for event in decoder.close():
+            yield event
+    finally:
+        await response.aclose()
+        await _unwind(chunks)
+
+
+async def _unwind(chunks: AsyncIterator[bytes]) -> None:
+    """End httpx's chain of nested async generators behind `aiter_bytes` after the
+    response was closed early. Closing the outer one would leave the inner ones to the
+    garbage collector (trio warns about each); resuming it instead makes the innermost
+    read fail on the closed connection, which finishes every generator in the chain.
+    Only data already buffered can come first, so this ends quickly."""
+    with contextlib.suppress(Exception):
+        while True:
+            await anext(chunks)
+
+
+async def _next_chunk(
+    chunks: AsyncIterator[bytes], deadline: float | None, timeouts: Timeouts, provider: str
+) -> bytes | None:
+    limit = trio.current_time() + timeouts.idle if deadline is None else deadline
+    try:
+        with trio.fail_at(limit):
+            return await anext(chunks, None)
+    except trio.TooSlowError:
+        what = "no data" if deadline is not None else "stream stalled: no data"
+        seconds = timeouts.first_byte if deadline is not None else timeouts.idle
+        raise ProviderTransient(f"{what} for {seconds:g}s", provider=provider) from None
+    except httpx.TransportError as exc:
+        raise transport_error(exc, provider) from exc
+
+
+async def _read_body(response: httpx.Response, idle: float, provider: str) -> bytes:
+    try:
+        with trio.fail_after(idle):
+            return await response.aread()
+    except trio.TooSlowError:
+        return b""
+    except httpx.TransportError as exc:
+        raise transport_error(exc, provider) from exc
+
+
+def _is_json(response: httpx.Response) -> bool:
+    # A server that ignored `stream: true` (or a proxy's error page sent as 200).
+    return str(response.headers.get("content-type", "")).startswith("application/json")
+
+
+# --- error mapping: the one place HTTP failures become ModelError classes ---------------
+
+
+def transport_error(exc: httpx.TransportError, provider: str) -> ModelError:
+    if isinstance(exc, httpx.UnsupportedProtocol):
+        return ProviderFatal(
+            f"bad base URL ({exc}): it must start with http(s)://", provider=provider
+        )
+    detail = str(exc) or type(exc).__name__
+    return ProviderTransient(f"connection failed: {detail}", provider=provider)
+
+
+_CONTEXT_RE = re.compile(
+    r"context[ _-]?(?:length|window)"
+    r"|prompt is too long"
+    r"|exceeds? (?:the )?(?:available |model'?s? )?context"
+    r"|maximum (?:prompt|input) length"
+    r"|input is too long"
+    r"|reduce the length of the (?:messages|prompt)",
+    re.IGNORECASE,
+)
+
+_AUTH = {"authentication_error", "permission_error", "invalid_api_key"}
+_QUOTA = {"insufficient_quota", "billing_error"}
+_OVERLOADED = {"overloaded_error", "rate_limit_error", "rate_limit_exceeded"}
+_TRANSIENT = {"api_error", "server_error", "timeout_error", "internal_server_error"}
+_BAD_REQUEST = {"invalid_request_error", "not_found_error", "invalid_request", "not_found"}
+
+
+def classify(
+    *,
+    provider: str,
+    status: int | None,
+    kind: str | None,
+    code: str | None,
+    message: str,
+    retry_after: float | None = None,
+) -> ModelError:
+    """The error class for a provider failure, from an HTTP status and/or the error
+    object's `type` / `code` (Anthropic, OpenAI, vLLM, llama.cpp and Ollama shapes)."""
+    tags = {(kind or "").lower(), (code or "").lower()} - {""}
+    text = f"HTTP {status}: {message}" if status else message
+    if (
+        "context_length_exceeded" in tags
+        or "exceed_context_size_error" in tags
+        or "request_too_large" in tags
+        or status == 413
+        or (status in (None, 400, 422) and _CONTEXT_RE.search(message))
+    ):
+        return ContextTooLong(text, provider=provider)
+    if status in (401, 403) or tags & _AUTH:
+        return ProviderAuthError(text, provider=provider)
+    if tags & _QUOTA or status == 402:
+        return ProviderFatal(text, provider=provider)
+    if status in (429, 529) or tags & _OVERLOADED:
+        return ProviderRateLimited(text, provider=provider, retry_after=retry_after)
+    if status in (408, 409) or (status is not None and status >= 500) or tags & _TRANSIENT:
+        return ProviderTransient(text, provider=provider, retry_after=retry_after)
+    if status in (400, 404, 422) or tags & _BAD_REQUEST:
+        return ProviderBadRequest(text, provider=provider)
+    return ProviderFatal(text, provider=provider)
+
+
+def error_fields(payload: object) -> tuple[str | None, str | None, str | None]:
+    """(type, code, message) of an error body in any of the shapes providers use:
+    `{"error": {"type", "code", "message"}}`, `{"error": "text"}` (Ollama),
+    `{"object": "error", "type", "message"}` (older vLLM)."""
+    if not isinstance(payload, dict):
+        return None, None, None
+    inner = payload.get("error")
+    if isinstance(inner, str):
+        return None, None, inner
+    source = inner if isinstance(inner, dict) else payload
+    kind, code, message = (source.get(k) for k in ("type", "code", "message"))
+    return (
+        kind if isinstance(kind, str) else None,
+        None if code is None else str(code),
+        message if isinstance(message, str) else None,
+    )
+
+
+def error_from_response(
+    status: int, headers: httpx.Headers, body: bytes, provider: str
+) -> ModelError:
+    try:
+        payload: object = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        payload = None
+    kind, code, message = error_fields(payload)
+    if message is None:
+        message = body.decode("utf-8", errors="replace").strip()[:500] or "(no message)"
+    if status < 400:
+        if kind is None and code is None:
+            return ProviderFatal(
+                f"expected an event stream, got JSON: {message}", provider=provider
+            )
+        status_or_none: int | None = None
+    else:
+        status_or_none = status
+    return classify(
+        provider=provider,
+        status=status_or_none,
+        kind=kind,
+        code=code,
+        message=message,
+        retry_after=retry_after_seconds(headers),
+    )
+
+
+def retry_after_seconds(headers: httpx.Headers, now: datetime | None = None) -> float | None:
+    """`retry-after-ms` (OpenAI), else `retry-after` as seconds or an HTTP date."""
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            return max(0.0, float(value) * scale)
+        except ValueError:
+            pass
+        if scale == 1.0:
+            try:
+                when = parsedate_to_datetime(value)
+            except (TypeError, ValueError):
+                return None
+            if when.tzinfo is None:
+                when = when.replace(tzinfo=UTC)
+            return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
+    return None
+
+
+def json_data(event: ServerSentEvent, provider: str) -> Any:
+    """The JSON payload of an event; a payload that does not parse is a protocol
+    mismatch (TLS rules out corruption), so retrying will not help."""
+    try:
+        return orjson.loads(event.data)
+    except orjson.JSONDecodeError:
+        raise ProviderFatal(
+            f"malformed event from the provider: {event.data[:200]!r}", provider=provider
+        ) from None
