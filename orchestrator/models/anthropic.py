@@ -1,0 +1,381 @@
+"""Anthropic Messages, streamed.
+
+`to_wire` and `MessagesStreamDecoder` are pure; `AnthropicModel.stream` is the one HTTP
+call. Thinking blocks come back with a signature and are replayed verbatim, as the API
+requires when tools are used with extended thinking.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from typing import Any, assert_never, final
+
+import orjson
+
+from orchestrator.errors import ProviderTransient
+from orchestrator.messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    Thinking,
+    ToolCall,
+    ToolResult,
+    Usage,
+    UserMessage,
+)
+from orchestrator.models.base import (
+    ModelEvent,
+    ModelRequest,
+    StreamEnded,
+    TextDelta,
+    ThinkingDelta,
+    ThinkingDone,
+    ToolCallReady,
+    UsageReported,
+)
+from orchestrator.models.http import HttpOptions, WireCall, classify, error_fields, json_data
+from orchestrator.models.http import model_stream as _model_stream
+from orchestrator.models.sse import ServerSentEvent
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+API_VERSION = "2023-06-01"
+DEFAULT_MAX_TOKENS = 8192
+
+_RESULT_PREFIX = {"ok": "", "error": "", "cancelled": "Cancelled: ", "interrupted": "Interrupted: "}
+
+
+@dataclass(frozen=True)
+class AnthropicEndpoint:
+    """Where and how to reach the Messages API. The key is kept out of repr."""
+
+    model: str
+    api_key: str | None = field(default=None, repr=False)
+    base_url: str = DEFAULT_BASE_URL
+    headers: Mapping[str, str] = field(default_factory=dict)
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    thinking_budget: int | None = None
+    provider: str = "anthropic"
+
+    @property
+    def url(self) -> str:
+        return self.base_url.rstrip("/") + "/v1/messages"
+
+    def wire_headers(self) -> dict[str, str]:
+        headers = {
+            "content-type": "application/json",
+            "accept": "text/event-stream",
+            "anthropic-version": API_VERSION,
+        }
+        headers.update(self.headers)
+        if self.api_key:
+            headers["x-api-key"] = self.api_key
+        return headers
+
+
+# --- request --------------------------------------------------------------------------
+
+
+def to_wire(
+    request: ModelRequest,
+    *,
+    model: str,
+    default_max_tokens: int = DEFAULT_MAX_TOKENS,
+    thinking_budget: int | None = None,
+) -> dict[str, Any]:
+    """The JSON body of a streamed Messages call for `request`."""
+    system, turns = _turns(request.messages)
+    max_tokens = request.max_tokens or default_max_tokens
+    body: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "messages": turns}
+    if system:
+        body["system"] = system
+    if request.tools:
+        body["tools"] = [
+            {"name": t.name, "description": t.description, "input_schema": t.parameters}
+            for t in request.tools
+        ]
+        body["tool_choice"] = _tool_choice(request.tool_choice)
+    if thinking_budget:
+        # max_tokens counts thinking too and must exceed the budget.
+        if max_tokens <= thinking_budget:
+            body["max_tokens"] = thinking_budget + max_tokens
+        body["thinking"] = {"type": "enabled", "budget_tokens": thinking_budget}
+    elif request.temperature is not None:
+        body["temperature"] = request.temperature  # not allowed together with thinking
+    if request.stop:
+        body["stop_sequences"] = list(request.stop)
+    body["stream"] = True
+    return body
+
+
+def _turns(messages: tuple[Message, ...]) -> tuple[str, list[dict[str, Any]]]:
+    """Leading system messages become `system`; the rest become alternating turns, with
+    consecutive same-role messages merged and tool results first in their user turn."""
+    system: list[str] = []
+    turns: list[dict[str, Any]] = []
+
+    def add(role: str, blocks: list[dict[str, Any]]) -> None:
+        if not blocks:
+            return  # the API refuses empty turns
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"].extend(blocks)
+        else:
+            turns.append({"role": role, "content": blocks})
+
+    for message in messages:
+        match message:
+            case SystemMessage(content=content):
+                if turns:
+                    add("user", _text(content))
+                else:
+                    system.append(content)
+            case UserMessage(content=content):
+                add("user", _text(content))
+            case AssistantMessage():
+                add("assistant", _assistant_blocks(message))
+            case ToolResult():
+                add("user", [_tool_result(message)])
+            case _:
+                assert_never(message)
+    for turn in turns:
+        if turn["role"] == "user":
+            turn["content"].sort(key=lambda block: block["type"] != "tool_result")
+    return "\n\n".join(system), turns
+
+
+def _text(text: str) -> list[dict[str, Any]]:
+    return [{"type": "text", "text": text}] if text else []
+
+
+def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    for block in message.thinking:
+        if block.redacted is not None:
+            blocks.append({"type": "redacted_thinking", "data": block.redacted})
+        elif block.signature:
+            blocks.append(
+                {"type": "thinking", "thinking": block.text, "signature": block.signature}
+            )
+        # Unsigned reasoning (from another provider) cannot be replayed here.
+    blocks += _text(message.text)
+    for call in message.tool_calls:
+        blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": _input(call)})
+    return blocks
+
+
+def _input(call: ToolCall) -> dict[str, Any]:
+    # A malformed call still has to be replayed as an object; its error result tells
+    # the model what went wrong.
+    try:
+        value = orjson.loads(call.arguments or "{}")
+    except orjson.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _tool_result(result: ToolResult) -> dict[str, Any]:
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": result.call_id}
+    content = _RESULT_PREFIX[result.status] + result.content
+    if content:
+        block["content"] = content
+    if result.status != "ok":
+        block["is_error"] = True
+    return block
+
+
+def _tool_choice(choice: str) -> dict[str, Any]:
+    if choice == "required":
+        return {"type": "any"}
+    if choice in ("auto", "none"):
+        return {"type": choice}
+    return {"type": "tool", "name": choice}
+
+
+# --- response stream ------------------------------------------------------------------
+
+
+@dataclass
+class _Block:
+    type: str
+    id: str = ""
+    name: str = ""
+    parts: list[str] = field(default_factory=list)
+    signature: str = ""
+    initial_input: object = None
+
+    def event(self) -> ModelEvent | None:
+        """What a finished block contributes (text was already streamed)."""
+        text = "".join(self.parts)
+        if self.type == "tool_use":
+            if not text and self.initial_input:
+                text = orjson.dumps(self.initial_input).decode()
+            return ToolCallReady(call=ToolCall(id=self.id, name=self.name, arguments=text or "{}"))
+        if self.type == "thinking":
+            return ThinkingDone(block=Thinking(text=text, signature=self.signature or None))
+        if self.type == "redacted_thinking":
+            return ThinkingDone(block=Thinking(redacted=text))
+        return None
+
+
+@final
+class MessagesStreamDecoder:
+    """Messages stream events to model events. A tool call is emitted at its
+    `content_block_stop` with its raw argument text (unfinished after a max_tokens stop:
+    the turn loop reports that to the model as invalid JSON)."""
+
+    def __init__(self, provider: str) -> None:
+        self._provider = provider
+        self._blocks: dict[int, _Block] = {}
+        self._usage: dict[str, int] = {}
+        self._stop_reason: str | None = None
+        self._done = False
+
+    @property
+    def done(self) -> bool:
+        return self._done
+
+    def feed(self, event: ServerSentEvent) -> list[ModelEvent]:
+        payload = json_data(event, self._provider)
+        if not isinstance(payload, dict):
+            return []
+        match payload.get("type", event.event):
+            case "message_start":
+                self._add_usage((payload.get("message") or {}).get("usage"))
+            case "content_block_start":
+                return self._start(payload)
+            case "content_block_delta":
+                return self._delta(payload)
+            case "content_block_stop":
+                block = self._blocks.pop(payload.get("index", -1), None)
+                done = block.event() if block is not None else None
+                return [] if done is None else [done]
+            case "message_delta":
+                reason = (payload.get("delta") or {}).get("stop_reason")
+                if isinstance(reason, str):
+                    self._stop_reason = reason
+                self._add_usage(payload.get("usage"))
+            case "message_stop":
+                self._done = True
+            case "error":
+                kind, code, message = error_fields(payload)
+                raise classify(
+                    provider=self._provider,
+                    status=None,
+                    kind=kind,
+                    code=code,
+                    message=message or "error in the stream",
+                )
+            case _:
+                pass  # ping, and event types added after this was written
+        return []
+
+    def finish(self) -> list[ModelEvent]:
+        if not self._done and self._stop_reason is None:
+            raise ProviderTransient(
+                "the stream ended before the model finished", provider=self._provider
+            )
+        out: list[ModelEvent] = []
+        for index in sorted(self._blocks):  # blocks a cut-off stream never closed
+            done = self._blocks[index].event()
+            if done is not None:
+                out.append(done)
+        self._blocks.clear()
+        u = self._usage
+        out.append(
+            UsageReported(
+                usage=Usage(
+                    input_tokens=u.get("input_tokens", 0),
+                    output_tokens=u.get("output_tokens", 0),
+                    cache_read_tokens=u.get("cache_read_input_tokens", 0),
+                    cache_write_tokens=u.get("cache_creation_input_tokens", 0),
+                )
+            )
+        )
+        out.append(StreamEnded(stop_reason=self._stop_reason))
+        return out
+
+    def _start(self, payload: dict[str, Any]) -> list[ModelEvent]:
+        raw = payload.get("content_block") or {}
+        block = _Block(
+            type=str(raw.get("type", "")),
+            id=str(raw.get("id", "")),
+            name=str(raw.get("name", "")),
+            signature=str(raw.get("signature") or ""),
+            initial_input=raw.get("input"),
+        )
+        self._blocks[payload.get("index", -1)] = block
+        initial = raw.get("text") or raw.get("thinking") or raw.get("data")
+        if not isinstance(initial, str) or not initial:
+            return []
+        block.parts.append(initial)
+        if block.type == "text":
+            return [TextDelta(text=initial)]
+        return [ThinkingDelta(text=initial)] if block.type == "thinking" else []
+
+    def _delta(self, payload: dict[str, Any]) -> list[ModelEvent]:
+        block = self._blocks.get(payload.get("index", -1))
+        delta = payload.get("delta") or {}
+        if block is None:
+            return []
+        match delta.get("type"):
+            case "text_delta":
+                text = str(delta.get("text", ""))
+                block.parts.append(text)
+                return [TextDelta(text=text)] if text else []
+            case "thinking_delta":
+                text = str(delta.get("thinking", ""))
+                block.parts.append(text)
+                return [ThinkingDelta(text=text)] if text else []
+            case "signature_delta":
+                block.signature += str(delta.get("signature", ""))
+            case "input_json_delta":
+                block.parts.append(str(delta.get("partial_json", "")))
+            case _:
+                pass  # citations and later additions
+        return []
+
+    def _add_usage(self, usage: object) -> None:
+        # message_delta's counts are cumulative, so later values replace earlier ones.
+        if isinstance(usage, dict):
+            for key, value in usage.items():
+                if isinstance(value, int) and not isinstance(value, bool):
+                    self._usage[key] = value
+
+
+# --- the model ------------------------------------------------------------------------
+
+
+@final
+class AnthropicModel:
+    """A `Model` over the Anthropic Messages API."""
+
+    def __init__(self, endpoint: AnthropicEndpoint, http: HttpOptions | None = None) -> None:
+        self._endpoint = endpoint
+        self._http = http or HttpOptions()
+
+    @property
+    def name(self) -> str:
+        return f"{self._endpoint.provider}:{self._endpoint.model}"
+
+    @property
+    def endpoint(self) -> AnthropicEndpoint:
+        return self._endpoint
+
+    def __repr__(self) -> str:
+        return f"AnthropicModel({self.name!r}, base_url={self._endpoint.base_url!r})"
+
+    def stream(
+        self, request: ModelRequest
+    ) -> AbstractAsyncContextManager[AsyncIterator[ModelEvent]]:
+        ep = self._endpoint
+        body = to_wire(
+            request,
+            model=ep.model,
+            default_max_tokens=ep.max_tokens,
+            thinking_budget=ep.thinking_budget,
+        )
+        call = WireCall(url=ep.url, headers=ep.wire_headers(), body=body)
+        return _model_stream(
+            self._http, call, lambda: MessagesStreamDecoder(ep.provider), provider=ep.provider
+        )
