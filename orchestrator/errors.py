@@ -6,6 +6,9 @@ values, not exceptions.
 
 from __future__ import annotations
 
+from datetime import datetime
+from pathlib import Path
+
 
 class OrchestratorError(Exception):
     """Base of every error this library raises on purpose."""
@@ -92,7 +95,11 @@ class SessionError(OrchestratorError):
 
 
 class InvalidSessionId(SessionError):
-    """A session id that is not one of ours (`../x`, `a/b`, empty)."""
+    """A session id that is not one of ours (`../x`, `a/b`, empty); `value` is what was given."""
+
+    def __init__(self, message: str, *, value: object = None) -> None:
+        super().__init__(message)
+        self.value = value
 
 
 class SessionNotFound(SessionError):
@@ -100,8 +107,42 @@ class SessionNotFound(SessionError):
 
 
 class SessionLocked(SessionError):
-    """Another live process holds the session's lock."""
+    """Another live process holds the session's lock.
+
+    `pid`, `host` and `since` name the holder when its lock file says who it is (a holder
+    that has just taken the lock may not have written them yet)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: Path | None = None,
+        pid: int | None = None,
+        host: str | None = None,
+        since: datetime | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.path = path
+        self.pid = pid
+        self.host = host
+        self.since = since
 
 
 class JournalCorrupt(SessionError):
-    """A journal record other than the last one fails its checksum or does not parse."""
+    """A journal record other than the last one fails its checksum or does not parse.
+
+    `path`, `line` (1-based) and `seq` (the record's, or the one expected there) locate it
+    when the store raised it."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: Path | None = None,
+        line: int | None = None,
+        seq: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.path = path
+        self.line = line
+        self.seq = seq

@@ -1,0 +1,411 @@
+"""The journal writer: framed records appended to `journal.jsonl`, durably, off the trio loop.
+
+```python
+async with open_journal(path, durability=Durability.BATCH) as journal:
+    seq = await journal.append("tool_started", "main", {"call_id": "c1"}, durable=True)
+    seqs = await journal.append_batch([("delivered", "main", {...}), ("acked", "w1", {...})])
+    await journal.flush()  # everything appended so far is on disk (per the policy)
+```
+
+Opening scans the file (or reuses the `JournalScan` the caller just made, when the file
+has not changed since), truncates a cut tail (see `scan.py`: the caller warns, from
+`journal.cut`), syncs what is there, and starts a writer task in the context manager's
+own nursery. The caller must hold the session's lock: one writer per journal.
+
+`append` encodes the record and assigns its seq at once, in the calling task, so seqs
+follow call order and an unserialisable body raises there (`TypeError`) with nothing
+queued. The writer task takes everything queued, writes it with one `os.write` and (per
+the policy) one fsync, in a worker thread, then wakes the appenders waiting on it: that is
+group commit, one fsync per batch of writes however many tasks append.
+
+Durability policies (`Durability`):
+
+- `BATCH` (default): `append(..., durable=False)` returns once queued; the writer waits up
+  to `max_delay` (2 ms) for more, then writes and fsyncs. `durable=True` returns after the
+  fsync that covers the record, and cuts the wait short.
+- `ALWAYS`: every append returns only after an fsync that covers it, as if durable=True.
+- `OFF`: written to the OS, never fsynced; `durable=True` waits for the write only.
+  Survives a killed process, not a power cut.
+
+`append_batch` makes its records one atomic batch: only the last carries the batch-end
+flag, so if a crash leaves part of it on disk, resume drops all of it.
+
+Cancellation: an append cancelled before it returns may or may not have queued its
+record; once queued (the seq assigned), a record is written. Cancelled means "not
+acknowledged", never "withdrawn". Appenders wait (backpressure) while more than
+8 × `max_batch_bytes` are queued.
+
+A failed write or fsync (a full disk, an I/O error) fails the journal: it is never retried
+(after a failed fsync the kernel may have dropped the data), and every later append,
+flush or the context's exit raises `SessionError`, chained to the `OSError`.
+
+On exit the context manager flushes everything, shielded from cancellation but bounded by
+`close_timeout`, then closes the file. It raises `SessionError` if records may be lost (a
+failed write, or the flush timed out), unless the body is already raising.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from pathlib import Path
+from types import TracebackType
+from typing import Any, final
+
+import trio
+
+from orchestrator.errors import SessionError
+from orchestrator.store._fs import sync_data, sync_dir, write_all
+from orchestrator.store._line import encode
+from orchestrator.store.scan import JournalScan, TailCut, scan_journal
+
+JsonObject = dict[str, Any]
+Item = tuple[str, str, JsonObject]
+"""What `append_batch` takes per record: (kind, agent, body)."""
+
+
+class Durability(enum.StrEnum):
+    """When an append counts as done; see the module docstring."""
+
+    ALWAYS = "always"
+    BATCH = "batch"
+    OFF = "off"
+
+
+class _State(enum.Enum):
+    OPEN = "open"
+    CLOSING = "closing"  # the context is exiting: no new appends, the writer drains
+    CLOSED = "closed"
+    FAILED = "failed"  # a write or fsync failed; nothing more is written
+
+
+@final
+class Journal:
+    """An open journal; made by `open_journal`, valid inside its `async with`."""
+
+    def __init__(
+        self,
+        path: Path,
+        fd: int,
+        scan: JournalScan,
+        *,
+        durability: Durability,
+        clock: Callable[[], float],
+        max_delay: float,
+        max_batch_bytes: int,
+    ) -> None:
+        self._path = path
+        self._fd = fd
+        self._cut = scan.cut
+        self._durability = durability
+        self._clock = clock
+        self._max_delay = max_delay
+        self._max_batch_bytes = max_batch_bytes
+        self._max_pending_bytes = 8 * max_batch_bytes
+        self._state = _State.OPEN
+        self._failure: OSError | None = None
+        self._last_seq = scan.last_seq
+        self._durable_seq = scan.last_seq
+        self._pending: list[bytes] = []
+        self._pending_bytes = 0
+        self._durable_waiters = 0
+        self._wakeup = trio.Event()  # set: the writer has work (or should stop)
+        self._urgent = trio.Event()  # set: the writer should not wait for more
+        self._progress = trio.Event()  # set (then replaced): a write landed, or failed
+        self._drained = trio.Event()  # set (then replaced): the writer took the queue
+        self._writer_done = trio.Event()
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    @property
+    def durability(self) -> Durability:
+        return self._durability
+
+    @property
+    def last_seq(self) -> int:
+        """The seq of the last record appended (queued or written); 0 before any."""
+        return self._last_seq
+
+    @property
+    def durable_seq(self) -> int:
+        """The last seq on disk per the policy. A snapshot must not name a later seq."""
+        return self._durable_seq
+
+    @property
+    def cut(self) -> TailCut | None:
+        """The torn tail that opening truncated away, for the caller to warn about."""
+        return self._cut
+
+    async def append(
+        self, kind: str, agent: str, body: JsonObject, *, durable: bool = False
+    ) -> int:
+        """Append one record (a batch of one); return its seq. See the module docstring
+        for when it returns."""
+        (seq,) = await self.append_batch(((kind, agent, body),), durable=durable)
+        return seq
+
+    async def append_batch(self, items: Sequence[Item], *, durable: bool = False) -> list[int]:
+        """Append `items` as one atomic batch; return their seqs, in order."""
+        await trio.lowlevel.checkpoint_if_cancelled()
+        self._check_open()
+        while self._pending_bytes >= self._max_pending_bytes:
+            self._urgent.set()
+            await self._drained.wait()
+            self._check_open()
+        first = self._last_seq + 1
+        lines = self._encode(items, first)
+        if lines:
+            self._pending.extend(lines)
+            self._pending_bytes += sum(map(len, lines))
+            self._last_seq += len(lines)
+            self._wakeup.set()
+            if self._pending_bytes >= self._max_batch_bytes:
+                self._urgent.set()
+        last = self._last_seq
+        if lines and (durable or self._durability is Durability.ALWAYS):
+            await self._wait_durable(last)
+        else:
+            await trio.lowlevel.cancel_shielded_checkpoint()
+        return list(range(first, last + 1))
+
+    async def flush(self) -> None:
+        """Return once every record appended so far is on disk (per the policy)."""
+        await trio.lowlevel.checkpoint_if_cancelled()
+        self._check_open()
+        if self._durable_seq < self._last_seq:
+            await self._wait_durable(self._last_seq)
+        else:
+            await trio.lowlevel.cancel_shielded_checkpoint()
+
+    def _encode(self, items: Sequence[Item], first: int) -> list[bytes]:
+        now = self._clock()
+        last_index = len(items) - 1
+        lines = []
+        for index, (kind, agent, body) in enumerate(items):
+            if not isinstance(kind, str) or not kind or not isinstance(agent, str):
+                raise TypeError(
+                    f"kind and agent must be strings, kind non-empty: {kind!r}, {agent!r}"
+                )
+            if not isinstance(body, dict):
+                raise TypeError(f"a record body must be a dict, not {type(body).__name__}")
+            lines.append(encode(first + index, now, kind, agent, body, end=index == last_index))
+        return lines
+
+    async def _wait_durable(self, seq: int) -> None:
+        self._durable_waiters += 1
+        self._urgent.set()
+        try:
+            while self._durable_seq < seq:
+                self._check_not_failed()
+                if self._state is _State.CLOSED:  # closed before the writer got to it
+                    raise trio.ClosedResourceError(f"the journal {self._path} is closed")
+                await self._progress.wait()
+        finally:
+            self._durable_waiters -= 1
+
+    def _check_open(self) -> None:
+        self._check_not_failed()
+        if self._state is not _State.OPEN:
+            raise trio.ClosedResourceError(f"the journal {self._path} is closed")
+
+    def _check_not_failed(self) -> None:
+        if self._failure is not None:
+            raise SessionError(
+                f"writing the journal {self._path} failed ({self._failure}); records after "
+                f"seq {self._durable_seq} may be lost, and nothing more is written"
+            ) from self._failure
+
+    # --- the writer task ------------------------------------------------------------------
+
+    async def _run_writer(self) -> None:
+        try:
+            while True:
+                if not self._pending:
+                    if self._state is not _State.OPEN:
+                        return
+                    self._wakeup = trio.Event()
+                    await self._wakeup.wait()
+                    continue
+                if self._should_linger():
+                    self._urgent = trio.Event()
+                    with trio.move_on_after(self._max_delay):
+                        await self._urgent.wait()
+                if not await self._write_pending():
+                    return
+        finally:
+            self._writer_done.set()
+
+    def _should_linger(self) -> bool:
+        return (
+            self._state is _State.OPEN
+            and self._durability is not Durability.ALWAYS
+            and self._durable_waiters == 0
+            and self._pending_bytes < self._max_batch_bytes
+            and self._max_delay > 0
+        )
+
+    async def _write_pending(self) -> bool:
+        """Write (and sync) everything queued; False once the journal has failed."""
+        chunk = b"".join(self._pending)
+        last = self._last_seq
+        self._pending = []
+        self._pending_bytes = 0
+        self._drained.set()
+        self._drained = trio.Event()
+        try:
+            await trio.to_thread.run_sync(self._write, chunk)
+        except OSError as exc:
+            self._failure = exc
+            self._state = _State.FAILED
+            self._drained.set()
+            return False
+        finally:
+            self._progress.set()
+            self._progress = trio.Event()
+        self._durable_seq = last
+        return True
+
+    def _write(self, chunk: bytes) -> None:  # in a worker thread
+        write_all(self._fd, chunk)
+        if self._durability is not Durability.OFF:
+            sync_data(self._fd)
+
+    # --- lifecycle, driven by the context manager ----------------------------------------
+
+    def _begin_close(self) -> None:
+        """Stop taking appends; the writer drains the queue, then returns."""
+        if self._state is _State.OPEN:
+            self._state = _State.CLOSING
+        self._wakeup.set()
+        self._urgent.set()
+        self._drained.set()  # appenders held by backpressure see the state and leave
+
+    def _finish(self) -> None:
+        """The writer has stopped: close the file and release anyone still waiting."""
+        if self._state is not _State.FAILED:
+            self._state = _State.CLOSED
+        os.close(self._fd)
+        self._progress.set()
+        self._drained.set()
+
+    def _lost_records_error(self) -> SessionError | None:
+        if self._failure is not None:
+            try:
+                self._check_not_failed()
+            except SessionError as exc:
+                return exc
+        if self._durable_seq < self._last_seq:
+            return SessionError(
+                f"closing the journal {self._path} timed out: seq {self._durable_seq + 1}-"
+                f"{self._last_seq} may not be on disk"
+            )
+        return None
+
+
+@final
+class _OpenJournal(AbstractAsyncContextManager[Journal]):
+    def __init__(
+        self,
+        path: Path,
+        scan: JournalScan | None,
+        durability: Durability,
+        close_timeout: float,
+        make: Callable[[int, JournalScan], Journal],
+    ) -> None:
+        self._path = path
+        self._scan = scan
+        self._durability = durability
+        self._close_timeout = close_timeout
+        self._make = make
+
+    async def __aenter__(self) -> Journal:
+        fd, scan = await trio.to_thread.run_sync(_prepare, self._path, self._scan, self._durability)
+        self._journal = journal = self._make(fd, scan)
+        # The writer lives in a nursery entered here and exited in __aexit__, by hand rather
+        # than with `async with`, so that exceptions from the caller's block reach the caller
+        # as they are, not wrapped in an ExceptionGroup by the nursery.
+        self._nursery_manager = trio.open_nursery()
+        self._nursery = await self._nursery_manager.__aenter__()
+        self._nursery.start_soon(journal._run_writer)
+        return journal
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        journal = self._journal
+        try:
+            journal._begin_close()
+            with trio.move_on_after(self._close_timeout, shield=True):
+                await journal._writer_done.wait()
+            # A no-op when the writer has drained; otherwise it stops once its thread returns.
+            self._nursery.cancel_scope.cancel()
+            await self._nursery_manager.__aexit__(None, None, None)
+        finally:
+            journal._finish()
+        lost = journal._lost_records_error()
+        if lost is not None and exc is None:
+            raise lost
+
+
+def open_journal(
+    path: os.PathLike[str] | str,
+    *,
+    durability: Durability = Durability.BATCH,
+    clock: Callable[[], float] = time.time,
+    scan: JournalScan | None = None,
+    max_delay: float = 0.002,
+    max_batch_bytes: int = 1 << 20,
+    close_timeout: float = 10.0,
+) -> AbstractAsyncContextManager[Journal]:
+    """Open the journal at `path` for appending (creating it), as `async with`.
+
+    `scan`: a `scan_journal` result for this path, to skip scanning again (ignored if
+    the file's size changed since). `clock` gives each record's time (Unix seconds; a
+    batch's records share one). `max_delay` bounds how long a non-durable append waits in
+    the queue for company; `max_batch_bytes` of queued records cut that wait short.
+    Raises `JournalCorrupt` for corruption before the journal's end.
+    """
+    path = Path(path)
+    make = functools.partial(
+        Journal,
+        path,
+        durability=durability,
+        clock=clock,
+        max_delay=max_delay,
+        max_batch_bytes=max_batch_bytes,
+    )
+    return _OpenJournal(path, scan, durability, close_timeout, make)
+
+
+def _prepare(
+    path: Path, scan: JournalScan | None, durability: Durability
+) -> tuple[int, JournalScan]:
+    """Open the file for appending, with its cut tail truncated away and its contents synced."""
+    existed = path.exists()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        size = os.fstat(fd).st_size
+        if scan is None or scan.path != path or scan.file_size != size:
+            scan = scan_journal(path, after_seq=sys.maxsize)  # checks, parses no body
+        if scan.cut is not None:
+            os.ftruncate(fd, scan.end_offset)
+        if durability is not Durability.OFF:
+            # What a crashed predecessor wrote (maybe with policy off) is on disk before
+            # anything is built on it; and a truncation is durable before we append.
+            os.fsync(fd)
+            if not existed:
+                sync_dir(path.parent)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, scan
