@@ -235,8 +235,9 @@ async def _unwind(chunks: AsyncIterator[bytes]) -> None:
     response was closed early. Closing the outer one would leave the inner ones to the
     garbage collector (trio warns about each); resuming it instead makes the innermost
     read fail on the closed connection, which finishes every generator in the chain.
-    Only data already buffered can come first, so this ends quickly."""
-    with contextlib.suppress(Exception):
+    Only data already buffered can come first, so this ends quickly; the time limit
+    covers transports that do not fail on a closed stream."""
+    with contextlib.suppress(Exception), trio.move_on_after(1.0):
         while True:
             await anext(chunks)
 
