@@ -101,8 +101,8 @@ def to_wire(
         if max_tokens <= thinking_budget:
             body["max_tokens"] = thinking_budget + max_tokens
         body["thinking"] = {"type": "enabled", "budget_tokens": thinking_budget}
-    elif request.temperature is not None:
-        body["temperature"] = request.temperature  # not allowed together with thinking
+    # No temperature: the Messages API (per the official SDK's MessageCreateParams) has
+    # none, so `request.temperature` is not sent.
     if request.stop:
         body["stop_sequences"] = list(request.stop)
     body["stream"] = True

@@ -1,0 +1,128 @@
+"""Request translation against golden JSON files, and against the SDKs' request types.
+
+To accept a deliberate change: `UPDATE_GOLDEN=1 pytest tests/providers`, then read the
+diff of tests/providers/golden/ before committing it."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from sdk_types import check_anthropic_request, check_openai_request
+
+from orchestrator.messages import (
+    AssistantMessage,
+    SystemMessage,
+    Thinking,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+)
+from orchestrator.models import anthropic, openai
+from orchestrator.models.base import ModelRequest, ToolSpec
+
+GOLDEN = Path(__file__).parent / "golden"
+
+TOOLS = (
+    ToolSpec(
+        name="read_file",
+        description="Read a file in the workspace.",
+        parameters={
+            "type": "object",
+            "properties": {"path": {"type": "string"}},
+            "required": ["path"],
+        },
+    ),
+    ToolSpec(
+        name="shell",
+        description="Run a shell command.",
+        parameters={"type": "object", "properties": {"command": {"type": "string"}}},
+    ),
+)
+
+CONVERSATION = (
+    SystemMessage(content="You are the builder."),
+    SystemMessage(content="Work in small steps."),
+    UserMessage(content="Fix the failing test."),
+    AssistantMessage(
+        text="Let me look at both files.",
+        thinking=(
+            Thinking(text="The test imports util.", signature="c2lnbmF0dXJl"),
+            Thinking(redacted="RU5DUllQVEVE"),
+            Thinking(text="unsigned reasoning from another provider"),
+        ),
+        tool_calls=(
+            ToolCall(id="call_1", name="read_file", arguments='{"path": "test_util.py"}'),
+            ToolCall(id="call_2", name="read_file", arguments='{"path": "util.py"'),
+        ),
+        stop_reason="tool_use",
+    ),
+    ToolResult(call_id="call_1", name="read_file", content="def test_add(): ..."),
+    ToolResult(
+        call_id="call_2",
+        name="read_file",
+        status="error",
+        content="arguments of read_file are not valid JSON",
+    ),
+    UserMessage(content="Also check the README."),
+    AssistantMessage(
+        tool_calls=(ToolCall(id="call_3", name="shell", arguments='{"command": "make"}'),)
+    ),
+    ToolResult(call_id="call_3", name="shell", status="cancelled", content="stopped by the user"),
+    SystemMessage(content="Note: the budget is half spent."),
+    AssistantMessage(text="Done."),
+    UserMessage(content="Thanks."),
+)
+
+FULL = ModelRequest(
+    messages=CONVERSATION,
+    tools=TOOLS,
+    tool_choice="required",
+    max_tokens=1000,
+    temperature=0.3,
+    stop=("</done>",),
+)
+MINIMAL = ModelRequest(messages=(UserMessage(content="Hello"),))
+NAMED_TOOL = ModelRequest(
+    messages=(UserMessage(content="Read it"),), tools=TOOLS, tool_choice="shell"
+)
+
+CASES: dict[str, tuple[dict[str, Any], str]] = {
+    "openai_full": (
+        openai.to_wire(FULL, model="gpt-4.1", max_tokens_field="max_completion_tokens"),
+        "openai",
+    ),
+    "openai_minimal": (
+        openai.to_wire(MINIMAL, model="llama3.1:8b", default_max_tokens=512),
+        "openai",
+    ),
+    "openai_named_tool": (openai.to_wire(NAMED_TOOL, model="gpt-4.1"), "openai"),
+    "anthropic_full": (anthropic.to_wire(FULL, model="claude-sonnet-4-5"), "anthropic"),
+    "anthropic_thinking": (
+        anthropic.to_wire(FULL, model="claude-sonnet-4-5", thinking_budget=4096),
+        "anthropic",
+    ),
+    "anthropic_minimal": (anthropic.to_wire(MINIMAL, model="claude-haiku-4-5"), "anthropic"),
+    "anthropic_named_tool": (anthropic.to_wire(NAMED_TOOL, model="claude-haiku-4-5"), "anthropic"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_request_matches_golden(name: str) -> None:
+    body, _ = CASES[name]
+    path = GOLDEN / f"{name}.json"
+    if os.environ.get("UPDATE_GOLDEN"):
+        path.write_bytes(orjson.dumps(body, option=orjson.OPT_INDENT_2) + b"\n")
+    assert body == orjson.loads(path.read_bytes())
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_request_is_valid_for_the_official_sdk(name: str) -> None:
+    body, kind = CASES[name]
+    if kind == "openai":
+        check_openai_request(body)
+    else:
+        check_anthropic_request(body)
