@@ -10,39 +10,80 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+import platformdirs
 import trio
 
-from orchestrator.agent import AgentState, TurnDeps, run_turn
-from orchestrator.errors import ConfigError, ModelError, OrchestratorError
-from orchestrator.events import AgentStarted, EventSink, FanOut
-from orchestrator.messages import SystemMessage, ToolCall, UserMessage
+from orchestrator.cli_sessions import add_sessions_parser, latest_session_id, run_sessions
+from orchestrator.errors import ConfigError, InvalidSessionId, OrchestratorError, SessionNotFound
+from orchestrator.events import EventSink
+from orchestrator.messages import ToolCall
 from orchestrator.models.resolve import resolve_model
-from orchestrator.prompts import single_agent_prompt
 from orchestrator.render import JsonLinesSink, TranscriptSink, format_arguments
-from orchestrator.tools import (
-    Approver,
-    PermissionPolicy,
-    ToolContext,
-    Workspace,
-    approve_all,
-    deny_all,
-    workspace_tools,
-)
+from orchestrator.runner import RunSettings, drive
+from orchestrator.session import create_session, open_session, read_manifest
+from orchestrator.store import Durability, session_dir
+from orchestrator.tools import Approver, PermissionPolicy, approve_all, deny_all, workspace_tools
 from orchestrator.tools.permissions import parse_rules
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 DESCRIPTION = """\
-Run LLM agents that use tools in a workspace, durably.
+Run LLM agents that use tools in a workspace; every session is journaled and survives a
+crash (resume it where it stood).
 
-  orchestrator demo                       offline demo with a scripted model
-  orchestrator run "GOAL" --model M -w .  run one agent on a goal
-  orchestrator models                     what models are configured
+  orchestrator demo                        offline demo with a scripted model
+  orchestrator run "GOAL" --model M -w .   run an agent on a goal (prints a session id)
+  orchestrator resume --last --yes         continue the newest session
+  orchestrator sessions list               sessions, newest first
 
 Models: scripted:PATH (offline, see docs/scripted-model.md), openai:MODEL,
 anthropic:MODEL, ollama:MODEL, openai-compatible:MODEL@URL.
+Sessions live in --sessions-dir, else $ORCHESTRATOR_SESSIONS_DIR, else the user data dir.
 Exit codes: 0 done, 1 failed, 2 usage error.
 """
+
+
+def _sessions_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--sessions-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="where sessions live (default: $ORCHESTRATOR_SESSIONS_DIR, else the user data dir)",
+    )
+
+
+def _agent_options(parser: argparse.ArgumentParser, *, model_required_note: str) -> None:
+    parser.add_argument("-m", "--model", default=None, help=model_required_note)
+    parser.add_argument(
+        "-y",
+        "--yes",
+        action="store_true",
+        help="approve every tool call the policy would ask about",
+    )
+    parser.add_argument(
+        "--allow",
+        action="append",
+        default=[],
+        metavar="TOOL=DECISION",
+        help="permission rule, e.g. shell=deny or write_file=allow (repeatable); read-only "
+        "tools are allowed and the others ask by default",
+    )
+    parser.add_argument("--json", action="store_true", help="print events as JSON lines")
+    parser.add_argument(
+        "--max-rounds",
+        type=int,
+        default=50,
+        metavar="N",
+        help="stop after N model calls in one turn (default: 50)",
+    )
+    parser.add_argument(
+        "--durability",
+        choices=[d.value for d in Durability],
+        default=Durability.BATCH.value,
+        help="journal fsync policy: always (each record), batch (group commit, default), off",
+    )
+    _sessions_option(parser)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -56,19 +97,42 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser(
         "run",
-        help="run one agent on a goal until it finishes",
-        description="Run one agent on GOAL in a workspace until it answers without tool "
-        "calls (or --max-rounds is hit), showing a live transcript.",
+        help="run an agent on a goal in a new session",
+        description="Run an agent on GOAL in a workspace until it answers without tool calls "
+        "(or --max-rounds is hit), showing a live transcript. The session id is printed "
+        "first; if the run is stopped or killed, `orchestrator resume ID` continues it.",
     )
     run.add_argument("goal", help="what the agent should achieve, in plain words")
-    _add_agent_options(run)
-    run.add_argument(
+    _agent_options(
+        run,
+        model_required_note="model spec, e.g. scripted:script.json, openai:gpt-4o, "
+        "anthropic:claude-sonnet-4-5 (default: $ORCHESTRATOR_MODEL)",
+    )
+    place = run.add_mutually_exclusive_group()
+    place.add_argument(
         "-w",
         "--workspace",
         type=Path,
         default=None,
         help="directory the tools are confined to (default: the current directory)",
     )
+    place.add_argument(
+        "--session-workspace",
+        action="store_true",
+        help="work in a fresh workspace inside the session directory, so the session can "
+        "be copied elsewhere and resumed",
+    )
+
+    resume = commands.add_parser(
+        "resume",
+        help="continue a stopped or crashed session where it stood",
+        description="Continue session ID (or the newest with --last) from its journal. Tool "
+        "calls cut off by a crash are reported to the model as interrupted (idempotent ones "
+        "are simply run again). A finished session is reported and left alone.",
+    )
+    resume.add_argument("session_id", nargs="?", metavar="ID", help="session id")
+    resume.add_argument("--last", action="store_true", help="resume the newest session")
+    _agent_options(resume, model_required_note="use this model instead of the session's own")
 
     demo = commands.add_parser(
         "demo",
@@ -84,38 +148,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="directory to work in (default: a fresh temporary directory)",
     )
     demo.add_argument("--json", action="store_true", help="print events as JSON lines")
+    _sessions_option(demo)
+
+    add_sessions_parser(commands, _sessions_option)
     return parser
 
 
-def _add_agent_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "-m",
-        "--model",
-        default=None,
-        help="model spec, e.g. scripted:script.json, openai:gpt-4o, anthropic:claude-sonnet-4-5"
-        " (default: $ORCHESTRATOR_MODEL)",
-    )
-    parser.add_argument(
-        "-y",
-        "--yes",
-        action="store_true",
-        help="approve every tool call the policy would ask about",
-    )
-    parser.add_argument(
-        "--allow",
-        action="append",
-        default=[],
-        metavar="TOOL=DECISION",
-        help="permission rule, e.g. shell=deny or write_file=allow (repeatable)",
-    )
-    parser.add_argument("--json", action="store_true", help="print events as JSON lines")
-    parser.add_argument(
-        "--max-rounds",
-        type=int,
-        default=50,
-        metavar="N",
-        help="stop after N model calls in one turn (default: 50)",
-    )
+def sessions_root(args: argparse.Namespace) -> Path:
+    if getattr(args, "sessions_dir", None):
+        return Path(args.sessions_dir)
+    if os.environ.get("ORCHESTRATOR_SESSIONS_DIR"):
+        return Path(os.environ["ORCHESTRATOR_SESSIONS_DIR"])
+    return Path(platformdirs.user_data_dir("orchestrator")) / "sessions"
 
 
 def _color_enabled(stream: object) -> bool:
@@ -149,98 +193,114 @@ def _note(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
-async def _run_agent(
-    *,
-    goal: str,
-    model_spec: str | None,
-    workspace: Path,
-    yes: bool,
-    rules: list[str],
-    json_mode: bool,
-    max_rounds: int,
-) -> int:
-    model = resolve_model(model_spec or os.environ.get("ORCHESTRATOR_MODEL"), env=os.environ)
+def _policy(rules: list[str]) -> PermissionPolicy:
     try:
-        policy = PermissionPolicy(rules=parse_rules(rules))
+        return PermissionPolicy(rules=parse_rules(rules))
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
-    if not workspace.is_dir():
-        raise ConfigError(f"workspace {workspace} is not a directory")
-    tools = workspace_tools()
-    ws = Workspace(workspace)
-    sink = FanOut([_make_sink(json_mode)])
-    state = AgentState(id="main", role="main")
-    state.messages = [
-        SystemMessage(content=single_agent_prompt(ws.root, tools.names())),
-        UserMessage(content=goal),
-    ]
-    await sink.emit(AgentStarted(agent=state.id, role=state.role, messages=tuple(state.messages)))
-    deps = TurnDeps(
-        model=model,
-        tools=tools,
-        context=ToolContext(workspace=ws, agent=state.id),
-        events=sink,
-        policy=policy,
-        approve=_make_approver(yes),
-        max_rounds=max_rounds,
-    )
-    try:
-        outcome = await run_turn(state, deps)
-    except ModelError as exc:
-        _note(f"error: model call failed: {exc}")
-        return EXIT_FAILED
-    if outcome.reason != "completed":
-        _note(f"stopped: {outcome.reason} after {outcome.rounds} rounds")
+
+
+async def _run_session(root: Path, session_id: str, args: argparse.Namespace) -> int:
+    directory = session_dir(root, session_id)
+    async with open_session(
+        root, session_id, durability=Durability(args.durability), warn=_note
+    ) as live:
+        spec = args.model or live.manifest.model_spec(directory)
+        settings = RunSettings(
+            model=resolve_model(spec, env=os.environ),
+            tools=workspace_tools(),
+            ui=_make_sink(args.json),
+            policy=_policy(args.allow),
+            approve=_make_approver(args.yes),
+            max_rounds=args.max_rounds,
+        )
+        result = await drive(live, settings)
+    detail = f" ({result.detail})" if result.detail else ""
+    _note(f"session {session_id} {result.status}{detail}")
+    if result.status != "completed":
+        _note(f"continue it with: orchestrator resume {session_id}")
         return EXIT_FAILED
     return EXIT_OK
 
 
-async def _dispatch(args: argparse.Namespace) -> int:
-    if args.command == "run":
-        return await _run_agent(
-            goal=args.goal,
-            model_spec=args.model,
-            workspace=args.workspace or Path.cwd(),
-            yes=args.yes,
-            rules=args.allow,
-            json_mode=args.json,
-            max_rounds=args.max_rounds,
-        )
-    if args.command == "demo":
-        return await _demo(args)
-    raise AssertionError(f"unhandled command {args.command}")
+def _start(
+    args: argparse.Namespace, *, goal: str, model: str | None, workspace: Path | None
+) -> int:
+    spec = model or os.environ.get("ORCHESTRATOR_MODEL")
+    resolve_model(spec, env=os.environ)  # fail fast, before a session exists
+    assert spec is not None
+    if workspace is not None and not workspace.is_dir():
+        raise ConfigError(f"workspace {workspace} is not a directory")
+    _policy(args.allow)
+    root = sessions_root(args)
+    session_id, _ = create_session(root, goal=goal, model=spec, workspace=workspace)
+    _note(f"session {session_id} (in {root})")
+    return trio.run(_run_session, root, session_id, args)
 
 
-async def _demo(args: argparse.Namespace) -> int:
+def _resume(args: argparse.Namespace) -> int:
+    root = sessions_root(args)
+    if args.last == bool(args.session_id):
+        raise ConfigError("give a session ID or --last (not both)")
+    session_id = latest_session_id(root) if args.last else args.session_id
+    manifest = read_manifest(session_dir(root, session_id))
+    if manifest.status == "completed":
+        _note(f"session {session_id} already finished (completed); nothing to do")
+        return EXIT_OK
+    _note(f"resuming session {session_id}")
+    return trio.run(_run_session, root, session_id, args)
+
+
+def _demo(args: argparse.Namespace) -> int:
     from orchestrator.demo import script_path
 
     workspace = args.workspace or Path(tempfile.mkdtemp(prefix="orchestrator-demo-"))
     workspace.mkdir(parents=True, exist_ok=True)
     _note(f"demo workspace: {workspace}")
-    code = await _run_agent(
+    demo_args = argparse.Namespace(
+        yes=True,
+        allow=[],
+        json=args.json,
+        max_rounds=20,
+        model=None,
+        durability=Durability.BATCH.value,
+        sessions_dir=args.sessions_dir,
+    )
+    code = _start(
+        demo_args,
         goal="Write a small Python statistics module with mean() and median(), "
         "and a test for it; make the test pass.",
-        model_spec=f"scripted:{script_path()}",
+        model=f"scripted:{script_path()}",
         workspace=workspace,
-        yes=True,
-        rules=[],
-        json_mode=args.json,
-        max_rounds=20,
     )
     _note(f"demo workspace: {workspace}")
     return code
 
 
+def _dispatch(args: argparse.Namespace) -> int:
+    match args.command:
+        case "run":
+            workspace = None if args.session_workspace else (args.workspace or Path.cwd())
+            return _start(args, goal=args.goal, model=args.model, workspace=workspace)
+        case "resume":
+            return _resume(args)
+        case "demo":
+            return _demo(args)
+        case "sessions":
+            return run_sessions(args, sessions_root(args))
+    raise AssertionError(f"unhandled command {args.command}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return trio.run(_dispatch, args)
-    except ConfigError as exc:
+        return _dispatch(args)
+    except (ConfigError, InvalidSessionId, SessionNotFound) as exc:
         _note(f"error: {exc}")
         return EXIT_USAGE
     except OrchestratorError as exc:
         _note(f"error: {exc}")
         return EXIT_FAILED
     except KeyboardInterrupt:
-        _note("interrupted")
+        _note("interrupted; the session is resumable (orchestrator resume --last)")
         return 130

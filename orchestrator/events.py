@@ -83,6 +83,25 @@ class TurnEnded(_Event, frozen=True):
     detail: str = ""
 
 
+SessionStatus = Literal["running", "completed", "failed", "interrupted"]
+
+
+class SessionStatusChanged(_Event, frozen=True):
+    """The session as a whole started, finished, failed or was stopped by the user."""
+
+    kind: Literal["session_status"] = "session_status"
+    status: SessionStatus
+    detail: str = ""
+
+
+class Notice(_Event, frozen=True):
+    """Something a person should know that did not stop the work (e.g. a cut torn tail)."""
+
+    persist: ClassVar[bool] = False
+    kind: Literal["notice"] = "notice"
+    message: str
+
+
 Event = Annotated[
     AgentStarted
     | MessageAdded
@@ -92,7 +111,9 @@ Event = Annotated[
     | ToolCallStarted
     | ToolCallFinished
     | UsageUpdated
-    | TurnEnded,
+    | TurnEnded
+    | SessionStatusChanged
+    | Notice,
     Field(discriminator="kind"),
 ]
 

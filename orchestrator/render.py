@@ -11,6 +11,8 @@ from orchestrator.events import (
     AssistantReplied,
     Event,
     MessageAdded,
+    Notice,
+    SessionStatusChanged,
     TextStreamed,
     ToolCallFinished,
     ToolCallStarted,
@@ -18,6 +20,7 @@ from orchestrator.events import (
     TurnStarted,
     UsageUpdated,
 )
+from orchestrator.messages import ToolResult
 
 ARG_WIDTH = 60
 RESULT_WIDTH = 100
@@ -104,17 +107,25 @@ class TranscriptSink:
                     s.cyan(f"  → {call.name}") + " " + s.dim(format_arguments(call.arguments))
                 )
             case ToolCallFinished(result=result):
-                first = abbreviate(result.content, RESULT_WIDTH)
-                if result.status == "ok":
-                    self._line("    " + s.green(f"✓ {result.name}: ") + s.dim(first))
-                else:
-                    self._line("    " + s.red(f"✗ {result.name} {result.status}: ") + first)
+                self._line(self._outcome(result))
             case TurnEnded(reason=reason, rounds=rounds, detail=detail):
                 mark = s.green("✔") if reason == "completed" else s.yellow("■")
                 extra = f": {detail}" if detail else ""
                 self._line(f"{mark} {event.agent} turn {reason} after {rounds} rounds{extra}")
+            case Notice(message=message):
+                self._line(s.yellow(f"! {message}"))
+            case SessionStatusChanged(status=status, detail=detail):
+                if status != "running":
+                    extra = f": {detail}" if detail else ""
+                    self._line(s.dim(f"session {status}{extra}"))
             case MessageAdded() | TurnStarted() | UsageUpdated():
                 pass
+
+    def _outcome(self, result: ToolResult) -> str:
+        first = abbreviate(result.content, RESULT_WIDTH)
+        if result.status == "ok":
+            return "    " + self.style.green(f"✓ {result.name}: ") + self.style.dim(first)
+        return "    " + self.style.red(f"✗ {result.name} {result.status}: ") + first
 
 
 class JsonLinesSink:

@@ -13,6 +13,14 @@ import pytest
 ROOT = Path(__file__).parent.parent
 
 
+@pytest.fixture(autouse=True)
+def sessions_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every CLI run in these tests keeps its sessions under tmp_path."""
+    root = tmp_path / "sessions"
+    monkeypatch.setenv("ORCHESTRATOR_SESSIONS_DIR", str(root))
+    return root
+
+
 def orchestrator(
     *args: str, cwd: Path | None = None, **env: str
 ) -> subprocess.CompletedProcess[str]:
@@ -70,8 +78,9 @@ def test_run_with_json_output(tmp_path: Path) -> None:
     events = [orjson.loads(line) for line in result.stdout.splitlines()]
     kinds = [e["kind"] for e in events]
     assert kinds[0] == "agent_started"
-    assert kinds[-1] == "turn_ended"
-    assert events[-1]["reason"] == "completed"
+    assert kinds[-2:] == ["turn_ended", "session_status"]
+    assert events[-2]["reason"] == "completed"
+    assert events[-1]["status"] == "completed"
     assert "tool_call_finished" in kinds
     assert (tmp_path / "hello.py").exists()
 

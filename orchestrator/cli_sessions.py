@@ -1,0 +1,187 @@
+"""`orchestrator sessions list | show | repair`: look at sessions without running them."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from orchestrator.errors import JournalCorrupt, SessionError, SessionNotFound
+from orchestrator.render import abbreviate
+from orchestrator.session import JOURNAL, LOCK, Manifest, load_state, read_manifest
+from orchestrator.store import lock_holder, repair_journal, scan_journal, session_dir
+from orchestrator.store.ids import is_session_id
+
+
+def add_sessions_parser(
+    commands: Any, sessions_option: Callable[[argparse.ArgumentParser], None]
+) -> None:
+    sessions = commands.add_parser(
+        "sessions",
+        help="list, show or repair sessions",
+        description="Look at the sessions under the sessions root.",
+    )
+    actions = sessions.add_subparsers(dest="action", metavar="ACTION")
+    actions.required = True
+    listing = actions.add_parser(
+        "list",
+        help="sessions, newest first",
+        description="One line per session: id, created, status, size, goal. A session "
+        "marked 'running' whose process is gone shows as 'stopped (resumable)'.",
+    )
+    sessions_option(listing)
+    show = actions.add_parser(
+        "show",
+        help="what a session holds",
+        description="Goal, status, model, workspace, agents with message counts and token "
+        "usage, and the last journal records.",
+    )
+    show.add_argument("session_id", metavar="ID")
+    show.add_argument("--json", action="store_true", help="print one JSON object")
+    show.add_argument("--events", type=int, default=10, metavar="N", help="last N records")
+    sessions_option(show)
+    repair = actions.add_parser(
+        "repair",
+        help="cut a corrupt journal back to its last good batch",
+        description="Move the journal aside (nothing is deleted) and write a copy truncated "
+        "to the last good batch before the first corrupt record, so the session resumes.",
+    )
+    repair.add_argument("session_id", metavar="ID")
+    sessions_option(repair)
+
+
+def session_ids(root: Path) -> list[str]:
+    """Our session directories under root, newest first (ids sort by time)."""
+    if not root.is_dir():
+        return []
+    return sorted(
+        (p.name for p in root.iterdir() if is_session_id(p.name) and (p / "session.json").exists()),
+        reverse=True,
+    )
+
+
+def latest_session_id(root: Path) -> str:
+    ids = session_ids(root)
+    if not ids:
+        raise SessionNotFound(f"no sessions under {root}")
+    return ids[0]
+
+
+def _size(directory: Path) -> int:
+    return sum(p.stat().st_size for p in directory.rglob("*") if p.is_file())
+
+
+def _human(size: int) -> str:
+    value = float(size)
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    raise AssertionError
+
+
+def shown_status(directory: Path, manifest: Manifest) -> str:
+    if manifest.status == "running" and lock_holder(directory / LOCK) is None:
+        return "stopped (resumable)"
+    return manifest.status
+
+
+def _list(root: Path) -> int:
+    ids = session_ids(root)
+    if not ids:
+        print(f"no sessions under {root}")
+        return 0
+    print(f"{'ID':<24} {'CREATED':<25} {'STATUS':<20} {'SIZE':>9}  GOAL")
+    for session_id in ids:
+        directory = root / session_id
+        try:
+            manifest = read_manifest(directory)
+        except SessionError as exc:
+            print(f"{session_id:<24} unreadable: {exc}")
+            continue
+        print(
+            f"{session_id:<24} {manifest.created:<25} {shown_status(directory, manifest):<20} "
+            f"{_human(_size(directory)):>9}  {abbreviate(manifest.goal, 60)}"
+        )
+    return 0
+
+
+def describe(directory: Path, last: int) -> dict[str, Any]:
+    manifest = read_manifest(directory)
+    notes: list[str] = []
+    state = load_state(directory, warn=notes.append)
+    scan = scan_journal(directory / JOURNAL)
+    agents = {
+        agent_id: {
+            "role": record.role,
+            "messages": len(record.messages),
+            "model_calls": record.steps,
+            "turn_open": record.turn_open,
+            "usage": record.usage.model_dump(),
+        }
+        for agent_id, record in state.agents.items()
+    }
+    events = [
+        {"seq": f.seq, "time": f.time, "kind": f.kind, "agent": f.agent}
+        for f in scan.records[-last:]
+    ]
+    return {
+        **manifest.model_dump(mode="json"),
+        "status": shown_status(directory, manifest),
+        "journal_records": scan.last_seq,
+        "agents": agents,
+        "last_events": events,
+        "warnings": notes,
+    }
+
+
+def _show(root: Path, session_id: str, *, as_json: bool, last: int) -> int:
+    directory = session_dir(root, session_id)
+    info = describe(directory, last)
+    if as_json:
+        sys.stdout.write(orjson.dumps(info, option=orjson.OPT_INDENT_2).decode() + "\n")
+        return 0
+    print(f"session   {info['id']}")
+    print(f"goal      {info['goal']}")
+    print(f"status    {info['status']}")
+    print(f"model     {info['model']}")
+    print(f"workspace {info['workspace']}")
+    print(f"created   {info['created']}  updated {info['updated']}")
+    print(f"journal   {info['journal_records']} records")
+    print("agents")
+    for agent_id, agent in info["agents"].items():
+        usage = agent["usage"]
+        print(
+            f"  {agent_id} ({agent['role']}): {agent['messages']} messages, "
+            f"{agent['model_calls']} model calls, {usage['input_tokens']} in / "
+            f"{usage['output_tokens']} out tokens"
+        )
+    print("last events")
+    for event in info["last_events"]:
+        print(f"  {event['seq']:>6}  {event['agent']:<12} {event['kind']}")
+    for warning in info["warnings"]:
+        print(f"warning: {warning}")
+    return 0
+
+
+def _repair(root: Path, session_id: str) -> int:
+    directory = session_dir(root, session_id)
+    read_manifest(directory)
+    report = repair_journal(directory / JOURNAL)
+    print(report.describe())
+    return 0
+
+
+def run_sessions(args: argparse.Namespace, root: Path) -> int:
+    match args.action:
+        case "list":
+            return _list(root)
+        case "show":
+            return _show(root, args.session_id, as_json=args.json, last=args.events)
+        case "repair":
+            return _repair(root, args.session_id)
+    raise JournalCorrupt(f"unknown action {args.action}")

@@ -1,0 +1,133 @@
+"""Drive a session's main agent from wherever its journal left it: a fresh start, the
+middle of a turn cut off by a crash, or a finished session."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import trio
+
+from orchestrator.agent import AgentState, TurnDeps, run_tool_calls, run_turn
+from orchestrator.errors import ModelError
+from orchestrator.events import (
+    AgentStarted,
+    EventSink,
+    FanOut,
+    SessionStatus,
+    SessionStatusChanged,
+    ToolCallFinished,
+    TurnEnded,
+)
+from orchestrator.messages import AssistantMessage, SystemMessage, ToolResult, UserMessage
+from orchestrator.models.base import Model
+from orchestrator.prompts import single_agent_prompt
+from orchestrator.session import LiveSession
+from orchestrator.state import AgentRecord
+from orchestrator.tools import Approver, PermissionPolicy, ToolContext, ToolRegistry, Workspace
+
+MAIN = "main"
+
+INTERRUPTED = (
+    "interrupted: the session stopped while this call was running, so it may or may not "
+    "have taken effect. Check the workspace before you repeat it."
+)
+
+
+@dataclass
+class RunSettings:
+    model: Model
+    tools: ToolRegistry
+    ui: EventSink
+    policy: PermissionPolicy
+    approve: Approver
+    max_rounds: int = 50
+
+
+@dataclass(frozen=True)
+class RunResult:
+    status: SessionStatus
+    detail: str = ""
+
+
+async def drive(live: LiveSession, settings: RunSettings) -> RunResult:
+    """Run (or go on running) the main agent until its turn ends; record the status."""
+    sink = FanOut([live, settings.ui])
+    if live.state.status == "completed":
+        return RunResult("completed", "already finished")
+    try:
+        result = await _drive(live, settings, sink)
+    except ModelError as exc:
+        result = RunResult("failed", f"model call failed: {exc}")
+    except BaseException:
+        with trio.CancelScope(shield=True), trio.move_on_after(10):
+            await _record_status(live, sink, RunResult("interrupted", "stopped by the user"))
+        raise
+    await _record_status(live, sink, result)
+    return result
+
+
+async def _record_status(live: LiveSession, sink: EventSink, result: RunResult) -> None:
+    await sink.emit(
+        SessionStatusChanged(agent=MAIN, status=result.status, detail=result.detail),
+        durable=True,
+    )
+    await live.set_status(result.status)
+
+
+async def _drive(live: LiveSession, settings: RunSettings, sink: EventSink) -> RunResult:
+    workspace = Workspace(live.manifest.workspace_path(live.directory))
+    if MAIN not in live.state.agents:
+        messages = (
+            SystemMessage(content=single_agent_prompt(workspace.root, settings.tools.names())),
+            UserMessage(content=live.manifest.goal),
+        )
+        await sink.emit(AgentStarted(agent=MAIN, role="main", messages=messages))
+    await sink.emit(SessionStatusChanged(agent=MAIN, status="running"))
+    record = live.state.agents[MAIN]
+    agent = AgentState(
+        id=record.id,
+        role=record.role,
+        messages=list(record.messages),
+        steps=record.steps,
+        usage=record.usage,
+    )
+    deps = TurnDeps(
+        model=settings.model,
+        tools=settings.tools,
+        context=ToolContext(workspace=workspace, agent=MAIN),
+        events=sink,
+        policy=settings.policy,
+        approve=settings.approve,
+        max_rounds=settings.max_rounds,
+    )
+    await _settle_pending_calls(agent, record, deps)
+    last = agent.messages[-1]
+    if isinstance(last, AssistantMessage) and not last.tool_calls:
+        # The final reply was journaled but the crash came before the turn's end was.
+        if record.turn_open:
+            await sink.emit(TurnEnded(agent=MAIN, reason="completed", rounds=0), durable=True)
+        return RunResult("completed")
+    outcome = await run_turn(agent, deps)
+    if outcome.reason == "completed":
+        return RunResult("completed")
+    return RunResult("failed", f"stopped: {outcome.reason} after {outcome.rounds} rounds")
+
+
+async def _settle_pending_calls(agent: AgentState, record: AgentRecord, deps: TurnDeps) -> None:
+    """Give every call of the last reply a result before the model is asked again: a call
+    that started a side effect and never finished is reported `interrupted` (or simply
+    run again when its tool is idempotent); a call that never started is dispatched now."""
+    pending = record.pending_calls()
+    rerun = []
+    for call in pending:
+        idempotent = record.started.get(call.id)
+        if idempotent is False:
+            result = ToolResult(
+                call_id=call.id, name=call.name, status="interrupted", content=INTERRUPTED
+            )
+            agent.messages.append(result)
+            await deps.events.emit(ToolCallFinished(agent=agent.id, result=result))
+        else:
+            rerun.append(call)
+    if rerun:
+        await run_tool_calls(agent, rerun, deps)

@@ -1,0 +1,208 @@
+"""A session on disk: its manifest, its lock, its journal and its snapshot.
+
+`create_session` makes the directory; `open_session` takes the lock, rebuilds the state
+from the newest snapshot plus the journal after it, and yields a `LiveSession` whose
+`sink` journals every persistent event and applies it to `state`.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+import trio
+from pydantic import BaseModel, ValidationError
+
+from orchestrator.errors import JournalCorrupt, SessionNotFound
+from orchestrator.events import EVENT_ADAPTER, Event, SessionStatus, TurnEnded
+from orchestrator.state import SessionState
+from orchestrator.store import (
+    Durability,
+    Journal,
+    SessionLock,
+    new_session_id,
+    open_journal,
+    read_json,
+    scan_journal,
+    session_dir,
+    write_json_atomic,
+)
+
+FORMAT_VERSION = 1
+MANIFEST = "session.json"
+JOURNAL = "journal.jsonl"
+SNAPSHOT = "snapshot.json"
+LOCK = "lock"
+SNAPSHOT_EVERY = 2000
+
+
+class Manifest(BaseModel):
+    id: str
+    format_version: int = FORMAT_VERSION
+    goal: str
+    model: str
+    workspace: str
+    created: str
+    updated: str
+    status: SessionStatus = "running"
+
+    def workspace_path(self, directory: Path) -> Path:
+        """The workspace; a relative one lives inside the session directory."""
+        path = Path(self.workspace)
+        return path if path.is_absolute() else directory / path
+
+    def model_spec(self, directory: Path) -> str:
+        """The model spec, with a scripted model's relative path taken from the session."""
+        prefix, _, rest = self.model.partition(":")
+        if prefix == "scripted" and not Path(rest).is_absolute():
+            return f"scripted:{directory / rest}"
+        return self.model
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def read_manifest(directory: Path) -> Manifest:
+    path = directory / MANIFEST
+    if not path.exists():
+        raise SessionNotFound(f"no session at {directory} (no {MANIFEST})")
+    try:
+        return Manifest.model_validate(read_json(path))
+    except (ValidationError, orjson.JSONDecodeError) as exc:
+        raise JournalCorrupt(f"{path}: not a valid session manifest: {exc}") from exc
+
+
+def write_manifest(directory: Path, manifest: Manifest) -> None:
+    write_json_atomic(directory / MANIFEST, manifest.model_dump(mode="json"))
+
+
+def create_session(
+    root: Path,
+    *,
+    goal: str,
+    model: str,
+    workspace: Path | None,
+    now: datetime | None = None,
+) -> tuple[str, Path]:
+    """Make a new session directory. A scripted model's script is copied in, and with
+    `workspace=None` the workspace is `workspace/` inside the session: such a session is
+    relocatable (copy it under any sessions root and resume it)."""
+    session_id = new_session_id(now or datetime.now(UTC))
+    directory = session_dir(root, session_id)
+    directory.mkdir(parents=True)
+    prefix, _, rest = model.partition(":")
+    if prefix == "scripted":
+        shutil.copyfile(rest, directory / "script.json")
+        model = "scripted:script.json"
+    if workspace is None:
+        (directory / "workspace").mkdir()
+        shown = "workspace"
+    else:
+        shown = str(workspace.resolve())
+    stamp = _now()
+    write_manifest(
+        directory,
+        Manifest(
+            id=session_id, goal=goal, model=model, workspace=shown, created=stamp, updated=stamp
+        ),
+    )
+    return session_id, directory
+
+
+def decode(kind: str, agent: str, body: dict[str, Any]) -> Event:
+    return EVENT_ADAPTER.validate_python({**body, "kind": kind, "agent": agent})
+
+
+def load_state(directory: Path, *, warn: Callable[[str], None]) -> SessionState:
+    """The newest valid snapshot, then the journal after it."""
+    state = SessionState()
+    snapshot_path = directory / SNAPSHOT
+    if snapshot_path.exists():
+        try:
+            state = SessionState.model_validate(read_json(snapshot_path))
+        except (ValidationError, orjson.JSONDecodeError, OSError) as exc:
+            warn(f"ignored unreadable snapshot {snapshot_path}: {exc}; replaying the journal")
+            state = SessionState()
+    scan = scan_journal(directory / JOURNAL, after_seq=state.seq)
+    if scan.cut is not None:
+        warn(f"cut a torn tail from {directory / JOURNAL}: {scan.cut.describe()}")
+    if state.seq > scan.last_seq:
+        warn(f"snapshot is ahead of the journal (seq {state.seq} > {scan.last_seq}); replaying")
+        state = SessionState()
+        scan = scan_journal(directory / JOURNAL)
+    for frame in scan.records:
+        if frame.seq <= state.seq:
+            continue
+        try:
+            event = decode(frame.kind, frame.agent, frame.body)
+        except ValidationError as exc:
+            raise JournalCorrupt(
+                f"{directory / JOURNAL}: record seq {frame.seq} ({frame.kind}) does not match "
+                f"its schema: {exc.errors()[0]['msg']}"
+            ) from exc
+        state.apply(frame.seq, event)
+    return state
+
+
+@dataclass
+class LiveSession:
+    """An open session: the one process allowed to write it."""
+
+    id: str
+    directory: Path
+    manifest: Manifest
+    state: SessionState
+    journal: Journal
+    _since_snapshot: int = field(default=0)
+
+    async def emit(self, event: Event, *, durable: bool = False) -> None:
+        """The journal sink: persist, then fold into state."""
+        if not event.persist:
+            return
+        body = event.model_dump(mode="json", exclude={"kind", "agent"})
+        seq = await self.journal.append(event.kind, event.agent, body, durable=durable)
+        self.state.apply(seq, event)
+        self._since_snapshot += 1
+        if isinstance(event, TurnEnded) or self._since_snapshot >= SNAPSHOT_EVERY:
+            await self.write_snapshot()
+
+    async def write_snapshot(self) -> None:
+        # The journal must hold everything the snapshot reflects before the snapshot exists.
+        await self.journal.flush()
+        data = self.state.snapshot()
+        self._since_snapshot = 0
+        await trio.to_thread.run_sync(write_json_atomic, self.directory / SNAPSHOT, data)
+
+    async def set_status(self, status: SessionStatus) -> None:
+        self.manifest = self.manifest.model_copy(update={"status": status, "updated": _now()})
+        await trio.to_thread.run_sync(write_manifest, self.directory, self.manifest)
+
+
+@asynccontextmanager
+async def open_session(
+    root: Path,
+    session_id: str,
+    *,
+    durability: Durability = Durability.BATCH,
+    warn: Callable[[str], None],
+) -> AsyncIterator[LiveSession]:
+    directory = session_dir(root, session_id)
+    if not directory.is_dir():
+        raise SessionNotFound(f"no session {session_id!r} under {root}")
+    with SessionLock(directory / LOCK):
+        manifest = read_manifest(directory)
+        state = await trio.to_thread.run_sync(lambda: load_state(directory, warn=warn))
+        async with open_journal(directory / JOURNAL, durability=durability) as journal:
+            live = LiveSession(session_id, directory, manifest, state, journal)
+            try:
+                yield live
+            finally:
+                with trio.CancelScope(shield=True), trio.move_on_after(10):
+                    await live.write_snapshot()
