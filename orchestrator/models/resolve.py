@@ -1,15 +1,28 @@
 """Turn a model spec from the command line or config (`scripted:PATH`, `openai:gpt-4o`, ...)
-into a `Model`. Environment and HTTP client are passed in: nothing here reads globals."""
+into a `Model`. Environment, config and HTTP client are passed in: nothing here reads
+globals.
+
+Specs: `scripted:PATH`, `openai:MODEL`, `anthropic:MODEL`, `ollama:MODEL`,
+`openai-compatible:MODEL@URL` (or `openai-compatible:MODEL` with a base URL in the
+config), and `NAME:MODEL` for a provider the config defines under `[providers.NAME]`.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
+from orchestrator.config import Config, ProviderConfig, ProviderKind
 from orchestrator.errors import ConfigError
+from orchestrator.models.anthropic import DEFAULT_MAX_TOKENS, AnthropicEndpoint, AnthropicModel
 from orchestrator.models.base import Model
+from orchestrator.models.http import HttpOptions, RetryPolicy, Timeouts
+from orchestrator.models.openai import OpenAIChatModel, OpenAIEndpoint
 
 KNOWN_PREFIXES = ("scripted", "openai", "anthropic", "ollama", "openai-compatible")
 
@@ -18,14 +31,87 @@ USAGE_HINT = (
     "openai:MODEL, anthropic:MODEL, ollama:MODEL or openai-compatible:MODEL@URL"
 )
 
+OPENAI_URL = "https://api.openai.com/v1"
+ANTHROPIC_URL = "https://api.anthropic.com"
+OLLAMA_URL = "http://localhost:11434/v1"
+
+_BUILTIN_KINDS: dict[str, ProviderKind] = {
+    "openai": "openai",
+    "anthropic": "anthropic",
+    "ollama": "openai",
+    "openai-compatible": "openai",
+}
+
+
+@dataclass(frozen=True)
+class ProviderInfo:
+    """How a provider is reached. `key_env` names the variable holding its API key
+    (None: no key is sent); the key itself is only read when a model is built."""
+
+    name: str
+    kind: ProviderKind
+    base_url: str | None  # None: each spec gives it (MODEL@URL)
+    key_env: str | None
+    key_required: bool
+    settings: ProviderConfig
+
+    def key(self, env: Mapping[str, str]) -> str | None:
+        value = env.get(self.key_env) if self.key_env else None
+        return value or None
+
+
+def provider_names(config: Config | None = None) -> list[str]:
+    configured = [n for n in (config.providers if config else {}) if n not in _BUILTIN_KINDS]
+    return [*_BUILTIN_KINDS, *sorted(configured)]
+
+
+def provider_info(
+    name: str, *, env: Mapping[str, str], config: Config | None = None
+) -> ProviderInfo:
+    """Where provider `name` lives and which variable holds its key. Environment
+    variables (`OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL`, `OLLAMA_HOST`) win over the
+    config file, which wins over the defaults."""
+    settings = (config or Config()).provider(name)
+    kind = _BUILTIN_KINDS.get(name) or settings.kind
+    if kind is None:
+        if name in (config.providers if config else {}):
+            raise ConfigError(f'[providers.{name}] needs kind = "openai" or kind = "anthropic"')
+        raise ConfigError(f"unknown model provider {name!r}: {USAGE_HINT}")
+    named = settings.api_key_env
+    url: str | None
+    key_env: str | None
+    match name:
+        case "openai":
+            url = env.get("OPENAI_BASE_URL") or settings.base_url or OPENAI_URL
+            key_env, required = ("OPENAI_API_KEY" if named is None else named), True
+        case "anthropic":
+            url = env.get("ANTHROPIC_BASE_URL") or settings.base_url or ANTHROPIC_URL
+            key_env, required = ("ANTHROPIC_API_KEY" if named is None else named), True
+        case "ollama":
+            host = env.get("OLLAMA_HOST")
+            url = _ollama_url(host) if host else settings.base_url or OLLAMA_URL
+            key_env, required = named, bool(named)
+        case "openai-compatible":
+            # The official SDK's convention: OPENAI_API_KEY, sent if it is set.
+            url = settings.base_url
+            key_env, required = ("OPENAI_API_KEY" if named is None else named), bool(named)
+        case _:
+            url = settings.base_url or (ANTHROPIC_URL if kind == "anthropic" else None)
+            if url is None:
+                raise ConfigError(f"[providers.{name}] needs a base_url")
+            key_env, required = named, bool(named)
+    return ProviderInfo(name, kind, url, key_env or None, required and bool(key_env), settings)
+
 
 def resolve_model(
     spec: str | None,
     *,
     env: Mapping[str, str],
     http: httpx.AsyncClient | None = None,
+    config: Config | None = None,
 ) -> Model:
-    """Build the model named by `spec`, or raise `ConfigError` with one clear line."""
+    """Build the model named by `spec`, or raise `ConfigError` with one clear line.
+    `http` is the session's shared client (without one, each call opens its own)."""
     if not spec:
         raise ConfigError(f"no model given: {USAGE_HINT}")
     prefix, sep, rest = spec.partition(":")
@@ -35,6 +121,80 @@ def resolve_model(
         from orchestrator.models.scripted import ScriptedModel
 
         return ScriptedModel.from_file(Path(rest))
-    if prefix in KNOWN_PREFIXES:
-        raise ConfigError(f"the {prefix!r} provider is not available yet: {USAGE_HINT}")
-    raise ConfigError(f"unknown model provider {prefix!r}: {USAGE_HINT}")
+    info = provider_info(prefix, env=env, config=config)
+    key = info.key(env)
+    if info.key_required and key is None:
+        raise ConfigError(
+            f"{info.key_env} is not set: export it for {spec}, or name another variable"
+            f" with api_key_env under [providers.{prefix}] in the config"
+        )
+    options = _http_options(info.settings, http)
+    s = info.settings
+    if info.kind == "anthropic":
+        endpoint = AnthropicEndpoint(
+            model=rest,
+            api_key=key,
+            base_url=_checked_url(info.base_url or ANTHROPIC_URL, spec),
+            headers=dict(s.headers),
+            max_tokens=s.max_tokens or DEFAULT_MAX_TOKENS,
+            thinking_budget=s.thinking_budget,
+            provider=prefix,
+        )
+        return AnthropicModel(endpoint, options)
+    model, url = _split_url(rest)
+    if url is None:
+        url = info.base_url
+    if url is None:
+        raise ConfigError(
+            f"{spec!r} names no server: pass {prefix}:MODEL@URL (e.g. "
+            f"{prefix}:{model}@http://localhost:8000/v1) or set base_url under [providers.{prefix}]"
+        )
+    openai_endpoint = OpenAIEndpoint(
+        provider=prefix,
+        model=model,
+        base_url=_checked_url(url, spec),
+        api_key=key,
+        headers=dict(s.headers),
+        max_tokens_field=s.max_tokens_field
+        or ("max_completion_tokens" if prefix == "openai" else "max_tokens"),
+        max_tokens=s.max_tokens,
+    )
+    return OpenAIChatModel(openai_endpoint, options)
+
+
+def _split_url(rest: str) -> tuple[str, str | None]:
+    for marker in ("@http://", "@https://"):
+        model, sep, url = rest.partition(marker)
+        if sep:
+            return model, marker[1:] + url
+    return rest, None
+
+
+def _checked_url(url: str, spec: str) -> str:
+    if not url.startswith(("http://", "https://")):
+        raise ConfigError(f"base URL {url!r} for {spec} must start with http:// or https://")
+    return url
+
+
+def _ollama_url(host: str) -> str:
+    # OLLAMA_HOST is what the ollama CLI uses: "host:port" or a URL, without /v1.
+    base = host if host.startswith(("http://", "https://")) else f"http://{host}"
+    parts = urlsplit(base.rstrip("/"))
+    if parts.port is None:
+        parts = parts._replace(netloc=f"{parts.netloc}:11434")
+    return urlunsplit(parts) + "/v1"
+
+
+def _http_options(settings: ProviderConfig, http: httpx.AsyncClient | None) -> HttpOptions:
+    timeouts = Timeouts()
+    for field, value in (
+        ("connect", settings.connect_timeout),
+        ("first_byte", settings.first_byte_timeout),
+        ("idle", settings.idle_timeout),
+    ):
+        if value is not None:
+            timeouts = dataclasses.replace(timeouts, **{field: value})
+    retry = RetryPolicy()
+    if settings.max_retries is not None:
+        retry = dataclasses.replace(retry, max_retries=settings.max_retries)
+    return HttpOptions(client=http, timeouts=timeouts, retry=retry)

@@ -1,0 +1,123 @@
+"""The configuration file: providers, which model each agent role uses, prices.
+
+A TOML file (see docs/providers.md). It never holds an API key, only the *name* of the
+environment variable that does. Loading takes a path: finding the file (platformdirs,
+`--config`, environment) is the CLI's business.
+
+```toml
+model = "anthropic:claude-sonnet-4-5"        # every agent, unless its role says otherwise
+
+[agents.planner]
+model = "openai:gpt-4.1"
+
+[providers.openrouter]                        # a named OpenAI-compatible provider
+kind = "openai"
+base_url = "https://openrouter.ai/api/v1"
+api_key_env = "OPENROUTER_API_KEY"
+
+[prices."anthropic:claude-sonnet-4-5"]       # dollars per million tokens
+input = 3.0
+output = 15.0
+cache_read = 0.3
+cache_write = 3.75
+```
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field, ValidationError
+
+from orchestrator.errors import ConfigError
+from orchestrator.usage import Price
+
+ProviderKind = Literal["openai", "anthropic"]
+
+
+class _Strict(BaseModel, frozen=True, extra="forbid"):
+    """A misspelt key is an error, not a silently ignored setting."""
+
+
+class ProviderConfig(_Strict, frozen=True):
+    """Settings of one provider, built-in (`openai`, `anthropic`, `ollama`,
+    `openai-compatible`) or named by you (then `kind` is required)."""
+
+    kind: ProviderKind | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None  # "" sends no key at all
+    headers: dict[str, str] = Field(default_factory=dict)  # not for secrets
+    max_tokens: int | None = Field(default=None, gt=0)
+    max_tokens_field: Literal["max_tokens", "max_completion_tokens"] | None = None
+    thinking_budget: int | None = Field(default=None, ge=1024)
+    connect_timeout: float | None = Field(default=None, gt=0)
+    first_byte_timeout: float | None = Field(default=None, gt=0)
+    idle_timeout: float | None = Field(default=None, gt=0)
+    max_retries: int | None = Field(default=None, ge=0)
+
+
+class AgentConfig(_Strict, frozen=True):
+    """Per agent role (`planner`, `builder`, `worker`, ...)."""
+
+    model: str | None = None
+    max_tokens: int | None = Field(default=None, gt=0)
+    temperature: float | None = Field(default=None, ge=0)
+
+
+class Config(_Strict, frozen=True):
+    model: str | None = None
+    providers: dict[str, ProviderConfig] = Field(default_factory=dict)
+    agents: dict[str, AgentConfig] = Field(default_factory=dict)
+    prices: dict[str, Price] = Field(default_factory=dict)
+
+    def provider(self, name: str) -> ProviderConfig:
+        return self.providers.get(name) or ProviderConfig()
+
+    def agent(self, role: str) -> AgentConfig:
+        return self.agents.get(role) or AgentConfig()
+
+    def model_for(
+        self,
+        role: str,
+        *,
+        cli_model: str | None = None,
+        cli_roles: Mapping[str, str] | None = None,
+    ) -> str | None:
+        """The model spec for an agent role. The command line wins over the file; a
+        role's own setting wins over the general one:
+        `cli_roles[role]` > `cli_model` > `[agents.ROLE] model` > `model`."""
+        if cli_roles and role in cli_roles:
+            return cli_roles[role]
+        return cli_model or self.agent(role).model or self.model
+
+
+def parse_config(text: str, *, source: str = "config") -> Config:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{source}: not valid TOML: {exc}") from None
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '(top level)'}: {err['msg']}"
+            for err in exc.errors()
+        )
+        raise ConfigError(f"{source}: {problems}") from None
+
+
+def load_config(path: Path, *, missing_ok: bool = True) -> Config:
+    """Read the config file at `path`; a missing file means defaults unless
+    `missing_ok` is false (use that for a path the user gave explicitly)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        if missing_ok:
+            return Config()
+        raise ConfigError(f"config file {path} does not exist") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+    return parse_config(text, source=str(path))

@@ -1,0 +1,133 @@
+"""Model specs, config and environment to adapters."""
+
+from __future__ import annotations
+
+import pytest
+
+from orchestrator.config import parse_config
+from orchestrator.errors import ConfigError
+from orchestrator.models.anthropic import AnthropicModel
+from orchestrator.models.openai import OpenAIChatModel
+from orchestrator.models.resolve import provider_info, resolve_model
+
+KEYS = {"OPENAI_API_KEY": "sk-o", "ANTHROPIC_API_KEY": "sk-a"}
+
+
+def openai_model(spec: str, env: dict[str, str], config: str = "") -> OpenAIChatModel:
+    model = resolve_model(spec, env=env, config=parse_config(config))
+    assert isinstance(model, OpenAIChatModel)
+    return model
+
+
+def test_openai_preset_and_base_url_override() -> None:
+    ep = openai_model("openai:gpt-4.1", KEYS).endpoint
+    assert (ep.base_url, ep.api_key, ep.model) == ("https://api.openai.com/v1", "sk-o", "gpt-4.1")
+    assert ep.max_tokens_field == "max_completion_tokens"
+    proxied = openai_model("openai:gpt-4.1", {**KEYS, "OPENAI_BASE_URL": "http://proxy/v1"})
+    assert proxied.endpoint.base_url == "http://proxy/v1"
+
+
+def test_missing_key_is_a_clear_config_error() -> None:
+    with pytest.raises(ConfigError, match="OPENAI_API_KEY is not set"):
+        resolve_model("openai:gpt-4.1", env={})
+    with pytest.raises(ConfigError, match="ANTHROPIC_API_KEY is not set"):
+        resolve_model("anthropic:claude-sonnet-4-5", env={"ANTHROPIC_API_KEY": ""})
+
+
+def test_anthropic_preset() -> None:
+    config = parse_config("[providers.anthropic]\nthinking_budget = 2048\nmax_tokens = 16000")
+    model = resolve_model(
+        "anthropic:claude-sonnet-4-5",
+        env={**KEYS, "ANTHROPIC_BASE_URL": "http://gw"},
+        config=config,
+    )
+    assert isinstance(model, AnthropicModel)
+    ep = model.endpoint
+    assert (ep.base_url, ep.api_key, ep.thinking_budget, ep.max_tokens) == (
+        "http://gw",
+        "sk-a",
+        2048,
+        16000,
+    )
+    assert model.name == "anthropic:claude-sonnet-4-5"
+
+
+def test_ollama_needs_no_key_and_honours_ollama_host() -> None:
+    ep = openai_model("ollama:qwen3:8b", {}).endpoint
+    assert (ep.base_url, ep.api_key, ep.model) == ("http://localhost:11434/v1", None, "qwen3:8b")
+    assert ep.max_tokens_field == "max_tokens"
+    assert openai_model("ollama:m", {"OLLAMA_HOST": "0.0.0.0"}).endpoint.base_url == (
+        "http://0.0.0.0:11434/v1"
+    )
+    assert openai_model("ollama:m", {"OLLAMA_HOST": "https://gpu:8443/"}).endpoint.base_url == (
+        "https://gpu:8443/v1"
+    )
+
+
+def test_openai_compatible_with_url_in_the_spec() -> None:
+    model = openai_model("openai-compatible:Qwen/Qwen3-8B@http://127.0.0.1:8000/v1", {})
+    assert model.endpoint.base_url == "http://127.0.0.1:8000/v1"
+    assert model.endpoint.model == "Qwen/Qwen3-8B"
+    assert model.endpoint.api_key is None
+    assert model.name == "openai-compatible:Qwen/Qwen3-8B"
+    # The SDK's convention: OPENAI_API_KEY is sent when set...
+    with_key = openai_model("openai-compatible:m@http://h/v1", KEYS)
+    assert with_key.endpoint.api_key == "sk-o"
+    # ...unless the config says to send none.
+    none = openai_model(
+        "openai-compatible:m@http://h/v1", KEYS, '[providers.openai-compatible]\napi_key_env = ""'
+    )
+    assert none.endpoint.api_key is None
+
+
+def test_openai_compatible_from_config_and_without_url() -> None:
+    config = '[providers.openai-compatible]\nbase_url = "http://vllm:8000/v1"'
+    assert (
+        openai_model("openai-compatible:m", {}, config).endpoint.base_url == "http://vllm:8000/v1"
+    )
+    with pytest.raises(ConfigError, match="names no server"):
+        resolve_model("openai-compatible:m", env={})
+
+
+def test_named_provider_from_config() -> None:
+    config = """
+[providers.openrouter]
+kind = "openai"
+base_url = "https://openrouter.ai/api/v1"
+api_key_env = "OPENROUTER_API_KEY"
+headers = { "X-Title" = "orchestrator" }
+max_retries = 1
+idle_timeout = 30
+"""
+    with pytest.raises(ConfigError, match="OPENROUTER_API_KEY is not set"):
+        openai_model("openrouter:anthropic/claude-sonnet-4.5", {}, config)
+    model = openai_model(
+        "openrouter:anthropic/claude-sonnet-4.5", {"OPENROUTER_API_KEY": "k"}, config
+    )
+    assert model.endpoint.headers == {"X-Title": "orchestrator"}
+    assert model.endpoint.model == "anthropic/claude-sonnet-4.5"
+
+
+@pytest.mark.parametrize(
+    ("spec", "config", "message"),
+    [
+        ("", "", "no model given"),
+        ("gpt-4o", "", "is not PROVIDER:NAME"),
+        ("mystery:m", "", "unknown model provider 'mystery'"),
+        ("mine:m", "[providers.mine]\nbase_url = 'http://x'", 'needs kind = "openai"'),
+        ("mine:m", "[providers.mine]\nkind = 'openai'", "needs a base_url"),
+        ("openai-compatible:m@http", "", "names no server"),
+        ("ollama:m", "[providers.ollama]\nbase_url = 'localhost:11434'", "must start with http"),
+    ],
+)
+def test_bad_specs(spec: str, config: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        resolve_model(spec, env={}, config=parse_config(config))
+
+
+def test_keys_stay_out_of_reprs() -> None:
+    for spec in ("openai:gpt-4.1", "anthropic:claude-sonnet-4-5"):
+        model = resolve_model(spec, env=KEYS)
+        assert "sk-" not in repr(model)
+        assert "sk-" not in repr(model.endpoint)  # type: ignore[attr-defined]
+    assert provider_info("openai", env=KEYS).key_env == "OPENAI_API_KEY"
