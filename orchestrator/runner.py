@@ -78,7 +78,7 @@ async def _drive(live: LiveSession, settings: RunSettings, sink: EventSink) -> R
     workspace = Workspace(live.manifest.workspace_path(live.directory))
     if MAIN not in live.state.agents:
         messages = (
-            SystemMessage(content=single_agent_prompt(workspace.root, settings.tools.names())),
+            SystemMessage(content=single_agent_prompt(settings.tools.names())),
             UserMessage(content=live.manifest.goal),
         )
         await sink.emit(AgentStarted(agent=MAIN, role="main", messages=messages))

@@ -19,7 +19,7 @@ import orjson
 import trio
 from pydantic import BaseModel, ValidationError
 
-from orchestrator.errors import JournalCorrupt, SessionNotFound
+from orchestrator.errors import JournalCorrupt, SessionError, SessionNotFound
 from orchestrator.events import EVENT_ADAPTER, Event, SessionStatus, TurnEnded
 from orchestrator.state import SessionState
 from orchestrator.store import (
@@ -71,12 +71,20 @@ def _now() -> str:
 
 def read_manifest(directory: Path) -> Manifest:
     path = directory / MANIFEST
+    if not directory.is_dir():
+        raise SessionNotFound(f"no session {directory.name!r} under {directory.parent}")
     if not path.exists():
         raise SessionNotFound(f"no session at {directory} (no {MANIFEST})")
     try:
-        return Manifest.model_validate(read_json(path))
+        manifest = Manifest.model_validate(read_json(path))
     except (ValidationError, orjson.JSONDecodeError) as exc:
         raise JournalCorrupt(f"{path}: not a valid session manifest: {exc}") from exc
+    if manifest.format_version > FORMAT_VERSION:
+        raise SessionError(
+            f"{path}: session format {manifest.format_version} was written by a newer "
+            f"orchestrator; this one reads formats up to {FORMAT_VERSION}"
+        )
+    return manifest
 
 
 def write_manifest(directory: Path, manifest: Manifest) -> None:

@@ -1,0 +1,256 @@
+"""Sessions through the real CLI: recorded sessions, locks, bad ids, corruption, Ctrl+C."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from orchestrator.messages import ToolResult
+from orchestrator.session import JOURNAL, LOCK, SNAPSHOT, load_state, read_manifest
+from orchestrator.store import SessionLock, scan_journal
+
+ROOT = Path(__file__).parent.parent
+RECORDED = ROOT / "sessions"
+
+
+def cli(*args: str, root: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "NO_COLOR": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "orchestrator", *args, "--sessions-dir", str(root)],
+        capture_output=True,
+        text=True,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+        check=False,
+    )
+
+
+def only_session(root: Path) -> str:
+    [directory] = [p for p in root.iterdir() if p.is_dir()]
+    return directory.name
+
+
+@pytest.fixture
+def killed_copy(tmp_path: Path) -> Path:
+    """A copy of the recorded session that SIGKILL cut off mid-turn."""
+    root = tmp_path / "sessions"
+    shutil.copytree(RECORDED / "v1-killed-mid-turn", root)
+    return root
+
+
+def test_recorded_sessions_exist_for_this_format() -> None:
+    assert sorted(p.name for p in RECORDED.iterdir() if p.is_dir()) == [
+        "v1-completed",
+        "v1-killed-mid-turn",
+    ]
+
+
+def test_recorded_finished_session_says_so(tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    shutil.copytree(RECORDED / "v1-completed", root)
+    result = cli("resume", "--last", "--yes", root=root)
+    assert result.returncode == 0, result.stderr
+    assert "already finished (completed)" in result.stderr
+
+
+def test_recorded_killed_session_resumes_anywhere(killed_copy: Path) -> None:
+    session_id = only_session(killed_copy)
+    directory = killed_copy / session_id
+    before = load_state(directory, warn=lambda _: None)
+    assert before.agents["main"].pending_calls()  # cut off with a shell call in flight
+    result = cli("resume", session_id, "--yes", root=killed_copy)
+    assert result.returncode == 0, result.stderr
+    state = load_state(directory, warn=lambda _: None)
+    assert state.status == "completed"
+    main = state.agents["main"]
+    assert main.pending_calls() == []
+    [interrupted] = [
+        m for m in main.messages if isinstance(m, ToolResult) and m.status == "interrupted"
+    ]
+    assert interrupted.name == "shell"
+    assert "may or may not have taken effect" in interrupted.content
+    check = subprocess.run(
+        [sys.executable, "test_mathutil.py"],
+        cwd=directory / "workspace",
+        capture_output=True,
+        check=False,
+    )
+    assert check.returncode == 0
+    assert read_manifest(directory).status == "completed"
+
+
+def test_second_resume_fails_naming_the_holder(killed_copy: Path) -> None:
+    session_id = only_session(killed_copy)
+    with SessionLock(killed_copy / session_id / LOCK):
+        result = cli("resume", session_id, "--yes", root=killed_copy)
+    assert result.returncode == 1
+    error = result.stderr.splitlines()[-1]
+    assert error.startswith("error: ")
+    assert str(os.getpid()) in error
+
+
+def test_list_and_show(killed_copy: Path) -> None:
+    session_id = only_session(killed_copy)
+    listing = cli("sessions", "list", root=killed_copy)
+    assert listing.returncode == 0
+    assert session_id in listing.stdout
+    assert "stopped (resumable)" in listing.stdout
+    shown = cli("sessions", "show", session_id, "--json", root=killed_copy)
+    info = orjson.loads(shown.stdout)
+    assert info["id"] == session_id
+    assert info["agents"]["main"]["model_calls"] == 2
+    assert info["last_events"][-1]["kind"] == "tool_call_started"
+    text = cli("sessions", "show", session_id, root=killed_copy)
+    assert "main (main): " in text.stdout
+
+
+@pytest.mark.parametrize(
+    ("session_id", "message"),
+    [
+        ("../etc", "is not a session id"),
+        ("a/b", "is not a session id"),
+        ("20261123T030617-ffffff", "no session '20261123T030617-ffffff'"),
+    ],
+)
+def test_bad_and_unknown_ids(tmp_path: Path, session_id: str, message: str) -> None:
+    result = cli("resume", session_id, root=tmp_path)
+    assert result.returncode == 2
+    assert message in result.stderr
+
+
+def test_resume_last_with_no_sessions(tmp_path: Path) -> None:
+    result = cli("resume", "--last", root=tmp_path / "empty")
+    assert result.returncode == 2
+    assert "no sessions under" in result.stderr
+
+
+def test_corrupt_manifest_is_named(killed_copy: Path) -> None:
+    session_id = only_session(killed_copy)
+    (killed_copy / session_id / "session.json").write_text("{not json")
+    result = cli("resume", session_id, "--yes", root=killed_copy)
+    assert result.returncode == 1
+    assert "session.json: not a valid session manifest" in result.stderr
+
+
+def test_newer_format_is_refused(killed_copy: Path) -> None:
+    session_id = only_session(killed_copy)
+    path = killed_copy / session_id / "session.json"
+    manifest = orjson.loads(path.read_bytes())
+    path.write_bytes(orjson.dumps({**manifest, "format_version": 99}))
+    result = cli("resume", session_id, "--yes", root=killed_copy)
+    assert result.returncode == 1
+    assert "written by a newer orchestrator" in result.stderr
+
+
+def test_corruption_mid_journal_then_repair(killed_copy: Path) -> None:
+    session_id = only_session(killed_copy)
+    journal = killed_copy / session_id / JOURNAL
+    lines = journal.read_bytes().splitlines(keepends=True)
+    lines[4] = lines[4].replace(b'"agent":"main"', b'"agent":"main!"')
+    journal.write_bytes(b"".join(lines))
+    refused = cli("resume", session_id, "--yes", root=killed_copy)
+    assert refused.returncode == 1
+    assert "line 5" in refused.stderr
+    assert "seq 5" in refused.stderr
+    repaired = cli("sessions", "repair", session_id, root=killed_copy)
+    assert repaired.returncode == 0, repaired.stderr
+    assert list((killed_copy / session_id).glob("journal.jsonl.corrupt-*"))
+    assert scan_journal(journal).last_seq == 4
+    resumed = cli("resume", session_id, "--yes", root=killed_copy)
+    assert resumed.returncode == 0, resumed.stderr
+
+
+def test_torn_last_line_is_cut_with_a_warning(killed_copy: Path) -> None:
+    session_id = only_session(killed_copy)
+    journal = killed_copy / session_id / JOURNAL
+    data = journal.read_bytes()
+    journal.write_bytes(data[:-30])
+    result = cli("resume", session_id, "--yes", root=killed_copy)
+    assert result.returncode == 0, result.stderr
+    assert "cut a torn tail" in result.stderr
+    assert "seq 10" in result.stderr
+
+
+def test_unreadable_snapshot_falls_back_to_the_journal(tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    shutil.copytree(RECORDED / "v1-completed", root)
+    directory = root / only_session(root)
+    good = load_state(directory, warn=lambda _: None)
+    (directory / SNAPSHOT).write_text("{")
+    warnings: list[str] = []
+    assert load_state(directory, warn=warnings.append) == good
+    assert "ignored unreadable snapshot" in warnings[0]
+
+
+def test_snapshot_replays_only_the_journal_after_it(tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    shutil.copytree(RECORDED / "v1-completed", root)
+    directory = root / only_session(root)
+    snapshot = orjson.loads((directory / SNAPSHOT).read_bytes())
+    snapshot["agents"]["main"]["role"] = "from-snapshot"
+    (directory / SNAPSHOT).write_bytes(orjson.dumps(snapshot))
+    state = load_state(directory, warn=lambda _: None)
+    assert state.agents["main"].role == "from-snapshot"
+    assert state.seq == scan_journal(directory / JOURNAL).last_seq
+
+
+def test_ctrl_c_stops_cleanly_and_resumes(tmp_path: Path) -> None:
+    script = tmp_path / "slow.json"
+    script.write_bytes(
+        orjson.dumps(
+            {
+                "agents": {
+                    "main": [
+                        {"tool_calls": [{"name": "shell", "arguments": {"command": "sleep 30"}}]},
+                        {"text": "finished"},
+                    ]
+                }
+            }
+        )
+    )
+    root = tmp_path / "sessions"
+    command = [
+        sys.executable,
+        "-m",
+        "orchestrator",
+        "run",
+        "slow",
+        "--model",
+        f"scripted:{script}",
+        "--session-workspace",
+        "--yes",
+        "--json",
+        "--sessions-dir",
+        str(root),
+    ]
+    proc = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL
+    )
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if orjson.loads(line)["kind"] == "tool_call_started":
+            proc.send_signal(signal.SIGINT)
+            break
+    _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 130, stderr
+    assert b"resumable" in stderr
+    session_id = only_session(root)
+    directory = root / session_id
+    assert read_manifest(directory).status == "interrupted"
+    [result] = [
+        m
+        for m in load_state(directory, warn=lambda _: None).agents["main"].messages
+        if isinstance(m, ToolResult)
+    ]
+    assert result.status == "cancelled"
+    resumed = cli("resume", session_id, "--yes", root=root)
+    assert resumed.returncode == 0, resumed.stderr
+    assert read_manifest(directory).status == "completed"
