@@ -27,7 +27,9 @@ def new_session_id(now: datetime, *, rand: Callable[[int], int] = secrets.randbi
     random bits: pass `random.Random(seed).getrandbits` for reproducible ids."""
     if now.tzinfo is None:
         raise ValueError("new_session_id needs a timezone-aware time, e.g. datetime.now(UTC)")
-    return f"{now.astimezone(UTC):{_TIME_FORMAT}}-{rand(24) & 0xFFFFFF:06x}"
+    t = now.astimezone(UTC)
+    stamp = f"{t.year:04}{t.month:02}{t.day:02}T{t.hour:02}{t.minute:02}{t.second:02}"
+    return f"{stamp}-{rand(24) & 0xFFFFFF:06x}"
 
 
 def is_session_id(value: str) -> bool:

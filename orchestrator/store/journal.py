@@ -119,6 +119,7 @@ class Journal:
         self._progress = trio.Event()  # set (then replaced): a write landed, or failed
         self._drained = trio.Event()  # set (then replaced): the writer took the queue
         self._writer_done = trio.Event()
+        self._writer_scope = trio.CancelScope(shield=True)
 
     @property
     def path(self) -> Path:
@@ -225,22 +226,26 @@ class Journal:
     # --- the writer task ------------------------------------------------------------------
 
     async def _run_writer(self) -> None:
-        try:
-            while True:
-                if not self._pending:
-                    if self._state is not _State.OPEN:
+        # Shielded: a cancelled session must still get its queued records to disk. The
+        # context's exit stops the writer by draining it, or after `close_timeout` by
+        # cancelling this scope.
+        with self._writer_scope:
+            try:
+                while True:
+                    if not self._pending:
+                        if self._state is not _State.OPEN:
+                            return
+                        self._wakeup = trio.Event()
+                        await self._wakeup.wait()
+                        continue
+                    if self._should_linger():
+                        self._urgent = trio.Event()
+                        with trio.move_on_after(self._max_delay):
+                            await self._urgent.wait()
+                    if not await self._write_pending():
                         return
-                    self._wakeup = trio.Event()
-                    await self._wakeup.wait()
-                    continue
-                if self._should_linger():
-                    self._urgent = trio.Event()
-                    with trio.move_on_after(self._max_delay):
-                        await self._urgent.wait()
-                if not await self._write_pending():
-                    return
-        finally:
-            self._writer_done.set()
+            finally:
+                self._writer_done.set()
 
     def _should_linger(self) -> bool:
         return (
@@ -348,7 +353,7 @@ class _OpenJournal(AbstractAsyncContextManager[Journal]):
             with trio.move_on_after(self._close_timeout, shield=True):
                 await journal._writer_done.wait()
             # A no-op when the writer has drained; otherwise it stops once its thread returns.
-            self._nursery.cancel_scope.cancel()
+            journal._writer_scope.cancel()
             await self._nursery_manager.__aexit__(None, None, None)
         finally:
             journal._finish()
