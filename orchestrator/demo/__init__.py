@@ -5,6 +5,8 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
+__all__ = ["script_path"]
+
 
 def script_path() -> Path:
     """Path of the packaged demo script (a real file: the package is installed unzipped)."""

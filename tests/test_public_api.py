@@ -1,0 +1,31 @@
+"""The package's public face: `__all__` is complete, sorted and importable."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+import orchestrator
+
+
+def test_all_names_resolve_and_are_sorted() -> None:
+    assert orchestrator.__all__ == sorted(orchestrator.__all__)
+    for name in orchestrator.__all__:
+        assert getattr(orchestrator, name) is not None
+
+
+def test_every_package_init_exports_what_it_imports() -> None:
+    for info in pkgutil.walk_packages(orchestrator.__path__, "orchestrator."):
+        if not info.ispkg:
+            continue
+        package = importlib.import_module(info.name)
+        exported = getattr(package, "__all__", None)
+        assert exported is not None, f"{info.name} has no __all__"
+        for name in exported:
+            assert hasattr(package, name), f"{info.name}.__all__ names missing {name}"
+
+
+def test_importing_has_no_side_effects_on_the_environment(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.chdir(tmp_path)
+    importlib.reload(orchestrator)
+    assert list(tmp_path.iterdir()) == []
