@@ -196,9 +196,9 @@ async def open_sse(
     client: httpx.AsyncClient, request: httpx.Request, timeouts: Timeouts, *, provider: str
 ) -> AsyncGenerator[ServerSentEvent]:
     """Send `request` and yield the server-sent events of its response."""
-    deadline: float | None = trio.current_time() + timeouts.first_byte
+    first_byte_deadline = trio.current_time() + timeouts.first_byte
     try:
-        with trio.fail_after(timeouts.first_byte):
+        with trio.fail_at(first_byte_deadline):
             response = await client.send(request, stream=True)
     except trio.TooSlowError:
         raise ProviderTransient(
@@ -215,6 +215,7 @@ async def open_sse(
         raise
     decoder = SSEDecoder()
     chunks = response.aiter_bytes()
+    deadline: float | None = first_byte_deadline  # until the first chunk, then idle gaps
     try:
         while True:
             chunk = await _next_chunk(chunks, deadline, timeouts, provider)
