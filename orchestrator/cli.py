@@ -4,6 +4,7 @@ it calls. This is the one place that reads environment variables and platformdir
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 import tempfile
@@ -13,6 +14,7 @@ from pathlib import Path
 import platformdirs
 import trio
 
+from orchestrator import cli_demo
 from orchestrator.cli_sessions import add_sessions_parser, latest_session_id, run_sessions
 from orchestrator.errors import ConfigError, InvalidSessionId, OrchestratorError, SessionNotFound
 from orchestrator.events import EventSink
@@ -138,7 +140,10 @@ def build_parser() -> argparse.ArgumentParser:
         "demo",
         help="run the offline demo (scripted model, no network)",
         description="Run the offline demo: a scripted agent writes a small Python module and "
-        "its test, runs the test, fixes the failure and finishes. Needs no network and no key.",
+        "its test and runs the test; the demo kills the agent process (SIGKILL) while the "
+        "test runs, then resumes the session from its journal: the agent is told its call "
+        "was interrupted, reads the code, fixes the failure, passes the test and finishes. "
+        "Needs no network and no key.",
     )
     demo.add_argument(
         "-w",
@@ -148,6 +153,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="directory to work in (default: a fresh temporary directory)",
     )
     demo.add_argument("--json", action="store_true", help="print events as JSON lines")
+    demo.add_argument(
+        "--no-crash",
+        action="store_true",
+        help="skip the simulated crash (by default the agent process is SIGKILLed at its "
+        "first shell call and the session is resumed)",
+    )
     _sessions_option(demo)
 
     add_sessions_parser(commands, _sessions_option)
@@ -256,23 +267,30 @@ def _demo(args: argparse.Namespace) -> int:
 
     workspace = args.workspace or Path(tempfile.mkdtemp(prefix="orchestrator-demo-"))
     workspace.mkdir(parents=True, exist_ok=True)
+    root = sessions_root(args)
+    session_id, _ = create_session(
+        root, goal=cli_demo.GOAL, model=f"scripted:{script_path()}", workspace=workspace
+    )
     _note(f"demo workspace: {workspace}")
-    demo_args = argparse.Namespace(
+    _note(f"session {session_id} (in {root})")
+    run_args = argparse.Namespace(
         yes=True,
         allow=[],
         json=args.json,
         max_rounds=20,
         model=None,
         durability=Durability.BATCH.value,
-        sessions_dir=args.sessions_dir,
     )
-    code = _start(
-        demo_args,
-        goal="Write a small Python statistics module with mean() and median(), "
-        "and a test for it; make the test pass.",
-        model=f"scripted:{script_path()}",
-        workspace=workspace,
-    )
+    if not args.no_crash:
+        ui = _make_sink(args.json)
+        trio.run(
+            functools.partial(cli_demo.run_until_crash, json_mode=args.json),
+            root,
+            session_id,
+            ui,
+        )
+        _note(f"resuming session {session_id} from its journal")
+    code = trio.run(_run_session, root, session_id, run_args)
     _note(f"demo workspace: {workspace}")
     return code
 

@@ -48,12 +48,14 @@ def test_help_explains_every_command() -> None:
         assert "usage: orchestrator " + command in sub.stdout
 
 
-def test_demo_builds_and_fixes_a_module(tmp_path: Path) -> None:
+def test_demo_crashes_resumes_and_fixes_a_module(tmp_path: Path) -> None:
     ws = tmp_path / "demo"
     result = orchestrator("demo", "--workspace", str(ws))
     assert result.returncode == 0, result.stderr
     assert f"demo workspace: {ws}" in result.stderr
-    assert "✗ shell error: exit code 1" in result.stdout
+    assert "simulated crash: SIGKILL to the agent process" in result.stdout
+    assert "resuming session" in result.stderr
+    assert "✗ shell interrupted: interrupted" in result.stdout
     assert "✓ shell: exit code 0 all tests passed" in result.stdout
     assert "turn completed" in result.stdout
     assert "(ordered[middle - 1] + ordered[middle]) / 2" in (ws / "mathutil.py").read_text()
@@ -61,6 +63,14 @@ def test_demo_builds_and_fixes_a_module(tmp_path: Path) -> None:
         [sys.executable, "test_mathutil.py"], cwd=ws, capture_output=True, text=True, check=False
     )
     assert check.returncode == 0
+
+
+def test_demo_without_crash_sees_the_test_fail_then_pass(tmp_path: Path) -> None:
+    result = orchestrator("demo", "--no-crash", "--workspace", str(tmp_path / "demo"))
+    assert result.returncode == 0, result.stderr
+    assert "simulated crash" not in result.stdout
+    assert "✗ shell error: exit code 1" in result.stdout
+    assert "✓ shell: exit code 0 all tests passed" in result.stdout
 
 
 def test_run_with_json_output(tmp_path: Path) -> None:
