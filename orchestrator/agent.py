@@ -105,7 +105,7 @@ async def _ask_model(state: AgentState, deps: TurnDeps) -> AssistantMessage:
     state.steps += 1
     state.messages.append(reply)
     # Write-ahead: the reply is journaled before any of its tool calls runs.
-    await deps.events.emit(AssistantReplied(agent=state.id, message=reply))
+    await deps.events.emit(AssistantReplied(agent=state.id, message=reply, model=deps.model.name))
     if reply.usage is not None:
         state.usage = state.usage + reply.usage
         await deps.events.emit(UsageUpdated(agent=state.id, usage=reply.usage, total=state.usage))

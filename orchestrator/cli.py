@@ -15,10 +15,13 @@ import platformdirs
 import trio
 
 from orchestrator import cli_demo
+from orchestrator.cli_models import add_models_parser, default_config_path, run_models
 from orchestrator.cli_sessions import add_sessions_parser, latest_session_id, run_sessions
+from orchestrator.config import Config, load_config
 from orchestrator.errors import ConfigError, InvalidSessionId, OrchestratorError, SessionNotFound
 from orchestrator.events import EventSink
 from orchestrator.messages import ToolCall
+from orchestrator.models.http import make_client
 from orchestrator.models.resolve import resolve_model
 from orchestrator.render import JsonLinesSink, TranscriptSink, format_arguments
 from orchestrator.runner import RunSettings, drive
@@ -37,6 +40,7 @@ crash (resume it where it stood).
   orchestrator run "GOAL" --model M -w .   run an agent on a goal (prints a session id)
   orchestrator resume --last --yes         continue the newest session
   orchestrator sessions list               sessions, newest first
+  orchestrator models                      configured models and whether keys are set
 
 Models: scripted:PATH (offline, see docs/scripted-model.md), openai:MODEL,
 anthropic:MODEL, ollama:MODEL, openai-compatible:MODEL@URL.
@@ -85,7 +89,19 @@ def _agent_options(parser: argparse.ArgumentParser, *, model_required_note: str)
         default=Durability.BATCH.value,
         help="journal fsync policy: always (each record), batch (group commit, default), off",
     )
+    _config_option(parser)
     _sessions_option(parser)
+
+
+def _config_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="config file (default: $ORCHESTRATOR_CONFIG, else config.toml in the user "
+        "config dir; see docs/configuration.md)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -161,7 +177,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _sessions_option(demo)
 
-    add_sessions_parser(commands, _sessions_option)
+    add_sessions_parser(commands, _sessions_option, _config_option)
+    add_models_parser(commands)
     return parser
 
 
@@ -171,6 +188,11 @@ def sessions_root(args: argparse.Namespace) -> Path:
     if os.environ.get("ORCHESTRATOR_SESSIONS_DIR"):
         return Path(os.environ["ORCHESTRATOR_SESSIONS_DIR"])
     return Path(platformdirs.user_data_dir("orchestrator")) / "sessions"
+
+
+def load_user_config(args: argparse.Namespace) -> Config:
+    given: Path | None = getattr(args, "config", None)
+    return load_config(given or default_config_path(os.environ), missing_ok=given is None)
 
 
 def _color_enabled(stream: object) -> bool:
@@ -213,17 +235,22 @@ def _policy(rules: list[str]) -> PermissionPolicy:
 
 async def _run_session(root: Path, session_id: str, args: argparse.Namespace) -> int:
     directory = session_dir(root, session_id)
-    async with open_session(
-        root, session_id, durability=Durability(args.durability), warn=_note
-    ) as live:
+    config = load_user_config(args)
+    async with (
+        open_session(root, session_id, durability=Durability(args.durability), warn=_note) as live,
+        make_client() as http,
+    ):
         spec = args.model or live.manifest.model_spec(directory)
+        role = config.agent("main")
         settings = RunSettings(
-            model=resolve_model(spec, env=os.environ),
+            model=resolve_model(spec, env=os.environ, http=http, config=config),
             tools=workspace_tools(),
             ui=_make_sink(args.json),
             policy=_policy(args.allow),
             approve=_make_approver(args.yes),
             max_rounds=args.max_rounds,
+            max_tokens=role.max_tokens,
+            temperature=role.temperature,
         )
         result = await drive(live, settings)
     detail = f" ({result.detail})" if result.detail else ""
@@ -237,8 +264,9 @@ async def _run_session(root: Path, session_id: str, args: argparse.Namespace) ->
 def _start(
     args: argparse.Namespace, *, goal: str, model: str | None, workspace: Path | None
 ) -> int:
-    spec = model or os.environ.get("ORCHESTRATOR_MODEL")
-    resolve_model(spec, env=os.environ)  # fail fast, before a session exists
+    config = load_user_config(args)
+    spec = config.model_for("main", cli_model=model or os.environ.get("ORCHESTRATOR_MODEL"))
+    resolve_model(spec, env=os.environ, config=config)  # fail fast, before a session exists
     assert spec is not None
     if workspace is not None and not workspace.is_dir():
         raise ConfigError(f"workspace {workspace} is not a directory")
@@ -280,6 +308,7 @@ def _demo(args: argparse.Namespace) -> int:
         max_rounds=20,
         model=None,
         durability=Durability.BATCH.value,
+        config=getattr(args, "config", None),
     )
     if not args.no_crash:
         ui = _make_sink(args.json)
@@ -305,7 +334,9 @@ def _dispatch(args: argparse.Namespace) -> int:
         case "demo":
             return _demo(args)
         case "sessions":
-            return run_sessions(args, sessions_root(args))
+            return run_sessions(args, sessions_root(args), load_user_config(args))
+        case "models":
+            return run_models(args, os.environ, config=load_user_config(args))
     raise AssertionError(f"unhandled command {args.command}")
 
 

@@ -4,21 +4,26 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from orchestrator.config import Config
 from orchestrator.errors import JournalCorrupt, SessionError, SessionNotFound
+from orchestrator.messages import Usage
 from orchestrator.render import abbreviate
 from orchestrator.session import JOURNAL, LOCK, Manifest, load_state, read_manifest
-from orchestrator.store import lock_holder, repair_journal, scan_journal, session_dir
+from orchestrator.store import JournalScan, lock_holder, repair_journal, scan_journal, session_dir
 from orchestrator.store.ids import is_session_id
+from orchestrator.usage import Price, UsageLedger, format_usage
 
 
 def add_sessions_parser(
-    commands: Any, sessions_option: Callable[[argparse.ArgumentParser], None]
+    commands: Any,
+    sessions_option: Callable[[argparse.ArgumentParser], None],
+    config_option: Callable[[argparse.ArgumentParser], None],
 ) -> None:
     sessions = commands.add_parser(
         "sessions",
@@ -37,9 +42,11 @@ def add_sessions_parser(
     show = actions.add_parser(
         "show",
         help="what a session holds",
-        description="Goal, status, model, workspace, agents with message counts and token "
-        "usage, and the last journal records.",
+        description="Goal, status, model, workspace, agents with message counts, token "
+        "usage and cost (from the price table in the config, if any), and the last journal "
+        "records.",
     )
+    config_option(show)
     show.add_argument("session_id", metavar="ID")
     show.add_argument("--json", action="store_true", help="print one JSON object")
     show.add_argument("--events", type=int, default=10, metavar="N", help="last N records")
@@ -110,7 +117,23 @@ def _list(root: Path) -> int:
     return 0
 
 
-def describe(directory: Path, last: int) -> dict[str, Any]:
+def usage_ledger(scan: JournalScan, default_model: str, prices: Mapping[str, Price]) -> UsageLedger:
+    """Tokens and cost per agent and per model, folded from the journaled replies."""
+    ledger = UsageLedger()
+    for frame in scan.records:
+        if frame.kind != "assistant_replied":
+            continue
+        usage = frame.body["message"].get("usage")
+        if usage is None:
+            continue
+        model = frame.body.get("model") or default_model
+        ledger = ledger.record(
+            agent=frame.agent, model=model, usage=Usage.model_validate(usage), prices=prices
+        )
+    return ledger
+
+
+def describe(directory: Path, last: int, config: Config) -> dict[str, Any]:
     manifest = read_manifest(directory)
     notes: list[str] = []
     state = load_state(directory, warn=notes.append)
@@ -129,9 +152,12 @@ def describe(directory: Path, last: int) -> dict[str, Any]:
         {"seq": f.seq, "time": f.time, "kind": f.kind, "agent": f.agent}
         for f in scan.records[-last:]
     ]
+    ledger = usage_ledger(scan, manifest.model, config.prices)
     return {
         **manifest.model_dump(mode="json"),
         "status": shown_status(directory, manifest),
+        "usage": ledger.model_dump(mode="json"),
+        "usage_table": format_usage(ledger),
         "journal_records": scan.last_seq,
         "agents": agents,
         "last_events": events,
@@ -139,9 +165,10 @@ def describe(directory: Path, last: int) -> dict[str, Any]:
     }
 
 
-def _show(root: Path, session_id: str, *, as_json: bool, last: int) -> int:
+def _show(root: Path, session_id: str, *, as_json: bool, last: int, config: Config) -> int:
     directory = session_dir(root, session_id)
-    info = describe(directory, last)
+    info = describe(directory, last, config)
+    table = info.pop("usage_table")
     if as_json:
         sys.stdout.write(orjson.dumps(info, option=orjson.OPT_INDENT_2).decode() + "\n")
         return 0
@@ -160,6 +187,9 @@ def _show(root: Path, session_id: str, *, as_json: bool, last: int) -> int:
             f"{agent['model_calls']} model calls, {usage['input_tokens']} in / "
             f"{usage['output_tokens']} out tokens"
         )
+    print("usage")
+    for line in table.splitlines():
+        print(f"  {line}")
     print("last events")
     for event in info["last_events"]:
         print(f"  {event['seq']:>6}  {event['agent']:<12} {event['kind']}")
@@ -176,12 +206,12 @@ def _repair(root: Path, session_id: str) -> int:
     return 0
 
 
-def run_sessions(args: argparse.Namespace, root: Path) -> int:
+def run_sessions(args: argparse.Namespace, root: Path, config: Config) -> int:
     match args.action:
         case "list":
             return _list(root)
         case "show":
-            return _show(root, args.session_id, as_json=args.json, last=args.events)
+            return _show(root, args.session_id, as_json=args.json, last=args.events, config=config)
         case "repair":
             return _repair(root, args.session_id)
     raise JournalCorrupt(f"unknown action {args.action}")

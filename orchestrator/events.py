@@ -50,6 +50,7 @@ class TextStreamed(_Event, frozen=True):
 class AssistantReplied(_Event, frozen=True):
     kind: Literal["assistant_replied"] = "assistant_replied"
     message: AssistantMessage
+    model: str = ""  # the model that replied, for usage and cost accounting
 
 
 class ToolCallStarted(_Event, frozen=True):

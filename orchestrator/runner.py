@@ -41,6 +41,8 @@ class RunSettings:
     policy: PermissionPolicy
     approve: Approver
     max_rounds: int = 50
+    max_tokens: int | None = None
+    temperature: float | None = None
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,8 @@ async def _drive(live: LiveSession, settings: RunSettings, sink: EventSink) -> R
         policy=settings.policy,
         approve=settings.approve,
         max_rounds=settings.max_rounds,
+        max_tokens=settings.max_tokens,
+        temperature=settings.temperature,
     )
     await _settle_pending_calls(agent, record, deps)
     last = agent.messages[-1]

@@ -140,3 +140,31 @@ def test_usage_error_exits_2() -> None:
     result = orchestrator("run")
     assert result.returncode == 2
     assert "the following arguments are required: goal" in result.stderr
+
+
+def test_model_and_prices_from_the_config_file(tmp_path: Path, sessions_root: Path) -> None:
+    script = ROOT / "examples" / "hello-script.json"
+    config = tmp_path / "config.toml"
+    config.write_text(
+        f'model = "scripted:{script}"\n\n'
+        '[prices."scripted:script.json"]\n'
+        "input = 1000000.0\noutput = 0.0\n"
+    )
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    result = orchestrator("run", "hello", "-w", str(ws), "--yes", "--config", str(config))
+    assert result.returncode == 0, result.stderr
+    [session] = [p.name for p in sessions_root.iterdir()]
+    shown = orchestrator("sessions", "show", session, "--json", "--config", str(config))
+    usage = orjson.loads(shown.stdout)["usage"]["session"]
+    assert usage["calls"] == 3
+    # One dollar a token in: the cost is exactly the input token count.
+    assert usage["cost_usd"] == pytest.approx(usage["usage"]["input_tokens"])
+    table = orchestrator("sessions", "show", session, "--config", str(config))
+    assert "model scripted:script.json" in table.stdout
+
+
+def test_a_given_config_file_must_exist(tmp_path: Path) -> None:
+    result = orchestrator("run", "x", "-w", str(tmp_path), "--config", str(tmp_path / "nope.toml"))
+    assert result.returncode == 2
+    assert "nope.toml" in result.stderr

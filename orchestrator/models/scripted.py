@@ -98,7 +98,7 @@ class ScriptedModel:
 
     @classmethod
     def from_file(cls, path: Path) -> ScriptedModel:
-        return cls(load_script(path), name=f"scripted:{path}")
+        return cls(load_script(path), name=f"scripted:{path.name}")
 
     @property
     def name(self) -> str:
