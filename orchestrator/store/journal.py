@@ -270,12 +270,12 @@ class Journal:
             self._failure = exc
             self._state = _State.FAILED
             self._drained.set()
-            return False
+        else:
+            self._durable_seq = last
         finally:
-            self._progress.set()
+            self._progress.set()  # waiters wake to a new durable_seq, or to the failure
             self._progress = trio.Event()
-        self._durable_seq = last
-        return True
+        return self._failure is None
 
     def _write(self, chunk: bytes) -> None:  # in a worker thread
         write_all(self._fd, chunk)
