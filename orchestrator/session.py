@@ -26,6 +26,7 @@ from orchestrator.state import SessionState
 from orchestrator.store import (
     Durability,
     Journal,
+    JournalScan,
     SessionLock,
     new_session_id,
     open_journal,
@@ -131,6 +132,10 @@ def decode(kind: str, agent: str, body: dict[str, Any]) -> Event:
 
 def load_state(directory: Path, *, warn: Callable[[str], None]) -> SessionState:
     """The newest valid snapshot, then the journal after it."""
+    return _load(directory, warn)[0]
+
+
+def _load(directory: Path, warn: Callable[[str], None]) -> tuple[SessionState, JournalScan]:
     # Loading builds hundreds of thousands of small objects and no cycles; the cyclic
     # garbage collector would rescan them all on every generation-2 pass (5x slower).
     enabled = gc.isenabled()
@@ -154,7 +159,7 @@ def _load_snapshot(directory: Path, warn: Callable[[str], None]) -> SessionState
         return SessionState()
 
 
-def _load_state(directory: Path, warn: Callable[[str], None]) -> SessionState:
+def _load_state(directory: Path, warn: Callable[[str], None]) -> tuple[SessionState, JournalScan]:
     state = _load_snapshot(directory, warn)
     scan = scan_journal(directory / JOURNAL, after_seq=state.seq)
     if scan.cut is not None:
@@ -174,7 +179,7 @@ def _load_state(directory: Path, warn: Callable[[str], None]) -> SessionState:
                 f"its schema: {exc.errors()[0]['msg']}"
             ) from exc
         state.apply(frame.seq, event)
-    return state
+    return state, scan
 
 
 @dataclass
@@ -224,8 +229,9 @@ async def open_session(
         raise SessionNotFound(f"no session {session_id!r} under {root}")
     with SessionLock(directory / LOCK):
         manifest = read_manifest(directory)
-        state = await trio.to_thread.run_sync(lambda: load_state(directory, warn=warn))
-        async with open_journal(directory / JOURNAL, durability=durability) as journal:
+        state, scan = await trio.to_thread.run_sync(_load, directory, warn)
+        # Handing over the scan saves checking the whole file a second time.
+        async with open_journal(directory / JOURNAL, durability=durability, scan=scan) as journal:
             live = LiveSession(session_id, directory, manifest, state, journal)
             try:
                 yield live
