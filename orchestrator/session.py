@@ -43,6 +43,11 @@ SNAPSHOT = "snapshot.json"
 LOCK = "lock"
 SNAPSHOT_EVERY = 2000
 
+Migration = Callable[[Path], None]
+MIGRATIONS: dict[int, Migration] = {}
+"""`MIGRATIONS[n]` rewrites a session directory of format n into format n + 1. Each one is
+kept forever, with the recorded session of its old format under `sessions/` as its test."""
+
 
 class Manifest(BaseModel):
     id: str
@@ -86,6 +91,20 @@ def read_manifest(directory: Path) -> Manifest:
             f"{path}: session format {manifest.format_version} was written by a newer "
             f"orchestrator; this one reads formats up to {FORMAT_VERSION}"
         )
+    return manifest
+
+
+def migrate(directory: Path, manifest: Manifest) -> Manifest:
+    """Bring an older session up to `FORMAT_VERSION`, one recorded step at a time."""
+    while manifest.format_version < FORMAT_VERSION:
+        step = MIGRATIONS.get(manifest.format_version)
+        if step is None:
+            raise SessionError(
+                f"{directory}: no migration from session format {manifest.format_version}"
+            )
+        step(directory)
+        manifest = manifest.model_copy(update={"format_version": manifest.format_version + 1})
+        write_manifest(directory, manifest)
     return manifest
 
 
@@ -228,7 +247,7 @@ async def open_session(
     if not directory.is_dir():
         raise SessionNotFound(f"no session {session_id!r} under {root}")
     with SessionLock(directory / LOCK):
-        manifest = read_manifest(directory)
+        manifest = migrate(directory, read_manifest(directory))
         state, scan = await trio.to_thread.run_sync(_load, directory, warn)
         # Handing over the scan saves checking the whole file a second time.
         async with open_journal(directory / JOURNAL, durability=durability, scan=scan) as journal:

@@ -254,3 +254,21 @@ def test_ctrl_c_stops_cleanly_and_resumes(tmp_path: Path) -> None:
     resumed = cli("resume", session_id, "--yes", root=root)
     assert resumed.returncode == 0, resumed.stderr
     assert read_manifest(directory).status == "completed"
+
+
+def test_older_format_is_migrated_step_by_step(
+    killed_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from orchestrator import session
+
+    directory = killed_copy / only_session(killed_copy)
+    path = directory / "session.json"
+    path.write_bytes(orjson.dumps({**orjson.loads(path.read_bytes()), "format_version": 0}))
+    with pytest.raises(session.SessionError, match="no migration from session format 0"):
+        session.migrate(directory, read_manifest(directory))
+    ran: list[Path] = []
+    monkeypatch.setitem(session.MIGRATIONS, 0, ran.append)
+    migrated = session.migrate(directory, read_manifest(directory))
+    assert ran == [directory]
+    assert migrated.format_version == session.FORMAT_VERSION
+    assert read_manifest(directory).format_version == session.FORMAT_VERSION
