@@ -144,14 +144,18 @@ async def run_tool_calls(
 
     try:
         for group in _segments(calls, deps.tools):
-            if len(group) == 1:
-                await record(await _run_one(state, group[0], deps))
+            # Starts are journaled in the model's order, even for calls that then overlap.
+            started = [(call, await _start_call(state, call, deps)) for call in group]
+            if len(started) == 1:
+                await record(await _execute(*started[0], deps))
                 continue
             async with trio.open_nursery() as nursery:
-                for call in group:
+                for call, parsed in started:
 
-                    async def run_and_record(call: ToolCall = call) -> None:
-                        await record(await _run_one(state, call, deps))
+                    async def run_and_record(
+                        call: ToolCall = call, parsed: Parsed = parsed
+                    ) -> None:
+                        await record(await _execute(call, parsed, deps))
 
                     nursery.start_soon(run_and_record)
     finally:
@@ -170,7 +174,11 @@ async def run_tool_calls(
     return [finished[call.id] for call in calls]
 
 
-def _parse_call(call: ToolCall, tools: ToolRegistry) -> tuple[AnyTool, BaseModel] | str:
+Parsed = tuple[AnyTool, BaseModel] | str
+"""A call's tool and validated arguments, or the error the model should see instead."""
+
+
+def _parse_call(call: ToolCall, tools: ToolRegistry) -> Parsed:
     """The tool and validated arguments of a call, or the error the model should see."""
     tool = tools.get(call.name)
     if tool is None:
@@ -192,12 +200,7 @@ def _parse_call(call: ToolCall, tools: ToolRegistry) -> tuple[AnyTool, BaseModel
         return f"invalid arguments for {call.name}: {problems}"
 
 
-async def _run_one(state: AgentState, call: ToolCall, deps: TurnDeps) -> ToolResult:
-    def result(status: str, content: str) -> ToolResult:
-        return ToolResult.model_validate(
-            {"call_id": call.id, "name": call.name, "status": status, "content": content}
-        )
-
+async def _start_call(state: AgentState, call: ToolCall, deps: TurnDeps) -> Parsed:
     parsed = _parse_call(call, deps.tools)
     read_only = _is_read_only(call, deps.tools)
     tool = parsed[0] if isinstance(parsed, tuple) else None
@@ -211,6 +214,15 @@ async def _run_one(state: AgentState, call: ToolCall, deps: TurnDeps) -> ToolRes
         ),
         durable=not read_only,
     )
+    return parsed
+
+
+async def _execute(call: ToolCall, parsed: Parsed, deps: TurnDeps) -> ToolResult:
+    def result(status: str, content: str) -> ToolResult:
+        return ToolResult.model_validate(
+            {"call_id": call.id, "name": call.name, "status": status, "content": content}
+        )
+
     if isinstance(parsed, str):
         return result("error", parsed)
     tool, args = parsed

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import orjson
 import pytest
 import trio
 import trio.testing
@@ -168,6 +169,9 @@ async def test_writers_run_alone_and_in_order(make_deps: MakeDeps) -> None:
     # A writer's start is emitted durably, a reader's is not.
     started = [e for e in sink.events if isinstance(e, ToolCallStarted)]
     assert [e.read_only for e in started] == [False, True, True, False, False]
+    # Starts are emitted (and journaled) in the order the model gave, overlap or not.
+    labels = [orjson.loads(e.call.arguments)["label"] for e in started]
+    assert labels == ["w1", "r1", "r2", "w2", "w3"]
 
 
 class Forever(Tool[GateArgs]):
