@@ -168,3 +168,61 @@ def test_a_given_config_file_must_exist(tmp_path: Path) -> None:
     result = orchestrator("run", "x", "-w", str(tmp_path), "--config", str(tmp_path / "nope.toml"))
     assert result.returncode == 2
     assert "nope.toml" in result.stderr
+
+
+def test_ask_prompts_on_a_terminal(tmp_path: Path) -> None:
+    """With a terminal on stdin and no --yes, each side-effecting call is put to the user:
+    here the write is approved and the shell command refused (answers typed ahead)."""
+    import pty
+
+    script = tmp_path / "script.json"
+    script.write_bytes(
+        orjson.dumps(
+            {
+                "agents": {
+                    "main": [
+                        {"tool_calls": [call_of("write_file", path="a.txt", content="hi")]},
+                        {"tool_calls": [call_of("shell", command="touch ran.txt")]},
+                        {"text": "done"},
+                    ]
+                }
+            }
+        )
+    )
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    master, slave = pty.openpty()
+    try:
+        os.write(master, b"y\nn\n")
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "orchestrator",
+                "run",
+                "g",
+                "--model",
+                f"scripted:{script}",
+                "-w",
+                str(ws),
+            ],
+            stdin=slave,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            env={**os.environ, "NO_COLOR": "1"},
+        )
+    finally:
+        os.close(master)
+        os.close(slave)
+    assert result.returncode == 0, result.stderr
+    assert "Allow write_file path='a.txt' content='hi'? [y/N]" in result.stdout
+    assert "Allow shell command='touch ran.txt'? [y/N]" in result.stdout
+    assert (ws / "a.txt").read_text() == "hi"
+    assert not (ws / "ran.txt").exists()
+    assert "✗ shell error: shell was not approved" in result.stdout
+
+
+def call_of(name: str, **arguments: object) -> dict[str, object]:
+    return {"name": name, "arguments": arguments}
