@@ -3,6 +3,7 @@ middle of a turn cut off by a crash, or a finished session."""
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 import trio
@@ -60,12 +61,30 @@ async def drive(live: LiveSession, settings: RunSettings) -> RunResult:
         result = await _drive(live, settings, sink)
     except ModelError as exc:
         result = RunResult("failed", f"model call failed: {exc}")
-    except BaseException:
-        with trio.CancelScope(shield=True), trio.move_on_after(10):
-            await _record_status(live, sink, RunResult("interrupted", "stopped by the user"))
+    except BaseException as exc:
+        stopped = _only_stops(exc)
+        status = (
+            RunResult("interrupted", "stopped by the user")
+            if stopped
+            else RunResult("failed", f"{type(exc).__name__}: {exc}")
+        )
+        # Best effort: the journal itself may be what failed; the original error matters more.
+        with (
+            trio.CancelScope(shield=True),
+            trio.move_on_after(10),
+            contextlib.suppress(Exception),
+        ):
+            await _record_status(live, sink, status)
         raise
     await _record_status(live, sink, result)
     return result
+
+
+def _only_stops(exc: BaseException) -> bool:
+    """True for Ctrl+C or a cancellation, bare or grouped by nurseries."""
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_only_stops(inner) for inner in exc.exceptions)
+    return isinstance(exc, KeyboardInterrupt | trio.Cancelled)
 
 
 async def _record_status(live: LiveSession, sink: EventSink, result: RunResult) -> None:

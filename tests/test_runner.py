@@ -1,0 +1,152 @@
+"""Recovery rules, in process: a session cut at chosen journal records resumes correctly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from orchestrator.events import ListSink
+from orchestrator.messages import ToolResult
+from orchestrator.models.scripted import ScriptedModel, parse_script
+from orchestrator.runner import RunResult, RunSettings, drive
+from orchestrator.session import JOURNAL, SNAPSHOT, create_session, load_state, open_session
+from orchestrator.store import scan_journal
+from orchestrator.tools import PermissionPolicy, approve_all, workspace_tools
+
+SCRIPT: dict[str, Any] = {
+    "agents": {
+        "main": [
+            {
+                "tool_calls": [
+                    {"name": "write_file", "arguments": {"path": "a.txt", "content": "A"}}
+                ]
+            },
+            {"tool_calls": [{"name": "shell", "arguments": {"command": "echo x >> log.txt"}}]},
+            {"text": "done"},
+        ]
+    }
+}
+
+
+def settings(model: ScriptedModel) -> RunSettings:
+    return RunSettings(
+        model=model,
+        tools=workspace_tools(),
+        ui=ListSink(),
+        policy=PermissionPolicy(),
+        approve=approve_all,
+    )
+
+
+async def run(root: Path, session_id: str, model: ScriptedModel) -> RunResult:
+    async with open_session(root, session_id, warn=lambda _: None) as live:
+        return await drive(live, settings(model))
+
+
+@pytest.fixture
+def finished(tmp_path: Path) -> tuple[Path, str, Path]:
+    """A session run to completion; returns (root, id, directory)."""
+    script = tmp_path / "script.json"
+    script.write_bytes(orjson.dumps(SCRIPT))
+    root = tmp_path / "sessions"
+    session_id, directory = create_session(
+        root, goal="g", model=f"scripted:{script}", workspace=None
+    )
+    return root, session_id, directory
+
+
+def cut_after(directory: Path, kind: str, occurrence: int = 1) -> None:
+    """Keep the journal up to the `occurrence`-th record of `kind`, as a crash would leave
+    it; drop the snapshot, which reflects later records."""
+    lines = (directory / JOURNAL).read_bytes().splitlines(keepends=True)
+    seen = 0
+    for index, line in enumerate(lines):
+        if orjson.loads(line)["kind"] == kind:
+            seen += 1
+            if seen == occurrence:
+                (directory / JOURNAL).write_bytes(b"".join(lines[: index + 1]))
+                (directory / SNAPSHOT).unlink(missing_ok=True)
+                return
+    raise AssertionError(f"no {kind} #{occurrence}")
+
+
+def model() -> ScriptedModel:
+    return ScriptedModel(parse_script(SCRIPT))
+
+
+def results(directory: Path) -> list[tuple[str, str]]:
+    state = load_state(directory, warn=lambda _: None)
+    return [(m.name, m.status) for m in state.agents["main"].messages if isinstance(m, ToolResult)]
+
+
+async def test_a_whole_run(finished: tuple[Path, str, Path]) -> None:
+    root, session_id, directory = finished
+    assert await run(root, session_id, model()) == RunResult("completed")
+    assert results(directory) == [("write_file", "ok"), ("shell", "ok")]
+    assert (directory / "workspace" / "log.txt").read_text() == "x\n"
+    # Resuming a finished session does nothing at all.
+    again = model()
+    assert await run(root, session_id, again) == RunResult("completed", "already finished")
+    assert again.requests == []
+
+
+async def test_call_that_never_started_runs_on_resume(finished: tuple[Path, str, Path]) -> None:
+    root, session_id, directory = finished
+    await run(root, session_id, model())
+    cut_after(directory, "assistant_replied", 2)  # the shell reply, before its start
+    (directory / "workspace" / "log.txt").unlink()
+    resumed = model()
+    assert await run(root, session_id, resumed) == RunResult("completed")
+    assert results(directory) == [("write_file", "ok"), ("shell", "ok")]
+    assert (directory / "workspace" / "log.txt").read_text() == "x\n"
+    assert [r.step for r in resumed.requests] == [2]  # the model picks up at its next step
+
+
+async def test_started_side_effect_is_interrupted_not_repeated(
+    finished: tuple[Path, str, Path],
+) -> None:
+    root, session_id, directory = finished
+    await run(root, session_id, model())
+    cut_after(directory, "tool_call_started", 2)  # shell started; its result never journaled
+    assert await run(root, session_id, model()) == RunResult("completed")
+    assert results(directory) == [("write_file", "ok"), ("shell", "interrupted")]
+    assert (directory / "workspace" / "log.txt").read_text() == "x\n"  # ran once, not twice
+
+
+async def test_started_idempotent_call_runs_again(finished: tuple[Path, str, Path]) -> None:
+    root, session_id, directory = finished
+    await run(root, session_id, model())
+    cut_after(directory, "tool_call_started", 1)  # write_file started, no result
+    (directory / "workspace" / "a.txt").unlink()
+    assert await run(root, session_id, model()) == RunResult("completed")
+    assert results(directory) == [("write_file", "ok"), ("shell", "ok")]
+    assert (directory / "workspace" / "a.txt").read_text() == "A"
+
+
+async def test_final_reply_without_turn_end_closes_the_turn(
+    finished: tuple[Path, str, Path],
+) -> None:
+    root, session_id, directory = finished
+    await run(root, session_id, model())
+    cut_after(directory, "assistant_replied", 3)  # "done" journaled, turn end not
+    resumed = model()
+    assert await run(root, session_id, resumed) == RunResult("completed")
+    assert resumed.requests == []  # the model is not asked again
+    kinds = [f.kind for f in scan_journal(directory / JOURNAL).records]
+    assert kinds[-2:] == ["turn_ended", "session_status"]
+
+
+async def test_model_failure_marks_the_session_failed_and_resumable(
+    finished: tuple[Path, str, Path],
+) -> None:
+    root, session_id, directory = finished
+    short = ScriptedModel(parse_script({"agents": {"main": SCRIPT["agents"]["main"][:1]}}))
+    result = await run(root, session_id, short)
+    assert result.status == "failed"
+    assert "script ran out" in result.detail
+    assert load_state(directory, warn=lambda _: None).status == "failed"
+    assert await run(root, session_id, model()) == RunResult("completed")
+    assert results(directory) == [("write_file", "ok"), ("shell", "ok")]
