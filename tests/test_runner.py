@@ -84,7 +84,11 @@ def results(directory: Path) -> list[tuple[str, str]]:
 
 async def test_a_whole_run(finished: tuple[Path, str, Path]) -> None:
     root, session_id, directory = finished
-    assert await run(root, session_id, model()) == RunResult("completed")
+    live_model = model()
+    assert await run(root, session_id, live_model) == RunResult("completed")
+    # The context folded from the journal is exactly what the model was shown live.
+    folded = load_state(directory, warn=lambda _: None).agents["main"].messages
+    assert tuple(folded[:-1]) == live_model.requests[-1].messages
     assert results(directory) == [("write_file", "ok"), ("shell", "ok")]
     assert (directory / "workspace" / "log.txt").read_text() == "x\n"
     # Resuming a finished session does nothing at all.
