@@ -201,20 +201,30 @@ def _parse_call(call: ToolCall, tools: ToolRegistry) -> Parsed:
 
 
 async def _start_call(state: AgentState, call: ToolCall, deps: TurnDeps) -> Parsed:
+    """Parse the call, settle its permission, and record its start. Asking comes first,
+    so a crash while the user thinks is never mistaken for a half-run side effect."""
     parsed = _parse_call(call, deps.tools)
+    if isinstance(parsed, tuple):
+        parsed = await _permit(call, parsed, deps)
     read_only = _is_read_only(call, deps.tools)
-    tool = parsed[0] if isinstance(parsed, tuple) else None
+    # A call that will not run (malformed, refused) has no effect to repeat: after a
+    # crash it is simply dispatched again, and asked about again.
+    idempotent = parsed[0].idempotent if isinstance(parsed, tuple) else True
     # Write-ahead: a side-effecting call's start is on disk before the tool runs.
     await deps.events.emit(
-        ToolCallStarted(
-            agent=state.id,
-            call=call,
-            read_only=read_only,
-            idempotent=tool.idempotent if tool is not None else True,
-        ),
-        durable=not read_only,
+        ToolCallStarted(agent=state.id, call=call, read_only=read_only, idempotent=idempotent),
+        durable=isinstance(parsed, tuple) and not read_only,
     )
     return parsed
+
+
+async def _permit(call: ToolCall, parsed: tuple[AnyTool, BaseModel], deps: TurnDeps) -> Parsed:
+    tool = parsed[0]
+    decision = deps.policy.decide(tool.name, read_only=tool.read_only)
+    if decision == "allow" or (decision == "ask" and await deps.approve(call)):
+        return parsed
+    how = "denied by the permission policy" if decision == "deny" else "not approved"
+    return f"{tool.name} was {how}; do not retry it"
 
 
 async def _execute(call: ToolCall, parsed: Parsed, deps: TurnDeps) -> ToolResult:
@@ -226,10 +236,6 @@ async def _execute(call: ToolCall, parsed: Parsed, deps: TurnDeps) -> ToolResult
     if isinstance(parsed, str):
         return result("error", parsed)
     tool, args = parsed
-    decision = deps.policy.decide(tool.name, read_only=tool.read_only)
-    if decision == "deny" or (decision == "ask" and not await deps.approve(call)):
-        how = "denied by the permission policy" if decision == "deny" else "not approved"
-        return result("error", f"{tool.name} was {how}; do not retry it")
     try:
         output = await tool.run(args, deps.context)
     except (ToolFailed, WorkspaceEscape) as exc:

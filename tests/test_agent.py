@@ -278,3 +278,23 @@ async def test_streamed_text_is_the_reply_text(make_deps: MakeDeps) -> None:
     assert streamed == "one two  three"
     assert isinstance(state.messages[-1], AssistantMessage)
     assert state.messages[-1].text == streamed
+
+
+async def test_permission_is_settled_before_the_start_is_recorded(make_deps: MakeDeps) -> None:
+    seen_when_asked: list[int] = []
+    model = scripted(
+        {"tool_calls": [call("shell", command="true"), call("shell", command="false")]},
+        {"text": "ok"},
+    )
+
+    async def approve(c: object) -> bool:
+        seen_when_asked.append(sum(isinstance(e, ToolCallStarted) for e in sink.events))
+        return len(seen_when_asked) == 1  # yes to the first, no to the second
+
+    state, deps, sink = make_deps(model, approve=approve)
+    await run_turn(state, deps)
+    assert seen_when_asked == [0, 1]
+    started = [e for e in sink.events if isinstance(e, ToolCallStarted)]
+    # The refused call will not run: nothing to repeat after a crash.
+    assert [e.idempotent for e in started] == [False, True]
+    assert [r.status for r in results(state.messages)] == ["ok", "error"]
