@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import functools
 import os
+import signal
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -24,13 +25,14 @@ from orchestrator.messages import ToolCall
 from orchestrator.models.http import make_client
 from orchestrator.models.resolve import resolve_model
 from orchestrator.render import JsonLinesSink, TranscriptSink, format_arguments
-from orchestrator.runner import RunSettings, drive
-from orchestrator.session import create_session, open_session, read_manifest
+from orchestrator.runner import RunResult, RunSettings, drive
+from orchestrator.session import LiveSession, create_session, open_session, read_manifest
 from orchestrator.store import Durability, session_dir
 from orchestrator.tools import Approver, PermissionPolicy, approve_all, deny_all, workspace_tools
 from orchestrator.tools.permissions import parse_rules
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_TERMINATED = 128 + signal.SIGTERM
 
 DESCRIPTION = """\
 Run LLM agents that use tools in a workspace; every session is journaled and survives a
@@ -252,13 +254,44 @@ async def _run_session(root: Path, session_id: str, args: argparse.Namespace) ->
             max_tokens=role.max_tokens,
             temperature=role.temperature,
         )
-        result = await drive(live, settings)
+        result = await _drive_until_terminated(live, settings)
+    if result is None:
+        _note(f"terminated; session {session_id} is resumable (orchestrator resume {session_id})")
+        return EXIT_TERMINATED
     detail = f" ({result.detail})" if result.detail else ""
     _note(f"session {session_id} {result.status}{detail}")
     if result.status != "completed":
         _note(f"continue it with: orchestrator resume {session_id}")
         return EXIT_FAILED
     return EXIT_OK
+
+
+async def _drive_until_terminated(live: LiveSession, settings: RunSettings) -> RunResult | None:
+    """`drive`, stopped cleanly by SIGTERM as by Ctrl+C: running tools are cancelled (their
+    process groups killed) and the session is marked interrupted. None if terminated."""
+    result: RunResult | None = None
+    try:
+        async with trio.open_nursery() as nursery:
+
+            async def run() -> None:
+                nonlocal result
+                result = await drive(live, settings)
+                nursery.cancel_scope.cancel()
+
+            async def watch() -> None:
+                with trio.open_signal_receiver(signal.SIGTERM) as signals:
+                    async for _ in signals:
+                        nursery.cancel_scope.cancel()
+                        return
+
+            nursery.start_soon(watch)
+            nursery.start_soon(run)
+    except BaseExceptionGroup as group:
+        # Ctrl+C or an error in `run` arrives grouped by the nursery; callers expect it bare.
+        if len(group.exceptions) == 1:
+            raise group.exceptions[0] from None
+        raise
+    return result
 
 
 def _start(

@@ -7,6 +7,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import orjson
@@ -272,3 +273,57 @@ def test_older_format_is_migrated_step_by_step(
     assert ran == [directory]
     assert migrated.format_version == session.FORMAT_VERSION
     assert read_manifest(directory).format_version == session.FORMAT_VERSION
+
+
+def test_sigterm_stops_cleanly_and_kills_running_commands(tmp_path: Path) -> None:
+    script = tmp_path / "slow.json"
+    script.write_bytes(
+        orjson.dumps(
+            {
+                "agents": {
+                    "main": [
+                        {
+                            "tool_calls": [
+                                {
+                                    "name": "shell",
+                                    "arguments": {"command": "echo $$ > pid.txt; sleep 30"},
+                                }
+                            ]
+                        },
+                        {"text": "finished"},
+                    ]
+                }
+            }
+        )
+    )
+    root = tmp_path / "sessions"
+    command = [
+        sys.executable, "-m", "orchestrator", "run", "slow", "--model", f"scripted:{script}",
+        "--session-workspace", "--yes", "--json", "--sessions-dir", str(root),
+    ]  # fmt: skip
+    proc = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL
+    )
+    assert proc.stdout is not None
+    directory: Path | None = None
+    for line in proc.stdout:
+        if orjson.loads(line)["kind"] == "tool_call_started":
+            directory = root / only_session(root)
+            pid_file = directory / "workspace" / "pid.txt"
+            # The shell writes its pid first thing; poll for it (bounded), never sleep.
+            deadline = time.monotonic() + 10
+            while not pid_file.exists() or not pid_file.read_text().strip():
+                assert time.monotonic() < deadline, "the shell never started"
+                os.sched_yield()
+            proc.send_signal(signal.SIGTERM)
+            break
+    _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 128 + signal.SIGTERM, stderr
+    assert b"terminated; session" in stderr
+    assert directory is not None
+    shell_pid = int((directory / "workspace" / "pid.txt").read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(shell_pid, 0)
+    assert read_manifest(directory).status == "interrupted"
+    resumed = cli("resume", directory.name, "--yes", root=root)
+    assert resumed.returncode == 0, resumed.stderr
