@@ -47,7 +47,8 @@ crash (resume it where it stood).
 Models: scripted:PATH (offline, see docs/scripted-model.md), openai:MODEL,
 anthropic:MODEL, ollama:MODEL, openai-compatible:MODEL@URL.
 Sessions live in --sessions-dir, else $ORCHESTRATOR_SESSIONS_DIR, else the user data dir.
-Exit codes: 0 done, 1 failed, 2 usage error.
+Exit codes: 0 done, 1 failed, 2 usage error, 130/143 stopped by Ctrl+C/SIGTERM
+(the session stays resumable).
 """
 
 
