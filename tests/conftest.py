@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import ipaddress
+import socket
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -11,6 +13,26 @@ from orchestrator.events import ListSink
 from orchestrator.messages import SystemMessage, UserMessage
 from orchestrator.models.scripted import ScriptedModel, parse_script
 from orchestrator.tools import ToolContext, ToolRegistry, Workspace, workspace_tools
+
+_real_connect = socket.socket.connect
+
+
+def _loopback_only(sock: socket.socket, address: Any) -> None:
+    host = address[0] if isinstance(address, tuple) else None
+    if (
+        sock.family in (socket.AF_INET, socket.AF_INET6)
+        and host is not None
+        and not ipaddress.ip_address(host.split("%")[0]).is_loopback
+    ):
+        raise AssertionError(f"a test tried to reach {address}: only loopback is allowed")
+    _real_connect(sock, address)
+
+
+@pytest.fixture(autouse=True)
+def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any connection to a host other than 127.0.0.1 / ::1 fails the test: no test may
+    call a real model (the provider tests use servers on loopback)."""
+    monkeypatch.setattr(socket.socket, "connect", _loopback_only)
 
 
 @pytest.fixture

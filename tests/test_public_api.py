@@ -29,3 +29,16 @@ def test_importing_has_no_side_effects_on_the_environment(tmp_path, monkeypatch)
     monkeypatch.chdir(tmp_path)
     importlib.reload(orchestrator)
     assert list(tmp_path.iterdir()) == []
+
+
+async def test_no_test_can_reach_beyond_loopback() -> None:
+    import traceback
+
+    import httpx
+    import pytest
+
+    async with httpx.AsyncClient() as client:
+        # Trio's connection racing groups the refusal; find it anywhere in what came out.
+        with pytest.raises(BaseException) as info:  # noqa: PT011
+            await client.get("http://192.0.2.1/")  # TEST-NET-1: never routed
+    assert "only loopback is allowed" in "".join(traceback.format_exception(info.value))
