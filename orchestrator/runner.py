@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import trio
 
 from orchestrator.agent import AgentState, TurnDeps, run_tool_calls, run_turn
-from orchestrator.errors import ModelError
+from orchestrator.errors import ConfigError, ModelError
 from orchestrator.events import (
     AgentStarted,
     EventSink,
@@ -96,7 +96,10 @@ async def _record_status(live: LiveSession, sink: EventSink, result: RunResult) 
 
 
 async def _drive(live: LiveSession, settings: RunSettings, sink: EventSink) -> RunResult:
-    workspace = Workspace(live.manifest.workspace_path(live.directory))
+    root = live.manifest.workspace_path(live.directory)
+    if not await trio.Path(root).is_dir():
+        raise ConfigError(f"the session's workspace {root} does not exist (moved or deleted?)")
+    workspace = Workspace(root)
     if MAIN not in live.state.agents:
         messages = (
             SystemMessage(content=single_agent_prompt(settings.tools.names())),

@@ -154,3 +154,13 @@ async def test_model_failure_marks_the_session_failed_and_resumable(
     assert load_state(directory, warn=lambda _: None).status == "failed"
     assert await run(root, session_id, model()) == RunResult("completed")
     assert results(directory) == [("write_file", "ok"), ("shell", "ok")]
+
+
+async def test_a_vanished_workspace_is_a_clear_error(finished: tuple[Path, str, Path]) -> None:
+    from orchestrator.errors import ConfigError
+
+    root, session_id, directory = finished
+    (directory / "workspace").rmdir()
+    with pytest.raises(ConfigError, match=r"workspace .* does not exist"):
+        await run(root, session_id, model())
+    assert load_state(directory, warn=lambda _: None).status == "failed"
