@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,12 +12,13 @@ import orjson
 
 from orchestrator.config import Config
 from orchestrator.errors import JournalCorrupt, SessionError, SessionNotFound
-from orchestrator.messages import Usage
+from orchestrator.events import AssistantReplied
 from orchestrator.render import abbreviate
-from orchestrator.session import JOURNAL, LOCK, Manifest, load_state, read_manifest
-from orchestrator.store import JournalScan, lock_holder, repair_journal, scan_journal, session_dir
+from orchestrator.session import JOURNAL, LOCK, Manifest, events_of, gc_paused, read_manifest
+from orchestrator.state import SessionState
+from orchestrator.store import lock_holder, repair_journal, scan_journal, session_dir
 from orchestrator.store.ids import is_session_id
-from orchestrator.usage import Price, UsageLedger, format_usage
+from orchestrator.usage import UsageLedger, format_usage
 
 
 def add_sessions_parser(
@@ -117,27 +118,24 @@ def _list(root: Path) -> int:
     return 0
 
 
-def usage_ledger(scan: JournalScan, default_model: str, prices: Mapping[str, Price]) -> UsageLedger:
-    """Tokens and cost per agent and per model, folded from the journaled replies."""
-    ledger = UsageLedger()
-    for frame in scan.records:
-        if frame.kind != "assistant_replied":
-            continue
-        usage = frame.body["message"].get("usage")
-        if usage is None:
-            continue
-        model = frame.body.get("model") or default_model
-        ledger = ledger.record(
-            agent=frame.agent, model=model, usage=Usage.model_validate(usage), prices=prices
-        )
-    return ledger
-
-
 def describe(directory: Path, last: int, config: Config) -> dict[str, Any]:
     manifest = read_manifest(directory)
-    notes: list[str] = []
-    state = load_state(directory, warn=notes.append)
-    scan = scan_journal(directory / JOURNAL)
+    path = directory / JOURNAL
+    # One pass over the whole journal gives the state, the usage ledger and the last events.
+    state = SessionState()
+    ledger = UsageLedger()
+    with gc_paused():
+        scan = scan_journal(path)
+        for seq, event in events_of(path, scan.records):
+            state.apply(seq, event)
+            if isinstance(event, AssistantReplied) and event.message.usage is not None:
+                ledger = ledger.record(
+                    agent=event.agent,
+                    model=event.model or manifest.model,
+                    usage=event.message.usage,
+                    prices=config.prices,
+                )
+    notes = [f"the journal ends in a torn tail: {scan.cut.describe()}"] if scan.cut else []
     agents = {
         agent_id: {
             "role": record.role,
@@ -152,7 +150,6 @@ def describe(directory: Path, last: int, config: Config) -> dict[str, Any]:
         {"seq": f.seq, "time": f.time, "kind": f.kind, "agent": f.agent}
         for f in scan.records[-last:]
     ]
-    ledger = usage_ledger(scan, manifest.model, config.prices)
     return {
         **manifest.model_dump(mode="json"),
         "status": shown_status(directory, manifest),

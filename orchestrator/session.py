@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import shutil
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -26,6 +26,7 @@ from orchestrator.events import EVENT_ADAPTER, Event, SessionStatus, TurnEnded
 from orchestrator.state import SessionState
 from orchestrator.store import (
     Durability,
+    Frame,
     Journal,
     JournalScan,
     SessionLock,
@@ -150,21 +151,36 @@ def decode(kind: str, agent: str, body: dict[str, Any]) -> Event:
     return EVENT_ADAPTER.validate_python({**body, "kind": kind, "agent": agent})
 
 
-def load_state(directory: Path, *, warn: Callable[[str], None]) -> SessionState:
-    """The newest valid snapshot, then the journal after it."""
-    return _load(directory, warn)[0]
+def events_of(path: Path, frames: Iterable[Frame]) -> Iterator[tuple[int, Event]]:
+    """The journal's frames as typed events; a body that does not fit its kind's schema
+    is corruption, named by file and seq."""
+    for frame in frames:
+        try:
+            event = decode(frame.kind, frame.agent, frame.body)
+        except ValidationError as exc:
+            raise JournalCorrupt(
+                f"{path}: record seq {frame.seq} ({frame.kind}) does not match "
+                f"its schema: {exc.errors()[0]['msg']}"
+            ) from exc
+        yield frame.seq, event
 
 
-def _load(directory: Path, warn: Callable[[str], None]) -> tuple[SessionState, JournalScan]:
-    # Loading builds hundreds of thousands of small objects and no cycles; the cyclic
-    # garbage collector would rescan them all on every generation-2 pass (5x slower).
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Folding builds hundreds of thousands of small objects and no cycles; the cyclic
+    garbage collector would rescan them all on every generation-2 pass (5x slower)."""
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _load_state(directory, warn)
+        yield
     finally:
         if enabled:
             gc.enable()
+
+
+def load_state(directory: Path, *, warn: Callable[[str], None]) -> SessionState:
+    """The newest valid snapshot, then the journal after it."""
+    return _load(directory, warn)[0]
 
 
 def _load_snapshot(directory: Path, warn: Callable[[str], None]) -> SessionState:
@@ -179,26 +195,19 @@ def _load_snapshot(directory: Path, warn: Callable[[str], None]) -> SessionState
         return SessionState()
 
 
-def _load_state(directory: Path, warn: Callable[[str], None]) -> tuple[SessionState, JournalScan]:
-    state = _load_snapshot(directory, warn)
-    scan = scan_journal(directory / JOURNAL, after_seq=state.seq)
-    if scan.cut is not None:
-        warn(f"cut a torn tail from {directory / JOURNAL}: {scan.cut.describe()}")
-    if state.seq > scan.last_seq:
-        warn(f"snapshot is ahead of the journal (seq {state.seq} > {scan.last_seq}); replaying")
-        state = SessionState()
-        scan = scan_journal(directory / JOURNAL)
-    for frame in scan.records:
-        if frame.seq <= state.seq:
-            continue
-        try:
-            event = decode(frame.kind, frame.agent, frame.body)
-        except ValidationError as exc:
-            raise JournalCorrupt(
-                f"{directory / JOURNAL}: record seq {frame.seq} ({frame.kind}) does not match "
-                f"its schema: {exc.errors()[0]['msg']}"
-            ) from exc
-        state.apply(frame.seq, event)
+def _load(directory: Path, warn: Callable[[str], None]) -> tuple[SessionState, JournalScan]:
+    path = directory / JOURNAL
+    with gc_paused():
+        state = _load_snapshot(directory, warn)
+        scan = scan_journal(path, after_seq=state.seq)
+        if scan.cut is not None:
+            warn(f"cut a torn tail from {path}: {scan.cut.describe()}")
+        if state.seq > scan.last_seq:
+            warn(f"snapshot is ahead of the journal (seq {state.seq} > {scan.last_seq}); replaying")
+            state = SessionState()
+            scan = scan_journal(path)
+        for seq, event in events_of(path, scan.records):
+            state.apply(seq, event)
     return state, scan
 
 

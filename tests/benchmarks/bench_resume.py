@@ -33,7 +33,7 @@ from orchestrator.messages import (
     ToolResult,
     UserMessage,
 )
-from orchestrator.session import JOURNAL, SNAPSHOT, create_session, decode, load_state
+from orchestrator.session import JOURNAL, SNAPSHOT, create_session, events_of, load_state
 from orchestrator.state import SessionState
 from orchestrator.store import Durability, open_journal, scan_journal, write_json_atomic
 
@@ -91,10 +91,10 @@ def best_of(runs: int, fn: Callable[[], object]) -> float:
 
 def state_at(directory: Path, seq: int) -> SessionState:
     state = SessionState()
-    for frame in scan_journal(directory / JOURNAL).records:
-        if frame.seq > seq:
-            break
-        state.apply(frame.seq, decode(frame.kind, frame.agent, frame.body))
+    path = directory / JOURNAL
+    frames = [f for f in scan_journal(path).records if f.seq <= seq]
+    for at, event in events_of(path, frames):
+        state.apply(at, event)
     return state
 
 
