@@ -236,9 +236,10 @@ def _policy(rules: list[str]) -> PermissionPolicy:
         raise ConfigError(str(exc)) from exc
 
 
-async def _run_session(root: Path, session_id: str, args: argparse.Namespace) -> int:
+async def _run_session(
+    root: Path, session_id: str, args: argparse.Namespace, config: Config
+) -> int:
     directory = session_dir(root, session_id)
-    config = load_user_config(args)
     async with (
         open_session(root, session_id, durability=Durability(args.durability), warn=_note) as live,
         make_client() as http,
@@ -308,7 +309,7 @@ def _start(
     root = sessions_root(args)
     session_id, _ = create_session(root, goal=goal, model=spec, workspace=workspace)
     _note(f"session {session_id} (in {root})")
-    return trio.run(_run_session, root, session_id, args)
+    return trio.run(_run_session, root, session_id, args, config)
 
 
 def _resume(args: argparse.Namespace) -> int:
@@ -321,7 +322,7 @@ def _resume(args: argparse.Namespace) -> int:
         _note(f"session {session_id} already finished (completed); nothing to do")
         return EXIT_OK
     _note(f"resuming session {session_id}")
-    return trio.run(_run_session, root, session_id, args)
+    return trio.run(_run_session, root, session_id, args, load_user_config(args))
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -353,7 +354,7 @@ def _demo(args: argparse.Namespace) -> int:
             ui,
         )
         _note(f"resuming session {session_id} from its journal")
-    code = trio.run(_run_session, root, session_id, run_args)
+    code = trio.run(_run_session, root, session_id, run_args, load_user_config(run_args))
     _note(f"demo workspace: {workspace}")
     return code
 

@@ -17,6 +17,7 @@ from orchestrator.events import (
     Event,
     MessageAdded,
     Notice,
+    SessionStatus,
     SessionStatusChanged,
     TextStreamed,
     ToolCallFinished,
@@ -55,7 +56,7 @@ class SessionState(BaseModel):
     """The fold of a session's journal up to `seq`."""
 
     seq: int = 0
-    status: str = "running"
+    status: SessionStatus = "running"
     agents: dict[str, AgentRecord] = Field(default_factory=dict)
 
     def apply(self, seq: int, event: Event) -> None:

@@ -4,6 +4,7 @@ thread so a large file never stalls other agents on the trio loop."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import trio
@@ -143,18 +144,20 @@ class ListFiles(Tool[ListFilesArgs]):
         return ToolOutput("\n".join(shown) + more)
 
 
-def _glob(ctx: ToolContext, pattern: str) -> list[str]:
+def _files(ctx: ToolContext, base: Path, pattern: str) -> Iterator[tuple[Path, str]]:
+    """Files under `base` matching `pattern`, sorted, with their workspace-relative names:
+    tool caches skipped, and symlinks that lead out of the workspace left out."""
     root = ctx.workspace.root
-    found = []
-    for path in root.glob(pattern):
+    for path in [base] if base.is_file() else sorted(base.glob(pattern)):
         rel = path.relative_to(root)
         if any(part in SKIP_DIRS for part in rel.parts) or not path.is_file():
             continue
-        # A symlink may lead out of the workspace: list only what resolves inside.
-        if not path.resolve().is_relative_to(root):
-            continue
-        found.append(rel.as_posix())
-    return sorted(found)
+        if path.resolve().is_relative_to(root):
+            yield path, rel.as_posix()
+
+
+def _glob(ctx: ToolContext, pattern: str) -> list[str]:
+    return [name for _, name in _files(ctx, ctx.workspace.root, pattern)]
 
 
 class GrepArgs(BaseModel):
@@ -187,21 +190,15 @@ class Grep(Tool[GrepArgs]):
 
 
 def _grep(ctx: ToolContext, base: Path, glob: str, regex: re.Pattern[str]) -> list[str]:
-    files = [base] if base.is_file() else sorted(base.glob(glob))
     matches: list[str] = []
-    for path in files:
-        rel = path.relative_to(ctx.workspace.root)
-        if any(part in SKIP_DIRS for part in rel.parts) or not path.is_file():
-            continue
-        if not path.resolve().is_relative_to(ctx.workspace.root):
-            continue
+    for path, name in _files(ctx, base, glob):
         try:
             text = path.read_text(encoding="utf-8")
         except (UnicodeDecodeError, OSError):
             continue  # binary or unreadable: not a text match
         for number, line in enumerate(text.splitlines(), start=1):
             if regex.search(line):
-                matches.append(f"{rel.as_posix()}:{number}:{line}")
+                matches.append(f"{name}:{number}:{line}")
                 if len(matches) > GREP_CAP:
                     return matches
     return matches
