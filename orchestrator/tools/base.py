@@ -69,6 +69,7 @@ class ToolRegistry:
 
     def __init__(self, tools: Iterable[AnyTool] = ()) -> None:
         self._tools: dict[str, AnyTool] = {}
+        self._specs: tuple[ToolSpec, ...] | None = None
         for tool in tools:
             self.add(tool)
 
@@ -76,6 +77,7 @@ class ToolRegistry:
         if tool.name in self._tools:
             raise ValueError(f"a tool named {tool.name!r} is already registered")
         self._tools[tool.name] = tool
+        self._specs = None
 
     def get(self, name: str) -> AnyTool | None:
         return self._tools.get(name)
@@ -84,7 +86,10 @@ class ToolRegistry:
         return list(self._tools)
 
     def specs(self) -> tuple[ToolSpec, ...]:
-        return tuple(tool.spec() for tool in self._tools.values())
+        # Asked for on every model call; building JSON schemas each time is wasted work.
+        if self._specs is None:
+            self._specs = tuple(tool.spec() for tool in self._tools.values())
+        return self._specs
 
     def subset(self, names: Iterable[str]) -> ToolRegistry:
         return ToolRegistry(self._tools[name] for name in names)
