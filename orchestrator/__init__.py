@@ -1,106 +1,96 @@
 """orchestrator: agents that use tools, journaled so a session survives any crash.
 
-The public face; everything here is re-exported from the module that owns it.
+The public face; everything here is re-exported from the module that owns it, imported
+on first use so that `import orchestrator` (and the command line's start-up) stays cheap.
 """
 
-from orchestrator.agent import AgentState, TurnDeps, TurnOutcome, run_tool_calls, run_turn
-from orchestrator.errors import (
-    ConfigError,
-    ContextTooLong,
-    InvalidSessionId,
-    JournalCorrupt,
-    ModelError,
-    OrchestratorError,
-    ProviderAuthError,
-    ProviderBadRequest,
-    ProviderFatal,
-    ProviderRateLimited,
-    ProviderTransient,
-    ScriptError,
-    SessionError,
-    SessionLocked,
-    SessionNotFound,
-    ToolFailed,
-    WorkspaceEscape,
-)
-from orchestrator.events import Event, EventSink, FanOut, ListSink, NullSink
-from orchestrator.messages import (
-    AssistantMessage,
-    Message,
-    SystemMessage,
-    ToolCall,
-    ToolResult,
-    Usage,
-    UserMessage,
-)
-from orchestrator.models import Model, ModelRequest, ToolSpec
-from orchestrator.models.scripted import ScriptedModel, ScriptedReply
-from orchestrator.runner import RunResult, RunSettings, drive
-from orchestrator.session import LiveSession, create_session, load_state, open_session
-from orchestrator.state import SessionState
-from orchestrator.tools import (
-    PermissionPolicy,
-    Tool,
-    ToolContext,
-    ToolOutput,
-    ToolRegistry,
-    Workspace,
-    workspace_tools,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from orchestrator.agent import TurnDeps, TurnOutcome, run_tool_calls, run_turn
+    from orchestrator.context import AgentContext
+    from orchestrator.events import Event, EventSink, FanOut, ListSink, NullSink
+    from orchestrator.messages import MessageView
+    from orchestrator.models import Model, ModelRequest, ToolSpec
+    from orchestrator.models.scripted import ScriptedModel, ScriptedReply
+    from orchestrator.runner import RunResult, RunSettings, drive
+    from orchestrator.session import (
+        LiveSession,
+        MemorySession,
+        create_session,
+        load_state,
+        open_session,
+    )
+    from orchestrator.state import SessionState
+
+_HOMES = {
+    "AgentContext": "orchestrator.context",
+    "Event": "orchestrator.events",
+    "EventSink": "orchestrator.events",
+    "FanOut": "orchestrator.events",
+    "ListSink": "orchestrator.events",
+    "LiveSession": "orchestrator.session",
+    "MemorySession": "orchestrator.session",
+    "MessageView": "orchestrator.messages",
+    "Model": "orchestrator.models",
+    "ModelRequest": "orchestrator.models",
+    "NullSink": "orchestrator.events",
+    "RunResult": "orchestrator.runner",
+    "RunSettings": "orchestrator.runner",
+    "ScriptedModel": "orchestrator.models.scripted",
+    "ScriptedReply": "orchestrator.models.scripted",
+    "SessionState": "orchestrator.state",
+    "ToolSpec": "orchestrator.models",
+    "TurnDeps": "orchestrator.agent",
+    "TurnOutcome": "orchestrator.agent",
+    "create_session": "orchestrator.session",
+    "drive": "orchestrator.runner",
+    "load_state": "orchestrator.session",
+    "open_session": "orchestrator.session",
+    "run_tool_calls": "orchestrator.agent",
+    "run_turn": "orchestrator.agent",
+}
 
 __all__ = [
-    "AgentState",
-    "AssistantMessage",
-    "ConfigError",
-    "ContextTooLong",
+    "AgentContext",
     "Event",
     "EventSink",
     "FanOut",
-    "InvalidSessionId",
-    "JournalCorrupt",
     "ListSink",
     "LiveSession",
-    "Message",
+    "MemorySession",
+    "MessageView",
     "Model",
-    "ModelError",
     "ModelRequest",
     "NullSink",
-    "OrchestratorError",
-    "PermissionPolicy",
-    "ProviderAuthError",
-    "ProviderBadRequest",
-    "ProviderFatal",
-    "ProviderRateLimited",
-    "ProviderTransient",
     "RunResult",
     "RunSettings",
-    "ScriptError",
     "ScriptedModel",
     "ScriptedReply",
-    "SessionError",
-    "SessionLocked",
-    "SessionNotFound",
     "SessionState",
-    "SystemMessage",
-    "Tool",
-    "ToolCall",
-    "ToolContext",
-    "ToolFailed",
-    "ToolOutput",
-    "ToolRegistry",
-    "ToolResult",
     "ToolSpec",
     "TurnDeps",
     "TurnOutcome",
-    "Usage",
-    "UserMessage",
-    "Workspace",
-    "WorkspaceEscape",
     "create_session",
     "drive",
     "load_state",
     "open_session",
     "run_tool_calls",
     "run_turn",
-    "workspace_tools",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'orchestrator' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,9 +1,11 @@
 """The turn loop shared by the main agent and every subagent: model ⇄ tools until the
 model answers without calling a tool, or the round limit is hit.
 
-Everything a turn needs arrives in `TurnDeps`; the agent's context lives in
-`AgentState`. The loop appends to `state.messages` exactly what it emits as events, so
-folding the journaled events rebuilds the same context after a crash.
+Everything a turn needs arrives in `TurnDeps`. The loop reads the agent's context
+(`AgentContext`) and never writes it: it emits events to `deps.events`, a session (a
+`LiveSession`, or a `MemorySession` off disk) that journals each event's record and folds
+it into that same context. So the context after a crash, folded from the journal, is the
+context the run had, by construction.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import orjson
 import trio
 from pydantic import BaseModel, ValidationError
 
+from orchestrator.context import AgentContext
 from orchestrator.errors import ToolFailed, WorkspaceEscape
 from orchestrator.events import (
     AssistantReplied,
@@ -27,25 +30,17 @@ from orchestrator.events import (
     TurnStarted,
     UsageUpdated,
 )
-from orchestrator.messages import AssistantMessage, Message, ToolCall, ToolResult, Usage
+from orchestrator.messages import AssistantMessage, ToolCall, ToolResult
 from orchestrator.models.base import Model, ModelEvent, ModelRequest, TextDelta, collect
 from orchestrator.tools.base import AnyTool, ToolContext, ToolRegistry
 from orchestrator.tools.permissions import Approver, PermissionPolicy, approve_all
 
 
 @dataclass
-class AgentState:
-    """One agent's context. `steps` counts its model calls so far."""
-
-    id: str
-    role: str
-    messages: list[Message] = field(default_factory=list)
-    steps: int = 0
-    usage: Usage = field(default_factory=Usage)
-
-
-@dataclass
 class TurnDeps:
+    """What a turn needs. `events` must fold what it is given into the agent's context
+    (a session, possibly fanned out to a screen after it)."""
+
     model: Model
     tools: ToolRegistry
     context: ToolContext
@@ -64,7 +59,7 @@ class TurnOutcome:
     final: AssistantMessage | None = None
 
 
-async def run_turn(state: AgentState, deps: TurnDeps) -> TurnOutcome:
+async def run_turn(state: AgentContext, deps: TurnDeps) -> TurnOutcome:
     """Run one turn. Model errors propagate; tool errors become results the model sees."""
     await deps.events.emit(TurnStarted(agent=state.id))
     rounds = 0
@@ -76,16 +71,16 @@ async def run_turn(state: AgentState, deps: TurnDeps) -> TurnOutcome:
                 TurnEnded(agent=state.id, reason="completed", rounds=rounds), durable=True
             )
             return TurnOutcome("completed", rounds, reply)
-        await run_tool_calls(state, reply.tool_calls, deps)
+        await run_tool_calls(state, state.pending_calls(), deps)
     await deps.events.emit(
         TurnEnded(agent=state.id, reason="max_rounds", rounds=rounds), durable=True
     )
     return TurnOutcome("max_rounds", rounds)
 
 
-async def _ask_model(state: AgentState, deps: TurnDeps) -> AssistantMessage:
+async def _ask_model(state: AgentContext, deps: TurnDeps) -> AssistantMessage:
     request = ModelRequest(
-        messages=tuple(state.messages),
+        messages=state.view(),
         tools=deps.tools.specs(),
         agent=state.id,
         role=state.role,
@@ -102,12 +97,9 @@ async def _ask_model(state: AgentState, deps: TurnDeps) -> AssistantMessage:
                 yield event
 
         reply = await collect(forward_text())
-    state.steps += 1
-    state.messages.append(reply)
     # Write-ahead: the reply is journaled before any of its tool calls runs.
     await deps.events.emit(AssistantReplied(agent=state.id, message=reply, model=deps.model.name))
     if reply.usage is not None:
-        state.usage = state.usage + reply.usage
         await deps.events.emit(UsageUpdated(agent=state.id, usage=reply.usage, total=state.usage))
     return reply
 
@@ -118,60 +110,65 @@ def _is_read_only(call: ToolCall, tools: ToolRegistry) -> bool:
     return tool is None or tool.read_only
 
 
-def _segments(calls: Sequence[ToolCall], tools: ToolRegistry) -> list[list[ToolCall]]:
+def _segments(
+    calls: Sequence[tuple[str, ToolCall]], tools: ToolRegistry
+) -> list[list[tuple[str, ToolCall]]]:
     """Group calls so each run of read-only calls runs together and every writer runs
     alone, in the order the model gave."""
-    groups: list[list[ToolCall]] = []
-    for call in calls:
-        if _is_read_only(call, tools) and groups and _is_read_only(groups[-1][0], tools):
-            groups[-1].append(call)
+    groups: list[list[tuple[str, ToolCall]]] = []
+    for ref, call in calls:
+        if _is_read_only(call, tools) and groups and _is_read_only(groups[-1][0][1], tools):
+            groups[-1].append((ref, call))
         else:
-            groups.append([call])
+            groups.append([(ref, call)])
     return groups
 
 
 async def run_tool_calls(
-    state: AgentState, calls: Sequence[ToolCall], deps: TurnDeps
+    state: AgentContext, calls: Sequence[tuple[str, ToolCall]], deps: TurnDeps
 ) -> list[ToolResult]:
-    """Run one reply's calls; every call ends with exactly one result in the context,
-    `cancelled` for those a cancellation cut short."""
+    """Run the calls (ref, call) of one reply; every call ends with exactly one result in
+    the context, `cancelled` for those a cancellation cut short."""
     finished: dict[str, ToolResult] = {}
 
-    async def record(result: ToolResult) -> None:
-        finished[result.call_id] = result
-        state.messages.append(result)
-        await deps.events.emit(ToolCallFinished(agent=state.id, result=result))
+    async def record(ref: str, result: ToolResult) -> None:
+        finished[ref] = result
+        await deps.events.emit(ToolCallFinished(agent=state.id, ref=ref, result=result))
 
     try:
         for group in _segments(calls, deps.tools):
             # Starts are journaled in the model's order, even for calls that then overlap.
-            started = [(call, await _start_call(state, call, deps)) for call in group]
+            started = [
+                (ref, call, await _start_call(state, ref, call, deps)) for ref, call in group
+            ]
             if len(started) == 1:
-                await record(await _execute(*started[0], deps))
+                ref, call, parsed = started[0]
+                await record(ref, await _execute(call, parsed, deps))
                 continue
             async with trio.open_nursery() as nursery:
-                for call, parsed in started:
+                for ref, call, parsed in started:
 
                     async def run_and_record(
-                        call: ToolCall = call, parsed: Parsed = parsed
+                        ref: str = ref, call: ToolCall = call, parsed: Parsed = parsed
                     ) -> None:
-                        await record(await _execute(call, parsed, deps))
+                        await record(ref, await _execute(call, parsed, deps))
 
                     nursery.start_soon(run_and_record)
     finally:
-        unfinished = [call for call in calls if call.id not in finished]
+        unfinished = [(ref, call) for ref, call in calls if ref not in finished]
         if unfinished:
             with trio.CancelScope(shield=True), trio.move_on_after(10):
-                for call in unfinished:
+                for ref, call in unfinished:
                     await record(
+                        ref,
                         ToolResult(
                             call_id=call.id,
                             name=call.name,
                             status="cancelled",
                             content="cancelled before it finished",
-                        )
+                        ),
                     )
-    return [finished[call.id] for call in calls]
+    return [finished[ref] for ref, _ in calls]
 
 
 Parsed = tuple[AnyTool, BaseModel] | str
@@ -200,7 +197,7 @@ def _parse_call(call: ToolCall, tools: ToolRegistry) -> Parsed:
         return f"invalid arguments for {call.name}: {problems}"
 
 
-async def _start_call(state: AgentState, call: ToolCall, deps: TurnDeps) -> Parsed:
+async def _start_call(state: AgentContext, ref: str, call: ToolCall, deps: TurnDeps) -> Parsed:
     """Parse the call, settle its permission, and record its start. Asking comes first,
     so a crash while the user thinks is never mistaken for a half-run side effect."""
     parsed = _parse_call(call, deps.tools)
@@ -210,10 +207,13 @@ async def _start_call(state: AgentState, call: ToolCall, deps: TurnDeps) -> Pars
     # A call that will not run (malformed, refused) has no effect to repeat: after a
     # crash it is simply dispatched again, and asked about again.
     idempotent = parsed[0].idempotent if isinstance(parsed, tuple) else True
-    # Write-ahead: a side-effecting call's start is on disk before the tool runs.
+    # Write-ahead: a side effect's start is on disk before the tool runs (only those are
+    # journaled at all: every other call is simply run again after a crash).
     await deps.events.emit(
-        ToolCallStarted(agent=state.id, call=call, read_only=read_only, idempotent=idempotent),
-        durable=isinstance(parsed, tuple) and not read_only,
+        ToolCallStarted(
+            agent=state.id, ref=ref, call=call, read_only=read_only, idempotent=idempotent
+        ),
+        durable=not idempotent,
     )
     return parsed
 

@@ -11,10 +11,21 @@ from typing import Any
 import orjson
 
 from orchestrator.config import Config
+from orchestrator.context import FoldError
 from orchestrator.errors import JournalCorrupt, SessionError, SessionNotFound
 from orchestrator.events import AssistantReplied
 from orchestrator.render import abbreviate
-from orchestrator.session import JOURNAL, LOCK, Manifest, events_of, gc_paused, read_manifest
+from orchestrator.session import (
+    JOURNAL,
+    LOCK,
+    SNAPSHOT,
+    Manifest,
+    decode_records,
+    fold_records,
+    gc_paused,
+    read_manifest,
+    read_snapshot,
+)
 from orchestrator.state import SessionState
 from orchestrator.store import lock_holder, repair_journal, scan_journal, session_dir
 from orchestrator.store.ids import is_session_id
@@ -28,7 +39,7 @@ def add_sessions_parser(
 ) -> None:
     sessions = commands.add_parser(
         "sessions",
-        help="list, show or repair sessions",
+        help="list, show, verify or repair sessions",
         description="Look at the sessions under the sessions root.",
     )
     actions = sessions.add_subparsers(dest="action", metavar="ACTION")
@@ -60,6 +71,15 @@ def add_sessions_parser(
     )
     repair.add_argument("session_id", metavar="ID")
     sessions_option(repair)
+    check = actions.add_parser(
+        "verify",
+        help="check every record of a session",
+        description="Read the whole journal: every record's frame, checksum and schema, "
+        "that it folds into the state, and that the snapshot agrees. Resume reads only what "
+        "it needs; this reads everything. Exit status 1 when a problem is found.",
+    )
+    check.add_argument("session_id", metavar="ID")
+    sessions_option(check)
 
 
 def session_ids(root: Path) -> list[str]:
@@ -126,8 +146,11 @@ def describe(directory: Path, last: int, config: Config) -> dict[str, Any]:
     ledger = UsageLedger()
     with gc_paused():
         scan = scan_journal(path)
-        for seq, event in events_of(path, scan.records):
-            state.apply(seq, event)
+        for seq, event in decode_records(path, scan.records):
+            try:
+                state.apply(seq, event)
+            except FoldError as exc:
+                raise JournalCorrupt(f"{path}: record seq {seq}: {exc}", seq=seq) from exc
             if isinstance(event, AssistantReplied) and event.message.usage is not None:
                 ledger = ledger.record(
                     agent=event.agent,
@@ -146,10 +169,7 @@ def describe(directory: Path, last: int, config: Config) -> dict[str, Any]:
         }
         for agent_id, record in state.agents.items()
     }
-    events = [
-        {"seq": f.seq, "time": f.time, "kind": f.kind, "agent": f.agent}
-        for f in scan.records[-last:]
-    ]
+    events = [_frame_summary(f.fields()) for f in scan.records[-last:]] if last > 0 else []
     return {
         **manifest.model_dump(mode="json"),
         "status": shown_status(directory, manifest),
@@ -160,6 +180,53 @@ def describe(directory: Path, last: int, config: Config) -> dict[str, Any]:
         "last_events": events,
         "warnings": notes,
     }
+
+
+def _frame_summary(fields: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "seq": fields["seq"],
+        "time": fields["t"] / 1000,
+        "kind": fields["k"],
+        "agent": fields["a"],
+    }
+
+
+def verify(directory: Path) -> list[str]:
+    """Check every record of a session (frame, checksum, schema, and that it folds),
+    and that the snapshot agrees with the fold; the problems found, or none."""
+    path = directory / JOURNAL
+    problems: list[str] = []
+    state = SessionState()
+    try:
+        with gc_paused():
+            scan = scan_journal(path)
+            fold_records(state, path, scan.records)
+    except JournalCorrupt as exc:
+        return [str(exc)]
+    if scan.cut is not None:
+        problems.append(f"{path} ends in a torn tail, cut on the next resume: {scan.cut}")
+    snapshot = read_snapshot(directory, problems.append)
+    if snapshot is not None:
+        if snapshot.seq > state.seq:
+            problems.append(
+                f"{directory / SNAPSHOT} names seq {snapshot.seq}, past the journal's last "
+                f"record {state.seq}"
+            )
+        elif snapshot.seq == state.seq and snapshot != state.snapshot():
+            problems.append(f"{directory / SNAPSHOT} does not match the journal's fold")
+    return problems
+
+
+def _verify(root: Path, session_id: str) -> int:
+    directory = session_dir(root, session_id)
+    read_manifest(directory)
+    problems = verify(directory)
+    for problem in problems:
+        print(f"problem: {problem}")
+    if problems:
+        return 1
+    print(f"{session_id}: every record checks out")
+    return 0
 
 
 def _show(root: Path, session_id: str, *, as_json: bool, last: int, config: Config) -> int:
@@ -211,4 +278,6 @@ def run_sessions(args: argparse.Namespace, root: Path, config: Config) -> int:
             return _show(root, args.session_id, as_json=args.json, last=args.events, config=config)
         case "repair":
             return _repair(root, args.session_id)
+        case "verify":
+            return _verify(root, args.session_id)
     raise JournalCorrupt(f"unknown action {args.action}")

@@ -1,23 +1,43 @@
-"""Typed events: what agents do, as one discriminated union.
+"""Typed events: what agents do, as one discriminated union; and the records the
+journal keeps of them.
 
-The CLI renders them, `--json` prints them as JSON lines, and the session journal stores
-the ones marked `persist` (the rest, like streamed text, are only for people watching).
-Later subsystems (mailbox, tasks, todos) add their own events to this union.
+The CLI renders events, `--json` prints them as JSON lines, and the session journals each
+event's `record()`: most persistent events are their own record, a tool call's start and
+result are journaled in a compact form that names the call by its ref, and the rest (like
+streamed text) are only for people watching. Later subsystems (mailbox, tasks, todos) add
+their own events and records to these unions.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, ClassVar, Literal, Protocol
+from typing import Annotated, Any, ClassVar, Literal, Protocol
 
-from pydantic import BaseModel, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from orchestrator.messages import AssistantMessage, Message, ToolCall, ToolResult, Usage
+from orchestrator.messages import AssistantMessage, Message, ToolCall, ToolResult, ToolStatus, Usage
+
+_FRAME_ALIASES = {"kind": "k", "agent": "a"}
 
 
-class _Event(BaseModel, frozen=True):
+def _frame_alias(name: str) -> str:
+    """In a journal line, `kind` and `agent` are the frame's `k` and `a`."""
+    return _FRAME_ALIASES.get(name, name)
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(frozen=True, alias_generator=_frame_alias, populate_by_name=True)
+
     persist: ClassVar[bool] = True
     agent: str
+
+    def record(self) -> Record | None:
+        """What the journal keeps of this event, or None when it keeps nothing."""
+        return self if self.persist else None  # type: ignore[return-value]
+
+    def journal_body(self) -> dict[str, Any]:
+        """The record's own fields for its journal line; defaults are left out."""
+        return self.model_dump(mode="json", exclude_defaults=True, exclude={"kind", "agent"})
 
 
 class AgentStarted(_Event, frozen=True):
@@ -27,12 +47,19 @@ class AgentStarted(_Event, frozen=True):
     role: str
     messages: tuple[Message, ...]
 
+    def journal_body(self) -> dict[str, Any]:
+        # Messages of any role: their `role` tags must stay.
+        return self.model_dump(mode="json", exclude={"kind", "agent"})
+
 
 class MessageAdded(_Event, frozen=True):
     """A user or system message appended to an agent's context outside a model reply."""
 
     kind: Literal["message_added"] = "message_added"
     message: Message
+
+    def journal_body(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude={"kind", "agent"})
 
 
 class TurnStarted(_Event, frozen=True):
@@ -54,15 +81,48 @@ class AssistantReplied(_Event, frozen=True):
 
 
 class ToolCallStarted(_Event, frozen=True):
+    """A call is about to run (or to be answered with an error, if it will not run).
+    `ref` names it uniquely in the session (see context.py)."""
+
+    persist: ClassVar[bool] = False
     kind: Literal["tool_call_started"] = "tool_call_started"
+    ref: str
     call: ToolCall
     read_only: bool
     idempotent: bool
 
+    def record(self) -> Record | None:
+        # Only a side effect that must not be repeated needs its start on disk: every
+        # other call is simply run again after a crash.
+        return None if self.idempotent else EffectStarted(agent=self.agent, ref=self.ref)
+
 
 class ToolCallFinished(_Event, frozen=True):
+    persist: ClassVar[bool] = False
     kind: Literal["tool_call_finished"] = "tool_call_finished"
+    ref: str
     result: ToolResult
+
+    def record(self) -> Record | None:
+        return CallResult(
+            agent=self.agent, ref=self.ref, status=self.result.status, content=self.result.content
+        )
+
+
+class EffectStarted(_Event, frozen=True):
+    """Record: the call `ref`, whose tool is not idempotent, started running."""
+
+    kind: Literal["call_started"] = "call_started"
+    ref: str
+
+
+class CallResult(_Event, frozen=True):
+    """Record: the result of the call `ref` (its id and tool name are in the reply)."""
+
+    kind: Literal["call_result"] = "call_result"
+    ref: str
+    status: ToolStatus = "ok"
+    content: str = ""
 
 
 class UsageUpdated(_Event, frozen=True):
@@ -119,6 +179,22 @@ Event = Annotated[
 ]
 
 EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+
+Record = Annotated[
+    AgentStarted
+    | MessageAdded
+    | TurnStarted
+    | AssistantReplied
+    | EffectStarted
+    | CallResult
+    | TurnEnded
+    | SessionStatusChanged,
+    Field(discriminator="kind"),
+]
+"""What the journal holds: one record per line, validated straight from the line's bytes
+(the frame's `seq`, `t`, `more` and `crc` are ignored)."""
+
+RECORD_ADAPTER: TypeAdapter[Record] = TypeAdapter(Record)
 
 
 class EventSink(Protocol):

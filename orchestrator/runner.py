@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 import trio
 
-from orchestrator.agent import AgentState, TurnDeps, run_tool_calls, run_turn
+from orchestrator.agent import TurnDeps, run_tool_calls, run_turn
+from orchestrator.context import AgentContext
 from orchestrator.errors import ConfigError, ModelError
 from orchestrator.events import (
     AgentStarted,
@@ -23,7 +24,6 @@ from orchestrator.messages import AssistantMessage, SystemMessage, ToolResult, U
 from orchestrator.models.base import Model
 from orchestrator.prompts import single_agent_prompt
 from orchestrator.session import LiveSession
-from orchestrator.state import AgentRecord
 from orchestrator.tools import Approver, PermissionPolicy, ToolContext, ToolRegistry, Workspace
 
 MAIN = "main"
@@ -107,14 +107,7 @@ async def _drive(live: LiveSession, settings: RunSettings, sink: EventSink) -> R
         )
         await sink.emit(AgentStarted(agent=MAIN, role="main", messages=messages))
     await sink.emit(SessionStatusChanged(agent=MAIN, status="running"))
-    record = live.state.agents[MAIN]
-    agent = AgentState(
-        id=record.id,
-        role=record.role,
-        messages=list(record.messages),
-        steps=record.steps,
-        usage=record.usage,
-    )
+    agent = live.state.agents[MAIN]
     deps = TurnDeps(
         model=settings.model,
         tools=settings.tools,
@@ -126,11 +119,11 @@ async def _drive(live: LiveSession, settings: RunSettings, sink: EventSink) -> R
         max_tokens=settings.max_tokens,
         temperature=settings.temperature,
     )
-    await _settle_pending_calls(agent, record, deps)
+    await _settle_pending_calls(agent, deps)
     last = agent.messages[-1]
     if isinstance(last, AssistantMessage) and not last.tool_calls:
         # The final reply was journaled but the crash came before the turn's end was.
-        if record.turn_open:
+        if agent.turn_open:
             await sink.emit(TurnEnded(agent=MAIN, reason="completed", rounds=0), durable=True)
         return RunResult("completed")
     outcome = await run_turn(agent, deps)
@@ -139,21 +132,18 @@ async def _drive(live: LiveSession, settings: RunSettings, sink: EventSink) -> R
     return RunResult("failed", f"stopped: {outcome.reason} after {outcome.rounds} rounds")
 
 
-async def _settle_pending_calls(agent: AgentState, record: AgentRecord, deps: TurnDeps) -> None:
+async def _settle_pending_calls(agent: AgentContext, deps: TurnDeps) -> None:
     """Give every call of the last reply a result before the model is asked again: a call
-    that started a side effect and never finished is reported `interrupted` (or simply
-    run again when its tool is idempotent); a call that never started is dispatched now."""
-    pending = record.pending_calls()
+    whose side effect started and never finished is reported `interrupted`; any other
+    call (idempotent, or never started) is dispatched now, as it would have been."""
     rerun = []
-    for call in pending:
-        idempotent = record.started.get(call.id)
-        if idempotent is False:
+    for ref, call in agent.pending_calls():
+        if ref in agent.effects:
             result = ToolResult(
                 call_id=call.id, name=call.name, status="interrupted", content=INTERRUPTED
             )
-            agent.messages.append(result)
-            await deps.events.emit(ToolCallFinished(agent=agent.id, result=result))
+            await deps.events.emit(ToolCallFinished(agent=agent.id, ref=ref, result=result))
         else:
-            rerun.append(call)
+            rerun.append((ref, call))
     if rerun:
         await run_tool_calls(agent, rerun, deps)

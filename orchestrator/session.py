@@ -15,15 +15,16 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import orjson
 import trio
 from pydantic import BaseModel, ValidationError
 
+from orchestrator.context import FoldError
 from orchestrator.errors import JournalCorrupt, SessionError, SessionNotFound
-from orchestrator.events import EVENT_ADAPTER, Event, SessionStatus, TurnEnded
-from orchestrator.state import SessionState
+from orchestrator.events import RECORD_ADAPTER, Event, Record, SessionStatus, TurnEnded
+from orchestrator.migrations import MIGRATIONS
+from orchestrator.state import SessionState, Snapshot
 from orchestrator.store import (
     Durability,
     Frame,
@@ -35,20 +36,16 @@ from orchestrator.store import (
     read_json,
     scan_journal,
     session_dir,
+    write_atomic,
     write_json_atomic,
 )
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 MANIFEST = "session.json"
 JOURNAL = "journal.jsonl"
 SNAPSHOT = "snapshot.json"
 LOCK = "lock"
 SNAPSHOT_EVERY = 2000
-
-Migration = Callable[[Path], None]
-MIGRATIONS: dict[int, Migration] = {}
-"""`MIGRATIONS[n]` rewrites a session directory of format n into format n + 1. Each one is
-kept forever, with the recorded session of its old format under `sessions/` as its test."""
 
 
 class Manifest(BaseModel):
@@ -147,22 +144,45 @@ def create_session(
     return session_id, directory
 
 
-def decode(kind: str, agent: str, body: dict[str, Any]) -> Event:
-    return EVENT_ADAPTER.validate_python({**body, "kind": kind, "agent": agent})
-
-
-def events_of(path: Path, frames: Iterable[Frame]) -> Iterator[tuple[int, Event]]:
-    """The journal's frames as typed events; a body that does not fit its kind's schema
-    is corruption, named by file and seq."""
-    for frame in frames:
+def decode_records(path: Path, frames: Iterable[Frame]) -> Iterator[tuple[int, Record]]:
+    """The journal's frames as typed records, each line parsed and validated in one step;
+    a line that does not fit its kind's schema is corruption, named by file and seq."""
+    validate = RECORD_ADAPTER.validate_json
+    for seq, line in frames:
         try:
-            event = decode(frame.kind, frame.agent, frame.body)
+            record = validate(line)
         except ValidationError as exc:
             raise JournalCorrupt(
-                f"{path}: record seq {frame.seq} ({frame.kind}) does not match "
-                f"its schema: {exc.errors()[0]['msg']}"
+                f"{path}: record seq {seq} does not match its schema: {_first_error(exc)}",
+                path=path,
+                seq=seq,
             ) from exc
-        yield frame.seq, event
+        yield seq, record
+
+
+def _first_error(exc: ValidationError) -> str:
+    error = exc.errors()[0]
+    where = ".".join(str(part) for part in error["loc"])
+    return f"{where}: {error['msg']}" if where else str(error["msg"])
+
+
+def fold_records(
+    state: SessionState, path: Path, frames: Iterable[Frame], *, snapshot_seq: int = 0
+) -> None:
+    """Fold `frames` into `state`: records up to `snapshot_seq` rebuild contexts only
+    (the small state is the snapshot's), later ones are folded whole."""
+    for seq, record in decode_records(path, frames):
+        try:
+            if seq > snapshot_seq:
+                state.apply(seq, record)
+                continue
+            # Before the snapshot's seq, only what an agent's live context holds matters
+            # (`sessions verify` folds everything from the start).
+            agent = state.agents.get(record.agent)
+            if agent is not None and seq >= agent.start:
+                state.apply_context(seq, record)
+        except FoldError as exc:
+            raise JournalCorrupt(f"{path}: record seq {seq}: {exc}", path=path, seq=seq) from exc
 
 
 @contextlib.contextmanager
@@ -179,36 +199,53 @@ def gc_paused() -> Iterator[None]:
 
 
 def load_state(directory: Path, *, warn: Callable[[str], None]) -> SessionState:
-    """The newest valid snapshot, then the journal after it."""
+    """The snapshot's small state, then the journal from where the contexts start."""
     return _load(directory, warn)[0]
 
 
-def _load_snapshot(directory: Path, warn: Callable[[str], None]) -> SessionState:
+def read_snapshot(directory: Path, warn: Callable[[str], None]) -> Snapshot | None:
     path = directory / SNAPSHOT
-    if not path.exists():
-        return SessionState()
     try:
-        return SessionState.model_validate_json(path.read_bytes())
-    except (ValidationError, OSError) as exc:
-        reason = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
-        warn(f"ignored unreadable snapshot {path}: {reason}; replaying the whole journal")
-        return SessionState()
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        warn(f"ignored unreadable snapshot {path}: {exc}; replaying the whole journal")
+        return None
+    try:
+        return Snapshot.model_validate_json(data)
+    except ValidationError as exc:
+        warn(f"ignored unreadable snapshot {path}: {_first_error(exc)}; replaying the journal")
+        return None
 
 
 def _load(directory: Path, warn: Callable[[str], None]) -> tuple[SessionState, JournalScan]:
     path = directory / JOURNAL
     with gc_paused():
-        state = _load_snapshot(directory, warn)
-        scan = scan_journal(path, after_seq=state.seq)
+        snapshot = read_snapshot(directory, warn)
+        state = SessionState() if snapshot is None else SessionState.from_snapshot(snapshot)
+        scan = scan_journal(path, after_seq=state.context_start() - 1)
         if scan.cut is not None:
             warn(f"cut a torn tail from {path}: {scan.cut.describe()}")
         if state.seq > scan.last_seq:
             warn(f"snapshot is ahead of the journal (seq {state.seq} > {scan.last_seq}); replaying")
             state = SessionState()
             scan = scan_journal(path)
-        for seq, event in events_of(path, scan.records):
-            state.apply(seq, event)
+        fold_records(state, path, scan.records, snapshot_seq=state.seq)
     return state, scan
+
+
+class MemorySession:
+    """A session that folds its records without journaling them: for tests and for
+    library users who want the turn loop without a session on disk."""
+
+    def __init__(self, state: SessionState | None = None) -> None:
+        self.state = state or SessionState()
+
+    async def emit(self, event: Event, *, durable: bool = False) -> None:
+        record = event.record()
+        if record is not None:
+            self.state.apply(self.state.seq + 1, record)
 
 
 @dataclass
@@ -223,22 +260,25 @@ class LiveSession:
     _since_snapshot: int = field(default=0)
 
     async def emit(self, event: Event, *, durable: bool = False) -> None:
-        """The journal sink: persist, then fold into state."""
-        if not event.persist:
+        """The journal sink: persist the event's record, then fold it into state."""
+        record = event.record()
+        if record is None:
             return
-        body = event.model_dump(mode="json", exclude={"kind", "agent"})
-        seq = await self.journal.append(event.kind, event.agent, body, durable=durable)
-        self.state.apply(seq, event)
+        seq = await self.journal.append(
+            record.kind, record.agent, record.journal_body(), durable=durable
+        )
+        self.state.apply(seq, record)
         self._since_snapshot += 1
-        if isinstance(event, TurnEnded) or self._since_snapshot >= SNAPSHOT_EVERY:
+        if isinstance(record, TurnEnded) or self._since_snapshot >= SNAPSHOT_EVERY:
             await self.write_snapshot()
 
     async def write_snapshot(self) -> None:
-        # The journal must hold everything the snapshot reflects before the snapshot exists.
+        """Write the small state. It never grows with the conversation, and it is written
+        in a worker thread after the journal holds everything it reflects."""
         await self.journal.flush()
-        data = self.state.snapshot()
+        data = self.state.snapshot().model_dump_json(indent=2).encode() + b"\n"
         self._since_snapshot = 0
-        await trio.to_thread.run_sync(write_json_atomic, self.directory / SNAPSHOT, data)
+        await trio.to_thread.run_sync(write_atomic, self.directory / SNAPSHOT, data)
 
     async def set_status(self, status: SessionStatus) -> None:
         self.manifest = self.manifest.model_copy(update={"status": status, "updated": _now()})

@@ -8,10 +8,12 @@ from typing import Any
 
 import pytest
 
-from orchestrator.agent import AgentState, TurnDeps
-from orchestrator.events import ListSink
+from orchestrator.agent import TurnDeps
+from orchestrator.context import AgentContext
+from orchestrator.events import AgentStarted, FanOut, ListSink
 from orchestrator.messages import SystemMessage, UserMessage
 from orchestrator.models.scripted import ScriptedModel, parse_script
+from orchestrator.session import MemorySession
 from orchestrator.tools import ToolContext, ToolRegistry, Workspace, workspace_tools
 
 _real_connect = socket.socket.connect
@@ -50,27 +52,25 @@ def call(name: str, **arguments: Any) -> dict[str, Any]:
     return {"name": name, "arguments": arguments}
 
 
-MakeDeps = Callable[..., tuple[AgentState, TurnDeps, ListSink]]
+MakeDeps = Callable[..., tuple[AgentContext, TurnDeps, ListSink]]
 
 
 @pytest.fixture
 def make_deps(workspace: Workspace) -> MakeDeps:
     def make(
         model: ScriptedModel, tools: ToolRegistry | None = None, **kwargs: Any
-    ) -> tuple[AgentState, TurnDeps, ListSink]:
+    ) -> tuple[AgentContext, TurnDeps, ListSink]:
         sink = ListSink()
-        state = AgentState(
-            id="main",
-            role="main",
-            messages=[SystemMessage(content="system"), UserMessage(content="goal")],
-        )
+        session = MemorySession()
+        messages = (SystemMessage(content="system"), UserMessage(content="goal"))
+        session.state.apply(1, AgentStarted(agent="main", role="main", messages=messages))
         deps = TurnDeps(
             model=model,
             tools=tools if tools is not None else workspace_tools(),
             context=ToolContext(workspace=workspace),
-            events=sink,
+            events=FanOut([session, sink]),
             **kwargs,
         )
-        return state, deps, sink
+        return session.state.agents["main"], deps, sink
 
     return make

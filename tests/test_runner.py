@@ -64,7 +64,7 @@ def cut_after(directory: Path, kind: str, occurrence: int = 1) -> None:
     lines = (directory / JOURNAL).read_bytes().splitlines(keepends=True)
     seen = 0
     for index, line in enumerate(lines):
-        if orjson.loads(line)["kind"] == kind:
+        if orjson.loads(line)["k"] == kind:
             seen += 1
             if seen == occurrence:
                 (directory / JOURNAL).write_bytes(b"".join(lines[: index + 1]))
@@ -114,7 +114,7 @@ async def test_started_side_effect_is_interrupted_not_repeated(
 ) -> None:
     root, session_id, directory = finished
     await run(root, session_id, model())
-    cut_after(directory, "tool_call_started", 2)  # shell started; its result never journaled
+    cut_after(directory, "call_started", 1)  # shell started; its result never journaled
     assert await run(root, session_id, model()) == RunResult("completed")
     assert results(directory) == [("write_file", "ok"), ("shell", "interrupted")]
     assert (directory / "workspace" / "log.txt").read_text() == "x\n"  # ran once, not twice
@@ -123,7 +123,8 @@ async def test_started_side_effect_is_interrupted_not_repeated(
 async def test_started_idempotent_call_runs_again(finished: tuple[Path, str, Path]) -> None:
     root, session_id, directory = finished
     await run(root, session_id, model())
-    cut_after(directory, "tool_call_started", 1)  # write_file started, no result
+    # write_file's start is not journaled at all (it is idempotent): cut after its reply.
+    cut_after(directory, "assistant_replied", 1)
     (directory / "workspace" / "a.txt").unlink()
     assert await run(root, session_id, model()) == RunResult("completed")
     assert results(directory) == [("write_file", "ok"), ("shell", "ok")]
@@ -139,7 +140,7 @@ async def test_final_reply_without_turn_end_closes_the_turn(
     resumed = model()
     assert await run(root, session_id, resumed) == RunResult("completed")
     assert resumed.requests == []  # the model is not asked again
-    kinds = [f.kind for f in scan_journal(directory / JOURNAL).records]
+    kinds = [f.parsed().kind for f in scan_journal(directory / JOURNAL).records]
     assert kinds[-2:] == ["turn_ended", "session_status"]
 
 
@@ -164,3 +165,45 @@ async def test_a_vanished_workspace_is_a_clear_error(finished: tuple[Path, str, 
     with pytest.raises(ConfigError, match=r"workspace .* does not exist"):
         await run(root, session_id, model())
     assert load_state(directory, warn=lambda _: None).status == "failed"
+
+
+async def test_a_provider_reusing_call_ids_still_gets_one_result_per_call(
+    tmp_path: Path,
+) -> None:
+    # Local servers number calls per reply ("call_0" every time); the journal keys calls by
+    # ref, so an interrupted call is found even though an earlier call had the same id.
+    replies = [
+        {"tool_calls": [{"id": "call_0", "name": "shell", "arguments": {"command": "echo a"}}]},
+        {
+            "tool_calls": [
+                {"id": "call_0", "name": "shell", "arguments": {"command": "echo b >> b.txt"}},
+                {"id": "call_0", "name": "list_files", "arguments": {}},
+            ]
+        },
+        {"text": "done"},
+    ]
+    script = {"agents": {"main": replies}}
+    path = tmp_path / "script.json"
+    path.write_bytes(orjson.dumps(script))
+    root = tmp_path / "sessions"
+    session_id, directory = create_session(root, goal="g", model=f"scripted:{path}", workspace=None)
+    assert await run(root, session_id, ScriptedModel(parse_script(script))) == RunResult(
+        "completed"
+    )
+    cut_after(directory, "call_started", 2)  # the second shell call started, no result
+    assert await run(root, session_id, ScriptedModel(parse_script(script))) == RunResult(
+        "completed"
+    )
+    state = load_state(directory, warn=lambda _: None)
+    answered = [
+        (m.call_id, m.name, m.status)
+        for m in state.agents["main"].messages
+        if isinstance(m, ToolResult)
+    ]
+    # Within a reply the repeated id was made unique, so each result answers one call.
+    assert answered == [
+        ("call_0", "shell", "ok"),
+        ("call_0", "shell", "interrupted"),
+        ("call_0_1", "list_files", "ok"),
+    ]
+    assert (directory / "workspace" / "b.txt").read_text() == "b\n"  # not run twice

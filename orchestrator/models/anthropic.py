@@ -34,6 +34,7 @@ from orchestrator.models.base import (
     ThinkingDone,
     ToolCallReady,
     UsageReported,
+    WireCache,
 )
 from orchestrator.models.http import HttpOptions, WireCall, classify, error_fields, json_data
 from orchestrator.models.http import model_stream as _model_stream
@@ -83,9 +84,14 @@ def to_wire(
     model: str,
     default_max_tokens: int = DEFAULT_MAX_TOKENS,
     thinking_budget: int | None = None,
+    cache: WireCache[_Turns] | None = None,
 ) -> dict[str, Any]:
-    """The JSON body of a streamed Messages call for `request`."""
-    system, turns = _turns(request.messages)
+    """The JSON body of a streamed Messages call for `request`. With the `cache` of the
+    asking agent, only messages added since its last request are translated."""
+    built, new = (cache or WireCache(_Turns)).feed(request.messages)
+    for message in new:
+        built.add(message)
+    system, turns = built.wire()
     max_tokens = request.max_tokens or default_max_tokens
     body: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "messages": turns}
     if system:
@@ -109,39 +115,52 @@ def to_wire(
     return body
 
 
-def _turns(messages: tuple[Message, ...]) -> tuple[str, list[dict[str, Any]]]:
-    """Leading system messages become `system`; the rest become alternating turns, with
-    consecutive same-role messages merged and tool results first in their user turn."""
-    system: list[str] = []
-    turns: list[dict[str, Any]] = []
+class _Turns:
+    """Messages as Anthropic turns, built one message at a time: leading system messages
+    become `system`; the rest become alternating turns, with consecutive same-role
+    messages merged and tool results first in their user turn."""
 
-    def add(role: str, blocks: list[dict[str, Any]]) -> None:
-        if not blocks:
-            return  # the API refuses empty turns
-        if turns and turns[-1]["role"] == role:
-            turns[-1]["content"].extend(blocks)
-        else:
-            turns.append({"role": role, "content": blocks})
+    def __init__(self) -> None:
+        self.system: list[str] = []
+        self.turns: list[dict[str, Any]] = []
+        self._results = 0  # tool_result blocks at the start of the last turn
 
-    for message in messages:
+    def add(self, message: Message) -> None:
         match message:
             case SystemMessage(content=content):
-                if turns:
-                    add("user", _text(content))
+                if self.turns:
+                    self._add("user", _text(content))
                 else:
-                    system.append(content)
+                    self.system.append(content)
             case UserMessage(content=content):
-                add("user", _text(content))
+                self._add("user", _text(content))
             case AssistantMessage():
-                add("assistant", _assistant_blocks(message))
+                self._add("assistant", _assistant_blocks(message))
             case ToolResult():
-                add("user", [_tool_result(message)])
+                self._add("user", [_tool_result(message)], result=True)
             case _:
                 assert_never(message)
-    for turn in turns:
-        if turn["role"] == "user":
-            turn["content"].sort(key=lambda block: block["type"] != "tool_result")
-    return "\n\n".join(system), turns
+
+    def _add(self, role: str, blocks: list[dict[str, Any]], *, result: bool = False) -> None:
+        if not blocks:
+            return  # the API refuses empty turns
+        if not self.turns or self.turns[-1]["role"] != role:
+            self.turns.append({"role": role, "content": []})
+            self._results = 0
+        content = self.turns[-1]["content"]
+        if result:
+            content[self._results : self._results] = blocks
+            self._results += len(blocks)
+        else:
+            content.extend(blocks)
+
+    def wire(self) -> tuple[str, list[dict[str, Any]]]:
+        """The system text and the turns, as a request may take them: the last turn is
+        copied, since later messages may still join it."""
+        turns = self.turns[:]
+        if turns:
+            turns[-1] = {**turns[-1], "content": turns[-1]["content"][:]}
+        return "\n\n".join(self.system), turns
 
 
 def _text(text: str) -> list[dict[str, Any]]:
@@ -353,6 +372,7 @@ class AnthropicModel:
     def __init__(self, endpoint: AnthropicEndpoint, http: HttpOptions | None = None) -> None:
         self._endpoint = endpoint
         self._http = http or HttpOptions()
+        self._wire: dict[str, WireCache[_Turns]] = {}
 
     @property
     def name(self) -> str:
@@ -374,6 +394,7 @@ class AnthropicModel:
             model=ep.model,
             default_max_tokens=ep.max_tokens,
             thinking_budget=ep.thinking_budget,
+            cache=self._wire.setdefault(request.agent, WireCache(_Turns)),
         )
         call = WireCall(url=ep.url, headers=ep.wire_headers(), body=body)
         return _model_stream(

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Annotated, Any, Literal, Protocol
+from dataclasses import dataclass
+from itertools import islice
+from typing import Annotated, Any, Generic, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, Field
 
-from orchestrator.messages import AssistantMessage, Message, Thinking, ToolCall, Usage
+from orchestrator.messages import AssistantMessage, Message, MessageView, Thinking, ToolCall, Usage
 
 
 class ToolSpec(BaseModel, frozen=True):
@@ -19,15 +21,19 @@ class ToolSpec(BaseModel, frozen=True):
     parameters: dict[str, Any]
 
 
-class ModelRequest(BaseModel, frozen=True):
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
     """One call to a model.
 
+    `messages` are already validated, so a request is a plain value, built in constant
+    time: the turn loop passes a `MessageView` of the agent's context (adapters keep
+    the wire form of what they translated before), and any sequence of messages works.
     `agent` and `role` name who is asking (the scripted model picks its replies by
     them); `step` counts this agent's earlier model calls, so a scripted model knows its
     place even after a resume or a compaction.
     """
 
-    messages: tuple[Message, ...]
+    messages: Sequence[Message]
     tools: tuple[ToolSpec, ...] = ()
     agent: str = "main"
     role: str = "main"
@@ -115,8 +121,56 @@ async def collect(events: AsyncIterator[ModelEvent]) -> AssistantMessage:
                 pass
     return AssistantMessage(
         text="".join(text),
-        tool_calls=tuple(calls),
+        tool_calls=unique_call_ids(calls),
         thinking=tuple(thinking),
         usage=usage,
         stop_reason=stop_reason,
     )
+
+
+def unique_call_ids(calls: list[ToolCall]) -> tuple[ToolCall, ...]:
+    """The calls, with an empty or repeated id (some local servers send them) replaced by
+    one unique in the reply, so that each result answers exactly one call on the wire."""
+    seen: set[str] = set()
+    out = []
+    for index, call in enumerate(calls):
+        if not call.id or call.id in seen:
+            taken = {c.id for c in calls} | seen
+            new_id = f"{call.id or 'call'}_{index}"
+            while new_id in taken:
+                new_id += "_"
+            call = call.model_copy(update={"id": new_id})
+        seen.add(call.id)
+        out.append(call)
+    return tuple(out)
+
+
+S = TypeVar("S")
+
+
+class WireCache(Generic[S]):
+    """What an adapter translated of one agent's context, so each message is translated
+    once. `S` is the adapter's translation so far (the wire messages, say): a request
+    made from a `MessageView` of the same context only feeds it the messages added since;
+    any other request starts it afresh."""
+
+    def __init__(self, fresh: Callable[[], S]) -> None:
+        self._fresh = fresh
+        self._base: list[Message] | None = None
+        self._done = 0
+        self.state = fresh()
+
+    def feed(self, messages: Sequence[Message]) -> tuple[S, Sequence[Message]]:
+        """The translation state, and the messages of `messages` not yet in it."""
+        if (
+            isinstance(messages, MessageView)
+            and messages.base is self._base
+            and self._done <= len(messages)
+        ):
+            new: Sequence[Message] = tuple(islice(messages.base, self._done, len(messages)))
+        else:
+            self.state = self._fresh()
+            self._base = messages.base if isinstance(messages, MessageView) else None
+            new = messages
+        self._done = len(messages)
+        return self.state, new

@@ -34,6 +34,7 @@ from orchestrator.models.base import (
     ThinkingDone,
     ToolCallReady,
     UsageReported,
+    WireCache,
 )
 from orchestrator.models.http import HttpOptions, WireCall, classify, error_fields, json_data
 from orchestrator.models.http import model_stream as _model_stream
@@ -91,11 +92,15 @@ def to_wire(
     model: str,
     max_tokens_field: MaxTokensField = "max_tokens",
     default_max_tokens: int | None = None,
+    cache: WireCache[list[dict[str, Any]]] | None = None,
 ) -> dict[str, Any]:
-    """The JSON body of a streamed chat completion for `request`."""
+    """The JSON body of a streamed chat completion for `request`. With the `cache` of
+    the asking agent, only messages added since its last request are translated."""
+    wire, new = (cache or WireCache(list)).feed(request.messages)
+    wire.extend(_message(m) for m in new)
     body: dict[str, Any] = {
         "model": model,
-        "messages": [_message(m) for m in request.messages],
+        "messages": wire[:],
         "stream": True,
         "stream_options": {"include_usage": True},
     }
@@ -311,6 +316,7 @@ class OpenAIChatModel:
     def __init__(self, endpoint: OpenAIEndpoint, http: HttpOptions | None = None) -> None:
         self._endpoint = endpoint
         self._http = http or HttpOptions()
+        self._wire: dict[str, WireCache[list[dict[str, Any]]]] = {}
 
     @property
     def name(self) -> str:
@@ -332,6 +338,7 @@ class OpenAIChatModel:
             model=ep.model,
             max_tokens_field=ep.max_tokens_field,
             default_max_tokens=ep.max_tokens,
+            cache=self._wire.setdefault(request.agent, WireCache(list)),
         )
         call = WireCall(url=ep.url, headers=ep.wire_headers(), body=body)
         return _model_stream(

@@ -19,7 +19,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from orchestrator.errors import ScriptError
-from orchestrator.messages import ToolCall, Usage
+from orchestrator.messages import MessageView, ToolCall, Usage
 from orchestrator.models.base import (
     ModelEvent,
     ModelRequest,
@@ -167,7 +167,7 @@ def _chunks(text: str) -> list[str]:
 
 def _estimate_usage(request: ModelRequest, reply: ScriptedReply) -> Usage:
     """A rough, deterministic token count (4 characters a token) so budgets have figures."""
-    prompt_chars = sum(len(orjson.dumps(m.model_dump(mode="json"))) for m in request.messages)
+    prompt_chars = MessageView.of(request.messages).chars
     output_chars = len(reply.text) + sum(
         len(call.name) + len(str(call.arguments)) for call in reply.tool_calls
     )

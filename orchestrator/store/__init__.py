@@ -15,7 +15,7 @@ from orchestrator.store.ids import (
 from orchestrator.store.journal import Durability, Item, Journal, open_journal
 from orchestrator.store.lock import LockHolder, SessionLock, lock_holder
 from orchestrator.store.repair import RepairReport, repair_journal
-from orchestrator.store.scan import Frame, JournalScan, TailCut, scan_journal
+from orchestrator.store.scan import Frame, JournalScan, Parsed, TailCut, scan_journal
 from orchestrator.store.snapshot import (
     RejectedSnapshot,
     SnapshotChoice,
@@ -32,6 +32,7 @@ __all__ = [
     "Journal",
     "JournalScan",
     "LockHolder",
+    "Parsed",
     "RejectedSnapshot",
     "RepairReport",
     "SessionLock",

@@ -186,7 +186,7 @@ class Journal:
             await trio.lowlevel.cancel_shielded_checkpoint()
 
     def _encode(self, items: Sequence[Item], first: int) -> list[bytes]:
-        now = self._clock()
+        now = round(self._clock() * 1000)
         last_index = len(items) - 1
         lines = []
         for index, (kind, agent, body) in enumerate(items):
@@ -194,8 +194,6 @@ class Journal:
                 raise TypeError(
                     f"kind and agent must be strings, kind non-empty: {kind!r}, {agent!r}"
                 )
-            if not isinstance(body, dict):
-                raise TypeError(f"a record body must be a dict, not {type(body).__name__}")
             lines.append(encode(first + index, now, kind, agent, body, end=index == last_index))
         return lines
 
@@ -375,9 +373,10 @@ def open_journal(
     """Open the journal at `path` for appending (creating it), as `async with`.
 
     `scan`: a `scan_journal` result for this path, to skip scanning again (ignored if
-    the file's size changed since). `clock` gives each record's time (Unix seconds; a
-    batch's records share one). `max_delay` bounds how long a non-durable append waits in
-    the queue for company; `max_batch_bytes` of queued records cut that wait short.
+    the file's size changed since). `clock` gives each record's time (Unix seconds,
+    stored as whole milliseconds; a batch's records share one). `max_delay` bounds how
+    long a non-durable append waits in the queue for company; `max_batch_bytes` of queued
+    records cut that wait short.
     Raises `JournalCorrupt` for corruption before the journal's end.
     """
     path = Path(path)

@@ -48,6 +48,9 @@ class RepairReport:
         return self.describe()
 
 
+_KEEP_NO_LINES = 1 << 62
+
+
 def _utc_now() -> datetime:
     return datetime.now(UTC)
 
@@ -59,7 +62,7 @@ def repair_journal(
     after copying the original aside. Blocking; a no-op on a journal that scans clean."""
     path = Path(path)
     data = path.read_bytes()
-    walk = walk_journal(data, 0)  # parse every body, so the result scans clean
+    walk = walk_journal(data, after_seq=_KEEP_NO_LINES)  # check frames only
     keep = walk.end_offset
     if keep == len(data):
         return RepairReport(path, None, walk.last_seq, keep, 0, 0, None)

@@ -2,8 +2,9 @@
 
 `scan_journal(path, after_seq=0)` reads `journal.jsonl` at once and checks every line's
 frame and checksum (cheap: no JSON parsing), that seqs run 1, 2, 3, ... without a gap,
-and that the journal ends on a batch end. It parses only records after `after_seq` (the
-seq a snapshot reflects) into `Frame`s.
+and that the journal ends on a batch end. It keeps the lines of the records after
+`after_seq` as `Frame`s, unparsed: the session layer parses and validates each line in
+one step, so no record is decoded twice.
 
 What a crash can leave at the end is cut, not an error: a torn or checksum-failing last
 line, and records of a batch whose end never reached the disk (`JournalScan.cut` says
@@ -29,8 +30,7 @@ from orchestrator.errors import JournalCorrupt
 from orchestrator.store._line import (
     CRC_KEY,
     CRC_SUFFIX_LEN,
-    END_FALSE,
-    END_TRUE,
+    MORE,
     SEQ_PREFIX,
     line_fault,
 )
@@ -38,14 +38,34 @@ from orchestrator.store._line import (
 JsonObject = dict[str, Any]
 
 
-class Frame(NamedTuple):
-    """One committed record as stored: the envelope and the caller's body, as parsed."""
+class Parsed(NamedTuple):
+    """A record's line, parsed: the frame's parts and the record's own fields."""
 
     seq: int
-    time: float
+    time_ms: int
     kind: str
     agent: str
     body: JsonObject
+
+
+class Frame(NamedTuple):
+    """One committed record as stored: its seq and its line (without the newline),
+    checked but not parsed."""
+
+    seq: int
+    line: bytes
+
+    def fields(self) -> JsonObject:
+        """The line as JSON: the frame's keys (`seq`, `t`, `k`, `a`, `crc`, and `more`
+        inside a batch) and the record's own fields."""
+        value: JsonObject = orjson.loads(self.line)
+        return value
+
+    def parsed(self) -> Parsed:
+        fields = self.fields()
+        parts = [fields.pop(key) for key in ("seq", "t", "k", "a", "crc")]
+        fields.pop("more", None)
+        return Parsed(parts[0], parts[1], parts[2], parts[3], fields)
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +157,7 @@ def _walk(data: bytes, after_seq: int) -> Walk:
     # of whole lines (the checksum and the parser read a memoryview).
     view = memoryview(data)
     find, startswith, endswith = data.find, data.startswith, data.endswith
-    crc32, loads = zlib.crc32, orjson.loads
+    crc32 = zlib.crc32
     size = len(data)
     records: list[Frame] = []
     kept = (0, 0, 0)  # (number of records, seq, offset) at the last batch end
@@ -153,25 +173,16 @@ def _walk(data: bytes, after_seq: int) -> Walk:
             good = (
                 startswith(b'{"seq":%d,' % seq, pos)
                 and data[crc_at : crc_at + len(CRC_KEY)] == CRC_KEY
+                and data[stop - 2 : stop] == b'"}'
                 and crc32(view[pos:crc_at]) == int(data[stop - 10 : stop - 2], 16)
             )
         except ValueError:  # the checksum's place holds no hex number
             good = False
-        if endswith(END_TRUE, pos, crc_at):
-            batch_end = True
-        elif not endswith(END_FALSE, pos, crc_at):
-            good = False
-        else:
-            batch_end = False
         if not good:
             return _stop(records, kept, _line_fault(data[pos:stop], seq, pos, stop + 1 == size))
+        batch_end = not endswith(MORE, pos, crc_at)
         if seq > after_seq:
-            try:
-                raw = loads(view[pos:stop])
-                records.append(Frame(seq, raw["time"], raw["kind"], raw["agent"], raw["body"]))
-            except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
-                reason = f"does not parse: {exc}"
-                return _stop(records, kept, Fault(seq, seq, pos, reason, stop + 1 == size))
+            records.append(Frame(seq, data[pos:stop]))
         pos = stop + 1
         if batch_end:
             kept = (len(records), seq, pos)

@@ -139,9 +139,9 @@ class CrashRun:
         killed = False
         for seen, line in enumerate(proc.stdout, start=1):
             event = orjson.loads(line)
-            if event["kind"] == "tool_call_started" and not event["read_only"]:
+            if event["kind"] == "tool_call_started" and not event["idempotent"]:
                 # Printed after the journal made it durable (the journal sink comes first).
-                self.durable_starts.add(event["call"]["id"])
+                self.durable_starts.add(event["ref"])
             if kill_after_events is not None and seen >= kill_after_events:
                 proc.send_signal(signal.SIGKILL)
                 killed = True
@@ -168,12 +168,13 @@ class CrashRun:
     def check_invariants(self) -> None:
         directory = self.sessions / self.session_id
         scan = scan_journal(directory / JOURNAL)
-        records = [(f.seq, f.kind) for f in scan.records]
+        fields = [f.fields() for f in scan.records]
+        records = [(f["seq"], f["k"]) for f in fields]
         # Nothing once durable is ever lost: the journal only grows past what it held.
         assert records[: len(self.previous_records)] == self.previous_records[: len(records)]
         assert len(records) >= len(self.previous_records) - 0
         self.previous_records = records
-        started = {f.body["call"]["id"] for f in scan.records if f.kind == "tool_call_started"}
+        started = {f["ref"] for f in fields if f["k"] == "call_started"}
         missing = self.durable_starts - started
         assert not missing, f"acknowledged durable starts lost: {missing}"
         # The session loads: the state folds without error.

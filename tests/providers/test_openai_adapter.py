@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import httpx
 import orjson
 import pytest
@@ -209,8 +211,8 @@ async def test_done_marker_ends_the_call_without_waiting_for_eof(
 
 
 def test_request_translation_sends_stop_temperature_and_named_tool_choice() -> None:
-    request = REQUEST.model_copy(
-        update={"tool_choice": "read_file", "max_tokens": 50, "temperature": 0.2, "stop": ("X",)}
+    request = dataclasses.replace(
+        REQUEST, tool_choice="read_file", max_tokens=50, temperature=0.2, stop=("X",)
     )
     body = to_wire(request, model="m", max_tokens_field="max_completion_tokens")
     assert body["tool_choice"] == {"type": "function", "function": {"name": "read_file"}}
@@ -221,5 +223,5 @@ def test_request_translation_sends_stop_temperature_and_named_tool_choice() -> N
 
 @pytest.mark.parametrize("tools", [True, False])
 def test_tool_choice_is_only_sent_with_tools(tools: bool) -> None:
-    request = REQUEST if tools else REQUEST.model_copy(update={"tools": ()})
+    request = REQUEST if tools else dataclasses.replace(REQUEST, tools=())
     assert ("tool_choice" in to_wire(request, model="m")) is tools

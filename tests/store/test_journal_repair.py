@@ -19,7 +19,7 @@ def lines_of(batches: list[int]) -> list[bytes]:
     for size in batches:
         for index in range(size):
             seq += 1
-            lines.append(encode(seq, 1.0, "k", "main", {"n": seq}, end=index == size - 1))
+            lines.append(encode(seq, 1000, "k", "main", {"n": seq}, end=index == size - 1))
     return lines
 
 
@@ -55,7 +55,7 @@ def test_repair_keeps_the_batches_before_the_fault_and_the_original_aside(tmp_pa
 
 def test_repair_cuts_a_gap_and_a_torn_tail(tmp_path: Path) -> None:
     path = tmp_path / "journal.jsonl"
-    gap = b"".join(encode(s, 1.0, "k", "main", {}, end=True) for s in (1, 2, 4))
+    gap = b"".join(encode(s, 1000, "k", "main", {}, end=True) for s in (1, 2, 4))
     path.write_bytes(gap + b'{"seq":5,"ti')
     report = repair_journal(path, now=lambda: NOW)
     assert (report.kept_last_seq, report.cut_lines) == (2, 2)

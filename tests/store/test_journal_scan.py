@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from orchestrator.errors import JournalCorrupt
-from orchestrator.store import Frame, TailCut, open_journal, scan_journal
-from orchestrator.store._line import encode
+from orchestrator.store import Frame, Parsed, TailCut, open_journal, scan_journal
+from orchestrator.store._line import FRAME_KEYS, encode
 
 
 def record_lines(batches: Sequence[int]) -> list[bytes]:
@@ -23,12 +23,16 @@ def record_lines(batches: Sequence[int]) -> list[bytes]:
         for index in range(size):
             seq += 1
             body = {"n": seq, "text": f"record {seq}"}
-            lines.append(encode(seq, 1000.0 + seq, "k", "main", body, end=index == size - 1))
+            lines.append(encode(seq, 1000 + seq, "k", "main", body, end=index == size - 1))
     return lines
 
 
-def frames(seqs: range) -> list[Frame]:
-    return [Frame(s, 1000.0 + s, "k", "main", {"n": s, "text": f"record {s}"}) for s in seqs]
+def frames(seqs: range) -> list[Parsed]:
+    return [Parsed(s, 1000 + s, "k", "main", {"n": s, "text": f"record {s}"}) for s in seqs]
+
+
+def parsed(records: list[Frame]) -> list[Parsed]:
+    return [frame.parsed() for frame in records]
 
 
 def write(tmp_path: Path, data: bytes) -> Path:
@@ -48,7 +52,7 @@ def flip(line: bytes, index: int) -> bytes:
 def test_scan_returns_every_committed_record(tmp_path: Path) -> None:
     data = b"".join(record_lines([1, 3, 2]))
     scan = scan_journal(write(tmp_path, data))
-    assert scan.records == frames(range(1, 7))
+    assert parsed(scan.records) == frames(range(1, 7))
     assert (scan.last_seq, scan.end_offset, scan.file_size, scan.cut) == (
         6,
         len(data),
@@ -67,7 +71,7 @@ def test_after_seq_returns_only_later_records_but_checks_all(tmp_path: Path) -> 
     lines = record_lines([2, 2, 2])
     path = write(tmp_path, b"".join(lines))
     scan = scan_journal(path, after_seq=4)
-    assert (scan.records, scan.last_seq) == (frames(range(5, 7)), 6)
+    assert (parsed(scan.records), scan.last_seq) == (frames(range(5, 7)), 6)
     assert scan_journal(path, after_seq=99).records == []
 
     lines[1] = flip(lines[1], 30)
@@ -83,7 +87,11 @@ def test_a_torn_last_record_is_cut_at_every_byte_offset(tmp_path: Path) -> None:
     assert scan_journal(write(tmp_path, data[:start])).cut is None
     for stop in range(start + 1, len(data)):
         scan = scan_journal(write(tmp_path, data[:stop]))
-        assert (scan.records, scan.last_seq, scan.end_offset) == (frames(range(1, 7)), 6, start)
+        assert (parsed(scan.records), scan.last_seq, scan.end_offset) == (
+            frames(range(1, 7)),
+            6,
+            start,
+        )
         cut = scan.cut
         assert cut is not None
         assert (cut.offset, cut.nbytes, cut.first_seq, cut.last_seq) == (start, stop - start, 7, 7)
@@ -96,7 +104,11 @@ def test_a_torn_batch_is_dropped_whole(tmp_path: Path) -> None:
     start = len(lines[0]) + len(lines[1])
     for stop in range(start + 1, len(data)):
         scan = scan_journal(write(tmp_path, data[:stop]))
-        assert (scan.records, scan.last_seq, scan.end_offset) == (frames(range(1, 3)), 2, start)
+        assert (parsed(scan.records), scan.last_seq, scan.end_offset) == (
+            frames(range(1, 3)),
+            2,
+            start,
+        )
         assert scan.cut is not None
         assert (scan.cut.first_seq, scan.cut.offset, scan.cut.nbytes) == (3, start, stop - start)
     whole_lines = start + len(lines[2]) + len(lines[3])
@@ -114,7 +126,7 @@ def test_a_bad_checksum_in_the_last_record_is_cut(tmp_path: Path) -> None:
     lines = record_lines([1, 1, 1])
     lines[-1] = lines[-1].replace(b"record 3", b"record 8")
     scan = scan_journal(write(tmp_path, b"".join(lines)))
-    assert scan.records == frames(range(1, 3))
+    assert parsed(scan.records) == frames(range(1, 3))
     assert scan.cut is not None
     assert (scan.cut.first_seq, scan.cut.last_seq) == (3, 3)
     assert scan.cut.reason == "the last line fails its checksum"
@@ -154,7 +166,7 @@ def test_a_bad_record_before_the_end_is_corruption(
 def test_a_seq_out_of_sequence_is_corruption(
     tmp_path: Path, seqs: list[int], line: int, claimed: int
 ) -> None:
-    data = b"".join(encode(s, 1.0, "k", "main", {}, end=True) for s in seqs)
+    data = b"".join(encode(s, 1000, "k", "main", {}, end=True) for s in seqs)
     path = write(tmp_path, data)
     with pytest.raises(
         JournalCorrupt, match=f"is out of sequence \\(seq {line} belongs there\\)"
@@ -178,9 +190,9 @@ async def test_opening_truncates_a_cut_tail_and_continues_the_seqs(tmp_path: Pat
         assert await journal.append("k", "main", {"n": 3, "text": "record 3"}) == 3
     scan = scan_journal(path)
     assert scan.cut is None
-    assert scan.records == [
+    assert parsed(scan.records) == [
         *frames(range(1, 3)),
-        Frame(3, 2000.0, "k", "main", {"n": 3, "text": "record 3"}),
+        Parsed(3, 2_000_000, "k", "main", {"n": 3, "text": "record 3"}),
     ]
 
 
@@ -215,20 +227,21 @@ json_values = st.recursive(
     ),
     max_leaves=20,
 )
-bodies = st.dictionaries(st.text(max_size=8), json_values, max_size=6)
+keys = st.text(max_size=8).filter(lambda key: key not in FRAME_KEYS)
+bodies = st.dictionaries(keys, json_values, max_size=6)
 records = st.tuples(st.text(min_size=1, max_size=12), st.text(max_size=12), bodies)
 
 
 @given(st.lists(records, min_size=1, max_size=8))
 def test_any_records_round_trip(tmp_path_factory: pytest.TempPathFactory, items: list[Any]) -> None:
     data = b"".join(
-        encode(seq, 1.5, kind, agent, body, end=True)
+        encode(seq, 1500, kind, agent, body, end=True)
         for seq, (kind, agent, body) in enumerate(items, 1)
     )
     path = tmp_path_factory.mktemp("j") / "journal.jsonl"
     path.write_bytes(data)
-    expected = [Frame(seq, 1.5, *item) for seq, item in enumerate(items, 1)]
-    assert scan_journal(path).records == expected
+    expected = [Parsed(seq, 1500, *item) for seq, item in enumerate(items, 1)]
+    assert parsed(scan_journal(path).records) == expected
 
 
 @given(st.lists(st.integers(1, 4), min_size=1, max_size=6), st.data())
@@ -248,7 +261,7 @@ def test_any_truncation_is_at_most_a_tail_cut(
         if offset <= stop:
             committed = seq
     scan = scan_journal(path)
-    assert scan.records == frames(range(1, committed + 1))
+    assert parsed(scan.records) == frames(range(1, committed + 1))
     assert (scan.cut is None) == (scan.end_offset == stop)
 
 
@@ -263,6 +276,6 @@ def test_any_damage_to_the_last_line_is_a_tail_cut(
     path.write_bytes(b"".join(lines))
     scan = scan_journal(path)
     kept = sum(batches[:-1])
-    assert scan.records == frames(range(1, kept + 1))
+    assert parsed(scan.records) == frames(range(1, kept + 1))
     assert scan.cut is not None
     assert (scan.cut.first_seq, scan.cut.last_seq) == (kept + 1, len(lines))

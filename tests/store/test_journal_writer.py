@@ -12,7 +12,7 @@ import trio
 import trio.testing
 
 from orchestrator.errors import SessionError
-from orchestrator.store import Durability, Frame, open_journal, scan_journal
+from orchestrator.store import Durability, Parsed, open_journal, scan_journal
 from orchestrator.store import journal as journal_module
 
 
@@ -34,14 +34,14 @@ async def test_appends_come_back_in_order_with_their_batches(tmp_path: Path) -> 
         assert await journal.append_batch(items) == [2, 3, 4]
         assert await journal.append_batch([]) == []
         assert journal.last_seq == 4
-    assert scan_journal(path).records == [
-        Frame(1, 1000.0, "started", "main", {"goal": "x"}),
-        Frame(2, 1000.0, "call", "main", {"id": "c1"}),
-        Frame(3, 1000.0, "call", "main", {"id": "c2"}),
-        Frame(4, 1000.0, "note", "w1", {}),
+    assert [f.parsed() for f in scan_journal(path).records] == [
+        Parsed(1, 1_000_000, "started", "main", {"goal": "x"}),
+        Parsed(2, 1_000_000, "call", "main", {"id": "c1"}),
+        Parsed(3, 1_000_000, "call", "main", {"id": "c2"}),
+        Parsed(4, 1_000_000, "note", "w1", {}),
     ]
     ends = [
-        line.endswith(b'"end":true,"crc":"', 0, len(line) - 10)
+        not line.endswith(b',"more":1,"crc":"', 0, len(line) - 10)
         for line in path.read_bytes().splitlines()
     ]
     assert ends == [True, False, False, True]

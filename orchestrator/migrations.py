@@ -1,0 +1,145 @@
+"""Migrations of the session format, one named step per version, kept forever.
+
+`MIGRATIONS[n]` rewrites a session directory of format n into format n + 1; the recorded
+session of each old format under `sessions/` is its test. A step must be safe to run again
+after a crash part-way through it: the session's manifest names the new format only once
+the step has returned.
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+from pydantic import ValidationError
+
+from orchestrator.errors import JournalCorrupt
+from orchestrator.events import (
+    AgentStarted,
+    AssistantReplied,
+    CallResult,
+    EffectStarted,
+    MessageAdded,
+    Record,
+    SessionStatusChanged,
+    TurnEnded,
+    TurnStarted,
+)
+from orchestrator.messages import AssistantMessage, ToolCall, ToolResult
+from orchestrator.store import write_atomic
+from orchestrator.store._fs import sync_dir
+from orchestrator.store._line import encode
+
+Migration = Callable[[Path], None]
+
+
+def _v1_records(data: bytes, path: Path) -> Iterator[tuple[float, dict[str, Any]]]:
+    """(time, record) of each whole batch of a format-1 journal, in order. A format-1
+    line is `{"seq","time","kind","agent","body","end","crc"}`, checksummed like today's.
+    A torn last line is dropped, as resume would have cut it; damage anywhere else stops
+    the migration."""
+    lines = data.split(b"\n")
+    batch: list[tuple[float, dict[str, Any]]] = []
+    for number, line in enumerate(lines, start=1):
+        if not line:
+            continue
+        last = number >= len(lines) - 1
+        try:
+            good = b"%08x" % zlib.crc32(line[:-18]) == line[-10:-2]
+            fields = orjson.loads(line) if good else None
+        except orjson.JSONDecodeError:
+            fields = None
+        if not isinstance(fields, dict) or fields.get("seq") != number:
+            if last:
+                return
+            raise JournalCorrupt(
+                f"{path} line {number} is damaged; it cannot be migrated from session "
+                "format 1. The original journal is kept as journal.v1.jsonl.",
+                path=path,
+                line=number,
+            )
+        batch.append((fields["time"], fields))
+        if fields.get("end", True):
+            yield from batch
+            batch = []
+
+
+def _v1_to_v2_records(records: Iterator[tuple[float, dict[str, Any]]]) -> Iterator[bytes]:
+    """Format-1 records as format-2 lines (each a batch of one)."""
+    refs: dict[str, dict[str, str]] = {}  # agent -> provider call id -> ref, last reply
+    seq = 0
+    for time, fields in records:
+        kind, agent, body = fields["kind"], fields["agent"], fields["body"]
+        record: Record | None
+        match kind:
+            case "agent_started":
+                record = AgentStarted.model_validate({**body, "agent": agent})
+            case "message_added":
+                record = MessageAdded.model_validate({**body, "agent": agent})
+            case "turn_started":
+                record = TurnStarted(agent=agent)
+            case "assistant_replied":
+                record = AssistantReplied(
+                    agent=agent,
+                    message=AssistantMessage.model_validate(body["message"]),
+                    model=body.get("model", ""),
+                )
+                refs[agent] = {
+                    call.id: f"{seq + 1}.{index}"
+                    for index, call in enumerate(record.message.tool_calls)
+                }
+            case "tool_call_started":
+                call = ToolCall.model_validate(body["call"])
+                record = (
+                    None
+                    if body["idempotent"]
+                    else EffectStarted(agent=agent, ref=refs[agent][call.id])
+                )
+            case "tool_call_finished":
+                result = ToolResult.model_validate(body["result"])
+                record = CallResult(
+                    agent=agent,
+                    ref=refs[agent].pop(result.call_id),
+                    status=result.status,
+                    content=result.content,
+                )
+            case "turn_ended":
+                record = TurnEnded.model_validate({**body, "agent": agent})
+            case "session_status":
+                record = SessionStatusChanged.model_validate({**body, "agent": agent})
+            case _:
+                raise ValueError(f"unknown format-1 record kind {kind!r}")
+        if record is not None:
+            seq += 1
+            yield encode(
+                seq, round(time * 1000), record.kind, agent, record.journal_body(), end=True
+            )
+
+
+def v1_to_v2(directory: Path) -> None:
+    """Format 2 keys tool calls by ref, journals only the starts of side effects, leaves
+    defaults out, and snapshots positions instead of contexts. The journal is rewritten
+    (the original stays beside it as `journal.v1.jsonl`) and the old snapshot removed."""
+    journal = directory / "journal.jsonl"
+    original = directory / "journal.v1.jsonl"
+    if not original.exists():
+        if not journal.exists():
+            return  # a session that never wrote a record
+        os.link(journal, original)
+        sync_dir(directory)
+    data = original.read_bytes()
+    try:
+        lines = list(_v1_to_v2_records(_v1_records(data, original)))
+    except (KeyError, ValueError, ValidationError) as exc:
+        raise JournalCorrupt(
+            f"{original}: cannot migrate from session format 1: {exc!r}", path=original
+        ) from exc
+    write_atomic(journal, b"".join(lines))
+    (directory / "snapshot.json").unlink(missing_ok=True)
+
+
+MIGRATIONS: dict[int, Migration] = {1: v1_to_v2}

@@ -1,0 +1,74 @@
+"""Migrating sessions recorded in older formats: nothing a session held is lost."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import orjson
+import pytest
+
+from orchestrator.cli_sessions import verify
+from orchestrator.errors import JournalCorrupt
+from orchestrator.migrations import v1_to_v2
+from orchestrator.session import JOURNAL, SNAPSHOT, load_state, migrate, read_manifest
+
+RECORDED = Path(__file__).parent.parent / "sessions"
+
+
+def v1_session(name: str, tmp_path: Path) -> Path:
+    root = tmp_path / "sessions"
+    shutil.copytree(RECORDED / f"v1-{name}", root)
+    [directory] = [p for p in root.iterdir() if p.is_dir()]
+    return directory
+
+
+def test_v1_contexts_survive_migration_exactly(tmp_path: Path) -> None:
+    directory = v1_session("completed", tmp_path)
+    # A format-1 snapshot held whole contexts: the migrated journal must fold to them.
+    old = orjson.loads((directory / SNAPSHOT).read_bytes())
+    original = (directory / JOURNAL).read_bytes()
+    manifest = migrate(directory, read_manifest(directory))
+    assert manifest.format_version == 2
+    assert (directory / "journal.v1.jsonl").read_bytes() == original
+    state = load_state(directory, warn=pytest.fail)
+    main = state.agents["main"]
+    assert [m.model_dump(mode="json") for m in main.messages] == old["agents"]["main"]["messages"]
+    assert (state.status, main.steps, main.usage.model_dump()) == (
+        old["status"],
+        old["agents"]["main"]["steps"],
+        old["agents"]["main"]["usage"],
+    )
+    assert verify(directory) == []
+    # Format 2 writes what format 1 wrote in 60% of the bytes.
+    assert len((directory / JOURNAL).read_bytes()) < 0.7 * len(original)
+
+
+def test_a_migration_cut_short_runs_again_from_the_original(tmp_path: Path) -> None:
+    directory = v1_session("killed-mid-turn", tmp_path)
+    v1_to_v2(directory)
+    first = (directory / JOURNAL).read_bytes()
+    v1_to_v2(directory)  # as if the process died before the manifest said format 2
+    assert (directory / JOURNAL).read_bytes() == first
+    migrate(directory, read_manifest(directory))
+    main = load_state(directory, warn=pytest.fail).agents["main"]
+    [(ref, call)] = main.pending_calls()
+    assert call.name == "shell"
+    assert ref in main.effects  # its start was durable: resume reports it interrupted
+
+
+def test_a_torn_v1_tail_is_dropped_and_damage_before_it_is_refused(tmp_path: Path) -> None:
+    directory = v1_session("completed", tmp_path)
+    journal = directory / JOURNAL
+    lines = journal.read_bytes().splitlines(keepends=True)
+    journal.write_bytes(b"".join(lines[:-1]) + lines[-1][:40])
+    v1_to_v2(directory)
+    assert len((directory / JOURNAL).read_bytes().splitlines()) < len(lines)
+
+    directory = v1_session("killed-mid-turn", tmp_path / "again")
+    journal = directory / JOURNAL
+    lines = journal.read_bytes().splitlines(keepends=True)
+    lines[2] = lines[2].replace(b'"agent":"main"', b'"agent":"mainx"')
+    journal.write_bytes(b"".join(lines))
+    with pytest.raises(JournalCorrupt, match="line 3 is damaged"):
+        v1_to_v2(directory)
