@@ -146,7 +146,7 @@ def describe(directory: Path, last: int, config: Config) -> dict[str, Any]:
     ledger = UsageLedger()
     with gc_paused():
         scan = scan_journal(path)
-        for seq, event in decode_records(path, scan.records):
+        for seq, event in decode_records(path, scan.lines, scan.after_seq + 1):
             try:
                 state.apply(seq, event)
             except FoldError as exc:
@@ -169,7 +169,7 @@ def describe(directory: Path, last: int, config: Config) -> dict[str, Any]:
         }
         for agent_id, record in state.agents.items()
     }
-    events = [_frame_summary(f.fields()) for f in scan.records[-last:]] if last > 0 else []
+    events = [_frame_summary(orjson.loads(line)) for line in scan.lines[-last:]] if last > 0 else []
     return {
         **manifest.model_dump(mode="json"),
         "status": shown_status(directory, manifest),
@@ -200,7 +200,7 @@ def verify(directory: Path) -> list[str]:
     try:
         with gc_paused():
             scan = scan_journal(path)
-            fold_records(state, path, scan.records)
+            fold_records(state, scan)
     except JournalCorrupt as exc:
         return [str(exc)]
     if scan.cut is not None:

@@ -15,10 +15,19 @@ window on the messages, and `chars` keeps a running size for token estimates.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
+from orchestrator.events import (
+    AgentStarted,
+    AssistantReplied,
+    CallResult,
+    EffectStarted,
+    MessageAdded,
+)
 from orchestrator.messages import (
+    RESULT_OVERHEAD,
     AssistantMessage,
     Message,
     MessageView,
@@ -51,13 +60,26 @@ class AgentContext:
     role: str
     start: int = 0  # the seq where the live context starts (its agent_started record)
     steps: int = 0  # model calls so far
-    usage: Usage = field(default_factory=Usage)
+    usage_counts: list[int] = field(default_factory=lambda: [0, 0, 0, 0])
     turn_open: bool = False
 
     messages: list[Message] = field(default_factory=list)
     open_calls: dict[str, ToolCall] = field(default_factory=dict)  # ref -> call, no result yet
     effects: set[str] = field(default_factory=set)  # refs whose side effect started
     _marks: list[int] = field(default_factory=list)  # running sum of message sizes
+
+    @property
+    def usage(self) -> Usage:
+        """Tokens spent by this agent's model calls so far."""
+        i, o, r, w = self.usage_counts
+        return Usage(input_tokens=i, output_tokens=o, cache_read_tokens=r, cache_write_tokens=w)
+
+    def add_usage(self, usage: Usage) -> None:
+        counts = self.usage_counts
+        counts[0] += usage.input_tokens
+        counts[1] += usage.output_tokens
+        counts[2] += usage.cache_read_tokens
+        counts[3] += usage.cache_write_tokens
 
     @property
     def chars(self) -> int:
@@ -83,14 +105,17 @@ class AgentContext:
         for message in messages:
             self.append(message)
 
-    def append(self, message: Message) -> None:
+    def append(self, message: Message, chars: int | None = None) -> None:
         self.messages.append(message)
-        self._marks.append(self.chars + message_chars(message))
+        size = message_chars(message) if chars is None else chars
+        self._marks.append(self._marks[-1] + size if self._marks else size)
 
     def replied(self, seq: int, message: AssistantMessage) -> None:
         self.append(message)
-        self.open_calls = {call_ref(seq, i): call for i, call in enumerate(message.tool_calls)}
-        self.effects = set()
+        calls = message.tool_calls
+        self.open_calls = {f"{seq}.{i}": call for i, call in enumerate(calls)} if calls else {}
+        if self.effects:
+            self.effects = set()
 
     def effect_started(self, ref: str) -> None:
         if ref not in self.open_calls:
@@ -103,5 +128,36 @@ class AgentContext:
             raise FoldError(f"call {ref} of agent {self.id!r} is not an open call")
         self.effects.discard(ref)
         result = ToolResult(call_id=call.id, name=call.name, status=status, content=content)
-        self.append(result)
+        self.append(result, len(content) + RESULT_OVERHEAD)
         return result
+
+
+def _started(context: AgentContext, seq: int, record: AgentStarted) -> None:
+    context.reset(record.messages)
+
+
+def _added(context: AgentContext, seq: int, record: MessageAdded) -> None:
+    context.append(record.message)
+
+
+def _replied(context: AgentContext, seq: int, record: AssistantReplied) -> None:
+    context.replied(seq, record.message)
+
+
+def _effect(context: AgentContext, seq: int, record: EffectStarted) -> None:
+    context.effect_started(record.ref)
+
+
+def _result(context: AgentContext, seq: int, record: CallResult) -> None:
+    context.result(record.ref, record.status, record.content)
+
+
+CONTEXT_FOLDS: dict[type, Callable[[AgentContext, int, Any], None]] = {
+    AgentStarted: _started,
+    MessageAdded: _added,
+    AssistantReplied: _replied,
+    EffectStarted: _effect,
+    CallResult: _result,
+}
+"""How each conversation record changes its agent's context, by record type (a lookup,
+not a chain of type tests: resume runs it once per record)."""

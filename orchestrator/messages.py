@@ -107,6 +107,10 @@ def unanswered_calls(messages: list[Message] | tuple[Message, ...]) -> list[Tool
     ]
 
 
+RESULT_OVERHEAD = 48
+"""Characters a tool result costs beyond its content, in `message_chars`."""
+
+
 def message_chars(message: Message) -> int:
     """A message's size in characters, as a model would read it (for token estimates)."""
     match message:
@@ -115,7 +119,7 @@ def message_chars(message: Message) -> int:
         case AssistantMessage(text=text, tool_calls=calls):
             return len(text) + 16 + sum(len(c.name) + len(c.arguments) + 32 for c in calls)
         case ToolResult(content=content):
-            return len(content) + 48
+            return len(content) + RESULT_OVERHEAD
 
 
 class MessageView(Sequence[Message]):

@@ -27,7 +27,6 @@ from orchestrator.migrations import MIGRATIONS
 from orchestrator.state import SessionState, Snapshot
 from orchestrator.store import (
     Durability,
-    Frame,
     Journal,
     JournalScan,
     SessionLock,
@@ -144,17 +143,21 @@ def create_session(
     return session_id, directory
 
 
-def decode_records(path: Path, frames: Iterable[Frame]) -> Iterator[tuple[int, Record]]:
-    """The journal's frames as typed records, each line parsed and validated in one step;
-    a line that does not fit its kind's schema is corruption, named by file and seq."""
+def decode_records(
+    path: Path, lines: Iterable[bytes], first_seq: int
+) -> Iterator[tuple[int, Record]]:
+    """Journal lines (checked by the store, the first being `first_seq`) as typed records,
+    each line parsed and validated in one step; a line that does not fit its kind's
+    schema is corruption, named by file and seq."""
     validate = RECORD_ADAPTER.validate_json
-    for seq, line in frames:
+    for seq, line in enumerate(lines, first_seq):
         try:
             record = validate(line)
         except ValidationError as exc:
             raise JournalCorrupt(
                 f"{path}: record seq {seq} does not match its schema: {_first_error(exc)}",
                 path=path,
+                line=seq,
                 seq=seq,
             ) from exc
         yield seq, record
@@ -166,23 +169,25 @@ def _first_error(exc: ValidationError) -> str:
     return f"{where}: {error['msg']}" if where else str(error["msg"])
 
 
-def fold_records(
-    state: SessionState, path: Path, frames: Iterable[Frame], *, snapshot_seq: int = 0
-) -> None:
-    """Fold `frames` into `state`: records up to `snapshot_seq` rebuild contexts only
-    (the small state is the snapshot's), later ones are folded whole."""
-    for seq, record in decode_records(path, frames):
+def fold_records(state: SessionState, scan: JournalScan, *, snapshot_seq: int = 0) -> None:
+    """Fold the scanned records into `state`: records up to `snapshot_seq` rebuild
+    contexts only (the small state is the snapshot's), later ones are folded whole."""
+    path = scan.path
+    apply, apply_context, agents = state.apply, state.apply_context, state.agents
+    for seq, record in decode_records(path, scan.lines, scan.after_seq + 1):
         try:
             if seq > snapshot_seq:
-                state.apply(seq, record)
+                apply(seq, record)
                 continue
             # Before the snapshot's seq, only what an agent's live context holds matters
             # (`sessions verify` folds everything from the start).
-            agent = state.agents.get(record.agent)
+            agent = agents.get(record.agent)
             if agent is not None and seq >= agent.start:
-                state.apply_context(seq, record)
+                apply_context(seq, record)
         except FoldError as exc:
-            raise JournalCorrupt(f"{path}: record seq {seq}: {exc}", path=path, seq=seq) from exc
+            raise JournalCorrupt(
+                f"{path}: record seq {seq}: {exc}", path=path, line=seq, seq=seq
+            ) from exc
 
 
 @contextlib.contextmanager
@@ -231,7 +236,7 @@ def _load(directory: Path, warn: Callable[[str], None]) -> tuple[SessionState, J
             warn(f"snapshot is ahead of the journal (seq {state.seq} > {scan.last_seq}); replaying")
             state = SessionState()
             scan = scan_journal(path)
-        fold_records(state, path, scan.records, snapshot_seq=state.seq)
+        fold_records(state, scan, snapshot_seq=state.seq)
     return state, scan
 
 

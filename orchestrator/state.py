@@ -13,17 +13,15 @@ after it are folded whole (`apply`).
 
 from __future__ import annotations
 
-from typing import Any, assert_never
+from collections.abc import Callable
+from typing import Any
 
 from pydantic import BaseModel, Field
 
-from orchestrator.context import AgentContext, FoldError
+from orchestrator.context import CONTEXT_FOLDS, AgentContext, FoldError
 from orchestrator.events import (
     AgentStarted,
     AssistantReplied,
-    CallResult,
-    EffectStarted,
-    MessageAdded,
     Record,
     SessionStatus,
     SessionStatusChanged,
@@ -68,44 +66,17 @@ class SessionState:
     def apply(self, seq: int, record: Record) -> None:
         """Fold one record: small state and context."""
         self.seq = seq
-        match record:
-            case AgentStarted(agent=agent, role=role):
-                self.agents[agent] = AgentContext(id=agent, role=role, start=seq)
-            case TurnStarted(agent=agent):
-                self.agent(agent).turn_open = True
-            case AssistantReplied(agent=agent, message=message):
-                context = self.agent(agent)
-                context.steps += 1
-                if message.usage is not None:
-                    context.usage = context.usage + message.usage
-            case TurnEnded(agent=agent):
-                self.agent(agent).turn_open = False
-            case SessionStatusChanged(status=status):
-                self.status = status
-            case MessageAdded() | EffectStarted() | CallResult():
-                pass
-            case _:
-                assert_never(record)
+        fold = _SMALL_FOLDS.get(type(record))
+        if fold is not None:
+            fold(self, seq, record)
         self.apply_context(seq, record)
 
     def apply_context(self, seq: int, record: Record) -> None:
         """Fold one record into its agent's context only (resume, before the snapshot's
         seq: the small state is already the snapshot's)."""
-        match record:
-            case AgentStarted(agent=agent, messages=messages):
-                self.agent(agent).reset(messages)
-            case MessageAdded(agent=agent, message=message):
-                self.agent(agent).append(message)
-            case AssistantReplied(agent=agent, message=message):
-                self.agent(agent).replied(seq, message)
-            case EffectStarted(agent=agent, ref=ref):
-                self.agent(agent).effect_started(ref)
-            case CallResult(agent=agent, ref=ref, status=status, content=content):
-                self.agent(agent).result(ref, status, content)
-            case TurnStarted() | TurnEnded() | SessionStatusChanged():
-                pass
-            case _:
-                assert_never(record)
+        fold = CONTEXT_FOLDS.get(type(record))
+        if fold is not None:
+            fold(self.agent(record.agent), seq, record)
 
     def snapshot(self) -> Snapshot:
         return Snapshot(
@@ -126,14 +97,15 @@ class SessionState:
         state.seq = snapshot.seq
         state.status = snapshot.status
         for agent_id, summary in snapshot.agents.items():
-            state.agents[agent_id] = AgentContext(
+            context = AgentContext(
                 id=agent_id,
                 role=summary.role,
                 start=summary.start,
                 steps=summary.steps,
-                usage=summary.usage,
                 turn_open=summary.turn_open,
             )
+            context.add_usage(summary.usage)
+            state.agents[agent_id] = context
         return state
 
     def context_start(self) -> int:
@@ -159,3 +131,37 @@ class SessionState:
                 for agent_id, a in self.agents.items()
             },
         }
+
+
+def _agent_started(state: SessionState, seq: int, record: AgentStarted) -> None:
+    state.agents[record.agent] = AgentContext(id=record.agent, role=record.role, start=seq)
+
+
+def _turn_started(state: SessionState, seq: int, record: TurnStarted) -> None:
+    state.agent(record.agent).turn_open = True
+
+
+def _replied(state: SessionState, seq: int, record: AssistantReplied) -> None:
+    context = state.agent(record.agent)
+    context.steps += 1
+    if record.message.usage is not None:
+        context.add_usage(record.message.usage)
+
+
+def _turn_ended(state: SessionState, seq: int, record: TurnEnded) -> None:
+    state.agent(record.agent).turn_open = False
+
+
+def _status(state: SessionState, seq: int, record: SessionStatusChanged) -> None:
+    state.status = record.status
+
+
+_SMALL_FOLDS: dict[type, Callable[[SessionState, int, Any], None]] = {
+    AgentStarted: _agent_started,
+    TurnStarted: _turn_started,
+    AssistantReplied: _replied,
+    TurnEnded: _turn_ended,
+    SessionStatusChanged: _status,
+}
+"""How each record changes the small state, by record type. Records of the conversation
+change contexts too (`CONTEXT_FOLDS`); every record kind is in one table or both."""

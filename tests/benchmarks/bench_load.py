@@ -1,0 +1,91 @@
+"""Loading a session into a resumable state (issue 7: load over the floor).
+
+    .venv/bin/python tests/benchmarks/bench_load.py [--messages 10000 100000] [--runs 5]
+
+Each session is made by a real run of the shape in `shape.py` (a goal, then a tool call and
+its 200-byte result a round). Each load runs in a fresh process, `--runs` times; the
+figure is the median. In the same process, after the load, the floor is timed: plain
+`orjson.loads` of every line of the same journal, which is the least any load of it can
+do. The target is load / floor <= 2.5 at 100k messages. Also printed: bytes on disk per
+message, the snapshot's size, and snapshot bytes written per round while the session ran.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import orjson
+import trio
+
+from orchestrator.session import JOURNAL, SNAPSHOT
+from orchestrator.store import Durability
+from tests.benchmarks.shape import SnapshotMeter, run_session
+
+MEASURE = """
+import gc, sys, time
+from pathlib import Path
+import orjson
+from orchestrator.session import JOURNAL, load_state
+directory = Path(sys.argv[1])
+start = time.perf_counter()
+state = load_state(directory, warn=print)
+load = time.perf_counter() - start
+assert state.status == "completed"
+lines = (directory / JOURNAL).read_bytes().splitlines()
+gc.disable()
+start = time.perf_counter()
+for line in lines:
+    orjson.loads(line)
+floor = time.perf_counter() - start
+print(load, floor)
+"""
+
+
+def bench(messages: int, runs: int) -> None:
+    root = Path(tempfile.mkdtemp(prefix="bench-load-"))
+    try:
+        rounds = (messages - 3) // 2
+        with SnapshotMeter() as meter:
+            directory = trio.run(run_session, root, rounds, Durability.OFF)
+        loads, floors = [], []
+        for _ in range(runs):
+            out = subprocess.run(
+                [sys.executable, "-c", MEASURE, str(directory)],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout.split()
+            loads.append(float(out[0]))
+            floors.append(float(out[1]))
+        load, floor = statistics.median(loads), statistics.median(floors)
+        journal = (directory / JOURNAL).stat().st_size
+        snapshot = (directory / SNAPSHOT).stat().st_size
+        count = 2 * rounds + 3
+        payload = len(orjson.dumps("x" * 200))
+        print(
+            f"{count:>7} messages: load {load * 1000:7.1f} ms, floor {floor * 1000:6.1f} ms, "
+            f"ratio {load / floor:4.2f}; journal {journal / 1e6:5.1f} MB + snapshot "
+            f"{snapshot} B = {(journal + snapshot) / count:5.0f} B/message "
+            f"(payload {payload} B); snapshots written {meter.bytes / rounds:5.2f} B/round"
+        )
+    finally:
+        shutil.rmtree(root)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--messages", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    for messages in args.messages:
+        bench(messages, args.runs)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,119 @@
+"""The conversation shape the flat-core figures are measured on (issue 7): a user goal,
+then rounds of one tool call and its 200-byte result, answered instantly by a scripted
+model, driven through `create_session` / `open_session` / `drive` like a real run."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+import orchestrator.session
+from orchestrator.events import AssistantReplied, Event
+from orchestrator.models.base import ModelRequest
+from orchestrator.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply
+from orchestrator.runner import RunSettings, drive
+from orchestrator.session import create_session, open_session
+from orchestrator.store import Durability
+from orchestrator.tools import (
+    PermissionPolicy,
+    Tool,
+    ToolContext,
+    ToolOutput,
+    ToolRegistry,
+    approve_all,
+)
+
+PAYLOAD = "x" * 200
+
+
+class NoArgs(BaseModel):
+    pass
+
+
+class Fixed(Tool[NoArgs]):
+    """A trivial read-only tool: always the same 200 bytes."""
+
+    name = "fixed"
+    description = "Returns 200 bytes."
+    args_model = NoArgs
+    read_only = True
+    idempotent = True
+
+    async def run(self, args: NoArgs, ctx: ToolContext) -> ToolOutput:
+        return ToolOutput(PAYLOAD)
+
+
+def responder(rounds: int) -> Callable[[ModelRequest], ScriptedReply]:
+    """One tool call per round for `rounds` rounds, then a final answer. No usage is
+    given, so the scripted model's own token estimate runs every call, as it would."""
+
+    def reply(request: ModelRequest) -> ScriptedReply:
+        if request.step < rounds:
+            return ScriptedReply(tool_calls=(ScriptedCall(name="fixed"),))
+        return ScriptedReply(text="done")
+
+    return reply
+
+
+@dataclass
+class RoundClock:
+    """A UI sink that notes when each model reply arrives: the time of each round."""
+
+    marks: list[float] = field(default_factory=list)
+
+    async def emit(self, event: Event, *, durable: bool = False) -> None:
+        if isinstance(event, AssistantReplied):
+            self.marks.append(time.perf_counter())
+
+    def round_ms(self) -> list[float]:
+        return [(b - a) * 1000 for a, b in zip(self.marks, self.marks[1:], strict=False)]
+
+
+async def run_session(
+    root: Path, rounds: int, durability: Durability, clock: RoundClock | None = None
+) -> Path:
+    """Make and run one session of `rounds` rounds; returns its directory."""
+    script = root / "unused-script.json"
+    script.write_text('{"agents": {}}')
+    session_id, directory = create_session(
+        root, goal="bench", model=f"scripted:{script}", workspace=None
+    )
+    settings = RunSettings(
+        model=ScriptedModel(responder(rounds), name="scripted:bench"),
+        tools=ToolRegistry([Fixed()]),
+        ui=clock or RoundClock(),
+        policy=PermissionPolicy(),
+        approve=approve_all,
+        max_rounds=rounds + 1,
+    )
+    async with open_session(root, session_id, durability=durability, warn=print) as live:
+        result = await drive(live, settings)
+    assert result.status == "completed", result
+    return directory
+
+
+@dataclass
+class SnapshotMeter:
+    """Counts the snapshot bytes a session writes (wraps the session's atomic write)."""
+
+    writes: int = 0
+    bytes: int = 0
+
+    def __enter__(self) -> SnapshotMeter:
+        self._real = orchestrator.session.write_atomic
+
+        def counting(path: Any, data: bytes) -> None:
+            self.writes += 1
+            self.bytes += len(data)
+            self._real(path, data)
+
+        orchestrator.session.write_atomic = counting
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        orchestrator.session.write_atomic = self._real
