@@ -16,12 +16,12 @@ if TYPE_CHECKING:
     from orchestrator.messages import MessageView
     from orchestrator.models import Model, ModelRequest, ToolSpec
     from orchestrator.models.scripted import ScriptedModel, ScriptedReply
+    from orchestrator.replay import load_state
     from orchestrator.runner import RunResult, RunSettings, drive
     from orchestrator.session import (
         LiveSession,
         MemorySession,
         create_session,
-        load_state,
         open_session,
     )
     from orchestrator.state import SessionState
@@ -48,7 +48,7 @@ _HOMES = {
     "TurnOutcome": "orchestrator.agent",
     "create_session": "orchestrator.session",
     "drive": "orchestrator.runner",
-    "load_state": "orchestrator.session",
+    "load_state": "orchestrator.replay",
     "open_session": "orchestrator.session",
     "run_tool_calls": "orchestrator.agent",
     "run_turn": "orchestrator.agent",

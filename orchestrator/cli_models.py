@@ -10,38 +10,11 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import orjson
-import platformdirs
 
+from orchestrator.cli_env import default_config_path
 from orchestrator.config import Config, load_config
 from orchestrator.errors import OrchestratorError
 from orchestrator.models.resolve import ProviderInfo, provider_info, provider_names, resolve_model
-
-
-def default_config_path(env: Mapping[str, str]) -> Path:
-    """`$ORCHESTRATOR_CONFIG`, else `config.toml` in the user config dir."""
-    if env.get("ORCHESTRATOR_CONFIG"):
-        return Path(env["ORCHESTRATOR_CONFIG"])
-    return Path(platformdirs.user_config_dir("orchestrator")) / "config.toml"
-
-
-def add_models_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Register `models` on an argparse subparsers object."""
-    parser: argparse.ArgumentParser = subparsers.add_parser(
-        "models",
-        help="list configured providers and models, and whether their API keys are set",
-        description="List the built-in and configured providers (base URL, the variable "
-        "holding each API key and whether it is set) and the model each agent role uses. "
-        "Keys are never printed. Exit code 1 if a configured model cannot be used.",
-    )
-    parser.add_argument(
-        "--config",
-        type=Path,
-        default=argparse.SUPPRESS,  # never overwrite a top-level --config
-        metavar="FILE",
-        help="config file (default: $ORCHESTRATOR_CONFIG, else config.toml in the user config dir)",
-    )
-    parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    return parser
 
 
 def run_models(

@@ -6,80 +6,21 @@ import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from orchestrator.config import Config
-from orchestrator.context import FoldError
 from orchestrator.errors import JournalCorrupt, SessionError, SessionNotFound
-from orchestrator.events import AssistantReplied
-from orchestrator.render import abbreviate
-from orchestrator.session import (
-    JOURNAL,
-    LOCK,
-    SNAPSHOT,
-    Manifest,
-    decode_records,
-    fold_records,
-    gc_paused,
-    read_manifest,
-    read_snapshot,
-)
-from orchestrator.state import SessionState
-from orchestrator.store import lock_holder, repair_journal, scan_journal, session_dir
-from orchestrator.store.ids import is_session_id
-from orchestrator.usage import UsageLedger, format_usage
+from orchestrator.manifest import LOCK, Manifest, read_manifest
+from orchestrator.store.ids import is_session_id, session_dir
+from orchestrator.store.lock import lock_holder
+from orchestrator.text import abbreviate
 
+if TYPE_CHECKING:
+    from orchestrator.config import Config
 
-def add_sessions_parser(
-    commands: Any,
-    sessions_option: Callable[[argparse.ArgumentParser], None],
-    config_option: Callable[[argparse.ArgumentParser], None],
-) -> None:
-    sessions = commands.add_parser(
-        "sessions",
-        help="list, show, verify or repair sessions",
-        description="Look at the sessions under the sessions root.",
-    )
-    actions = sessions.add_subparsers(dest="action", metavar="ACTION")
-    actions.required = True
-    listing = actions.add_parser(
-        "list",
-        help="sessions, newest first",
-        description="One line per session: id, created, status, size, goal. A session "
-        "marked 'running' whose process is gone shows as 'stopped (resumable)'.",
-    )
-    sessions_option(listing)
-    show = actions.add_parser(
-        "show",
-        help="what a session holds",
-        description="Goal, status, model, workspace, agents with message counts, token "
-        "usage and cost (from the price table in the config, if any), and the last journal "
-        "records.",
-    )
-    config_option(show)
-    show.add_argument("session_id", metavar="ID")
-    show.add_argument("--json", action="store_true", help="print one JSON object")
-    show.add_argument("--events", type=int, default=10, metavar="N", help="last N records")
-    sessions_option(show)
-    repair = actions.add_parser(
-        "repair",
-        help="cut a corrupt journal back to its last good batch",
-        description="Move the journal aside (nothing is deleted) and write a copy truncated "
-        "to the last good batch before the first corrupt record, so the session resumes.",
-    )
-    repair.add_argument("session_id", metavar="ID")
-    sessions_option(repair)
-    check = actions.add_parser(
-        "verify",
-        help="check every record of a session",
-        description="Read the whole journal: every record's frame, checksum and schema, "
-        "that it folds into the state, and that the snapshot agrees. Resume reads only what "
-        "it needs; this reads everything. Exit status 1 when a problem is found.",
-    )
-    check.add_argument("session_id", metavar="ID")
-    sessions_option(check)
+# Reading journals (session, state, usage) is imported by the commands that do it, so
+# that `sessions list` starts without it.
 
 
 def session_ids(root: Path) -> list[str]:
@@ -139,6 +80,13 @@ def _list(root: Path) -> int:
 
 
 def describe(directory: Path, last: int, config: Config) -> dict[str, Any]:
+    from orchestrator.context import FoldError
+    from orchestrator.events import AssistantReplied
+    from orchestrator.replay import JOURNAL, decode_records, gc_paused
+    from orchestrator.state import SessionState
+    from orchestrator.store import scan_journal
+    from orchestrator.usage import UsageLedger, format_usage
+
     manifest = read_manifest(directory)
     path = directory / JOURNAL
     # One pass over the whole journal gives the state, the usage ledger and the last events.
@@ -194,6 +142,10 @@ def _frame_summary(fields: dict[str, Any]) -> dict[str, Any]:
 def verify(directory: Path) -> list[str]:
     """Check every record of a session (frame, checksum, schema, and that it folds),
     and that the snapshot agrees with the fold; the problems found, or none."""
+    from orchestrator.replay import JOURNAL, SNAPSHOT, fold_records, gc_paused, read_snapshot
+    from orchestrator.state import SessionState
+    from orchestrator.store import scan_journal
+
     path = directory / JOURNAL
     problems: list[str] = []
     state = SessionState()
@@ -263,6 +215,9 @@ def _show(root: Path, session_id: str, *, as_json: bool, last: int, config: Conf
 
 
 def _repair(root: Path, session_id: str) -> int:
+    from orchestrator.replay import JOURNAL
+    from orchestrator.store import repair_journal
+
     directory = session_dir(root, session_id)
     read_manifest(directory)
     report = repair_journal(directory / JOURNAL)
@@ -270,11 +225,12 @@ def _repair(root: Path, session_id: str) -> int:
     return 0
 
 
-def run_sessions(args: argparse.Namespace, root: Path, config: Config) -> int:
+def run_sessions(args: argparse.Namespace, root: Path, load_config: Callable[[], Config]) -> int:
     match args.action:
         case "list":
             return _list(root)
         case "show":
+            config = load_config()
             return _show(root, args.session_id, as_json=args.json, last=args.events, config=config)
         case "repair":
             return _repair(root, args.session_id)

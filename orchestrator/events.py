@@ -15,6 +15,7 @@ from typing import Annotated, Any, ClassVar, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from orchestrator.manifest import SessionStatus
 from orchestrator.messages import AssistantMessage, Message, ToolCall, ToolResult, ToolStatus, Usage
 
 _FRAME_ALIASES = {"kind": "k", "agent": "a"}
@@ -142,9 +143,6 @@ class TurnEnded(_Event, frozen=True):
     reason: TurnEndReason
     rounds: int
     detail: str = ""
-
-
-SessionStatus = Literal["running", "completed", "failed", "interrupted"]
 
 
 class SessionStatusChanged(_Event, frozen=True):

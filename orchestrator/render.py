@@ -21,14 +21,10 @@ from orchestrator.events import (
     UsageUpdated,
 )
 from orchestrator.messages import ToolResult
+from orchestrator.text import abbreviate
 
 ARG_WIDTH = 60
 RESULT_WIDTH = 100
-
-
-def abbreviate(text: str, width: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
 def format_arguments(raw: str) -> str:

@@ -15,11 +15,11 @@ from orchestrator.events import (
     AgentStarted,
     EventSink,
     FanOut,
-    SessionStatus,
     SessionStatusChanged,
     ToolCallFinished,
     TurnEnded,
 )
+from orchestrator.manifest import SessionStatus
 from orchestrator.messages import AssistantMessage, SystemMessage, ToolResult, UserMessage
 from orchestrator.models.base import Model
 from orchestrator.prompts import single_agent_prompt

@@ -23,11 +23,11 @@ from orchestrator.events import (
     AgentStarted,
     AssistantReplied,
     Record,
-    SessionStatus,
     SessionStatusChanged,
     TurnEnded,
     TurnStarted,
 )
+from orchestrator.manifest import SessionStatus
 from orchestrator.messages import Usage
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -226,3 +227,37 @@ def test_ask_prompts_on_a_terminal(tmp_path: Path) -> None:
 
 def call_of(name: str, **arguments: object) -> dict[str, object]:
     return {"name": name, "arguments": arguments}
+
+
+@pytest.mark.parametrize(
+    ("args", "absent"),
+    [
+        (["--help"], ["httpx", "trio", "pydantic", "orchestrator.models"]),
+        (["sessions", "list"], ["httpx", "trio", "orchestrator.models", "orchestrator.config"]),
+        (["sessions", "show", "ID"], ["httpx", "trio", "orchestrator.models"]),
+    ],
+)
+def test_commands_that_run_no_model_do_not_import_its_machinery(
+    tmp_path: Path, args: list[str], absent: list[str]
+) -> None:
+    # Start-up time is what a command imports; figures are in tests/benchmarks/bench_startup.
+    root = tmp_path / "sessions"
+    shutil.copytree(Path(__file__).parent.parent / "sessions" / "v2-completed", root)
+    [session] = [p.name for p in root.iterdir()]
+    argv = [session if a == "ID" else a for a in args] + ["--sessions-dir", str(root)]
+    if args == ["--help"]:
+        argv = args
+    code = (
+        "import sys, contextlib\n"
+        "from orchestrator.cli import main\n"
+        "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(None):\n"
+        f"    main({argv!r})\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('httpx', 'trio', "
+        "'pydantic') or m.startswith(('orchestrator.models', 'orchestrator.config'))))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    loaded = orjson.loads(out.strip().replace("'", '"'))
+    for name in absent:
+        assert not [m for m in loaded if m == name or m.startswith(name + ".")], (name, loaded)

@@ -1,0 +1,231 @@
+"""The command line's grammar: every command, option and help text, and nothing else.
+
+Kept apart from what the commands do, and importing nothing heavy, so that `--help` and
+usage errors answer at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+from pathlib import Path
+from typing import Any
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_TERMINATED = 128 + signal.SIGTERM
+
+DESCRIPTION = """\
+Run LLM agents that use tools in a workspace; every session is journaled and survives a
+crash (resume it where it stood).
+
+  orchestrator demo                        offline demo with a scripted model
+  orchestrator run "GOAL" --model M -w .   run an agent on a goal (prints a session id)
+  orchestrator resume --last --yes         continue the newest session
+  orchestrator sessions list               sessions, newest first
+  orchestrator models                      configured models and whether keys are set
+
+Models: scripted:PATH (offline, see docs/scripted-model.md), openai:MODEL,
+anthropic:MODEL, ollama:MODEL, openai-compatible:MODEL@URL.
+Sessions live in --sessions-dir, else $ORCHESTRATOR_SESSIONS_DIR, else the user data dir.
+Exit codes: 0 done, 1 failed, 2 usage error, 130/143 stopped by Ctrl+C/SIGTERM
+(the session stays resumable).
+"""
+
+
+def _sessions_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--sessions-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="where sessions live (default: $ORCHESTRATOR_SESSIONS_DIR, else the user data dir)",
+    )
+
+
+def _agent_options(parser: argparse.ArgumentParser, *, model_required_note: str) -> None:
+    parser.add_argument("-m", "--model", default=None, help=model_required_note)
+    parser.add_argument(
+        "-y",
+        "--yes",
+        action="store_true",
+        help="approve every tool call the policy would ask about",
+    )
+    parser.add_argument(
+        "--allow",
+        action="append",
+        default=[],
+        metavar="TOOL=DECISION",
+        help="permission rule, e.g. shell=deny or write_file=allow (repeatable); read-only "
+        "tools are allowed and the others ask by default",
+    )
+    parser.add_argument("--json", action="store_true", help="print events as JSON lines")
+    parser.add_argument(
+        "--max-rounds",
+        type=int,
+        default=50,
+        metavar="N",
+        help="stop after N model calls in one turn (default: 50)",
+    )
+    parser.add_argument(
+        "--durability",
+        choices=["always", "batch", "off"],
+        default="batch",
+        help="journal fsync policy: always (each record), batch (group commit, default), off",
+    )
+    _config_option(parser)
+    _sessions_option(parser)
+
+
+def _config_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="config file (default: $ORCHESTRATOR_CONFIG, else config.toml in the user "
+        "config dir; see docs/configuration.md)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="orchestrator",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands.required = True
+
+    run = commands.add_parser(
+        "run",
+        help="run an agent on a goal in a new session",
+        description="Run an agent on GOAL in a workspace until it answers without tool calls "
+        "(or --max-rounds is hit), showing a live transcript. The session id is printed "
+        "first; if the run is stopped or killed, `orchestrator resume ID` continues it.",
+    )
+    run.add_argument("goal", help="what the agent should achieve, in plain words")
+    _agent_options(
+        run,
+        model_required_note="model spec, e.g. scripted:script.json, openai:gpt-4o, "
+        "anthropic:claude-sonnet-4-5 (default: $ORCHESTRATOR_MODEL)",
+    )
+    place = run.add_mutually_exclusive_group()
+    place.add_argument(
+        "-w",
+        "--workspace",
+        type=Path,
+        default=None,
+        help="directory the tools are confined to (default: the current directory)",
+    )
+    place.add_argument(
+        "--session-workspace",
+        action="store_true",
+        help="work in a fresh workspace inside the session directory, so the session can "
+        "be copied elsewhere and resumed",
+    )
+
+    resume = commands.add_parser(
+        "resume",
+        help="continue a stopped or crashed session where it stood",
+        description="Continue session ID (or the newest with --last) from its journal. Tool "
+        "calls cut off by a crash are reported to the model as interrupted (idempotent ones "
+        "are simply run again). A finished session is reported and left alone.",
+    )
+    resume.add_argument("session_id", nargs="?", metavar="ID", help="session id")
+    resume.add_argument("--last", action="store_true", help="resume the newest session")
+    _agent_options(resume, model_required_note="use this model instead of the session's own")
+
+    demo = commands.add_parser(
+        "demo",
+        help="run the offline demo (scripted model, no network)",
+        description="Run the offline demo: a scripted agent writes a small Python module and "
+        "its test and runs the test; the demo kills the agent process (SIGKILL) while the "
+        "test runs, then resumes the session from its journal: the agent is told its call "
+        "was interrupted, reads the code, fixes the failure, passes the test and finishes. "
+        "Needs no network and no key.",
+    )
+    demo.add_argument(
+        "-w",
+        "--workspace",
+        type=Path,
+        default=None,
+        help="directory to work in (default: a fresh temporary directory)",
+    )
+    demo.add_argument("--json", action="store_true", help="print events as JSON lines")
+    demo.add_argument(
+        "--no-crash",
+        action="store_true",
+        help="skip the simulated crash (by default the agent process is SIGKILLed at its "
+        "first shell call and the session is resumed)",
+    )
+    _sessions_option(demo)
+
+    _add_sessions_parser(commands)
+    add_models_parser(commands)
+    return parser
+
+
+def _add_sessions_parser(commands: Any) -> None:
+    sessions = commands.add_parser(
+        "sessions",
+        help="list, show, verify or repair sessions",
+        description="Look at the sessions under the sessions root.",
+    )
+    actions = sessions.add_subparsers(dest="action", metavar="ACTION")
+    actions.required = True
+    listing = actions.add_parser(
+        "list",
+        help="sessions, newest first",
+        description="One line per session: id, created, status, size, goal. A session "
+        "marked 'running' whose process is gone shows as 'stopped (resumable)'.",
+    )
+    _sessions_option(listing)
+    show = actions.add_parser(
+        "show",
+        help="what a session holds",
+        description="Goal, status, model, workspace, agents with message counts, token "
+        "usage and cost (from the price table in the config, if any), and the last journal "
+        "records.",
+    )
+    _config_option(show)
+    show.add_argument("session_id", metavar="ID")
+    show.add_argument("--json", action="store_true", help="print one JSON object")
+    show.add_argument("--events", type=int, default=10, metavar="N", help="last N records")
+    _sessions_option(show)
+    repair = actions.add_parser(
+        "repair",
+        help="cut a corrupt journal back to its last good batch",
+        description="Move the journal aside (nothing is deleted) and write a copy truncated "
+        "to the last good batch before the first corrupt record, so the session resumes.",
+    )
+    repair.add_argument("session_id", metavar="ID")
+    _sessions_option(repair)
+    check = actions.add_parser(
+        "verify",
+        help="check every record of a session",
+        description="Read the whole journal: every record's frame, checksum and schema, "
+        "that it folds into the state, and that the snapshot agrees. Resume reads only what "
+        "it needs; this reads everything. Exit status 1 when a problem is found.",
+    )
+    check.add_argument("session_id", metavar="ID")
+    _sessions_option(check)
+
+
+def add_models_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register `models` on an argparse subparsers object."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "models",
+        help="list configured providers and models, and whether their API keys are set",
+        description="List the built-in and configured providers (base URL, the variable "
+        "holding each API key and whether it is set) and the model each agent role uses. "
+        "Keys are never printed. Exit code 1 if a configured model cannot be used.",
+    )
+    parser.add_argument(
+        "--config",
+        type=Path,
+        default=argparse.SUPPRESS,  # never overwrite a top-level --config
+        metavar="FILE",
+        help="config file (default: $ORCHESTRATOR_CONFIG, else config.toml in the user config dir)",
+    )
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    return parser

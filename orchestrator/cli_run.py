@@ -1,0 +1,190 @@
+"""Running agents from the command line: `run`, `resume` and `demo`."""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import signal
+import sys
+import tempfile
+from pathlib import Path
+
+import trio
+
+from orchestrator import cli_demo
+from orchestrator.cli_env import load_user_config, sessions_root
+from orchestrator.cli_parser import EXIT_FAILED, EXIT_OK, EXIT_TERMINATED
+from orchestrator.cli_sessions import latest_session_id
+from orchestrator.config import Config
+from orchestrator.errors import ConfigError
+from orchestrator.events import EventSink
+from orchestrator.manifest import read_manifest
+from orchestrator.messages import ToolCall
+from orchestrator.models.http import make_client
+from orchestrator.models.resolve import resolve_model
+from orchestrator.render import JsonLinesSink, TranscriptSink, format_arguments
+from orchestrator.runner import RunResult, RunSettings, drive
+from orchestrator.session import LiveSession, create_session, open_session
+from orchestrator.store import Durability, session_dir
+from orchestrator.tools import Approver, PermissionPolicy, approve_all, deny_all, workspace_tools
+from orchestrator.tools.permissions import parse_rules
+
+
+def _color_enabled(stream: object) -> bool:
+    if os.environ.get("NO_COLOR"):
+        return False
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
+def _make_sink(json_mode: bool) -> EventSink:
+    if json_mode:
+        return JsonLinesSink(sys.stdout)
+    return TranscriptSink(sys.stdout, color=_color_enabled(sys.stdout))
+
+
+def _make_approver(yes: bool) -> Approver:
+    if yes:
+        return approve_all
+    if not sys.stdin.isatty():
+        return deny_all
+
+    async def ask(call: ToolCall) -> bool:
+        question = f"Allow {call.name} {format_arguments(call.arguments)}? [y/N] "
+        answer = await trio.to_thread.run_sync(input, question)
+        return answer.strip().lower() in ("y", "yes")
+
+    return ask
+
+
+def note(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def _policy(rules: list[str]) -> PermissionPolicy:
+    try:
+        return PermissionPolicy(rules=parse_rules(rules))
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc
+
+
+async def _run_session(
+    root: Path, session_id: str, args: argparse.Namespace, config: Config
+) -> int:
+    directory = session_dir(root, session_id)
+    async with (
+        open_session(root, session_id, durability=Durability(args.durability), warn=note) as live,
+        make_client() as http,
+    ):
+        spec = args.model or live.manifest.model_spec(directory)
+        role = config.agent("main")
+        settings = RunSettings(
+            model=resolve_model(spec, env=os.environ, http=http, config=config),
+            tools=workspace_tools(),
+            ui=_make_sink(args.json),
+            policy=_policy(args.allow),
+            approve=_make_approver(args.yes),
+            max_rounds=args.max_rounds,
+            max_tokens=role.max_tokens,
+            temperature=role.temperature,
+        )
+        result = await _drive_until_terminated(live, settings)
+    if result is None:
+        note(f"terminated; session {session_id} is resumable (orchestrator resume {session_id})")
+        return EXIT_TERMINATED
+    detail = f" ({result.detail})" if result.detail else ""
+    note(f"session {session_id} {result.status}{detail}")
+    if result.status != "completed":
+        note(f"continue it with: orchestrator resume {session_id}")
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+async def _drive_until_terminated(live: LiveSession, settings: RunSettings) -> RunResult | None:
+    """`drive`, stopped cleanly by SIGTERM as by Ctrl+C: running tools are cancelled (their
+    process groups killed) and the session is marked interrupted. None if terminated."""
+    result: RunResult | None = None
+    try:
+        async with trio.open_nursery() as nursery:
+
+            async def run() -> None:
+                nonlocal result
+                result = await drive(live, settings)
+                nursery.cancel_scope.cancel()
+
+            async def watch() -> None:
+                with trio.open_signal_receiver(signal.SIGTERM) as signals:
+                    async for _ in signals:
+                        nursery.cancel_scope.cancel()
+                        return
+
+            nursery.start_soon(watch)
+            nursery.start_soon(run)
+    except BaseExceptionGroup as group:
+        # Ctrl+C or an error in `run` arrives grouped by the nursery; callers expect it bare.
+        if len(group.exceptions) == 1:
+            raise group.exceptions[0] from None
+        raise
+    return result
+
+
+def start(args: argparse.Namespace, *, goal: str, model: str | None, workspace: Path | None) -> int:
+    config = load_user_config(args)
+    spec = config.model_for("main", cli_model=model or os.environ.get("ORCHESTRATOR_MODEL"))
+    resolve_model(spec, env=os.environ, config=config)  # fail fast, before a session exists
+    assert spec is not None
+    if workspace is not None and not workspace.is_dir():
+        raise ConfigError(f"workspace {workspace} is not a directory")
+    _policy(args.allow)
+    root = sessions_root(args)
+    session_id, _ = create_session(root, goal=goal, model=spec, workspace=workspace)
+    note(f"session {session_id} (in {root})")
+    return trio.run(_run_session, root, session_id, args, config)
+
+
+def resume(args: argparse.Namespace) -> int:
+    root = sessions_root(args)
+    if args.last == bool(args.session_id):
+        raise ConfigError("give a session ID or --last (not both)")
+    session_id = latest_session_id(root) if args.last else args.session_id
+    manifest = read_manifest(session_dir(root, session_id))
+    if manifest.status == "completed":
+        note(f"session {session_id} already finished (completed); nothing to do")
+        return EXIT_OK
+    note(f"resuming session {session_id}")
+    return trio.run(_run_session, root, session_id, args, load_user_config(args))
+
+
+def demo(args: argparse.Namespace) -> int:
+    from orchestrator.demo import script_path
+
+    workspace = args.workspace or Path(tempfile.mkdtemp(prefix="orchestrator-demo-"))
+    workspace.mkdir(parents=True, exist_ok=True)
+    root = sessions_root(args)
+    session_id, _ = create_session(
+        root, goal=cli_demo.GOAL, model=f"scripted:{script_path()}", workspace=workspace
+    )
+    note(f"demo workspace: {workspace}")
+    note(f"session {session_id} (in {root})")
+    run_args = argparse.Namespace(
+        yes=True,
+        allow=[],
+        json=args.json,
+        max_rounds=20,
+        model=None,
+        durability=Durability.BATCH.value,
+        config=getattr(args, "config", None),
+    )
+    if not args.no_crash:
+        ui = _make_sink(args.json)
+        trio.run(
+            functools.partial(cli_demo.run_until_crash, json_mode=args.json),
+            root,
+            session_id,
+            ui,
+        )
+        note(f"resuming session {session_id} from its journal")
+    code = trio.run(_run_session, root, session_id, run_args, load_user_config(run_args))
+    note(f"demo workspace: {workspace}")
+    return code

@@ -1,0 +1,70 @@
+"""The manifest, `session.json`: what a session is (goal, model, workspace) and where it
+stands, for listing sessions without reading their journals. Light to import on purpose:
+`sessions list` needs nothing more."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+import orjson
+from pydantic import BaseModel, ValidationError
+
+from orchestrator.errors import JournalCorrupt, SessionError, SessionNotFound
+from orchestrator.store.snapshot import read_json, write_json_atomic
+
+SessionStatus = Literal["running", "completed", "failed", "interrupted"]
+
+FORMAT_VERSION = 2
+MANIFEST = "session.json"
+LOCK = "lock"
+
+
+class Manifest(BaseModel):
+    id: str
+    format_version: int = FORMAT_VERSION
+    goal: str
+    model: str
+    workspace: str
+    created: str
+    updated: str
+    status: SessionStatus = "running"
+
+    def workspace_path(self, directory: Path) -> Path:
+        """The workspace; a relative one lives inside the session directory."""
+        path = Path(self.workspace)
+        return path if path.is_absolute() else directory / path
+
+    def model_spec(self, directory: Path) -> str:
+        """The model spec, with a scripted model's relative path taken from the session."""
+        prefix, _, rest = self.model.partition(":")
+        if prefix == "scripted" and not Path(rest).is_absolute():
+            return f"scripted:{directory / rest}"
+        return self.model
+
+
+def now_stamp() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def read_manifest(directory: Path) -> Manifest:
+    path = directory / MANIFEST
+    if not directory.is_dir():
+        raise SessionNotFound(f"no session {directory.name!r} under {directory.parent}")
+    if not path.exists():
+        raise SessionNotFound(f"no session at {directory} (no {MANIFEST})")
+    try:
+        manifest = Manifest.model_validate(read_json(path))
+    except (ValidationError, orjson.JSONDecodeError) as exc:
+        raise JournalCorrupt(f"{path}: not a valid session manifest: {exc}") from exc
+    if manifest.format_version > FORMAT_VERSION:
+        raise SessionError(
+            f"{path}: session format {manifest.format_version} was written by a newer "
+            f"orchestrator; this one reads formats up to {FORMAT_VERSION}"
+        )
+    return manifest
+
+
+def write_manifest(directory: Path, manifest: Manifest) -> None:
+    write_json_atomic(directory / MANIFEST, manifest.model_dump(mode="json"))
