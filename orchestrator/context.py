@@ -28,12 +28,10 @@ from orchestrator.events import (
 )
 from orchestrator.messages import (
     RESULT_OVERHEAD,
-    AssistantMessage,
     Message,
     MessageView,
     ToolCall,
     ToolResult,
-    ToolStatus,
     Usage,
     message_chars,
 )
@@ -110,27 +108,6 @@ class AgentContext:
         size = message_chars(message) if chars is None else chars
         self._marks.append(self._marks[-1] + size if self._marks else size)
 
-    def replied(self, seq: int, message: AssistantMessage) -> None:
-        self.append(message)
-        calls = message.tool_calls
-        self.open_calls = {f"{seq}.{i}": call for i, call in enumerate(calls)} if calls else {}
-        if self.effects:
-            self.effects = set()
-
-    def effect_started(self, ref: str) -> None:
-        if ref not in self.open_calls:
-            raise FoldError(f"call {ref} of agent {self.id!r} is not an open call")
-        self.effects.add(ref)
-
-    def result(self, ref: str, status: ToolStatus, content: str) -> ToolResult:
-        call = self.open_calls.pop(ref, None)
-        if call is None:
-            raise FoldError(f"call {ref} of agent {self.id!r} is not an open call")
-        self.effects.discard(ref)
-        result = ToolResult(call_id=call.id, name=call.name, status=status, content=content)
-        self.append(result, len(content) + RESULT_OVERHEAD)
-        return result
-
 
 def _started(context: AgentContext, seq: int, record: AgentStarted) -> None:
     context.reset(record.messages)
@@ -140,16 +117,40 @@ def _added(context: AgentContext, seq: int, record: MessageAdded) -> None:
     context.append(record.message)
 
 
+# The two below run for nearly every record of a long session, at resume too: written
+# out rather than through helper calls, which cost more than the work itself here.
+
+
 def _replied(context: AgentContext, seq: int, record: AssistantReplied) -> None:
-    context.replied(seq, record.message)
-
-
-def _effect(context: AgentContext, seq: int, record: EffectStarted) -> None:
-    context.effect_started(record.ref)
+    message = record.message
+    context.messages.append(message)
+    marks = context._marks
+    marks.append((marks[-1] if marks else 0) + message_chars(message))
+    calls = message.tool_calls
+    context.open_calls = {f"{seq}.{i}": call for i, call in enumerate(calls)} if calls else {}
+    if context.effects:
+        context.effects = set()
 
 
 def _result(context: AgentContext, seq: int, record: CallResult) -> None:
-    context.result(record.ref, record.status, record.content)
+    ref = record.ref
+    call = context.open_calls.pop(ref, None)
+    if call is None:
+        raise FoldError(f"call {ref} of agent {context.id!r} is not an open call")
+    if context.effects:
+        context.effects.discard(ref)
+    content = record.content
+    context.messages.append(
+        ToolResult(call_id=call.id, name=call.name, status=record.status, content=content)
+    )
+    marks = context._marks
+    marks.append((marks[-1] if marks else 0) + len(content) + RESULT_OVERHEAD)
+
+
+def _effect(context: AgentContext, seq: int, record: EffectStarted) -> None:
+    if record.ref not in context.open_calls:
+        raise FoldError(f"call {record.ref} of agent {context.id!r} is not an open call")
+    context.effects.add(record.ref)
 
 
 CONTEXT_FOLDS: dict[type, Callable[[AgentContext, int, Any], None]] = {

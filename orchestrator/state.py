@@ -66,10 +66,13 @@ class SessionState:
     def apply(self, seq: int, record: Record) -> None:
         """Fold one record: small state and context."""
         self.seq = seq
-        fold = _SMALL_FOLDS.get(type(record))
+        kind = type(record)
+        small = _SMALL_FOLDS.get(kind)
+        if small is not None:
+            small(self, seq, record)
+        fold = CONTEXT_FOLDS.get(kind)
         if fold is not None:
-            fold(self, seq, record)
-        self.apply_context(seq, record)
+            fold(self.agent(record.agent), seq, record)
 
     def apply_context(self, seq: int, record: Record) -> None:
         """Fold one record into its agent's context only (resume, before the snapshot's
@@ -144,8 +147,13 @@ def _turn_started(state: SessionState, seq: int, record: TurnStarted) -> None:
 def _replied(state: SessionState, seq: int, record: AssistantReplied) -> None:
     context = state.agent(record.agent)
     context.steps += 1
-    if record.message.usage is not None:
-        context.add_usage(record.message.usage)
+    usage = record.message.usage
+    if usage is not None:
+        counts = context.usage_counts
+        counts[0] += usage.input_tokens
+        counts[1] += usage.output_tokens
+        counts[2] += usage.cache_read_tokens
+        counts[3] += usage.cache_write_tokens
 
 
 def _turn_ended(state: SessionState, seq: int, record: TurnEnded) -> None:

@@ -111,3 +111,19 @@ def test_documented_example_is_valid() -> None:
     doc = (Path(__file__).parent.parent / "docs" / "scripted-model.md").read_text()
     block = doc.split("```json\n", 1)[1].split("```", 1)[0]
     parse_script(orjson.loads(block))
+
+
+def test_empty_or_repeated_call_ids_are_made_unique_within_a_reply() -> None:
+    from orchestrator.messages import ToolCall
+    from orchestrator.models.base import unique_call_ids
+
+    calls = [
+        ToolCall(id="call_0", name="a"),
+        ToolCall(id="call_0", name="b"),
+        ToolCall(id="", name="c"),
+        ToolCall(id="call_0_1", name="d"),
+    ]
+    ids = [c.id for c in unique_call_ids(calls)]
+    assert len(set(ids)) == 4
+    assert ids[0] == "call_0" and ids[3] == "call_0_1"  # ids that are fine stay as they are
+    assert [c.name for c in unique_call_ids(calls)] == ["a", "b", "c", "d"]

@@ -126,3 +126,34 @@ def test_request_is_valid_for_the_official_sdk(name: str) -> None:
         check_openai_request(body)
     else:
         check_anthropic_request(body)
+
+
+@pytest.mark.parametrize("adapter", ["openai", "anthropic"])
+def test_a_growing_context_is_translated_once_and_sent_the_same(adapter: str) -> None:
+    # The conversation grows a message at a time, as a live agent's does; each request,
+    # made from a view of it with the agent's cache, must equal a translation from scratch.
+    from orchestrator.messages import MessageView
+    from orchestrator.models.base import WireCache
+
+    make = openai.to_wire if adapter == "openai" else anthropic.to_wire
+    fresh = list if adapter == "openai" else anthropic._Turns
+    cache: WireCache[Any] = WireCache(fresh)  # type: ignore[arg-type]
+    context: list[Any] = []
+    bodies = []
+    for message in CONVERSATION:
+        context.append(message)
+        view = MessageView(context, len(context))
+        request = ModelRequest(messages=view, tools=TOOLS)
+        body = make(request, model="m", cache=cache)  # type: ignore[operator]
+        plain = ModelRequest(messages=tuple(context), tools=TOOLS)
+        assert body == make(plain, model="m")  # type: ignore[operator]
+        bodies.append(body)
+    # Translated once: the wire form of the first message is the very same object later.
+    first, last = bodies[2]["messages"][0], bodies[-1]["messages"][0]
+    if adapter == "openai":
+        assert first is last
+    else:  # turns are copied as they may still grow; their blocks are not
+        assert first["content"][0] is last["content"][0]
+    # A request built from something else (a copy, not a view) starts the cache afresh.
+    copy = ModelRequest(messages=tuple(context[:3]), tools=TOOLS)
+    assert make(copy, model="m", cache=cache) == make(copy, model="m")  # type: ignore[operator]
