@@ -187,6 +187,14 @@ def _parse_call(call: ToolCall, tools: ToolRegistry) -> Parsed:
         return f"arguments of {call.name} are not valid JSON ({exc}): {call.arguments[:200]!r}"
     if not isinstance(raw, dict):
         return f"arguments of {call.name} must be a JSON object, got {type(raw).__name__}"
+    fields = tool.args_model.model_fields
+    accepted = set(fields) | {f.alias for f in fields.values() if f.alias}
+    unknown = [key for key in raw if key not in accepted]
+    if unknown:
+        # A misspelt argument silently ignored would run the call with a default instead.
+        names = ", ".join(repr(key) for key in unknown)
+        expected = ", ".join(fields) or "none"
+        return f"unknown argument {names} for {call.name}; its arguments are: {expected}"
     try:
         return tool, tool.args_model.model_validate(raw)
     except ValidationError as exc:
@@ -207,13 +215,14 @@ async def _start_call(state: AgentContext, ref: str, call: ToolCall, deps: TurnD
     # A call that will not run (malformed, refused) has no effect to repeat: after a
     # crash it is simply dispatched again, and asked about again.
     idempotent = parsed[0].idempotent if isinstance(parsed, tuple) else True
-    # Write-ahead: a side effect's start is on disk before the tool runs (only those are
-    # journaled at all: every other call is simply run again after a crash).
+    # Write-ahead: before a tool that changes anything runs, its reply is on disk, and so
+    # is its start when it must not be repeated (only such starts are journaled at all:
+    # every other call is simply run again after a crash).
     await deps.events.emit(
         ToolCallStarted(
             agent=state.id, ref=ref, call=call, read_only=read_only, idempotent=idempotent
         ),
-        durable=not idempotent,
+        durable=not read_only,
     )
     return parsed
 

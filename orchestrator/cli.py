@@ -9,10 +9,15 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from orchestrator.cli_parser import EXIT_FAILED, EXIT_USAGE, build_parser
-from orchestrator.errors import ConfigError, InvalidSessionId, OrchestratorError, SessionNotFound
+from orchestrator.errors import (
+    ConfigError,
+    InvalidSessionId,
+    JournalCorrupt,
+    OrchestratorError,
+    SessionNotFound,
+)
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -21,7 +26,9 @@ def _dispatch(args: argparse.Namespace) -> int:
         case "run":
             from orchestrator import cli_run
 
-            workspace = None if args.session_workspace else (args.workspace or Path.cwd())
+            workspace = (
+                None if args.session_workspace else (args.workspace or cli_run.default_workspace())
+            )
             return cli_run.start(args, goal=args.goal, model=args.model, workspace=workspace)
         case "resume":
             from orchestrator import cli_run
@@ -51,6 +58,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ConfigError, InvalidSessionId, SessionNotFound) as exc:
         _note(f"error: {exc}")
         return EXIT_USAGE
+    except JournalCorrupt as exc:
+        _note(f"error: {exc}")
+        if exc.path is not None and exc.path.name == "journal.jsonl":
+            directory = exc.path.parent
+            _note(
+                f"check it with:  orchestrator sessions verify {directory.name} "
+                f"--sessions-dir {directory.parent}\n"
+                f"repair it with: orchestrator sessions repair {directory.name} "
+                f"--sessions-dir {directory.parent}"
+            )
+        return EXIT_FAILED
     except OrchestratorError as exc:
         _note(f"error: {exc}")
         return EXIT_FAILED
@@ -60,4 +78,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _note(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
+    from orchestrator.text import visible
+
+    print(visible(text), file=sys.stderr, flush=True)

@@ -27,8 +27,25 @@ from orchestrator.render import JsonLinesSink, TranscriptSink, format_arguments
 from orchestrator.runner import RunResult, RunSettings, drive
 from orchestrator.session import LiveSession, create_session, open_session
 from orchestrator.store import Durability, session_dir
+from orchestrator.text import visible
 from orchestrator.tools import Approver, PermissionPolicy, approve_all, deny_all, workspace_tools
 from orchestrator.tools.permissions import parse_rules
+
+
+def default_workspace() -> Path:
+    """The current directory, unless it is `/` or the home directory itself: with no
+    `--workspace`, a run there would put every file of the machine or of the user in
+    reach of the agent's tools by accident."""
+    cwd = Path.cwd()
+    where = {Path("/"): "the root directory", Path.home().resolve(): "your home directory"}
+    what = where.get(cwd.resolve())
+    if what is not None:
+        raise ConfigError(
+            f"refusing to use {cwd} ({what}, the current directory) as the workspace; "
+            f"choose one with -w DIR (-w {cwd} if you do mean it), or pass "
+            "--session-workspace for a fresh one inside the session"
+        )
+    return cwd
 
 
 def _color_enabled(stream: object) -> bool:
@@ -51,7 +68,7 @@ def _make_approver(yes: bool) -> Approver:
         return deny_all
 
     async def ask(call: ToolCall) -> bool:
-        question = f"Allow {call.name} {format_arguments(call.arguments)}? [y/N] "
+        question = visible(f"Allow {call.name} {format_arguments(call.arguments)}? [y/N] ")
         answer = await trio.to_thread.run_sync(input, question)
         return answer.strip().lower() in ("y", "yes")
 
@@ -59,7 +76,8 @@ def _make_approver(yes: bool) -> Approver:
 
 
 def note(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
+    """A line for the person at the terminal (stderr), made safe to show."""
+    print(visible(text), file=sys.stderr, flush=True)
 
 
 def _policy(rules: list[str]) -> PermissionPolicy:

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from orchestrator.errors import JournalCorrupt, SessionError, SessionNotFound
-from orchestrator.manifest import LOCK, Manifest, read_manifest
+from orchestrator.manifest import FORMAT_VERSION, LOCK, Manifest, read_manifest
 from orchestrator.store.ids import is_session_id, session_dir
 from orchestrator.store.lock import lock_holder
-from orchestrator.text import abbreviate
+from orchestrator.text import abbreviate, visible
 
 if TYPE_CHECKING:
     from orchestrator.config import Config
@@ -74,7 +74,7 @@ def _list(root: Path) -> int:
             continue
         print(
             f"{session_id:<24} {manifest.created:<25} {shown_status(directory, manifest):<20} "
-            f"{_human(_size(directory)):>9}  {abbreviate(manifest.goal, 60)}"
+            f"{_human(_size(directory)):>9}  {visible(abbreviate(manifest.goal, 60))}"
         )
     return 0
 
@@ -98,7 +98,9 @@ def describe(directory: Path, last: int, config: Config) -> dict[str, Any]:
             try:
                 state.apply(seq, event)
             except FoldError as exc:
-                raise JournalCorrupt(f"{path}: record seq {seq}: {exc}", seq=seq) from exc
+                raise JournalCorrupt(
+                    f"{path}: record seq {seq}: {exc}", path=path, line=seq, seq=seq
+                ) from exc
             if isinstance(event, AssistantReplied) and event.message.usage is not None:
                 ledger = ledger.record(
                     agent=event.agent,
@@ -141,37 +143,71 @@ def _frame_summary(fields: dict[str, Any]) -> dict[str, Any]:
 
 def verify(directory: Path) -> list[str]:
     """Check every record of a session (frame, checksum, schema, and that it folds),
-    and that the snapshot agrees with the fold; the problems found, or none."""
-    from orchestrator.replay import JOURNAL, SNAPSHOT, fold_records, gc_paused, read_snapshot
+    and that the snapshot agrees with the fold at the seq it names; the problems found,
+    or none."""
+    from orchestrator.context import FoldError
+    from orchestrator.replay import JOURNAL, SNAPSHOT, decode_records, gc_paused, read_snapshot
     from orchestrator.state import SessionState
     from orchestrator.store import scan_journal
 
     path = directory / JOURNAL
     problems: list[str] = []
+    snapshot = read_snapshot(directory, problems.append)
     state = SessionState()
+    checked = snapshot is None
+
+    def compare(seq: int) -> None:
+        if snapshot is not None and snapshot != state.snapshot():
+            where = directory / SNAPSHOT
+            problems.append(f"{where} does not match the journal folded to seq {seq}")
+
+    if snapshot is not None and snapshot.seq == 0:
+        checked = True
+        compare(0)
     try:
         with gc_paused():
             scan = scan_journal(path)
-            fold_records(state, scan)
+            for seq, record in decode_records(path, scan.lines, 1):
+                try:
+                    state.apply(seq, record)
+                except FoldError as exc:
+                    return [*problems, f"{path}: record seq {seq}: {exc}"]
+                if snapshot is not None and seq == snapshot.seq:
+                    checked = True
+                    compare(seq)
     except JournalCorrupt as exc:
-        return [str(exc)]
+        return [*problems, str(exc)]
     if scan.cut is not None:
         problems.append(f"{path} ends in a torn tail, cut on the next resume: {scan.cut}")
-    snapshot = read_snapshot(directory, problems.append)
-    if snapshot is not None:
-        if snapshot.seq > state.seq:
-            problems.append(
-                f"{directory / SNAPSHOT} names seq {snapshot.seq}, past the journal's last "
-                f"record {state.seq}"
-            )
-        elif snapshot.seq == state.seq and snapshot != state.snapshot():
-            problems.append(f"{directory / SNAPSHOT} does not match the journal's fold")
+    if not checked and snapshot is not None:
+        problems.append(
+            f"{directory / SNAPSHOT} names seq {snapshot.seq}, past the journal's last "
+            f"record {state.seq}"
+        )
     return problems
+
+
+def _current(directory: Path) -> None:
+    """Migrate a session of an older format first (under its lock), saying so: the
+    commands that read journals read only the current format."""
+    manifest = read_manifest(directory)
+    if manifest.format_version < FORMAT_VERSION:
+        from orchestrator.session import migrate
+        from orchestrator.store import SessionLock
+
+        with SessionLock(directory / LOCK):
+            migrate(directory, manifest)
+        print(
+            f"note: migrated session {directory.name} from format {manifest.format_version} "
+            f"to {FORMAT_VERSION}; the original journal is kept beside it",
+            file=sys.stderr,
+        )
 
 
 def _verify(root: Path, session_id: str) -> int:
     directory = session_dir(root, session_id)
     read_manifest(directory)
+    _current(directory)
     problems = verify(directory)
     for problem in problems:
         print(f"problem: {problem}")
@@ -183,13 +219,14 @@ def _verify(root: Path, session_id: str) -> int:
 
 def _show(root: Path, session_id: str, *, as_json: bool, last: int, config: Config) -> int:
     directory = session_dir(root, session_id)
+    _current(directory)
     info = describe(directory, last, config)
     table = info.pop("usage_table")
     if as_json:
         sys.stdout.write(orjson.dumps(info, option=orjson.OPT_INDENT_2).decode() + "\n")
         return 0
     print(f"session   {info['id']}")
-    print(f"goal      {info['goal']}")
+    print(f"goal      {visible(info['goal'])}")
     print(f"status    {info['status']}")
     print(f"model     {info['model']}")
     print(f"workspace {info['workspace']}")
@@ -210,19 +247,55 @@ def _show(root: Path, session_id: str, *, as_json: bool, last: int, config: Conf
     for event in info["last_events"]:
         print(f"  {event['seq']:>6}  {event['agent']:<12} {event['kind']}")
     for warning in info["warnings"]:
-        print(f"warning: {warning}")
+        print(f"warning: {visible(warning)}")
     return 0
 
 
 def _repair(root: Path, session_id: str) -> int:
-    from orchestrator.replay import JOURNAL
-    from orchestrator.store import repair_journal
+    from orchestrator.store import SessionLock
 
     directory = session_dir(root, session_id)
     read_manifest(directory)
-    report = repair_journal(directory / JOURNAL)
-    print(report.describe())
+    with SessionLock(directory / LOCK):  # never under a running session
+        for line in repair(directory):
+            print(line)
     return 0
+
+
+def repair(directory: Path) -> list[str]:
+    """Cut a corrupt journal back to its last good batch, then, if the session had got
+    further than the journal now goes (a lost or cut journal), accept the loss: the
+    snapshot that is ahead is moved aside and the manifest's mark lowered, so the session
+    resumes from the journal's last record. Nothing is deleted. What was done, in lines."""
+    from datetime import UTC, datetime
+
+    from orchestrator.manifest import write_manifest
+    from orchestrator.replay import JOURNAL, SNAPSHOT, read_snapshot
+    from orchestrator.store import repair_journal, scan_journal
+
+    journal = directory / JOURNAL
+    if journal.exists():
+        done = [repair_journal(journal).describe()]
+    else:
+        journal.touch(mode=0o600)
+        done = [f"{journal} was missing: an empty journal is in its place"]
+    last = scan_journal(directory / JOURNAL).last_seq
+    snapshot = read_snapshot(directory, warn=lambda _: None)
+    if snapshot is not None and snapshot.seq > last:
+        aside = directory / f"{SNAPSHOT}.ahead-{datetime.now(UTC):%Y%m%dT%H%M%S}"
+        (directory / SNAPSHOT).rename(aside)
+        done.append(
+            f"the snapshot reflected seq {snapshot.seq}, past the journal's {last}: moved to "
+            f"{aside}; the session resumes from seq {last}, and work after that may be done again"
+        )
+    manifest = read_manifest(directory)
+    if manifest.journal_seq > last:
+        write_manifest(directory, manifest.model_copy(update={"journal_seq": last}))
+        done.append(
+            f"the session had reached seq {manifest.journal_seq}; it now resumes from seq "
+            f"{last}, and work after that may be done again"
+        )
+    return done
 
 
 def run_sessions(args: argparse.Namespace, root: Path, load_config: Callable[[], Config]) -> int:
@@ -236,4 +309,4 @@ def run_sessions(args: argparse.Namespace, root: Path, load_config: Callable[[],
             return _repair(root, args.session_id)
         case "verify":
             return _verify(root, args.session_id)
-    raise JournalCorrupt(f"unknown action {args.action}")
+    raise AssertionError(f"unhandled sessions action {args.action}")

@@ -30,6 +30,9 @@ class Manifest(BaseModel):
     created: str
     updated: str
     status: SessionStatus = "running"
+    journal_seq: int = 0
+    """The journal's last seq when the status was last written: a journal found shorter
+    than this has lost records, and resuming it would repeat work (it is refused)."""
 
     def workspace_path(self, directory: Path) -> Path:
         """The workspace; a relative one lives inside the session directory."""

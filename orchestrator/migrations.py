@@ -70,7 +70,9 @@ def _v1_records(data: bytes, path: Path) -> Iterator[tuple[float, dict[str, Any]
 
 def _v1_to_v2_records(records: Iterator[tuple[float, dict[str, Any]]]) -> Iterator[bytes]:
     """Format-1 records as format-2 lines (each a batch of one)."""
-    refs: dict[str, dict[str, str]] = {}  # agent -> provider call id -> ref, last reply
+    # agent -> provider call id -> refs of the last reply (a reply may repeat an id: its
+    # results then answer them in order)
+    refs: dict[str, dict[str, list[str]]] = {}
     seq = 0
     for time, fields in records:
         kind, agent, body = fields["kind"], fields["agent"], fields["body"]
@@ -88,22 +90,21 @@ def _v1_to_v2_records(records: Iterator[tuple[float, dict[str, Any]]]) -> Iterat
                     message=AssistantMessage.model_validate(body["message"]),
                     model=body.get("model", ""),
                 )
-                refs[agent] = {
-                    call.id: f"{seq + 1}.{index}"
-                    for index, call in enumerate(record.message.tool_calls)
-                }
+                refs[agent] = {}
+                for index, call in enumerate(record.message.tool_calls):
+                    refs[agent].setdefault(call.id, []).append(f"{seq + 1}.{index}")
             case "tool_call_started":
                 call = ToolCall.model_validate(body["call"])
                 record = (
                     None
                     if body["idempotent"]
-                    else EffectStarted(agent=agent, ref=refs[agent][call.id])
+                    else EffectStarted(agent=agent, ref=refs[agent][call.id][0])
                 )
             case "tool_call_finished":
                 result = ToolResult.model_validate(body["result"])
                 record = CallResult(
                     agent=agent,
-                    ref=refs[agent].pop(result.call_id),
+                    ref=refs[agent][result.call_id].pop(0),
                     status=result.status,
                     content=result.content,
                 )

@@ -21,7 +21,7 @@ from orchestrator.events import (
     UsageUpdated,
 )
 from orchestrator.messages import ToolResult
-from orchestrator.text import abbreviate
+from orchestrator.text import abbreviate, visible
 
 ARG_WIDTH = 60
 RESULT_WIDTH = 100
@@ -79,6 +79,8 @@ class TranscriptSink:
         self._mid_line = False
 
     def _line(self, text: str) -> None:
+        # Everything shown comes from models and tools: it is made visible as it is
+        # composed (below), never written raw; the sink's own styling is added after.
         if self._mid_line:
             self.out.write("\n")
             self._mid_line = False
@@ -89,9 +91,9 @@ class TranscriptSink:
         s = self.style
         match event:
             case AgentStarted(agent=agent, role=role):
-                self._line(s.bold(f"● {agent}") + s.dim(f" ({role})"))
+                self._line(s.bold(f"● {visible(agent)}") + s.dim(f" ({visible(role)})"))
             case TextStreamed(text=text):
-                self.out.write(text)
+                self.out.write(visible(text))
                 self.out.flush()
                 self._mid_line = True
             case AssistantReplied():
@@ -100,28 +102,32 @@ class TranscriptSink:
                     self._mid_line = False
             case ToolCallStarted(call=call):
                 self._line(
-                    s.cyan(f"  → {call.name}") + " " + s.dim(format_arguments(call.arguments))
+                    s.cyan(f"  → {visible(call.name)}")
+                    + " "
+                    + s.dim(visible(format_arguments(call.arguments)))
                 )
             case ToolCallFinished(result=result):
                 self._line(self._outcome(result))
             case TurnEnded(reason=reason, rounds=rounds, detail=detail):
                 mark = s.green("✔") if reason == "completed" else s.yellow("■")
-                extra = f": {detail}" if detail else ""
-                self._line(f"{mark} {event.agent} turn {reason} after {rounds} rounds{extra}")
+                extra = f": {visible(detail)}" if detail else ""
+                agent = visible(event.agent)
+                self._line(f"{mark} {agent} turn {reason} after {rounds} rounds{extra}")
             case Notice(message=message):
-                self._line(s.yellow(f"! {message}"))
+                self._line(s.yellow(f"! {visible(message)}"))
             case SessionStatusChanged(status=status, detail=detail):
                 if status != "running":
-                    extra = f": {detail}" if detail else ""
+                    extra = f": {visible(detail)}" if detail else ""
                     self._line(s.dim(f"session {status}{extra}"))
             case MessageAdded() | TurnStarted() | UsageUpdated():
                 pass
 
     def _outcome(self, result: ToolResult) -> str:
-        first = abbreviate(result.content, RESULT_WIDTH)
+        first = visible(abbreviate(result.content, RESULT_WIDTH))
+        name = visible(result.name)
         if result.status == "ok":
-            return "    " + self.style.green(f"✓ {result.name}: ") + self.style.dim(first)
-        return "    " + self.style.red(f"✗ {result.name} {result.status}: ") + first
+            return "    " + self.style.green(f"✓ {name}: ") + self.style.dim(first)
+        return "    " + self.style.red(f"✗ {name} {result.status}: ") + first
 
 
 class JsonLinesSink:

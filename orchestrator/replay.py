@@ -14,7 +14,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from orchestrator.context import FoldError
-from orchestrator.errors import JournalCorrupt
+from orchestrator.errors import JournalCorrupt, SessionError
 from orchestrator.events import RECORD_ADAPTER, Record
 from orchestrator.state import SessionState, Snapshot
 from orchestrator.store.scan import JournalScan, scan_journal
@@ -88,6 +88,17 @@ def load_state(directory: Path, *, warn: Callable[[str], None]) -> SessionState:
     return load(directory, warn)[0]
 
 
+def lost_records_advice(directory: Path) -> str:
+    """What to tell a person whose session's journal lost records it had."""
+    where = f"{directory.name} --sessions-dir {directory.parent}"
+    return (
+        "Resuming would run the lost part again and repeat its side effects, so it is "
+        f"refused. See what is there with `orchestrator sessions verify {where}`; if the "
+        f"journal cannot be restored and what it holds is to be kept, `orchestrator sessions "
+        f"repair {where}` accepts the loss so the session resumes from its last record."
+    )
+
+
 def read_snapshot(directory: Path, warn: Callable[[str], None]) -> Snapshot | None:
     path = directory / SNAPSHOT
     try:
@@ -114,8 +125,10 @@ def load(directory: Path, warn: Callable[[str], None]) -> tuple[SessionState, Jo
         if scan.cut is not None:
             warn(f"cut a torn tail from {path}: {scan.cut.describe()}")
         if state.seq > scan.last_seq:
-            warn(f"snapshot is ahead of the journal (seq {state.seq} > {scan.last_seq}); replaying")
-            state = SessionState()
-            scan = scan_journal(path)
+            raise SessionError(
+                f"{directory / SNAPSHOT} reflects seq {state.seq} but {path} holds only "
+                f"{scan.last_seq} records: the journal lost records the session had made "
+                f"progress with. {lost_records_advice(directory)}"
+            )
         fold_records(state, scan, snapshot_seq=state.seq)
     return state, scan

@@ -106,7 +106,8 @@ async def _drive(live: LiveSession, settings: RunSettings, sink: EventSink) -> R
             UserMessage(content=live.manifest.goal),
         )
         await sink.emit(AgentStarted(agent=MAIN, role="main", messages=messages))
-    await sink.emit(SessionStatusChanged(agent=MAIN, status="running"))
+    await sink.emit(SessionStatusChanged(agent=MAIN, status="running"), durable=True)
+    await live.set_status("running")  # `sessions list` shows it running, or stopped if killed
     agent = live.state.agents[MAIN]
     deps = TurnDeps(
         model=settings.model,

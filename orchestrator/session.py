@@ -22,6 +22,7 @@ from orchestrator.events import Event, TurnEnded
 from orchestrator.manifest import (
     FORMAT_VERSION,
     LOCK,
+    MANIFEST,
     Manifest,
     SessionStatus,
     now_stamp,
@@ -31,7 +32,7 @@ from orchestrator.manifest import (
 from orchestrator.migrations import MIGRATIONS
 from orchestrator.replay import JOURNAL as JOURNAL
 from orchestrator.replay import SNAPSHOT as SNAPSHOT
-from orchestrator.replay import load
+from orchestrator.replay import load, lost_records_advice
 from orchestrator.replay import load_state as load_state
 from orchestrator.state import SessionState
 from orchestrator.store import (
@@ -74,13 +75,16 @@ def create_session(
     relocatable (copy it under any sessions root and resume it)."""
     session_id = new_session_id(now or datetime.now(UTC))
     directory = session_dir(root, session_id)
-    directory.mkdir(parents=True)
+    # Private to the user: transcripts hold source code and command output.
+    root.mkdir(parents=True, exist_ok=True, mode=0o700)
+    directory.mkdir(mode=0o700)
     prefix, _, rest = model.partition(":")
     if prefix == "scripted":
         shutil.copyfile(rest, directory / "script.json")
+        (directory / "script.json").chmod(0o600)
         model = "scripted:script.json"
     if workspace is None:
-        (directory / "workspace").mkdir()
+        (directory / "workspace").mkdir(mode=0o700)
         shown = "workspace"
     else:
         shown = str(workspace.resolve())
@@ -122,6 +126,10 @@ class LiveSession:
         """The journal sink: persist the event's record, then fold it into state."""
         record = event.record()
         if record is None:
+            if durable:
+                # No record of its own (an idempotent call that writes), but what it
+                # follows, its reply, must be on disk before it changes anything.
+                await self.journal.flush()
             return
         seq = await self.journal.append(
             record.kind, record.agent, record.journal_body(), durable=durable
@@ -140,7 +148,8 @@ class LiveSession:
         await trio.to_thread.run_sync(write_atomic, self.directory / SNAPSHOT, data)
 
     async def set_status(self, status: SessionStatus) -> None:
-        self.manifest = self.manifest.model_copy(update={"status": status, "updated": now_stamp()})
+        update = {"status": status, "updated": now_stamp(), "journal_seq": self.state.seq}
+        self.manifest = self.manifest.model_copy(update=update)
         await trio.to_thread.run_sync(write_manifest, self.directory, self.manifest)
 
 
@@ -158,6 +167,12 @@ async def open_session(
     with SessionLock(directory / LOCK):
         manifest = migrate(directory, read_manifest(directory))
         state, scan = await trio.to_thread.run_sync(load, directory, warn)
+        if manifest.journal_seq > scan.last_seq:
+            raise SessionError(
+                f"{directory / JOURNAL} holds {scan.last_seq} records, but the session had "
+                f"reached seq {manifest.journal_seq} ({directory / MANIFEST}): the journal "
+                f"was emptied, replaced or cut short. {lost_records_advice(directory)}"
+            )
         # Handing over the scan saves checking the whole file a second time.
         async with open_journal(directory / JOURNAL, durability=durability, scan=scan) as journal:
             live = LiveSession(session_id, directory, manifest, state, journal)

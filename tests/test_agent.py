@@ -65,6 +65,16 @@ async def test_round_limit_stops_the_turn(make_deps: MakeDeps) -> None:
         ({"name": "read_file", "arguments": "[1, 2]"}, "must be a JSON object, got list"),
         ({"name": "read_file", "arguments": {"start_line": 1}}, "path: Field required"),
         ({"name": "read_file", "arguments": {"path": "x", "start_line": 0}}, "start_line"),
+        # Unknown arguments are refused, not ignored: a typo must not run with a default.
+        (
+            {"name": "read_file", "arguments": {"paht": "x"}},
+            "unknown argument 'paht' for read_file; its arguments are: path, start_line",
+        ),
+        (
+            {"name": "shell", "arguments": {"command": "rm -rf build", "cwd": "/", "env": {}}},
+            "unknown argument 'cwd', 'env' for shell",
+        ),
+        ({"name": "list_files", "arguments": {"recursive": True}}, "unknown argument 'recursive'"),
     ],
 )
 async def test_malformed_calls_become_error_results(

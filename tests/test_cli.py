@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -261,3 +262,68 @@ def test_commands_that_run_no_model_do_not_import_its_machinery(
     loaded = orjson.loads(out.strip().replace("'", '"'))
     for name in absent:
         assert not [m for m in loaded if m == name or m.startswith(name + ".")], (name, loaded)
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        "\x1b]0;pwned\x07",  # set the window title
+        "\x1b[2J\x1b[H",  # clear the screen
+        "ok\rrm -rf ~",  # overwrite the line
+        "\u202eevil",  # right-to-left override
+        "\x9b31m",  # C1 control sequence introducer
+    ],
+)
+async def test_the_transcript_shows_control_characters_instead_of_obeying_them(
+    hostile: str,
+) -> None:
+    import io
+
+    from orchestrator.events import Notice, TextStreamed, ToolCallFinished
+    from orchestrator.messages import ToolResult
+    from orchestrator.render import TranscriptSink
+
+    for color in (True, False):
+        out = io.StringIO()
+        sink = TranscriptSink(out, color=color)
+        await sink.emit(TextStreamed(agent="main", text=hostile))
+        result = ToolResult(call_id="c", name="shell", content=hostile)
+        await sink.emit(ToolCallFinished(agent="main", ref="1.0", result=result))
+        await sink.emit(Notice(agent="main", message=hostile))
+        text = out.getvalue()
+        if color:  # our own styling still works; take it out, and nothing else may act
+            assert "\x1b[" in text
+            text = re.sub(r"\x1b\[\d+m", "", text)
+        for char in hostile:
+            if not char.isprintable():
+                assert char not in text, (hostile, text)
+
+
+def test_session_files_are_private_to_the_user(tmp_path: Path, sessions_root: Path) -> None:
+    script = f"scripted:{ROOT / 'examples' / 'hello-script.json'}"
+    result = orchestrator("run", "hello", "--model", script, "--session-workspace", "--yes")
+    assert result.returncode == 0, result.stderr
+    [session] = list(sessions_root.iterdir())
+    assert sessions_root.stat().st_mode & 0o777 == 0o700
+    assert session.stat().st_mode & 0o777 == 0o700
+    files = [p for p in session.iterdir() if p.is_file()]
+    assert {p.name for p in files} >= {"journal.jsonl", "snapshot.json", "session.json", "lock"}
+    for path in files:
+        assert path.stat().st_mode & 0o077 == 0, f"{path.name} is readable by others"
+
+
+@pytest.mark.parametrize("where", ["home", "root"])
+def test_home_or_root_is_never_the_workspace_by_default(tmp_path: Path, where: str) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    cwd = home if where == "home" else Path("/")
+    script = f"scripted:{ROOT / 'examples' / 'hello-script.json'}"
+    result = orchestrator("run", "hello", "--model", script, "--yes", cwd=cwd, HOME=str(home))
+    assert result.returncode == 2
+    assert "refusing to use" in result.stderr
+    assert "-w DIR" in result.stderr
+    # Said explicitly, it is allowed.
+    allowed = orchestrator(
+        "run", "hello", "--model", script, "--yes", "-w", str(home), cwd=cwd, HOME=str(home)
+    )
+    assert allowed.returncode == 0, allowed.stderr

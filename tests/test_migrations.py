@@ -72,3 +72,40 @@ def test_a_torn_v1_tail_is_dropped_and_damage_before_it_is_refused(tmp_path: Pat
     journal.write_bytes(b"".join(lines))
     with pytest.raises(JournalCorrupt, match="line 3 is damaged"):
         v1_to_v2(directory)
+
+
+def test_show_and_verify_migrate_an_older_session_first(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    directory = v1_session("completed", tmp_path)
+    root = directory.parent
+    for command in (["show", directory.name], ["verify", directory.name]):
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "orchestrator",
+                "sessions",
+                *command,
+                "--sessions-dir",
+                str(root),
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert result.returncode == 0, result.stderr
+    assert read_manifest(directory).format_version == 2
+    assert (directory / "journal.v1.jsonl").exists()
+
+
+def test_verify_finds_a_snapshot_that_disagrees_with_the_journal(tmp_path: Path) -> None:
+    directory = v1_session("completed", tmp_path)
+    migrate(directory, read_manifest(directory))
+    load_state(directory, warn=pytest.fail)
+    state = load_state(directory, warn=pytest.fail)
+    snapshot = state.snapshot().model_copy(update={"seq": 6})
+    (directory / SNAPSHOT).write_bytes(snapshot.model_dump_json().encode())
+    [problem] = verify(directory)  # steps and usage at seq 6 are not the final ones
+    assert "does not match the journal folded to seq 6" in problem

@@ -69,6 +69,10 @@ def cut_after(directory: Path, kind: str, occurrence: int = 1) -> None:
             if seen == occurrence:
                 (directory / JOURNAL).write_bytes(b"".join(lines[: index + 1]))
                 (directory / SNAPSHOT).unlink(missing_ok=True)
+                # A crash there would have left the manifest as the run's start wrote it.
+                manifest = directory / "session.json"
+                fields = orjson.loads(manifest.read_bytes())
+                manifest.write_bytes(orjson.dumps({**fields, "journal_seq": 0}))
                 return
     raise AssertionError(f"no {kind} #{occurrence}")
 

@@ -125,5 +125,6 @@ def test_empty_or_repeated_call_ids_are_made_unique_within_a_reply() -> None:
     ]
     ids = [c.id for c in unique_call_ids(calls)]
     assert len(set(ids)) == 4
-    assert ids[0] == "call_0" and ids[3] == "call_0_1"  # ids that are fine stay as they are
+    assert ids[0] == "call_0"  # ids that are fine stay as they are
+    assert ids[3] == "call_0_1"
     assert [c.name for c in unique_call_ids(calls)] == ["a", "b", "c", "d"]

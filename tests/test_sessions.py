@@ -176,7 +176,23 @@ def test_corruption_mid_journal_then_repair(killed_copy: Path) -> None:
     assert refused.returncode == 1
     assert "line 5" in refused.stderr
     assert "seq 5" in refused.stderr
-    repaired = cli("sessions", "repair", session_id, root=killed_copy)
+    # The error names the exact commands that check and repair this session: run them.
+    commands = {
+        line.split(":", 1)[0]: line.split(":", 1)[1].split()
+        for line in refused.stderr.splitlines()
+        if line.startswith(("check it with:", "repair it with:"))
+    }
+    check = commands["check it with"]
+    assert check[:3] == ["orchestrator", "sessions", "verify"]
+    verified = subprocess.run(
+        [sys.executable, "-m", *check], capture_output=True, text=True, check=False
+    )
+    assert verified.returncode == 1
+    assert "line 5" in verified.stdout
+    repair = commands["repair it with"]
+    repaired = subprocess.run(
+        [sys.executable, "-m", *repair], capture_output=True, text=True, check=False
+    )
     assert repaired.returncode == 0, repaired.stderr
     assert list((killed_copy / session_id).glob("journal.jsonl.corrupt-*"))
     assert scan_journal(journal).last_seq == 4
@@ -345,3 +361,50 @@ def test_sigterm_stops_cleanly_and_kills_running_commands(tmp_path: Path) -> Non
     assert read_manifest(directory).status == "interrupted"
     resumed = cli("resume", directory.name, "--yes", root=root)
     assert resumed.returncode == 0, resumed.stderr
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ["emptied", "deleted", "cut_in_half", "front_cut", "snapshot_ahead_only"],
+)
+def test_a_session_that_made_progress_is_never_rerun_from_the_start(
+    tmp_path: Path, damage: str
+) -> None:
+    root = copy_recorded(f"v{FORMAT_VERSION}-completed", tmp_path)
+    session_id = only_session(root)
+    directory = root / session_id
+    manifest = orjson.loads((directory / "session.json").read_bytes())
+    manifest["status"] = "interrupted"  # resumable, as after Ctrl+C
+    manifest["journal_seq"] = scan_journal(directory / JOURNAL).last_seq
+    (directory / "session.json").write_bytes(orjson.dumps(manifest))
+    journal = directory / JOURNAL
+    lines = journal.read_bytes().splitlines(keepends=True)
+    match damage:
+        case "emptied":
+            journal.write_bytes(b"")
+        case "deleted":
+            journal.unlink()
+        case "cut_in_half":
+            journal.write_bytes(b"".join(lines[: len(lines) // 2]))
+        case "front_cut":
+            journal.write_bytes(b"".join(lines[3:]))
+        case "snapshot_ahead_only":
+            journal.write_bytes(b"".join(lines[:-2]))
+            manifest["journal_seq"] = 0  # only the snapshot knows
+            (directory / "session.json").write_bytes(orjson.dumps(manifest))
+    before = snapshot_workspace(directory / "workspace")
+    refused = cli("resume", session_id, "--yes", root=root)
+    assert refused.returncode == 1, refused.stderr
+    assert "sessions verify" in refused.stderr
+    assert "sessions repair" in refused.stderr
+    assert snapshot_workspace(directory / "workspace") == before  # nothing ran again
+    # The way out: repair says what it accepts, then the session resumes from what is left.
+    repaired = cli("sessions", "repair", session_id, root=root)
+    assert repaired.returncode == 0, repaired.stderr
+    assert "done again" in repaired.stdout  # the loss it accepts is said
+    again = cli("resume", session_id, "--yes", root=root)
+    assert again.returncode == 0, again.stderr
+
+
+def snapshot_workspace(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}

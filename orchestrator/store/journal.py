@@ -396,7 +396,7 @@ def _prepare(
 ) -> tuple[int, JournalScan]:
     """Open the file for appending, with its cut tail truncated away and its contents synced."""
     existed = path.exists()
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
         size = os.fstat(fd).st_size
         if scan is None or scan.path != path or scan.file_size != size:

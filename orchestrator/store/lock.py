@@ -87,7 +87,7 @@ class SessionLock:
         naming the current holder if another holds it."""
         if self._fd is not None:
             raise RuntimeError(f"{self._path} is already held by this SessionLock")
-        fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

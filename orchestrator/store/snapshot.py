@@ -31,7 +31,7 @@ def write_atomic(path: os.PathLike[str] | str, data: bytes) -> None:
     """Replace the file at `path` with `data`, atomically and durably."""
     path = Path(path)
     temp = path.with_name(f".{path.name}.{secrets.token_hex(4)}{TEMP_SUFFIX}")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     try:
         try:
             write_all(fd, data)

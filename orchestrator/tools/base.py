@@ -58,6 +58,7 @@ class Tool(ABC, Generic[ArgsT]):
     def spec(self) -> ToolSpec:
         schema = self.args_model.model_json_schema()
         schema.pop("title", None)
+        schema.setdefault("additionalProperties", False)  # unknown arguments are refused
         return ToolSpec(name=self.name, description=self.description, parameters=schema)
 
 

@@ -41,7 +41,9 @@ BODY = {
     "model": "claude-sonnet-4-5",
     "stop_reason": "tool_use",
 }
-RECORD_BYTES = len(encode(100_000, time.time(), "assistant_replied", "main", BODY, end=True))
+RECORD_BYTES = len(
+    encode(100_000, round(time.time() * 1000), "assistant_replied", "main", BODY, end=True)
+)
 
 
 def fsync_rate(directory: Path, seconds: float) -> float:
@@ -85,7 +87,7 @@ async def append_rate(
 
 
 def write_journal(path: Path, records: int) -> None:
-    now = time.time()
+    now = round(time.time() * 1000)
     with path.open("wb") as file:
         for seq in range(1, records + 1):
             file.write(
@@ -146,7 +148,7 @@ def main() -> None:
             full = scan_seconds(path, 0, repeats)
             tail = scan_seconds(path, records - 100, repeats)
             what = f"scan {records:>7,} records ({size / 1e6:6.1f} MB)"
-            print(f"{what}, every body parsed    {full * 1000:8.1f} ms")
+            print(f"{what}, every line checked   {full * 1000:8.1f} ms")
             print(f"{what}, after_seq = last-100 {tail * 1000:8.1f} ms")
             path.unlink()
     finally:

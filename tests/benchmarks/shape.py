@@ -4,6 +4,7 @@ model, driven through `create_session` / `open_session` / `drive` like a real ru
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -62,16 +63,21 @@ def responder(rounds: int) -> Callable[[ModelRequest], ScriptedReply]:
 
 @dataclass
 class RoundClock:
-    """A UI sink that notes when each model reply arrives: the time of each round."""
+    """A UI sink that notes when each model reply arrives: the wall time of each round,
+    and the CPU time this process spent on it (which other processes on a shared
+    machine move much less)."""
 
     marks: list[float] = field(default_factory=list)
+    cpu_marks: list[float] = field(default_factory=list)
 
     async def emit(self, event: Event, *, durable: bool = False) -> None:
         if isinstance(event, AssistantReplied):
             self.marks.append(time.perf_counter())
+            self.cpu_marks.append(time.process_time())
 
-    def round_ms(self) -> list[float]:
-        return [(b - a) * 1000 for a, b in zip(self.marks, self.marks[1:], strict=False)]
+    def round_ms(self, *, cpu: bool = False) -> list[float]:
+        marks = self.cpu_marks if cpu else self.marks
+        return [(b - a) * 1000 for a, b in itertools.pairwise(marks)]
 
 
 async def run_session(
