@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from orchestrator.errors import JournalCorrupt, SessionError, SessionNotFound
-from orchestrator.manifest import FORMAT_VERSION, LOCK, Manifest, read_manifest
+from orchestrator.layout import LOCK, MANIFEST
 from orchestrator.store.ids import is_session_id, session_dir
 from orchestrator.store.lock import lock_holder
 from orchestrator.text import abbreviate, visible
@@ -19,8 +19,8 @@ from orchestrator.text import abbreviate, visible
 if TYPE_CHECKING:
     from orchestrator.config import Config
 
-# Reading journals (session, state, usage) is imported by the commands that do it, so
-# that `sessions list` starts without it.
+# The manifest's model (pydantic) and reading journals are imported by the commands that
+# need them, so that `sessions list` starts without them.
 
 
 def session_ids(root: Path) -> list[str]:
@@ -40,10 +40,6 @@ def latest_session_id(root: Path) -> str:
     return ids[0]
 
 
-def _size(directory: Path) -> int:
-    return sum(p.stat().st_size for p in directory.rglob("*") if p.is_file())
-
-
 def _human(size: int) -> str:
     value = float(size)
     for unit in ("B", "KB", "MB", "GB"):
@@ -53,10 +49,28 @@ def _human(size: int) -> str:
     raise AssertionError
 
 
-def shown_status(directory: Path, manifest: Manifest) -> str:
-    if manifest.status == "running" and lock_holder(directory / LOCK) is None:
+def shown_status(directory: Path, status: str) -> str:
+    if status == "running" and lock_holder(directory / LOCK) is None:
         return "stopped (resumable)"
-    return manifest.status
+    return status
+
+
+def _listing(directory: Path) -> tuple[str, str, str]:
+    """(created, status, goal) from a manifest, read without its model: listing a
+    thousand sessions should cost a thousand small reads, not a schema library's start."""
+    try:
+        fields = orjson.loads((directory / MANIFEST).read_bytes())
+        values = fields["created"], fields["status"], fields["goal"]
+    except (OSError, orjson.JSONDecodeError, KeyError, TypeError) as exc:
+        raise SessionError(f"{directory / MANIFEST} is not a readable manifest ({exc})") from exc
+    if not all(isinstance(value, str) for value in values):
+        raise SessionError(f"{directory / MANIFEST} is not a valid manifest")
+    return values
+
+
+def _session_size(directory: Path) -> int:
+    """The session's own files: a workspace inside it, however big, is not walked."""
+    return sum(p.stat().st_size for p in directory.iterdir() if p.is_file())
 
 
 def _list(root: Path) -> int:
@@ -68,13 +82,13 @@ def _list(root: Path) -> int:
     for session_id in ids:
         directory = root / session_id
         try:
-            manifest = read_manifest(directory)
+            created, status, goal = _listing(directory)
         except SessionError as exc:
-            print(f"{session_id:<24} unreadable: {exc}")
+            print(f"{session_id:<24} unreadable: {visible(str(exc))}")
             continue
         print(
-            f"{session_id:<24} {manifest.created:<25} {shown_status(directory, manifest):<20} "
-            f"{_human(_size(directory)):>9}  {visible(abbreviate(manifest.goal, 60))}"
+            f"{session_id:<24} {created:<25} {shown_status(directory, status):<20} "
+            f"{_human(_session_size(directory)):>9}  {visible(abbreviate(goal, 60))}"
         )
     return 0
 
@@ -82,6 +96,7 @@ def _list(root: Path) -> int:
 def describe(directory: Path, last: int, config: Config) -> dict[str, Any]:
     from orchestrator.context import FoldError
     from orchestrator.events import AssistantReplied
+    from orchestrator.manifest import read_manifest
     from orchestrator.replay import JOURNAL, decode_records, gc_paused
     from orchestrator.state import SessionState
     from orchestrator.store import scan_journal
@@ -122,7 +137,7 @@ def describe(directory: Path, last: int, config: Config) -> dict[str, Any]:
     events = [_frame_summary(orjson.loads(line)) for line in scan.lines[-last:]] if last > 0 else []
     return {
         **manifest.model_dump(mode="json"),
-        "status": shown_status(directory, manifest),
+        "status": shown_status(directory, manifest.status),
         "usage": ledger.model_dump(mode="json"),
         "usage_table": format_usage(ledger),
         "journal_records": scan.last_seq,
@@ -190,6 +205,8 @@ def verify(directory: Path) -> list[str]:
 def _current(directory: Path) -> None:
     """Migrate a session of an older format first (under its lock), saying so: the
     commands that read journals read only the current format."""
+    from orchestrator.manifest import FORMAT_VERSION, read_manifest
+
     manifest = read_manifest(directory)
     if manifest.format_version < FORMAT_VERSION:
         from orchestrator.session import migrate
@@ -206,7 +223,6 @@ def _current(directory: Path) -> None:
 
 def _verify(root: Path, session_id: str) -> int:
     directory = session_dir(root, session_id)
-    read_manifest(directory)
     _current(directory)
     problems = verify(directory)
     for problem in problems:
@@ -252,10 +268,11 @@ def _show(root: Path, session_id: str, *, as_json: bool, last: int, config: Conf
 
 
 def _repair(root: Path, session_id: str) -> int:
+    from orchestrator.manifest import read_manifest
     from orchestrator.store import SessionLock
 
     directory = session_dir(root, session_id)
-    read_manifest(directory)
+    read_manifest(directory)  # a session, and of a format this version reads
     with SessionLock(directory / LOCK):  # never under a running session
         for line in repair(directory):
             print(line)
@@ -269,7 +286,7 @@ def repair(directory: Path) -> list[str]:
     resumes from the journal's last record. Nothing is deleted. What was done, in lines."""
     from datetime import UTC, datetime
 
-    from orchestrator.manifest import write_manifest
+    from orchestrator.manifest import read_manifest, write_manifest
     from orchestrator.replay import JOURNAL, SNAPSHOT, read_snapshot
     from orchestrator.store import repair_journal, scan_journal
 

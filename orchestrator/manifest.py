@@ -12,13 +12,13 @@ import orjson
 from pydantic import BaseModel, ValidationError
 
 from orchestrator.errors import JournalCorrupt, SessionError, SessionNotFound
+from orchestrator.layout import LOCK as LOCK
+from orchestrator.layout import MANIFEST
 from orchestrator.store.snapshot import read_json, write_json_atomic
 
 SessionStatus = Literal["running", "completed", "failed", "interrupted"]
 
 FORMAT_VERSION = 2
-MANIFEST = "session.json"
-LOCK = "lock"
 
 
 class Manifest(BaseModel):

@@ -16,11 +16,10 @@ from pydantic import ValidationError
 from orchestrator.context import FoldError
 from orchestrator.errors import JournalCorrupt, SessionError
 from orchestrator.events import RECORD_ADAPTER, Record
+from orchestrator.layout import JOURNAL as JOURNAL
+from orchestrator.layout import SNAPSHOT as SNAPSHOT
 from orchestrator.state import SessionState, Snapshot
 from orchestrator.store.scan import JournalScan, scan_journal
-
-JOURNAL = "journal.jsonl"
-SNAPSHOT = "snapshot.json"
 
 
 def decode_records(

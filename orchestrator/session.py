@@ -19,10 +19,10 @@ import trio
 
 from orchestrator.errors import SessionError, SessionNotFound
 from orchestrator.events import Event, TurnEnded
+from orchestrator.layout import MANIFEST
 from orchestrator.manifest import (
     FORMAT_VERSION,
     LOCK,
-    MANIFEST,
     Manifest,
     SessionStatus,
     now_stamp,

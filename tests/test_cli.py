@@ -234,7 +234,10 @@ def call_of(name: str, **arguments: object) -> dict[str, object]:
     ("args", "absent"),
     [
         (["--help"], ["httpx", "trio", "pydantic", "orchestrator.models"]),
-        (["sessions", "list"], ["httpx", "trio", "orchestrator.models", "orchestrator.config"]),
+        (
+            ["sessions", "list"],
+            ["httpx", "trio", "pydantic", "orchestrator.models", "orchestrator.config"],
+        ),
         (["sessions", "show", "ID"], ["httpx", "trio", "orchestrator.models"]),
     ],
 )

@@ -3,10 +3,11 @@
     .venv/bin/python tests/benchmarks/bench_startup.py [--runs 10] [--tree DIR]
 
 Each command runs `--runs` times in a fresh interpreter; the figure is the median wall
-time. `sessions list` runs over a sessions root holding the recorded sessions, `sessions
-show` on the recorded finished one. `--tree DIR` times another checkout of the code (say
-an older commit, made with `git worktree add DIR COMMIT`), for a before/after comparison
-on the same machine in the same minute; run it with this checkout's interpreter.
+time. `sessions list` runs over a sessions root holding a recorded session, `sessions
+show` on it. `--tree DIR` (repeatable) times other checkouts of the code too (say an
+older commit, made with `git worktree add DIR COMMIT`): their runs are interleaved with
+this checkout's, so a before/after comparison sees the same machine at the same moments.
+Run it with this checkout's interpreter.
 """
 
 from __future__ import annotations
@@ -27,42 +28,50 @@ LAUNCH = (
 )
 
 
-def timed(tree: Path, args: list[str], runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        subprocess.run(
-            [sys.executable, "-c", LAUNCH, str(tree), *args],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            check=True,
-        )
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+def timed(tree: Path, args: list[str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-c", LAUNCH, str(tree), *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        check=True,
+    )
+    return time.perf_counter() - start
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=10)
-    parser.add_argument("--tree", type=Path, default=ROOT)
+    parser.add_argument("--tree", type=Path, action="append", default=[])
     args = parser.parse_args()
+    trees = [ROOT, *args.tree]
     work = Path(tempfile.mkdtemp(prefix="bench-startup-"))
     try:
-        recorded = sorted((args.tree / "sessions").glob("v*-completed"))[-1]
-        shutil.copytree(recorded, work / "sessions")
-        [session] = [p.name for p in (work / "sessions").iterdir()]
-        root = ["--sessions-dir", str(work / "sessions")]
-        python = statistics.median(
-            [_time([sys.executable, "-c", "pass"]) for _ in range(args.runs)]
-        )
-        print(f"tree {args.tree}")
-        print(f"  python -c pass      {python * 1000:6.0f} ms (the interpreter alone)")
+        # The oldest format every tree reads: format 1 (older trees cannot read newer).
+        recorded = ROOT / "sessions" / "v1-completed"
+        roots = []
+        for number, tree in enumerate(trees):
+            root = work / f"sessions-{number}"
+            shutil.copytree(recorded, root)
+            roots.append(root)
+            # Migrate once if this tree wants to, outside the timing.
+            [session] = [p.name for p in root.iterdir()]
+            timed(tree, ["sessions", "show", session, "--sessions-dir", str(root)])
+        python = statistics.median([_time([sys.executable, "-c", "pass"]) for _ in range(5)])
+        print(f"python -c pass: {python * 1000:.0f} ms (the interpreter alone)")
+        print(f"{'command':<16}" + "".join(f"{t!s:>28}" for t in trees))
         for name, command in (
             ("--help", ["--help"]),
-            ("sessions list", ["sessions", "list", *root]),
-            ("sessions show", ["sessions", "show", session, *root]),
+            ("sessions list", ["sessions", "list"]),
+            ("sessions show", ["sessions", "show", session]),
         ):
-            print(f"  {name:<19} {timed(args.tree, command, args.runs) * 1000:6.0f} ms")
+            times: list[list[float]] = [[] for _ in trees]
+            for _ in range(args.runs):
+                for number, tree in enumerate(trees):
+                    extra = [] if name == "--help" else ["--sessions-dir", str(roots[number])]
+                    times[number].append(timed(tree, command + extra))
+            medians = [statistics.median(t) * 1000 for t in times]
+            print(f"{name:<16}" + "".join(f"{m:>25.0f} ms" for m in medians))
     finally:
         shutil.rmtree(work)
 

@@ -1,0 +1,7 @@
+"""The names of the files in a session directory (docs/session-format.md). Imports
+nothing, so that even the lightest command can use them."""
+
+MANIFEST = "session.json"
+JOURNAL = "journal.jsonl"
+SNAPSHOT = "snapshot.json"
+LOCK = "lock"
