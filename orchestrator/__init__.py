@@ -9,6 +9,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+__version__ = "0.1.0"
+
 if TYPE_CHECKING:
     from orchestrator.agent import TurnDeps, TurnOutcome, run_tool_calls, run_turn
     from orchestrator.context import AgentContext

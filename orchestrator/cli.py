@@ -9,6 +9,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any, TextIO, cast
 
 from orchestrator.cli_parser import EXIT_FAILED, EXIT_USAGE, build_parser
 from orchestrator.errors import (
@@ -51,7 +52,43 @@ def _dispatch(args: argparse.Namespace) -> int:
     raise AssertionError(f"unhandled command {args.command}")
 
 
+class _QuietWhenClosed:
+    """stdout that a reader may close (`orchestrator run ... | head -1`): the first write
+    that finds the pipe closed points stdout at /dev/null, and the command carries on; a
+    run is never failed by its viewer going away."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self.reader_gone = False
+
+    def write(self, text: str) -> int:
+        if not self.reader_gone:
+            try:
+                return self._stream.write(text)
+            except BrokenPipeError:
+                self._gone()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.reader_gone:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._gone()
+
+    def _gone(self) -> None:
+        self.reader_gone = True
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, self._stream.fileno())  # what is still buffered goes nowhere
+        os.close(devnull)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    if sys.stdout is not None and not isinstance(sys.stdout, _QuietWhenClosed):
+        sys.stdout = cast(TextIO, _QuietWhenClosed(sys.stdout))
     args = build_parser().parse_args(argv)
     try:
         return _dispatch(args)

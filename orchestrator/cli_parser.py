@@ -32,11 +32,29 @@ Exit codes: 0 done, 1 failed, 2 usage error, 130/143 stopped by Ctrl+C/SIGTERM
 """
 
 
+def _positive(text: str) -> int:
+    value = _count(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative: {value}")
+    return value
+
+
 def _sessions_option(parser: argparse.ArgumentParser) -> None:
+    # SUPPRESS: given before the command or after it, neither hides the other.
     parser.add_argument(
         "--sessions-dir",
         type=Path,
-        default=None,
+        default=argparse.SUPPRESS,
         metavar="DIR",
         help="where sessions live (default: $ORCHESTRATOR_SESSIONS_DIR, else the user data dir)",
     )
@@ -61,7 +79,7 @@ def _agent_options(parser: argparse.ArgumentParser, *, model_required_note: str)
     parser.add_argument("--json", action="store_true", help="print events as JSON lines")
     parser.add_argument(
         "--max-rounds",
-        type=int,
+        type=_positive,
         default=50,
         metavar="N",
         help="stop after N model calls in one turn (default: 50)",
@@ -80,7 +98,7 @@ def _config_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--config",
         type=Path,
-        default=None,
+        default=argparse.SUPPRESS,
         metavar="FILE",
         help="config file (default: $ORCHESTRATOR_CONFIG, else config.toml in the user "
         "config dir; see docs/configuration.md)",
@@ -93,6 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    _sessions_option(parser)
+    _config_option(parser)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True
 
@@ -190,7 +211,7 @@ def _add_sessions_parser(commands: Any) -> None:
     _config_option(show)
     show.add_argument("session_id", metavar="ID")
     show.add_argument("--json", action="store_true", help="print one JSON object")
-    show.add_argument("--events", type=int, default=10, metavar="N", help="last N records")
+    show.add_argument("--events", type=_count, default=10, metavar="N", help="last N records")
     _sessions_option(show)
     repair = actions.add_parser(
         "repair",
@@ -229,3 +250,9 @@ def add_models_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     return parser
+
+
+def _version() -> str:
+    from orchestrator import __version__
+
+    return __version__

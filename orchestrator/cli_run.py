@@ -148,13 +148,13 @@ async def _drive_until_terminated(live: LiveSession, settings: RunSettings) -> R
 
 
 def start(args: argparse.Namespace, *, goal: str, model: str | None, workspace: Path | None) -> int:
+    _policy(args.allow)  # a usage error first, before anything is looked up
     config = load_user_config(args)
     spec = config.model_for("main", cli_model=model or os.environ.get("ORCHESTRATOR_MODEL"))
     resolve_model(spec, env=os.environ, config=config)  # fail fast, before a session exists
     assert spec is not None
     if workspace is not None and not workspace.is_dir():
         raise ConfigError(f"workspace {workspace} is not a directory")
-    _policy(args.allow)
     root = sessions_root(args)
     session_id, _ = create_session(root, goal=goal, model=spec, workspace=workspace)
     note(f"session {session_id} (in {root})")
@@ -162,6 +162,7 @@ def start(args: argparse.Namespace, *, goal: str, model: str | None, workspace: 
 
 
 def resume(args: argparse.Namespace) -> int:
+    _policy(args.allow)
     root = sessions_root(args)
     if args.last == bool(args.session_id):
         raise ConfigError("give a session ID or --last (not both)")

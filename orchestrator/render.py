@@ -115,11 +115,8 @@ class TranscriptSink:
                 self._line(f"{mark} {agent} turn {reason} after {rounds} rounds{extra}")
             case Notice(message=message):
                 self._line(s.yellow(f"! {visible(message)}"))
-            case SessionStatusChanged(status=status, detail=detail):
-                if status != "running":
-                    extra = f": {visible(detail)}" if detail else ""
-                    self._line(s.dim(f"session {status}{extra}"))
-            case MessageAdded() | TurnStarted() | UsageUpdated():
+            case MessageAdded() | TurnStarted() | UsageUpdated() | SessionStatusChanged():
+                # The command line says how the session ended, once, on stderr.
                 pass
 
     def _outcome(self, result: ToolResult) -> str:

@@ -252,9 +252,9 @@ def test_commands_that_run_no_model_do_not_import_its_machinery(
     if args == ["--help"]:
         argv = args
     code = (
-        "import sys, contextlib\n"
+        "import contextlib, io, sys\n"
         "from orchestrator.cli import main\n"
-        "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(None):\n"
+        "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
         f"    main({argv!r})\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('httpx', 'trio', "
         "'pydantic') or m.startswith(('orchestrator.models', 'orchestrator.config'))))\n"
@@ -330,3 +330,105 @@ def test_home_or_root_is_never_the_workspace_by_default(tmp_path: Path, where: s
         "run", "hello", "--model", script, "--yes", "-w", str(home), cwd=cwd, HOME=str(home)
     )
     assert allowed.returncode == 0, allowed.stderr
+
+
+def test_version() -> None:
+    result = orchestrator("--version")
+    assert result.returncode == 0
+    assert result.stdout.strip() == "orchestrator 0.1.0"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run", "g", "--max-rounds", "0"], "must be at least 1"),
+        (["run", "g", "--max-rounds", "-3"], "must not be negative"),
+        (["run", "g", "--max-rounds", "many"], "not a whole number"),
+        (["sessions", "show", "20261123T030617-034747", "--events", "-1"], "must not be negative"),
+        (["run", "g", "--model", "scripted:x.json", "--allow", "shell=maybe"], "shell=maybe"),
+        (["run", "g", "--model", "scripted:x.json", "--allow", "nonsense"], "nonsense"),
+    ],
+)
+def test_bad_numbers_and_rules_are_usage_errors(args: list[str], message: str) -> None:
+    result = orchestrator(*args)
+    assert result.returncode == 2, result.stderr
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_global_options_go_before_or_after_the_command(tmp_path: Path) -> None:
+    root = tmp_path / "elsewhere"
+    shutil.copytree(ROOT / "sessions" / "v2-completed", root)
+    [session] = [p.name for p in root.iterdir()]
+    before = orchestrator("--sessions-dir", str(root), "sessions", "list")
+    after = orchestrator("sessions", "list", "--sessions-dir", str(root))
+    assert before.returncode == after.returncode == 0
+    assert session in before.stdout
+    assert before.stdout == after.stdout
+
+
+def test_the_final_status_is_said_once(tmp_path: Path) -> None:
+    result = orchestrator(
+        "run",
+        "hello",
+        "--model",
+        f"scripted:{ROOT / 'examples' / 'hello-script.json'}",
+        "--session-workspace",
+        "--yes",
+    )
+    assert result.returncode == 0, result.stderr
+    assert (result.stdout + result.stderr).count("completed") == 2  # the turn, the session
+    assert result.stderr.count("session ") == 2  # its id at the start, its end
+
+
+def closed_stdout_run(*args: str) -> subprocess.CompletedProcess[str]:
+    """Run the command with stdout a pipe whose reader has already gone (`| head -0`)."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        return subprocess.run(
+            [sys.executable, "-m", "orchestrator", *args],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            env={**os.environ, "NO_COLOR": "1"},
+            timeout=120,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+
+
+@pytest.mark.parametrize("json_mode", [False, True])
+def test_a_closed_stdout_does_not_fail_the_run(
+    tmp_path: Path, sessions_root: Path, json_mode: bool
+) -> None:
+    script = tmp_path / "long.json"
+    replies = [{"text": f"step {i}", "tool_calls": [{"name": "list_files"}]} for i in range(30)]
+    script.write_bytes(orjson.dumps({"agents": {"main": [*replies, {"text": "done"}]}}))
+    extra = ["--json"] if json_mode else []
+    result = closed_stdout_run(
+        "run", "g", "--model", f"scripted:{script}", "--session-workspace", "--yes", *extra
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    assert "Broken pipe" not in result.stderr
+    [session] = list(sessions_root.iterdir())
+    manifest = orjson.loads((session / "session.json").read_bytes())
+    assert manifest["status"] == "completed"
+    verified = orchestrator("sessions", "verify", session.name)
+    assert verified.returncode == 0, verified.stdout
+
+
+@pytest.mark.parametrize("command", [["sessions", "list"], ["sessions", "show", "ID"], ["--help"]])
+def test_a_closed_stdout_ends_other_commands_quietly(tmp_path: Path, command: list[str]) -> None:
+    root = tmp_path / "recorded"
+    shutil.copytree(ROOT / "sessions" / "v2-completed", root)
+    [session] = [p.name for p in root.iterdir()]
+    args = [session if a == "ID" else a for a in command]
+    if command != ["--help"]:
+        args += ["--sessions-dir", str(root)]
+    result = closed_stdout_run(*args)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
