@@ -67,7 +67,7 @@ async def test_read_file_line_range_and_cap(workspace: Workspace, ctx: ToolConte
     assert out.content == "line 3\nline 4\n"
     (workspace.root / "big.txt").write_text("x" * 300_000)
     big = await ReadFile().run(ReadFileArgs(path="big.txt"), ctx)
-    assert "[truncated at 262144 bytes of 300000" in big.content
+    assert "[truncated at 262144 bytes, in line 1, of a 300000-byte file" in big.content
     with pytest.raises(ToolFailed, match="no such file"):
         await ReadFile().run(ReadFileArgs(path="missing.txt"), ctx)
 
@@ -120,3 +120,81 @@ async def test_shell_output_is_capped(ctx: ToolContext) -> None:
     assert out.status == "ok"
     assert "[output truncated: 50000 bytes, showing the first 1000]" in out.content
     assert out.content.splitlines()[1] == "x" * 1000
+
+
+# --- read-only tools are bounded ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["fifo", "socket"])
+async def test_read_file_refuses_what_is_not_a_regular_file(
+    workspace: Workspace, ctx: ToolContext, kind: str
+) -> None:
+    import os
+    import socket
+
+    path = workspace.root / "special"
+    with socket.socket(socket.AF_UNIX) as server:
+        if kind == "fifo":
+            os.mkfifo(path)  # opening it for reading would wait for a writer forever
+        else:
+            server.bind(str(path))
+        with pytest.raises(ToolFailed, match="not a regular file"):
+            await ReadFile().run(ReadFileArgs(path="special"), ctx)
+        # grep and list_files pass it by, without blocking either.
+        listing = await ListFiles().run(ListFilesArgs(), ctx)
+        assert "special" not in listing.content
+        found = await Grep().run(GrepArgs(pattern="x"), ctx)
+        assert found.content.startswith("no matches")
+
+
+async def test_read_file_never_reads_a_huge_file_whole(
+    workspace: Workspace, ctx: ToolContext
+) -> None:
+    # 1.5 GB of zeros with no newline (sparse: nothing is written to disk).
+    with (workspace.root / "huge.bin").open("wb") as file:
+        file.truncate(1_500_000_000)
+    out = await ReadFile().run(ReadFileArgs(path="huge.bin"), ctx)
+    assert len(out.content) < 300 * 1024
+    assert "truncated at 262144 bytes, in line 1, of a 1500000000-byte file" in out.content
+    # Asking for a line far in: it looks at most 64 MiB in and says so.
+    far = await ReadFile().run(ReadFileArgs(path="huge.bin", start_line=2), ctx)
+    assert "looks at most 64 MiB into a file" in far.content
+
+
+async def test_read_file_line_range_of_many_lines_stops_at_the_range(
+    workspace: Workspace, ctx: ToolContext
+) -> None:
+    (workspace.root / "lines.txt").write_text("".join(f"line {i}\n" for i in range(1, 100_001)))
+    out = await ReadFile().run(ReadFileArgs(path="lines.txt", start_line=5, end_line=7), ctx)
+    assert out.content == "line 5\nline 6\nline 7\n"
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    ["(a+)+$", "(a|aa)+$", "(x+x+)+y"],  # catastrophic backtracking on the line below
+)
+async def test_grep_gives_up_on_a_runaway_regex_instead_of_hanging(
+    workspace: Workspace, ctx: ToolContext, pattern: str
+) -> None:
+    (workspace.root / "evil.txt").write_text("a" * 40 + "b\n" + "x" * 40 + "\n")
+    with pytest.raises(ToolFailed, match="grep gave up after 1s"):
+        await Grep(seconds=1).run(GrepArgs(pattern=pattern), ctx)
+
+
+async def test_a_cancelled_grep_returns_at_once(workspace: Workspace, ctx: ToolContext) -> None:
+    import trio
+
+    (workspace.root / "evil.txt").write_text("a" * 40 + "b\n")
+    with trio.move_on_after(0.5) as scope:
+        await Grep(seconds=3600).run(GrepArgs(pattern="(a+)+$"), ctx)
+    assert scope.cancelled_caught  # the child was killed; the call did not wait for it
+
+
+async def test_listing_a_symlink_loop_ends(workspace: Workspace, ctx: ToolContext) -> None:
+    (workspace.root / "d").mkdir()
+    (workspace.root / "d" / "f.txt").write_text("x")
+    (workspace.root / "d" / "loop").symlink_to(workspace.root / "d")
+    out = await ListFiles().run(ListFilesArgs(), ctx)
+    assert out.content == "d/f.txt"
+    py = await ListFiles().run(ListFilesArgs(pattern="*.txt"), ctx)
+    assert py.content.startswith("no files match")  # `*` stays in the top directory

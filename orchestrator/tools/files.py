@@ -1,22 +1,38 @@
 """Workspace file tools: read, write, edit, list, grep. Blocking file I/O runs in a worker
-thread so a large file never stalls other agents on the trio loop."""
+thread so a large file never stalls other agents on the trio loop.
+
+The read-only tools run without asking, so each is bounded: only regular files are read
+(a FIFO or a device could block or never end), reads stop at a byte cap, a listing stops
+after a number of entries and a time limit, and grep runs in a child process that is
+killed at its time limit or when the call is cancelled (a pathological regular expression
+cannot hang the session, nor hang it again after a resume)."""
 
 from __future__ import annotations
 
+import functools
+import os
 import re
-from collections.abc import Iterator
+import stat
+import sys
 from pathlib import Path
+from typing import Any
 
+import orjson
 import trio
 from pydantic import BaseModel, Field
 
 from orchestrator.errors import ToolFailed
+from orchestrator.tools import walk as walk_module
 from orchestrator.tools.base import Tool, ToolContext, ToolOutput
+from orchestrator.tools.walk import GREP_FILE_BYTES, walk_files
 
 READ_CAP_BYTES = 256 * 1024
+READ_SCAN_BYTES = 64 * 1024 * 1024  # how far into a file read_file looks for a line range
 LIST_CAP = 1000
+WALK_ENTRIES = 200_000  # directory entries a listing or a search looks at, at most
+WALK_SECONDS = 20.0
 GREP_CAP = 200
-SKIP_DIRS = frozenset({".git", ".venv", "__pycache__", "node_modules", ".mypy_cache"})
+GREP_SECONDS = 30.0
 
 
 class ReadFileArgs(BaseModel):
@@ -36,29 +52,88 @@ class ReadFile(Tool[ReadFileArgs]):
     idempotent = True
 
     async def run(self, args: ReadFileArgs, ctx: ToolContext) -> ToolOutput:
+        if args.end_line is not None and args.end_line < args.start_line:
+            raise ToolFailed(f"end_line {args.end_line} is before start_line {args.start_line}")
         path = ctx.workspace.resolve(args.path)
-        data = await trio.to_thread.run_sync(_read_bytes, path, args.path)
-        lines = data.decode("utf-8", errors="replace").splitlines(keepends=True)
-        end = args.end_line if args.end_line is not None else len(lines)
-        if end < args.start_line:
-            raise ToolFailed(f"end_line {end} is before start_line {args.start_line}")
-        text = "".join(lines[args.start_line - 1 : end])
-        encoded = text.encode()
-        if len(encoded) > READ_CAP_BYTES:
-            text = encoded[:READ_CAP_BYTES].decode("utf-8", errors="ignore")
-            text += (
-                f"\n[truncated at {READ_CAP_BYTES} bytes of {len(encoded)}; "
-                "read a line range to see the rest]"
-            )
+        # Bounded, so a cancelled call may leave the thread to finish on its own.
+        text = await trio.to_thread.run_sync(
+            _read_lines, path, args, READ_CAP_BYTES, abandon_on_cancel=True
+        )
         return ToolOutput(text)
 
 
-def _read_bytes(path: Path, shown: str) -> bytes:
-    if not path.exists():
-        raise ToolFailed(f"{shown}: no such file")
-    if path.is_dir():
+def _open_regular(path: Path, shown: str) -> int:
+    """A descriptor of the regular file at `path`, opened without blocking (a FIFO's open
+    would wait for a writer); anything else is refused with what it is."""
+    try:
+        _check_regular(os.stat(path).st_mode, shown)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise ToolFailed(f"{shown}: no such file") from None
+    except OSError as exc:
+        raise ToolFailed(f"{shown}: {exc.strerror}") from None
+    try:
+        _check_regular(os.fstat(fd).st_mode, shown)  # it may have been swapped meanwhile
+    except ToolFailed:
+        os.close(fd)
+        raise
+    os.set_blocking(fd, True)
+    return fd
+
+
+def _check_regular(mode: int, shown: str) -> None:
+    if stat.S_ISDIR(mode):
         raise ToolFailed(f"{shown} is a directory; use list_files")
-    return path.read_bytes()
+    if not stat.S_ISREG(mode):
+        raise ToolFailed(f"{shown} is not a regular file (a pipe, socket or device)")
+
+
+def _read_lines(path: Path, args: ReadFileArgs, cap: int) -> str:
+    """Lines start_line..end_line, at most `cap` bytes of them, looking at most
+    READ_SCAN_BYTES into the file (a file without newlines is read in bounded pieces,
+    never whole); what was left out is said at the end."""
+    fd = _open_regular(path, args.path)
+    with os.fdopen(fd, "rb") as file:
+        size = os.fstat(file.fileno()).st_size
+        kept: list[bytes] = []
+        kept_bytes = 0
+        scanned = 0
+        number = 1  # the line the next piece belongs to
+        note = ""
+        while True:
+            piece = file.readline(1 << 20)
+            if not piece:
+                break
+            scanned += len(piece)
+            if number >= args.start_line:
+                if kept_bytes + len(piece) > cap:
+                    kept.append(piece[: cap - kept_bytes])
+                    note = (
+                        f"[truncated at {cap} bytes, in line {number}, of a {size}-byte file; "
+                        "read a line range to see the rest]"
+                    )
+                    break
+                kept.append(piece)
+                kept_bytes += len(piece)
+            if piece.endswith(b"\n"):
+                if args.end_line is not None and number >= args.end_line:
+                    break
+                number += 1
+            if scanned >= READ_SCAN_BYTES:
+                note = (
+                    f"[stopped in line {number}: read_file looks at most "
+                    f"{READ_SCAN_BYTES // (1024 * 1024)} MiB into a file ({size} bytes); "
+                    "use grep or shell for the rest]"
+                )
+                break
+    text = b"".join(kept).decode("utf-8", errors="replace")
+    return f"{text}\n{note}" if note else text
+
+
+def _read_bytes(path: Path, shown: str) -> bytes:
+    fd = _open_regular(path, shown)
+    with os.fdopen(fd, "rb") as file:
+        return file.read()
 
 
 class WriteFileArgs(BaseModel):
@@ -136,28 +211,20 @@ class ListFiles(Tool[ListFilesArgs]):
     async def run(self, args: ListFilesArgs, ctx: ToolContext) -> ToolOutput:
         if Path(args.pattern).is_absolute() or ".." in Path(args.pattern).parts:
             ctx.workspace.resolve(args.pattern)  # raises WorkspaceEscape if it leaves
-        paths = await trio.to_thread.run_sync(_glob, ctx, args.pattern)
+        root = ctx.workspace.root
+        walk = await trio.to_thread.run_sync(
+            functools.partial(
+                walk_files, root, root, args.pattern, max_entries=WALK_ENTRIES, seconds=WALK_SECONDS
+            ),
+            abandon_on_cancel=True,  # bounded: a cancelled call lets the thread finish alone
+        )
+        paths = [name for _, name in walk.files]
+        stopped = f"\n[the listing {walk.stopped}; narrow the pattern]" if walk.stopped else ""
         if not paths:
-            return ToolOutput(f"no files match {args.pattern!r}")
+            return ToolOutput(f"no files match {args.pattern!r}{stopped}")
         shown = paths[:LIST_CAP]
         more = f"\n[{len(paths) - LIST_CAP} more not shown]" if len(paths) > LIST_CAP else ""
-        return ToolOutput("\n".join(shown) + more)
-
-
-def _files(ctx: ToolContext, base: Path, pattern: str) -> Iterator[tuple[Path, str]]:
-    """Files under `base` matching `pattern`, sorted, with their workspace-relative names:
-    tool caches skipped, and symlinks that lead out of the workspace left out."""
-    root = ctx.workspace.root
-    for path in [base] if base.is_file() else sorted(base.glob(pattern)):
-        rel = path.relative_to(root)
-        if any(part in SKIP_DIRS for part in rel.parts) or not path.is_file():
-            continue
-        if path.resolve().is_relative_to(root):
-            yield path, rel.as_posix()
-
-
-def _glob(ctx: ToolContext, pattern: str) -> list[str]:
-    return [name for _, name in _files(ctx, ctx.workspace.root, pattern)]
+        return ToolOutput("\n".join(shown) + more + stopped)
 
 
 class GrepArgs(BaseModel):
@@ -176,29 +243,58 @@ class Grep(Tool[GrepArgs]):
     read_only = True
     idempotent = True
 
+    def __init__(self, seconds: float = GREP_SECONDS) -> None:
+        self.seconds = seconds
+
     async def run(self, args: GrepArgs, ctx: ToolContext) -> ToolOutput:
         try:
-            regex = re.compile(args.pattern)
+            re.compile(args.pattern)
         except re.error as exc:
             raise ToolFailed(f"bad regular expression {args.pattern!r}: {exc}") from exc
         base = ctx.workspace.resolve(args.path)
-        matches = await trio.to_thread.run_sync(_grep, ctx, base, args.glob, regex)
-        if not matches:
-            return ToolOutput(f"no matches for {args.pattern!r}")
-        more = f"\n[stopped after {GREP_CAP} matches]" if len(matches) > GREP_CAP else ""
-        return ToolOutput("\n".join(matches[:GREP_CAP]) + more)
+        request = {
+            "root": str(ctx.workspace.root),
+            "base": str(base),
+            "glob": args.glob,
+            "pattern": args.pattern,
+            "cap": GREP_CAP,
+            "max_entries": WALK_ENTRIES,
+            "seconds": WALK_SECONDS,
+        }
+        # A child process, killed at the time limit or when the call is cancelled: no
+        # regular expression can hang the session (or hang it again after a resume).
+        command = [
+            sys.executable,
+            "-I",
+            str(Path(walk_module.__file__)),
+            orjson.dumps(request).decode(),
+        ]
+        with trio.move_on_after(self.seconds):
+            done = await trio.run_process(
+                command, capture_stdout=True, capture_stderr=True, check=False
+            )
+            if done.returncode != 0:
+                raise ToolFailed(f"grep failed: {done.stderr.decode(errors='replace')[-500:]}")
+            found = orjson.loads(done.stdout)
+            return _grep_output(args.pattern, found)
+        raise ToolFailed(
+            f"grep gave up after {self.seconds:g}s (a very slow regular expression, or a "
+            "very large tree); narrow the pattern, the path or the glob"
+        )
 
 
-def _grep(ctx: ToolContext, base: Path, glob: str, regex: re.Pattern[str]) -> list[str]:
-    matches: list[str] = []
-    for path, name in _files(ctx, base, glob):
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (UnicodeDecodeError, OSError):
-            continue  # binary or unreadable: not a text match
-        for number, line in enumerate(text.splitlines(), start=1):
-            if regex.search(line):
-                matches.append(f"{name}:{number}:{line}")
-                if len(matches) > GREP_CAP:
-                    return matches
-    return matches
+def _grep_output(pattern: str, found: dict[str, Any]) -> ToolOutput:
+    matches: list[str] = found["matches"]
+    notes = []
+    if len(matches) > GREP_CAP:
+        notes.append(f"[stopped after {GREP_CAP} matches]")
+    if found["stopped"]:
+        notes.append(f"[the search {found['stopped']}; narrow the path or the glob]")
+    if found["skipped"]:
+        notes.append(
+            f"[{found['skipped']} files over {GREP_FILE_BYTES // (1024 * 1024)} MiB not searched]"
+        )
+    tail = "\n" + "\n".join(notes) if notes else ""
+    if not matches:
+        return ToolOutput(f"no matches for {pattern!r}{tail}")
+    return ToolOutput("\n".join(matches[:GREP_CAP]) + tail)

@@ -1,0 +1,144 @@
+"""Bounded walks of a workspace, for `list_files` and `grep`.
+
+Every walk stops after a number of directory entries and a time limit, never follows a
+symlinked directory (no loops), skips tool caches, and yields regular files only. `grep`
+runs this module as a script in a child process (`python walk.py REQUEST`), so that the
+call can be killed at its time limit or on cancellation whatever the regular expression
+does; it therefore imports nothing from the package.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+SKIP_DIRS = frozenset({".git", ".venv", "__pycache__", "node_modules", ".mypy_cache"})
+GREP_FILE_BYTES = 8 * 1024 * 1024  # larger files are not searched
+GREP_LINE_CHARS = 20_000  # longer lines are not searched
+
+
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """A glob over workspace-relative paths: `**` crosses directories, `*` and `?` do
+    not, the rest is literal. `*.py` matches top-level files only, `**/*.py` any."""
+    out = []
+    index = 0
+    while index < len(pattern):
+        if pattern.startswith("**/", index):
+            out.append("(?:.*/)?")
+            index += 3
+        elif pattern.startswith("**", index):
+            out.append(".*")
+            index += 2
+        elif pattern[index] == "*":
+            out.append("[^/]*")
+            index += 1
+        elif pattern[index] == "?":
+            out.append("[^/]")
+            index += 1
+        else:
+            out.append(re.escape(pattern[index]))
+            index += 1
+    return re.compile("".join(out))
+
+
+@dataclass
+class Walk:
+    """Where a walk stopped early, if it did (for the note the model reads)."""
+
+    entries: int = 0
+    stopped: str = ""
+    files: list[tuple[Path, str]] = field(default_factory=list)
+
+
+def walk_files(root: Path, base: Path, pattern: str, *, max_entries: int, seconds: float) -> Walk:
+    """Regular files under `base` (a directory or a file inside `root`) whose path
+    relative to `base` matches `pattern`, sorted, with their root-relative names.
+    Symlinks that lead out of `root` are left out."""
+    walk = Walk()
+    if base.is_file():
+        walk.files.append((base, base.relative_to(root).as_posix()))
+        return walk
+    regex = glob_regex(pattern)
+    deadline = time.monotonic() + seconds
+    for path, rel in _entries(base, walk, max_entries, deadline):
+        if regex.fullmatch(rel) and _regular_inside(path, root):
+            walk.files.append((path, path.relative_to(root).as_posix()))
+    walk.files.sort(key=lambda item: item[1])
+    return walk
+
+
+def _entries(
+    base: Path, walk: Walk, max_entries: int, deadline: float
+) -> Iterator[tuple[Path, str]]:
+    stack = [(base, "")]
+    while stack:
+        directory, prefix = stack.pop()
+        try:
+            with os.scandir(directory) as entries:
+                listed = sorted(entries, key=lambda e: e.name)
+        except OSError:
+            continue  # unreadable: nothing to list there
+        for entry in listed:
+            walk.entries += 1
+            if walk.entries > max_entries:
+                walk.stopped = f"stopped after {max_entries} directory entries"
+                return
+            if walk.entries % 256 == 0 and time.monotonic() > deadline:
+                walk.stopped = "stopped at its time limit"
+                return
+            rel = prefix + entry.name
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name not in SKIP_DIRS:
+                    stack.append((Path(entry.path), rel + "/"))
+            else:
+                yield Path(entry.path), rel
+
+
+def _regular_inside(path: Path, root: Path) -> bool:
+    try:
+        resolved = path.resolve()
+        return resolved.is_relative_to(root) and stat.S_ISREG(resolved.stat().st_mode)
+    except OSError:
+        return False
+
+
+def grep(request: dict[str, object]) -> dict[str, object]:
+    """Matches of `pattern` as `name:line:text`, at most `cap` (one more says "more")."""
+    root, base = Path(str(request["root"])), Path(str(request["base"]))
+    regex = re.compile(str(request["pattern"]))
+    cap = int(str(request["cap"]))
+    walk = walk_files(
+        root,
+        base,
+        str(request["glob"]),
+        max_entries=int(str(request["max_entries"])),
+        seconds=float(str(request["seconds"])),
+    )
+    matches: list[str] = []
+    skipped = 0
+    for path, name in walk.files:
+        try:
+            if path.stat().st_size > GREP_FILE_BYTES:
+                skipped += 1
+                continue
+            text = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue  # binary or unreadable: not a text match
+        for number, line in enumerate(text.splitlines(), start=1):
+            if len(line) <= GREP_LINE_CHARS and regex.search(line):
+                matches.append(f"{name}:{number}:{line}")
+                if len(matches) > cap:
+                    return {"matches": matches, "stopped": walk.stopped, "skipped": skipped}
+    return {"matches": matches, "stopped": walk.stopped, "skipped": skipped}
+
+
+if __name__ == "__main__":
+    sys.stdout.buffer.write(orjson.dumps(grep(orjson.loads(sys.argv[1]))))
