@@ -10,6 +10,7 @@ context the run had, by construction.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 
@@ -143,7 +144,7 @@ async def run_tool_calls(
             ]
             if len(started) == 1:
                 ref, call, parsed = started[0]
-                await record(ref, await _execute(call, parsed, deps))
+                await record(ref, await _execute(ref, call, parsed, deps))
                 continue
             async with trio.open_nursery() as nursery:
                 for ref, call, parsed in started:
@@ -151,7 +152,7 @@ async def run_tool_calls(
                     async def run_and_record(
                         ref: str = ref, call: ToolCall = call, parsed: Parsed = parsed
                     ) -> None:
-                        await record(ref, await _execute(call, parsed, deps))
+                        await record(ref, await _execute(ref, call, parsed, deps))
 
                     nursery.start_soon(run_and_record)
     finally:
@@ -236,7 +237,7 @@ async def _permit(call: ToolCall, parsed: tuple[AnyTool, BaseModel], deps: TurnD
     return f"{tool.name} was {how}; do not retry it"
 
 
-async def _execute(call: ToolCall, parsed: Parsed, deps: TurnDeps) -> ToolResult:
+async def _execute(ref: str, call: ToolCall, parsed: Parsed, deps: TurnDeps) -> ToolResult:
     def result(status: str, content: str) -> ToolResult:
         return ToolResult.model_validate(
             {"call_id": call.id, "name": call.name, "status": status, "content": content}
@@ -246,7 +247,7 @@ async def _execute(call: ToolCall, parsed: Parsed, deps: TurnDeps) -> ToolResult
         return result("error", parsed)
     tool, args = parsed
     try:
-        output = await tool.run(args, deps.context)
+        output = await tool.run(args, dataclasses.replace(deps.context, call=ref))
     except (ToolFailed, WorkspaceEscape) as exc:
         return result("error", str(exc))
     except Exception as exc:  # a tool bug must not kill the agent

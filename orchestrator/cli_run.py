@@ -132,7 +132,8 @@ async def _drive_until_terminated(live: LiveSession, settings: RunSettings) -> R
                 nursery.cancel_scope.cancel()
 
             async def watch() -> None:
-                with trio.open_signal_receiver(signal.SIGTERM) as signals:
+                # SIGHUP (the terminal closed) stops a run like SIGTERM does.
+                with trio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
                     async for _ in signals:
                         nursery.cancel_scope.cancel()
                         return

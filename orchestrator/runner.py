@@ -25,6 +25,8 @@ from orchestrator.models.base import Model
 from orchestrator.prompts import single_agent_prompt
 from orchestrator.session import LiveSession
 from orchestrator.tools import Approver, PermissionPolicy, ToolContext, ToolRegistry, Workspace
+from orchestrator.tools.base import call_marker
+from orchestrator.tools.shell import kill_marked
 
 MAIN = "main"
 
@@ -112,7 +114,7 @@ async def _drive(live: LiveSession, settings: RunSettings, sink: EventSink) -> R
     deps = TurnDeps(
         model=settings.model,
         tools=settings.tools,
-        context=ToolContext(workspace=workspace, agent=MAIN),
+        context=ToolContext(workspace=workspace, agent=MAIN, session=live.id),
         events=sink,
         policy=settings.policy,
         approve=settings.approve,
@@ -140,6 +142,10 @@ async def _settle_pending_calls(agent: AgentContext, deps: TurnDeps) -> None:
     rerun = []
     for ref, call in agent.pending_calls():
         if ref in agent.effects:
+            # What the call started may still be running (orchestrator was killed, its
+            # command was not): stop it before anything else happens in the workspace.
+            marker = call_marker(deps.context.session, agent.id, ref)
+            await trio.to_thread.run_sync(kill_marked, marker)
             result = ToolResult(
                 call_id=call.id, name=call.name, status="interrupted", content=INTERRUPTED
             )

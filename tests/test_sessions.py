@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -408,3 +409,82 @@ def test_a_session_that_made_progress_is_never_rerun_from_the_start(
 
 def snapshot_workspace(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def slow_shell_session(tmp_path: Path) -> tuple[Path, list[str]]:
+    script = tmp_path / "slow.json"
+    shell = "echo $$ > pid.txt; sleep 30; echo late > late.txt"
+    call = {"name": "shell", "arguments": {"command": shell}}
+    replies = [{"tool_calls": [call]}, {"text": "finished"}]
+    script.write_bytes(orjson.dumps({"agents": {"main": replies}}))
+    root = tmp_path / "sessions"
+    command = [
+        sys.executable, "-m", "orchestrator", "run", "slow", "--model", f"scripted:{script}",
+        "--session-workspace", "--yes", "--json", "--sessions-dir", str(root),
+    ]  # fmt: skip
+    return root, command
+
+
+def start_until_shell_runs(command: list[str], root: Path) -> tuple[subprocess.Popen[bytes], int]:
+    proc = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL
+    )
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if orjson.loads(line)["kind"] == "tool_call_started":
+            pid_file = root / only_session(root) / "workspace" / "pid.txt"
+            deadline = time.monotonic() + 10
+            while not pid_file.exists() or not pid_file.read_text().strip():
+                assert time.monotonic() < deadline, "the shell never started"
+                os.sched_yield()
+            return proc, int(pid_file.read_text())
+    raise AssertionError("no shell call started")
+
+
+def running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def gone_soon(pid: int) -> bool:
+    """Whether `pid` dies within 10 s: a SIGKILL is delivered, not awaited."""
+    deadline = time.monotonic() + 10
+    while running(pid):
+        if time.monotonic() > deadline:
+            return False
+        os.sched_yield()
+    return True
+
+
+def test_after_a_sigkill_resume_kills_what_the_interrupted_call_left_running(
+    tmp_path: Path,
+) -> None:
+    root, command = slow_shell_session(tmp_path)
+    proc, shell_pid = start_until_shell_runs(command, root)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=30)
+    try:
+        assert running(shell_pid)  # orphaned: it would go on writing into the workspace
+        session_id = only_session(root)
+        resumed = cli("resume", session_id, "--yes", root=root)
+        assert resumed.returncode == 0, resumed.stderr
+        assert gone_soon(shell_pid)
+        workspace = root / session_id / "workspace"
+        assert not (workspace / "late.txt").exists()
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(shell_pid, signal.SIGKILL)
+
+
+def test_sighup_stops_a_run_like_sigterm(tmp_path: Path) -> None:
+    root, command = slow_shell_session(tmp_path)
+    proc, shell_pid = start_until_shell_runs(command, root)
+    proc.send_signal(signal.SIGHUP)
+    _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 128 + signal.SIGTERM, stderr
+    assert b"terminated; session" in stderr
+    assert gone_soon(shell_pid)
+    assert read_manifest(root / only_session(root)).status == "interrupted"

@@ -198,3 +198,58 @@ async def test_listing_a_symlink_loop_ends(workspace: Workspace, ctx: ToolContex
     assert out.content == "d/f.txt"
     py = await ListFiles().run(ListFilesArgs(pattern="*.txt"), ctx)
     assert py.content.startswith("no files match")  # `*` stays in the top directory
+
+
+def alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie waiting for its reaper does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+async def test_a_command_leaves_nothing_running_behind(
+    workspace: Workspace, ctx: ToolContext
+) -> None:
+    command = "sleep 30 & echo $! > bg.pid; echo hi"
+    out = await Shell().run(ShellArgs(command=command, timeout=1), ctx)
+    assert "hi" in out.content
+    background = int((workspace.root / "bg.pid").read_text())
+    assert gone_soon(background)
+
+
+def gone_soon(pid: int) -> bool:
+    """Whether `pid` dies within 10 s: a SIGKILL is delivered, not awaited."""
+    import os
+    import time
+
+    deadline = time.monotonic() + 10
+    while alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        os.sched_yield()
+    return True
+
+
+def test_kill_marked_finds_the_processes_of_a_call(workspace: Workspace, ctx: ToolContext) -> None:
+    import dataclasses
+    import subprocess
+
+    from orchestrator.tools.shell import MARKER, kill_marked
+
+    marked = dataclasses.replace(ctx, session="S", call="7.0")
+    assert marked.call_marker == "S/main/7.0"
+    # A process that outlived the orchestrator that started it, in a group of its own.
+    env = {MARKER: marked.call_marker, "PATH": "/usr/bin:/bin"}
+    orphan = subprocess.Popen(["sleep", "30"], env=env, start_new_session=True)
+    other = subprocess.Popen(["sleep", "30"], env={**env, MARKER: "S/main/8.0"})
+    try:
+        assert kill_marked("S/main/7.0") == 1
+        assert orphan.wait(timeout=10) == -9
+        assert other.poll() is None  # another call's process is left alone
+    finally:
+        other.kill()
+        other.wait()
+        orphan.kill()
+        orphan.wait()

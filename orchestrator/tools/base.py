@@ -18,10 +18,22 @@ from orchestrator.tools.workspace import Workspace
 
 @dataclass(frozen=True)
 class ToolContext:
-    """What a running tool may use: the workspace and the name of the calling agent."""
+    """What a running tool may use: the workspace, the name of the calling agent, and a
+    marker naming the call, unique to the session and the call."""
 
     workspace: Workspace
     agent: str = "main"
+    session: str = ""  # the session's id, when there is a session on disk
+    call: str = ""  # the running call's ref
+
+    @property
+    def call_marker(self) -> str:
+        """Names the running call in the processes it starts (see tools/shell.py)."""
+        return call_marker(self.session, self.agent, self.call) if self.session else ""
+
+
+def call_marker(session: str, agent: str, ref: str) -> str:
+    return f"{session}/{agent}/{ref}"
 
 
 @dataclass(frozen=True)

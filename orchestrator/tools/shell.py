@@ -1,6 +1,12 @@
 """The `shell` tool: a command run by /bin/sh in the workspace, with a timeout and an
 output cap. The interpreter running orchestrator comes first on PATH, so `python` in a
-command means the same Python everywhere."""
+command means the same Python everywhere.
+
+Each command runs in a process group of its own, which is killed whole however the call
+ends (done, timed out, cancelled): a `sleep 30 &` left behind by the command dies with
+it. Each command's environment carries `ORCHESTRATOR_CALL=<marker>` (the session and the
+call's ref), so that after a crash of orchestrator itself, `kill_marked` finds the
+processes of an interrupted call and kills them before the session resumes."""
 
 from __future__ import annotations
 
@@ -41,6 +47,8 @@ class Shell(Tool[ShellArgs]):
     async def run(self, args: ShellArgs, ctx: ToolContext) -> ToolOutput:
         env = dict(os.environ)
         env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+        if ctx.call_marker:
+            env[MARKER] = ctx.call_marker
         kept = bytearray()
         total = 0
         timed_out = False
@@ -63,8 +71,9 @@ class Shell(Tool[ShellArgs]):
                 await process.wait()
             timed_out = scope.cancelled_caught
         finally:
+            # Always the whole group: the shell may be gone while what it started is not.
+            _kill_group(process.pid)
             if process.returncode is None:
-                _kill_group(process.pid)
                 with trio.CancelScope(shield=True):
                     await process.wait()
         output = kept.decode("utf-8", errors="replace")
@@ -78,5 +87,26 @@ class Shell(Tool[ShellArgs]):
 
 
 def _kill_group(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
+
+
+MARKER = "ORCHESTRATOR_CALL"
+
+
+def kill_marked(marker: str, proc: Path = Path("/proc")) -> int:
+    """Kill the process groups of every process whose environment carries `marker` (the
+    leftovers of a call whose orchestrator died); the number of processes found. Reads
+    /proc, so it finds nothing where there is none (not Linux)."""
+    needle = f"{MARKER}={marker}".encode() + b"\0"
+    found = 0
+    for entry in proc.glob("[0-9]*"):
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue  # gone, or not ours to read
+        if (b"\0" + environ).find(b"\0" + needle) >= 0:
+            found += 1
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(os.getpgid(int(entry.name)), signal.SIGKILL)
+    return found
