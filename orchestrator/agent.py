@@ -11,7 +11,7 @@ context the run had, by construction.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 
 import orjson
@@ -51,6 +51,9 @@ class TurnDeps:
     max_rounds: int = 50
     max_tokens: int | None = None
     temperature: float | None = None
+    # Applied to every tool result before it enters the context (and so the journal and
+    # the screen): the session's secrets never reach the model or the record.
+    redact: Callable[[str], str] = str
 
 
 @dataclass(frozen=True)
@@ -240,7 +243,12 @@ async def _permit(call: ToolCall, parsed: tuple[AnyTool, BaseModel], deps: TurnD
 async def _execute(ref: str, call: ToolCall, parsed: Parsed, deps: TurnDeps) -> ToolResult:
     def result(status: str, content: str) -> ToolResult:
         return ToolResult.model_validate(
-            {"call_id": call.id, "name": call.name, "status": status, "content": content}
+            {
+                "call_id": call.id,
+                "name": call.name,
+                "status": status,
+                "content": deps.redact(content),
+            }
         )
 
     if isinstance(parsed, str):

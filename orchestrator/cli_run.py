@@ -22,13 +22,21 @@ from orchestrator.events import EventSink
 from orchestrator.manifest import read_manifest
 from orchestrator.messages import ToolCall
 from orchestrator.models.http import make_client
-from orchestrator.models.resolve import resolve_model
+from orchestrator.models.resolve import key_variables, resolve_model
 from orchestrator.render import JsonLinesSink, TranscriptSink, format_arguments
 from orchestrator.runner import RunResult, RunSettings, drive
 from orchestrator.session import LiveSession, create_session, open_session
 from orchestrator.store import Durability, session_dir
 from orchestrator.text import visible
-from orchestrator.tools import Approver, PermissionPolicy, approve_all, deny_all, workspace_tools
+from orchestrator.tools import (
+    Approver,
+    EnvPolicy,
+    PermissionPolicy,
+    Redactor,
+    approve_all,
+    deny_all,
+    workspace_tools,
+)
 from orchestrator.tools.permissions import parse_rules
 
 
@@ -97,9 +105,20 @@ async def _run_session(
     ):
         spec = args.model or live.manifest.model_spec(directory)
         role = config.agent("main")
+        keys = key_variables(env=os.environ, config=config)
+        shell = config.shell
+        env_policy = EnvPolicy(
+            inherit=shell.inherit,
+            keep_secrets=shell.keep_secrets,
+            exclude=shell.exclude,
+            include_only=shell.include_only,
+            set=dict(shell.set),
+            always_drop=frozenset(keys),
+        )
         settings = RunSettings(
             model=resolve_model(spec, env=os.environ, http=http, config=config),
-            tools=workspace_tools(),
+            tools=workspace_tools(env_policy),
+            redact=Redactor.of(keys, os.environ),
             ui=_make_sink(args.json),
             policy=_policy(args.allow),
             approve=_make_approver(args.yes),

@@ -57,6 +57,8 @@ class ProviderConfig(_Strict, frozen=True):
     first_byte_timeout: float | None = Field(default=None, gt=0)
     idle_timeout: float | None = Field(default=None, gt=0)
     max_retries: int | None = Field(default=None, ge=0)
+    # A key goes over plain http only to a loopback address, unless this says otherwise.
+    allow_key_over_http: bool = False
 
 
 class AgentConfig(_Strict, frozen=True):
@@ -67,8 +69,20 @@ class AgentConfig(_Strict, frozen=True):
     temperature: float | None = Field(default=None, ge=0)
 
 
+class ShellConfig(_Strict, frozen=True):
+    """`[shell]`: what the shell tool's commands inherit of the environment (see
+    tools/environment.py and docs/configuration.md)."""
+
+    inherit: Literal["all", "core", "none"] = "all"
+    keep_secrets: bool = False  # true: do not drop *KEY*, *SECRET*, *TOKEN*, *PASSWORD*
+    exclude: tuple[str, ...] = ()
+    include_only: tuple[str, ...] = ()
+    set: dict[str, str] = Field(default_factory=dict)
+
+
 class Config(_Strict, frozen=True):
     model: str | None = None
+    shell: ShellConfig = Field(default_factory=ShellConfig)
     providers: dict[str, ProviderConfig] = Field(default_factory=dict)
     agents: dict[str, AgentConfig] = Field(default_factory=dict)
     prices: dict[str, Price] = Field(default_factory=dict)

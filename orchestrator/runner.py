@@ -4,6 +4,7 @@ middle of a turn cut off by a crash, or a finished session."""
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import trio
@@ -46,6 +47,7 @@ class RunSettings:
     max_rounds: int = 50
     max_tokens: int | None = None
     temperature: float | None = None
+    redact: Callable[[str], str] = str  # see TurnDeps.redact
 
 
 @dataclass(frozen=True)
@@ -62,13 +64,13 @@ async def drive(live: LiveSession, settings: RunSettings) -> RunResult:
     try:
         result = await _drive(live, settings, sink)
     except ModelError as exc:
-        result = RunResult("failed", f"model call failed: {exc}")
+        result = RunResult("failed", settings.redact(f"model call failed: {exc}"))
     except BaseException as exc:
         stopped = _only_stops(exc)
         status = (
             RunResult("interrupted", "stopped by the user")
             if stopped
-            else RunResult("failed", f"{type(exc).__name__}: {exc}")
+            else RunResult("failed", settings.redact(f"{type(exc).__name__}: {exc}"))
         )
         # Best effort: the journal itself may be what failed; the original error matters more.
         with (
@@ -121,6 +123,7 @@ async def _drive(live: LiveSession, settings: RunSettings, sink: EventSink) -> R
         max_rounds=settings.max_rounds,
         max_tokens=settings.max_tokens,
         temperature=settings.temperature,
+        redact=settings.redact,
     )
     await _settle_pending_calls(agent, deps)
     last = agent.messages[-1]

@@ -10,6 +10,7 @@ config), and `NAME:MODEL` for a provider the config defines under `[providers.NA
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -123,6 +124,12 @@ def resolve_model(
         return ScriptedModel.from_file(Path(rest))
     info = provider_info(prefix, env=env, config=config)
     key = info.key(env)
+    if key and not info.key_required and not info.settings.allow_key_over_http:
+        # A key sent only by convention (openai-compatible and OPENAI_API_KEY) is not sent
+        # in clear text to another machine: such a server rarely wants OpenAI's key.
+        url = _split_url(rest)[1] or info.base_url
+        if url is not None and url.startswith("http://") and not _loopback(url):
+            key = None
     if info.key_required and key is None:
         raise ConfigError(
             f"{info.key_env} is not set: export it for {spec}, or name another variable"
@@ -134,7 +141,9 @@ def resolve_model(
         endpoint = AnthropicEndpoint(
             model=rest,
             api_key=key,
-            base_url=_checked_url(info.base_url or ANTHROPIC_URL, spec),
+            base_url=_checked_url(
+                info.base_url or ANTHROPIC_URL, spec, key=key, allow_http=s.allow_key_over_http
+            ),
             headers=dict(s.headers),
             max_tokens=s.max_tokens or DEFAULT_MAX_TOKENS,
             thinking_budget=s.thinking_budget,
@@ -152,7 +161,7 @@ def resolve_model(
     openai_endpoint = OpenAIEndpoint(
         provider=prefix,
         model=model,
-        base_url=_checked_url(url, spec),
+        base_url=_checked_url(url, spec, key=key, allow_http=s.allow_key_over_http),
         api_key=key,
         headers=dict(s.headers),
         max_tokens_field=s.max_tokens_field
@@ -170,10 +179,39 @@ def _split_url(rest: str) -> tuple[str, str | None]:
     return rest, None
 
 
-def _checked_url(url: str, spec: str) -> str:
+def _checked_url(url: str, spec: str, *, key: str | None = None, allow_http: bool = False) -> str:
     if not url.startswith(("http://", "https://")):
         raise ConfigError(f"base URL {url!r} for {spec} must start with http:// or https://")
+    if key and url.startswith("http://") and not allow_http and not _loopback(url):
+        raise ConfigError(
+            f"{spec} would send its API key unencrypted to {url}; use https://, or set "
+            "allow_key_over_http = true under its [providers.NAME] if that is intended"
+        )
     return url
+
+
+def _loopback(url: str) -> bool:
+    host = urlsplit(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def key_variables(*, env: Mapping[str, str], config: Config | None = None) -> list[str]:
+    """The names of the variables that hold the providers' API keys (built-in and
+    configured): what the shell's commands never inherit and what is redacted."""
+    names = {"OPENAI_API_KEY", "ANTHROPIC_API_KEY"}
+    for name in provider_names(config):
+        try:
+            info = provider_info(name, env=env, config=config)
+        except ConfigError:
+            continue
+        if info.key_env:
+            names.add(info.key_env)
+    return sorted(names)
 
 
 def _ollama_url(host: str) -> str:

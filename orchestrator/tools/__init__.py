@@ -1,6 +1,7 @@
 """Tools agents call, the workspace they are confined to, and the permission policy."""
 
 from orchestrator.tools.base import AnyTool, Tool, ToolContext, ToolOutput, ToolRegistry
+from orchestrator.tools.environment import EnvPolicy, Redactor
 from orchestrator.tools.files import EditFile, Grep, ListFiles, ReadFile, WriteFile
 from orchestrator.tools.permissions import (
     Approver,
@@ -13,9 +14,12 @@ from orchestrator.tools.shell import Shell
 from orchestrator.tools.workspace import Workspace
 
 
-def workspace_tools() -> ToolRegistry:
-    """The standard set: read, write, edit, list, grep, shell."""
-    return ToolRegistry([ReadFile(), WriteFile(), EditFile(), ListFiles(), Grep(), Shell()])
+def workspace_tools(shell_env: EnvPolicy | None = None) -> ToolRegistry:
+    """The standard set: read, write, edit, list, grep, shell (whose commands see the
+    environment `shell_env` allows; by default, everything but secret-looking names)."""
+    return ToolRegistry(
+        [ReadFile(), WriteFile(), EditFile(), ListFiles(), Grep(), Shell(env_policy=shell_env)]
+    )
 
 
 __all__ = [
@@ -23,10 +27,12 @@ __all__ = [
     "Approver",
     "Decision",
     "EditFile",
+    "EnvPolicy",
     "Grep",
     "ListFiles",
     "PermissionPolicy",
     "ReadFile",
+    "Redactor",
     "Shell",
     "Tool",
     "ToolContext",

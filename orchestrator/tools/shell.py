@@ -21,6 +21,7 @@ import trio
 from pydantic import BaseModel, Field
 
 from orchestrator.tools.base import Tool, ToolContext, ToolOutput
+from orchestrator.tools.environment import EnvPolicy
 
 OUTPUT_CAP_BYTES = 64 * 1024
 DEFAULT_TIMEOUT = 120.0
@@ -41,11 +42,14 @@ class Shell(Tool[ShellArgs]):
     )
     args_model = ShellArgs
 
-    def __init__(self, output_cap: int = OUTPUT_CAP_BYTES) -> None:
+    def __init__(
+        self, output_cap: int = OUTPUT_CAP_BYTES, env_policy: EnvPolicy | None = None
+    ) -> None:
         self.output_cap = output_cap
+        self.env_policy = env_policy or EnvPolicy()
 
     async def run(self, args: ShellArgs, ctx: ToolContext) -> ToolOutput:
-        env = dict(os.environ)
+        env = self.env_policy.apply(os.environ)
         env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
         if ctx.call_marker:
             env[MARKER] = ctx.call_marker

@@ -23,8 +23,14 @@ def test_openai_preset_and_base_url_override() -> None:
     ep = openai_model("openai:gpt-4.1", KEYS).endpoint
     assert (ep.base_url, ep.api_key, ep.model) == ("https://api.openai.com/v1", "sk-o", "gpt-4.1")
     assert ep.max_tokens_field == "max_completion_tokens"
-    proxied = openai_model("openai:gpt-4.1", {**KEYS, "OPENAI_BASE_URL": "http://proxy/v1"})
-    assert proxied.endpoint.base_url == "http://proxy/v1"
+    proxied = openai_model("openai:gpt-4.1", {**KEYS, "OPENAI_BASE_URL": "https://proxy/v1"})
+    assert proxied.endpoint.base_url == "https://proxy/v1"
+    # Not in clear text to another machine, unless the config says so.
+    with pytest.raises(ConfigError, match="unencrypted"):
+        openai_model("openai:gpt-4.1", {**KEYS, "OPENAI_BASE_URL": "http://proxy/v1"})
+    allowed = "[providers.openai]\nallow_key_over_http = true"
+    plain = openai_model("openai:gpt-4.1", {**KEYS, "OPENAI_BASE_URL": "http://proxy/v1"}, allowed)
+    assert plain.endpoint.api_key == "sk-o"
 
 
 def test_missing_key_is_a_clear_config_error() -> None:
@@ -35,7 +41,10 @@ def test_missing_key_is_a_clear_config_error() -> None:
 
 
 def test_anthropic_preset() -> None:
-    config = parse_config("[providers.anthropic]\nthinking_budget = 2048\nmax_tokens = 16000")
+    config = parse_config(
+        "[providers.anthropic]\nthinking_budget = 2048\nmax_tokens = 16000\n"
+        "allow_key_over_http = true"
+    )
     model = resolve_model(
         "anthropic:claude-sonnet-4-5",
         env={**KEYS, "ANTHROPIC_BASE_URL": "http://gw"},
@@ -71,11 +80,15 @@ def test_openai_compatible_with_url_in_the_spec() -> None:
     assert model.endpoint.api_key is None
     assert model.name == "openai-compatible:Qwen/Qwen3-8B"
     # The SDK's convention: OPENAI_API_KEY is sent when set...
-    with_key = openai_model("openai-compatible:m@http://h/v1", KEYS)
+    with_key = openai_model("openai-compatible:m@https://h/v1", KEYS)
     assert with_key.endpoint.api_key == "sk-o"
-    # ...unless the config says to send none.
+    local = openai_model("openai-compatible:m@http://localhost:8000/v1", KEYS)
+    assert local.endpoint.api_key == "sk-o"
+    # ...but not in clear text to another machine...
+    assert openai_model("openai-compatible:m@http://h/v1", KEYS).endpoint.api_key is None
+    # ...and not at all if the config says to send none.
     none = openai_model(
-        "openai-compatible:m@http://h/v1", KEYS, '[providers.openai-compatible]\napi_key_env = ""'
+        "openai-compatible:m@https://h/v1", KEYS, '[providers.openai-compatible]\napi_key_env = ""'
     )
     assert none.endpoint.api_key is None
 
