@@ -133,7 +133,10 @@ async def _run_session(
     detail = f" ({result.detail})" if result.detail else ""
     note(f"session {session_id} {result.status}{detail}")
     if result.status != "completed":
-        note(f"continue it with: orchestrator resume {session_id}")
+        if result.advice:
+            note(result.advice)
+        if result.resume_helps:
+            note(f"continue it with: orchestrator resume {session_id}")
         return EXIT_FAILED
     return EXIT_OK
 

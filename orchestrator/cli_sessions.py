@@ -95,7 +95,7 @@ def _list(root: Path) -> int:
 
 def describe(directory: Path, last: int, config: Config) -> dict[str, Any]:
     from orchestrator.context import FoldError
-    from orchestrator.events import AssistantReplied
+    from orchestrator.events import AssistantReplied, SessionStatusChanged
     from orchestrator.manifest import read_manifest
     from orchestrator.replay import JOURNAL, decode_records, gc_paused
     from orchestrator.state import SessionState
@@ -105,6 +105,7 @@ def describe(directory: Path, last: int, config: Config) -> dict[str, Any]:
     manifest = read_manifest(directory)
     path = directory / JOURNAL
     # One pass over the whole journal gives the state, the usage ledger and the last events.
+    reason = ""
     state = SessionState()
     ledger = UsageLedger()
     with gc_paused():
@@ -116,6 +117,8 @@ def describe(directory: Path, last: int, config: Config) -> dict[str, Any]:
                 raise JournalCorrupt(
                     f"{path}: record seq {seq}: {exc}", path=path, line=seq, seq=seq
                 ) from exc
+            if isinstance(event, SessionStatusChanged):
+                reason = event.detail
             if isinstance(event, AssistantReplied) and event.message.usage is not None:
                 ledger = ledger.record(
                     agent=event.agent,
@@ -141,6 +144,7 @@ def describe(directory: Path, last: int, config: Config) -> dict[str, Any]:
         "usage": ledger.model_dump(mode="json"),
         "usage_table": format_usage(ledger),
         "journal_records": scan.last_seq,
+        "reason": reason if state.status != "completed" else "",
         "agents": agents,
         "last_events": events,
         "warnings": notes,
@@ -244,6 +248,8 @@ def _show(root: Path, session_id: str, *, as_json: bool, last: int, config: Conf
     print(f"session   {info['id']}")
     print(f"goal      {visible(info['goal'])}")
     print(f"status    {info['status']}")
+    if info["reason"]:
+        print(f"reason    {visible(info['reason'])}")
     print(f"model     {info['model']}")
     print(f"workspace {info['workspace']}")
     print(f"created   {info['created']}  updated {info['updated']}")

@@ -11,7 +11,15 @@ import trio
 
 from orchestrator.agent import TurnDeps, run_tool_calls, run_turn
 from orchestrator.context import AgentContext
-from orchestrator.errors import ConfigError, ModelError
+from orchestrator.errors import (
+    ConfigError,
+    ContextTooLong,
+    ModelError,
+    ProviderAuthError,
+    ProviderBadRequest,
+    ProviderRateLimited,
+    ScriptError,
+)
 from orchestrator.events import (
     AgentStarted,
     EventSink,
@@ -54,6 +62,39 @@ class RunSettings:
 class RunResult:
     status: SessionStatus
     detail: str = ""
+    # What the person should do next, when a plain resume would only fail the same way.
+    advice: str = ""
+    resume_helps: bool = True
+
+
+def _model_failure(exc: ModelError, redact: Callable[[str], str]) -> RunResult:
+    detail = redact(f"model call failed: {exc}")
+    match exc:
+        case ProviderAuthError():
+            return RunResult("failed", detail, "check the key (orchestrator models), then resume")
+        case ProviderRateLimited(retry_after=wait) if wait:
+            return RunResult("failed", detail, f"wait {_duration(wait)}, then resume")
+        case ContextTooLong():
+            return RunResult(
+                "failed",
+                detail,
+                "the conversation no longer fits this model's context; resuming would send "
+                "it again (compaction is not built yet): resume with a model that has a "
+                "larger context (--model)",
+                resume_helps=False,
+            )
+        case ScriptError() | ProviderBadRequest():
+            return RunResult("failed", detail, resume_helps=False)
+        case _:
+            return RunResult("failed", detail)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 async def drive(live: LiveSession, settings: RunSettings) -> RunResult:
@@ -64,7 +105,7 @@ async def drive(live: LiveSession, settings: RunSettings) -> RunResult:
     try:
         result = await _drive(live, settings, sink)
     except ModelError as exc:
-        result = RunResult("failed", settings.redact(f"model call failed: {exc}"))
+        result = _model_failure(exc, settings.redact)
     except BaseException as exc:
         stopped = _only_stops(exc)
         status = (

@@ -136,6 +136,14 @@ def test_script_running_out_fails_with_exit_1(tmp_path: Path) -> None:
     result = orchestrator("run", "goal", "--model", f"scripted:{script}", "-w", str(ws))
     assert result.returncode == 1
     assert "script ran out: agent 'main'" in result.stderr
+    # Resuming would run out the same way: it is not offered.
+    assert "continue it with" not in result.stderr
+    # The reason stays with the session.
+    session = result.stderr.split()[1]
+    shown = orchestrator("sessions", "show", session)
+    assert "reason    model call failed: script ran out" in shown.stdout
+    as_json = orjson.loads(orchestrator("sessions", "show", session, "--json").stdout)
+    assert as_json["reason"].startswith("model call failed: script ran out")
 
 
 def test_usage_error_exits_2() -> None:

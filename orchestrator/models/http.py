@@ -315,6 +315,8 @@ def classify(
     object's `type` / `code` (Anthropic, OpenAI, vLLM, llama.cpp and Ollama shapes)."""
     tags = {(kind or "").lower(), (code or "").lower()} - {""}
     text = f"HTTP {status}: {message}" if status else message
+    if retry_after is not None and retry_after > 0:
+        text += f" (the provider asks to wait {retry_after:.0f} s before trying again)"
     if (
         "context_length_exceeded" in tags
         or "exceed_context_size_error" in tags

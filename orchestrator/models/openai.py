@@ -190,6 +190,7 @@ class ChatStreamDecoder:
         self._finish: str | None = None
         self._flushed = False
         self._done = False
+        self._refused = False
 
     @property
     def done(self) -> bool:
@@ -224,6 +225,8 @@ class ChatStreamDecoder:
         reason = STOP_REASONS.get(self._finish or "", self._finish)
         if reason == "end_turn" and self._calls:
             reason = "tool_use"
+        elif reason == "end_turn" and self._refused:
+            reason = "refusal"
         out.append(StreamEnded(stop_reason=reason))
         return out
 
@@ -238,6 +241,11 @@ class ChatStreamDecoder:
         content = delta.get("content")
         if isinstance(content, str) and content:
             out.append(TextDelta(text=content))
+        # A refusal comes in its own field; it is the model's answer, so it is the text.
+        refusal = delta.get("refusal")
+        if isinstance(refusal, str) and refusal:
+            self._refused = True
+            out.append(TextDelta(text=refusal))
         for call_delta in delta.get("tool_calls") or ():
             if isinstance(call_delta, dict):
                 self._add_call_delta(call_delta)

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import orjson
 import pytest
 import trio
 from provider_server import LoopbackServer, Reply
@@ -125,3 +126,63 @@ async def test_a_rejected_key_is_reported_without_the_key(
     assert FAKE_KEY not in stderr
     assert FAKE_KEY.encode() not in result.stdout
     assert all(FAKE_KEY.encode() not in p.read_bytes() for p in sessions.rglob("*") if p.is_file())
+
+
+async def test_a_refusal_reaches_the_reply_and_the_transcript(
+    server: LoopbackServer, tmp_path: Path
+) -> None:
+    from sdk_types import OPENAI_DONE, openai_chunk
+
+    server.add(
+        Reply.sse(
+            [
+                openai_chunk({"role": "assistant", "content": None, "refusal": ""}),
+                openai_chunk({"refusal": "I can't help with "}),
+                openai_chunk({"refusal": "that."}),
+                openai_chunk({}, finish="stop"),
+                OPENAI_DONE,
+            ]
+        )
+    )
+    result, _, _ = await run_cli(server, tmp_path, "--json")
+    assert result.returncode == 0, result.stderr.decode()
+    events = [orjson.loads(line) for line in result.stdout.splitlines()]
+    [reply] = [e for e in events if e["kind"] == "assistant_replied"]
+    assert reply["message"]["text"] == "I can't help with that."
+    assert reply["message"]["stop_reason"] == "refusal"
+
+
+@pytest.mark.parametrize(
+    ("reply", "advice", "resume_helps"),
+    [
+        (
+            Reply.json(429, {"error": {"message": "slow down"}}, {"retry-after": "3600"}),
+            "wait 60 min, then resume",
+            True,
+        ),
+        (
+            Reply.json(401, {"error": {"message": "Incorrect API key provided"}}),
+            "check the key (orchestrator models), then resume",
+            True,
+        ),
+        (
+            Reply.json(
+                400,
+                {"error": {"message": "too long", "code": "context_length_exceeded"}},
+            ),
+            "no longer fits this model's context",
+            False,
+        ),
+        (Reply.json(400, {"error": {"message": "unsupported parameter"}}), "", False),
+    ],
+)
+async def test_a_failed_run_says_what_to_do_and_offers_resume_only_where_it_helps(
+    server: LoopbackServer, tmp_path: Path, reply: Reply, advice: str, resume_helps: bool
+) -> None:
+    server.add(reply)
+    result, _, _ = await run_cli(server, tmp_path)
+    stderr = result.stderr.decode()
+    assert result.returncode == 1, stderr
+    if advice:
+        assert advice in stderr
+    assert ("continue it with: orchestrator resume" in stderr) == resume_helps
