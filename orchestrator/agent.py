@@ -23,6 +23,7 @@ from orchestrator.errors import ToolFailed, WorkspaceEscape
 from orchestrator.events import (
     AssistantReplied,
     EventSink,
+    PermissionGranted,
     TextStreamed,
     ToolCallFinished,
     ToolCallStarted,
@@ -34,7 +35,13 @@ from orchestrator.events import (
 from orchestrator.messages import AssistantMessage, ToolCall, ToolResult
 from orchestrator.models.base import Model, ModelEvent, ModelRequest, TextDelta, collect
 from orchestrator.tools.base import AnyTool, ToolContext, ToolRegistry
-from orchestrator.tools.permissions import Approver, PermissionPolicy, approve_all
+from orchestrator.tools.permissions import (
+    Approver,
+    Grant,
+    GrantLike,
+    PermissionPolicy,
+    approve_all,
+)
 
 
 @dataclass
@@ -48,6 +55,7 @@ class TurnDeps:
     events: EventSink
     policy: PermissionPolicy = field(default_factory=PermissionPolicy)
     approve: Approver = approve_all
+    grants: Callable[[], Sequence[GrantLike]] = tuple  # the session's grants, as folded
     max_rounds: int = 50
     max_tokens: int | None = None
     temperature: float | None = None
@@ -233,8 +241,17 @@ async def _start_call(state: AgentContext, ref: str, call: ToolCall, deps: TurnD
 
 async def _permit(call: ToolCall, parsed: tuple[AnyTool, BaseModel], deps: TurnDeps) -> Parsed:
     tool = parsed[0]
-    decision = deps.policy.decide(tool.name, read_only=tool.read_only)
-    if decision == "allow" or (decision == "ask" and await deps.approve(call)):
+    decision = deps.policy.decide(call, read_only=tool.read_only, grants=deps.grants())
+    if decision == "allow":
+        return parsed
+    answer = await deps.approve(call) if decision == "ask" else False
+    if isinstance(answer, Grant):
+        agent = deps.context.agent
+        await deps.events.emit(
+            PermissionGranted(agent=agent, tool=answer.tool, pattern=answer.pattern)
+        )
+        return parsed
+    if answer:
         return parsed
     how = "denied by the permission policy" if decision == "deny" else "not approved"
     return f"{tool.name} was {how}; do not retry it"

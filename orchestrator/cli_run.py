@@ -20,10 +20,9 @@ from orchestrator.config import Config
 from orchestrator.errors import ConfigError
 from orchestrator.events import EventSink
 from orchestrator.manifest import read_manifest
-from orchestrator.messages import ToolCall
 from orchestrator.models.http import make_client
 from orchestrator.models.resolve import key_variables, resolve_model
-from orchestrator.render import JsonLinesSink, TranscriptSink, format_arguments
+from orchestrator.render import JsonLinesSink, TranscriptSink
 from orchestrator.runner import RunResult, RunSettings, drive
 from orchestrator.session import LiveSession, create_session, open_session
 from orchestrator.store import Durability, session_dir
@@ -75,12 +74,10 @@ def _make_approver(yes: bool) -> Approver:
     if not sys.stdin.isatty():
         return deny_all
 
-    async def ask(call: ToolCall) -> bool:
-        question = visible(f"Allow {call.name} {format_arguments(call.arguments)}? [y/N] ")
-        answer = await trio.to_thread.run_sync(input, question)
-        return answer.strip().lower() in ("y", "yes")
+    from orchestrator.cli_prompt import make_prompt
 
-    return ask
+    approver: Approver = make_prompt()
+    return approver
 
 
 def note(text: str) -> None:

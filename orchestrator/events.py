@@ -126,6 +126,15 @@ class CallResult(_Event, frozen=True):
     content: str = ""
 
 
+class PermissionGranted(_Event, frozen=True):
+    """Record: the person allowed `tool` (for the shell, commands matching `pattern`)
+    for the rest of the session; a resume keeps it."""
+
+    kind: Literal["permission_granted"] = "permission_granted"
+    tool: str
+    pattern: str = ""
+
+
 class UsageUpdated(_Event, frozen=True):
     """Tokens of the last model call and the agent's running total."""
 
@@ -169,6 +178,7 @@ Event = Annotated[
     | AssistantReplied
     | ToolCallStarted
     | ToolCallFinished
+    | PermissionGranted
     | UsageUpdated
     | TurnEnded
     | SessionStatusChanged
@@ -185,6 +195,7 @@ Record = Annotated[
     | AssistantReplied
     | EffectStarted
     | CallResult
+    | PermissionGranted
     | TurnEnded
     | SessionStatusChanged,
     Field(discriminator="kind"),

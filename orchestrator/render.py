@@ -12,6 +12,7 @@ from orchestrator.events import (
     Event,
     MessageAdded,
     Notice,
+    PermissionGranted,
     SessionStatusChanged,
     TextStreamed,
     ToolCallFinished,
@@ -115,6 +116,9 @@ class TranscriptSink:
                 self._line(f"{mark} {agent} turn {reason} after {rounds} rounds{extra}")
             case Notice(message=message):
                 self._line(s.yellow(f"! {visible(message)}"))
+            case PermissionGranted(tool=tool, pattern=pattern):
+                what = f"{tool} commands matching {pattern!r}" if pattern else tool
+                self._line(s.dim(f"  (allowed {visible(what)} for this session)"))
             case MessageAdded() | TurnStarted() | UsageUpdated() | SessionStatusChanged():
                 # The command line says how the session ended, once, on stderr.
                 pass

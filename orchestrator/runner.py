@@ -161,6 +161,7 @@ async def _drive(live: LiveSession, settings: RunSettings, sink: EventSink) -> R
         events=sink,
         policy=settings.policy,
         approve=settings.approve,
+        grants=lambda: live.state.grants,
         max_rounds=settings.max_rounds,
         max_tokens=settings.max_tokens,
         temperature=settings.temperature,

@@ -22,6 +22,7 @@ from orchestrator.context import CONTEXT_FOLDS, AgentContext, FoldError
 from orchestrator.events import (
     AgentStarted,
     AssistantReplied,
+    PermissionGranted,
     Record,
     SessionStatusChanged,
     TurnEnded,
@@ -41,12 +42,18 @@ class AgentSummary(BaseModel):
     turn_open: bool = False
 
 
+class GrantSummary(BaseModel):
+    tool: str
+    pattern: str = ""
+
+
 class Snapshot(BaseModel):
     """`snapshot.json`: the state as of journal record `seq`, minus the contexts."""
 
     seq: int
     status: SessionStatus = "running"
     agents: dict[str, AgentSummary] = Field(default_factory=dict)
+    grants: list[GrantSummary] = Field(default_factory=list)
 
 
 class SessionState:
@@ -56,6 +63,7 @@ class SessionState:
         self.seq = 0
         self.status: SessionStatus = "running"
         self.agents: dict[str, AgentContext] = {}
+        self.grants: list[PermissionGranted] = []  # allowed by the person for the session
 
     def agent(self, agent_id: str) -> AgentContext:
         try:
@@ -91,6 +99,7 @@ class SessionState:
                 )
                 for agent_id, a in self.agents.items()
             },
+            grants=[GrantSummary(tool=g.tool, pattern=g.pattern) for g in self.grants],
         )
 
     @classmethod
@@ -99,6 +108,9 @@ class SessionState:
         state = cls()
         state.seq = snapshot.seq
         state.status = snapshot.status
+        state.grants = [
+            PermissionGranted(agent="", tool=g.tool, pattern=g.pattern) for g in snapshot.grants
+        ]
         for agent_id, summary in snapshot.agents.items():
             context = AgentContext(
                 id=agent_id,
@@ -120,6 +132,7 @@ class SessionState:
         return {
             "seq": self.seq,
             "status": self.status,
+            "grants": [(g.tool, g.pattern) for g in self.grants],
             "agents": {
                 agent_id: {
                     "role": a.role,
@@ -164,12 +177,17 @@ def _status(state: SessionState, seq: int, record: SessionStatusChanged) -> None
     state.status = record.status
 
 
+def _granted(state: SessionState, seq: int, record: PermissionGranted) -> None:
+    state.grants.append(record)
+
+
 _SMALL_FOLDS: dict[type, Callable[[SessionState, int, Any], None]] = {
     AgentStarted: _agent_started,
     TurnStarted: _turn_started,
     AssistantReplied: _replied,
     TurnEnded: _turn_ended,
     SessionStatusChanged: _status,
+    PermissionGranted: _granted,
 }
 """How each record changes the small state, by record type. Records of the conversation
 change contexts too (`CONTEXT_FOLDS`); every record kind is in one table or both."""

@@ -12,7 +12,7 @@ from orchestrator.agent import run_turn
 from orchestrator.events import ToolCallFinished, ToolCallStarted
 from orchestrator.messages import AssistantMessage, ToolResult, unanswered_calls
 from orchestrator.tools import Tool, ToolContext, ToolOutput, ToolRegistry, Workspace, deny_all
-from orchestrator.tools.permissions import PermissionPolicy
+from orchestrator.tools.permissions import PermissionPolicy, Rule
 from tests.conftest import MakeDeps, call, scripted
 
 
@@ -254,7 +254,7 @@ async def test_deny_rule_refuses_without_asking(make_deps: MakeDeps) -> None:
         return True
 
     model = scripted({"tool_calls": [call("shell", command="true")]}, {"text": "ok"})
-    policy = PermissionPolicy(rules={"shell": "deny"})
+    policy = PermissionPolicy(rules=[Rule("shell", "deny")])
     state, deps, _ = make_deps(model, policy=policy, approve=approve)
     await run_turn(state, deps)
     [result] = results(state.messages)

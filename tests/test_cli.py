@@ -227,8 +227,10 @@ def test_ask_prompts_on_a_terminal(tmp_path: Path) -> None:
         os.close(master)
         os.close(slave)
     assert result.returncode == 0, result.stderr
-    assert "Allow write_file path='a.txt' content='hi'? [y/N]" in result.stdout
-    assert "Allow shell command='touch ran.txt'? [y/N]" in result.stdout
+    # The question goes to the terminal (stderr), never into stdout, and shows it all.
+    assert "write_file wants to write a.txt (2 bytes, 1 lines):\n  │ hi" in result.stderr
+    assert "shell wants to run:\n  │ touch ran.txt\nAllow? [y]es" in result.stderr
+    assert "Allow?" not in result.stdout
     assert (ws / "a.txt").read_text() == "hi"
     assert not (ws / "ran.txt").exists()
     assert "✗ shell error: shell was not approved" in result.stdout

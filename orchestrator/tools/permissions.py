@@ -1,51 +1,114 @@
-"""Which tool calls may run: a policy of allow / ask / deny per tool, and the approver
-that answers "ask"."""
+"""Which tool calls may run: rules of allow / ask / deny per tool (for `shell`, per
+command pattern too), grants made during a session, and the approver that answers "ask".
+
+A rule is `TOOL=DECISION` or, for the shell, `shell:PATTERN=DECISION`, where PATTERN is a
+glob matched against the whole command (`shell:pytest *=allow`). A rule with a pattern
+wins over one without; the last of equals wins. A tool with no rule is allowed when it
+is read-only and asked about otherwise. A grant ("always, for this session", answered at
+the prompt) is an allow rule that the session journals, so a resume keeps it.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+import fnmatch
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal, Protocol
+
+import orjson
 
 from orchestrator.messages import ToolCall
 
 Decision = Literal["allow", "ask", "deny"]
+DECISIONS: tuple[Decision, ...] = ("allow", "ask", "deny")
 
-Approver = Callable[[ToolCall], Awaitable[bool]]
-"""Answers an "ask": True runs the call, False refuses it."""
+
+@dataclass(frozen=True)
+class Rule:
+    tool: str
+    decision: Decision
+    pattern: str = ""  # a glob over the shell command; "" matches every call of the tool
+
+    def matches(self, call: ToolCall) -> bool:
+        if call.name != self.tool:
+            return False
+        return not self.pattern or fnmatch.fnmatchcase(shell_command(call), self.pattern)
+
+
+@dataclass(frozen=True)
+class Grant:
+    """An answer that also allows later calls: the tool, or shell commands matching a
+    pattern, for the rest of the session."""
+
+    tool: str
+    pattern: str = ""
+
+
+class GrantLike(Protocol):
+    """A grant as the session keeps it (a `Grant`, or its journal record)."""
+
+    @property
+    def tool(self) -> str: ...
+
+    @property
+    def pattern(self) -> str: ...
+
+
+Answer = bool | Grant
+Approver = Callable[[ToolCall], Awaitable[Answer]]
+"""Answers an "ask": True runs the call, False refuses it, a `Grant` runs it and allows
+what the grant covers from then on."""
+
+
+def shell_command(call: ToolCall) -> str:
+    """The command of a shell call ("" for anything else, or unreadable arguments)."""
+    try:
+        arguments = orjson.loads(call.arguments or "{}")
+    except orjson.JSONDecodeError:
+        return ""
+    command = arguments.get("command") if isinstance(arguments, dict) else None
+    return command if isinstance(command, str) else ""
 
 
 @dataclass(frozen=True)
 class PermissionPolicy:
-    """`rules` maps tool names to a decision; a tool without a rule is allowed when it is
-    read-only and gets `default` otherwise."""
-
-    rules: Mapping[str, Decision] = field(default_factory=dict)
+    rules: Sequence[Rule] = field(default_factory=tuple)
     default: Decision = "ask"
 
-    def decide(self, tool_name: str, *, read_only: bool) -> Decision:
-        if tool_name in self.rules:
-            return self.rules[tool_name]
+    def decide(
+        self, call: ToolCall, *, read_only: bool, grants: Sequence[GrantLike] = ()
+    ) -> Decision:
+        granted = [Rule(g.tool, "allow", g.pattern) for g in grants]
+        matching = [rule for rule in [*self.rules, *granted] if rule.matches(call)]
+        if matching:
+            # Specific (with a pattern) before general; among equals, the last one.
+            return sorted(matching, key=lambda rule: bool(rule.pattern))[-1].decision
         return "allow" if read_only else self.default
 
 
-async def approve_all(call: ToolCall) -> bool:
+async def approve_all(call: ToolCall) -> Answer:
     """`--yes`: every "ask" is answered yes."""
     return True
 
 
-async def deny_all(call: ToolCall) -> bool:
+async def deny_all(call: ToolCall) -> Answer:
     """Non-interactive runs without `--yes`: every "ask" is answered no."""
     return False
 
 
-def parse_rules(items: list[str]) -> dict[str, Decision]:
-    """Parse `TOOL=allow|ask|deny` strings from the command line."""
-    rules: dict[str, Decision] = {}
+def parse_rules(items: list[str]) -> list[Rule]:
+    """Parse `TOOL=allow|ask|deny` and `shell:PATTERN=allow|ask|deny` strings."""
+    rules: list[Rule] = []
     for item in items:
-        name, sep, value = item.partition("=")
-        if not sep or value not in ("allow", "ask", "deny"):
-            raise ValueError(f"permission rule {item!r} is not TOOL=allow|ask|deny")
-        decision: Any = value
-        rules[name] = decision
+        target, sep, value = item.rpartition("=")
+        tool, colon, pattern = target.partition(":")
+        if not sep or not tool or value not in DECISIONS or (colon and not pattern):
+            raise ValueError(
+                f"permission rule {item!r} is not TOOL=allow|ask|deny or "
+                "shell:PATTERN=allow|ask|deny"
+            )
+        if colon and tool != "shell":
+            raise ValueError(f"permission rule {item!r}: only shell rules take a pattern")
+        decision: Decision = "allow" if value == "allow" else "ask" if value == "ask" else "deny"
+        rules.append(Rule(tool, decision, pattern))
     return rules
