@@ -109,6 +109,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OrchestratorError as exc:
         _note(f"error: {exc}")
         return EXIT_FAILED
+    except OSError as exc:
+        # The machine said no (a full disk, a read-only place, ...): one line, no traceback.
+        _note(f"error: {exc}")
+        return EXIT_FAILED
     except KeyboardInterrupt:
         _note("interrupted; the session is resumable (orchestrator resume --last)")
         return 130

@@ -200,7 +200,16 @@ def _add_sessions_parser(commands: Any) -> None:
         description="One line per session: id, created, status, size, goal. A session "
         "marked 'running' whose process is gone shows as 'stopped (resumable)'.",
     )
+    listing.add_argument("--json", action="store_true", help="print one JSON object per session")
     _sessions_option(listing)
+    delete = actions.add_parser(
+        "delete",
+        help="delete a session",
+        description="Delete session ID: its directory, journal, snapshot and, for a "
+        "--session-workspace session, its workspace. A session in use is refused.",
+    )
+    delete.add_argument("session_id", metavar="ID")
+    _sessions_option(delete)
     show = actions.add_parser(
         "show",
         help="what a session holds",

@@ -62,9 +62,11 @@ def _color_enabled(stream: object) -> bool:
     return bool(isatty and isatty())
 
 
-def _make_sink(json_mode: bool) -> EventSink:
+def _make_sink(json_mode: bool, live: LiveSession | None = None) -> EventSink:
     if json_mode:
-        return JsonLinesSink(sys.stdout)
+        if live is None:
+            return JsonLinesSink(sys.stdout)
+        return JsonLinesSink(sys.stdout, session=live.id, seq_of=lambda: live.emitted_seq)
     return TranscriptSink(sys.stdout, color=_color_enabled(sys.stdout))
 
 
@@ -116,7 +118,7 @@ async def _run_session(
             model=resolve_model(spec, env=os.environ, http=http, config=config),
             tools=workspace_tools(env_policy),
             redact=Redactor.of(keys, os.environ),
-            ui=_make_sink(args.json),
+            ui=_make_sink(args.json, live),
             policy=_policy(args.allow),
             approve=_make_approver(args.yes),
             max_rounds=args.max_rounds,

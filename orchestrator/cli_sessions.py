@@ -73,8 +73,25 @@ def _session_size(directory: Path) -> int:
     return sum(p.stat().st_size for p in directory.iterdir() if p.is_file())
 
 
-def _list(root: Path) -> int:
+def _list(root: Path, *, as_json: bool = False) -> int:
     ids = session_ids(root)
+    if as_json:
+        for session_id in ids:
+            directory = root / session_id
+            entry: dict[str, Any] = {"id": session_id}
+            try:
+                created, status, goal = _listing(directory)
+            except SessionError as exc:
+                entry["error"] = str(exc)
+            else:
+                entry |= {
+                    "created": created,
+                    "status": shown_status(directory, status),
+                    "size": _session_size(directory),
+                    "goal": goal,
+                }
+            print(orjson.dumps(entry).decode())
+        return 0
     if not ids:
         print(f"no sessions under {root}")
         return 0
@@ -321,10 +338,26 @@ def repair(directory: Path) -> list[str]:
     return done
 
 
+def _delete(root: Path, session_id: str) -> int:
+    import shutil
+
+    from orchestrator.store import SessionLock
+
+    directory = session_dir(root, session_id)
+    if not (directory / MANIFEST).exists():
+        raise SessionNotFound(f"no session {session_id!r} under {root}")
+    with SessionLock(directory / LOCK):  # refuses a session in use, naming its process
+        shutil.rmtree(directory)
+    print(f"deleted session {session_id} ({directory})")
+    return 0
+
+
 def run_sessions(args: argparse.Namespace, root: Path, load_config: Callable[[], Config]) -> int:
     match args.action:
         case "list":
-            return _list(root)
+            return _list(root, as_json=args.json)
+        case "delete":
+            return _delete(root, args.session_id)
         case "show":
             config = load_config()
             return _show(root, args.session_id, as_json=args.json, last=args.events, config=config)

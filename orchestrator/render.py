@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import TextIO
 
 import orjson
@@ -132,11 +134,24 @@ class TranscriptSink:
 
 
 class JsonLinesSink:
-    """One JSON object per event per line, for other programs."""
+    """One JSON object per event per line, for other programs: the event's fields, plus
+    `session` (its id), `time` (UTC, ISO 8601) and, for an event the journal keeps,
+    `seq` (its record's journal seq, given by `seq_of` right after it was journaled)."""
 
-    def __init__(self, out: TextIO) -> None:
+    def __init__(
+        self, out: TextIO, *, session: str = "", seq_of: Callable[[], int | None] | None = None
+    ) -> None:
         self.out = out
+        self.session = session
+        self.seq_of = seq_of or (lambda: None)
 
     async def emit(self, event: Event, *, durable: bool = False) -> None:
-        self.out.write(orjson.dumps(event.model_dump(mode="json")).decode() + "\n")
+        line = event.model_dump(mode="json")
+        if self.session:
+            line["session"] = self.session
+        seq = self.seq_of()
+        if seq is not None:
+            line["seq"] = seq
+        line["time"] = datetime.now(UTC).isoformat(timespec="milliseconds")
+        self.out.write(orjson.dumps(line).decode() + "\n")
         self.out.flush()

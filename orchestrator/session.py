@@ -75,9 +75,26 @@ def create_session(
     relocatable (copy it under any sessions root and resume it)."""
     session_id = new_session_id(now or datetime.now(UTC))
     directory = session_dir(root, session_id)
-    # Private to the user: transcripts hold source code and command output.
-    root.mkdir(parents=True, exist_ok=True, mode=0o700)
-    directory.mkdir(mode=0o700)
+    try:
+        # Private to the user: transcripts hold source code and command output.
+        root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        directory.mkdir(mode=0o700)
+    except OSError as exc:
+        raise SessionError(
+            f"cannot make a session under {root}: {exc.strerror or exc} "
+            "(choose another place with --sessions-dir)"
+        ) from None
+    try:
+        model = _fill_session(directory, session_id, goal=goal, model=model, workspace=workspace)
+    except OSError as exc:
+        shutil.rmtree(directory, ignore_errors=True)  # no half-made session left behind
+        raise SessionError(f"cannot make a session in {directory}: {exc.strerror or exc}") from None
+    return session_id, directory
+
+
+def _fill_session(
+    directory: Path, session_id: str, *, goal: str, model: str, workspace: Path | None
+) -> str:
     prefix, _, rest = model.partition(":")
     if prefix == "scripted":
         shutil.copyfile(rest, directory / "script.json")
@@ -95,7 +112,7 @@ def create_session(
             id=session_id, goal=goal, model=model, workspace=shown, created=stamp, updated=stamp
         ),
     )
-    return session_id, directory
+    return model
 
 
 class MemorySession:
@@ -120,11 +137,14 @@ class LiveSession:
     manifest: Manifest
     state: SessionState
     journal: Journal
+    warn: Callable[[str], None] = print
+    emitted_seq: int | None = None  # the seq of the record the last event became, if any
     _since_snapshot: int = field(default=0)
 
     async def emit(self, event: Event, *, durable: bool = False) -> None:
         """The journal sink: persist the event's record, then fold it into state."""
         record = event.record()
+        self.emitted_seq = None
         if record is None:
             if durable:
                 # No record of its own (an idempotent call that writes), but what it
@@ -135,17 +155,22 @@ class LiveSession:
             record.kind, record.agent, record.journal_body(), durable=durable
         )
         self.state.apply(seq, record)
+        self.emitted_seq = seq
         self._since_snapshot += 1
         if isinstance(record, TurnEnded) or self._since_snapshot >= SNAPSHOT_EVERY:
             await self.write_snapshot()
 
     async def write_snapshot(self) -> None:
         """Write the small state. It never grows with the conversation, and it is written
-        in a worker thread after the journal holds everything it reflects."""
+        in a worker thread after the journal holds everything it reflects. A snapshot
+        that cannot be written is a warning, never a failed turn: the journal is the truth."""
         await self.journal.flush()
         data = self.state.snapshot().model_dump_json(indent=2).encode() + b"\n"
         self._since_snapshot = 0
-        await trio.to_thread.run_sync(write_atomic, self.directory / SNAPSHOT, data)
+        try:
+            await trio.to_thread.run_sync(write_atomic, self.directory / SNAPSHOT, data)
+        except OSError as exc:
+            self.warn(f"could not write the snapshot {self.directory / SNAPSHOT}: {exc}")
 
     async def set_status(self, status: SessionStatus) -> None:
         update = {"status": status, "updated": now_stamp(), "journal_seq": self.state.seq}
@@ -175,7 +200,7 @@ async def open_session(
             )
         # Handing over the scan saves checking the whole file a second time.
         async with open_journal(directory / JOURNAL, durability=durability, scan=scan) as journal:
-            live = LiveSession(session_id, directory, manifest, state, journal)
+            live = LiveSession(session_id, directory, manifest, state, journal, warn)
             try:
                 yield live
             finally:

@@ -442,3 +442,44 @@ def test_a_closed_stdout_ends_other_commands_quietly(tmp_path: Path, command: li
     result = closed_stdout_run(*args)
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
+
+
+@pytest.mark.parametrize("case", ["root_is_a_file", "script_is_a_directory", "workspace_missing"])
+def test_environment_errors_are_one_line_and_leave_nothing(tmp_path: Path, case: str) -> None:
+    script = ROOT / "examples" / "hello-script.json"
+    root = tmp_path / "sessions"
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    args = ["run", "g", "--model", f"scripted:{script}", "-w", str(ws), "--yes"]
+    match case:
+        case "root_is_a_file":
+            root.write_text("not a directory")
+        case "script_is_a_directory":
+            args[3] = f"scripted:{tmp_path}"
+        case "workspace_missing":
+            args[5] = str(tmp_path / "nowhere")
+    result = orchestrator(*args, "--sessions-dir", str(root))
+    assert result.returncode in (1, 2), result.stderr
+    assert "Traceback" not in result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1, result.stderr
+    if root.is_dir():
+        assert list(root.iterdir()) == []  # no half-made session
+
+
+def test_a_snapshot_that_cannot_be_written_is_a_warning_not_a_failure(
+    tmp_path: Path, sessions_root: Path
+) -> None:
+    script = ROOT / "examples" / "hello-script.json"
+    first = orchestrator(
+        "run", "g", "--model", f"scripted:{script}", "--session-workspace", "--yes"
+    )
+    assert first.returncode == 0, first.stderr
+    [session] = list(sessions_root.iterdir())
+    (session / "snapshot.json").unlink(missing_ok=True)
+    (session / "snapshot.json").mkdir()  # nothing can be renamed over a directory
+    manifest = orjson.loads((session / "session.json").read_bytes())
+    (session / "session.json").write_bytes(orjson.dumps({**manifest, "status": "interrupted"}))
+    resumed = orchestrator("resume", session.name, "--yes")
+    assert resumed.returncode == 0, resumed.stderr
+    assert "could not write the snapshot" in resumed.stderr

@@ -488,3 +488,48 @@ def test_sighup_stops_a_run_like_sigterm(tmp_path: Path) -> None:
     assert b"terminated; session" in stderr
     assert gone_soon(shell_pid)
     assert read_manifest(root / only_session(root)).status == "interrupted"
+
+
+def test_list_json_and_delete(tmp_path: Path) -> None:
+    root = copy_recorded(f"v{FORMAT_VERSION}-completed", tmp_path)
+    shutil.copytree(RECORDED / f"v{FORMAT_VERSION}-killed-mid-turn", root, dirs_exist_ok=True)
+    listed = cli("sessions", "list", "--json", root=root)
+    assert listed.returncode == 0, listed.stderr
+    entries = [orjson.loads(line) for line in listed.stdout.splitlines()]
+    assert [e["status"] for e in entries] == ["stopped (resumable)", "completed"]
+    assert all(e["size"] > 0 and e["goal"] for e in entries)
+    killed = entries[0]["id"]
+    with SessionLock(root / killed / LOCK):  # in use: refused, nothing deleted
+        refused = cli("sessions", "delete", killed, root=root)
+    assert refused.returncode == 1
+    assert "in use by" in refused.stderr
+    assert (root / killed).is_dir()
+    deleted = cli("sessions", "delete", killed, root=root)
+    assert deleted.returncode == 0, deleted.stderr
+    assert not (root / killed).exists()
+    unknown = cli("sessions", "delete", killed, root=root)
+    assert unknown.returncode == 2
+    assert "no session" in unknown.stderr
+
+
+def test_json_events_carry_the_session_the_seq_and_the_time(tmp_path: Path) -> None:
+    script = RECORDED / f"v{FORMAT_VERSION}-completed"
+    root = tmp_path / "sessions"
+    [recorded] = list(script.iterdir())
+    result = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "run", "g", "--model",
+         f"scripted:{recorded / 'script.json'}", "--session-workspace", "--yes", "--json",
+         "--sessions-dir", str(root)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    events = [orjson.loads(line) for line in result.stdout.splitlines()]
+    session_id = only_session(root)
+    assert {e["session"] for e in events} == {session_id}
+    assert all("time" in e for e in events)
+    journaled = [e for e in events if "seq" in e]
+    assert [e["kind"] for e in journaled][:2] == ["agent_started", "session_status"]
+    seqs = [e["seq"] for e in journaled]
+    assert seqs == sorted(seqs)
+    assert seqs[-1] == scan_journal(root / session_id / JOURNAL).last_seq
+    assert not any("seq" in e for e in events if e["kind"] == "text")

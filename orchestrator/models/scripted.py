@@ -68,6 +68,9 @@ def load_script(path: Path) -> Script:
         raise ScriptError(f"script file {path} does not exist", provider="scripted") from None
     except orjson.JSONDecodeError as exc:
         raise ScriptError(f"script file {path} is not JSON: {exc}", provider="scripted") from exc
+    except OSError as exc:  # a directory, unreadable, ...
+        reason = exc.strerror or str(exc)
+        raise ScriptError(f"script file {path}: {reason}", provider="scripted") from None
     return parse_script(raw, source=str(path))
 
 
