@@ -221,6 +221,12 @@ def _add_sessions_parser(commands: Any) -> None:
     show.add_argument("session_id", metavar="ID")
     show.add_argument("--json", action="store_true", help="print one JSON object")
     show.add_argument("--events", type=_count, default=10, metavar="N", help="last N records")
+    show.add_argument(
+        "--transcript",
+        action="store_true",
+        help="print the whole conversation instead: every message, every tool call with its "
+        "full arguments, every result in full",
+    )
     _sessions_option(show)
     repair = actions.add_parser(
         "repair",

@@ -316,6 +316,9 @@ def repair(directory: Path) -> list[str]:
     journal = directory / JOURNAL
     if journal.exists():
         done = [repair_journal(journal).describe()]
+        unreadable = _cut_unreadable(journal)
+        if unreadable is not None:
+            done.append(unreadable)
     else:
         journal.touch(mode=0o600)
         done = [f"{journal} was missing: an empty journal is in its place"]
@@ -338,6 +341,59 @@ def repair(directory: Path) -> list[str]:
     return done
 
 
+def _cut_unreadable(journal: Path) -> str | None:
+    """Cut the journal before the first record whose checksum is good but which does not
+    fit its schema or does not fold (written by another version, or by hand), keeping
+    whole batches and the original aside; what was done, or None."""
+    from pydantic import ValidationError
+
+    from orchestrator.context import FoldError
+    from orchestrator.events import RECORD_ADAPTER
+    from orchestrator.state import SessionState
+    from orchestrator.store._line import CRC_SUFFIX_LEN, MORE
+    from orchestrator.store.repair import cut_journal
+
+    data = journal.read_bytes()
+    state = SessionState()
+    offset = batch_end = 0
+    last_whole = 0
+    for seq, line in enumerate(data.split(b"\n")[:-1], start=1):
+        try:
+            state.apply(seq, RECORD_ADAPTER.validate_json(line))
+        except (ValidationError, FoldError) as exc:
+            why = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
+            reason = f"record seq {seq} does not fit this version ({why})"
+            report = cut_journal(journal, data, batch_end, last_whole, reason)
+            return report.describe().splitlines()[0]
+        offset += len(line) + 1
+        if not line.endswith(MORE, 0, len(line) - CRC_SUFFIX_LEN):
+            batch_end, last_whole = offset, seq
+    return None
+
+
+def _transcript(root: Path, session_id: str) -> int:
+    from orchestrator.messages import AssistantMessage, SystemMessage, ToolResult, UserMessage
+    from orchestrator.replay import load_state
+
+    directory = session_dir(root, session_id)
+    _current(directory)
+    state = load_state(directory, warn=lambda text: print(f"warning: {text}", file=sys.stderr))
+    for agent in state.agents.values():
+        print(f"── {agent.id} ({agent.role}) " + "─" * 40)
+        for message in agent.messages:
+            match message:
+                case SystemMessage(content=text) | UserMessage(content=text):
+                    print(f"[{message.role}]\n{visible(text)}\n")
+                case AssistantMessage(text=text, tool_calls=calls):
+                    print("[assistant]" + (f"\n{visible(text)}" if text else ""))
+                    for call in calls:
+                        print(f"  → {visible(call.name)} ({call.id}) {visible(call.arguments)}")
+                    print()
+                case ToolResult(name=name, call_id=call_id, status=status, content=text):
+                    print(f"[{visible(name)} {status} ({call_id})]\n{visible(text)}\n")
+    return 0
+
+
 def _delete(root: Path, session_id: str) -> int:
     import shutil
 
@@ -358,6 +414,8 @@ def run_sessions(args: argparse.Namespace, root: Path, load_config: Callable[[],
             return _list(root, as_json=args.json)
         case "delete":
             return _delete(root, args.session_id)
+        case "show" if args.transcript:
+            return _transcript(root, args.session_id)
         case "show":
             config = load_config()
             return _show(root, args.session_id, as_json=args.json, last=args.events, config=config)

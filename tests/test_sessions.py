@@ -533,3 +533,50 @@ def test_json_events_carry_the_session_the_seq_and_the_time(tmp_path: Path) -> N
     assert seqs == sorted(seqs)
     assert seqs[-1] == scan_journal(root / session_id / JOURNAL).last_seq
     assert not any("seq" in e for e in events if e["kind"] == "text")
+
+
+@pytest.mark.parametrize(
+    ("kind", "agent", "fields", "message"),
+    [
+        ("mystery", "main", {}, "does not match its schema"),  # a kind this version lacks
+        ("call_result", "ghost", {"ref": "1.0"}, "no agent 'ghost'"),  # an unknown agent
+        ("call_result", "main", {"ref": "999.0"}, "not an open call"),
+        ("turn_ended", "main", {"reason": "tea break", "rounds": 1}, "does not match"),
+    ],
+)
+def test_a_record_that_checksums_but_does_not_fit_is_named_and_repairable(
+    killed_copy: Path, kind: str, agent: str, fields: dict[str, object], message: str
+) -> None:
+    from orchestrator.store._line import encode
+
+    session_id = only_session(killed_copy)
+    journal = killed_copy / session_id / JOURNAL
+    last = scan_journal(journal).last_seq
+    with journal.open("ab") as file:
+        file.write(encode(last + 1, 0, kind, agent, fields, end=True))
+    refused = cli("resume", session_id, "--yes", root=killed_copy)
+    assert refused.returncode == 1
+    assert message in refused.stderr
+    assert f"seq {last + 1}" in refused.stderr
+    assert "orchestrator sessions repair" in refused.stderr
+    repaired = cli("sessions", "repair", session_id, root=killed_copy)
+    assert repaired.returncode == 0, repaired.stderr
+    assert "does not fit this version" in repaired.stdout
+    assert scan_journal(journal).last_seq == last
+    resumed = cli("resume", session_id, "--yes", root=killed_copy)
+    assert resumed.returncode == 0, resumed.stderr
+
+
+def test_show_transcript_prints_every_call_and_result_in_full(tmp_path: Path) -> None:
+    root = copy_recorded(f"v{FORMAT_VERSION}-completed", tmp_path)
+    session_id = only_session(root)
+    shown = cli("sessions", "show", session_id, "--transcript", root=root)
+    assert shown.returncode == 0, shown.stderr
+    state = load_state(root / session_id, warn=pytest.fail)
+    for message in state.agents["main"].messages:
+        if isinstance(message, ToolResult):
+            assert message.content.strip().splitlines()[-1] in shown.stdout
+        elif message.role == "assistant":
+            for call in message.tool_calls:  # type: ignore[union-attr]
+                assert call.arguments in shown.stdout  # whole, not abbreviated
+    assert shown.stdout.count("[assistant]") == 6

@@ -63,9 +63,28 @@ def repair_journal(
     path = Path(path)
     data = path.read_bytes()
     walk = walk_journal(data, after_seq=_KEEP_NO_LINES)  # check frames only
-    keep = walk.end_offset
-    if keep == len(data):
-        return RepairReport(path, None, walk.last_seq, keep, 0, 0, None)
+    if walk.end_offset == len(data):
+        return RepairReport(path, None, walk.last_seq, len(data), 0, 0, None)
+    reason = (
+        f"line {walk.fault.line} {walk.fault.reason}"
+        if walk.fault is not None
+        else "the journal ends in a partial batch"
+    )
+    return cut_journal(path, data, walk.end_offset, walk.last_seq, reason, now=now)
+
+
+def cut_journal(
+    path: Path,
+    data: bytes,
+    keep: int,
+    kept_last_seq: int,
+    reason: str,
+    *,
+    now: Callable[[], datetime] = _utc_now,
+) -> RepairReport:
+    """Copy the journal aside, whole, then truncate it in place to its first `keep`
+    bytes (which must end a batch). For the session layer's own repairs too: a record
+    whose checksum is good but whose content does not fit (`sessions repair`)."""
     backup = _backup_path(path, now())
     write_atomic(backup, data)
     fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
@@ -76,12 +95,7 @@ def repair_journal(
         os.close(fd)
     cut = data[keep:]
     cut_lines = cut.count(b"\n") + (0 if cut.endswith(b"\n") else 1)
-    reason = (
-        f"line {walk.fault.line} {walk.fault.reason}"
-        if walk.fault is not None
-        else "the journal ends in a partial batch"
-    )
-    return RepairReport(path, backup, walk.last_seq, keep, len(cut), cut_lines, reason)
+    return RepairReport(path, backup, kept_last_seq, keep, len(cut), cut_lines, reason)
 
 
 def _backup_path(path: Path, when: datetime) -> Path:
