@@ -95,18 +95,6 @@ MESSAGE_ADAPTER: TypeAdapter[Message] = TypeAdapter(Message)
 MESSAGES_ADAPTER: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
 
 
-def unanswered_calls(messages: list[Message] | tuple[Message, ...]) -> list[ToolCall]:
-    """Tool calls in `messages` that have no result yet, in the order they were made."""
-    answered = {m.call_id for m in messages if isinstance(m, ToolResult)}
-    return [
-        call
-        for m in messages
-        if isinstance(m, AssistantMessage)
-        for call in m.tool_calls
-        if call.id not in answered
-    ]
-
-
 RESULT_OVERHEAD = 48
 """Characters a tool result costs beyond its content, in `message_chars`."""
 

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 
 from orchestrator.agent import run_turn
 from orchestrator.events import ToolCallFinished, ToolCallStarted
-from orchestrator.messages import AssistantMessage, ToolResult, unanswered_calls
+from orchestrator.messages import AssistantMessage, ToolResult
 from orchestrator.tools import Tool, ToolContext, ToolOutput, ToolRegistry, Workspace, deny_all
 from orchestrator.tools.permissions import PermissionPolicy, Rule
 from tests.conftest import MakeDeps, call, scripted
@@ -42,7 +42,7 @@ async def test_loop_runs_tools_until_the_model_stops(
     # The model saw the results of its calls, and each request named its step.
     assert [r.step for r in model.requests] == [0, 1, 2]
     assert model.requests[2].messages[-1] == results(state.messages)[-1]
-    assert unanswered_calls(state.messages) == []
+    assert state.pending_calls() == []
     kinds = [e.kind for e in sink.events]
     assert kinds[0] == "turn_started"
     assert kinds[-1] == "turn_ended"
@@ -229,7 +229,7 @@ async def test_cancelling_a_turn_gives_unfinished_calls_cancelled_results(
         ("cancelled before it finished", "cancelled"),
     ]
     assert log == ["start first", "end first"]
-    assert unanswered_calls(state.messages) == []
+    assert state.pending_calls() == []
 
 
 async def test_ask_without_approval_is_refused(make_deps: MakeDeps, workspace: Workspace) -> None:
