@@ -1,7 +1,7 @@
 """One agent's context: its messages and the calls of its last reply, folded from records.
 
 There is one context per agent. The turn loop reads it and never writes it: every change
-is an event that the session journals and then folds here (`fold_context`), live and on
+is an event that the session journals and then folds here (`CONTEXT_FOLDS`), live and on
 resume alike, so the two cannot disagree.
 
 A tool call is keyed by its **ref**, `"<seq>.<index>"`: the journal seq of the reply that
@@ -127,7 +127,7 @@ def _replied(context: AgentContext, seq: int, record: AssistantReplied) -> None:
     marks = context._marks
     marks.append((marks[-1] if marks else 0) + message_chars(message))
     calls = message.tool_calls
-    context.open_calls = {f"{seq}.{i}": call for i, call in enumerate(calls)} if calls else {}
+    context.open_calls = {call_ref(seq, i): call for i, call in enumerate(calls)} if calls else {}
     if context.effects:
         context.effects = set()
 

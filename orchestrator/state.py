@@ -160,13 +160,8 @@ def _turn_started(state: SessionState, seq: int, record: TurnStarted) -> None:
 def _replied(state: SessionState, seq: int, record: AssistantReplied) -> None:
     context = state.agent(record.agent)
     context.steps += 1
-    usage = record.message.usage
-    if usage is not None:
-        counts = context.usage_counts
-        counts[0] += usage.input_tokens
-        counts[1] += usage.output_tokens
-        counts[2] += usage.cache_read_tokens
-        counts[3] += usage.cache_write_tokens
+    if record.message.usage is not None:
+        context.add_usage(record.message.usage)
 
 
 def _turn_ended(state: SessionState, seq: int, record: TurnEnded) -> None:
