@@ -72,8 +72,33 @@ def main() -> None:
                     times[number].append(timed(tree, command + extra))
             medians = [statistics.median(t) * 1000 for t in times]
             print(f"{name:<16}" + "".join(f"{m:>25.0f} ms" for m in medians))
+        many = _many_sessions(work / "many", recorded)
+        listed = statistics.median(
+            [timed(ROOT, ["sessions", "list", "--sessions-dir", str(many)]) for _ in range(5)]
+        )
+        print(
+            f"sessions list over 1,000 sessions, one with a 100,000-file workspace: "
+            f"{listed * 1000:.0f} ms (this checkout)"
+        )
     finally:
         shutil.rmtree(work)
+
+
+def _many_sessions(root: Path, recorded: Path) -> Path:
+    """1,000 copies of a recorded session (ids made unique), the first with a workspace
+    inside it of 100,000 files, which listing must not walk."""
+    [source] = list(recorded.iterdir())
+    root.mkdir()
+    for number in range(1000):
+        target = root / f"{source.name[:-6]}{number:06x}"
+        shutil.copytree(source, target)
+    workspace = next(iter(sorted(root.iterdir()))) / "workspace"
+    for number in range(100):
+        directory = workspace / f"d{number}"
+        directory.mkdir()
+        for item in range(1000):
+            (directory / f"f{item}").touch()
+    return root
 
 
 def _time(command: list[str]) -> float:
