@@ -11,6 +11,7 @@ context the run had, by construction.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -99,6 +100,7 @@ async def _ask_model(state: AgentContext, deps: TurnDeps) -> AssistantMessage:
         step=state.steps,
         max_tokens=deps.max_tokens,
         temperature=deps.temperature,
+        cache_key=cache_key(deps.context.session, state.role),
     )
     async with deps.model.stream(request) as stream:
 
@@ -114,6 +116,14 @@ async def _ask_model(state: AgentContext, deps: TurnDeps) -> AssistantMessage:
     if reply.usage is not None:
         await deps.events.emit(UsageUpdated(agent=state.id, usage=reply.usage, total=state.usage))
     return reply
+
+
+def cache_key(session: str, role: str) -> str:
+    """A provider's prompt-cache key for the agents of `role` in `session`: stable, and
+    made of nothing but those two names (hashed), so it carries no secret."""
+    if not session:
+        return ""
+    return "orch-" + hashlib.sha256(f"{session}/{role}".encode()).hexdigest()[:24]
 
 
 def _is_read_only(call: ToolCall, tools: ToolRegistry) -> bool:

@@ -59,6 +59,11 @@ class ProviderConfig(_Strict, frozen=True):
     max_retries: int | None = Field(default=None, ge=0)
     # A key goes over plain http only to a loopback address, unless this says otherwise.
     allow_key_over_http: bool = False
+    # Prompt caching: Anthropic breakpoints ("off" or "auto") and the shared prefix's
+    # lifetime; for OpenAI-compatible servers, whether to send a prompt_cache_key.
+    cache: Literal["off", "auto"] | None = None
+    cache_ttl: Literal["5m", "1h"] | None = None
+    prompt_cache_key: bool | None = None
 
 
 class AgentConfig(_Strict, frozen=True):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import Any, assert_never, final
+from typing import Any, Literal, assert_never, final
 
 import orjson
 
@@ -47,6 +47,9 @@ DEFAULT_MAX_TOKENS = 8192
 _RESULT_PREFIX = {"ok": "", "error": "", "cancelled": "Cancelled: ", "interrupted": "Interrupted: "}
 
 
+EXTENDED_TTL_BETA = "extended-cache-ttl-2025-04-11"  # a 1-hour cache lifetime, where needed
+
+
 @dataclass(frozen=True)
 class AnthropicEndpoint:
     """Where and how to reach the Messages API. The key is kept out of repr."""
@@ -58,6 +61,8 @@ class AnthropicEndpoint:
     max_tokens: int = DEFAULT_MAX_TOKENS
     thinking_budget: int | None = None
     provider: str = "anthropic"
+    cache: Literal["off", "auto"] = "auto"  # prompt-caching breakpoints (see to_wire)
+    cache_ttl: Literal["5m", "1h"] = "5m"  # lifetime of the shared prefix's cache entry
 
     @property
     def url(self) -> str:
@@ -69,6 +74,8 @@ class AnthropicEndpoint:
             "accept": "text/event-stream",
             "anthropic-version": API_VERSION,
         }
+        if self.cache == "auto" and self.cache_ttl == "1h":
+            headers["anthropic-beta"] = EXTENDED_TTL_BETA
         headers.update(self.headers)
         if self.api_key:
             headers["x-api-key"] = self.api_key
@@ -85,23 +92,41 @@ def to_wire(
     default_max_tokens: int = DEFAULT_MAX_TOKENS,
     thinking_budget: int | None = None,
     cache: WireCache[_Turns] | None = None,
+    caching: Literal["off", "auto"] = "off",
+    cache_ttl: Literal["5m", "1h"] = "5m",
 ) -> dict[str, Any]:
     """The JSON body of a streamed Messages call for `request`. With the `cache` of the
-    asking agent, only messages added since its last request are translated."""
+    asking agent, only messages added since its last request are translated.
+
+    `caching="auto"` sets two prompt-caching breakpoints (of the 4 allowed): one at the
+    end of the tools and system prompt, the prefix every round and every agent of a role
+    shares (lifetime `cache_ttl`), and one on the newest message, moving forward every
+    round (5 minutes), so each request reads what the previous one wrote."""
     built, new = (cache or WireCache(_Turns)).feed(request.messages)
     for message in new:
         built.add(message)
     system, turns = built.wire()
     max_tokens = request.max_tokens or default_max_tokens
     body: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "messages": turns}
+    shared = {"type": "ephemeral"} if cache_ttl == "5m" else {"type": "ephemeral", "ttl": "1h"}
     if system:
-        body["system"] = system
+        if caching == "auto":
+            body["system"] = [{"type": "text", "text": system, "cache_control": shared}]
+        else:
+            body["system"] = system
     if request.tools:
         body["tools"] = [
             {"name": t.name, "description": t.description, "input_schema": t.parameters}
             for t in request.tools
         ]
+        if caching == "auto" and not system:
+            body["tools"][-1]["cache_control"] = shared
         body["tool_choice"] = _tool_choice(request.tool_choice)
+    if caching == "auto" and turns and turns[-1]["content"]:
+        last = turns[-1]["content"][-1]
+        if last.get("type") in _CACHEABLE:
+            # A copy: the block itself is the agent's cached wire form, sent again later.
+            turns[-1]["content"][-1] = {**last, "cache_control": {"type": "ephemeral"}}
     if thinking_budget:
         # max_tokens counts thinking too and must exceed the budget.
         if max_tokens <= thinking_budget:
@@ -113,6 +138,9 @@ def to_wire(
         body["stop_sequences"] = list(request.stop)
     body["stream"] = True
     return body
+
+
+_CACHEABLE = frozenset({"text", "tool_result", "tool_use", "image", "document"})
 
 
 class _Turns:
@@ -395,6 +423,8 @@ class AnthropicModel:
             default_max_tokens=ep.max_tokens,
             thinking_budget=ep.thinking_budget,
             cache=self._wire.setdefault(request.agent, WireCache(_Turns)),
+            caching=ep.cache,
+            cache_ttl=ep.cache_ttl,
         )
         call = WireCall(url=ep.url, headers=ep.wire_headers(), body=body)
         return _model_stream(

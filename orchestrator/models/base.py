@@ -42,6 +42,7 @@ class ModelRequest:
     max_tokens: int | None = None
     temperature: float | None = None
     stop: tuple[str, ...] = ()
+    cache_key: str = ""  # the same for every request sharing a prefix (session and role)
 
 
 class TextDelta(BaseModel, frozen=True):

@@ -70,6 +70,7 @@ class OpenAIEndpoint:
     headers: Mapping[str, str] = field(default_factory=dict)
     max_tokens_field: MaxTokensField = "max_tokens"
     max_tokens: int | None = None
+    prompt_cache_key: bool = False  # send the request's cache key (on for OpenAI itself)
 
     @property
     def url(self) -> str:
@@ -93,6 +94,7 @@ def to_wire(
     max_tokens_field: MaxTokensField = "max_tokens",
     default_max_tokens: int | None = None,
     cache: WireCache[list[dict[str, Any]]] | None = None,
+    prompt_cache_key: bool = False,
 ) -> dict[str, Any]:
     """The JSON body of a streamed chat completion for `request`. With the `cache` of
     the asking agent, only messages added since its last request are translated."""
@@ -124,6 +126,9 @@ def to_wire(
         body["temperature"] = request.temperature
     if request.stop:
         body["stop"] = list(request.stop)
+    if prompt_cache_key and request.cache_key:
+        # Agents of one role in one session share their prefix, so they share a key.
+        body["prompt_cache_key"] = request.cache_key
     return body
 
 
@@ -347,6 +352,7 @@ class OpenAIChatModel:
             max_tokens_field=ep.max_tokens_field,
             default_max_tokens=ep.max_tokens,
             cache=self._wire.setdefault(request.agent, WireCache(list)),
+            prompt_cache_key=ep.prompt_cache_key,
         )
         call = WireCall(url=ep.url, headers=ep.wire_headers(), body=body)
         return _model_stream(

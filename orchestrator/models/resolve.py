@@ -148,6 +148,8 @@ def resolve_model(
             max_tokens=s.max_tokens or DEFAULT_MAX_TOKENS,
             thinking_budget=s.thinking_budget,
             provider=prefix,
+            cache=s.cache or "auto",
+            cache_ttl=s.cache_ttl or "5m",
         )
         return AnthropicModel(endpoint, options)
     model, url = _split_url(rest)
@@ -167,6 +169,9 @@ def resolve_model(
         max_tokens_field=s.max_tokens_field
         or ("max_completion_tokens" if prefix == "openai" else "max_tokens"),
         max_tokens=s.max_tokens,
+        prompt_cache_key=s.prompt_cache_key
+        if s.prompt_cache_key is not None
+        else prefix == "openai",
     )
     return OpenAIChatModel(openai_endpoint, options)
 

@@ -116,7 +116,7 @@ async def test_text_stream_with_pings_and_usage(
     assert request.headers["x-api-key"] == "sk-ant-test"
     assert request.headers["anthropic-version"] == "2023-06-01"
     assert "authorization" not in request.headers
-    assert request.json() == to_wire(REQUEST, model="claude-test")
+    assert request.json() == to_wire(REQUEST, model="claude-test", caching="auto")
     assert request.json()["max_tokens"] == 8192
 
 

@@ -5,6 +5,8 @@ diff of tests/providers/golden/ before committing it."""
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import os
 from pathlib import Path
 from typing import Any
@@ -106,6 +108,22 @@ CASES: dict[str, tuple[dict[str, Any], str]] = {
         "anthropic",
     ),
     "anthropic_minimal": (anthropic.to_wire(MINIMAL, model="claude-haiku-4-5"), "anthropic"),
+    "anthropic_cached": (
+        anthropic.to_wire(FULL, model="claude-sonnet-4-5", caching="auto", cache_ttl="1h"),
+        "anthropic",
+    ),
+    "anthropic_cached_no_system": (
+        anthropic.to_wire(NAMED_TOOL, model="claude-haiku-4-5", caching="auto"),
+        "anthropic",
+    ),
+    "openai_cache_key": (
+        openai.to_wire(
+            dataclasses.replace(MINIMAL, cache_key="orch-0123456789abcdef01234567"),
+            model="gpt-4.1",
+            prompt_cache_key=True,
+        ),
+        "openai",
+    ),
     "anthropic_named_tool": (anthropic.to_wire(NAMED_TOOL, model="claude-haiku-4-5"), "anthropic"),
 }
 
@@ -157,3 +175,92 @@ def test_a_growing_context_is_translated_once_and_sent_the_same(adapter: str) ->
     # A request built from something else (a copy, not a view) starts the cache afresh.
     copy = ModelRequest(messages=tuple(context[:3]), tools=TOOLS)
     assert make(copy, model="m", cache=cache) == make(copy, model="m")  # type: ignore[operator]
+
+
+def strip_markers(value: Any) -> Any:
+    """A body without its prompt-caching markers, which move by design."""
+    if isinstance(value, dict):
+        return {k: strip_markers(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [strip_markers(v) for v in value]
+    return value
+
+
+def assert_prefix_stable(bodies: list[dict[str, Any]]) -> None:
+    """Every request starts with the one before it: the same tools and system prompt, and
+    its messages (turns) a prefix of the next one's, each rendered identically."""
+    for before, after in itertools.pairwise(map(strip_markers, bodies)):
+        assert before.get("tools") == after.get("tools")
+        assert before.get("system") == after.get("system")
+        assert after["messages"][: len(before["messages"])] == before["messages"]
+
+
+async def test_requests_of_a_scripted_session_keep_a_prefix_that_never_moves(
+    tmp_path: Path,
+) -> None:
+    # A real turn loop (scripted model, real tools) sends its requests; each adapter
+    # renders them as it would live (one wire cache per agent), caching markers on.
+    from orchestrator.agent import TurnDeps, run_turn
+    from orchestrator.events import AgentStarted
+    from orchestrator.models.base import WireCache
+    from orchestrator.models.scripted import ScriptedModel, parse_script
+    from orchestrator.session import MemorySession
+    from orchestrator.tools import ToolContext, Workspace, workspace_tools
+
+    calls = [
+        [{"name": "write_file", "arguments": {"path": "a.txt", "content": "x"}}],
+        [{"name": "read_file", "arguments": {"path": "a.txt"}}, {"name": "list_files"}],
+        [{"name": "grep", "arguments": {"pattern": "x"}}],
+    ]
+    replies = [{"text": f"step {i}", "tool_calls": c} for i, c in enumerate(calls)]
+    model = ScriptedModel(parse_script({"agents": {"main": [*replies, {"text": "done"}]}}))
+    session = MemorySession()
+    start = (SystemMessage(content="You are careful."), UserMessage(content="Do it."))
+    await session.emit(AgentStarted(agent="main", role="main", messages=start))
+    deps = TurnDeps(
+        model=model,
+        tools=workspace_tools(),
+        context=ToolContext(workspace=Workspace(tmp_path), session="S"),
+        events=session,
+    )
+    await run_turn(session.state.agents["main"], deps)
+    assert len(model.requests) == 4
+    anthropic_cache: WireCache[Any] = WireCache(anthropic._Turns)
+    openai_cache: WireCache[Any] = WireCache(list)
+    assert_prefix_stable(
+        [
+            anthropic.to_wire(r, model="m", cache=anthropic_cache, caching="auto")
+            for r in model.requests
+        ]
+    )
+    assert_prefix_stable(
+        [
+            openai.to_wire(r, model="m", cache=openai_cache, prompt_cache_key=True)
+            for r in model.requests
+        ]
+    )
+    # One stable key for the session and role, and nothing else in it.
+    keys = {r.cache_key for r in model.requests}
+    assert len(keys) == 1
+    assert keys.pop().startswith("orch-")
+
+
+def test_anthropic_breakpoints_sit_at_the_shared_prefix_and_the_newest_message() -> None:
+    body = anthropic.to_wire(FULL, model="m", caching="auto")
+    marked = [path for path in _marker_paths(body)]
+    assert marked == ["system[0]", f"messages[{len(body['messages']) - 1}].content[-1]"]
+    assert body["system"][0]["cache_control"] == {"type": "ephemeral"}
+    assert len(marked) <= 4
+    off = anthropic.to_wire(FULL, model="m", caching="off")
+    assert list(_marker_paths(off)) == []
+
+
+def _marker_paths(body: dict[str, Any]) -> list[str]:
+    paths = []
+    if isinstance(body.get("system"), list):
+        paths += [f"system[{i}]" for i, b in enumerate(body["system"]) if "cache_control" in b]
+    paths += [f"tools[{i}]" for i, t in enumerate(body.get("tools", [])) if "cache_control" in t]
+    for i, turn in enumerate(body["messages"]):
+        if "cache_control" in turn["content"][-1]:
+            paths.append(f"messages[{i}].content[-1]")
+    return paths
