@@ -159,6 +159,8 @@ def describe(directory: Path, last: int, config: Config) -> dict[str, Any]:
         **manifest.model_dump(mode="json"),
         "status": shown_status(directory, manifest.status),
         "usage": ledger.model_dump(mode="json"),
+        # The share of prompt tokens read from the providers' caches (None: no calls).
+        "cache_share": ledger.session.cache_share,
         "usage_table": format_usage(ledger),
         "journal_records": scan.last_seq,
         "reason": reason if state.status != "completed" else "",

@@ -65,6 +65,14 @@ class UsageTotals(BaseModel, frozen=True):
         )
 
     @property
+    def cache_share(self) -> float | None:
+        """The share of prompt tokens read from the provider's cache (None without any
+        prompt tokens): cache reads over all input, read, written or plain."""
+        u = self.usage
+        prompt = u.input_tokens + u.cache_read_tokens + u.cache_write_tokens
+        return u.cache_read_tokens / prompt if prompt else None
+
+    @property
     def cost_known(self) -> bool:
         """False when some calls had no price, so `cost_usd` is a lower bound."""
         return self.unpriced_calls == 0
@@ -100,7 +108,10 @@ class UsageLedger(BaseModel, frozen=True):
 
 def format_usage(ledger: UsageLedger) -> str:
     """A small table for `orchestrator sessions show`."""
-    header = f"{'':<24} {'calls':>6} {'input':>10} {'output':>10} {'cache r/w':>15} {'cost':>10}"
+    header = (
+        f"{'':<24} {'calls':>6} {'input':>10} {'output':>10} {'cache r/w':>15} {'cached':>7}"
+        f" {'cost':>10}"
+    )
     rows = [header]
 
     def row(label: str, totals: UsageTotals) -> str:
@@ -109,9 +120,11 @@ def format_usage(ledger: UsageLedger) -> str:
         cost = f"${totals.cost_usd:.4f}" + ("" if totals.cost_known else "+")
         if totals.calls and totals.unpriced_calls == totals.calls:
             cost = "unpriced"
+        share = totals.cache_share
+        cached = "-" if share is None else f"{share:.0%}"
         return (
             f"{label:<24} {totals.calls:>6} {u.input_tokens:>10} {u.output_tokens:>10}"
-            f" {cache:>15} {cost:>10}"
+            f" {cache:>15} {cached:>7} {cost:>10}"
         )
 
     rows.append(row("session", ledger.session))

@@ -133,3 +133,19 @@ def test_ledger_totals_per_agent_model_and_session() -> None:
     assert "agent worker-1" in table
     assert "unpriced" in table
     assert "lower bound" in table
+
+
+def test_the_cache_share_per_agent_and_session() -> None:
+    ledger = UsageLedger()
+    first = Usage(input_tokens=100, cache_write_tokens=900, output_tokens=10)  # writes
+    later = Usage(input_tokens=100, cache_read_tokens=900, output_tokens=10)  # reads
+    for usage in (first, later, later, later):
+        ledger = ledger.record(agent="main", model="anthropic:claude-sonnet-4-5", usage=usage)
+    ledger = ledger.record(agent="w1", model="openai:gpt-4.1", usage=Usage(input_tokens=50))
+    assert ledger.by_agent["main"].cache_share == pytest.approx(2700 / 4000)
+    assert ledger.by_agent["w1"].cache_share == 0
+    assert ledger.session.cache_share == pytest.approx(2700 / 4050)
+    assert UsageLedger().session.cache_share is None
+    table = format_usage(ledger)
+    assert "cached" in table.splitlines()[0]
+    assert " 68% " in table.splitlines()[2]  # agent main: 2,700 of 4,000 prompt tokens
