@@ -9,6 +9,7 @@ while it waits stops the run at once.
 from __future__ import annotations
 
 import difflib
+import fnmatch
 import sys
 from typing import Any, TextIO
 
@@ -17,7 +18,7 @@ import trio
 
 from orchestrator.messages import ToolCall
 from orchestrator.text import visible
-from orchestrator.tools.permissions import Answer, Grant
+from orchestrator.tools.permissions import Answer, Grant, shell_command
 
 SHOWN_LINES = 40
 
@@ -75,21 +76,28 @@ def make_prompt(out: TextIO = sys.stderr, read: Any = None) -> Any:
 
     async def ask(call: ToolCall) -> Answer:
         whole = False
+        choices = f"[y]es, [n]o, [a]lways {visible(call.name)} in this session, [v]iew all"
+        if call.name == "shell":
+            choices += ", or p PATTERN: always commands matching PATTERN (p pytest *)"
         while True:
             out.write("\n" + visible(describe_call(call, whole=whole)) + "\n")
-            out.write(
-                f"Allow? [y]es, [n]o, [a]lways {visible(call.name)} in this session, [v]iew all: "
-            )
+            out.write(f"Allow? {choices}: ")
             out.flush()
             # Abandoned on cancel: Ctrl+C stops the run without waiting for a line.
-            line = await trio.to_thread.run_sync(readline, abandon_on_cancel=True)
-            answer = line.strip().lower()
+            line = (await trio.to_thread.run_sync(readline, abandon_on_cancel=True)).strip()
+            answer = line.lower()
             if answer in ("y", "yes"):
                 return True
             if answer in ("a", "always"):
                 return Grant(call.name)
             if answer in ("v", "view"):
                 whole = True
+                continue
+            if call.name == "shell" and answer.startswith("p ") and line[2:].strip():
+                pattern = line[2:].strip()
+                if fnmatch.fnmatchcase(shell_command(call), pattern):
+                    return Grant("shell", pattern)
+                out.write(f"{visible(pattern)!r} does not match this command; ask again.\n")
                 continue
             return False
 

@@ -91,6 +91,8 @@ def test_the_prompt_shows_writes_and_edits() -> None:
         ([""], False),
         (["a\n"], Grant("shell")),
         (["v\n", "y\n"], True),
+        (["p make*\n"], Grant("shell", "make*")),
+        (["p pytest *\n", "n\n"], False),  # a pattern that does not cover this call
     ],
 )
 async def test_answers(typed: list[str], expected: object) -> None:
