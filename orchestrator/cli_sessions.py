@@ -1,4 +1,5 @@
-"""`orchestrator sessions list | show | repair`: look at sessions without running them."""
+"""`orchestrator sessions list | show | verify | repair | delete`: look after sessions
+without running them."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ def session_ids(root: Path) -> list[str]:
     if not root.is_dir():
         return []
     return sorted(
-        (p.name for p in root.iterdir() if is_session_id(p.name) and (p / "session.json").exists()),
+        (p.name for p in root.iterdir() if is_session_id(p.name) and (p / MANIFEST).exists()),
         reverse=True,
     )
 
