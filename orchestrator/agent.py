@@ -11,6 +11,7 @@ context the run had, by construction.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
@@ -118,6 +119,7 @@ async def _ask_model(state: AgentContext, deps: TurnDeps) -> AssistantMessage:
     return reply
 
 
+@functools.lru_cache(maxsize=64)
 def cache_key(session: str, role: str) -> str:
     """A provider's prompt-cache key for the agents of `role` in `session`: stable, and
     made of nothing but those two names (hashed), so it carries no secret."""

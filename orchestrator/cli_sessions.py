@@ -112,10 +112,9 @@ def _list(root: Path, *, as_json: bool = False) -> int:
 
 
 def describe(directory: Path, last: int, config: Config) -> dict[str, Any]:
-    from orchestrator.context import FoldError
     from orchestrator.events import AssistantReplied, SessionStatusChanged
     from orchestrator.manifest import read_manifest
-    from orchestrator.replay import JOURNAL, decode_records, gc_paused
+    from orchestrator.replay import JOURNAL, folded, gc_paused
     from orchestrator.state import SessionState
     from orchestrator.store import scan_journal
     from orchestrator.usage import UsageLedger, format_usage
@@ -128,13 +127,7 @@ def describe(directory: Path, last: int, config: Config) -> dict[str, Any]:
     ledger = UsageLedger()
     with gc_paused():
         scan = scan_journal(path)
-        for seq, event in decode_records(path, scan.lines, scan.after_seq + 1):
-            try:
-                state.apply(seq, event)
-            except FoldError as exc:
-                raise JournalCorrupt(
-                    f"{path}: record seq {seq}: {exc}", path=path, line=seq, seq=seq
-                ) from exc
+        for _, event in folded(state, scan):
             if isinstance(event, SessionStatusChanged):
                 reason = event.detail
             if isinstance(event, AssistantReplied) and event.message.usage is not None:
@@ -184,8 +177,7 @@ def verify(directory: Path) -> list[str]:
     """Check every record of a session (frame, checksum, schema, and that it folds),
     and that the snapshot agrees with the fold at the seq it names; the problems found,
     or none."""
-    from orchestrator.context import FoldError
-    from orchestrator.replay import JOURNAL, SNAPSHOT, decode_records, gc_paused, read_snapshot
+    from orchestrator.replay import JOURNAL, SNAPSHOT, folded, gc_paused, read_snapshot
     from orchestrator.state import SessionState
     from orchestrator.store import scan_journal
 
@@ -206,11 +198,7 @@ def verify(directory: Path) -> list[str]:
     try:
         with gc_paused():
             scan = scan_journal(path)
-            for seq, record in decode_records(path, scan.lines, 1):
-                try:
-                    state.apply(seq, record)
-                except FoldError as exc:
-                    return [*problems, f"{path}: record seq {seq}: {exc}"]
+            for seq, _ in folded(state, scan):
                 if snapshot is not None and seq == snapshot.seq:
                     checked = True
                     compare(seq)

@@ -51,22 +51,33 @@ def _first_error(exc: ValidationError) -> str:
 def fold_records(state: SessionState, scan: JournalScan, *, snapshot_seq: int = 0) -> None:
     """Fold the scanned records into `state`: records up to `snapshot_seq` rebuild
     contexts only (the small state is the snapshot's), later ones are folded whole."""
+    for _ in folded(state, scan, snapshot_seq=snapshot_seq):
+        pass
+
+
+def folded(
+    state: SessionState, scan: JournalScan, *, snapshot_seq: int = 0
+) -> Iterator[tuple[int, Record]]:
+    """Each scanned record, once folded into `state` (as `fold_records` folds it), for
+    readers that want the records too (`sessions show` sums usage from them). A record
+    that does not fold is corruption, named by file and seq."""
     path = scan.path
     apply, apply_context, agents = state.apply, state.apply_context, state.agents
     for seq, record in decode_records(path, scan.lines, scan.after_seq + 1):
         try:
             if seq > snapshot_seq:
                 apply(seq, record)
-                continue
-            # Before the snapshot's seq, only what an agent's live context holds matters
-            # (`sessions verify` folds everything from the start).
-            agent = agents.get(record.agent)
-            if agent is not None and seq >= agent.start:
-                apply_context(seq, record)
+            else:
+                # Before the snapshot's seq, only what an agent's live context holds
+                # matters (`sessions verify` folds everything from the start).
+                agent = agents.get(record.agent)
+                if agent is not None and seq >= agent.start:
+                    apply_context(seq, record)
         except FoldError as exc:
             raise JournalCorrupt(
                 f"{path}: record seq {seq}: {exc}", path=path, line=seq, seq=seq
             ) from exc
+        yield seq, record
 
 
 @contextlib.contextmanager

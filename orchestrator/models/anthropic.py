@@ -26,6 +26,7 @@ from orchestrator.messages import (
     UserMessage,
 )
 from orchestrator.models.base import (
+    AgentWireCaches,
     ModelEvent,
     ModelRequest,
     StreamEnded,
@@ -400,7 +401,7 @@ class AnthropicModel:
     def __init__(self, endpoint: AnthropicEndpoint, http: HttpOptions | None = None) -> None:
         self._endpoint = endpoint
         self._http = http or HttpOptions()
-        self._wire: dict[str, WireCache[_Turns]] = {}
+        self._wire: AgentWireCaches[_Turns] = AgentWireCaches(_Turns)
 
     @property
     def name(self) -> str:
@@ -422,7 +423,7 @@ class AnthropicModel:
             model=ep.model,
             default_max_tokens=ep.max_tokens,
             thinking_budget=ep.thinking_budget,
-            cache=self._wire.setdefault(request.agent, WireCache(_Turns)),
+            cache=self._wire[request.agent],
             caching=ep.cache,
             cache_ttl=ep.cache_ttl,
         )

@@ -175,3 +175,17 @@ class WireCache(Generic[S]):
             new = messages
         self._done = len(messages)
         return self.state, new
+
+
+class AgentWireCaches(Generic[S]):
+    """An adapter's `WireCache` per agent, made on an agent's first request."""
+
+    def __init__(self, fresh: Callable[[], S]) -> None:
+        self._fresh = fresh
+        self._caches: dict[str, WireCache[S]] = {}
+
+    def __getitem__(self, agent: str) -> WireCache[S]:
+        cache = self._caches.get(agent)
+        if cache is None:
+            cache = self._caches[agent] = WireCache(self._fresh)
+        return cache

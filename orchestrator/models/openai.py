@@ -26,6 +26,7 @@ from orchestrator.messages import (
     UserMessage,
 )
 from orchestrator.models.base import (
+    AgentWireCaches,
     ModelEvent,
     ModelRequest,
     StreamEnded,
@@ -329,7 +330,7 @@ class OpenAIChatModel:
     def __init__(self, endpoint: OpenAIEndpoint, http: HttpOptions | None = None) -> None:
         self._endpoint = endpoint
         self._http = http or HttpOptions()
-        self._wire: dict[str, WireCache[list[dict[str, Any]]]] = {}
+        self._wire: AgentWireCaches[list[dict[str, Any]]] = AgentWireCaches(list)
 
     @property
     def name(self) -> str:
@@ -351,7 +352,7 @@ class OpenAIChatModel:
             model=ep.model,
             max_tokens_field=ep.max_tokens_field,
             default_max_tokens=ep.max_tokens,
-            cache=self._wire.setdefault(request.agent, WireCache(list)),
+            cache=self._wire[request.agent],
             prompt_cache_key=ep.prompt_cache_key,
         )
         call = WireCall(url=ep.url, headers=ep.wire_headers(), body=body)
