@@ -202,23 +202,22 @@ def _add_sessions_parser(commands: Any) -> None:
     )
     listing.add_argument("--json", action="store_true", help="print one JSON object per session")
     _sessions_option(listing)
-    delete = actions.add_parser(
+    _session_action(
+        actions,
         "delete",
-        help="delete a session",
-        description="Delete session ID: its directory, journal, snapshot and, for a "
+        "delete a session",
+        "Delete session ID: its directory, journal, snapshot and, for a "
         "--session-workspace session, its workspace. A session in use is refused.",
     )
-    delete.add_argument("session_id", metavar="ID")
-    _sessions_option(delete)
-    show = actions.add_parser(
+    show = _session_action(
+        actions,
         "show",
-        help="what a session holds",
-        description="Goal, status, model, workspace, agents with message counts, token "
-        "usage and cost (from the price table in the config, if any), and the last journal "
-        "records.",
+        "what a session holds",
+        "Goal, status (and why it failed or stopped), model, workspace, agents with message "
+        "counts, token usage, cache share and cost (from the price table in the config, if "
+        "any), and the last journal records.",
     )
     _config_option(show)
-    show.add_argument("session_id", metavar="ID")
     show.add_argument("--json", action="store_true", help="print one JSON object")
     show.add_argument("--events", type=_count, default=10, metavar="N", help="last N records")
     show.add_argument(
@@ -227,24 +226,35 @@ def _add_sessions_parser(commands: Any) -> None:
         help="print the whole conversation instead: every message, every tool call with its "
         "full arguments, every result in full",
     )
-    _sessions_option(show)
-    repair = actions.add_parser(
+    _session_action(
+        actions,
         "repair",
-        help="cut a corrupt journal back to its last good batch",
-        description="Move the journal aside (nothing is deleted) and write a copy truncated "
-        "to the last good batch before the first corrupt record, so the session resumes.",
+        "cut a corrupt journal back to its last good batch",
+        "Copy the journal aside (nothing is deleted), then truncate it in place to the last "
+        "good batch before the first corrupt record, or before the first record this version "
+        "cannot read; if the session had got further than its journal now goes, accept that "
+        "loss explicitly. Takes the session's lock.",
     )
-    repair.add_argument("session_id", metavar="ID")
-    _sessions_option(repair)
-    check = actions.add_parser(
+    _session_action(
+        actions,
         "verify",
-        help="check every record of a session",
-        description="Read the whole journal: every record's frame, checksum and schema, "
-        "that it folds into the state, and that the snapshot agrees. Resume reads only what "
-        "it needs; this reads everything. Exit status 1 when a problem is found.",
+        "check every record of a session",
+        "Read the whole journal: every record's frame, checksum and schema, that it folds "
+        "into the state, and that the snapshot agrees. Resume reads only what it needs; this "
+        "reads everything. Exit status 1 when a problem is found.",
     )
-    check.add_argument("session_id", metavar="ID")
-    _sessions_option(check)
+
+
+def _session_action(
+    actions: Any, name: str, summary: str, description: str
+) -> argparse.ArgumentParser:
+    """A `sessions` action on one session: ID, and where sessions live."""
+    parser: argparse.ArgumentParser = actions.add_parser(
+        name, help=summary, description=description
+    )
+    parser.add_argument("session_id", metavar="ID")
+    _sessions_option(parser)
+    return parser
 
 
 def add_models_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -256,13 +266,7 @@ def add_models_parser(subparsers: Any) -> argparse.ArgumentParser:
         "holding each API key and whether it is set) and the model each agent role uses. "
         "Keys are never printed. Exit code 1 if a configured model cannot be used.",
     )
-    parser.add_argument(
-        "--config",
-        type=Path,
-        default=argparse.SUPPRESS,  # never overwrite a top-level --config
-        metavar="FILE",
-        help="config file (default: $ORCHESTRATOR_CONFIG, else config.toml in the user config dir)",
-    )
+    _config_option(parser)
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     return parser
 
