@@ -1,7 +1,11 @@
 from __future__ import annotations
 
 import ipaddress
+import os
+import pty
 import socket
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -74,3 +78,23 @@ def make_deps(workspace: Workspace) -> MakeDeps:
         return session.state.agents["main"], deps, sink
 
     return make
+
+
+def run_on_terminal(args: list[str], typed: bytes) -> subprocess.CompletedProcess[str]:
+    """`orchestrator ARGS` with a pseudo-terminal on stdin, `typed` already waiting on it
+    (answers typed ahead), stdout and stderr captured."""
+    master, slave = pty.openpty()
+    try:
+        os.write(master, typed)
+        return subprocess.run(
+            [sys.executable, "-m", "orchestrator", *args],
+            stdin=slave,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            env={**os.environ, "NO_COLOR": "1"},
+        )
+    finally:
+        os.close(master)
+        os.close(slave)

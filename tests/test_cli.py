@@ -12,6 +12,8 @@ from pathlib import Path
 import orjson
 import pytest
 
+from tests.conftest import run_on_terminal
+
 ROOT = Path(__file__).parent.parent
 
 
@@ -183,8 +185,6 @@ def test_a_given_config_file_must_exist(tmp_path: Path) -> None:
 def test_ask_prompts_on_a_terminal(tmp_path: Path) -> None:
     """With a terminal on stdin and no --yes, each side-effecting call is put to the user:
     here the write is approved and the shell command refused (answers typed ahead)."""
-    import pty
-
     script = tmp_path / "script.json"
     script.write_bytes(
         orjson.dumps(
@@ -201,31 +201,9 @@ def test_ask_prompts_on_a_terminal(tmp_path: Path) -> None:
     )
     ws = tmp_path / "ws"
     ws.mkdir()
-    master, slave = pty.openpty()
-    try:
-        os.write(master, b"y\nn\n")
-        result = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "orchestrator",
-                "run",
-                "g",
-                "--model",
-                f"scripted:{script}",
-                "-w",
-                str(ws),
-            ],
-            stdin=slave,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-            env={**os.environ, "NO_COLOR": "1"},
-        )
-    finally:
-        os.close(master)
-        os.close(slave)
+    result = run_on_terminal(
+        ["run", "g", "--model", f"scripted:{script}", "-w", str(ws)], b"y\nn\n"
+    )
     assert result.returncode == 0, result.stderr
     # The question goes to the terminal (stderr), never into stdout, and shows it all.
     assert "write_file wants to write a.txt (2 bytes, 1 lines):\n  │ hi" in result.stderr

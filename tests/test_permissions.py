@@ -11,6 +11,7 @@ import pytest
 from orchestrator.cli_prompt import describe_call, make_prompt
 from orchestrator.messages import ToolCall
 from orchestrator.tools.permissions import Grant, PermissionPolicy, Rule, parse_rules
+from tests.conftest import run_on_terminal
 
 
 def shell(command: str) -> ToolCall:
@@ -104,10 +105,6 @@ async def test_answers(typed: list[str], expected: object) -> None:
 
 
 def test_a_grant_is_journaled_and_kept_by_a_resume(tmp_path: Path) -> None:
-    import os
-    import pty
-    import subprocess
-    import sys
 
     from orchestrator.replay import load_state
 
@@ -116,24 +113,8 @@ def test_a_grant_is_journaled_and_kept_by_a_resume(tmp_path: Path) -> None:
     replies = [{"tool_calls": [c]} for c in calls] + [{"text": "done"}]
     script.write_bytes(orjson.dumps({"agents": {"main": replies}}))
     root = tmp_path / "sessions"
-    master, slave = pty.openpty()
-    try:
-        os.write(master, b"a\n")  # one answer: always, for this session
-        command = [sys.executable, "-m", "orchestrator", "run", "g"]
-        command += ["--model", f"scripted:{script}", "--session-workspace"]
-        command += ["--sessions-dir", str(root)]
-        result = subprocess.run(
-            command,
-            stdin=slave,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-            env={**os.environ, "NO_COLOR": "1"},
-        )
-    finally:
-        os.close(master)
-        os.close(slave)
+    args = ["run", "g", "--model", f"scripted:{script}", "--session-workspace"]
+    result = run_on_terminal([*args, "--sessions-dir", str(root)], b"a\n")  # always, here
     assert result.returncode == 0, result.stderr
     assert result.stderr.count("Allow?") == 1  # asked once
     [session] = list(root.iterdir())
