@@ -72,6 +72,11 @@ class AgentConfig(_Strict, frozen=True):
     model: str | None = None
     max_tokens: int | None = Field(default=None, gt=0)
     temperature: float | None = Field(default=None, ge=0)
+    # Prompt caching for this role's requests, as under [providers.NAME]; where set, it
+    # wins over the provider's setting (see resolve_model's `role`).
+    cache: Literal["off", "auto"] | None = None
+    cache_ttl: Literal["5m", "1h"] | None = None
+    prompt_cache_key: bool | None = None
 
 
 class ShellConfig(_Strict, frozen=True):

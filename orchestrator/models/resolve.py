@@ -14,11 +14,12 @@ import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from orchestrator.config import Config, ProviderConfig, ProviderKind
+from orchestrator.config import AgentConfig, Config, ProviderConfig, ProviderKind
 from orchestrator.errors import ConfigError
 from orchestrator.models.anthropic import DEFAULT_MAX_TOKENS, AnthropicEndpoint, AnthropicModel
 from orchestrator.models.base import Model
@@ -110,9 +111,15 @@ def resolve_model(
     env: Mapping[str, str],
     http: httpx.AsyncClient | None = None,
     config: Config | None = None,
+    role: str | None = None,
 ) -> Model:
     """Build the model named by `spec`, or raise `ConfigError` with one clear line.
-    `http` is the session's shared client (without one, each call opens its own)."""
+    `http` is the session's shared client (without one, each call opens its own).
+
+    With a `role`, that role's prompt-caching settings under `[agents.ROLE]` (`cache`,
+    `cache_ttl`, `prompt_cache_key`) win over the provider's where they are set; the
+    settings live in the model, so agents whose roles differ in them need models of
+    their own."""
     if not spec:
         raise ConfigError(f"no model given: {USAGE_HINT}")
     prefix, sep, rest = spec.partition(":")
@@ -137,6 +144,7 @@ def resolve_model(
         )
     options = _http_options(info.settings, http)
     s = info.settings
+    cache = _caching(s, (config or Config()).agent(role) if role else None)
     if info.kind == "anthropic":
         endpoint = AnthropicEndpoint(
             model=rest,
@@ -148,8 +156,8 @@ def resolve_model(
             max_tokens=s.max_tokens or DEFAULT_MAX_TOKENS,
             thinking_budget=s.thinking_budget,
             provider=prefix,
-            cache=s.cache or "auto",
-            cache_ttl=s.cache_ttl or "5m",
+            cache=cache.cache or "auto",
+            cache_ttl=cache.cache_ttl or "5m",
         )
         return AnthropicModel(endpoint, options)
     model, url = _split_url(rest)
@@ -169,11 +177,31 @@ def resolve_model(
         max_tokens_field=s.max_tokens_field
         or ("max_completion_tokens" if prefix == "openai" else "max_tokens"),
         max_tokens=s.max_tokens,
-        prompt_cache_key=s.prompt_cache_key
-        if s.prompt_cache_key is not None
+        prompt_cache_key=cache.prompt_cache_key
+        if cache.prompt_cache_key is not None
         else prefix == "openai",
     )
     return OpenAIChatModel(openai_endpoint, options)
+
+
+@dataclass(frozen=True)
+class _Caching:
+    cache: Literal["off", "auto"] | None
+    cache_ttl: Literal["5m", "1h"] | None
+    prompt_cache_key: bool | None
+
+
+def _caching(provider: ProviderConfig, role: AgentConfig | None) -> _Caching:
+    """The prompt-caching settings in force: each of the role's that is set, else the
+    provider's (None where neither says: the adapter's default)."""
+    r = role or AgentConfig()
+    return _Caching(
+        cache=provider.cache if r.cache is None else r.cache,
+        cache_ttl=provider.cache_ttl if r.cache_ttl is None else r.cache_ttl,
+        prompt_cache_key=provider.prompt_cache_key
+        if r.prompt_cache_key is None
+        else r.prompt_cache_key,
+    )
 
 
 def _split_url(rest: str) -> tuple[str, str | None]:

@@ -144,3 +144,63 @@ def test_keys_stay_out_of_reprs() -> None:
         assert "sk-" not in repr(model)
         assert "sk-" not in repr(model.endpoint)  # type: ignore[attr-defined]
     assert provider_info("openai", env=KEYS).key_env == "OPENAI_API_KEY"
+
+
+CACHING = """
+[providers.anthropic]
+cache_ttl = "1h"
+[providers.openai-compatible]
+prompt_cache_key = true
+[agents.planner]
+cache = "off"
+[agents.worker]
+cache_ttl = "5m"
+prompt_cache_key = false
+[agents.reviewer]
+model = "anthropic:claude-sonnet-4-5"
+"""
+
+
+def anthropic_caching(role: str | None, config: str = CACHING) -> tuple[str, str]:
+    model = resolve_model(
+        "anthropic:claude-sonnet-4-5", env=KEYS, config=parse_config(config), role=role
+    )
+    assert isinstance(model, AnthropicModel)
+    return model.endpoint.cache, model.endpoint.cache_ttl
+
+
+def test_a_roles_cache_settings_win_over_its_providers() -> None:
+    # No role (every call site before roles had settings): the provider's alone.
+    assert anthropic_caching(None) == ("auto", "1h")
+    # A role sets what it names; what it leaves unset comes from the provider.
+    assert anthropic_caching("planner") == ("off", "1h")
+    assert anthropic_caching("worker") == ("auto", "5m")
+    assert anthropic_caching("reviewer") == ("auto", "1h")
+    assert anthropic_caching("unconfigured") == ("auto", "1h")
+    # A role may ask for more than its provider does, and neither: the defaults.
+    assert anthropic_caching("worker", '[agents.worker]\ncache_ttl = "1h"') == ("auto", "1h")
+    assert anthropic_caching("worker", "") == ("auto", "5m")
+
+
+def test_a_roles_prompt_cache_key_wins_over_its_providers() -> None:
+    def sends_key(spec: str, role: str | None, config: str = CACHING) -> bool:
+        model = resolve_model(spec, env=KEYS, config=parse_config(config), role=role)
+        assert isinstance(model, OpenAIChatModel)
+        return model.endpoint.prompt_cache_key
+
+    local = "openai-compatible:m@http://127.0.0.1:8000/v1"
+    assert sends_key(local, None)
+    assert sends_key(local, "planner")
+    assert not sends_key(local, "worker")
+    # On by default for openai: a role turns it off; for other servers, a role turns it on.
+    assert sends_key("openai:gpt-4.1", "planner")
+    assert not sends_key("openai:gpt-4.1", "worker")
+    assert sends_key("ollama:m", "mine", "[agents.mine]\nprompt_cache_key = true")
+    assert not sends_key("ollama:m", "mine")
+
+
+def test_role_cache_settings_are_checked() -> None:
+    with pytest.raises(ConfigError, match=r"agents\.worker\.cache_ttl: "):
+        parse_config('[agents.worker]\ncache_ttl = "2h"')
+    with pytest.raises(ConfigError, match=r"agents\.worker\.cache: "):
+        parse_config('[agents.worker]\ncache = "on"')
