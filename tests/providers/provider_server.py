@@ -2,13 +2,15 @@
 framing, replies cut at awkward byte boundaries, and faults (drop, stall) on demand.
 
 Each request takes the next `Reply`; a request with no reply left gets a 418 that no
-adapter retries, so a test that sends more requests than it scripted fails loudly.
+adapter retries, so a test that sends more requests than it scripted fails loudly. A
+server given a `handler` instead computes each reply from its request (after any scripted
+replies), for a server whose answers depend on what it was sent.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -88,9 +90,13 @@ class Recorded:
         return orjson.loads(self.body)
 
 
+Handler = Callable[[Recorded], Reply]
+
+
 class LoopbackServer:
-    def __init__(self, replies: Iterable[Reply] = ()) -> None:
+    def __init__(self, replies: Iterable[Reply] = (), *, handler: Handler | None = None) -> None:
         self.replies: deque[Reply] = deque(replies)
+        self.handler = handler
         self.requests: list[Recorded] = []
         self.disconnects = 0
         self.disconnected = trio.Event()
@@ -116,10 +122,15 @@ class LoopbackServer:
                 if request is None:
                     return
                 self.requests.append(request)
-                reply = self.replies.popleft() if self.replies else _unscripted()
+                reply = self._next(request)
                 await self._reply(stream, reply)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             self._note_disconnect()
+
+    def _next(self, request: Recorded) -> Reply:
+        if self.replies:
+            return self.replies.popleft()
+        return self.handler(request) if self.handler is not None else _unscripted()
 
     async def _reply(self, stream: trio.SocketStream, reply: Reply) -> None:
         if isinstance(reply.before_headers, Drop):
