@@ -221,7 +221,7 @@ def _current(directory: Path) -> None:
 
     manifest = read_manifest(directory)
     if manifest.format_version < FORMAT_VERSION:
-        from orchestrator.session import migrate
+        from orchestrator.migrations import migrate
         from orchestrator.store import SessionLock
 
         with SessionLock(directory / LOCK):

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from orchestrator.eventbase import FoldError as FoldError
 from orchestrator.events import (
     AgentStarted,
     AssistantReplied,
@@ -26,6 +27,7 @@ from orchestrator.events import (
     EffectStarted,
     MessageAdded,
 )
+from orchestrator.mailbox import MessagesDelivered
 from orchestrator.messages import (
     RESULT_OVERHEAD,
     Message,
@@ -33,6 +35,7 @@ from orchestrator.messages import (
     ToolCall,
     ToolResult,
     Usage,
+    UserMessage,
     message_chars,
 )
 
@@ -40,11 +43,6 @@ from orchestrator.messages import (
 def call_ref(seq: int, index: int) -> str:
     """The ref of the `index`th call of the reply journaled at `seq`."""
     return f"{seq}.{index}"
-
-
-class FoldError(ValueError):
-    """A record that does not fit the state it is folded into (names an unknown call or
-    agent). The session layer reports it as corruption at the record's seq."""
 
 
 @dataclass
@@ -147,6 +145,12 @@ def _result(context: AgentContext, seq: int, record: CallResult) -> None:
     marks.append((marks[-1] if marks else 0) + len(content) + RESULT_OVERHEAD)
 
 
+def _delivered(context: AgentContext, seq: int, record: MessagesDelivered) -> None:
+    if context.open_calls:
+        raise FoldError(f"mail delivered to {context.id!r} between a reply and its results")
+    context.append(UserMessage(content=record.content))
+
+
 def _effect(context: AgentContext, seq: int, record: EffectStarted) -> None:
     if record.ref not in context.open_calls:
         raise FoldError(f"call {record.ref} of agent {context.id!r} is not an open call")
@@ -159,6 +163,7 @@ CONTEXT_FOLDS: dict[type, Callable[[AgentContext, int, Any], None]] = {
     AssistantReplied: _replied,
     EffectStarted: _effect,
     CallResult: _result,
+    MessagesDelivered: _delivered,
 }
 """How each conversation record changes its agent's context, by record type (a lookup,
 not a chain of type tests: resume runs it once per record)."""

@@ -13,32 +13,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Annotated, Any, ClassVar, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import Field, TypeAdapter
 
+from orchestrator.eventbase import EventBase
+from orchestrator.mailbox import MessagePosted, MessagesDelivered
 from orchestrator.manifest import SessionStatus
 from orchestrator.messages import AssistantMessage, Message, ToolCall, ToolResult, ToolStatus, Usage
+from orchestrator.tasks import TaskChanged, TaskCreated
 
-_FRAME_ALIASES = {"kind": "k", "agent": "a"}
-
-
-def _frame_alias(name: str) -> str:
-    """In a journal line, `kind` and `agent` are the frame's `k` and `a`."""
-    return _FRAME_ALIASES.get(name, name)
-
-
-class _Event(BaseModel):
-    model_config = ConfigDict(frozen=True, alias_generator=_frame_alias, populate_by_name=True)
-
-    persist: ClassVar[bool] = True
-    agent: str
-
-    def record(self) -> Record | None:
-        """What the journal keeps of this event, or None when it keeps nothing."""
-        return self if self.persist else None  # type: ignore[return-value]
-
-    def journal_body(self) -> dict[str, Any]:
-        """The record's own fields for its journal line; defaults are left out."""
-        return self.model_dump(mode="json", exclude_defaults=True, exclude={"kind", "agent"})
+_Event = EventBase
 
 
 class AgentStarted(_Event, frozen=True):
@@ -103,10 +86,15 @@ class ToolCallFinished(_Event, frozen=True):
     kind: Literal["tool_call_finished"] = "tool_call_finished"
     ref: str
     result: ToolResult
+    delivers: tuple[str, ...] = ()  # mailbox messages this result hands over (wait_tasks)
 
     def record(self) -> Record | None:
         return CallResult(
-            agent=self.agent, ref=self.ref, status=self.result.status, content=self.result.content
+            agent=self.agent,
+            ref=self.ref,
+            status=self.result.status,
+            content=self.result.content,
+            delivers=self.delivers,
         )
 
 
@@ -124,6 +112,8 @@ class CallResult(_Event, frozen=True):
     ref: str
     status: ToolStatus = "ok"
     content: str = ""
+    # Mailbox messages whose delivery this result is (their text is in `content`).
+    delivers: tuple[str, ...] = ()
 
 
 class PermissionGranted(_Event, frozen=True):
@@ -144,7 +134,9 @@ class UsageUpdated(_Event, frozen=True):
     total: Usage
 
 
-TurnEndReason = Literal["completed", "max_rounds", "cancelled", "failed"]
+TurnEndReason = Literal["completed", "yielded", "max_rounds", "cancelled", "failed"]
+"""`completed`: the model answered without calling a tool; `yielded`: a tool ended the
+turn (a subagent's `complete` or `ask_decision`, say); the rest say why it was cut."""
 
 
 class TurnEnded(_Event, frozen=True):
@@ -182,7 +174,11 @@ Event = Annotated[
     | UsageUpdated
     | TurnEnded
     | SessionStatusChanged
-    | Notice,
+    | Notice
+    | TaskCreated
+    | TaskChanged
+    | MessagePosted
+    | MessagesDelivered,
     Field(discriminator="kind"),
 ]
 
@@ -197,7 +193,11 @@ Record = Annotated[
     | CallResult
     | PermissionGranted
     | TurnEnded
-    | SessionStatusChanged,
+    | SessionStatusChanged
+    | TaskCreated
+    | TaskChanged
+    | MessagePosted
+    | MessagesDelivered,
     Field(discriminator="kind"),
 ]
 """What the journal holds: one record per line, validated straight from the line's bytes

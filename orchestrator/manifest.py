@@ -18,7 +18,7 @@ from orchestrator.store.snapshot import read_json, write_json_atomic
 
 SessionStatus = Literal["running", "completed", "failed", "interrupted"]
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 
 
 class Manifest(BaseModel):

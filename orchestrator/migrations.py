@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
-from orchestrator.errors import JournalCorrupt
+from orchestrator.errors import JournalCorrupt, SessionError
 from orchestrator.events import (
     AgentStarted,
     AssistantReplied,
@@ -29,6 +29,7 @@ from orchestrator.events import (
     TurnEnded,
     TurnStarted,
 )
+from orchestrator.manifest import FORMAT_VERSION, Manifest, write_manifest
 from orchestrator.messages import AssistantMessage, ToolCall, ToolResult
 from orchestrator.store import write_atomic
 from orchestrator.store._fs import sync_dir
@@ -143,4 +144,26 @@ def v1_to_v2(directory: Path) -> None:
     (directory / "snapshot.json").unlink(missing_ok=True)
 
 
-MIGRATIONS: dict[int, Migration] = {1: v1_to_v2}
+def v2_to_v3(directory: Path) -> None:
+    """Format 3 adds the task and mailbox records (`task_created`, `task_changed`,
+    `message_posted`, `messages_delivered`), a `delivers` field on call results, the
+    turn-end reason `yielded`, and the registry and mailbox in the snapshot. Every
+    format-2 record and snapshot is already a valid format-3 one: nothing to rewrite."""
+    return None
+
+
+MIGRATIONS: dict[int, Migration] = {1: v1_to_v2, 2: v2_to_v3}
+
+
+def migrate(directory: Path, manifest: Manifest) -> Manifest:
+    """Bring an older session up to `FORMAT_VERSION`, one recorded step at a time."""
+    while manifest.format_version < FORMAT_VERSION:
+        step = MIGRATIONS.get(manifest.format_version)
+        if step is None:
+            raise SessionError(
+                f"{directory}: no migration from session format {manifest.format_version}"
+            )
+        step(directory)
+        manifest = manifest.model_copy(update={"format_version": manifest.format_version + 1})
+        write_manifest(directory, manifest)
+    return manifest

@@ -21,7 +21,6 @@ from orchestrator.errors import SessionError, SessionNotFound
 from orchestrator.events import Event, TurnEnded
 from orchestrator.layout import MANIFEST
 from orchestrator.manifest import (
-    FORMAT_VERSION,
     LOCK,
     Manifest,
     SessionStatus,
@@ -29,7 +28,7 @@ from orchestrator.manifest import (
     read_manifest,
     write_manifest,
 )
-from orchestrator.migrations import MIGRATIONS
+from orchestrator.migrations import migrate as migrate
 from orchestrator.replay import JOURNAL as JOURNAL
 from orchestrator.replay import SNAPSHOT as SNAPSHOT
 from orchestrator.replay import load, lost_records_advice
@@ -46,20 +45,6 @@ from orchestrator.store import (
 )
 
 SNAPSHOT_EVERY = 2000
-
-
-def migrate(directory: Path, manifest: Manifest) -> Manifest:
-    """Bring an older session up to `FORMAT_VERSION`, one recorded step at a time."""
-    while manifest.format_version < FORMAT_VERSION:
-        step = MIGRATIONS.get(manifest.format_version)
-        if step is None:
-            raise SessionError(
-                f"{directory}: no migration from session format {manifest.format_version}"
-            )
-        step(directory)
-        manifest = manifest.model_copy(update={"format_version": manifest.format_version + 1})
-        write_manifest(directory, manifest)
-    return manifest
 
 
 def create_session(

@@ -3,7 +3,7 @@
 `SessionState.apply` is the only place that turns a record into state, so a live run
 (which folds each record as it journals it) and a resume (which folds them again) cannot
 disagree. It composes the folds of the concepts that own the records: the conversation's
-in `context.py`; later the task registry's, the mailbox's and the todos'.
+in `context.py`, the task registry's in `tasks.py`, the mailbox's in `mailbox.py`.
 
 The snapshot holds positions, not copies: the small state (statuses, counters) and, per
 agent, the seq where its live context starts. Resume loads it and folds the journal once:
@@ -22,14 +22,17 @@ from orchestrator.context import CONTEXT_FOLDS, AgentContext, FoldError
 from orchestrator.events import (
     AgentStarted,
     AssistantReplied,
+    CallResult,
     PermissionGranted,
     Record,
     SessionStatusChanged,
     TurnEnded,
     TurnStarted,
 )
+from orchestrator.mailbox import Mailbox, MessagePosted, MessagesDelivered
 from orchestrator.manifest import SessionStatus
 from orchestrator.messages import Usage
+from orchestrator.tasks import TASK_FOLDS, Registry, TaskChanged, TaskCreated
 
 
 class AgentSummary(BaseModel):
@@ -54,6 +57,8 @@ class Snapshot(BaseModel):
     status: SessionStatus = "running"
     agents: dict[str, AgentSummary] = Field(default_factory=dict)
     grants: list[GrantSummary] = Field(default_factory=list)
+    tasks: list[dict[str, Any]] = Field(default_factory=list)
+    mailbox: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class SessionState:
@@ -64,6 +69,8 @@ class SessionState:
         self.status: SessionStatus = "running"
         self.agents: dict[str, AgentContext] = {}
         self.grants: list[PermissionGranted] = []  # allowed by the person for the session
+        self.tasks = Registry()
+        self.mailbox = Mailbox()
 
     def agent(self, agent_id: str) -> AgentContext:
         try:
@@ -100,6 +107,8 @@ class SessionState:
                 for agent_id, a in self.agents.items()
             },
             grants=[GrantSummary(tool=g.tool, pattern=g.pattern) for g in self.grants],
+            tasks=self.tasks.dump(),
+            mailbox=self.mailbox.dump(),
         )
 
     @classmethod
@@ -111,6 +120,8 @@ class SessionState:
         state.grants = [
             PermissionGranted(agent="", tool=g.tool, pattern=g.pattern) for g in snapshot.grants
         ]
+        state.tasks = Registry.load(snapshot.tasks)
+        state.mailbox = Mailbox.load(snapshot.mailbox)
         for agent_id, summary in snapshot.agents.items():
             context = AgentContext(
                 id=agent_id,
@@ -133,6 +144,8 @@ class SessionState:
             "seq": self.seq,
             "status": self.status,
             "grants": [(g.tool, g.pattern) for g in self.grants],
+            "tasks": self.tasks.dump(),
+            "mailbox": self.mailbox.dump(),
             "agents": {
                 agent_id: {
                     "role": a.role,
@@ -176,6 +189,24 @@ def _granted(state: SessionState, seq: int, record: PermissionGranted) -> None:
     state.grants.append(record)
 
 
+def _task(state: SessionState, seq: int, record: TaskCreated | TaskChanged) -> None:
+    TASK_FOLDS[type(record)](state.tasks, seq, record)
+
+
+def _posted(state: SessionState, seq: int, record: MessagePosted) -> None:
+    mail = state.mailbox.posted(seq, record)
+    state.tasks.note_message(seq, mail)
+
+
+def _delivered(state: SessionState, seq: int, record: MessagesDelivered) -> None:
+    state.mailbox.delivered(seq, record.agent, record.ids)
+
+
+def _call_result(state: SessionState, seq: int, record: CallResult) -> None:
+    if record.delivers:
+        state.mailbox.delivered(seq, record.agent, record.delivers)
+
+
 _SMALL_FOLDS: dict[type, Callable[[SessionState, int, Any], None]] = {
     AgentStarted: _agent_started,
     TurnStarted: _turn_started,
@@ -183,6 +214,11 @@ _SMALL_FOLDS: dict[type, Callable[[SessionState, int, Any], None]] = {
     TurnEnded: _turn_ended,
     SessionStatusChanged: _status,
     PermissionGranted: _granted,
+    TaskCreated: _task,
+    TaskChanged: _task,
+    MessagePosted: _posted,
+    MessagesDelivered: _delivered,
+    CallResult: _call_result,
 }
 """How each record changes the small state, by record type. Records of the conversation
 change contexts too (`CONTEXT_FOLDS`); every record kind is in one table or both."""

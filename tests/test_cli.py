@@ -12,6 +12,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from orchestrator.manifest import FORMAT_VERSION
 from tests.conftest import run_on_terminal
 
 ROOT = Path(__file__).parent.parent
@@ -234,7 +235,7 @@ def test_commands_that_run_no_model_do_not_import_its_machinery(
 ) -> None:
     # Start-up time is what a command imports; figures are in tests/benchmarks/bench_startup.
     root = tmp_path / "sessions"
-    shutil.copytree(Path(__file__).parent.parent / "sessions" / "v2-completed", root)
+    shutil.copytree(ROOT / "sessions" / f"v{FORMAT_VERSION}-completed", root)
     [session] = [p.name for p in root.iterdir()]
     argv = [session if a == "ID" else a for a in args] + ["--sessions-dir", str(root)]
     if args == ["--help"]:
@@ -346,7 +347,7 @@ def test_bad_numbers_and_rules_are_usage_errors(args: list[str], message: str) -
 
 def test_global_options_go_before_or_after_the_command(tmp_path: Path) -> None:
     root = tmp_path / "elsewhere"
-    shutil.copytree(ROOT / "sessions" / "v2-completed", root)
+    shutil.copytree(ROOT / "sessions" / f"v{FORMAT_VERSION}-completed", root)
     [session] = [p.name for p in root.iterdir()]
     before = orchestrator("--sessions-dir", str(root), "sessions", "list")
     after = orchestrator("sessions", "list", "--sessions-dir", str(root))
@@ -412,7 +413,7 @@ def test_a_closed_stdout_does_not_fail_the_run(
 @pytest.mark.parametrize("command", [["sessions", "list"], ["sessions", "show", "ID"], ["--help"]])
 def test_a_closed_stdout_ends_other_commands_quietly(tmp_path: Path, command: list[str]) -> None:
     root = tmp_path / "recorded"
-    shutil.copytree(ROOT / "sessions" / "v2-completed", root)
+    shutil.copytree(ROOT / "sessions" / f"v{FORMAT_VERSION}-completed", root)
     [session] = [p.name for p in root.iterdir()]
     args = [session if a == "ID" else a for a in command]
     if command != ["--help"]:

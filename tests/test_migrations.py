@@ -10,6 +10,7 @@ import pytest
 
 from orchestrator.cli_sessions import verify
 from orchestrator.errors import JournalCorrupt
+from orchestrator.manifest import FORMAT_VERSION
 from orchestrator.migrations import v1_to_v2
 from orchestrator.session import JOURNAL, SNAPSHOT, load_state, migrate, read_manifest
 
@@ -29,7 +30,7 @@ def test_v1_contexts_survive_migration_exactly(tmp_path: Path) -> None:
     old = orjson.loads((directory / SNAPSHOT).read_bytes())
     original = (directory / JOURNAL).read_bytes()
     manifest = migrate(directory, read_manifest(directory))
-    assert manifest.format_version == 2
+    assert manifest.format_version == FORMAT_VERSION
     assert (directory / "journal.v1.jsonl").read_bytes() == original
     state = load_state(directory, warn=pytest.fail)
     main = state.agents["main"]
@@ -96,7 +97,7 @@ def test_show_and_verify_migrate_an_older_session_first(tmp_path: Path) -> None:
             check=False,
         )
         assert result.returncode == 0, result.stderr
-    assert read_manifest(directory).format_version == 2
+    assert read_manifest(directory).format_version == FORMAT_VERSION
     assert (directory / "journal.v1.jsonl").exists()
 
 
@@ -109,3 +110,16 @@ def test_verify_finds_a_snapshot_that_disagrees_with_the_journal(tmp_path: Path)
     (directory / SNAPSHOT).write_bytes(snapshot.model_dump_json().encode())
     [problem] = verify(directory)  # steps and usage at seq 6 are not the final ones
     assert "does not match the journal folded to seq 6" in problem
+
+
+def test_a_v2_session_resumes_after_the_v3_step(tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    shutil.copytree(RECORDED / "v2-killed-mid-turn", root)
+    [directory] = [p for p in root.iterdir() if p.is_dir()]
+    before = load_state(directory, warn=pytest.fail).describe()
+    manifest = migrate(directory, read_manifest(directory))
+    assert manifest.format_version == FORMAT_VERSION
+    after = load_state(directory, warn=pytest.fail).describe()
+    assert after == before
+    assert after["tasks"] == []
+    assert after["mailbox"] == []

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import orjson
 
-from orchestrator.session import FORMAT_VERSION
+from orchestrator.manifest import FORMAT_VERSION
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "orchestrator" / "demo" / "script.json"

@@ -1,0 +1,261 @@
+"""The mailbox: typed messages between an agent and the tasks it owns, their records and
+their fold.
+
+A message is journaled when it is posted (`message_posted`). It enters its recipient's
+context by one record that is also its acknowledgement: `messages_delivered` (a user
+message holding one or more messages, at a round boundary or before a turn), or the
+result of the `wait_tasks` call that returned it (`call_result` with `delivers`). So after
+a crash a message is either in the context, and marked delivered, or in neither: nothing
+is lost and nothing is delivered twice.
+
+Priorities: `notify` waits for the recipient's next turn; `urgent` wakes an idle recipient
+and is delivered at the next round boundary of a running turn; `interrupt` also cancels
+the recipient's model call in flight. The wake-ups themselves are the runtime's
+(`team.py`); this module is the data and the rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from orchestrator.eventbase import EventBase, FoldError
+
+MailKind = Literal[
+    "progress",
+    "completed",
+    "blocked",
+    "decision_required",
+    "risk_alert",
+    "direction_change_request",
+    "instruction",
+    "answer",
+]
+Priority = Literal["notify", "urgent", "interrupt"]
+
+FROM_TASK: frozenset[str] = frozenset(
+    {
+        "progress",
+        "completed",
+        "blocked",
+        "decision_required",
+        "risk_alert",
+        "direction_change_request",
+    }
+)
+FROM_OWNER: frozenset[str] = frozenset({"instruction", "answer"})
+
+DEFAULT_PRIORITY: dict[str, Priority] = {
+    "progress": "notify",
+    "completed": "urgent",
+    "blocked": "urgent",
+    "decision_required": "urgent",
+    "risk_alert": "urgent",
+    "direction_change_request": "urgent",
+    "instruction": "urgent",
+    "answer": "urgent",
+}
+
+RANK: dict[str, int] = {"notify": 0, "urgent": 1, "interrupt": 2}
+
+BLOCKED_CATEGORIES = ("credential", "dependency", "input", "workspace", "decision")
+
+
+class MessagePosted(EventBase, frozen=True):
+    """Record: `agent` posted message `id` to agent `to`, about task `task`."""
+
+    kind: Literal["message_posted"] = "message_posted"
+    id: str
+    to: str
+    task: str
+    mail: MailKind
+    priority: Priority = "notify"
+    summary: str
+    data: dict[str, Any] | None = None  # per kind: envelope, options, category, percent
+    requires_ack: bool = False
+    in_reply_to: str = ""
+    at: int = 0
+
+
+class MessagesDelivered(EventBase, frozen=True):
+    """Record: messages `ids` entered `agent`'s context as one user message, `content`."""
+
+    kind: Literal["messages_delivered"] = "messages_delivered"
+    ids: tuple[str, ...]
+    content: str
+
+
+class Mail(BaseModel):
+    """A message as the session knows it."""
+
+    message_id: str
+    kind: MailKind
+    priority: Priority
+    sender: str
+    recipient: str
+    task_id: str
+    summary: str
+    data: dict[str, Any] | None = None
+    requires_ack: bool = False
+    in_reply_to: str = ""
+    posted_seq: int
+    delivered_seq: int | None = None
+    answered_by: str = ""  # the message that answered it, if it required one
+    at: int = 0
+
+    @property
+    def delivered(self) -> bool:
+        return self.delivered_seq is not None
+
+
+@dataclass
+class Mailbox:
+    """Every message of a session, and per recipient those not yet delivered (FIFO)."""
+
+    messages: dict[str, Mail] = field(default_factory=dict)
+    waiting: dict[str, list[str]] = field(default_factory=dict)
+
+    def undelivered(self, agent: str, *, at_least: Priority = "notify") -> list[Mail]:
+        """`agent`'s undelivered messages of at least that priority, oldest first."""
+        floor = RANK[at_least]
+        found = [self.messages[i] for i in self.waiting.get(agent, ())]
+        return [m for m in found if RANK[m.priority] >= floor]
+
+    def unanswered(self, agent: str) -> list[Mail]:
+        """Messages to `agent` that asked for an answer it has not given."""
+        return [
+            m
+            for m in self.messages.values()
+            if m.recipient == agent and m.requires_ack and not m.answered_by
+        ]
+
+    def timeline(self, task_id: str) -> list[Mail]:
+        return [m for m in self.messages.values() if m.task_id == task_id]
+
+    def next_id(self) -> str:
+        return f"m{len(self.messages) + 1}"
+
+    def dump(self) -> list[dict[str, Any]]:
+        return [m.model_dump(mode="json") for m in self.messages.values()]
+
+    @classmethod
+    def load(cls, raw: Iterable[dict[str, Any]]) -> Mailbox:
+        box = cls()
+        for item in raw:
+            mail = Mail.model_validate(item)
+            box.messages[mail.message_id] = mail
+            if mail.delivered_seq is None:
+                box.waiting.setdefault(mail.recipient, []).append(mail.message_id)
+        return box
+
+    # --- the fold ---------------------------------------------------------------------
+
+    def posted(self, seq: int, record: MessagePosted) -> Mail:
+        if record.id in self.messages:
+            raise FoldError(f"message {record.id} was already posted")
+        mail = Mail(
+            message_id=record.id,
+            kind=record.mail,
+            priority=record.priority,
+            sender=record.agent,
+            recipient=record.to,
+            task_id=record.task,
+            summary=record.summary,
+            data=record.data,
+            requires_ack=record.requires_ack,
+            in_reply_to=record.in_reply_to,
+            posted_seq=seq,
+            at=record.at,
+        )
+        self.messages[record.id] = mail
+        self.waiting.setdefault(record.to, []).append(record.id)
+        asked = self.messages.get(record.in_reply_to)
+        if asked is not None and asked.requires_ack and not asked.answered_by:
+            asked.answered_by = record.id
+        return mail
+
+    def delivered(self, seq: int, agent: str, ids: Sequence[str]) -> None:
+        waiting = self.waiting.get(agent, [])
+        for message_id in ids:
+            mail = self.messages.get(message_id)
+            if mail is None or mail.recipient != agent:
+                raise FoldError(f"message {message_id} to {agent!r} was never posted")
+            if mail.delivered_seq is not None:
+                raise FoldError(f"message {message_id} was delivered twice")
+            mail.delivered_seq = seq
+            waiting.remove(message_id)
+
+
+# --- what the model reads ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Caps:
+    """Bounds on what enters a context from a child: each message's text, and all of
+    one delivery together. Longer text is cut with a pointer to the full record."""
+
+    message_chars: int = 4000
+    delivery_chars: int = 16000
+
+
+def render(messages: Sequence[Mail], caps: Caps = Caps(), *, heading: bool = True) -> str:
+    """Messages as the text of one user message (or a tool result)."""
+    parts = [_render_one(m, caps) for m in messages]
+    text = "\n\n".join(parts)
+    if len(text) > caps.delivery_chars:
+        text = (
+            text[: caps.delivery_chars]
+            + f"\n[... cut at {caps.delivery_chars} characters; list_tasks or "
+            "`orchestrator sessions show` has every message in full]"
+        )
+    if heading:
+        count = "1 message" if len(messages) == 1 else f"{len(messages)} messages"
+        return f"[mailbox: {count}]\n{text}"
+    return text
+
+
+def _render_one(mail: Mail, caps: Caps) -> str:
+    who = f"task {mail.task_id}" if mail.kind in FROM_TASK else f"{mail.sender}"
+    head = f"<{mail.kind} id={mail.message_id} from={who}"
+    if mail.priority != DEFAULT_PRIORITY[mail.kind]:
+        head += f" priority={mail.priority}"
+    if mail.in_reply_to:
+        head += f" in_reply_to={mail.in_reply_to}"
+    if mail.requires_ack:
+        head += " needs_answer=yes"
+    head += ">"
+    body = [mail.summary]
+    data = mail.data or {}
+    match mail.kind:
+        case "progress" if data.get("percent") is not None:
+            body[0] = f"{data['percent']}%: {mail.summary}"
+        case "completed":
+            for key, label in (
+                ("files_changed", "files changed"),
+                ("verification", "verification run"),
+                ("risks", "known risks"),
+                ("follow_ups", "follow-ups"),
+                ("unlisted_changes", "CHANGED BUT NOT LISTED"),
+                ("unchanged_listed", "LISTED BUT NOT CHANGED"),
+            ):
+                values = data.get(key) or ()
+                if values:
+                    body.append(f"{label}: " + "; ".join(str(v) for v in values))
+        case "blocked":
+            body[0] = f"({data.get('category', '?')}) {mail.summary}"
+        case "decision_required":
+            options = data.get("options") or ()
+            if options:
+                body.append("options: " + " | ".join(str(o) for o in options))
+            body.append(f"answer with send_message(task={mail.task_id!r}, kind='answer', ...)")
+        case _:
+            pass
+    text = "\n".join(body)
+    if len(text) > caps.message_chars:
+        text = text[: caps.message_chars] + (
+            f"\n[... cut; the full message is {mail.message_id} in the session record]"
+        )
+    return f"{head}\n{text}\n</{mail.kind}>"
