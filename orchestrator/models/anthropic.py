@@ -99,10 +99,12 @@ def to_wire(
     """The JSON body of a streamed Messages call for `request`. With the `cache` of the
     asking agent, only messages added since its last request are translated.
 
-    `caching="auto"` sets two prompt-caching breakpoints (of the 4 allowed): one at the
-    end of the tools and system prompt, the prefix every round and every agent of a role
-    shares (lifetime `cache_ttl`), and one on the newest message, moving forward every
-    round (5 minutes), so each request reads what the previous one wrote."""
+    `caching="auto"` sets prompt-caching breakpoints (at most 3 of the 4 allowed): one at
+    the end of the tools and system prompt, the prefix every round and every agent of a
+    role shares (lifetime `cache_ttl`), and one on the newest message, moving forward
+    every round (5 minutes), so each request reads what the previous one wrote. The
+    provider finds that only within about 20 blocks before a breakpoint, so after a wide
+    round (many tool calls at once) the previous request's end is marked too."""
     built, new = (cache or WireCache(_Turns)).feed(request.messages)
     for message in new:
         built.add(message)
@@ -123,11 +125,8 @@ def to_wire(
         if caching == "auto" and not system:
             body["tools"][-1]["cache_control"] = shared
         body["tool_choice"] = _tool_choice(request.tool_choice)
-    if caching == "auto" and turns and turns[-1]["content"]:
-        last = turns[-1]["content"][-1]
-        if last.get("type") in _CACHEABLE:
-            # A copy: the block itself is the agent's cached wire form, sent again later.
-            turns[-1]["content"][-1] = {**last, "cache_control": {"type": "ephemeral"}}
+    if caching == "auto" and turns:
+        _mark_moving(turns)
     if thinking_budget:
         # max_tokens counts thinking too and must exceed the budget.
         if max_tokens <= thinking_budget:
@@ -142,6 +141,28 @@ def to_wire(
 
 
 _CACHEABLE = frozenset({"text", "tool_result", "tool_use", "image", "document"})
+# How many blocks before a breakpoint the provider looks for a cached prefix: "about 20"
+# in its documentation, so rounds are held to half of it.
+_LOOKBACK = 20
+
+
+def _mark_moving(turns: list[dict[str, Any]]) -> None:
+    """Breakpoints on the newest block and, if more than half the lookback lies between
+    them, on the previous request's end: the last block before the newest assistant turn
+    (the turn loop's previous request ended there, and wrote its prefix to the cache)."""
+    newest = len(turns) - 1
+    previous = next((i - 1 for i in range(newest, 0, -1) if turns[i]["role"] == "assistant"), -1)
+    if previous >= 0 and sum(len(t["content"]) for t in turns[previous + 1 :]) > _LOOKBACK // 2:
+        _mark(turns, previous)
+    _mark(turns, newest)
+
+
+def _mark(turns: list[dict[str, Any]], index: int) -> None:
+    content = turns[index]["content"]
+    if content and content[-1].get("type") in _CACHEABLE:
+        # Copies: the turn and the block are the agent's cached wire form, sent again later.
+        marked = {**content[-1], "cache_control": {"type": "ephemeral"}}
+        turns[index] = {**turns[index], "content": [*content[:-1], marked]}
 
 
 class _Turns:

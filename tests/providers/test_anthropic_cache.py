@@ -10,9 +10,22 @@ import pytest
 from anthropic_cache import CacheUsage, CachingMessagesServer, PromptCache, ToolUse
 from provider_server import LoopbackServer
 
-from orchestrator.messages import AssistantMessage, ToolCall, ToolResult, Usage, UserMessage
-from orchestrator.models.anthropic import AnthropicEndpoint, AnthropicModel
-from orchestrator.models.base import ModelRequest, ToolCallReady, ToolSpec, UsageReported
+from orchestrator.messages import (
+    AssistantMessage,
+    SystemMessage,
+    ToolCall,
+    ToolResult,
+    Usage,
+    UserMessage,
+)
+from orchestrator.models.anthropic import AnthropicEndpoint, AnthropicModel, _Turns, to_wire
+from orchestrator.models.base import (
+    ModelRequest,
+    ToolCallReady,
+    ToolSpec,
+    UsageReported,
+    WireCache,
+)
 from orchestrator.models.http import HttpOptions
 
 # 400 characters: 100 tokens a block (a quarter of its canonical JSON, rounded up).
@@ -154,3 +167,48 @@ async def test_the_adapter_reads_what_its_previous_round_wrote(
     ]
     assert all(u.input_tokens == 0 and u.cache_write_tokens > 0 for u in usages)
     assert [s.usage.cache_read for s in handler.served] == [u.cache_read_tokens for u in usages]
+
+
+def wide_round(calls: int) -> tuple[ModelRequest, ModelRequest]:
+    """An agent's first request, and its second after a reply of `calls` tool calls."""
+    start = (SystemMessage(content="Be careful. " * 400), UserMessage(content="Read them all."))
+    reply = AssistantMessage(
+        text="Reading.",
+        tool_calls=tuple(
+            ToolCall(id=f"c{i}", name="read_file", arguments=f'{{"path": "f{i}.py"}}')
+            for i in range(calls)
+        ),
+    )
+    results = tuple(
+        ToolResult(call_id=f"c{i}", name="read_file", content="x = 1\n") for i in range(calls)
+    )
+    return ModelRequest(messages=start), ModelRequest(messages=(*start, reply, *results))
+
+
+def marked(body: dict[str, Any]) -> list[str]:
+    paths = [f"system[{i}]" for i, b in enumerate(body["system"]) if "cache_control" in b]
+    for i, turn in enumerate(body["messages"]):
+        paths += [
+            f"messages[{i}][{j}]" for j, b in enumerate(turn["content"]) if "cache_control" in b
+        ]
+    return paths
+
+
+@pytest.mark.parametrize("calls", [1, 5, 12, 30])
+def test_after_a_wide_round_the_previous_requests_end_is_marked_and_read(calls: int) -> None:
+    first, second = wide_round(calls)
+    bodies = [to_wire(r, model="claude-sonnet-4-5", caching="auto") for r in (first, second)]
+    newest = f"messages[2][{calls - 1}]"
+    # A sentence, the calls and their results: past half the lookback, round 1's end is
+    # marked as well (3 breakpoints of the 4 allowed); below it, the lookback finds it.
+    expected = (
+        ["system[0]", "messages[0][0]", newest] if 1 + 2 * calls > 10 else ["system[0]", newest]
+    )
+    assert marked(bodies[1]) == expected
+    cache = PromptCache()
+    written = cache.account(bodies[0])
+    assert cache.account(bodies[1]).cache_read == written.cache_write
+    # The markers are copies: the agent's wire form, kept for its next request, has none.
+    kept: WireCache[Any] = WireCache(_Turns)
+    to_wire(second, model="claude-sonnet-4-5", cache=kept, caching="auto")
+    assert "cache_control" not in str(kept.state.turns)
