@@ -94,9 +94,18 @@ def _blocks(body: Mapping[str, Any]) -> Iterator[_Block | bytes]:
             yield _block(block, message["role"])
 
 
+def block_tokens(block: Mapping[str, Any]) -> int:
+    """The tokens one block (a tool definition, a text block, ...) counts for."""
+    return math.ceil(len(_unmarked(block)) / 4)
+
+
+def _unmarked(block: Mapping[str, Any]) -> bytes:
+    return _canonical({k: v for k, v in block.items() if k != "cache_control"})
+
+
 def _block(block: Mapping[str, Any], where: str) -> _Block:
     control = block.get("cache_control")
-    text = _canonical({k: v for k, v in block.items() if k != "cache_control"})
+    text = _unmarked(block)
     ttl = None if control is None else str(control.get("ttl", "5m"))
     if ttl is not None and ttl not in TTL_SECONDS:
         raise ValueError(f"cache_control.ttl must be 5m or 1h, not {ttl!r}")
