@@ -10,11 +10,14 @@ context the run had, by construction.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import hashlib
 from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import orjson
 import trio
@@ -36,7 +39,7 @@ from orchestrator.events import (
 )
 from orchestrator.messages import AssistantMessage, ToolCall, ToolResult
 from orchestrator.models.base import Model, ModelEvent, ModelRequest, TextDelta, collect
-from orchestrator.tools.base import AnyTool, ToolContext, ToolRegistry
+from orchestrator.tools.base import AnyTool, ToolContext, ToolRegistry, call_marker
 from orchestrator.tools.permissions import (
     Approver,
     Grant,
@@ -44,6 +47,24 @@ from orchestrator.tools.permissions import (
     PermissionPolicy,
     approve_all,
 )
+from orchestrator.tools.shell import kill_marked
+
+
+class RoundHooks(Protocol):
+    """What the multi-agent layer adds to a turn (see team.py): mail delivered at round
+    boundaries, a model call an `interrupt` may cancel, tools that end the turn."""
+
+    async def before_round(self, context: AgentContext) -> None:
+        """Runs before each model call, with no call of the agent open."""
+        ...
+
+    def model_call(self, agent: str) -> AbstractContextManager[trio.CancelScope]:
+        """The scope a model call runs in; cancelling it preempts that call."""
+        ...
+
+    def take_yield(self, agent: str) -> bool:
+        """Whether a tool of the last round ended the agent's turn (and forget it)."""
+        ...
 
 
 @dataclass
@@ -64,6 +85,10 @@ class TurnDeps:
     # Applied to every tool result before it enters the context (and so the journal and
     # the screen): the session's secrets never reach the model or the record.
     redact: Callable[[str], str] = str
+    hooks: RoundHooks | None = None
+    # Refuses a parsed call before it runs (a write outside the agent's write scope):
+    # the reason the model should see, or None to let it run.
+    guard: Callable[[ToolCall, BaseModel], str | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -76,23 +101,34 @@ class TurnOutcome:
 async def run_turn(state: AgentContext, deps: TurnDeps) -> TurnOutcome:
     """Run one turn. Model errors propagate; tool errors become results the model sees."""
     await deps.events.emit(TurnStarted(agent=state.id))
+    hooks = deps.hooks
     rounds = 0
     while rounds < deps.max_rounds:
-        rounds += 1
+        if hooks is not None:
+            await hooks.before_round(state)
         reply = await _ask_model(state, deps)
+        if reply is None:
+            continue  # preempted by an interrupt, which the next round starts with
+        rounds += 1
         if not reply.tool_calls:
             await deps.events.emit(
                 TurnEnded(agent=state.id, reason="completed", rounds=rounds), durable=True
             )
             return TurnOutcome("completed", rounds, reply)
         await run_tool_calls(state, state.pending_calls(), deps)
+        if hooks is not None and hooks.take_yield(state.id):
+            await deps.events.emit(
+                TurnEnded(agent=state.id, reason="yielded", rounds=rounds), durable=True
+            )
+            return TurnOutcome("yielded", rounds, reply)
     await deps.events.emit(
         TurnEnded(agent=state.id, reason="max_rounds", rounds=rounds), durable=True
     )
     return TurnOutcome("max_rounds", rounds)
 
 
-async def _ask_model(state: AgentContext, deps: TurnDeps) -> AssistantMessage:
+async def _ask_model(state: AgentContext, deps: TurnDeps) -> AssistantMessage | None:
+    """The model's reply, journaled; None when an interrupt cancelled the call."""
     request = ModelRequest(
         messages=state.view(),
         tools=deps.tools.specs(),
@@ -103,15 +139,22 @@ async def _ask_model(state: AgentContext, deps: TurnDeps) -> AssistantMessage:
         temperature=deps.temperature,
         cache_key=cache_key(deps.context.session, state.role),
     )
-    async with deps.model.stream(request) as stream:
+    scope = deps.hooks.model_call(state.id) if deps.hooks else contextlib.nullcontext()
+    reply = None
+    with scope as preemptible:
+        async with deps.model.stream(request) as stream:
 
-        async def forward_text() -> AsyncIterator[ModelEvent]:
-            async for event in stream:
-                if isinstance(event, TextDelta):
-                    await deps.events.emit(TextStreamed(agent=state.id, text=event.text))
-                yield event
+            async def forward_text() -> AsyncIterator[ModelEvent]:
+                async for event in stream:
+                    if isinstance(event, TextDelta):
+                        await deps.events.emit(TextStreamed(agent=state.id, text=event.text))
+                    yield event
 
-        reply = await collect(forward_text())
+            reply = await collect(forward_text())
+    if reply is None:
+        assert preemptible is not None
+        assert preemptible.cancelled_caught
+        return None
     # Write-ahead: the reply is journaled before any of its tool calls runs.
     await deps.events.emit(AssistantReplied(agent=state.id, message=reply, model=deps.model.name))
     if reply.usage is not None:
@@ -155,9 +198,12 @@ async def run_tool_calls(
     the context, `cancelled` for those a cancellation cut short."""
     finished: dict[str, ToolResult] = {}
 
-    async def record(ref: str, result: ToolResult) -> None:
+    async def record(ref: str, outcome: tuple[ToolResult, tuple[str, ...]]) -> None:
+        result, delivers = outcome
         finished[ref] = result
-        await deps.events.emit(ToolCallFinished(agent=state.id, ref=ref, result=result))
+        await deps.events.emit(
+            ToolCallFinished(agent=state.id, ref=ref, result=result, delivers=delivers)
+        )
 
     try:
         for group in _segments(calls, deps.tools):
@@ -183,15 +229,13 @@ async def run_tool_calls(
         if unfinished:
             with trio.CancelScope(shield=True), trio.move_on_after(10):
                 for ref, call in unfinished:
-                    await record(
-                        ref,
-                        ToolResult(
-                            call_id=call.id,
-                            name=call.name,
-                            status="cancelled",
-                            content="cancelled before it finished",
-                        ),
+                    cancelled = ToolResult(
+                        call_id=call.id,
+                        name=call.name,
+                        status="cancelled",
+                        content="cancelled before it finished",
                     )
+                    await record(ref, (cancelled, ()))
     return [finished[ref] for ref, _ in calls]
 
 
@@ -233,6 +277,10 @@ async def _start_call(state: AgentContext, ref: str, call: ToolCall, deps: TurnD
     """Parse the call, settle its permission, and record its start. Asking comes first,
     so a crash while the user thinks is never mistaken for a half-run side effect."""
     parsed = _parse_call(call, deps.tools)
+    if isinstance(parsed, tuple) and deps.guard is not None:
+        refused = deps.guard(call, parsed[1])
+        if refused is not None:
+            parsed = refused
     if isinstance(parsed, tuple):
         parsed = await _permit(call, parsed, deps)
     read_only = _is_read_only(call, deps.tools)
@@ -253,7 +301,8 @@ async def _start_call(state: AgentContext, ref: str, call: ToolCall, deps: TurnD
 
 async def _permit(call: ToolCall, parsed: tuple[AnyTool, BaseModel], deps: TurnDeps) -> Parsed:
     tool = parsed[0]
-    decision = deps.policy.decide(call, read_only=tool.read_only, grants=deps.grants())
+    unasked = tool.read_only or not tool.approval
+    decision = deps.policy.decide(call, read_only=unasked, grants=deps.grants())
     if decision == "allow":
         return parsed
     answer = await deps.approve(call) if decision == "ask" else False
@@ -269,8 +318,12 @@ async def _permit(call: ToolCall, parsed: tuple[AnyTool, BaseModel], deps: TurnD
     return f"{tool.name} was {how}; do not retry it"
 
 
-async def _execute(ref: str, call: ToolCall, parsed: Parsed, deps: TurnDeps) -> ToolResult:
-    def result(status: str, content: str) -> ToolResult:
+async def _execute(
+    ref: str, call: ToolCall, parsed: Parsed, deps: TurnDeps
+) -> tuple[ToolResult, tuple[str, ...]]:
+    """The call's result, and the mailbox messages it delivers (see mailbox.py)."""
+
+    def result(status: str, content: str) -> tuple[ToolResult, tuple[str, ...]]:
         return ToolResult.model_validate(
             {
                 "call_id": call.id,
@@ -278,7 +331,7 @@ async def _execute(ref: str, call: ToolCall, parsed: Parsed, deps: TurnDeps) -> 
                 "status": status,
                 "content": deps.redact(content),
             }
-        )
+        ), ()
 
     if isinstance(parsed, str):
         return result("error", parsed)
@@ -289,4 +342,31 @@ async def _execute(ref: str, call: ToolCall, parsed: Parsed, deps: TurnDeps) -> 
         return result("error", str(exc))
     except Exception as exc:  # a tool bug must not kill the agent
         return result("error", f"{tool.name} crashed: {type(exc).__name__}: {exc}")
-    return result(output.status, output.content)
+    return result(output.status, output.content)[0], output.delivers
+
+
+INTERRUPTED = (
+    "interrupted: the session stopped while this call was running, so it may or may not "
+    "have taken effect. Check the workspace before you repeat it."
+)
+
+
+async def settle_pending_calls(agent: AgentContext, deps: TurnDeps) -> None:
+    """Give every call of the last reply a result before the model is asked again: a call
+    whose side effect started and never finished is reported `interrupted`; any other
+    call (idempotent, or never started) is dispatched now, as it would have been."""
+    rerun = []
+    for ref, call in agent.pending_calls():
+        if ref in agent.effects:
+            # What the call started may still be running (orchestrator was killed, its
+            # command was not): stop it before anything else happens in the workspace.
+            marker = call_marker(deps.context.session, agent.id, ref)
+            await trio.to_thread.run_sync(kill_marked, marker)
+            result = ToolResult(
+                call_id=call.id, name=call.name, status="interrupted", content=INTERRUPTED
+            )
+            await deps.events.emit(ToolCallFinished(agent=agent.id, ref=ref, result=result))
+        else:
+            rerun.append((ref, call))
+    if rerun:
+        await run_tool_calls(agent, rerun, deps)

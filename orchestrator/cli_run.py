@@ -66,7 +66,8 @@ def _make_sink(json_mode: bool, live: LiveSession | None = None) -> EventSink:
     if json_mode:
         if live is None:
             return JsonLinesSink(sys.stdout)
-        return JsonLinesSink(sys.stdout, session=live.id, seq_of=lambda: live.emitted_seq)
+        live.track_seqs = True
+        return JsonLinesSink(sys.stdout, session=live.id, seq_of=live.seq_of)
     return TranscriptSink(sys.stdout, color=_color_enabled(sys.stdout))
 
 

@@ -77,6 +77,7 @@ class MessagePosted(EventBase, frozen=True):
     data: dict[str, Any] | None = None  # per kind: envelope, options, category, percent
     requires_ack: bool = False
     in_reply_to: str = ""
+    ref: str = ""  # the posting call's ref: a re-run of that call finds this message
     at: int = 0
 
 
@@ -104,6 +105,7 @@ class Mail(BaseModel):
     posted_seq: int
     delivered_seq: int | None = None
     answered_by: str = ""  # the message that answered it, if it required one
+    ref: str = ""
     at: int = 0
 
     @property
@@ -117,6 +119,7 @@ class Mailbox:
 
     messages: dict[str, Mail] = field(default_factory=dict)
     waiting: dict[str, list[str]] = field(default_factory=dict)
+    _refs: dict[tuple[str, str], str] = field(default_factory=dict)  # (sender, ref) -> id
 
     def undelivered(self, agent: str, *, at_least: Priority = "notify") -> list[Mail]:
         """`agent`'s undelivered messages of at least that priority, oldest first."""
@@ -131,6 +134,11 @@ class Mailbox:
             for m in self.messages.values()
             if m.recipient == agent and m.requires_ack and not m.answered_by
         ]
+
+    def by_call(self, sender: str, ref: str) -> Mail | None:
+        """The message `sender`'s call `ref` posted, if it ran before a crash."""
+        message_id = self._refs.get((sender, ref)) if ref else None
+        return None if message_id is None else self.messages[message_id]
 
     def timeline(self, task_id: str) -> list[Mail]:
         return [m for m in self.messages.values() if m.task_id == task_id]
@@ -147,6 +155,8 @@ class Mailbox:
         for item in raw:
             mail = Mail.model_validate(item)
             box.messages[mail.message_id] = mail
+            if mail.ref:
+                box._refs[mail.sender, mail.ref] = mail.message_id
             if mail.delivered_seq is None:
                 box.waiting.setdefault(mail.recipient, []).append(mail.message_id)
         return box
@@ -168,9 +178,12 @@ class Mailbox:
             requires_ack=record.requires_ack,
             in_reply_to=record.in_reply_to,
             posted_seq=seq,
+            ref=record.ref,
             at=record.at,
         )
         self.messages[record.id] = mail
+        if record.ref:
+            self._refs[record.agent, record.ref] = record.id
         self.waiting.setdefault(record.to, []).append(record.id)
         asked = self.messages.get(record.in_reply_to)
         if asked is not None and asked.requires_ack and not asked.answered_by:

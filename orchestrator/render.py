@@ -136,20 +136,25 @@ class TranscriptSink:
 class JsonLinesSink:
     """One JSON object per event per line, for other programs: the event's fields, plus
     `session` (its id), `time` (UTC, ISO 8601) and, for an event the journal keeps,
-    `seq` (its record's journal seq, given by `seq_of` right after it was journaled)."""
+    `seq` (its record's journal seq, given by `seq_of` right after it was journaled).
+    With agents running at once, lines may come out of seq order: `seq` is the order."""
 
     def __init__(
-        self, out: TextIO, *, session: str = "", seq_of: Callable[[], int | None] | None = None
+        self,
+        out: TextIO,
+        *,
+        session: str = "",
+        seq_of: Callable[[Event], int | None] | None = None,
     ) -> None:
         self.out = out
         self.session = session
-        self.seq_of = seq_of or (lambda: None)
+        self.seq_of = seq_of or (lambda event: None)
 
     async def emit(self, event: Event, *, durable: bool = False) -> None:
         line = event.model_dump(mode="json")
         if self.session:
             line["session"] = self.session
-        seq = self.seq_of()
+        seq = self.seq_of(event)
         if seq is not None:
             line["seq"] = seq
         line["time"] = datetime.now(UTC).isoformat(timespec="milliseconds")

@@ -1,16 +1,16 @@
-"""Drive a session's main agent from wherever its journal left it: a fresh start, the
-middle of a turn cut off by a crash, or a finished session."""
+"""Drive a session from wherever its journal left it (a fresh start, the middle of a turn
+cut off by a crash, or a finished session): its main agent, and the subagents it
+delegates to, until the main agent's work is done; record the outcome."""
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import trio
 
-from orchestrator.agent import TurnDeps, run_tool_calls, run_turn
-from orchestrator.context import AgentContext
+from orchestrator.definitions import Definitions
 from orchestrator.errors import (
     ConfigError,
     ContextTooLong,
@@ -20,29 +20,15 @@ from orchestrator.errors import (
     ProviderRateLimited,
     ScriptError,
 )
-from orchestrator.events import (
-    AgentStarted,
-    EventSink,
-    FanOut,
-    SessionStatusChanged,
-    ToolCallFinished,
-    TurnEnded,
-)
+from orchestrator.events import AgentStarted, EventSink, FanOut, SessionStatusChanged
+from orchestrator.main_agent import open_team, run_main
 from orchestrator.manifest import SessionStatus
-from orchestrator.messages import AssistantMessage, SystemMessage, ToolResult, UserMessage
+from orchestrator.messages import SystemMessage, UserMessage
 from orchestrator.models.base import Model
-from orchestrator.prompts import single_agent_prompt
+from orchestrator.prompts import main_agent_prompt
 from orchestrator.session import LiveSession
-from orchestrator.tools import Approver, PermissionPolicy, ToolContext, ToolRegistry, Workspace
-from orchestrator.tools.base import call_marker
-from orchestrator.tools.shell import kill_marked
-
-MAIN = "main"
-
-INTERRUPTED = (
-    "interrupted: the session stopped while this call was running, so it may or may not "
-    "have taken effect. Check the workspace before you repeat it."
-)
+from orchestrator.team import MAIN, Limits, TeamSettings
+from orchestrator.tools import Approver, PermissionPolicy, ToolRegistry, Workspace
 
 
 @dataclass
@@ -56,6 +42,12 @@ class RunSettings:
     max_tokens: int | None = None
     temperature: float | None = None
     redact: Callable[[str], str] = str  # see TurnDeps.redact
+    # Subagents: their types, the model of each role (else `model` for all), limits, and
+    # an approver that names the agent asking (else `approve`).
+    definitions: Definitions = field(default_factory=Definitions.builtin)
+    models: Callable[[str], Model] | None = None
+    limits: Limits = field(default_factory=Limits)
+    approve_for: Callable[[str, str], Approver] | None = None
 
 
 @dataclass(frozen=True)
@@ -144,58 +136,33 @@ async def _drive(live: LiveSession, settings: RunSettings, sink: EventSink) -> R
     root = live.manifest.workspace_path(live.directory)
     if not await trio.Path(root).is_dir():
         raise ConfigError(f"the session's workspace {root} does not exist (moved or deleted?)")
-    workspace = Workspace(root)
-    if MAIN not in live.state.agents:
-        messages = (
-            SystemMessage(content=single_agent_prompt(settings.tools.names())),
-            UserMessage(content=live.manifest.goal),
-        )
-        await sink.emit(AgentStarted(agent=MAIN, role="main", messages=messages))
-    await sink.emit(SessionStatusChanged(agent=MAIN, status="running"), durable=True)
-    await live.set_status("running")  # `sessions list` shows it running, or stopped if killed
-    agent = live.state.agents[MAIN]
-    deps = TurnDeps(
-        model=settings.model,
-        tools=settings.tools,
-        context=ToolContext(workspace=workspace, agent=MAIN, session=live.id),
-        events=sink,
+    team_settings = TeamSettings(
+        models=settings.models or (lambda role: settings.model),
+        base_tools=settings.tools,
+        workspace=Workspace(root),
+        session_id=live.id,
+        definitions=settings.definitions,
+        limits=settings.limits,
         policy=settings.policy,
         approve=settings.approve,
-        grants=lambda: live.state.grants,
+        approve_for=settings.approve_for,
         max_rounds=settings.max_rounds,
         max_tokens=settings.max_tokens,
         temperature=settings.temperature,
         redact=settings.redact,
     )
-    await _settle_pending_calls(agent, deps)
-    last = agent.messages[-1]
-    if isinstance(last, AssistantMessage) and not last.tool_calls:
-        # The final reply was journaled but the crash came before the turn's end was.
-        if agent.turn_open:
-            await sink.emit(TurnEnded(agent=MAIN, reason="completed", rounds=0), durable=True)
-        return RunResult("completed")
-    outcome = await run_turn(agent, deps)
+    async with open_team(live, sink, team_settings) as team:
+        if MAIN not in live.state.agents:
+            tools = team.turn_deps(MAIN).tools.names()
+            types = [(d.name, d.description) for d in settings.definitions]
+            messages = (
+                SystemMessage(content=main_agent_prompt(tools, types)),
+                UserMessage(content=live.manifest.goal),
+            )
+            await sink.emit(AgentStarted(agent=MAIN, role="main", messages=messages))
+        await sink.emit(SessionStatusChanged(agent=MAIN, status="running"), durable=True)
+        await live.set_status("running")  # `sessions list` shows it running, or stopped if killed
+        outcome = await run_main(team)
     if outcome.reason == "completed":
         return RunResult("completed")
-    return RunResult("failed", f"stopped: {outcome.reason} after {outcome.rounds} rounds")
-
-
-async def _settle_pending_calls(agent: AgentContext, deps: TurnDeps) -> None:
-    """Give every call of the last reply a result before the model is asked again: a call
-    whose side effect started and never finished is reported `interrupted`; any other
-    call (idempotent, or never started) is dispatched now, as it would have been."""
-    rerun = []
-    for ref, call in agent.pending_calls():
-        if ref in agent.effects:
-            # What the call started may still be running (orchestrator was killed, its
-            # command was not): stop it before anything else happens in the workspace.
-            marker = call_marker(deps.context.session, agent.id, ref)
-            await trio.to_thread.run_sync(kill_marked, marker)
-            result = ToolResult(
-                call_id=call.id, name=call.name, status="interrupted", content=INTERRUPTED
-            )
-            await deps.events.emit(ToolCallFinished(agent=agent.id, ref=ref, result=result))
-        else:
-            rerun.append((ref, call))
-    if rerun:
-        await run_tool_calls(agent, rerun, deps)
+    return RunResult("failed", outcome.detail or f"stopped: {outcome.reason}")

@@ -123,24 +123,33 @@ class LiveSession:
     state: SessionState
     journal: Journal
     warn: Callable[[str], None] = print
-    emitted_seq: int | None = None  # the seq of the record the last event became, if any
+    # Kept, per event, until `seq_of` asks for it: turned on by a sink that shows seqs.
+    track_seqs: bool = False
     _since_snapshot: int = field(default=0)
+    _seqs: dict[int, int] = field(default_factory=dict)
+
+    def seq_of(self, event: Event) -> int | None:
+        """The seq of the record `event` became, asked once by a sink after this one
+        (`--json` prints it); needs `track_seqs`."""
+        return self._seqs.pop(id(event), None)
 
     async def emit(self, event: Event, *, durable: bool = False) -> None:
         """The journal sink: persist the event's record, then fold it into state."""
         record = event.record()
-        self.emitted_seq = None
         if record is None:
             if durable:
                 # No record of its own (an idempotent call that writes), but what it
                 # follows, its reply, must be on disk before it changes anything.
                 await self.journal.flush()
             return
-        seq = await self.journal.append(
-            record.kind, record.agent, record.journal_body(), durable=durable
-        )
+        await self.journal.room()
+        # Numbered and folded without yielding in between, so the live state folds the
+        # records in journal order even when many agents emit at once (as resume will).
+        (seq,) = self.journal.enqueue(((record.kind, record.agent, record.journal_body()),))
         self.state.apply(seq, record)
-        self.emitted_seq = seq
+        if self.track_seqs:
+            self._seqs[id(event)] = seq
+        await self.journal.settle(seq, durable=durable)
         self._since_snapshot += 1
         if isinstance(record, TurnEnded) or self._since_snapshot >= SNAPSHOT_EVERY:
             await self.write_snapshot()

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import fnmatch
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -60,6 +60,7 @@ class TaskCreated(EventBase, frozen=True):
     plan_ref: str = ""
     write_scope: tuple[str, ...] | None = None  # None: may write anywhere
     resume: ResumePolicy = "auto"
+    ref: str = ""  # the delegating call's ref: a re-run of that call finds this task
     at: int = 0  # wall time, ms
 
 
@@ -112,6 +113,7 @@ class TaskRecord(BaseModel):
     created: int = 0
     updated: int = 0
     created_seq: int = 0
+    created_by: str = ""  # the ref of the call that delegated it
 
     @property
     def live(self) -> bool:
@@ -127,6 +129,12 @@ class Registry:
 
     def __init__(self) -> None:
         self.tasks: dict[str, TaskRecord] = {}
+        self._refs: dict[tuple[str, str], str] = {}  # (owner, delegating ref) -> task id
+
+    def add(self, record: TaskRecord) -> None:
+        self.tasks[record.task_id] = record
+        if record.created_by:
+            self._refs[record.owner, record.created_by] = record.task_id
 
     def get(self, task_id: str) -> TaskRecord | None:
         return self.tasks.get(task_id)
@@ -149,6 +157,11 @@ class Registry:
             queue.extend(t.task_id for t in self.children(current))
         return found
 
+    def by_call(self, owner: str, ref: str) -> TaskRecord | None:
+        """The task that `owner`'s call `ref` delegated, if it ran before a crash."""
+        task_id = self._refs.get((owner, ref)) if ref else None
+        return None if task_id is None else self.tasks[task_id]
+
     def by_plan_ref(self, plan_ref: str) -> TaskRecord | None:
         if not plan_ref:
             return None
@@ -156,14 +169,14 @@ class Registry:
         return matches[-1] if matches else None
 
     def scope_conflict(
-        self, scope: tuple[str, ...] | None, *, exclude: str = ""
+        self, scope: tuple[str, ...] | None, *, exclude: Collection[str] = ()
     ) -> TaskRecord | None:
         """A live task whose write scope overlaps `scope` (None: anywhere; empty: writes
         nothing and so conflicts with nothing)."""
         if scope is not None and not scope:
             return None
         for task in self.tasks.values():
-            if not task.live or task.task_id == exclude or task.read_only:
+            if not task.live or task.task_id in exclude or task.read_only:
                 continue
             if scope is None or task.write_scope is None:
                 return task
@@ -194,8 +207,7 @@ class Registry:
     def load(cls, records: Iterable[dict[str, Any]]) -> Registry:
         registry = cls()
         for raw in records:
-            record = TaskRecord.model_validate(raw)
-            registry.tasks[record.task_id] = record
+            registry.add(TaskRecord.model_validate(raw))
         return registry
 
 
@@ -256,19 +268,24 @@ def in_scope(path: str, scope: Iterable[str] | None) -> bool:
 
 
 def _created(registry: Registry, seq: int, record: TaskCreated) -> None:
-    registry.tasks[record.task] = TaskRecord(
-        task_id=record.task,
-        owner=record.agent,
-        owner_task=record.owner_task,
-        depth=record.depth,
-        agent_type=record.agent_type,
-        description=record.description,
-        plan_ref=record.plan_ref,
-        write_scope=list(record.write_scope) if record.write_scope is not None else None,
-        resume=record.resume,
-        created=record.at,
-        updated=record.at,
-        created_seq=seq,
+    if record.task in registry.tasks:
+        raise FoldError(f"task {record.task} was already created")
+    registry.add(
+        TaskRecord(
+            task_id=record.task,
+            owner=record.agent,
+            owner_task=record.owner_task,
+            depth=record.depth,
+            agent_type=record.agent_type,
+            description=record.description,
+            plan_ref=record.plan_ref,
+            write_scope=list(record.write_scope) if record.write_scope is not None else None,
+            resume=record.resume,
+            created=record.at,
+            updated=record.at,
+            created_seq=seq,
+            created_by=record.ref,
+        )
     )
 
 

@@ -154,12 +154,27 @@ class Journal:
 
     async def append_batch(self, items: Sequence[Item], *, durable: bool = False) -> list[int]:
         """Append `items` as one atomic batch; return their seqs, in order."""
+        await self.room()
+        seqs = self.enqueue(items)
+        await self.settle(seqs[-1] if seqs else 0, durable=durable)
+        return seqs
+
+    # `append_batch` in three steps, for a caller that must act on the seqs in the order
+    # they were given (the session folds each record as it is numbered): wait for room,
+    # then number and queue without yielding, then wait until the batch is on disk.
+
+    async def room(self) -> None:
+        """Wait (backpressure) until the writer has room for more."""
         await trio.lowlevel.checkpoint_if_cancelled()
         self._check_open()
         while self._pending_bytes >= self._max_pending_bytes:
             self._urgent.set()
             await self._drained.wait()
             self._check_open()
+
+    def enqueue(self, items: Sequence[Item]) -> list[int]:
+        """Number `items` and queue them for writing as one batch; no waiting."""
+        self._check_open()
         first = self._last_seq + 1
         lines = self._encode(items, first)
         if lines:
@@ -169,12 +184,14 @@ class Journal:
             self._wakeup.set()
             if self._pending_bytes >= self._max_batch_bytes:
                 self._urgent.set()
-        last = self._last_seq
-        if lines and (durable or self._durability is Durability.ALWAYS):
-            await self._wait_durable(last)
+        return list(range(first, self._last_seq + 1))
+
+    async def settle(self, seq: int, *, durable: bool = False) -> None:
+        """Return when record `seq` is as safe as the policy (or `durable`) asks."""
+        if seq and (durable or self._durability is Durability.ALWAYS):
+            await self._wait_durable(seq)
         else:
             await trio.lowlevel.cancel_shielded_checkpoint()
-        return list(range(first, last + 1))
 
     async def flush(self) -> None:
         """Return once every record appended so far is on disk (per the policy)."""

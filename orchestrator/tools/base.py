@@ -40,6 +40,9 @@ def call_marker(session: str, agent: str, ref: str) -> str:
 class ToolOutput:
     content: str
     status: Literal["ok", "error"] = "ok"
+    # Mailbox messages this output hands to the calling agent (`wait_tasks`): journaled
+    # with the result, as their delivery.
+    delivers: tuple[str, ...] = ()
 
     @classmethod
     def error(cls, content: str) -> ToolOutput:
@@ -63,6 +66,9 @@ class Tool(ABC, Generic[ArgsT]):
     args_model: type[ArgsT]
     read_only: bool = False
     idempotent: bool = False
+    # Whether the permission policy's default ("ask") applies; tools that change only the
+    # session itself (delegating, reporting) run unasked unless a rule says otherwise.
+    approval: bool = True
 
     @abstractmethod
     async def run(self, args: ArgsT, ctx: ToolContext) -> ToolOutput: ...

@@ -1,0 +1,136 @@
+"""The main agent's event loop: it runs turns with the turn loop, owns the nursery its
+subagents live in, and between turns sleeps until its mailbox wakes it.
+
+Its inputs are the user's goal and messages, mailbox messages (task completions among
+them) and timers, all through one inbox: the mailbox (`team.py`). It wires the parts
+(team, runner, turn loop, definitions) and contains none of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+import trio
+
+from orchestrator.agent import run_turn, settle_pending_calls
+from orchestrator.events import EventSink, MessageAdded
+from orchestrator.messages import UserMessage
+from orchestrator.subagent import InProcessRunner, turn_done
+from orchestrator.tasks import SETTLED
+from orchestrator.team import MAIN, SessionLike, Team, TeamSettings
+
+MAX_REMINDERS = 3
+
+
+@dataclass(frozen=True)
+class MainOutcome:
+    reason: str  # "completed", "max_rounds", "blocked"
+    detail: str = ""
+
+
+@asynccontextmanager
+async def open_team(
+    session: SessionLike, sink: EventSink, settings: TeamSettings
+) -> AsyncIterator[Team]:
+    """A team whose subagents run in a nursery that lives as long as the block. An error
+    of the block arrives bare, not grouped by the nursery (subagents catch their own)."""
+    try:
+        async with trio.open_nursery() as nursery:
+            team = Team(session, sink, settings, InProcessRunner(nursery))
+            try:
+                yield team
+            finally:
+                nursery.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        if len(group.exceptions) == 1:
+            raise group.exceptions[0] from None
+        raise
+
+
+async def run_main(team: Team) -> MainOutcome:
+    """Run the main agent until its work is done: its turn ended, none of its tasks is
+    live, and no mail waits for it."""
+    context = team.state.agents[MAIN]
+    deps = team.turn_deps(MAIN)
+    await settle_pending_calls(context, deps)
+    await resume_tasks(team)
+    reminders = 0
+    while True:
+        if await team.deliver(MAIN):
+            reminders = 0
+        if not turn_done(context):
+            outcome = await run_turn(context, deps)
+            if outcome.reason == "max_rounds":
+                return MainOutcome("max_rounds", f"stopped after {outcome.rounds} rounds")
+            continue
+        await team.end_open_turn(MAIN, "completed")
+        live = team.live_children(MAIN)
+        if team.state.mailbox.undelivered(MAIN) and not live:
+            continue  # deliver it and take a turn
+        if not live:
+            return MainOutcome("completed")
+        waiting = [t for t in live if t.state == "waiting_decision"]
+        if len(waiting) == len(live):
+            # Every live task waits for this agent: waiting for mail would never end.
+            if reminders >= MAX_REMINDERS:
+                names = ", ".join(t.task_id for t in waiting)
+                return MainOutcome("blocked", f"tasks {names} wait for answers never given")
+            reminders += 1
+            await team.nudge(MAIN, _waiting_note(team, [t.task_id for t in waiting]))
+            continue
+        await team.wait_for_mail(MAIN, at_least="urgent")
+
+
+def _waiting_note(team: Team, task_ids: list[str]) -> str:
+    lines = ["These tasks are waiting for you and cannot go on until you answer:"]
+    for mail in team.state.mailbox.unanswered(MAIN):
+        if mail.task_id in task_ids:
+            lines.append(f"- task {mail.task_id}, message {mail.message_id}: {mail.summary}")
+    lines.append(
+        "Answer each with send_message(task=..., kind='answer', in_reply_to=..., text=...), "
+        "or cancel_task it."
+    )
+    return "\n".join(lines)
+
+
+async def resume_tasks(team: Team) -> None:
+    """After a restart: run again the tasks that were live (as their resume policy says),
+    and tell the main agent in one message what became of its tasks."""
+    revived, stopped, waiting = [], [], []
+    for task in list(team.state.tasks.tasks.values()):
+        if task.state in SETTLED or team.is_running(task.task_id):
+            continue
+        if task.state == "pending":
+            continue  # queued: started below, as the live-subagent limit allows
+        if task.resume == "auto":
+            if task.state == "waiting_decision":
+                waiting.append(task.task_id)
+            else:
+                revived.append(task.task_id)
+            team.run_started(task.task_id)
+            team.runner.start(team, task.task_id)
+        else:
+            reason = (
+                f"interrupted by a restart; its resume policy is {task.resume!r}: "
+                "send it a message to go on"
+            )
+            await team.set_state(task.task_id, "cancelled", by=MAIN, reason=reason)
+            stopped.append(task.task_id)
+    team.start_waiting()
+    if not (revived or stopped or waiting):
+        return
+    finished = sorted(
+        {m.task_id for m in team.state.mailbox.undelivered(MAIN) if m.kind == "completed"}
+    )
+    lines = ["The session was restarted."]
+    if revived:
+        lines.append("Revived and running again: " + ", ".join(revived) + ".")
+    if waiting:
+        lines.append("Waiting for your answer: " + ", ".join(waiting) + ".")
+    if stopped:
+        lines.append("Not revived (their resume policy): " + ", ".join(stopped) + ".")
+    if finished:
+        lines.append("Finished while it was down: " + ", ".join(finished) + ".")
+    await team.sink.emit(MessageAdded(agent=MAIN, message=UserMessage(content=" ".join(lines))))

@@ -1,0 +1,118 @@
+"""A subagent: a turn loop with its own context, working one task, and the runner that
+runs subagents (in-process, on trio, each in its own cancel scope).
+
+The loop is a function of the folded state, so a subagent revived after a crash, or after
+its task had finished, goes on from its context as the journal left it.
+"""
+
+from __future__ import annotations
+
+import trio
+
+from orchestrator.agent import run_turn, settle_pending_calls
+from orchestrator.context import AgentContext
+from orchestrator.errors import ModelError
+from orchestrator.messages import AssistantMessage
+from orchestrator.tasks import SETTLED
+from orchestrator.team import Team
+
+NUDGE = (
+    "Your turn ended without `complete`. If the task is done, call `complete` with your "
+    "summary and evidence; if you cannot go on, call `report_blocked` or `ask_decision`; "
+    "otherwise continue the task. (Reminder {n} of {limit}.)"
+)
+
+
+def turn_done(context: AgentContext) -> bool:
+    """Whether the agent's last message is a final reply (its turn has nothing left)."""
+    last = context.messages[-1] if context.messages else None
+    return isinstance(last, AssistantMessage) and not last.tool_calls
+
+
+async def run_task(team: Team, task_id: str) -> None:
+    """Work task `task_id` until it settles: completed, failed or cancelled."""
+    task = team.task(task_id)
+    definition = team.settings.definitions.get(task.agent_type)
+    context = team.state.agents[task_id]
+    deps = team.turn_deps(task_id)
+    if task.state == "pending":
+        instance = f"{task_id}.{len(task.instances) + 1}"
+        await team.set_state(task_id, "running", by=task_id, instance=instance)
+    await settle_pending_calls(context, deps)
+    continues = 0
+    while True:
+        task = team.task(task_id)
+        if task.state in SETTLED:
+            return
+        if task.state in ("waiting_decision", "waiting_children"):
+            # Parked without holding a call open: the owner's answer (or a child's news)
+            # starts the next turn.
+            if task.state == "waiting_decision":
+                await team.wait_for_mail(task_id, at_least="notify")
+            else:
+                await team.wait_for_mail(task_id, at_least="urgent")
+            await team.set_state(task_id, "running", by=task_id)
+            continue
+        delivered = await team.deliver(task_id)
+        if delivered:
+            continues = 0
+        if turn_done(context):
+            await team.end_open_turn(task_id, "completed")
+            if team.live_children(task_id):
+                await team.set_state(
+                    task_id, "waiting_children", by=task_id, reason="waits for its own tasks"
+                )
+                continue
+            if continues >= definition.max_continues:
+                await fail(team, task_id, f"its turn ended {continues + 1} times without complete")
+                return
+            continues += 1
+            await team.nudge(task_id, NUDGE.format(n=continues, limit=definition.max_continues))
+        outcome = await run_turn(context, deps)
+        if outcome.reason == "max_rounds":
+            await fail(team, task_id, f"reached its limit of {outcome.rounds} rounds in one turn")
+            return
+
+
+async def fail(team: Team, task_id: str, reason: str) -> None:
+    """Mark the task failed and tell its owner, urgently."""
+    task = team.task(task_id)
+    with trio.CancelScope(shield=True):
+        await team.end_open_turn(task_id, "failed")
+        await team.set_state(task_id, "failed", by=task_id, reason=reason)
+        await team.post(task_id, task.owner, task_id, "risk_alert", f"task failed: {reason}")
+
+
+class InProcessRunner:
+    """Runs each task's loop in one nursery, each in its own cancel scope."""
+
+    def __init__(self, nursery: trio.Nursery) -> None:
+        self._nursery = nursery
+        self._scopes: dict[str, trio.CancelScope] = {}
+
+    def start(self, team: Team, task_id: str) -> None:
+        scope = trio.CancelScope()
+        self._scopes[task_id] = scope
+        self._nursery.start_soon(self._run, team, task_id, scope, name=f"task {task_id}")
+
+    def cancel(self, task_id: str) -> None:
+        scope = self._scopes.get(task_id)
+        if scope is not None:
+            scope.cancel()
+
+    async def _run(self, team: Team, task_id: str, scope: trio.CancelScope) -> None:
+        try:
+            with scope:
+                try:
+                    await run_task(team, task_id)
+                except ModelError as exc:
+                    await fail(team, task_id, team.settings.redact(f"model call failed: {exc}"))
+                except Exception as exc:  # a bug in one subagent must not end the session
+                    detail = team.settings.redact(f"{type(exc).__name__}: {exc}")
+                    await fail(team, task_id, f"crashed: {detail}")
+            if scope.cancelled_caught:
+                await team.end_open_turn(task_id, "cancelled")
+        finally:
+            if self._scopes.get(task_id) is scope:
+                del self._scopes[task_id]
+            team.task_ended(task_id)

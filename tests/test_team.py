@@ -1,0 +1,532 @@
+"""The main agent, its subagents and the mailbox, end to end with scripted models (the
+real team, turn loop, tools and fold, on a session in memory)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from orchestrator.events import AgentStarted, FanOut, ListSink
+from orchestrator.main_agent import MainOutcome, open_team, run_main
+from orchestrator.messages import SystemMessage, UserMessage
+from orchestrator.models.base import ModelRequest
+from orchestrator.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply
+from orchestrator.session import MemorySession
+from orchestrator.team import MAIN, Limits, Team, TeamSettings
+from orchestrator.tools import Workspace, workspace_tools
+
+Reply = ScriptedReply | Awaitable[ScriptedReply]
+
+
+def reply(text: str = "", *calls: tuple[str, dict[str, Any]]) -> ScriptedReply:
+    return ScriptedReply(
+        text=text, tool_calls=tuple(ScriptedCall(name=n, arguments=a) for n, a in calls)
+    )
+
+
+def c(name: str, **arguments: Any) -> tuple[str, dict[str, Any]]:
+    return name, arguments
+
+
+Brain = Callable[[ModelRequest], Reply]
+
+
+class Scene:
+    """One session in memory with a main agent and scripted brains per agent id."""
+
+    def __init__(self, workspace: Workspace, brains: dict[str, Brain], **limits: Any) -> None:
+        self.brains = brains
+        self.session = MemorySession()
+        self.events = ListSink()
+        self.model = ScriptedModel(self._answer)
+        self.settings = TeamSettings(
+            models=lambda role: self.model,
+            base_tools=workspace_tools(),
+            workspace=workspace,
+            limits=Limits(**limits),
+        )
+        self.team: Team | None = None
+
+    def _answer(self, request: ModelRequest) -> Reply:
+        key = request.agent if request.agent in self.brains else request.role
+        return self.brains[key](request)
+
+    @property
+    def state(self) -> Any:
+        return self.session.state
+
+    async def run(self, goal: str = "the goal") -> MainOutcome:
+        messages = (SystemMessage(content="main"), UserMessage(content=goal))
+        sink = FanOut([self.session, self.events])
+        if MAIN not in self.state.agents:
+            await sink.emit(AgentStarted(agent=MAIN, role="main", messages=messages))
+        async with open_team(self.session, sink, self.settings) as team:
+            self.team = team
+            return await run_main(team)
+
+    def kinds(self) -> list[tuple[str, str, str]]:
+        return [(m.kind, m.sender, m.recipient) for m in self.state.mailbox.messages.values()]
+
+
+def steps(*replies: ScriptedReply | Callable[[ModelRequest], Reply]) -> Brain:
+    """A brain answering its nth model call with the nth reply (a function gets the
+    request)."""
+
+    def brain(request: ModelRequest) -> Reply:
+        if request.step >= len(replies):
+            raise AssertionError(
+                f"{request.agent} asked for reply {request.step}; last: {last_text(request)!r}"
+            )
+        chosen = replies[request.step]
+        return chosen(request) if callable(chosen) else chosen
+
+    return brain
+
+
+def last_text(request: ModelRequest) -> str:
+    message = request.messages[-1]
+    return getattr(message, "content", "") or getattr(message, "text", "")
+
+
+def all_text(request: ModelRequest) -> str:
+    return "\n".join(getattr(m, "content", "") or getattr(m, "text", "") for m in request.messages)
+
+
+def question_id(request: ModelRequest) -> str:
+    found = re.findall(r"<decision_required id=(m\d+)", all_text(request))
+    assert found, all_text(request)
+    return found[-1]
+
+
+async def test_delegated_tasks_complete_and_their_envelopes_reach_the_main_agent(
+    workspace: Workspace,
+) -> None:
+    worker = steps(
+        reply("", c("write_file", path="a.txt", content="A")),
+        reply("", c("complete", summary="wrote a", files_changed=["a.txt"])),
+    )
+    scene = Scene(
+        workspace,
+        {
+            MAIN: steps(
+                reply(
+                    "",
+                    c(
+                        "delegate",
+                        description="write a",
+                        prompt="write a.txt",
+                        write_scope=["a.txt"],
+                    ),
+                    c(
+                        "delegate",
+                        description="write b",
+                        prompt="write b.txt",
+                        write_scope=["b.txt"],
+                    ),
+                ),
+                reply("", c("wait_tasks")),
+                reply("all done"),
+            ),
+            "t1": worker,
+            "t2": steps(
+                reply("", c("write_file", path="b.txt", content="B")),
+                reply("", c("complete", summary="wrote b", files_changed=["b.txt", "c.txt"])),
+            ),
+        },
+    )
+    outcome = await scene.run()
+    assert outcome.reason == "completed"
+    tasks = scene.state.tasks.tasks
+    assert [(t.task_id, t.state) for t in tasks.values()] == [
+        ("t1", "completed"),
+        ("t2", "completed"),
+    ]
+    assert tasks["t1"].completion.summary == "wrote a"
+    # The envelope's claims are checked against what the file tools really wrote.
+    assert tasks["t2"].completion.unchanged_listed == ("c.txt",)
+    assert (workspace.root / "a.txt").read_text() == "A"
+    main = scene.state.agents[MAIN]
+    waited = main.messages[-2].content  # the wait_tasks result, before the final reply
+    assert "wrote a" in waited
+    assert "wrote b" in waited
+    assert "LISTED BUT NOT CHANGED: c.txt" in waited
+    # Delivered once, by the wait_tasks result, and never again.
+    assert all(m.delivered for m in scene.state.mailbox.messages.values())
+    assert sum("wrote a" in getattr(m, "content", "") for m in main.messages) == 1
+
+
+async def test_subagents_really_run_in_parallel(workspace: Workspace) -> None:
+    both_asking = trio.Event()
+    asking = 0
+
+    async def meet(request: ModelRequest) -> ScriptedReply:
+        nonlocal asking
+        asking += 1
+        if asking == 2:
+            both_asking.set()
+        # Neither worker gets an answer until both are asking at the same time: run one
+        # after the other, they would wait here forever.
+        with trio.fail_after(5):
+            await both_asking.wait()
+        return reply("", c("complete", summary=f"{request.agent} done"))
+
+    delegate = [
+        c("delegate", description=f"job {i}", prompt="go", agent_type="explorer") for i in (1, 2)
+    ]
+    scene = Scene(
+        workspace,
+        {
+            MAIN: steps(reply("", *delegate), reply("", c("wait_tasks")), reply("done")),
+            "explorer": steps(meet),
+        },
+    )
+    outcome = await scene.run()
+    assert outcome.reason == "completed"
+    assert {t.state for t in scene.state.tasks.tasks.values()} == {"completed"}
+
+
+async def test_a_question_parks_the_task_until_the_answer_starts_its_next_turn(
+    workspace: Workspace,
+) -> None:
+    def answer(request: ModelRequest) -> ScriptedReply:
+        return reply(
+            "",
+            c(
+                "send_message",
+                task="t1",
+                kind="answer",
+                in_reply_to=question_id(request),
+                text="use y",
+            ),
+        )
+
+    scene = Scene(
+        workspace,
+        {
+            MAIN: steps(
+                reply("", c("delegate", description="choose", prompt="pick x or y")),
+                reply("", c("wait_tasks")),
+                answer,
+                reply("", c("wait_tasks")),
+                reply("finished"),
+            ),
+            "t1": steps(
+                reply("", c("ask_decision", question="x or y?", options=["x", "y"])),
+                lambda request: reply(
+                    "", c("complete", summary=f"chose: {last_text(request)[-30:]}")
+                ),
+            ),
+        },
+    )
+    outcome = await scene.run()
+    assert outcome.reason == "completed"
+    box = scene.state.mailbox
+    kinds = [(m.kind, m.sender, m.recipient) for m in box.messages.values()]
+    assert kinds == [
+        ("decision_required", "t1", MAIN),
+        ("answer", MAIN, "t1"),
+        ("completed", "t1", MAIN),
+    ]
+    question = box.messages["m1"]
+    assert question.requires_ack
+    assert question.answered_by == "m2"
+    # The question ended the subagent's turn: no call was held open while it waited.
+    t1 = scene.state.agents["t1"]
+    turn_ends = [
+        e.reason
+        for e in scene.events.events
+        if getattr(e, "kind", "") == "turn_ended" and e.agent == "t1"
+    ]
+    assert turn_ends == ["yielded", "yielded"]
+    assert "use y" in scene.state.tasks.get("t1").completion.summary
+    assert t1.open_calls == {}
+
+
+async def test_an_unanswered_question_does_not_hang_the_session(workspace: Workspace) -> None:
+    scene = Scene(
+        workspace,
+        {
+            MAIN: steps(
+                reply("", c("delegate", description="choose", prompt="pick")),
+                *[reply("I will not answer")] * 10,
+            ),
+            "t1": steps(reply("", c("ask_decision", question="x or y?"))),
+        },
+    )
+    with trio.fail_after(10):
+        outcome = await scene.run()
+    assert outcome.reason == "blocked"
+    assert "t1" in outcome.detail
+    reminders = [
+        m
+        for m in scene.state.agents[MAIN].messages
+        if "waiting for you" in getattr(m, "content", "")
+    ]
+    assert len(reminders) == 3
+
+
+async def test_a_message_to_a_finished_task_revives_it_with_its_context(
+    workspace: Workspace,
+) -> None:
+    scene = Scene(
+        workspace,
+        {
+            MAIN: steps(
+                reply("", c("delegate", description="write", prompt="write a.txt")),
+                reply("", c("wait_tasks")),
+                reply("", c("send_message", task="t1", text="and also b.txt")),
+                reply("", c("wait_tasks")),
+                reply("done"),
+            ),
+            "t1": steps(
+                reply("", c("complete", summary="first")),
+                lambda request: reply(
+                    "", c("complete", summary=f"second, after {len(request.messages)} messages")
+                ),
+            ),
+        },
+    )
+    outcome = await scene.run()
+    assert outcome.reason == "completed"
+    task = scene.state.tasks.get("t1")
+    assert task.state == "completed"
+    assert task.instances == ["t1.1", "t1.2"]
+    # Its second turn saw its first: system, task, reply, result, the follow-up.
+    assert task.completion.summary == "second, after 5 messages"
+
+
+async def test_interrupt_cancels_the_model_call_in_flight(workspace: Workspace) -> None:
+    thinking = trio.Event()
+    calls = 0
+
+    async def slow(request: ModelRequest) -> ScriptedReply:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            thinking.set()
+            await trio.sleep_forever()  # only an interrupt gets it out of here
+        return reply("", c("complete", summary=f"saw: {last_text(request)}"))
+
+    async def interrupt(request: ModelRequest) -> ScriptedReply:
+        await thinking.wait()
+        return reply("", c("send_message", task="t1", text="STOP, do z", priority="interrupt"))
+
+    scene = Scene(
+        workspace,
+        {
+            MAIN: steps(
+                reply("", c("delegate", description="long", prompt="think")),
+                interrupt,
+                reply("", c("wait_tasks")),
+                reply("ok"),
+            ),
+            "t1": slow,
+        },
+    )
+    with trio.fail_after(10):
+        outcome = await scene.run()
+    assert outcome.reason == "completed"
+    summary = scene.state.tasks.get("t1").completion.summary
+    assert "STOP, do z" in summary
+    # The cancelled call left no reply: the context goes from the task to the message.
+    roles = [m.role for m in scene.state.agents["t1"].messages]
+    assert roles == ["system", "user", "user", "assistant", "tool"]
+
+
+async def forever(request: ModelRequest) -> ScriptedReply:
+    await trio.sleep_forever()
+    raise AssertionError
+
+
+async def test_overlapping_write_scopes_are_refused(workspace: Workspace) -> None:
+    scene = Scene(
+        workspace,
+        {
+            MAIN: steps(
+                reply(
+                    "",
+                    c("delegate", description="src", prompt=".", write_scope=["src"]),
+                    c("delegate", description="one file", prompt=".", write_scope=["src/a.py"]),
+                    c("delegate", description="anywhere", prompt="."),
+                    c("delegate", description="docs", prompt=".", write_scope=["docs/*.md"]),
+                    c("delegate", description="reader", prompt=".", agent_type="explorer"),
+                ),
+                reply("", c("cancel_task", task="t1", reason="enough")),
+                reply("", c("wait_tasks")),
+                reply("done"),
+            ),
+            "t1": forever,
+            "worker": steps(reply("", c("complete", summary="wrote"))),
+            "explorer": steps(reply("", c("complete", summary="read"))),
+        },
+    )
+    await scene.run()
+    results = [m.content for m in scene.state.agents[MAIN].messages if m.role == "tool"]
+    assert results[0].startswith("delegated")
+    assert "scope_conflict: task t1 (src)" in results[1]
+    assert "scope_conflict: task t1" in results[2]
+    assert results[3].startswith("delegated")  # docs/*.md does not overlap src
+    assert results[4].startswith("delegated")  # readers conflict with nothing
+
+
+async def test_writes_outside_the_write_scope_are_refused(workspace: Workspace) -> None:
+    scene = Scene(
+        workspace,
+        {
+            MAIN: steps(
+                reply("", c("delegate", description="a", prompt=".", write_scope=["a/"])),
+                reply("", c("wait_tasks")),
+                reply("done"),
+            ),
+            "t1": steps(
+                reply(
+                    "",
+                    c("write_file", path="b.txt", content="no"),
+                    c("write_file", path="a/x", content="yes"),
+                ),
+                reply("", c("complete", summary="ok")),
+            ),
+        },
+    )
+    await scene.run()
+    results = [m for m in scene.state.agents["t1"].messages if m.role == "tool"]
+    assert results[0].status == "error"
+    assert "outside this task's write scope (a/)" in results[0].content
+    assert results[1].status == "ok"
+    assert not (workspace.root / "b.txt").exists()
+
+
+async def test_depth_and_live_limits(workspace: Workspace) -> None:
+    started = trio.Event()
+    release = trio.Event()
+
+    async def hold(request: ModelRequest) -> ScriptedReply:
+        started.set()
+        await release.wait()
+        return reply("", c("complete", summary="held"))
+
+    async def wait_then_release(request: ModelRequest) -> ScriptedReply:
+        release.set()
+        return reply("", c("wait_tasks"))
+
+    scene = Scene(
+        workspace,
+        {
+            MAIN: steps(
+                reply(
+                    "",
+                    *[
+                        c("delegate", description=f"{i}", prompt=".", agent_type="explorer")
+                        for i in range(3)
+                    ],
+                ),
+                wait_then_release,
+                reply("done"),
+            ),
+            "explorer": hold,
+        },
+        max_live=2,
+    )
+    outcome = await scene.run()
+    assert outcome.reason == "completed"
+    results = [m.content for m in scene.state.agents[MAIN].messages if m.role == "tool"]
+    assert "queued" not in results[0]
+    assert "queued" in results[2]
+    assert {t.state for t in scene.state.tasks.tasks.values()} == {"completed"}
+
+
+async def test_a_subagent_that_never_completes_is_nudged_then_failed(workspace: Workspace) -> None:
+    scene = Scene(
+        workspace,
+        {
+            MAIN: steps(
+                reply("", c("delegate", description="lazy", prompt=".")),
+                reply("", c("wait_tasks")),
+                reply("noted"),
+            ),
+            "t1": steps(*[reply("I think it is done")] * 4),
+        },
+    )
+    outcome = await scene.run()
+    assert outcome.reason == "completed"
+    task = scene.state.tasks.get("t1")
+    assert task.state == "failed"
+    assert "without complete" in task.reason
+    nudges = [
+        m
+        for m in scene.state.agents["t1"].messages
+        if "without `complete`" in getattr(m, "content", "")
+    ]
+    assert len(nudges) == 3
+    assert ("risk_alert", "t1", MAIN) in scene.kinds()
+
+
+async def test_cancelling_a_task_cancels_its_subtree(workspace: Workspace) -> None:
+    scene = Scene(
+        workspace,
+        {
+            MAIN: steps(
+                reply("", c("delegate", description="lead", prompt=".", agent_type="lead")),
+                lambda request: _when_child_exists(scene),
+                reply("", c("cancel_task", task="t1", reason="changed my mind")),
+                reply("stopped"),
+            ),
+            "t1": steps(
+                reply("", c("delegate", description="child", prompt=".")),
+                reply("", c("wait_tasks")),
+            ),
+            "t2": forever,
+        },
+    )
+    from orchestrator.definitions import WORKER, Definitions
+
+    lead = WORKER.model_copy(update={"name": "lead", "may_delegate": True})
+    scene.settings.definitions = Definitions([*Definitions.builtin(), lead])
+    with trio.fail_after(10):
+        outcome = await scene.run()
+    assert outcome.reason == "completed"
+    states = {t.task_id: (t.state, t.depth) for t in scene.state.tasks.tasks.values()}
+    assert states == {"t1": ("cancelled", 1), "t2": ("cancelled", 2)}
+    result = [m.content for m in scene.state.agents[MAIN].messages if m.role == "tool"][-1]
+    assert result == "cancelled: t2, t1"
+
+
+async def _when_child_exists(scene: Scene) -> ScriptedReply:
+    assert scene.team is not None
+    while scene.state.tasks.get("t2") is None or scene.state.tasks.get("t2").state != "running":
+        await scene.team.changed.wait()
+    return reply("", c("list_tasks"))
+
+
+@pytest.mark.parametrize("depth_limit", [1])
+async def test_delegation_past_the_depth_limit_is_refused(
+    workspace: Workspace, depth_limit: int
+) -> None:
+    from orchestrator.definitions import WORKER, Definitions
+
+    scene = Scene(
+        workspace,
+        {
+            MAIN: steps(
+                reply("", c("delegate", description="lead", prompt=".", agent_type="lead")),
+                reply("", c("wait_tasks")),
+                reply("done"),
+            ),
+            "t1": steps(
+                reply("", c("delegate", description="child", prompt=".")),
+                lambda request: reply("", c("complete", summary=last_text(request))),
+            ),
+        },
+        max_depth=depth_limit,
+    )
+    lead = WORKER.model_copy(update={"name": "lead", "may_delegate": True})
+    scene.settings.definitions = Definitions([*Definitions.builtin(), lead])
+    await scene.run()
+    summary = scene.state.tasks.get("t1").completion.summary
+    assert "past the limit of 1" in summary
+    assert scene.state.tasks.get("t2") is None
