@@ -1,8 +1,10 @@
 """`orchestrator demo`: the offline demo, with a real crash and a resume.
 
-The agent first runs in a child process; when it starts its first `shell` call the demo
-kills that process with SIGKILL, as a power cut would, then resumes the session in this
-process from its journal. The interrupted call is reported to the model, which carries on.
+The main agent delegates three tasks to parallel workers; the session first runs in a
+child process, and when a worker starts its first `shell` call (the others mid-task) the
+demo kills that process with SIGKILL, as a power cut would, then resumes the session in
+this process from its journal: the tasks are revived, the interrupted call is reported
+to its worker, and everyone carries on.
 """
 
 from __future__ import annotations
@@ -17,13 +19,14 @@ import trio
 from orchestrator.events import EVENT_ADAPTER, EventSink, ToolCallStarted
 
 GOAL = (
-    "Write a small Python statistics module with mean() and median(), and a test for it; "
-    "make the test pass."
+    "Write two small Python modules, mathutil (mean, median) and textutil (slugify, "
+    "word_count), each with a passing test, and a README."
 )
 
 
 async def run_until_crash(root: Path, session_id: str, ui: EventSink, *, json_mode: bool) -> bool:
-    """Run the session in a child process and SIGKILL it when its first shell call starts.
+    """Run the session in a child process and SIGKILL it when a worker's first shell call
+    starts.
     Returns True if the kill happened (False if the child finished first)."""
     command = [
         sys.executable,
@@ -48,13 +51,18 @@ async def run_until_crash(root: Path, session_id: str, ui: EventSink, *, json_mo
             for line in lines:
                 event = EVENT_ADAPTER.validate_json(line)
                 await ui.emit(event)
-                if isinstance(event, ToolCallStarted) and event.call.name == "shell":
+                if (
+                    isinstance(event, ToolCallStarted)
+                    and event.call.name == "shell"
+                    and event.agent != "main"
+                ):
                     process.send_signal(signal.SIGKILL)
                     await process.wait()
                     if not json_mode:
                         print(
                             f"\n✂ simulated crash: SIGKILL to the agent process (pid "
-                            f"{process.pid}) while its shell call was running\n",
+                            f"{process.pid}) while {event.agent}'s shell call was running "
+                            "and the other workers were mid-task\n",
                             flush=True,
                         )
                     return True

@@ -22,6 +22,14 @@ def default_config_path(env: Mapping[str, str]) -> Path:
     return Path(platformdirs.user_config_dir("orchestrator")) / "config.toml"
 
 
+def user_config_dir(env: Mapping[str, str]) -> Path:
+    """Where the user's agent definitions (`agents/*.toml`) and trusted projects live:
+    `$ORCHESTRATOR_CONFIG_DIR`, else the platform's user config dir."""
+    if env.get("ORCHESTRATOR_CONFIG_DIR"):
+        return Path(env["ORCHESTRATOR_CONFIG_DIR"])
+    return Path(platformdirs.user_config_dir("orchestrator"))
+
+
 def sessions_root(args: argparse.Namespace) -> Path:
     if getattr(args, "sessions_dir", None):
         return Path(args.sessions_dir)

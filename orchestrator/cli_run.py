@@ -8,18 +8,23 @@ import os
 import signal
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
+import httpx
 import trio
 
 from orchestrator import cli_demo
-from orchestrator.cli_env import load_user_config, sessions_root
+from orchestrator.cli_env import load_user_config, sessions_root, user_config_dir
 from orchestrator.cli_parser import EXIT_FAILED, EXIT_OK, EXIT_TERMINATED
 from orchestrator.cli_sessions import latest_session_id
 from orchestrator.config import Config
+from orchestrator.definitions import Definitions
 from orchestrator.errors import ConfigError
 from orchestrator.events import EventSink
 from orchestrator.manifest import read_manifest
+from orchestrator.messages import ToolCall
+from orchestrator.models.base import Model
 from orchestrator.models.http import make_client
 from orchestrator.models.resolve import key_variables, resolve_model
 from orchestrator.render import JsonLinesSink, TranscriptSink
@@ -36,7 +41,7 @@ from orchestrator.tools import (
     deny_all,
     workspace_tools,
 )
-from orchestrator.tools.permissions import parse_rules
+from orchestrator.tools.permissions import Answer, parse_rules
 
 
 def default_workspace() -> Path:
@@ -83,6 +88,79 @@ def _make_approver(yes: bool) -> Approver:
     return approver
 
 
+class _RoleModels:
+    """The model of each agent role, resolved once: `--model` for every role, else the
+    role's agent definition or `[agents.ROLE] model`, else the session's model."""
+
+    def __init__(
+        self,
+        *,
+        main: str,
+        cli: str | None,
+        config: Config,
+        definitions: Definitions,
+        http: httpx.AsyncClient,
+    ) -> None:
+        self._main, self._cli, self._config = main, cli, config
+        self._definitions, self._http = definitions, http
+        self._models: dict[str, Model] = {}
+
+    def spec(self, role: str) -> str:
+        if self._cli or role == "main":
+            return self._cli or self._main
+        own = self._definitions.get(role).model if role in self._definitions else None
+        return own or self._config.agent(role).model or self._main
+
+    def __call__(self, role: str) -> Model:
+        model = self._models.get(role)
+        if model is None:
+            model = resolve_model(
+                self.spec(role), env=os.environ, http=self._http, config=self._config, role=role
+            )
+            self._models[role] = model
+        return model
+
+
+def _definitions(workspace: Path, *, interactive: bool) -> Definitions:
+    """The agent types: built-in, the user's, the project's (asked about once if they
+    would widen anything, when there is a terminal to ask at)."""
+    from orchestrator.definitions import WORKSPACE_TOOLS, load_definitions
+    from orchestrator.trust import TrustStore
+
+    user_dir = user_config_dir(os.environ)
+    ask = _ask_trust if interactive and sys.stdin.isatty() else None
+    return load_definitions(
+        project_dir=workspace,
+        user_dir=user_dir,
+        trust=TrustStore(user_dir),
+        ask=ask,
+        known_tools=WORKSPACE_TOOLS,
+    )
+
+
+def _ask_trust(question: str) -> bool:
+    print(visible(question), file=sys.stderr)
+    print("Trust this project's settings? [y/N]: ", end="", file=sys.stderr, flush=True)
+    return sys.stdin.readline().strip().lower() in ("y", "yes")
+
+
+def _naming(approve: Approver) -> Callable[[str, str], Approver]:
+    """An approver per agent that first says which agent asks (the main agent's asks
+    as before)."""
+
+    def make(agent: str, who: str) -> Approver:
+        if agent == "main":
+            return approve
+
+        async def ask(call: ToolCall) -> Answer:
+            note(f"{who} asks:")
+            return await approve(call)
+
+        return ask
+
+    return make
+
+
 def note(text: str) -> None:
     """A line for the person at the terminal (stderr), made safe to show."""
     print(visible(text), file=sys.stderr, flush=True)
@@ -115,13 +193,25 @@ async def _run_session(
             set=dict(shell.set),
             always_drop=frozenset(keys),
         )
+        workspace = live.manifest.workspace_path(directory)
+        definitions = await trio.to_thread.run_sync(
+            functools.partial(_definitions, workspace, interactive=not args.yes)
+        )
+        approve = _make_approver(args.yes)
+        models = _RoleModels(
+            main=spec, cli=args.model, config=config, definitions=definitions, http=http
+        )
         settings = RunSettings(
-            model=resolve_model(spec, env=os.environ, http=http, config=config),
+            model=models("main"),
+            models=models,
+            definitions=definitions,
+            # Only a person at the terminal needs to be told which agent asks.
+            approve_for=None if approve in (approve_all, deny_all) else _naming(approve),
             tools=workspace_tools(env_policy),
             redact=Redactor.of(keys, os.environ),
             ui=_make_sink(args.json, live),
             policy=_policy(args.allow),
-            approve=_make_approver(args.yes),
+            approve=approve,
             max_rounds=args.max_rounds,
             max_tokens=role.max_tokens,
             temperature=role.temperature,
@@ -174,7 +264,8 @@ def start(args: argparse.Namespace, *, goal: str, model: str | None, workspace: 
     _policy(args.allow)  # a usage error first, before anything is looked up
     config = load_user_config(args)
     spec = config.model_for("main", cli_model=model or os.environ.get("ORCHESTRATOR_MODEL"))
-    resolve_model(spec, env=os.environ, config=config)  # fail fast, before a session exists
+    # Fail fast, before a session exists.
+    resolve_model(spec, env=os.environ, config=config, role="main")
     assert spec is not None
     if workspace is not None and not workspace.is_dir():
         raise ConfigError(f"workspace {workspace} is not a directory")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -159,9 +160,39 @@ def describe(directory: Path, last: int, config: Config) -> dict[str, Any]:
         "journal_records": scan.last_seq,
         "reason": reason if state.status != "completed" else "",
         "agents": agents,
+        "tasks": state.tasks.dump(),
+        "mailbox": state.mailbox.dump(),
         "last_events": events,
         "warnings": notes,
     }
+
+
+def task_tree(tasks: list[dict[str, Any]]) -> list[str]:
+    """The delegated tasks as an indented tree: state, type, description, latest
+    progress and how long each ran (or has been running)."""
+    children: dict[str, list[dict[str, Any]]] = {}
+    for task in tasks:
+        children.setdefault(task["owner"], []).append(task)
+    lines: list[str] = []
+
+    def walk(owner: str, depth: int) -> None:
+        for task in children.get(owner, []):
+            live = task["state"] not in ("completed", "failed", "cancelled")
+            end = time.time() * 1000 if live else task["updated"]
+            elapsed = max(0.0, (end - task["created"]) / 1000) if task["created"] else 0.0
+            line = (
+                f"{'  ' * depth}{task['task_id']} [{task['state']}] {task['agent_type']}: "
+                f"{abbreviate(task['description'], 50)} ({elapsed:.0f} s)"
+            )
+            if task["progress"]:
+                line += f" · {abbreviate(task['progress'], 50)}"
+            if task["reason"] and task["state"] != "completed":
+                line += f" · {abbreviate(task['reason'], 60)}"
+            lines.append(line)
+            walk(task["task_id"], depth + 1)
+
+    walk("main", 0)
+    return lines
 
 
 def _frame_summary(fields: dict[str, Any]) -> dict[str, Any]:
@@ -270,6 +301,21 @@ def _show(root: Path, session_id: str, *, as_json: bool, last: int, config: Conf
             f"{agent['model_calls']} model calls, {usage['input_tokens']} in / "
             f"{usage['output_tokens']} out tokens"
         )
+    if info["tasks"]:
+        print("tasks")
+        for line in task_tree(info["tasks"]):
+            print(f"  {visible(line)}")
+    if info["mailbox"]:
+        print("mailbox")
+        for mail in info["mailbox"]:
+            delivered = (
+                f"delivered at {mail['delivered_seq']}" if mail["delivered_seq"] else "undelivered"
+            )
+            print(
+                f"  {mail['message_id']:>4} {mail['posted_seq']:>6} {mail['kind']:<24} "
+                f"{mail['sender']} -> {mail['recipient']} ({mail['priority']}, {delivered}): "
+                f"{visible(abbreviate(mail['summary'], 60))}"
+            )
     print("usage")
     for line in table.splitlines():
         print(f"  {line}")

@@ -15,8 +15,7 @@ from dataclasses import dataclass
 import trio
 
 from orchestrator.agent import run_turn, settle_pending_calls
-from orchestrator.events import EventSink, MessageAdded
-from orchestrator.messages import UserMessage
+from orchestrator.events import EventSink
 from orchestrator.subagent import InProcessRunner, turn_done
 from orchestrator.tasks import SETTLED
 from orchestrator.team import MAIN, SessionLike, Team, TeamSettings
@@ -54,8 +53,12 @@ async def run_main(team: Team) -> MainOutcome:
     live, and no mail waits for it."""
     context = team.state.agents[MAIN]
     deps = team.turn_deps(MAIN)
+    # Tasks first: a call of the main agent cut off by the crash (a wait_tasks, say) may
+    # need them running to finish.
+    restarted = await resume_tasks(team)
     await settle_pending_calls(context, deps)
-    await resume_tasks(team)
+    if restarted:
+        await team.nudge(MAIN, restarted)
     reminders = 0
     while True:
         if await team.deliver(MAIN):
@@ -95,9 +98,10 @@ def _waiting_note(team: Team, task_ids: list[str]) -> str:
     return "\n".join(lines)
 
 
-async def resume_tasks(team: Team) -> None:
-    """After a restart: run again the tasks that were live (as their resume policy says),
-    and tell the main agent in one message what became of its tasks."""
+async def resume_tasks(team: Team) -> str:
+    """After a restart: run again the tasks that were live (as their resume policy says).
+    Returns the one message that tells the main agent what became of its tasks ("" when
+    there were none live)."""
     revived, stopped, waiting = [], [], []
     for task in list(team.state.tasks.tasks.values()):
         if task.state in SETTLED or team.is_running(task.task_id):
@@ -120,7 +124,7 @@ async def resume_tasks(team: Team) -> None:
             stopped.append(task.task_id)
     team.start_waiting()
     if not (revived or stopped or waiting):
-        return
+        return ""
     finished = sorted(
         {m.task_id for m in team.state.mailbox.undelivered(MAIN) if m.kind == "completed"}
     )
@@ -133,4 +137,4 @@ async def resume_tasks(team: Team) -> None:
         lines.append("Not revived (their resume policy): " + ", ".join(stopped) + ".")
     if finished:
         lines.append("Finished while it was down: " + ", ".join(finished) + ".")
-    await team.sink.emit(MessageAdded(agent=MAIN, message=UserMessage(content=" ".join(lines))))
+    return " ".join(lines)

@@ -39,6 +39,9 @@ async def run_task(team: Team, task_id: str) -> None:
         instance = f"{task_id}.{len(task.instances) + 1}"
         await team.set_state(task_id, "running", by=task_id, instance=instance)
     await settle_pending_calls(context, deps)
+    if team.take_yield(task_id):
+        # A call cut off by the crash ended the turn when it ran again (ask_decision).
+        await team.end_open_turn(task_id, "yielded")
     continues = 0
     while True:
         task = team.task(task_id)

@@ -143,8 +143,9 @@ class Team:
         self._agents: dict[str, _Agent] = {}
         self._approval = trio.Lock()  # one question at a time on the one terminal
         self._model_slots = trio.Semaphore(settings.limits.max_model_calls)
-        self._reserved_tasks = 0
-        self._reserved_mail = 0
+        # Ids are given here, in order, before their records reach the fold.
+        self._task_count = len(session.state.tasks.tasks)
+        self._mail_count = len(session.state.mailbox.messages)
         self._deps: dict[str, TurnDeps] = {}
         self._started: set[str] = set()  # tasks whose loops run (or wait for mail)
         self.changed: trio.Event = trio.Event()  # set on every task change (wait_tasks)
@@ -207,28 +208,26 @@ class Team:
     ) -> Mail:
         """Journal a message, then wake its recipient as its priority says (and revive a
         settled task that its owner writes to)."""
-        self._reserved_mail += 1
-        message_id = f"m{len(self.state.mailbox.messages) + self._reserved_mail}"
-        try:
-            await self.sink.emit(
-                MessagePosted(
-                    agent=sender,
-                    id=message_id,
-                    to=to,
-                    task=task_id,
-                    mail=kind,
-                    priority=priority or DEFAULT_PRIORITY[kind],
-                    summary=summary,
-                    data=data,
-                    requires_ack=requires_ack,
-                    in_reply_to=in_reply_to,
-                    ref=ref,
-                    at=now_ms(),
-                ),
-                durable=True,
-            )
-        finally:
-            self._reserved_mail -= 1
+        # Numbered here, not by the fold: several posts may be on their way to the journal.
+        self._mail_count += 1
+        message_id = f"m{self._mail_count}"
+        await self.sink.emit(
+            MessagePosted(
+                agent=sender,
+                id=message_id,
+                to=to,
+                task=task_id,
+                mail=kind,
+                priority=priority or DEFAULT_PRIORITY[kind],
+                summary=summary,
+                data=data,
+                requires_ack=requires_ack,
+                in_reply_to=in_reply_to,
+                ref=ref,
+                at=now_ms(),
+            ),
+            durable=True,
+        )
         mail = self.state.mailbox.messages[message_id]
         self._notify_change()
         runtime = self._runtime(to)
@@ -409,27 +408,24 @@ class Team:
             # A failed or cancelled plan task is retried as a new attempt of its record.
             await self.post(owner, existing.task_id, existing.task_id, "instruction", args.prompt)
             return ToolOutput(f"retrying plan task {args.plan_ref}: {_handle(existing)}")
-        self._reserved_tasks += 1
-        task_id = f"t{len(self.state.tasks.tasks) + self._reserved_tasks}"
-        try:
-            # Durable before the subagent starts: after a crash the task is still there.
-            await self.sink.emit(
-                TaskCreated(
-                    agent=owner,
-                    task=task_id,
-                    agent_type=definition.name,
-                    description=args.description,
-                    owner_task=owner_task.task_id if owner_task else "",
-                    depth=depth,
-                    plan_ref=args.plan_ref,
-                    write_scope=scope,
-                    resume=definition.resume,
-                    ref=ref,
-                    at=now_ms(),
-                )
+        self._task_count += 1
+        task_id = f"t{self._task_count}"
+        # Durable before the subagent starts: after a crash the task is still there.
+        await self.sink.emit(
+            TaskCreated(
+                agent=owner,
+                task=task_id,
+                agent_type=definition.name,
+                description=args.description,
+                owner_task=owner_task.task_id if owner_task else "",
+                depth=depth,
+                plan_ref=args.plan_ref,
+                write_scope=scope,
+                resume=definition.resume,
+                ref=ref,
+                at=now_ms(),
             )
-        finally:
-            self._reserved_tasks -= 1
+        )
         await self.sink.emit(
             AgentStarted(
                 agent=task_id,
@@ -451,10 +447,17 @@ class Team:
         again = self.state.mailbox.by_call(sender, ref)
         if again is None:
             task = self._own_task(sender, args.task)
-            if args.in_reply_to:
-                asked = self.state.mailbox.messages.get(args.in_reply_to)
+            in_reply_to = args.in_reply_to
+            if in_reply_to:
+                asked = self.state.mailbox.messages.get(in_reply_to)
                 if asked is None or asked.recipient != sender:
-                    raise ToolFailed(f"no message {args.in_reply_to!r} to you to answer")
+                    raise ToolFailed(f"no message {in_reply_to!r} to you to answer")
+            elif args.kind == "answer":
+                # An answer without a reference answers the task's oldest open question.
+                open_questions = [
+                    m for m in self.state.mailbox.unanswered(sender) if m.task_id == task.task_id
+                ]
+                in_reply_to = open_questions[0].message_id if open_questions else ""
             revives = task.state in SETTLED
             again = await self.post(
                 sender,
@@ -463,7 +466,7 @@ class Team:
                 args.kind,
                 args.text,
                 priority=args.priority,
-                in_reply_to=args.in_reply_to,
+                in_reply_to=in_reply_to,
                 ref=ref,
             )
             if revives:

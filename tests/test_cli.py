@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -53,29 +54,64 @@ def test_help_explains_every_command() -> None:
         assert "usage: orchestrator " + command in sub.stdout
 
 
-def test_demo_crashes_resumes_and_fixes_a_module(tmp_path: Path) -> None:
+def _demo_session(result: subprocess.CompletedProcess[str], root: Path) -> dict[str, Any]:
+    [session_id] = re.findall(r"^session (\S+) \(in ", result.stderr, re.MULTILINE)
+    shown = orchestrator("sessions", "show", session_id, "--json", "--sessions-dir", str(root))
+    assert shown.returncode == 0, shown.stderr
+    info: dict[str, Any] = orjson.loads(shown.stdout)
+    return info
+
+
+def _check_demo_outcome(ws: Path, info: dict[str, Any]) -> None:
+    assert [(t["task_id"], t["state"]) for t in info["tasks"]] == [
+        ("t1", "completed"),
+        ("t2", "completed"),
+        ("t3", "completed"),
+    ]
+    assert all(m["delivered_seq"] for m in info["mailbox"])
+    kinds = sorted(m["kind"] for m in info["mailbox"])
+    assert kinds == [
+        "answer",
+        "completed",
+        "completed",
+        "completed",
+        "decision_required",
+        "progress",
+    ]
+    question = next(m for m in info["mailbox"] if m["kind"] == "decision_required")
+    assert question["answered_by"]
+    assert "(ordered[middle - 1] + ordered[middle]) / 2" in (ws / "mathutil.py").read_text()
+    assert "License: MIT" in (ws / "README.md").read_text()
+    for test in ("test_mathutil.py", "test_textutil.py"):
+        check = subprocess.run(
+            [sys.executable, test], cwd=ws, capture_output=True, text=True, check=False
+        )
+        assert check.returncode == 0, check.stderr
+
+
+def test_demo_delegates_crashes_mid_task_and_resumes(tmp_path: Path) -> None:
     ws = tmp_path / "demo"
-    result = orchestrator("demo", "--workspace", str(ws))
+    root = tmp_path / "sessions"
+    result = orchestrator("demo", "--workspace", str(ws), "--sessions-dir", str(root))
     assert result.returncode == 0, result.stderr
     assert f"demo workspace: {ws}" in result.stderr
     assert "simulated crash: SIGKILL to the agent process" in result.stdout
+    assert "the other workers were mid-task" in result.stdout
     assert "resuming session" in result.stderr
     assert "✗ shell interrupted: interrupted" in result.stdout
-    assert "✓ shell: exit code 0 all tests passed" in result.stdout
-    assert "turn completed" in result.stdout
-    assert "(ordered[middle - 1] + ordered[middle]) / 2" in (ws / "mathutil.py").read_text()
-    check = subprocess.run(
-        [sys.executable, "test_mathutil.py"], cwd=ws, capture_output=True, text=True, check=False
-    )
-    assert check.returncode == 0
+    assert "main turn completed" in result.stdout
+    _check_demo_outcome(ws, _demo_session(result, root))
 
 
 def test_demo_without_crash_sees_the_test_fail_then_pass(tmp_path: Path) -> None:
-    result = orchestrator("demo", "--no-crash", "--workspace", str(tmp_path / "demo"))
+    ws = tmp_path / "demo"
+    root = tmp_path / "sessions"
+    result = orchestrator("demo", "--no-crash", "--workspace", str(ws), "--sessions-dir", str(root))
     assert result.returncode == 0, result.stderr
     assert "simulated crash" not in result.stdout
     assert "✗ shell error: exit code 1" in result.stdout
-    assert "✓ shell: exit code 0 all tests passed" in result.stdout
+    assert "✓ shell: exit code 0 mathutil: all tests passed" in result.stdout
+    _check_demo_outcome(ws, _demo_session(result, root))
 
 
 def test_run_with_json_output(tmp_path: Path) -> None:

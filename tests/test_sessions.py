@@ -82,18 +82,23 @@ def test_recorded_killed_session_resumes_anywhere(tmp_path: Path, version: int) 
     directory = killed_copy / session_id
     if version == FORMAT_VERSION:
         before = load_state(directory, warn=lambda _: None)
-        assert before.agents["main"].pending_calls()  # cut off with a shell call in flight
+        # cut off with a shell call in flight (a worker's, since format 3)
+        assert any(a.pending_calls() for a in before.agents.values())
     result = cli("resume", session_id, "--yes", root=killed_copy)
     assert result.returncode == 0, result.stderr
     state = load_state(directory, warn=lambda _: None)
     assert state.status == "completed"
-    main = state.agents["main"]
-    assert main.pending_calls() == []
+    agents = list(state.agents.values())
+    assert all(a.pending_calls() == [] for a in agents)
     [interrupted] = [
-        m for m in main.messages if isinstance(m, ToolResult) and m.status == "interrupted"
+        m
+        for a in agents
+        for m in a.messages
+        if isinstance(m, ToolResult) and m.status == "interrupted"
     ]
     assert interrupted.name == "shell"
     assert "may or may not have taken effect" in interrupted.content
+    assert all(t.state == "completed" for t in state.tasks.tasks.values())
     check = subprocess.run(
         [sys.executable, "test_mathutil.py"],
         cwd=directory / "workspace",
@@ -123,10 +128,14 @@ def test_list_and_show(killed_copy: Path) -> None:
     shown = cli("sessions", "show", session_id, "--json", root=killed_copy)
     info = orjson.loads(shown.stdout)
     assert info["id"] == session_id
-    assert info["agents"]["main"]["model_calls"] == 2
-    assert info["last_events"][-1]["kind"] == "call_started"
+    state = load_state(killed_copy / session_id, warn=pytest.fail)
+    assert info["agents"]["main"]["model_calls"] == state.agents["main"].steps
+    assert info["last_events"][-1]["seq"] == state.seq
+    assert [t["task_id"] for t in info["tasks"]] == ["t1", "t2", "t3"]
+    assert {m["message_id"] for m in info["mailbox"]} == set(state.mailbox.messages)
     text = cli("sessions", "show", session_id, root=killed_copy)
     assert "main (main): " in text.stdout
+    assert "t1 [running] worker: statistics module" in text.stdout
 
 
 @pytest.mark.parametrize(
@@ -206,10 +215,11 @@ def test_torn_last_line_is_cut_with_a_warning(killed_copy: Path) -> None:
     journal = killed_copy / session_id / JOURNAL
     data = journal.read_bytes()
     journal.write_bytes(data[:-30])
+    last = scan_journal(journal).last_seq
     result = cli("resume", session_id, "--yes", root=killed_copy)
     assert result.returncode == 0, result.stderr
     assert "cut a torn tail" in result.stderr
-    assert "seq 8" in result.stderr
+    assert f"seq {last + 1}" in result.stderr
 
 
 def test_unreadable_snapshot_falls_back_to_the_journal(tmp_path: Path) -> None:
@@ -229,12 +239,15 @@ def test_snapshot_small_state_is_trusted_and_contexts_come_from_the_journal(
     directory = root / only_session(root)
     snapshot = orjson.loads((directory / SNAPSHOT).read_bytes())
     snapshot["agents"]["main"]["role"] = "from-snapshot"
+    replayed = load_state(directory, warn=lambda _: None)  # before the change
     (directory / SNAPSHOT).write_bytes(orjson.dumps(snapshot))
     state = load_state(directory, warn=lambda _: None)
     assert state.agents["main"].role == "from-snapshot"
     assert state.seq == scan_journal(directory / JOURNAL).last_seq
-    assert len(state.agents["main"].messages) == 16  # rebuilt from the journal
-    assert len((directory / SNAPSHOT).read_bytes()) < 1000  # positions, not copies
+    # The contexts are rebuilt from the journal, not taken from the snapshot.
+    assert state.agents["main"].messages == replayed.agents["main"].messages
+    assert len(state.agents["main"].messages) > 10
+    assert "messages" not in snapshot["agents"]["main"]  # positions, not copies
 
 
 def test_ctrl_c_stops_cleanly_and_resumes(tmp_path: Path) -> None:
@@ -575,10 +588,11 @@ def test_show_transcript_prints_every_call_and_result_in_full(tmp_path: Path) ->
     shown = cli("sessions", "show", session_id, "--transcript", root=root)
     assert shown.returncode == 0, shown.stderr
     state = load_state(root / session_id, warn=pytest.fail)
-    for message in state.agents["main"].messages:
+    for message in [m for a in state.agents.values() for m in a.messages]:
         if isinstance(message, ToolResult):
             assert message.content.strip().splitlines()[-1] in shown.stdout
         elif message.role == "assistant":
             for call in message.tool_calls:  # type: ignore[union-attr]
                 assert call.arguments in shown.stdout  # whole, not abbreviated
-    assert shown.stdout.count("[assistant]") == 6
+    replies = sum(a.steps for a in state.agents.values())
+    assert shown.stdout.count("[assistant]") == replies

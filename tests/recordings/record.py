@@ -16,7 +16,7 @@ from orchestrator.manifest import FORMAT_VERSION
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "orchestrator" / "demo" / "script.json"
-GOAL = "Write a small Python statistics module with mean() and median(), and a test; make it pass."
+from orchestrator.cli_demo import GOAL  # noqa: E402
 
 
 def record(name: str, *, kill_after_events: int | None) -> Path:

@@ -8,6 +8,6 @@ def mean(values):
 def median(values):
     ordered = sorted(values)
     middle = len(ordered) // 2
-    if len(ordered) % 2 == 0:
-        return (ordered[middle - 1] + ordered[middle]) / 2
-    return ordered[middle]
+    if len(ordered) % 2:
+        return ordered[middle]
+    return (ordered[middle - 1] + ordered[middle]) / 2
