@@ -221,8 +221,8 @@ def render(messages: Sequence[Mail], caps: Caps = Caps(), *, heading: bool = Tru
     if len(text) > caps.delivery_chars:
         text = (
             text[: caps.delivery_chars]
-            + f"\n[... cut at {caps.delivery_chars} characters; list_tasks or "
-            "`orchestrator sessions show` has every message in full]"
+            + f"\n[... cut at {caps.delivery_chars} characters; every message is kept in "
+            "full in the session (`orchestrator sessions show`)]"
         )
     if heading:
         count = "1 message" if len(messages) == 1 else f"{len(messages)} messages"

@@ -113,8 +113,7 @@ async def resume_tasks(team: Team) -> str:
                 waiting.append(task.task_id)
             else:
                 revived.append(task.task_id)
-            team.run_started(task.task_id)
-            team.runner.start(team, task.task_id)
+            team.resume(task.task_id)
         else:
             reason = (
                 f"interrupted by a restart; its resume policy is {task.resume!r}: "

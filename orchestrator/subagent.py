@@ -12,8 +12,9 @@ import trio
 from orchestrator.agent import run_turn, settle_pending_calls
 from orchestrator.context import AgentContext
 from orchestrator.errors import ModelError
+from orchestrator.mailbox import Priority
 from orchestrator.messages import AssistantMessage
-from orchestrator.tasks import SETTLED
+from orchestrator.tasks import SETTLED, TaskRecord
 from orchestrator.team import Team
 
 NUDGE = (
@@ -31,33 +32,27 @@ def turn_done(context: AgentContext) -> bool:
 
 async def run_task(team: Team, task_id: str) -> None:
     """Work task `task_id` until it settles: completed, failed or cancelled."""
-    task = team.task(task_id)
-    definition = team.settings.definitions.get(task.agent_type)
+    definition = team.settings.definitions.get(team.task(task_id).agent_type)
     context = team.state.agents[task_id]
     deps = team.turn_deps(task_id)
-    if task.state == "pending":
-        instance = f"{task_id}.{len(task.instances) + 1}"
-        await team.set_state(task_id, "running", by=task_id, instance=instance)
-    await settle_pending_calls(context, deps)
-    if team.take_yield(task_id):
-        # A call cut off by the crash ended the turn when it ran again (ask_decision).
-        await team.end_open_turn(task_id, "yielded")
+    await _begin(team, task_id)
     continues = 0
     while True:
         task = team.task(task_id)
         if task.state in SETTLED:
+            if task.state == "completed" and team.mail_from_owner(task_id):
+                # Its owner wrote while its last call (complete) ran: act on that too.
+                await team.set_state(task_id, "running", by=task_id, instance=_next(task))
+                continue
             return
         if task.state in ("waiting_decision", "waiting_children"):
             # Parked without holding a call open: the owner's answer (or a child's news)
             # starts the next turn.
-            if task.state == "waiting_decision":
-                await team.wait_for_mail(task_id, at_least="notify")
-            else:
-                await team.wait_for_mail(task_id, at_least="urgent")
+            floor: Priority = "notify" if task.state == "waiting_decision" else "urgent"
+            await team.wait_for_mail(task_id, at_least=floor)
             await team.set_state(task_id, "running", by=task_id)
             continue
-        delivered = await team.deliver(task_id)
-        if delivered:
+        if await team.deliver(task_id):
             continues = 0
         if turn_done(context):
             await team.end_open_turn(task_id, "completed")
@@ -75,6 +70,28 @@ async def run_task(team: Team, task_id: str) -> None:
         if outcome.reason == "max_rounds":
             await fail(team, task_id, f"reached its limit of {outcome.rounds} rounds in one turn")
             return
+
+
+async def _begin(team: Team, task_id: str) -> None:
+    """A new instance of the task (a start, a revival, a restart), and the calls its last
+    reply left without a result settled."""
+    task = team.task(task_id)
+    if task.state == "pending":
+        await team.set_state(task_id, "running", by=task_id, instance=_next(task))
+    elif team.take_resumed(task_id):
+        # Running again in a new process (after a restart): a new instance, same context.
+        await team.set_state(
+            task_id, task.state, by=task_id, reason=task.reason, instance=_next(task)
+        )
+    await settle_pending_calls(team.state.agents[task_id], team.turn_deps(task_id))
+    if team.take_yield(task_id):
+        # A call cut off by the crash ended the turn when it ran again (ask_decision).
+        await team.end_open_turn(task_id, "yielded")
+
+
+def _next(task: TaskRecord) -> str:
+    """The id of the task's next instance: `t3.1`, `t3.2`, ..."""
+    return f"{task.task_id}.{len(task.instances) + 1}"
 
 
 async def fail(team: Team, task_id: str, reason: str) -> None:

@@ -17,6 +17,7 @@ is a record with an owner, a state and messages, without a context of its own.
 from __future__ import annotations
 
 import fnmatch
+import posixpath
 import time
 from collections.abc import Callable, Collection, Iterable
 from typing import Any, Literal
@@ -114,6 +115,7 @@ class TaskRecord(BaseModel):
     updated: int = 0
     created_seq: int = 0
     created_by: str = ""  # the ref of the call that delegated it
+    changed_seq: int = 0  # the seq of its latest task_changed
 
     @property
     def live(self) -> bool:
@@ -211,6 +213,12 @@ class Registry:
         return registry
 
 
+def scope_within(inner: Iterable[str], outer: Iterable[str] | None) -> bool:
+    """Whether every entry of `inner` lies inside `outer` (a child's scope in its
+    parent's)."""
+    return outer is None or all(in_scope(entry, outer) for entry in inner)
+
+
 def scopes_overlap(a: Iterable[str], b: Iterable[str]) -> bool:
     """Whether two write scopes (workspace-relative paths or glob patterns) may name the
     same file: equal, one under the other, or one pattern matching the other."""
@@ -222,8 +230,10 @@ def scopes_overlap(a: Iterable[str], b: Iterable[str]) -> bool:
 
 
 def _norm(path: str) -> str:
-    path = path.strip().removeprefix("./").rstrip("/")
-    return path or "."
+    """A workspace-relative path in one spelling: `a/./b/../c/` is `a/c`; a path that
+    climbs out of the workspace stays `../...` and so is inside no scope but `..`."""
+    path = posixpath.normpath(path.strip() or ".")
+    return path.removeprefix("/") if path.startswith("/") else path
 
 
 def _overlap(x: str, y: str) -> bool:
@@ -255,6 +265,8 @@ def in_scope(path: str, scope: Iterable[str] | None) -> bool:
     if scope is None:
         return True
     path = _norm(path)
+    if path == ".." or path.startswith("../"):
+        return False
     for entry in scope:
         entry = _norm(entry)
         if entry == "." or path == entry or path.startswith(entry + "/"):
@@ -293,13 +305,14 @@ def _changed(registry: Registry, seq: int, record: TaskChanged) -> None:
     task = registry.tasks.get(record.task)
     if task is None:
         raise FoldError(f"no task {record.task!r} was created")
-    if record.state == "running" and task.state in ("failed", "cancelled"):
+    if record.state == "pending" and task.state in ("failed", "cancelled"):
         task.attempts += 1  # a retry of a failed or cancelled task is a new attempt
     task.state = record.state
     if record.instance:
         task.instances.append(record.instance)
     task.reason = record.reason if record.state != "running" else ""
     task.updated = record.at or task.updated
+    task.changed_seq = seq
 
 
 TASK_FOLDS: dict[type, Callable[[Registry, int, Any], None]] = {

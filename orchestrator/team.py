@@ -56,6 +56,7 @@ from orchestrator.tasks import (
     TaskState,
     in_scope,
     now_ms,
+    scope_within,
 )
 from orchestrator.tools.base import ToolContext, ToolOutput, ToolRegistry
 from orchestrator.tools.coordination import (
@@ -148,6 +149,7 @@ class Team:
         self._mail_count = len(session.state.mailbox.messages)
         self._deps: dict[str, TurnDeps] = {}
         self._started: set[str] = set()  # tasks whose loops run (or wait for mail)
+        self._resumed: set[str] = set()  # of those, the ones live before a restart
         self.changed: trio.Event = trio.Event()  # set on every task change (wait_tasks)
 
     # --- state ------------------------------------------------------------------------
@@ -167,7 +169,14 @@ class Team:
         return [t for t in self.state.tasks.tasks.values() if t.owner == agent]
 
     def live_children(self, agent: str) -> list[TaskRecord]:
-        return [t for t in self.owned_by(agent) if t.live]
+        """`agent`'s tasks that are live or about to be (a completed task whose owner
+        wrote to it while it completed goes on to read that)."""
+        return [t for t in self.owned_by(agent) if self._has_work(t)]
+
+    def _has_work(self, task: TaskRecord) -> bool:
+        if task.live:
+            return True
+        return task.state == "completed" and bool(self.mail_from_owner(task.task_id))
 
     def _runtime(self, agent: str) -> _Agent:
         runtime = self._agents.get(agent)
@@ -390,6 +399,12 @@ class Team:
             scope = ()
         elif args.write_scope is not None:
             scope = tuple(args.write_scope)
+            parent_scope = owner_task.write_scope if owner_task is not None else None
+            if not scope_within(scope, parent_scope):
+                raise ToolFailed(
+                    f"write_scope {', '.join(scope)} is not inside your own write scope "
+                    f"({', '.join(parent_scope or ())}); a subtask can only get part of it"
+                )
         else:  # a child writes within its parent's scope, at most
             parent = owner_task.write_scope if owner_task is not None else None
             scope = tuple(parent) if parent is not None else None
@@ -410,7 +425,19 @@ class Team:
             return ToolOutput(f"retrying plan task {args.plan_ref}: {_handle(existing)}")
         self._task_count += 1
         task_id = f"t{self._task_count}"
-        # Durable before the subagent starts: after a crash the task is still there.
+        # The context first, then the task, durable before the subagent starts: after a
+        # crash there is either the task with its context, or no task (the delegating
+        # call runs again and makes it; a context left alone is replaced).
+        await self.sink.emit(
+            AgentStarted(
+                agent=task_id,
+                role=definition.name,
+                messages=(
+                    SystemMessage(content=definition.prompt),
+                    UserMessage(content=_task_message(task_id, args, scope)),
+                ),
+            )
+        )
         await self.sink.emit(
             TaskCreated(
                 agent=owner,
@@ -424,16 +451,6 @@ class Team:
                 resume=definition.resume,
                 ref=ref,
                 at=now_ms(),
-            )
-        )
-        await self.sink.emit(
-            AgentStarted(
-                agent=task_id,
-                role=definition.name,
-                messages=(
-                    SystemMessage(content=definition.prompt),
-                    UserMessage(content=_task_message(task_id, args, scope)),
-                ),
             ),
             durable=True,
         )
@@ -518,7 +535,7 @@ class Team:
         waits for an answer `agent` has not given yet."""
         task = self.task(task_id)
         if task.state in SETTLED:
-            return True
+            return not self._has_work(task)
         if task.state != "waiting_decision":
             return False
         return any(m.task_id == task_id for m in self.state.mailbox.unanswered(agent))
@@ -549,6 +566,10 @@ class Team:
         if task is None:
             raise ToolFailed(f"{kind}: only a subagent working a task reports to an owner")
         mail = self.state.mailbox.by_call(agent, ref)
+        if mail is not None and mail.posted_seq < task.changed_seq:
+            # This call ran before a crash, and the task has moved on since (revived by a
+            # follow-up): what it did then is done; it changes nothing now.
+            return ToolOutput(f"already reported ({mail.message_id})")
         if mail is None:
             if kind == "completed":
                 data = {**(data or {}), **self._check_files(agent, data or {})}
@@ -638,9 +659,22 @@ class Team:
     def is_running(self, task_id: str) -> bool:
         return task_id in self._started
 
-    def run_started(self, task_id: str) -> None:
-        """A resumed task's loop was started by the runner directly."""
+    def resume(self, task_id: str) -> None:
+        """Run a task that was live when the session stopped (see main_agent)."""
         self._started.add(task_id)
+        self._resumed.add(task_id)
+        self.runner.start(self, task_id)
+
+    def take_resumed(self, task_id: str) -> bool:
+        """Whether the task's loop starts after a restart (asked once, by the loop)."""
+        resumed = task_id in self._resumed
+        self._resumed.discard(task_id)
+        return resumed
+
+    def mail_from_owner(self, task_id: str) -> list[Mail]:
+        """Undelivered messages from the task's owner."""
+        owner = self.task(task_id).owner
+        return [m for m in self.state.mailbox.undelivered(task_id) if m.sender == owner]
 
     async def revive(self, task_id: str, *, by: str) -> None:
         """Run a settled task again over its own context (a follow-up, or a retry)."""

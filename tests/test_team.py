@@ -530,3 +530,76 @@ async def test_delegation_past_the_depth_limit_is_refused(
     summary = scene.state.tasks.get("t1").completion.summary
     assert "past the limit of 1" in summary
     assert scene.state.tasks.get("t2") is None
+
+
+async def test_a_message_sent_while_the_task_completes_is_not_lost(workspace: Workspace) -> None:
+    thinking = trio.Event()
+
+    async def complete_once_written_to(request: ModelRequest) -> ScriptedReply:
+        assert scene.team is not None
+        thinking.set()
+        while not any(m.recipient == "t1" for m in scene.state.mailbox.messages.values()):
+            await scene.team.changed.wait()
+        return reply("", c("complete", summary="first"))
+
+    async def write_while_it_thinks(request: ModelRequest) -> ScriptedReply:
+        await thinking.wait()
+        return reply("", c("send_message", task="t1", text="and also this"))
+
+    scene = Scene(
+        workspace,
+        {
+            MAIN: steps(
+                reply("", c("delegate", description="w", prompt=".")),
+                write_while_it_thinks,
+                reply("", c("wait_tasks")),
+                reply("done"),
+            ),
+            "t1": steps(
+                complete_once_written_to,
+                lambda request: reply("", c("complete", summary=f"then: {last_text(request)}")),
+            ),
+        },
+    )
+    with trio.fail_after(10):
+        outcome = await scene.run()
+    assert outcome.reason == "completed"
+    task = scene.state.tasks.get("t1")
+    assert task.state == "completed"
+    assert "and also this" in task.completion.summary
+    assert task.instances == ["t1.1", "t1.2"]
+    assert all(m.delivered for m in scene.state.mailbox.messages.values())
+
+
+async def test_a_subtask_cannot_widen_its_parents_write_scope(workspace: Workspace) -> None:
+    from orchestrator.definitions import WORKER, Definitions
+
+    scene = Scene(
+        workspace,
+        {
+            MAIN: steps(
+                reply(
+                    "",
+                    c(
+                        "delegate",
+                        description="lead",
+                        prompt=".",
+                        agent_type="lead",
+                        write_scope=["src"],
+                    ),
+                ),
+                reply("", c("wait_tasks")),
+                reply("done"),
+            ),
+            "t1": steps(
+                reply("", c("delegate", description="child", prompt=".", write_scope=["docs"])),
+                lambda request: reply("", c("complete", summary=last_text(request))),
+            ),
+        },
+    )
+    lead = WORKER.model_copy(update={"name": "lead", "may_delegate": True})
+    scene.settings.definitions = Definitions([*Definitions.builtin(), lead])
+    await scene.run()
+    summary = scene.state.tasks.get("t1").completion.summary
+    assert "is not inside your own write scope (src)" in summary
+    assert scene.state.tasks.get("t2") is None

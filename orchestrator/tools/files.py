@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import secrets
 import stat
 import sys
 from pathlib import Path
@@ -157,7 +158,28 @@ def _write_text(path: Path, content: str) -> None:
     if path.is_dir():
         raise ToolFailed(f"{path.name} is a directory")
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(content, encoding="utf-8")
+    _replace(path, content.encode("utf-8"))
+
+
+def _replace(path: Path, data: bytes) -> None:
+    """Write `data` to a new file beside `path`, then rename it over `path`: a process
+    killed part-way leaves the old file or the new one, never half of each. The file
+    keeps its permissions (a new one gets the umask's)."""
+    temp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        mode = None
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        if mode is not None:
+            os.chmod(temp, mode)
+        os.replace(temp, path)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
 
 
 class EditFileArgs(BaseModel):
@@ -190,7 +212,7 @@ def _edit(path: Path, args: EditFileArgs) -> ToolOutput:
         raise ToolFailed(
             f"old_text occurs {count} times in {args.path}; include more context to pick one"
         )
-    path.write_text(original.replace(args.old_text, args.new_text, 1), encoding="utf-8")
+    _replace(path, original.replace(args.old_text, args.new_text, 1).encode("utf-8"))
     return ToolOutput(f"edited {args.path}")
 
 
