@@ -5,3 +5,4 @@ MANIFEST = "session.json"
 JOURNAL = "journal.jsonl"
 SNAPSHOT = "snapshot.json"
 LOCK = "lock"
+TASKS_DIR = "tasks"  # tasks/<id>.json: views of the task records (resume never reads them)

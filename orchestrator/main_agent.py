@@ -38,6 +38,7 @@ async def open_team(
     try:
         async with trio.open_nursery() as nursery:
             team = Team(session, sink, settings, InProcessRunner(nursery))
+            nursery.start_soon(team.watch_stalls)
             try:
                 yield team
             finally:

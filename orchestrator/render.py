@@ -23,9 +23,12 @@ from orchestrator.events import (
     TurnStarted,
     UsageUpdated,
 )
+from orchestrator.mailbox import MessagePosted, MessagesDelivered
 from orchestrator.messages import ToolResult
+from orchestrator.tasks import TaskChanged, TaskCreated
 from orchestrator.text import abbreviate, visible
 
+MAIN = "main"
 ARG_WIDTH = 60
 RESULT_WIDTH = 100
 
@@ -42,6 +45,12 @@ def format_arguments(raw: str) -> str:
     return " ".join(
         f"{key}={abbreviate(repr(value), ARG_WIDTH // 2)}" for key, value in parsed.items()
     )
+
+
+def _scope(scope: tuple[str, ...] | None) -> str:
+    if scope is None:
+        return "anywhere"
+    return visible(", ".join(scope)) if scope else "nothing"
 
 
 class Style:
@@ -92,30 +101,28 @@ class TranscriptSink:
 
     async def emit(self, event: Event, *, durable: bool = False) -> None:
         s = self.style
+        # The main agent's lines as before; a subagent's carry its task id, and its text
+        # is shown per reply (streamed text of agents running at once would interleave).
+        who = "" if event.agent == MAIN else s.dim(f"[{visible(event.agent)}] ")
         match event:
-            case AgentStarted(agent=agent, role=role):
-                self._line(s.bold(f"● {visible(agent)}") + s.dim(f" ({visible(role)})"))
-            case TextStreamed(text=text):
-                self.out.write(visible(text))
-                self.out.flush()
-                self._mid_line = True
-            case AssistantReplied():
-                if self._mid_line:
-                    self.out.write("\n")
-                    self._mid_line = False
+            case AgentStarted() | TextStreamed() | AssistantReplied():
+                self._speech(event, who)
             case ToolCallStarted(call=call):
                 self._line(
-                    s.cyan(f"  → {visible(call.name)}")
+                    who
+                    + s.cyan(f"  → {visible(call.name)}")
                     + " "
                     + s.dim(visible(format_arguments(call.arguments)))
                 )
             case ToolCallFinished(result=result):
-                self._line(self._outcome(result))
+                self._line(who + self._outcome(result))
             case TurnEnded(reason=reason, rounds=rounds, detail=detail):
                 mark = s.green("✔") if reason == "completed" else s.yellow("■")
                 extra = f": {visible(detail)}" if detail else ""
                 agent = visible(event.agent)
                 self._line(f"{mark} {agent} turn {reason} after {rounds} rounds{extra}")
+            case TaskCreated() | TaskChanged() | MessagePosted() | MessagesDelivered():
+                self._team_line(event)
             case Notice(message=message):
                 self._line(s.yellow(f"! {visible(message)}"))
             case PermissionGranted(tool=tool, pattern=pattern):
@@ -124,6 +131,51 @@ class TranscriptSink:
             case MessageAdded() | TurnStarted() | UsageUpdated() | SessionStatusChanged():
                 # The command line says how the session ended, once, on stderr.
                 pass
+
+    def _speech(self, event: AgentStarted | TextStreamed | AssistantReplied, who: str) -> None:
+        """The main agent's text as it streams; a subagent's, one line per reply."""
+        s = self.style
+        match event:
+            case AgentStarted(agent=agent, role=role):
+                if agent == MAIN:
+                    self._line(s.bold(f"● {visible(agent)}") + s.dim(f" ({visible(role)})"))
+            case TextStreamed(text=text):
+                if event.agent == MAIN:
+                    self.out.write(visible(text))
+                    self.out.flush()
+                    self._mid_line = True
+            case AssistantReplied(message=message):
+                if self._mid_line:
+                    self.out.write("\n")
+                    self._mid_line = False
+                if who and message.text.strip():
+                    self._line(who + visible(abbreviate(message.text, RESULT_WIDTH)))
+
+    def _team_line(
+        self, event: TaskCreated | TaskChanged | MessagePosted | MessagesDelivered
+    ) -> None:
+        """Delegation and the mailbox: a task made, a task's new state, a message."""
+        s = self.style
+        match event:
+            case TaskCreated(task=task, agent_type=kind, description=description):
+                scope = _scope(event.write_scope)
+                self._line(
+                    s.bold(f"⇢ {visible(task)}")
+                    + f" {visible(kind)}: {visible(abbreviate(description, ARG_WIDTH))}"
+                    + s.dim(f" (from {visible(event.agent)}, writes {scope})")
+                )
+            case TaskChanged(task=task, state=state, reason=reason):
+                marks = {"completed": s.green("✔"), "failed": s.red("✗"), "cancelled": s.red("✗")}
+                extra = f": {visible(abbreviate(reason, RESULT_WIDTH))}" if reason else ""
+                self._line(f"{marks.get(state, s.cyan('◆'))} {visible(task)} {state}{extra}")
+            case MessagePosted(mail=kind, to=to, summary=summary):
+                self._line(
+                    s.yellow(f"✉ {visible(event.id)} {kind}")
+                    + f" {visible(event.agent)} → {visible(to)}: "
+                    + visible(abbreviate(summary, RESULT_WIDTH))
+                )
+            case MessagesDelivered(ids=ids):
+                self._line(s.dim(f"  ({visible(event.agent)} reads {', '.join(ids)})"))
 
     def _outcome(self, result: ToolResult) -> str:
         first = visible(abbreviate(result.content, RESULT_WIDTH))

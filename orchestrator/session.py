@@ -19,7 +19,7 @@ import trio
 
 from orchestrator.errors import SessionError, SessionNotFound
 from orchestrator.events import Event, TurnEnded
-from orchestrator.layout import MANIFEST
+from orchestrator.layout import MANIFEST, TASKS_DIR
 from orchestrator.manifest import (
     LOCK,
     Manifest,
@@ -100,6 +100,12 @@ def _fill_session(
     return model
 
 
+def _write_views(directory: Path, views: dict[str, bytes]) -> None:
+    directory.mkdir(mode=0o700, exist_ok=True)
+    for name, data in views.items():
+        write_atomic(directory / f"{name}.json", data)
+
+
 class MemorySession:
     """A session that folds its records without journaling them: for tests and for
     library users who want the turn loop without a session on disk."""
@@ -127,6 +133,7 @@ class LiveSession:
     track_seqs: bool = False
     _since_snapshot: int = field(default=0)
     _seqs: dict[int, int] = field(default_factory=dict)
+    _dirty_tasks: set[str] = field(default_factory=set)  # task views to write again
 
     def seq_of(self, event: Event) -> int | None:
         """The seq of the record `event` became, asked once by a sink after this one
@@ -149,6 +156,9 @@ class LiveSession:
         self.state.apply(seq, record)
         if self.track_seqs:
             self._seqs[id(event)] = seq
+        task = getattr(record, "task", None)
+        if task:
+            self._dirty_tasks.add(task)
         await self.journal.settle(seq, durable=durable)
         self._since_snapshot += 1
         if isinstance(record, TurnEnded) or self._since_snapshot >= SNAPSHOT_EVERY:
@@ -161,10 +171,24 @@ class LiveSession:
         await self.journal.flush()
         data = self.state.snapshot().model_dump_json(indent=2).encode() + b"\n"
         self._since_snapshot = 0
+        views = self._task_views()
         try:
             await trio.to_thread.run_sync(write_atomic, self.directory / SNAPSHOT, data)
+            if views:
+                await trio.to_thread.run_sync(_write_views, self.directory / TASKS_DIR, views)
         except OSError as exc:
             self.warn(f"could not write the snapshot {self.directory / SNAPSHOT}: {exc}")
+
+    def _task_views(self) -> dict[str, bytes]:
+        """`tasks/<id>.json` of each task changed since the last snapshot: views for
+        people and tools, a moment behind the journal at most; resume never reads them."""
+        views = {}
+        for task_id in self._dirty_tasks:
+            record = self.state.tasks.get(task_id)
+            if record is not None:
+                views[task_id] = record.model_dump_json(indent=2).encode() + b"\n"
+        self._dirty_tasks.clear()
+        return views
 
     async def set_status(self, status: SessionStatus) -> None:
         update = {"status": status, "updated": now_stamp(), "journal_seq": self.state.seq}

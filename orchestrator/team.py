@@ -69,6 +69,7 @@ from orchestrator.tools.permissions import Approver, PermissionPolicy, approve_a
 from orchestrator.tools.workspace import Workspace
 
 MAIN = "main"
+USER = "user"  # the sender of what the person (or the library user) says to the main agent
 
 
 @dataclass(frozen=True)
@@ -248,6 +249,44 @@ class Team:
         if target is not None and target.state in SETTLED and sender == target.owner:
             await self.revive(to, by=sender)
         return mail
+
+    async def say(self, text: str, *, priority: Priority = "urgent") -> Mail:
+        """A message from the user to the main agent while the session runs: `urgent`
+        (the default) reaches it at its next step, or wakes it while it waits for its
+        tasks; `interrupt` stops its model call in flight."""
+        return await self.post(USER, MAIN, "", "instruction", text, priority=priority)
+
+    async def watch_stalls(self) -> None:
+        """Report, once, each running task that made no progress (no model reply, no new
+        message in its context) for `stall_after` seconds: a `risk_alert` to its owner."""
+        after = self.settings.limits.stall_after
+        seen: dict[str, tuple[int, int, float]] = {}
+        reported: set[str] = set()
+        while True:
+            await trio.sleep(after / 4)
+            now = trio.current_time()
+            for task in list(self.state.tasks.tasks.values()):
+                context = self.state.agents.get(task.task_id)
+                if task.state != "running" or context is None:
+                    seen.pop(task.task_id, None)
+                    continue
+                mark = (context.steps, len(context.messages))
+                before = seen.get(task.task_id)
+                if before is None or before[:2] != mark:
+                    seen[task.task_id] = (*mark, now)
+                    reported.discard(task.task_id)
+                elif now - before[2] >= after and task.task_id not in reported:
+                    reported.add(task.task_id)
+                    quiet = now - before[2]
+                    await self.post(
+                        task.task_id,
+                        task.owner,
+                        task.task_id,
+                        "risk_alert",
+                        f"stalled: no progress for {quiet:.0f} s (a model or tool call may "
+                        "hang); cancel_task it, or send_message to redirect it",
+                        data={"stalled_seconds": round(quiet)},
+                    )
 
     async def deliver(self, agent: str, *, at_least: Priority = "notify") -> list[Mail]:
         """Put `agent`'s waiting mail (of at least that priority) into its context, as one

@@ -211,3 +211,40 @@ async def test_a_provider_reusing_call_ids_still_gets_one_result_per_call(
         ("call_0_1", "list_files", "ok"),
     ]
     assert (directory / "workspace" / "b.txt").read_text() == "b\n"  # not run twice
+
+
+async def test_task_views_are_written_beside_the_journal(tmp_path: Path) -> None:
+    script = {
+        "agents": {
+            "main": [
+                {
+                    "tool_calls": [
+                        {"name": "delegate", "arguments": {"description": "w", "prompt": "."}}
+                    ]
+                },
+                {"tool_calls": [{"name": "wait_tasks", "arguments": {}}]},
+                {"text": "done"},
+            ],
+            "t1": [
+                {
+                    "tool_calls": [
+                        {"name": "report_progress", "arguments": {"summary": "half", "percent": 50}}
+                    ]
+                },
+                {"tool_calls": [{"name": "complete", "arguments": {"summary": "all done"}}]},
+            ],
+        }
+    }
+    root = tmp_path / "sessions"
+    session_id, directory = create_session(root, goal="g", model="x:y", workspace=None)
+    result = await run(root, session_id, ScriptedModel(parse_script(script)))
+    assert result.status == "completed"
+    view = orjson.loads((directory / "tasks" / "t1.json").read_bytes())
+    state = load_state(directory, warn=pytest.fail)
+    assert view == state.tasks.get("t1").model_dump(mode="json")
+    assert (view["state"], view["progress"], view["completion"]["summary"]) == (
+        "completed",
+        "half",
+        "all done",
+    )
+    assert oct((directory / "tasks" / "t1.json").stat().st_mode & 0o777) == "0o600"

@@ -603,3 +603,59 @@ async def test_a_subtask_cannot_widen_its_parents_write_scope(workspace: Workspa
     summary = scene.state.tasks.get("t1").completion.summary
     assert "is not inside your own write scope (src)" in summary
     assert scene.state.tasks.get("t2") is None
+
+
+async def test_a_stalled_task_is_reported_to_its_owner(
+    workspace: Workspace, autojump_clock: trio.testing.MockClock
+) -> None:
+    def cancel_the_stalled(request: ModelRequest) -> ScriptedReply:
+        assert "stalled: no progress for" in all_text(request)
+        return reply("", c("cancel_task", task="t1", reason="it hangs"))
+
+    scene = Scene(
+        workspace,
+        {
+            MAIN: steps(
+                reply("", c("delegate", description="hangs", prompt=".")),
+                reply("waiting for it"),
+                cancel_the_stalled,
+                reply("gave up on t1"),
+            ),
+            "t1": forever,  # a model call that never answers
+        },
+        stall_after=600,
+    )
+    outcome = await scene.run()
+    assert outcome.reason == "completed"
+    [alert] = [m for m in scene.state.mailbox.messages.values() if m.kind == "risk_alert"]
+    assert alert.sender == "t1"
+    assert 600 <= alert.data["stalled_seconds"] <= 800
+    assert scene.state.tasks.get("t1").state == "cancelled"
+
+
+async def test_the_user_can_tell_the_main_agent_something_while_it_runs(
+    workspace: Workspace,
+) -> None:
+    async def tell_while_waiting(request: ModelRequest) -> ScriptedReply:
+        assert scene.team is not None
+        await scene.team.say("please also write NOTES.md")
+        return reply("", c("wait_tasks"))
+
+    scene = Scene(
+        workspace,
+        {
+            MAIN: steps(
+                reply("", c("delegate", description="w", prompt=".")),
+                tell_while_waiting,
+                lambda request: reply(f"heard: {last_text(request)[-60:]}"),
+            ),
+            "t1": steps(reply("", c("complete", summary="done"))),
+        },
+    )
+    outcome = await scene.run()
+    assert outcome.reason == "completed"
+    said = [m for m in scene.state.mailbox.messages.values() if m.sender == "user"]
+    assert [(m.kind, m.recipient) for m in said] == [("instruction", MAIN)]
+    assert said[0].delivered
+    final = scene.state.agents[MAIN].messages[-1]
+    assert "NOTES.md" in final.text
