@@ -362,6 +362,7 @@ async def settle_pending_calls(agent: AgentContext, deps: TurnDeps) -> None:
             # command was not): stop it before anything else happens in the workspace.
             marker = call_marker(deps.context.session, agent.id, ref)
             await trio.to_thread.run_sync(kill_marked, marker)
+            await _recover(ref, call, deps)
             result = ToolResult(
                 call_id=call.id, name=call.name, status="interrupted", content=INTERRUPTED
             )
@@ -370,3 +371,14 @@ async def settle_pending_calls(agent: AgentContext, deps: TurnDeps) -> None:
             rerun.append((ref, call))
     if rerun:
         await run_tool_calls(agent, rerun, deps)
+
+
+async def _recover(ref: str, call: ToolCall, deps: TurnDeps) -> None:
+    """Let the tool of a cut-off call clean up what it left half done (best effort: a
+    failure here must not stop the resume)."""
+    parsed = _parse_call(call, deps.tools)
+    if isinstance(parsed, str):
+        return
+    tool, args = parsed
+    with contextlib.suppress(Exception):
+        await tool.recover(args, dataclasses.replace(deps.context, call=ref))

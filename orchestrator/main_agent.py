@@ -87,6 +87,18 @@ async def run_main(team: Team) -> MainOutcome:
         await team.wait_for_mail(MAIN, at_least="urgent")
 
 
+async def _close_settled(team: Team, task_id: str) -> None:
+    """A task that settled with its last call cut off by the crash (its `complete` was
+    journaled, the call's result was not): give the call its result and end the turn, so
+    its context is whole (the re-run finds its report made and changes nothing)."""
+    context = team.state.agents.get(task_id)
+    if context is None or not (context.open_calls or context.turn_open):
+        return
+    await settle_pending_calls(context, team.turn_deps(task_id))
+    team.take_yield(task_id)
+    await team.end_open_turn(task_id, "yielded")
+
+
 def _waiting_note(team: Team, task_ids: list[str]) -> str:
     lines = ["These tasks are waiting for you and cannot go on until you answer:"]
     for mail in team.state.mailbox.unanswered(MAIN):
@@ -105,7 +117,10 @@ async def resume_tasks(team: Team) -> str:
     there were none live)."""
     revived, stopped, waiting = [], [], []
     for task in list(team.state.tasks.tasks.values()):
-        if task.state in SETTLED or team.is_running(task.task_id):
+        if task.state in SETTLED:
+            await _close_settled(team, task.task_id)
+            continue
+        if team.is_running(task.task_id):
             continue
         if task.state == "pending":
             continue  # queued: started below, as the live-subagent limit allows

@@ -168,10 +168,12 @@ class LiveSession:
         """Write the small state. It never grows with the conversation, and it is written
         in a worker thread after the journal holds everything it reflects. A snapshot
         that cannot be written is a warning, never a failed turn: the journal is the truth."""
-        await self.journal.flush()
+        # Taken before waiting for the disk, so it reflects no record the flush below
+        # does not cover (other agents go on folding records while it waits).
         data = self.state.snapshot().model_dump_json(indent=2).encode() + b"\n"
         self._since_snapshot = 0
         views = self._task_views()
+        await self.journal.flush()
         try:
             await trio.to_thread.run_sync(write_atomic, self.directory / SNAPSHOT, data)
             if views:

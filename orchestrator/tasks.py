@@ -116,6 +116,7 @@ class TaskRecord(BaseModel):
     created_seq: int = 0
     created_by: str = ""  # the ref of the call that delegated it
     changed_seq: int = 0  # the seq of its latest task_changed
+    revived_seq: int = 0  # the seq of its latest revival (settled, then run again)
 
     @property
     def live(self) -> bool:
@@ -307,6 +308,8 @@ def _changed(registry: Registry, seq: int, record: TaskChanged) -> None:
         raise FoldError(f"no task {record.task!r} was created")
     if record.state == "pending" and task.state in ("failed", "cancelled"):
         task.attempts += 1  # a retry of a failed or cancelled task is a new attempt
+    if record.state == "pending" or (record.state == "running" and task.state in SETTLED):
+        task.revived_seq = seq
     task.state = record.state
     if record.instance:
         task.instances.append(record.instance)

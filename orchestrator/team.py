@@ -605,7 +605,7 @@ class Team:
         if task is None:
             raise ToolFailed(f"{kind}: only a subagent working a task reports to an owner")
         mail = self.state.mailbox.by_call(agent, ref)
-        if mail is not None and mail.posted_seq < task.changed_seq:
+        if mail is not None and mail.posted_seq < task.revived_seq:
             # This call ran before a crash, and the task has moved on since (revived by a
             # follow-up): what it did then is done; it changes nothing now.
             return ToolOutput(f"already reported ({mail.message_id})")

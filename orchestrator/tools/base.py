@@ -73,6 +73,12 @@ class Tool(ABC, Generic[ArgsT]):
     @abstractmethod
     async def run(self, args: ArgsT, ctx: ToolContext) -> ToolOutput: ...
 
+    async def recover(self, args: ArgsT, ctx: ToolContext) -> None:
+        """Clean up after a call of this tool that a crash cut off (it is reported
+        `interrupted`, not run again): e.g. a half-written temporary file. `ctx.call` is
+        the cut-off call's ref."""
+        return None
+
     def spec(self) -> ToolSpec:
         schema = self.args_model.model_json_schema()
         schema.pop("title", None)

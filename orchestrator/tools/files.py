@@ -150,27 +150,37 @@ class WriteFile(Tool[WriteFileArgs]):
 
     async def run(self, args: WriteFileArgs, ctx: ToolContext) -> ToolOutput:
         path = ctx.workspace.resolve(args.path)
-        await trio.to_thread.run_sync(_write_text, path, args.content)
+        await trio.to_thread.run_sync(_write_text, path, args.content, ctx.call)
         return ToolOutput(f"wrote {len(args.content.encode())} bytes to {args.path}")
 
+    async def recover(self, args: WriteFileArgs, ctx: ToolContext) -> None:
+        _temp(ctx.workspace.resolve(args.path), ctx.call).unlink(missing_ok=True)
 
-def _write_text(path: Path, content: str) -> None:
+
+def _write_text(path: Path, content: str, call: str = "") -> None:
     if path.is_dir():
         raise ToolFailed(f"{path.name} is a directory")
     path.parent.mkdir(parents=True, exist_ok=True)
-    _replace(path, content.encode("utf-8"))
+    _replace(path, content.encode("utf-8"), call)
 
 
-def _replace(path: Path, data: bytes) -> None:
+def _temp(path: Path, call: str) -> Path:
+    """The file a write goes to before it is renamed over `path`: named after the call,
+    so a re-run of the call reuses it and a crash's leftover can be found (`recover`)."""
+    tag = call or secrets.token_hex(4)
+    return path.with_name(f".{path.name}.{tag}.orchestrator-tmp")
+
+
+def _replace(path: Path, data: bytes, call: str = "") -> None:
     """Write `data` to a new file beside `path`, then rename it over `path`: a process
     killed part-way leaves the old file or the new one, never half of each. The file
     keeps its permissions (a new one gets the umask's)."""
-    temp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    temp = _temp(path, call)
     try:
         mode = stat.S_IMODE(path.stat().st_mode)
     except FileNotFoundError:
         mode = None
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
     try:
         with os.fdopen(fd, "wb") as out:
             out.write(data)
@@ -198,10 +208,13 @@ class EditFile(Tool[EditFileArgs]):
 
     async def run(self, args: EditFileArgs, ctx: ToolContext) -> ToolOutput:
         path = ctx.workspace.resolve(args.path)
-        return await trio.to_thread.run_sync(_edit, path, args)
+        return await trio.to_thread.run_sync(_edit, path, args, ctx.call)
+
+    async def recover(self, args: EditFileArgs, ctx: ToolContext) -> None:
+        _temp(ctx.workspace.resolve(args.path), ctx.call).unlink(missing_ok=True)
 
 
-def _edit(path: Path, args: EditFileArgs) -> ToolOutput:
+def _edit(path: Path, args: EditFileArgs, call: str = "") -> ToolOutput:
     if not args.old_text:
         raise ToolFailed("old_text is empty; use write_file to create a file")
     original = _read_bytes(path, args.path).decode("utf-8")
@@ -212,7 +225,7 @@ def _edit(path: Path, args: EditFileArgs) -> ToolOutput:
         raise ToolFailed(
             f"old_text occurs {count} times in {args.path}; include more context to pick one"
         )
-    _replace(path, original.replace(args.old_text, args.new_text, 1).encode("utf-8"))
+    _replace(path, original.replace(args.old_text, args.new_text, 1).encode("utf-8"), call)
     return ToolOutput(f"edited {args.path}")
 
 
