@@ -4,14 +4,70 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import subprocess
+import sys
 
 import orchestrator
+
+# What a library user needs to run a team from Python (docs/library.md): dropping one of
+# these breaks their code.
+LIBRARY = {
+    "AgentDefinition",
+    "Definitions",
+    "EventSink",
+    "InProcessRunner",
+    "Limits",
+    "Mail",
+    "MainOutcome",
+    "PermissionPolicy",
+    "RunSettings",
+    "Runner",
+    "ScriptedCall",
+    "ScriptedModel",
+    "ScriptedReply",
+    "TaskRecord",
+    "Team",
+    "TeamSettings",
+    "Tool",
+    "ToolContext",
+    "ToolOutput",
+    "ToolRegistry",
+    "approve_all",
+    "create_session",
+    "drive",
+    "load_definitions",
+    "load_state",
+    "open_session",
+    "open_team",
+    "run_main",
+    "workspace_tools",
+}
 
 
 def test_all_names_resolve_and_are_sorted() -> None:
     assert orchestrator.__all__ == sorted(orchestrator.__all__)
     for name in orchestrator.__all__:
         assert getattr(orchestrator, name) is not None
+
+
+def test_all_is_exactly_what_is_re_exported() -> None:
+    assert orchestrator.__all__ == sorted(orchestrator._HOMES)
+    assert set(orchestrator.__all__) >= LIBRARY
+    for name, home in orchestrator._HOMES.items():
+        assert getattr(orchestrator, name) is getattr(importlib.import_module(home), name)
+
+
+def test_importing_the_package_imports_nothing_else() -> None:
+    # In a fresh interpreter: the command line's start-up pays only for what it uses.
+    code = (
+        "import sys, orchestrator; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('orchestrator', 'trio', 'pydantic', 'httpx', 'orjson')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert out.stdout.strip() == "['orchestrator']"
 
 
 def test_every_package_init_exports_what_it_imports() -> None:

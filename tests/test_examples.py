@@ -1,0 +1,57 @@
+"""The examples run, offline, and say what they should: documentation that cannot rot."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def run_example(name: str, *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / name), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stderr == ""
+    return done.stdout
+
+
+def test_team_offline_runs_cancels_and_resumes(tmp_path: Path) -> None:
+    out = run_example("team_offline.py", str(tmp_path))
+    first, cancelled, resumed = re.split(r"^== .*$", out, flags=re.M)[1:]
+
+    # Run 1: a custom agent type, its custom tool, events watched, state read back.
+    assert "task t1 created (counter): count words in a.txt" in first
+    assert "mail m1, m2, m3, m4 delivered to main by its wait_tasks call" in first
+    assert "run 1: completed; read back from disk with load_state:" in first
+    assert "t1 completed instances=['t1.1'] a.txt: 5 words" in first
+    assert "t2 completed instances=['t2.1'] b.txt: 6 words" in first
+    assert re.search(r"m4 completed t2 -> main posted@\d+ delivered@\d+", first)
+
+    # Run 2: stopped from outside at the first progress report, nothing lost.
+    assert "mail m1 progress" in cancelled
+    assert "session interrupted stopped by the user" in cancelled
+    assert "run 2: cancelled: True" in cancelled
+    assert "delivered@None" in cancelled
+
+    # Resumed: the live tasks are revived (a new instance each) and finish.
+    assert "note to main: The session was restarted. Revived and running again:" in resumed
+    assert "run 2 resumed: completed" in resumed
+    after = resumed.split("run 2 resumed: completed")[1]
+    assert re.search(r"t1 completed instances=\[.*\] a\.txt: 5 words", after)
+    assert re.search(r"t2 completed instances=\[.*\] b\.txt: 6 words", after)
+    assert re.search(r"instances=\['t(\d)\.1', 't\1\.2'\]", after)
+    assert "delivered@None" not in after
+
+    # Both sessions are on disk, finished.
+    manifests = sorted(tmp_path.glob("sessions/*/session.json"))
+    assert [orjson.loads(m.read_bytes())["status"] for m in manifests] == ["completed"] * 2
