@@ -8,7 +8,7 @@ them) and timers, all through one inbox: the mailbox (`team.py`). It wires the p
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -18,7 +18,7 @@ from orchestrator.agent import run_turn, settle_pending_calls
 from orchestrator.events import EventSink
 from orchestrator.subagent import InProcessRunner, turn_done
 from orchestrator.tasks import SETTLED
-from orchestrator.team import MAIN, SessionLike, Team, TeamSettings
+from orchestrator.team import MAIN, Runner, SessionLike, Team, TeamSettings
 
 MAX_REMINDERS = 3
 
@@ -31,13 +31,17 @@ class MainOutcome:
 
 @asynccontextmanager
 async def open_team(
-    session: SessionLike, sink: EventSink, settings: TeamSettings
+    session: SessionLike,
+    sink: EventSink,
+    settings: TeamSettings,
+    *,
+    runner: Callable[[trio.Nursery], Runner] = InProcessRunner,
 ) -> AsyncIterator[Team]:
     """A team whose subagents run in a nursery that lives as long as the block. An error
     of the block arrives bare, not grouped by the nursery (subagents catch their own)."""
     try:
         async with trio.open_nursery() as nursery:
-            team = Team(session, sink, settings, InProcessRunner(nursery))
+            team = Team(session, sink, settings, runner(nursery))
             nursery.start_soon(team.watch_stalls)
             try:
                 yield team

@@ -20,14 +20,15 @@ from orchestrator.errors import (
     ProviderRateLimited,
     ScriptError,
 )
-from orchestrator.events import AgentStarted, EventSink, FanOut, SessionStatusChanged
+from orchestrator.events import AgentStarted, Event, EventSink, FanOut, SessionStatusChanged
 from orchestrator.main_agent import open_team, run_main
 from orchestrator.manifest import SessionStatus
 from orchestrator.messages import SystemMessage, UserMessage
 from orchestrator.models.base import Model
 from orchestrator.prompts import main_agent_prompt
 from orchestrator.session import LiveSession
-from orchestrator.team import MAIN, Limits, TeamSettings
+from orchestrator.subagent import InProcessRunner
+from orchestrator.team import MAIN, Limits, Runner, Team, TeamSettings
 from orchestrator.tools import Approver, PermissionPolicy, ToolRegistry, Workspace
 
 
@@ -42,6 +43,11 @@ class RunSettings:
     max_tokens: int | None = None
     temperature: float | None = None
     redact: Callable[[str], str] = str  # see TurnDeps.redact
+    # Called with the session's team once it is running (a library user keeps it to
+    # `say` something to the main agent or cancel a task while the session runs).
+    on_team: Callable[[Team], None] | None = None
+    # Where subagents run (default: in this process, on trio).
+    runner: Callable[[trio.Nursery], Runner] = InProcessRunner
     # Subagents: their types, the model of each role (else `model` for all), limits, and
     # an approver that names the agent asking (else `approve`).
     definitions: Definitions = field(default_factory=Definitions.builtin)
@@ -91,8 +97,8 @@ def _duration(seconds: float) -> str:
 
 async def drive(live: LiveSession, settings: RunSettings) -> RunResult:
     """Run (or go on running) the main agent until its turn ends; record the status."""
-    sink = FanOut([live, settings.ui])
-    if live.state.status == "completed":
+    sink = FanOut([live, _Watcher(settings.ui, live.warn)])
+    if live.state.status == "completed" and not live.state.mailbox.undelivered(MAIN):
         return RunResult("completed", "already finished")
     try:
         result = await _drive(live, settings, sink)
@@ -115,6 +121,27 @@ async def drive(live: LiveSession, settings: RunSettings) -> RunResult:
         raise
     await _record_status(live, sink, result)
     return result
+
+
+class _Watcher:
+    """The caller's sink, after the journal: an error in it is a warning (once), never a
+    failed tool call, since what the event says has already happened and is journaled."""
+
+    def __init__(self, sink: EventSink, warn: Callable[[str], None]) -> None:
+        self._sink = sink
+        self._warn = warn
+        self._warned = False
+
+    async def emit(self, event: Event, *, durable: bool = False) -> None:
+        try:
+            await self._sink.emit(event, durable=durable)
+        except Exception as exc:
+            if not self._warned:
+                self._warned = True
+                self._warn(
+                    f"the event sink failed ({type(exc).__name__}: {exc}); the "
+                    "session goes on, and further sink errors are not reported"
+                )
 
 
 def _only_stops(exc: BaseException) -> bool:
@@ -151,7 +178,7 @@ async def _drive(live: LiveSession, settings: RunSettings, sink: EventSink) -> R
         temperature=settings.temperature,
         redact=settings.redact,
     )
-    async with open_team(live, sink, team_settings) as team:
+    async with open_team(live, sink, team_settings, runner=settings.runner) as team:
         if MAIN not in live.state.agents:
             tools = team.turn_deps(MAIN).tools.names()
             types = [(d.name, d.description) for d in settings.definitions]
@@ -162,6 +189,8 @@ async def _drive(live: LiveSession, settings: RunSettings, sink: EventSink) -> R
             await sink.emit(AgentStarted(agent=MAIN, role="main", messages=messages))
         await sink.emit(SessionStatusChanged(agent=MAIN, status="running"), durable=True)
         await live.set_status("running")  # `sessions list` shows it running, or stopped if killed
+        if settings.on_team is not None:
+            settings.on_team(team)
         outcome = await run_main(team)
     if outcome.reason == "completed":
         return RunResult("completed")

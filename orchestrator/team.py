@@ -434,7 +434,7 @@ class Team:
                 f"was made. {_handle(existing)}"
             )
         scope: tuple[str, ...] | None
-        if definition.read_only:
+        if self._read_only(definition):
             scope = ()
         elif args.write_scope is not None:
             scope = tuple(args.write_scope)
@@ -641,6 +641,14 @@ class Team:
             "carry on meanwhile",
         }[kind]
         return ToolOutput(f"{said} ({mail.message_id})")
+
+    def _read_only(self, definition: AgentDefinition) -> bool:
+        """Whether an agent type changes nothing: every tool it has is read-only (a
+        custom tool counts by its own flag)."""
+        tools = self.settings.base_tools
+        return all(
+            (tool := tools.get(name)) is not None and tool.read_only for name in definition.tools
+        )
 
     def _ancestors(self, agent: str) -> frozenset[str]:
         found = set()

@@ -248,3 +248,50 @@ async def test_task_views_are_written_beside_the_journal(tmp_path: Path) -> None
         "all done",
     )
     assert oct((directory / "tasks" / "t1.json").stat().st_mode & 0o777) == "0o600"
+
+
+class Exploding:
+    async def emit(self, event: object, *, durable: bool = False) -> None:
+        raise RuntimeError("the screen is on fire")
+
+
+async def test_a_failing_event_sink_is_a_warning_not_a_failed_call(
+    finished: tuple[Path, str, Path],
+) -> None:
+    root, session_id, directory = finished
+    warnings: list[str] = []
+    async with open_session(root, session_id, warn=warnings.append) as live:
+        run_settings = settings(ScriptedModel(parse_script(SCRIPT)))
+        run_settings.ui = Exploding()
+        result = await drive(live, run_settings)
+    assert result.status == "completed"
+    assert len(warnings) == 1
+    assert "the screen is on fire" in warnings[0]
+    main = load_state(directory, warn=pytest.fail).agents["main"]
+    assert [m.status for m in main.messages if isinstance(m, ToolResult)] == ["ok", "ok"]
+    assert (directory / "workspace" / "log.txt").read_text() == "x\n"  # ran once
+
+
+async def test_the_library_gets_the_team_and_can_speak_to_the_main_agent(
+    finished: tuple[Path, str, Path],
+) -> None:
+    from orchestrator.models.base import ModelRequest
+    from orchestrator.models.scripted import ScriptedReply
+    from orchestrator.team import Team
+
+    teams: list[Team] = []
+
+    async def answer(request: ModelRequest) -> ScriptedReply:
+        if request.step == 0:
+            await teams[0].say("say hello")
+            return ScriptedReply(text="one moment")
+        return ScriptedReply(text=f"answering: {request.messages[-1].content[-40:]}")  # type: ignore[union-attr]
+
+    root, session_id, directory = finished
+    async with open_session(root, session_id, warn=pytest.fail) as live:
+        run_settings = settings(ScriptedModel(answer))
+        run_settings.on_team = teams.append
+        result = await drive(live, run_settings)
+    assert result.status == "completed"
+    main = load_state(directory, warn=pytest.fail).agents["main"]
+    assert "say hello" in main.messages[-1].text  # type: ignore[union-attr]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -180,7 +181,7 @@ def test_corruption_mid_journal_then_repair(killed_copy: Path) -> None:
     session_id = only_session(killed_copy)
     journal = killed_copy / session_id / JOURNAL
     lines = journal.read_bytes().splitlines(keepends=True)
-    lines[4] = lines[4].replace(b'"a":"main"', b'"a":"main!"')
+    lines[4] = re.sub(rb'"a":"([^"]+)"', rb'"a":"\1!"', lines[4])
     journal.write_bytes(b"".join(lines))
     refused = cli("resume", session_id, "--yes", root=killed_copy)
     assert refused.returncode == 1
