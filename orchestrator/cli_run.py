@@ -17,7 +17,7 @@ import trio
 from orchestrator import cli_demo
 from orchestrator.cli_env import load_user_config, sessions_root, user_config_dir
 from orchestrator.cli_parser import EXIT_FAILED, EXIT_OK, EXIT_TERMINATED
-from orchestrator.cli_sessions import latest_session_id
+from orchestrator.cli_sessions import latest_session_id, task_tree
 from orchestrator.config import Config
 from orchestrator.definitions import Definitions
 from orchestrator.errors import ConfigError
@@ -217,6 +217,11 @@ async def _run_session(
             temperature=role.temperature,
         )
         result = await _drive_until_terminated(live, settings)
+        tasks = live.state.tasks.dump()
+    if tasks:
+        note("tasks:")
+        for line in task_tree(tasks):
+            note(f"  {line}")
     if result is None:
         note(f"terminated; session {session_id} is resumable (orchestrator resume {session_id})")
         return EXIT_TERMINATED

@@ -180,12 +180,16 @@ def task_tree(tasks: list[dict[str, Any]]) -> list[str]:
             live = task["state"] not in ("completed", "failed", "cancelled")
             end = time.time() * 1000 if live else task["updated"]
             elapsed = max(0.0, (end - task["created"]) / 1000) if task["created"] else 0.0
+            took = f"{elapsed:.1f} s" if elapsed < 10 else f"{elapsed:.0f} s"
             line = (
                 f"{'  ' * depth}{task['task_id']} [{task['state']}] {task['agent_type']}: "
-                f"{abbreviate(task['description'], 50)} ({elapsed:.0f} s)"
+                f"{abbreviate(task['description'], 50)} ({took})"
             )
-            if task["progress"]:
-                line += f" · {abbreviate(task['progress'], 50)}"
+            latest = task["progress"]
+            if task["state"] == "completed" and task["completion"]:
+                latest = task["completion"]["summary"]
+            if latest:
+                line += f" · {abbreviate(latest, 60)}"
             if task["reason"] and task["state"] != "completed":
                 line += f" · {abbreviate(task['reason'], 60)}"
             lines.append(line)

@@ -65,10 +65,16 @@ from orchestrator.tools.coordination import (
     main_tools,
     subagent_tools,
 )
-from orchestrator.tools.permissions import Approver, PermissionPolicy, approve_all
+from orchestrator.tools.permissions import (
+    Approver,
+    PermissionPolicy,
+    approve_all,
+    parse_rules,
+)
 from orchestrator.tools.workspace import Workspace
 
 MAIN = "main"
+PARKING = frozenset({"decision_required", "blocked"})  # kinds that park a task until answered
 USER = "user"  # the sender of what the person (or the library user) says to the main agent
 
 
@@ -362,12 +368,17 @@ class Team:
             tools = ToolRegistry([*own, *extra])
             max_rounds = definition.max_rounds
         approve = s.approve_for(agent, self._who(agent)) if s.approve_for else s.approve
+        policy = s.policy
+        if definition is not None and definition.allow:
+            # The type's own rules, after the session's (a later rule wins among equals).
+            rules = [*policy.rules, *parse_rules(list(definition.allow))]
+            policy = PermissionPolicy(rules=rules, default=policy.default)
         deps = TurnDeps(
             model=_Limited(s.models(role), self._model_slots),
             tools=tools,
             context=ToolContext(workspace=s.workspace, agent=agent, session=s.session_id),
             events=self.sink,
-            policy=s.policy,
+            policy=policy,
             approve=self._one_at_a_time(approve),
             grants=lambda: self.state.grants,
             max_rounds=max_rounds,
@@ -509,10 +520,12 @@ class Team:
                 if asked is None or asked.recipient != sender:
                     raise ToolFailed(f"no message {in_reply_to!r} to you to answer")
             elif args.kind == "answer":
-                # An answer without a reference answers the task's oldest open question.
-                open_questions = [
-                    m for m in self.state.mailbox.unanswered(sender) if m.task_id == task.task_id
-                ]
+                # An answer without a reference answers what parked the task (its question
+                # or its report of being blocked), else its oldest open question.
+                open_questions = sorted(
+                    (m for m in self.state.mailbox.unanswered(sender) if m.task_id == task.task_id),
+                    key=lambda m: (m.kind not in PARKING, m.posted_seq),
+                )
                 in_reply_to = open_questions[0].message_id if open_questions else ""
             revives = task.state in SETTLED
             again = await self.post(
@@ -575,9 +588,15 @@ class Team:
         task = self.task(task_id)
         if task.state in SETTLED:
             return not self._has_work(task)
-        if task.state != "waiting_decision":
+        return self.waits_for(agent, task_id)
+
+    def waits_for(self, agent: str, task_id: str) -> bool:
+        """Whether the task is parked on a question or a block `agent` has not answered."""
+        if self.task(task_id).state != "waiting_decision":
             return False
-        return any(m.task_id == task_id for m in self.state.mailbox.unanswered(agent))
+        return any(
+            m.task_id == task_id and m.kind in PARKING for m in self.state.mailbox.unanswered(agent)
+        )
 
     def describe_tasks(self, agent: str) -> str:
         tasks = self.owned_by(agent)

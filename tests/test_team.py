@@ -659,3 +659,79 @@ async def test_the_user_can_tell_the_main_agent_something_while_it_runs(
     assert said[0].delivered
     final = scene.state.agents[MAIN].messages[-1]
     assert "NOTES.md" in final.text
+
+
+async def test_blocked_risk_and_direction_change_reach_the_owner(workspace: Workspace) -> None:
+    def answer_the_block(request: ModelRequest) -> ScriptedReply:
+        assert "<blocked id=" in all_text(request)
+        return reply("", c("send_message", task="t1", kind="answer", text="token is in .env"))
+
+    scene = Scene(
+        workspace,
+        {
+            MAIN: steps(
+                reply("", c("delegate", description="deploy", prompt=".")),
+                reply("", c("wait_tasks")),
+                answer_the_block,
+                reply("", c("wait_tasks")),
+                reply("done"),
+            ),
+            "t1": steps(
+                reply(
+                    "",
+                    c("raise_risk", risk="the staging db is shared"),
+                    c("request_direction_change", proposal="deploy to a branch", reason="safer"),
+                ),
+                reply("", c("report_blocked", category="credential", reason="no deploy token")),
+                lambda request: reply(
+                    "", c("complete", summary=f"got: {last_text(request)[-40:]}")
+                ),
+            ),
+        },
+    )
+    outcome = await scene.run()
+    assert outcome.reason == "completed"
+    kinds = [(m.kind, m.priority, m.requires_ack) for m in scene.state.mailbox.messages.values()]
+    assert kinds == [
+        ("risk_alert", "urgent", False),
+        ("direction_change_request", "urgent", True),
+        ("blocked", "urgent", True),
+        ("answer", "urgent", False),
+        ("completed", "urgent", False),
+    ]
+    blocked = scene.state.mailbox.messages["m3"]
+    assert blocked.data == {"category": "credential"}
+    # An answer without in_reply_to answers what parked the task, not its older proposal.
+    assert blocked.answered_by == "m4"
+    assert scene.state.mailbox.messages["m2"].answered_by == ""
+    assert "token is in .env" in scene.state.tasks.get("t1").completion.summary
+    results = [m.content for m in scene.state.agents["t1"].messages if m.role == "tool"]
+    assert results[0].startswith("risk reported to your owner; carry on")
+    assert results[2].startswith("your owner is told you are blocked; your turn ends")
+
+
+async def test_a_types_allow_rules_apply_to_its_agents_only(workspace: Workspace) -> None:
+    from orchestrator.definitions import WORKER, Definitions
+    from orchestrator.tools.permissions import deny_all
+
+    scene = Scene(
+        workspace,
+        {
+            MAIN: steps(
+                reply("", c("delegate", description="w", prompt=".", agent_type="builder")),
+                reply("", c("wait_tasks")),
+                reply("", c("write_file", path="main.txt", content="m")),
+                reply("done"),
+            ),
+            "t1": steps(
+                reply("", c("write_file", path="t1.txt", content="t")),
+                reply("", c("complete", summary="ok")),
+            ),
+        },
+    )
+    builder = WORKER.model_copy(update={"name": "builder", "allow": ("write_file=allow",)})
+    scene.settings.definitions = Definitions([*Definitions.builtin(), builder])
+    scene.settings.approve = deny_all  # every "ask" is refused
+    await scene.run()
+    assert (workspace.root / "t1.txt").exists()
+    assert not (workspace.root / "main.txt").exists()
