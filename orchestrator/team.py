@@ -15,7 +15,7 @@ The coordination tools (`tools/coordination.py`) call the team through the
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -71,9 +71,11 @@ from orchestrator.tools.permissions import (
     approve_all,
     parse_rules,
 )
+from orchestrator.tools.watch import Watched, changed_by_shell
 from orchestrator.tools.workspace import Workspace
 
 MAIN = "main"
+WRITERS = frozenset({"write_file", "edit_file", "shell"})  # tools whose writes are watched
 PARKING = frozenset({"decision_required", "blocked"})  # kinds that park a task until answered
 USER = "user"  # the sender of what the person (or the library user) says to the main agent
 
@@ -157,6 +159,7 @@ class Team:
         self._deps: dict[str, TurnDeps] = {}
         self._started: set[str] = set()  # tasks whose loops run (or wait for mail)
         self._resumed: set[str] = set()  # of those, the ones live before a restart
+        self._writers: dict[str, set[str]] = {}  # path -> tasks that changed it (this run)
         self.changed: trio.Event = trio.Event()  # set on every task change (wait_tasks)
 
     # --- state ------------------------------------------------------------------------
@@ -363,7 +366,11 @@ class Team:
             max_rounds = s.max_rounds
         else:
             role = definition.name
-            own = [t for t in _tools_of(s.base_tools) if t.name in definition.tools]
+            own = [
+                Watched(t, self.note_writes) if t.name in WRITERS else t
+                for t in _tools_of(s.base_tools)
+                if t.name in definition.tools
+            ]
             extra = subagent_tools(self, may_delegate=definition.may_delegate)
             tools = ToolRegistry([*own, *extra])
             max_rounds = definition.max_rounds
@@ -692,9 +699,35 @@ class Team:
             "unchanged_listed": sorted(listed - changed) if changed or listed else [],
         }
 
+    async def note_writes(self, agent: str, paths: Sequence[str], tool: str) -> None:
+        """A task's tool changed `paths`. A shell command's writes outside the task's
+        scope, and a file changed by two live tasks, are reported to the owner (the file
+        tools were refused outside the scope before they ran)."""
+        task = self.state.tasks.get(agent)
+        if task is None:
+            return
+        problems = []
+        if tool == "shell":
+            outside = [p for p in paths if not in_scope(p, task.write_scope)]
+            if outside:
+                problems.append(
+                    "its shell command changed files outside its write scope: " + ", ".join(outside)
+                )
+        for path in paths:
+            writers = self._writers.setdefault(_rel(path), set())
+            others = sorted(
+                w for w in writers if w != agent and (t := self.state.tasks.get(w)) and t.live
+            )
+            writers.add(agent)
+            if others:
+                problems.append(f"{path} was also changed by live task {', '.join(others)}")
+        if problems:
+            await self.post(agent, task.owner, agent, "risk_alert", "; ".join(problems))
+
     def files_written(self, agent: str) -> set[str]:
-        """Workspace paths `agent`'s write_file and edit_file calls changed (from its
-        context: the replies hold the calls, the results say which succeeded)."""
+        """Workspace paths `agent`'s tools changed, from its context: the replies hold the
+        write_file and edit_file calls and the results say which succeeded; a shell
+        result names what its command changed (tools/watch.py)."""
         context = self.state.agents.get(agent)
         if context is None:
             return set()
@@ -705,10 +738,12 @@ class Team:
                 for call in message.tool_calls:
                     if call.name in ("write_file", "edit_file") and (path := _path_of(call)):
                         calls[call.id] = path
-            elif isinstance(message, ToolResult) and message.status == "ok":
+            elif isinstance(message, ToolResult):
                 written_path = calls.pop(message.call_id, "")
-                if written_path:
+                if written_path and message.status == "ok":
                     written.add(_rel(written_path))
+                elif message.name == "shell":
+                    written.update(changed_by_shell(message.content))
         return written
 
     # --- running and stopping ------------------------------------------------------------

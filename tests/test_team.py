@@ -735,3 +735,75 @@ async def test_a_types_allow_rules_apply_to_its_agents_only(workspace: Workspace
     await scene.run()
     assert (workspace.root / "t1.txt").exists()
     assert not (workspace.root / "main.txt").exists()
+
+
+async def test_shell_writes_are_seen_checked_against_the_scope_and_the_envelope(
+    workspace: Workspace,
+) -> None:
+    (workspace.root / "docs").mkdir()
+    (workspace.root / "docs" / "old.md").write_text("old")
+    scene = Scene(
+        workspace,
+        {
+            MAIN: steps(
+                reply(
+                    "",
+                    c("delegate", description="a", prompt=".", write_scope=["src/"]),
+                    c("delegate", description="b", prompt=".", write_scope=["other/"]),
+                ),
+                reply("", c("wait_tasks")),
+                reply("done"),
+            ),
+            "t1": steps(
+                reply(
+                    "", c("shell", command="mkdir -p src && echo x > src/a.py && rm docs/old.md")
+                ),
+                reply("", c("complete", summary="made src/a.py", files_changed=["src/a.py"])),
+            ),
+            "t2": steps(reply("", c("complete", summary="nothing"))),
+        },
+    )
+    await scene.run()
+    shell = next(m for m in scene.state.agents["t1"].messages if m.role == "tool")
+    assert shell.content.endswith("[files changed by this command: docs/old.md, src/a.py]")
+    alerts = [m.summary for m in scene.state.mailbox.messages.values() if m.kind == "risk_alert"]
+    assert alerts == ["its shell command changed files outside its write scope: docs/old.md"]
+    envelope = scene.state.tasks.get("t1").completion
+    assert envelope.unlisted_changes == ("docs/old.md",)
+    assert envelope.unchanged_listed == ()
+
+
+async def test_a_file_changed_by_two_live_tasks_is_reported(workspace: Workspace) -> None:
+    both_wrote = trio.Event()
+    wrote = 0
+
+    def write_shared(request: ModelRequest) -> ScriptedReply:
+        return reply("", c("shell", command=f"echo {request.agent} >> shared.txt"))
+
+    async def complete_when_both_wrote(request: ModelRequest) -> ScriptedReply:
+        nonlocal wrote
+        wrote += 1
+        if wrote == 2:
+            both_wrote.set()
+        await both_wrote.wait()  # both still live when the second one writes
+        return reply("", c("complete", summary="wrote"))
+
+    scene = Scene(
+        workspace,
+        {
+            MAIN: steps(
+                reply(
+                    "",
+                    c("delegate", description="a", prompt=".", write_scope=["a/"]),
+                    c("delegate", description="b", prompt=".", write_scope=["b/"]),
+                ),
+                reply("", c("wait_tasks")),
+                reply("done"),
+            ),
+            "worker": steps(write_shared, complete_when_both_wrote),
+        },
+    )
+    await scene.run()
+    alerts = [m.summary for m in scene.state.mailbox.messages.values() if m.kind == "risk_alert"]
+    assert len(alerts) == 2  # each wrote outside its scope; the second also after the first
+    assert any("shared.txt was also changed by live task t" in a for a in alerts)

@@ -1,0 +1,111 @@
+"""Which files a subagent's tools changed: the file tools say so, and a shell command's
+changes are found by comparing the workspace's file metadata before and after it (the
+shell cannot be confined, but what it did can be seen).
+
+`Watched` wraps a tool for one agent: after each successful call it reports the paths it
+changed to a callback (the team checks them against the task's write scope and the other
+live tasks), and a shell result gets a last line naming them, so the model sees it and
+the journal keeps it (`changed_by_shell` reads it back).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from orchestrator.tools.base import AnyTool, Tool, ToolContext, ToolOutput
+from orchestrator.tools.walk import SKIP_DIRS
+
+MAX_ENTRIES = 20_000  # a larger workspace is not compared (the note says so)
+TRAILER = "[files changed by this command: "
+_TRAILER = re.compile(r"^\[files changed by this command: (.*)\]$", re.MULTILINE)
+
+Files = dict[str, tuple[int, int]]  # workspace-relative path -> (mtime_ns, size)
+OnWrite = Callable[[str, Sequence[str], str], Awaitable[None]]  # agent, paths, tool
+
+
+def file_states(root: Path, limit: int = MAX_ENTRIES) -> Files | None:
+    """Every regular file under `root` (tool caches skipped, symlinks not followed) with
+    its modification time and size; None past `limit` entries."""
+    found: Files = {}
+    stack = [root]
+    entries = 0
+    while stack:
+        directory = stack.pop()
+        try:
+            with os.scandir(directory) as scan:
+                for entry in scan:
+                    entries += 1
+                    if entries > limit:
+                        return None
+                    if entry.is_dir(follow_symlinks=False):
+                        if entry.name not in SKIP_DIRS:
+                            stack.append(Path(entry.path))
+                        continue
+                    try:
+                        info = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    if stat.S_ISREG(info.st_mode):
+                        rel = Path(entry.path).relative_to(root).as_posix()
+                        found[rel] = (info.st_mtime_ns, info.st_size)
+        except OSError:
+            continue
+    return found
+
+
+def changes(before: Files, after: Files) -> list[str]:
+    """Paths created, changed or deleted between two `file_states`."""
+    return sorted(
+        path for path in before.keys() | after.keys() if before.get(path) != after.get(path)
+    )
+
+
+def changed_by_shell(content: str) -> list[str]:
+    """The paths a shell result's last line names (see `Watched`)."""
+    match = _TRAILER.search(content)
+    return [p for p in match.group(1).split(", ") if p] if match else []
+
+
+class Watched(Tool[Any]):
+    """`tool`, reporting the files each successful call changed to `on_write`."""
+
+    def __init__(self, tool: AnyTool, on_write: OnWrite) -> None:
+        self.tool = tool
+        self.on_write = on_write
+        self.name = tool.name
+        self.description = tool.description
+        self.args_model = tool.args_model
+        self.read_only = tool.read_only
+        self.idempotent = tool.idempotent
+        self.approval = tool.approval
+
+    async def run(self, args: Any, ctx: ToolContext) -> ToolOutput:
+        if self.tool.name != "shell":
+            output = await self.tool.run(args, ctx)
+            path = getattr(args, "path", None)
+            if output.status == "ok" and isinstance(path, str):
+                await self.on_write(ctx.agent, [path], self.tool.name)
+            return output
+        root = ctx.workspace.root
+        before = await trio.to_thread.run_sync(file_states, root)
+        output = await self.tool.run(args, ctx)
+        after = await trio.to_thread.run_sync(file_states, root) if before is not None else None
+        if before is None or after is None:
+            note = f"\n[files changed: not checked, the workspace has over {MAX_ENTRIES} entries]"
+            return ToolOutput(output.content + note, output.status, output.delivers)
+        changed = changes(before, after)
+        if not changed:
+            return output
+        await self.on_write(ctx.agent, changed, self.tool.name)
+        trailer = f"\n{TRAILER}{', '.join(changed)}]"
+        return ToolOutput(output.content + trailer, output.status, output.delivers)
+
+    async def recover(self, args: Any, ctx: ToolContext) -> None:
+        await self.tool.recover(args, ctx)
