@@ -66,6 +66,10 @@ class RoundHooks(Protocol):
         """Whether a tool of the last round ended the agent's turn (and forget it)."""
         ...
 
+    def tool_call(self, agent: str) -> AbstractContextManager[trio.CancelScope]:
+        """The scope an interruptible tool call runs in; an interrupt cancels it."""
+        ...
+
 
 @dataclass
 class TurnDeps:
@@ -336,12 +340,22 @@ async def _execute(
     if isinstance(parsed, str):
         return result("error", parsed)
     tool, args = parsed
+    hooks = deps.hooks
+    scope = (
+        hooks.tool_call(deps.context.agent)
+        if hooks is not None and tool.interruptible
+        else contextlib.nullcontext()
+    )
+    output = None
     try:
-        output = await tool.run(args, dataclasses.replace(deps.context, call=ref))
+        with scope:
+            output = await tool.run(args, dataclasses.replace(deps.context, call=ref))
     except (ToolFailed, WorkspaceEscape) as exc:
         return result("error", str(exc))
     except Exception as exc:  # a tool bug must not kill the agent
         return result("error", f"{tool.name} crashed: {type(exc).__name__}: {exc}")
+    if output is None:
+        return result("cancelled", "stopped by an interrupting message before it finished")
     return result(output.status, output.content)[0], output.delivers
 
 

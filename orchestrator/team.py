@@ -116,6 +116,7 @@ class _Agent:
 
     wake: trio.Event = field(default_factory=trio.Event)
     model_scope: trio.CancelScope | None = None
+    tool_scopes: set[trio.CancelScope] = field(default_factory=set)
     yielded: bool = False
 
 
@@ -252,8 +253,12 @@ class Team:
         runtime = self._runtime(to)
         if RANK[mail.priority] >= RANK["urgent"]:
             runtime.wake.set()
-        if mail.priority == "interrupt" and runtime.model_scope is not None:
-            runtime.model_scope.cancel()
+        if mail.priority == "interrupt":
+            # The model call in flight, and tool calls that can stop safely.
+            if runtime.model_scope is not None:
+                runtime.model_scope.cancel()
+            for scope in runtime.tool_scopes:
+                scope.cancel()
         target = self.state.tasks.get(to)
         if target is not None and target.state in SETTLED and sender == target.owner:
             await self.revive(to, by=sender)
@@ -339,6 +344,16 @@ class Team:
                 yield scope
             finally:
                 runtime.model_scope = None
+
+    @contextlib.contextmanager
+    def tool_call(self, agent: str) -> Iterator[trio.CancelScope]:
+        runtime = self._runtime(agent)
+        with trio.CancelScope() as scope:
+            runtime.tool_scopes.add(scope)
+            try:
+                yield scope
+            finally:
+                runtime.tool_scopes.discard(scope)
 
     def take_yield(self, agent: str) -> bool:
         runtime = self._runtime(agent)

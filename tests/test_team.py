@@ -807,3 +807,62 @@ async def test_a_file_changed_by_two_live_tasks_is_reported(workspace: Workspace
     alerts = [m.summary for m in scene.state.mailbox.messages.values() if m.kind == "risk_alert"]
     assert len(alerts) == 2  # each wrote outside its scope; the second also after the first
     assert any("shared.txt was also changed by live task t" in a for a in alerts)
+
+
+async def test_interrupt_stops_a_tool_call_that_can_stop_safely(workspace: Workspace) -> None:
+    from pydantic import BaseModel
+
+    from orchestrator.tools import Tool, ToolContext, ToolOutput
+
+    started = trio.Event()
+
+    class NoArgs(BaseModel):
+        pass
+
+    class Watch(Tool[NoArgs]):
+        name = "watch_logs"
+        description = "follow the logs"
+        args_model = NoArgs
+        read_only = True
+        interruptible = True
+
+        async def run(self, args: NoArgs, ctx: ToolContext) -> ToolOutput:
+            started.set()
+            await trio.sleep_forever()
+            raise AssertionError
+
+    async def interrupt(request: ModelRequest) -> ScriptedReply:
+        await started.wait()
+        return reply("", c("send_message", task="t1", text="stop watching", priority="interrupt"))
+
+    from orchestrator.definitions import Definitions
+
+    watcher = (
+        Definitions.builtin()
+        .get("explorer")
+        .model_copy(update={"name": "watcher", "tools": ("watch_logs",)})
+    )
+    scene = Scene(
+        workspace,
+        {
+            MAIN: steps(
+                reply("", c("delegate", description="watch", prompt=".", agent_type="watcher")),
+                interrupt,
+                reply("", c("wait_tasks")),
+                reply("ok"),
+            ),
+            "t1": steps(
+                reply("", c("watch_logs")),
+                lambda request: reply("", c("complete", summary=f"saw: {last_text(request)}")),
+            ),
+        },
+    )
+    scene.settings.base_tools.add(Watch())
+    scene.settings.definitions = Definitions([*Definitions.builtin(), watcher])
+    with trio.fail_after(10):
+        outcome = await scene.run()
+    assert outcome.reason == "completed"
+    [result] = [m for m in scene.state.agents["t1"].messages if m.role == "tool"][:1]
+    assert result.status == "cancelled"
+    assert "interrupting message" in result.content
+    assert "stop watching" in scene.state.tasks.get("t1").completion.summary

@@ -69,6 +69,9 @@ class Tool(ABC, Generic[ArgsT]):
     # Whether the permission policy's default ("ask") applies; tools that change only the
     # session itself (delegating, reporting) run unasked unless a rule says otherwise.
     approval: bool = True
+    # Whether an `interrupt` message to the calling agent may stop a call in flight (its
+    # result then says so); tools that change nothing can always stop safely.
+    interruptible: bool = False
 
     @abstractmethod
     async def run(self, args: ArgsT, ctx: ToolContext) -> ToolOutput: ...

@@ -142,6 +142,7 @@ class WaitTasks(_CoordinationTool):
     )
     args_model = WaitTasksArgs
     read_only = True  # it changes nothing but this agent's own context
+    interruptible = True
 
     async def run(self, args: WaitTasksArgs, ctx: ToolContext) -> ToolOutput:
         return await self.team.wait(ctx.agent, args.tasks, args.timeout)

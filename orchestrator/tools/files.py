@@ -50,6 +50,7 @@ class ReadFile(Tool[ReadFileArgs]):
     )
     args_model = ReadFileArgs
     read_only = True
+    interruptible = True
     idempotent = True
 
     async def run(self, args: ReadFileArgs, ctx: ToolContext) -> ToolOutput:
@@ -241,6 +242,7 @@ class ListFiles(Tool[ListFilesArgs]):
     )
     args_model = ListFilesArgs
     read_only = True
+    interruptible = True
     idempotent = True
 
     async def run(self, args: ListFilesArgs, ctx: ToolContext) -> ToolOutput:
@@ -276,6 +278,7 @@ class Grep(Tool[GrepArgs]):
     )
     args_model = GrepArgs
     read_only = True
+    interruptible = True
     idempotent = True
 
     def __init__(self, seconds: float = GREP_SECONDS) -> None:

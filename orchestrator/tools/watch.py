@@ -85,6 +85,7 @@ class Watched(Tool[Any]):
         self.read_only = tool.read_only
         self.idempotent = tool.idempotent
         self.approval = tool.approval
+        self.interruptible = tool.interruptible
 
     async def run(self, args: Any, ctx: ToolContext) -> ToolOutput:
         if self.tool.name != "shell":
