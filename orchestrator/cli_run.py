@@ -25,7 +25,7 @@ from orchestrator.events import EventSink
 from orchestrator.manifest import read_manifest
 from orchestrator.messages import ToolCall
 from orchestrator.models.base import Model
-from orchestrator.models.http import make_client
+from orchestrator.models.http import Backoff, make_client
 from orchestrator.models.resolve import key_variables, resolve_model
 from orchestrator.render import JsonLinesSink, TranscriptSink
 from orchestrator.runner import RunResult, RunSettings, drive
@@ -104,6 +104,7 @@ class _RoleModels:
         self._main, self._cli, self._config = main, cli, config
         self._definitions, self._http = definitions, http
         self._models: dict[str, Model] = {}
+        self._backoff = Backoff()  # one rate limit holds every role on that provider
 
     def spec(self, role: str) -> str:
         if self._cli or role == "main":
@@ -115,7 +116,12 @@ class _RoleModels:
         model = self._models.get(role)
         if model is None:
             model = resolve_model(
-                self.spec(role), env=os.environ, http=self._http, config=self._config, role=role
+                self.spec(role),
+                env=os.environ,
+                http=self._http,
+                config=self._config,
+                role=role,
+                backoff=self._backoff,
             )
             self._models[role] = model
         return model

@@ -8,6 +8,7 @@ state machine from server-sent events to `ModelEvent`s); `model_stream` does the
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import random
 import re
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 import httpx
 import orjson
@@ -72,16 +74,38 @@ class RetryPolicy:
         return backoff * (0.5 + rand / 2)
 
 
+class Backoff:
+    """A rate limit shared by every call to the same provider with the same key: once a
+    provider answers one call "too many requests, wait N s", every other call of the
+    session to it (other agents, other roles) waits too, instead of each learning it
+    with a 429 of its own. Keys are hashes of the endpoint and its credentials."""
+
+    def __init__(self, clock: Callable[[], float] = trio.current_time) -> None:
+        self._clock = clock
+        self._until: dict[str, float] = {}
+
+    def hold(self, key: str, seconds: float) -> None:
+        """Calls with `key` wait until `seconds` from now (a longer hold is kept)."""
+        until = self._clock() + seconds
+        if until > self._until.get(key, 0.0):
+            self._until[key] = until
+
+    def remaining(self, key: str) -> float:
+        return max(0.0, self._until.get(key, 0.0) - self._clock())
+
+
 @dataclass(frozen=True)
 class HttpOptions:
     """How an adapter talks HTTP. `client` is the session's shared client; without one,
-    each call opens and closes its own. `sleep` and `rand` are injectable for tests."""
+    each call opens and closes its own. `backoff` is shared by the models of a session
+    (see `Backoff`). `sleep` and `rand` are injectable for tests."""
 
     client: httpx.AsyncClient | None = None
     timeouts: Timeouts = field(default_factory=Timeouts)
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     sleep: Sleep = trio.sleep
     rand: Callable[[], float] = random.random
+    backoff: Backoff | None = None
 
 
 @dataclass(frozen=True)
@@ -144,19 +168,38 @@ async def model_stream(
             )
             return _decoded(client, request, new_decoder(), http.timeouts, provider)
 
-        events = retrying(attempt, http, provider=provider)
+        events = retrying(attempt, http, provider=provider, key=_backoff_key(call))
         stack.push_async_callback(events.aclose)
         yield events
 
 
+def _backoff_key(call: WireCall) -> str:
+    """The endpoint and its credentials, hashed (the key itself is never kept)."""
+    host = urlsplit(call.url).netloc
+    secrets = sorted(
+        f"{name.lower()}={value}"
+        for name, value in call.headers.items()
+        if name.lower() in ("authorization", "x-api-key", "api-key")
+    )
+    return hashlib.sha256("\n".join([host, *secrets]).encode()).hexdigest()[:32]
+
+
 async def retrying(
-    attempt: Callable[[], AsyncGenerator[ModelEvent]], http: HttpOptions, *, provider: str
+    attempt: Callable[[], AsyncGenerator[ModelEvent]],
+    http: HttpOptions,
+    *,
+    provider: str,
+    key: str = "",
 ) -> AsyncGenerator[ModelEvent]:
     """Run `attempt` until it succeeds. A retryable error is retried only while nothing
     has been yielded: after that the caller holds partial output, and a silent retry
-    would duplicate it."""
+    would duplicate it. With a shared `Backoff`, each attempt first waits out a rate
+    limit another call was told about, and a rate limit told to this one holds all."""
     retry = 0
+    backoff = http.backoff
     while True:
+        if backoff is not None and (wait := backoff.remaining(key)) > 0:
+            await http.sleep(wait)
         yielded = False
         try:
             async with aclosing(attempt()) as events:
@@ -170,6 +213,8 @@ async def retrying(
             delay = http.retry.delay(retry, getattr(exc, "retry_after", None), http.rand())
             if delay is None:
                 raise
+            if backoff is not None and isinstance(exc, ProviderRateLimited):
+                backoff.hold(key, delay)
             logger.warning("%s: %s; retry %d in %.1fs", provider, exc, retry + 1, delay)
         await http.sleep(delay)
         retry += 1

@@ -23,7 +23,7 @@ from orchestrator.config import AgentConfig, Config, ProviderConfig, ProviderKin
 from orchestrator.errors import ConfigError
 from orchestrator.models.anthropic import DEFAULT_MAX_TOKENS, AnthropicEndpoint, AnthropicModel
 from orchestrator.models.base import Model
-from orchestrator.models.http import HttpOptions, RetryPolicy, Timeouts
+from orchestrator.models.http import Backoff, HttpOptions, RetryPolicy, Timeouts
 from orchestrator.models.openai import OpenAIChatModel, OpenAIEndpoint
 
 KNOWN_PREFIXES = ("scripted", "openai", "anthropic", "ollama", "openai-compatible")
@@ -112,9 +112,12 @@ def resolve_model(
     http: httpx.AsyncClient | None = None,
     config: Config | None = None,
     role: str | None = None,
+    backoff: Backoff | None = None,
 ) -> Model:
     """Build the model named by `spec`, or raise `ConfigError` with one clear line.
-    `http` is the session's shared client (without one, each call opens its own).
+    `http` is the session's shared client (without one, each call opens its own);
+    `backoff`, shared by the session's models, makes a rate limit told to one call hold
+    every call to the same provider and key.
 
     With a `role`, that role's prompt-caching settings under `[agents.ROLE]` (`cache`,
     `cache_ttl`, `prompt_cache_key`) win over the provider's where they are set; the
@@ -142,7 +145,7 @@ def resolve_model(
             f"{info.key_env} is not set: export it for {spec}, or name another variable"
             f" with api_key_env under [providers.{prefix}] in the config"
         )
-    options = _http_options(info.settings, http)
+    options = _http_options(info.settings, http, backoff)
     s = info.settings
     cache = _caching(s, (config or Config()).agent(role) if role else None)
     if info.kind == "anthropic":
@@ -256,7 +259,9 @@ def _ollama_url(host: str) -> str:
     return urlunsplit(parts) + "/v1"
 
 
-def _http_options(settings: ProviderConfig, http: httpx.AsyncClient | None) -> HttpOptions:
+def _http_options(
+    settings: ProviderConfig, http: httpx.AsyncClient | None, backoff: Backoff | None = None
+) -> HttpOptions:
     timeouts = Timeouts()
     for field, value in (
         ("connect", settings.connect_timeout),
@@ -268,4 +273,4 @@ def _http_options(settings: ProviderConfig, http: httpx.AsyncClient | None) -> H
     retry = RetryPolicy()
     if settings.max_retries is not None:
         retry = dataclasses.replace(retry, max_retries=settings.max_retries)
-    return HttpOptions(client=http, timeouts=timeouts, retry=retry)
+    return HttpOptions(client=http, timeouts=timeouts, retry=retry, backoff=backoff)

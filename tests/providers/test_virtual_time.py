@@ -99,3 +99,40 @@ async def test_retry_sleeps_with_trio_by_default(autojump_clock: trio.abc.Clock)
     assert await complete(model(handler)) == "ok"
     # Backoff with jitter (0.5 to 1 s) for the first, then the server's 30 s.
     assert 30.5 <= trio.current_time() - start <= 31.0
+
+
+async def test_a_rate_limit_told_to_one_agent_holds_every_agent_on_that_key(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    from orchestrator.models.http import Backoff
+
+    arrivals: list[tuple[float, str]] = []
+    limited = False
+
+    async def handler(request: httpx.Request) -> httpx.Response:
+        nonlocal limited
+        arrivals.append((trio.current_time(), request.headers["authorization"]))
+        if not limited:
+            limited = True
+            return httpx.Response(429, headers={"retry-after": "30"}, json={"error": {}})
+        return sse([(0.0, openai_chunk({"content": "ok"}, finish="stop")), (0.0, OPENAI_DONE)])
+
+    client = httpx.AsyncClient(transport=httpx.MockTransport(handler))
+    backoff = Backoff()
+
+    def agent_model(key: str) -> OpenAIChatModel:
+        ep = OpenAIEndpoint(provider="openai", model="m", base_url="http://test/v1", api_key=key)
+        return OpenAIChatModel(ep, HttpOptions(client=client, backoff=backoff))
+
+    first, second, other_key = agent_model("k1"), agent_model("k1"), agent_model("k2")
+    start = trio.current_time()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(complete, first)
+        await trio.sleep(1)  # after the 429: the second agent must not learn it by a 429
+        nursery.start_soon(complete, second)
+        nursery.start_soon(complete, other_key)  # another key is not held
+    times = [(round(t - start), auth) for t, auth in arrivals]
+    assert times[0] == (0, "Bearer k1")  # told to wait 30 s
+    assert (1, "Bearer k2") in times
+    assert sorted(t for t, auth in times[1:] if auth == "Bearer k1") == [30, 30]
+    assert len(times) == 4  # one 429 in all
