@@ -205,6 +205,16 @@ class Mailbox:
 # --- what the model reads ---------------------------------------------------------------
 
 
+def latest_progress_only(messages: list[Mail]) -> list[Mail]:
+    """Several progress reports from one task as its latest only (all are kept in the
+    task's timeline; this is what one delivery shows)."""
+    latest: dict[str, str] = {}
+    for mail in messages:
+        if mail.kind == "progress":
+            latest[mail.task_id] = mail.message_id
+    return [m for m in messages if m.kind != "progress" or latest[m.task_id] == m.message_id]
+
+
 @dataclass(frozen=True)
 class Caps:
     """Bounds on what enters a context from a child: each message's text, and all of

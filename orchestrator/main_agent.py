@@ -79,7 +79,7 @@ async def run_main(team: Team) -> MainOutcome:
             continue  # deliver it and take a turn
         if not live:
             return MainOutcome("completed")
-        waiting = [t for t in live if team.waits_for(MAIN, t.task_id)]
+        waiting = [t for t in live if team.delegation.waits_for(MAIN, t.task_id)]
         if len(waiting) == len(live):
             # Every live task waits for this agent: waiting for mail would never end.
             if reminders >= MAX_REMINDERS:

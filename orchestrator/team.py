@@ -8,26 +8,26 @@ journals and folds them, and the team reads the folded state back (`state.tasks`
 waiting for mail, which model call an interrupt would cancel, which subagents run. So
 after a crash a new team over the resumed session is in the same place.
 
-The coordination tools (`tools/coordination.py`) call the team through the
-`Coordinator` protocol defined there.
+The coordination tools (`tools/coordination.py`) call its `Delegation`
+(`delegation.py`), through the `Coordinator` protocol defined there.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import orjson
 import trio
 from pydantic import BaseModel
 
 from orchestrator.agent import TurnDeps
 from orchestrator.context import AgentContext
 from orchestrator.definitions import AgentDefinition, Definitions
+from orchestrator.delegation import Delegation
 from orchestrator.errors import ToolFailed
-from orchestrator.events import AgentStarted, EventSink, MessageAdded, TurnEnded, TurnEndReason
+from orchestrator.events import EventSink, MessageAdded, TurnEnded, TurnEndReason
 from orchestrator.mailbox import (
     DEFAULT_PRIORITY,
     RANK,
@@ -37,13 +37,11 @@ from orchestrator.mailbox import (
     MessagePosted,
     MessagesDelivered,
     Priority,
+    latest_progress_only,
     render,
 )
 from orchestrator.messages import (
-    AssistantMessage,
-    SystemMessage,
     ToolCall,
-    ToolResult,
     UserMessage,
 )
 from orchestrator.models.base import Model
@@ -51,17 +49,13 @@ from orchestrator.state import SessionState
 from orchestrator.tasks import (
     SETTLED,
     TaskChanged,
-    TaskCreated,
     TaskRecord,
     TaskState,
     in_scope,
     now_ms,
-    scope_within,
 )
-from orchestrator.tools.base import ToolContext, ToolOutput, ToolRegistry
+from orchestrator.tools.base import ToolContext, ToolRegistry
 from orchestrator.tools.coordination import (
-    DelegateArgs,
-    SendMessageArgs,
     main_tools,
     subagent_tools,
 )
@@ -71,12 +65,11 @@ from orchestrator.tools.permissions import (
     approve_all,
     parse_rules,
 )
-from orchestrator.tools.watch import Watched, changed_by_shell
+from orchestrator.tools.watch import Watched
 from orchestrator.tools.workspace import Workspace
 
 MAIN = "main"
 WRITERS = frozenset({"write_file", "edit_file", "shell"})  # tools whose writes are watched
-PARKING = frozenset({"decision_required", "blocked"})  # kinds that park a task until answered
 USER = "user"  # the sender of what the person (or the library user) says to the main agent
 
 
@@ -155,12 +148,12 @@ class Team:
         self._approval = trio.Lock()  # one question at a time on the one terminal
         self._model_slots = trio.Semaphore(settings.limits.max_model_calls)
         # Ids are given here, in order, before their records reach the fold.
-        self._task_count = len(session.state.tasks.tasks)
+        self.task_count = len(session.state.tasks.tasks)
         self._mail_count = len(session.state.mailbox.messages)
         self._deps: dict[str, TurnDeps] = {}
         self._started: set[str] = set()  # tasks whose loops run (or wait for mail)
         self._resumed: set[str] = set()  # of those, the ones live before a restart
-        self._writers: dict[str, set[str]] = {}  # path -> tasks that changed it (this run)
+        self.delegation = Delegation(self)  # what the coordination tools call
         self.changed: trio.Event = trio.Event()  # set on every task change (wait_tasks)
 
     # --- state ------------------------------------------------------------------------
@@ -182,9 +175,9 @@ class Team:
     def live_children(self, agent: str) -> list[TaskRecord]:
         """`agent`'s tasks that are live or about to be (a completed task whose owner
         wrote to it while it completed goes on to read that)."""
-        return [t for t in self.owned_by(agent) if self._has_work(t)]
+        return [t for t in self.owned_by(agent) if self.has_work(t)]
 
-    def _has_work(self, task: TaskRecord) -> bool:
+    def has_work(self, task: TaskRecord) -> bool:
         if task.live:
             return True
         return task.state == "completed" and bool(self.mail_from_owner(task.task_id))
@@ -195,7 +188,7 @@ class Team:
             runtime = self._agents[agent] = _Agent()
         return runtime
 
-    def _notify_change(self) -> None:
+    def notify_change(self) -> None:
         self.changed.set()
         self.changed = trio.Event()
 
@@ -210,7 +203,7 @@ class Team:
             ),
             durable=True,
         )
-        self._notify_change()
+        self.notify_change()
 
     async def post(
         self,
@@ -249,7 +242,7 @@ class Team:
             durable=True,
         )
         mail = self.state.mailbox.messages[message_id]
-        self._notify_change()
+        self.notify_change()
         runtime = self._runtime(to)
         if RANK[mail.priority] >= RANK["urgent"]:
             runtime.wake.set()
@@ -312,7 +305,7 @@ class Team:
         context = self.state.agents.get(agent)
         if context is None or context.open_calls:
             return []
-        shown = _latest_progress_only(waiting)
+        shown = latest_progress_only(waiting)
         content = render(shown, self.settings.limits.caps)
         await self.sink.emit(
             MessagesDelivered(
@@ -377,16 +370,19 @@ class Team:
         s = self.settings
         definition = self.definition(agent)
         if definition is None:
-            role, tools = MAIN, ToolRegistry([*_tools_of(s.base_tools), *main_tools(self)])
+            role, tools = (
+                MAIN,
+                ToolRegistry([*_tools_of(s.base_tools), *main_tools(self.delegation)]),
+            )
             max_rounds = s.max_rounds
         else:
             role = definition.name
             own = [
-                Watched(t, self.note_writes) if t.name in WRITERS else t
+                Watched(t, self.delegation.note_writes) if t.name in WRITERS else t
                 for t in _tools_of(s.base_tools)
                 if t.name in definition.tools
             ]
-            extra = subagent_tools(self, may_delegate=definition.may_delegate)
+            extra = subagent_tools(self.delegation, may_delegate=definition.may_delegate)
             tools = ToolRegistry([*own, *extra])
             max_rounds = definition.max_rounds
         approve = s.approve_for(agent, self._who(agent)) if s.approve_for else s.approve
@@ -441,325 +437,6 @@ class Team:
             return None
 
         return guard
-
-    # --- the coordination tools (Coordinator) ---------------------------------------------
-
-    async def delegate(self, owner: str, args: DelegateArgs, *, ref: str = "") -> ToolOutput:
-        again = self.state.tasks.by_call(owner, ref)
-        if again is not None:  # this call ran before a crash: the task exists
-            return ToolOutput(f"delegated. {_handle(again)}")
-        s = self.settings
-        if args.agent_type not in s.definitions:
-            known = ", ".join(s.definitions.names())
-            raise ToolFailed(f"unknown agent_type {args.agent_type!r}; the types are: {known}")
-        definition = s.definitions.get(args.agent_type)
-        owner_task = self.state.tasks.get(owner)
-        depth = 1 if owner_task is None else owner_task.depth + 1
-        if depth > s.limits.max_depth:
-            raise ToolFailed(
-                f"delegation refused: it would be depth {depth}, past the limit of "
-                f"{s.limits.max_depth}; do this work yourself"
-            )
-        existing = self.state.tasks.by_plan_ref(args.plan_ref)
-        if existing is not None and existing.state not in ("failed", "cancelled"):
-            return ToolOutput(
-                f"plan task {args.plan_ref} is already task {existing.task_id}; no new task "
-                f"was made. {_handle(existing)}"
-            )
-        scope: tuple[str, ...] | None
-        if self._read_only(definition):
-            scope = ()
-        elif args.write_scope is not None:
-            scope = tuple(args.write_scope)
-            parent_scope = owner_task.write_scope if owner_task is not None else None
-            if not scope_within(scope, parent_scope):
-                raise ToolFailed(
-                    f"write_scope {', '.join(scope)} is not inside your own write scope "
-                    f"({', '.join(parent_scope or ())}); a subtask can only get part of it"
-                )
-        else:  # a child writes within its parent's scope, at most
-            parent = owner_task.write_scope if owner_task is not None else None
-            scope = tuple(parent) if parent is not None else None
-        # The delegating task and those above it hand over part of their own work: only
-        # other branches of the tree can conflict with it.
-        other = self.state.tasks.scope_conflict(scope, exclude=self._ancestors(owner))
-        if other is not None:
-            theirs = ", ".join(other.write_scope or ()) or "anywhere"
-            mine = ", ".join(scope) if scope else "anywhere"
-            raise ToolFailed(
-                f"scope_conflict: task {other.task_id} ({other.description}) is live and may "
-                f"write {theirs}, which overlaps this task's write scope ({mine}); wait for "
-                "it, or give write_scope paths that do not overlap"
-            )
-        if existing is not None:
-            # A failed or cancelled plan task is retried as a new attempt of its record.
-            await self.post(owner, existing.task_id, existing.task_id, "instruction", args.prompt)
-            return ToolOutput(f"retrying plan task {args.plan_ref}: {_handle(existing)}")
-        self._task_count += 1
-        task_id = f"t{self._task_count}"
-        # The context first, then the task, durable before the subagent starts: after a
-        # crash there is either the task with its context, or no task (the delegating
-        # call runs again and makes it; a context left alone is replaced).
-        await self.sink.emit(
-            AgentStarted(
-                agent=task_id,
-                role=definition.name,
-                messages=(
-                    SystemMessage(content=definition.prompt),
-                    UserMessage(content=_task_message(task_id, args, scope)),
-                ),
-            )
-        )
-        await self.sink.emit(
-            TaskCreated(
-                agent=owner,
-                task=task_id,
-                agent_type=definition.name,
-                description=args.description,
-                owner_task=owner_task.task_id if owner_task else "",
-                depth=depth,
-                plan_ref=args.plan_ref,
-                write_scope=scope,
-                resume=definition.resume,
-                ref=ref,
-                at=now_ms(),
-            ),
-            durable=True,
-        )
-        self._notify_change()
-        self.start_waiting()
-        record = self.task(task_id)
-        queued = "" if task_id in self._started else " (queued: the live-subagent limit is reached)"
-        return ToolOutput(f"delegated{queued}. {_handle(record)}")
-
-    async def send(self, sender: str, args: SendMessageArgs, *, ref: str = "") -> ToolOutput:
-        again = self.state.mailbox.by_call(sender, ref)
-        if again is None:
-            task = self._own_task(sender, args.task)
-            in_reply_to = args.in_reply_to
-            if in_reply_to:
-                asked = self.state.mailbox.messages.get(in_reply_to)
-                if asked is None or asked.recipient != sender:
-                    raise ToolFailed(f"no message {in_reply_to!r} to you to answer")
-            elif args.kind == "answer":
-                # An answer without a reference answers what parked the task (its question
-                # or its report of being blocked), else its oldest open question.
-                open_questions = sorted(
-                    (m for m in self.state.mailbox.unanswered(sender) if m.task_id == task.task_id),
-                    key=lambda m: (m.kind not in PARKING, m.posted_seq),
-                )
-                in_reply_to = open_questions[0].message_id if open_questions else ""
-            revives = task.state in SETTLED
-            again = await self.post(
-                sender,
-                task.task_id,
-                task.task_id,
-                args.kind,
-                args.text,
-                priority=args.priority,
-                in_reply_to=in_reply_to,
-                ref=ref,
-            )
-            if revives:
-                return ToolOutput(
-                    f"sent {again.message_id} to task {task.task_id}, which had "
-                    f"{task.state}: it is revived with its context to act on it"
-                )
-        task = self.task(again.task_id)
-        when = {
-            "notify": "at its next turn",
-            "urgent": "at its next step",
-            "interrupt": "now, interrupting its model call",
-        }[again.priority]
-        return ToolOutput(
-            f"sent {again.message_id} to task {task.task_id} ({task.state}); it reads it {when}"
-        )
-
-    async def cancel_tree(self, by: str, task_id: str, reason: str) -> ToolOutput:
-        task = self._own_task(by, task_id)
-        cancelled = await self.cancel(by, task.task_id, reason)
-        if not cancelled:
-            return ToolOutput(f"task {task_id} had already {task.state}; nothing to cancel")
-        return ToolOutput("cancelled: " + ", ".join(cancelled))
-
-    async def wait(self, agent: str, task_ids: list[str], seconds: float) -> ToolOutput:
-        tasks = [self._own_task(agent, t) for t in task_ids] or self.live_children(agent)
-        if not tasks:
-            return ToolOutput("you have no live tasks to wait for")
-        ids = {t.task_id for t in tasks}
-        limit = min(seconds, self.settings.limits.wait_timeout)
-        with trio.move_on_after(limit) as waited:
-            while True:
-                changed = self.changed
-                if all(self._settled_for(agent, t) for t in ids):
-                    break
-                await changed.wait()
-        lines = []
-        if waited.cancelled_caught:
-            lines.append(f"timed out after {limit:g} s; still running tasks are listed below")
-        for task_id in sorted(ids, key=_task_order):
-            lines.append(_status_line(self.task(task_id)))
-        mail = [m for m in self.state.mailbox.undelivered(agent) if m.task_id in ids]
-        if mail:
-            lines.append(render(_latest_progress_only(mail), self.settings.limits.caps))
-        return ToolOutput("\n".join(lines), delivers=tuple(m.message_id for m in mail))
-
-    def _settled_for(self, agent: str, task_id: str) -> bool:
-        """Whether `agent` waiting for the task should stop waiting: it finished, or it
-        waits for an answer `agent` has not given yet."""
-        task = self.task(task_id)
-        if task.state in SETTLED:
-            return not self._has_work(task)
-        return self.waits_for(agent, task_id)
-
-    def waits_for(self, agent: str, task_id: str) -> bool:
-        """Whether the task is parked on a question or a block `agent` has not answered."""
-        if self.task(task_id).state != "waiting_decision":
-            return False
-        return any(
-            m.task_id == task_id and m.kind in PARKING for m in self.state.mailbox.unanswered(agent)
-        )
-
-    def describe_tasks(self, agent: str) -> str:
-        tasks = self.owned_by(agent)
-        if not tasks:
-            return "you have delegated no tasks"
-        lines = [_status_line(t) for t in tasks]
-        open_questions = [m for m in self.state.mailbox.unanswered(agent)]
-        for mail in open_questions:
-            lines.append(f"unanswered: {mail.message_id} from task {mail.task_id}: {mail.summary}")
-        return "\n".join(lines)
-
-    async def report(
-        self,
-        agent: str,
-        kind: str,
-        summary: str,
-        *,
-        ref: str = "",
-        data: dict[str, Any] | None = None,
-        requires_ack: bool = False,
-        ends_turn: bool = False,
-        state: TaskState | None = None,
-    ) -> ToolOutput:
-        task = self.state.tasks.get(agent)
-        if task is None:
-            raise ToolFailed(f"{kind}: only a subagent working a task reports to an owner")
-        mail = self.state.mailbox.by_call(agent, ref)
-        if mail is not None and mail.posted_seq < task.revived_seq:
-            # This call ran before a crash, and the task has moved on since (revived by a
-            # follow-up): what it did then is done; it changes nothing now.
-            return ToolOutput(f"already reported ({mail.message_id})")
-        if mail is None:
-            if kind == "completed":
-                data = {**(data or {}), **self._check_files(agent, data or {})}
-            mail = await self.post(
-                agent,
-                task.owner,
-                agent,
-                kind,  # type: ignore[arg-type]
-                summary,
-                data=data,
-                requires_ack=requires_ack,
-                ref=ref,
-            )
-        if state and task.state != state:
-            await self.set_state(
-                agent, state, by=agent, reason=summary if state != "completed" else ""
-            )
-        if ends_turn:
-            self.end_turn(agent)
-        said = {
-            "progress": "progress reported to your owner",
-            "completed": "completion handed to your owner; your task is complete and your "
-            "turn ends here",
-            "blocked": "your owner is told you are blocked; your turn ends, and its answer "
-            "starts your next one",
-            "decision_required": "question sent to your owner; your turn ends, and the "
-            "answer starts your next one",
-            "risk_alert": "risk reported to your owner; carry on",
-            "direction_change_request": "proposal sent to your owner, who will answer; "
-            "carry on meanwhile",
-        }[kind]
-        return ToolOutput(f"{said} ({mail.message_id})")
-
-    def _read_only(self, definition: AgentDefinition) -> bool:
-        """Whether an agent type changes nothing: every tool it has is read-only (a
-        custom tool counts by its own flag)."""
-        tools = self.settings.base_tools
-        return all(
-            (tool := tools.get(name)) is not None and tool.read_only for name in definition.tools
-        )
-
-    def _ancestors(self, agent: str) -> frozenset[str]:
-        found = set()
-        task = self.state.tasks.get(agent)
-        while task is not None:
-            found.add(task.task_id)
-            task = self.state.tasks.get(task.owner)
-        return frozenset(found)
-
-    def _own_task(self, agent: str, task_id: str) -> TaskRecord:
-        task = self.task(task_id)
-        if task.owner != agent:
-            raise ToolFailed(f"task {task_id} is not yours (its owner is {task.owner})")
-        return task
-
-    def _check_files(self, agent: str, data: dict[str, Any]) -> dict[str, Any]:
-        """The files a subagent's own file tools changed, against those it lists."""
-        changed = self.files_written(agent)
-        listed = {_rel(p) for p in data.get("files_changed") or ()}
-        return {
-            "unlisted_changes": sorted(changed - listed),
-            "unchanged_listed": sorted(listed - changed) if changed or listed else [],
-        }
-
-    async def note_writes(self, agent: str, paths: Sequence[str], tool: str) -> None:
-        """A task's tool changed `paths`. A shell command's writes outside the task's
-        scope, and a file changed by two live tasks, are reported to the owner (the file
-        tools were refused outside the scope before they ran)."""
-        task = self.state.tasks.get(agent)
-        if task is None:
-            return
-        problems = []
-        if tool == "shell":
-            outside = [p for p in paths if not in_scope(p, task.write_scope)]
-            if outside:
-                problems.append(
-                    "its shell command changed files outside its write scope: " + ", ".join(outside)
-                )
-        for path in paths:
-            writers = self._writers.setdefault(_rel(path), set())
-            others = sorted(
-                w for w in writers if w != agent and (t := self.state.tasks.get(w)) and t.live
-            )
-            writers.add(agent)
-            if others:
-                problems.append(f"{path} was also changed by live task {', '.join(others)}")
-        if problems:
-            await self.post(agent, task.owner, agent, "risk_alert", "; ".join(problems))
-
-    def files_written(self, agent: str) -> set[str]:
-        """Workspace paths `agent`'s tools changed, from its context: the replies hold the
-        write_file and edit_file calls and the results say which succeeded; a shell
-        result names what its command changed (tools/watch.py)."""
-        context = self.state.agents.get(agent)
-        if context is None:
-            return set()
-        calls: dict[str, str] = {}
-        written: set[str] = set()
-        for message in context.messages:
-            if isinstance(message, AssistantMessage):
-                for call in message.tool_calls:
-                    if call.name in ("write_file", "edit_file") and (path := _path_of(call)):
-                        calls[call.id] = path
-            elif isinstance(message, ToolResult):
-                written_path = calls.pop(message.call_id, "")
-                if written_path and message.status == "ok":
-                    written.add(_rel(written_path))
-                elif message.name == "shell":
-                    written.update(changed_by_shell(message.content))
-        return written
 
     # --- running and stopping ------------------------------------------------------------
 
@@ -833,32 +510,6 @@ def _tools_of(registry: ToolRegistry) -> list[Any]:
     return [tool for name in registry.names() if (tool := registry.get(name)) is not None]
 
 
-def _latest_progress_only(messages: list[Mail]) -> list[Mail]:
-    latest: dict[str, str] = {}
-    for mail in messages:
-        if mail.kind == "progress":
-            latest[mail.task_id] = mail.message_id
-    return [m for m in messages if m.kind != "progress" or latest[m.task_id] == m.message_id]
-
-
-def _handle(task: TaskRecord) -> str:
-    return f"task_id={task.task_id} type={task.agent_type} state={task.state}"
-
-
-def _task_message(task_id: str, args: DelegateArgs, scope: tuple[str, ...] | None) -> str:
-    lines = [f"You are task {task_id}: {args.description}", "", args.prompt, ""]
-    if scope is None:
-        lines.append("Write scope: anywhere in the workspace.")
-    elif not scope:
-        lines.append("Write scope: none (this task only reads).")
-    else:
-        lines.append("Write scope (write only here): " + ", ".join(scope))
-    if args.plan_ref:
-        lines.append(f"Plan task: {args.plan_ref}")
-    lines.append("When the task is done, call `complete` with your summary and evidence.")
-    return "\n".join(lines)
-
-
 class _Limited:
     """A model whose calls take one of the session's model-call slots."""
 
@@ -874,31 +525,3 @@ class _Limited:
     async def stream(self, request: Any) -> Any:
         async with self._slots, self._model.stream(request) as events:
             yield events
-
-
-def _task_order(task_id: str) -> tuple[int, str]:
-    digits = task_id.lstrip("t")
-    return (int(digits), "") if digits.isdigit() else (0, task_id)
-
-
-def _status_line(task: TaskRecord) -> str:
-    line = f"{task.task_id} [{task.state}] {task.agent_type}: {task.description}"
-    if task.progress and task.state not in SETTLED:
-        percent = f"{task.percent}% " if task.percent is not None else ""
-        line += f" | progress: {percent}{task.progress}"
-    if task.reason and task.state != "running":
-        line += f" | {task.reason}"
-    return line
-
-
-def _path_of(call: ToolCall) -> str:
-    try:
-        args = orjson.loads(call.arguments or "{}")
-    except orjson.JSONDecodeError:
-        return ""
-    path = args.get("path") if isinstance(args, dict) else None
-    return path if isinstance(path, str) else ""
-
-
-def _rel(path: str) -> str:
-    return path.strip().removeprefix("./")
