@@ -18,8 +18,10 @@ the main agent's context exactly once, no shell effect ran twice, and the worksp
 that of an uninterrupted run, but for what an `interrupted` call may or may not have
 done (the rules of `harness.py`).
 
-The bugs this test found (all fixed since) have minimal, deterministic reproductions at
-the end of the file, kept as regression tests.
+The bugs this test found have minimal, deterministic reproductions at the end of the
+file: those fixed since are regression tests; one still open is `xfail(strict=True)`,
+and the random test tolerates it only in its exact shape, printing each occurrence
+("known bug seen"): remove the tolerance with the `xfail`.
 
 `CRASH_TEAM_SEEDS` (comma-separated) replaces the seeds; `CRASH_TEAM_KILLS` (default
 5) bounds the kills per session.
@@ -57,7 +59,7 @@ from tests.crash.harness import CrashRun, cli, snapshot_workspace
 
 ROUNDS = 4
 TASKS = (1, 2, 3)
-MAIN_SPARE_REPLIES = 30  # each restart (and each wake-up by mail) may cost a turn
+MAIN_SPARE_REPLIES = 60  # each restart (and each wake-up by mail) may cost a turn
 SEEDS = [int(s) for s in os.environ.get("CRASH_TEAM_SEEDS", "101,202,303,404,505").split(",") if s]
 KILLS = int(os.environ.get("CRASH_TEAM_KILLS", "5"))
 HANG_AFTER = 60.0  # seconds one process may run before the run counts as hung
@@ -313,13 +315,37 @@ def check_tasks_and_contexts(state: SessionState, reference: Reference) -> None:
         assert len(replies) == steps, (task_id, len(replies), steps)
 
 
-def check_mailbox(state: SessionState, journal: list[dict[str, Any]], reference: Reference) -> None:
+def false_write_alert(mail: Mail) -> bool:
+    """Whether `mail` is a risk_alert of the open bug of
+    test_a_shell_call_is_not_blamed_for_what_other_tasks_write_meanwhile: the script's
+    tasks write only inside their own scopes, so every such alert is false."""
+    if mail.kind != "risk_alert":
+        return False
+    sender = mail.sender.removeprefix("t")
+    for problem in mail.summary.split("; "):
+        head, _, paths = problem.partition(": ")
+        if head == "its shell command changed files outside its write scope":
+            named = paths.split(", ")
+            if not all(p.startswith("w") and p[1] != sender and p[2] == "/" for p in named):
+                return False
+        elif " was also changed by live task " in problem:
+            path = problem.partition(" was also changed")[0]
+            if not any(path.startswith(f"w{n}/") for n in TASKS):
+                return False
+        else:
+            return False
+    return True
+
+
+def check_mailbox(state: SessionState, journal: list[dict[str, Any]], reference: Reference) -> int:
     """Every message posted once, delivered exactly once, and each completion in the main
-    agent's context exactly once."""
+    agent's context exactly once. Returns how many false write alerts it saw."""
     box = state.mailbox.messages
     posted = [r["id"] for r in journal if r["k"] == "message_posted"]
     assert sorted(posted) == sorted(box), "a posted message is missing from the mailbox"
-    assert Counter(mail_key(m) for m in box.values()) == reference.messages, (
+    false_alerts = [m for m in box.values() if false_write_alert(m)]
+    kept = [m for m in box.values() if not false_write_alert(m)]
+    assert Counter(mail_key(m) for m in kept) == reference.messages, (
         "a message was lost or posted twice"
     )
     undelivered = [m.message_id for m in box.values() if m.delivered_seq is None]
@@ -340,6 +366,7 @@ def check_mailbox(state: SessionState, journal: list[dict[str, Any]], reference:
         shown = sum(t.count(f"<completed id={mail.message_id} ") for t in main_texts)
         summary = sum(t.count(mail.summary) for t in main_texts)
         assert (shown, summary) == (1, 1), f"{mail.message_id} in main's context {shown} times"
+    return len(false_alerts)
 
 
 def m_text(message: Any) -> str:
@@ -368,14 +395,16 @@ def check_workspace(
     assert actual == expected
 
 
-def check_final(run: TeamCrashRun, reference: Reference, effects: dict[str, Effect]) -> None:
+def check_final(run: TeamCrashRun, reference: Reference, effects: dict[str, Effect]) -> int:
+    """Check the finished session; returns how many false write alerts it tolerated."""
     state = run.final_state()
     check_tasks_and_contexts(state, reference)
-    check_mailbox(state, run.journal(), reference)
+    false_alerts = check_mailbox(state, run.journal(), reference)
     # Only the calls the harness knows as not idempotent may ever be interrupted.
     assert run.interrupted <= set(effects), run.interrupted - set(effects)
     interrupted = [effects[c] for c in run.interrupted]
     check_workspace(snapshot_workspace(run.workspace), reference.workspace, interrupted)
+    return false_alerts
 
 
 # --- the tests ---------------------------------------------------------------------------
@@ -414,7 +443,9 @@ def reference(reference_run: TeamCrashRun, scripted: tuple[Path, dict[str, Effec
         ]
     ref = Reference(
         workspace=workspace,
-        messages=Counter(mail_key(m) for m in state.mailbox.messages.values()),
+        messages=Counter(
+            mail_key(m) for m in state.mailbox.messages.values() if not false_write_alert(m)
+        ),
         steps={f"t{n}": state.agents[f"t{n}"].steps for n in TASKS},
     )
     assert sum(ref.messages.values()) == len(TASKS) * (ROUNDS + 1)
@@ -437,14 +468,15 @@ def test_team_sigkill_at_random_points_then_resume(
     rng = random.Random(seed)
     run = TeamCrashRun(tmp_path / "sessions", path, tmp_path, rng)
     drive(run, rng, KILLS)
-    check_final(run, reference, effects)
+    false_alerts = check_final(run, reference, effects)
     journal = run.journal()
     by_turn = sum(len(r["ids"]) for r in journal if r["k"] == "messages_delivered")
     by_wait = sum(len(r.get("delivers") or ()) for r in journal if r["k"] == "call_result")
     print(
         f"seed {seed}: {run.kills} kills, {len(run.interrupted)} calls interrupted "
         f"({sorted(run.interrupted)}), {run.tails_cut} torn tails cut; messages delivered "
-        f"{by_turn} at a turn, {by_wait} by wait_tasks"
+        f"{by_turn} at a turn, {by_wait} by wait_tasks; known bug seen: {false_alerts} false "
+        "write alerts"
     )
 
 
@@ -483,7 +515,8 @@ def test_the_mailbox_check_catches_a_lost_repeated_or_twice_delivered_message(
     with pytest.raises(AssertionError, match="never delivered"):
         check_mailbox(state, journal, reference)
     state = reference_run.final_state()
-    copy = state.mailbox.messages["m2"].model_copy(update={"message_id": "m99"})
+    progress = next(m for m in state.mailbox.messages.values() if m.kind == "progress")
+    copy = progress.model_copy(update={"message_id": "m99"})
     state.mailbox.messages["m99"] = copy
     posted = {**next(r for r in journal if r["k"] == "message_posted"), "id": "m99"}
     with pytest.raises(AssertionError, match="posted twice"):
@@ -498,7 +531,69 @@ def test_the_mailbox_check_catches_a_lost_repeated_or_twice_delivered_message(
         check_mailbox(state, journal, reference)
 
 
-# --- the bugs it found, fixed since: minimal reproductions -----------------------------------
+# --- the bugs it found: minimal reproductions ----------------------------------------------
+
+
+class Reproduced(Exception):
+    """The bug an `xfail` test is about showed: only this counts as its expected failure,
+    so a test that breaks in its set-up fails loudly instead of passing as xfail."""
+
+
+def expect(condition: bool, bug: str) -> None:
+    if not condition:
+        raise Reproduced(bug)
+
+
+WAIT_FOR_W2 = (
+    "mkdir -p w1; i=0; "
+    "while [ ! -f w2/x ] && [ $i -lt 1000 ]; do sleep 0.01; i=$((i+1)); done; "
+    "echo done >> w1/log.txt"
+)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=Reproduced,
+    reason="bug: tools/watch.py Watched.run diffs the whole workspace's file metadata "
+    "around a shell command, so a file another task writes meanwhile is blamed on the "
+    "command: named in its result, counted as its task's write, and reported by "
+    "Team.note_writes as a write outside its scope and as a file changed by two tasks",
+)
+def test_a_shell_call_is_not_blamed_for_what_other_tasks_write_meanwhile(
+    tmp_path: Path,
+) -> None:
+    """t1's shell command waits until t2 has written w2/x (so that write falls inside the
+    command, as it did by chance in the crash test), then writes only in w1/."""
+    script = {
+        "version": 1,
+        "agents": {
+            "main": [
+                {
+                    "tool_calls": [
+                        call("delegate", description="1", prompt="1", write_scope=["w1/"]),
+                        call("delegate", description="2", prompt="2", write_scope=["w2/"]),
+                    ]
+                },
+                {"tool_calls": [call("wait_tasks")]},
+                *[{"text": "done"}] * 10,
+            ],
+            "t1": [
+                {"tool_calls": [call("shell", command=WAIT_FOR_W2)]},
+                {"tool_calls": [call("complete", summary="1", files_changed=["w1/log.txt"])]},
+            ],
+            "t2": [
+                {"tool_calls": [call("write_file", path="w2/x", content="x\n")]},
+                {"tool_calls": [call("complete", summary="2", files_changed=["w2/x"])]},
+            ],
+        },
+    }
+    run = run_script(tmp_path, script)
+    state = run.final_state()
+    assert (run.workspace / "w1/log.txt").read_text() == "done\n"
+    alerts = [m.summary for m in state.mailbox.messages.values() if m.kind == "risk_alert"]
+    shell = next(m for m in state.agents["t1"].messages if isinstance(m, ToolResult))
+    expect("w2/x" not in shell.content, f"t1's shell result: {shell.content!r}")
+    expect(not alerts, f"false alerts: {alerts}")
 
 
 def rewind(directory: Path, keep: Callable[[dict[str, Any]], bool]) -> int:
