@@ -30,7 +30,6 @@ from orchestrator.errors import ToolFailed
 from orchestrator.events import EventSink, MessageAdded, TurnEnded, TurnEndReason
 from orchestrator.mailbox import (
     DEFAULT_PRIORITY,
-    RANK,
     Caps,
     Mail,
     MailKind,
@@ -131,7 +130,6 @@ class TeamSettings:
     max_tokens: int | None = None
     temperature: float | None = None
     redact: Callable[[str], str] = str
-    main_prompt: str = ""
 
 
 class Team:
@@ -244,8 +242,7 @@ class Team:
         mail = self.state.mailbox.messages[message_id]
         self.notify_change()
         runtime = self._runtime(to)
-        if RANK[mail.priority] >= RANK["urgent"]:
-            runtime.wake.set()
+        runtime.wake.set()  # a sleeper checks the priority it waits for (wait_for_mail)
         if mail.priority == "interrupt":
             # The model call in flight, and tool calls that can stop safely.
             if runtime.model_scope is not None:

@@ -866,3 +866,26 @@ async def test_interrupt_stops_a_tool_call_that_can_stop_safely(workspace: Works
     assert result.status == "cancelled"
     assert "interrupting message" in result.content
     assert "stop watching" in scene.state.tasks.get("t1").completion.summary
+
+
+async def test_a_notify_answer_still_wakes_a_parked_task(workspace: Workspace) -> None:
+    scene = Scene(
+        workspace,
+        {
+            MAIN: steps(
+                reply("", c("delegate", description="choose", prompt=".")),
+                reply("", c("wait_tasks")),
+                reply("", c("send_message", task="t1", kind="answer", text="x", priority="notify")),
+                reply("", c("wait_tasks")),
+                reply("done"),
+            ),
+            "t1": steps(
+                reply("", c("ask_decision", question="x or y?")),
+                reply("", c("complete", summary="went with x")),
+            ),
+        },
+    )
+    with trio.fail_after(10):
+        outcome = await scene.run()
+    assert outcome.reason == "completed"
+    assert scene.state.tasks.get("t1").state == "completed"
