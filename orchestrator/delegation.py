@@ -45,7 +45,8 @@ class Delegation:
 
     def __init__(self, team: Team) -> None:
         self.team = team
-        self._writers: dict[str, set[str]] = {}  # path -> tasks that changed it (this run)
+        # path -> the tasks that changed it in this run, and when (trio time)
+        self._writers: dict[str, dict[str, float]] = {}
 
     async def delegate(self, owner: str, args: DelegateArgs, *, ref: str = "") -> ToolOutput:
         again = self.team.state.tasks.by_call(owner, ref)
@@ -160,7 +161,8 @@ class Delegation:
                     key=lambda m: (m.kind not in PARKING, m.posted_seq),
                 )
                 in_reply_to = open_questions[0].message_id if open_questions else ""
-            revives = task.state in SETTLED
+            was = task.state
+            revives = was in SETTLED
             again = await self.team.post(
                 sender,
                 task.task_id,
@@ -174,7 +176,7 @@ class Delegation:
             if revives:
                 return ToolOutput(
                     f"sent {again.message_id} to task {task.task_id}, which had "
-                    f"{task.state}: it is revived with its context to act on it"
+                    f"{was}: it is revived with its context to act on it"
                 )
         task = self.team.task(again.task_id)
         when = {
@@ -326,30 +328,52 @@ class Delegation:
             "unchanged_listed": sorted(listed - changed) if changed or listed else [],
         }
 
-    async def note_writes(self, agent: str, paths: Sequence[str], tool: str) -> None:
-        """A task's tool changed `paths`. A shell command's writes outside the task's
+    async def note_writes(
+        self, agent: str, paths: Sequence[str], tool: str, since: float | None = None
+    ) -> list[str]:
+        """A task's tool changed `paths`; returns those counted as the task's.
+
+        A shell command's changes come from comparing the whole workspace before and
+        after it (it started at `since`), so a change another task may have made meanwhile
+        is not counted: one inside another task's write scope, or to a file another task
+        wrote since the command started. Writes of a shell command outside the task's
         scope, and a file changed by two live tasks, are reported to the owner (the file
         tools were refused outside the scope before they ran)."""
         task = self.team.state.tasks.get(agent)
         if task is None:
-            return
+            return list(paths)
+        now = trio.current_time()
         problems = []
         if tool == "shell":
+            paths = [p for p in paths if not self._someone_elses(p, agent, since or now)]
             outside = [p for p in paths if not in_scope(p, task.write_scope)]
             if outside:
                 problems.append(
                     "its shell command changed files outside its write scope: " + ", ".join(outside)
                 )
         for path in paths:
-            writers = self._writers.setdefault(_rel(path), set())
+            writers = self._writers.setdefault(_rel(path), {})
             others = sorted(
                 w for w in writers if w != agent and (t := self.team.state.tasks.get(w)) and t.live
             )
-            writers.add(agent)
+            writers[agent] = now
             if others:
                 problems.append(f"{path} was also changed by live task {', '.join(others)}")
         if problems:
             await self.team.post(agent, task.owner, agent, "risk_alert", "; ".join(problems))
+        return list(paths)
+
+    def _someone_elses(self, path: str, agent: str, since: float) -> bool:
+        """Whether another task may have made a change to `path` seen after a shell
+        command that started at `since`: the path is in its write scope, or it wrote
+        the file since then."""
+        wrote = self._writers.get(_rel(path), {})
+        if any(w != agent and at >= since for w, at in wrote.items()):
+            return True
+        return any(
+            other.task_id != agent and other.write_scope and in_scope(path, other.write_scope)
+            for other in self.team.state.tasks.tasks.values()
+        )
 
     def files_written(self, agent: str) -> set[str]:
         """Workspace paths `agent`'s tools changed, from its context: the replies hold the

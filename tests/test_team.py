@@ -774,18 +774,20 @@ async def test_shell_writes_are_seen_checked_against_the_scope_and_the_envelope(
 
 
 async def test_a_file_changed_by_two_live_tasks_is_reported(workspace: Workspace) -> None:
-    both_wrote = trio.Event()
-    wrote = 0
+    first_wrote, second_wrote = trio.Event(), trio.Event()
 
-    def write_shared(request: ModelRequest) -> ScriptedReply:
-        return reply("", c("shell", command=f"echo {request.agent} >> shared.txt"))
+    async def first(request: ModelRequest) -> ScriptedReply:
+        if request.step == 0:
+            return reply("", c("shell", command="echo one >> shared.txt"))
+        first_wrote.set()
+        await second_wrote.wait()  # still live when the other task writes
+        return reply("", c("complete", summary="wrote"))
 
-    async def complete_when_both_wrote(request: ModelRequest) -> ScriptedReply:
-        nonlocal wrote
-        wrote += 1
-        if wrote == 2:
-            both_wrote.set()
-        await both_wrote.wait()  # both still live when the second one writes
+    async def second(request: ModelRequest) -> ScriptedReply:
+        if request.step == 0:
+            await first_wrote.wait()  # its command starts after the first one's ended
+            return reply("", c("shell", command="echo two >> shared.txt"))
+        second_wrote.set()
         return reply("", c("complete", summary="wrote"))
 
     scene = Scene(
@@ -800,13 +802,20 @@ async def test_a_file_changed_by_two_live_tasks_is_reported(workspace: Workspace
                 reply("", c("wait_tasks")),
                 reply("done"),
             ),
-            "worker": steps(write_shared, complete_when_both_wrote),
+            "t1": first,
+            "t2": second,
         },
     )
-    await scene.run()
-    alerts = [m.summary for m in scene.state.mailbox.messages.values() if m.kind == "risk_alert"]
-    assert len(alerts) == 2  # each wrote outside its scope; the second also after the first
-    assert any("shared.txt was also changed by live task t" in a for a in alerts)
+    with trio.fail_after(10):
+        await scene.run()
+    alerts = {
+        m.sender: m.summary for m in scene.state.mailbox.messages.values() if m.kind == "risk_alert"
+    }
+    assert alerts["t1"] == "its shell command changed files outside its write scope: shared.txt"
+    assert alerts["t2"] == (
+        "its shell command changed files outside its write scope: shared.txt; "
+        "shared.txt was also changed by live task t1"
+    )
 
 
 async def test_interrupt_stops_a_tool_call_that_can_stop_safely(workspace: Workspace) -> None:

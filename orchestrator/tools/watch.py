@@ -27,7 +27,8 @@ TRAILER = "[files changed by this command: "
 _TRAILER = re.compile(r"^\[files changed by this command: (.*)\]$", re.MULTILINE)
 
 Files = dict[str, tuple[int, int]]  # workspace-relative path -> (mtime_ns, size)
-OnWrite = Callable[[str, Sequence[str], str], Awaitable[None]]  # agent, paths, tool
+# (agent, paths, tool, when the call started) -> the paths counted as that agent's
+OnWrite = Callable[[str, Sequence[str], str, float], Awaitable[list[str]]]
 
 
 def file_states(root: Path, limit: int = MAX_ENTRIES) -> Files | None:
@@ -92,19 +93,19 @@ class Watched(Tool[Any]):
             output = await self.tool.run(args, ctx)
             path = getattr(args, "path", None)
             if output.status == "ok" and isinstance(path, str):
-                await self.on_write(ctx.agent, [path], self.tool.name)
+                await self.on_write(ctx.agent, [path], self.tool.name, trio.current_time())
             return output
         root = ctx.workspace.root
+        started = trio.current_time()
         before = await trio.to_thread.run_sync(file_states, root)
         output = await self.tool.run(args, ctx)
         after = await trio.to_thread.run_sync(file_states, root) if before is not None else None
         if before is None or after is None:
             note = f"\n[files changed: not checked, the workspace has over {MAX_ENTRIES} entries]"
             return ToolOutput(output.content + note, output.status, output.delivers)
-        changed = changes(before, after)
+        changed = await self.on_write(ctx.agent, changes(before, after), self.tool.name, started)
         if not changed:
             return output
-        await self.on_write(ctx.agent, changed, self.tool.name)
         trailer = f"\n{TRAILER}{', '.join(changed)}]"
         return ToolOutput(output.content + trailer, output.status, output.delivers)
 

@@ -19,9 +19,7 @@ that of an uninterrupted run, but for what an `interrupted` call may or may not 
 done (the rules of `harness.py`).
 
 The bugs this test found have minimal, deterministic reproductions at the end of the
-file: those fixed since are regression tests; one still open is `xfail(strict=True)`,
-and the random test tolerates it only in its exact shape, printing each occurrence
-("known bug seen"): remove the tolerance with the `xfail`.
+file, kept as regression tests.
 
 `CRASH_TEAM_SEEDS` (comma-separated) replaces the seeds; `CRASH_TEAM_KILLS` (default
 5) bounds the kills per session.
@@ -315,37 +313,13 @@ def check_tasks_and_contexts(state: SessionState, reference: Reference) -> None:
         assert len(replies) == steps, (task_id, len(replies), steps)
 
 
-def false_write_alert(mail: Mail) -> bool:
-    """Whether `mail` is a risk_alert of the open bug of
-    test_a_shell_call_is_not_blamed_for_what_other_tasks_write_meanwhile: the script's
-    tasks write only inside their own scopes, so every such alert is false."""
-    if mail.kind != "risk_alert":
-        return False
-    sender = mail.sender.removeprefix("t")
-    for problem in mail.summary.split("; "):
-        head, _, paths = problem.partition(": ")
-        if head == "its shell command changed files outside its write scope":
-            named = paths.split(", ")
-            if not all(p.startswith("w") and p[1] != sender and p[2] == "/" for p in named):
-                return False
-        elif " was also changed by live task " in problem:
-            path = problem.partition(" was also changed")[0]
-            if not any(path.startswith(f"w{n}/") for n in TASKS):
-                return False
-        else:
-            return False
-    return True
-
-
-def check_mailbox(state: SessionState, journal: list[dict[str, Any]], reference: Reference) -> int:
+def check_mailbox(state: SessionState, journal: list[dict[str, Any]], reference: Reference) -> None:
     """Every message posted once, delivered exactly once, and each completion in the main
-    agent's context exactly once. Returns how many false write alerts it saw."""
+    agent's context exactly once."""
     box = state.mailbox.messages
     posted = [r["id"] for r in journal if r["k"] == "message_posted"]
     assert sorted(posted) == sorted(box), "a posted message is missing from the mailbox"
-    false_alerts = [m for m in box.values() if false_write_alert(m)]
-    kept = [m for m in box.values() if not false_write_alert(m)]
-    assert Counter(mail_key(m) for m in kept) == reference.messages, (
+    assert Counter(mail_key(m) for m in box.values()) == reference.messages, (
         "a message was lost or posted twice"
     )
     undelivered = [m.message_id for m in box.values() if m.delivered_seq is None]
@@ -366,7 +340,6 @@ def check_mailbox(state: SessionState, journal: list[dict[str, Any]], reference:
         shown = sum(t.count(f"<completed id={mail.message_id} ") for t in main_texts)
         summary = sum(t.count(mail.summary) for t in main_texts)
         assert (shown, summary) == (1, 1), f"{mail.message_id} in main's context {shown} times"
-    return len(false_alerts)
 
 
 def m_text(message: Any) -> str:
@@ -395,16 +368,15 @@ def check_workspace(
     assert actual == expected
 
 
-def check_final(run: TeamCrashRun, reference: Reference, effects: dict[str, Effect]) -> int:
-    """Check the finished session; returns how many false write alerts it tolerated."""
+def check_final(run: TeamCrashRun, reference: Reference, effects: dict[str, Effect]) -> None:
+    """Check the finished session."""
     state = run.final_state()
     check_tasks_and_contexts(state, reference)
-    false_alerts = check_mailbox(state, run.journal(), reference)
+    check_mailbox(state, run.journal(), reference)
     # Only the calls the harness knows as not idempotent may ever be interrupted.
     assert run.interrupted <= set(effects), run.interrupted - set(effects)
     interrupted = [effects[c] for c in run.interrupted]
     check_workspace(snapshot_workspace(run.workspace), reference.workspace, interrupted)
-    return false_alerts
 
 
 # --- the tests ---------------------------------------------------------------------------
@@ -443,9 +415,7 @@ def reference(reference_run: TeamCrashRun, scripted: tuple[Path, dict[str, Effec
         ]
     ref = Reference(
         workspace=workspace,
-        messages=Counter(
-            mail_key(m) for m in state.mailbox.messages.values() if not false_write_alert(m)
-        ),
+        messages=Counter(mail_key(m) for m in state.mailbox.messages.values()),
         steps={f"t{n}": state.agents[f"t{n}"].steps for n in TASKS},
     )
     assert sum(ref.messages.values()) == len(TASKS) * (ROUNDS + 1)
@@ -468,15 +438,14 @@ def test_team_sigkill_at_random_points_then_resume(
     rng = random.Random(seed)
     run = TeamCrashRun(tmp_path / "sessions", path, tmp_path, rng)
     drive(run, rng, KILLS)
-    false_alerts = check_final(run, reference, effects)
+    check_final(run, reference, effects)
     journal = run.journal()
     by_turn = sum(len(r["ids"]) for r in journal if r["k"] == "messages_delivered")
     by_wait = sum(len(r.get("delivers") or ()) for r in journal if r["k"] == "call_result")
     print(
         f"seed {seed}: {run.kills} kills, {len(run.interrupted)} calls interrupted "
         f"({sorted(run.interrupted)}), {run.tails_cut} torn tails cut; messages delivered "
-        f"{by_turn} at a turn, {by_wait} by wait_tasks; known bug seen: {false_alerts} false "
-        "write alerts"
+        f"{by_turn} at a turn, {by_wait} by wait_tasks"
     )
 
 
@@ -534,9 +503,8 @@ def test_the_mailbox_check_catches_a_lost_repeated_or_twice_delivered_message(
 # --- the bugs it found: minimal reproductions ----------------------------------------------
 
 
-class Reproduced(Exception):
-    """The bug an `xfail` test is about showed: only this counts as its expected failure,
-    so a test that breaks in its set-up fails loudly instead of passing as xfail."""
+class Reproduced(AssertionError):
+    """A bug this file reproduces showed again (raised by `expect`, naming it)."""
 
 
 def expect(condition: bool, bug: str) -> None:
@@ -551,14 +519,6 @@ WAIT_FOR_W2 = (
 )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=Reproduced,
-    reason="bug: tools/watch.py Watched.run diffs the whole workspace's file metadata "
-    "around a shell command, so a file another task writes meanwhile is blamed on the "
-    "command: named in its result, counted as its task's write, and reported by "
-    "Team.note_writes as a write outside its scope and as a file changed by two tasks",
-)
 def test_a_shell_call_is_not_blamed_for_what_other_tasks_write_meanwhile(
     tmp_path: Path,
 ) -> None:
