@@ -22,6 +22,7 @@ from orchestrator.config import Config
 from orchestrator.definitions import Definitions
 from orchestrator.errors import ConfigError
 from orchestrator.events import EventSink
+from orchestrator.mailbox import Caps
 from orchestrator.manifest import read_manifest
 from orchestrator.messages import ToolCall
 from orchestrator.models.base import Model
@@ -31,6 +32,7 @@ from orchestrator.render import JsonLinesSink, TranscriptSink
 from orchestrator.runner import RunResult, RunSettings, drive
 from orchestrator.session import LiveSession, create_session, open_session
 from orchestrator.store import Durability, session_dir
+from orchestrator.team import Limits
 from orchestrator.text import visible
 from orchestrator.tools import (
     Approver,
@@ -86,6 +88,22 @@ def _make_approver(yes: bool) -> Approver:
 
     approver: Approver = make_prompt()
     return approver
+
+
+def team_limits(config: Config) -> Limits:
+    """`Limits` with what the config's `[team]` table sets."""
+    t, d = config.team, Limits()
+    return Limits(
+        max_depth=d.max_depth if t.max_depth is None else t.max_depth,
+        max_live=d.max_live if t.max_live is None else t.max_live,
+        max_model_calls=d.max_model_calls if t.max_model_calls is None else t.max_model_calls,
+        wait_timeout=d.wait_timeout if t.wait_timeout is None else t.wait_timeout,
+        stall_after=d.stall_after if t.stall_after is None else t.stall_after,
+        caps=Caps(
+            message_chars=t.message_chars or d.caps.message_chars,
+            delivery_chars=t.delivery_chars or d.caps.delivery_chars,
+        ),
+    )
 
 
 class _RoleModels:
@@ -221,6 +239,7 @@ async def _run_session(
             max_rounds=args.max_rounds,
             max_tokens=role.max_tokens,
             temperature=role.temperature,
+            limits=team_limits(config),
         )
         result = await _drive_until_terminated(live, settings)
         tasks = live.state.tasks.dump()

@@ -90,9 +90,23 @@ class ShellConfig(_Strict, frozen=True):
     set: dict[str, str] = Field(default_factory=dict)
 
 
+class TeamConfig(_Strict, frozen=True):
+    """`[team]`: the limits of delegation (see docs/tasks.md); unset keys keep their
+    defaults."""
+
+    max_depth: int | None = Field(default=None, ge=1)
+    max_live: int | None = Field(default=None, ge=1)
+    max_model_calls: int | None = Field(default=None, ge=1)
+    wait_timeout: float | None = Field(default=None, gt=0)
+    stall_after: float | None = Field(default=None, gt=0)
+    message_chars: int | None = Field(default=None, ge=200)
+    delivery_chars: int | None = Field(default=None, ge=200)
+
+
 class Config(_Strict, frozen=True):
     model: str | None = None
     shell: ShellConfig = Field(default_factory=ShellConfig)
+    team: TeamConfig = Field(default_factory=TeamConfig)
     providers: dict[str, ProviderConfig] = Field(default_factory=dict)
     agents: dict[str, AgentConfig] = Field(default_factory=dict)
     prices: dict[str, Price] = Field(default_factory=dict)

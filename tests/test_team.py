@@ -898,3 +898,18 @@ async def test_a_notify_answer_still_wakes_a_parked_task(workspace: Workspace) -
         outcome = await scene.run()
     assert outcome.reason == "completed"
     assert scene.state.tasks.get("t1").state == "completed"
+
+
+def test_the_config_team_table_sets_the_limits() -> None:
+    from orchestrator.cli_run import team_limits
+    from orchestrator.config import parse_config
+    from orchestrator.errors import ConfigError
+
+    config = parse_config("[team]\nmax_live = 3\nstall_after = 60\ndelivery_chars = 5000\n")
+    limits = team_limits(config)
+    assert (limits.max_live, limits.stall_after, limits.caps.delivery_chars) == (3, 60, 5000)
+    assert (limits.max_depth, limits.caps.message_chars) == (Limits().max_depth, 4000)
+    with pytest.raises(ConfigError, match="team.max_live: Input should be greater than"):
+        parse_config("[team]\nmax_live = 0\n")
+    with pytest.raises(ConfigError, match="team.max_lives"):
+        parse_config("[team]\nmax_lives = 2\n")
