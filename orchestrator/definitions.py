@@ -63,6 +63,7 @@ class AgentDefinition(BaseModel, frozen=True, extra="forbid"):
     max_rounds: int = Field(default=50, gt=0)
     may_delegate: bool = False
     max_continues: int = Field(default=3, ge=0)  # nudges after a turn ends without complete
+    retries: int = Field(default=0, ge=0, le=10)  # attempts after a failed one, automatically
     resume: Resume = "auto"
     allow: tuple[str, ...] = ()  # permission rules, as `--allow` takes them
 
@@ -419,7 +420,7 @@ def _widening(new: AgentDefinition, base: AgentDefinition | None) -> dict[str, A
     else:
         if not set(new.tools) <= set(base.tools):
             items["tools"] = sorted(new.tools)
-        for limit in ("max_rounds", "max_continues"):
+        for limit in ("max_rounds", "max_continues", "retries"):
             if getattr(new, limit) > getattr(base, limit):
                 items[limit] = getattr(new, limit)
         if new.may_delegate and not base.may_delegate:

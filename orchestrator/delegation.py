@@ -128,6 +128,9 @@ class Delegation:
                 write_scope=scope,
                 resume=definition.resume,
                 ref=ref,
+                deadline=now_ms() + round(args.deadline_seconds * 1000)
+                if args.deadline_seconds
+                else 0,
                 at=now_ms(),
             ),
             durable=True,

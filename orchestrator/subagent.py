@@ -14,7 +14,7 @@ from orchestrator.context import AgentContext
 from orchestrator.errors import ModelError
 from orchestrator.mailbox import Priority
 from orchestrator.messages import AssistantMessage
-from orchestrator.tasks import SETTLED, TaskRecord
+from orchestrator.tasks import SETTLED, TaskRecord, now_ms
 from orchestrator.team import Team
 
 NUDGE = (
@@ -95,12 +95,38 @@ def _next(task: TaskRecord) -> str:
 
 
 async def fail(team: Team, task_id: str, reason: str) -> None:
-    """Mark the task failed and tell its owner, urgently."""
+    """Mark the task failed and tell its owner, urgently; when its type allows retries
+    and some are left, start its next attempt over the same context."""
     task = team.task(task_id)
+    retries = team.settings.definitions.get(task.agent_type).retries
+    again = task.attempts <= retries and not task.deadline_passed()
     with trio.CancelScope(shield=True):
         await team.end_open_turn(task_id, "failed")
         await team.set_state(task_id, "failed", by=task_id, reason=reason)
-        await team.post(task_id, task.owner, task_id, "risk_alert", f"task failed: {reason}")
+        note = f"; retrying (attempt {task.attempts + 1} of {retries + 1})" if again else ""
+        await team.post(task_id, task.owner, task_id, "risk_alert", f"task failed: {reason}{note}")
+        if again:
+            context = team.state.agents[task_id]
+            if not context.open_calls:
+                await team.nudge(
+                    task_id,
+                    f"Your previous attempt failed: {reason}. This is attempt "
+                    f"{task.attempts + 1} of {retries + 1}: go on from where you are.",
+                )
+            await team.revive(task_id, by=task_id)
+
+
+async def _within_deadline(team: Team, task_id: str) -> None:
+    """`run_task`, failed when the task's deadline (wall time, kept across restarts)
+    passes first."""
+    deadline = team.task(task_id).deadline
+    if not deadline:
+        await run_task(team, task_id)
+        return
+    with trio.move_on_after(max(0.0, (deadline - now_ms()) / 1000)) as timer:
+        await run_task(team, task_id)
+    if timer.cancelled_caught:
+        await fail(team, task_id, "its deadline passed before it finished")
 
 
 class InProcessRunner:
@@ -124,7 +150,7 @@ class InProcessRunner:
         try:
             with scope:
                 try:
-                    await run_task(team, task_id)
+                    await _within_deadline(team, task_id)
                 except ModelError as exc:
                     await fail(team, task_id, team.settings.redact(f"model call failed: {exc}"))
                 except Exception as exc:  # a bug in one subagent must not end the session

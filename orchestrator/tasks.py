@@ -62,6 +62,7 @@ class TaskCreated(EventBase, frozen=True):
     write_scope: tuple[str, ...] | None = None  # None: may write anywhere
     resume: ResumePolicy = "auto"
     ref: str = ""  # the delegating call's ref: a re-run of that call finds this task
+    deadline: int = 0  # wall time (ms) by which it must settle, 0 for none
     at: int = 0  # wall time, ms
 
 
@@ -115,12 +116,16 @@ class TaskRecord(BaseModel):
     updated: int = 0
     created_seq: int = 0
     created_by: str = ""  # the ref of the call that delegated it
+    deadline: int = 0  # wall time (ms) by which it must settle, 0 for none
     changed_seq: int = 0  # the seq of its latest task_changed
     revived_seq: int = 0  # the seq of its latest revival (settled, then run again)
 
     @property
     def live(self) -> bool:
         return self.state in LIVE
+
+    def deadline_passed(self) -> bool:
+        return bool(self.deadline) and now_ms() >= self.deadline
 
     @property
     def read_only(self) -> bool:
@@ -298,6 +303,7 @@ def _created(registry: Registry, seq: int, record: TaskCreated) -> None:
             updated=record.at,
             created_seq=seq,
             created_by=record.ref,
+            deadline=record.deadline,
         )
     )
 

@@ -909,7 +909,58 @@ def test_the_config_team_table_sets_the_limits() -> None:
     limits = team_limits(config)
     assert (limits.max_live, limits.stall_after, limits.caps.delivery_chars) == (3, 60, 5000)
     assert (limits.max_depth, limits.caps.message_chars) == (Limits().max_depth, 4000)
-    with pytest.raises(ConfigError, match="team.max_live: Input should be greater than"):
+    with pytest.raises(ConfigError, match=r"team\.max_live: Input should be greater than"):
         parse_config("[team]\nmax_live = 0\n")
-    with pytest.raises(ConfigError, match="team.max_lives"):
+    with pytest.raises(ConfigError, match=r"team\.max_lives"):
         parse_config("[team]\nmax_lives = 2\n")
+
+
+async def test_a_type_with_retries_gets_another_attempt_after_failing(
+    workspace: Workspace,
+) -> None:
+    from orchestrator.definitions import WORKER, Definitions
+
+    scene = Scene(
+        workspace,
+        {
+            MAIN: steps(
+                reply("", c("delegate", description="flaky", prompt=".", agent_type="flaky")),
+                reply("", c("wait_tasks")),
+                reply("done"),
+            ),
+            "t1": steps(
+                reply("", c("list_files")),  # past its one round: the attempt fails
+                lambda request: reply("", c("complete", summary=last_text(request)[:60])),
+            ),
+        },
+    )
+    flaky = WORKER.model_copy(update={"name": "flaky", "max_rounds": 1, "retries": 1})
+    scene.settings.definitions = Definitions([*Definitions.builtin(), flaky])
+    outcome = await scene.run()
+    assert outcome.reason == "completed"
+    task = scene.state.tasks.get("t1")
+    assert (task.state, task.attempts, task.instances) == ("completed", 2, ["t1.1", "t1.2"])
+    assert task.completion.summary.startswith("Your previous attempt failed: reached its limit")
+    [alert] = [m.summary for m in scene.state.mailbox.messages.values() if m.kind == "risk_alert"]
+    assert alert.endswith("; retrying (attempt 2 of 2)")
+
+
+async def test_a_task_past_its_deadline_fails(
+    workspace: Workspace, autojump_clock: trio.testing.MockClock
+) -> None:
+    scene = Scene(
+        workspace,
+        {
+            MAIN: steps(
+                reply("", c("delegate", description="slow", prompt=".", deadline_seconds=120)),
+                reply("", c("wait_tasks", timeout=600)),
+                reply("too slow"),
+            ),
+            "t1": forever,
+        },
+    )
+    outcome = await scene.run()
+    assert outcome.reason == "completed"
+    task = scene.state.tasks.get("t1")
+    assert (task.state, task.reason) == ("failed", "its deadline passed before it finished")
+    assert task.deadline > task.created

@@ -71,6 +71,9 @@ class DelegateArgs(_Args):
         default=None,
         description="Workspace paths or glob patterns the task may write; omit for anywhere.",
     )
+    deadline_seconds: float | None = Field(
+        default=None, gt=0, description="Fail the task if it has not finished in this time."
+    )
 
 
 class Delegate(_CoordinationTool):
