@@ -131,6 +131,8 @@ class Delegation:
                 deadline=now_ms() + round(args.deadline_seconds * 1000)
                 if args.deadline_seconds
                 else 0,
+                round_budget=args.round_budget or 0,
+                token_budget=args.token_budget or 0,
                 at=now_ms(),
             ),
             durable=True,

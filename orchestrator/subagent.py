@@ -15,7 +15,7 @@ from orchestrator.errors import ModelError
 from orchestrator.mailbox import Priority
 from orchestrator.messages import AssistantMessage
 from orchestrator.tasks import SETTLED, TaskRecord, now_ms
-from orchestrator.team import Team
+from orchestrator.team import BudgetSpent, Team
 
 NUDGE = (
     "Your turn ended without `complete`. If the task is done, call `complete` with your "
@@ -94,12 +94,13 @@ def _next(task: TaskRecord) -> str:
     return f"{task.task_id}.{len(task.instances) + 1}"
 
 
-async def fail(team: Team, task_id: str, reason: str) -> None:
+async def fail(team: Team, task_id: str, reason: str, *, retry: bool = True) -> None:
     """Mark the task failed and tell its owner, urgently; when its type allows retries
-    and some are left, start its next attempt over the same context."""
+    and some are left (and `retry`: not for a spent budget or deadline), start its next
+    attempt over the same context."""
     task = team.task(task_id)
     retries = team.settings.definitions.get(task.agent_type).retries
-    again = task.attempts <= retries and not task.deadline_passed()
+    again = retry and task.attempts <= retries
     with trio.CancelScope(shield=True):
         await team.end_open_turn(task_id, "failed")
         await team.set_state(task_id, "failed", by=task_id, reason=reason)
@@ -126,7 +127,7 @@ async def _within_deadline(team: Team, task_id: str) -> None:
     with trio.move_on_after(max(0.0, (deadline - now_ms()) / 1000)) as timer:
         await run_task(team, task_id)
     if timer.cancelled_caught:
-        await fail(team, task_id, "its deadline passed before it finished")
+        await fail(team, task_id, "its deadline passed before it finished", retry=False)
 
 
 class InProcessRunner:
@@ -151,6 +152,8 @@ class InProcessRunner:
             with scope:
                 try:
                     await _within_deadline(team, task_id)
+                except BudgetSpent as exc:
+                    await fail(team, task_id, str(exc), retry=False)
                 except ModelError as exc:
                     await fail(team, task_id, team.settings.redact(f"model call failed: {exc}"))
                 except Exception as exc:  # a bug in one subagent must not end the session

@@ -63,6 +63,8 @@ class TaskCreated(EventBase, frozen=True):
     resume: ResumePolicy = "auto"
     ref: str = ""  # the delegating call's ref: a re-run of that call finds this task
     deadline: int = 0  # wall time (ms) by which it must settle, 0 for none
+    round_budget: int = 0  # model calls its agent may make in all, 0 for no limit
+    token_budget: int = 0  # tokens its agent may spend in all, 0 for no limit
     at: int = 0  # wall time, ms
 
 
@@ -117,15 +119,14 @@ class TaskRecord(BaseModel):
     created_seq: int = 0
     created_by: str = ""  # the ref of the call that delegated it
     deadline: int = 0  # wall time (ms) by which it must settle, 0 for none
+    round_budget: int = 0  # model calls its agent may make in all, 0 for no limit
+    token_budget: int = 0  # tokens its agent may spend in all, 0 for no limit
     changed_seq: int = 0  # the seq of its latest task_changed
     revived_seq: int = 0  # the seq of its latest revival (settled, then run again)
 
     @property
     def live(self) -> bool:
         return self.state in LIVE
-
-    def deadline_passed(self) -> bool:
-        return bool(self.deadline) and now_ms() >= self.deadline
 
     @property
     def read_only(self) -> bool:
@@ -304,6 +305,8 @@ def _created(registry: Registry, seq: int, record: TaskCreated) -> None:
             created_seq=seq,
             created_by=record.ref,
             deadline=record.deadline,
+            round_budget=record.round_budget,
+            token_budget=record.token_budget,
         )
     )
 

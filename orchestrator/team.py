@@ -85,6 +85,18 @@ class Limits:
     caps: Caps = field(default_factory=Caps)
 
 
+class BudgetSpent(Exception):
+    """A task's agent reached its round or token budget: the task fails."""
+
+
+def _check_budgets(task: TaskRecord, context: AgentContext) -> None:
+    if task.round_budget and context.steps >= task.round_budget:
+        raise BudgetSpent(f"it used its budget of {task.round_budget} model calls")
+    spent = context.usage.total_tokens
+    if task.token_budget and spent >= task.token_budget:
+        raise BudgetSpent(f"it spent {spent} of its budget of {task.token_budget} tokens")
+
+
 class SessionLike(Protocol):
     """A `LiveSession` or a `MemorySession`: folds what it is given into `state`."""
 
@@ -323,6 +335,9 @@ class Team:
     # --- what the turn loop calls (RoundHooks) --------------------------------------------
 
     async def before_round(self, context: AgentContext) -> None:
+        task = self.state.tasks.get(context.id)
+        if task is not None:
+            _check_budgets(task, context)
         await self.deliver(context.id, at_least="urgent")
 
     @contextlib.contextmanager

@@ -964,3 +964,40 @@ async def test_a_task_past_its_deadline_fails(
     task = scene.state.tasks.get("t1")
     assert (task.state, task.reason) == ("failed", "its deadline passed before it finished")
     assert task.deadline > task.created
+
+
+@pytest.mark.parametrize(
+    ("budget", "reason"),
+    [
+        ({"round_budget": 2}, "it used its budget of 2 model calls"),
+        ({"token_budget": 50}, "of its budget of 50 tokens"),
+    ],
+)
+async def test_a_task_that_spends_its_budget_fails(
+    workspace: Workspace, budget: dict[str, int], reason: str
+) -> None:
+    from orchestrator.messages import Usage
+
+    def busy(request: ModelRequest) -> ScriptedReply:
+        return ScriptedReply(
+            tool_calls=(ScriptedCall(name="list_files"),), usage=Usage(input_tokens=30)
+        )
+
+    scene = Scene(
+        workspace,
+        {
+            MAIN: steps(
+                reply("", c("delegate", description="busy", prompt=".", **budget)),
+                reply("", c("wait_tasks")),
+                reply("stopped"),
+            ),
+            "t1": busy,
+        },
+    )
+    with trio.fail_after(10):
+        outcome = await scene.run()
+    assert outcome.reason == "completed"
+    task = scene.state.tasks.get("t1")
+    assert task.state == "failed"
+    assert reason in task.reason
+    assert scene.state.agents["t1"].steps == 2

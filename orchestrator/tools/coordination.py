@@ -74,6 +74,12 @@ class DelegateArgs(_Args):
     deadline_seconds: float | None = Field(
         default=None, gt=0, description="Fail the task if it has not finished in this time."
     )
+    round_budget: int | None = Field(
+        default=None, gt=0, description="Model calls the subagent may make in all."
+    )
+    token_budget: int | None = Field(
+        default=None, gt=0, description="Tokens the subagent may spend in all."
+    )
 
 
 class Delegate(_CoordinationTool):
