@@ -8,7 +8,7 @@ import os
 import signal
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import httpx
@@ -162,6 +162,23 @@ def _definitions(workspace: Path, *, interactive: bool) -> Definitions:
     )
 
 
+def _ask_resume(yes: bool) -> Callable[[str], Awaitable[bool]] | None:
+    """Whether to revive a task whose resume policy is `ask`: yes with `--yes`, asked at
+    a terminal, else nobody is asked (it stays stopped)."""
+    if not yes and not sys.stdin.isatty():
+        return None
+
+    async def ask(question: str) -> bool:
+        if yes:
+            return True
+        note(question)
+        print("Revive it? [y/N]: ", end="", file=sys.stderr, flush=True)
+        line = await trio.to_thread.run_sync(sys.stdin.readline, abandon_on_cancel=True)
+        return line.strip().lower() in ("y", "yes")
+
+    return ask
+
+
 def _ask_trust(question: str) -> bool:
     print(visible(question), file=sys.stderr)
     print("Trust this project's settings? [y/N]: ", end="", file=sys.stderr, flush=True)
@@ -240,6 +257,7 @@ async def _run_session(
             max_tokens=role.max_tokens,
             temperature=role.temperature,
             limits=team_limits(config),
+            ask_resume=_ask_resume(args.yes),
         )
         result = await _drive_until_terminated(live, settings)
         tasks = live.state.tasks.dump()

@@ -17,7 +17,7 @@ import trio
 from orchestrator.agent import run_turn, settle_pending_calls
 from orchestrator.events import EventSink
 from orchestrator.subagent import InProcessRunner, turn_done
-from orchestrator.tasks import SETTLED
+from orchestrator.tasks import SETTLED, TaskRecord
 from orchestrator.team import MAIN, Runner, SessionLike, Team, TeamSettings
 
 MAX_REMINDERS = 3
@@ -103,6 +103,19 @@ async def _close_settled(team: Team, task_id: str) -> None:
     await team.end_open_turn(task_id, "yielded")
 
 
+async def _asked(team: Team, task: TaskRecord) -> bool:
+    """For a task whose resume policy is `ask`: the person's answer, or no when there is
+    nobody to ask."""
+    ask = team.settings.ask_resume
+    if ask is None:
+        return False
+    question = (
+        f"task {task.task_id} ({task.agent_type}: {task.description}) was {task.state} when "
+        "the session stopped; revive it?"
+    )
+    return await ask(question)
+
+
 def _waiting_note(team: Team, task_ids: list[str]) -> str:
     lines = ["These tasks are waiting for you and cannot go on until you answer:"]
     for mail in team.state.mailbox.unanswered(MAIN):
@@ -128,17 +141,19 @@ async def resume_tasks(team: Team) -> str:
             continue
         if task.state == "pending":
             continue  # queued: started below, as the live-subagent limit allows
-        if task.resume == "auto":
+        if task.resume == "auto" or (task.resume == "ask" and await _asked(team, task)):
             if task.state == "waiting_decision":
                 waiting.append(task.task_id)
             else:
                 revived.append(task.task_id)
             team.resume(task.task_id)
         else:
-            reason = (
-                f"interrupted by a restart; its resume policy is {task.resume!r}: "
-                "send it a message to go on"
+            why = (
+                "it was not to be revived"
+                if task.resume == "ask"
+                else "its resume policy is 'never'"
             )
+            reason = f"interrupted by a restart ({why}): send it a message to go on"
             await team.set_state(task.task_id, "cancelled", by=MAIN, reason=reason)
             stopped.append(task.task_id)
     team.start_waiting()

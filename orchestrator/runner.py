@@ -5,7 +5,7 @@ delegates to, until the main agent's work is done; record the outcome."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import trio
@@ -48,6 +48,7 @@ class RunSettings:
     on_team: Callable[[Team], None] | None = None
     # Where subagents run (default: in this process, on trio).
     runner: Callable[[trio.Nursery], Runner] = InProcessRunner
+    ask_resume: Callable[[str], Awaitable[bool]] | None = None  # see TeamSettings
     # Subagents: their types, the model of each role (else `model` for all), limits, and
     # an approver that names the agent asking (else `approve`).
     definitions: Definitions = field(default_factory=Definitions.builtin)
@@ -177,6 +178,7 @@ async def _drive(live: LiveSession, settings: RunSettings, sink: EventSink) -> R
         max_tokens=settings.max_tokens,
         temperature=settings.temperature,
         redact=settings.redact,
+        ask_resume=settings.ask_resume,
     )
     async with open_team(live, sink, team_settings, runner=settings.runner) as team:
         if MAIN not in live.state.agents:

@@ -15,7 +15,7 @@ The coordination tools (`tools/coordination.py`) call its `Delegation`
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -142,6 +142,9 @@ class TeamSettings:
     max_tokens: int | None = None
     temperature: float | None = None
     redact: Callable[[str], str] = str
+    # Asks the person whether to revive a task whose resume policy is `ask` (None: no one
+    # to ask, such a task stays stopped until its owner writes to it).
+    ask_resume: Callable[[str], Awaitable[bool]] | None = None
 
 
 class Team:

@@ -1001,3 +1001,54 @@ async def test_a_task_that_spends_its_budget_fails(
     assert task.state == "failed"
     assert reason in task.reason
     assert scene.state.agents["t1"].steps == 2
+
+
+@pytest.mark.parametrize("answer", [True, False])
+async def test_a_task_with_resume_policy_ask_is_revived_only_if_the_person_says_so(
+    workspace: Workspace, autojump_clock: trio.testing.MockClock, answer: bool
+) -> None:
+    from orchestrator.definitions import WORKER, Definitions
+
+    first_run = True
+
+    async def work(request: ModelRequest) -> ScriptedReply:
+        if first_run:
+            await trio.sleep_forever()  # the session stops while it works
+        return reply("", c("complete", summary="finished after the restart"))
+
+    scene = Scene(
+        workspace,
+        {
+            MAIN: steps(
+                reply("", c("delegate", description="careful", prompt=".", agent_type="careful")),
+                reply("", c("wait_tasks")),
+                lambda request: reply("", c("wait_tasks")),
+                reply("done"),
+            ),
+            "t1": work,
+        },
+    )
+    careful = WORKER.model_copy(update={"name": "careful", "resume": "ask"})
+    scene.settings.definitions = Definitions([*Definitions.builtin(), careful])
+    with trio.move_on_after(60):
+        await scene.run()
+    first_run = False
+    questions: list[str] = []
+
+    async def ask(question: str) -> bool:
+        questions.append(question)
+        return answer
+
+    scene.settings.ask_resume = ask
+    outcome = await scene.run()
+    assert outcome.reason == "completed"
+    assert questions == [
+        "task t1 (careful: careful) was running when the session stopped; revive it?"
+    ]
+    task = scene.state.tasks.get("t1")
+    if answer:
+        assert task.state == "completed"
+        assert task.instances == ["t1.1", "t1.2"]
+    else:
+        assert task.state == "cancelled"
+        assert "not to be revived" in task.reason
