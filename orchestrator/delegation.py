@@ -138,7 +138,7 @@ class Delegation:
             durable=True,
         )
         self.team.notify_change()
-        self.team.start_waiting()
+        self.team.enqueue(task_id)
         record = self.team.task(task_id)
         queued = (
             "" if self.team.is_running(task_id) else " (queued: the live-subagent limit is reached)"

@@ -118,7 +118,10 @@ class Mailbox:
     """Every message of a session, and per recipient those not yet delivered (FIFO)."""
 
     messages: dict[str, Mail] = field(default_factory=dict)
-    waiting: dict[str, list[str]] = field(default_factory=dict)
+    # Per recipient, the ids not yet delivered (in posting order) and those asking an
+    # answer not yet given: kept as the fold goes, so no query walks every message.
+    waiting: dict[str, dict[str, None]] = field(default_factory=dict)
+    asking: dict[str, dict[str, None]] = field(default_factory=dict)
     _refs: dict[tuple[str, str], str] = field(default_factory=dict)  # (sender, ref) -> id
 
     def undelivered(self, agent: str, *, at_least: Priority = "notify") -> list[Mail]:
@@ -129,11 +132,7 @@ class Mailbox:
 
     def unanswered(self, agent: str) -> list[Mail]:
         """Messages to `agent` that asked for an answer it has not given."""
-        return [
-            m
-            for m in self.messages.values()
-            if m.recipient == agent and m.requires_ack and not m.answered_by
-        ]
+        return [self.messages[i] for i in self.asking.get(agent, ())]
 
     def by_call(self, sender: str, ref: str) -> Mail | None:
         """The message `sender`'s call `ref` posted, if it ran before a crash."""
@@ -158,7 +157,9 @@ class Mailbox:
             if mail.ref:
                 box._refs[mail.sender, mail.ref] = mail.message_id
             if mail.delivered_seq is None:
-                box.waiting.setdefault(mail.recipient, []).append(mail.message_id)
+                box.waiting.setdefault(mail.recipient, {})[mail.message_id] = None
+            if mail.requires_ack and not mail.answered_by:
+                box.asking.setdefault(mail.recipient, {})[mail.message_id] = None
         return box
 
     # --- the fold ---------------------------------------------------------------------
@@ -184,14 +185,17 @@ class Mailbox:
         self.messages[record.id] = mail
         if record.ref:
             self._refs[record.agent, record.ref] = record.id
-        self.waiting.setdefault(record.to, []).append(record.id)
+        self.waiting.setdefault(record.to, {})[record.id] = None
+        if record.requires_ack:
+            self.asking.setdefault(record.to, {})[record.id] = None
         asked = self.messages.get(record.in_reply_to)
         if asked is not None and asked.requires_ack and not asked.answered_by:
             asked.answered_by = record.id
+            self.asking.get(asked.recipient, {}).pop(asked.message_id, None)
         return mail
 
     def delivered(self, seq: int, agent: str, ids: Sequence[str]) -> None:
-        waiting = self.waiting.get(agent, [])
+        waiting = self.waiting.get(agent, {})
         for message_id in ids:
             mail = self.messages.get(message_id)
             if mail is None or mail.recipient != agent:
@@ -199,7 +203,7 @@ class Mailbox:
             if mail.delivered_seq is not None:
                 raise FoldError(f"message {message_id} was delivered twice")
             mail.delivered_seq = seq
-            waiting.remove(message_id)
+            del waiting[message_id]
 
 
 # --- what the model reads ---------------------------------------------------------------

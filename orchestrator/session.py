@@ -45,6 +45,9 @@ from orchestrator.store import (
 )
 
 SNAPSHOT_EVERY = 2000
+# A turn's end also writes one, once this many records came since the last: with many
+# agents, turns end all the time, and a snapshot holds every task and message.
+SNAPSHOT_AFTER_TURN = 200
 
 
 def create_session(
@@ -161,8 +164,12 @@ class LiveSession:
             self._dirty_tasks.add(task)
         await self.journal.settle(seq, durable=durable)
         self._since_snapshot += 1
-        if isinstance(record, TurnEnded) or self._since_snapshot >= SNAPSHOT_EVERY:
+        if self._since_snapshot >= SNAPSHOT_EVERY or (
+            isinstance(record, TurnEnded) and self._since_snapshot >= SNAPSHOT_AFTER_TURN
+        ):
             await self.write_snapshot()
+        elif isinstance(record, TurnEnded) and self._dirty_tasks:
+            await self.write_task_views()
 
     async def write_snapshot(self) -> None:
         """Write the small state. It never grows with the conversation, and it is written
@@ -172,14 +179,22 @@ class LiveSession:
         # does not cover (other agents go on folding records while it waits).
         data = self.state.snapshot().model_dump_json(indent=2).encode() + b"\n"
         self._since_snapshot = 0
-        views = self._task_views()
         await self.journal.flush()
         try:
             await trio.to_thread.run_sync(write_atomic, self.directory / SNAPSHOT, data)
-            if views:
-                await trio.to_thread.run_sync(_write_views, self.directory / TASKS_DIR, views)
         except OSError as exc:
             self.warn(f"could not write the snapshot {self.directory / SNAPSHOT}: {exc}")
+        await self.write_task_views()
+
+    async def write_task_views(self) -> None:
+        """Write `tasks/<id>.json` of each task changed since they were last written."""
+        views = self._task_views()
+        if not views:
+            return
+        try:
+            await trio.to_thread.run_sync(_write_views, self.directory / TASKS_DIR, views)
+        except OSError as exc:
+            self.warn(f"could not write the task views in {self.directory / TASKS_DIR}: {exc}")
 
     def _task_views(self) -> dict[str, bytes]:
         """`tasks/<id>.json` of each task changed since the last snapshot: views for

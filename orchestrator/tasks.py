@@ -139,9 +139,11 @@ class Registry:
     def __init__(self) -> None:
         self.tasks: dict[str, TaskRecord] = {}
         self._refs: dict[tuple[str, str], str] = {}  # (owner, delegating ref) -> task id
+        self._children: dict[str, list[str]] = {}  # owner -> its tasks, in creation order
 
     def add(self, record: TaskRecord) -> None:
         self.tasks[record.task_id] = record
+        self._children.setdefault(record.owner, []).append(record.task_id)
         if record.created_by:
             self._refs[record.owner, record.created_by] = record.task_id
 
@@ -151,8 +153,9 @@ class Registry:
     def live(self) -> list[TaskRecord]:
         return [t for t in self.tasks.values() if t.live]
 
-    def children(self, task_id: str) -> list[TaskRecord]:
-        return [t for t in self.tasks.values() if t.owner == task_id]
+    def children(self, owner: str) -> list[TaskRecord]:
+        """The tasks `owner` (an agent: `main` or a task id) delegated, oldest first."""
+        return [self.tasks[t] for t in self._children.get(owner, ())]
 
     def subtree(self, task_id: str) -> list[TaskRecord]:
         """The task and every task under it, parents first."""

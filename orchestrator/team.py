@@ -14,6 +14,7 @@ The coordination tools (`tools/coordination.py`) call its `Delegation`
 
 from __future__ import annotations
 
+import collections
 import contextlib
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
@@ -166,6 +167,11 @@ class Team:
         self._deps: dict[str, TurnDeps] = {}
         self._started: set[str] = set()  # tasks whose loops run (or wait for mail)
         self._resumed: set[str] = set()  # of those, the ones live before a restart
+        # Pending tasks in the order they became pending (queued for a live slot).
+        self._queue: collections.deque[str] = collections.deque(
+            t.task_id for t in session.state.tasks.tasks.values() if t.state == "pending"
+        )
+        self._role_tools: dict[str, ToolRegistry] = {}  # one registry (and schema) per role
         self.delegation = Delegation(self)  # what the coordination tools call
         self.changed: trio.Event = trio.Event()  # set on every task change (wait_tasks)
 
@@ -183,7 +189,7 @@ class Team:
         return record
 
     def owned_by(self, agent: str) -> list[TaskRecord]:
-        return [t for t in self.state.tasks.tasks.values() if t.owner == agent]
+        return self.state.tasks.children(agent)
 
     def live_children(self, agent: str) -> list[TaskRecord]:
         """`agent`'s tasks that are live or about to be (a completed task whose owner
@@ -384,22 +390,9 @@ class Team:
             return deps
         s = self.settings
         definition = self.definition(agent)
-        if definition is None:
-            role, tools = (
-                MAIN,
-                ToolRegistry([*_tools_of(s.base_tools), *main_tools(self.delegation)]),
-            )
-            max_rounds = s.max_rounds
-        else:
-            role = definition.name
-            own = [
-                Watched(t, self.delegation.note_writes) if t.name in WRITERS else t
-                for t in _tools_of(s.base_tools)
-                if t.name in definition.tools
-            ]
-            extra = subagent_tools(self.delegation, may_delegate=definition.may_delegate)
-            tools = ToolRegistry([*own, *extra])
-            max_rounds = definition.max_rounds
+        role = MAIN if definition is None else definition.name
+        tools = self._tools(definition)
+        max_rounds = s.max_rounds if definition is None else definition.max_rounds
         approve = s.approve_for(agent, self._who(agent)) if s.approve_for else s.approve
         policy = s.policy
         if definition is not None and definition.allow:
@@ -423,6 +416,27 @@ class Team:
         )
         self._deps[agent] = deps
         return deps
+
+    def _tools(self, definition: AgentDefinition | None) -> ToolRegistry:
+        """The tools of a role, built once for all its agents: the same objects, so
+        their JSON schemas are made once (and the request prefix is the same)."""
+        role = MAIN if definition is None else definition.name
+        tools = self._role_tools.get(role)
+        if tools is not None:
+            return tools
+        base = _tools_of(self.settings.base_tools)
+        if definition is None:
+            tools = ToolRegistry([*base, *main_tools(self.delegation)])
+        else:
+            own = [
+                Watched(t, self.delegation.note_writes) if t.name in WRITERS else t
+                for t in base
+                if t.name in definition.tools
+            ]
+            extra = subagent_tools(self.delegation, may_delegate=definition.may_delegate)
+            tools = ToolRegistry([*own, *extra])
+        self._role_tools[role] = tools
+        return tools
 
     def _who(self, agent: str) -> str:
         task = self.state.tasks.get(agent)
@@ -455,14 +469,21 @@ class Team:
 
     # --- running and stopping ------------------------------------------------------------
 
+    def enqueue(self, task_id: str) -> None:
+        """A task became pending (made, revived): start it when there is room."""
+        self._queue.append(task_id)
+        self.start_waiting()
+
     def start_waiting(self) -> None:
-        """Start pending tasks while there is room under the live-subagent limit."""
-        for task in list(self.state.tasks.tasks.values()):
-            if len(self._started) >= self.settings.limits.max_live:
-                return
-            if task.state == "pending" and task.task_id not in self._started:
-                self._started.add(task.task_id)
-                self.runner.start(self, task.task_id)
+        """Start pending tasks, oldest first, while there is room under the live-subagent
+        limit."""
+        limit = self.settings.limits.max_live
+        while self._queue and len(self._started) < limit:
+            task_id = self._queue.popleft()
+            task = self.state.tasks.get(task_id)
+            if task is not None and task.state == "pending" and task_id not in self._started:
+                self._started.add(task_id)
+                self.runner.start(self, task_id)
 
     def is_running(self, task_id: str) -> bool:
         return task_id in self._started
@@ -490,7 +511,7 @@ class Team:
         if task.state not in SETTLED:
             return
         await self.set_state(task_id, "pending", by=by, reason="revived")
-        self.start_waiting()
+        self.enqueue(task_id)
 
     async def cancel(self, by: str, task_id: str, reason: str) -> list[str]:
         """Cancel a task and everything under it, deepest first."""

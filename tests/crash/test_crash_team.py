@@ -45,7 +45,7 @@ import orjson
 import pytest
 import trio
 
-from orchestrator.events import AgentStarted, MessageAdded, TurnEnded
+from orchestrator.events import AgentStarted, MessageAdded
 from orchestrator.mailbox import Mail
 from orchestrator.manifest import read_manifest, write_manifest
 from orchestrator.messages import AssistantMessage, ToolResult, UserMessage
@@ -814,7 +814,7 @@ async def snapshot_while_another_agent_emits(tmp_path: Path) -> Path:
             await live.emit(MessageAdded(agent="main", message=UserMessage(content="late")))
 
         live.journal = _FlushThen(journal, another_agent_emits)  # type: ignore[assignment]
-        await live.emit(TurnEnded(agent="main", reason="completed", rounds=1))  # snapshots
+        await live.write_snapshot()
         # What a SIGKILL would leave now: the files as they are on disk.
         crashed = tmp_path / "crashed"
         crashed.mkdir()
