@@ -478,12 +478,18 @@ class Team:
         """Start pending tasks, oldest first, while there is room under the live-subagent
         limit."""
         limit = self.settings.limits.max_live
+        later: list[str] = []  # pending again while its old loop still ends (a retry)
         while self._queue and len(self._started) < limit:
             task_id = self._queue.popleft()
             task = self.state.tasks.get(task_id)
-            if task is not None and task.state == "pending" and task_id not in self._started:
-                self._started.add(task_id)
-                self.runner.start(self, task_id)
+            if task is None or task.state != "pending":
+                continue
+            if task_id in self._started:
+                later.append(task_id)
+                continue
+            self._started.add(task_id)
+            self.runner.start(self, task_id)
+        self._queue.extendleft(reversed(later))
 
     def is_running(self, task_id: str) -> bool:
         return task_id in self._started
