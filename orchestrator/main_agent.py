@@ -45,6 +45,10 @@ async def open_team(
             nursery.start_soon(team.watch_stalls)
             try:
                 yield team
+                # Done: tasks that settled a moment ago may still be writing their last
+                # records (a turn's end); let them, then stop whatever else is left.
+                with trio.move_on_after(10):
+                    await team.settled_loops_ended()
             finally:
                 nursery.cancel_scope.cancel()
     except BaseExceptionGroup as group:

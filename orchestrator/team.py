@@ -172,6 +172,7 @@ class Team:
             t.task_id for t in session.state.tasks.tasks.values() if t.state == "pending"
         )
         self._role_tools: dict[str, ToolRegistry] = {}  # one registry (and schema) per role
+        self._loops_ended = trio.Event()
         self.delegation = Delegation(self)  # what the coordination tools call
         self.changed: trio.Event = trio.Event()  # set on every task change (wait_tasks)
 
@@ -534,6 +535,15 @@ class Team:
         """The runner's loop for `task_id` returned: make room for another."""
         self._started.discard(task_id)
         self.start_waiting()
+        self._loops_ended.set()
+
+    async def settled_loops_ended(self) -> None:
+        """Wait until no settled task's loop still runs: it ends by itself, once its last
+        records (such as its turn's end) are written. Loops of live tasks are not waited
+        for."""
+        while any(not self.task(t).live for t in self._started):
+            self._loops_ended = trio.Event()
+            await self._loops_ended.wait()
 
     async def nudge(self, agent: str, text: str) -> None:
         await self.sink.emit(MessageAdded(agent=agent, message=UserMessage(content=text)))
