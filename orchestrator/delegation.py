@@ -13,14 +13,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-import orjson
 import trio
 
 from orchestrator.definitions import AgentDefinition
 from orchestrator.errors import ToolFailed
 from orchestrator.events import AgentStarted
 from orchestrator.mailbox import latest_progress_only, render
-from orchestrator.messages import AssistantMessage, SystemMessage, ToolCall, ToolResult, UserMessage
+from orchestrator.messages import AssistantMessage, SystemMessage, ToolResult, UserMessage
 from orchestrator.tasks import (
     SETTLED,
     TaskCreated,
@@ -32,6 +31,7 @@ from orchestrator.tasks import (
 )
 from orchestrator.tools.base import ToolOutput
 from orchestrator.tools.coordination import DelegateArgs, SendMessageArgs
+from orchestrator.tools.permissions import string_argument
 from orchestrator.tools.watch import changed_by_shell
 
 if TYPE_CHECKING:
@@ -392,7 +392,9 @@ class Delegation:
         for message in context.messages:
             if isinstance(message, AssistantMessage):
                 for call in message.tool_calls:
-                    if call.name in ("write_file", "edit_file") and (path := _path_of(call)):
+                    if call.name in ("write_file", "edit_file") and (
+                        path := string_argument(call, "path")
+                    ):
                         calls[call.id] = path
             elif isinstance(message, ToolResult):
                 written_path = calls.pop(message.call_id, "")
@@ -434,15 +436,6 @@ def _status_line(task: TaskRecord) -> str:
     if task.reason and task.state != "running":
         line += f" | {task.reason}"
     return line
-
-
-def _path_of(call: ToolCall) -> str:
-    try:
-        args = orjson.loads(call.arguments or "{}")
-    except orjson.JSONDecodeError:
-        return ""
-    path = args.get("path") if isinstance(args, dict) else None
-    return path if isinstance(path, str) else ""
 
 
 def _rel(path: str) -> str:

@@ -93,9 +93,11 @@ class BudgetSpent(Exception):
 def _check_budgets(task: TaskRecord, context: AgentContext) -> None:
     if task.round_budget and context.steps >= task.round_budget:
         raise BudgetSpent(f"it used its budget of {task.round_budget} model calls")
-    spent = context.usage.total_tokens
-    if task.token_budget and spent >= task.token_budget:
-        raise BudgetSpent(f"it spent {spent} of its budget of {task.token_budget} tokens")
+    if task.token_budget:
+        # Before every model call of every task: the running counters, not a Usage model.
+        spent = sum(context.usage_counts)
+        if spent >= task.token_budget:
+            raise BudgetSpent(f"it spent {spent} of its budget of {task.token_budget} tokens")
 
 
 class SessionLike(Protocol):
@@ -425,7 +427,7 @@ class Team:
         tools = self._role_tools.get(role)
         if tools is not None:
             return tools
-        base = _tools_of(self.settings.base_tools)
+        base = self.settings.base_tools.tools()
         if definition is None:
             tools = ToolRegistry([*base, *main_tools(self.delegation)])
         else:
@@ -556,10 +558,6 @@ class Team:
                     TurnEnded(agent=agent, reason=reason, rounds=0),
                     durable=True,
                 )
-
-
-def _tools_of(registry: ToolRegistry) -> list[Any]:
-    return [tool for name in registry.names() if (tool := registry.get(name)) is not None]
 
 
 class _Limited:

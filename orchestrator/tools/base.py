@@ -113,6 +113,9 @@ class ToolRegistry:
     def names(self) -> list[str]:
         return list(self._tools)
 
+    def tools(self) -> list[AnyTool]:
+        return list(self._tools.values())
+
     def specs(self) -> tuple[ToolSpec, ...]:
         # Asked for on every model call; building JSON schemas each time is wasted work.
         if self._specs is None:

@@ -60,14 +60,20 @@ Approver = Callable[[ToolCall], Awaitable[Answer]]
 what the grant covers from then on."""
 
 
-def shell_command(call: ToolCall) -> str:
-    """The command of a shell call ("" for anything else, or unreadable arguments)."""
+def string_argument(call: ToolCall, name: str) -> str:
+    """The call's string argument `name` ("" when missing, not a string, or the
+    arguments are unreadable)."""
     try:
         arguments = orjson.loads(call.arguments or "{}")
     except orjson.JSONDecodeError:
         return ""
-    command = arguments.get("command") if isinstance(arguments, dict) else None
-    return command if isinstance(command, str) else ""
+    value = arguments.get(name) if isinstance(arguments, dict) else None
+    return value if isinstance(value, str) else ""
+
+
+def shell_command(call: ToolCall) -> str:
+    """The command of a shell call ("" for anything else, or unreadable arguments)."""
+    return string_argument(call, "command")
 
 
 @dataclass(frozen=True)
