@@ -14,6 +14,7 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -98,6 +99,7 @@ class CrashRun:
     previous_records: list[tuple[int, str]] = field(default_factory=list)
     interrupted: set[str] = field(default_factory=set)
     tails_cut: int = 0
+    hang_after: float = 60.0  # seconds one process may run before the run counts as hung
 
     def start_command(self) -> list[str]:
         if not self.session_id:
@@ -126,39 +128,55 @@ class CrashRun:
 
     def step(self, kill_after_events: int | None) -> int | None:
         """Run until the process ends, or SIGKILL it after `kill_after_events` events.
-        Returns the exit code, or None if it was killed."""
-        env = {**os.environ, "NO_COLOR": "1"}
+        Returns the exit code, or None if it was killed. A process still running after
+        `hang_after` seconds is killed and the run fails as hung."""
         proc = subprocess.Popen(
             self.start_command(),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             stdin=subprocess.DEVNULL,
-            env=env,
+            env={**os.environ, "NO_COLOR": "1"},
         )
-        assert proc.stdout is not None
+        hung = threading.Event()
+
+        def watchdog() -> None:
+            hung.set()
+            proc.kill()
+
+        timer = threading.Timer(self.hang_after, watchdog)
+        timer.start()
         killed = False
-        for seen, line in enumerate(proc.stdout, start=1):
-            event = orjson.loads(line)
-            if event["kind"] == "tool_call_started" and not event["idempotent"]:
-                # Printed after the journal made it durable (the journal sink comes first).
-                self.durable_starts.add(event["ref"])
-            if kill_after_events is not None and seen >= kill_after_events:
-                proc.send_signal(signal.SIGKILL)
-                killed = True
-                break
-        proc.wait(timeout=60)
-        stderr = proc.stderr.read().decode() if proc.stderr else ""
-        proc.stdout.close()
-        if proc.stderr:
-            proc.stderr.close()
+        try:
+            assert proc.stdout is not None
+            for seen, line in enumerate(proc.stdout, start=1):
+                event = orjson.loads(line)
+                if event["kind"] == "tool_call_started" and not event["idempotent"]:
+                    # Printed after the journal made it durable (the journal sink is first).
+                    self.durable_starts.add(event["ref"])
+                if kill_after_events is not None and seen >= kill_after_events:
+                    proc.send_signal(signal.SIGKILL)
+                    killed = True
+                    break
+            proc.wait(timeout=self.hang_after)
+            stderr = proc.stderr.read().decode() if proc.stderr else ""
+        finally:
+            timer.cancel()
+            for stream in (proc.stdout, proc.stderr):
+                if stream is not None:
+                    stream.close()
+        assert not hung.is_set(), f"a process hung for {self.hang_after:g} s:\n{stderr[-3000:]}"
         if not self.session_id:
             self.session_id = self._find_session_id(stderr)
+            self.session_found()
         self.tails_cut += stderr.count("cut a torn tail")
         if killed:
             self.kills += 1
             return None
-        assert proc.returncode == 0, stderr
+        assert proc.returncode == 0, stderr[-3000:]
         return proc.returncode
+
+    def session_found(self) -> None:
+        """Called once the session's id is known (a subclass may look inside it)."""
 
     def _find_session_id(self, stderr: str) -> str:
         ids = [p.name for p in self.sessions.iterdir() if p.is_dir()]

@@ -33,7 +33,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
@@ -60,7 +59,6 @@ TASKS = (1, 2, 3)
 MAIN_SPARE_REPLIES = 60  # each restart (and each wake-up by mail) may cost a turn
 SEEDS = [int(s) for s in os.environ.get("CRASH_TEAM_SEEDS", "101,202,303,404,505").split(",") if s]
 KILLS = int(os.environ.get("CRASH_TEAM_KILLS", "5"))
-HANG_AFTER = 60.0  # seconds one process may run before the run counts as hung
 
 
 @dataclass(frozen=True)
@@ -163,7 +161,6 @@ class TeamCrashRun(CrashRun):
     """A `CrashRun` of the team script in a workspace inside the session directory
     (`--session-workspace`), each process watched for hangs."""
 
-    hang_after: float = HANG_AFTER
     seen_tasks: dict[str, str] = field(default_factory=dict)  # task id -> settled state
     seen_delivered: dict[str, int] = field(default_factory=dict)  # message id -> seq
 
@@ -185,52 +182,8 @@ class TeamCrashRun(CrashRun):
     def directory(self) -> Path:
         return self.sessions / self.session_id
 
-    def step(self, kill_after_events: int | None) -> int | None:
-        """As `CrashRun.step`, but a process that runs past `hang_after` seconds is killed
-        and the run fails as hung."""
-        proc = subprocess.Popen(
-            self.start_command(),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            stdin=subprocess.DEVNULL,
-            env={**os.environ, "NO_COLOR": "1"},
-        )
-        hung = threading.Event()
-
-        def watchdog() -> None:
-            hung.set()
-            proc.kill()
-
-        timer = threading.Timer(self.hang_after, watchdog)
-        timer.start()
-        killed = False
-        try:
-            assert proc.stdout is not None
-            for seen, line in enumerate(proc.stdout, start=1):
-                event = orjson.loads(line)
-                if event["kind"] == "tool_call_started" and not event["idempotent"]:
-                    self.durable_starts.add(event["ref"])
-                if kill_after_events is not None and seen >= kill_after_events:
-                    proc.send_signal(signal.SIGKILL)
-                    killed = True
-                    break
-            proc.wait(timeout=self.hang_after)
-            stderr = proc.stderr.read().decode() if proc.stderr else ""
-        finally:
-            timer.cancel()
-            for stream in (proc.stdout, proc.stderr):
-                if stream is not None:
-                    stream.close()
-        assert not hung.is_set(), f"a process hung for {self.hang_after:g} s:\n{stderr[-3000:]}"
-        if not self.session_id:
-            self.session_id = self._find_session_id(stderr)
-            self.workspace = self.directory / "workspace"
-        self.tails_cut += stderr.count("cut a torn tail")
-        if killed:
-            self.kills += 1
-            return None
-        assert proc.returncode == 0, stderr[-3000:]
-        return proc.returncode
+    def session_found(self) -> None:
+        self.workspace = self.directory / "workspace"
 
     def check_invariants(self) -> None:
         """After a kill: what the harness checks, and nothing the journal held about
