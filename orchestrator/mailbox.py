@@ -46,7 +46,6 @@ FROM_TASK: frozenset[str] = frozenset(
         "direction_change_request",
     }
 )
-FROM_OWNER: frozenset[str] = frozenset({"instruction", "answer"})
 
 DEFAULT_PRIORITY: dict[str, Priority] = {
     "progress": "notify",
@@ -60,8 +59,6 @@ DEFAULT_PRIORITY: dict[str, Priority] = {
 }
 
 RANK: dict[str, int] = {"notify": 0, "urgent": 1, "interrupt": 2}
-
-BLOCKED_CATEGORIES = ("credential", "dependency", "input", "workspace", "decision")
 
 
 class MessagePosted(EventBase, frozen=True):
@@ -138,12 +135,6 @@ class Mailbox:
         """The message `sender`'s call `ref` posted, if it ran before a crash."""
         message_id = self._refs.get((sender, ref)) if ref else None
         return None if message_id is None else self.messages[message_id]
-
-    def timeline(self, task_id: str) -> list[Mail]:
-        return [m for m in self.messages.values() if m.task_id == task_id]
-
-    def next_id(self) -> str:
-        return f"m{len(self.messages) + 1}"
 
     def dump(self) -> list[dict[str, Any]]:
         return [m.model_dump(mode="json") for m in self.messages.values()]
