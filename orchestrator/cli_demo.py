@@ -18,6 +18,7 @@ import trio
 
 from orchestrator.events import EVENT_ADAPTER, EventSink, ToolCallStarted
 
+VERIFY = "python -m doctest README.md"  # the README's example must be right
 GOAL = (
     "Write two small Python modules, mathutil (mean, median) and textutil (slugify, "
     "word_count), each with a passing test, and a README."

@@ -11,7 +11,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BLOCKED, EXIT_BUDGET = 0, 1, 2, 3, 4
 EXIT_TERMINATED = 128 + signal.SIGTERM
 
 DESCRIPTION = """\
@@ -27,8 +27,9 @@ crash (resume it where it stood).
 Models: scripted:PATH (offline, see docs/scripted-model.md), openai:MODEL,
 anthropic:MODEL, ollama:MODEL, openai-compatible:MODEL@URL.
 Sessions live in --sessions-dir, else $ORCHESTRATOR_SESSIONS_DIR, else the user data dir.
-Exit codes: 0 done, 1 failed, 2 usage error, 130/143 stopped by Ctrl+C/SIGTERM
-(the session stays resumable).
+Exit codes: 0 completed, 1 failed, 2 usage error, 3 blocked (it needs an answer:
+resume with --message), 4 budget exhausted (resume with a larger budget), 130/143
+stopped by Ctrl+C/SIGTERM (the session stays resumable).
 """
 
 

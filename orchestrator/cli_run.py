@@ -15,8 +15,15 @@ import httpx
 import trio
 
 from orchestrator import cli_demo
+from orchestrator.assessment import Budgets
 from orchestrator.cli_env import load_user_config, sessions_root, user_config_dir
-from orchestrator.cli_parser import EXIT_FAILED, EXIT_OK, EXIT_TERMINATED
+from orchestrator.cli_parser import (
+    EXIT_BLOCKED,
+    EXIT_BUDGET,
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_TERMINATED,
+)
 from orchestrator.cli_sessions import latest_session_id, task_tree
 from orchestrator.config import Config
 from orchestrator.definitions import Definitions
@@ -28,6 +35,7 @@ from orchestrator.messages import ToolCall
 from orchestrator.models.base import Model
 from orchestrator.models.http import Backoff, make_client
 from orchestrator.models.resolve import key_variables, resolve_model
+from orchestrator.oversight import Policy
 from orchestrator.render import JsonLinesSink, TranscriptSink
 from orchestrator.runner import RunResult, RunSettings, drive
 from orchestrator.session import LiveSession, create_session, open_session
@@ -44,6 +52,8 @@ from orchestrator.tools import (
     workspace_tools,
 )
 from orchestrator.tools.permissions import Answer, parse_rules
+
+EXIT_CODES = {"blocked": EXIT_BLOCKED, "budget_exhausted": EXIT_BUDGET}
 
 
 def default_workspace() -> Path:
@@ -75,7 +85,8 @@ def _make_sink(json_mode: bool, live: LiveSession | None = None) -> EventSink:
             return JsonLinesSink(sys.stdout)
         live.track_seqs = True
         return JsonLinesSink(sys.stdout, session=live.id, seq_of=live.seq_of)
-    return TranscriptSink(sys.stdout, color=_color_enabled(sys.stdout))
+    todos_of = live.state.todo_list if live is not None else None
+    return TranscriptSink(sys.stdout, color=_color_enabled(sys.stdout), todos_of=todos_of)
 
 
 def _make_approver(yes: bool) -> Approver:
@@ -214,6 +225,26 @@ def _policy(rules: list[str]) -> PermissionPolicy:
         raise ConfigError(str(exc)) from exc
 
 
+def assess_policy(args: argparse.Namespace, config: Config) -> Policy:
+    """How turn ends are assessed: the command line's flags over the config's [session]."""
+    verify = tuple(getattr(args, "verify", None) or ())
+    serial = bool(getattr(args, "serial", False))
+    continues = getattr(args, "max_auto_continues", None)
+    budgets = Budgets(
+        rounds=getattr(args, "budget_rounds", None),
+        tokens=getattr(args, "budget_tokens", None),
+        cost=getattr(args, "budget_cost", None),
+        wall=getattr(args, "budget_time", None),
+    )
+    return Policy(
+        max_auto_continues=10 if continues is None else continues,
+        verify=verify,
+        serial=serial,
+        budgets=budgets,
+        prices=dict(config.prices),
+    )
+
+
 async def _run_session(
     root: Path, session_id: str, args: argparse.Namespace, config: Config
 ) -> int:
@@ -258,6 +289,8 @@ async def _run_session(
             temperature=role.temperature,
             limits=team_limits(config),
             ask_resume=_ask_resume(args.yes),
+            assess=assess_policy(args, config),
+            message=getattr(args, "message", None) or "",
         )
         result = await _drive_until_terminated(live, settings)
         tasks = live.state.tasks.dump()
@@ -272,10 +305,10 @@ async def _run_session(
     note(f"session {session_id} {result.status}{detail}")
     if result.status != "completed":
         if result.advice:
-            note(result.advice)
+            note(result.advice.replace("resume ID", f"resume {session_id}"))
         if result.resume_helps:
             note(f"continue it with: orchestrator resume {session_id}")
-        return EXIT_FAILED
+        return EXIT_CODES.get(result.status, EXIT_FAILED)
     return EXIT_OK
 
 
@@ -350,6 +383,7 @@ def demo(args: argparse.Namespace) -> int:
     note(f"session {session_id} (in {root})")
     run_args = argparse.Namespace(
         yes=True,
+        verify=[cli_demo.VERIFY],
         allow=[],
         json=args.json,
         max_rounds=20,

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from orchestrator.assessment import Assessed, Verified
 from orchestrator.eventbase import FoldError as FoldError
 from orchestrator.events import (
     AgentStarted,
@@ -151,6 +152,15 @@ def _delivered(context: AgentContext, seq: int, record: MessagesDelivered) -> No
     context.append(UserMessage(content=record.content))
 
 
+def _noted(context: AgentContext, seq: int, record: Assessed | Verified) -> None:
+    """A continuation note (an assessment's, or a failed verification's) is a user
+    message in the agent's context."""
+    if record.note:
+        if context.open_calls:
+            raise FoldError(f"a note for {context.id!r} between a reply and its results")
+        context.append(UserMessage(content=record.note))
+
+
 def _effect(context: AgentContext, seq: int, record: EffectStarted) -> None:
     if record.ref not in context.open_calls:
         raise FoldError(f"call {record.ref} of agent {context.id!r} is not an open call")
@@ -164,6 +174,8 @@ CONTEXT_FOLDS: dict[type, Callable[[AgentContext, int, Any], None]] = {
     EffectStarted: _effect,
     CallResult: _result,
     MessagesDelivered: _delivered,
+    Assessed: _noted,
+    Verified: _noted,
 }
 """How each conversation record changes its agent's context, by record type (a lookup,
 not a chain of type tests: resume runs it once per record)."""

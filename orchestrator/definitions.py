@@ -64,6 +64,7 @@ class AgentDefinition(BaseModel, frozen=True, extra="forbid"):
     may_delegate: bool = False
     max_continues: int = Field(default=3, ge=0)  # nudges after a turn ends without complete
     retries: int = Field(default=0, ge=0, le=10)  # attempts after a failed one, automatically
+    serial: bool = False  # its todo list is a queue: completing an item starts the next
     resume: Resume = "auto"
     allow: tuple[str, ...] = ()  # permission rules, as `--allow` takes them
 

@@ -15,11 +15,13 @@ from typing import Annotated, Any, ClassVar, Literal, Protocol
 
 from pydantic import Field, TypeAdapter
 
+from orchestrator.assessment import Assessed, BlockedReported, Verified
 from orchestrator.eventbase import EventBase
 from orchestrator.mailbox import MessagePosted, MessagesDelivered
 from orchestrator.manifest import SessionStatus
 from orchestrator.messages import AssistantMessage, Message, ToolCall, ToolResult, ToolStatus, Usage
 from orchestrator.tasks import TaskChanged, TaskCreated
+from orchestrator.todos import TodosChanged
 
 _Event = EventBase
 
@@ -178,7 +180,11 @@ Event = Annotated[
     | TaskCreated
     | TaskChanged
     | MessagePosted
-    | MessagesDelivered,
+    | MessagesDelivered
+    | TodosChanged
+    | Assessed
+    | Verified
+    | BlockedReported,
     Field(discriminator="kind"),
 ]
 
@@ -197,7 +203,11 @@ Record = Annotated[
     | TaskCreated
     | TaskChanged
     | MessagePosted
-    | MessagesDelivered,
+    | MessagesDelivered
+    | TodosChanged
+    | Assessed
+    | Verified
+    | BlockedReported,
     Field(discriminator="kind"),
 ]
 """What the journal holds: one record per line, validated straight from the line's bytes

@@ -6,3 +6,4 @@ JOURNAL = "journal.jsonl"
 SNAPSHOT = "snapshot.json"
 LOCK = "lock"
 TASKS_DIR = "tasks"  # tasks/<id>.json: views of the task records (resume never reads them)
+TODOS_DIR = "todos"  # todos/<agent>.json: views of the todo lists (resume never reads them)

@@ -14,9 +14,11 @@ from dataclasses import dataclass
 
 import trio
 
-from orchestrator.agent import run_turn, settle_pending_calls
+from orchestrator.agent import TurnDeps, run_turn, settle_pending_calls
+from orchestrator.context import AgentContext
 from orchestrator.events import EventSink
-from orchestrator.subagent import InProcessRunner, turn_done
+from orchestrator.oversight import BudgetExhausted
+from orchestrator.subagent import InProcessRunner
 from orchestrator.tasks import SETTLED, TaskRecord
 from orchestrator.team import MAIN, Runner, SessionLike, Team, TeamSettings
 
@@ -25,7 +27,7 @@ MAX_REMINDERS = 3
 
 @dataclass(frozen=True)
 class MainOutcome:
-    reason: str  # "completed", "max_rounds", "blocked"
+    reason: str  # "completed", "blocked", "budget_exhausted", "max_rounds"
     detail: str = ""
 
 
@@ -58,41 +60,72 @@ async def open_team(
 
 
 async def run_main(team: Team) -> MainOutcome:
-    """Run the main agent until its work is done: its turn ended, none of its tasks is
-    live, and no mail waits for it."""
+    """Run the main agent until the assessment of its turn end says it is done: completed
+    (verified when verification is configured), blocked, or out of budget. It sleeps
+    while it awaits its tasks or the user."""
     context = team.state.agents[MAIN]
     deps = team.turn_deps(MAIN)
+    oversight = team.oversight
     # Tasks first: a call of the main agent cut off by the crash (a wait_tasks, say) may
     # need them running to finish.
     restarted = await resume_tasks(team)
     await settle_pending_calls(context, deps)
+    team.take_yield(MAIN)
     if restarted:
         await team.nudge(MAIN, restarted)
-    reminders = 0
+    reminders = [0]
     while True:
         if await team.deliver(MAIN):
-            reminders = 0
-        if not turn_done(context):
-            outcome = await run_turn(context, deps)
-            if outcome.reason == "max_rounds":
-                return MainOutcome("max_rounds", f"stopped after {outcome.rounds} rounds")
-            continue
+            reminders[0] = 0
+        if not oversight.turn_over(MAIN):
+            stopped = await _turn(team, context, deps)
+            if stopped is not None:
+                return stopped
         await team.end_open_turn(MAIN, "completed")
-        live = team.live_children(MAIN)
-        if team.state.mailbox.undelivered(MAIN) and not live:
+        if team.state.mailbox.undelivered(MAIN) and not team.live_children(MAIN):
             continue  # deliver it and take a turn
-        if not live:
-            return MainOutcome("completed")
-        waiting = [t for t in live if team.delegation.waits_for(MAIN, t.task_id)]
-        if len(waiting) == len(live):
-            # Every live task waits for this agent: waiting for mail would never end.
-            if reminders >= MAX_REMINDERS:
-                names = ", ".join(t.task_id for t in waiting)
-                return MainOutcome("blocked", f"tasks {names} wait for answers never given")
-            reminders += 1
-            await team.nudge(MAIN, _waiting_note(team, [t.task_id for t in waiting]))
-            continue
+        verdict = await oversight.assess(MAIN)
+        match verdict.action:
+            case "continue_from_context":
+                continue  # the note is in its context: the next turn starts from it
+            case "verify":
+                await oversight.verify(MAIN)  # passed: assessed again; failed: a new turn
+            case "await_user":
+                await team.wait_for_mail(MAIN, at_least="notify")
+            case "await_tasks":
+                stuck = await _await_tasks(team, reminders)
+                if stuck:
+                    return MainOutcome("blocked", stuck)
+            case action:
+                return MainOutcome(action, "; ".join(verdict.reasons))
+
+
+async def _turn(team: Team, context: AgentContext, deps: TurnDeps) -> MainOutcome | None:
+    """Run one turn of the main agent; what ends the session now, if anything."""
+    try:
+        outcome = await run_turn(context, deps)
+    except BudgetExhausted:
+        await team.end_open_turn(MAIN, "failed")  # the assessment says why
+        return None
+    if outcome.reason == "max_rounds":
+        return MainOutcome("max_rounds", f"stopped after {outcome.rounds} rounds")
+    return None
+
+
+async def _await_tasks(team: Team, reminders: list[int]) -> str:
+    """Sleep until mail wakes the main agent; when every live task waits for its answer
+    instead, remind it (at most `MAX_REMINDERS` times, then say why it is stuck)."""
+    live = team.live_children(MAIN)
+    waiting = [t for t in live if team.delegation.waits_for(MAIN, t.task_id)]
+    if len(waiting) != len(live):
         await team.wait_for_mail(MAIN, at_least="urgent")
+        return ""
+    # Every live task waits for this agent: waiting for mail would never end.
+    if reminders[0] >= MAX_REMINDERS:
+        return f"tasks {', '.join(t.task_id for t in waiting)} wait for answers never given"
+    reminders[0] += 1
+    await team.nudge(MAIN, _waiting_note(team, [t.task_id for t in waiting]))
+    return ""
 
 
 async def _close_settled(team: Team, task_id: str) -> None:

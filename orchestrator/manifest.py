@@ -16,9 +16,11 @@ from orchestrator.layout import LOCK as LOCK
 from orchestrator.layout import MANIFEST
 from orchestrator.store.snapshot import read_json, write_json_atomic
 
-SessionStatus = Literal["running", "completed", "failed", "interrupted"]
+SessionStatus = Literal[
+    "running", "completed", "failed", "interrupted", "blocked", "budget_exhausted"
+]
 
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 
 
 class Manifest(BaseModel):

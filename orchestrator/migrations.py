@@ -8,6 +8,7 @@ the step has returned.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import zlib
 from collections.abc import Callable, Iterator
@@ -29,6 +30,7 @@ from orchestrator.events import (
     TurnEnded,
     TurnStarted,
 )
+from orchestrator.layout import SNAPSHOT
 from orchestrator.manifest import FORMAT_VERSION, Manifest, write_manifest
 from orchestrator.messages import AssistantMessage, ToolCall, ToolResult
 from orchestrator.store import write_atomic
@@ -152,7 +154,19 @@ def v2_to_v3(directory: Path) -> None:
     return None
 
 
-MIGRATIONS: dict[int, Migration] = {1: v1_to_v2, 2: v2_to_v3}
+def v3_to_v4(directory: Path) -> None:
+    """Format 4 adds the todo and assessment records (`todos_changed`, `assessed`,
+    `verified`, `blocked_reported`), the session statuses `blocked` and
+    `budget_exhausted`, and to the snapshot the todo lists, each agent's assessment
+    progress and the session's round and usage counters. Every format-3 record is a valid
+    format-4 one; a format-3 snapshot lacks the counters, so it is removed (it is derived
+    data): the first resume folds the whole journal and writes a format-4 one."""
+    with contextlib.suppress(FileNotFoundError):
+        (directory / SNAPSHOT).unlink()
+        sync_dir(directory)
+
+
+MIGRATIONS: dict[int, Migration] = {1: v1_to_v2, 2: v2_to_v3, 3: v3_to_v4}
 
 
 def migrate(directory: Path, manifest: Manifest) -> Manifest:

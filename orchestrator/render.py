@@ -8,6 +8,7 @@ from typing import TextIO
 
 import orjson
 
+from orchestrator.assessment import Assessed, BlockedReported, Verified
 from orchestrator.events import (
     AgentStarted,
     AssistantReplied,
@@ -27,6 +28,7 @@ from orchestrator.mailbox import MessagePosted, MessagesDelivered
 from orchestrator.messages import ToolResult
 from orchestrator.tasks import TaskChanged, TaskCreated
 from orchestrator.text import abbreviate, visible
+from orchestrator.todos import TodoItem, TodoList, TodosChanged
 
 MAIN = "main"
 ARG_WIDTH = 60
@@ -85,10 +87,20 @@ class TranscriptSink:
     """Prints what agents do as it happens: streamed text, each tool call with its
     arguments abbreviated, and its outcome."""
 
-    def __init__(self, out: TextIO, *, color: bool) -> None:
+    def __init__(
+        self,
+        out: TextIO,
+        *,
+        color: bool,
+        todos_of: Callable[[str], TodoList] | None = None,
+    ) -> None:
         self.out = out
         self.style = Style(color)
         self._mid_line = False
+        # Each agent's whole list, shown when it changes: read from the session's state
+        # when given (it is folded before the screen sees the event), else folded here.
+        self._todos_of = todos_of
+        self._todos: dict[str, TodoList] = {}
 
     def _line(self, text: str) -> None:
         # Everything shown comes from models and tools: it is made visible as it is
@@ -123,6 +135,8 @@ class TranscriptSink:
                 self._line(f"{mark} {agent} turn {reason} after {rounds} rounds{extra}")
             case TaskCreated() | TaskChanged() | MessagePosted() | MessagesDelivered():
                 self._team_line(event)
+            case TodosChanged() | Assessed() | Verified() | BlockedReported():
+                self._progress_line(event, who)
             case Notice(message=message):
                 self._line(s.yellow(f"! {visible(message)}"))
             case PermissionGranted(tool=tool, pattern=pattern):
@@ -177,8 +191,66 @@ class TranscriptSink:
             case MessagesDelivered(ids=ids):
                 self._line(s.dim(f"  ({visible(event.agent)} reads {', '.join(ids)})"))
 
+    def _progress_line(
+        self, event: TodosChanged | Assessed | Verified | BlockedReported, who: str
+    ) -> None:
+        """Todo lists as they change, and the assessment of each turn's end."""
+        s = self.style
+        match event:
+            case TodosChanged():
+                todos = self._todo_list(event)
+                done, total = todos.progress()
+                self._line(who + s.bold(f"☰ Tasks {done}/{total}"))
+                for item in todos.items.values():
+                    self._line(who + "    " + self._todo(todos, item))
+            case Assessed(action=action, reasons=reasons, count=count, limit=limit):
+                why = visible("; ".join(reasons))
+                agent = visible(event.agent)
+                if action == "continue_from_context":
+                    self._line(s.yellow(f"↻ {agent} auto-continuing {count}/{limit}: {why}"))
+                elif action in ("blocked", "budget_exhausted"):
+                    self._line(s.red(f"■ {agent} {action.replace('_', ' ')}: {why}"))
+                elif action == "completed":
+                    self._line(s.green(f"✔ {agent} done") + (f": {why}" if why else ""))
+                else:
+                    self._line(s.dim(f"… {agent} {action.replace('_', ' ')}: {why}"))
+            case Verified(passed=passed, commands=commands, exit_code=code):
+                what = visible("; ".join(commands))
+                if passed:
+                    self._line(s.green(f"✔ verified: {what} passed"))
+                else:
+                    self._line(s.red(f"✗ verification failed (exit code {code}): {what}"))
+            case BlockedReported(category=category, reason=reason):
+                self._line(who + s.red(f"■ blocked ({visible(category)}): {visible(reason)}"))
+
+    def _todo_list(self, event: TodosChanged) -> TodoList:
+        if self._todos_of is not None:
+            return self._todos_of(event.agent)
+        todos = self._todos.setdefault(event.agent, TodoList())
+        todos.apply(0, event)
+        return todos
+
+    def _todo(self, todos: TodoList, item: TodoItem) -> str:
+        s = self.style
+        text = visible(abbreviate(item.content, RESULT_WIDTH))
+        match item.status:
+            case "completed":
+                return s.green("✓ ") + s.dim(text)
+            case "in_progress":
+                doing = visible(item.active_form) if item.active_form else text
+                return s.cyan(f"▶ {doing}")
+            case "failed" | "cancelled":
+                why = f": {visible(item.failure)}" if item.failure else ""
+                return s.red(f"✗ {text} ({item.status}{why})")
+        if todos.is_blocked(item):
+            return s.dim(f"⊘ {text} (blocked by {', '.join(todos.open_blockers(item))})")
+        return f"☐ {text}"
+
     def _outcome(self, result: ToolResult) -> str:
-        first = visible(abbreviate(result.content, RESULT_WIDTH))
+        content = result.content
+        if result.name.startswith("todo_") and result.status == "ok":
+            content = content.split("\n", 1)[0]  # the list itself is shown as it changes
+        first = visible(abbreviate(content, RESULT_WIDTH))
         name = visible(result.name)
         if result.status == "ok":
             return "    " + self.style.green(f"✓ {name}: ") + self.style.dim(first)

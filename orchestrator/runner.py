@@ -25,6 +25,7 @@ from orchestrator.main_agent import open_team, run_main
 from orchestrator.manifest import SessionStatus
 from orchestrator.messages import SystemMessage, UserMessage
 from orchestrator.models.base import Model
+from orchestrator.oversight import Policy
 from orchestrator.prompts import main_agent_prompt
 from orchestrator.session import LiveSession
 from orchestrator.subagent import InProcessRunner
@@ -49,6 +50,10 @@ class RunSettings:
     # Where subagents run (default: in this process, on trio).
     runner: Callable[[trio.Nursery], Runner] = InProcessRunner
     ask_resume: Callable[[str], Awaitable[bool]] | None = None  # see TeamSettings
+    # Said to the main agent as the run starts (a resume's answer to a blocked session).
+    message: str = ""
+    # Assessment after each turn (continuations, verification, session budgets, serial).
+    assess: Policy = field(default_factory=Policy)
     # Subagents: their types, the model of each role (else `model` for all), limits, and
     # an approver that names the agent asking (else `approve`).
     definitions: Definitions = field(default_factory=Definitions.builtin)
@@ -99,7 +104,11 @@ def _duration(seconds: float) -> str:
 async def drive(live: LiveSession, settings: RunSettings) -> RunResult:
     """Run (or go on running) the main agent until its turn ends; record the status."""
     sink = FanOut([live, _Watcher(settings.ui, live.warn)])
-    if live.state.status == "completed" and not live.state.mailbox.undelivered(MAIN):
+    if (
+        live.state.status == "completed"
+        and not settings.message
+        and not live.state.mailbox.undelivered(MAIN)
+    ):
         return RunResult("completed", "already finished")
     try:
         result = await _drive(live, settings, sink)
@@ -179,6 +188,7 @@ async def _drive(live: LiveSession, settings: RunSettings, sink: EventSink) -> R
         temperature=settings.temperature,
         redact=settings.redact,
         ask_resume=settings.ask_resume,
+        assess=settings.assess,
     )
     async with open_team(live, sink, team_settings, runner=settings.runner) as team:
         if MAIN not in live.state.agents:
@@ -193,7 +203,27 @@ async def _drive(live: LiveSession, settings: RunSettings, sink: EventSink) -> R
         await live.set_status("running")  # `sessions list` shows it running, or stopped if killed
         if settings.on_team is not None:
             settings.on_team(team)
+        if settings.message:
+            await team.say(settings.message)
         outcome = await run_main(team)
-    if outcome.reason == "completed":
-        return RunResult("completed")
+    match outcome.reason:
+        case "completed":
+            return RunResult("completed", outcome.detail)
+        case "blocked":
+            return RunResult(
+                "blocked",
+                outcome.detail,
+                "answer it: orchestrator resume ID --message 'what it needs' (or change what "
+                "blocks it, then resume)",
+                resume_helps=False,
+            )
+        case "budget_exhausted":
+            return RunResult(
+                "budget_exhausted",
+                outcome.detail,
+                "to go on, resume with a larger budget: orchestrator resume ID "
+                "--max-auto-continues N (or --budget-rounds, --budget-tokens, --budget-cost, "
+                "--budget-time)",
+                resume_helps=False,
+            )
     return RunResult("failed", outcome.detail or f"stopped: {outcome.reason}")

@@ -15,11 +15,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+import orjson
 import trio
 
 from orchestrator.errors import SessionError, SessionNotFound
 from orchestrator.events import Event, TurnEnded
-from orchestrator.layout import MANIFEST, TASKS_DIR
+from orchestrator.layout import MANIFEST, TASKS_DIR, TODOS_DIR
 from orchestrator.manifest import (
     LOCK,
     Manifest,
@@ -43,6 +44,7 @@ from orchestrator.store import (
     session_dir,
     write_atomic,
 )
+from orchestrator.todos import TodosChanged
 
 SNAPSHOT_EVERY = 2000
 # A turn's end also writes one, once this many records came since the last: with many
@@ -137,6 +139,7 @@ class LiveSession:
     _since_snapshot: int = field(default=0)
     _seqs: dict[int, int] = field(default_factory=dict)
     _dirty_tasks: set[str] = field(default_factory=set)  # task views to write again
+    _dirty_todos: set[str] = field(default_factory=set)  # agents whose todo views to write
 
     def seq_of(self, event: Event) -> int | None:
         """The seq of the record `event` became, asked once by a sink after this one
@@ -162,13 +165,15 @@ class LiveSession:
         task = getattr(record, "task", None)
         if task:
             self._dirty_tasks.add(task)
+        if isinstance(record, TodosChanged):
+            self._dirty_todos.add(record.agent)
         await self.journal.settle(seq, durable=durable)
         self._since_snapshot += 1
         if self._since_snapshot >= SNAPSHOT_EVERY or (
             isinstance(record, TurnEnded) and self._since_snapshot >= SNAPSHOT_AFTER_TURN
         ):
             await self.write_snapshot()
-        elif isinstance(record, TurnEnded) and self._dirty_tasks:
+        elif isinstance(record, TurnEnded) and (self._dirty_tasks or self._dirty_todos):
             await self.write_task_views()
 
     async def write_snapshot(self) -> None:
@@ -187,14 +192,24 @@ class LiveSession:
         await self.write_task_views()
 
     async def write_task_views(self) -> None:
-        """Write `tasks/<id>.json` of each task changed since they were last written."""
-        views = self._task_views()
-        if not views:
-            return
-        try:
-            await trio.to_thread.run_sync(_write_views, self.directory / TASKS_DIR, views)
-        except OSError as exc:
-            self.warn(f"could not write the task views in {self.directory / TASKS_DIR}: {exc}")
+        """Write `tasks/<id>.json` of each task, and `todos/<agent>.json` of each todo
+        list, changed since they were last written."""
+        for directory, views in ((TASKS_DIR, self._task_views()), (TODOS_DIR, self._todo_views())):
+            if not views:
+                continue
+            try:
+                await trio.to_thread.run_sync(_write_views, self.directory / directory, views)
+            except OSError as exc:
+                self.warn(f"could not write the views in {self.directory / directory}: {exc}")
+
+    def _todo_views(self) -> dict[str, bytes]:
+        views = {
+            agent: orjson.dumps(self.state.todos[agent].view(), option=orjson.OPT_INDENT_2) + b"\n"
+            for agent in self._dirty_todos
+            if agent in self.state.todos
+        }
+        self._dirty_todos.clear()
+        return views
 
     def _task_views(self) -> dict[str, bytes]:
         """`tasks/<id>.json` of each task changed since the last snapshot: views for

@@ -13,11 +13,13 @@ after it are folded whole (`apply`).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, Field
 
+from orchestrator.assessment import AgentProgress, Assessed, BlockedReported, Verified
 from orchestrator.context import CONTEXT_FOLDS, AgentContext, FoldError
 from orchestrator.events import (
     AgentStarted,
@@ -32,7 +34,10 @@ from orchestrator.events import (
 from orchestrator.mailbox import Mailbox, MessagePosted, MessagesDelivered
 from orchestrator.manifest import SessionStatus
 from orchestrator.messages import Usage
-from orchestrator.tasks import TASK_FOLDS, Registry, TaskChanged, TaskCreated
+from orchestrator.tasks import SETTLED, TASK_FOLDS, Registry, TaskChanged, TaskCreated
+from orchestrator.todos import TodoItem, TodoList, TodosChanged
+
+USER = "user"  # the sender of what the person says to the main agent (team.USER)
 
 
 class AgentSummary(BaseModel):
@@ -50,6 +55,33 @@ class GrantSummary(BaseModel):
     pattern: str = ""
 
 
+class TodosSummary(BaseModel):
+    """An agent's todo list in a snapshot."""
+
+    goal: str = ""
+    items: list[TodoItem] = Field(default_factory=list)
+    changed_seq: int = 0
+    refs: list[str] = Field(default_factory=list)
+
+    @classmethod
+    def of(cls, todos: TodoList) -> TodosSummary:
+        return cls(
+            goal=todos.goal,
+            items=list(todos.items.values()),
+            changed_seq=todos.changed_seq,
+            refs=sorted(todos.refs),
+        )
+
+    def load(self) -> TodoList:
+        todos = TodoList(goal=self.goal, changed_seq=self.changed_seq, refs=set(self.refs))
+        todos.items = {item.id: item for item in self.items}
+        todos.blocks = {}
+        for item in self.items:
+            for blocker in item.blocked_by:
+                todos.blocks.setdefault(blocker, []).append(item.id)
+        return todos
+
+
 class Snapshot(BaseModel):
     """`snapshot.json`: the state as of journal record `seq`, minus the contexts."""
 
@@ -59,6 +91,10 @@ class Snapshot(BaseModel):
     grants: list[GrantSummary] = Field(default_factory=list)
     tasks: list[dict[str, Any]] = Field(default_factory=list)
     mailbox: list[dict[str, Any]] = Field(default_factory=list)
+    todos: dict[str, TodosSummary] = Field(default_factory=dict)
+    progress: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    rounds: int = 0
+    usage_by_model: dict[str, Usage] = Field(default_factory=dict)
 
 
 class SessionState:
@@ -71,6 +107,20 @@ class SessionState:
         self.grants: list[PermissionGranted] = []  # allowed by the person for the session
         self.tasks = Registry()
         self.mailbox = Mailbox()
+        self.todos: dict[str, TodoList] = {}
+        self.progress: dict[str, AgentProgress] = {}
+        self.rounds = 0  # model calls of every agent
+        self.usage_by_model: dict[str, list[int]] = {}  # for cost: tokens per model
+
+    def todo_list(self, agent: str) -> TodoList:
+        """The agent's todo list (empty when it has none yet)."""
+        return self.todos.get(agent) or TodoList()
+
+    def progress_of(self, agent: str) -> AgentProgress:
+        progress = self.progress.get(agent)
+        if progress is None:
+            progress = self.progress[agent] = AgentProgress()
+        return progress
 
     def agent(self, agent_id: str) -> AgentContext:
         try:
@@ -109,6 +159,10 @@ class SessionState:
             grants=[GrantSummary(tool=g.tool, pattern=g.pattern) for g in self.grants],
             tasks=self.tasks.dump(),
             mailbox=self.mailbox.dump(),
+            todos={agent: TodosSummary.of(t) for agent, t in self.todos.items()},
+            progress={agent: _dump_progress(p) for agent, p in self.progress.items()},
+            rounds=self.rounds,
+            usage_by_model={model: usage_of(c) for model, c in self.usage_by_model.items()},
         )
 
     @classmethod
@@ -122,6 +176,13 @@ class SessionState:
         ]
         state.tasks = Registry.load(snapshot.tasks)
         state.mailbox = Mailbox.load(snapshot.mailbox)
+        state.todos = {agent: summary.load() for agent, summary in snapshot.todos.items()}
+        state.progress = {agent: _load_progress(p) for agent, p in snapshot.progress.items()}
+        state.rounds = snapshot.rounds
+        state.usage_by_model = {
+            model: [u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens]
+            for model, u in snapshot.usage_by_model.items()
+        }
         for agent_id, summary in snapshot.agents.items():
             context = AgentContext(
                 id=agent_id,
@@ -146,6 +207,9 @@ class SessionState:
             "grants": [(g.tool, g.pattern) for g in self.grants],
             "tasks": self.tasks.dump(),
             "mailbox": self.mailbox.dump(),
+            "todos": {agent: t.view() for agent, t in self.todos.items()},
+            "progress": {agent: _dump_progress(p) for agent, p in self.progress.items()},
+            "rounds": self.rounds,
             "agents": {
                 agent_id: {
                     "role": a.role,
@@ -173,8 +237,18 @@ def _turn_started(state: SessionState, seq: int, record: TurnStarted) -> None:
 def _replied(state: SessionState, seq: int, record: AssistantReplied) -> None:
     context = state.agent(record.agent)
     context.steps += 1
-    if record.message.usage is not None:
-        context.add_usage(record.message.usage)
+    state.rounds += 1
+    usage = record.message.usage
+    if usage is not None:
+        context.add_usage(usage)
+        counts = state.usage_by_model.get(record.model)
+        if counts is None:
+            counts = state.usage_by_model[record.model] = [0, 0, 0, 0]
+        counts[0] += usage.input_tokens
+        counts[1] += usage.output_tokens
+        counts[2] += usage.cache_read_tokens
+        counts[3] += usage.cache_write_tokens
+    state.progress_of(record.agent).replied(seq, record.message)
 
 
 def _turn_ended(state: SessionState, seq: int, record: TurnEnded) -> None:
@@ -191,6 +265,10 @@ def _granted(state: SessionState, seq: int, record: PermissionGranted) -> None:
 
 def _task(state: SessionState, seq: int, record: TaskCreated | TaskChanged) -> None:
     TASK_FOLDS[type(record)](state.tasks, seq, record)
+    if isinstance(record, TaskChanged) and record.state in SETTLED:
+        task = state.tasks.get(record.task)
+        if task is not None:
+            state.progress_of(task.owner).progressed()
 
 
 def _posted(state: SessionState, seq: int, record: MessagePosted) -> None:
@@ -199,12 +277,60 @@ def _posted(state: SessionState, seq: int, record: MessagePosted) -> None:
 
 
 def _delivered(state: SessionState, seq: int, record: MessagesDelivered) -> None:
+    _heard(state, record.agent, record.ids)
     state.mailbox.delivered(seq, record.agent, record.ids)
+
+
+def _heard(state: SessionState, agent: str, ids: tuple[str, ...]) -> None:
+    task = state.tasks.get(agent)
+    owner = task.owner if task is not None else USER
+    messages = state.mailbox.messages
+    from_owner = any(m.sender == owner for i in ids if (m := messages.get(i)) is not None)
+    state.progress_of(agent).heard(from_owner=from_owner)
 
 
 def _call_result(state: SessionState, seq: int, record: CallResult) -> None:
     if record.delivers:
+        _heard(state, record.agent, record.delivers)
         state.mailbox.delivered(seq, record.agent, record.delivers)
+    if record.status == "ok":
+        state.progress_of(record.agent).progressed()
+
+
+def _todos(state: SessionState, seq: int, record: TodosChanged) -> None:
+    todos = state.todos.get(record.agent)
+    if todos is None:
+        todos = state.todos[record.agent] = TodoList()
+    todos.apply(seq, record)
+    state.progress_of(record.agent).progressed()
+
+
+def _assessed(state: SessionState, seq: int, record: Assessed) -> None:
+    state.progress_of(record.agent).assessed(seq, record)
+
+
+def _verified(state: SessionState, seq: int, record: Verified) -> None:
+    state.progress_of(record.agent).verified(seq, record)
+
+
+def _blocked(state: SessionState, seq: int, record: BlockedReported) -> None:
+    state.progress_of(record.agent).reported_blocked(record)
+
+
+def usage_of(counts: list[int]) -> Usage:
+    i, o, r, w = counts
+    return Usage(input_tokens=i, output_tokens=o, cache_read_tokens=r, cache_write_tokens=w)
+
+
+def _dump_progress(progress: AgentProgress) -> dict[str, Any]:
+    data = dataclasses.asdict(progress)
+    data["history"] = [[seq, action, list(reasons)] for seq, action, reasons in progress.history]
+    return data
+
+
+def _load_progress(data: dict[str, Any]) -> AgentProgress:
+    history = [(seq, action, tuple(reasons)) for seq, action, reasons in data.pop("history", [])]
+    return AgentProgress(**data, history=history)
 
 
 _SMALL_FOLDS: dict[type, Callable[[SessionState, int, Any], None]] = {
@@ -219,6 +345,10 @@ _SMALL_FOLDS: dict[type, Callable[[SessionState, int, Any], None]] = {
     MessagePosted: _posted,
     MessagesDelivered: _delivered,
     CallResult: _call_result,
+    TodosChanged: _todos,
+    Assessed: _assessed,
+    Verified: _verified,
+    BlockedReported: _blocked,
 }
 """How each record changes the small state, by record type. Records of the conversation
 change contexts too (`CONTEXT_FOLDS`); every record kind is in one table or both."""

@@ -10,24 +10,11 @@ from __future__ import annotations
 import trio
 
 from orchestrator.agent import run_turn, settle_pending_calls
-from orchestrator.context import AgentContext
 from orchestrator.errors import ModelError
 from orchestrator.mailbox import Priority
-from orchestrator.messages import AssistantMessage
+from orchestrator.oversight import BudgetExhausted
 from orchestrator.tasks import SETTLED, TaskRecord, now_ms
 from orchestrator.team import BudgetSpent, Team
-
-NUDGE = (
-    "Your turn ended without `complete`. If the task is done, call `complete` with your "
-    "summary and evidence; if you cannot go on, call `report_blocked` or `ask_decision`; "
-    "otherwise continue the task. (Reminder {n} of {limit}.)"
-)
-
-
-def turn_done(context: AgentContext) -> bool:
-    """Whether the agent's last message is a final reply (its turn has nothing left)."""
-    last = context.messages[-1] if context.messages else None
-    return isinstance(last, AssistantMessage) and not last.tool_calls
 
 
 async def run_task(team: Team, task_id: str) -> None:
@@ -36,7 +23,6 @@ async def run_task(team: Team, task_id: str) -> None:
     context = team.state.agents[task_id]
     deps = team.turn_deps(task_id)
     await _begin(team, task_id)
-    continues = 0
     while True:
         task = team.task(task_id)
         if task.state in SETTLED:
@@ -52,24 +38,45 @@ async def run_task(team: Team, task_id: str) -> None:
             await team.wait_for_mail(task_id, at_least=floor)
             await team.set_state(task_id, "running", by=task_id)
             continue
-        if await team.deliver(task_id):
-            continues = 0
-        if turn_done(context):
+        await team.deliver(task_id)
+        if team.oversight.turn_over(task_id):
             await team.end_open_turn(task_id, "completed")
-            if team.live_children(task_id):
+            verdict = await team.oversight.assess(
+                task_id, max_continues=definition.max_continues, must_report=True
+            )
+            reasons = "; ".join(verdict.reasons)
+            if verdict.action == "await_tasks":
                 await team.set_state(
                     task_id, "waiting_children", by=task_id, reason="waits for its own tasks"
                 )
                 continue
-            if continues >= definition.max_continues:
-                await fail(team, task_id, f"its turn ended {continues + 1} times without complete")
+            if verdict.action == "blocked":
+                await _blocked(team, task_id, reasons)
+                continue
+            if verdict.action != "continue_from_context":
+                await fail(team, task_id, reasons, retry=verdict.action != "budget_exhausted")
                 return
-            continues += 1
-            await team.nudge(task_id, NUDGE.format(n=continues, limit=definition.max_continues))
         outcome = await run_turn(context, deps)
         if outcome.reason == "max_rounds":
             await fail(team, task_id, f"reached its limit of {outcome.rounds} rounds in one turn")
             return
+
+
+async def _blocked(team: Team, task_id: str, reasons: str) -> None:
+    """The assessment found the task stuck (a loop, no progress, its todos waiting on
+    failed work): its owner is told, as if it had reported itself blocked, and it waits
+    for the answer."""
+    task = team.task(task_id)
+    await team.post(
+        task_id,
+        task.owner,
+        task_id,
+        "blocked",
+        f"the task is stuck: {reasons}",
+        data={"category": "stalled"},
+        requires_ack=True,
+    )
+    await team.set_state(task_id, "waiting_decision", by=task_id, reason=reasons)
 
 
 async def _begin(team: Team, task_id: str) -> None:
@@ -152,7 +159,7 @@ class InProcessRunner:
             with scope:
                 try:
                     await _within_deadline(team, task_id)
-                except BudgetSpent as exc:
+                except (BudgetSpent, BudgetExhausted) as exc:
                     await fail(team, task_id, str(exc), retry=False)
                 except ModelError as exc:
                     await fail(team, task_id, team.settings.redact(f"model call failed: {exc}"))

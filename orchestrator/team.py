@@ -24,6 +24,7 @@ import trio
 from pydantic import BaseModel
 
 from orchestrator.agent import TurnDeps
+from orchestrator.assessment import REPEATS
 from orchestrator.context import AgentContext
 from orchestrator.definitions import AgentDefinition, Definitions
 from orchestrator.delegation import Delegation
@@ -45,7 +46,8 @@ from orchestrator.messages import (
     UserMessage,
 )
 from orchestrator.models.base import Model
-from orchestrator.state import SessionState
+from orchestrator.oversight import Oversight, Policy
+from orchestrator.state import USER, SessionState
 from orchestrator.tasks import (
     SETTLED,
     TaskChanged,
@@ -56,6 +58,7 @@ from orchestrator.tasks import (
 )
 from orchestrator.tools.base import ToolContext, ToolRegistry
 from orchestrator.tools.coordination import (
+    ReportBlockedMain,
     main_tools,
     subagent_tools,
 )
@@ -65,12 +68,12 @@ from orchestrator.tools.permissions import (
     approve_all,
     parse_rules,
 )
+from orchestrator.tools.todos import todo_tools
 from orchestrator.tools.watch import Watched
 from orchestrator.tools.workspace import Workspace
 
 MAIN = "main"
 WRITERS = frozenset({"write_file", "edit_file", "shell"})  # tools whose writes are watched
-USER = "user"  # the sender of what the person (or the library user) says to the main agent
 
 
 @dataclass(frozen=True)
@@ -148,6 +151,8 @@ class TeamSettings:
     # Asks the person whether to revive a task whose resume policy is `ask` (None: no one
     # to ask, such a task stays stopped until its owner writes to it).
     ask_resume: Callable[[str], Awaitable[bool]] | None = None
+    # Assessment after each turn: continuations, verification, session budgets, serial.
+    assess: Policy = field(default_factory=Policy)
 
 
 class Team:
@@ -177,6 +182,7 @@ class Team:
         self._loops_ended = trio.Event()
         self.delegation = Delegation(self)  # what the coordination tools call
         self.changed: trio.Event = trio.Event()  # set on every task change (wait_tasks)
+        self.oversight = Oversight(self, settings.assess)  # assessment, todos, budgets
 
     # --- state ------------------------------------------------------------------------
 
@@ -347,6 +353,7 @@ class Team:
     # --- what the turn loop calls (RoundHooks) --------------------------------------------
 
     async def before_round(self, context: AgentContext) -> None:
+        self.oversight.check_budgets()
         task = self.state.tasks.get(context.id)
         if task is not None:
             _check_budgets(task, context)
@@ -375,7 +382,8 @@ class Team:
     def take_yield(self, agent: str) -> bool:
         runtime = self._runtime(agent)
         yielded, runtime.yielded = runtime.yielded, False
-        return yielded
+        # The same call again and again: end the turn, for the assessment to stop it.
+        return yielded or self.state.progress_of(agent).call_repeats >= REPEATS
 
     def end_turn(self, agent: str) -> None:
         """A tool of `agent` ended its turn (complete, ask_decision, report_blocked)."""
@@ -428,8 +436,10 @@ class Team:
         if tools is not None:
             return tools
         base = self.settings.base_tools.tools()
+        todos = todo_tools(self.oversight)
         if definition is None:
-            tools = ToolRegistry([*base, *main_tools(self.delegation)])
+            blocked = ReportBlockedMain(self.oversight)
+            tools = ToolRegistry([*base, *main_tools(self.delegation), *todos, blocked])
         else:
             own = [
                 Watched(t, self.delegation.note_writes) if t.name in WRITERS else t
@@ -437,7 +447,7 @@ class Team:
                 if t.name in definition.tools
             ]
             extra = subagent_tools(self.delegation, may_delegate=definition.may_delegate)
-            tools = ToolRegistry([*own, *extra])
+            tools = ToolRegistry([*own, *extra, *todos])
         self._role_tools[role] = tools
         return tools
 

@@ -47,7 +47,7 @@ def orchestrator(
 def test_help_explains_every_command() -> None:
     top = orchestrator("--help")
     assert top.returncode == 0
-    assert "Exit codes: 0 done, 1 failed, 2 usage error" in top.stdout
+    assert "Exit codes: 0 completed, 1 failed, 2 usage error, 3 blocked" in top.stdout
     for command in ("run", "demo"):
         sub = orchestrator(command, "--help")
         assert sub.returncode == 0, sub.stderr
@@ -129,8 +129,9 @@ def test_run_with_json_output(tmp_path: Path) -> None:
     events = [orjson.loads(line) for line in result.stdout.splitlines()]
     kinds = [e["kind"] for e in events]
     assert kinds[0] == "agent_started"
-    assert kinds[-2:] == ["turn_ended", "session_status"]
-    assert events[-2]["reason"] == "completed"
+    assert kinds[-3:] == ["turn_ended", "assessed", "session_status"]
+    assert events[-3]["reason"] == "completed"
+    assert events[-2]["action"] == "completed"
     assert events[-1]["status"] == "completed"
     assert "tool_call_finished" in kinds
     assert (tmp_path / "hello.py").exists()
@@ -430,7 +431,13 @@ def test_a_closed_stdout_does_not_fail_the_run(
     tmp_path: Path, sessions_root: Path, json_mode: bool
 ) -> None:
     script = tmp_path / "long.json"
-    replies = [{"text": f"step {i}", "tool_calls": [{"name": "list_files"}]} for i in range(30)]
+    replies = [
+        {
+            "text": f"step {i}",
+            "tool_calls": [{"name": "list_files", "arguments": {"pattern": f"{i}*"}}],
+        }
+        for i in range(30)
+    ]
     script.write_bytes(orjson.dumps({"agents": {"main": [*replies, {"text": "done"}]}}))
     extra = ["--json"] if json_mode else []
     result = closed_stdout_run(

@@ -145,7 +145,7 @@ async def test_final_reply_without_turn_end_closes_the_turn(
     assert await run(root, session_id, resumed) == RunResult("completed")
     assert resumed.requests == []  # the model is not asked again
     kinds = [f.parsed().kind for f in scan_journal(directory / JOURNAL).records]
-    assert kinds[-2:] == ["turn_ended", "session_status"]
+    assert kinds[-3:] == ["turn_ended", "assessed", "session_status"]
 
 
 async def test_model_failure_marks_the_session_failed_and_resumable(

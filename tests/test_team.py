@@ -16,6 +16,7 @@ from orchestrator.main_agent import MainOutcome, open_team, run_main
 from orchestrator.messages import SystemMessage, UserMessage
 from orchestrator.models.base import ModelRequest
 from orchestrator.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply
+from orchestrator.oversight import Policy
 from orchestrator.session import MemorySession
 from orchestrator.team import MAIN, Limits, Team, TeamSettings
 from orchestrator.tools import Workspace, workspace_tools
@@ -39,7 +40,14 @@ Brain = Callable[[ModelRequest], Reply]
 class Scene:
     """One session in memory with a main agent and scripted brains per agent id."""
 
-    def __init__(self, workspace: Workspace, brains: dict[str, Brain], **limits: Any) -> None:
+    def __init__(
+        self,
+        workspace: Workspace,
+        brains: dict[str, Brain],
+        *,
+        policy: Policy | None = None,
+        **limits: Any,
+    ) -> None:
         self.brains = brains
         self.session = MemorySession()
         self.events = ListSink()
@@ -49,6 +57,7 @@ class Scene:
             base_tools=workspace_tools(),
             workspace=workspace,
             limits=Limits(**limits),
+            assess=policy or Policy(),
         )
         self.team: Team | None = None
 
@@ -261,13 +270,15 @@ async def test_an_unanswered_question_does_not_hang_the_session(workspace: Works
     with trio.fail_after(10):
         outcome = await scene.run()
     assert outcome.reason == "blocked"
-    assert "t1" in outcome.detail
+    assert "t1 wait for answers never given" in outcome.detail
     reminders = [
         m
         for m in scene.state.agents[MAIN].messages
         if "waiting for you" in getattr(m, "content", "")
     ]
-    assert len(reminders) == 3
+    # Reminded after each reply, until the same reply a third time shows it is stuck.
+    assert len(reminders) == 2
+    assert "stalled: the same reply 3 times" in outcome.detail
 
 
 async def test_a_message_to_a_finished_task_revives_it_with_its_context(
@@ -449,21 +460,45 @@ async def test_a_subagent_that_never_completes_is_nudged_then_failed(workspace: 
                 reply("", c("wait_tasks")),
                 reply("noted"),
             ),
-            "t1": steps(*[reply("I think it is done")] * 4),
+            "t1": steps(*[reply(f"I think it is done ({n})") for n in range(4)]),
         },
     )
     outcome = await scene.run()
     assert outcome.reason == "completed"
     task = scene.state.tasks.get("t1")
     assert task.state == "failed"
-    assert "without complete" in task.reason
+    assert "all 3 automatic continuations used" in task.reason
+    assert "call complete" in task.reason
     nudges = [
         m
         for m in scene.state.agents["t1"].messages
-        if "without `complete`" in getattr(m, "content", "")
+        if "[auto-continue]" in getattr(m, "content", "")
     ]
     assert len(nudges) == 3
+    assert "(auto-continue 3 of 3)" in nudges[-1].content
     assert ("risk_alert", "t1", MAIN) in scene.kinds()
+
+
+async def test_a_subagent_repeating_itself_is_reported_blocked(workspace: Workspace) -> None:
+    scene = Scene(
+        workspace,
+        {
+            MAIN: steps(
+                reply("", c("delegate", description="stuck", prompt=".")),
+                reply("", c("wait_tasks")),
+                reply("", c("cancel_task", task="t1", reason="it is stuck")),
+                reply("cancelled it"),
+            ),
+            "t1": steps(*[reply("I think it is done")] * 3),
+        },
+    )
+    outcome = await scene.run()
+    assert outcome.reason == "completed"
+    blocked = [m for m in scene.state.mailbox.messages.values() if m.kind == "blocked"]
+    assert len(blocked) == 1
+    assert "stalled: the same reply 3 times in a row" in blocked[0].summary
+    assert blocked[0].data == {"category": "stalled"}
+    assert scene.state.tasks.get("t1").state == "cancelled"
 
 
 async def test_cancelling_a_task_cancels_its_subtree(workspace: Workspace) -> None:

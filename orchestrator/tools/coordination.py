@@ -306,6 +306,34 @@ class RequestDirectionChange(_CoordinationTool):
         )
 
 
+class BlockReporter(Protocol):
+    async def report_blocked(self, agent: str, category: str, reason: str, *, ref: str) -> None: ...
+
+
+class ReportBlockedMain(Tool[Any]):
+    """The main agent's `report_blocked`: the session stops as blocked, with the reason,
+    until the person answers (resume with a message)."""
+
+    name = "report_blocked"
+    description = (
+        "Say that you cannot go on without the user, and why (credential, dependency, "
+        "input, workspace or decision). Ends your turn; the session stops as blocked until "
+        "the user answers."
+    )
+    args_model = ReportBlockedArgs
+    idempotent = True
+    approval = False
+
+    def __init__(self, host: BlockReporter) -> None:
+        self.host = host
+
+    async def run(self, args: ReportBlockedArgs, ctx: ToolContext) -> ToolOutput:
+        await self.host.report_blocked(ctx.agent, args.category, args.reason, ref=ctx.call)
+        return ToolOutput(
+            f"blocked ({args.category}): {args.reason}. Your turn ends here; the user is told."
+        )
+
+
 DELEGATING: tuple[type[_CoordinationTool], ...] = (
     Delegate,
     SendMessage,

@@ -1,0 +1,407 @@
+"""An agent's todo list: items with dependencies, the record that changes them, and the
+rules every change must keep.
+
+Each agent (the main agent, each subagent) has one list, folded from `todos_changed`
+records into `state.todos[agent]`, live and on resume alike. `todos/<agent>.json` is a
+view of it for people and tools; resume never reads it.
+
+"Blocked" is computed, never stored: an item is blocked while any of its blockers is not
+`completed`. `blocked_by` is what a change says; `blocks` is its reverse, kept by the
+fold. The pure functions `write`, `create` and `update` turn a tool's request into the
+items it changes, or refuse it with the reason (`TodoError`): an unknown id, a cycle, a
+duplicate id, or starting or completing an item whose blockers are still open.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pydantic import BaseModel
+
+from orchestrator.eventbase import EventBase
+
+TodoStatus = Literal["pending", "in_progress", "completed", "cancelled", "failed"]
+OPEN: frozenset[str] = frozenset({"pending", "in_progress"})
+"""Statuses of work still to do."""
+
+
+class TodoError(ValueError):
+    """A change the list refuses; the message is what the model should read."""
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class TodoItem(BaseModel, frozen=True):
+    """One item. `active_form` is the "doing it now" phrasing ("Running the tests")."""
+
+    id: str
+    content: str
+    active_form: str = ""
+    status: TodoStatus = "pending"
+    blocked_by: tuple[str, ...] = ()
+    result: str = ""  # what completing it produced, in a line
+    failure: str = ""  # why it failed (or was cancelled)
+    created: int = 0  # wall time, ms
+    updated: int = 0
+
+
+class TodosChanged(EventBase, frozen=True):
+    """Record: items of `agent`'s list created or changed (each whole), by the call `ref`.
+    `replace`: the list is now exactly `items` (`todo_write`). `goal`: the list's goal
+    line, when the change sets it."""
+
+    kind: Literal["todos_changed"] = "todos_changed"
+    ref: str = ""
+    replace: bool = False
+    goal: str | None = None
+    items: tuple[TodoItem, ...] = ()
+
+
+@dataclass
+class TodoList:
+    """One agent's list, in the order items were created."""
+
+    goal: str = ""
+    items: dict[str, TodoItem] = field(default_factory=dict)
+    blocks: dict[str, list[str]] = field(default_factory=dict)  # id -> ids it blocks
+    changed_seq: int = 0  # the seq of its last change
+    refs: set[str] = field(default_factory=set)  # calls of the last reply that changed it
+
+    def apply(self, seq: int, record: TodosChanged) -> None:
+        if record.replace:
+            self.items = {}
+        if record.goal is not None:
+            self.goal = record.goal
+        for item in record.items:
+            self.items[item.id] = item
+        self.blocks = _reverse(self.items.values())
+        self.changed_seq = seq
+        step = record.ref.partition(".")[0]
+        if record.ref and not any(r.partition(".")[0] == step for r in self.refs):
+            self.refs = set()  # a newer reply: only its calls can run again after a crash
+        if record.ref:
+            self.refs.add(record.ref)
+
+    # --- reading ---------------------------------------------------------------------
+
+    def open_blockers(self, item: TodoItem) -> list[str]:
+        """The ids of the item's blockers that are not completed."""
+        return [b for b in item.blocked_by if _status(self.items, b) != "completed"]
+
+    def is_blocked(self, item: TodoItem) -> bool:
+        return bool(self.open_blockers(item))
+
+    def workable(self) -> list[TodoItem]:
+        """Open items the agent can work on now: in progress, or pending and unblocked."""
+        return [
+            item
+            for item in self.items.values()
+            if item.status == "in_progress"
+            or (item.status == "pending" and not self.is_blocked(item))
+        ]
+
+    def open_items(self) -> list[TodoItem]:
+        return [item for item in self.items.values() if item.status in OPEN]
+
+    def stuck_on_failed(self, item: TodoItem) -> list[str]:
+        """The failed or cancelled items an open item waits on, however indirectly (work
+        that will not finish unless someone changes the list)."""
+        found: list[str] = []
+        seen: set[str] = set()
+        stack = list(item.blocked_by)
+        while stack:
+            blocker_id = stack.pop()
+            if blocker_id in seen:
+                continue
+            seen.add(blocker_id)
+            blocker = self.items.get(blocker_id)
+            if blocker is None:
+                continue
+            if blocker.status in ("failed", "cancelled"):
+                found.append(blocker_id)
+            elif blocker.status != "completed":
+                stack.extend(blocker.blocked_by)
+        return sorted(found, key=_id_order)
+
+    def progress(self) -> tuple[int, int]:
+        """(completed, total), cancelled items not counted."""
+        counted = [i for i in self.items.values() if i.status != "cancelled"]
+        return sum(i.status == "completed" for i in counted), len(counted)
+
+    def current(self) -> TodoItem | None:
+        return next((i for i in self.items.values() if i.status == "in_progress"), None)
+
+    def next_id(self) -> str:
+        numbers = [int(i) for i in self.items if i.isdigit()]
+        return str(max(numbers, default=0) + 1)
+
+    def view(self) -> dict[str, object]:
+        """The list as plain data (`todos/<agent>.json`, `sessions show --json`)."""
+        done, total = self.progress()
+        return {
+            "goal": self.goal,
+            "progress": {"completed": done, "total": total},
+            "items": [
+                {
+                    **item.model_dump(mode="json"),
+                    "blocks": self.blocks.get(item.id, []),
+                    "blocked": self.is_blocked(item),
+                }
+                for item in self.items.values()
+            ],
+        }
+
+
+def _status(items: Mapping[str, TodoItem], item_id: str) -> str:
+    item = items.get(item_id)
+    return item.status if item is not None else "missing"
+
+
+def _reverse(items: Iterable[TodoItem]) -> dict[str, list[str]]:
+    blocks: dict[str, list[str]] = {}
+    for item in items:
+        for blocker in item.blocked_by:
+            blocks.setdefault(blocker, []).append(item.id)
+    return blocks
+
+
+def _id_order(item_id: str) -> tuple[int, str]:
+    return (int(item_id), "") if item_id.isdigit() else (1 << 30, item_id)
+
+
+# --- changes: what a tool asks, checked ------------------------------------------------------
+
+
+class TodoSpec(BaseModel, frozen=True, extra="forbid"):
+    """An item as `todo_write` or `todo_create` gives it (id optional)."""
+
+    id: str = ""
+    content: str
+    active_form: str = ""
+    status: TodoStatus = "pending"
+    blocked_by: tuple[str, ...] = ()
+    result: str = ""
+    failure: str = ""
+
+
+@dataclass(frozen=True)
+class Change:
+    """What a tool asks of one item (`todo_update`); None leaves a field as it is."""
+
+    id: str
+    status: TodoStatus | None = None
+    content: str | None = None
+    active_form: str | None = None
+    add_blocked_by: tuple[str, ...] = ()
+    remove_blocked_by: tuple[str, ...] = ()
+    result: str | None = None
+    failure: str | None = None
+
+
+def write(todos: TodoList, specs: Sequence[TodoSpec], *, at: int) -> list[TodoItem]:
+    """The whole new list of `todo_write`: ids given or assigned (1, 2, ...), checked as
+    a whole. Items that keep their id keep their creation time."""
+    given = [s.id for s in specs if s.id]
+    duplicates = sorted({i for i in given if given.count(i) > 1}, key=_id_order)
+    if duplicates:
+        raise TodoError(f"duplicate ids in the list: {', '.join(duplicates)}")
+    fresh = TodoList()
+    taken = set(given)
+    counter = 0
+    items: dict[str, TodoItem] = {}
+    for spec in specs:
+        item_id = spec.id
+        if not item_id:
+            counter += 1
+            while str(counter) in taken:
+                counter += 1
+            item_id = str(counter)
+            taken.add(item_id)
+        old = todos.items.get(item_id)
+        items[item_id] = _item(spec, item_id, created=old.created if old else at, at=at)
+    fresh.items = items
+    _check(fresh, items.values())
+    return list(items.values())
+
+
+def create(todos: TodoList, spec: TodoSpec, *, at: int) -> TodoItem:
+    """A new item for `todo_create`."""
+    item_id = spec.id or todos.next_id()
+    if item_id in todos.items:
+        raise TodoError(f"an item {item_id} already exists ({todos.items[item_id].content!r})")
+    item = _item(spec, item_id, created=at, at=at)
+    _check(_with(todos, [item]), [item])
+    return item
+
+
+def update(todos: TodoList, change: Change, *, at: int) -> TodoItem:
+    """The changed item for `todo_update`."""
+    old = todos.items.get(change.id)
+    if old is None:
+        raise TodoError(f"no item {change.id}; {_known(todos)}")
+    unknown_removals = [b for b in change.remove_blocked_by if b not in old.blocked_by]
+    if unknown_removals:
+        raise TodoError(f"item {old.id} is not blocked by {', '.join(unknown_removals)}")
+    blocked_by = [b for b in old.blocked_by if b not in change.remove_blocked_by]
+    blocked_by += [b for b in change.add_blocked_by if b not in blocked_by]
+    item = old.model_copy(
+        update={
+            key: value
+            for key, value in {
+                "status": change.status,
+                "content": change.content,
+                "active_form": change.active_form,
+                "result": change.result,
+                "failure": change.failure,
+            }.items()
+            if value is not None
+        }
+        | {"blocked_by": tuple(blocked_by), "updated": at}
+    )
+    if not item.content.strip():
+        raise TodoError("an item's content must not be empty")
+    _check(_with(todos, [item]), [item])
+    return item
+
+
+def hand_off(todos: TodoList, changed: Sequence[TodoItem], *, at: int) -> TodoItem | None:
+    """Serial hand-off: when a change completes an item and nothing is in progress, the
+    next pending item that is not blocked (in list order) starts."""
+    after = _with(todos, changed)
+    if not any(i.status == "completed" for i in changed) or after.current() is not None:
+        return None
+    for item in after.items.values():
+        if item.status == "pending" and not after.is_blocked(item):
+            return item.model_copy(update={"status": "in_progress", "updated": at})
+    return None
+
+
+def _item(spec: TodoSpec, item_id: str, *, created: int, at: int) -> TodoItem:
+    if not spec.content.strip():
+        raise TodoError(f"item {item_id}: content must not be empty")
+    return TodoItem(
+        id=item_id,
+        content=spec.content,
+        active_form=spec.active_form,
+        status=spec.status,
+        blocked_by=tuple(dict.fromkeys(spec.blocked_by)),
+        result=spec.result,
+        failure=spec.failure,
+        created=created,
+        updated=at,
+    )
+
+
+def _with(todos: TodoList, items: Iterable[TodoItem]) -> TodoList:
+    after = TodoList(goal=todos.goal, items=dict(todos.items))
+    for item in items:
+        after.items[item.id] = item
+    return after
+
+
+def _known(todos: TodoList) -> str:
+    if not todos.items:
+        return "the list is empty"
+    return "known ids: " + ", ".join(todos.items)
+
+
+def _check(after: TodoList, changed: Iterable[TodoItem]) -> None:
+    """Refuse a list with unknown blockers, a cycle, or a changed item started or
+    completed while its blockers are open."""
+    for item in after.items.values():
+        if item.id in item.blocked_by:
+            raise TodoError(f"item {item.id} cannot block itself")
+        unknown = [b for b in item.blocked_by if b not in after.items]
+        if unknown:
+            raise TodoError(
+                f"item {item.id} is blocked by unknown {', '.join(unknown)}; {_known(after)}"
+            )
+    cycle = _find_cycle(after)
+    if cycle:
+        raise TodoError("blockers would form a cycle: " + " -> ".join(cycle))
+    for item in changed:
+        if item.status in ("in_progress", "completed"):
+            open_ids = after.open_blockers(item)
+            if open_ids:
+                verb = "start" if item.status == "in_progress" else "complete"
+                names = ", ".join(
+                    f"{b} ({after.items[b].content!r}, {after.items[b].status})" for b in open_ids
+                )
+                raise TodoError(f"cannot {verb} item {item.id}: it is blocked by {names}")
+
+
+def _find_cycle(todos: TodoList) -> list[str]:
+    """A cycle of blockers as a path (first id repeated at the end), or []."""
+    state: dict[str, int] = {}  # 1 on the path, 2 done
+    path: list[str] = []
+
+    def visit(item_id: str) -> list[str]:
+        state[item_id] = 1
+        path.append(item_id)
+        for blocker in todos.items[item_id].blocked_by:
+            if state.get(blocker) == 1:
+                return [*path[path.index(blocker) :], blocker]
+            if blocker not in state and blocker in todos.items:
+                found = visit(blocker)
+                if found:
+                    return found
+        path.pop()
+        state[item_id] = 2
+        return []
+
+    for item_id in todos.items:
+        if item_id not in state:
+            found = visit(item_id)
+            if found:
+                return found
+    return []
+
+
+# --- rendering ---------------------------------------------------------------------------------
+
+
+def render(todos: TodoList) -> str:
+    """The list as the model (and a person) reads it, one line per item."""
+    if not todos.items:
+        return "The todo list is empty." + (f" Goal: {todos.goal}" if todos.goal else "")
+    done, total = todos.progress()
+    lines = []
+    if todos.goal:
+        lines.append(f"Goal: {todos.goal}")
+    lines.append(f"Tasks {done}/{total}")
+    lines.extend(line(todos, item) for item in todos.items.values())
+    return "\n".join(lines)
+
+
+def line(todos: TodoList, item: TodoItem) -> str:
+    """One item: `[3] [blocked by 1, 2] Write the tests`."""
+    mark = _mark(todos, item)
+    text = f"[{item.id}] [{mark}] {item.content}"
+    if item.status == "in_progress" and item.active_form:
+        text += f" ({item.active_form})"
+    if item.status == "completed" and item.result:
+        text += f": {item.result}"
+    if item.status in ("failed", "cancelled") and item.failure:
+        text += f": {item.failure}"
+    return text
+
+
+def _mark(todos: TodoList, item: TodoItem) -> str:
+    if item.status == "pending" and todos.is_blocked(item):
+        return "blocked by " + ", ".join(todos.open_blockers(item))
+    return {
+        "pending": "todo",
+        "in_progress": "doing",
+        "completed": "done",
+        "cancelled": "cancelled",
+        "failed": "failed",
+    }[item.status]
+
+
+def fold_todos(lists: dict[str, TodoList], seq: int, record: TodosChanged) -> None:
+    lists.setdefault(record.agent, TodoList()).apply(seq, record)

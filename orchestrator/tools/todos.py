@@ -1,0 +1,235 @@
+"""The todo tools every agent has: `todo_write` (the whole list at once), `todo_create`,
+`todo_update`, `todo_list` and `todo_get`.
+
+Each returns the list rendered compactly, so the model sees the new state. A change is
+checked by `todos.py` (unknown ids, cycles, blocked items started or completed are refused
+with the reason) and journaled as one `todos_changed` record through `TodoHost`
+(implemented by `team.Team`). Each changing tool is idempotent by its call's ref: run
+again after a crash, it finds its change already folded and changes nothing twice.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from orchestrator.errors import ToolFailed
+from orchestrator.todos import (
+    Change,
+    TodoError,
+    TodoItem,
+    TodoList,
+    TodosChanged,
+    TodoSpec,
+    TodoStatus,
+    create,
+    hand_off,
+    line,
+    now_ms,
+    render,
+    update,
+    write,
+)
+from orchestrator.tools.base import AnyTool, Tool, ToolContext, ToolOutput
+
+
+class TodoHost(Protocol):
+    """What the todo tools need of the session (see team.py)."""
+
+    def todos(self, agent: str) -> TodoList: ...
+
+    def serial(self, agent: str) -> bool: ...
+
+    async def change_todos(self, record: TodosChanged) -> None: ...
+
+
+class _Args(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class _TodoTool(Tool[Any]):
+    idempotent = True
+    approval = False
+
+    def __init__(self, host: TodoHost) -> None:
+        self.host = host
+
+    async def _change(
+        self,
+        ctx: ToolContext,
+        items: list[TodoItem],
+        *,
+        replace: bool = False,
+        goal: str | None = None,
+        said: str,
+    ) -> ToolOutput:
+        todos = self.host.todos(ctx.agent)
+        if ctx.call and ctx.call in todos.refs:
+            # Run again after a crash: its change is already in the list.
+            return ToolOutput(f"{said} (already recorded)\n{render(todos)}")
+        at = now_ms()
+        note = ""
+        if self.host.serial(ctx.agent):
+            before = TodoList(goal=todos.goal) if replace else todos
+            started = hand_off(before, items, at=at)
+            if started is not None:
+                items = [i for i in items if i.id != started.id] + [started]
+                note = (
+                    f"\nNext (serial): item {started.id} is now in progress: "
+                    f"{started.content}. Work on it now."
+                )
+        record = TodosChanged(
+            agent=ctx.agent, ref=ctx.call, replace=replace, goal=goal, items=tuple(items)
+        )
+        await self.host.change_todos(record)
+        return ToolOutput(f"{said}{note}\n{render(self.host.todos(ctx.agent))}")
+
+
+def _refused(exc: TodoError) -> ToolFailed:
+    return ToolFailed(f"refused: {exc}; the list is unchanged")
+
+
+class TodoWriteArgs(_Args):
+    todos: list[TodoSpec] = Field(
+        description="The whole list, in order. Give each item an id to keep it stable "
+        "(omit ids to have 1, 2, ... assigned); blocked_by names ids of this list."
+    )
+    goal: str | None = Field(default=None, description="What the list achieves, in a line.")
+
+
+class TodoWrite(_TodoTool):
+    name = "todo_write"
+    description = (
+        "Replace your whole todo list. Plan multi-step work with it before you start, keep "
+        "exactly one item in_progress, and mark each item completed as soon as it is done. "
+        "An item blocked by open items cannot be started or completed."
+    )
+    args_model = TodoWriteArgs
+
+    async def run(self, args: TodoWriteArgs, ctx: ToolContext) -> ToolOutput:
+        try:
+            items = write(self.host.todos(ctx.agent), args.todos, at=now_ms())
+        except TodoError as exc:
+            raise _refused(exc) from None
+        return await self._change(
+            ctx, items, replace=True, goal=args.goal, said=f"todo list written ({len(items)} items)"
+        )
+
+
+class TodoCreateArgs(_Args):
+    content: str = Field(description="What to do, imperative: 'Run the tests'.")
+    active_form: str = Field(default="", description="The doing-it-now form: 'Running the tests'.")
+    id: str = Field(default="", description="A short id; omit to get the next number.")
+    blocked_by: list[str] = Field(default_factory=list, description="Ids that must finish first.")
+    status: TodoStatus = "pending"
+
+
+class TodoCreate(_TodoTool):
+    name = "todo_create"
+    description = "Add one item to your todo list."
+    args_model = TodoCreateArgs
+
+    async def run(self, args: TodoCreateArgs, ctx: ToolContext) -> ToolOutput:
+        spec = TodoSpec(
+            id=args.id,
+            content=args.content,
+            active_form=args.active_form,
+            status=args.status,
+            blocked_by=tuple(args.blocked_by),
+        )
+        todos = self.host.todos(ctx.agent)
+        if ctx.call and ctx.call in todos.refs:
+            return await self._change(ctx, [], said="item added")
+        try:
+            item = create(todos, spec, at=now_ms())
+        except TodoError as exc:
+            raise _refused(exc) from None
+        return await self._change(ctx, [item], said=f"item {item.id} added")
+
+
+class TodoUpdateArgs(_Args):
+    id: str
+    status: TodoStatus | None = None
+    content: str | None = None
+    active_form: str | None = None
+    add_blocked_by: list[str] = Field(default_factory=list)
+    remove_blocked_by: list[str] = Field(default_factory=list)
+    result: str | None = Field(default=None, description="What completing it produced.")
+    failure: str | None = Field(default=None, description="Why it failed or was cancelled.")
+
+
+class TodoUpdate(_TodoTool):
+    name = "todo_update"
+    description = (
+        "Change one item: its status (pending, in_progress, completed, cancelled, failed), "
+        "content, blockers, or the result or failure reason."
+    )
+    args_model = TodoUpdateArgs
+
+    async def run(self, args: TodoUpdateArgs, ctx: ToolContext) -> ToolOutput:
+        todos = self.host.todos(ctx.agent)
+        if ctx.call and ctx.call in todos.refs:
+            return await self._change(ctx, [], said=f"item {args.id} updated")
+        change = Change(
+            id=args.id,
+            status=args.status,
+            content=args.content,
+            active_form=args.active_form,
+            add_blocked_by=tuple(args.add_blocked_by),
+            remove_blocked_by=tuple(args.remove_blocked_by),
+            result=args.result,
+            failure=args.failure,
+        )
+        try:
+            item = update(todos, change, at=now_ms())
+        except TodoError as exc:
+            raise _refused(exc) from None
+        return await self._change(ctx, [item], said=f"item {item.id} updated")
+
+
+class TodoListArgs(_Args):
+    pass
+
+
+class TodoList_(_TodoTool):
+    name = "todo_list"
+    description = "Show your todo list with each item's status and blockers."
+    args_model = TodoListArgs
+    read_only = True
+
+    async def run(self, args: TodoListArgs, ctx: ToolContext) -> ToolOutput:
+        return ToolOutput(render(self.host.todos(ctx.agent)))
+
+
+class TodoGetArgs(_Args):
+    id: str
+
+
+class TodoGet(_TodoTool):
+    name = "todo_get"
+    description = "Show one item of your todo list in full."
+    args_model = TodoGetArgs
+    read_only = True
+
+    async def run(self, args: TodoGetArgs, ctx: ToolContext) -> ToolOutput:
+        todos = self.host.todos(ctx.agent)
+        item = todos.items.get(args.id)
+        if item is None:
+            known = ", ".join(todos.items) or "none (the list is empty)"
+            raise ToolFailed(f"no item {args.id}; known ids: {known}")
+        lines = [line(todos, item)]
+        if item.active_form:
+            lines.append(f"active form: {item.active_form}")
+        if item.blocked_by:
+            lines.append("blocked by: " + ", ".join(item.blocked_by))
+        if todos.blocks.get(item.id):
+            lines.append("blocks: " + ", ".join(todos.blocks[item.id]))
+        return ToolOutput("\n".join(lines))
+
+
+TODO_TOOLS: tuple[type[_TodoTool], ...] = (TodoWrite, TodoCreate, TodoUpdate, TodoList_, TodoGet)
+
+
+def todo_tools(host: TodoHost) -> list[AnyTool]:
+    return [tool(host) for tool in TODO_TOOLS]
