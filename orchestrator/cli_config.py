@@ -13,7 +13,7 @@ import orjson
 
 from orchestrator.cli_env import config_layers
 from orchestrator.config import SessionConfig, TeamConfig
-from orchestrator.settings import UNTRUSTED, Layered, effective_values, shown
+from orchestrator.settings import DEFAULT, UNTRUSTED, Layered, effective_values, shown
 from orchestrator.text import visible
 
 
@@ -43,7 +43,7 @@ def config_report(found: Layered) -> dict[str, dict[str, Any]]:
     keys += [key for key in found.ignored if key not in keys]
     report: dict[str, dict[str, Any]] = {}
     for key in keys:
-        entry = {"value": values.get(key), "source": found.sources.get(key, "default")}
+        entry = {"value": values.get(key), "source": found.sources.get(key, DEFAULT)}
         if key in found.ignored:
             value, source = found.ignored[key]
             entry["ignored"] = {"value": value, "source": source, "reason": UNTRUSTED}

@@ -70,8 +70,6 @@ class Layered:
     layer that set it, or `DEFAULT`."""
     ignored: dict[str, tuple[Any, str]] = field(default_factory=dict)
     """Project settings left out, untrusted: key -> (its value, the layer's label)."""
-    trusted: bool = False
-    """Whether the project layer had settings that needed trust and had it."""
 
 
 def layered(
@@ -87,7 +85,6 @@ def layered(
     merged: Leaves = {}
     sources: dict[Key, str] = {}
     ignored: dict[str, tuple[Any, str]] = {}
-    trusted = False
     for index, layer in enumerate(layers):
         own = _own(layer, merged)
         if layer.project:
@@ -96,9 +93,7 @@ def layered(
             if wider:
                 if project is None:
                     raise AssertionError("a project layer needs a Project")
-                if _trusted(layer, wider, merged, project, refuse=untrusted == "refuse"):
-                    trusted = True
-                else:
+                if not _trusted(layer, wider, merged, project, refuse=untrusted == "refuse"):
                     ignored.update({dotted(k): (v, layer.label) for k, v in wider.items()})
                     own = {k: v for k, v in own.items() if k not in wider}
         merged.update(own)
@@ -106,7 +101,7 @@ def layered(
     config = validate_config(_tree(merged), source="the config files together")
     provenance = {dotted(k): DEFAULT for k in _DEFAULT_LEAVES}
     provenance.update({dotted(k): label for k, label in sources.items()})
-    return Layered(config, provenance, ignored, trusted)
+    return Layered(config, provenance, ignored)
 
 
 def dotted(key: Key) -> str:
