@@ -49,6 +49,10 @@ def _dispatch(args: argparse.Namespace) -> int:
             from orchestrator.cli_models import run_models
 
             return run_models(args, os.environ, config=load_user_config(args))
+        case "config":
+            from orchestrator.cli_config import run_config
+
+            return run_config(args, os.environ)
     raise AssertionError(f"unhandled command {args.command}")
 
 

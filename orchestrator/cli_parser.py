@@ -23,6 +23,7 @@ crash (resume it where it stood).
   orchestrator resume --last --yes         continue the newest session
   orchestrator sessions list               sessions, newest first
   orchestrator models                      configured models and whether keys are set
+  orchestrator config show                 the effective settings and where each comes from
 
 Models: scripted:PATH (offline, see docs/scripted-model.md), openai:MODEL,
 anthropic:MODEL, ollama:MODEL, openai-compatible:MODEL@URL.
@@ -38,6 +39,22 @@ def _positive(text: str) -> int:
     if value == 0:
         raise argparse.ArgumentTypeError("must be at least 1")
     return value
+
+
+def _amount(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be more than 0: {text}")
+    return value
+
+
+def _command(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be blank")
+    return text
 
 
 def _count(text: str) -> int:
@@ -91,8 +108,72 @@ def _agent_options(parser: argparse.ArgumentParser, *, model_required_note: str)
         default="batch",
         help="journal fsync policy: always (each record), batch (group commit, default), off",
     )
+    _session_options(parser)
     _config_option(parser)
     _sessions_option(parser)
+
+
+def _session_options(parser: argparse.ArgumentParser) -> None:
+    """The flags that set `[session]` keys (cli_env.SESSION_FLAGS); each wins over every
+    config file. None (not given) leaves the files' value."""
+    group = parser.add_argument_group(
+        "session settings",
+        "Each wins over the [session] table of every config file; not given, the "
+        "files' value applies, else the default named here (see docs/configuration.md; "
+        "`orchestrator config show` prints what applies and why).",
+    )
+    group.add_argument(
+        "--serial",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="run one subagent at a time (--no-serial: as many as [team] max_live allows)",
+    )
+    group.add_argument(
+        "--verify",
+        action="append",
+        type=_command,
+        default=None,
+        metavar="CMD",
+        help="a shell command, run in the workspace, that checks the work, e.g. "
+        "--verify 'pytest -q' (repeatable; replaces the config's list)",
+    )
+    group.add_argument(
+        "--max-auto-continues",
+        type=_count,
+        default=None,
+        metavar="N",
+        help="send an agent whose turn ended with work left back to it at most N times "
+        "without asking (default: 10; 0: never)",
+    )
+    group.add_argument(
+        "--budget-rounds",
+        type=_positive,
+        default=None,
+        metavar="N",
+        help="model calls of the whole session, every agent together (default: no limit; "
+        "--max-rounds is the limit of one turn)",
+    )
+    group.add_argument(
+        "--budget-tokens",
+        type=_positive,
+        default=None,
+        metavar="N",
+        help="tokens of the whole session, every agent together (default: no limit)",
+    )
+    group.add_argument(
+        "--budget-cost",
+        type=_amount,
+        default=None,
+        metavar="USD",
+        help="US dollars the session may spend, from the config's [prices] (default: no limit)",
+    )
+    group.add_argument(
+        "--budget-time",
+        type=_amount,
+        default=None,
+        metavar="SECONDS",
+        help="wall-clock seconds one run may take (default: no limit)",
+    )
 
 
 def _config_option(parser: argparse.ArgumentParser) -> None:
@@ -151,10 +232,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="continue a stopped or crashed session where it stood",
         description="Continue session ID (or the newest with --last) from its journal. Tool "
         "calls cut off by a crash are reported to the model as interrupted (idempotent ones "
-        "are simply run again). A finished session is reported and left alone.",
+        "are simply run again). A blocked session goes on once --message answers it; a session "
+        "whose budget ran out goes on with a larger one (--max-auto-continues, --budget-*); "
+        "a finished session is left alone unless --message follows it up.",
     )
     resume.add_argument("session_id", nargs="?", metavar="ID", help="session id")
     resume.add_argument("--last", action="store_true", help="resume the newest session")
+    resume.add_argument(
+        "--message",
+        metavar="TEXT",
+        default=None,
+        help="say TEXT to the main agent as it resumes: the answer a blocked session waits "
+        "for, or a follow-up to a finished one (which then goes on)",
+    )
     _agent_options(resume, model_required_note="use this model instead of the session's own")
 
     demo = commands.add_parser(
@@ -184,7 +274,42 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_sessions_parser(commands)
     add_models_parser(commands)
+    _add_config_parser(commands)
     return parser
+
+
+def _add_config_parser(commands: Any) -> None:
+    config = commands.add_parser(
+        "config",
+        help="show the effective configuration",
+        description="Look at the configuration that `run` and `resume` would use.",
+    )
+    actions = config.add_subparsers(dest="action", metavar="ACTION")
+    actions.required = True
+    show = actions.add_parser(
+        "show",
+        help="every setting of [session] and [team], the model, and where each comes from",
+        description="Print the effective value of every [session] and [team] key, the model "
+        "and each role's model, and the layer that set it: the user's config file, the "
+        "project's .orchestrator/config.toml in the workspace, --config FILE or "
+        "$ORCHESTRATOR_CONFIG, or the default. Settings of a project config that need "
+        "your trust and do not have it are shown as ignored (`run` would ask about them).",
+    )
+    show.add_argument(
+        "-w",
+        "--workspace",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="the workspace whose .orchestrator/config.toml applies (default: the current "
+        "directory)",
+    )
+    show.add_argument(
+        "--json",
+        action="store_true",
+        help='print one JSON object: {"KEY": {"value": ..., "source": ...}}',
+    )
+    _config_option(show)
 
 
 def _add_sessions_parser(commands: Any) -> None:

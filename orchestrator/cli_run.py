@@ -16,7 +16,7 @@ import trio
 
 from orchestrator import cli_demo
 from orchestrator.assessment import Budgets
-from orchestrator.cli_env import load_user_config, sessions_root, user_config_dir
+from orchestrator.cli_env import effective_config, sessions_root, user_config_dir
 from orchestrator.cli_parser import (
     EXIT_BLOCKED,
     EXIT_BUDGET,
@@ -225,22 +225,21 @@ def _policy(rules: list[str]) -> PermissionPolicy:
         raise ConfigError(str(exc)) from exc
 
 
-def assess_policy(args: argparse.Namespace, config: Config) -> Policy:
-    """How turn ends are assessed: the command line's flags over the config's [session]."""
-    verify = tuple(getattr(args, "verify", None) or ())
-    serial = bool(getattr(args, "serial", False))
-    continues = getattr(args, "max_auto_continues", None)
-    budgets = Budgets(
-        rounds=getattr(args, "budget_rounds", None),
-        tokens=getattr(args, "budget_tokens", None),
-        cost=getattr(args, "budget_cost", None),
-        wall=getattr(args, "budget_time", None),
-    )
+def assess_policy(config: Config) -> Policy:
+    """How turn ends are assessed: the layered config's [session] (flags included)."""
+    session = config.session
     return Policy(
-        max_auto_continues=10 if continues is None else continues,
-        verify=verify,
-        serial=serial,
-        budgets=budgets,
+        max_auto_continues=session.max_auto_continues,
+        stall_rounds=session.stall_rounds,
+        verify=session.verify,
+        note=session.continuation_note,
+        serial=session.serial,
+        budgets=Budgets(
+            rounds=session.budget_rounds,
+            tokens=session.budget_tokens,
+            cost=session.budget_cost,
+            wall=session.budget_wall,
+        ),
         prices=dict(config.prices),
     )
 
@@ -289,7 +288,7 @@ async def _run_session(
             temperature=role.temperature,
             limits=team_limits(config),
             ask_resume=_ask_resume(args.yes),
-            assess=assess_policy(args, config),
+            assess=assess_policy(config),
             message=getattr(args, "message", None) or "",
         )
         result = await _drive_until_terminated(live, settings)
@@ -341,15 +340,26 @@ async def _drive_until_terminated(live: LiveSession, settings: RunSettings) -> R
     return result
 
 
+def _config(args: argparse.Namespace, workspace: Path | None) -> Config:
+    """The layered config of a run (cli_env.effective_config); a project config that
+    would widen anything is asked about as its agent definitions are (`_definitions`),
+    and never with --json, whose output a program reads."""
+    interactive = not args.yes and not args.json and sys.stdin.isatty()
+    config, _ = effective_config(
+        args, os.environ, workspace, ask=_ask_trust if interactive else None
+    )
+    return config
+
+
 def start(args: argparse.Namespace, *, goal: str, model: str | None, workspace: Path | None) -> int:
     _policy(args.allow)  # a usage error first, before anything is looked up
-    config = load_user_config(args)
+    if workspace is not None and not workspace.is_dir():
+        raise ConfigError(f"workspace {workspace} is not a directory")
+    config = _config(args, workspace)
     spec = config.model_for("main", cli_model=model or os.environ.get("ORCHESTRATOR_MODEL"))
     # Fail fast, before a session exists.
     resolve_model(spec, env=os.environ, config=config, role="main")
     assert spec is not None
-    if workspace is not None and not workspace.is_dir():
-        raise ConfigError(f"workspace {workspace} is not a directory")
     root = sessions_root(args)
     session_id, _ = create_session(root, goal=goal, model=spec, workspace=workspace)
     note(f"session {session_id} (in {root})")
@@ -362,12 +372,17 @@ def resume(args: argparse.Namespace) -> int:
     if args.last == bool(args.session_id):
         raise ConfigError("give a session ID or --last (not both)")
     session_id = latest_session_id(root) if args.last else args.session_id
-    manifest = read_manifest(session_dir(root, session_id))
-    if manifest.status == "completed":
-        note(f"session {session_id} already finished (completed); nothing to do")
+    directory = session_dir(root, session_id)
+    manifest = read_manifest(directory)
+    if manifest.status == "completed" and not args.message:
+        note(
+            f"session {session_id} already finished (completed); nothing to do (give "
+            "--message to follow up)"
+        )
         return EXIT_OK
+    config = _config(args, manifest.workspace_path(directory))
     note(f"resuming session {session_id}")
-    return trio.run(_run_session, root, session_id, args, load_user_config(args))
+    return trio.run(_run_session, root, session_id, args, config)
 
 
 def demo(args: argparse.Namespace) -> int:
@@ -400,6 +415,7 @@ def demo(args: argparse.Namespace) -> int:
             ui,
         )
         note(f"resuming session {session_id} from its journal")
-    code = trio.run(_run_session, root, session_id, run_args, load_user_config(run_args))
+    config, _ = effective_config(run_args, os.environ, workspace)
+    code = trio.run(_run_session, root, session_id, run_args, config)
     note(f"demo workspace: {workspace}")
     return code

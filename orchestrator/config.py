@@ -1,8 +1,10 @@
-"""The configuration file: providers, which model each agent role uses, prices.
+"""The configuration file: providers, which model each agent role uses, prices, the
+limits of delegation (`[team]`) and of one session (`[session]`).
 
-A TOML file (see docs/providers.md). It never holds an API key, only the *name* of the
-environment variable that does. Loading takes a path: finding the file (platformdirs,
-`--config`, environment) is the CLI's business.
+A TOML file (see docs/configuration.md and docs/providers.md). It never holds an API
+key, only the *name* of the environment variable that does. Loading takes a path:
+finding the files (platformdirs, `--config`, environment, the project) and layering
+them is the CLI's business (`cli_env.effective_config`, `settings.py`).
 
 ```toml
 model = "anthropic:claude-sonnet-4-5"        # every agent, unless its role says otherwise
@@ -28,9 +30,10 @@ from __future__ import annotations
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal
+from types import MappingProxyType
+from typing import Any, Final, Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from orchestrator.errors import ConfigError
 from orchestrator.usage import Price
@@ -103,10 +106,54 @@ class TeamConfig(_Strict, frozen=True):
     delivery_chars: int | None = Field(default=None, ge=200)
 
 
+TEAM_DEFAULTS: Final[Mapping[str, float]] = MappingProxyType(
+    {
+        "max_depth": 2,
+        "max_live": 8,
+        "max_model_calls": 16,
+        "wait_timeout": 600.0,
+        "stall_after": 900.0,
+        "message_chars": 4000,
+        "delivery_chars": 16000,
+    }
+)
+"""What an unset `[team]` key means: the defaults of `team.Limits` and `mailbox.Caps`
+(a test keeps them equal), here so that `config show` need not import the team."""
+
+
+class SessionConfig(_Strict, frozen=True):
+    """`[session]`: how far one session may go on by itself, and how it checks its work.
+    The values here are the defaults once every layer is applied."""
+
+    # How often an agent whose turn ended with work left is sent back without asking.
+    max_auto_continues: int = Field(default=10, ge=0)
+    # Text put before the generated continuation note; "" is the built-in note alone.
+    continuation_note: str = ""
+    # Shell commands run in the workspace to verify the work ("pytest -q").
+    verify: tuple[str, ...] = ()
+    # One subagent at a time.
+    serial: bool = False
+    # Rounds without progress before an agent counts as stalled.
+    stall_rounds: int = Field(default=6, ge=1)
+    # Budgets of the whole session, every agent together; None is no limit.
+    budget_rounds: int | None = Field(default=None, ge=1)  # model calls
+    budget_tokens: int | None = Field(default=None, ge=1)
+    budget_cost: float | None = Field(default=None, gt=0)  # US dollars
+    budget_wall: float | None = Field(default=None, gt=0)  # seconds of one run
+
+    @field_validator("verify")
+    @classmethod
+    def _commands(cls, verify: tuple[str, ...]) -> tuple[str, ...]:
+        if any(not command.strip() for command in verify):
+            raise ValueError("a verify command must not be blank")
+        return verify
+
+
 class Config(_Strict, frozen=True):
     model: str | None = None
     shell: ShellConfig = Field(default_factory=ShellConfig)
     team: TeamConfig = Field(default_factory=TeamConfig)
+    session: SessionConfig = Field(default_factory=SessionConfig)
     providers: dict[str, ProviderConfig] = Field(default_factory=dict)
     agents: dict[str, AgentConfig] = Field(default_factory=dict)
     prices: dict[str, Price] = Field(default_factory=dict)
@@ -133,29 +180,53 @@ class Config(_Strict, frozen=True):
 
 
 def parse_config(text: str, *, source: str = "config") -> Config:
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{source}: not valid TOML: {exc}") from None
+    return validate_config(_toml(text, source), source=source)
+
+
+def validate_config(data: Mapping[str, Any], *, source: str) -> Config:
+    """`data` (a parsed TOML document) as a `Config`; every problem named by `source`
+    and the key's dotted path."""
     try:
         return Config.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '(top level)'}: {err['msg']}"
-            for err in exc.errors()
-        )
-        raise ConfigError(f"{source}: {problems}") from None
+        raise ConfigError(f"{source}: {problems(exc)}") from None
+
+
+def problems(exc: ValidationError) -> str:
+    """Each error of `exc` as `dotted.key: what is wrong`."""
+    return "; ".join(
+        f"{'.'.join(str(p) for p in err['loc']) or '(top level)'}: {err['msg']}"
+        for err in exc.errors()
+    )
+
+
+def read_config_data(
+    path: Path, *, missing_ok: bool = True, source: str | None = None
+) -> dict[str, Any] | None:
+    """The parsed TOML of the config file at `path`, unvalidated; None if it does not
+    exist and `missing_ok` (use false for a path the user gave explicitly)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        if missing_ok:
+            return None
+        raise ConfigError(f"config file {path} does not exist") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{source or path}: not UTF-8 text") from None
+    return _toml(text, source or str(path))
 
 
 def load_config(path: Path, *, missing_ok: bool = True) -> Config:
     """Read the config file at `path`; a missing file means defaults unless
     `missing_ok` is false (use that for a path the user gave explicitly)."""
+    data = read_config_data(path, missing_ok=missing_ok)
+    return Config() if data is None else validate_config(data, source=str(path))
+
+
+def _toml(text: str, source: str) -> dict[str, Any]:
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        if missing_ok:
-            return Config()
-        raise ConfigError(f"config file {path} does not exist") from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
-    return parse_config(text, source=str(path))
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{source}: not valid TOML: {exc}") from None

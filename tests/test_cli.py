@@ -48,7 +48,7 @@ def test_help_explains_every_command() -> None:
     top = orchestrator("--help")
     assert top.returncode == 0
     assert "Exit codes: 0 completed, 1 failed, 2 usage error, 3 blocked" in top.stdout
-    for command in ("run", "demo"):
+    for command in ("run", "demo", "config"):
         sub = orchestrator(command, "--help")
         assert sub.returncode == 0, sub.stderr
         assert "usage: orchestrator " + command in sub.stdout
@@ -265,6 +265,7 @@ def call_of(name: str, **arguments: object) -> dict[str, object]:
             ["httpx", "trio", "pydantic", "orchestrator.models", "orchestrator.config"],
         ),
         (["sessions", "show", "ID"], ["httpx", "trio", "orchestrator.models"]),
+        (["config", "show"], ["httpx", "trio", "orchestrator.models"]),
     ],
 )
 def test_commands_that_run_no_model_do_not_import_its_machinery(
@@ -277,6 +278,8 @@ def test_commands_that_run_no_model_do_not_import_its_machinery(
     argv = [session if a == "ID" else a for a in args] + ["--sessions-dir", str(root)]
     if args == ["--help"]:
         argv = args
+    elif args[0] == "config":
+        argv = [*args, "--workspace", str(tmp_path)]
     code = (
         "import contextlib, io, sys\n"
         "from orchestrator.cli import main\n"
