@@ -162,6 +162,15 @@ def describe(directory: Path, last: int, config: Config) -> dict[str, Any]:
         "agents": agents,
         "tasks": state.tasks.dump(),
         "mailbox": state.mailbox.dump(),
+        "todos": {agent: todos.view() for agent, todos in state.todos.items()},
+        "assessments": sorted(
+            (
+                {"seq": seq, "agent": agent, "action": action, "reasons": list(reasons)}
+                for agent, progress in state.progress.items()
+                for seq, action, reasons in progress.history
+            ),
+            key=lambda a: a["seq"],
+        ),
         "last_events": events,
         "warnings": notes,
     }
@@ -320,6 +329,8 @@ def _show(root: Path, session_id: str, *, as_json: bool, last: int, config: Conf
                 f"{mail['sender']} -> {mail['recipient']} ({mail['priority']}, {delivered}): "
                 f"{visible(abbreviate(mail['summary'], 60))}"
             )
+    _print_todos(info["todos"])
+    _print_assessments(info["assessments"])
     print("usage")
     for line in table.splitlines():
         print(f"  {line}")
@@ -329,6 +340,33 @@ def _show(root: Path, session_id: str, *, as_json: bool, last: int, config: Conf
     for warning in info["warnings"]:
         print(f"warning: {visible(warning)}")
     return 0
+
+
+def _print_todos(lists: dict[str, dict[str, Any]]) -> None:
+    """Each agent's todo list: progress, then one line per item with its blockers."""
+    if not lists:
+        return
+    print("todos")
+    for agent, todos in lists.items():
+        done, total = todos["progress"]["completed"], todos["progress"]["total"]
+        goal = f" · {visible(todos['goal'])}" if todos["goal"] else ""
+        print(f"  {agent}: Tasks {done}/{total}{goal}")
+        for item in todos["items"]:
+            mark = item["status"]
+            if item["blocked"] and mark == "pending":
+                mark = "blocked by " + ", ".join(item["blocked_by"])
+            extra = item["result"] or item["failure"]
+            extra = f": {visible(abbreviate(extra, 60))}" if extra else ""
+            print(f"    [{item['id']}] [{mark}] {visible(item['content'])}{extra}")
+
+
+def _print_assessments(assessments: list[dict[str, Any]]) -> None:
+    if not assessments:
+        return
+    print("assessments")
+    for a in assessments:
+        why = visible("; ".join(a["reasons"]))
+        print(f"  {a['seq']:>6}  {a['agent']:<12} {a['action']}" + (f": {why}" if why else ""))
 
 
 def _repair(root: Path, session_id: str) -> int:

@@ -144,7 +144,8 @@ def team_script() -> tuple[dict[str, Any], dict[str, Effect]]:
         # the two waits did not take) by the mailbox at the main agent's next turn.
         {"tool_calls": [call("wait_tasks", tasks=["t1"])]},
         {"tool_calls": [call("wait_tasks", tasks=["t2"])]},
-        *[{"text": "All parts are done, or will be."}] * MAIN_SPARE_REPLIES,
+        # Distinct, so the assessment never takes them for a model repeating itself.
+        *[{"text": f"All parts are done, or will be ({n})."} for n in range(MAIN_SPARE_REPLIES)],
     ]
     effects: dict[str, Effect] = {}
     agents: dict[str, Any] = {"main": main}
