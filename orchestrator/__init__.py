@@ -13,6 +13,7 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from orchestrator.agent import TurnDeps, TurnOutcome, run_tool_calls, run_turn
+    from orchestrator.assessment import Assessment, Budgets, Situation, assess
     from orchestrator.context import AgentContext
     from orchestrator.definitions import AgentDefinition, Definitions, load_definitions
     from orchestrator.events import Event, EventSink, FanOut, ListSink, NullSink
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from orchestrator.messages import MessageView
     from orchestrator.models import Model, ModelRequest, ToolSpec
     from orchestrator.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply
+    from orchestrator.oversight import Policy
     from orchestrator.replay import load_state
     from orchestrator.runner import RunResult, RunSettings, drive
     from orchestrator.session import (
@@ -33,6 +35,7 @@ if TYPE_CHECKING:
     from orchestrator.subagent import InProcessRunner
     from orchestrator.tasks import TaskRecord
     from orchestrator.team import Limits, Runner, Team, TeamSettings
+    from orchestrator.todos import TodoItem, TodoList
     from orchestrator.tools import (
         PermissionPolicy,
         Tool,
@@ -46,6 +49,8 @@ if TYPE_CHECKING:
 _HOMES = {
     "AgentContext": "orchestrator.context",
     "AgentDefinition": "orchestrator.definitions",
+    "Assessment": "orchestrator.assessment",
+    "Budgets": "orchestrator.assessment",
     "Definitions": "orchestrator.definitions",
     "Event": "orchestrator.events",
     "EventSink": "orchestrator.events",
@@ -62,6 +67,7 @@ _HOMES = {
     "ModelRequest": "orchestrator.models",
     "NullSink": "orchestrator.events",
     "PermissionPolicy": "orchestrator.tools",
+    "Policy": "orchestrator.oversight",
     "RunResult": "orchestrator.runner",
     "RunSettings": "orchestrator.runner",
     "Runner": "orchestrator.team",
@@ -69,9 +75,12 @@ _HOMES = {
     "ScriptedModel": "orchestrator.models.scripted",
     "ScriptedReply": "orchestrator.models.scripted",
     "SessionState": "orchestrator.state",
+    "Situation": "orchestrator.assessment",
     "TaskRecord": "orchestrator.tasks",
     "Team": "orchestrator.team",
     "TeamSettings": "orchestrator.team",
+    "TodoItem": "orchestrator.todos",
+    "TodoList": "orchestrator.todos",
     "Tool": "orchestrator.tools",
     "ToolContext": "orchestrator.tools",
     "ToolOutput": "orchestrator.tools",
@@ -80,6 +89,7 @@ _HOMES = {
     "TurnDeps": "orchestrator.agent",
     "TurnOutcome": "orchestrator.agent",
     "approve_all": "orchestrator.tools",
+    "assess": "orchestrator.assessment",
     "create_session": "orchestrator.session",
     "drive": "orchestrator.runner",
     "load_definitions": "orchestrator.definitions",
@@ -95,6 +105,8 @@ _HOMES = {
 __all__ = [
     "AgentContext",
     "AgentDefinition",
+    "Assessment",
+    "Budgets",
     "Definitions",
     "Event",
     "EventSink",
@@ -111,6 +123,7 @@ __all__ = [
     "ModelRequest",
     "NullSink",
     "PermissionPolicy",
+    "Policy",
     "RunResult",
     "RunSettings",
     "Runner",
@@ -118,9 +131,12 @@ __all__ = [
     "ScriptedModel",
     "ScriptedReply",
     "SessionState",
+    "Situation",
     "TaskRecord",
     "Team",
     "TeamSettings",
+    "TodoItem",
+    "TodoList",
     "Tool",
     "ToolContext",
     "ToolOutput",
@@ -129,6 +145,7 @@ __all__ = [
     "TurnDeps",
     "TurnOutcome",
     "approve_all",
+    "assess",
     "create_session",
     "drive",
     "load_definitions",

@@ -250,11 +250,12 @@ def build_parser() -> argparse.ArgumentParser:
     demo = commands.add_parser(
         "demo",
         help="run the offline demo (scripted model, no network)",
-        description="Run the offline demo: a scripted agent writes a small Python module and "
-        "its test and runs the test; the demo kills the agent process (SIGKILL) while the "
-        "test runs, then resumes the session from its journal: the agent is told its call "
-        "was interrupted, reads the code, fixes the failure, passes the test and finishes. "
-        "Needs no network and no key.",
+        description="Run the offline demo: a scripted main agent plans with a todo list and "
+        "delegates three tasks to parallel workers (one reports progress, one asks a "
+        "question the main agent answers); the demo kills the process (SIGKILL) while they "
+        "work and resumes the session from its journal; the main agent stops early and is "
+        "auto-continued, and its verification fails once, then passes. Needs no network "
+        "and no key.",
     )
     demo.add_argument(
         "-w",

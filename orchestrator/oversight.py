@@ -70,16 +70,18 @@ class Oversight:
     # --- budgets ------------------------------------------------------------------------
 
     def spent(self) -> Spent:
+        """What the session (every agent) has used. Calls of a model without a price
+        count nothing toward the cost."""
         state = self.team.state
         tokens = sum(sum(counts) for counts in state.usage_by_model.values())
-        cost: float | None = 0.0
-        for model, counts in state.usage_by_model.items():
-            price = call_cost(self.policy.prices, model, usage_of(counts))
-            cost = None if price is None or cost is None else cost + price
+        cost = 0.0
+        if self.policy.budgets.cost is not None:
+            for model, counts in state.usage_by_model.items():
+                cost += call_cost(self.policy.prices, model, usage_of(counts)) or 0.0
         return Spent(
             rounds=state.rounds,
             tokens=tokens,
-            cost=cost if self.policy.budgets.cost is not None else None,
+            cost=cost,
             wall=trio.current_time() - self.started,
         )
 

@@ -10,7 +10,19 @@ def single_agent_prompt(tool_names: list[str]) -> str:
         "there. "
         f"Your tools: {', '.join(tool_names)}. "
         "Work step by step: inspect before you change, run what you build, fix what fails. "
-        "When the goal is met, answer with a short summary and no tool calls."
+        + (
+            "For work of several steps, plan it first with todo_write (blocked_by for what "
+            "must come first), keep one item in_progress, and mark each completed as soon "
+            "as it is done; a turn that ends with open items is sent back to you. "
+            if "todo_write" in tool_names
+            else ""
+        )
+        + (
+            "If you cannot go on without the user, call report_blocked with the reason. "
+            if "report_blocked" in tool_names
+            else ""
+        )
+        + "When the goal is met, answer with a short summary and no tool calls."
     )
 
 

@@ -93,14 +93,30 @@ class BudgetSpent(Exception):
     """A task's agent reached its round or token budget: the task fails."""
 
 
-def _check_budgets(task: TaskRecord, context: AgentContext) -> None:
-    if task.round_budget and context.steps >= task.round_budget:
-        raise BudgetSpent(f"it used its budget of {task.round_budget} model calls")
+def _check_budgets(state: SessionState, task: TaskRecord) -> None:
+    """Refuse a model call of `task`'s agent once the budget of the task, or of a task
+    above it, is spent: a task's budget covers its whole subtree."""
+    current: TaskRecord | None = task
+    while current is not None:
+        if current.round_budget or current.token_budget:
+            _check_subtree(state, current, "its" if current is task else "the")
+        current = state.tasks.get(current.owner)
+
+
+def _check_subtree(state: SessionState, task: TaskRecord, whose: str) -> None:
+    members = [state.agents.get(t.task_id) for t in state.tasks.subtree(task.task_id)]
+    contexts = [c for c in members if c is not None]
+    where = "" if whose == "its" else f" of task {task.task_id}, above it,"
+    steps = sum(c.steps for c in contexts)
+    if task.round_budget and steps >= task.round_budget:
+        raise BudgetSpent(f"it used {whose} budget{where} of {task.round_budget} model calls")
     if task.token_budget:
         # Before every model call of every task: the running counters, not a Usage model.
-        spent = sum(context.usage_counts)
+        spent = sum(sum(c.usage_counts) for c in contexts)
         if spent >= task.token_budget:
-            raise BudgetSpent(f"it spent {spent} of its budget of {task.token_budget} tokens")
+            raise BudgetSpent(
+                f"it spent {spent} of {whose} budget{where} of {task.token_budget} tokens"
+            )
 
 
 class SessionLike(Protocol):
@@ -356,7 +372,7 @@ class Team:
         self.oversight.check_budgets()
         task = self.state.tasks.get(context.id)
         if task is not None:
-            _check_budgets(task, context)
+            _check_budgets(self.state, task)
         await self.deliver(context.id, at_least="urgent")
 
     @contextlib.contextmanager

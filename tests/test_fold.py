@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from orchestrator.assessment import Assessed, BlockedReported, Verified
 from orchestrator.context import CONTEXT_FOLDS
 from orchestrator.events import (
     RECORD_ADAPTER,
@@ -27,6 +28,9 @@ from orchestrator.messages import AssistantMessage, SystemMessage, ToolCall, Usa
 from orchestrator.session import JOURNAL, SNAPSHOT, load_state
 from orchestrator.state import _SMALL_FOLDS, SessionState
 from orchestrator.store._line import encode
+from orchestrator.todos import TodoItem, TodosChanged
+
+STATUSES = ["pending", "in_progress", "completed", "failed"]
 
 texts = st.text(max_size=20)
 
@@ -41,7 +45,8 @@ def sessions(draw: st.DrawFn) -> list[Record]:
         agents = sorted(open_refs)
         choices = ["agent"]
         if agents:
-            choices += ["message", "reply", "turn_start", "turn_end", "status"]
+            choices += ["message", "reply", "turn_start", "turn_end", "status", "todos"]
+            choices += ["assessed", "verified", "blocked"]
         if any(open_refs.values()):
             choices += ["effect", "result"]
         op = draw(st.sampled_from(choices))
@@ -53,8 +58,6 @@ def sessions(draw: st.DrawFn) -> list[Record]:
                 messages = (SystemMessage(content=draw(texts)), UserMessage(content=draw(texts)))
                 records.append(AgentStarted(agent=agent, role="r", messages=messages))
                 open_refs[agent] = []
-            case "message":
-                records.append(MessageAdded(agent=agent, message=UserMessage(content=draw(texts))))
             case "reply":
                 count = draw(st.integers(0, 3))
                 calls = tuple(
@@ -65,13 +68,10 @@ def sessions(draw: st.DrawFn) -> list[Record]:
                 message = AssistantMessage(text=draw(texts), tool_calls=calls, usage=usage)
                 records.append(AssistantReplied(agent=agent, message=message, model="m"))
                 open_refs[agent] = [f"{seq}.{i}" for i in range(count)]
-            case "turn_start":
-                records.append(TurnStarted(agent=agent))
-            case "turn_end":
-                records.append(TurnEnded(agent=agent, reason="completed", rounds=1))
-            case "status":
-                status = draw(st.sampled_from(["running", "completed", "failed"]))
-                records.append(SessionStatusChanged(agent=agent, status=status))
+            case "message" | "turn_start" | "turn_end" | "status":
+                records.append(_plain_record(draw, op, agent))
+            case "todos" | "assessed" | "verified" | "blocked":
+                records.append(_progress_record(draw, op, agent, seq, bool(open_refs[agent])))
             case "effect" | "result":
                 agent = draw(st.sampled_from([a for a in agents if open_refs[a]]))
                 ref = draw(st.sampled_from(open_refs[agent]))
@@ -84,6 +84,44 @@ def sessions(draw: st.DrawFn) -> list[Record]:
                         CallResult(agent=agent, ref=ref, status=status, content=draw(texts))
                     )
     return records
+
+
+def _plain_record(draw: st.DrawFn, op: str, agent: str) -> Record:
+    match op:
+        case "message":
+            return MessageAdded(agent=agent, message=UserMessage(content=draw(texts)))
+        case "turn_start":
+            return TurnStarted(agent=agent)
+        case "turn_end":
+            return TurnEnded(agent=agent, reason="completed", rounds=1)
+    status = draw(st.sampled_from(["running", "completed", "failed"]))
+    return SessionStatusChanged(agent=agent, status=status)
+
+
+def _progress_record(draw: st.DrawFn, op: str, agent: str, seq: int, open_calls: bool) -> Record:
+    """A todo or assessment record of `agent`."""
+    # A note enters the context: never between a reply and its results.
+    note = "" if open_calls else draw(texts)
+    match op:
+        case "todos":
+            statuses = draw(st.lists(st.sampled_from(STATUSES), max_size=3))
+            items = tuple(
+                TodoItem(id=str(n), content=draw(texts) or "x", status=status)
+                for n, status in enumerate(statuses)
+            )
+            return TodosChanged(
+                agent=agent,
+                ref=f"{seq}.0",
+                replace=draw(st.booleans()),
+                goal=draw(st.none() | texts),
+                items=items,
+            )
+        case "assessed":
+            action = draw(st.sampled_from(["continue_from_context", "verify", "completed"]))
+            return Assessed(agent=agent, action=action, reasons=(draw(texts),), note=note)
+        case "verified":
+            return Verified(agent=agent, passed=draw(st.booleans()), commands=("c",), note=note)
+    return BlockedReported(agent=agent, category="input", reason=draw(texts))
 
 
 def write_journal(directory: Path, records: list[Record]) -> None:

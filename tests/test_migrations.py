@@ -11,7 +11,7 @@ import pytest
 from orchestrator.cli_sessions import verify
 from orchestrator.errors import JournalCorrupt
 from orchestrator.manifest import FORMAT_VERSION
-from orchestrator.migrations import v1_to_v2
+from orchestrator.migrations import v1_to_v2, v3_to_v4
 from orchestrator.session import JOURNAL, SNAPSHOT, load_state, migrate, read_manifest
 
 RECORDED = Path(__file__).parent.parent / "sessions"
@@ -123,3 +123,22 @@ def test_a_v2_session_resumes_after_the_v3_step(tmp_path: Path) -> None:
     assert after == before
     assert after["tasks"] == []
     assert after["mailbox"] == []
+
+
+def test_a_v3_session_loses_only_its_snapshot_to_the_v4_step(tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    shutil.copytree(RECORDED / "v3-completed", root)
+    [directory] = [p for p in root.iterdir() if p.is_dir()]
+    assert (directory / SNAPSHOT).exists()
+    journal = (directory / JOURNAL).read_bytes()
+    manifest = migrate(directory, read_manifest(directory))
+    assert manifest.format_version == FORMAT_VERSION
+    assert not (directory / SNAPSHOT).exists()  # it lacked format 4's counters
+    assert (directory / JOURNAL).read_bytes() == journal
+    state = load_state(directory, warn=pytest.fail)
+    # The session's counters are folded from the whole journal, not left at zero.
+    assert state.rounds == sum(a.steps for a in state.agents.values()) > 0
+    assert state.tasks.tasks  # the v3 recording delegated
+    assert state.todos == {}
+    assert verify(directory) == []
+    v3_to_v4(directory)  # a step run again (cut short before the manifest) is no error

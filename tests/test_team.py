@@ -1087,3 +1087,47 @@ async def test_a_task_with_resume_policy_ask_is_revived_only_if_the_person_says_
     else:
         assert task.state == "cancelled"
         assert "not to be revived" in task.reason
+
+
+async def test_a_task_budget_covers_its_subtree(workspace: Workspace) -> None:
+    """t1 (budget 4 model calls) delegates t2, whose calls count against t1's budget:
+    t2 fails once the subtree has used 4, though t2 has no budget of its own."""
+    from orchestrator.definitions import WORKER, Definitions
+
+    def busy(request: ModelRequest) -> ScriptedReply:
+        return reply("", c("list_files", pattern=f"{request.step}*"))
+
+    scene = Scene(
+        workspace,
+        {
+            MAIN: steps(
+                reply(
+                    "",
+                    c(
+                        "delegate",
+                        description="lead",
+                        prompt=".",
+                        agent_type="lead",
+                        round_budget=4,
+                    ),
+                ),
+                reply("", c("wait_tasks", tasks=["t1"])),
+                reply("stopped"),
+            ),
+            "t1": steps(
+                reply("", c("delegate", description="child", prompt=".")),
+                reply("", c("wait_tasks", tasks=["t2"])),
+                reply("never asked: its budget is spent"),
+            ),
+            "t2": busy,
+        },
+    )
+    lead = WORKER.model_copy(update={"name": "lead", "may_delegate": True})
+    scene.settings.definitions = Definitions([*Definitions.builtin(), lead])
+    with trio.fail_after(10):
+        outcome = await scene.run()
+    assert outcome.reason == "completed"
+    child = scene.state.tasks.get("t2")
+    assert child.state == "failed"
+    assert "it used the budget of task t1, above it, of 4 model calls" in child.reason
+    assert scene.state.agents["t1"].steps + scene.state.agents["t2"].steps == 4
