@@ -16,7 +16,7 @@ import trio
 
 from orchestrator import cli_demo
 from orchestrator.assessment import Budgets
-from orchestrator.cli_env import effective_config, sessions_root, user_config_dir
+from orchestrator.cli_env import SESSION_FLAGS, effective_config, sessions_root, user_config_dir
 from orchestrator.cli_parser import (
     EXIT_BLOCKED,
     EXIT_BUDGET,
@@ -30,7 +30,7 @@ from orchestrator.definitions import Definitions
 from orchestrator.errors import ConfigError
 from orchestrator.events import EventSink
 from orchestrator.mailbox import Caps
-from orchestrator.manifest import read_manifest
+from orchestrator.manifest import read_manifest, write_manifest
 from orchestrator.messages import ToolCall
 from orchestrator.models.base import Model
 from orchestrator.models.http import Backoff, make_client
@@ -361,7 +361,11 @@ def start(args: argparse.Namespace, *, goal: str, model: str | None, workspace: 
     resolve_model(spec, env=os.environ, config=config, role="main")
     assert spec is not None
     root = sessions_root(args)
-    session_id, _ = create_session(root, goal=goal, model=spec, workspace=workspace)
+    session_id, directory = create_session(root, goal=goal, model=spec, workspace=workspace)
+    flags = {dest: getattr(args, dest) for dest, _, _ in SESSION_FLAGS}
+    given = {dest: value for dest, value in flags.items() if value is not None}
+    if given:
+        write_manifest(directory, read_manifest(directory).model_copy(update={"flags": given}))
     note(f"session {session_id} (in {root})")
     return trio.run(_run_session, root, session_id, args, config)
 
@@ -380,6 +384,9 @@ def resume(args: argparse.Namespace) -> int:
             "--message to follow up)"
         )
         return EXIT_OK
+    for dest, value in manifest.flags.items():
+        if getattr(args, dest, None) is None:
+            setattr(args, dest, value)  # the run's own flags, unless this resume gives its own
     config = _config(args, manifest.workspace_path(directory))
     note(f"resuming session {session_id}")
     return trio.run(_run_session, root, session_id, args, config)

@@ -69,6 +69,9 @@ def test_an_exhausted_budget_exits_4_and_goes_on_with_a_larger_one(tmp_path: Pat
     assert "all 1 automatic continuations used" in first.stderr
     assert "--max-auto-continues N" in first.stderr
     sid = session_id(first.stderr)
+    # The run's own flags are kept: a plain resume has the same limit, and stops again.
+    plain = orchestrator("resume", sid, "--yes")
+    assert plain.returncode == 4, plain.stderr
     more = orchestrator("resume", sid, "--yes", "--max-auto-continues", "3")
     assert more.returncode == 0, more.stderr
     assert "auto-continuing 2/3" in more.stdout
@@ -85,6 +88,7 @@ def test_an_exhausted_budget_exits_4_and_goes_on_with_a_larger_one(tmp_path: Pat
     assert actions == [
         "continue_from_context",
         "budget_exhausted",
+        "budget_exhausted",
         "continue_from_context",
         "completed",
     ]
@@ -95,3 +99,22 @@ def test_an_exhausted_budget_exits_4_and_goes_on_with_a_larger_one(tmp_path: Pat
 
     view = tmp_path / "sessions" / sid / "todos" / "main.json"
     assert orjson.loads(view.read_bytes())["progress"] == {"completed": 2, "total": 2}
+
+
+def test_json_streams_todo_and_assessment_events(tmp_path: Path) -> None:
+    model = script(
+        tmp_path,
+        {"tool_calls": [call("todo_write", todos=[{"content": "a"}])]},
+        {"tool_calls": [call("todo_update", id="1", status="completed")]},
+        {"text": "done"},
+    )
+    run = orchestrator(
+        "run", "a", "--model", model, "-w", str(workspace(tmp_path)), "--yes", "--json"
+    )
+    assert run.returncode == 0, run.stderr
+    events = [orjson.loads(line) for line in run.stdout.splitlines()]
+    todos = [e for e in events if e["kind"] == "todos_changed"]
+    assert [item["status"] for e in todos for item in e["items"]] == ["pending", "completed"]
+    [verdict] = [e for e in events if e["kind"] == "assessed"]
+    assert (verdict["action"], verdict["reasons"]) == ("completed", ["all 1 todos done"])
+    assert isinstance(verdict["seq"], int)

@@ -279,3 +279,33 @@ def test_the_view_lists_items_with_their_blockers() -> None:
     assert view["items"][1]["blocked_by"] == ["1"]
     assert view["items"][0]["blocks"] == ["2"]
     assert view["items"][1]["blocked"] is True
+
+
+async def test_serial_hand_off_in_a_whole_list_keeps_its_order(workspace: Workspace) -> None:
+    scene = Scene(
+        workspace,
+        {
+            MAIN: steps(
+                reply(
+                    "",
+                    c(
+                        "todo_write",
+                        todos=[
+                            {"content": "a", "status": "completed"},
+                            {"content": "b"},
+                            {"content": "c"},
+                        ],
+                    ),
+                ),
+                reply("", c("todo_write", todos=[{"content": "x"}])),
+                reply("", c("todo_update", id="1", status="completed")),
+                reply("done"),
+            )
+        },
+        policy=Policy(serial=True),
+    )
+    await scene.run()
+    todos = scene.state.todos[MAIN]
+    assert [(i.id, i.status) for i in todos.items.values()] == [("1", "completed")]
+    first = [m for m in scene.state.agents[MAIN].messages if getattr(m, "name", "") == "todo_write"]
+    assert "[1] [done] a\n[2] [doing] b\n[3] [todo] c" in first[0].content

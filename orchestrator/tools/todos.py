@@ -74,7 +74,9 @@ class _TodoTool(Tool[Any]):
             before = TodoList(goal=todos.goal) if replace else todos
             started = hand_off(before, items, at=at)
             if started is not None:
-                items = [i for i in items if i.id != started.id] + [started]
+                # In place: with `replace`, the record's order is the list's order.
+                replaced = [started if i.id == started.id else i for i in items]
+                items = replaced if started in replaced else [*items, started]
                 note = (
                     f"\nNext (serial): item {started.id} is now in progress: "
                     f"{started.content}. Work on it now."
@@ -108,8 +110,11 @@ class TodoWrite(_TodoTool):
     args_model = TodoWriteArgs
 
     async def run(self, args: TodoWriteArgs, ctx: ToolContext) -> ToolOutput:
+        todos = self.host.todos(ctx.agent)
+        if ctx.call and ctx.call in todos.refs:
+            return await self._change(ctx, [], said="todo list written")
         try:
-            items = write(self.host.todos(ctx.agent), args.todos, at=now_ms())
+            items = write(todos, args.todos, at=now_ms())
         except TodoError as exc:
             raise _refused(exc) from None
         return await self._change(
@@ -192,7 +197,7 @@ class TodoListArgs(_Args):
     pass
 
 
-class TodoList_(_TodoTool):
+class TodoListing(_TodoTool):
     name = "todo_list"
     description = "Show your todo list with each item's status and blockers."
     args_model = TodoListArgs
@@ -228,7 +233,7 @@ class TodoGet(_TodoTool):
         return ToolOutput("\n".join(lines))
 
 
-TODO_TOOLS: tuple[type[_TodoTool], ...] = (TodoWrite, TodoCreate, TodoUpdate, TodoList_, TodoGet)
+TODO_TOOLS: tuple[type[_TodoTool], ...] = (TodoWrite, TodoCreate, TodoUpdate, TodoListing, TodoGet)
 
 
 def todo_tools(host: TodoHost) -> list[AnyTool]:
