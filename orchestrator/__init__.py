@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from orchestrator.messages import MessageView
     from orchestrator.models import Model, ModelRequest, ToolSpec
     from orchestrator.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply
-    from orchestrator.replay import load_state
+    from orchestrator.replay import load_state, mail_history
     from orchestrator.runner import RunResult, RunSettings, drive
     from orchestrator.session import (
         LiveSession,
@@ -84,6 +84,7 @@ _HOMES = {
     "drive": "orchestrator.runner",
     "load_definitions": "orchestrator.definitions",
     "load_state": "orchestrator.replay",
+    "mail_history": "orchestrator.replay",
     "open_session": "orchestrator.session",
     "open_team": "orchestrator.main_agent",
     "run_main": "orchestrator.main_agent",
@@ -133,6 +134,7 @@ __all__ = [
     "drive",
     "load_definitions",
     "load_state",
+    "mail_history",
     "open_session",
     "open_team",
     "run_main",
