@@ -141,7 +141,7 @@ def show(directory: Path) -> None:
     for task in state.tasks.tasks.values():
         summary = task.completion.summary if task.completion else task.reason
         print(f"  {task.task_id} {task.state:9} instances={task.instances} {summary}".rstrip())
-    for mail in state.mailbox.messages.values():
+    for mail in orc.mail_history(directory):  # the live state keeps only mail in flight
         print(
             f"  {mail.message_id} {mail.kind:9} {mail.sender} -> {mail.recipient} "
             f"posted@{mail.posted_seq} delivered@{mail.delivered_seq}"

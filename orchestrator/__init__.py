@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from orchestrator.models import Model, ModelRequest, ToolSpec
     from orchestrator.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply
     from orchestrator.oversight import Policy
-    from orchestrator.replay import load_state
+    from orchestrator.replay import load_state, mail_history
     from orchestrator.runner import RunResult, RunSettings, drive
     from orchestrator.session import (
         LiveSession,
@@ -94,6 +94,7 @@ _HOMES = {
     "drive": "orchestrator.runner",
     "load_definitions": "orchestrator.definitions",
     "load_state": "orchestrator.replay",
+    "mail_history": "orchestrator.replay",
     "open_session": "orchestrator.session",
     "open_team": "orchestrator.main_agent",
     "run_main": "orchestrator.main_agent",
@@ -150,6 +151,7 @@ __all__ = [
     "drive",
     "load_definitions",
     "load_state",
+    "mail_history",
     "open_session",
     "open_team",
     "run_main",

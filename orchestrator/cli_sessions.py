@@ -114,6 +114,7 @@ def _list(root: Path, *, as_json: bool = False) -> int:
 
 def describe(directory: Path, last: int, config: Config) -> dict[str, Any]:
     from orchestrator.events import AssistantReplied, SessionStatusChanged
+    from orchestrator.mailbox import MailHistory
     from orchestrator.manifest import read_manifest
     from orchestrator.replay import JOURNAL, folded, gc_paused
     from orchestrator.state import SessionState
@@ -122,13 +123,16 @@ def describe(directory: Path, last: int, config: Config) -> dict[str, Any]:
 
     manifest = read_manifest(directory)
     path = directory / JOURNAL
-    # One pass over the whole journal gives the state, the usage ledger and the last events.
+    # One pass over the whole journal gives the state, every message (the state keeps only
+    # the live ones), the usage ledger and the last events.
     reason = ""
     state = SessionState()
+    mail = MailHistory()
     ledger = UsageLedger()
     with gc_paused():
         scan = scan_journal(path)
-        for _, event in folded(state, scan):
+        for seq, event in folded(state, scan):
+            mail.apply(seq, event)
             if isinstance(event, SessionStatusChanged):
                 reason = event.detail
             if isinstance(event, AssistantReplied) and event.message.usage is not None:
@@ -161,7 +165,7 @@ def describe(directory: Path, last: int, config: Config) -> dict[str, Any]:
         "reason": reason if state.status != "completed" else "",
         "agents": agents,
         "tasks": state.tasks.dump(),
-        "mailbox": state.mailbox.dump(),
+        "mailbox": mail.dump(),
         "todos": {agent: todos.view() for agent, todos in state.todos.items()},
         "assessments": sorted(
             (
@@ -221,13 +225,13 @@ def verify(directory: Path) -> list[str]:
     """Check every record of a session (frame, checksum, schema, and that it folds),
     and that the snapshot agrees with the fold at the seq it names; the problems found,
     or none."""
-    from orchestrator.replay import JOURNAL, SNAPSHOT, folded, gc_paused, read_snapshot
+    from orchestrator.replay import JOURNAL, SNAPSHOT, folded, gc_paused, read_snapshot_seq
     from orchestrator.state import SessionState
     from orchestrator.store import scan_journal
 
     path = directory / JOURNAL
     problems: list[str] = []
-    snapshot = read_snapshot(directory, problems.append)
+    snapshot, reached = read_snapshot_seq(directory, problems.append)
     state = SessionState()
     checked = snapshot is None
 
@@ -250,9 +254,9 @@ def verify(directory: Path) -> list[str]:
         return [*problems, str(exc)]
     if scan.cut is not None:
         problems.append(f"{path} ends in a torn tail, cut on the next resume: {scan.cut}")
-    if not checked and snapshot is not None:
+    if (not checked and snapshot is not None) or reached > state.seq:
         problems.append(
-            f"{directory / SNAPSHOT} names seq {snapshot.seq}, past the journal's last "
+            f"{directory / SNAPSHOT} names seq {reached}, past the journal's last "
             f"record {state.seq}"
         )
     return problems
@@ -389,7 +393,7 @@ def repair(directory: Path) -> list[str]:
     from datetime import UTC, datetime
 
     from orchestrator.manifest import read_manifest, write_manifest
-    from orchestrator.replay import JOURNAL, SNAPSHOT, read_snapshot
+    from orchestrator.replay import JOURNAL, SNAPSHOT, read_snapshot_seq
     from orchestrator.store import repair_journal, scan_journal
 
     journal = directory / JOURNAL
@@ -402,12 +406,12 @@ def repair(directory: Path) -> list[str]:
         journal.touch(mode=0o600)
         done = [f"{journal} was missing: an empty journal is in its place"]
     last = scan_journal(directory / JOURNAL).last_seq
-    snapshot = read_snapshot(directory, warn=lambda _: None)
-    if snapshot is not None and snapshot.seq > last:
+    _, reached = read_snapshot_seq(directory, warn=lambda _: None)
+    if reached > last:
         aside = directory / f"{SNAPSHOT}.ahead-{datetime.now(UTC):%Y%m%dT%H%M%S}"
         (directory / SNAPSHOT).rename(aside)
         done.append(
-            f"the snapshot reflected seq {snapshot.seq}, past the journal's {last}: moved to "
+            f"the snapshot reflected seq {reached}, past the journal's {last}: moved to "
             f"{aside}; the session resumes from seq {last}, and work after that may be done again"
         )
     manifest = read_manifest(directory)

@@ -103,9 +103,11 @@ class Delegation:
             return ToolOutput(f"retrying plan task {args.plan_ref}: {_handle(existing)}")
         self.team.task_count += 1
         task_id = f"t{self.team.task_count}"
-        # The context first, then the task, durable before the subagent starts: after a
-        # crash there is either the task with its context, or no task (the delegating
-        # call runs again and makes it; a context left alone is replaced).
+        # The context first, then the task, before the subagent starts: after a crash
+        # there is either the task with its context, or no task (the delegating call runs
+        # again and makes it; a context left alone is replaced). The journal's order is
+        # enough: the subagent's own records come after these, and its first side effect
+        # waits for its durable start, which covers them.
         await self.team.sink.emit(
             AgentStarted(
                 agent=task_id,
@@ -134,8 +136,7 @@ class Delegation:
                 round_budget=args.round_budget or 0,
                 token_budget=args.token_budget or 0,
                 at=now_ms(),
-            ),
-            durable=True,
+            )
         )
         self.team.notify_change()
         self.team.enqueue(task_id)
@@ -151,8 +152,13 @@ class Delegation:
             task = self._own_task(sender, args.task)
             in_reply_to = args.in_reply_to
             if in_reply_to:
-                asked = self.team.state.mailbox.messages.get(in_reply_to)
-                if asked is None or asked.recipient != sender:
+                # A message that left the live mailbox (delivered, needing no answer) can
+                # be replied to too; which agent it went to is in the journal only.
+                mailbox = self.team.state.mailbox
+                asked = mailbox.get(in_reply_to)
+                if (asked is None and not mailbox.was_posted(in_reply_to)) or (
+                    asked is not None and asked.recipient != sender
+                ):
                     raise ToolFailed(f"no message {in_reply_to!r} to you to answer")
             elif args.kind == "answer":
                 # An answer without a reference answers what parked the task (its question

@@ -11,6 +11,7 @@ import gc
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
+import orjson
 from pydantic import ValidationError
 
 from orchestrator.context import FoldError
@@ -18,7 +19,8 @@ from orchestrator.errors import JournalCorrupt, SessionError
 from orchestrator.events import RECORD_ADAPTER, Record
 from orchestrator.layout import JOURNAL as JOURNAL
 from orchestrator.layout import SNAPSHOT as SNAPSHOT
-from orchestrator.state import SessionState, Snapshot
+from orchestrator.mailbox import Mail, MailHistory
+from orchestrator.state import SNAPSHOT_LAYOUT, SessionState, Snapshot
 from orchestrator.store.scan import JournalScan, scan_journal
 
 
@@ -110,33 +112,66 @@ def lost_records_advice(directory: Path) -> str:
 
 
 def read_snapshot(directory: Path, warn: Callable[[str], None]) -> Snapshot | None:
+    return read_snapshot_seq(directory, warn)[0]
+
+
+def read_snapshot_seq(directory: Path, warn: Callable[[str], None]) -> tuple[Snapshot | None, int]:
+    """The snapshot (None if there is none, or it cannot be read), and the seq that a
+    sound snapshot names even when it is of another layout, which is not read (a snapshot
+    is derived data: the journal has it all) but still says how far the session got."""
     path = directory / SNAPSHOT
     try:
         data = path.read_bytes()
     except FileNotFoundError:
-        return None
+        return None, 0
     except OSError as exc:
         warn(f"ignored unreadable snapshot {path}: {exc}; replaying the whole journal")
-        return None
+        return None, 0
     try:
-        return Snapshot.model_validate_json(data)
+        snapshot = Snapshot.model_validate_json(data)
     except ValidationError as exc:
-        warn(f"ignored unreadable snapshot {path}: {_first_error(exc)}; replaying the journal")
+        seq = _other_layout_seq(data)
+        if seq is None:
+            warn(f"ignored unreadable snapshot {path}: {_first_error(exc)}; replaying the journal")
+        return None, seq or 0
+    return snapshot, snapshot.seq
+
+
+def _other_layout_seq(data: bytes) -> int | None:
+    """The seq a snapshot that does not validate names, if it is of another layout."""
+    try:
+        fields = orjson.loads(data)
+    except orjson.JSONDecodeError:
         return None
+    if not isinstance(fields, dict) or fields.get("layout") == SNAPSHOT_LAYOUT:
+        return None
+    seq = fields.get("seq")
+    return seq if isinstance(seq, int) and not isinstance(seq, bool) and seq >= 0 else None
+
+
+def mail_history(directory: Path) -> list[Mail]:
+    """Every message of a session, delivered and answered ones included, read back from
+    its whole journal (the live state keeps only the mail that still needs something)."""
+    history = MailHistory()
+    with gc_paused():
+        scan = scan_journal(directory / JOURNAL)
+        for seq, record in decode_records(scan.path, scan.lines, scan.after_seq + 1):
+            history.apply(seq, record)
+    return list(history.messages.values())
 
 
 def load(directory: Path, warn: Callable[[str], None]) -> tuple[SessionState, JournalScan]:
     """The state, and the scan of the journal (which opening it for appending reuses)."""
     path = directory / JOURNAL
     with gc_paused():
-        snapshot = read_snapshot(directory, warn)
+        snapshot, reached = read_snapshot_seq(directory, warn)
         state = SessionState() if snapshot is None else SessionState.from_snapshot(snapshot)
         scan = scan_journal(path, after_seq=state.context_start() - 1)
         if scan.cut is not None:
             warn(f"cut a torn tail from {path}: {scan.cut.describe()}")
-        if state.seq > scan.last_seq:
+        if reached > scan.last_seq:
             raise SessionError(
-                f"{directory / SNAPSHOT} reflects seq {state.seq} but {path} holds only "
+                f"{directory / SNAPSHOT} reflects seq {reached} but {path} holds only "
                 f"{scan.last_seq} records: the journal lost records the session had made "
                 f"progress with. {lost_records_advice(directory)}"
             )

@@ -48,8 +48,10 @@ from orchestrator.todos import TodosChanged
 
 SNAPSHOT_EVERY = 2000
 # A turn's end also writes one, once this many records came since the last: with many
-# agents, turns end all the time, and a snapshot holds every task and message.
+# agents, turns end all the time.
 SNAPSHOT_AFTER_TURN = 200
+# Either gap is at least the number of agents and tasks, so that the snapshot's cost (it
+# holds a summary of each) stays a constant share of each record's however many there are.
 
 
 def create_session(
@@ -106,9 +108,11 @@ def _fill_session(
 
 
 def _write_views(directory: Path, views: dict[str, bytes]) -> None:
+    # Replaced atomically but not synced: a view is for people, resume never reads it, and
+    # a killed process leaves the old file or the new one.
     directory.mkdir(mode=0o700, exist_ok=True)
     for name, data in views.items():
-        write_atomic(directory / f"{name}.json", data)
+        write_atomic(directory / f"{name}.json", data, sync=False)
 
 
 class MemorySession:
@@ -140,6 +144,7 @@ class LiveSession:
     _seqs: dict[int, int] = field(default_factory=dict)
     _dirty_tasks: set[str] = field(default_factory=set)  # task views to write again
     _dirty_todos: set[str] = field(default_factory=set)  # agents whose todo views to write
+    _views: trio.Lock = field(default_factory=trio.Lock)  # one writer of views at a time
 
     def seq_of(self, event: Event) -> int | None:
         """The seq of the record `event` became, asked once by a sink after this one
@@ -169,12 +174,14 @@ class LiveSession:
             self._dirty_todos.add(record.agent)
         await self.journal.settle(seq, durable=durable)
         self._since_snapshot += 1
-        if self._since_snapshot >= SNAPSHOT_EVERY or (
-            isinstance(record, TurnEnded) and self._since_snapshot >= SNAPSHOT_AFTER_TURN
+        since, scale = self._since_snapshot, len(self.state.agents) + len(self.state.tasks.tasks)
+        turn_ended = isinstance(record, TurnEnded)
+        if since >= max(SNAPSHOT_EVERY, scale) or (
+            turn_ended and since >= max(SNAPSHOT_AFTER_TURN, scale)
         ):
             await self.write_snapshot()
-        elif isinstance(record, TurnEnded) and (self._dirty_tasks or self._dirty_todos):
-            await self.write_task_views()
+        elif turn_ended and (self._dirty_tasks or self._dirty_todos) and not self._views.locked():
+            await self.write_task_views()  # (if views are being written, the next turn's end)
 
     async def write_snapshot(self) -> None:
         """Write the small state. It never grows with the conversation, and it is written
@@ -182,7 +189,7 @@ class LiveSession:
         that cannot be written is a warning, never a failed turn: the journal is the truth."""
         # Taken before waiting for the disk, so it reflects no record the flush below
         # does not cover (other agents go on folding records while it waits).
-        data = self.state.snapshot().model_dump_json(indent=2).encode() + b"\n"
+        data = self.state.snapshot_json() + b"\n"
         self._since_snapshot = 0
         await self.journal.flush()
         try:
@@ -194,13 +201,17 @@ class LiveSession:
     async def write_task_views(self) -> None:
         """Write `tasks/<id>.json` of each task, and `todos/<agent>.json` of each todo
         list, changed since they were last written."""
-        for directory, views in ((TASKS_DIR, self._task_views()), (TODOS_DIR, self._todo_views())):
-            if not views:
-                continue
-            try:
-                await trio.to_thread.run_sync(_write_views, self.directory / directory, views)
-            except OSError as exc:
-                self.warn(f"could not write the views in {self.directory / directory}: {exc}")
+        async with self._views:
+            for directory, views in (
+                (TASKS_DIR, self._task_views()),
+                (TODOS_DIR, self._todo_views()),
+            ):
+                if not views:
+                    continue
+                try:
+                    await trio.to_thread.run_sync(_write_views, self.directory / directory, views)
+                except OSError as exc:
+                    self.warn(f"could not write the views in {self.directory / directory}: {exc}")
 
     def _todo_views(self) -> dict[str, bytes]:
         views = {

@@ -5,17 +5,17 @@
 disagree. It composes the folds of the concepts that own the records: the conversation's
 in `context.py`, the task registry's in `tasks.py`, the mailbox's in `mailbox.py`.
 
-The snapshot holds positions, not copies: the small state (statuses, counters) and, per
-agent, the seq where its live context starts. Resume loads it and folds the journal once:
-records before the snapshot's seq only rebuild the contexts (`apply_context`), records
-after it are folded whole (`apply`).
+The snapshot holds positions, not copies: the small state (statuses, counters, the task
+records, the live mail) and, per agent, the seq where its live context starts. Resume
+loads it and folds the journal once: records before the snapshot's seq only rebuild the
+contexts (`apply_context`), records after it are folded whole (`apply`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -31,10 +31,10 @@ from orchestrator.events import (
     TurnEnded,
     TurnStarted,
 )
-from orchestrator.mailbox import Mailbox, MessagePosted, MessagesDelivered
+from orchestrator.mailbox import Mailbox, MailboxSummary, MessagePosted, MessagesDelivered
 from orchestrator.manifest import SessionStatus
 from orchestrator.messages import Usage
-from orchestrator.tasks import SETTLED, TASK_FOLDS, Registry, TaskChanged, TaskCreated
+from orchestrator.tasks import SETTLED, TASK_FOLDS, Registry, TaskChanged, TaskCreated, TaskRecord
 from orchestrator.todos import TodoItem, TodoList, TodosChanged
 
 USER = "user"  # the sender of what the person says to the main agent (team.USER)
@@ -53,6 +53,11 @@ class AgentSummary(BaseModel):
 class GrantSummary(BaseModel):
     tool: str
     pattern: str = ""
+
+
+SNAPSHOT_LAYOUT = 2
+"""What a `snapshot.json` holds. A snapshot of another layout (1: every message whole, no
+`layout`) is not read: resume replays the journal instead (a snapshot is derived data)."""
 
 
 class TodosSummary(BaseModel):
@@ -83,18 +88,22 @@ class TodosSummary(BaseModel):
 
 
 class Snapshot(BaseModel):
-    """`snapshot.json`: the state as of journal record `seq`, minus the contexts."""
+    """`snapshot.json`: the state as of journal record `seq`, minus the contexts.
 
+    `tasks` comes last: `SessionState.snapshot_json` writes it from each record's cached
+    JSON."""
+
+    layout: Literal[2]
     seq: int
     status: SessionStatus = "running"
     agents: dict[str, AgentSummary] = Field(default_factory=dict)
     grants: list[GrantSummary] = Field(default_factory=list)
-    tasks: list[dict[str, Any]] = Field(default_factory=list)
-    mailbox: list[dict[str, Any]] = Field(default_factory=list)
+    mailbox: MailboxSummary = Field(default_factory=MailboxSummary)
     todos: dict[str, TodosSummary] = Field(default_factory=dict)
     progress: dict[str, dict[str, Any]] = Field(default_factory=dict)
     rounds: int = 0
     usage_by_model: dict[str, Usage] = Field(default_factory=dict)
+    tasks: list[TaskRecord] = Field(default_factory=list)
 
 
 class SessionState:
@@ -146,8 +155,9 @@ class SessionState:
         if fold is not None:
             fold(self.agent(record.agent), seq, record)
 
-    def snapshot(self) -> Snapshot:
+    def snapshot(self, *, tasks: bool = True) -> Snapshot:
         return Snapshot(
+            layout=SNAPSHOT_LAYOUT,
             seq=self.seq,
             status=self.status,
             agents={
@@ -157,13 +167,22 @@ class SessionState:
                 for agent_id, a in self.agents.items()
             },
             grants=[GrantSummary(tool=g.tool, pattern=g.pattern) for g in self.grants],
-            tasks=self.tasks.dump(),
-            mailbox=self.mailbox.dump(),
+            mailbox=self.mailbox.summary(),
             todos={agent: TodosSummary.of(t) for agent, t in self.todos.items()},
             progress={agent: _dump_progress(p) for agent, p in self.progress.items()},
             rounds=self.rounds,
             usage_by_model={model: usage_of(c) for model, c in self.usage_by_model.items()},
+            tasks=[t.model_copy(deep=True) for t in self.tasks.tasks.values()] if tasks else [],
         )
+
+    def snapshot_json(self) -> bytes:
+        """`snapshot()` as compact JSON, made without serialising every task record
+        again: those the fold did not change since the last snapshot are reused."""
+        head = self.snapshot(tasks=False).model_dump_json().encode()
+        empty = b'"tasks":[]}'
+        if not head.endswith(empty):  # `tasks` is no longer last: the plain way
+            return self.snapshot().model_dump_json().encode()
+        return head[: -len(empty)] + b'"tasks":' + self.tasks.dump_json() + b"}"
 
     @classmethod
     def from_snapshot(cls, snapshot: Snapshot) -> SessionState:
@@ -206,7 +225,7 @@ class SessionState:
             "status": self.status,
             "grants": [(g.tool, g.pattern) for g in self.grants],
             "tasks": self.tasks.dump(),
-            "mailbox": self.mailbox.dump(),
+            "mailbox": self.mailbox.summary().model_dump(mode="json"),
             "todos": {agent: t.view() for agent, t in self.todos.items()},
             "progress": {agent: _dump_progress(p) for agent, p in self.progress.items()},
             "rounds": self.rounds,
@@ -293,6 +312,7 @@ def _call_result(state: SessionState, seq: int, record: CallResult) -> None:
     if record.delivers:
         _heard(state, record.agent, record.delivers)
         state.mailbox.delivered(seq, record.agent, record.delivers)
+    state.mailbox.call_done(record.agent, record.ref)
     if record.status == "ok":
         state.progress_of(record.agent).progressed()
 

@@ -134,24 +134,44 @@ class TaskRecord(BaseModel):
 
 
 class Registry:
-    """The task records of a session, folded from the journal."""
+    """The task records of a session, folded from the journal. One record per task, kept
+    for the session's life (a settled task can be revived, and its `plan_ref` found);
+    indexes keep the queries that run on every delegation from walking every task."""
 
     def __init__(self) -> None:
         self.tasks: dict[str, TaskRecord] = {}
         self._refs: dict[tuple[str, str], str] = {}  # (owner, delegating ref) -> task id
         self._children: dict[str, list[str]] = {}  # owner -> its tasks, in creation order
+        self._live: dict[str, None] = {}  # the live tasks
+        self._plan_refs: dict[str, str] = {}  # plan ref -> its latest task
+        # Each record as snapshot JSON, made again only once it changed (`changed`).
+        self._json: dict[str, bytes] = {}
 
     def add(self, record: TaskRecord) -> None:
         self.tasks[record.task_id] = record
         self._children.setdefault(record.owner, []).append(record.task_id)
         if record.created_by:
             self._refs[record.owner, record.created_by] = record.task_id
+        if record.plan_ref:
+            self._plan_refs[record.plan_ref] = record.task_id
+        self.changed(record)
+
+    def changed(self, record: TaskRecord) -> None:
+        """The fold changed `record`: its indexes and its snapshot JSON follow."""
+        if record.live:
+            self._live[record.task_id] = None
+        else:
+            self._live.pop(record.task_id, None)
+        self._json.pop(record.task_id, None)
 
     def get(self, task_id: str) -> TaskRecord | None:
         return self.tasks.get(task_id)
 
     def live(self) -> list[TaskRecord]:
-        return [t for t in self.tasks.values() if t.live]
+        """The live tasks, oldest first."""
+        found = [self.tasks[t] for t in self._live]
+        found.sort(key=lambda t: t.created_seq)
+        return found
 
     def children(self, owner: str) -> list[TaskRecord]:
         """The tasks `owner` (an agent: `main` or a task id) delegated, oldest first."""
@@ -175,10 +195,8 @@ class Registry:
         return None if task_id is None else self.tasks[task_id]
 
     def by_plan_ref(self, plan_ref: str) -> TaskRecord | None:
-        if not plan_ref:
-            return None
-        matches = [t for t in self.tasks.values() if t.plan_ref == plan_ref]
-        return matches[-1] if matches else None
+        task_id = self._plan_refs.get(plan_ref) if plan_ref else None
+        return None if task_id is None else self.tasks[task_id]
 
     def scope_conflict(
         self, scope: tuple[str, ...] | None, *, exclude: Collection[str] = ()
@@ -187,8 +205,8 @@ class Registry:
         nothing and so conflicts with nothing)."""
         if scope is not None and not scope:
             return None
-        for task in self.tasks.values():
-            if not task.live or task.task_id in exclude or task.read_only:
+        for task in self.live():
+            if task.task_id in exclude or task.read_only:
                 continue
             if scope is None or task.write_scope is None:
                 return task
@@ -211,15 +229,28 @@ class Registry:
             task.completion = Envelope.model_validate(
                 {"summary": mail.summary, **(mail.data or {})}
             )
+        self.changed(task)
 
     def dump(self) -> list[dict[str, Any]]:
         return [t.model_dump(mode="json") for t in self.tasks.values()]
 
+    def dump_json(self) -> bytes:
+        """Every record as a compact JSON array (a snapshot's `tasks`): only the records
+        changed since the last call are serialised again."""
+        cache = self._json
+        parts = []
+        for task_id, record in self.tasks.items():
+            data = cache.get(task_id)
+            if data is None:
+                data = cache[task_id] = record.model_dump_json().encode()
+            parts.append(data)
+        return b"[" + b",".join(parts) + b"]"
+
     @classmethod
-    def load(cls, records: Iterable[dict[str, Any]]) -> Registry:
+    def load(cls, records: Iterable[TaskRecord]) -> Registry:
         registry = cls()
-        for raw in records:
-            registry.add(TaskRecord.model_validate(raw))
+        for record in records:
+            registry.add(record.model_copy(deep=True))
         return registry
 
 
@@ -328,6 +359,7 @@ def _changed(registry: Registry, seq: int, record: TaskChanged) -> None:
     task.reason = record.reason if record.state != "running" else ""
     task.updated = record.at or task.updated
     task.changed_seq = seq
+    registry.changed(task)
 
 
 TASK_FOLDS: dict[type, Callable[[Registry, int, Any], None]] = {

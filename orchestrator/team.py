@@ -186,7 +186,7 @@ class Team:
         self._model_slots = trio.Semaphore(settings.limits.max_model_calls)
         # Ids are given here, in order, before their records reach the fold.
         self.task_count = len(session.state.tasks.tasks)
-        self._mail_count = len(session.state.mailbox.messages)
+        self._mail_count = session.state.mailbox.posted_count
         self._deps: dict[str, TurnDeps] = {}
         self._started: set[str] = set()  # tasks whose loops run (or wait for mail)
         self._resumed: set[str] = set()  # of those, the ones live before a restart
@@ -241,11 +241,13 @@ class Team:
     async def set_state(
         self, task_id: str, state: TaskState, *, by: str, reason: str = "", instance: str = ""
     ) -> None:
+        # Not waited for on disk: whatever acts on the change (the task's loop, its owner's
+        # next record) is journaled after it, so no journal holds one without the other,
+        # and a side effect waits for its own durable start, which covers this too.
         await self.sink.emit(
             TaskChanged(
                 agent=by, task=task_id, state=state, reason=reason, instance=instance, at=now_ms()
-            ),
-            durable=True,
+            )
         )
         self.notify_change()
 
@@ -268,24 +270,25 @@ class Team:
         # Numbered here, not by the fold: several posts may be on their way to the journal.
         self._mail_count += 1
         message_id = f"m{self._mail_count}"
-        await self.sink.emit(
-            MessagePosted(
-                agent=sender,
-                id=message_id,
-                to=to,
-                task=task_id,
-                mail=kind,
-                priority=priority or DEFAULT_PRIORITY[kind],
-                summary=summary,
-                data=data,
-                requires_ack=requires_ack,
-                in_reply_to=in_reply_to,
-                ref=ref,
-                at=now_ms(),
-            ),
-            durable=True,
+        record = MessagePosted(
+            agent=sender,
+            id=message_id,
+            to=to,
+            task=task_id,
+            mail=kind,
+            priority=priority or DEFAULT_PRIORITY[kind],
+            summary=summary,
+            data=data,
+            requires_ack=requires_ack,
+            in_reply_to=in_reply_to,
+            ref=ref,
+            at=now_ms(),
         )
-        mail = self.state.mailbox.messages[message_id]
+        # Between agents the journal's order is enough (a delivery is journaled after its
+        # post); what a person says is on disk before `say` returns.
+        await self.sink.emit(record, durable=sender == USER)
+        # (A message without a posting call may already be delivered and gone.)
+        mail = self.state.mailbox.get(message_id) or Mail.of(0, record)
         self.notify_change()
         runtime = self._runtime(to)
         runtime.wake.set()  # a sleeper checks the priority it waits for (wait_for_mail)

@@ -12,6 +12,7 @@ import trio
 import trio.testing
 
 from orchestrator.events import AgentStarted, FanOut, ListSink
+from orchestrator.mailbox import Mail, MailHistory
 from orchestrator.main_agent import MainOutcome, open_team, run_main
 from orchestrator.messages import SystemMessage, UserMessage
 from orchestrator.models.base import ModelRequest
@@ -37,6 +38,21 @@ def c(name: str, **arguments: Any) -> tuple[str, dict[str, Any]]:
 Brain = Callable[[ModelRequest], Reply]
 
 
+class HistorySession(MemorySession):
+    """A session in memory that also folds every message into a history (the live state
+    keeps only the mail still in flight), as `sessions show` reads it from a journal."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.history = MailHistory()
+
+    async def emit(self, event: Any, *, durable: bool = False) -> None:
+        record = event.record()
+        if record is not None:
+            self.state.apply(self.state.seq + 1, record)
+            self.history.apply(self.state.seq, record)
+
+
 class Scene:
     """One session in memory with a main agent and scripted brains per agent id."""
 
@@ -49,7 +65,7 @@ class Scene:
         **limits: Any,
     ) -> None:
         self.brains = brains
-        self.session = MemorySession()
+        self.session = HistorySession()
         self.events = ListSink()
         self.model = ScriptedModel(self._answer)
         self.settings = TeamSettings(
@@ -69,6 +85,11 @@ class Scene:
     def state(self) -> Any:
         return self.session.state
 
+    @property
+    def mail(self) -> dict[str, Mail]:
+        """Every message posted, delivered or not."""
+        return self.session.history.messages
+
     async def run(self, goal: str = "the goal") -> MainOutcome:
         messages = (SystemMessage(content="main"), UserMessage(content=goal))
         sink = FanOut([self.session, self.events])
@@ -79,7 +100,7 @@ class Scene:
             return await run_main(team)
 
     def kinds(self) -> list[tuple[str, str, str]]:
-        return [(m.kind, m.sender, m.recipient) for m in self.state.mailbox.messages.values()]
+        return [(m.kind, m.sender, m.recipient) for m in self.mail.values()]
 
 
 def steps(*replies: ScriptedReply | Callable[[ModelRequest], Reply]) -> Brain:
@@ -165,7 +186,10 @@ async def test_delegated_tasks_complete_and_their_envelopes_reach_the_main_agent
     assert "wrote b" in waited
     assert "LISTED BUT NOT CHANGED: c.txt" in waited
     # Delivered once, by the wait_tasks result, and never again.
-    assert all(m.delivered for m in scene.state.mailbox.messages.values())
+    assert all(m.delivered for m in scene.mail.values())
+    # Delivered mail that needs nothing more has left the live mailbox (it is bounded).
+    assert scene.state.mailbox.messages == {}
+    assert scene.state.mailbox.posted_count == len(scene.mail) == 2
     assert sum("wrote a" in getattr(m, "content", "") for m in main.messages) == 1
 
 
@@ -234,14 +258,13 @@ async def test_a_question_parks_the_task_until_the_answer_starts_its_next_turn(
     )
     outcome = await scene.run()
     assert outcome.reason == "completed"
-    box = scene.state.mailbox
-    kinds = [(m.kind, m.sender, m.recipient) for m in box.messages.values()]
+    kinds = [(m.kind, m.sender, m.recipient) for m in scene.mail.values()]
     assert kinds == [
         ("decision_required", "t1", MAIN),
         ("answer", MAIN, "t1"),
         ("completed", "t1", MAIN),
     ]
-    question = box.messages["m1"]
+    question = scene.mail["m1"]
     assert question.requires_ack
     assert question.answered_by == "m2"
     # The question ended the subagent's turn: no call was held open while it waited.
@@ -573,7 +596,7 @@ async def test_a_message_sent_while_the_task_completes_is_not_lost(workspace: Wo
     async def complete_once_written_to(request: ModelRequest) -> ScriptedReply:
         assert scene.team is not None
         thinking.set()
-        while not any(m.recipient == "t1" for m in scene.state.mailbox.messages.values()):
+        while not any(m.recipient == "t1" for m in scene.mail.values()):
             await scene.team.changed.wait()
         return reply("", c("complete", summary="first"))
 
@@ -603,7 +626,7 @@ async def test_a_message_sent_while_the_task_completes_is_not_lost(workspace: Wo
     assert task.state == "completed"
     assert "and also this" in task.completion.summary
     assert task.instances == ["t1.1", "t1.2"]
-    assert all(m.delivered for m in scene.state.mailbox.messages.values())
+    assert all(m.delivered for m in scene.mail.values())
 
 
 async def test_a_subtask_cannot_widen_its_parents_write_scope(workspace: Workspace) -> None:
@@ -662,7 +685,7 @@ async def test_a_stalled_task_is_reported_to_its_owner(
     )
     outcome = await scene.run()
     assert outcome.reason == "completed"
-    [alert] = [m for m in scene.state.mailbox.messages.values() if m.kind == "risk_alert"]
+    [alert] = [m for m in scene.mail.values() if m.kind == "risk_alert"]
     assert alert.sender == "t1"
     assert 600 <= alert.data["stalled_seconds"] <= 800
     assert scene.state.tasks.get("t1").state == "cancelled"
@@ -689,7 +712,7 @@ async def test_the_user_can_tell_the_main_agent_something_while_it_runs(
     )
     outcome = await scene.run()
     assert outcome.reason == "completed"
-    said = [m for m in scene.state.mailbox.messages.values() if m.sender == "user"]
+    said = [m for m in scene.mail.values() if m.sender == "user"]
     assert [(m.kind, m.recipient) for m in said] == [("instruction", MAIN)]
     assert said[0].delivered
     final = scene.state.agents[MAIN].messages[-1]
@@ -726,7 +749,7 @@ async def test_blocked_risk_and_direction_change_reach_the_owner(workspace: Work
     )
     outcome = await scene.run()
     assert outcome.reason == "completed"
-    kinds = [(m.kind, m.priority, m.requires_ack) for m in scene.state.mailbox.messages.values()]
+    kinds = [(m.kind, m.priority, m.requires_ack) for m in scene.mail.values()]
     assert kinds == [
         ("risk_alert", "urgent", False),
         ("direction_change_request", "urgent", True),
@@ -734,11 +757,11 @@ async def test_blocked_risk_and_direction_change_reach_the_owner(workspace: Work
         ("answer", "urgent", False),
         ("completed", "urgent", False),
     ]
-    blocked = scene.state.mailbox.messages["m3"]
+    blocked = scene.mail["m3"]
     assert blocked.data == {"category": "credential"}
     # An answer without in_reply_to answers what parked the task, not its older proposal.
     assert blocked.answered_by == "m4"
-    assert scene.state.mailbox.messages["m2"].answered_by == ""
+    assert scene.mail["m2"].answered_by == ""
     assert "token is in .env" in scene.state.tasks.get("t1").completion.summary
     results = [m.content for m in scene.state.agents["t1"].messages if m.role == "tool"]
     assert results[0].startswith("risk reported to your owner; carry on")
@@ -801,7 +824,7 @@ async def test_shell_writes_are_seen_checked_against_the_scope_and_the_envelope(
     await scene.run()
     shell = next(m for m in scene.state.agents["t1"].messages if m.role == "tool")
     assert shell.content.endswith("[files changed by this command: docs/old.md, src/a.py]")
-    alerts = [m.summary for m in scene.state.mailbox.messages.values() if m.kind == "risk_alert"]
+    alerts = [m.summary for m in scene.mail.values() if m.kind == "risk_alert"]
     assert alerts == ["its shell command changed files outside its write scope: docs/old.md"]
     envelope = scene.state.tasks.get("t1").completion
     assert envelope.unlisted_changes == ("docs/old.md",)
@@ -843,9 +866,7 @@ async def test_a_file_changed_by_two_live_tasks_is_reported(workspace: Workspace
     )
     with trio.fail_after(10):
         await scene.run()
-    alerts = {
-        m.sender: m.summary for m in scene.state.mailbox.messages.values() if m.kind == "risk_alert"
-    }
+    alerts = {m.sender: m.summary for m in scene.mail.values() if m.kind == "risk_alert"}
     assert alerts["t1"] == "its shell command changed files outside its write scope: shared.txt"
     assert alerts["t2"] == (
         "its shell command changed files outside its write scope: shared.txt; "
@@ -976,7 +997,7 @@ async def test_a_type_with_retries_gets_another_attempt_after_failing(
     task = scene.state.tasks.get("t1")
     assert (task.state, task.attempts, task.instances) == ("completed", 2, ["t1.1", "t1.2"])
     assert task.completion.summary.startswith("Your previous attempt failed: reached its limit")
-    [alert] = [m.summary for m in scene.state.mailbox.messages.values() if m.kind == "risk_alert"]
+    [alert] = [m.summary for m in scene.mail.values() if m.kind == "risk_alert"]
     assert alert.endswith("; retrying (attempt 2 of 2)")
 
 

@@ -27,22 +27,26 @@ TEMP_SUFFIX = ".tmp"
 """Temporary files are `.<name>.<random>.tmp` beside the target; a crash can leave one."""
 
 
-def write_atomic(path: os.PathLike[str] | str, data: bytes) -> None:
-    """Replace the file at `path` with `data`, atomically and durably."""
+def write_atomic(path: os.PathLike[str] | str, data: bytes, *, sync: bool = True) -> None:
+    """Replace the file at `path` with `data`, atomically and (with `sync`) durably.
+    Without `sync` nothing is fsynced: a reader or a killed process still sees the old file
+    or the new one, but after a power loss the file may be either, or empty."""
     path = Path(path)
     temp = path.with_name(f".{path.name}.{secrets.token_hex(4)}{TEMP_SUFFIX}")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     try:
         try:
             write_all(fd, data)
-            os.fsync(fd)
+            if sync:
+                os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(temp, path)
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
-    sync_dir(path.parent)
+    if sync:
+        sync_dir(path.parent)
 
 
 def write_json_atomic(path: os.PathLike[str] | str, obj: Any) -> None:

@@ -48,7 +48,7 @@ from orchestrator.events import AgentStarted, MessageAdded
 from orchestrator.mailbox import Mail
 from orchestrator.manifest import read_manifest, write_manifest
 from orchestrator.messages import AssistantMessage, ToolResult, UserMessage
-from orchestrator.replay import load_state
+from orchestrator.replay import load_state, mail_history
 from orchestrator.session import JOURNAL, LiveSession, create_session
 from orchestrator.state import SessionState
 from orchestrator.store import open_journal, scan_journal
@@ -197,13 +197,21 @@ class TeamCrashRun(CrashRun):
             assert not settled or task.state == settled, (task_id, settled, task.state)
         for task in state.tasks.tasks.values():
             self.seen_tasks[task.task_id] = task.state if task.state == "completed" else ""
+        box = self.mail()
         for message_id, seq in self.seen_delivered.items():
-            mail = state.mailbox.messages.get(message_id)
+            mail = box.get(message_id)
             assert mail is not None, f"message {message_id} was lost"
             assert mail.delivered_seq == seq, f"message {message_id}: delivery undone"
-        for mail in state.mailbox.messages.values():
+        for mail in box.values():
             if mail.delivered_seq is not None:
                 self.seen_delivered[mail.message_id] = mail.delivered_seq
+        # The live mailbox holds only what still needs something: not a delivered message
+        # (it left) unless its posting call has no result yet.
+        assert all(m.delivered_seq is None or m.ref for m in state.mailbox.messages.values())
+
+    def mail(self) -> dict[str, Mail]:
+        """Every message of the session, from its whole journal."""
+        return {m.message_id: m for m in mail_history(self.directory)}
 
     def journal(self) -> list[dict[str, Any]]:
         return [frame.fields() for frame in scan_journal(self.directory / JOURNAL).records]
@@ -267,10 +275,14 @@ def check_tasks_and_contexts(state: SessionState, reference: Reference) -> None:
         assert len(replies) == steps, (task_id, len(replies), steps)
 
 
-def check_mailbox(state: SessionState, journal: list[dict[str, Any]], reference: Reference) -> None:
-    """Every message posted once, delivered exactly once, and each completion in the main
-    agent's context exactly once."""
-    box = state.mailbox.messages
+def check_mailbox(
+    state: SessionState, box: dict[str, Mail], journal: list[dict[str, Any]], reference: Reference
+) -> None:
+    """Every message (`box`, read back from the journal) posted once, delivered exactly
+    once, and each completion in the main agent's context exactly once; and none of them
+    is still kept by the live mailbox."""
+    assert state.mailbox.messages == {}, "the live mailbox keeps delivered mail"
+    assert state.mailbox.posted_count == len(box)
     posted = [r["id"] for r in journal if r["k"] == "message_posted"]
     assert sorted(posted) == sorted(box), "a posted message is missing from the mailbox"
     assert Counter(mail_key(m) for m in box.values()) == reference.messages, (
@@ -326,7 +338,7 @@ def check_final(run: TeamCrashRun, reference: Reference, effects: dict[str, Effe
     """Check the finished session."""
     state = run.final_state()
     check_tasks_and_contexts(state, reference)
-    check_mailbox(state, run.journal(), reference)
+    check_mailbox(state, run.mail(), run.journal(), reference)
     # Only the calls the harness knows as not idempotent may ever be interrupted.
     assert run.interrupted <= set(effects), run.interrupted - set(effects)
     interrupted = [effects[c] for c in run.interrupted]
@@ -369,7 +381,7 @@ def reference(reference_run: TeamCrashRun, scripted: tuple[Path, dict[str, Effec
         ]
     ref = Reference(
         workspace=workspace,
-        messages=Counter(mail_key(m) for m in state.mailbox.messages.values()),
+        messages=Counter(mail_key(m) for m in run.mail().values()),
         steps={f"t{n}": state.agents[f"t{n}"].steps for n in TASKS},
     )
     assert sum(ref.messages.values()) == len(TASKS) * (ROUNDS + 1)
@@ -429,29 +441,35 @@ def test_the_mailbox_check_catches_a_lost_repeated_or_twice_delivered_message(
     reference_run: TeamCrashRun, reference: Reference
 ) -> None:
     journal = reference_run.journal()
-    check_mailbox(reference_run.final_state(), journal, reference)
+    state = reference_run.final_state()
+    check_mailbox(state, reference_run.mail(), journal, reference)
     delivery = next(r for r in journal if r.get("delivers") or r["k"] == "messages_delivered")
     with pytest.raises(AssertionError, match="more than once"):
-        check_mailbox(reference_run.final_state(), [*journal, delivery], reference)
-    state = reference_run.final_state()
-    state.mailbox.messages["m3"].delivered_seq = None
+        check_mailbox(state, reference_run.mail(), [*journal, delivery], reference)
+    box = reference_run.mail()
+    box["m3"].delivered_seq = None
     with pytest.raises(AssertionError, match="never delivered"):
-        check_mailbox(state, journal, reference)
-    state = reference_run.final_state()
-    progress = next(m for m in state.mailbox.messages.values() if m.kind == "progress")
-    copy = progress.model_copy(update={"message_id": "m99"})
-    state.mailbox.messages["m99"] = copy
+        check_mailbox(state, box, journal, reference)
+    box = reference_run.mail()
+    progress = next(m for m in box.values() if m.kind == "progress")
+    box["m99"] = progress.model_copy(update={"message_id": "m99"})
+    state.mailbox.posted_ids.add("m99")
     posted = {**next(r for r in journal if r["k"] == "message_posted"), "id": "m99"}
     with pytest.raises(AssertionError, match="posted twice"):
-        check_mailbox(state, [*journal, posted], reference)
+        check_mailbox(state, box, [*journal, posted], reference)
     state = reference_run.final_state()
+    box = reference_run.mail()
     main = state.agents["main"]
-    completed = next(m for m in state.mailbox.messages.values() if m.kind == "completed")
+    completed = next(m for m in box.values() if m.kind == "completed")
     main.messages = [
         m for m in main.messages if f"<completed id={completed.message_id} " not in m_text(m)
     ]
     with pytest.raises(AssertionError, match="in main's context 0 times"):
-        check_mailbox(state, journal, reference)
+        check_mailbox(state, box, journal, reference)
+    state = reference_run.final_state()
+    state.mailbox.messages["m1"] = box["m1"]
+    with pytest.raises(AssertionError, match="keeps delivered mail"):
+        check_mailbox(state, reference_run.mail(), journal, reference)
 
 
 # --- the bugs it found: minimal reproductions ----------------------------------------------
@@ -504,7 +522,7 @@ def test_a_shell_call_is_not_blamed_for_what_other_tasks_write_meanwhile(
     run = run_script(tmp_path, script)
     state = run.final_state()
     assert (run.workspace / "w1/log.txt").read_text() == "done\n"
-    alerts = [m.summary for m in state.mailbox.messages.values() if m.kind == "risk_alert"]
+    alerts = [m.summary for m in run.mail().values() if m.kind == "risk_alert"]
     shell = next(m for m in state.agents["t1"].messages if isinstance(m, ToolResult))
     expect("w2/x" not in shell.content, f"t1's shell result: {shell.content!r}")
     expect(not alerts, f"false alerts: {alerts}")
@@ -594,7 +612,8 @@ def test_a_resume_while_the_main_agent_waits_does_not_stall(tmp_path: Path) -> N
     assert run.step(kill_after_events=None) == 0
     state = run.final_state()
     assert state.tasks.tasks["t1"].state == "completed"
-    assert all(m.delivered_seq is not None for m in state.mailbox.messages.values())
+    assert all(m.delivered_seq is not None for m in run.mail().values())
+    assert state.mailbox.messages == {}
 
 
 def test_a_complete_cut_off_after_the_task_completed_gets_its_result(tmp_path: Path) -> None:
@@ -626,7 +645,7 @@ def test_a_follow_up_to_a_task_completed_just_before_a_crash_is_delivered(
     (run.workspace / "out/b.txt").unlink()  # written after that instant
     assert run.step(kill_after_events=None) == 0
     state = run.final_state()
-    follow_up = [m for m in state.mailbox.messages.values() if m.kind == "instruction"]
+    follow_up = [m for m in run.mail().values() if m.kind == "instruction"]
     assert len(follow_up) == 1
     assert follow_up[0].delivered_seq is not None, "the follow-up was never delivered"
     completion = state.tasks.tasks["t1"].completion
