@@ -70,6 +70,9 @@ class Verified(EventBase, frozen=True):
     exit_code: int = 0
     output: str = ""
     note: str = ""
+    # False for a check run inside a call (a subagent's `complete`): its failure is that
+    # call's result, not a continuation.
+    counts: bool = True
 
 
 class BlockedReported(EventBase, frozen=True):
@@ -142,7 +145,8 @@ class AgentProgress:
             self.verified_seq = seq
         else:
             self.verify_failures += 1
-            self.continues += 1
+            if record.counts:
+                self.continues += 1
 
     def reported_blocked(self, record: BlockedReported) -> None:
         self.blocked = f"{record.category}: {record.reason}"

@@ -65,6 +65,8 @@ class AgentDefinition(BaseModel, frozen=True, extra="forbid"):
     max_continues: int = Field(default=3, ge=0)  # nudges after a turn ends without complete
     retries: int = Field(default=0, ge=0, le=10)  # attempts after a failed one, automatically
     serial: bool = False  # its todo list is a queue: completing an item starts the next
+    # Shell commands that must pass, in the workspace, before its `complete` is accepted.
+    verify: tuple[str, ...] = ()
     resume: Resume = "auto"
     allow: tuple[str, ...] = ()  # permission rules, as `--allow` takes them
 
@@ -431,7 +433,19 @@ def _widening(new: AgentDefinition, base: AgentDefinition | None) -> dict[str, A
         if _RESUME_RANK[new.resume] > _RESUME_RANK[base.resume]:
             items["resume"] = new.resume
         old_rules = base.allow
-    # A deny rule only takes away; anything else may override a deny of the user's.
+    return items | _wider_lists(new, base, old_rules)
+
+
+def _wider_lists(
+    new: AgentDefinition, base: AgentDefinition | None, old_rules: tuple[str, ...]
+) -> dict[str, Any]:
+    """The list settings that widen: commands run unasked, beyond those the user's own
+    definition already runs, and permission rules other than denials (a deny rule only
+    takes away; anything else may override a deny of the user's)."""
+    items: dict[str, Any] = {}
+    commands = sorted(set(new.verify) - set(base.verify if base else ()))
+    if commands:
+        items["verify"] = commands
     rules = sorted(rule for rule in set(new.allow) - set(old_rules) if not _denies(rule))
     if rules:
         items["allow"] = rules
@@ -453,6 +467,8 @@ def _describe(field: str, new: AgentDefinition, base: AgentDefinition | None) ->
         case "allow":
             old = base.allow if base else ()
             detail = ", ".join(_shown(r) for r in new.allow if r not in old and not _denies(r))
+        case "verify":
+            detail = f"{value} (commands run in the workspace when a task completes)"
         case "model" if base is None or base.model is None:
             detail = f"{value} (instead of the config's model for this role)"
         case _ if base is not None:
@@ -465,6 +481,8 @@ def _describe(field: str, new: AgentDefinition, base: AgentDefinition | None) ->
 def _shown(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, tuple | list):
+        return orjson.dumps(list(value)).decode()
     return orjson.dumps(value).decode() if isinstance(value, str) else str(value)
 
 

@@ -277,6 +277,7 @@ class Delegation:
             return ToolOutput(f"already reported ({mail.message_id})")
         if mail is None:
             if kind == "completed":
+                await self._verify_completion(agent)
                 data = {**(data or {}), **self._check_files(agent, data or {})}
             mail = await self.team.post(
                 agent,
@@ -307,6 +308,19 @@ class Delegation:
             "carry on meanwhile",
         }[kind]
         return ToolOutput(f"{said} ({mail.message_id})")
+
+    async def _verify_completion(self, agent: str) -> None:
+        """A type with `verify` commands completes only once they pass: a failure
+        refuses the `complete` call, with the failing output, and the task goes on."""
+        definition = self.team.definition(agent)
+        if definition is None or not definition.verify:
+            return
+        failure = await self.team.oversight.verify_in_call(agent, definition.verify)
+        if failure:
+            raise ToolFailed(
+                "complete refused: your type's verification did not pass; fix the cause, "
+                f"then call complete again.\n{failure}"
+            )
 
     def _read_only(self, definition: AgentDefinition) -> bool:
         """Whether an agent type changes nothing: every tool it has is read-only (a

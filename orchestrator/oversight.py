@@ -162,9 +162,33 @@ class Oversight:
     # --- verification -----------------------------------------------------------------
 
     async def verify(self, agent: str) -> bool:
-        """Run the verification commands in the workspace, through the shell tool (its
-        sandbox and limits); journal the result. A failure's output goes back to the
-        agent as a continuation."""
+        """Run the session's verification commands in the workspace and journal the
+        result; a failure's output goes back to the agent as a continuation."""
+        code, output, failed = await self._run_checks(agent, self.policy.verify)
+        passed = not failed
+        note = ""
+        if not passed:
+            progress = self.team.state.progress_of(agent)
+            note = (
+                f"[verification failed] `{failed}` did not pass "
+                f"(continuation {progress.continues + 1} of {self.policy.max_auto_continues}). "
+                f"Fix the cause, then end your turn.\n{output}"
+            )
+        await self._record(agent, self.policy.verify, code, output, note)
+        return passed
+
+    async def verify_in_call(self, agent: str, commands: tuple[str, ...]) -> str:
+        """Run `commands` from inside one of the agent's calls (a subagent's `complete`,
+        when its type has `verify`): journaled, and its failing output returned for the
+        call's result ("" when they pass) rather than added to the context."""
+        code, output, failed = await self._run_checks(agent, commands)
+        await self._record(agent, commands, code, output, "", counts=False)
+        return output if failed else ""
+
+    async def _run_checks(self, agent: str, commands: tuple[str, ...]) -> tuple[int, str, str]:
+        """Run the commands one after another through the shell tool (its sandbox and
+        limits), stopping at the first failure: (exit code, output trimmed, the failed
+        command or "" when all passed)."""
         shell = self._shell()
         context = ToolContext(
             workspace=self.team.settings.workspace,
@@ -172,7 +196,6 @@ class Oversight:
             session=self.team.settings.session_id,
             call=f"verify.{self.team.state.seq}",
         )
-        commands = self.policy.verify
         outputs = []
         code, failed = 0, ""
         for command in commands:
@@ -182,28 +205,30 @@ class Oversight:
             if output.status != "ok":
                 code, failed = _exit_code(text), command
                 break
-        passed = not failed
-        joined = _trim("\n".join(outputs), VERIFY_OUTPUT_CHARS)
-        note = ""
-        if not passed:
-            progress = self.team.state.progress_of(agent)
-            note = (
-                f"[verification failed] `{failed}` did not pass "
-                f"(continuation {progress.continues + 1} of {self.policy.max_auto_continues}). "
-                f"Fix the cause, then end your turn.\n{joined}"
-            )
+        return code, _trim("\n".join(outputs), VERIFY_OUTPUT_CHARS), failed
+
+    async def _record(
+        self,
+        agent: str,
+        commands: tuple[str, ...],
+        code: int,
+        output: str,
+        note: str,
+        *,
+        counts: bool = True,
+    ) -> None:
         await self.team.sink.emit(
             Verified(
                 agent=agent,
-                passed=passed,
+                passed=code == 0,
                 commands=commands,
                 exit_code=code,
-                output=joined,
+                output=output,
                 note=note,
+                counts=counts,
             ),
             durable=True,
         )
-        return passed
 
     def _shell(self) -> AnyTool:
         tool = self.team.settings.base_tools.get("shell")

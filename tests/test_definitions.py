@@ -348,6 +348,17 @@ def test_resume_policy_that_runs_more_unasked_is_widening(project: Path, user: P
     assert 'resume: "ask" (was "never")' in refusal(project, user)
 
 
+def test_verify_commands_run_unasked_so_they_are_widening(project: Path, user: Path) -> None:
+    project_file(project, "worker", 'verify = ["make check"]\n')
+    message = refusal(project, user)
+    assert 'verify: ["make check"] (commands run in the workspace when a task completes)' in (
+        message
+    )
+    # The user's own commands, repeated by the project, widen nothing.
+    user_file(user, "worker", 'verify = ["make check"]\n')
+    assert load(project, user).get("worker").verify == ("make check",)
+
+
 def test_asked_once_then_remembered(project: Path, user: Path) -> None:
     project_file(project, "worker", 'model = "openai:gpt-4.1"\nmax_rounds = 200\n')
     project_file(project, "tester", 'prompt = "p"\ntools = ["shell"]\n')

@@ -1152,3 +1152,43 @@ async def test_a_task_budget_covers_its_subtree(workspace: Workspace) -> None:
     assert child.state == "failed"
     assert "it used the budget of task t1, above it, of 4 model calls" in child.reason
     assert scene.state.agents["t1"].steps + scene.state.agents["t2"].steps == 4
+
+
+async def test_a_type_with_verify_completes_only_once_its_checks_pass(
+    workspace: Workspace,
+) -> None:
+    import sys
+
+    from orchestrator.definitions import WORKER, Definitions
+
+    check = f"{sys.executable} -c \"import pathlib; assert pathlib.Path('ok.txt').exists()\""
+    scene = Scene(
+        workspace,
+        {
+            MAIN: steps(
+                reply("", c("delegate", description="checked", prompt=".", agent_type="checked")),
+                reply("", c("wait_tasks", tasks=["t1"])),
+                reply("fine"),
+            ),
+            "t1": steps(
+                reply("", c("complete", summary="done, I think")),  # refused: no ok.txt
+                reply("", c("write_file", path="ok.txt", content="ok")),
+                reply("", c("complete", summary="done, checked")),
+            ),
+        },
+    )
+    checked = WORKER.model_copy(update={"name": "checked", "verify": (check,)})
+    scene.settings.definitions = Definitions([*Definitions.builtin(), checked])
+    with trio.fail_after(20):
+        outcome = await scene.run()
+    assert outcome.reason == "completed"
+    task = scene.state.tasks.get("t1")
+    assert task.state == "completed"
+    assert task.completion.summary == "done, checked"
+    results = [m for m in scene.state.agents["t1"].messages if getattr(m, "name", "") == "complete"]
+    assert results[0].status == "error"
+    assert "complete refused: your type's verification did not pass" in results[0].content
+    assert "AssertionError" in results[0].content
+    progress = scene.state.progress["t1"]
+    assert (progress.verify_failures, progress.continues) == (1, 0)  # not a continuation
+    assert progress.verified_seq > 0

@@ -14,6 +14,7 @@ from orchestrator.todos import (
     TodoList,
     TodosChanged,
     TodoSpec,
+    TodoStatus,
     create,
     hand_off,
     render,
@@ -30,8 +31,10 @@ def listing(*items: TodoSpec) -> TodoList:
     return todos
 
 
-def spec(content: str, *, id: str = "", blocked_by: tuple[str, ...] = (), status: str = "pending"):  # type: ignore[no-untyped-def]
-    return TodoSpec(id=id, content=content, blocked_by=blocked_by, status=status)  # type: ignore[arg-type]
+def spec(
+    content: str, *, id: str = "", blocked_by: tuple[str, ...] = (), status: TodoStatus = "pending"
+) -> TodoSpec:
+    return TodoSpec(id=id, content=content, blocked_by=blocked_by, status=status)
 
 
 # --- the rules -----------------------------------------------------------------------------------
@@ -309,3 +312,66 @@ async def test_serial_hand_off_in_a_whole_list_keeps_its_order(workspace: Worksp
     assert [(i.id, i.status) for i in todos.items.values()] == [("1", "completed")]
     first = [m for m in scene.state.agents[MAIN].messages if getattr(m, "name", "") == "todo_write"]
     assert "[1] [done] a\n[2] [doing] b\n[3] [todo] c" in first[0].content
+
+
+BAD_CALLS = [
+    (
+        c("todo_write", todos=[{"id": "x", "content": "a"}, {"id": "x", "content": "b"}]),
+        "duplicate ids",
+    ),
+    (
+        c(
+            "todo_write",
+            todos=[
+                {"id": "a", "content": "a", "blocked_by": ["b"]},
+                {"id": "b", "content": "b", "blocked_by": ["a"]},
+            ],
+        ),
+        "cycle",
+    ),
+    (c("todo_write", todos=[{"content": "a", "blocked_by": ["7"]}]), "blocked by unknown 7"),
+    (
+        c(
+            "todo_write",
+            todos=[{"content": "a"}, {"content": "b", "blocked_by": ["1"], "status": "completed"}],
+        ),
+        "cannot complete item 2",
+    ),
+    (c("todo_create", content="c", blocked_by=["9"]), "blocked by unknown 9"),
+    (c("todo_create", content="c", id="1"), "an item 1 already exists"),
+    (c("todo_create", content="c", blocked_by=["2"], status="in_progress"), "cannot start item 3"),
+    (c("todo_update", id="9", status="completed"), "no item 9"),
+    (c("todo_update", id="2", status="completed"), "cannot complete item 2: it is blocked by 1"),
+    (c("todo_update", id="1", add_blocked_by=["2"]), "cycle: 1 -> 2 -> 1"),
+    (c("todo_update", id="1", remove_blocked_by=["2"]), "item 1 is not blocked by 2"),
+    (c("todo_update", id="1", status="done"), "invalid arguments for todo_update"),
+    (c("todo_get", id="9"), "no item 9; known ids: 1, 2"),
+]
+
+
+@pytest.mark.parametrize(("call", "error"), BAD_CALLS, ids=[f"{c[0][0]}-{c[1]}" for c in BAD_CALLS])
+async def test_each_tool_refuses_bad_input_and_leaves_the_list(
+    workspace: Workspace, call: tuple[str, dict[str, object]], error: str
+) -> None:
+    plan = c("todo_write", todos=[{"content": "a"}, {"content": "b", "blocked_by": ["1"]}])
+    scene = Scene(
+        workspace,
+        {
+            MAIN: steps(
+                reply("", plan),
+                reply("", call),
+                reply("", c("todo_update", id="1", status="completed")),
+                reply("", c("todo_update", id="2", status="completed")),
+                reply("done"),
+            )
+        },
+    )
+    await scene.run()
+    results = [m for m in scene.state.agents[MAIN].messages if hasattr(m, "call_id")]
+    assert results[1].status == "error"
+    assert error in results[1].content
+    # The list went on unchanged, and was worked to the end.
+    assert [(i.id, i.status) for i in scene.state.todos[MAIN].items.values()] == [
+        ("1", "completed"),
+        ("2", "completed"),
+    ]

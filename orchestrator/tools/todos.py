@@ -230,7 +230,7 @@ class TodoGet(_TodoTool):
             lines.append("blocked by: " + ", ".join(item.blocked_by))
         if todos.blocks.get(item.id):
             lines.append("blocks: " + ", ".join(todos.blocks[item.id]))
-        return ToolOutput("\n".join(lines))
+        return ToolOutput("\n".join(lines) + "\n\n" + render(todos))
 
 
 TODO_TOOLS: tuple[type[_TodoTool], ...] = (TodoWrite, TodoCreate, TodoUpdate, TodoListing, TodoGet)
