@@ -32,20 +32,23 @@ from orchestrator.tools import (
 PAYLOAD = "x" * 200
 
 
-class NoArgs(BaseModel):
-    pass
+class RoundArgs(BaseModel):
+    """The round a call is made in: a model that repeats the very same call is stopped
+    as stalled by the assessment (`assessment.REPEATS`), so each round's call differs."""
+
+    n: int = 0
 
 
-class Fixed(Tool[NoArgs]):
+class Fixed(Tool[RoundArgs]):
     """A trivial read-only tool: always the same 200 bytes."""
 
     name = "fixed"
     description = "Returns 200 bytes."
-    args_model = NoArgs
+    args_model = RoundArgs
     read_only = True
     idempotent = True
 
-    async def run(self, args: NoArgs, ctx: ToolContext) -> ToolOutput:
+    async def run(self, args: RoundArgs, ctx: ToolContext) -> ToolOutput:
         return ToolOutput(PAYLOAD)
 
 
@@ -55,7 +58,9 @@ def responder(rounds: int) -> Callable[[ModelRequest], ScriptedReply]:
 
     def reply(request: ModelRequest) -> ScriptedReply:
         if request.step < rounds:
-            return ScriptedReply(tool_calls=(ScriptedCall(name="fixed"),))
+            return ScriptedReply(
+                tool_calls=(ScriptedCall(name="fixed", arguments={"n": request.step}),)
+            )
         return ScriptedReply(text="done")
 
     return reply
