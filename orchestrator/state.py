@@ -78,13 +78,7 @@ class TodosSummary(BaseModel):
         )
 
     def load(self) -> TodoList:
-        todos = TodoList(goal=self.goal, changed_seq=self.changed_seq, refs=set(self.refs))
-        todos.items = {item.id: item for item in self.items}
-        todos.blocks = {}
-        for item in self.items:
-            for blocker in item.blocked_by:
-                todos.blocks.setdefault(blocker, []).append(item.id)
-        return todos
+        return TodoList.of(self.goal, self.items, changed_seq=self.changed_seq, refs=self.refs)
 
 
 class Snapshot(BaseModel):

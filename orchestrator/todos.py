@@ -72,6 +72,16 @@ class TodoList:
     changed_seq: int = 0  # the seq of its last change
     refs: set[str] = field(default_factory=set)  # calls of the last reply that changed it
 
+    @classmethod
+    def of(
+        cls, goal: str, items: Iterable[TodoItem], *, changed_seq: int, refs: Iterable[str]
+    ) -> TodoList:
+        """A list as a snapshot keeps it (`blocks` derived again)."""
+        todos = cls(goal=goal, items={item.id: item for item in items}, changed_seq=changed_seq)
+        todos.blocks = _reverse(todos.items.values())
+        todos.refs = set(refs)
+        return todos
+
     def apply(self, seq: int, record: TodosChanged) -> None:
         if record.replace:
             self.items = {}

@@ -10,6 +10,7 @@ again after a crash, it finds its change already folded and changes nothing twic
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -58,17 +59,23 @@ class _TodoTool(Tool[Any]):
     async def _change(
         self,
         ctx: ToolContext,
-        items: list[TodoItem],
+        make: Callable[[TodoList, int], list[TodoItem]],
         *,
         replace: bool = False,
         goal: str | None = None,
         said: str,
     ) -> ToolOutput:
+        """Journal the items `make` returns for the agent's list (checked by todos.py; a
+        refusal leaves the list as it was), with the serial hand-off when it is on."""
         todos = self.host.todos(ctx.agent)
         if ctx.call and ctx.call in todos.refs:
             # Run again after a crash: its change is already in the list.
             return ToolOutput(f"{said} (already recorded)\n{render(todos)}")
         at = now_ms()
+        try:
+            items = make(todos, at)
+        except TodoError as exc:
+            raise ToolFailed(f"refused: {exc}; the list is unchanged") from None
         note = ""
         if self.host.serial(ctx.agent):
             before = TodoList(goal=todos.goal) if replace else todos
@@ -86,10 +93,6 @@ class _TodoTool(Tool[Any]):
         )
         await self.host.change_todos(record)
         return ToolOutput(f"{said}{note}\n{render(self.host.todos(ctx.agent))}")
-
-
-def _refused(exc: TodoError) -> ToolFailed:
-    return ToolFailed(f"refused: {exc}; the list is unchanged")
 
 
 class TodoWriteArgs(_Args):
@@ -110,15 +113,12 @@ class TodoWrite(_TodoTool):
     args_model = TodoWriteArgs
 
     async def run(self, args: TodoWriteArgs, ctx: ToolContext) -> ToolOutput:
-        todos = self.host.todos(ctx.agent)
-        if ctx.call and ctx.call in todos.refs:
-            return await self._change(ctx, [], said="todo list written")
-        try:
-            items = write(todos, args.todos, at=now_ms())
-        except TodoError as exc:
-            raise _refused(exc) from None
         return await self._change(
-            ctx, items, replace=True, goal=args.goal, said=f"todo list written ({len(items)} items)"
+            ctx,
+            lambda todos, at: write(todos, args.todos, at=at),
+            replace=True,
+            goal=args.goal,
+            said=f"todo list written ({len(args.todos)} items)",
         )
 
 
@@ -143,14 +143,11 @@ class TodoCreate(_TodoTool):
             status=args.status,
             blocked_by=tuple(args.blocked_by),
         )
-        todos = self.host.todos(ctx.agent)
-        if ctx.call and ctx.call in todos.refs:
-            return await self._change(ctx, [], said="item added")
-        try:
-            item = create(todos, spec, at=now_ms())
-        except TodoError as exc:
-            raise _refused(exc) from None
-        return await self._change(ctx, [item], said=f"item {item.id} added")
+        return await self._change(
+            ctx,
+            lambda todos, at: [create(todos, spec, at=at)],
+            said=f"item {args.id or self.host.todos(ctx.agent).next_id()} added",
+        )
 
 
 class TodoUpdateArgs(_Args):
@@ -173,9 +170,6 @@ class TodoUpdate(_TodoTool):
     args_model = TodoUpdateArgs
 
     async def run(self, args: TodoUpdateArgs, ctx: ToolContext) -> ToolOutput:
-        todos = self.host.todos(ctx.agent)
-        if ctx.call and ctx.call in todos.refs:
-            return await self._change(ctx, [], said=f"item {args.id} updated")
         change = Change(
             id=args.id,
             status=args.status,
@@ -186,11 +180,9 @@ class TodoUpdate(_TodoTool):
             result=args.result,
             failure=args.failure,
         )
-        try:
-            item = update(todos, change, at=now_ms())
-        except TodoError as exc:
-            raise _refused(exc) from None
-        return await self._change(ctx, [item], said=f"item {item.id} updated")
+        return await self._change(
+            ctx, lambda todos, at: [update(todos, change, at=at)], said=f"item {args.id} updated"
+        )
 
 
 class TodoListArgs(_Args):
