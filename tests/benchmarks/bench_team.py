@@ -9,7 +9,9 @@ what is timed is the orchestration: the turn loop, the team, the mailbox, the ta
 registry, the fold and the journal. Subagents are of a role defined in code, `bench`,
 whose one workspace tool is `fixed` (read-only, returns 200 bytes, as in `shape.py`);
 each is delegated with an empty write scope (it writes nothing). A subagent's round is
-one model call: every round but its last calls `fixed`, the last calls `complete`. The
+one model call: every round but its last calls `fixed`, the last calls `complete`. Each
+call of `fixed` names its round (`{"n": 3}`): the same call three times in a row is a
+loop, which the assessment stops. The
 main agent delegates every task in one reply, calls `wait_tasks`, then answers. Wall
 time, CPU time (of the whole process, the journal's writer thread included: other work
 on a shared machine moves it less) and the time spent in the cyclic garbage collector
@@ -56,6 +58,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
+from pydantic import BaseModel
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -71,7 +74,7 @@ from orchestrator.session import MemorySession, create_session, open_session  # 
 from orchestrator.store import Durability  # noqa: E402
 from orchestrator.team import MAIN, Limits, TeamSettings  # noqa: E402
 from orchestrator.tools import PermissionPolicy, ToolRegistry, Workspace, approve_all  # noqa: E402
-from tests.benchmarks.shape import Fixed  # noqa: E402
+from tests.benchmarks.shape import Fixed as _Fixed  # noqa: E402
 
 BENCH = AgentDefinition(
     name="bench",
@@ -80,6 +83,21 @@ BENCH = AgentDefinition(
     tools=("fixed",),
 )
 DEFINITIONS = Definitions([BENCH])
+
+
+class Round(BaseModel):
+    n: int = 0
+
+
+class Fixed(_Fixed):
+    """`shape.Fixed`, called with the round's number: a call that differs each round."""
+
+    args_model = Round  # type: ignore[assignment]
+
+
+def _fixed(step: int) -> ScriptedReply:
+    return ScriptedReply(tool_calls=(ScriptedCall(name="fixed", arguments={"n": step}),))
+
 
 W1_TASKS, W1_ROUNDS, W1_ALONE = 8, 20, 160
 W3_ROUNDS = 5
@@ -101,11 +119,11 @@ class Brain:
         self.calls += 1
         if request.agent != MAIN:
             if request.step < self.rounds - 1:
-                return ScriptedReply(tool_calls=(ScriptedCall(name="fixed"),))
+                return _fixed(request.step)
             return _call("complete", summary=f"{request.agent} done")
         if not self.tasks:
             if request.step < self.alone:
-                return ScriptedReply(tool_calls=(ScriptedCall(name="fixed"),))
+                return _fixed(request.step)
             return ScriptedReply(text="done")
         if request.step == 0:
             delegates = [
