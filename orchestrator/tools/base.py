@@ -5,6 +5,7 @@ result the model reads."""
 
 from __future__ import annotations
 
+import functools
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -83,10 +84,17 @@ class Tool(ABC, Generic[ArgsT]):
         return None
 
     def spec(self) -> ToolSpec:
-        schema = self.args_model.model_json_schema()
-        schema.pop("title", None)
-        schema.setdefault("additionalProperties", False)  # unknown arguments are refused
-        return ToolSpec(name=self.name, description=self.description, parameters=schema)
+        return _spec(self.name, self.description, self.args_model)
+
+
+@functools.lru_cache(maxsize=256)
+def _spec(name: str, description: str, args_model: type[BaseModel]) -> ToolSpec:
+    # Made once per process: building a JSON schema costs about a millisecond a tool, and
+    # every session (every team) asks again for the same tools. A spec is frozen.
+    schema = args_model.model_json_schema()
+    schema.pop("title", None)
+    schema.setdefault("additionalProperties", False)  # unknown arguments are refused
+    return ToolSpec(name=name, description=description, parameters=schema)
 
 
 AnyTool = Tool[Any]
