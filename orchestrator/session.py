@@ -21,6 +21,7 @@ import trio
 from orchestrator.errors import SessionError, SessionNotFound
 from orchestrator.events import Event, TurnEnded
 from orchestrator.layout import MANIFEST, TASKS_DIR, TODOS_DIR
+from orchestrator.mailbox import MessagePosted
 from orchestrator.manifest import (
     LOCK,
     Manifest,
@@ -44,6 +45,7 @@ from orchestrator.store import (
     session_dir,
     write_atomic,
 )
+from orchestrator.tasks import TaskChanged, TaskCreated
 from orchestrator.todos import TodosChanged
 
 SNAPSHOT_EVERY = 2000
@@ -167,9 +169,9 @@ class LiveSession:
         self.state.apply(seq, record)
         if self.track_seqs:
             self._seqs[id(event)] = seq
-        task = getattr(record, "task", None)
-        if task:
-            self._dirty_tasks.add(task)
+        # (A message about a task changes its record too: its progress, its completion.)
+        if isinstance(record, TaskCreated | TaskChanged | MessagePosted) and record.task:
+            self._dirty_tasks.add(record.task)
         if isinstance(record, TodosChanged):
             self._dirty_todos.add(record.agent)
         await self.journal.settle(seq, durable=durable)
