@@ -155,8 +155,7 @@ class Oversight:
                 count=count,
                 limit=limit if count else 0,
             ),
-            durable=True,
-        )
+        )  # not waited for on disk: lost in a crash, it is made again from the same records
         return verdict
 
     # --- verification -----------------------------------------------------------------
@@ -201,8 +200,7 @@ class Oversight:
                 output=joined,
                 note=note,
             ),
-            durable=True,
-        )
+        )  # not waited for on disk: lost in a crash, the commands run again (checks)
         return passed
 
     def _shell(self) -> AnyTool:
