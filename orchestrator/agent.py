@@ -297,14 +297,16 @@ async def _start_call(state: AgentContext, ref: str, call: ToolCall, deps: TurnD
     # A call that will not run (malformed, refused) has no effect to repeat: after a
     # crash it is simply dispatched again, and asked about again.
     idempotent = parsed[0].idempotent if isinstance(parsed, tuple) else True
-    # Write-ahead: before a tool that changes anything runs, its reply is on disk, and so
-    # is its start when it must not be repeated (only such starts are journaled at all:
-    # every other call is simply run again after a crash).
+    outside = isinstance(parsed, tuple) and not parsed[0].journaled
+    # Write-ahead: before a tool that changes anything outside the journal runs, its reply
+    # is on disk, and so is its start when it must not be repeated (only such starts are
+    # journaled at all: every other call is simply run again after a crash). What a
+    # journaled tool (delegate, todo_write) changes is records, which follow the reply.
     await deps.events.emit(
         ToolCallStarted(
             agent=state.id, ref=ref, call=call, read_only=read_only, idempotent=idempotent
         ),
-        durable=not read_only,
+        durable=not read_only and (outside or not idempotent),
     )
     return parsed
 
