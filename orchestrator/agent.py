@@ -93,6 +93,10 @@ class TurnDeps:
     # Refuses a parsed call before it runs (a write outside the agent's write scope):
     # the reason the model should see, or None to let it run.
     guard: Callable[[ToolCall, BaseModel], str | None] | None = None
+    # Whether the turn's end waits for the disk. The main agent's does: its last reply is
+    # what a person reads and acts on once the turn ends. A subagent's need not: nothing
+    # outside the journal acts on it (session-format.md, write-ahead rule 3).
+    durable_turn_end: bool = True
 
 
 @dataclass(frozen=True)
@@ -116,17 +120,19 @@ async def run_turn(state: AgentContext, deps: TurnDeps) -> TurnOutcome:
         rounds += 1
         if not reply.tool_calls:
             await deps.events.emit(
-                TurnEnded(agent=state.id, reason="completed", rounds=rounds), durable=True
+                TurnEnded(agent=state.id, reason="completed", rounds=rounds),
+                durable=deps.durable_turn_end,
             )
             return TurnOutcome("completed", rounds, reply)
         await run_tool_calls(state, state.pending_calls(), deps)
         if hooks is not None and hooks.take_yield(state.id):
             await deps.events.emit(
-                TurnEnded(agent=state.id, reason="yielded", rounds=rounds), durable=True
+                TurnEnded(agent=state.id, reason="yielded", rounds=rounds),
+                durable=deps.durable_turn_end,
             )
             return TurnOutcome("yielded", rounds, reply)
     await deps.events.emit(
-        TurnEnded(agent=state.id, reason="max_rounds", rounds=rounds), durable=True
+        TurnEnded(agent=state.id, reason="max_rounds", rounds=rounds), durable=deps.durable_turn_end
     )
     return TurnOutcome("max_rounds", rounds)
 
@@ -291,14 +297,16 @@ async def _start_call(state: AgentContext, ref: str, call: ToolCall, deps: TurnD
     # A call that will not run (malformed, refused) has no effect to repeat: after a
     # crash it is simply dispatched again, and asked about again.
     idempotent = parsed[0].idempotent if isinstance(parsed, tuple) else True
-    # Write-ahead: before a tool that changes anything runs, its reply is on disk, and so
-    # is its start when it must not be repeated (only such starts are journaled at all:
-    # every other call is simply run again after a crash).
+    outside = isinstance(parsed, tuple) and not parsed[0].journaled
+    # Write-ahead: before a tool that changes anything outside the journal runs, its reply
+    # is on disk, and so is its start when it must not be repeated (only such starts are
+    # journaled at all: every other call is simply run again after a crash). What a
+    # journaled tool (delegate, todo_write) changes is records, which follow the reply.
     await deps.events.emit(
         ToolCallStarted(
             agent=state.id, ref=ref, call=call, read_only=read_only, idempotent=idempotent
         ),
-        durable=not read_only,
+        durable=not read_only and (outside or not idempotent),
     )
     return parsed
 

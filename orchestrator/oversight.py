@@ -155,8 +155,7 @@ class Oversight:
                 count=count,
                 limit=limit if count else 0,
             ),
-            durable=True,
-        )
+        )  # not waited for on disk: lost in a crash, it is made again from the same records
         return verdict
 
     # --- verification -----------------------------------------------------------------
@@ -227,8 +226,7 @@ class Oversight:
                 note=note,
                 counts=counts,
             ),
-            durable=True,
-        )
+        )  # not waited for on disk: lost in a crash, the commands run again (checks)
 
     def _shell(self) -> AnyTool:
         tool = self.team.settings.base_tools.get("shell")

@@ -443,6 +443,7 @@ class Team:
             redact=s.redact,
             hooks=self,
             guard=self._guard(agent),
+            durable_turn_end=definition is None,
         )
         self._deps[agent] = deps
         return deps
@@ -583,9 +584,9 @@ class Team:
         context = self.state.agents.get(agent)
         if context is not None and context.turn_open:
             with trio.CancelScope(shield=True):
+                # Durable for the main agent only, as in the turn loop (TurnDeps).
                 await self.sink.emit(
-                    TurnEnded(agent=agent, reason=reason, rounds=0),
-                    durable=True,
+                    TurnEnded(agent=agent, reason=reason, rounds=0), durable=agent == MAIN
                 )
 
 

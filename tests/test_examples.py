@@ -35,7 +35,8 @@ def test_team_offline_runs_cancels_and_resumes(tmp_path: Path) -> None:
     assert "run 1: completed; read back from disk with load_state:" in first
     assert "t1 completed instances=['t1.1'] a.txt: 5 words" in first
     assert "t2 completed instances=['t2.1'] b.txt: 6 words" in first
-    assert re.search(r"m4 completed t2 -> main posted@\d+ delivered@\d+", first)
+    # (Which task completes last depends on how the two interleave.)
+    assert re.search(r"m4 completed t[12] -> main posted@\d+ delivered@\d+", first)
 
     # Run 2: stopped from outside at the first progress report, nothing lost.
     assert "mail m1 progress" in cancelled

@@ -27,6 +27,10 @@ Durability policies (`Durability`):
 - `OFF`: written to the OS, never fsynced; `durable=True` waits for the write only.
   Survives a killed process, not a power cut.
 
+`room`, `enqueue` and `settle` are `append_batch` in three steps, for a caller that folds
+each record as it is numbered (the session); `settle` does not yield when it has nothing
+to wait for.
+
 `append_batch` makes its records one atomic batch: only the last carries the batch-end
 flag, so if a crash leaves part of it on disk, resume drops all of it.
 
@@ -156,7 +160,8 @@ class Journal:
         """Append `items` as one atomic batch; return their seqs, in order."""
         await self.room()
         seqs = self.enqueue(items)
-        await self.settle(seqs[-1] if seqs else 0, durable=durable)
+        if not await self.settle(seqs[-1] if seqs else 0, durable=durable):
+            await trio.lowlevel.cancel_shielded_checkpoint()
         return seqs
 
     # `append_batch` in three steps, for a caller that must act on the seqs in the order
@@ -186,12 +191,15 @@ class Journal:
                 self._urgent.set()
         return list(range(first, self._last_seq + 1))
 
-    async def settle(self, seq: int, *, durable: bool = False) -> None:
-        """Return when record `seq` is as safe as the policy (or `durable`) asks."""
+    async def settle(self, seq: int, *, durable: bool = False) -> bool:
+        """Return when record `seq` is as safe as the policy (or `durable`) asks; whether
+        that took waiting. When it does not, this returns at once, without yielding: a
+        caller that appends a record per step (the session) yields at its own checkpoints,
+        and a yield per record would cost a pass of the scheduler each."""
         if seq and (durable or self._durability is Durability.ALWAYS):
             await self._wait_durable(seq)
-        else:
-            await trio.lowlevel.cancel_shielded_checkpoint()
+            return True
+        return False
 
     async def flush(self) -> None:
         """Return once every record appended so far is on disk (per the policy)."""

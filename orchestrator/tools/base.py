@@ -73,6 +73,10 @@ class Tool(ABC, Generic[ArgsT]):
     # Whether an `interrupt` message to the calling agent may stop a call in flight (its
     # result then says so); tools that change nothing can always stop safely.
     interruptible: bool = False
+    # Whether all it changes is the session, through the records it journals (delegating,
+    # messaging, todos): its call needs no flush before it runs, since those records follow
+    # its reply in the journal (write-ahead rule 1 of docs/session-format.md).
+    journaled: bool = False
 
     @abstractmethod
     async def run(self, args: ArgsT, ctx: ToolContext) -> ToolOutput: ...

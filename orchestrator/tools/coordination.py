@@ -54,6 +54,7 @@ class _Args(BaseModel):
 class _CoordinationTool(Tool[Any]):
     idempotent = True
     approval = False
+    journaled = True
 
     def __init__(self, team: Coordinator) -> None:
         self.team = team
@@ -323,6 +324,7 @@ class ReportBlockedMain(Tool[Any]):
     args_model = ReportBlockedArgs
     idempotent = True
     approval = False
+    journaled = True
 
     def __init__(self, host: BlockReporter) -> None:
         self.host = host

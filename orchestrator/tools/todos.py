@@ -52,6 +52,7 @@ class _Args(BaseModel):
 class _TodoTool(Tool[Any]):
     idempotent = True
     approval = False
+    journaled = True
 
     def __init__(self, host: TodoHost) -> None:
         self.host = host

@@ -592,19 +592,40 @@ FOLLOW_UP_SCRIPT: dict[str, Any] = {
 }
 
 
+TWO_ROUND_TASK_SCRIPT: dict[str, Any] = {
+    "version": 1,
+    "agents": {
+        "main": ONE_TASK_SCRIPT["agents"]["main"],
+        "t1": [
+            {"tool_calls": [call("list_files")]},
+            {"tool_calls": [call("complete", summary="first")]},
+        ],
+    },
+}
+
+
+def main_waits_while_t1_runs() -> Callable[[dict[str, Any]], bool]:
+    """The first record after which the main agent's `wait_tasks` is journaled and t1 is
+    running (the two come in either order: the agents run concurrently)."""
+    seen = {"wait": False, "t1": ""}
+
+    def keep(r: dict[str, Any]) -> bool:
+        calls = r.get("message", {}).get("tool_calls", [])
+        if r["k"] == "assistant_replied" and r["a"] == "main" and calls:
+            seen["wait"] = calls[0]["name"] == "wait_tasks"
+        if r["k"] == "task_changed" and r["task"] == "t1":
+            seen["t1"] = r["state"]
+        return seen["wait"] and seen["t1"] == "running"
+
+    return keep
+
+
 def test_a_resume_while_the_main_agent_waits_does_not_stall(tmp_path: Path) -> None:
     """Killed while the main agent is in `wait_tasks` (default timeout 300 s) and its task
     runs: on resume the wait runs again, and must not wait for a task not yet revived
     (it did, before `run_main` revived the tasks first)."""
-    run = run_script(tmp_path, ONE_TASK_SCRIPT)
-    rewind(
-        run.directory,
-        lambda r: (
-            r["k"] == "assistant_replied"
-            and r["a"] == "main"
-            and r["message"]["tool_calls"][0]["name"] == "wait_tasks"
-        ),
-    )
+    run = run_script(tmp_path, TWO_ROUND_TASK_SCRIPT)
+    rewind(run.directory, main_waits_while_t1_runs())
     state = load_state(run.directory, warn=lambda _: None)
     assert state.tasks.tasks["t1"].state == "running"
     assert [c.name for _, c in state.agents["main"].pending_calls()] == ["wait_tasks"]
