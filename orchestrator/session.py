@@ -157,6 +157,10 @@ class LiveSession:
     _views: trio.Lock = field(default_factory=trio.Lock)  # one writer of views at a time
     _views_due_at: float = field(default=float("-inf"))  # trio time: views may be written
     _snapshots: trio.Lock = field(default_factory=trio.Lock)  # one snapshot at a time
+    # Set when a snapshot or the views are due; the keeper (`keep`) writes them, so the
+    # agent whose record made them due does not wait for the disk.
+    _due: trio.Event = field(default_factory=trio.Event)
+    _snapshot_due: bool = field(default=False)
 
     def seq_of(self, event: Event) -> int | None:
         """The seq of the record `event` became, asked once by a sink after this one
@@ -188,19 +192,30 @@ class LiveSession:
         self._since_snapshot += 1
         since, scale = self._since_snapshot, len(self.state.agents) + len(self.state.tasks.tasks)
         turn_ended = isinstance(record, TurnEnded)
-        if (
-            since >= max(SNAPSHOT_EVERY, scale)
-            or (turn_ended and since >= max(SNAPSHOT_AFTER_TURN, scale))
-        ) and not self._snapshots.locked():
-            # (While one is being written, a later record starts the next: its fsync can
-            # take a second with many agents, and 1,000 of them started five at once.)
-            await self.write_snapshot()
-        elif turn_ended and (self._dirty_tasks or self._dirty_todos) and self._views_due():
-            await self.write_task_views()
+        if since >= max(SNAPSHOT_EVERY, scale) or (
+            turn_ended and since >= max(SNAPSHOT_AFTER_TURN, scale)
+        ):
+            self._since_snapshot = 0
+            self._snapshot_due = True
+            self._due.set()
+        elif turn_ended and (self._dirty_tasks or self._dirty_todos):
+            self._due.set()
 
-    def _views_due(self) -> bool:
-        # (While views are being written, or too soon after: at a later turn's end.)
-        return trio.current_time() >= self._views_due_at and not self._views.locked()
+    async def keep(self) -> None:
+        """Write snapshots and views when records make them due, until cancelled (the
+        session runs this beside its agents). One snapshot at a time: while one is being
+        written, the records that make the next due only mark it (its fsync can take a
+        second with many agents). The views are written at most every `VIEWS_EVERY`
+        seconds, each write covering every view changed since the last."""
+        while True:
+            await self._due.wait()
+            self._due = trio.Event()
+            if self._snapshot_due:
+                self._snapshot_due = False
+                await self.write_snapshot()
+            if self._dirty_tasks or self._dirty_todos:
+                await trio.sleep_until(self._views_due_at)
+                await self.write_task_views()
 
     async def write_snapshot(self) -> None:
         """Write the small state. It never grows with the conversation, and it is written
@@ -210,14 +225,11 @@ class LiveSession:
             # Taken before waiting for the disk, so it reflects no record the flush below
             # does not cover (other agents go on folding records while it waits).
             data = self.state.snapshot_json() + b"\n"
-            self._since_snapshot = 0
             await self.journal.flush()
             try:
                 await trio.to_thread.run_sync(write_atomic, self.directory / SNAPSHOT, data)
             except OSError as exc:
                 self.warn(f"could not write the snapshot {self.directory / SNAPSHOT}: {exc}")
-        if self._views_due():
-            await self.write_task_views()
 
     async def write_task_views(self) -> None:
         """Write `tasks/<id>.json` of each task, and `todos/<agent>.json` of each todo
@@ -286,15 +298,31 @@ async def open_session(
         # Handing over the scan saves checking the whole file a second time.
         async with open_journal(directory / JOURNAL, durability=durability, scan=scan) as journal:
             live = LiveSession(session_id, directory, manifest, state, journal, warn)
+            # The keeper's nursery is entered and exited by hand, as the journal's writer's
+            # is, so that the block's own error reaches the caller bare, not grouped; and
+            # the keeper is stopped here only (shielded from a cancel of the block).
+            keeper = trio.CancelScope(shield=True)
+
+            async def keep() -> None:
+                with keeper:
+                    await live.keep()
+
+            keeping = trio.open_nursery()
+            nursery = await keeping.__aenter__()
+            nursery.start_soon(keep)
             try:
                 yield live
             finally:
-                # A snapshot is only a shortcut: if the journal has failed, its own error
-                # (raised as it closes) is the one to see, not this one.
-                with (
-                    trio.CancelScope(shield=True),
-                    trio.move_on_after(10),
-                    contextlib.suppress(SessionError),
-                ):
-                    await live.write_snapshot()
-                    await live.write_task_views()  # those changed since the last write
+                keeper.cancel()
+                try:
+                    await keeping.__aexit__(None, None, None)  # (once a write in flight ends)
+                finally:
+                    # A snapshot is only a shortcut: if the journal has failed, its own
+                    # error (raised as it closes) is the one to see, not this one.
+                    with (
+                        trio.CancelScope(shield=True),
+                        trio.move_on_after(10),
+                        contextlib.suppress(SessionError),
+                    ):
+                        await live.write_snapshot()
+                        await live.write_task_views()  # those changed since the last write

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
+import trio
 
-from orchestrator.events import ListSink
+import orchestrator.session as session_module
+from orchestrator.events import ListSink, SessionStatusChanged
 from orchestrator.messages import ToolResult
 from orchestrator.models.scripted import ScriptedModel, parse_script
+from orchestrator.replay import read_snapshot
 from orchestrator.runner import RunResult, RunSettings, drive
 from orchestrator.session import JOURNAL, SNAPSHOT, create_session, load_state, open_session
-from orchestrator.store import scan_journal
+from orchestrator.store import scan_journal, write_atomic
 from orchestrator.tools import PermissionPolicy, approve_all, workspace_tools
 
 SCRIPT: dict[str, Any] = {
@@ -295,3 +299,33 @@ async def test_the_library_gets_the_team_and_can_speak_to_the_main_agent(
     assert result.status == "completed"
     main = load_state(directory, warn=pytest.fail).agents["main"]
     assert "say hello" in main.messages[-1].text  # type: ignore[union-attr]
+
+
+async def test_a_due_snapshot_is_written_beside_the_agents_not_by_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The record that makes a snapshot due returns at once; the session's keeper writes
+    it, and records go on being journaled while the write is held up."""
+    monkeypatch.setattr(session_module, "SNAPSHOT_EVERY", 2)
+    writing, release = trio.Event(), threading.Event()
+
+    def held_write(path: Path, data: bytes, **kwargs: Any) -> None:
+        if path.name == SNAPSHOT:
+            trio.from_thread.run_sync(writing.set)
+            release.wait(timeout=10)  # (the old way, the emitter: it fails)
+        write_atomic(path, data, **kwargs)
+
+    monkeypatch.setattr(session_module, "write_atomic", held_write)
+    root = tmp_path / "sessions"
+    session_id, directory = create_session(root, goal="g", model="x:y", workspace=None)
+    async with open_session(root, session_id, warn=pytest.fail) as live:
+        await live.emit(SessionStatusChanged(agent="main", status="running"))
+        await live.emit(SessionStatusChanged(agent="main", status="running", detail="due"))
+        assert not (directory / SNAPSHOT).exists()  # the emitter did not write it
+        await writing.wait()
+        for _ in range(5):  # journaled and folded while the snapshot's write is held
+            await live.emit(SessionStatusChanged(agent="main", status="running"))
+        assert live.state.seq == 7
+        release.set()
+    assert read_snapshot(directory, warn=pytest.fail).seq == 7  # (the last, at close)
+    assert load_state(directory, warn=pytest.fail).seq == 7
