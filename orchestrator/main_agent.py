@@ -73,10 +73,10 @@ async def run_main(team: Team) -> MainOutcome:
     team.take_yield(MAIN)
     if restarted:
         await team.nudge(MAIN, restarted)
-    reminders = [0]
+    reminders = 0  # sent since the main agent last had mail (`_await_tasks`)
     while True:
         if await team.deliver(MAIN):
-            reminders[0] = 0
+            reminders = 0
         if not oversight.turn_over(MAIN):
             stopped = await _turn(team, context, deps)
             if stopped is not None:
@@ -93,7 +93,7 @@ async def run_main(team: Team) -> MainOutcome:
             case "await_user":
                 await team.wait_for_mail(MAIN, at_least="notify")
             case "await_tasks":
-                stuck = await _await_tasks(team, reminders)
+                stuck, reminders = await _await_tasks(team, reminders)
                 if stuck:
                     return MainOutcome("blocked", stuck)
             case action:
@@ -112,20 +112,21 @@ async def _turn(team: Team, context: AgentContext, deps: TurnDeps) -> MainOutcom
     return None
 
 
-async def _await_tasks(team: Team, reminders: list[int]) -> str:
+async def _await_tasks(team: Team, reminders: int) -> tuple[str, int]:
     """Sleep until mail wakes the main agent; when every live task waits for its answer
-    instead, remind it (at most `MAX_REMINDERS` times, then say why it is stuck)."""
+    instead, remind it (at most `MAX_REMINDERS` times, then say why it is stuck). Returns
+    why it is stuck (or ""), and the reminders sent so far."""
     live = team.live_children(MAIN)
     waiting = [t for t in live if team.delegation.waits_for(MAIN, t.task_id)]
     if len(waiting) != len(live):
         await team.wait_for_mail(MAIN, at_least="urgent")
-        return ""
+        return "", reminders
     # Every live task waits for this agent: waiting for mail would never end.
-    if reminders[0] >= MAX_REMINDERS:
-        return f"tasks {', '.join(t.task_id for t in waiting)} wait for answers never given"
-    reminders[0] += 1
+    if reminders >= MAX_REMINDERS:
+        stuck = f"tasks {', '.join(t.task_id for t in waiting)} wait for answers never given"
+        return stuck, reminders
     await team.nudge(MAIN, _waiting_note(team, [t.task_id for t in waiting]))
-    return ""
+    return "", reminders + 1
 
 
 async def _close_settled(team: Team, task_id: str) -> None:
