@@ -40,10 +40,10 @@ def _dispatch(args: argparse.Namespace) -> int:
 
             return cli_run.demo(args)
         case "sessions":
-            from orchestrator.cli_env import load_user_config, sessions_root
+            from orchestrator.cli_env import sessions_root, user_prices
             from orchestrator.cli_sessions import run_sessions
 
-            return run_sessions(args, sessions_root(args), lambda: load_user_config(args))
+            return run_sessions(args, sessions_root(args), lambda: user_prices(args))
         case "models":
             from orchestrator.cli_env import load_user_config
             from orchestrator.cli_models import run_models

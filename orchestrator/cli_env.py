@@ -15,6 +15,7 @@ import platformdirs
 if TYPE_CHECKING:
     from orchestrator.config import Config
     from orchestrator.settings import Layer, Layered
+    from orchestrator.usage import Price
 
 PROJECT_CONFIG: Final = Path(".orchestrator") / "config.toml"
 """The project's config file, under the workspace."""
@@ -64,6 +65,15 @@ def load_user_config(args: argparse.Namespace) -> Config:
     commands that have no workspace: `sessions show`, `models`)."""
     config, _ = effective_config(args, os.environ, None)
     return config
+
+
+def user_prices(args: argparse.Namespace) -> Mapping[str, Price]:
+    """The prices of `load_user_config(args)` (`sessions show`). With no config file to
+    read there are none, known without loading the config's schemas (pydantic)."""
+    given = getattr(args, "config", None) or os.environ.get("ORCHESTRATOR_CONFIG")
+    if not given and not user_config_file(os.environ).exists():
+        return {}
+    return load_user_config(args).prices
 
 
 def effective_config(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,15 +14,16 @@ import orjson
 
 from orchestrator.errors import JournalCorrupt, SessionError, SessionNotFound
 from orchestrator.layout import LOCK, MANIFEST
+from orchestrator.overview import assessments, frame_summary, overview, usage_table
 from orchestrator.store.ids import is_session_id, session_dir
 from orchestrator.store.lock import lock_holder
 from orchestrator.text import abbreviate, visible
 
 if TYPE_CHECKING:
-    from orchestrator.config import Config
+    from orchestrator.usage import Price
 
 # The manifest's model (pydantic) and reading journals are imported by the commands that
-# need them, so that `sessions list` starts without them.
+# need them, so that `sessions list` (and `show`, from a snapshot) starts without them.
 
 
 def session_ids(root: Path) -> list[str]:
@@ -112,14 +113,16 @@ def _list(root: Path, *, as_json: bool = False) -> int:
     return 0
 
 
-def describe(directory: Path, last: int, config: Config) -> dict[str, Any]:
+def describe(directory: Path, last: int, prices: Mapping[str, Price]) -> dict[str, Any]:
+    """What `sessions show` shows, folded from the whole journal (`overview` reads the
+    same from the snapshot, when that covers the journal)."""
     from orchestrator.events import AssistantReplied, SessionStatusChanged
     from orchestrator.mailbox import MailHistory
     from orchestrator.manifest import read_manifest
     from orchestrator.replay import JOURNAL, folded, gc_paused
     from orchestrator.state import SessionState
     from orchestrator.store import scan_journal
-    from orchestrator.usage import UsageLedger, format_usage
+    from orchestrator.usage import UsageLedger
 
     manifest = read_manifest(directory)
     path = directory / JOURNAL
@@ -140,7 +143,7 @@ def describe(directory: Path, last: int, config: Config) -> dict[str, Any]:
                     agent=event.agent,
                     model=event.model or manifest.model,
                     usage=event.message.usage,
-                    prices=config.prices,
+                    prices=prices,
                 )
     notes = [f"the journal ends in a torn tail: {scan.cut.describe()}"] if scan.cut else []
     agents = {
@@ -153,31 +156,36 @@ def describe(directory: Path, last: int, config: Config) -> dict[str, Any]:
         }
         for agent_id, record in state.agents.items()
     }
-    events = [_frame_summary(orjson.loads(line)) for line in scan.lines[-last:]] if last > 0 else []
+    events = [frame_summary(orjson.loads(line)) for line in scan.lines[-last:]] if last > 0 else []
+    usage = ledger.model_dump(mode="json")
     return {
         **manifest.model_dump(mode="json"),
         "status": shown_status(directory, manifest.status),
-        "usage": ledger.model_dump(mode="json"),
+        "usage": usage,
         # The share of prompt tokens read from the providers' caches (None: no calls).
         "cache_share": ledger.session.cache_share,
-        "usage_table": format_usage(ledger),
+        "usage_table": usage_table(usage),
         "journal_records": scan.last_seq,
         "reason": reason if state.status != "completed" else "",
         "agents": agents,
         "tasks": state.tasks.dump(),
         "mailbox": mail.dump(),
         "todos": {agent: todos.view() for agent, todos in state.todos.items()},
-        "assessments": sorted(
-            (
-                {"seq": seq, "agent": agent, "action": action, "reasons": list(reasons)}
-                for agent, progress in state.progress.items()
-                for seq, action, reasons in progress.history
-            ),
-            key=lambda a: a["seq"],
-        ),
+        "assessments": assessments((a, p.history) for a, p in state.progress.items()),
         "last_events": events,
         "warnings": notes,
     }
+
+
+def quick_describe(
+    directory: Path, last: int, prices: Mapping[str, Price]
+) -> dict[str, Any] | None:
+    """`describe`, read from the snapshot without importing pydantic, when the snapshot
+    covers the whole journal (a session that ended cleanly); else None."""
+    info = overview(directory, last, prices)
+    if info is not None:
+        info["status"] = shown_status(directory, info["status"])
+    return info
 
 
 def task_tree(tasks: list[dict[str, Any]]) -> list[str]:
@@ -210,15 +218,6 @@ def task_tree(tasks: list[dict[str, Any]]) -> list[str]:
 
     walk("main", 0)
     return lines
-
-
-def _frame_summary(fields: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "seq": fields["seq"],
-        "time": fields["t"] / 1000,
-        "kind": fields["k"],
-        "agent": fields["a"],
-    }
 
 
 def verify(directory: Path) -> list[str]:
@@ -293,10 +292,14 @@ def _verify(root: Path, session_id: str) -> int:
     return 0
 
 
-def _show(root: Path, session_id: str, *, as_json: bool, last: int, config: Config) -> int:
+def _show(
+    root: Path, session_id: str, *, as_json: bool, last: int, prices: Mapping[str, Price]
+) -> int:
     directory = session_dir(root, session_id)
-    _current(directory)
-    info = describe(directory, last, config)
+    info = quick_describe(directory, last, prices)
+    if info is None:
+        _current(directory)
+        info = describe(directory, last, prices)
     table = info.pop("usage_table")
     if as_json:
         sys.stdout.write(orjson.dumps(info, option=orjson.OPT_INDENT_2).decode() + "\n")
@@ -491,7 +494,9 @@ def _delete(root: Path, session_id: str) -> int:
     return 0
 
 
-def run_sessions(args: argparse.Namespace, root: Path, load_config: Callable[[], Config]) -> int:
+def run_sessions(
+    args: argparse.Namespace, root: Path, load_prices: Callable[[], Mapping[str, Price]]
+) -> int:
     match args.action:
         case "list":
             return _list(root, as_json=args.json)
@@ -500,8 +505,8 @@ def run_sessions(args: argparse.Namespace, root: Path, load_config: Callable[[],
         case "show" if args.transcript:
             return _transcript(root, args.session_id)
         case "show":
-            config = load_config()
-            return _show(root, args.session_id, as_json=args.json, last=args.events, config=config)
+            prices = load_prices()
+            return _show(root, args.session_id, as_json=args.json, last=args.events, prices=prices)
         case "repair":
             return _repair(root, args.session_id)
         case "verify":

@@ -1,5 +1,14 @@
-"""The names of the files in a session directory (docs/session-format.md). Imports
-nothing, so that even the lightest command can use them."""
+"""The names of the files in a session directory, and the versions of their formats
+(docs/session-format.md). Imports nothing, so that even the lightest command can use
+them."""
+
+FORMAT_VERSION = 4
+"""The session format (`session.json`'s `format_version`; see manifest.py)."""
+
+SNAPSHOT_LAYOUT = 3
+"""What a `snapshot.json` holds (see state.py). A snapshot of another layout (1: every
+message whole, no `layout`; 2: no message counts) is not read: resume replays the journal
+instead (a snapshot is derived data)."""
 
 MANIFEST = "session.json"
 JOURNAL = "journal.jsonl"

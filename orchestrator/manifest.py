@@ -12,6 +12,7 @@ import orjson
 from pydantic import BaseModel, Field, ValidationError
 
 from orchestrator.errors import JournalCorrupt, SessionError, SessionNotFound
+from orchestrator.layout import FORMAT_VERSION as FORMAT_VERSION
 from orchestrator.layout import LOCK as LOCK
 from orchestrator.layout import MANIFEST
 from orchestrator.store.snapshot import read_json, write_json_atomic
@@ -19,8 +20,6 @@ from orchestrator.store.snapshot import read_json, write_json_atomic
 SessionStatus = Literal[
     "running", "completed", "failed", "interrupted", "blocked", "budget_exhausted"
 ]
-
-FORMAT_VERSION = 4
 
 
 class Manifest(BaseModel):

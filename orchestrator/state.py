@@ -32,6 +32,7 @@ from orchestrator.events import (
     TurnEnded,
     TurnStarted,
 )
+from orchestrator.layout import SNAPSHOT_LAYOUT as SNAPSHOT_LAYOUT
 from orchestrator.mailbox import Mailbox, MailboxSummary, MessagePosted, MessagesDelivered
 from orchestrator.manifest import SessionStatus
 from orchestrator.messages import Usage
@@ -49,16 +50,12 @@ class AgentSummary(BaseModel):
     steps: int = 0
     usage: Usage = Field(default_factory=Usage)
     turn_open: bool = False
+    message_count: int = 0  # in its live context (for `sessions show`, which does not fold)
 
 
 class GrantSummary(BaseModel):
     tool: str
     pattern: str = ""
-
-
-SNAPSHOT_LAYOUT = 2
-"""What a `snapshot.json` holds. A snapshot of another layout (1: every message whole, no
-`layout`) is not read: resume replays the journal instead (a snapshot is derived data)."""
 
 
 class TodosSummary(BaseModel):
@@ -88,7 +85,7 @@ class Snapshot(BaseModel):
     `tasks` comes last: `SessionState.snapshot_json` writes it from each record's cached
     JSON."""
 
-    layout: Literal[2]
+    layout: Literal[3]
     seq: int
     status: SessionStatus = "running"
     agents: dict[str, AgentSummary] = Field(default_factory=dict)
@@ -157,7 +154,12 @@ class SessionState:
             status=self.status,
             agents={
                 agent_id: AgentSummary(
-                    role=a.role, start=a.start, steps=a.steps, usage=a.usage, turn_open=a.turn_open
+                    role=a.role,
+                    start=a.start,
+                    steps=a.steps,
+                    usage=a.usage,
+                    turn_open=a.turn_open,
+                    message_count=len(a.messages),
                 )
                 for agent_id, a in self.agents.items()
             },
@@ -187,6 +189,7 @@ class SessionState:
                     "steps": a.steps,
                     "usage": _usage_dict(a.usage_counts),
                     "turn_open": a.turn_open,
+                    "message_count": len(a.messages),
                 }
                 for agent_id, a in self.agents.items()
             },

@@ -104,32 +104,3 @@ class UsageLedger(BaseModel, frozen=True):
                 model: self.by_model.get(model, UsageTotals()).add(usage, cost),
             },
         )
-
-
-def format_usage(ledger: UsageLedger) -> str:
-    """A small table for `orchestrator sessions show`."""
-    header = (
-        f"{'':<24} {'calls':>6} {'input':>10} {'output':>10} {'cache r/w':>15} {'cached':>7}"
-        f" {'cost':>10}"
-    )
-    rows = [header]
-
-    def row(label: str, totals: UsageTotals) -> str:
-        u = totals.usage
-        cache = f"{u.cache_read_tokens}/{u.cache_write_tokens}"
-        cost = f"${totals.cost_usd:.4f}" + ("" if totals.cost_known else "+")
-        if totals.calls and totals.unpriced_calls == totals.calls:
-            cost = "unpriced"
-        share = totals.cache_share
-        cached = "-" if share is None else f"{share:.0%}"
-        return (
-            f"{label:<24} {totals.calls:>6} {u.input_tokens:>10} {u.output_tokens:>10}"
-            f" {cache:>15} {cached:>7} {cost:>10}"
-        )
-
-    rows.append(row("session", ledger.session))
-    rows += [row(f"agent {name}", t) for name, t in sorted(ledger.by_agent.items())]
-    rows += [row(f"model {name}", t) for name, t in sorted(ledger.by_model.items())]
-    if not ledger.session.cost_known and ledger.session.calls != ledger.session.unpriced_calls:
-        rows.append("+ some calls had no price in the config: the cost is a lower bound")
-    return "\n".join(rows)

@@ -267,6 +267,7 @@ def test_snapshot_small_state_is_trusted_and_contexts_come_from_the_journal(
     assert state.agents["main"].messages == replayed.agents["main"].messages
     assert len(state.agents["main"].messages) > 10
     assert "messages" not in snapshot["agents"]["main"]  # positions, not copies
+    assert snapshot["agents"]["main"]["message_count"] == len(replayed.agents["main"].messages)
 
 
 def test_ctrl_c_stops_cleanly_and_resumes(tmp_path: Path) -> None:

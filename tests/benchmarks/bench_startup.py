@@ -2,17 +2,22 @@
 
     .venv/bin/python tests/benchmarks/bench_startup.py [--runs 10] [--tree DIR]
 
-Each command runs `--runs` times in a fresh interpreter; the figure is the median wall
-time. `sessions list` runs over a sessions root holding a recorded session, `sessions
-show` on it. `--tree DIR` (repeatable) times other checkouts of the code too (say an
-older commit, made with `git worktree add DIR COMMIT`): their runs are interleaved with
-this checkout's, so a before/after comparison sees the same machine at the same moments.
-Run it with this checkout's interpreter.
+Each command runs `--runs` times in a fresh interpreter; the figures are the median wall
+time and the median CPU time of the process (which other work on a shared machine moves
+less). `sessions list` runs over a sessions root holding a recorded session, `sessions
+show` on it; `show (snapshot)` on a session this checkout's demo made, which ended
+cleanly, so its snapshot covers its journal (a tree that cannot read that format shows
+`-`). `--tree DIR` (repeatable) times other checkouts of the code too (say an older
+commit, made with `git worktree add DIR COMMIT`): their runs are interleaved with this
+checkout's, so a before/after comparison sees the same machine at the same moments, and
+the last column is this checkout's medians over each other tree's. Run it with this
+checkout's interpreter.
 """
 
 from __future__ import annotations
 
 import argparse
+import resource
 import shutil
 import statistics
 import subprocess
@@ -29,14 +34,23 @@ LAUNCH = (
 
 
 def timed(tree: Path, args: list[str]) -> float:
+    return timed_cpu(tree, args)[0]
+
+
+def timed_cpu(tree: Path, args: list[str], *, check: bool = True) -> tuple[float, float]:
+    """(wall, CPU) seconds of one run in a fresh interpreter."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run(
         [sys.executable, "-c", LAUNCH, str(tree), *args],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        check=True,
+        check=check,
     )
-    return time.perf_counter() - start
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return wall, cpu
 
 
 def main() -> None:
@@ -57,21 +71,56 @@ def main() -> None:
             # Migrate once if this tree wants to, outside the timing.
             [session] = [p.name for p in root.iterdir()]
             timed(tree, ["sessions", "show", session, "--sessions-dir", str(root)])
+        demo = work / "demo"
+        timed(ROOT, ["demo", "--no-crash", "--sessions-dir", str(demo), "-w", str(work / "ws")])
+        [shown] = [p.name for p in demo.iterdir()]
+        demo_roots: list[Path | None] = []
+        for number, tree in enumerate(trees):
+            root = work / f"demo-{number}"
+            shutil.copytree(demo, root)
+            demo_roots.append(root if _reads(tree, shown, root) else None)
         python = statistics.median([_time([sys.executable, "-c", "pass"]) for _ in range(5)])
         print(f"python -c pass: {python * 1000:.0f} ms (the interpreter alone)")
-        print(f"{'command':<16}" + "".join(f"{t!s:>28}" for t in trees))
+        print("median wall / CPU ms, fresh interpreter each run")
+        print(
+            f"{'command':<24}"
+            + "".join(f"{t!s:>28}" for t in trees)
+            + "  this / each other (wall, CPU)"
+        )
         for name, command in (
             ("--help", ["--help"]),
             ("sessions list", ["sessions", "list"]),
             ("sessions show", ["sessions", "show", session]),
+            ("sessions show (snapshot)", ["sessions", "show", shown]),
         ):
-            times: list[list[float]] = [[] for _ in trees]
+            walls: list[list[float]] = [[] for _ in trees]
+            cpus: list[list[float]] = [[] for _ in trees]
+            where = demo_roots if "snapshot" in name else roots
             for _ in range(args.runs):
                 for number, tree in enumerate(trees):
-                    extra = [] if name == "--help" else ["--sessions-dir", str(roots[number])]
-                    times[number].append(timed(tree, command + extra))
-            medians = [statistics.median(t) * 1000 for t in times]
-            print(f"{name:<16}" + "".join(f"{m:>25.0f} ms" for m in medians))
+                    root_of = where[number]
+                    if root_of is None:
+                        continue
+                    extra = [] if name == "--help" else ["--sessions-dir", str(root_of)]
+                    wall, cpu = timed_cpu(tree, command + extra)
+                    walls[number].append(wall)
+                    cpus[number].append(cpu)
+            cells: list[str] = []
+            medians: list[tuple[float, float] | None] = []
+            for wall_times, cpu_times in zip(walls, cpus, strict=True):
+                if not wall_times:
+                    cells.append(f"{'-':>28}")
+                    medians.append(None)
+                    continue
+                wall, cpu = statistics.median(wall_times), statistics.median(cpu_times)
+                medians.append((wall, cpu))
+                cells.append(f"{wall * 1000:>17.0f} / {cpu * 1000:>4.0f} ms")
+            mine = medians[0]
+            ratios = [
+                f"{mine[0] / other[0]:.2f}, {mine[1] / other[1]:.2f}" if mine and other else "-"
+                for other in medians[1:]
+            ]
+            print(f"{name:<24}" + "".join(cells) + "  " + " | ".join(ratios))
         many = _many_sessions(work / "many", recorded)
         listed = statistics.median(
             [timed(ROOT, ["sessions", "list", "--sessions-dir", str(many)]) for _ in range(5)]
@@ -99,6 +148,15 @@ def _many_sessions(root: Path, recorded: Path) -> Path:
         for item in range(1000):
             (directory / f"f{item}").touch()
     return root
+
+
+def _reads(tree: Path, session: str, root: Path) -> bool:
+    """Whether `tree` shows the session (an older tree refuses a newer format)."""
+    command = ["sessions", "show", session, "--sessions-dir", str(root)]
+    result = subprocess.run(
+        [sys.executable, "-c", LAUNCH, str(tree), *command], capture_output=True, check=False
+    )
+    return result.returncode == 0
 
 
 def _time(command: list[str]) -> float:

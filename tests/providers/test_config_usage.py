@@ -9,7 +9,8 @@ import pytest
 from orchestrator.config import Config, load_config, parse_config
 from orchestrator.errors import ConfigError
 from orchestrator.messages import Usage
-from orchestrator.usage import Price, UsageLedger, find_price, format_usage
+from orchestrator.overview import usage_table
+from orchestrator.usage import Price, UsageLedger, find_price
 
 EXAMPLE = """
 model = "anthropic:claude-sonnet-4-5"
@@ -129,7 +130,7 @@ def test_ledger_totals_per_agent_model_and_session() -> None:
     assert ledger.by_model["openai:gpt-4.1"].calls == 2
     # Serialisable for session snapshots, and back.
     assert UsageLedger.model_validate_json(ledger.model_dump_json()) == ledger
-    table = format_usage(ledger)
+    table = usage_table(ledger.model_dump(mode="json"))
     assert "agent worker-1" in table
     assert "unpriced" in table
     assert "lower bound" in table
@@ -146,6 +147,6 @@ def test_the_cache_share_per_agent_and_session() -> None:
     assert ledger.by_agent["w1"].cache_share == 0
     assert ledger.session.cache_share == pytest.approx(2700 / 4050)
     assert UsageLedger().session.cache_share is None
-    table = format_usage(ledger)
+    table = usage_table(ledger.model_dump(mode="json"))
     assert "cached" in table.splitlines()[0]
     assert " 68% " in table.splitlines()[2]  # agent main: 2,700 of 4,000 prompt tokens

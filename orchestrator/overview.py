@@ -1,0 +1,309 @@
+"""What `sessions show` shows, read from the snapshot instead of folding the journal.
+
+A session that ended cleanly has a snapshot naming the journal's last record. Then what
+`describe` (cli_sessions.py) shows can be read without importing pydantic (whose import
+and our record models are most of a small session's `show`): the manifest, the
+snapshot's small state (agents, tasks, todo lists, assessment verdicts) and, for what
+the snapshot does not keep, a few kinds of journal line parsed with orjson (every
+message, not only the live ones; the usage of each model call; the status's reason;
+the last events). Anything else returns None and `describe` folds the journal: an older
+format, a snapshot of another layout or behind the journal, anything unexpected.
+`tests/test_overview.py` checks that both give the same on every recorded session and
+on sessions made by real runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from orchestrator.errors import JournalCorrupt
+from orchestrator.layout import FORMAT_VERSION, JOURNAL, MANIFEST, SNAPSHOT, SNAPSHOT_LAYOUT
+from orchestrator.store.scan import JournalScan, scan_journal
+
+if TYPE_CHECKING:
+    from orchestrator.usage import Price
+
+MANIFEST_FIELDS = (
+    "id",
+    "format_version",
+    "goal",
+    "model",
+    "workspace",
+    "created",
+    "updated",
+    "status",
+    "journal_seq",
+    "flags",
+)
+"""`Manifest`'s fields, in order (a test keeps them equal): a manifest with exactly these,
+of these types, dumps as itself."""
+
+STATUSES = frozenset(
+    {"running", "completed", "failed", "interrupted", "blocked", "budget_exhausted"}
+)
+"""`SessionStatus` (a test keeps them equal)."""
+
+TOKENS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+
+
+def overview(directory: Path, last: int, prices: Mapping[str, Price]) -> dict[str, Any] | None:
+    """`describe(directory, last, prices)`, the manifest's status as written, when the
+    snapshot covers the whole journal; else None."""
+    try:
+        manifest = orjson.loads((directory / MANIFEST).read_bytes())
+        snapshot = orjson.loads((directory / SNAPSHOT).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    if not _current(manifest) or not isinstance(snapshot, dict):
+        return None
+    if snapshot.get("layout") != SNAPSHOT_LAYOUT:
+        return None
+    try:
+        scan = scan_journal(directory / JOURNAL)
+    except (OSError, JournalCorrupt):
+        return None  # `describe` says what is wrong
+    if snapshot.get("seq") != scan.last_seq:
+        return None  # records after the snapshot (a killed session): only the fold knows
+    try:
+        return _overview(manifest, snapshot, scan, last, prices)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+
+
+def _current(manifest: Any) -> bool:
+    """Whether the manifest is one of this format that `Manifest` would dump unchanged."""
+    if not isinstance(manifest, dict) or tuple(manifest) != MANIFEST_FIELDS:
+        return False
+    strings = ("id", "goal", "model", "workspace", "created", "updated", "status")
+    return (
+        all(isinstance(manifest[key], str) for key in strings)
+        and manifest["status"] in STATUSES
+        and manifest["format_version"] == FORMAT_VERSION
+        and type(manifest["format_version"]) is int
+        and type(manifest["journal_seq"]) is int
+        and isinstance(manifest["flags"], dict)
+    )
+
+
+def _overview(
+    manifest: dict[str, Any],
+    snapshot: dict[str, Any],
+    scan: JournalScan,
+    last: int,
+    prices: Mapping[str, Price],
+) -> dict[str, Any]:
+    history = _History(manifest["model"], prices)
+    for seq, line in enumerate(scan.lines, 1):
+        history.read(seq, line)
+    ledger = history.ledger()
+    session = ledger["session"]["usage"]
+    prompt = session["input_tokens"] + session["cache_read_tokens"] + session["cache_write_tokens"]
+    notes = [f"the journal ends in a torn tail: {scan.cut.describe()}"] if scan.cut else []
+    return {
+        **manifest,
+        "usage": ledger,
+        "cache_share": session["cache_read_tokens"] / prompt if prompt else None,
+        "usage_table": usage_table(ledger),
+        "journal_records": scan.last_seq,
+        "reason": history.reason if snapshot["status"] != "completed" else "",
+        "agents": {
+            agent_id: {
+                "role": agent["role"],
+                "messages": agent["message_count"],
+                "model_calls": agent["steps"],
+                "turn_open": agent["turn_open"],
+                "usage": agent["usage"],
+            }
+            for agent_id, agent in snapshot["agents"].items()
+        },
+        "tasks": snapshot["tasks"],
+        "mailbox": list(history.mail.values()),
+        "todos": {agent: todo_view(todos) for agent, todos in snapshot["todos"].items()},
+        "assessments": assessments(
+            (agent, progress["history"]) for agent, progress in snapshot["progress"].items()
+        ),
+        "last_events": [frame_summary(orjson.loads(line)) for line in scan.lines[-last:]]
+        if last > 0
+        else [],
+        "warnings": notes,
+    }
+
+
+class _History:
+    """What the snapshot does not keep, from the journal's lines: every message (the
+    snapshot keeps the live ones; as `mailbox.MailHistory` folds them), the usage of
+    each model call (as `usage.UsageLedger` adds it up) and the last status's reason.
+    Only the lines of those kinds are parsed."""
+
+    def __init__(self, model: str, prices: Mapping[str, Price]) -> None:
+        self.model = model  # the session's, for a reply that names none
+        self.prices = prices
+        self.mail: dict[str, dict[str, Any]] = {}
+        self.calls: list[tuple[str, str, dict[str, int]]] = []  # (agent, model, usage)
+        self.reason = ""
+
+    def read(self, seq: int, line: bytes) -> None:
+        start = line.index(b'"k":"') + 5
+        kind = line[start : line.index(b'"', start)]
+        if kind == b"assistant_replied":
+            fields = orjson.loads(line)
+            usage = fields["message"].get("usage")
+            if usage is not None:
+                model = fields.get("model") or self.model
+                self.calls.append((fields["a"], model, {k: usage.get(k, 0) for k in TOKENS}))
+        elif kind == b"message_posted":
+            self.posted(seq, orjson.loads(line))
+        elif kind == b"messages_delivered":
+            self.delivered(seq, orjson.loads(line)["ids"])
+        elif kind == b"session_status":
+            self.reason = orjson.loads(line).get("detail", "")
+        elif b'"delivers":' in line:  # a wait_tasks call's result
+            self.delivered(seq, orjson.loads(line).get("delivers", ()))
+
+    def posted(self, seq: int, fields: dict[str, Any]) -> None:
+        self.mail[fields["id"]] = mail = {
+            "message_id": fields["id"],
+            "kind": fields["mail"],
+            "priority": fields.get("priority", "notify"),
+            "sender": fields["a"],
+            "recipient": fields["to"],
+            "task_id": fields["task"],
+            "summary": fields["summary"],
+            "data": fields.get("data"),
+            "requires_ack": fields.get("requires_ack", False),
+            "in_reply_to": fields.get("in_reply_to", ""),
+            "posted_seq": seq,
+            "delivered_seq": None,
+            "answered_by": "",
+            "ref": fields.get("ref", ""),
+            "at": fields.get("at", 0),
+        }
+        asked = self.mail.get(mail["in_reply_to"])
+        if asked is not None and asked["requires_ack"] and not asked["answered_by"]:
+            asked["answered_by"] = mail["message_id"]
+
+    def delivered(self, seq: int, ids: list[str]) -> None:
+        for message_id in ids:
+            mail = self.mail.get(message_id)
+            if mail is not None and mail["delivered_seq"] is None:
+                mail["delivered_seq"] = seq
+
+    def ledger(self) -> dict[str, Any]:
+        """`UsageLedger.model_dump(mode="json")` of the calls, summed in the same order."""
+        session = _totals()
+        by_agent: dict[str, dict[str, Any]] = {}
+        by_model: dict[str, dict[str, Any]] = {}
+        cost_of = _pricing(self.prices)
+        for agent, model, usage in self.calls:
+            cost = cost_of(model, usage)
+            for totals in (
+                session,
+                by_agent.setdefault(agent, _totals()),
+                by_model.setdefault(model, _totals()),
+            ):
+                totals["calls"] += 1
+                for key in TOKENS:
+                    totals["usage"][key] += usage[key]
+                totals["cost_usd"] += cost or 0.0
+                totals["unpriced_calls"] += cost is None
+        return {"session": session, "by_agent": by_agent, "by_model": by_model}
+
+
+def _totals() -> dict[str, Any]:
+    return {"calls": 0, "usage": dict.fromkeys(TOKENS, 0), "cost_usd": 0.0, "unpriced_calls": 0}
+
+
+def _pricing(prices: Mapping[str, Price]) -> Callable[[str, dict[str, int]], float | None]:
+    """A call's cost, or None without a price (no prices: pydantic is not imported)."""
+    if not prices:
+        return lambda model, usage: None
+    from orchestrator.messages import Usage
+    from orchestrator.usage import call_cost
+
+    return lambda model, usage: call_cost(prices, model, Usage(**usage))
+
+
+def usage_table(ledger: dict[str, Any]) -> str:
+    """A ledger (as `UsageLedger.model_dump(mode="json")`) as a small table."""
+    header = (
+        f"{'':<24} {'calls':>6} {'input':>10} {'output':>10} {'cache r/w':>15} {'cached':>7}"
+        f" {'cost':>10}"
+    )
+    rows = [header]
+
+    def row(label: str, totals: dict[str, Any]) -> str:
+        u = totals["usage"]
+        calls, unpriced = totals["calls"], totals["unpriced_calls"]
+        cache = f"{u['cache_read_tokens']}/{u['cache_write_tokens']}"
+        cost = f"${totals['cost_usd']:.4f}" + ("" if unpriced == 0 else "+")
+        if calls and unpriced == calls:
+            cost = "unpriced"
+        prompt = u["input_tokens"] + u["cache_read_tokens"] + u["cache_write_tokens"]
+        cached = f"{u['cache_read_tokens'] / prompt:.0%}" if prompt else "-"
+        return (
+            f"{label:<24} {calls:>6} {u['input_tokens']:>10} {u['output_tokens']:>10}"
+            f" {cache:>15} {cached:>7} {cost:>10}"
+        )
+
+    session = ledger["session"]
+    rows.append(row("session", session))
+    rows += [row(f"agent {name}", t) for name, t in sorted(ledger["by_agent"].items())]
+    rows += [row(f"model {name}", t) for name, t in sorted(ledger["by_model"].items())]
+    if session["unpriced_calls"] and session["calls"] != session["unpriced_calls"]:
+        rows.append("+ some calls had no price in the config: the cost is a lower bound")
+    return "\n".join(rows)
+
+
+def todo_view(todos: dict[str, Any]) -> dict[str, Any]:
+    """A snapshot's todo list as `TodoList.view()` shows it: progress, and each item with
+    the items it blocks and whether it is blocked (computed, never stored)."""
+    items = todos["items"]
+    status = {item["id"]: item["status"] for item in items}
+    blocks: dict[str, list[str]] = {}
+    for item in items:
+        for blocker in item["blocked_by"]:
+            blocks.setdefault(blocker, []).append(item["id"])
+    counted = [item for item in items if item["status"] != "cancelled"]
+    return {
+        "goal": todos["goal"],
+        "progress": {
+            "completed": sum(item["status"] == "completed" for item in counted),
+            "total": len(counted),
+        },
+        "items": [
+            {
+                **item,
+                "blocks": blocks.get(item["id"], []),
+                "blocked": any(status.get(b) != "completed" for b in item["blocked_by"]),
+            }
+            for item in items
+        ],
+    }
+
+
+def assessments(
+    histories: Iterable[tuple[str, Iterable[tuple[int, str, Iterable[str]]]]],
+) -> list[dict[str, Any]]:
+    """Every agent's assessment verdicts, `(agent, [(seq, action, reasons), ...])`, in
+    journal order."""
+    return sorted(
+        (
+            {"seq": seq, "agent": agent, "action": action, "reasons": list(reasons)}
+            for agent, history in histories
+            for seq, action, reasons in history
+        ),
+        key=lambda a: a["seq"],
+    )
+
+
+def frame_summary(fields: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "seq": fields["seq"],
+        "time": fields["t"] / 1000,
+        "kind": fields["k"],
+        "agent": fields["a"],
+    }
