@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import tomllib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
@@ -68,12 +69,24 @@ def load_user_config(args: argparse.Namespace) -> Config:
 
 
 def user_prices(args: argparse.Namespace) -> Mapping[str, Price]:
-    """The prices of `load_user_config(args)` (`sessions show`). With no config file to
-    read there are none, known without loading the config's schemas (pydantic)."""
+    """The prices of `load_user_config(args)` (`sessions show`). When no config file to
+    read has a `[prices]` table there are none, known without loading the config's
+    schemas (pydantic); a file that cannot be read or parsed is left to the full load,
+    which says what is wrong with it."""
     given = getattr(args, "config", None) or os.environ.get("ORCHESTRATOR_CONFIG")
-    if not given and not user_config_file(os.environ).exists():
-        return {}
+    user = user_config_file(os.environ)
+    # (A given file is read even if missing: the full load then says it is.)
+    files = ([user] if user.exists() else []) + ([Path(given)] if given else [])
+    try:
+        if not any("prices" in _toml(path) for path in files):
+            return {}
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        pass
     return load_user_config(args).prices
+
+
+def _toml(path: Path) -> dict[str, object]:
+    return tomllib.loads(path.read_text(encoding="utf-8"))
 
 
 def effective_config(
