@@ -212,7 +212,10 @@ class LiveSession:
             self._due = trio.Event()
             if self._snapshot_due:
                 self._snapshot_due = False
-                await self.write_snapshot()
+                # A journal that failed is the agents' error, raised at their next record;
+                # here it would cancel them all as the keeper's.
+                with contextlib.suppress(SessionError):
+                    await self.write_snapshot()
             if self._dirty_tasks or self._dirty_todos:
                 await trio.sleep_until(self._views_due_at)
                 await self.write_task_views()
