@@ -73,12 +73,14 @@ def user_prices(args: argparse.Namespace) -> Mapping[str, Price]:
     read has a `[prices]` table there are none, known without loading the config's
     schemas (pydantic); a file that cannot be read or parsed is left to the full load,
     which says what is wrong with it."""
-    given = getattr(args, "config", None) or os.environ.get("ORCHESTRATOR_CONFIG")
-    user = user_config_file(os.environ)
-    # (A given file is read even if missing: the full load then says it is.)
-    files = ([user] if user.exists() else []) + ([Path(given)] if given else [])
+    files = [(user_config_file(os.environ), True)]
+    given = _given_config(args, os.environ)
+    if given is not None:
+        files.append(given[1:])
     try:
-        if not any("prices" in _toml(path) for path in files):
+        # (A `--config` file that is missing is read, and fails: the full load says so.)
+        tables = [_toml(path) for path, missing_ok in files if not missing_ok or path.exists()]
+        if not any("prices" in table for table in tables):
             return {}
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         pass
@@ -143,13 +145,26 @@ def config_layers(
         add("project config", workspace / PROJECT_CONFIG, project=True)
         trust = TrustStore(user_config_dir(environ))
         project = Project(workspace, trust, ask, own_config=own)
-    given: Path | None = getattr(args, "config", None)
+    given = _given_config(args, environ)
     if given is not None:
-        add("--config", given, missing_ok=False)
-    elif environ.get("ORCHESTRATOR_CONFIG"):
-        add("$ORCHESTRATOR_CONFIG", Path(environ["ORCHESTRATOR_CONFIG"]))
+        label, path, missing_ok = given
+        add(label, path, missing_ok=missing_ok)
     layers.extend(_flag_layers(args))
     return layered(layers, project=project, untrusted=untrusted)
+
+
+def _given_config(
+    args: argparse.Namespace, environ: Mapping[str, str]
+) -> tuple[str, Path, bool] | None:
+    """The config file named for this command, over the user's and the project's: its
+    label, path and whether it may be missing. `--config FILE` must exist;
+    `$ORCHESTRATOR_CONFIG` may name a file not there (yet)."""
+    given: Path | None = getattr(args, "config", None)
+    if given is not None:
+        return "--config", given, False
+    if environ.get("ORCHESTRATOR_CONFIG"):
+        return "$ORCHESTRATOR_CONFIG", Path(environ["ORCHESTRATOR_CONFIG"]), True
+    return None
 
 
 def _flag_layers(args: argparse.Namespace) -> list[Layer]:

@@ -443,7 +443,7 @@ class Team:
             redact=s.redact,
             hooks=self,
             guard=self._guard(agent),
-            durable_turn_end=definition is None,
+            durable_turn_end=agent == MAIN,
         )
         self._deps[agent] = deps
         return deps

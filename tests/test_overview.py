@@ -236,21 +236,18 @@ def test_show_from_a_snapshot_imports_no_pydantic(tmp_path: Path) -> None:
     )
     env = {**os.environ, "ORCHESTRATOR_CONFIG_DIR": str(tmp_path / "no-config")}
     env.pop("ORCHESTRATOR_CONFIG", None)
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
-    ).stdout
-    assert out.strip() == "[]"
+
+    def heavy_modules() -> str:
+        run = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+        )
+        return run.stdout.strip()
+
+    assert heavy_modules() == "[]"
     # A config file without prices: nothing to load its schemas for.
     (tmp_path / "config.toml").write_text('model = "openai:gpt-4o"\n')
     env["ORCHESTRATOR_CONFIG"] = str(tmp_path / "config.toml")
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
-    ).stdout
-    assert out.strip() == "[]"
+    assert heavy_modules() == "[]"
     # With prices in it, they are read (and the config's schemas with them).
     (tmp_path / "config.toml").write_text("[prices.m]\ninput = 1.0\noutput = 2.0\n")
-    env["ORCHESTRATOR_CONFIG"] = str(tmp_path / "config.toml")
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
-    ).stdout
-    assert "pydantic" in out
+    assert "pydantic" in heavy_modules()
