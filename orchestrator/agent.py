@@ -37,7 +37,7 @@ from orchestrator.events import (
     TurnStarted,
     UsageUpdated,
 )
-from orchestrator.messages import AssistantMessage, ToolCall, ToolResult
+from orchestrator.messages import AssistantMessage, ToolCall, ToolResult, ToolStatus
 from orchestrator.models.base import Model, ModelEvent, ModelRequest, TextDelta, collect
 from orchestrator.tools.base import AnyTool, ToolContext, ToolRegistry, call_marker
 from orchestrator.tools.permissions import (
@@ -335,14 +335,12 @@ async def _execute(
 ) -> tuple[ToolResult, tuple[str, ...]]:
     """The call's result, and the mailbox messages it delivers (see mailbox.py)."""
 
-    def result(status: str, content: str) -> tuple[ToolResult, tuple[str, ...]]:
-        return ToolResult.model_validate(
-            {
-                "call_id": call.id,
-                "name": call.name,
-                "status": status,
-                "content": deps.redact(content),
-            }
+    def result(status: ToolStatus, content: str) -> tuple[ToolResult, tuple[str, ...]]:
+        return ToolResult(
+            call_id=call.id,
+            name=call.name,
+            status=status,
+            content=deps.redact(content),
         ), ()
 
     if isinstance(parsed, str):

@@ -48,11 +48,10 @@ DEFAULT_NOTE = (
 )
 
 
-class Assessed(EventBase, frozen=True):
+class Assessed(EventBase, frozen=True, tag="assessed"):
     """Record: the verdict on `agent`'s turn end. `note`, when set, is the continuation
     note that enters the agent's context (a user message) with this record."""
 
-    kind: Literal["assessed"] = "assessed"
     action: Action
     reasons: tuple[str, ...] = ()
     note: str = ""
@@ -60,11 +59,10 @@ class Assessed(EventBase, frozen=True):
     limit: int = 0
 
 
-class Verified(EventBase, frozen=True):
+class Verified(EventBase, frozen=True, tag="verified"):
     """Record: the verification commands ran. A failure's `note` (the failing output,
     trimmed) enters the agent's context as a continuation, and uses one."""
 
-    kind: Literal["verified"] = "verified"
     passed: bool
     commands: tuple[str, ...] = ()
     exit_code: int = 0
@@ -75,10 +73,9 @@ class Verified(EventBase, frozen=True):
     counts: bool = True
 
 
-class BlockedReported(EventBase, frozen=True):
+class BlockedReported(EventBase, frozen=True, tag="blocked_reported"):
     """Record: the agent said it cannot go on (the main agent's `report_blocked`)."""
 
-    kind: Literal["blocked_reported"] = "blocked_reported"
     category: str
     reason: str
     ref: str = ""

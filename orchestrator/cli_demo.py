@@ -16,7 +16,7 @@ from pathlib import Path
 
 import trio
 
-from orchestrator.events import EVENT_ADAPTER, EventSink, ToolCallStarted
+from orchestrator.events import EventSink, ToolCallStarted, event_from_json
 
 VERIFY = "python -m doctest README.md"  # the README's example must be right
 GOAL = (
@@ -50,7 +50,7 @@ async def run_until_crash(root: Path, session_id: str, ui: EventSink, *, json_mo
             buffer += chunk
             *lines, buffer = buffer.split(b"\n")
             for line in lines:
-                event = EVENT_ADAPTER.validate_json(line)
+                event = event_from_json(line)
                 await ui.emit(event)
                 if (
                     isinstance(event, ToolCallStarted)

@@ -119,6 +119,7 @@ def describe(directory: Path, last: int, prices: Mapping[str, Price]) -> dict[st
     from orchestrator.events import AssistantReplied, SessionStatusChanged
     from orchestrator.mailbox import MailHistory
     from orchestrator.manifest import read_manifest
+    from orchestrator.messages import plain
     from orchestrator.replay import JOURNAL, folded, gc_paused
     from orchestrator.state import SessionState
     from orchestrator.store import scan_journal
@@ -152,7 +153,7 @@ def describe(directory: Path, last: int, prices: Mapping[str, Price]) -> dict[st
             "messages": len(record.messages),
             "model_calls": record.steps,
             "turn_open": record.turn_open,
-            "usage": record.usage.model_dump(),
+            "usage": plain(record.usage),
         }
         for agent_id, record in state.agents.items()
     }
@@ -431,10 +432,8 @@ def _cut_unreadable(journal: Path) -> str | None:
     """Cut the journal before the first record whose checksum is good but which does not
     fit its schema or does not fold (written by another version, or by hand), keeping
     whole batches and the original aside; what was done, or None."""
-    from pydantic import ValidationError
-
     from orchestrator.context import FoldError
-    from orchestrator.events import RECORD_ADAPTER
+    from orchestrator.events import decode_record
     from orchestrator.state import SessionState
     from orchestrator.store._line import CRC_SUFFIX_LEN, MORE
     from orchestrator.store.repair import cut_journal
@@ -445,10 +444,9 @@ def _cut_unreadable(journal: Path) -> str | None:
     last_whole = 0
     for seq, line in enumerate(data.split(b"\n")[:-1], start=1):
         try:
-            state.apply(seq, RECORD_ADAPTER.validate_json(line))
-        except (ValidationError, FoldError) as exc:
-            why = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
-            reason = f"record seq {seq} does not fit this version ({why})"
+            state.apply(seq, decode_record(line))
+        except (ValueError, FoldError) as exc:  # msgspec.ValidationError is a ValueError
+            reason = f"record seq {seq} does not fit this version ({exc})"
             report = cut_journal(journal, data, batch_end, last_whole, reason)
             return report.describe().splitlines()[0]
         offset += len(line) + 1

@@ -124,9 +124,12 @@ def _replied(context: AgentContext, seq: int, record: AssistantReplied) -> None:
     message = record.message
     context.messages.append(message)
     marks = context._marks
-    marks.append((marks[-1] if marks else 0) + message_chars(message))
+    marks.append((marks[-1] if marks else 0) + message.chars())
     calls = message.tool_calls
-    context.open_calls = {call_ref(seq, i): call for i, call in enumerate(calls)} if calls else {}
+    if len(calls) == 1:
+        context.open_calls = {f"{seq}.0": calls[0]}
+    else:
+        context.open_calls = {call_ref(seq, i): call for i, call in enumerate(calls)}
     if context.effects:
         context.effects = set()
 

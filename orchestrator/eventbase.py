@@ -6,23 +6,26 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict
+import msgspec
 
-_FRAME_ALIASES = {"kind": "k", "agent": "a"}
-
-
-def _frame_alias(name: str) -> str:
-    """In a journal line, `kind` and `agent` are the frame's `k` and `a`."""
-    return _FRAME_ALIASES.get(name, name)
+from orchestrator.messages import Value
 
 
-class EventBase(BaseModel):
-    """An event: `kind` (its tag), `agent` (whose it is); persistent ones are records."""
+class EventBase(Value, frozen=True, kw_only=True, tag_field="k"):
+    """An event: `kind` (its tag), `agent` (whose it is); persistent ones are records.
 
-    model_config = ConfigDict(frozen=True, alias_generator=_frame_alias, populate_by_name=True)
+    Each subclass names its kind as its tag (`class TurnStarted(EventBase, tag=...)`). A
+    journal line carries the frame's `k` (the kind) and `a` (the agent) beside the
+    record's own fields, so a line decodes straight into its record."""
 
     persist: ClassVar[bool] = True
-    agent: str
+    agent: str = msgspec.field(name="a")
+
+    @property
+    def kind(self) -> str:
+        tag = self.__struct_config__.tag
+        assert isinstance(tag, str)
+        return tag
 
     def record(self) -> Any:
         """What the journal keeps of this event, or None when it keeps nothing."""
@@ -30,7 +33,9 @@ class EventBase(BaseModel):
 
     def journal_body(self) -> dict[str, Any]:
         """The record's own fields for its journal line; defaults are left out."""
-        return self.model_dump(mode="json", exclude_defaults=True, exclude={"kind", "agent"})
+        body: dict[str, Any] = msgspec.to_builtins(self)
+        del body["k"], body["a"]
+        return body
 
 
 class FoldError(ValueError):

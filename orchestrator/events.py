@@ -10,68 +10,70 @@ their own events and records to these unions.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Annotated, Any, ClassVar, Literal, Protocol
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, Literal, Protocol
 
-from pydantic import Field, TypeAdapter
+import msgspec
+import orjson
 
 from orchestrator.assessment import Assessed, BlockedReported, Verified
 from orchestrator.eventbase import EventBase
 from orchestrator.mailbox import MessagePosted, MessagesDelivered
 from orchestrator.manifest import SessionStatus
-from orchestrator.messages import AssistantMessage, Message, ToolCall, ToolResult, ToolStatus, Usage
+from orchestrator.messages import (
+    AssistantMessage,
+    Message,
+    ToolCall,
+    ToolResult,
+    ToolStatus,
+    Usage,
+    plain,
+)
 from orchestrator.tasks import TaskChanged, TaskCreated
 from orchestrator.todos import TodosChanged
 
 _Event = EventBase
 
 
-class AgentStarted(_Event, frozen=True):
+class AgentStarted(_Event, frozen=True, tag="agent_started"):
     """A new agent context: its role and the messages it starts from (system, goal)."""
 
-    kind: Literal["agent_started"] = "agent_started"
     role: str
     messages: tuple[Message, ...]
 
-    def journal_body(self) -> dict[str, Any]:
-        # Messages of any role: their `role` tags must stay.
-        return self.model_dump(mode="json", exclude={"kind", "agent"})
 
-
-class MessageAdded(_Event, frozen=True):
+class MessageAdded(_Event, frozen=True, tag="message_added"):
     """A user or system message appended to an agent's context outside a model reply."""
 
-    kind: Literal["message_added"] = "message_added"
     message: Message
 
-    def journal_body(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", exclude={"kind", "agent"})
+
+class TurnStarted(_Event, frozen=True, tag="turn_started"):
+    """A turn of the agent began (its user message, if any, is already in the context)."""
 
 
-class TurnStarted(_Event, frozen=True):
-    kind: Literal["turn_started"] = "turn_started"
-
-
-class TextStreamed(_Event, frozen=True):
+class TextStreamed(_Event, frozen=True, tag="text"):
     """A piece of assistant text as it arrives (not journaled: the reply is)."""
 
     persist: ClassVar[bool] = False
-    kind: Literal["text"] = "text"
     text: str
 
 
-class AssistantReplied(_Event, frozen=True):
-    kind: Literal["assistant_replied"] = "assistant_replied"
+class AssistantReplied(_Event, frozen=True, tag="assistant_replied"):
     message: AssistantMessage
     model: str = ""  # the model that replied, for usage and cost accounting
 
+    def journal_body(self) -> dict[str, Any]:
+        body = super().journal_body()
+        del body["message"]["role"]  # a reply is always the assistant's
+        return body
 
-class ToolCallStarted(_Event, frozen=True):
+
+class ToolCallStarted(_Event, frozen=True, tag="tool_call_started"):
     """A call is about to run (or to be answered with an error, if it will not run).
     `ref` names it uniquely in the session (see context.py)."""
 
     persist: ClassVar[bool] = False
-    kind: Literal["tool_call_started"] = "tool_call_started"
     ref: str
     call: ToolCall
     read_only: bool
@@ -83,9 +85,8 @@ class ToolCallStarted(_Event, frozen=True):
         return None if self.idempotent else EffectStarted(agent=self.agent, ref=self.ref)
 
 
-class ToolCallFinished(_Event, frozen=True):
+class ToolCallFinished(_Event, frozen=True, tag="tool_call_finished"):
     persist: ClassVar[bool] = False
-    kind: Literal["tool_call_finished"] = "tool_call_finished"
     ref: str
     result: ToolResult
     delivers: tuple[str, ...] = ()  # mailbox messages this result hands over (wait_tasks)
@@ -100,17 +101,15 @@ class ToolCallFinished(_Event, frozen=True):
         )
 
 
-class EffectStarted(_Event, frozen=True):
+class EffectStarted(_Event, frozen=True, tag="call_started"):
     """Record: the call `ref`, whose tool is not idempotent, started running."""
 
-    kind: Literal["call_started"] = "call_started"
     ref: str
 
 
-class CallResult(_Event, frozen=True):
+class CallResult(_Event, frozen=True, tag="call_result"):
     """Record: the result of the call `ref` (its id and tool name are in the reply)."""
 
-    kind: Literal["call_result"] = "call_result"
     ref: str
     status: ToolStatus = "ok"
     content: str = ""
@@ -118,20 +117,18 @@ class CallResult(_Event, frozen=True):
     delivers: tuple[str, ...] = ()
 
 
-class PermissionGranted(_Event, frozen=True):
+class PermissionGranted(_Event, frozen=True, tag="permission_granted"):
     """Record: the person allowed `tool` (for the shell, commands matching `pattern`)
     for the rest of the session; a resume keeps it."""
 
-    kind: Literal["permission_granted"] = "permission_granted"
     tool: str
     pattern: str = ""
 
 
-class UsageUpdated(_Event, frozen=True):
+class UsageUpdated(_Event, frozen=True, tag="usage"):
     """Tokens of the last model call and the agent's running total."""
 
     persist: ClassVar[bool] = False
-    kind: Literal["usage"] = "usage"
     usage: Usage
     total: Usage
 
@@ -141,30 +138,27 @@ TurnEndReason = Literal["completed", "yielded", "max_rounds", "cancelled", "fail
 turn (a subagent's `complete` or `ask_decision`, say); the rest say why it was cut."""
 
 
-class TurnEnded(_Event, frozen=True):
-    kind: Literal["turn_ended"] = "turn_ended"
+class TurnEnded(_Event, frozen=True, tag="turn_ended"):
     reason: TurnEndReason
     rounds: int
     detail: str = ""
 
 
-class SessionStatusChanged(_Event, frozen=True):
+class SessionStatusChanged(_Event, frozen=True, tag="session_status"):
     """The session as a whole started, finished, failed or was stopped by the user."""
 
-    kind: Literal["session_status"] = "session_status"
     status: SessionStatus
     detail: str = ""
 
 
-class Notice(_Event, frozen=True):
+class Notice(_Event, frozen=True, tag="notice"):
     """Something a person should know that did not stop the work (e.g. a cut torn tail)."""
 
     persist: ClassVar[bool] = False
-    kind: Literal["notice"] = "notice"
     message: str
 
 
-Event = Annotated[
+Event = (
     AgentStarted
     | MessageAdded
     | TurnStarted
@@ -184,13 +178,10 @@ Event = Annotated[
     | TodosChanged
     | Assessed
     | Verified
-    | BlockedReported,
-    Field(discriminator="kind"),
-]
+    | BlockedReported
+)
 
-EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
-
-Record = Annotated[
+Record = (
     AgentStarted
     | MessageAdded
     | TurnStarted
@@ -207,13 +198,31 @@ Record = Annotated[
     | TodosChanged
     | Assessed
     | Verified
-    | BlockedReported,
-    Field(discriminator="kind"),
-]
-"""What the journal holds: one record per line, validated straight from the line's bytes
-(the frame's `seq`, `t`, `more` and `crc` are ignored)."""
+    | BlockedReported
+)
+"""What the journal holds: one record per line, decoded and validated straight from the
+line's bytes by `decode_record` (the frame's `seq`, `t`, `more` and `crc` are ignored)."""
 
-RECORD_ADAPTER: TypeAdapter[Record] = TypeAdapter(Record)
+decode_record: Callable[[bytes], Record] = msgspec.json.Decoder(Record).decode
+"""A journal line (or any JSON of a record with its `k` and `a`) as its typed record;
+raises `msgspec.ValidationError` (a `ValueError`) naming the field that does not fit."""
+
+
+def event_json(event: Event) -> dict[str, Any]:
+    """An event as people and programs read it (`--json`): `kind`, `agent` and every
+    field, defaults included."""
+    fields: dict[str, Any] = plain(event)
+    return {"kind": fields.pop("kind"), **fields}
+
+
+def event_from_json(data: bytes) -> Event:
+    """The event `event_json` wrote (as a JSON line); raises `ValueError` if it is not one."""
+    fields = orjson.loads(data)
+    if not isinstance(fields, dict):
+        raise ValueError("an event must be a JSON object")
+    frame = {"k": fields.pop("kind", None), "a": fields.pop("agent", None)}
+    event: Event = msgspec.convert({**frame, **fields}, Event)
+    return event
 
 
 class EventSink(Protocol):

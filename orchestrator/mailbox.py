@@ -67,10 +67,9 @@ DEFAULT_PRIORITY: dict[str, Priority] = {
 RANK: dict[str, int] = {"notify": 0, "urgent": 1, "interrupt": 2}
 
 
-class MessagePosted(EventBase, frozen=True):
+class MessagePosted(EventBase, frozen=True, kw_only=True, tag="message_posted"):
     """Record: `agent` posted message `id` to agent `to`, about task `task`."""
 
-    kind: Literal["message_posted"] = "message_posted"
     id: str
     to: str
     task: str
@@ -84,10 +83,9 @@ class MessagePosted(EventBase, frozen=True):
     at: int = 0
 
 
-class MessagesDelivered(EventBase, frozen=True):
+class MessagesDelivered(EventBase, frozen=True, tag="messages_delivered"):
     """Record: messages `ids` entered `agent`'s context as one user message, `content`."""
 
-    kind: Literal["messages_delivered"] = "messages_delivered"
     ids: tuple[str, ...]
     content: str
 

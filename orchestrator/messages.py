@@ -1,19 +1,63 @@
 """Provider-neutral conversation items.
 
-Every item is a frozen pydantic model; `Message` is the discriminated union over them
-(on `role`) that contexts, the journal and the provider adapters all share.
+Every item is a frozen msgspec `Struct` (a `Value`); `Message` is the union over them,
+tagged by `role`, that contexts, the journal and the provider adapters all share.
+
+Why msgspec and not pydantic, which the rest of the configuration uses: a resumed session
+builds one of these for nearly every line of its journal, and msgspec decodes a line into
+its typed, validated structs in less time than `orjson.loads` takes to build plain dicts
+of it, where pydantic took about 2.5 times as long (docs/performance.md, Load). Structs are
+built by our own code without validation (their types are checked by mypy), and validated
+whenever they are read from JSON.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from itertools import islice
-from typing import Annotated, Literal, overload
+from typing import Any, Literal, overload
 
-from pydantic import BaseModel, Field, TypeAdapter
+import msgspec
 
 
-class Usage(BaseModel, frozen=True):
+class Value(msgspec.Struct, frozen=True, omit_defaults=True):
+    """A frozen struct that leaves its defaults out of JSON (as the journal wants), and
+    that pydantic models can hold as a field (validated by msgspec, dumped in full by
+    `plain`)."""
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        from pydantic_core import core_schema
+
+        def validate(value: Any) -> Any:
+            return value if isinstance(value, cls) else msgspec.convert(value, cls)
+
+        return core_schema.no_info_plain_validator_function(
+            validate,
+            serialization=core_schema.plain_serializer_function_ser_schema(plain),
+        )
+
+
+def plain(value: Any) -> Any:
+    """`value` as plain JSON data with every field, defaults included (for `--json`
+    output and `sessions show`; the journal leaves defaults out). An event's tag and
+    agent are written `kind` and `agent`, as people read them."""
+    if isinstance(value, msgspec.Struct):
+        config = value.__struct_config__
+        out: dict[str, Any] = {}
+        if config.tag_field is not None:
+            out["kind" if config.tag_field == "k" else config.tag_field] = config.tag
+        for name in value.__struct_fields__:
+            out[name] = plain(getattr(value, name))
+        return out
+    if isinstance(value, (tuple, list)):
+        return [plain(item) for item in value]
+    if isinstance(value, dict):
+        return {key: plain(item) for key, item in value.items()}
+    return value
+
+
+class Usage(Value, frozen=True):
     """Tokens spent by one model call (or a sum of calls)."""
 
     input_tokens: int = 0
@@ -39,7 +83,7 @@ class Usage(BaseModel, frozen=True):
         )
 
 
-class ToolCall(BaseModel, frozen=True):
+class ToolCall(Value, frozen=True):
     """A call the model asked for. `arguments` is the raw JSON text the model produced:
     it may be malformed, and the turn loop turns that into an error result."""
 
@@ -48,7 +92,7 @@ class ToolCall(BaseModel, frozen=True):
     arguments: str = "{}"
 
 
-class Thinking(BaseModel, frozen=True):
+class Thinking(Value, frozen=True):
     """A reasoning block some providers return and require back verbatim (Anthropic)."""
 
     text: str = ""
@@ -56,58 +100,72 @@ class Thinking(BaseModel, frozen=True):
     redacted: str | None = None
 
 
-class SystemMessage(BaseModel, frozen=True):
-    role: Literal["system"] = "system"
+class SystemMessage(Value, frozen=True, tag_field="role", tag="system"):
     content: str
 
+    @property
+    def role(self) -> Literal["system"]:
+        return "system"
 
-class UserMessage(BaseModel, frozen=True):
-    role: Literal["user"] = "user"
+    def chars(self) -> int:
+        return len(self.content) + 16
+
+
+class UserMessage(Value, frozen=True, tag_field="role", tag="user"):
     content: str
 
+    @property
+    def role(self) -> Literal["user"]:
+        return "user"
 
-class AssistantMessage(BaseModel, frozen=True):
-    role: Literal["assistant"] = "assistant"
+    def chars(self) -> int:
+        return len(self.content) + 16
+
+
+class AssistantMessage(Value, frozen=True, tag_field="role", tag="assistant"):
     text: str = ""
     tool_calls: tuple[ToolCall, ...] = ()
     thinking: tuple[Thinking, ...] = ()
     usage: Usage | None = None
     stop_reason: str | None = None
 
+    @property
+    def role(self) -> Literal["assistant"]:
+        return "assistant"
 
-ToolStatus = Literal["ok", "error", "cancelled", "interrupted"]
-
-
-class ToolResult(BaseModel, frozen=True):
-    role: Literal["tool"] = "tool"
-    call_id: str
-    name: str
-    status: ToolStatus = "ok"
-    content: str = ""
-
-
-Message = Annotated[
-    SystemMessage | UserMessage | AssistantMessage | ToolResult,
-    Field(discriminator="role"),
-]
-
-MESSAGE_ADAPTER: TypeAdapter[Message] = TypeAdapter(Message)
-MESSAGES_ADAPTER: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
+    def chars(self) -> int:
+        size = len(self.text) + 16
+        for call in self.tool_calls:
+            size += len(call.name) + len(call.arguments) + 32
+        return size
 
 
 RESULT_OVERHEAD = 48
 """Characters a tool result costs beyond its content, in `message_chars`."""
 
+ToolStatus = Literal["ok", "error", "cancelled", "interrupted"]
+
+
+class ToolResult(Value, frozen=True, tag_field="role", tag="tool"):
+    call_id: str
+    name: str
+    status: ToolStatus = "ok"
+    content: str = ""
+
+    @property
+    def role(self) -> Literal["tool"]:
+        return "tool"
+
+    def chars(self) -> int:
+        return len(self.content) + RESULT_OVERHEAD
+
+
+Message = SystemMessage | UserMessage | AssistantMessage | ToolResult
+
 
 def message_chars(message: Message) -> int:
     """A message's size in characters, as a model would read it (for token estimates)."""
-    match message:
-        case SystemMessage(content=content) | UserMessage(content=content):
-            return len(content) + 16
-        case AssistantMessage(text=text, tool_calls=calls):
-            return len(text) + 16 + sum(len(c.name) + len(c.arguments) + 32 for c in calls)
-        case ToolResult(content=content):
-            return len(content) + RESULT_OVERHEAD
+    return message.chars()
 
 
 class MessageView(Sequence[Message]):

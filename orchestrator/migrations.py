@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from pydantic import ValidationError
+from msgspec import convert
 
 from orchestrator.errors import JournalCorrupt, SessionError
 from orchestrator.events import (
@@ -82,29 +82,29 @@ def _v1_to_v2_records(records: Iterator[tuple[float, dict[str, Any]]]) -> Iterat
         record: Record | None
         match kind:
             case "agent_started":
-                record = AgentStarted.model_validate({**body, "agent": agent})
+                record = convert({**body, "a": agent}, AgentStarted)
             case "message_added":
-                record = MessageAdded.model_validate({**body, "agent": agent})
+                record = convert({**body, "a": agent}, MessageAdded)
             case "turn_started":
                 record = TurnStarted(agent=agent)
             case "assistant_replied":
                 record = AssistantReplied(
                     agent=agent,
-                    message=AssistantMessage.model_validate(body["message"]),
+                    message=convert(body["message"], AssistantMessage),
                     model=body.get("model", ""),
                 )
                 refs[agent] = {}
                 for index, call in enumerate(record.message.tool_calls):
                     refs[agent].setdefault(call.id, []).append(f"{seq + 1}.{index}")
             case "tool_call_started":
-                call = ToolCall.model_validate(body["call"])
+                call = convert(body["call"], ToolCall)
                 record = (
                     None
                     if body["idempotent"]
                     else EffectStarted(agent=agent, ref=refs[agent][call.id][0])
                 )
             case "tool_call_finished":
-                result = ToolResult.model_validate(body["result"])
+                result = convert(body["result"], ToolResult)
                 record = CallResult(
                     agent=agent,
                     ref=refs[agent][result.call_id].pop(0),
@@ -112,9 +112,9 @@ def _v1_to_v2_records(records: Iterator[tuple[float, dict[str, Any]]]) -> Iterat
                     content=result.content,
                 )
             case "turn_ended":
-                record = TurnEnded.model_validate({**body, "agent": agent})
+                record = convert({**body, "a": agent}, TurnEnded)
             case "session_status":
-                record = SessionStatusChanged.model_validate({**body, "agent": agent})
+                record = convert({**body, "a": agent}, SessionStatusChanged)
             case _:
                 raise ValueError(f"unknown format-1 record kind {kind!r}")
         if record is not None:
@@ -138,7 +138,7 @@ def v1_to_v2(directory: Path) -> None:
     data = original.read_bytes()
     try:
         lines = list(_v1_to_v2_records(_v1_records(data, original)))
-    except (KeyError, ValueError, ValidationError) as exc:
+    except (KeyError, ValueError) as exc:  # msgspec.ValidationError is a ValueError
         raise JournalCorrupt(
             f"{original}: cannot migrate from session format 1: {exc!r}", path=original
         ) from exc

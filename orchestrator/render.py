@@ -23,6 +23,7 @@ from orchestrator.events import (
     TurnEnded,
     TurnStarted,
     UsageUpdated,
+    event_json,
 )
 from orchestrator.mailbox import MessagePosted, MessagesDelivered
 from orchestrator.messages import ToolResult
@@ -275,7 +276,7 @@ class JsonLinesSink:
         self.seq_of = seq_of or (lambda event: None)
 
     async def emit(self, event: Event, *, durable: bool = False) -> None:
-        line = event.model_dump(mode="json")
+        line = event_json(event)
         if self.session:
             line["session"] = self.session
         seq = self.seq_of(event)

@@ -35,7 +35,7 @@ from orchestrator.events import (
 from orchestrator.layout import SNAPSHOT_LAYOUT as SNAPSHOT_LAYOUT
 from orchestrator.mailbox import Mailbox, MailboxSummary, MessagePosted, MessagesDelivered
 from orchestrator.manifest import SessionStatus
-from orchestrator.messages import Usage
+from orchestrator.messages import Usage, plain
 from orchestrator.tasks import SETTLED, TASK_FOLDS, Registry, TaskChanged, TaskCreated, TaskRecord
 from orchestrator.todos import TodoItem, TodoList, TodosChanged
 
@@ -257,10 +257,10 @@ class SessionState:
                     "role": a.role,
                     "start": a.start,
                     "steps": a.steps,
-                    "usage": a.usage.model_dump(),
+                    "usage": plain(a.usage),
                     "turn_open": a.turn_open,
-                    "messages": [m.model_dump(mode="json") for m in a.messages],
-                    "open_calls": {ref: c.model_dump() for ref, c in a.open_calls.items()},
+                    "messages": plain(a.messages),
+                    "open_calls": plain(a.open_calls),
                     "effects": sorted(a.effects),
                 }
                 for agent_id, a in self.agents.items()

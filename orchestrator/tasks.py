@@ -48,11 +48,10 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-class TaskCreated(EventBase, frozen=True):
+class TaskCreated(EventBase, frozen=True, tag="task_created"):
     """Record: `agent` delegated task `task`. Its prompt is not here: it is the first
     user message of the subagent's context (its `agent_started` record)."""
 
-    kind: Literal["task_created"] = "task_created"
     task: str
     agent_type: str
     description: str
@@ -68,11 +67,10 @@ class TaskCreated(EventBase, frozen=True):
     at: int = 0  # wall time, ms
 
 
-class TaskChanged(EventBase, frozen=True):
+class TaskChanged(EventBase, frozen=True, tag="task_changed"):
     """Record: task `task` moved to `state` (because of `agent`, e.g. its owner cancelling
     it). Starting to run names the new instance."""
 
-    kind: Literal["task_changed"] = "task_changed"
     task: str
     state: TaskState
     reason: str = ""

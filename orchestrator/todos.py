@@ -19,9 +19,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+import msgspec
 from pydantic import BaseModel
 
 from orchestrator.eventbase import EventBase
+from orchestrator.messages import Value, plain
 
 TodoStatus = Literal["pending", "in_progress", "completed", "cancelled", "failed"]
 OPEN: frozenset[str] = frozenset({"pending", "in_progress"})
@@ -36,7 +38,7 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-class TodoItem(BaseModel, frozen=True):
+class TodoItem(Value, frozen=True):
     """One item. `active_form` is the "doing it now" phrasing ("Running the tests")."""
 
     id: str
@@ -50,12 +52,11 @@ class TodoItem(BaseModel, frozen=True):
     updated: int = 0
 
 
-class TodosChanged(EventBase, frozen=True):
+class TodosChanged(EventBase, frozen=True, tag="todos_changed"):
     """Record: items of `agent`'s list created or changed (each whole), by the call `ref`.
     `replace`: the list is now exactly `items` (`todo_write`). `goal`: the list's goal
     line, when the change sets it."""
 
-    kind: Literal["todos_changed"] = "todos_changed"
     ref: str = ""
     replace: bool = False
     goal: str | None = None
@@ -158,7 +159,7 @@ class TodoList:
             "progress": {"completed": done, "total": total},
             "items": [
                 {
-                    **item.model_dump(mode="json"),
+                    **plain(item),
                     "blocks": self.blocks.get(item.id, []),
                     "blocked": self.is_blocked(item),
                 }
@@ -259,8 +260,9 @@ def update(todos: TodoList, change: Change, *, at: int) -> TodoItem:
         raise TodoError(f"item {old.id} is not blocked by {', '.join(unknown_removals)}")
     blocked_by = [b for b in old.blocked_by if b not in change.remove_blocked_by]
     blocked_by += [b for b in change.add_blocked_by if b not in blocked_by]
-    item = old.model_copy(
-        update={
+    item = msgspec.structs.replace(
+        old,
+        **{
             key: value
             for key, value in {
                 "status": change.status,
@@ -271,7 +273,7 @@ def update(todos: TodoList, change: Change, *, at: int) -> TodoItem:
             }.items()
             if value is not None
         }
-        | {"blocked_by": tuple(blocked_by), "updated": at}
+        | {"blocked_by": tuple(blocked_by), "updated": at},
     )
     if not item.content.strip():
         raise TodoError("an item's content must not be empty")
@@ -287,7 +289,7 @@ def hand_off(todos: TodoList, changed: Sequence[TodoItem], *, at: int) -> TodoIt
         return None
     for item in after.items.values():
         if item.status == "pending" and not after.is_blocked(item):
-            return item.model_copy(update={"status": "in_progress", "updated": at})
+            return msgspec.structs.replace(item, status="in_progress", updated=at)
     return None
 
 

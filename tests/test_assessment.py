@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
+from msgspec.structs import replace
 
 from orchestrator.assessment import (
     AgentProgress,
@@ -43,7 +44,7 @@ def todos(*statuses: str, blocked: dict[str, tuple[str, ...]] | None = None) -> 
     listing = TodoList()
     items = write(listing, specs, at=1)
     # Statuses set directly: the table tests the assessment, not the change rules.
-    items = [item.model_copy(update={"status": s}) for item, s in zip(items, statuses, strict=True)]
+    items = [replace(item, status=s) for item, s in zip(items, statuses, strict=True)]
     listing.apply(1, TodosChanged(agent=MAIN, replace=True, items=tuple(items)))
     return listing
 

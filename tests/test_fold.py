@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 from orchestrator.assessment import Assessed, BlockedReported, Verified
 from orchestrator.context import CONTEXT_FOLDS
 from orchestrator.events import (
-    RECORD_ADAPTER,
     AgentStarted,
     AssistantReplied,
     CallResult,
@@ -24,6 +23,7 @@ from orchestrator.events import (
     SessionStatusChanged,
     TurnEnded,
     TurnStarted,
+    decode_record,
 )
 from orchestrator.mailbox import MailHistory, MessagePosted, MessagesDelivered
 from orchestrator.messages import AssistantMessage, SystemMessage, ToolCall, Usage, UserMessage
@@ -304,12 +304,11 @@ def test_the_live_mailbox_keeps_only_mail_that_needs_something(drawn: Drawn) -> 
 def test_every_record_survives_its_journal_line(records: list[Record]) -> None:
     for seq, record in enumerate(records, 1):
         line = encode(seq, 0, record.kind, record.agent, record.journal_body(), end=True)
-        assert RECORD_ADAPTER.validate_json(line.rstrip(b"\n")) == record
+        assert decode_record(line.rstrip(b"\n")) == record
 
 
 def test_every_record_kind_has_a_fold() -> None:
-    kinds: Any = Record.__origin__  # type: ignore[attr-defined]
-    for kind in kinds.__args__:
+    for kind in Record.__args__:
         assert kind in _SMALL_FOLDS or kind in CONTEXT_FOLDS, kind
 
 
@@ -317,6 +316,5 @@ def test_journal_lines_leave_defaults_out() -> None:
     reply = AssistantReplied(
         agent="main", message=AssistantMessage(tool_calls=(ToolCall(id="c", name="t"),))
     )
-    body = reply.journal_body()
+    body = orjson.loads(orjson.dumps(reply.journal_body()))
     assert body == {"message": {"tool_calls": [{"id": "c", "name": "t"}]}}
-    assert orjson.loads(orjson.dumps(body)) == body

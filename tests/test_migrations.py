@@ -11,6 +11,7 @@ import pytest
 from orchestrator.cli_sessions import verify
 from orchestrator.errors import JournalCorrupt
 from orchestrator.manifest import FORMAT_VERSION
+from orchestrator.messages import plain
 from orchestrator.migrations import v1_to_v2, v3_to_v4
 from orchestrator.session import JOURNAL, SNAPSHOT, load_state, migrate, read_manifest
 
@@ -34,8 +35,8 @@ def test_v1_contexts_survive_migration_exactly(tmp_path: Path) -> None:
     assert (directory / "journal.v1.jsonl").read_bytes() == original
     state = load_state(directory, warn=pytest.fail)
     main = state.agents["main"]
-    assert [m.model_dump(mode="json") for m in main.messages] == old["agents"]["main"]["messages"]
-    assert (state.status, main.steps, main.usage.model_dump()) == (
+    assert plain(main.messages) == old["agents"]["main"]["messages"]
+    assert (state.status, main.steps, plain(main.usage)) == (
         old["status"],
         old["agents"]["main"]["steps"],
         old["agents"]["main"]["usage"],

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from orchestrator.cli import main
 from orchestrator.cli_sessions import describe, quick_describe
-from orchestrator.events import RECORD_ADAPTER
+from orchestrator.events import decode_record
 from orchestrator.manifest import Manifest, SessionStatus, read_manifest, write_manifest
 from orchestrator.overview import MANIFEST_FIELDS, STATUSES, todo_view
 from orchestrator.replay import load_state
@@ -92,7 +92,7 @@ def test_records_after_the_snapshot_need_the_fold(tmp_path: Path) -> None:
     scan = scan_journal(directory / JOURNAL)
     state = SessionState()
     for seq, line in enumerate(scan.lines[:-3], 1):  # killed three records after it
-        state.apply(seq, RECORD_ADAPTER.validate_json(line))
+        state.apply(seq, decode_record(line))
     (directory / SNAPSHOT).write_bytes(state.snapshot_json())
     assert quick_describe(directory, 10, {}) is None
     write_closing_snapshot(directory)

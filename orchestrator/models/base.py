@@ -6,11 +6,20 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from itertools import islice
-from typing import Annotated, Any, Generic, Literal, Protocol, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
-from pydantic import BaseModel, Field
+import msgspec
+from pydantic import BaseModel
 
-from orchestrator.messages import AssistantMessage, Message, MessageView, Thinking, ToolCall, Usage
+from orchestrator.messages import (
+    AssistantMessage,
+    Message,
+    MessageView,
+    Thinking,
+    ToolCall,
+    Usage,
+    Value,
+)
 
 
 class ToolSpec(BaseModel, frozen=True):
@@ -45,46 +54,43 @@ class ModelRequest:
     cache_key: str = ""  # the same for every request sharing a prefix (session and role)
 
 
-class TextDelta(BaseModel, frozen=True):
+class TextDelta(Value, frozen=True, kw_only=True):
     kind: Literal["text"] = "text"
     text: str
 
 
-class ThinkingDelta(BaseModel, frozen=True):
+class ThinkingDelta(Value, frozen=True, kw_only=True):
     """Reasoning text as it streams (shown to people, not sent back by itself)."""
 
     kind: Literal["thinking"] = "thinking"
     text: str
 
 
-class ThinkingDone(BaseModel, frozen=True):
+class ThinkingDone(Value, frozen=True, kw_only=True):
     """A whole reasoning block, kept so it can be replayed to providers that need it."""
 
     kind: Literal["thinking_done"] = "thinking_done"
     block: Thinking
 
 
-class ToolCallReady(BaseModel, frozen=True):
+class ToolCallReady(Value, frozen=True, kw_only=True):
     """A tool call whose arguments have fully arrived (possibly malformed JSON)."""
 
     kind: Literal["tool_call"] = "tool_call"
     call: ToolCall
 
 
-class UsageReported(BaseModel, frozen=True):
+class UsageReported(Value, frozen=True, kw_only=True):
     kind: Literal["usage"] = "usage"
     usage: Usage
 
 
-class StreamEnded(BaseModel, frozen=True):
+class StreamEnded(Value, frozen=True, kw_only=True):
     kind: Literal["end"] = "end"
     stop_reason: str | None = None
 
 
-ModelEvent = Annotated[
-    TextDelta | ThinkingDelta | ThinkingDone | ToolCallReady | UsageReported | StreamEnded,
-    Field(discriminator="kind"),
-]
+ModelEvent = TextDelta | ThinkingDelta | ThinkingDone | ToolCallReady | UsageReported | StreamEnded
 
 
 class Model(Protocol):
@@ -140,7 +146,7 @@ def unique_call_ids(calls: list[ToolCall]) -> tuple[ToolCall, ...]:
             new_id = f"{call.id or 'call'}_{index}"
             while new_id in taken:
                 new_id += "_"
-            call = call.model_copy(update={"id": new_id})
+            call = msgspec.structs.replace(call, id=new_id)
         seen.add(call.id)
         out.append(call)
     return tuple(out)
