@@ -445,7 +445,7 @@ def _cut_unreadable(journal: Path) -> str | None:
     for seq, line in enumerate(data.split(b"\n")[:-1], start=1):
         try:
             state.apply(seq, decode_record(line))
-        except (ValueError, FoldError) as exc:  # msgspec.ValidationError is a ValueError
+        except (ValueError, FoldError) as exc:  # msgspec.DecodeError is a ValueError
             reason = f"record seq {seq} does not fit this version ({exc})"
             report = cut_journal(journal, data, batch_end, last_whole, reason)
             return report.describe().splitlines()[0]

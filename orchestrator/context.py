@@ -30,14 +30,12 @@ from orchestrator.events import (
 )
 from orchestrator.mailbox import MessagesDelivered
 from orchestrator.messages import (
-    RESULT_OVERHEAD,
     Message,
     MessageView,
     ToolCall,
     ToolResult,
     Usage,
     UserMessage,
-    message_chars,
 )
 
 
@@ -63,7 +61,9 @@ class AgentContext:
     messages: list[Message] = field(default_factory=list)
     open_calls: dict[str, ToolCall] = field(default_factory=dict)  # ref -> call, no result yet
     effects: set[str] = field(default_factory=set)  # refs whose side effect started
-    _marks: list[int] = field(default_factory=list)  # running sum of message sizes
+    # The running size of the messages: a cache, extended when `chars` or `view` is
+    # asked, so a resume folding 100,000 records does not size each message it reads.
+    _marks: list[int] = field(default_factory=list)
 
     @property
     def usage(self) -> Usage:
@@ -80,13 +80,24 @@ class AgentContext:
 
     @property
     def chars(self) -> int:
-        """The size of the whole context in characters; constant time."""
-        return self._marks[-1] if self._marks else 0
+        """The size of the whole context in characters; constant time per message added
+        since the last ask."""
+        marks = self._sized()
+        return marks[-1] if marks else 0
 
     def view(self) -> MessageView:
-        """The messages as they stand now, for a model request: constant time, and later
-        appends do not show through it."""
-        return MessageView(self.messages, len(self.messages), self._marks)
+        """The messages as they stand now, for a model request: constant time per message
+        added since the last view, and later appends do not show through it."""
+        return MessageView(self.messages, len(self.messages), self._sized())
+
+    def _sized(self) -> list[int]:
+        marks, messages = self._marks, self.messages
+        if len(marks) < len(messages):
+            total = marks[-1] if marks else 0
+            for message in messages[len(marks) :]:
+                total += message.chars()
+                marks.append(total)
+        return marks
 
     def pending_calls(self) -> list[tuple[str, ToolCall]]:
         """(ref, call) of the last reply's calls that have no result yet, in order."""
@@ -99,13 +110,10 @@ class AgentContext:
         self._marks = []
         self.open_calls = {}
         self.effects = set()
-        for message in messages:
-            self.append(message)
+        self.messages.extend(messages)
 
-    def append(self, message: Message, chars: int | None = None) -> None:
+    def append(self, message: Message) -> None:
         self.messages.append(message)
-        size = message_chars(message) if chars is None else chars
-        self._marks.append(self._marks[-1] + size if self._marks else size)
 
 
 def _started(context: AgentContext, seq: int, record: AgentStarted) -> None:
@@ -121,11 +129,8 @@ def _added(context: AgentContext, seq: int, record: MessageAdded) -> None:
 
 
 def _replied(context: AgentContext, seq: int, record: AssistantReplied) -> None:
-    message = record.message
-    context.messages.append(message)
-    marks = context._marks
-    marks.append((marks[-1] if marks else 0) + message.chars())
-    calls = message.tool_calls
+    calls = record.message.tool_calls
+    context.messages.append(record.message)
     if len(calls) == 1:
         context.open_calls = {f"{seq}.0": calls[0]}
     else:
@@ -141,12 +146,9 @@ def _result(context: AgentContext, seq: int, record: CallResult) -> None:
         raise FoldError(f"call {ref} of agent {context.id!r} is not an open call")
     if context.effects:
         context.effects.discard(ref)
-    content = record.content
     context.messages.append(
-        ToolResult(call_id=call.id, name=call.name, status=record.status, content=content)
+        ToolResult(call_id=call.id, name=call.name, status=record.status, content=record.content)
     )
-    marks = context._marks
-    marks.append((marks[-1] if marks else 0) + len(content) + RESULT_OVERHEAD)
 
 
 def _delivered(context: AgentContext, seq: int, record: MessagesDelivered) -> None:

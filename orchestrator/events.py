@@ -203,9 +203,12 @@ Record = (
 """What the journal holds: one record per line, decoded and validated straight from the
 line's bytes by `decode_record` (the frame's `seq`, `t`, `more` and `crc` are ignored)."""
 
-decode_record: Callable[[bytes], Record] = msgspec.json.Decoder(Record).decode
+RECORD_DECODER = msgspec.json.Decoder(Record)
+
+decode_record: Callable[[bytes], Record] = RECORD_DECODER.decode
 """A journal line (or any JSON of a record with its `k` and `a`) as its typed record;
-raises `msgspec.ValidationError` (a `ValueError`) naming the field that does not fit."""
+raises `msgspec.DecodeError` (a `ValueError`; `ValidationError` when a field does not
+fit, naming it)."""
 
 
 def event_json(event: Event) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from typing import Any, Literal, overload
 import msgspec
 
 
-class Value(msgspec.Struct, frozen=True, omit_defaults=True):
+class Value(msgspec.Struct, frozen=True, omit_defaults=True, gc=False):
     """A frozen struct that leaves its defaults out of JSON (as the journal wants), and
     that pydantic models can hold as a field (validated by msgspec, dumped in full by
     `plain`)."""

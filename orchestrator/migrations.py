@@ -138,7 +138,7 @@ def v1_to_v2(directory: Path) -> None:
     data = original.read_bytes()
     try:
         lines = list(_v1_to_v2_records(_v1_records(data, original)))
-    except (KeyError, ValueError) as exc:  # msgspec.ValidationError is a ValueError
+    except (KeyError, ValueError) as exc:  # msgspec.DecodeError is a ValueError
         raise JournalCorrupt(
             f"{original}: cannot migrate from session format 1: {exc!r}", path=original
         ) from exc

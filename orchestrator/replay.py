@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import itertools
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
@@ -17,12 +18,12 @@ from pydantic import ValidationError
 
 from orchestrator.context import CONTEXT_FOLDS, FoldError
 from orchestrator.errors import JournalCorrupt, SessionError
-from orchestrator.events import Record, decode_record
+from orchestrator.events import RECORD_DECODER, Record, decode_record
 from orchestrator.layout import JOURNAL as JOURNAL
 from orchestrator.layout import SNAPSHOT as SNAPSHOT
 from orchestrator.mailbox import Mail, MailHistory
 from orchestrator.state import SNAPSHOT_LAYOUT, SessionState, Snapshot
-from orchestrator.store.scan import JournalScan, scan_journal
+from orchestrator.store.scan import JournalMark, JournalScan, scan_journal
 
 
 def decode_records(
@@ -34,7 +35,7 @@ def decode_records(
     for seq, line in enumerate(lines, first_seq):
         try:
             record = decode_record(line)
-        except msgspec.ValidationError as exc:
+        except msgspec.DecodeError as exc:
             raise _schema_error(path, seq, exc) from exc
         yield seq, record
 
@@ -49,28 +50,47 @@ def fold_records(state: SessionState, scan: JournalScan, *, snapshot_seq: int = 
     """Fold the scanned records into `state`: records up to `snapshot_seq` rebuild
     contexts only (the small state is the snapshot's), later ones are folded whole.
 
-    This is most of a resume's time, once per record: one loop, no generator or helper
-    between a line and its fold (`folded` is the same fold, for readers of the records)."""
-    path, decode = scan.path, decode_record
+    This is most of a resume's time, once per record: the scan's head is decoded in one
+    call, and a plain loop for each part (up to the snapshot's seq, then after it) folds,
+    with no generator or helper between a record and its fold (`folded` is the same
+    fold, for readers of the records)."""
+    path = scan.path
     apply, agents, context_folds = state.apply, state.agents, CONTEXT_FOLDS
-    seq = scan.after_seq
+    records = itertools.chain(_decode_head(scan), map(decode_record, scan.tail))
+    seq, first = scan.after_seq, scan.after_seq + 1  # `seq`: the last record taken
+    before = max(snapshot_seq - scan.after_seq, 0)  # records up to the snapshot's seq
     try:
-        for seq, line in enumerate(scan.lines, scan.after_seq + 1):
-            record = decode(line)
-            if seq > snapshot_seq:
-                apply(seq, record)
-                continue
-            # Before the snapshot's seq, only what an agent's live context holds matters
-            # (`sessions verify` folds everything from the start).
+        # Up to the snapshot's seq, only what an agent's live context holds matters
+        # (`sessions verify` folds everything from the start).
+        for seq, record in enumerate(itertools.islice(records, before), first):
             agent = agents.get(record.agent)
             if agent is not None and seq >= agent.start:
                 fold = context_folds.get(type(record))
                 if fold is not None:
                     fold(agent, seq, record)
-    except msgspec.ValidationError as exc:
-        raise _schema_error(path, seq, exc) from exc
+        for seq, record in enumerate(records, first + before):
+            apply(seq, record)
+    except msgspec.DecodeError as exc:
+        raise _schema_error(path, seq + 1, exc) from exc
     except FoldError as exc:
         raise _fold_error(path, seq, exc) from exc
+
+
+def _decode_head(scan: JournalScan) -> list[Record]:
+    """The records of the scan's head, decoded in one call; a line that does not fit is
+    found again line by line, to name its seq."""
+    if not scan.head:
+        return []
+    try:
+        records: list[Record] = RECORD_DECODER.decode_lines(scan.head)
+    except msgspec.DecodeError:
+        for seq, line in enumerate(bytes(scan.head).split(b"\n")[:-1], scan.after_seq + 1):
+            try:
+                decode_record(line)
+            except msgspec.DecodeError as exc:
+                raise _schema_error(scan.path, seq, exc) from exc
+        raise  # every line decodes alone: never, short of a bug in the decoder
+    return records
 
 
 def folded(
@@ -94,7 +114,7 @@ def folded(
         yield seq, record
 
 
-def _schema_error(path: Path, seq: int, exc: msgspec.ValidationError) -> JournalCorrupt:
+def _schema_error(path: Path, seq: int, exc: msgspec.DecodeError) -> JournalCorrupt:
     return JournalCorrupt(
         f"{path}: record seq {seq} does not match its schema: {exc}", path=path, line=seq, seq=seq
     )
@@ -188,7 +208,9 @@ def load(directory: Path, warn: Callable[[str], None]) -> tuple[SessionState, Jo
     with gc_paused():
         snapshot, reached = read_snapshot_seq(directory, warn)
         state = SessionState() if snapshot is None else SessionState.from_snapshot(snapshot)
-        scan = scan_journal(path, after_seq=state.context_start() - 1)
+        known = None if snapshot is None or snapshot.journal is None else snapshot.journal
+        mark = None if known is None else JournalMark(*known)
+        scan = scan_journal(path, after_seq=state.context_start() - 1, mark=mark)
         if scan.cut is not None:
             warn(f"cut a torn tail from {path}: {scan.cut.describe()}")
         if reached > scan.last_seq:

@@ -227,7 +227,9 @@ class LiveSession:
         async with self._snapshots:  # (and in order: an older one never replaces a newer)
             # Taken before waiting for the disk, so it reflects no record the flush below
             # does not cover (other agents go on folding records while it waits).
-            data = self.state.snapshot_json() + b"\n"
+            mark = self.journal.mark
+            journal = (mark.seq, mark.offset, mark.crc) if mark.seq == self.state.seq else None
+            data = self.state.snapshot_json(journal) + b"\n"
             await self.journal.flush()
             try:
                 await trio.to_thread.run_sync(write_atomic, self.directory / SNAPSHOT, data)

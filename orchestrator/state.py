@@ -95,6 +95,9 @@ class Snapshot(BaseModel):
     progress: dict[str, dict[str, Any]] = Field(default_factory=dict)
     rounds: int = 0
     usage_by_model: dict[str, Usage] = Field(default_factory=dict)
+    # The journal when the snapshot was taken: (seq, length in bytes, CRC-32 of those
+    # bytes), so a resume checks that prefix with one CRC (`store.JournalMark`).
+    journal: tuple[int, int, int] | None = None
     tasks: list[TaskRecord] = Field(default_factory=list)
 
 
@@ -147,7 +150,9 @@ class SessionState:
         if fold is not None:
             fold(self.agent(record.agent), seq, record)
 
-    def snapshot(self, *, tasks: bool = True) -> Snapshot:
+    def snapshot(
+        self, *, tasks: bool = True, journal: tuple[int, int, int] | None = None
+    ) -> Snapshot:
         return Snapshot(
             layout=SNAPSHOT_LAYOUT,
             seq=self.seq,
@@ -169,10 +174,11 @@ class SessionState:
             progress={agent: _dump_progress(p) for agent, p in self.progress.items()},
             rounds=self.rounds,
             usage_by_model={model: usage_of(c) for model, c in self.usage_by_model.items()},
+            journal=journal,
             tasks=[t.model_copy(deep=True) for t in self.tasks.tasks.values()] if tasks else [],
         )
 
-    def snapshot_json(self) -> bytes:
+    def snapshot_json(self, journal: tuple[int, int, int] | None = None) -> bytes:
         """`snapshot()` as compact JSON, made the fast way: the small state of each agent
         as plain data (no model built and validated per agent, which a snapshot of 1,000
         agents paid for), and every task record from its cached JSON, serialised again
@@ -201,6 +207,7 @@ class SessionState:
             "progress": {agent: _dump_progress(p) for agent, p in self.progress.items()},
             "rounds": self.rounds,
             "usage_by_model": {model: _usage_dict(c) for model, c in self.usage_by_model.items()},
+            "journal": journal,
         }
         assert [*head, "tasks"] == list(Snapshot.model_fields), "snapshot_json lags Snapshot"
         # `default=list`: a set in an agent's progress is written as a list, as pydantic would.

@@ -17,7 +17,7 @@ from orchestrator.models.scripted import ScriptedModel, parse_script
 from orchestrator.replay import read_snapshot
 from orchestrator.runner import RunResult, RunSettings, drive
 from orchestrator.session import JOURNAL, SNAPSHOT, create_session, load_state, open_session
-from orchestrator.store import scan_journal, write_atomic
+from orchestrator.store import JournalMark, scan_journal, write_atomic
 from orchestrator.tools import PermissionPolicy, approve_all, workspace_tools
 
 SCRIPT: dict[str, Any] = {
@@ -99,6 +99,12 @@ async def test_a_whole_run(finished: tuple[Path, str, Path]) -> None:
     assert tuple(folded[:-1]) == live_model.requests[-1].messages
     assert results(directory) == [("write_file", "ok"), ("shell", "ok")]
     assert (directory / "workspace" / "log.txt").read_text() == "x\n"
+    # The closing snapshot marks the whole journal, so a resume checks it by one CRC
+    # and decodes it in one call.
+    snapshot = orjson.loads((directory / SNAPSHOT).read_bytes())
+    scan = scan_journal(directory / JOURNAL, mark=JournalMark(*snapshot["journal"]))
+    assert tuple(scan.end) == tuple(snapshot["journal"])
+    assert (scan.head.nbytes, scan.tail) == (scan.end_offset, [])
     # Resuming a finished session does nothing at all.
     again = model()
     assert await run(root, session_id, again) == RunResult("completed", "already finished")

@@ -24,7 +24,14 @@ if TYPE_CHECKING:
     from orchestrator.store.journal import Durability, Item, Journal, open_journal
     from orchestrator.store.lock import LockHolder, SessionLock, lock_holder
     from orchestrator.store.repair import RepairReport, repair_journal
-    from orchestrator.store.scan import Frame, JournalScan, Parsed, TailCut, scan_journal
+    from orchestrator.store.scan import (
+        Frame,
+        JournalMark,
+        JournalScan,
+        Parsed,
+        TailCut,
+        scan_journal,
+    )
     from orchestrator.store.snapshot import (
         RejectedSnapshot,
         SnapshotChoice,
@@ -39,6 +46,7 @@ _HOMES = {
     "Frame": "orchestrator.store.scan",
     "Item": "orchestrator.store.journal",
     "Journal": "orchestrator.store.journal",
+    "JournalMark": "orchestrator.store.scan",
     "JournalScan": "orchestrator.store.scan",
     "LockHolder": "orchestrator.store.lock",
     "Parsed": "orchestrator.store.scan",
@@ -67,6 +75,7 @@ __all__ = [
     "Frame",
     "Item",
     "Journal",
+    "JournalMark",
     "JournalScan",
     "LockHolder",
     "Parsed",

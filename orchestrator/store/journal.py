@@ -55,6 +55,7 @@ import functools
 import os
 import sys
 import time
+import zlib
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
@@ -66,7 +67,7 @@ import trio
 from orchestrator.errors import SessionError
 from orchestrator.store._fs import sync_data, sync_dir, write_all
 from orchestrator.store._line import encode
-from orchestrator.store.scan import JournalScan, TailCut, scan_journal
+from orchestrator.store.scan import JournalMark, JournalScan, TailCut, scan_journal
 
 JsonObject = dict[str, Any]
 Item = tuple[str, str, JsonObject]
@@ -115,6 +116,7 @@ class Journal:
         self._failure: OSError | None = None
         self._last_seq = scan.last_seq
         self._durable_seq = scan.last_seq
+        self._mark = scan.end
         self._pending: list[bytes] = []
         self._pending_bytes = 0
         self._durable_waiters = 0
@@ -128,6 +130,13 @@ class Journal:
     @property
     def path(self) -> Path:
         return self._path
+
+    @property
+    def mark(self) -> JournalMark:
+        """The journal as appended so far (written or still queued): its last seq, its
+        length and the CRC-32 of its bytes. A snapshot keeps it, so that a resume checks
+        the journal up to there with one CRC instead of line by line."""
+        return self._mark
 
     @property
     def durability(self) -> Durability:
@@ -184,8 +193,13 @@ class Journal:
         lines = self._encode(items, first)
         if lines:
             self._pending.extend(lines)
-            self._pending_bytes += sum(map(len, lines))
+            size = sum(map(len, lines))
+            self._pending_bytes += size
             self._last_seq += len(lines)
+            crc = self._mark.crc
+            for line in lines:
+                crc = zlib.crc32(line, crc)
+            self._mark = JournalMark(self._last_seq, self._mark.offset + size, crc)
             self._wakeup.set()
             if self._pending_bytes >= self._max_batch_bytes:
                 self._urgent.set()

@@ -2,9 +2,14 @@
 
 `scan_journal(path, after_seq=0)` reads `journal.jsonl` at once and checks every line's
 frame and checksum (cheap: no JSON parsing), that seqs run 1, 2, 3, ... without a gap,
-and that the journal ends on a batch end. It keeps the lines of the records after
-`after_seq` as `Frame`s, unparsed: the session layer parses and validates each line in
-one step, so no record is decoded twice.
+and that the journal ends on a batch end. Given a `JournalMark` (where the journal stood
+when a snapshot was taken: its seq, length and CRC-32), it checks that prefix with one
+CRC over its bytes instead of line by line: the bytes are exactly the ones written, so
+every line in it is whole, in sequence and checksummed; only the lines after it are
+checked one by one. When the prefix does not match, every line is checked.
+
+It keeps the lines of the records after `after_seq` as `Frame`s, unparsed: the session
+layer parses and validates each line in one step, so no record is decoded twice.
 
 What a crash can leave at the end is cut, not an error: a torn or checksum-failing last
 line, and records of a batch whose end never reached the disk (`JournalScan.cut` says
@@ -46,6 +51,14 @@ class Parsed(NamedTuple):
     kind: str
     agent: str
     body: JsonObject
+
+
+class JournalMark(NamedTuple):
+    """The journal up to record `seq`: its first `offset` bytes, whose CRC-32 is `crc`."""
+
+    seq: int
+    offset: int
+    crc: int
 
 
 class Frame(NamedTuple):
@@ -103,19 +116,32 @@ class TailCut:
 class JournalScan:
     """What `scan_journal` found.
 
-    `lines` are the committed records with seq > `after_seq`, in order (the first is seq
-    `after_seq + 1`), as checked lines; `records` gives them as `Frame`s. `last_seq` is
-    the last committed seq (0 for an empty journal) whatever `after_seq` was, and
-    `end_offset` the byte offset just after it, where the next append goes. `file_size`
-    is the file's size as read; it exceeds `end_offset` exactly when `cut` is set."""
+    The committed records with seq > `after_seq`, in order, checked and unparsed, are
+    `head` then `tail`: `head` holds those inside the prefix a `JournalMark` vouched for,
+    as the journal's bytes (newline-separated lines, not split: a resume decodes them in
+    one call), and `tail` the rest, a line each. `lines` gives them all as lines (the
+    first is seq `after_seq + 1`), `records` as `Frame`s. `last_seq` is the last
+    committed seq (0 for an empty journal) whatever `after_seq` was, and `end_offset`
+    the byte offset just after it, where the next append goes; `end` is the mark of that
+    point. `file_size` is the file's size as read; it exceeds `end_offset` exactly when
+    `cut` is set."""
 
     path: Path
-    lines: list[bytes]
+    head: memoryview
+    tail: list[bytes]
     last_seq: int
     end_offset: int
     file_size: int
     cut: TailCut | None
+    end: JournalMark
     after_seq: int = 0
+
+    @property
+    def lines(self) -> list[bytes]:
+        """Every kept record's line (the head is split on each call)."""
+        if not self.head:
+            return self.tail
+        return bytes(self.head).split(b"\n")[:-1] + self.tail
 
     @property
     def records(self) -> list[Frame]:
@@ -137,54 +163,87 @@ class Fault:
 class Walk:
     """A journal read up to its first fault: the part to keep, and the fault."""
 
-    lines: list[bytes]  # of the records after `after_seq`, up to the last whole batch
+    head: memoryview  # the kept records inside the known prefix, as bytes (see JournalScan)
+    tail: list[bytes]  # the kept records after it, up to the last whole batch
     last_seq: int  # of the last whole batch before the fault (or the end)
     end_offset: int
     next_seq: int  # the seq that belongs on the fault's line; one past the end without a fault
     fault: Fault | None
 
 
-def walk_journal(data: bytes, after_seq: int) -> Walk:
-    """Read `data` line by line until the first fault; keep whole batches only."""
+NOTHING_KNOWN = JournalMark(0, 0, 0)
+
+
+def walk_journal(data: bytes, after_seq: int, known: JournalMark = NOTHING_KNOWN) -> Walk:
+    """Read `data` line by line until the first fault; keep whole batches only, of the
+    records after `after_seq`. The prefix `known` (a `JournalMark` that `data` holds, as
+    `holds` found) is not checked again, nor split into lines."""
     # Building ~100k dicts would set off the cyclic GC over and over, for nothing: the
     # records are acyclic and kept. Pausing it makes a full scan about twice as fast.
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _walk(data, after_seq)
+        return _walk(data, after_seq, known)
     finally:
         if gc_was_enabled:
             gc.enable()
 
 
-def _walk(data: bytes, after_seq: int) -> Walk:
+def _walk(data: bytes, after_seq: int, known: JournalMark) -> Walk:
     # The hot loop: two C checks per line, no JSON parsing and nothing else. A line is
     # good when it starts with its own seq and ends with the checksum of what precedes
     # it; offsets and batch ends are worked out afterwards, from the lines' lengths.
     crc32 = zlib.crc32
-    lines = data.split(b"\n")
+    base, first = known.offset, known.seq  # known good: `first` records in `base` bytes
+    lines = (data[base:] if base else data).split(b"\n")
     torn = lines.pop()  # b"" when the data ends with a newline, as it should
-    good = len(lines)
+    good = len(lines)  # of the lines after the known prefix
     fault = None
-    for seq, line in enumerate(lines, 1):
+    for seq, line in enumerate(lines, first + 1):
         if not (
             line.startswith(b'{"seq":%d,' % seq)
             and line.endswith(b',"crc":"%08x"}' % crc32(line[:-CRC_SUFFIX_LEN]))
         ):
-            good = seq - 1
-            offset = _offset(lines, good)
+            good = seq - first - 1
+            offset = base + _offset(lines, good)
             last = offset + len(line) + 1 == len(data)
             fault = _line_fault(line, seq, offset, last)
             break
     else:
         if torn:
-            fault = Fault(good + 1, good + 1, len(data) - len(torn), "is torn (no newline)", True)
-    # Keep whole batches only: back from the last good line to the end of a batch.
+            seq = first + good + 1
+            fault = Fault(seq, seq, len(data) - len(torn), "is torn (no newline)", True)
+    # Keep whole batches only: back from the last good line to the end of a batch (the
+    # known prefix ends on one).
     end = good
     while end and lines[end - 1].endswith(MORE, 0, len(lines[end - 1]) - CRC_SUFFIX_LEN):
         end -= 1
-    kept = lines[after_seq:end] if end > after_seq else []
-    return Walk(kept, end, _offset(lines, end), good + 1, fault)
+    head = memoryview(data)[_line_start(data, after_seq) : base] if after_seq < first else _EMPTY
+    tail = lines[max(after_seq - first, 0) : end] if first + end > after_seq else []
+    return Walk(head, tail, first + end, base + _offset(lines, end), first + good + 1, fault)
+
+
+_EMPTY = memoryview(b"")
+
+
+def _line_start(data: bytes, seq: int) -> int:
+    """Where line `seq + 1` of `data` starts (0 for the first)."""
+    offset = 0
+    for _ in range(seq):
+        offset = data.index(b"\n", offset) + 1
+    return offset
+
+
+def holds(data: bytes, mark: JournalMark) -> bool:
+    """Whether `data` starts with the bytes `mark` names: as long, with the same CRC-32,
+    ending with the line of record `mark.seq`."""
+    if not 0 < mark.offset <= len(data) or data[mark.offset - 1] != ord("\n"):
+        return False
+    with memoryview(data) as view:
+        if zlib.crc32(view[: mark.offset]) != mark.crc:
+            return False
+    last_line = data.rfind(b"\n", 0, mark.offset - 1) + 1
+    return data.startswith(b'{"seq":%d,' % mark.seq, last_line)
 
 
 def _offset(lines: list[bytes], count: int) -> int:
@@ -206,8 +265,11 @@ def _line_fault(line: bytes, expected: int, offset: int, is_last_line: bool) -> 
     return Fault(expected, claimed, offset, reason, is_last_line)
 
 
-def scan_journal(path: os.PathLike[str] | str, *, after_seq: int = 0) -> JournalScan:
-    """Read and check the whole journal at `path`; see the module docstring.
+def scan_journal(
+    path: os.PathLike[str] | str, *, after_seq: int = 0, mark: JournalMark | None = None
+) -> JournalScan:
+    """Read and check the whole journal at `path`; see the module docstring. `mark`: a
+    prefix known to have been written whole (from the snapshot), checked by its CRC.
 
     A missing file scans as an empty journal (a session that has not written a record
     yet). Raises `JournalCorrupt` for corruption before the end, `OSError` when the
@@ -217,14 +279,20 @@ def scan_journal(path: os.PathLike[str] | str, *, after_seq: int = 0) -> Journal
         data = path.read_bytes()
     except FileNotFoundError:
         data = b""
-    walk = walk_journal(data, after_seq)
+    known = mark if mark is not None and holds(data, mark) else NOTHING_KNOWN
+    walk = walk_journal(data, after_seq, known)
     fault = walk.fault
     if fault is not None and not fault.is_last_line:
         raise corrupt_error(path, data, fault)
     cut = None
     if walk.end_offset < len(data):
         cut = _tail_cut(walk, len(data))
-    return JournalScan(path, walk.lines, walk.last_seq, walk.end_offset, len(data), cut, after_seq)
+    with memoryview(data) as view:
+        end_crc = zlib.crc32(view[known.offset : walk.end_offset], known.crc)
+    end = JournalMark(walk.last_seq, walk.end_offset, end_crc)
+    return JournalScan(
+        path, walk.head, walk.tail, walk.last_seq, walk.end_offset, len(data), cut, end, after_seq
+    )
 
 
 def corrupt_error(path: Path, data: bytes, fault: Fault) -> JournalCorrupt:

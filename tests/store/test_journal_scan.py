@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from orchestrator.errors import JournalCorrupt
-from orchestrator.store import Frame, Parsed, TailCut, open_journal, scan_journal
+from orchestrator.store import Frame, JournalMark, Parsed, TailCut, open_journal, scan_journal
 from orchestrator.store._line import FRAME_KEYS, encode
 
 
@@ -173,6 +174,71 @@ def test_a_seq_out_of_sequence_is_corruption(
     ) as caught:
         scan_journal(path)
     assert (caught.value.line, caught.value.seq) == (line, claimed)
+
+
+def mark_after(lines: list[bytes], seq: int) -> JournalMark:
+    """The mark of a journal of `lines` after record `seq`, as its writer keeps it."""
+    prefix = b"".join(lines[:seq])
+    return JournalMark(seq, len(prefix), zlib.crc32(prefix))
+
+
+def test_a_mark_vouches_for_its_prefix_and_the_lines_come_back_the_same(tmp_path: Path) -> None:
+    lines = record_lines([1, 3, 2, 2])
+    path = write(tmp_path, b"".join(lines))
+    whole = scan_journal(path)
+    assert whole.end == mark_after(lines, 8)
+    for seq in (1, 4, 6, 8):  # every batch end
+        for after in (0, 2, seq, 7):
+            scan = scan_journal(path, after_seq=after, mark=mark_after(lines, seq))
+            assert scan.lines == scan_journal(path, after_seq=after).lines
+            assert (scan.last_seq, scan.end_offset, scan.end) == (8, whole.end_offset, whole.end)
+            # The prefix stays bytes: only what follows the mark is split into lines.
+            assert bytes(scan.head) == b"".join(lines[after:seq])
+            assert scan.tail == [line.rstrip(b"\n") for line in lines[max(after, seq) :]]
+
+
+def test_a_prefix_that_no_longer_fits_its_mark_is_checked_line_by_line(tmp_path: Path) -> None:
+    lines = record_lines([2, 2, 2])
+    mark = mark_after(lines, 4)
+    lines[1] = flip(lines[1], 30)  # a record the mark covers, damaged since
+    path = write(tmp_path, b"".join(lines))
+    with pytest.raises(JournalCorrupt) as caught:
+        scan_journal(path, mark=mark)
+    assert (caught.value.line, caught.value.seq) == (2, 2)
+
+
+@pytest.mark.parametrize(
+    "wrong",
+    [
+        lambda m: m._replace(seq=3),  # names another record than the one at its end
+        lambda m: m._replace(offset=m.offset - 1),  # not at a line's end
+        lambda m: m._replace(offset=10**9),  # longer than the journal
+        lambda m: m._replace(crc=m.crc ^ 1),
+        lambda m: JournalMark(0, 0, 0),
+    ],
+)
+def test_a_mark_that_does_not_fit_is_ignored(tmp_path: Path, wrong: Any) -> None:
+    lines = record_lines([2, 2, 2])
+    path = write(tmp_path, b"".join(lines))
+    scan = scan_journal(path, after_seq=1, mark=wrong(mark_after(lines, 4)))
+    assert scan.head == b""  # nothing vouched for: every line checked and split
+    assert scan.tail == [line.rstrip(b"\n") for line in lines[1:]]
+    assert scan.end == scan_journal(path).end
+
+
+def test_the_lines_after_a_mark_are_still_checked(tmp_path: Path) -> None:
+    lines = record_lines([2, 2, 2])
+    mark = mark_after(lines, 2)
+    lines[3] = flip(lines[3], 30)
+    path = write(tmp_path, b"".join(lines))
+    with pytest.raises(JournalCorrupt) as caught:
+        scan_journal(path, mark=mark)
+    assert (caught.value.line, caught.value.seq) == (4, 4)
+    lines = record_lines([2, 2, 2])
+    path.write_bytes(b"".join(lines)[:-5])  # a torn last line after the mark: cut
+    scan = scan_journal(path, mark=mark)
+    assert (scan.last_seq, scan.cut is not None) == (4, True)
+    assert scan.tail == [line.rstrip(b"\n") for line in lines[2:4]]
 
 
 async def test_opening_truncates_a_cut_tail_and_continues_the_seqs(tmp_path: Path) -> None:

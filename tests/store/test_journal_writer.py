@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import threading
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -54,6 +55,18 @@ async def test_seqs_continue_across_opens(tmp_path: Path) -> None:
             assert journal.last_seq == expected - 1
             assert await journal.append("k", "main", {}) == expected
     assert on_disk(path) == [1, 2, 3]
+
+
+async def test_the_mark_names_what_was_appended_across_opens(tmp_path: Path) -> None:
+    path = tmp_path / "journal.jsonl"
+    for batch in (1, 3, 2):
+        async with open_journal(path) as journal:
+            assert journal.mark == scan_journal(path).end  # where the scan left it
+            await journal.append_batch([("k", "main", {"n": n}) for n in range(batch)])
+            mark = journal.mark  # before the writer has written it, too
+        data = path.read_bytes()
+        assert mark == (journal.last_seq, len(data), zlib.crc32(data))
+    assert mark.seq == 6
 
 
 @pytest.mark.parametrize("durability", list(Durability))
