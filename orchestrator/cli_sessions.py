@@ -227,7 +227,8 @@ def verify(directory: Path) -> list[str]:
     or none."""
     from orchestrator.replay import JOURNAL, SNAPSHOT, folded, gc_paused, read_snapshot_seq
     from orchestrator.state import SessionState
-    from orchestrator.store import scan_journal
+    from orchestrator.store import JournalMark, scan_journal
+    from orchestrator.store.scan import holds
 
     path = directory / JOURNAL
     problems: list[str] = []
@@ -236,9 +237,19 @@ def verify(directory: Path) -> list[str]:
     checked = snapshot is None
 
     def compare(seq: int) -> None:
-        if snapshot is not None and snapshot != state.snapshot():
+        if snapshot is None:
+            return
+        if snapshot != state.snapshot(journal=snapshot.journal):
             where = directory / SNAPSHOT
             problems.append(f"{where} does not match the journal folded to seq {seq}")
+        mark = snapshot.journal
+        if mark is not None and (
+            mark[0] != seq or not holds(path.read_bytes(), JournalMark(*mark))
+        ):
+            problems.append(
+                f"{directory / SNAPSHOT} marks the journal as {list(mark)} (seq, length, "
+                "CRC-32), which it does not hold: a resume checks every line instead"
+            )
 
     if snapshot is not None and snapshot.seq == 0:
         checked = True

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import zlib
 from pathlib import Path
 
 import orjson
@@ -111,6 +112,22 @@ def test_verify_finds_a_snapshot_that_disagrees_with_the_journal(tmp_path: Path)
     (directory / SNAPSHOT).write_bytes(snapshot.model_dump_json().encode())
     [problem] = verify(directory)  # steps and usage at seq 6 are not the final ones
     assert "does not match the journal folded to seq 6" in problem
+
+
+def test_verify_finds_a_journal_mark_the_journal_does_not_hold(tmp_path: Path) -> None:
+    directory = v1_session("completed", tmp_path)
+    migrate(directory, read_manifest(directory))
+    state = load_state(directory, warn=pytest.fail)
+    data = (directory / JOURNAL).read_bytes()
+    good = (state.seq, len(data), zlib.crc32(data))
+    (directory / SNAPSHOT).write_bytes(state.snapshot_json(good))
+    assert verify(directory) == []
+    for wrong in ((state.seq, len(data), good[2] ^ 1), (state.seq - 1, *good[1:])):
+        (directory / SNAPSHOT).write_bytes(state.snapshot_json(wrong))
+        [problem] = verify(directory)
+        assert f"marks the journal as {list(wrong)}" in problem
+        # Resume does not trust it: it checks every line, and loads the same state.
+        assert load_state(directory, warn=pytest.fail).describe() == state.describe()
 
 
 def test_a_v2_session_resumes_after_the_v3_step(tmp_path: Path) -> None:

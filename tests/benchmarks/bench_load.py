@@ -6,7 +6,9 @@ Each session is made by a real run of the shape in `shape.py` (a goal, then a to
 its 200-byte result a round). Each load runs in a fresh process, `--runs` times; the
 figure is the median. In the same process, after the load, the floor is timed: plain
 `orjson.loads` of every line of the same journal, which is the least any load of it can
-do. The target is load / floor <= 2.5 at 100k messages. Also printed: bytes on disk per
+do. The ratio is each run's load over its own floor, then the median of those; it is
+printed by wall time and by CPU time (which other processes on a shared machine move
+less). The target is load / floor <= 2.5 at 100k messages. Also printed: bytes on disk per
 message, the snapshot's size, and snapshot bytes written per round while the session ran.
 """
 
@@ -33,17 +35,17 @@ from pathlib import Path
 import orjson
 from orchestrator.session import JOURNAL, load_state
 directory = Path(sys.argv[1])
-start = time.perf_counter()
+start, cpu = time.perf_counter(), time.process_time()
 state = load_state(directory, warn=print)
-load = time.perf_counter() - start
+load, load_cpu = time.perf_counter() - start, time.process_time() - cpu
 assert state.status == "completed"
 lines = (directory / JOURNAL).read_bytes().splitlines()
 gc.disable()
-start = time.perf_counter()
+start, cpu = time.perf_counter(), time.process_time()
 for line in lines:
     orjson.loads(line)
-floor = time.perf_counter() - start
-print(load, floor)
+floor, floor_cpu = time.perf_counter() - start, time.process_time() - cpu
+print(load, floor, load_cpu, floor_cpu)
 """
 
 
@@ -53,7 +55,7 @@ def bench(messages: int, runs: int) -> None:
         rounds = (messages - 3) // 2
         with SnapshotMeter() as meter:
             directory = trio.run(run_session, root, rounds, Durability.OFF)
-        loads, floors = [], []
+        figures = []
         for _ in range(runs):
             out = subprocess.run(
                 [sys.executable, "-c", MEASURE, str(directory)],
@@ -61,16 +63,21 @@ def bench(messages: int, runs: int) -> None:
                 text=True,
                 check=True,
             ).stdout.split()
-            loads.append(float(out[0]))
-            floors.append(float(out[1]))
-        load, floor = statistics.median(loads), statistics.median(floors)
+            figures.append([float(figure) for figure in out])
+        load, floor, load_cpu, floor_cpu = (
+            statistics.median(f) for f in zip(*figures, strict=True)
+        )
+        # The ratio of each run (load and floor timed in the same process), then their median.
+        ratio = statistics.median(f[0] / f[1] for f in figures)
+        ratio_cpu = statistics.median(f[2] / f[3] for f in figures)
         journal = (directory / JOURNAL).stat().st_size
         snapshot = (directory / SNAPSHOT).stat().st_size
         count = 2 * rounds + 3
         payload = len(orjson.dumps("x" * 200))
         print(
             f"{count:>7} messages: load {load * 1000:7.1f} ms, floor {floor * 1000:6.1f} ms, "
-            f"ratio {load / floor:4.2f}; journal {journal / 1e6:5.1f} MB + snapshot "
+            f"ratio {ratio:4.2f} (CPU: {load_cpu * 1000:6.1f} / {floor_cpu * 1000:6.1f} ms, "
+            f"ratio {ratio_cpu:4.2f}); journal {journal / 1e6:5.1f} MB + snapshot "
             f"{snapshot} B = {(journal + snapshot) / count:5.0f} B/message "
             f"(payload {payload} B); snapshots written {meter.bytes / rounds:5.2f} B/round"
         )
