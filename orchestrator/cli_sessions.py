@@ -120,13 +120,17 @@ def describe(directory: Path, last: int, prices: Mapping[str, Price]) -> dict[st
     from orchestrator.mailbox import MailHistory
     from orchestrator.manifest import read_manifest
     from orchestrator.messages import plain
-    from orchestrator.replay import JOURNAL, folded, gc_paused
+    from orchestrator.replay import JOURNAL, folded, gc_paused, read_snapshot
     from orchestrator.state import SessionState
-    from orchestrator.store import scan_journal
+    from orchestrator.store import JournalMark, scan_journal
     from orchestrator.usage import UsageLedger
 
     manifest = read_manifest(directory)
     path = directory / JOURNAL
+    # The snapshot's mark spares checking the journal line by line up to it (`show` of a
+    # killed session comes here after `overview` has scanned the journal once).
+    snapshot = read_snapshot(directory, warn=lambda _: None)
+    mark = None if snapshot is None or snapshot.journal is None else JournalMark(*snapshot.journal)
     # One pass over the whole journal gives the state, every message (the state keeps only
     # the live ones), the usage ledger and the last events.
     reason = ""
@@ -134,7 +138,7 @@ def describe(directory: Path, last: int, prices: Mapping[str, Price]) -> dict[st
     mail = MailHistory()
     ledger = UsageLedger()
     with gc_paused():
-        scan = scan_journal(path)
+        scan = scan_journal(path, mark=mark)
         for seq, event in folded(state, scan):
             mail.apply(seq, event)
             if isinstance(event, SessionStatusChanged):

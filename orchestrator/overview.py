@@ -22,7 +22,7 @@ import orjson
 
 from orchestrator.errors import JournalCorrupt
 from orchestrator.layout import FORMAT_VERSION, JOURNAL, MANIFEST, SNAPSHOT, SNAPSHOT_LAYOUT
-from orchestrator.store.scan import JournalScan, scan_journal
+from orchestrator.store.scan import JournalMark, JournalScan, scan_journal
 
 if TYPE_CHECKING:
     from orchestrator.usage import Price
@@ -63,7 +63,7 @@ def overview(directory: Path, last: int, prices: Mapping[str, Price]) -> dict[st
     if snapshot.get("layout") != SNAPSHOT_LAYOUT:
         return None
     try:
-        scan = scan_journal(directory / JOURNAL)
+        scan = scan_journal(directory / JOURNAL, mark=_mark(snapshot.get("journal")))
     except (OSError, JournalCorrupt):
         return None  # `describe` says what is wrong
     if snapshot.get("seq") != scan.last_seq:
@@ -72,6 +72,13 @@ def overview(directory: Path, last: int, prices: Mapping[str, Price]) -> dict[st
         return _overview(manifest, snapshot, scan, last, prices)
     except (KeyError, TypeError, ValueError, AttributeError):
         return None
+
+
+def _mark(value: Any) -> JournalMark | None:
+    """The snapshot's journal mark, if it is one (the scan checks it fits the journal)."""
+    if isinstance(value, list) and len(value) == 3 and all(type(v) is int for v in value):
+        return JournalMark(*value)
+    return None
 
 
 def _current(manifest: Any) -> bool:

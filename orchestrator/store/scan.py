@@ -26,7 +26,7 @@ import gc
 import itertools
 import os
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -135,13 +135,16 @@ class JournalScan:
     cut: TailCut | None
     end: JournalMark
     after_seq: int = 0
+    _split: list[list[bytes]] = field(default_factory=list, repr=False, compare=False)
 
     @property
     def lines(self) -> list[bytes]:
-        """Every kept record's line (the head is split on each call)."""
+        """Every kept record's line (the head is split the first time it is asked for)."""
         if not self.head:
             return self.tail
-        return bytes(self.head).split(b"\n")[:-1] + self.tail
+        if not self._split:
+            self._split.append(bytes(self.head).split(b"\n")[:-1] + self.tail)
+        return self._split[0]
 
     @property
     def records(self) -> list[Frame]:

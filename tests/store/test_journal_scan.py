@@ -191,6 +191,7 @@ def test_a_mark_vouches_for_its_prefix_and_the_lines_come_back_the_same(tmp_path
         for after in (0, 2, seq, 7):
             scan = scan_journal(path, after_seq=after, mark=mark_after(lines, seq))
             assert scan.lines == scan_journal(path, after_seq=after).lines
+            assert scan.lines is scan.lines  # the head is split once
             assert (scan.last_seq, scan.end_offset, scan.end) == (8, whole.end_offset, whole.end)
             # The prefix stays bytes: only what follows the mark is split into lines.
             assert bytes(scan.head) == b"".join(lines[after:seq])
