@@ -16,7 +16,7 @@ as the uninterrupted one would.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 import orjson
@@ -95,7 +95,6 @@ class AgentProgress:
     changed_seq: int = 0  # the last reply that called tools
     verified_seq: int = 0  # the last passing verification
     verify_failures: int = 0
-    history: list[tuple[int, Action, tuple[str, ...]]] = field(default_factory=list)
 
     def replied(self, seq: int, message: AssistantMessage) -> None:
         self.idle_rounds += 1
@@ -133,7 +132,6 @@ class AgentProgress:
             self.continues = 0
 
     def assessed(self, seq: int, record: Assessed) -> None:
-        self.history.append((seq, record.action, record.reasons))
         if record.action == "continue_from_context":
             self.continues += 1
 

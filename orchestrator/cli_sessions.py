@@ -116,6 +116,7 @@ def _list(root: Path, *, as_json: bool = False) -> int:
 def describe(directory: Path, last: int, prices: Mapping[str, Price]) -> dict[str, Any]:
     """What `sessions show` shows, folded from the whole journal (`overview` reads the
     same from the snapshot, when that covers the journal)."""
+    from orchestrator.assessment import Assessed
     from orchestrator.events import AssistantReplied, SessionStatusChanged
     from orchestrator.mailbox import MailHistory
     from orchestrator.manifest import read_manifest
@@ -134,6 +135,7 @@ def describe(directory: Path, last: int, prices: Mapping[str, Price]) -> dict[st
     # One pass over the whole journal gives the state, every message (the state keeps only
     # the live ones), the usage ledger and the last events.
     reason = ""
+    verdicts: list[tuple[int, str, str, tuple[str, ...]]] = []  # (seq, agent, action, reasons)
     state = SessionState()
     mail = MailHistory()
     ledger = UsageLedger()
@@ -143,6 +145,8 @@ def describe(directory: Path, last: int, prices: Mapping[str, Price]) -> dict[st
             mail.apply(seq, event)
             if isinstance(event, SessionStatusChanged):
                 reason = event.detail
+            if isinstance(event, Assessed):
+                verdicts.append((seq, event.agent, event.action, event.reasons))
             if isinstance(event, AssistantReplied) and event.message.usage is not None:
                 ledger = ledger.record(
                     agent=event.agent,
@@ -176,7 +180,7 @@ def describe(directory: Path, last: int, prices: Mapping[str, Price]) -> dict[st
         "tasks": state.tasks.dump(),
         "mailbox": mail.dump(),
         "todos": {agent: todos.view() for agent, todos in state.todos.items()},
-        "assessments": assessments((a, p.history) for a, p in state.progress.items()),
+        "assessments": assessments(verdicts),
         "last_events": events,
         "warnings": notes,
     }

@@ -130,9 +130,7 @@ def _overview(
         "tasks": snapshot["tasks"],
         "mailbox": list(history.mail.values()),
         "todos": {agent: todo_view(todos) for agent, todos in snapshot["todos"].items()},
-        "assessments": assessments(
-            (agent, progress["history"]) for agent, progress in snapshot["progress"].items()
-        ),
+        "assessments": assessments(history.verdicts),
         "last_events": [frame_summary(orjson.loads(line)) for line in scan.lines[-last:]]
         if last > 0
         else [],
@@ -143,14 +141,15 @@ def _overview(
 class _History:
     """What the snapshot does not keep, from the journal's lines: every message (the
     snapshot keeps the live ones; as `mailbox.MailHistory` folds them), the usage of
-    each model call (as `usage.UsageLedger` adds it up) and the last status's reason.
-    Only the lines of those kinds are parsed."""
+    each model call (as `usage.UsageLedger` adds it up), every assessment verdict and
+    the last status's reason. Only the lines of those kinds are parsed."""
 
     def __init__(self, model: str, prices: Mapping[str, Price]) -> None:
         self.model = model  # the session's, for a reply that names none
         self.prices = prices
         self.mail: dict[str, dict[str, Any]] = {}
         self.calls: list[tuple[str, str, dict[str, int]]] = []  # (agent, model, usage)
+        self.verdicts: list[tuple[int, str, str, list[str]]] = []  # (seq, agent, action, reasons)
         self.reason = ""
 
     def read(self, seq: int, line: bytes) -> None:
@@ -168,6 +167,9 @@ class _History:
             self.delivered(seq, orjson.loads(line)["ids"])
         elif kind == b"session_status":
             self.reason = orjson.loads(line).get("detail", "")
+        elif kind == b"assessed":
+            fields = orjson.loads(line)
+            self.verdicts.append((seq, fields["a"], fields["action"], fields.get("reasons", [])))
         elif b'"delivers":' in line:  # a wait_tasks call's result
             self.delivered(seq, orjson.loads(line).get("delivers", ()))
 
@@ -292,19 +294,13 @@ def todo_view(todos: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def assessments(
-    histories: Iterable[tuple[str, Iterable[tuple[int, str, Iterable[str]]]]],
-) -> list[dict[str, Any]]:
-    """Every agent's assessment verdicts, `(agent, [(seq, action, reasons), ...])`, in
-    journal order."""
-    return sorted(
-        (
-            {"seq": seq, "agent": agent, "action": action, "reasons": list(reasons)}
-            for agent, history in histories
-            for seq, action, reasons in history
-        ),
-        key=lambda a: a["seq"],
-    )
+def assessments(verdicts: Iterable[tuple[int, str, str, Iterable[str]]]) -> list[dict[str, Any]]:
+    """The assessment verdicts `(seq, agent, action, reasons)` of a journal, in its order,
+    as `sessions show` prints them."""
+    return [
+        {"seq": seq, "agent": agent, "action": action, "reasons": list(reasons)}
+        for seq, agent, action, reasons in verdicts
+    ]
 
 
 def frame_summary(fields: dict[str, Any]) -> dict[str, Any]:

@@ -382,20 +382,19 @@ def _usage_dict(counts: list[int]) -> dict[str, int]:
     }
 
 
-_PROGRESS_FIELDS = tuple(f.name for f in dataclasses.fields(AgentProgress) if f.name != "history")
+_PROGRESS_FIELDS = tuple(f.name for f in dataclasses.fields(AgentProgress))
 
 
 def _dump_progress(progress: AgentProgress) -> dict[str, Any]:
     # By hand, not `dataclasses.asdict`: that deep-copies every value, and a snapshot of
     # 1,000 agents spent most of its time there. (The values are plain: ints, strings.)
-    data = {name: getattr(progress, name) for name in _PROGRESS_FIELDS}
-    data["history"] = [[seq, action, list(reasons)] for seq, action, reasons in progress.history]
-    return data
+    return {name: getattr(progress, name) for name in _PROGRESS_FIELDS}
 
 
 def _load_progress(data: dict[str, Any]) -> AgentProgress:
-    history = [(seq, action, tuple(reasons)) for seq, action, reasons in data.pop("history", [])]
-    return AgentProgress(**data, history=history)
+    # Snapshots before 2026-11-23 18:00 also held every verdict (`history`), which grew
+    # with every turn: the verdicts are read from the journal now (`sessions show`).
+    return AgentProgress(**{name: data[name] for name in _PROGRESS_FIELDS if name in data})
 
 
 _SMALL_FOLDS: dict[type, Callable[[SessionState, int, Any], None]] = {

@@ -14,6 +14,7 @@ from msgspec.structs import replace
 
 from orchestrator.assessment import (
     AgentProgress,
+    Assessed,
     Budgets,
     Situation,
     Spent,
@@ -47,6 +48,11 @@ def todos(*statuses: str, blocked: dict[str, tuple[str, ...]] | None = None) -> 
     items = [replace(item, status=s) for item, s in zip(items, statuses, strict=True)]
     listing.apply(1, TodosChanged(agent=MAIN, replace=True, items=tuple(items)))
     return listing
+
+
+def verdicts(scene: Scene) -> list[str]:
+    """The main agent's verdicts, in order (the journal's `assessed` records)."""
+    return [e.action for e in scene.events.events if isinstance(e, Assessed) and e.agent == MAIN]
 
 
 def progress(**fields: Any) -> AgentProgress:
@@ -246,8 +252,7 @@ async def test_auto_continuation_until_the_todos_are_done(workspace: Workspace) 
     )
     outcome = await scene.run()
     assert (outcome.reason, outcome.detail) == ("completed", "all 3 todos done")
-    history = scene.state.progress[MAIN].history
-    assert [action for _, action, _ in history] == [
+    assert verdicts(scene) == [
         "continue_from_context",
         "continue_from_context",
         "completed",
@@ -340,8 +345,7 @@ async def test_verification_fails_then_passes(workspace: Workspace) -> None:
     outcome = await scene.run()
     assert outcome.reason == "completed"
     assert outcome.detail == f"all 1 todos done; verified: {verify} passed"
-    history = [action for _, action, _ in scene.state.progress[MAIN].history]
-    assert history == ["verify", "verify", "completed"]
+    assert verdicts(scene) == ["verify", "verify", "completed"]
     assert scene.state.progress[MAIN].verify_failures == 1
     assert scene.state.progress[MAIN].continues == 1  # the failure used one
 

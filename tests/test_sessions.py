@@ -267,6 +267,8 @@ def test_snapshot_small_state_is_trusted_and_contexts_come_from_the_journal(
     assert state.agents["main"].messages == replayed.agents["main"].messages
     assert len(state.agents["main"].messages) > 10
     assert "messages" not in snapshot["agents"]["main"]  # positions, not copies
+    # Nor the verdicts of every turn: `show` reads them from the journal.
+    assert all("history" not in progress for progress in snapshot["progress"].values())
     assert snapshot["agents"]["main"]["message_count"] == len(replayed.agents["main"].messages)
 
 

@@ -19,8 +19,10 @@ from typing import Any
 
 import orjson
 
-from orchestrator.replay import load_state
+from orchestrator.assessment import Assessed
+from orchestrator.replay import JOURNAL, decode_records, load_state
 from orchestrator.state import SessionState
+from orchestrator.store import scan_journal
 from tests.crash.harness import CrashRun
 
 
@@ -62,8 +64,13 @@ def todos_of(state: SessionState) -> list[tuple[str, str, str, tuple[str, ...], 
     return [(i.id, i.content, i.status, i.blocked_by, i.result) for i in todos.items.values()]
 
 
-def history_of(state: SessionState) -> list[tuple[str, tuple[str, ...]]]:
-    return [(action, reasons) for _, action, reasons in state.progress_of("main").history]
+def history_of(directory: Path) -> list[tuple[str, tuple[str, ...]]]:
+    """The main agent's verdicts, as the journal holds them (`sessions show` reads them)."""
+    scan = scan_journal(directory / JOURNAL)
+    records = decode_records(scan.path, scan.lines, 1)
+    return [
+        (r.action, r.reasons) for _, r in records if isinstance(r, Assessed) and r.agent == "main"
+    ]
 
 
 def test_todos_and_continuations_survive_sigkill(tmp_path: Path) -> None:
@@ -78,7 +85,8 @@ def test_todos_and_continuations_survive_sigkill(tmp_path: Path) -> None:
     expected = load_state(reference.sessions / reference.session_id, warn=lambda _: None)
     assert [status for _, _, status, *_ in todos_of(expected)] == ["completed"] * 5
     assert expected.progress_of("main").continues == 4
-    assert [a for a, _ in history_of(expected)] == ["continue_from_context"] * 4 + ["completed"]
+    expected_history = history_of(reference.sessions / reference.session_id)
+    assert [a for a, _ in expected_history] == ["continue_from_context"] * 4 + ["completed"]
 
     kills = sessions = 0
     while kills < points:
@@ -97,17 +105,18 @@ def test_todos_and_continuations_survive_sigkill(tmp_path: Path) -> None:
             progress = state.progress_of("main")
             assert len(todos_of(state)) >= seen_items
             assert progress.continues >= seen_continues
-            assert history_of(state) == history_of(expected)[: len(history_of(state))]
-            assert len(history_of(state)) >= seen_history
+            history = history_of(run.sessions / run.session_id)
+            assert history == expected_history[: len(history)]
+            assert len(history) >= seen_history
             seen_items = len(todos_of(state))
             seen_continues = progress.continues
-            seen_history = len(history_of(state))
+            seen_history = len(history)
         final = load_state(run.sessions / run.session_id, warn=lambda _: None)
         assert final.status == "completed"
         assert todos_of(final) == todos_of(expected)
         assert final.todo_list("main").goal == "four things"
         assert final.progress_of("main").continues == 4
-        assert history_of(final) == history_of(expected)
+        assert history_of(run.sessions / run.session_id) == expected_history
         # Each scripted reply was used once: as many model calls as the script has.
         assert final.agents["main"].steps == len(todo_script()["agents"]["main"])
     print(f"{kills} kills in {sessions} sessions")
