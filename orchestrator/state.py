@@ -150,40 +150,16 @@ class SessionState:
         if fold is not None:
             fold(self.agent(record.agent), seq, record)
 
-    def snapshot(
-        self, *, tasks: bool = True, journal: tuple[int, int, int] | None = None
-    ) -> Snapshot:
-        return Snapshot(
-            layout=SNAPSHOT_LAYOUT,
-            seq=self.seq,
-            status=self.status,
-            agents={
-                agent_id: AgentSummary(
-                    role=a.role,
-                    start=a.start,
-                    steps=a.steps,
-                    usage=a.usage,
-                    turn_open=a.turn_open,
-                    message_count=len(a.messages),
-                )
-                for agent_id, a in self.agents.items()
-            },
-            grants=[GrantSummary(tool=g.tool, pattern=g.pattern) for g in self.grants],
-            mailbox=self.mailbox.summary(),
-            todos={agent: TodosSummary.of(t) for agent, t in self.todos.items()},
-            progress={agent: _dump_progress(p) for agent, p in self.progress.items()},
-            rounds=self.rounds,
-            usage_by_model={model: usage_of(c) for model, c in self.usage_by_model.items()},
-            journal=journal,
-            tasks=[t.model_copy(deep=True) for t in self.tasks.tasks.values()] if tasks else [],
-        )
+    def snapshot(self, *, journal: tuple[int, int, int] | None = None) -> Snapshot:
+        """The snapshot as a model (`sessions verify` compares it with the file's): what
+        `snapshot_json` writes, read back."""
+        return Snapshot.model_validate_json(self.snapshot_json(journal))
 
     def snapshot_json(self, journal: tuple[int, int, int] | None = None) -> bytes:
-        """`snapshot()` as compact JSON, made the fast way: the small state of each agent
+        """`snapshot.json` for this state, made the fast way: the small state of each agent
         as plain data (no model built and validated per agent, which a snapshot of 1,000
         agents paid for), and every task record from its cached JSON, serialised again
-        only when the fold changed it. `tests/test_fold.py` checks it reads back as
-        `snapshot()`."""
+        only when the fold changed it. `journal` is the journal's mark at `seq`, if known."""
         head: dict[str, Any] = {
             "layout": SNAPSHOT_LAYOUT,
             "seq": self.seq,
