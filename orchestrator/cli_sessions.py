@@ -14,7 +14,16 @@ import orjson
 
 from orchestrator.errors import JournalCorrupt, SessionError, SessionNotFound
 from orchestrator.layout import LOCK, MANIFEST
-from orchestrator.overview import assessments, frame_summary, overview, usage_table
+from orchestrator.overview import (
+    TOKENS,
+    Call,
+    assessments,
+    cache_share,
+    frame_summary,
+    overview,
+    usage_ledger,
+    usage_table,
+)
 from orchestrator.store.ids import is_session_id, session_dir
 from orchestrator.store.lock import lock_holder
 from orchestrator.text import abbreviate, visible
@@ -124,7 +133,6 @@ def describe(directory: Path, last: int, prices: Mapping[str, Price]) -> dict[st
     from orchestrator.replay import JOURNAL, folded, gc_paused, read_snapshot
     from orchestrator.state import SessionState
     from orchestrator.store import JournalMark, scan_journal
-    from orchestrator.usage import UsageLedger
 
     manifest = read_manifest(directory)
     path = directory / JOURNAL
@@ -138,7 +146,7 @@ def describe(directory: Path, last: int, prices: Mapping[str, Price]) -> dict[st
     verdicts: list[tuple[int, str, str, tuple[str, ...]]] = []  # (seq, agent, action, reasons)
     state = SessionState()
     mail = MailHistory()
-    ledger = UsageLedger()
+    calls: list[Call] = []
     with gc_paused():
         scan = scan_journal(path, mark=mark)
         for seq, event in folded(state, scan):
@@ -148,12 +156,9 @@ def describe(directory: Path, last: int, prices: Mapping[str, Price]) -> dict[st
             if isinstance(event, Assessed):
                 verdicts.append((seq, event.agent, event.action, event.reasons))
             if isinstance(event, AssistantReplied) and event.message.usage is not None:
-                ledger = ledger.record(
-                    agent=event.agent,
-                    model=event.model or manifest.model,
-                    usage=event.message.usage,
-                    prices=prices,
-                )
+                usage = event.message.usage
+                tokens = {key: getattr(usage, key) for key in TOKENS}
+                calls.append((event.agent, event.model or manifest.model, tokens))
     notes = [f"the journal ends in a torn tail: {scan.cut.describe()}"] if scan.cut else []
     agents = {
         agent_id: {
@@ -166,14 +171,14 @@ def describe(directory: Path, last: int, prices: Mapping[str, Price]) -> dict[st
         for agent_id, record in state.agents.items()
     }
     events = [frame_summary(orjson.loads(line)) for line in scan.lines[-last:]] if last > 0 else []
-    usage = ledger.model_dump(mode="json")
+    ledger = usage_ledger(calls, prices)
     return {
         **manifest.model_dump(mode="json"),
         "status": shown_status(directory, manifest.status),
-        "usage": usage,
+        "usage": ledger,
         # The share of prompt tokens read from the providers' caches (None: no calls).
-        "cache_share": ledger.session.cache_share,
-        "usage_table": usage_table(usage),
+        "cache_share": cache_share(ledger["session"]),
+        "usage_table": usage_table(ledger),
         "journal_records": scan.last_seq,
         "reason": reason if state.status != "completed" else "",
         "agents": agents,

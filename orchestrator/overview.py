@@ -107,13 +107,11 @@ def _overview(
     for seq, line in enumerate(scan.lines, 1):
         history.read(seq, line)
     ledger = history.ledger()
-    session = ledger["session"]["usage"]
-    prompt = session["input_tokens"] + session["cache_read_tokens"] + session["cache_write_tokens"]
     notes = [f"the journal ends in a torn tail: {scan.cut.describe()}"] if scan.cut else []
     return {
         **manifest,
         "usage": ledger,
-        "cache_share": session["cache_read_tokens"] / prompt if prompt else None,
+        "cache_share": cache_share(ledger["session"]),
         "usage_table": usage_table(ledger),
         "journal_records": scan.last_seq,
         "reason": history.reason if snapshot["status"] != "completed" else "",
@@ -141,14 +139,14 @@ def _overview(
 class _History:
     """What the snapshot does not keep, from the journal's lines: every message (the
     snapshot keeps the live ones; as `mailbox.MailHistory` folds them), the usage of
-    each model call (as `usage.UsageLedger` adds it up), every assessment verdict and
+    each model call (for `usage_ledger`), every assessment verdict and
     the last status's reason. Only the lines of those kinds are parsed."""
 
     def __init__(self, model: str, prices: Mapping[str, Price]) -> None:
         self.model = model  # the session's, for a reply that names none
         self.prices = prices
         self.mail: dict[str, dict[str, Any]] = {}
-        self.calls: list[tuple[str, str, dict[str, int]]] = []  # (agent, model, usage)
+        self.calls: list[Call] = []
         self.verdicts: list[tuple[int, str, str, list[str]]] = []  # (seq, agent, action, reasons)
         self.reason = ""
 
@@ -202,24 +200,43 @@ class _History:
                 mail["delivered_seq"] = seq
 
     def ledger(self) -> dict[str, Any]:
-        """`UsageLedger.model_dump(mode="json")` of the calls, summed in the same order."""
-        session = _totals()
-        by_agent: dict[str, dict[str, Any]] = {}
-        by_model: dict[str, dict[str, Any]] = {}
-        cost_of = _pricing(self.prices)
-        for agent, model, usage in self.calls:
-            cost = cost_of(model, usage)
-            for totals in (
-                session,
-                by_agent.setdefault(agent, _totals()),
-                by_model.setdefault(model, _totals()),
-            ):
-                totals["calls"] += 1
-                for key in TOKENS:
-                    totals["usage"][key] += usage[key]
-                totals["cost_usd"] += cost or 0.0
-                totals["unpriced_calls"] += cost is None
-        return {"session": session, "by_agent": by_agent, "by_model": by_model}
+        return usage_ledger(self.calls, self.prices)
+
+
+Call = tuple[str, str, dict[str, int]]
+"""A model call's `(agent, model, usage)`, its usage as a dict of the four `TOKENS`."""
+
+
+def usage_ledger(calls: Iterable[Call], prices: Mapping[str, Price]) -> dict[str, Any]:
+    """The usage and cost of `calls`, summed for the session, per agent and per model:
+    `{"session": totals, "by_agent": {agent: totals}, "by_model": {model: totals}}`, each
+    totals `{"calls", "usage", "cost_usd", "unpriced_calls"}`. A call of a model without a
+    price counts as unpriced, and the cost is then a lower bound."""
+    session = _totals()
+    by_agent: dict[str, dict[str, Any]] = {}
+    by_model: dict[str, dict[str, Any]] = {}
+    cost_of = _pricing(prices)
+    for agent, model, usage in calls:
+        cost = cost_of(model, usage)
+        for totals in (
+            session,
+            by_agent.setdefault(agent, _totals()),
+            by_model.setdefault(model, _totals()),
+        ):
+            totals["calls"] += 1
+            for key in TOKENS:
+                totals["usage"][key] += usage[key]
+            totals["cost_usd"] += cost or 0.0
+            totals["unpriced_calls"] += cost is None
+    return {"session": session, "by_agent": by_agent, "by_model": by_model}
+
+
+def cache_share(totals: dict[str, Any]) -> float | None:
+    """The share of prompt tokens read from the provider's cache (None without any
+    prompt tokens): cache reads over all input, read, written or plain."""
+    usage = totals["usage"]
+    prompt = usage["input_tokens"] + usage["cache_read_tokens"] + usage["cache_write_tokens"]
+    return usage["cache_read_tokens"] / prompt if prompt else None
 
 
 def _totals() -> dict[str, Any]:
@@ -237,7 +254,7 @@ def _pricing(prices: Mapping[str, Price]) -> Callable[[str, dict[str, int]], flo
 
 
 def usage_table(ledger: dict[str, Any]) -> str:
-    """A ledger (as `UsageLedger.model_dump(mode="json")`) as a small table."""
+    """A ledger (as `usage_ledger` makes it) as a small table."""
     header = (
         f"{'':<24} {'calls':>6} {'input':>10} {'output':>10} {'cache r/w':>15} {'cached':>7}"
         f" {'cost':>10}"
@@ -251,8 +268,8 @@ def usage_table(ledger: dict[str, Any]) -> str:
         cost = f"${totals['cost_usd']:.4f}" + ("" if unpriced == 0 else "+")
         if calls and unpriced == calls:
             cost = "unpriced"
-        prompt = u["input_tokens"] + u["cache_read_tokens"] + u["cache_write_tokens"]
-        cached = f"{u['cache_read_tokens'] / prompt:.0%}" if prompt else "-"
+        share = cache_share(totals)
+        cached = "-" if share is None else f"{share:.0%}"
         return (
             f"{label:<24} {calls:>6} {u['input_tokens']:>10} {u['output_tokens']:>10}"
             f" {cache:>15} {cached:>7} {cost:>10}"

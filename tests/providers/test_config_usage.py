@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import orjson
 import pytest
 
 from orchestrator.config import Config, load_config, parse_config
 from orchestrator.errors import ConfigError
 from orchestrator.messages import Usage
-from orchestrator.overview import usage_table
-from orchestrator.usage import Price, UsageLedger, find_price
+from orchestrator.overview import TOKENS, Call, cache_share, usage_ledger, usage_table
+from orchestrator.usage import Price, find_price
 
 EXAMPLE = """
 model = "anthropic:claude-sonnet-4-5"
@@ -109,44 +110,49 @@ def test_cost_per_million_tokens_with_cache_prices() -> None:
     assert Price(input=1.0, output=0).cost(Usage(cache_read_tokens=1_000_000)) == 1.0
 
 
+def call(agent: str, model: str, usage: Usage) -> Call:
+    return (agent, model, {key: getattr(usage, key) for key in TOKENS})
+
+
 def test_ledger_totals_per_agent_model_and_session() -> None:
     prices = parse_config(EXAMPLE).prices
-    ledger = UsageLedger()
-    ledger = ledger.record(
-        agent="main", model="openai:gpt-4.1", usage=Usage(input_tokens=1000, output_tokens=100),
-        prices=prices,
-    )  # fmt: skip
-    ledger = ledger.record(
-        agent="worker-1", model="ollama:qwen3:8b", usage=Usage(input_tokens=500), prices=prices
+    ledger = usage_ledger(
+        [
+            call("main", "openai:gpt-4.1", Usage(input_tokens=1000, output_tokens=100)),
+            call("worker-1", "ollama:qwen3:8b", Usage(input_tokens=500)),
+            call("main", "openai:gpt-4.1", Usage(input_tokens=2000)),
+        ],
+        prices,
     )
-    ledger = ledger.record(
-        agent="main", model="openai:gpt-4.1", usage=Usage(input_tokens=2000), prices=prices
-    )
-    assert ledger.session.calls == 3
-    assert ledger.session.usage == Usage(input_tokens=3500, output_tokens=100)
-    assert ledger.by_agent["main"].cost_usd == pytest.approx((3000 * 2.0 + 100 * 8.0) / 1e6)
-    assert ledger.by_agent["worker-1"].unpriced_calls == 1
-    assert not ledger.session.cost_known
-    assert ledger.by_model["openai:gpt-4.1"].calls == 2
-    # Serialisable for session snapshots, and back.
-    assert UsageLedger.model_validate_json(ledger.model_dump_json()) == ledger
-    table = usage_table(ledger.model_dump(mode="json"))
+    assert ledger["session"]["calls"] == 3
+    assert ledger["session"]["usage"] == {
+        "input_tokens": 3500,
+        "output_tokens": 100,
+        "cache_read_tokens": 0,
+        "cache_write_tokens": 0,
+    }
+    main_cost = (3000 * 2.0 + 100 * 8.0) / 1e6
+    assert ledger["by_agent"]["main"]["cost_usd"] == pytest.approx(main_cost)
+    assert ledger["by_agent"]["worker-1"]["unpriced_calls"] == 1
+    assert ledger["session"]["unpriced_calls"] == 1  # so the cost is a lower bound
+    assert ledger["by_model"]["openai:gpt-4.1"]["calls"] == 2
+    assert orjson.loads(orjson.dumps(ledger)) == ledger  # plain JSON data
+    table = usage_table(ledger)
     assert "agent worker-1" in table
     assert "unpriced" in table
     assert "lower bound" in table
 
 
 def test_the_cache_share_per_agent_and_session() -> None:
-    ledger = UsageLedger()
     first = Usage(input_tokens=100, cache_write_tokens=900, output_tokens=10)  # writes
     later = Usage(input_tokens=100, cache_read_tokens=900, output_tokens=10)  # reads
-    for usage in (first, later, later, later):
-        ledger = ledger.record(agent="main", model="anthropic:claude-sonnet-4-5", usage=usage)
-    ledger = ledger.record(agent="w1", model="openai:gpt-4.1", usage=Usage(input_tokens=50))
-    assert ledger.by_agent["main"].cache_share == pytest.approx(2700 / 4000)
-    assert ledger.by_agent["w1"].cache_share == 0
-    assert ledger.session.cache_share == pytest.approx(2700 / 4050)
-    assert UsageLedger().session.cache_share is None
-    table = usage_table(ledger.model_dump(mode="json"))
+    calls = [call("main", "anthropic:claude-sonnet-4-5", u) for u in (first, later, later, later)]
+    calls.append(call("w1", "openai:gpt-4.1", Usage(input_tokens=50)))
+    ledger = usage_ledger(calls, {})
+    assert cache_share(ledger["by_agent"]["main"]) == pytest.approx(2700 / 4000)
+    assert cache_share(ledger["by_agent"]["w1"]) == 0
+    assert cache_share(ledger["session"]) == pytest.approx(2700 / 4050)
+    assert cache_share(usage_ledger([], {})["session"]) is None
+    table = usage_table(ledger)
     assert "cached" in table.splitlines()[0]
     assert " 68% " in table.splitlines()[2]  # agent main: 2,700 of 4,000 prompt tokens
