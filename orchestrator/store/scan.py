@@ -239,14 +239,16 @@ def _line_start(data: bytes, seq: int) -> int:
 
 def holds(data: bytes, mark: JournalMark) -> bool:
     """Whether `data` starts with the bytes `mark` names: as long, with the same CRC-32,
-    ending with the line of record `mark.seq`."""
+    ending with the line of record `mark.seq`, which ends a batch (as a writer's mark
+    always does)."""
     if not 0 < mark.offset <= len(data) or data[mark.offset - 1] != ord("\n"):
         return False
     with memoryview(data) as view:
         if zlib.crc32(view[: mark.offset]) != mark.crc:
             return False
     last_line = data.rfind(b"\n", 0, mark.offset - 1) + 1
-    return data.startswith(b'{"seq":%d,' % mark.seq, last_line)
+    ends_batch = not data.endswith(MORE, last_line, mark.offset - 1 - CRC_SUFFIX_LEN)
+    return ends_batch and data.startswith(b'{"seq":%d,' % mark.seq, last_line)
 
 
 def _offset(lines: list[bytes], count: int) -> int:

@@ -211,17 +211,18 @@ def test_a_prefix_that_no_longer_fits_its_mark_is_checked_line_by_line(tmp_path:
 @pytest.mark.parametrize(
     "wrong",
     [
-        lambda m: m._replace(seq=3),  # names another record than the one at its end
-        lambda m: m._replace(offset=m.offset - 1),  # not at a line's end
-        lambda m: m._replace(offset=10**9),  # longer than the journal
-        lambda m: m._replace(crc=m.crc ^ 1),
-        lambda m: JournalMark(0, 0, 0),
+        lambda lines: mark_after(lines, 4)._replace(seq=3),  # names another record
+        lambda lines: mark_after(lines, 4)._replace(offset=mark_after(lines, 4).offset - 1),
+        lambda lines: mark_after(lines, 4)._replace(offset=10**9),  # longer than the journal
+        lambda lines: mark_after(lines, 4)._replace(crc=mark_after(lines, 4).crc ^ 1),
+        lambda lines: JournalMark(0, 0, 0),
+        lambda lines: mark_after(lines, 3),  # its CRC right, but inside a batch
     ],
 )
 def test_a_mark_that_does_not_fit_is_ignored(tmp_path: Path, wrong: Any) -> None:
     lines = record_lines([2, 2, 2])
     path = write(tmp_path, b"".join(lines))
-    scan = scan_journal(path, after_seq=1, mark=wrong(mark_after(lines, 4)))
+    scan = scan_journal(path, after_seq=1, mark=wrong(lines))
     assert scan.head == b""  # nothing vouched for: every line checked and split
     assert scan.tail == [line.rstrip(b"\n") for line in lines[1:]]
     assert scan.end == scan_journal(path).end
