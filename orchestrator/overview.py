@@ -139,8 +139,8 @@ def _overview(
 class _History:
     """What the snapshot does not keep, from the journal's lines: every message (the
     snapshot keeps the live ones; as `mailbox.MailHistory` folds them), the usage of
-    each model call (for `usage_ledger`), every assessment verdict and
-    the last status's reason. Only the lines of those kinds are parsed."""
+    each model call (for `usage_ledger`), every assessment verdict and the last
+    status's reason. Only the lines of those kinds are parsed."""
 
     def __init__(self, model: str, prices: Mapping[str, Price]) -> None:
         self.model = model  # the session's, for a reply that names none
