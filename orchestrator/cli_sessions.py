@@ -132,14 +132,14 @@ def describe(directory: Path, last: int, prices: Mapping[str, Price]) -> dict[st
     from orchestrator.messages import plain
     from orchestrator.replay import JOURNAL, folded, gc_paused, read_snapshot
     from orchestrator.state import SessionState
-    from orchestrator.store import JournalMark, scan_journal
+    from orchestrator.store import scan_journal
 
     manifest = read_manifest(directory)
     path = directory / JOURNAL
     # The snapshot's mark spares checking the journal line by line up to it (`show` of a
     # killed session comes here after `overview` has scanned the journal once).
     snapshot = read_snapshot(directory, warn=lambda _: None)
-    mark = None if snapshot is None or snapshot.journal is None else JournalMark(*snapshot.journal)
+    mark = None if snapshot is None else snapshot.journal
     # One pass over the whole journal gives the state, every message (the state keeps only
     # the live ones), the usage ledger and the last events.
     reason = ""
@@ -240,7 +240,7 @@ def verify(directory: Path) -> list[str]:
     or none."""
     from orchestrator.replay import JOURNAL, SNAPSHOT, folded, gc_paused, read_snapshot_seq
     from orchestrator.state import SessionState
-    from orchestrator.store import JournalMark, scan_journal
+    from orchestrator.store import scan_journal
     from orchestrator.store.scan import holds
 
     path = directory / JOURNAL
@@ -256,9 +256,7 @@ def verify(directory: Path) -> list[str]:
             where = directory / SNAPSHOT
             problems.append(f"{where} does not match the journal folded to seq {seq}")
         mark = snapshot.journal
-        if mark is not None and (
-            mark[0] != seq or not holds(path.read_bytes(), JournalMark(*mark))
-        ):
+        if mark is not None and (mark.seq != seq or not holds(path.read_bytes(), mark)):
             problems.append(
                 f"{directory / SNAPSHOT} marks the journal as {list(mark)} (seq, length, "
                 "CRC-32), which it does not hold: a resume checks every line instead"

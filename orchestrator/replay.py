@@ -23,7 +23,7 @@ from orchestrator.layout import JOURNAL as JOURNAL
 from orchestrator.layout import SNAPSHOT as SNAPSHOT
 from orchestrator.mailbox import Mail, MailHistory
 from orchestrator.state import SNAPSHOT_LAYOUT, SessionState, Snapshot
-from orchestrator.store.scan import JournalMark, JournalScan, scan_journal
+from orchestrator.store.scan import JournalScan, scan_journal
 
 
 def decode_records(
@@ -208,8 +208,7 @@ def load(directory: Path, warn: Callable[[str], None]) -> tuple[SessionState, Jo
     with gc_paused():
         snapshot, reached = read_snapshot_seq(directory, warn)
         state = SessionState() if snapshot is None else SessionState.from_snapshot(snapshot)
-        known = None if snapshot is None or snapshot.journal is None else snapshot.journal
-        mark = None if known is None else JournalMark(*known)
+        mark = None if snapshot is None else snapshot.journal
         scan = scan_journal(path, after_seq=state.context_start() - 1, mark=mark)
         if scan.cut is not None:
             warn(f"cut a torn tail from {path}: {scan.cut.describe()}")

@@ -228,8 +228,8 @@ class LiveSession:
             # Taken before waiting for the disk, so it reflects no record the flush below
             # does not cover (other agents go on folding records while it waits).
             mark = self.journal.mark
-            journal = (mark.seq, mark.offset, mark.crc) if mark.seq == self.state.seq else None
-            data = self.state.snapshot_json(journal) + b"\n"
+            data = self.state.snapshot_json(mark if mark.seq == self.state.seq else None)
+            data += b"\n"
             await self.journal.flush()
             try:
                 await trio.to_thread.run_sync(write_atomic, self.directory / SNAPSHOT, data)

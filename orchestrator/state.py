@@ -36,6 +36,7 @@ from orchestrator.layout import SNAPSHOT_LAYOUT as SNAPSHOT_LAYOUT
 from orchestrator.mailbox import Mailbox, MailboxSummary, MessagePosted, MessagesDelivered
 from orchestrator.manifest import SessionStatus
 from orchestrator.messages import Usage, plain
+from orchestrator.store.scan import JournalMark
 from orchestrator.tasks import SETTLED, TASK_FOLDS, Registry, TaskChanged, TaskCreated, TaskRecord
 from orchestrator.todos import TodoItem, TodoList, TodosChanged
 
@@ -95,9 +96,9 @@ class Snapshot(BaseModel):
     progress: dict[str, dict[str, Any]] = Field(default_factory=dict)
     rounds: int = 0
     usage_by_model: dict[str, Usage] = Field(default_factory=dict)
-    # The journal when the snapshot was taken: (seq, length in bytes, CRC-32 of those
-    # bytes), so a resume checks that prefix with one CRC (`store.JournalMark`).
-    journal: tuple[int, int, int] | None = None
+    # The journal when the snapshot was taken, so a resume checks it up to there with
+    # one CRC: `[seq, length in bytes, CRC-32 of those bytes]`.
+    journal: JournalMark | None = None
     tasks: list[TaskRecord] = Field(default_factory=list)
 
 
@@ -150,12 +151,12 @@ class SessionState:
         if fold is not None:
             fold(self.agent(record.agent), seq, record)
 
-    def snapshot(self, *, journal: tuple[int, int, int] | None = None) -> Snapshot:
+    def snapshot(self, *, journal: JournalMark | None = None) -> Snapshot:
         """The snapshot as a model (`sessions verify` compares it with the file's): what
         `snapshot_json` writes, read back."""
         return Snapshot.model_validate_json(self.snapshot_json(journal))
 
-    def snapshot_json(self, journal: tuple[int, int, int] | None = None) -> bytes:
+    def snapshot_json(self, journal: JournalMark | None = None) -> bytes:
         """`snapshot.json` for this state, made the fast way: the small state of each agent
         as plain data (no model built and validated per agent, which a snapshot of 1,000
         agents paid for), and every task record from its cached JSON, serialised again
@@ -183,11 +184,10 @@ class SessionState:
             "progress": {agent: _dump_progress(p) for agent, p in self.progress.items()},
             "rounds": self.rounds,
             "usage_by_model": {model: _usage_dict(c) for model, c in self.usage_by_model.items()},
-            "journal": journal,
+            "journal": None if journal is None else list(journal),
         }
         assert [*head, "tasks"] == list(Snapshot.model_fields), "snapshot_json lags Snapshot"
-        # `default=list`: a set in an agent's progress is written as a list, as pydantic would.
-        data = orjson.dumps(head, default=list)
+        data = orjson.dumps(head)
         return data[:-1] + b',"tasks":' + self.tasks.dump_json() + b"}"
 
     @classmethod
