@@ -100,38 +100,39 @@ class Thinking(Value, frozen=True):
     redacted: str | None = None
 
 
-class SystemMessage(Value, frozen=True, tag_field="role", tag="system"):
-    content: str
+class _Message(Value, frozen=True, tag_field="role"):
+    """The base of the four kinds of message: `role` is the tag a message is written with."""
 
     @property
-    def role(self) -> Literal["system"]:
-        return "system"
+    def role(self) -> str:
+        tag = self.__struct_config__.tag
+        assert isinstance(tag, str)
+        return tag
+
+
+class _Said(_Message, frozen=True):
+    """A message that is only its text: the system prompt, or what the user said."""
+
+    content: str
 
     def chars(self) -> int:
         return len(self.content) + 16
 
 
-class UserMessage(Value, frozen=True, tag_field="role", tag="user"):
-    content: str
-
-    @property
-    def role(self) -> Literal["user"]:
-        return "user"
-
-    def chars(self) -> int:
-        return len(self.content) + 16
+class SystemMessage(_Said, frozen=True, tag="system"):
+    pass
 
 
-class AssistantMessage(Value, frozen=True, tag_field="role", tag="assistant"):
+class UserMessage(_Said, frozen=True, tag="user"):
+    pass
+
+
+class AssistantMessage(_Message, frozen=True, tag="assistant"):
     text: str = ""
     tool_calls: tuple[ToolCall, ...] = ()
     thinking: tuple[Thinking, ...] = ()
     usage: Usage | None = None
     stop_reason: str | None = None
-
-    @property
-    def role(self) -> Literal["assistant"]:
-        return "assistant"
 
     def chars(self) -> int:
         size = len(self.text) + 16
@@ -146,15 +147,11 @@ RESULT_OVERHEAD = 48
 ToolStatus = Literal["ok", "error", "cancelled", "interrupted"]
 
 
-class ToolResult(Value, frozen=True, tag_field="role", tag="tool"):
+class ToolResult(_Message, frozen=True, tag="tool"):
     call_id: str
     name: str
     status: ToolStatus = "ok"
     content: str = ""
-
-    @property
-    def role(self) -> Literal["tool"]:
-        return "tool"
 
     def chars(self) -> int:
         return len(self.content) + RESULT_OVERHEAD
