@@ -3,10 +3,10 @@
 A session that ended cleanly has a snapshot naming the journal's last record. Then what
 `describe` (cli_sessions.py) shows can be read without importing pydantic (whose import
 and our record models are most of a small session's `show`): the manifest, the
-snapshot's small state (agents, tasks, todo lists, assessment verdicts) and, for what
-the snapshot does not keep, a few kinds of journal line parsed with orjson (every
-message, not only the live ones; the usage of each model call; the status's reason;
-the last events). Anything else returns None and `describe` folds the journal: an older
+snapshot's small state (agents, tasks, todo lists) and, for what the snapshot does not
+keep, a few kinds of journal line parsed with orjson (every message, not only the live
+ones; the usage of each model call; the assessment verdicts; the status's reason; the
+last events). Anything else returns None and `describe` folds the journal: an older
 format, a snapshot of another layout or behind the journal, anything unexpected.
 `tests/test_overview.py` checks that both give the same on every recorded session and
 on sessions made by real runs.
