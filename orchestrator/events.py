@@ -215,7 +215,7 @@ def event_json(event: Event) -> dict[str, Any]:
     """An event as people and programs read it (`--json`): `kind`, `agent` and every
     field, defaults included."""
     fields: dict[str, Any] = plain(event)
-    return {"kind": fields.pop("kind"), **fields}
+    return {"kind": fields.pop("k"), **fields}  # the journal's `k` is the event's `kind`
 
 
 def event_from_json(data: bytes) -> Event:

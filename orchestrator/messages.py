@@ -39,14 +39,14 @@ class Value(msgspec.Struct, frozen=True, omit_defaults=True, gc=False):
 
 
 def plain(value: Any) -> Any:
-    """`value` as plain JSON data with every field, defaults included (for `--json`
-    output and `sessions show`; the journal leaves defaults out). An event's tag and
-    agent are written `kind` and `agent`, as people read them."""
+    """`value` as plain JSON data with every field, by its name in Python, defaults
+    included (for `--json` output and `sessions show`; the journal leaves defaults out),
+    and a tagged struct's tag under its tag field."""
     if isinstance(value, msgspec.Struct):
         config = value.__struct_config__
         out: dict[str, Any] = {}
         if config.tag_field is not None:
-            out["kind" if config.tag_field == "k" else config.tag_field] = config.tag
+            out[config.tag_field] = config.tag
         for name in value.__struct_fields__:
             out[name] = plain(getattr(value, name))
         return out
