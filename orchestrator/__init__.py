@@ -9,33 +9,33 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from orchestrator._version import __version__ as __version__
 
 if TYPE_CHECKING:
     from orchestrator.agent import TurnDeps, TurnOutcome, run_tool_calls, run_turn
-    from orchestrator.assessment import Assessment, Budgets, Situation, assess
-    from orchestrator.context import AgentContext
-    from orchestrator.definitions import AgentDefinition, Definitions, load_definitions
-    from orchestrator.events import Event, EventSink, FanOut, ListSink, NullSink
-    from orchestrator.mailbox import Mail
-    from orchestrator.main_agent import MainOutcome, open_team, run_main
+    from orchestrator.loop.assessment import Assessment, Budgets, Situation, assess
+    from orchestrator.loop.todos import TodoItem, TodoList
     from orchestrator.messages import MessageView
     from orchestrator.models import Model, ModelRequest, ToolSpec
     from orchestrator.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply
-    from orchestrator.oversight import Policy
-    from orchestrator.replay import load_state, mail_history
-    from orchestrator.runner import RunResult, RunSettings, drive
-    from orchestrator.session import (
+    from orchestrator.session.live import (
         LiveSession,
         MemorySession,
         create_session,
         open_session,
     )
-    from orchestrator.state import SessionState
-    from orchestrator.subagent import InProcessRunner
-    from orchestrator.tasks import TaskRecord
-    from orchestrator.team import Limits, Runner, Team, TeamSettings
-    from orchestrator.todos import TodoItem, TodoList
+    from orchestrator.session.replay import load_state, mail_history
+    from orchestrator.state.context import AgentContext
+    from orchestrator.state.events import Event, EventSink, FanOut, ListSink, NullSink
+    from orchestrator.state.fold import SessionState
+    from orchestrator.state.mailbox import Mail
+    from orchestrator.state.tasks import TaskRecord
+    from orchestrator.team.definitions import AgentDefinition, Definitions, load_definitions
+    from orchestrator.team.drive import RunResult, RunSettings, drive
+    from orchestrator.team.main_agent import MainOutcome, open_team, run_main
+    from orchestrator.team.oversight import Policy
+    from orchestrator.team.runtime import Limits, Runner, Team, TeamSettings
+    from orchestrator.team.subagent import InProcessRunner
     from orchestrator.tools import (
         PermissionPolicy,
         Tool,
@@ -47,40 +47,40 @@ if TYPE_CHECKING:
     )
 
 _HOMES = {
-    "AgentContext": "orchestrator.context",
-    "AgentDefinition": "orchestrator.definitions",
-    "Assessment": "orchestrator.assessment",
-    "Budgets": "orchestrator.assessment",
-    "Definitions": "orchestrator.definitions",
-    "Event": "orchestrator.events",
-    "EventSink": "orchestrator.events",
-    "FanOut": "orchestrator.events",
-    "InProcessRunner": "orchestrator.subagent",
+    "AgentContext": "orchestrator.state",
+    "AgentDefinition": "orchestrator.team",
+    "Assessment": "orchestrator.loop",
+    "Budgets": "orchestrator.loop",
+    "Definitions": "orchestrator.team",
+    "Event": "orchestrator.state",
+    "EventSink": "orchestrator.state",
+    "FanOut": "orchestrator.state",
+    "InProcessRunner": "orchestrator.team",
     "Limits": "orchestrator.team",
-    "ListSink": "orchestrator.events",
+    "ListSink": "orchestrator.state",
     "LiveSession": "orchestrator.session",
-    "Mail": "orchestrator.mailbox",
-    "MainOutcome": "orchestrator.main_agent",
+    "Mail": "orchestrator.state",
+    "MainOutcome": "orchestrator.team",
     "MemorySession": "orchestrator.session",
     "MessageView": "orchestrator.messages",
     "Model": "orchestrator.models",
     "ModelRequest": "orchestrator.models",
-    "NullSink": "orchestrator.events",
+    "NullSink": "orchestrator.state",
     "PermissionPolicy": "orchestrator.tools",
-    "Policy": "orchestrator.oversight",
-    "RunResult": "orchestrator.runner",
-    "RunSettings": "orchestrator.runner",
+    "Policy": "orchestrator.team",
+    "RunResult": "orchestrator.team",
+    "RunSettings": "orchestrator.team",
     "Runner": "orchestrator.team",
     "ScriptedCall": "orchestrator.models.scripted",
     "ScriptedModel": "orchestrator.models.scripted",
     "ScriptedReply": "orchestrator.models.scripted",
     "SessionState": "orchestrator.state",
-    "Situation": "orchestrator.assessment",
-    "TaskRecord": "orchestrator.tasks",
+    "Situation": "orchestrator.loop",
+    "TaskRecord": "orchestrator.state",
     "Team": "orchestrator.team",
     "TeamSettings": "orchestrator.team",
-    "TodoItem": "orchestrator.todos",
-    "TodoList": "orchestrator.todos",
+    "TodoItem": "orchestrator.loop",
+    "TodoList": "orchestrator.loop",
     "Tool": "orchestrator.tools",
     "ToolContext": "orchestrator.tools",
     "ToolOutput": "orchestrator.tools",
@@ -89,15 +89,15 @@ _HOMES = {
     "TurnDeps": "orchestrator.agent",
     "TurnOutcome": "orchestrator.agent",
     "approve_all": "orchestrator.tools",
-    "assess": "orchestrator.assessment",
+    "assess": "orchestrator.loop",
     "create_session": "orchestrator.session",
-    "drive": "orchestrator.runner",
-    "load_definitions": "orchestrator.definitions",
-    "load_state": "orchestrator.replay",
-    "mail_history": "orchestrator.replay",
+    "drive": "orchestrator.team",
+    "load_definitions": "orchestrator.team",
+    "load_state": "orchestrator.session",
+    "mail_history": "orchestrator.session",
     "open_session": "orchestrator.session",
-    "open_team": "orchestrator.main_agent",
-    "run_main": "orchestrator.main_agent",
+    "open_team": "orchestrator.team",
+    "run_main": "orchestrator.team",
     "run_tool_calls": "orchestrator.agent",
     "run_turn": "orchestrator.agent",
     "workspace_tools": "orchestrator.tools",

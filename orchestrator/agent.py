@@ -23,9 +23,11 @@ import orjson
 import trio
 from pydantic import BaseModel, ValidationError
 
-from orchestrator.context import AgentContext
 from orchestrator.errors import ToolFailed, WorkspaceEscape
-from orchestrator.events import (
+from orchestrator.messages import AssistantMessage, ToolCall, ToolResult, ToolStatus
+from orchestrator.models.base import Model, ModelEvent, ModelRequest, TextDelta, collect
+from orchestrator.state.context import AgentContext
+from orchestrator.state.events import (
     AssistantReplied,
     EventSink,
     PermissionGranted,
@@ -37,8 +39,6 @@ from orchestrator.events import (
     TurnStarted,
     UsageUpdated,
 )
-from orchestrator.messages import AssistantMessage, ToolCall, ToolResult, ToolStatus
-from orchestrator.models.base import Model, ModelEvent, ModelRequest, TextDelta, collect
 from orchestrator.tools.base import AnyTool, ToolContext, ToolRegistry, call_marker
 from orchestrator.tools.permissions import (
     Approver,

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 from orchestrator.agent import TurnDeps
-from orchestrator.context import AgentContext
-from orchestrator.events import AgentStarted, FanOut, ListSink
 from orchestrator.messages import SystemMessage, UserMessage
 from orchestrator.models.scripted import ScriptedModel, parse_script
-from orchestrator.session import MemorySession
+from orchestrator.session.live import MemorySession
+from orchestrator.state.context import AgentContext
+from orchestrator.state.events import AgentStarted, FanOut, ListSink
 from orchestrator.tools import ToolContext, ToolRegistry, Workspace, workspace_tools
 
 _real_connect = socket.socket.connect

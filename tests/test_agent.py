@@ -9,8 +9,8 @@ import trio.testing
 from pydantic import BaseModel
 
 from orchestrator.agent import run_turn
-from orchestrator.events import ToolCallFinished, ToolCallStarted
 from orchestrator.messages import AssistantMessage, ToolResult
+from orchestrator.state.events import ToolCallFinished, ToolCallStarted
 from orchestrator.tools import Tool, ToolContext, ToolOutput, ToolRegistry, Workspace, deny_all
 from orchestrator.tools.permissions import PermissionPolicy, Rule
 from tests.conftest import MakeDeps, call, scripted

@@ -67,7 +67,22 @@ def test_importing_the_package_imports_nothing_else() -> None:
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
-    assert out.stdout.strip() == "['orchestrator']"
+    assert out.stdout.strip() == "['orchestrator', 'orchestrator._version']"
+
+
+def test_package_faces_import_nothing_until_a_name_is_used() -> None:
+    # `sessions show` and `--help` import a module of a package, which runs its face.
+    code = (
+        "import sys, orchestrator.state, orchestrator.session, orchestrator.team, "
+        "orchestrator.loop; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('orchestrator', 'trio', 'pydantic', 'httpx', 'msgspec')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    faces = ["_face", "_version", "loop", "session", "state", "team"]
+    assert out.stdout.strip() == str(["orchestrator", *(f"orchestrator.{m}" for m in faces)])
 
 
 def test_every_package_init_exports_what_it_imports() -> None:

@@ -14,7 +14,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from orchestrator.tasks import TaskState
+from orchestrator.state.tasks import TaskState
 from orchestrator.tools.base import AnyTool, Tool, ToolContext, ToolOutput
 
 BlockedCategory = Literal["credential", "dependency", "input", "workspace", "decision"]

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from orchestrator.errors import ToolFailed
-from orchestrator.todos import (
+from orchestrator.loop.todos import (
     Change,
     TodoError,
     TodoItem,

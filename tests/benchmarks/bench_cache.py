@@ -53,14 +53,14 @@ from provider_server import LoopbackServer  # noqa: E402
 
 from orchestrator.agent import TurnDeps, TurnOutcome, run_turn  # noqa: E402
 from orchestrator.config import parse_config  # noqa: E402
-from orchestrator.events import AgentStarted, FanOut, ListSink, UsageUpdated  # noqa: E402
 from orchestrator.messages import SystemMessage, Usage, UserMessage  # noqa: E402
 from orchestrator.models.anthropic import to_wire  # noqa: E402
 from orchestrator.models.base import ModelRequest  # noqa: E402
 from orchestrator.models.http import make_client  # noqa: E402
 from orchestrator.models.resolve import resolve_model  # noqa: E402
-from orchestrator.prompts import single_agent_prompt  # noqa: E402
-from orchestrator.session import MemorySession  # noqa: E402
+from orchestrator.session.live import MemorySession  # noqa: E402
+from orchestrator.state.events import AgentStarted, FanOut, ListSink, UsageUpdated  # noqa: E402
+from orchestrator.team.prompts import single_agent_prompt  # noqa: E402
 from orchestrator.tools import ToolContext, Workspace, workspace_tools  # noqa: E402
 
 MODEL = "anthropic:claude-sonnet-4-5"

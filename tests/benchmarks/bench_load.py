@@ -25,7 +25,7 @@ from pathlib import Path
 import orjson
 import trio
 
-from orchestrator.session import JOURNAL, SNAPSHOT
+from orchestrator.session.live import JOURNAL, SNAPSHOT
 from orchestrator.store import Durability
 from tests.benchmarks.shape import SnapshotMeter, run_session
 
@@ -33,7 +33,7 @@ MEASURE = """
 import gc, sys, time
 from pathlib import Path
 import orjson
-from orchestrator.session import JOURNAL, load_state
+from orchestrator.session.live import JOURNAL, load_state
 directory = Path(sys.argv[1])
 start, cpu = time.perf_counter(), time.process_time()
 state = load_state(directory, warn=print)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import trio
 
-from orchestrator.session import JOURNAL, SNAPSHOT
+from orchestrator.session.live import JOURNAL, SNAPSHOT
 from orchestrator.store import Durability, scan_journal
 from tests.benchmarks.shape import RoundClock, SnapshotMeter, run_session
 

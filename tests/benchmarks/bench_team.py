@@ -63,16 +63,16 @@ from pydantic import BaseModel
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from orchestrator.definitions import AgentDefinition, Definitions  # noqa: E402
-from orchestrator.events import AgentStarted, NullSink  # noqa: E402
-from orchestrator.main_agent import open_team, run_main  # noqa: E402
 from orchestrator.messages import SystemMessage, UserMessage  # noqa: E402
 from orchestrator.models.base import ModelRequest  # noqa: E402
 from orchestrator.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply  # noqa: E402
-from orchestrator.runner import RunSettings, drive  # noqa: E402
-from orchestrator.session import MemorySession, create_session, open_session  # noqa: E402
+from orchestrator.session.live import MemorySession, create_session, open_session  # noqa: E402
+from orchestrator.state.events import AgentStarted, NullSink  # noqa: E402
 from orchestrator.store import Durability  # noqa: E402
-from orchestrator.team import MAIN, Limits, TeamSettings  # noqa: E402
+from orchestrator.team.definitions import AgentDefinition, Definitions  # noqa: E402
+from orchestrator.team.drive import RunSettings, drive  # noqa: E402
+from orchestrator.team.main_agent import open_team, run_main  # noqa: E402
+from orchestrator.team.runtime import MAIN, Limits, TeamSettings  # noqa: E402
 from orchestrator.tools import PermissionPolicy, ToolRegistry, Workspace, approve_all  # noqa: E402
 from tests.benchmarks.shape import Fixed as _Fixed  # noqa: E402
 

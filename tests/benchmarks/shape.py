@@ -13,13 +13,13 @@ from typing import Any
 
 from pydantic import BaseModel
 
-import orchestrator.session
-from orchestrator.events import AssistantReplied, Event
+import orchestrator.session.live
 from orchestrator.models.base import ModelRequest
 from orchestrator.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply
-from orchestrator.runner import RunSettings, drive
-from orchestrator.session import create_session, open_session
+from orchestrator.session.live import create_session, open_session
+from orchestrator.state.events import AssistantReplied, Event
 from orchestrator.store import Durability
+from orchestrator.team.drive import RunSettings, drive
 from orchestrator.tools import (
     PermissionPolicy,
     Tool,

@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 
 from orchestrator.messages import ToolResult
-from orchestrator.session import JOURNAL, load_state
+from orchestrator.session.live import JOURNAL, load_state
 from orchestrator.store import scan_journal
 
 

@@ -44,13 +44,13 @@ import orjson
 import pytest
 import trio
 
-from orchestrator.events import AgentStarted, MessageAdded
-from orchestrator.mailbox import Mail
-from orchestrator.manifest import read_manifest, write_manifest
 from orchestrator.messages import AssistantMessage, ToolResult, UserMessage
-from orchestrator.replay import load_state, mail_history
-from orchestrator.session import JOURNAL, LiveSession, create_session
-from orchestrator.state import SessionState
+from orchestrator.session.live import JOURNAL, LiveSession, create_session
+from orchestrator.session.replay import load_state, mail_history
+from orchestrator.state.events import AgentStarted, MessageAdded
+from orchestrator.state.fold import SessionState
+from orchestrator.state.mailbox import Mail
+from orchestrator.state.manifest import read_manifest, write_manifest
 from orchestrator.store import open_journal, scan_journal
 from tests.crash.harness import CrashRun, cli, snapshot_workspace
 

@@ -19,9 +19,9 @@ from typing import Any
 
 import orjson
 
-from orchestrator.assessment import Assessed
-from orchestrator.replay import JOURNAL, decode_records, load_state
-from orchestrator.state import SessionState
+from orchestrator.loop.assessment import Assessed
+from orchestrator.session.replay import JOURNAL, decode_records, load_state
+from orchestrator.state.fold import SessionState
 from orchestrator.store import scan_journal
 from tests.crash.harness import CrashRun
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import orjson
 
-from orchestrator.cli_models import run_models
-from orchestrator.cli_parser import add_models_parser
+from orchestrator.cli.models import run_models
+from orchestrator.cli.parser import add_models_parser
 
 SECRET = "sk-very-secret-value"
 

@@ -201,10 +201,10 @@ async def test_requests_of_a_scripted_session_keep_a_prefix_that_never_moves(
     # A real turn loop (scripted model, real tools) sends its requests; each adapter
     # renders them as it would live (one wire cache per agent), caching markers on.
     from orchestrator.agent import TurnDeps, run_turn
-    from orchestrator.events import AgentStarted
     from orchestrator.models.base import WireCache
     from orchestrator.models.scripted import ScriptedModel, parse_script
-    from orchestrator.session import MemorySession
+    from orchestrator.session.live import MemorySession
+    from orchestrator.state.events import AgentStarted
     from orchestrator.tools import ToolContext, Workspace, workspace_tools
 
     calls = [

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import orjson
 
-from orchestrator.manifest import FORMAT_VERSION
+from orchestrator.state.manifest import FORMAT_VERSION
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "orchestrator" / "demo" / "script.json"
-from orchestrator.cli_demo import GOAL  # noqa: E402
+from orchestrator.cli.demo import GOAL  # noqa: E402
 
 
 def record(name: str, *, kill_after_events: int | None) -> Path:

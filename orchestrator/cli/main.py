@@ -1,0 +1,128 @@
+"""The `orchestrator` command: parse, then hand the command to the module that runs it,
+imported only then, so that `--help` and the session commands start fast (no provider or
+HTTP machinery unless a model is run). Only the `cli*` modules read environment variables
+and platformdirs."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any, TextIO, cast
+
+from orchestrator.cli.parser import EXIT_FAILED, EXIT_USAGE, build_parser
+from orchestrator.errors import (
+    ConfigError,
+    InvalidSessionId,
+    JournalCorrupt,
+    OrchestratorError,
+    SessionNotFound,
+)
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    # Each command imports what it needs only when it runs: start-up stays cheap.
+    match args.command:
+        case "run":
+            from orchestrator.cli import run as cli_run
+
+            workspace = (
+                None if args.session_workspace else (args.workspace or cli_run.default_workspace())
+            )
+            return cli_run.start(args, goal=args.goal, model=args.model, workspace=workspace)
+        case "resume":
+            from orchestrator.cli import run as cli_run
+
+            return cli_run.resume(args)
+        case "demo":
+            from orchestrator.cli import run as cli_run
+
+            return cli_run.demo(args)
+        case "sessions":
+            from orchestrator.cli.env import sessions_root, user_prices
+            from orchestrator.cli.sessions import run_sessions
+
+            return run_sessions(args, sessions_root(args), lambda: user_prices(args))
+        case "models":
+            from orchestrator.cli.env import load_user_config
+            from orchestrator.cli.models import run_models
+
+            return run_models(args, os.environ, config=load_user_config(args))
+        case "config":
+            from orchestrator.cli.config import run_config
+
+            return run_config(args, os.environ)
+    raise AssertionError(f"unhandled command {args.command}")
+
+
+class _QuietWhenClosed:
+    """stdout that a reader may close (`orchestrator run ... | head -1`): the first write
+    that finds the pipe closed points stdout at /dev/null, and the command carries on; a
+    run is never failed by its viewer going away."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self.reader_gone = False
+
+    def write(self, text: str) -> int:
+        if not self.reader_gone:
+            try:
+                return self._stream.write(text)
+            except BrokenPipeError:
+                self._gone()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.reader_gone:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._gone()
+
+    def _gone(self) -> None:
+        self.reader_gone = True
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, self._stream.fileno())  # what is still buffered goes nowhere
+        os.close(devnull)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    if sys.stdout is not None and not isinstance(sys.stdout, _QuietWhenClosed):
+        sys.stdout = cast(TextIO, _QuietWhenClosed(sys.stdout))
+    args = build_parser().parse_args(argv)
+    try:
+        return _dispatch(args)
+    except (ConfigError, InvalidSessionId, SessionNotFound) as exc:
+        _note(f"error: {exc}")
+        return EXIT_USAGE
+    except JournalCorrupt as exc:
+        _note(f"error: {exc}")
+        if exc.path is not None and exc.path.name == "journal.jsonl":
+            directory = exc.path.parent
+            _note(
+                f"check it with:  orchestrator sessions verify {directory.name} "
+                f"--sessions-dir {directory.parent}\n"
+                f"repair it with: orchestrator sessions repair {directory.name} "
+                f"--sessions-dir {directory.parent}"
+            )
+        return EXIT_FAILED
+    except OrchestratorError as exc:
+        _note(f"error: {exc}")
+        return EXIT_FAILED
+    except OSError as exc:
+        # The machine said no (a full disk, a read-only place, ...): one line, no traceback.
+        _note(f"error: {exc}")
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        _note("interrupted; the session is resumable (orchestrator resume --last)")
+        return 130
+
+
+def _note(text: str) -> None:
+    from orchestrator.cli.text import visible
+
+    print(visible(text), file=sys.stderr, flush=True)

@@ -1,0 +1,404 @@
+"""The command line's grammar: every command, option and help text, and nothing else.
+
+Kept apart from what the commands do, and importing nothing heavy, so that `--help` and
+usage errors answer at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+from pathlib import Path
+from typing import Any
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BLOCKED, EXIT_BUDGET = 0, 1, 2, 3, 4
+EXIT_TERMINATED = 128 + signal.SIGTERM
+
+DESCRIPTION = """\
+Run LLM agents that use tools in a workspace; every session is journaled and survives a
+crash (resume it where it stood).
+
+  orchestrator demo                        offline demo with a scripted model
+  orchestrator run "GOAL" --model M -w .   run an agent on a goal (prints a session id)
+  orchestrator resume --last --yes         continue the newest session
+  orchestrator sessions list               sessions, newest first
+  orchestrator models                      configured models and whether keys are set
+  orchestrator config show                 the effective settings and where each comes from
+
+Models: scripted:PATH (offline, see docs/scripted-model.md), openai:MODEL,
+anthropic:MODEL, ollama:MODEL, openai-compatible:MODEL@URL.
+Sessions live in --sessions-dir, else $ORCHESTRATOR_SESSIONS_DIR, else the user data dir.
+Exit codes: 0 completed, 1 failed, 2 usage error, 3 blocked (it needs an answer:
+resume with --message), 4 budget exhausted (resume with a larger budget), 130/143
+stopped by Ctrl+C/SIGTERM (the session stays resumable).
+"""
+
+
+def _positive(text: str) -> int:
+    value = _count(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _amount(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be more than 0: {text}")
+    return value
+
+
+def _command(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be blank")
+    return text
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative: {value}")
+    return value
+
+
+def _sessions_option(parser: argparse.ArgumentParser) -> None:
+    # SUPPRESS: given before the command or after it, neither hides the other.
+    parser.add_argument(
+        "--sessions-dir",
+        type=Path,
+        default=argparse.SUPPRESS,
+        metavar="DIR",
+        help="where sessions live (default: $ORCHESTRATOR_SESSIONS_DIR, else the user data dir)",
+    )
+
+
+def _agent_options(parser: argparse.ArgumentParser, *, model_required_note: str) -> None:
+    parser.add_argument("-m", "--model", default=None, help=model_required_note)
+    parser.add_argument(
+        "-y",
+        "--yes",
+        action="store_true",
+        help="approve every tool call the policy would ask about",
+    )
+    parser.add_argument(
+        "--allow",
+        action="append",
+        default=[],
+        metavar="TOOL=DECISION",
+        help="permission rule, e.g. shell=deny or write_file=allow (repeatable); read-only "
+        "tools are allowed and the others ask by default",
+    )
+    parser.add_argument("--json", action="store_true", help="print events as JSON lines")
+    parser.add_argument(
+        "--max-rounds",
+        type=_positive,
+        default=50,
+        metavar="N",
+        help="stop after N model calls in one turn (default: 50)",
+    )
+    parser.add_argument(
+        "--durability",
+        choices=["always", "batch", "off"],
+        default="batch",
+        help="journal fsync policy: always (each record), batch (group commit, default), off",
+    )
+    _session_options(parser)
+    _config_option(parser)
+    _sessions_option(parser)
+
+
+def _session_options(parser: argparse.ArgumentParser) -> None:
+    """The flags that set `[session]` keys (cli_env.SESSION_FLAGS); each wins over every
+    config file. None (not given) leaves the files' value."""
+    group = parser.add_argument_group(
+        "session settings",
+        "Each wins over the [session] table of every config file; not given, the "
+        "files' value applies, else the default named here (see docs/configuration.md; "
+        "`orchestrator config show` prints what applies and why).",
+    )
+    group.add_argument(
+        "--serial",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="run one subagent at a time (--no-serial: as many as [team] max_live allows)",
+    )
+    group.add_argument(
+        "--verify",
+        action="append",
+        type=_command,
+        default=None,
+        metavar="CMD",
+        help="a shell command, run in the workspace, that checks the work, e.g. "
+        "--verify 'pytest -q' (repeatable; replaces the config's list)",
+    )
+    group.add_argument(
+        "--max-auto-continues",
+        type=_count,
+        default=None,
+        metavar="N",
+        help="send an agent whose turn ended with work left back to it at most N times "
+        "without asking (default: 10; 0: never)",
+    )
+    group.add_argument(
+        "--budget-rounds",
+        type=_positive,
+        default=None,
+        metavar="N",
+        help="model calls of the whole session, every agent together (default: no limit; "
+        "--max-rounds is the limit of one turn)",
+    )
+    group.add_argument(
+        "--budget-tokens",
+        type=_positive,
+        default=None,
+        metavar="N",
+        help="tokens of the whole session, every agent together (default: no limit)",
+    )
+    group.add_argument(
+        "--budget-cost",
+        type=_amount,
+        default=None,
+        metavar="USD",
+        help="US dollars the session may spend, from the config's [prices] (default: no limit)",
+    )
+    group.add_argument(
+        "--budget-time",
+        type=_amount,
+        default=None,
+        metavar="SECONDS",
+        help="wall-clock seconds one run may take (default: no limit)",
+    )
+
+
+def _config_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config",
+        type=Path,
+        default=argparse.SUPPRESS,
+        metavar="FILE",
+        help="config file (default: $ORCHESTRATOR_CONFIG, else config.toml in the user "
+        "config dir; see docs/configuration.md)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="orchestrator",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    _sessions_option(parser)
+    _config_option(parser)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands.required = True
+
+    run = commands.add_parser(
+        "run",
+        help="run an agent on a goal in a new session",
+        description="Run an agent on GOAL in a workspace until it answers without tool calls "
+        "(or --max-rounds is hit), showing a live transcript. The session id is printed "
+        "first; if the run is stopped or killed, `orchestrator resume ID` continues it.",
+    )
+    run.add_argument("goal", help="what the agent should achieve, in plain words")
+    _agent_options(
+        run,
+        model_required_note="model spec, e.g. scripted:script.json, openai:gpt-4o, "
+        "anthropic:claude-sonnet-4-5 (default: $ORCHESTRATOR_MODEL)",
+    )
+    place = run.add_mutually_exclusive_group()
+    place.add_argument(
+        "-w",
+        "--workspace",
+        type=Path,
+        default=None,
+        help="directory the tools are confined to (default: the current directory)",
+    )
+    place.add_argument(
+        "--session-workspace",
+        action="store_true",
+        help="work in a fresh workspace inside the session directory, so the session can "
+        "be copied elsewhere and resumed",
+    )
+
+    resume = commands.add_parser(
+        "resume",
+        help="continue a stopped or crashed session where it stood",
+        description="Continue session ID (or the newest with --last) from its journal. Tool "
+        "calls cut off by a crash are reported to the model as interrupted (idempotent ones "
+        "are simply run again). A blocked session goes on once --message answers it; a session "
+        "whose budget ran out goes on with a larger one (--max-auto-continues, --budget-*); "
+        "a finished session is left alone unless --message follows it up.",
+    )
+    resume.add_argument("session_id", nargs="?", metavar="ID", help="session id")
+    resume.add_argument("--last", action="store_true", help="resume the newest session")
+    resume.add_argument(
+        "--message",
+        metavar="TEXT",
+        default=None,
+        help="say TEXT to the main agent as it resumes: the answer a blocked session waits "
+        "for, or a follow-up to a finished one (which then goes on)",
+    )
+    _agent_options(resume, model_required_note="use this model instead of the session's own")
+
+    demo = commands.add_parser(
+        "demo",
+        help="run the offline demo (scripted model, no network)",
+        description="Run the offline demo: a scripted main agent plans with a todo list and "
+        "delegates three tasks to parallel workers (one reports progress, one asks a "
+        "question the main agent answers); the demo kills the process (SIGKILL) while they "
+        "work and resumes the session from its journal; the main agent stops early and is "
+        "auto-continued, and its verification fails once, then passes. Needs no network "
+        "and no key.",
+    )
+    demo.add_argument(
+        "-w",
+        "--workspace",
+        type=Path,
+        default=None,
+        help="directory to work in (default: a fresh temporary directory)",
+    )
+    demo.add_argument("--json", action="store_true", help="print events as JSON lines")
+    demo.add_argument(
+        "--no-crash",
+        action="store_true",
+        help="skip the simulated crash (by default the agent process is SIGKILLed at its "
+        "first shell call and the session is resumed)",
+    )
+    _sessions_option(demo)
+
+    _add_sessions_parser(commands)
+    add_models_parser(commands)
+    _add_config_parser(commands)
+    return parser
+
+
+def _add_config_parser(commands: Any) -> None:
+    config = commands.add_parser(
+        "config",
+        help="show the effective configuration",
+        description="Look at the configuration that `run` and `resume` would use.",
+    )
+    actions = config.add_subparsers(dest="action", metavar="ACTION")
+    actions.required = True
+    show = actions.add_parser(
+        "show",
+        help="every setting of [session] and [team], the model, and where each comes from",
+        description="Print the effective value of every [session] and [team] key, the model "
+        "and each role's model, and the layer that set it: the user's config file, the "
+        "project's .orchestrator/config.toml in the workspace, --config FILE or "
+        "$ORCHESTRATOR_CONFIG, or the default. Settings of a project config that need "
+        "your trust and do not have it are shown as ignored (`run` would ask about them).",
+    )
+    show.add_argument(
+        "-w",
+        "--workspace",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="the workspace whose .orchestrator/config.toml applies (default: the current "
+        "directory)",
+    )
+    show.add_argument(
+        "--json",
+        action="store_true",
+        help='print one JSON object: {"KEY": {"value": ..., "source": ...}}',
+    )
+    _config_option(show)
+
+
+def _add_sessions_parser(commands: Any) -> None:
+    sessions = commands.add_parser(
+        "sessions",
+        help="list, show, verify or repair sessions",
+        description="Look at the sessions under the sessions root.",
+    )
+    actions = sessions.add_subparsers(dest="action", metavar="ACTION")
+    actions.required = True
+    listing = actions.add_parser(
+        "list",
+        help="sessions, newest first",
+        description="One line per session: id, created, status, size, goal. A session "
+        "marked 'running' whose process is gone shows as 'stopped (resumable)'.",
+    )
+    listing.add_argument("--json", action="store_true", help="print one JSON object per session")
+    _sessions_option(listing)
+    _session_action(
+        actions,
+        "delete",
+        "delete a session",
+        "Delete session ID: its directory, journal, snapshot and, for a "
+        "--session-workspace session, its workspace. A session in use is refused.",
+    )
+    show = _session_action(
+        actions,
+        "show",
+        "what a session holds",
+        "Goal, status (and why it failed or stopped), model, workspace, agents with message "
+        "counts, token usage, cache share and cost (from the price table in the config, if "
+        "any), and the last journal records.",
+    )
+    _config_option(show)
+    show.add_argument("--json", action="store_true", help="print one JSON object")
+    show.add_argument("--events", type=_count, default=10, metavar="N", help="last N records")
+    show.add_argument(
+        "--transcript",
+        action="store_true",
+        help="print the whole conversation instead: every message, every tool call with its "
+        "full arguments, every result in full",
+    )
+    _session_action(
+        actions,
+        "repair",
+        "cut a corrupt journal back to its last good batch",
+        "Copy the journal aside (nothing is deleted), then truncate it in place to the last "
+        "good batch before the first corrupt record, or before the first record this version "
+        "cannot read; if the session had got further than its journal now goes, accept that "
+        "loss explicitly. Takes the session's lock.",
+    )
+    _session_action(
+        actions,
+        "verify",
+        "check every record of a session",
+        "Read the whole journal: every record's frame, checksum and schema, that it folds "
+        "into the state, and that the snapshot agrees. Resume reads only what it needs; this "
+        "reads everything. Exit status 1 when a problem is found.",
+    )
+
+
+def _session_action(
+    actions: Any, name: str, summary: str, description: str
+) -> argparse.ArgumentParser:
+    """A `sessions` action on one session: ID, and where sessions live."""
+    parser: argparse.ArgumentParser = actions.add_parser(
+        name, help=summary, description=description
+    )
+    parser.add_argument("session_id", metavar="ID")
+    _sessions_option(parser)
+    return parser
+
+
+def add_models_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register `models` on an argparse subparsers object."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "models",
+        help="list configured providers and models, and whether their API keys are set",
+        description="List the built-in and configured providers (base URL, the variable "
+        "holding each API key and whether it is set) and the model each agent role uses. "
+        "Keys are never printed. Exit code 1 if a configured model cannot be used.",
+    )
+    _config_option(parser)
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    return parser
+
+
+def _version() -> str:
+    from orchestrator._version import __version__
+
+    return __version__

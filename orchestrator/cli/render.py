@@ -1,0 +1,287 @@
+"""Event sinks for people and programs: a live, readable transcript, or JSON lines."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import TextIO
+
+import orjson
+
+from orchestrator.cli.text import abbreviate, visible
+from orchestrator.loop.assessment import Assessed, BlockedReported, Verified
+from orchestrator.loop.todos import TodoItem, TodoList, TodosChanged
+from orchestrator.messages import ToolResult
+from orchestrator.state.events import (
+    AgentStarted,
+    AssistantReplied,
+    Event,
+    MessageAdded,
+    Notice,
+    PermissionGranted,
+    SessionStatusChanged,
+    TextStreamed,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnEnded,
+    TurnStarted,
+    UsageUpdated,
+    event_json,
+)
+from orchestrator.state.mailbox import MessagePosted, MessagesDelivered
+from orchestrator.state.tasks import TaskChanged, TaskCreated
+
+MAIN = "main"
+ARG_WIDTH = 60
+RESULT_WIDTH = 100
+
+
+def format_arguments(raw: str) -> str:
+    """`path='a.py' content='def f…'`: each argument abbreviated, or the raw text if it
+    is not a JSON object."""
+    try:
+        parsed = orjson.loads(raw or "{}")
+    except orjson.JSONDecodeError:
+        return abbreviate(raw, ARG_WIDTH)
+    if not isinstance(parsed, dict):
+        return abbreviate(raw, ARG_WIDTH)
+    return " ".join(
+        f"{key}={abbreviate(repr(value), ARG_WIDTH // 2)}" for key, value in parsed.items()
+    )
+
+
+def _scope(scope: tuple[str, ...] | None) -> str:
+    if scope is None:
+        return "anywhere"
+    return visible(", ".join(scope)) if scope else "nothing"
+
+
+class Style:
+    """ANSI styling, or none at all (pipes, NO_COLOR)."""
+
+    def __init__(self, color: bool) -> None:
+        self.color = color
+
+    def _wrap(self, code: str, text: str) -> str:
+        return f"\x1b[{code}m{text}\x1b[0m" if self.color else text
+
+    def dim(self, text: str) -> str:
+        return self._wrap("2", text)
+
+    def bold(self, text: str) -> str:
+        return self._wrap("1", text)
+
+    def green(self, text: str) -> str:
+        return self._wrap("32", text)
+
+    def red(self, text: str) -> str:
+        return self._wrap("31", text)
+
+    def yellow(self, text: str) -> str:
+        return self._wrap("33", text)
+
+    def cyan(self, text: str) -> str:
+        return self._wrap("36", text)
+
+
+class TranscriptSink:
+    """Prints what agents do as it happens: streamed text, each tool call with its
+    arguments abbreviated, and its outcome."""
+
+    def __init__(
+        self,
+        out: TextIO,
+        *,
+        color: bool,
+        todos_of: Callable[[str], TodoList] | None = None,
+    ) -> None:
+        self.out = out
+        self.style = Style(color)
+        self._mid_line = False
+        # Each agent's whole list, shown when it changes: read from the session's state
+        # when given (it is folded before the screen sees the event), else folded here.
+        self._todos_of = todos_of
+        self._todos: dict[str, TodoList] = {}
+
+    def _line(self, text: str) -> None:
+        # Everything shown comes from models and tools: it is made visible as it is
+        # composed (below), never written raw; the sink's own styling is added after.
+        if self._mid_line:
+            self.out.write("\n")
+            self._mid_line = False
+        self.out.write(text + "\n")
+        self.out.flush()
+
+    async def emit(self, event: Event, *, durable: bool = False) -> None:
+        s = self.style
+        # The main agent's lines as before; a subagent's carry its task id, and its text
+        # is shown per reply (streamed text of agents running at once would interleave).
+        who = "" if event.agent == MAIN else s.dim(f"[{visible(event.agent)}] ")
+        match event:
+            case AgentStarted() | TextStreamed() | AssistantReplied():
+                self._speech(event, who)
+            case ToolCallStarted(call=call):
+                self._line(
+                    who
+                    + s.cyan(f"  → {visible(call.name)}")
+                    + " "
+                    + s.dim(visible(format_arguments(call.arguments)))
+                )
+            case ToolCallFinished(result=result):
+                self._line(who + self._outcome(result))
+            case TurnEnded(reason=reason, rounds=rounds, detail=detail):
+                mark = s.green("✔") if reason == "completed" else s.yellow("■")
+                extra = f": {visible(detail)}" if detail else ""
+                agent = visible(event.agent)
+                self._line(f"{mark} {agent} turn {reason} after {rounds} rounds{extra}")
+            case TaskCreated() | TaskChanged() | MessagePosted() | MessagesDelivered():
+                self._team_line(event)
+            case TodosChanged() | Assessed() | Verified() | BlockedReported():
+                self._progress_line(event, who)
+            case Notice(message=message):
+                self._line(s.yellow(f"! {visible(message)}"))
+            case PermissionGranted(tool=tool, pattern=pattern):
+                what = f"{tool} commands matching {pattern!r}" if pattern else tool
+                self._line(s.dim(f"  (allowed {visible(what)} for this session)"))
+            case MessageAdded() | TurnStarted() | UsageUpdated() | SessionStatusChanged():
+                # The command line says how the session ended, once, on stderr.
+                pass
+
+    def _speech(self, event: AgentStarted | TextStreamed | AssistantReplied, who: str) -> None:
+        """The main agent's text as it streams; a subagent's, one line per reply."""
+        s = self.style
+        match event:
+            case AgentStarted(agent=agent, role=role):
+                if agent == MAIN:
+                    self._line(s.bold(f"● {visible(agent)}") + s.dim(f" ({visible(role)})"))
+            case TextStreamed(text=text):
+                if event.agent == MAIN:
+                    self.out.write(visible(text))
+                    self.out.flush()
+                    self._mid_line = True
+            case AssistantReplied(message=message):
+                if self._mid_line:
+                    self.out.write("\n")
+                    self._mid_line = False
+                if who and message.text.strip():
+                    self._line(who + visible(abbreviate(message.text, RESULT_WIDTH)))
+
+    def _team_line(
+        self, event: TaskCreated | TaskChanged | MessagePosted | MessagesDelivered
+    ) -> None:
+        """Delegation and the mailbox: a task made, a task's new state, a message."""
+        s = self.style
+        match event:
+            case TaskCreated(task=task, agent_type=kind, description=description):
+                scope = _scope(event.write_scope)
+                self._line(
+                    s.bold(f"⇢ {visible(task)}")
+                    + f" {visible(kind)}: {visible(abbreviate(description, ARG_WIDTH))}"
+                    + s.dim(f" (from {visible(event.agent)}, writes {scope})")
+                )
+            case TaskChanged(task=task, state=state, reason=reason):
+                marks = {"completed": s.green("✔"), "failed": s.red("✗"), "cancelled": s.red("✗")}
+                extra = f": {visible(abbreviate(reason, RESULT_WIDTH))}" if reason else ""
+                self._line(f"{marks.get(state, s.cyan('◆'))} {visible(task)} {state}{extra}")
+            case MessagePosted(mail=kind, to=to, summary=summary):
+                self._line(
+                    s.yellow(f"✉ {visible(event.id)} {kind}")
+                    + f" {visible(event.agent)} → {visible(to)}: "
+                    + visible(abbreviate(summary, RESULT_WIDTH))
+                )
+            case MessagesDelivered(ids=ids):
+                self._line(s.dim(f"  ({visible(event.agent)} reads {', '.join(ids)})"))
+
+    def _progress_line(
+        self, event: TodosChanged | Assessed | Verified | BlockedReported, who: str
+    ) -> None:
+        """Todo lists as they change, and the assessment of each turn's end."""
+        s = self.style
+        match event:
+            case TodosChanged():
+                todos = self._todo_list(event)
+                done, total = todos.progress()
+                self._line(who + s.bold(f"☰ Tasks {done}/{total}"))
+                for item in todos.items.values():
+                    self._line(who + "    " + self._todo(todos, item))
+            case Assessed(action=action, reasons=reasons, count=count, limit=limit):
+                why = visible("; ".join(reasons))
+                agent = visible(event.agent)
+                if action == "continue_from_context":
+                    self._line(s.yellow(f"↻ {agent} auto-continuing {count}/{limit}: {why}"))
+                elif action in ("blocked", "budget_exhausted"):
+                    self._line(s.red(f"■ {agent} {action.replace('_', ' ')}: {why}"))
+                elif action == "completed":
+                    self._line(s.green(f"✔ {agent} done") + (f": {why}" if why else ""))
+                else:
+                    self._line(s.dim(f"… {agent} {action.replace('_', ' ')}: {why}"))
+            case Verified(passed=passed, commands=commands, exit_code=code):
+                what = visible("; ".join(commands))
+                if passed:
+                    self._line(s.green(f"✔ verified: {what} passed"))
+                else:
+                    self._line(s.red(f"✗ verification failed (exit code {code}): {what}"))
+            case BlockedReported(category=category, reason=reason):
+                self._line(who + s.red(f"■ blocked ({visible(category)}): {visible(reason)}"))
+
+    def _todo_list(self, event: TodosChanged) -> TodoList:
+        if self._todos_of is not None:
+            return self._todos_of(event.agent)
+        todos = self._todos.setdefault(event.agent, TodoList())
+        todos.apply(0, event)
+        return todos
+
+    def _todo(self, todos: TodoList, item: TodoItem) -> str:
+        s = self.style
+        text = visible(abbreviate(item.content, RESULT_WIDTH))
+        match item.status:
+            case "completed":
+                return s.green("✓ ") + s.dim(text)
+            case "in_progress":
+                doing = visible(item.active_form) if item.active_form else text
+                return s.cyan(f"▶ {doing}")
+            case "failed" | "cancelled":
+                why = f": {visible(item.failure)}" if item.failure else ""
+                return s.red(f"✗ {text} ({item.status}{why})")
+        if todos.is_blocked(item):
+            return s.dim(f"⊘ {text} (blocked by {', '.join(todos.open_blockers(item))})")
+        return f"☐ {text}"
+
+    def _outcome(self, result: ToolResult) -> str:
+        content = result.content
+        if result.name.startswith("todo_") and result.status == "ok":
+            content = content.split("\n", 1)[0]  # the list itself is shown as it changes
+        first = visible(abbreviate(content, RESULT_WIDTH))
+        name = visible(result.name)
+        if result.status == "ok":
+            return "    " + self.style.green(f"✓ {name}: ") + self.style.dim(first)
+        return "    " + self.style.red(f"✗ {name} {result.status}: ") + first
+
+
+class JsonLinesSink:
+    """One JSON object per event per line, for other programs: the event's fields, plus
+    `session` (its id), `time` (UTC, ISO 8601) and, for an event the journal keeps,
+    `seq` (its record's journal seq, given by `seq_of` right after it was journaled).
+    With agents running at once, lines may come out of seq order: `seq` is the order."""
+
+    def __init__(
+        self,
+        out: TextIO,
+        *,
+        session: str = "",
+        seq_of: Callable[[Event], int | None] | None = None,
+    ) -> None:
+        self.out = out
+        self.session = session
+        self.seq_of = seq_of or (lambda event: None)
+
+    async def emit(self, event: Event, *, durable: bool = False) -> None:
+        line = event_json(event)
+        if self.session:
+            line["session"] = self.session
+        seq = self.seq_of(event)
+        if seq is not None:
+            line["seq"] = seq
+        line["time"] = datetime.now(UTC).isoformat(timespec="milliseconds")
+        self.out.write(orjson.dumps(line).decode() + "\n")
+        self.out.flush()

@@ -1,0 +1,428 @@
+"""Running agents from the command line: `run`, `resume` and `demo`."""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import signal
+import sys
+import tempfile
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import httpx
+import trio
+
+from orchestrator.cli import demo as cli_demo
+from orchestrator.cli.env import SESSION_FLAGS, effective_config, sessions_root, user_config_dir
+from orchestrator.cli.parser import (
+    EXIT_BLOCKED,
+    EXIT_BUDGET,
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_TERMINATED,
+)
+from orchestrator.cli.render import JsonLinesSink, TranscriptSink
+from orchestrator.cli.sessions import latest_session_id, task_tree
+from orchestrator.cli.text import visible
+from orchestrator.config import Config
+from orchestrator.errors import ConfigError
+from orchestrator.loop.assessment import Budgets
+from orchestrator.messages import ToolCall
+from orchestrator.models.base import Model
+from orchestrator.models.http import Backoff, make_client
+from orchestrator.models.resolve import key_variables, resolve_model
+from orchestrator.session.live import LiveSession, create_session, open_session
+from orchestrator.state.events import EventSink
+from orchestrator.state.mailbox import Caps
+from orchestrator.state.manifest import read_manifest, write_manifest
+from orchestrator.store import Durability, session_dir
+from orchestrator.team.definitions import Definitions
+from orchestrator.team.drive import RunResult, RunSettings, drive
+from orchestrator.team.oversight import Policy
+from orchestrator.team.runtime import Limits
+from orchestrator.tools import (
+    Approver,
+    EnvPolicy,
+    PermissionPolicy,
+    Redactor,
+    approve_all,
+    deny_all,
+    workspace_tools,
+)
+from orchestrator.tools.permissions import Answer, parse_rules
+
+EXIT_CODES = {"blocked": EXIT_BLOCKED, "budget_exhausted": EXIT_BUDGET}
+
+
+def default_workspace() -> Path:
+    """The current directory, unless it is `/` or the home directory itself: with no
+    `--workspace`, a run there would put every file of the machine or of the user in
+    reach of the agent's tools by accident."""
+    cwd = Path.cwd()
+    where = {Path("/"): "the root directory", Path.home().resolve(): "your home directory"}
+    what = where.get(cwd.resolve())
+    if what is not None:
+        raise ConfigError(
+            f"refusing to use {cwd} ({what}, the current directory) as the workspace; "
+            f"choose one with -w DIR (-w {cwd} if you do mean it), or pass "
+            "--session-workspace for a fresh one inside the session"
+        )
+    return cwd
+
+
+def _color_enabled(stream: object) -> bool:
+    if os.environ.get("NO_COLOR"):
+        return False
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
+def _make_sink(json_mode: bool, live: LiveSession | None = None) -> EventSink:
+    if json_mode:
+        if live is None:
+            return JsonLinesSink(sys.stdout)
+        live.track_seqs = True
+        return JsonLinesSink(sys.stdout, session=live.id, seq_of=live.seq_of)
+    todos_of = live.state.todo_list if live is not None else None
+    return TranscriptSink(sys.stdout, color=_color_enabled(sys.stdout), todos_of=todos_of)
+
+
+def _make_approver(yes: bool) -> Approver:
+    if yes:
+        return approve_all
+    if not sys.stdin.isatty():
+        return deny_all
+
+    from orchestrator.cli.prompt import make_prompt
+
+    approver: Approver = make_prompt()
+    return approver
+
+
+def team_limits(config: Config) -> Limits:
+    """`Limits` with what the config's `[team]` table sets."""
+    t, d = config.team, Limits()
+    return Limits(
+        max_depth=d.max_depth if t.max_depth is None else t.max_depth,
+        max_live=d.max_live if t.max_live is None else t.max_live,
+        max_model_calls=d.max_model_calls if t.max_model_calls is None else t.max_model_calls,
+        wait_timeout=d.wait_timeout if t.wait_timeout is None else t.wait_timeout,
+        stall_after=d.stall_after if t.stall_after is None else t.stall_after,
+        caps=Caps(
+            message_chars=t.message_chars or d.caps.message_chars,
+            delivery_chars=t.delivery_chars or d.caps.delivery_chars,
+        ),
+    )
+
+
+class _RoleModels:
+    """The model of each agent role, resolved once: `--model` for every role, else the
+    role's agent definition or `[agents.ROLE] model`, else the session's model."""
+
+    def __init__(
+        self,
+        *,
+        main: str,
+        cli: str | None,
+        config: Config,
+        definitions: Definitions,
+        http: httpx.AsyncClient,
+    ) -> None:
+        self._main, self._cli, self._config = main, cli, config
+        self._definitions, self._http = definitions, http
+        self._models: dict[str, Model] = {}
+        self._backoff = Backoff()  # one rate limit holds every role on that provider
+
+    def spec(self, role: str) -> str:
+        if self._cli or role == "main":
+            return self._cli or self._main
+        own = self._definitions.get(role).model if role in self._definitions else None
+        return own or self._config.agent(role).model or self._main
+
+    def __call__(self, role: str) -> Model:
+        model = self._models.get(role)
+        if model is None:
+            model = resolve_model(
+                self.spec(role),
+                env=os.environ,
+                http=self._http,
+                config=self._config,
+                role=role,
+                backoff=self._backoff,
+            )
+            self._models[role] = model
+        return model
+
+
+def _definitions(workspace: Path, *, interactive: bool) -> Definitions:
+    """The agent types: built-in, the user's, the project's (asked about once if they
+    would widen anything, when there is a terminal to ask at)."""
+    from orchestrator.team.definitions import WORKSPACE_TOOLS, load_definitions
+    from orchestrator.team.trust import TrustStore
+
+    user_dir = user_config_dir(os.environ)
+    ask = _ask_trust if interactive and sys.stdin.isatty() else None
+    return load_definitions(
+        project_dir=workspace,
+        user_dir=user_dir,
+        trust=TrustStore(user_dir),
+        ask=ask,
+        known_tools=WORKSPACE_TOOLS,
+    )
+
+
+def _ask_resume(yes: bool) -> Callable[[str], Awaitable[bool]] | None:
+    """Whether to revive a task whose resume policy is `ask`: yes with `--yes`, asked at
+    a terminal, else nobody is asked (it stays stopped)."""
+    if not yes and not sys.stdin.isatty():
+        return None
+
+    async def ask(question: str) -> bool:
+        if yes:
+            return True
+        note(question)
+        print("Revive it? [y/N]: ", end="", file=sys.stderr, flush=True)
+        line = await trio.to_thread.run_sync(sys.stdin.readline, abandon_on_cancel=True)
+        return line.strip().lower() in ("y", "yes")
+
+    return ask
+
+
+def _ask_trust(question: str) -> bool:
+    print(visible(question), file=sys.stderr)
+    print("Trust this project's settings? [y/N]: ", end="", file=sys.stderr, flush=True)
+    return sys.stdin.readline().strip().lower() in ("y", "yes")
+
+
+def _naming(approve: Approver) -> Callable[[str, str], Approver]:
+    """An approver per agent that first says which agent asks (the main agent's asks
+    as before)."""
+
+    def make(agent: str, who: str) -> Approver:
+        if agent == "main":
+            return approve
+
+        async def ask(call: ToolCall) -> Answer:
+            note(f"{who} asks:")
+            return await approve(call)
+
+        return ask
+
+    return make
+
+
+def note(text: str) -> None:
+    """A line for the person at the terminal (stderr), made safe to show."""
+    print(visible(text), file=sys.stderr, flush=True)
+
+
+def _policy(rules: list[str]) -> PermissionPolicy:
+    try:
+        return PermissionPolicy(rules=parse_rules(rules))
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc
+
+
+def assess_policy(config: Config) -> Policy:
+    """How turn ends are assessed: the layered config's [session] (flags included)."""
+    session = config.session
+    return Policy(
+        max_auto_continues=session.max_auto_continues,
+        stall_rounds=session.stall_rounds,
+        verify=session.verify,
+        note=session.continuation_note,
+        serial=session.serial,
+        budgets=Budgets(
+            rounds=session.budget_rounds,
+            tokens=session.budget_tokens,
+            cost=session.budget_cost,
+            wall=session.budget_wall,
+        ),
+        prices=dict(config.prices),
+    )
+
+
+async def _run_session(
+    root: Path, session_id: str, args: argparse.Namespace, config: Config
+) -> int:
+    directory = session_dir(root, session_id)
+    async with (
+        open_session(root, session_id, durability=Durability(args.durability), warn=note) as live,
+        make_client() as http,
+    ):
+        spec = args.model or live.manifest.model_spec(directory)
+        role = config.agent("main")
+        keys = key_variables(env=os.environ, config=config)
+        shell = config.shell
+        env_policy = EnvPolicy(
+            inherit=shell.inherit,
+            keep_secrets=shell.keep_secrets,
+            exclude=shell.exclude,
+            include_only=shell.include_only,
+            set=dict(shell.set),
+            always_drop=frozenset(keys),
+        )
+        workspace = live.manifest.workspace_path(directory)
+        definitions = await trio.to_thread.run_sync(
+            functools.partial(_definitions, workspace, interactive=not args.yes)
+        )
+        approve = _make_approver(args.yes)
+        models = _RoleModels(
+            main=spec, cli=args.model, config=config, definitions=definitions, http=http
+        )
+        settings = RunSettings(
+            model=models("main"),
+            models=models,
+            definitions=definitions,
+            # Only a person at the terminal needs to be told which agent asks.
+            approve_for=None if approve in (approve_all, deny_all) else _naming(approve),
+            tools=workspace_tools(env_policy),
+            redact=Redactor.of(keys, os.environ),
+            ui=_make_sink(args.json, live),
+            policy=_policy(args.allow),
+            approve=approve,
+            max_rounds=args.max_rounds,
+            max_tokens=role.max_tokens,
+            temperature=role.temperature,
+            limits=team_limits(config),
+            ask_resume=_ask_resume(args.yes),
+            assess=assess_policy(config),
+            message=getattr(args, "message", None) or "",
+        )
+        result = await _drive_until_terminated(live, settings)
+        tasks = live.state.tasks.dump()
+    if tasks:
+        note("tasks:")
+        for line in task_tree(tasks):
+            note(f"  {line}")
+    if result is None:
+        note(f"terminated; session {session_id} is resumable (orchestrator resume {session_id})")
+        return EXIT_TERMINATED
+    detail = f" ({result.detail})" if result.detail else ""
+    note(f"session {session_id} {result.status}{detail}")
+    if result.status != "completed":
+        if result.advice:
+            note(result.advice.replace("resume ID", f"resume {session_id}"))
+        if result.resume_helps:
+            note(f"continue it with: orchestrator resume {session_id}")
+        return EXIT_CODES.get(result.status, EXIT_FAILED)
+    return EXIT_OK
+
+
+async def _drive_until_terminated(live: LiveSession, settings: RunSettings) -> RunResult | None:
+    """`drive`, stopped cleanly by SIGTERM as by Ctrl+C: running tools are cancelled (their
+    process groups killed) and the session is marked interrupted. None if terminated."""
+    result: RunResult | None = None
+    try:
+        async with trio.open_nursery() as nursery:
+
+            async def run() -> None:
+                nonlocal result
+                result = await drive(live, settings)
+                nursery.cancel_scope.cancel()
+
+            async def watch() -> None:
+                # SIGHUP (the terminal closed) stops a run like SIGTERM does.
+                with trio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
+                    async for _ in signals:
+                        nursery.cancel_scope.cancel()
+                        return
+
+            nursery.start_soon(watch)
+            nursery.start_soon(run)
+    except BaseExceptionGroup as group:
+        # Ctrl+C or an error in `run` arrives grouped by the nursery; callers expect it bare.
+        if len(group.exceptions) == 1:
+            raise group.exceptions[0] from None
+        raise
+    return result
+
+
+def _config(args: argparse.Namespace, workspace: Path | None) -> Config:
+    """The layered config of a run (cli_env.effective_config); a project config that
+    would widen anything is asked about as its agent definitions are (`_definitions`),
+    and never with --json, whose output a program reads."""
+    interactive = not args.yes and not args.json and sys.stdin.isatty()
+    config, _ = effective_config(
+        args, os.environ, workspace, ask=_ask_trust if interactive else None
+    )
+    return config
+
+
+def start(args: argparse.Namespace, *, goal: str, model: str | None, workspace: Path | None) -> int:
+    _policy(args.allow)  # a usage error first, before anything is looked up
+    if workspace is not None and not workspace.is_dir():
+        raise ConfigError(f"workspace {workspace} is not a directory")
+    config = _config(args, workspace)
+    spec = config.model_for("main", cli_model=model or os.environ.get("ORCHESTRATOR_MODEL"))
+    # Fail fast, before a session exists.
+    resolve_model(spec, env=os.environ, config=config, role="main")
+    assert spec is not None
+    root = sessions_root(args)
+    session_id, directory = create_session(root, goal=goal, model=spec, workspace=workspace)
+    flags = {dest: getattr(args, dest) for dest, _, _ in SESSION_FLAGS}
+    given = {dest: value for dest, value in flags.items() if value is not None}
+    if given:
+        write_manifest(directory, read_manifest(directory).model_copy(update={"flags": given}))
+    note(f"session {session_id} (in {root})")
+    return trio.run(_run_session, root, session_id, args, config)
+
+
+def resume(args: argparse.Namespace) -> int:
+    _policy(args.allow)
+    root = sessions_root(args)
+    if args.last == bool(args.session_id):
+        raise ConfigError("give a session ID or --last (not both)")
+    session_id = latest_session_id(root) if args.last else args.session_id
+    directory = session_dir(root, session_id)
+    manifest = read_manifest(directory)
+    if manifest.status == "completed" and not args.message:
+        note(
+            f"session {session_id} already finished (completed); nothing to do (give "
+            "--message to follow up)"
+        )
+        return EXIT_OK
+    for dest, value in manifest.flags.items():
+        if getattr(args, dest, None) is None:
+            setattr(args, dest, value)  # the run's own flags, unless this resume gives its own
+    config = _config(args, manifest.workspace_path(directory))
+    note(f"resuming session {session_id}")
+    return trio.run(_run_session, root, session_id, args, config)
+
+
+def demo(args: argparse.Namespace) -> int:
+    from orchestrator.demo import script_path
+
+    workspace = args.workspace or Path(tempfile.mkdtemp(prefix="orchestrator-demo-"))
+    workspace.mkdir(parents=True, exist_ok=True)
+    root = sessions_root(args)
+    session_id, _ = create_session(
+        root, goal=cli_demo.GOAL, model=f"scripted:{script_path()}", workspace=workspace
+    )
+    note(f"demo workspace: {workspace}")
+    note(f"session {session_id} (in {root})")
+    run_args = argparse.Namespace(
+        yes=True,
+        verify=[cli_demo.VERIFY],
+        allow=[],
+        json=args.json,
+        max_rounds=20,
+        model=None,
+        durability=Durability.BATCH.value,
+        config=getattr(args, "config", None),
+    )
+    if not args.no_crash:
+        ui = _make_sink(args.json)
+        trio.run(
+            functools.partial(cli_demo.run_until_crash, json_mode=args.json),
+            root,
+            session_id,
+            ui,
+        )
+        note(f"resuming session {session_id} from its journal")
+    config, _ = effective_config(run_args, os.environ, workspace)
+    code = trio.run(_run_session, root, session_id, run_args, config)
+    note(f"demo workspace: {workspace}")
+    return code

@@ -1,0 +1,534 @@
+"""`orchestrator sessions list | show | verify | repair | delete`: look after sessions
+without running them."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from orchestrator.cli.text import abbreviate, visible
+from orchestrator.errors import JournalCorrupt, SessionError, SessionNotFound
+from orchestrator.layout import LOCK, MANIFEST
+from orchestrator.session.report import (
+    TOKENS,
+    Call,
+    assessments,
+    cache_share,
+    frame_summary,
+    overview,
+    usage_ledger,
+    usage_table,
+)
+from orchestrator.store.ids import is_session_id, session_dir
+from orchestrator.store.lock import lock_holder
+
+if TYPE_CHECKING:
+    from orchestrator.usage import Price
+
+# The manifest's model (pydantic) and reading journals are imported by the commands that
+# need them, so that `sessions list` (and `show`, from a snapshot) starts without them.
+
+
+def session_ids(root: Path) -> list[str]:
+    """Our session directories under root, newest first (ids sort by time)."""
+    if not root.is_dir():
+        return []
+    return sorted(
+        (p.name for p in root.iterdir() if is_session_id(p.name) and (p / MANIFEST).exists()),
+        reverse=True,
+    )
+
+
+def latest_session_id(root: Path) -> str:
+    ids = session_ids(root)
+    if not ids:
+        raise SessionNotFound(f"no sessions under {root}")
+    return ids[0]
+
+
+def _human(size: int) -> str:
+    value = float(size)
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    raise AssertionError
+
+
+def shown_status(directory: Path, status: str) -> str:
+    if status == "running" and lock_holder(directory / LOCK) is None:
+        return "stopped (resumable)"
+    return status
+
+
+def _listing(directory: Path) -> tuple[str, str, str]:
+    """(created, status, goal) from a manifest, read without its model: listing a
+    thousand sessions should cost a thousand small reads, not a schema library's start."""
+    try:
+        fields = orjson.loads((directory / MANIFEST).read_bytes())
+        values = fields["created"], fields["status"], fields["goal"]
+    except (OSError, orjson.JSONDecodeError, KeyError, TypeError) as exc:
+        raise SessionError(f"{directory / MANIFEST} is not a readable manifest ({exc})") from exc
+    if not all(isinstance(value, str) for value in values):
+        raise SessionError(f"{directory / MANIFEST} is not a valid manifest")
+    return values
+
+
+def _session_size(directory: Path) -> int:
+    """The session's own files: a workspace inside it, however big, is not walked."""
+    return sum(p.stat().st_size for p in directory.iterdir() if p.is_file())
+
+
+def _list(root: Path, *, as_json: bool = False) -> int:
+    ids = session_ids(root)
+    if as_json:
+        for session_id in ids:
+            directory = root / session_id
+            entry: dict[str, Any] = {"id": session_id}
+            try:
+                created, status, goal = _listing(directory)
+            except SessionError as exc:
+                entry["error"] = str(exc)
+            else:
+                entry |= {
+                    "created": created,
+                    "status": shown_status(directory, status),
+                    "size": _session_size(directory),
+                    "goal": goal,
+                }
+            print(orjson.dumps(entry).decode())
+        return 0
+    if not ids:
+        print(f"no sessions under {root}")
+        return 0
+    print(f"{'ID':<24} {'CREATED':<25} {'STATUS':<20} {'SIZE':>9}  GOAL")
+    for session_id in ids:
+        directory = root / session_id
+        try:
+            created, status, goal = _listing(directory)
+        except SessionError as exc:
+            print(f"{session_id:<24} unreadable: {visible(str(exc))}")
+            continue
+        print(
+            f"{session_id:<24} {created:<25} {shown_status(directory, status):<20} "
+            f"{_human(_session_size(directory)):>9}  {visible(abbreviate(goal, 60))}"
+        )
+    return 0
+
+
+def describe(directory: Path, last: int, prices: Mapping[str, Price]) -> dict[str, Any]:
+    """What `sessions show` shows, folded from the whole journal (`overview` reads the
+    same from the snapshot, when that covers the journal)."""
+    from orchestrator.loop.assessment import Assessed
+    from orchestrator.messages import plain
+    from orchestrator.session.replay import JOURNAL, folded, gc_paused, read_snapshot
+    from orchestrator.state.events import AssistantReplied, SessionStatusChanged
+    from orchestrator.state.fold import SessionState
+    from orchestrator.state.mailbox import MailHistory
+    from orchestrator.state.manifest import read_manifest
+    from orchestrator.store import scan_journal
+
+    manifest = read_manifest(directory)
+    path = directory / JOURNAL
+    # The snapshot's mark spares checking the journal line by line up to it (`show` of a
+    # killed session comes here after `overview` has scanned the journal once).
+    snapshot = read_snapshot(directory, warn=lambda _: None)
+    mark = None if snapshot is None else snapshot.journal
+    # One pass over the whole journal gives the state, every message (the state keeps only
+    # the live ones), the usage ledger and the last events.
+    reason = ""
+    verdicts: list[tuple[int, str, str, tuple[str, ...]]] = []  # (seq, agent, action, reasons)
+    state = SessionState()
+    mail = MailHistory()
+    calls: list[Call] = []
+    with gc_paused():
+        scan = scan_journal(path, mark=mark)
+        for seq, event in folded(state, scan):
+            mail.apply(seq, event)
+            if isinstance(event, SessionStatusChanged):
+                reason = event.detail
+            if isinstance(event, Assessed):
+                verdicts.append((seq, event.agent, event.action, event.reasons))
+            if isinstance(event, AssistantReplied) and event.message.usage is not None:
+                usage = event.message.usage
+                tokens = {key: getattr(usage, key) for key in TOKENS}
+                calls.append((event.agent, event.model or manifest.model, tokens))
+    notes = [f"the journal ends in a torn tail: {scan.cut.describe()}"] if scan.cut else []
+    agents = {
+        agent_id: {
+            "role": record.role,
+            "messages": len(record.messages),
+            "model_calls": record.steps,
+            "turn_open": record.turn_open,
+            "usage": plain(record.usage),
+        }
+        for agent_id, record in state.agents.items()
+    }
+    events = [frame_summary(orjson.loads(line)) for line in scan.lines[-last:]] if last > 0 else []
+    ledger = usage_ledger(calls, prices)
+    return {
+        **manifest.model_dump(mode="json"),
+        "status": shown_status(directory, manifest.status),
+        "usage": ledger,
+        # The share of prompt tokens read from the providers' caches (None: no calls).
+        "cache_share": cache_share(ledger["session"]),
+        "usage_table": usage_table(ledger),
+        "journal_records": scan.last_seq,
+        "reason": reason if state.status != "completed" else "",
+        "agents": agents,
+        "tasks": state.tasks.dump(),
+        "mailbox": mail.dump(),
+        "todos": {agent: todos.view() for agent, todos in state.todos.items()},
+        "assessments": assessments(verdicts),
+        "last_events": events,
+        "warnings": notes,
+    }
+
+
+def quick_describe(
+    directory: Path, last: int, prices: Mapping[str, Price]
+) -> dict[str, Any] | None:
+    """`describe`, read from the snapshot without importing pydantic, when the snapshot
+    covers the whole journal (a session that ended cleanly); else None."""
+    info = overview(directory, last, prices)
+    if info is not None:
+        info["status"] = shown_status(directory, info["status"])
+    return info
+
+
+def task_tree(tasks: list[dict[str, Any]]) -> list[str]:
+    """The delegated tasks as an indented tree: state, type, description, latest
+    progress and how long each ran (or has been running)."""
+    children: dict[str, list[dict[str, Any]]] = {}
+    for task in tasks:
+        children.setdefault(task["owner"], []).append(task)
+    lines: list[str] = []
+
+    def walk(owner: str, depth: int) -> None:
+        for task in children.get(owner, []):
+            live = task["state"] not in ("completed", "failed", "cancelled")
+            end = time.time() * 1000 if live else task["updated"]
+            elapsed = max(0.0, (end - task["created"]) / 1000) if task["created"] else 0.0
+            took = f"{elapsed:.1f} s" if elapsed < 10 else f"{elapsed:.0f} s"
+            line = (
+                f"{'  ' * depth}{task['task_id']} [{task['state']}] {task['agent_type']}: "
+                f"{abbreviate(task['description'], 50)} ({took})"
+            )
+            latest = task["progress"]
+            if task["state"] == "completed" and task["completion"]:
+                latest = task["completion"]["summary"]
+            if latest:
+                line += f" · {abbreviate(latest, 60)}"
+            if task["reason"] and task["state"] != "completed":
+                line += f" · {abbreviate(task['reason'], 60)}"
+            lines.append(line)
+            walk(task["task_id"], depth + 1)
+
+    walk("main", 0)
+    return lines
+
+
+def verify(directory: Path) -> list[str]:
+    """Check every record of a session (frame, checksum, schema, and that it folds),
+    and that the snapshot agrees with the fold at the seq it names; the problems found,
+    or none."""
+    from orchestrator.session.replay import JOURNAL, SNAPSHOT, folded, gc_paused, read_snapshot_seq
+    from orchestrator.state.fold import SessionState
+    from orchestrator.store import scan_journal
+    from orchestrator.store.scan import holds
+
+    path = directory / JOURNAL
+    problems: list[str] = []
+    snapshot, reached = read_snapshot_seq(directory, problems.append)
+    state = SessionState()
+    checked = snapshot is None
+
+    def compare(seq: int) -> None:
+        if snapshot is None:
+            return
+        if snapshot != state.snapshot(journal=snapshot.journal):
+            where = directory / SNAPSHOT
+            problems.append(f"{where} does not match the journal folded to seq {seq}")
+        mark = snapshot.journal
+        if mark is not None and (mark.seq != seq or not holds(path.read_bytes(), mark)):
+            problems.append(
+                f"{directory / SNAPSHOT} marks the journal as {list(mark)} (seq, length, "
+                "CRC-32), which it does not hold: a resume checks every line instead"
+            )
+
+    if snapshot is not None and snapshot.seq == 0:
+        checked = True
+        compare(0)
+    try:
+        with gc_paused():
+            scan = scan_journal(path)
+            for seq, _ in folded(state, scan):
+                if snapshot is not None and seq == snapshot.seq:
+                    checked = True
+                    compare(seq)
+    except JournalCorrupt as exc:
+        return [*problems, str(exc)]
+    if scan.cut is not None:
+        problems.append(f"{path} ends in a torn tail, cut on the next resume: {scan.cut}")
+    if (not checked and snapshot is not None) or reached > state.seq:
+        problems.append(
+            f"{directory / SNAPSHOT} names seq {reached}, past the journal's last "
+            f"record {state.seq}"
+        )
+    return problems
+
+
+def _current(directory: Path) -> None:
+    """Migrate a session of an older format first (under its lock), saying so: the
+    commands that read journals read only the current format."""
+    from orchestrator.state.manifest import FORMAT_VERSION, read_manifest
+
+    manifest = read_manifest(directory)
+    if manifest.format_version < FORMAT_VERSION:
+        from orchestrator.session.migrations import migrate
+        from orchestrator.store import SessionLock
+
+        with SessionLock(directory / LOCK):
+            migrate(directory, manifest)
+        print(
+            f"note: migrated session {directory.name} from format {manifest.format_version} "
+            f"to {FORMAT_VERSION}; the original journal is kept beside it",
+            file=sys.stderr,
+        )
+
+
+def _verify(root: Path, session_id: str) -> int:
+    directory = session_dir(root, session_id)
+    _current(directory)
+    problems = verify(directory)
+    for problem in problems:
+        print(f"problem: {problem}")
+    if problems:
+        return 1
+    print(f"{session_id}: every record checks out")
+    return 0
+
+
+def _show(
+    root: Path, session_id: str, *, as_json: bool, last: int, prices: Mapping[str, Price]
+) -> int:
+    directory = session_dir(root, session_id)
+    info = quick_describe(directory, last, prices)
+    if info is None:
+        _current(directory)
+        info = describe(directory, last, prices)
+    table = info.pop("usage_table")
+    if as_json:
+        sys.stdout.write(orjson.dumps(info, option=orjson.OPT_INDENT_2).decode() + "\n")
+        return 0
+    print(f"session   {info['id']}")
+    print(f"goal      {visible(info['goal'])}")
+    print(f"status    {info['status']}")
+    if info["reason"]:
+        print(f"reason    {visible(info['reason'])}")
+    print(f"model     {info['model']}")
+    print(f"workspace {info['workspace']}")
+    print(f"created   {info['created']}  updated {info['updated']}")
+    print(f"journal   {info['journal_records']} records")
+    print("agents")
+    for agent_id, agent in info["agents"].items():
+        usage = agent["usage"]
+        print(
+            f"  {agent_id} ({agent['role']}): {agent['messages']} messages, "
+            f"{agent['model_calls']} model calls, {usage['input_tokens']} in / "
+            f"{usage['output_tokens']} out tokens"
+        )
+    if info["tasks"]:
+        print("tasks")
+        for line in task_tree(info["tasks"]):
+            print(f"  {visible(line)}")
+    if info["mailbox"]:
+        print("mailbox")
+        for mail in info["mailbox"]:
+            delivered = (
+                f"delivered at {mail['delivered_seq']}" if mail["delivered_seq"] else "undelivered"
+            )
+            print(
+                f"  {mail['message_id']:>4} {mail['posted_seq']:>6} {mail['kind']:<24} "
+                f"{mail['sender']} -> {mail['recipient']} ({mail['priority']}, {delivered}): "
+                f"{visible(abbreviate(mail['summary'], 60))}"
+            )
+    _print_todos(info["todos"])
+    _print_assessments(info["assessments"])
+    print("usage")
+    for line in table.splitlines():
+        print(f"  {line}")
+    print("last events")
+    for event in info["last_events"]:
+        print(f"  {event['seq']:>6}  {event['agent']:<12} {event['kind']}")
+    for warning in info["warnings"]:
+        print(f"warning: {visible(warning)}")
+    return 0
+
+
+def _print_todos(lists: dict[str, dict[str, Any]]) -> None:
+    """Each agent's todo list: progress, then one line per item with its blockers."""
+    if not lists:
+        return
+    print("todos")
+    for agent, todos in lists.items():
+        done, total = todos["progress"]["completed"], todos["progress"]["total"]
+        goal = f" · {visible(todos['goal'])}" if todos["goal"] else ""
+        print(f"  {agent}: Tasks {done}/{total}{goal}")
+        for item in todos["items"]:
+            mark = item["status"]
+            if item["blocked"] and mark == "pending":
+                mark = "blocked by " + ", ".join(item["blocked_by"])
+            extra = item["result"] or item["failure"]
+            extra = f": {visible(abbreviate(extra, 60))}" if extra else ""
+            print(f"    [{item['id']}] [{mark}] {visible(item['content'])}{extra}")
+
+
+def _print_assessments(assessments: list[dict[str, Any]]) -> None:
+    if not assessments:
+        return
+    print("assessments")
+    for a in assessments:
+        why = visible("; ".join(a["reasons"]))
+        print(f"  {a['seq']:>6}  {a['agent']:<12} {a['action']}" + (f": {why}" if why else ""))
+
+
+def _repair(root: Path, session_id: str) -> int:
+    from orchestrator.state.manifest import read_manifest
+    from orchestrator.store import SessionLock
+
+    directory = session_dir(root, session_id)
+    read_manifest(directory)  # a session, and of a format this version reads
+    with SessionLock(directory / LOCK):  # never under a running session
+        for line in repair(directory):
+            print(line)
+    return 0
+
+
+def repair(directory: Path) -> list[str]:
+    """Cut a corrupt journal back to its last good batch, then, if the session had got
+    further than the journal now goes (a lost or cut journal), accept the loss: the
+    snapshot that is ahead is moved aside and the manifest's mark lowered, so the session
+    resumes from the journal's last record. Nothing is deleted. What was done, in lines."""
+    from datetime import UTC, datetime
+
+    from orchestrator.session.replay import JOURNAL, SNAPSHOT, read_snapshot_seq
+    from orchestrator.state.manifest import read_manifest, write_manifest
+    from orchestrator.store import repair_journal, scan_journal
+
+    journal = directory / JOURNAL
+    if journal.exists():
+        done = [repair_journal(journal).describe()]
+        unreadable = _cut_unreadable(journal)
+        if unreadable is not None:
+            done.append(unreadable)
+    else:
+        journal.touch(mode=0o600)
+        done = [f"{journal} was missing: an empty journal is in its place"]
+    last = scan_journal(directory / JOURNAL).last_seq
+    _, reached = read_snapshot_seq(directory, warn=lambda _: None)
+    if reached > last:
+        aside = directory / f"{SNAPSHOT}.ahead-{datetime.now(UTC):%Y%m%dT%H%M%S}"
+        (directory / SNAPSHOT).rename(aside)
+        done.append(
+            f"the snapshot reflected seq {reached}, past the journal's {last}: moved to "
+            f"{aside}; the session resumes from seq {last}, and work after that may be done again"
+        )
+    manifest = read_manifest(directory)
+    if manifest.journal_seq > last:
+        write_manifest(directory, manifest.model_copy(update={"journal_seq": last}))
+        done.append(
+            f"the session had reached seq {manifest.journal_seq}; it now resumes from seq "
+            f"{last}, and work after that may be done again"
+        )
+    return done
+
+
+def _cut_unreadable(journal: Path) -> str | None:
+    """Cut the journal before the first record whose checksum is good but which does not
+    fit its schema or does not fold (written by another version, or by hand), keeping
+    whole batches and the original aside; what was done, or None."""
+    from orchestrator.state.context import FoldError
+    from orchestrator.state.events import decode_record
+    from orchestrator.state.fold import SessionState
+    from orchestrator.store._line import CRC_SUFFIX_LEN, MORE
+    from orchestrator.store.repair import cut_journal
+
+    data = journal.read_bytes()
+    state = SessionState()
+    offset = batch_end = 0
+    last_whole = 0
+    for seq, line in enumerate(data.split(b"\n")[:-1], start=1):
+        try:
+            state.apply(seq, decode_record(line))
+        except (ValueError, FoldError) as exc:  # msgspec.DecodeError is a ValueError
+            reason = f"record seq {seq} does not fit this version ({exc})"
+            report = cut_journal(journal, data, batch_end, last_whole, reason)
+            return report.describe().splitlines()[0]
+        offset += len(line) + 1
+        if not line.endswith(MORE, 0, len(line) - CRC_SUFFIX_LEN):
+            batch_end, last_whole = offset, seq
+    return None
+
+
+def _transcript(root: Path, session_id: str) -> int:
+    from orchestrator.messages import AssistantMessage, SystemMessage, ToolResult, UserMessage
+    from orchestrator.session.replay import load_state
+
+    directory = session_dir(root, session_id)
+    _current(directory)
+    state = load_state(directory, warn=lambda text: print(f"warning: {text}", file=sys.stderr))
+    for agent in state.agents.values():
+        print(f"── {agent.id} ({agent.role}) " + "─" * 40)
+        for message in agent.messages:
+            match message:
+                case SystemMessage(content=text) | UserMessage(content=text):
+                    print(f"[{message.role}]\n{visible(text)}\n")
+                case AssistantMessage(text=text, tool_calls=calls):
+                    print("[assistant]" + (f"\n{visible(text)}" if text else ""))
+                    for call in calls:
+                        print(f"  → {visible(call.name)} ({call.id}) {visible(call.arguments)}")
+                    print()
+                case ToolResult(name=name, call_id=call_id, status=status, content=text):
+                    print(f"[{visible(name)} {status} ({call_id})]\n{visible(text)}\n")
+    return 0
+
+
+def _delete(root: Path, session_id: str) -> int:
+    import shutil
+
+    from orchestrator.store import SessionLock
+
+    directory = session_dir(root, session_id)
+    if not (directory / MANIFEST).exists():
+        raise SessionNotFound(f"no session {session_id!r} under {root}")
+    with SessionLock(directory / LOCK):  # refuses a session in use, naming its process
+        shutil.rmtree(directory)
+    print(f"deleted session {session_id} ({directory})")
+    return 0
+
+
+def run_sessions(
+    args: argparse.Namespace, root: Path, load_prices: Callable[[], Mapping[str, Price]]
+) -> int:
+    match args.action:
+        case "list":
+            return _list(root, as_json=args.json)
+        case "delete":
+            return _delete(root, args.session_id)
+        case "show" if args.transcript:
+            return _transcript(root, args.session_id)
+        case "show":
+            prices = load_prices()
+            return _show(root, args.session_id, as_json=args.json, last=args.events, prices=prices)
+        case "repair":
+            return _repair(root, args.session_id)
+        case "verify":
+            return _verify(root, args.session_id)
+    raise AssertionError(f"unhandled sessions action {args.action}")

@@ -1,0 +1,45 @@
+"""A session on disk: the live session that journals and folds, replay, migrations of
+older formats, and the report that `sessions show` prints.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from orchestrator._face import lazy
+
+if TYPE_CHECKING:
+    from orchestrator.session.live import LiveSession, MemorySession, create_session, open_session
+    from orchestrator.session.migrations import MIGRATIONS, migrate
+    from orchestrator.session.replay import load, load_state, mail_history
+    from orchestrator.session.report import overview, usage_ledger
+
+_HOMES = {
+    "LiveSession": "live",
+    "MIGRATIONS": "migrations",
+    "MemorySession": "live",
+    "create_session": "live",
+    "load": "replay",
+    "load_state": "replay",
+    "mail_history": "replay",
+    "migrate": "migrations",
+    "open_session": "live",
+    "overview": "report",
+    "usage_ledger": "report",
+}
+
+__all__ = [
+    "MIGRATIONS",
+    "LiveSession",
+    "MemorySession",
+    "create_session",
+    "load",
+    "load_state",
+    "mail_history",
+    "migrate",
+    "open_session",
+    "overview",
+    "usage_ledger",
+]
+
+__getattr__, __dir__ = lazy(__name__, _HOMES)

@@ -1,0 +1,333 @@
+"""A session on disk: its manifest, its lock, its journal and its snapshot.
+
+`create_session` makes the directory; `open_session` takes the lock, rebuilds the state
+from the newest snapshot plus the journal after it, and yields a `LiveSession` whose
+`sink` journals every persistent event and applies it to `state`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import orjson
+import trio
+
+from orchestrator.errors import SessionError, SessionNotFound
+from orchestrator.layout import MANIFEST, TASKS_DIR, TODOS_DIR
+from orchestrator.loop.todos import TodosChanged
+from orchestrator.session.migrations import migrate as migrate
+from orchestrator.session.replay import JOURNAL as JOURNAL
+from orchestrator.session.replay import SNAPSHOT as SNAPSHOT
+from orchestrator.session.replay import load, lost_records_advice
+from orchestrator.session.replay import load_state as load_state
+from orchestrator.state.events import Event, TurnEnded
+from orchestrator.state.fold import SessionState
+from orchestrator.state.mailbox import MessagePosted
+from orchestrator.state.manifest import (
+    LOCK,
+    Manifest,
+    SessionStatus,
+    now_stamp,
+    read_manifest,
+    write_manifest,
+)
+from orchestrator.state.tasks import TaskChanged, TaskCreated
+from orchestrator.store import (
+    Durability,
+    Journal,
+    SessionLock,
+    new_session_id,
+    open_journal,
+    session_dir,
+    write_atomic,
+)
+
+SNAPSHOT_EVERY = 2000
+# A turn's end also writes one, once this many records came since the last: with many
+# agents, turns end all the time.
+SNAPSHOT_AFTER_TURN = 200
+# Either gap is at least the number of agents and tasks, so that the snapshot's cost (it
+# holds a summary of each) stays a constant share of each record's however many there are.
+VIEWS_EVERY = 1.0
+"""Seconds at least between two writes of the views (`tasks/<id>.json`,
+`todos/<agent>.json`) while a session runs, and at least `VIEWS_SHARE` times as long as
+the last write took: each write covers every view changed since the last, and closing
+writes the rest. Replacing a file by rename costs the file system more than its bytes
+(ext4 starts writing the new file out at once): written at every turn's end, the views
+of 1,000 subagents took 40% of their run."""
+VIEWS_SHARE = 10
+
+
+def create_session(
+    root: Path,
+    *,
+    goal: str,
+    model: str,
+    workspace: Path | None,
+    now: datetime | None = None,
+) -> tuple[str, Path]:
+    """Make a new session directory. A scripted model's script is copied in, and with
+    `workspace=None` the workspace is `workspace/` inside the session: such a session is
+    relocatable (copy it under any sessions root and resume it)."""
+    session_id = new_session_id(now or datetime.now(UTC))
+    directory = session_dir(root, session_id)
+    try:
+        # Private to the user: transcripts hold source code and command output.
+        root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        directory.mkdir(mode=0o700)
+    except OSError as exc:
+        raise SessionError(
+            f"cannot make a session under {root}: {exc.strerror or exc} "
+            "(choose another place with --sessions-dir)"
+        ) from None
+    try:
+        model = _fill_session(directory, session_id, goal=goal, model=model, workspace=workspace)
+    except OSError as exc:
+        shutil.rmtree(directory, ignore_errors=True)  # no half-made session left behind
+        raise SessionError(f"cannot make a session in {directory}: {exc.strerror or exc}") from None
+    return session_id, directory
+
+
+def _fill_session(
+    directory: Path, session_id: str, *, goal: str, model: str, workspace: Path | None
+) -> str:
+    prefix, _, rest = model.partition(":")
+    if prefix == "scripted":
+        shutil.copyfile(rest, directory / "script.json")
+        (directory / "script.json").chmod(0o600)
+        model = "scripted:script.json"
+    if workspace is None:
+        (directory / "workspace").mkdir(mode=0o700)
+        shown = "workspace"
+    else:
+        shown = str(workspace.resolve())
+    stamp = now_stamp()
+    write_manifest(
+        directory,
+        Manifest(
+            id=session_id, goal=goal, model=model, workspace=shown, created=stamp, updated=stamp
+        ),
+    )
+    return model
+
+
+def _write_views(directory: Path, views: dict[str, bytes]) -> None:
+    # Replaced atomically but not synced: a view is for people, resume never reads it, and
+    # a killed process leaves the old file or the new one.
+    directory.mkdir(mode=0o700, exist_ok=True)
+    for name, data in views.items():
+        write_atomic(directory / f"{name}.json", data, sync=False)
+
+
+class MemorySession:
+    """A session that folds its records without journaling them: for tests and for
+    library users who want the turn loop without a session on disk."""
+
+    def __init__(self, state: SessionState | None = None) -> None:
+        self.state = state or SessionState()
+
+    async def emit(self, event: Event, *, durable: bool = False) -> None:
+        record = event.record()
+        if record is not None:
+            self.state.apply(self.state.seq + 1, record)
+
+
+@dataclass
+class LiveSession:
+    """An open session: the one process allowed to write it."""
+
+    id: str
+    directory: Path
+    manifest: Manifest
+    state: SessionState
+    journal: Journal
+    warn: Callable[[str], None] = print
+    # Kept, per event, until `seq_of` asks for it: turned on by a sink that shows seqs.
+    track_seqs: bool = False
+    _since_snapshot: int = field(default=0)
+    _seqs: dict[int, int] = field(default_factory=dict)
+    _dirty_tasks: set[str] = field(default_factory=set)  # task views to write again
+    _dirty_todos: set[str] = field(default_factory=set)  # agents whose todo views to write
+    _views: trio.Lock = field(default_factory=trio.Lock)  # one writer of views at a time
+    _views_due_at: float = field(default=float("-inf"))  # trio time: views may be written
+    _snapshots: trio.Lock = field(default_factory=trio.Lock)  # one snapshot at a time
+    # Set when a snapshot or the views are due; the keeper (`keep`) writes them, so the
+    # agent whose record made them due does not wait for the disk.
+    _due: trio.Event = field(default_factory=trio.Event)
+    _snapshot_due: bool = field(default=False)
+
+    def seq_of(self, event: Event) -> int | None:
+        """The seq of the record `event` became, asked once by a sink after this one
+        (`--json` prints it); needs `track_seqs`."""
+        return self._seqs.pop(id(event), None)
+
+    async def emit(self, event: Event, *, durable: bool = False) -> None:
+        """The journal sink: persist the event's record, then fold it into state."""
+        record = event.record()
+        if record is None:
+            if durable:
+                # No record of its own (an idempotent call that writes), but what it
+                # follows, its reply, must be on disk before it changes anything.
+                await self.journal.flush()
+            return
+        await self.journal.room()
+        # Numbered and folded without yielding in between, so the live state folds the
+        # records in journal order even when many agents emit at once (as resume will).
+        (seq,) = self.journal.enqueue(((record.kind, record.agent, record.journal_body()),))
+        self.state.apply(seq, record)
+        if self.track_seqs:
+            self._seqs[id(event)] = seq
+        # (A message about a task changes its record too: its progress, its completion.)
+        if isinstance(record, TaskCreated | TaskChanged | MessagePosted) and record.task:
+            self._dirty_tasks.add(record.task)
+        if isinstance(record, TodosChanged):
+            self._dirty_todos.add(record.agent)
+        await self.journal.settle(seq, durable=durable)
+        self._since_snapshot += 1
+        since, scale = self._since_snapshot, len(self.state.agents) + len(self.state.tasks.tasks)
+        turn_ended = isinstance(record, TurnEnded)
+        if since >= max(SNAPSHOT_EVERY, scale) or (
+            turn_ended and since >= max(SNAPSHOT_AFTER_TURN, scale)
+        ):
+            self._since_snapshot = 0
+            self._snapshot_due = True
+            self._due.set()
+        elif turn_ended and (self._dirty_tasks or self._dirty_todos):
+            self._due.set()
+
+    async def keep(self) -> None:
+        """Write snapshots and views when records make them due, until cancelled (the
+        session runs this beside its agents). One snapshot at a time: while one is being
+        written, the records that make the next due only mark it (its fsync can take a
+        second with many agents). The views are written at most every `VIEWS_EVERY`
+        seconds, each write covering every view changed since the last."""
+        while True:
+            await self._due.wait()
+            self._due = trio.Event()
+            if self._snapshot_due:
+                self._snapshot_due = False
+                # A journal that failed is the agents' error, raised at their next record;
+                # here it would cancel them all as the keeper's.
+                with contextlib.suppress(SessionError):
+                    await self.write_snapshot()
+            if self._dirty_tasks or self._dirty_todos:
+                await trio.sleep_until(self._views_due_at)
+                await self.write_task_views()
+
+    async def write_snapshot(self) -> None:
+        """Write the small state. It never grows with the conversation, and it is written
+        in a worker thread after the journal holds everything it reflects. A snapshot
+        that cannot be written is a warning, never a failed turn: the journal is the truth."""
+        async with self._snapshots:  # (and in order: an older one never replaces a newer)
+            # Taken before waiting for the disk, so it reflects no record the flush below
+            # does not cover (other agents go on folding records while it waits).
+            mark = self.journal.mark
+            data = self.state.snapshot_json(mark if mark.seq == self.state.seq else None)
+            data += b"\n"
+            await self.journal.flush()
+            try:
+                await trio.to_thread.run_sync(write_atomic, self.directory / SNAPSHOT, data)
+            except OSError as exc:
+                self.warn(f"could not write the snapshot {self.directory / SNAPSHOT}: {exc}")
+
+    async def write_task_views(self) -> None:
+        """Write `tasks/<id>.json` of each task, and `todos/<agent>.json` of each todo
+        list, changed since they were last written."""
+        async with self._views:
+            began = trio.current_time()
+            for directory, views in (
+                (TASKS_DIR, self._task_views()),
+                (TODOS_DIR, self._todo_views()),
+            ):
+                if not views:
+                    continue
+                try:
+                    await trio.to_thread.run_sync(_write_views, self.directory / directory, views)
+                except OSError as exc:
+                    self.warn(f"could not write the views in {self.directory / directory}: {exc}")
+            took = trio.current_time() - began
+            self._views_due_at = began + max(VIEWS_EVERY, VIEWS_SHARE * took)
+
+    def _todo_views(self) -> dict[str, bytes]:
+        views = {
+            agent: orjson.dumps(self.state.todos[agent].view(), option=orjson.OPT_INDENT_2) + b"\n"
+            for agent in self._dirty_todos
+            if agent in self.state.todos
+        }
+        self._dirty_todos.clear()
+        return views
+
+    def _task_views(self) -> dict[str, bytes]:
+        """`tasks/<id>.json` of each task changed since the last snapshot: views for
+        people and tools, a moment behind the journal at most; resume never reads them."""
+        views = {}
+        for task_id in self._dirty_tasks:
+            record = self.state.tasks.get(task_id)
+            if record is not None:
+                views[task_id] = record.model_dump_json(indent=2).encode() + b"\n"
+        self._dirty_tasks.clear()
+        return views
+
+    async def set_status(self, status: SessionStatus) -> None:
+        update = {"status": status, "updated": now_stamp(), "journal_seq": self.state.seq}
+        self.manifest = self.manifest.model_copy(update=update)
+        await trio.to_thread.run_sync(write_manifest, self.directory, self.manifest)
+
+
+@asynccontextmanager
+async def open_session(
+    root: Path,
+    session_id: str,
+    *,
+    durability: Durability = Durability.BATCH,
+    warn: Callable[[str], None],
+) -> AsyncIterator[LiveSession]:
+    directory = session_dir(root, session_id)
+    if not directory.is_dir():
+        raise SessionNotFound(f"no session {session_id!r} under {root}")
+    with SessionLock(directory / LOCK):
+        manifest = migrate(directory, read_manifest(directory))
+        state, scan = await trio.to_thread.run_sync(load, directory, warn)
+        if manifest.journal_seq > scan.last_seq:
+            raise SessionError(
+                f"{directory / JOURNAL} holds {scan.last_seq} records, but the session had "
+                f"reached seq {manifest.journal_seq} ({directory / MANIFEST}): the journal "
+                f"was emptied, replaced or cut short. {lost_records_advice(directory)}"
+            )
+        # Handing over the scan saves checking the whole file a second time.
+        async with open_journal(directory / JOURNAL, durability=durability, scan=scan) as journal:
+            live = LiveSession(session_id, directory, manifest, state, journal, warn)
+            # The keeper's nursery is entered and exited by hand, as the journal's writer's
+            # is, so that the block's own error reaches the caller bare, not grouped; and
+            # the keeper is stopped here only (shielded from a cancel of the block).
+            keeper = trio.CancelScope(shield=True)
+
+            async def keep() -> None:
+                with keeper:
+                    await live.keep()
+
+            keeping = trio.open_nursery()
+            nursery = await keeping.__aenter__()
+            nursery.start_soon(keep)
+            try:
+                yield live
+            finally:
+                keeper.cancel()
+                try:
+                    await keeping.__aexit__(None, None, None)  # (once a write in flight ends)
+                finally:
+                    # A snapshot is only a shortcut: if the journal has failed, its own
+                    # error (raised as it closes) is the one to see, not this one.
+                    with (
+                        trio.CancelScope(shield=True),
+                        trio.move_on_after(10),
+                        contextlib.suppress(SessionError),
+                    ):
+                        await live.write_snapshot()
+                        await live.write_task_views()  # those changed since the last write

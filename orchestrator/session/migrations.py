@@ -1,0 +1,183 @@
+"""Migrations of the session format, one named step per version, kept forever.
+
+`MIGRATIONS[n]` rewrites a session directory of format n into format n + 1; the recorded
+session of each old format under `sessions/` is its test. A step must be safe to run again
+after a crash part-way through it: the session's manifest names the new format only once
+the step has returned.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import zlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+from msgspec import convert
+
+from orchestrator.errors import JournalCorrupt, SessionError
+from orchestrator.layout import SNAPSHOT
+from orchestrator.messages import AssistantMessage, ToolCall, ToolResult
+from orchestrator.state.events import (
+    AgentStarted,
+    AssistantReplied,
+    CallResult,
+    EffectStarted,
+    MessageAdded,
+    Record,
+    SessionStatusChanged,
+    TurnEnded,
+    TurnStarted,
+)
+from orchestrator.state.manifest import FORMAT_VERSION, Manifest, write_manifest
+from orchestrator.store import write_atomic
+from orchestrator.store._fs import sync_dir
+from orchestrator.store._line import encode
+
+Migration = Callable[[Path], None]
+
+
+def _v1_records(data: bytes, path: Path) -> Iterator[tuple[float, dict[str, Any]]]:
+    """(time, record) of each whole batch of a format-1 journal, in order. A format-1
+    line is `{"seq","time","kind","agent","body","end","crc"}`, checksummed like today's.
+    A torn last line is dropped, as resume would have cut it; damage anywhere else stops
+    the migration."""
+    lines = data.split(b"\n")
+    batch: list[tuple[float, dict[str, Any]]] = []
+    for number, line in enumerate(lines, start=1):
+        if not line:
+            continue
+        last = number >= len(lines) - 1
+        try:
+            good = b"%08x" % zlib.crc32(line[:-18]) == line[-10:-2]
+            fields = orjson.loads(line) if good else None
+        except orjson.JSONDecodeError:
+            fields = None
+        if not isinstance(fields, dict) or fields.get("seq") != number:
+            if last:
+                return
+            raise JournalCorrupt(
+                f"{path} line {number} is damaged; it cannot be migrated from session "
+                "format 1. The original journal is kept as journal.v1.jsonl.",
+                path=path,
+                line=number,
+            )
+        batch.append((fields["time"], fields))
+        if fields.get("end", True):
+            yield from batch
+            batch = []
+
+
+def _v1_to_v2_records(records: Iterator[tuple[float, dict[str, Any]]]) -> Iterator[bytes]:
+    """Format-1 records as format-2 lines (each a batch of one)."""
+    # agent -> provider call id -> refs of the last reply (a reply may repeat an id: its
+    # results then answer them in order)
+    refs: dict[str, dict[str, list[str]]] = {}
+    seq = 0
+    for time, fields in records:
+        kind, agent, body = fields["kind"], fields["agent"], fields["body"]
+        record: Record | None
+        match kind:
+            case "agent_started":
+                record = convert({**body, "a": agent}, AgentStarted)
+            case "message_added":
+                record = convert({**body, "a": agent}, MessageAdded)
+            case "turn_started":
+                record = TurnStarted(agent=agent)
+            case "assistant_replied":
+                record = AssistantReplied(
+                    agent=agent,
+                    message=convert(body["message"], AssistantMessage),
+                    model=body.get("model", ""),
+                )
+                refs[agent] = {}
+                for index, call in enumerate(record.message.tool_calls):
+                    refs[agent].setdefault(call.id, []).append(f"{seq + 1}.{index}")
+            case "tool_call_started":
+                call = convert(body["call"], ToolCall)
+                record = (
+                    None
+                    if body["idempotent"]
+                    else EffectStarted(agent=agent, ref=refs[agent][call.id][0])
+                )
+            case "tool_call_finished":
+                result = convert(body["result"], ToolResult)
+                record = CallResult(
+                    agent=agent,
+                    ref=refs[agent][result.call_id].pop(0),
+                    status=result.status,
+                    content=result.content,
+                )
+            case "turn_ended":
+                record = convert({**body, "a": agent}, TurnEnded)
+            case "session_status":
+                record = convert({**body, "a": agent}, SessionStatusChanged)
+            case _:
+                raise ValueError(f"unknown format-1 record kind {kind!r}")
+        if record is not None:
+            seq += 1
+            yield encode(
+                seq, round(time * 1000), record.kind, agent, record.journal_body(), end=True
+            )
+
+
+def v1_to_v2(directory: Path) -> None:
+    """Format 2 keys tool calls by ref, journals only the starts of side effects, leaves
+    defaults out, and snapshots positions instead of contexts. The journal is rewritten
+    (the original stays beside it as `journal.v1.jsonl`) and the old snapshot removed."""
+    journal = directory / "journal.jsonl"
+    original = directory / "journal.v1.jsonl"
+    if not original.exists():
+        if not journal.exists():
+            return  # a session that never wrote a record
+        os.link(journal, original)
+        sync_dir(directory)
+    data = original.read_bytes()
+    try:
+        lines = list(_v1_to_v2_records(_v1_records(data, original)))
+    except (KeyError, ValueError) as exc:  # msgspec.DecodeError is a ValueError
+        raise JournalCorrupt(
+            f"{original}: cannot migrate from session format 1: {exc!r}", path=original
+        ) from exc
+    write_atomic(journal, b"".join(lines))
+    (directory / "snapshot.json").unlink(missing_ok=True)
+
+
+def v2_to_v3(directory: Path) -> None:
+    """Format 3 adds the task and mailbox records (`task_created`, `task_changed`,
+    `message_posted`, `messages_delivered`), a `delivers` field on call results, the
+    turn-end reason `yielded`, and the registry and mailbox in the snapshot. Every
+    format-2 record and snapshot is already a valid format-3 one: nothing to rewrite."""
+    return None
+
+
+def v3_to_v4(directory: Path) -> None:
+    """Format 4 adds the todo and assessment records (`todos_changed`, `assessed`,
+    `verified`, `blocked_reported`), the session statuses `blocked` and
+    `budget_exhausted`, and to the snapshot the todo lists, each agent's assessment
+    progress and the session's round and usage counters. Every format-3 record is a valid
+    format-4 one; a format-3 snapshot lacks the counters, so it is removed (it is derived
+    data): the first resume folds the whole journal and writes a format-4 one."""
+    with contextlib.suppress(FileNotFoundError):
+        (directory / SNAPSHOT).unlink()
+        sync_dir(directory)
+
+
+MIGRATIONS: dict[int, Migration] = {1: v1_to_v2, 2: v2_to_v3, 3: v3_to_v4}
+
+
+def migrate(directory: Path, manifest: Manifest) -> Manifest:
+    """Bring an older session up to `FORMAT_VERSION`, one recorded step at a time."""
+    while manifest.format_version < FORMAT_VERSION:
+        step = MIGRATIONS.get(manifest.format_version)
+        if step is None:
+            raise SessionError(
+                f"{directory}: no migration from session format {manifest.format_version}"
+            )
+        step(directory)
+        manifest = manifest.model_copy(update={"format_version": manifest.format_version + 1})
+        write_manifest(directory, manifest)
+    return manifest

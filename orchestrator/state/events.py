@@ -1,0 +1,261 @@
+"""Typed events: what agents do, as one discriminated union; and the records the
+journal keeps of them.
+
+The CLI renders events, `--json` prints them as JSON lines, and the session journals each
+event's `record()`: most persistent events are their own record, a tool call's start and
+result are journaled in a compact form that names the call by its ref, and the rest (like
+streamed text) are only for people watching. Later subsystems (mailbox, tasks, todos) add
+their own events and records to these unions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, Literal, Protocol
+
+import msgspec
+import orjson
+
+from orchestrator.eventbase import EventBase
+from orchestrator.loop.assessment import Assessed, BlockedReported, Verified
+from orchestrator.loop.todos import TodosChanged
+from orchestrator.messages import (
+    AssistantMessage,
+    Message,
+    ToolCall,
+    ToolResult,
+    ToolStatus,
+    Usage,
+    plain,
+)
+from orchestrator.state.mailbox import MessagePosted, MessagesDelivered
+from orchestrator.state.manifest import SessionStatus
+from orchestrator.state.tasks import TaskChanged, TaskCreated
+
+_Event = EventBase
+
+
+class AgentStarted(_Event, frozen=True, tag="agent_started"):
+    """A new agent context: its role and the messages it starts from (system, goal)."""
+
+    role: str
+    messages: tuple[Message, ...]
+
+
+class MessageAdded(_Event, frozen=True, tag="message_added"):
+    """A user or system message appended to an agent's context outside a model reply."""
+
+    message: Message
+
+
+class TurnStarted(_Event, frozen=True, tag="turn_started"):
+    """A turn of the agent began (its user message, if any, is already in the context)."""
+
+
+class TextStreamed(_Event, frozen=True, tag="text"):
+    """A piece of assistant text as it arrives (not journaled: the reply is)."""
+
+    persist: ClassVar[bool] = False
+    text: str
+
+
+class AssistantReplied(_Event, frozen=True, tag="assistant_replied"):
+    message: AssistantMessage
+    model: str = ""  # the model that replied, for usage and cost accounting
+
+    def journal_body(self) -> dict[str, Any]:
+        body = super().journal_body()
+        del body["message"]["role"]  # a reply is always the assistant's
+        return body
+
+
+class ToolCallStarted(_Event, frozen=True, tag="tool_call_started"):
+    """A call is about to run (or to be answered with an error, if it will not run).
+    `ref` names it uniquely in the session (see context.py)."""
+
+    persist: ClassVar[bool] = False
+    ref: str
+    call: ToolCall
+    read_only: bool
+    idempotent: bool
+
+    def record(self) -> Record | None:
+        # Only a side effect that must not be repeated needs its start on disk: every
+        # other call is simply run again after a crash.
+        return None if self.idempotent else EffectStarted(agent=self.agent, ref=self.ref)
+
+
+class ToolCallFinished(_Event, frozen=True, tag="tool_call_finished"):
+    persist: ClassVar[bool] = False
+    ref: str
+    result: ToolResult
+    delivers: tuple[str, ...] = ()  # mailbox messages this result hands over (wait_tasks)
+
+    def record(self) -> Record | None:
+        return CallResult(
+            agent=self.agent,
+            ref=self.ref,
+            status=self.result.status,
+            content=self.result.content,
+            delivers=self.delivers,
+        )
+
+
+class EffectStarted(_Event, frozen=True, tag="call_started"):
+    """Record: the call `ref`, whose tool is not idempotent, started running."""
+
+    ref: str
+
+
+class CallResult(_Event, frozen=True, tag="call_result"):
+    """Record: the result of the call `ref` (its id and tool name are in the reply)."""
+
+    ref: str
+    status: ToolStatus = "ok"
+    content: str = ""
+    # Mailbox messages whose delivery this result is (their text is in `content`).
+    delivers: tuple[str, ...] = ()
+
+
+class PermissionGranted(_Event, frozen=True, tag="permission_granted"):
+    """Record: the person allowed `tool` (for the shell, commands matching `pattern`)
+    for the rest of the session; a resume keeps it."""
+
+    tool: str
+    pattern: str = ""
+
+
+class UsageUpdated(_Event, frozen=True, tag="usage"):
+    """Tokens of the last model call and the agent's running total."""
+
+    persist: ClassVar[bool] = False
+    usage: Usage
+    total: Usage
+
+
+TurnEndReason = Literal["completed", "yielded", "max_rounds", "cancelled", "failed"]
+"""`completed`: the model answered without calling a tool; `yielded`: a tool ended the
+turn (a subagent's `complete` or `ask_decision`, say); the rest say why it was cut."""
+
+
+class TurnEnded(_Event, frozen=True, tag="turn_ended"):
+    reason: TurnEndReason
+    rounds: int
+    detail: str = ""
+
+
+class SessionStatusChanged(_Event, frozen=True, tag="session_status"):
+    """The session as a whole started, finished, failed or was stopped by the user."""
+
+    status: SessionStatus
+    detail: str = ""
+
+
+class Notice(_Event, frozen=True, tag="notice"):
+    """Something a person should know that did not stop the work (e.g. a cut torn tail)."""
+
+    persist: ClassVar[bool] = False
+    message: str
+
+
+Event = (
+    AgentStarted
+    | MessageAdded
+    | TurnStarted
+    | TextStreamed
+    | AssistantReplied
+    | ToolCallStarted
+    | ToolCallFinished
+    | PermissionGranted
+    | UsageUpdated
+    | TurnEnded
+    | SessionStatusChanged
+    | Notice
+    | TaskCreated
+    | TaskChanged
+    | MessagePosted
+    | MessagesDelivered
+    | TodosChanged
+    | Assessed
+    | Verified
+    | BlockedReported
+)
+
+Record = (
+    AgentStarted
+    | MessageAdded
+    | TurnStarted
+    | AssistantReplied
+    | EffectStarted
+    | CallResult
+    | PermissionGranted
+    | TurnEnded
+    | SessionStatusChanged
+    | TaskCreated
+    | TaskChanged
+    | MessagePosted
+    | MessagesDelivered
+    | TodosChanged
+    | Assessed
+    | Verified
+    | BlockedReported
+)
+"""What the journal holds: one record per line, decoded and validated straight from the
+line's bytes by `decode_record` (the frame's `seq`, `t`, `more` and `crc` are ignored)."""
+
+RECORD_DECODER = msgspec.json.Decoder(Record)
+
+decode_record: Callable[[bytes], Record] = RECORD_DECODER.decode
+"""A journal line (or any JSON of a record with its `k` and `a`) as its typed record;
+raises `msgspec.DecodeError` (a `ValueError`; `ValidationError` when a field does not
+fit, naming it)."""
+
+
+def event_json(event: Event) -> dict[str, Any]:
+    """An event as people and programs read it (`--json`): `kind`, `agent` and every
+    field, defaults included."""
+    fields: dict[str, Any] = plain(event)
+    return {"kind": fields.pop("k"), **fields}  # the journal's `k` is the event's `kind`
+
+
+def event_from_json(data: bytes) -> Event:
+    """The event `event_json` wrote (as a JSON line); raises `ValueError` if it is not one."""
+    fields = orjson.loads(data)
+    if not isinstance(fields, dict):
+        raise ValueError("an event must be a JSON object")
+    frame = {"k": fields.pop("kind", None), "a": fields.pop("agent", None)}
+    event: Event = msgspec.convert({**frame, **fields}, Event)
+    return event
+
+
+class EventSink(Protocol):
+    """Where events go. `durable=True` asks the sink not to return before the event is
+    on disk (the write-ahead rule for side-effecting tool calls)."""
+
+    async def emit(self, event: Event, *, durable: bool = False) -> None: ...
+
+
+class NullSink:
+    async def emit(self, event: Event, *, durable: bool = False) -> None:
+        return None
+
+
+class ListSink:
+    """Keeps every event; for tests and for building transcripts."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    async def emit(self, event: Event, *, durable: bool = False) -> None:
+        self.events.append(event)
+
+
+class FanOut:
+    """Sends each event to several sinks in order (e.g. the journal, then the screen)."""
+
+    def __init__(self, sinks: Sequence[EventSink]) -> None:
+        self.sinks = tuple(sinks)
+
+    async def emit(self, event: Event, *, durable: bool = False) -> None:
+        for sink in self.sinks:
+            await sink.emit(event, durable=durable)

@@ -1,0 +1,368 @@
+"""The task registry: one durable record per delegated task, its records and its fold.
+
+A task is created by `task_created` (journaled before its subagent starts) and changes
+state only by `task_changed`; its latest progress and its completion envelope come from
+the mailbox messages about it (`mailbox.MessagePosted`). The subagent working a task has
+the task's id as its agent id, so its context is `state.agents[task_id]`, and reviving a
+finished task gives it a new *instance* over the same context.
+
+Records are folded by `fold_task_record` into a `TaskRecord` per task, live and on resume
+alike. `tasks/<id>.json` files are views of these records for people and tools; resume
+never reads them.
+
+A later kind of task (a long-running tool call in the background) fits the same tree: it
+is a record with an owner, a state and messages, without a context of its own.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import posixpath
+import time
+from collections.abc import Callable, Collection, Iterable
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from orchestrator.eventbase import EventBase, FoldError
+from orchestrator.state.mailbox import Mail
+
+TaskState = Literal[
+    "pending",
+    "running",
+    "waiting_decision",
+    "waiting_children",
+    "completed",
+    "failed",
+    "cancelled",
+]
+ResumePolicy = Literal["auto", "ask", "never"]
+
+SETTLED: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
+"""States in which a task does no work until something revives it."""
+
+LIVE: frozenset[str] = frozenset({"pending", "running", "waiting_decision", "waiting_children"})
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class TaskCreated(EventBase, frozen=True, tag="task_created"):
+    """Record: `agent` delegated task `task`. Its prompt is not here: it is the first
+    user message of the subagent's context (its `agent_started` record)."""
+
+    task: str
+    agent_type: str
+    description: str
+    owner_task: str = ""  # the owner's own task ("" when the owner is the main agent)
+    depth: int = 1
+    plan_ref: str = ""
+    write_scope: tuple[str, ...] | None = None  # None: may write anywhere
+    resume: ResumePolicy = "auto"
+    ref: str = ""  # the delegating call's ref: a re-run of that call finds this task
+    deadline: int = 0  # wall time (ms) by which it must settle, 0 for none
+    round_budget: int = 0  # model calls its agent may make in all, 0 for no limit
+    token_budget: int = 0  # tokens its agent may spend in all, 0 for no limit
+    at: int = 0  # wall time, ms
+
+
+class TaskChanged(EventBase, frozen=True, tag="task_changed"):
+    """Record: task `task` moved to `state` (because of `agent`, e.g. its owner cancelling
+    it). Starting to run names the new instance."""
+
+    task: str
+    state: TaskState
+    reason: str = ""
+    instance: str = ""
+    at: int = 0
+
+
+class Envelope(BaseModel, frozen=True):
+    """What a subagent hands back with `complete`."""
+
+    summary: str
+    files_changed: tuple[str, ...] = ()
+    verification: tuple[str, ...] = ()
+    risks: tuple[str, ...] = ()
+    follow_ups: tuple[str, ...] = ()
+    # Files the subagent really changed that the envelope does not list, and listed files
+    # it did not change (checked by the session, not claimed by the model).
+    unlisted_changes: tuple[str, ...] = ()
+    unchanged_listed: tuple[str, ...] = ()
+
+
+class TaskRecord(BaseModel):
+    """The durable task record: everything known about one delegated task."""
+
+    task_id: str
+    owner: str
+    owner_task: str = ""
+    depth: int = 1
+    agent_type: str
+    description: str
+    plan_ref: str = ""
+    write_scope: list[str] | None = None
+    state: TaskState = "pending"
+    resume: ResumePolicy = "auto"
+    instances: list[str] = Field(default_factory=list)
+    attempts: int = 1
+    progress: str = ""
+    percent: int | None = None
+    progress_seq: int = 0  # when the latest progress (or any message) came from it
+    completion: Envelope | None = None
+    reason: str = ""  # why it failed, was cancelled or waits
+    created: int = 0
+    updated: int = 0
+    created_seq: int = 0
+    created_by: str = ""  # the ref of the call that delegated it
+    deadline: int = 0  # wall time (ms) by which it must settle, 0 for none
+    round_budget: int = 0  # model calls its agent may make in all, 0 for no limit
+    token_budget: int = 0  # tokens its agent may spend in all, 0 for no limit
+    changed_seq: int = 0  # the seq of its latest task_changed
+    revived_seq: int = 0  # the seq of its latest revival (settled, then run again)
+
+    @property
+    def live(self) -> bool:
+        return self.state in LIVE
+
+    @property
+    def read_only(self) -> bool:
+        return self.write_scope == []
+
+
+class Registry:
+    """The task records of a session, folded from the journal. One record per task, kept
+    for the session's life (a settled task can be revived, and its `plan_ref` found);
+    indexes keep the queries that run on every delegation from walking every task."""
+
+    def __init__(self) -> None:
+        self.tasks: dict[str, TaskRecord] = {}
+        self._refs: dict[tuple[str, str], str] = {}  # (owner, delegating ref) -> task id
+        self._children: dict[str, list[str]] = {}  # owner -> its tasks, in creation order
+        self._live: dict[str, None] = {}  # the live tasks
+        self._plan_refs: dict[str, str] = {}  # plan ref -> its latest task
+        # Each record as snapshot JSON, made again only once it changed (`changed`).
+        self._json: dict[str, bytes] = {}
+
+    def add(self, record: TaskRecord) -> None:
+        self.tasks[record.task_id] = record
+        self._children.setdefault(record.owner, []).append(record.task_id)
+        if record.created_by:
+            self._refs[record.owner, record.created_by] = record.task_id
+        if record.plan_ref:
+            self._plan_refs[record.plan_ref] = record.task_id
+        self.changed(record)
+
+    def changed(self, record: TaskRecord) -> None:
+        """The fold changed `record`: its indexes and its snapshot JSON follow."""
+        if record.live:
+            self._live[record.task_id] = None
+        else:
+            self._live.pop(record.task_id, None)
+        self._json.pop(record.task_id, None)
+
+    def get(self, task_id: str) -> TaskRecord | None:
+        return self.tasks.get(task_id)
+
+    def live(self) -> list[TaskRecord]:
+        """The live tasks, oldest first."""
+        found = [self.tasks[t] for t in self._live]
+        found.sort(key=lambda t: t.created_seq)
+        return found
+
+    def children(self, owner: str) -> list[TaskRecord]:
+        """The tasks `owner` (an agent: `main` or a task id) delegated, oldest first."""
+        return [self.tasks[t] for t in self._children.get(owner, ())]
+
+    def subtree(self, task_id: str) -> list[TaskRecord]:
+        """The task and every task under it, parents first."""
+        found: list[TaskRecord] = []
+        queue = [task_id]
+        while queue:
+            current = queue.pop(0)
+            record = self.tasks.get(current)
+            if record is not None:
+                found.append(record)
+            queue.extend(t.task_id for t in self.children(current))
+        return found
+
+    def by_call(self, owner: str, ref: str) -> TaskRecord | None:
+        """The task that `owner`'s call `ref` delegated, if it ran before a crash."""
+        task_id = self._refs.get((owner, ref)) if ref else None
+        return None if task_id is None else self.tasks[task_id]
+
+    def by_plan_ref(self, plan_ref: str) -> TaskRecord | None:
+        task_id = self._plan_refs.get(plan_ref) if plan_ref else None
+        return None if task_id is None else self.tasks[task_id]
+
+    def scope_conflict(
+        self, scope: tuple[str, ...] | None, *, exclude: Collection[str] = ()
+    ) -> TaskRecord | None:
+        """A live task whose write scope overlaps `scope` (None: anywhere; empty: writes
+        nothing and so conflicts with nothing)."""
+        if scope is not None and not scope:
+            return None
+        for task in self.live():
+            if task.task_id in exclude or task.read_only:
+                continue
+            if scope is None or task.write_scope is None:
+                return task
+            if scopes_overlap(scope, task.write_scope):
+                return task
+        return None
+
+    def note_message(self, seq: int, mail: Mail) -> None:
+        """A mailbox message about a task (posted): a task's progress and its
+        completion envelope are the latest such messages from it."""
+        task = self.tasks.get(mail.task_id)
+        if task is None or mail.sender != mail.task_id:
+            return
+        task.progress_seq = seq
+        if mail.kind == "progress":
+            task.progress = mail.summary
+            data = mail.data or {}
+            task.percent = data.get("percent", task.percent)
+        elif mail.kind == "completed":
+            task.completion = Envelope.model_validate(
+                {"summary": mail.summary, **(mail.data or {})}
+            )
+        self.changed(task)
+
+    def dump(self) -> list[dict[str, Any]]:
+        return [t.model_dump(mode="json") for t in self.tasks.values()]
+
+    def dump_json(self) -> bytes:
+        """Every record as a compact JSON array (a snapshot's `tasks`): only the records
+        changed since the last call are serialised again."""
+        cache = self._json
+        parts = []
+        for task_id, record in self.tasks.items():
+            data = cache.get(task_id)
+            if data is None:
+                data = cache[task_id] = record.model_dump_json().encode()
+            parts.append(data)
+        return b"[" + b",".join(parts) + b"]"
+
+    @classmethod
+    def load(cls, records: Iterable[TaskRecord]) -> Registry:
+        registry = cls()
+        for record in records:
+            registry.add(record.model_copy(deep=True))
+        return registry
+
+
+def scope_within(inner: Iterable[str], outer: Iterable[str] | None) -> bool:
+    """Whether every entry of `inner` lies inside `outer` (a child's scope in its
+    parent's)."""
+    return outer is None or all(in_scope(entry, outer) for entry in inner)
+
+
+def scopes_overlap(a: Iterable[str], b: Iterable[str]) -> bool:
+    """Whether two write scopes (workspace-relative paths or glob patterns) may name the
+    same file: equal, one under the other, or one pattern matching the other."""
+    for x in a:
+        for y in b:
+            if _overlap(_norm(x), _norm(y)):
+                return True
+    return False
+
+
+def _norm(path: str) -> str:
+    """A workspace-relative path in one spelling: `a/./b/../c/` is `a/c`; a path that
+    climbs out of the workspace stays `../...` and so is inside no scope but `..`."""
+    path = posixpath.normpath(path.strip() or ".")
+    return path.removeprefix("/") if path.startswith("/") else path
+
+
+def _overlap(x: str, y: str) -> bool:
+    if x == "." or y == "." or x == y:
+        return True
+    if x.startswith(y + "/") or y.startswith(x + "/"):
+        return True
+    if fnmatch.fnmatchcase(x, y) or fnmatch.fnmatchcase(y, x):
+        return True
+    # Patterns on both sides: compare the literal parts before the first wildcard.
+    px, py = _literal_prefix(x), _literal_prefix(y)
+    magic = _has_magic(x) or _has_magic(y)
+    return magic and (px.startswith(py) or py.startswith(px))
+
+
+def _has_magic(path: str) -> bool:
+    return any(c in path for c in "*?[")
+
+
+def _literal_prefix(path: str) -> str:
+    for i, c in enumerate(path):
+        if c in "*?[":
+            return path[:i]
+    return path
+
+
+def in_scope(path: str, scope: Iterable[str] | None) -> bool:
+    """Whether a workspace-relative `path` is inside a write scope."""
+    if scope is None:
+        return True
+    path = _norm(path)
+    if path == ".." or path.startswith("../"):
+        return False
+    for entry in scope:
+        entry = _norm(entry)
+        if entry == "." or path == entry or path.startswith(entry + "/"):
+            return True
+        if fnmatch.fnmatchcase(path, entry):
+            return True
+    return False
+
+
+# --- the fold ---------------------------------------------------------------------------
+
+
+def _created(registry: Registry, seq: int, record: TaskCreated) -> None:
+    if record.task in registry.tasks:
+        raise FoldError(f"task {record.task} was already created")
+    registry.add(
+        TaskRecord(
+            task_id=record.task,
+            owner=record.agent,
+            owner_task=record.owner_task,
+            depth=record.depth,
+            agent_type=record.agent_type,
+            description=record.description,
+            plan_ref=record.plan_ref,
+            write_scope=list(record.write_scope) if record.write_scope is not None else None,
+            resume=record.resume,
+            created=record.at,
+            updated=record.at,
+            created_seq=seq,
+            created_by=record.ref,
+            deadline=record.deadline,
+            round_budget=record.round_budget,
+            token_budget=record.token_budget,
+        )
+    )
+
+
+def _changed(registry: Registry, seq: int, record: TaskChanged) -> None:
+    task = registry.tasks.get(record.task)
+    if task is None:
+        raise FoldError(f"no task {record.task!r} was created")
+    if record.state == "pending" and task.state in ("failed", "cancelled"):
+        task.attempts += 1  # a retry of a failed or cancelled task is a new attempt
+    if record.state == "pending" or (record.state == "running" and task.state in SETTLED):
+        task.revived_seq = seq
+    task.state = record.state
+    if record.instance:
+        task.instances.append(record.instance)
+    task.reason = record.reason if record.state != "running" else ""
+    task.updated = record.at or task.updated
+    task.changed_seq = seq
+    registry.changed(task)
+
+
+TASK_FOLDS: dict[type, Callable[[Registry, int, Any], None]] = {
+    TaskCreated: _created,
+    TaskChanged: _changed,
+}
+"""How each task record changes the registry (the mailbox's messages about a task update
+its progress and completion: see `mailbox.py`)."""

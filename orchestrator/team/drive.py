@@ -1,0 +1,229 @@
+"""Drive a session from wherever its journal left it (a fresh start, the middle of a turn
+cut off by a crash, or a finished session): its main agent, and the subagents it
+delegates to, until the main agent's work is done; record the outcome."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+import trio
+
+from orchestrator.errors import (
+    ConfigError,
+    ContextTooLong,
+    ModelError,
+    ProviderAuthError,
+    ProviderBadRequest,
+    ProviderRateLimited,
+    ScriptError,
+)
+from orchestrator.messages import SystemMessage, UserMessage
+from orchestrator.models.base import Model
+from orchestrator.session.live import LiveSession
+from orchestrator.state.events import AgentStarted, Event, EventSink, FanOut, SessionStatusChanged
+from orchestrator.state.manifest import SessionStatus
+from orchestrator.team.definitions import Definitions
+from orchestrator.team.main_agent import open_team, run_main
+from orchestrator.team.oversight import Policy
+from orchestrator.team.prompts import main_agent_prompt
+from orchestrator.team.runtime import MAIN, Limits, Runner, Team, TeamSettings
+from orchestrator.team.subagent import InProcessRunner
+from orchestrator.tools import Approver, PermissionPolicy, ToolRegistry, Workspace
+
+
+@dataclass
+class RunSettings:
+    model: Model
+    tools: ToolRegistry
+    ui: EventSink
+    policy: PermissionPolicy
+    approve: Approver
+    max_rounds: int = 50
+    max_tokens: int | None = None
+    temperature: float | None = None
+    redact: Callable[[str], str] = str  # see TurnDeps.redact
+    # Called with the session's team once it is running (a library user keeps it to
+    # `say` something to the main agent or cancel a task while the session runs).
+    on_team: Callable[[Team], None] | None = None
+    # Where subagents run (default: in this process, on trio).
+    runner: Callable[[trio.Nursery], Runner] = InProcessRunner
+    ask_resume: Callable[[str], Awaitable[bool]] | None = None  # see TeamSettings
+    # Said to the main agent as the run starts (a resume's answer to a blocked session).
+    message: str = ""
+    # Assessment after each turn (continuations, verification, session budgets, serial).
+    assess: Policy = field(default_factory=Policy)
+    # Subagents: their types, the model of each role (else `model` for all), limits, and
+    # an approver that names the agent asking (else `approve`).
+    definitions: Definitions = field(default_factory=Definitions.builtin)
+    models: Callable[[str], Model] | None = None
+    limits: Limits = field(default_factory=Limits)
+    approve_for: Callable[[str, str], Approver] | None = None
+
+
+@dataclass(frozen=True)
+class RunResult:
+    status: SessionStatus
+    detail: str = ""
+    # What the person should do next, when a plain resume would only fail the same way.
+    advice: str = ""
+    resume_helps: bool = True
+
+
+def _model_failure(exc: ModelError, redact: Callable[[str], str]) -> RunResult:
+    detail = redact(f"model call failed: {exc}")
+    match exc:
+        case ProviderAuthError():
+            return RunResult("failed", detail, "check the key (orchestrator models), then resume")
+        case ProviderRateLimited(retry_after=wait) if wait:
+            return RunResult("failed", detail, f"wait {_duration(wait)}, then resume")
+        case ContextTooLong():
+            return RunResult(
+                "failed",
+                detail,
+                "the conversation no longer fits this model's context; resuming would send "
+                "it again (compaction is not built yet): resume with a model that has a "
+                "larger context (--model)",
+                resume_helps=False,
+            )
+        case ScriptError() | ProviderBadRequest():
+            return RunResult("failed", detail, resume_helps=False)
+        case _:
+            return RunResult("failed", detail)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+async def drive(live: LiveSession, settings: RunSettings) -> RunResult:
+    """Run (or go on running) the main agent until its turn ends; record the status."""
+    sink = FanOut([live, _Watcher(settings.ui, live.warn)])
+    if (
+        live.state.status == "completed"
+        and not settings.message
+        and not live.state.mailbox.undelivered(MAIN)
+    ):
+        return RunResult("completed", "already finished")
+    try:
+        result = await _drive(live, settings, sink)
+    except ModelError as exc:
+        result = _model_failure(exc, settings.redact)
+    except BaseException as exc:
+        stopped = _only_stops(exc)
+        status = (
+            RunResult("interrupted", "stopped by the user")
+            if stopped
+            else RunResult("failed", settings.redact(f"{type(exc).__name__}: {exc}"))
+        )
+        # Best effort: the journal itself may be what failed; the original error matters more.
+        with (
+            trio.CancelScope(shield=True),
+            trio.move_on_after(10),
+            contextlib.suppress(Exception),
+        ):
+            await _record_status(live, sink, status)
+        raise
+    await _record_status(live, sink, result)
+    return result
+
+
+class _Watcher:
+    """The caller's sink, after the journal: an error in it is a warning (once), never a
+    failed tool call, since what the event says has already happened and is journaled."""
+
+    def __init__(self, sink: EventSink, warn: Callable[[str], None]) -> None:
+        self._sink = sink
+        self._warn = warn
+        self._warned = False
+
+    async def emit(self, event: Event, *, durable: bool = False) -> None:
+        try:
+            await self._sink.emit(event, durable=durable)
+        except Exception as exc:
+            if not self._warned:
+                self._warned = True
+                self._warn(
+                    f"the event sink failed ({type(exc).__name__}: {exc}); the "
+                    "session goes on, and further sink errors are not reported"
+                )
+
+
+def _only_stops(exc: BaseException) -> bool:
+    """True for Ctrl+C or a cancellation, bare or grouped by nurseries."""
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_only_stops(inner) for inner in exc.exceptions)
+    return isinstance(exc, KeyboardInterrupt | trio.Cancelled)
+
+
+async def _record_status(live: LiveSession, sink: EventSink, result: RunResult) -> None:
+    await sink.emit(
+        SessionStatusChanged(agent=MAIN, status=result.status, detail=result.detail),
+        durable=True,
+    )
+    await live.set_status(result.status)
+
+
+async def _drive(live: LiveSession, settings: RunSettings, sink: EventSink) -> RunResult:
+    root = live.manifest.workspace_path(live.directory)
+    if not await trio.Path(root).is_dir():
+        raise ConfigError(f"the session's workspace {root} does not exist (moved or deleted?)")
+    team_settings = TeamSettings(
+        models=settings.models or (lambda role: settings.model),
+        base_tools=settings.tools,
+        workspace=Workspace(root),
+        session_id=live.id,
+        definitions=settings.definitions,
+        limits=settings.limits,
+        policy=settings.policy,
+        approve=settings.approve,
+        approve_for=settings.approve_for,
+        max_rounds=settings.max_rounds,
+        max_tokens=settings.max_tokens,
+        temperature=settings.temperature,
+        redact=settings.redact,
+        ask_resume=settings.ask_resume,
+        assess=settings.assess,
+    )
+    async with open_team(live, sink, team_settings, runner=settings.runner) as team:
+        if MAIN not in live.state.agents:
+            tools = team.turn_deps(MAIN).tools.names()
+            types = [(d.name, d.description) for d in settings.definitions]
+            messages = (
+                SystemMessage(content=main_agent_prompt(tools, types)),
+                UserMessage(content=live.manifest.goal),
+            )
+            await sink.emit(AgentStarted(agent=MAIN, role="main", messages=messages))
+        await sink.emit(SessionStatusChanged(agent=MAIN, status="running"), durable=True)
+        await live.set_status("running")  # `sessions list` shows it running, or stopped if killed
+        if settings.on_team is not None:
+            settings.on_team(team)
+        if settings.message:
+            await team.say(settings.message)
+        outcome = await run_main(team)
+    match outcome.reason:
+        case "completed":
+            return RunResult("completed", outcome.detail)
+        case "blocked":
+            return RunResult(
+                "blocked",
+                outcome.detail,
+                "answer it: orchestrator resume ID --message 'what it needs' (or change what "
+                "blocks it, then resume)",
+                resume_helps=False,
+            )
+        case "budget_exhausted":
+            return RunResult(
+                "budget_exhausted",
+                outcome.detail,
+                "to go on, resume with a larger budget: orchestrator resume ID "
+                "--max-auto-continues N (or --budget-rounds, --budget-tokens, --budget-cost, "
+                "--budget-time)",
+                resume_helps=False,
+            )
+    return RunResult("failed", outcome.detail or f"stopped: {outcome.reason}")

@@ -1,0 +1,212 @@
+"""The main agent's event loop: it runs turns with the turn loop, owns the nursery its
+subagents live in, and between turns sleeps until its mailbox wakes it.
+
+Its inputs are the user's goal and messages, mailbox messages (task completions among
+them) and timers, all through one inbox: the mailbox (`team.py`). It wires the parts
+(team, runner, turn loop, definitions) and contains none of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+import trio
+
+from orchestrator.agent import TurnDeps, run_turn, settle_pending_calls
+from orchestrator.state.context import AgentContext
+from orchestrator.state.events import EventSink
+from orchestrator.state.tasks import SETTLED, TaskRecord
+from orchestrator.team.oversight import BudgetExhausted
+from orchestrator.team.runtime import MAIN, Runner, SessionLike, Team, TeamSettings
+from orchestrator.team.subagent import InProcessRunner
+
+MAX_REMINDERS = 3
+
+
+@dataclass(frozen=True)
+class MainOutcome:
+    reason: str  # "completed", "blocked", "budget_exhausted", "max_rounds"
+    detail: str = ""
+
+
+@asynccontextmanager
+async def open_team(
+    session: SessionLike,
+    sink: EventSink,
+    settings: TeamSettings,
+    *,
+    runner: Callable[[trio.Nursery], Runner] = InProcessRunner,
+) -> AsyncIterator[Team]:
+    """A team whose subagents run in a nursery that lives as long as the block. An error
+    of the block arrives bare, not grouped by the nursery (subagents catch their own)."""
+    try:
+        async with trio.open_nursery() as nursery:
+            team = Team(session, sink, settings, runner(nursery))
+            nursery.start_soon(team.watch_stalls)
+            try:
+                yield team
+                # Done: tasks that settled a moment ago may still be writing their last
+                # records (a turn's end); let them, then stop whatever else is left.
+                with trio.move_on_after(10):
+                    await team.settled_loops_ended()
+            finally:
+                nursery.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        if len(group.exceptions) == 1:
+            raise group.exceptions[0] from None
+        raise
+
+
+async def run_main(team: Team) -> MainOutcome:
+    """Run the main agent until the assessment of its turn end says it is done: completed
+    (verified when verification is configured), blocked, or out of budget. It sleeps
+    while it awaits its tasks or the user."""
+    context = team.state.agents[MAIN]
+    deps = team.turn_deps(MAIN)
+    oversight = team.oversight
+    # Tasks first: a call of the main agent cut off by the crash (a wait_tasks, say) may
+    # need them running to finish.
+    restarted = await resume_tasks(team)
+    await settle_pending_calls(context, deps)
+    team.take_yield(MAIN)
+    if restarted:
+        await team.nudge(MAIN, restarted)
+    reminders = 0  # sent since the main agent last had mail (`_await_tasks`)
+    while True:
+        if await team.deliver(MAIN):
+            reminders = 0
+        if not oversight.turn_over(MAIN):
+            stopped = await _turn(team, context, deps)
+            if stopped is not None:
+                return stopped
+        await team.end_open_turn(MAIN, "completed")
+        if team.state.mailbox.undelivered(MAIN) and not team.live_children(MAIN):
+            continue  # deliver it and take a turn
+        verdict = await oversight.assess(MAIN)
+        match verdict.action:
+            case "continue_from_context":
+                continue  # the note is in its context: the next turn starts from it
+            case "verify":
+                await oversight.verify(MAIN)  # passed: assessed again; failed: a new turn
+            case "await_user":
+                await team.wait_for_mail(MAIN, at_least="notify")
+            case "await_tasks":
+                stuck, reminders = await _await_tasks(team, reminders)
+                if stuck:
+                    return MainOutcome("blocked", stuck)
+            case action:
+                return MainOutcome(action, "; ".join(verdict.reasons))
+
+
+async def _turn(team: Team, context: AgentContext, deps: TurnDeps) -> MainOutcome | None:
+    """Run one turn of the main agent; what ends the session now, if anything."""
+    try:
+        outcome = await run_turn(context, deps)
+    except BudgetExhausted:
+        await team.end_open_turn(MAIN, "failed")  # the assessment says why
+        return None
+    if outcome.reason == "max_rounds":
+        return MainOutcome("max_rounds", f"stopped after {outcome.rounds} rounds")
+    return None
+
+
+async def _await_tasks(team: Team, reminders: int) -> tuple[str, int]:
+    """Sleep until mail wakes the main agent; when every live task waits for its answer
+    instead, remind it (at most `MAX_REMINDERS` times, then say why it is stuck). Returns
+    why it is stuck (or ""), and the reminders sent so far."""
+    live = team.live_children(MAIN)
+    waiting = [t for t in live if team.delegation.waits_for(MAIN, t.task_id)]
+    if len(waiting) != len(live):
+        await team.wait_for_mail(MAIN, at_least="urgent")
+        return "", reminders
+    # Every live task waits for this agent: waiting for mail would never end.
+    if reminders >= MAX_REMINDERS:
+        stuck = f"tasks {', '.join(t.task_id for t in waiting)} wait for answers never given"
+        return stuck, reminders
+    await team.nudge(MAIN, _waiting_note(team, [t.task_id for t in waiting]))
+    return "", reminders + 1
+
+
+async def _close_settled(team: Team, task_id: str) -> None:
+    """A task that settled with its last call cut off by the crash (its `complete` was
+    journaled, the call's result was not): give the call its result and end the turn, so
+    its context is whole (the re-run finds its report made and changes nothing)."""
+    context = team.state.agents.get(task_id)
+    if context is None or not (context.open_calls or context.turn_open):
+        return
+    await settle_pending_calls(context, team.turn_deps(task_id))
+    team.take_yield(task_id)
+    await team.end_open_turn(task_id, "yielded")
+
+
+async def _asked(team: Team, task: TaskRecord) -> bool:
+    """For a task whose resume policy is `ask`: the person's answer, or no when there is
+    nobody to ask."""
+    ask = team.settings.ask_resume
+    if ask is None:
+        return False
+    question = (
+        f"task {task.task_id} ({task.agent_type}: {task.description}) was {task.state} when "
+        "the session stopped; revive it?"
+    )
+    return await ask(question)
+
+
+def _waiting_note(team: Team, task_ids: list[str]) -> str:
+    lines = ["These tasks are waiting for you and cannot go on until you answer:"]
+    for mail in team.state.mailbox.unanswered(MAIN):
+        if mail.task_id in task_ids:
+            lines.append(f"- task {mail.task_id}, message {mail.message_id}: {mail.summary}")
+    lines.append(
+        "Answer each with send_message(task=..., kind='answer', in_reply_to=..., text=...), "
+        "or cancel_task it."
+    )
+    return "\n".join(lines)
+
+
+async def resume_tasks(team: Team) -> str:
+    """After a restart: run again the tasks that were live (as their resume policy says).
+    Returns the one message that tells the main agent what became of its tasks ("" when
+    there were none live)."""
+    revived, stopped, waiting = [], [], []
+    for task in list(team.state.tasks.tasks.values()):
+        if task.state in SETTLED:
+            await _close_settled(team, task.task_id)
+            continue
+        if team.is_running(task.task_id):
+            continue
+        if task.state == "pending":
+            continue  # queued: started below, as the live-subagent limit allows
+        if task.resume == "auto" or (task.resume == "ask" and await _asked(team, task)):
+            if task.state == "waiting_decision":
+                waiting.append(task.task_id)
+            else:
+                revived.append(task.task_id)
+            team.resume(task.task_id)
+        else:
+            why = (
+                "it was not to be revived"
+                if task.resume == "ask"
+                else "its resume policy is 'never'"
+            )
+            reason = f"interrupted by a restart ({why}): send it a message to go on"
+            await team.set_state(task.task_id, "cancelled", by=MAIN, reason=reason)
+            stopped.append(task.task_id)
+    team.start_waiting()
+    if not (revived or stopped or waiting):
+        return ""
+    finished = sorted(
+        {m.task_id for m in team.state.mailbox.undelivered(MAIN) if m.kind == "completed"}
+    )
+    lines = ["The session was restarted."]
+    if revived:
+        lines.append("Revived and running again: " + ", ".join(revived) + ".")
+    if waiting:
+        lines.append("Waiting for your answer: " + ", ".join(waiting) + ".")
+    if stopped:
+        lines.append("Not revived (their resume policy): " + ", ".join(stopped) + ".")
+    if finished:
+        lines.append("Finished while it was down: " + ", ".join(finished) + ".")
+    return " ".join(lines)

@@ -1,0 +1,271 @@
+"""The runtime around `assessment.assess`: it builds an agent's `Situation` from the
+session state, journals the verdict (and its continuation note), runs the verification
+commands, keeps the session's budgets, and is what the todo tools write through.
+
+The decisions are `assessment.py`'s (a pure function); the records and folds are
+`assessment.py`'s and `todos.py`'s. This module only gathers inputs and carries out
+actions, so the main agent's loop and a subagent's loop act on a verdict the same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import trio
+
+from orchestrator.loop.assessment import (
+    REPEATS,
+    Assessed,
+    Assessment,
+    BlockedReported,
+    Budgets,
+    Situation,
+    Spent,
+    Verified,
+    assess,
+    continuation_note,
+    over_budget,
+)
+from orchestrator.loop.todos import TodoList, TodosChanged
+from orchestrator.messages import AssistantMessage
+from orchestrator.state.fold import usage_of
+from orchestrator.tools.base import AnyTool, ToolContext
+from orchestrator.tools.shell import Shell, ShellArgs
+from orchestrator.usage import Price, call_cost
+
+if TYPE_CHECKING:
+    from orchestrator.team.runtime import Team
+
+VERIFY_OUTPUT_CHARS = 4000
+"""How much of a failing verification's output the agent is shown (head and tail)."""
+
+
+@dataclass(frozen=True)
+class Policy:
+    """How turns are assessed: the session's configuration ([session] in the config)."""
+
+    max_auto_continues: int = 10
+    stall_rounds: int = 6
+    verify: tuple[str, ...] = ()
+    note: str = ""  # the continuation note's text ("" for the built-in one)
+    serial: bool = False
+    budgets: Budgets = field(default_factory=Budgets)
+    interactive: bool = False
+    prices: dict[str, Price] = field(default_factory=dict)  # for the cost budget
+
+
+class BudgetExhausted(Exception):
+    """The session's budget is spent: no agent may make another model call."""
+
+
+class Oversight:
+    """Assessment, verification, budgets and todos for the agents of one team."""
+
+    def __init__(self, team: Team, policy: Policy) -> None:
+        self.team = team
+        self.policy = policy
+        self.started = trio.current_time()  # wall time counts per run
+
+    # --- budgets ------------------------------------------------------------------------
+
+    def spent(self) -> Spent:
+        """What the session (every agent) has used. Calls of a model without a price
+        count nothing toward the cost."""
+        state = self.team.state
+        tokens = sum(sum(counts) for counts in state.usage_by_model.values())
+        cost = 0.0
+        if self.policy.budgets.cost is not None:
+            for model, counts in state.usage_by_model.items():
+                cost += call_cost(self.policy.prices, model, usage_of(counts)) or 0.0
+        return Spent(
+            rounds=state.rounds,
+            tokens=tokens,
+            cost=cost,
+            wall=trio.current_time() - self.started,
+        )
+
+    def over_budget(self) -> list[str]:
+        budgets = self.policy.budgets
+        if budgets == Budgets():
+            return []
+        return over_budget(budgets, self.spent())
+
+    def check_budgets(self) -> None:
+        """Before any agent's model call: refuse it once the session's budget is spent."""
+        reasons = self.over_budget()
+        if reasons:
+            raise BudgetExhausted("; ".join(reasons))
+
+    # --- assessment -------------------------------------------------------------------
+
+    def turn_over(self, agent: str) -> bool:
+        """Whether `agent`'s turn has nothing left: its last reply called no tool, or it
+        ended its turn by reporting itself blocked, or it was stopped repeating a call."""
+        context = self.team.state.agents[agent]
+        last = context.messages[-1] if context.messages else None
+        if isinstance(last, AssistantMessage) and not last.tool_calls:
+            return True
+        progress = self.team.state.progress_of(agent)
+        return bool(progress.blocked) or progress.call_repeats >= REPEATS
+
+    def situation(self, agent: str, *, max_continues: int, must_report: bool) -> Situation:
+        team = self.team
+        live = tuple(t.task_id for t in team.live_children(agent))
+        waiting = tuple(t for t in live if team.delegation.waits_for(agent, t))
+        policy = self.policy
+        return Situation(
+            todos=team.state.todo_list(agent),
+            progress=team.state.progress_of(agent),
+            max_continues=max_continues,
+            stall_rounds=policy.stall_rounds,
+            live_tasks=live,
+            waiting_on_it=waiting,
+            spent=tuple(self.over_budget()),
+            verify=policy.verify if not must_report else (),
+            must_report=must_report,
+            interactive=policy.interactive and not must_report,
+        )
+
+    async def assess(
+        self, agent: str, *, max_continues: int | None = None, must_report: bool = False
+    ) -> Assessment:
+        """Assess `agent`'s turn end and journal the verdict; a continuation carries its
+        note into the agent's context in the same record."""
+        limit = self.policy.max_auto_continues if max_continues is None else max_continues
+        situation = self.situation(agent, max_continues=limit, must_report=must_report)
+        verdict = assess(situation)
+        note, count = "", 0
+        if verdict.action == "continue_from_context":
+            count = situation.progress.continues + 1
+            note = continuation_note(
+                situation.todos,
+                verdict,
+                count=count,
+                limit=limit,
+                live_tasks=situation.live_tasks,
+                text=self.policy.note,
+            )
+        await self.team.sink.emit(
+            Assessed(
+                agent=agent,
+                action=verdict.action,
+                reasons=verdict.reasons,
+                note=note,
+                count=count,
+                limit=limit if count else 0,
+            ),
+        )  # not waited for on disk: lost in a crash, it is made again from the same records
+        return verdict
+
+    # --- verification -----------------------------------------------------------------
+
+    async def verify(self, agent: str) -> bool:
+        """Run the session's verification commands in the workspace and journal the
+        result; a failure's output goes back to the agent as a continuation."""
+        code, output, failed = await self._run_checks(agent, self.policy.verify)
+        passed = not failed
+        note = ""
+        if not passed:
+            progress = self.team.state.progress_of(agent)
+            note = (
+                f"[verification failed] `{failed}` did not pass "
+                f"(continuation {progress.continues + 1} of {self.policy.max_auto_continues}). "
+                f"Fix the cause, then end your turn.\n{output}"
+            )
+        await self._record(agent, self.policy.verify, code, output, note)
+        return passed
+
+    async def verify_in_call(self, agent: str, commands: tuple[str, ...]) -> str:
+        """Run `commands` from inside one of the agent's calls (a subagent's `complete`,
+        when its type has `verify`): journaled, and its failing output returned for the
+        call's result ("" when they pass) rather than added to the context."""
+        code, output, failed = await self._run_checks(agent, commands)
+        await self._record(agent, commands, code, output, "", counts=False)
+        return output if failed else ""
+
+    async def _run_checks(self, agent: str, commands: tuple[str, ...]) -> tuple[int, str, str]:
+        """Run the commands one after another through the shell tool (its sandbox and
+        limits), stopping at the first failure: (exit code, output trimmed, the failed
+        command or "" when all passed)."""
+        shell = self._shell()
+        context = ToolContext(
+            workspace=self.team.settings.workspace,
+            agent=agent,
+            session=self.team.settings.session_id,
+            call=f"verify.{self.team.state.seq}",
+        )
+        outputs = []
+        code, failed = 0, ""
+        for command in commands:
+            output = await shell.run(ShellArgs(command=command), context)
+            text = self.team.settings.redact(output.content)
+            outputs.append(f"$ {command}\n{text}")
+            if output.status != "ok":
+                code, failed = _exit_code(text), command
+                break
+        return code, _trim("\n".join(outputs), VERIFY_OUTPUT_CHARS), failed
+
+    async def _record(
+        self,
+        agent: str,
+        commands: tuple[str, ...],
+        code: int,
+        output: str,
+        note: str,
+        *,
+        counts: bool = True,
+    ) -> None:
+        await self.team.sink.emit(
+            Verified(
+                agent=agent,
+                passed=code == 0,
+                commands=commands,
+                exit_code=code,
+                output=output,
+                note=note,
+                counts=counts,
+            ),
+        )  # not waited for on disk: lost in a crash, the commands run again (checks)
+
+    def _shell(self) -> AnyTool:
+        tool = self.team.settings.base_tools.get("shell")
+        return tool if isinstance(tool, Shell) else Shell()
+
+    # --- what the todo tools and the main agent's report_blocked call ------------------
+
+    def todos(self, agent: str) -> TodoList:
+        return self.team.state.todo_list(agent)
+
+    def serial(self, agent: str) -> bool:
+        definition = self.team.definition(agent)
+        if definition is not None and definition.serial:
+            return True
+        return self.policy.serial
+
+    async def change_todos(self, record: TodosChanged) -> None:
+        await self.team.sink.emit(record)
+
+    async def report_blocked(self, agent: str, category: str, reason: str, *, ref: str) -> None:
+        await self.team.sink.emit(
+            BlockedReported(agent=agent, category=category, reason=reason, ref=ref)
+        )
+        self.team.end_turn(agent)
+
+
+def _exit_code(text: str) -> int:
+    first = text.splitlines()[0] if text else ""
+    if first.startswith("exit code "):
+        try:
+            return int(first.removeprefix("exit code ").strip())
+        except ValueError:
+            pass
+    return -1  # timed out, or the command could not run
+
+
+def _trim(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    cut = len(text) - 2 * half
+    return f"{text[:half]}\n[... {cut} characters cut ...]\n{text[-half:]}"

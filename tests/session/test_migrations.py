@@ -1,0 +1,162 @@
+"""Migrating sessions recorded in older formats: nothing a session held is lost."""
+
+from __future__ import annotations
+
+import shutil
+import zlib
+from pathlib import Path
+
+import orjson
+import pytest
+
+from orchestrator.cli.sessions import verify
+from orchestrator.errors import JournalCorrupt
+from orchestrator.messages import plain
+from orchestrator.session.live import JOURNAL, SNAPSHOT, load_state, migrate, read_manifest
+from orchestrator.session.migrations import v1_to_v2, v3_to_v4
+from orchestrator.state.manifest import FORMAT_VERSION
+
+RECORDED = Path(__file__).parents[2] / "sessions"
+
+
+def v1_session(name: str, tmp_path: Path) -> Path:
+    root = tmp_path / "sessions"
+    shutil.copytree(RECORDED / f"v1-{name}", root)
+    [directory] = [p for p in root.iterdir() if p.is_dir()]
+    return directory
+
+
+def test_v1_contexts_survive_migration_exactly(tmp_path: Path) -> None:
+    directory = v1_session("completed", tmp_path)
+    # A format-1 snapshot held whole contexts: the migrated journal must fold to them.
+    old = orjson.loads((directory / SNAPSHOT).read_bytes())
+    original = (directory / JOURNAL).read_bytes()
+    manifest = migrate(directory, read_manifest(directory))
+    assert manifest.format_version == FORMAT_VERSION
+    assert (directory / "journal.v1.jsonl").read_bytes() == original
+    state = load_state(directory, warn=pytest.fail)
+    main = state.agents["main"]
+    assert plain(main.messages) == old["agents"]["main"]["messages"]
+    assert (state.status, main.steps, plain(main.usage)) == (
+        old["status"],
+        old["agents"]["main"]["steps"],
+        old["agents"]["main"]["usage"],
+    )
+    assert verify(directory) == []
+    # Format 2 writes what format 1 wrote in 60% of the bytes.
+    assert len((directory / JOURNAL).read_bytes()) < 0.7 * len(original)
+
+
+def test_a_migration_cut_short_runs_again_from_the_original(tmp_path: Path) -> None:
+    directory = v1_session("killed-mid-turn", tmp_path)
+    v1_to_v2(directory)
+    first = (directory / JOURNAL).read_bytes()
+    v1_to_v2(directory)  # as if the process died before the manifest said format 2
+    assert (directory / JOURNAL).read_bytes() == first
+    migrate(directory, read_manifest(directory))
+    main = load_state(directory, warn=pytest.fail).agents["main"]
+    [(ref, call)] = main.pending_calls()
+    assert call.name == "shell"
+    assert ref in main.effects  # its start was durable: resume reports it interrupted
+
+
+def test_a_torn_v1_tail_is_dropped_and_damage_before_it_is_refused(tmp_path: Path) -> None:
+    directory = v1_session("completed", tmp_path)
+    journal = directory / JOURNAL
+    lines = journal.read_bytes().splitlines(keepends=True)
+    journal.write_bytes(b"".join(lines[:-1]) + lines[-1][:40])
+    v1_to_v2(directory)
+    assert len((directory / JOURNAL).read_bytes().splitlines()) < len(lines)
+
+    directory = v1_session("killed-mid-turn", tmp_path / "again")
+    journal = directory / JOURNAL
+    lines = journal.read_bytes().splitlines(keepends=True)
+    lines[2] = lines[2].replace(b'"agent":"main"', b'"agent":"mainx"')
+    journal.write_bytes(b"".join(lines))
+    with pytest.raises(JournalCorrupt, match="line 3 is damaged"):
+        v1_to_v2(directory)
+
+
+def test_show_and_verify_migrate_an_older_session_first(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    directory = v1_session("completed", tmp_path)
+    root = directory.parent
+    for command in (["show", directory.name], ["verify", directory.name]):
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "orchestrator",
+                "sessions",
+                *command,
+                "--sessions-dir",
+                str(root),
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert result.returncode == 0, result.stderr
+    assert read_manifest(directory).format_version == FORMAT_VERSION
+    assert (directory / "journal.v1.jsonl").exists()
+
+
+def test_verify_finds_a_snapshot_that_disagrees_with_the_journal(tmp_path: Path) -> None:
+    directory = v1_session("completed", tmp_path)
+    migrate(directory, read_manifest(directory))
+    load_state(directory, warn=pytest.fail)
+    state = load_state(directory, warn=pytest.fail)
+    snapshot = state.snapshot().model_copy(update={"seq": 6})
+    (directory / SNAPSHOT).write_bytes(snapshot.model_dump_json().encode())
+    [problem] = verify(directory)  # steps and usage at seq 6 are not the final ones
+    assert "does not match the journal folded to seq 6" in problem
+
+
+def test_verify_finds_a_journal_mark_the_journal_does_not_hold(tmp_path: Path) -> None:
+    directory = v1_session("completed", tmp_path)
+    migrate(directory, read_manifest(directory))
+    state = load_state(directory, warn=pytest.fail)
+    data = (directory / JOURNAL).read_bytes()
+    good = (state.seq, len(data), zlib.crc32(data))
+    (directory / SNAPSHOT).write_bytes(state.snapshot_json(good))
+    assert verify(directory) == []
+    for wrong in ((state.seq, len(data), good[2] ^ 1), (state.seq - 1, *good[1:])):
+        (directory / SNAPSHOT).write_bytes(state.snapshot_json(wrong))
+        [problem] = verify(directory)
+        assert f"marks the journal as {list(wrong)}" in problem
+        # Resume does not trust it: it checks every line, and loads the same state.
+        assert load_state(directory, warn=pytest.fail).describe() == state.describe()
+
+
+def test_a_v2_session_resumes_after_the_v3_step(tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    shutil.copytree(RECORDED / "v2-killed-mid-turn", root)
+    [directory] = [p for p in root.iterdir() if p.is_dir()]
+    before = load_state(directory, warn=pytest.fail).describe()
+    manifest = migrate(directory, read_manifest(directory))
+    assert manifest.format_version == FORMAT_VERSION
+    after = load_state(directory, warn=pytest.fail).describe()
+    assert after == before
+    assert after["tasks"] == []
+    assert after["mailbox"]["live"] == []
+
+
+def test_a_v3_session_loses_only_its_snapshot_to_the_v4_step(tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    shutil.copytree(RECORDED / "v3-completed", root)
+    [directory] = [p for p in root.iterdir() if p.is_dir()]
+    assert (directory / SNAPSHOT).exists()
+    journal = (directory / JOURNAL).read_bytes()
+    manifest = migrate(directory, read_manifest(directory))
+    assert manifest.format_version == FORMAT_VERSION
+    assert not (directory / SNAPSHOT).exists()  # it lacked format 4's counters
+    assert (directory / JOURNAL).read_bytes() == journal
+    state = load_state(directory, warn=pytest.fail)
+    # The session's counters are folded from the whole journal, not left at zero.
+    assert state.rounds == sum(a.steps for a in state.agents.values()) > 0
+    assert state.tasks.tasks  # the v3 recording delegated
+    assert state.todos == {}
+    assert verify(directory) == []
+    v3_to_v4(directory)  # a step run again (cut short before the manifest) is no error

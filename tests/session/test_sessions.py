@@ -1,0 +1,620 @@
+"""Sessions through the real CLI: recorded sessions, locks, bad ids, corruption, Ctrl+C."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+from orchestrator.cli.sessions import verify
+from orchestrator.messages import ToolResult
+from orchestrator.session.live import (
+    JOURNAL,
+    LOCK,
+    SNAPSHOT,
+    load_state,
+    read_manifest,
+)
+from orchestrator.session.replay import read_snapshot
+from orchestrator.state.manifest import FORMAT_VERSION
+from orchestrator.store import SessionLock, scan_journal
+
+ROOT = Path(__file__).parents[2]
+RECORDED = ROOT / "sessions"
+
+
+def cli(*args: str, root: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "NO_COLOR": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "orchestrator", *args, "--sessions-dir", str(root)],
+        capture_output=True,
+        text=True,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+        check=False,
+    )
+
+
+def only_session(root: Path) -> str:
+    [directory] = [p for p in root.iterdir() if p.is_dir()]
+    return directory.name
+
+
+def copy_recorded(name: str, tmp_path: Path) -> Path:
+    root = tmp_path / "sessions"
+    shutil.copytree(RECORDED / name, root)
+    return root
+
+
+@pytest.fixture
+def killed_copy(tmp_path: Path) -> Path:
+    """A copy of the recorded session that SIGKILL cut off mid-turn."""
+    return copy_recorded(f"v{FORMAT_VERSION}-killed-mid-turn", tmp_path)
+
+
+def test_recorded_sessions_exist_for_every_format() -> None:
+    assert sorted(p.name for p in RECORDED.iterdir() if p.is_dir()) == [
+        f"v{version}-{name}"
+        for version in range(1, FORMAT_VERSION + 1)
+        for name in ("completed", "killed-mid-turn")
+    ]
+
+
+@pytest.mark.parametrize("version", range(1, FORMAT_VERSION + 1))
+def test_recorded_finished_session_says_so(tmp_path: Path, version: int) -> None:
+    root = copy_recorded(f"v{version}-completed", tmp_path)
+    result = cli("resume", "--last", "--yes", root=root)
+    assert result.returncode == 0, result.stderr
+    assert "already finished (completed)" in result.stderr
+
+
+@pytest.mark.parametrize("version", range(1, FORMAT_VERSION + 1))
+def test_recorded_killed_session_resumes_anywhere(tmp_path: Path, version: int) -> None:
+    killed_copy = copy_recorded(f"v{version}-killed-mid-turn", tmp_path)
+    session_id = only_session(killed_copy)
+    directory = killed_copy / session_id
+    if version == FORMAT_VERSION:
+        before = load_state(directory, warn=lambda _: None)
+        # cut off with a shell call in flight (a worker's, since format 3)
+        assert any(a.pending_calls() for a in before.agents.values())
+    result = cli("resume", session_id, "--yes", root=killed_copy)
+    assert result.returncode == 0, result.stderr
+    state = load_state(directory, warn=lambda _: None)
+    assert state.status == "completed"
+    agents = list(state.agents.values())
+    assert all(a.pending_calls() == [] for a in agents)
+    [interrupted] = [
+        m
+        for a in agents
+        for m in a.messages
+        if isinstance(m, ToolResult) and m.status == "interrupted"
+    ]
+    assert interrupted.name == "shell"
+    assert "may or may not have taken effect" in interrupted.content
+    assert all(t.state == "completed" for t in state.tasks.tasks.values())
+    check = subprocess.run(
+        [sys.executable, "test_mathutil.py"],
+        cwd=directory / "workspace",
+        capture_output=True,
+        check=False,
+    )
+    assert check.returncode == 0
+    assert read_manifest(directory).status == "completed"
+
+
+def test_second_resume_fails_naming_the_holder(killed_copy: Path) -> None:
+    session_id = only_session(killed_copy)
+    with SessionLock(killed_copy / session_id / LOCK):
+        result = cli("resume", session_id, "--yes", root=killed_copy)
+    assert result.returncode == 1
+    error = result.stderr.splitlines()[-1]
+    assert error.startswith("error: ")
+    assert str(os.getpid()) in error
+
+
+def test_list_and_show(killed_copy: Path) -> None:
+    session_id = only_session(killed_copy)
+    listing = cli("sessions", "list", root=killed_copy)
+    assert listing.returncode == 0
+    assert session_id in listing.stdout
+    assert "stopped (resumable)" in listing.stdout
+    shown = cli("sessions", "show", session_id, "--json", root=killed_copy)
+    info = orjson.loads(shown.stdout)
+    assert info["id"] == session_id
+    state = load_state(killed_copy / session_id, warn=pytest.fail)
+    assert info["agents"]["main"]["model_calls"] == state.agents["main"].steps
+    assert info["last_events"][-1]["seq"] == state.seq
+    assert [t["task_id"] for t in info["tasks"]] == ["t1", "t2", "t3"]
+    assert {m["message_id"] for m in info["mailbox"]} == set(state.mailbox.messages)
+    text = cli("sessions", "show", session_id, root=killed_copy)
+    assert "main (main): " in text.stdout
+    assert "t1 [running] worker: statistics module" in text.stdout
+
+
+@pytest.mark.parametrize(
+    ("session_id", "message"),
+    [
+        ("../etc", "is not a session id"),
+        ("a/b", "is not a session id"),
+        ("20261123T030617-ffffff", "no session '20261123T030617-ffffff'"),
+    ],
+)
+def test_bad_and_unknown_ids(tmp_path: Path, session_id: str, message: str) -> None:
+    result = cli("resume", session_id, root=tmp_path)
+    assert result.returncode == 2
+    assert message in result.stderr
+
+
+def test_resume_last_with_no_sessions(tmp_path: Path) -> None:
+    result = cli("resume", "--last", root=tmp_path / "empty")
+    assert result.returncode == 2
+    assert "no sessions under" in result.stderr
+
+
+def test_corrupt_manifest_is_named(killed_copy: Path) -> None:
+    session_id = only_session(killed_copy)
+    (killed_copy / session_id / "session.json").write_text("{not json")
+    result = cli("resume", session_id, "--yes", root=killed_copy)
+    assert result.returncode == 1
+    assert "session.json: not a valid session manifest" in result.stderr
+
+
+def test_newer_format_is_refused(killed_copy: Path) -> None:
+    session_id = only_session(killed_copy)
+    path = killed_copy / session_id / "session.json"
+    manifest = orjson.loads(path.read_bytes())
+    path.write_bytes(orjson.dumps({**manifest, "format_version": 99}))
+    result = cli("resume", session_id, "--yes", root=killed_copy)
+    assert result.returncode == 1
+    assert "written by a newer orchestrator" in result.stderr
+
+
+def test_corruption_mid_journal_then_repair(killed_copy: Path) -> None:
+    session_id = only_session(killed_copy)
+    journal = killed_copy / session_id / JOURNAL
+    lines = journal.read_bytes().splitlines(keepends=True)
+    lines[4] = re.sub(rb'"a":"([^"]+)"', rb'"a":"\1!"', lines[4])
+    journal.write_bytes(b"".join(lines))
+    refused = cli("resume", session_id, "--yes", root=killed_copy)
+    assert refused.returncode == 1
+    assert "line 5" in refused.stderr
+    assert "seq 5" in refused.stderr
+    # The error names the exact commands that check and repair this session: run them.
+    commands = {
+        line.split(":", 1)[0]: line.split(":", 1)[1].split()
+        for line in refused.stderr.splitlines()
+        if line.startswith(("check it with:", "repair it with:"))
+    }
+    check = commands["check it with"]
+    assert check[:3] == ["orchestrator", "sessions", "verify"]
+    verified = subprocess.run(
+        [sys.executable, "-m", *check], capture_output=True, text=True, check=False
+    )
+    assert verified.returncode == 1
+    assert "line 5" in verified.stdout
+    repair = commands["repair it with"]
+    repaired = subprocess.run(
+        [sys.executable, "-m", *repair], capture_output=True, text=True, check=False
+    )
+    assert repaired.returncode == 0, repaired.stderr
+    assert list((killed_copy / session_id).glob("journal.jsonl.corrupt-*"))
+    assert scan_journal(journal).last_seq == 4
+    resumed = cli("resume", session_id, "--yes", root=killed_copy)
+    assert resumed.returncode == 0, resumed.stderr
+
+
+def test_torn_last_line_is_cut_with_a_warning(killed_copy: Path) -> None:
+    session_id = only_session(killed_copy)
+    journal = killed_copy / session_id / JOURNAL
+    data = journal.read_bytes()
+    journal.write_bytes(data[:-30])
+    last = scan_journal(journal).last_seq
+    result = cli("resume", session_id, "--yes", root=killed_copy)
+    assert result.returncode == 0, result.stderr
+    assert "cut a torn tail" in result.stderr
+    assert f"seq {last + 1}" in result.stderr
+
+
+def test_unreadable_snapshot_falls_back_to_the_journal(tmp_path: Path) -> None:
+    root = copy_recorded(f"v{FORMAT_VERSION}-completed", tmp_path)
+    directory = root / only_session(root)
+    good = load_state(directory, warn=lambda _: None).describe()
+    (directory / SNAPSHOT).write_text("{")
+    warnings: list[str] = []
+    assert load_state(directory, warn=warnings.append).describe() == good
+    assert "ignored unreadable snapshot" in warnings[0]
+
+
+def test_a_snapshot_of_an_older_layout_is_replaced_by_the_journal_quietly(
+    tmp_path: Path,
+) -> None:
+    root = copy_recorded(f"v{FORMAT_VERSION}-completed", tmp_path)
+    directory = root / only_session(root)
+    good = load_state(directory, warn=pytest.fail).describe()
+    older = load_state(directory, warn=pytest.fail).snapshot().model_dump(mode="json")
+    older.pop("layout")  # layout 1 had no mark, and every message whole in a list
+    older["mailbox"] = older["mailbox"]["live"]
+    (directory / SNAPSHOT).write_bytes(orjson.dumps(older))
+    assert read_snapshot(directory, warn=pytest.fail) is None
+    assert load_state(directory, warn=pytest.fail).describe() == good
+    assert verify(directory) == []
+
+
+def test_snapshot_small_state_is_trusted_and_contexts_come_from_the_journal(
+    tmp_path: Path,
+) -> None:
+    root = copy_recorded(f"v{FORMAT_VERSION}-completed", tmp_path)
+    directory = root / only_session(root)
+    replayed = load_state(directory, warn=pytest.fail)  # before the change
+    # (The recorded snapshot may be of an older layout, which is not read: write one.)
+    snapshot = orjson.loads(replayed.snapshot_json())
+    snapshot["agents"]["main"]["role"] = "from-snapshot"
+    (directory / SNAPSHOT).write_bytes(orjson.dumps(snapshot))
+    state = load_state(directory, warn=lambda _: None)
+    assert state.agents["main"].role == "from-snapshot"
+    assert state.seq == scan_journal(directory / JOURNAL).last_seq
+    # The contexts are rebuilt from the journal, not taken from the snapshot.
+    assert state.agents["main"].messages == replayed.agents["main"].messages
+    assert len(state.agents["main"].messages) > 10
+    assert "messages" not in snapshot["agents"]["main"]  # positions, not copies
+    # Nor the verdicts of every turn: `show` reads them from the journal.
+    assert all("history" not in progress for progress in snapshot["progress"].values())
+    assert snapshot["agents"]["main"]["message_count"] == len(replayed.agents["main"].messages)
+
+
+def test_ctrl_c_stops_cleanly_and_resumes(tmp_path: Path) -> None:
+    script = tmp_path / "slow.json"
+    script.write_bytes(
+        orjson.dumps(
+            {
+                "agents": {
+                    "main": [
+                        {"tool_calls": [{"name": "shell", "arguments": {"command": "sleep 30"}}]},
+                        {"text": "finished"},
+                    ]
+                }
+            }
+        )
+    )
+    root = tmp_path / "sessions"
+    command = [
+        sys.executable,
+        "-m",
+        "orchestrator",
+        "run",
+        "slow",
+        "--model",
+        f"scripted:{script}",
+        "--session-workspace",
+        "--yes",
+        "--json",
+        "--sessions-dir",
+        str(root),
+    ]
+    proc = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL
+    )
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if orjson.loads(line)["kind"] == "tool_call_started":
+            proc.send_signal(signal.SIGINT)
+            break
+    _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 130, stderr
+    assert b"resumable" in stderr
+    session_id = only_session(root)
+    directory = root / session_id
+    assert read_manifest(directory).status == "interrupted"
+    [result] = [
+        m
+        for m in load_state(directory, warn=lambda _: None).agents["main"].messages
+        if isinstance(m, ToolResult)
+    ]
+    assert result.status == "cancelled"
+    resumed = cli("resume", session_id, "--yes", root=root)
+    assert resumed.returncode == 0, resumed.stderr
+    assert read_manifest(directory).status == "completed"
+
+
+def test_older_format_is_migrated_step_by_step(
+    killed_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from orchestrator.errors import SessionError
+    from orchestrator.session import migrations
+
+    directory = killed_copy / only_session(killed_copy)
+    path = directory / "session.json"
+    path.write_bytes(orjson.dumps({**orjson.loads(path.read_bytes()), "format_version": 0}))
+    with pytest.raises(SessionError, match="no migration from session format 0"):
+        migrations.migrate(directory, read_manifest(directory))
+    ran: list[Path] = []
+    steps = {version: ran.append for version in range(FORMAT_VERSION)}
+    monkeypatch.setattr(migrations, "MIGRATIONS", steps)
+    migrated = migrations.migrate(directory, read_manifest(directory))
+    assert ran == [directory] * FORMAT_VERSION
+    assert migrated.format_version == FORMAT_VERSION
+    assert read_manifest(directory).format_version == FORMAT_VERSION
+
+
+def test_sigterm_stops_cleanly_and_kills_running_commands(tmp_path: Path) -> None:
+    script = tmp_path / "slow.json"
+    script.write_bytes(
+        orjson.dumps(
+            {
+                "agents": {
+                    "main": [
+                        {
+                            "tool_calls": [
+                                {
+                                    "name": "shell",
+                                    "arguments": {"command": "echo $$ > pid.txt; sleep 30"},
+                                }
+                            ]
+                        },
+                        {"text": "finished"},
+                    ]
+                }
+            }
+        )
+    )
+    root = tmp_path / "sessions"
+    command = [
+        sys.executable, "-m", "orchestrator", "run", "slow", "--model", f"scripted:{script}",
+        "--session-workspace", "--yes", "--json", "--sessions-dir", str(root),
+    ]  # fmt: skip
+    proc = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL
+    )
+    assert proc.stdout is not None
+    directory: Path | None = None
+    for line in proc.stdout:
+        if orjson.loads(line)["kind"] == "tool_call_started":
+            directory = root / only_session(root)
+            pid_file = directory / "workspace" / "pid.txt"
+            # The shell writes its pid first thing; poll for it (bounded), never sleep.
+            deadline = time.monotonic() + 10
+            while not pid_file.exists() or not pid_file.read_text().strip():
+                assert time.monotonic() < deadline, "the shell never started"
+                os.sched_yield()
+            proc.send_signal(signal.SIGTERM)
+            break
+    _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 128 + signal.SIGTERM, stderr
+    assert b"terminated; session" in stderr
+    assert directory is not None
+    shell_pid = int((directory / "workspace" / "pid.txt").read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(shell_pid, 0)
+    assert read_manifest(directory).status == "interrupted"
+    resumed = cli("resume", directory.name, "--yes", root=root)
+    assert resumed.returncode == 0, resumed.stderr
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ["emptied", "deleted", "cut_in_half", "front_cut", "snapshot_ahead_only"],
+)
+def test_a_session_that_made_progress_is_never_rerun_from_the_start(
+    tmp_path: Path, damage: str
+) -> None:
+    root = copy_recorded(f"v{FORMAT_VERSION}-completed", tmp_path)
+    session_id = only_session(root)
+    directory = root / session_id
+    manifest = orjson.loads((directory / "session.json").read_bytes())
+    manifest["status"] = "interrupted"  # resumable, as after Ctrl+C
+    manifest["journal_seq"] = scan_journal(directory / JOURNAL).last_seq
+    (directory / "session.json").write_bytes(orjson.dumps(manifest))
+    journal = directory / JOURNAL
+    lines = journal.read_bytes().splitlines(keepends=True)
+    match damage:
+        case "emptied":
+            journal.write_bytes(b"")
+        case "deleted":
+            journal.unlink()
+        case "cut_in_half":
+            journal.write_bytes(b"".join(lines[: len(lines) // 2]))
+        case "front_cut":
+            journal.write_bytes(b"".join(lines[3:]))
+        case "snapshot_ahead_only":
+            journal.write_bytes(b"".join(lines[:-2]))
+            manifest["journal_seq"] = 0  # only the snapshot knows
+            (directory / "session.json").write_bytes(orjson.dumps(manifest))
+    before = snapshot_workspace(directory / "workspace")
+    refused = cli("resume", session_id, "--yes", root=root)
+    assert refused.returncode == 1, refused.stderr
+    assert "sessions verify" in refused.stderr
+    assert "sessions repair" in refused.stderr
+    assert snapshot_workspace(directory / "workspace") == before  # nothing ran again
+    # The way out: repair says what it accepts, then the session resumes from what is left.
+    repaired = cli("sessions", "repair", session_id, root=root)
+    assert repaired.returncode == 0, repaired.stderr
+    assert "done again" in repaired.stdout  # the loss it accepts is said
+    again = cli("resume", session_id, "--yes", root=root)
+    assert again.returncode == 0, again.stderr
+
+
+def snapshot_workspace(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def slow_shell_session(tmp_path: Path) -> tuple[Path, list[str]]:
+    script = tmp_path / "slow.json"
+    shell = "echo $$ > pid.txt; sleep 30; echo late > late.txt"
+    call = {"name": "shell", "arguments": {"command": shell}}
+    replies = [{"tool_calls": [call]}, {"text": "finished"}]
+    script.write_bytes(orjson.dumps({"agents": {"main": replies}}))
+    root = tmp_path / "sessions"
+    command = [
+        sys.executable, "-m", "orchestrator", "run", "slow", "--model", f"scripted:{script}",
+        "--session-workspace", "--yes", "--json", "--sessions-dir", str(root),
+    ]  # fmt: skip
+    return root, command
+
+
+def start_until_shell_runs(command: list[str], root: Path) -> tuple[subprocess.Popen[bytes], int]:
+    proc = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL
+    )
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if orjson.loads(line)["kind"] == "tool_call_started":
+            pid_file = root / only_session(root) / "workspace" / "pid.txt"
+            deadline = time.monotonic() + 10
+            while not pid_file.exists() or not pid_file.read_text().strip():
+                assert time.monotonic() < deadline, "the shell never started"
+                os.sched_yield()
+            return proc, int(pid_file.read_text())
+    raise AssertionError("no shell call started")
+
+
+def running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def gone_soon(pid: int) -> bool:
+    """Whether `pid` dies within 10 s: a SIGKILL is delivered, not awaited."""
+    deadline = time.monotonic() + 10
+    while running(pid):
+        if time.monotonic() > deadline:
+            return False
+        os.sched_yield()
+    return True
+
+
+def test_after_a_sigkill_resume_kills_what_the_interrupted_call_left_running(
+    tmp_path: Path,
+) -> None:
+    root, command = slow_shell_session(tmp_path)
+    proc, shell_pid = start_until_shell_runs(command, root)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=30)
+    try:
+        assert running(shell_pid)  # orphaned: it would go on writing into the workspace
+        session_id = only_session(root)
+        resumed = cli("resume", session_id, "--yes", root=root)
+        assert resumed.returncode == 0, resumed.stderr
+        assert gone_soon(shell_pid)
+        workspace = root / session_id / "workspace"
+        assert not (workspace / "late.txt").exists()
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(shell_pid, signal.SIGKILL)
+
+
+def test_sighup_stops_a_run_like_sigterm(tmp_path: Path) -> None:
+    root, command = slow_shell_session(tmp_path)
+    proc, shell_pid = start_until_shell_runs(command, root)
+    proc.send_signal(signal.SIGHUP)
+    _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 128 + signal.SIGTERM, stderr
+    assert b"terminated; session" in stderr
+    assert gone_soon(shell_pid)
+    assert read_manifest(root / only_session(root)).status == "interrupted"
+
+
+def test_list_json_and_delete(tmp_path: Path) -> None:
+    root = copy_recorded(f"v{FORMAT_VERSION}-completed", tmp_path)
+    shutil.copytree(RECORDED / f"v{FORMAT_VERSION}-killed-mid-turn", root, dirs_exist_ok=True)
+    listed = cli("sessions", "list", "--json", root=root)
+    assert listed.returncode == 0, listed.stderr
+    entries = [orjson.loads(line) for line in listed.stdout.splitlines()]
+    assert [e["status"] for e in entries] == ["stopped (resumable)", "completed"]
+    assert all(e["size"] > 0 and e["goal"] for e in entries)
+    killed = entries[0]["id"]
+    with SessionLock(root / killed / LOCK):  # in use: refused, nothing deleted
+        refused = cli("sessions", "delete", killed, root=root)
+    assert refused.returncode == 1
+    assert "in use by" in refused.stderr
+    assert (root / killed).is_dir()
+    deleted = cli("sessions", "delete", killed, root=root)
+    assert deleted.returncode == 0, deleted.stderr
+    assert not (root / killed).exists()
+    unknown = cli("sessions", "delete", killed, root=root)
+    assert unknown.returncode == 2
+    assert "no session" in unknown.stderr
+
+
+def test_json_events_carry_the_session_the_seq_and_the_time(tmp_path: Path) -> None:
+    script = RECORDED / f"v{FORMAT_VERSION}-completed"
+    root = tmp_path / "sessions"
+    [recorded] = list(script.iterdir())
+    result = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "run", "g", "--model",
+         f"scripted:{recorded / 'script.json'}", "--session-workspace", "--yes", "--json",
+         "--sessions-dir", str(root)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    events = [orjson.loads(line) for line in result.stdout.splitlines()]
+    session_id = only_session(root)
+    assert {e["session"] for e in events} == {session_id}
+    assert all("time" in e for e in events)
+    journaled = [e for e in events if "seq" in e]
+    assert [e["kind"] for e in journaled][:2] == ["agent_started", "session_status"]
+    # Every record once, each with its own seq (lines of calls that ran at once may come
+    # out of seq order).
+    seqs = sorted(e["seq"] for e in journaled)
+    assert seqs == list(range(1, scan_journal(root / session_id / JOURNAL).last_seq + 1))
+    assert not any("seq" in e for e in events if e["kind"] == "text")
+
+
+@pytest.mark.parametrize(
+    ("kind", "agent", "fields", "message"),
+    [
+        ("mystery", "main", {}, "does not match its schema"),  # a kind this version lacks
+        ("call_result", "ghost", {"ref": "1.0"}, "no agent 'ghost'"),  # an unknown agent
+        ("call_result", "main", {"ref": "999.0"}, "not an open call"),
+        ("turn_ended", "main", {"reason": "tea break", "rounds": 1}, "does not match"),
+    ],
+)
+def test_a_record_that_checksums_but_does_not_fit_is_named_and_repairable(
+    killed_copy: Path, kind: str, agent: str, fields: dict[str, object], message: str
+) -> None:
+    from orchestrator.store._line import encode
+
+    session_id = only_session(killed_copy)
+    journal = killed_copy / session_id / JOURNAL
+    last = scan_journal(journal).last_seq
+    with journal.open("ab") as file:
+        file.write(encode(last + 1, 0, kind, agent, fields, end=True))
+    refused = cli("resume", session_id, "--yes", root=killed_copy)
+    assert refused.returncode == 1
+    assert message in refused.stderr
+    assert f"seq {last + 1}" in refused.stderr
+    assert "orchestrator sessions repair" in refused.stderr
+    repaired = cli("sessions", "repair", session_id, root=killed_copy)
+    assert repaired.returncode == 0, repaired.stderr
+    assert "does not fit this version" in repaired.stdout
+    assert scan_journal(journal).last_seq == last
+    resumed = cli("resume", session_id, "--yes", root=killed_copy)
+    assert resumed.returncode == 0, resumed.stderr
+
+
+def test_show_transcript_prints_every_call_and_result_in_full(tmp_path: Path) -> None:
+    root = copy_recorded(f"v{FORMAT_VERSION}-completed", tmp_path)
+    session_id = only_session(root)
+    shown = cli("sessions", "show", session_id, "--transcript", root=root)
+    assert shown.returncode == 0, shown.stderr
+    state = load_state(root / session_id, warn=pytest.fail)
+    for message in [m for a in state.agents.values() for m in a.messages]:
+        if isinstance(message, ToolResult):
+            assert message.content.strip().splitlines()[-1] in shown.stdout
+        elif message.role == "assistant":
+            for call in message.tool_calls:  # type: ignore[union-attr]
+                assert call.arguments in shown.stdout  # whole, not abbreviated
+    replies = sum(a.steps for a in state.agents.values())
+    assert shown.stdout.count("[assistant]") == replies
