@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from orchestrator.state.events import Event, EventSink, FanOut, ListSink, NullSink
     from orchestrator.state.fold import SessionState
     from orchestrator.state.mailbox import Mail
+    from orchestrator.state.settings import SessionSettings
     from orchestrator.state.tasks import TaskRecord
     from orchestrator.team.definitions import AgentDefinition, Definitions, load_definitions
     from orchestrator.team.drive import RunResult, RunSettings, drive
@@ -74,6 +75,7 @@ _HOMES = {
     "ScriptedCall": "orchestrator.models.scripted",
     "ScriptedModel": "orchestrator.models.scripted",
     "ScriptedReply": "orchestrator.models.scripted",
+    "SessionSettings": "orchestrator.state",
     "SessionState": "orchestrator.state",
     "Situation": "orchestrator.loop",
     "TaskRecord": "orchestrator.state",
@@ -131,6 +133,7 @@ __all__ = [
     "ScriptedCall",
     "ScriptedModel",
     "ScriptedReply",
+    "SessionSettings",
     "SessionState",
     "Situation",
     "TaskRecord",

@@ -382,9 +382,11 @@ async def settle_pending_calls(agent: AgentContext, deps: TurnDeps) -> None:
             # command was not): stop it before anything else happens in the workspace.
             marker = call_marker(deps.context.session, agent.id, ref)
             await trio.to_thread.run_sync(kill_marked, marker)
-            await _recover(ref, call, deps)
+            settled = await _recover(ref, call, deps)
+            status: ToolStatus
+            status, content = ("interrupted", INTERRUPTED) if settled is None else settled
             result = ToolResult(
-                call_id=call.id, name=call.name, status="interrupted", content=INTERRUPTED
+                call_id=call.id, name=call.name, status=status, content=deps.redact(content)
             )
             await deps.events.emit(ToolCallFinished(agent=agent.id, ref=ref, result=result))
         else:
@@ -393,12 +395,18 @@ async def settle_pending_calls(agent: AgentContext, deps: TurnDeps) -> None:
         await run_tool_calls(agent, rerun, deps)
 
 
-async def _recover(ref: str, call: ToolCall, deps: TurnDeps) -> None:
-    """Let the tool of a cut-off call clean up what it left half done (best effort: a
+async def _recover(ref: str, call: ToolCall, deps: TurnDeps) -> tuple[ToolStatus, str] | None:
+    """Let the tool of a cut-off call clean up what it left half done, and settle the
+    call if it can tell how it went (`Tool.recover`); None when it cannot (best effort: a
     failure here must not stop the resume)."""
     parsed = _parse_call(call, deps.tools)
     if isinstance(parsed, str):
-        return
+        return None
     tool, args = parsed
-    with contextlib.suppress(Exception):
-        await tool.recover(args, dataclasses.replace(deps.context, call=ref))
+    try:
+        output = await tool.recover(args, dataclasses.replace(deps.context, call=ref))
+    except (ToolFailed, WorkspaceEscape) as exc:
+        return "error", str(exc)
+    except Exception:
+        return None
+    return None if output is None else (output.status, output.content)

@@ -2,7 +2,7 @@
 (docs/session-format.md). Imports nothing, so that even the lightest command can use
 them."""
 
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
 """The session format (`session.json`'s `format_version`; see manifest.py)."""
 
 SNAPSHOT_LAYOUT = 3

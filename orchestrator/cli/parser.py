@@ -98,9 +98,9 @@ def _agent_options(parser: argparse.ArgumentParser, *, model_required_note: str)
     parser.add_argument(
         "--max-rounds",
         type=_positive,
-        default=50,
+        default=None,
         metavar="N",
-        help="stop after N model calls in one turn (default: 50)",
+        help="stop after N model calls in one turn (default: 50; on resume, the session's)",
     )
     parser.add_argument(
         "--durability",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import TextIO
+from typing import TextIO, assert_never
 
 import orjson
 
@@ -29,6 +29,7 @@ from orchestrator.state.events import (
     event_json,
 )
 from orchestrator.state.mailbox import MessagePosted, MessagesDelivered
+from orchestrator.state.settings import SettingsChosen
 from orchestrator.state.tasks import TaskChanged, TaskCreated
 
 MAIN = "main"
@@ -143,9 +144,19 @@ class TranscriptSink:
             case PermissionGranted(tool=tool, pattern=pattern):
                 what = f"{tool} commands matching {pattern!r}" if pattern else tool
                 self._line(s.dim(f"  (allowed {visible(what)} for this session)"))
-            case MessageAdded() | TurnStarted() | UsageUpdated() | SessionStatusChanged():
+            case SettingsChosen(source="resume"):
+                self._line(s.dim("  (settings changed for the rest of the session)"))
+            case (
+                MessageAdded()
+                | TurnStarted()
+                | UsageUpdated()
+                | SessionStatusChanged()
+                | SettingsChosen()
+            ):
                 # The command line says how the session ended, once, on stderr.
                 pass
+            case _:
+                assert_never(event)
 
     def _speech(self, event: AgentStarted | TextStreamed | AssistantReplied, who: str) -> None:
         """The main agent's text as it streams; a subagent's, one line per reply."""

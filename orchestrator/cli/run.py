@@ -10,6 +10,7 @@ import sys
 import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
 import trio
@@ -28,20 +29,17 @@ from orchestrator.cli.sessions import latest_session_id, task_tree
 from orchestrator.cli.text import visible
 from orchestrator.config import Config
 from orchestrator.errors import ConfigError
-from orchestrator.loop.assessment import Budgets
 from orchestrator.messages import ToolCall
 from orchestrator.models.base import Model
 from orchestrator.models.http import Backoff, make_client
 from orchestrator.models.resolve import key_variables, resolve_model
 from orchestrator.session.live import LiveSession, create_session, open_session
 from orchestrator.state.events import EventSink
-from orchestrator.state.mailbox import Caps
-from orchestrator.state.manifest import read_manifest, write_manifest
+from orchestrator.state.manifest import read_manifest
+from orchestrator.state.settings import SessionSettings
 from orchestrator.store import Durability, session_dir
 from orchestrator.team.definitions import Definitions
 from orchestrator.team.drive import RunResult, RunSettings, drive
-from orchestrator.team.oversight import Policy
-from orchestrator.team.runtime import Limits
 from orchestrator.tools import (
     Approver,
     EnvPolicy,
@@ -101,20 +99,39 @@ def _make_approver(yes: bool) -> Approver:
     return approver
 
 
-def team_limits(config: Config) -> Limits:
-    """`Limits` with what the config's `[team]` table sets."""
-    t, d = config.team, Limits()
-    return Limits(
-        max_depth=d.max_depth if t.max_depth is None else t.max_depth,
-        max_live=d.max_live if t.max_live is None else t.max_live,
-        max_model_calls=d.max_model_calls if t.max_model_calls is None else t.max_model_calls,
-        wait_timeout=d.wait_timeout if t.wait_timeout is None else t.wait_timeout,
-        stall_after=d.stall_after if t.stall_after is None else t.stall_after,
-        caps=Caps(
-            message_chars=t.message_chars or d.caps.message_chars,
-            delivery_chars=t.delivery_chars or d.caps.delivery_chars,
-        ),
+def session_settings(config: Config, args: argparse.Namespace) -> SessionSettings:
+    """The settings a new session runs with: the layered config (its [session] table with
+    the session flags over it, [team], the main agent's [agents.main]) and `--max-rounds`
+    and `--allow`. The one place where configuration and flags become settings."""
+    session, team, main = config.session, config.team, config.agent("main")
+    defaults = SessionSettings()
+    return SessionSettings(
+        verify=session.verify,
+        serial=session.serial,
+        max_auto_continues=session.max_auto_continues,
+        stall_rounds=session.stall_rounds,
+        continuation_note=session.continuation_note,
+        budget_rounds=session.budget_rounds,
+        budget_tokens=session.budget_tokens,
+        budget_cost=session.budget_cost,
+        budget_wall=session.budget_wall,
+        max_rounds=args.max_rounds or defaults.max_rounds,
+        max_tokens=main.max_tokens,
+        temperature=main.temperature,
+        allow=tuple(args.allow or ()),
+        **{key: value for key, value in team.model_dump().items() if value is not None},
     )
+
+
+def overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings a `resume` gives explicitly (its session flags, `--max-rounds`,
+    `--allow`), by setting name: they replace the journaled ones."""
+    given = {key: getattr(args, dest) for dest, _, key in SESSION_FLAGS}
+    given["max_rounds"] = args.max_rounds
+    given["allow"] = tuple(args.allow) if args.allow else None
+    if given.get("verify") is not None:
+        given["verify"] = tuple(given["verify"])
+    return {key: value for key, value in given.items() if value is not None}
 
 
 class _RoleModels:
@@ -225,35 +242,21 @@ def _policy(rules: list[str]) -> PermissionPolicy:
         raise ConfigError(str(exc)) from exc
 
 
-def assess_policy(config: Config) -> Policy:
-    """How turn ends are assessed: the layered config's [session] (flags included)."""
-    session = config.session
-    return Policy(
-        max_auto_continues=session.max_auto_continues,
-        stall_rounds=session.stall_rounds,
-        verify=session.verify,
-        note=session.continuation_note,
-        serial=session.serial,
-        budgets=Budgets(
-            rounds=session.budget_rounds,
-            tokens=session.budget_tokens,
-            cost=session.budget_cost,
-            wall=session.budget_wall,
-        ),
-        prices=dict(config.prices),
-    )
-
-
 async def _run_session(
-    root: Path, session_id: str, args: argparse.Namespace, config: Config
+    root: Path,
+    session_id: str,
+    args: argparse.Namespace,
+    config: Config,
+    changes: dict[str, Any] | None = None,
 ) -> int:
+    """Run the session with its journaled settings, `changes` made to them; a session
+    with none yet (older formats) gets them from `config` and `args`, as a new one."""
     directory = session_dir(root, session_id)
     async with (
         open_session(root, session_id, durability=Durability(args.durability), warn=note) as live,
         make_client() as http,
     ):
         spec = args.model or live.manifest.model_spec(directory)
-        role = config.agent("main")
         keys = key_variables(env=os.environ, config=config)
         shell = config.shell
         env_policy = EnvPolicy(
@@ -281,14 +284,11 @@ async def _run_session(
             tools=workspace_tools(env_policy),
             redact=Redactor.of(keys, os.environ),
             ui=_make_sink(args.json, live),
-            policy=_policy(args.allow),
+            policy=PermissionPolicy(),
             approve=approve,
-            max_rounds=args.max_rounds,
-            max_tokens=role.max_tokens,
-            temperature=role.temperature,
-            limits=team_limits(config),
+            session=_session_for(live, config, args, changes or {}),
+            prices=dict(config.prices),
             ask_resume=_ask_resume(args.yes),
-            assess=assess_policy(config),
             message=getattr(args, "message", None) or "",
         )
         result = await _drive_until_terminated(live, settings)
@@ -309,6 +309,16 @@ async def _run_session(
             note(f"continue it with: orchestrator resume {session_id}")
         return EXIT_CODES.get(result.status, EXIT_FAILED)
     return EXIT_OK
+
+
+def _session_for(
+    live: LiveSession, config: Config, args: argparse.Namespace, changes: dict[str, Any]
+) -> SessionSettings | None:
+    """What `drive` is given: nothing when the journal's settings stand unchanged."""
+    journaled = live.state.settings
+    if journaled is None:
+        return session_settings(config, args).but(**changes)
+    return journaled.but(**changes) if changes else None
 
 
 async def _drive_until_terminated(live: LiveSession, settings: RunSettings) -> RunResult | None:
@@ -361,11 +371,10 @@ def start(args: argparse.Namespace, *, goal: str, model: str | None, workspace: 
     resolve_model(spec, env=os.environ, config=config, role="main")
     assert spec is not None
     root = sessions_root(args)
-    session_id, directory = create_session(root, goal=goal, model=spec, workspace=workspace)
-    flags = {dest: getattr(args, dest) for dest, _, _ in SESSION_FLAGS}
-    given = {dest: value for dest, value in flags.items() if value is not None}
-    if given:
-        write_manifest(directory, read_manifest(directory).model_copy(update={"flags": given}))
+    settings = session_settings(config, args)
+    session_id, _ = create_session(
+        root, goal=goal, model=spec, workspace=workspace, settings=settings, source="run"
+    )
     note(f"session {session_id} (in {root})")
     return trio.run(_run_session, root, session_id, args, config)
 
@@ -384,12 +393,10 @@ def resume(args: argparse.Namespace) -> int:
             "--message to follow up)"
         )
         return EXIT_OK
-    for dest, value in manifest.flags.items():
-        if getattr(args, dest, None) is None:
-            setattr(args, dest, value)  # the run's own flags, unless this resume gives its own
     config = _config(args, manifest.workspace_path(directory))
     note(f"resuming session {session_id}")
-    return trio.run(_run_session, root, session_id, args, config)
+    # The session's journaled settings, but for what this command gives explicitly.
+    return trio.run(_run_session, root, session_id, args, config, overrides(args))
 
 
 def demo(args: argparse.Namespace) -> int:
@@ -398,11 +405,6 @@ def demo(args: argparse.Namespace) -> int:
     workspace = args.workspace or Path(tempfile.mkdtemp(prefix="orchestrator-demo-"))
     workspace.mkdir(parents=True, exist_ok=True)
     root = sessions_root(args)
-    session_id, _ = create_session(
-        root, goal=cli_demo.GOAL, model=f"scripted:{script_path()}", workspace=workspace
-    )
-    note(f"demo workspace: {workspace}")
-    note(f"session {session_id} (in {root})")
     run_args = argparse.Namespace(
         yes=True,
         verify=[cli_demo.VERIFY],
@@ -413,6 +415,19 @@ def demo(args: argparse.Namespace) -> int:
         durability=Durability.BATCH.value,
         config=getattr(args, "config", None),
     )
+    config, _ = effective_config(run_args, os.environ, workspace)
+    # Journaled with the session: the child process that is killed, and this one that
+    # resumes it, run with the same settings (the verification included).
+    session_id, _ = create_session(
+        root,
+        goal=cli_demo.GOAL,
+        model=f"scripted:{script_path()}",
+        workspace=workspace,
+        settings=session_settings(config, run_args),
+        source="demo",
+    )
+    note(f"demo workspace: {workspace}")
+    note(f"session {session_id} (in {root})")
     if not args.no_crash:
         ui = _make_sink(args.json)
         trio.run(
@@ -422,7 +437,6 @@ def demo(args: argparse.Namespace) -> int:
             ui,
         )
         note(f"resuming session {session_id} from its journal")
-    config, _ = effective_config(run_args, os.environ, workspace)
     code = trio.run(_run_session, root, session_id, run_args, config)
     note(f"demo workspace: {workspace}")
     return code

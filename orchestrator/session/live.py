@@ -37,6 +37,7 @@ from orchestrator.state.manifest import (
     read_manifest,
     write_manifest,
 )
+from orchestrator.state.settings import MAIN, SessionSettings, SettingsChosen
 from orchestrator.state.tasks import TaskChanged, TaskCreated
 from orchestrator.store import (
     Durability,
@@ -47,6 +48,7 @@ from orchestrator.store import (
     session_dir,
     write_atomic,
 )
+from orchestrator.store.append import append_batch
 
 SNAPSHOT_EVERY = 2000
 # A turn's end also writes one, once this many records came since the last: with many
@@ -71,10 +73,14 @@ def create_session(
     model: str,
     workspace: Path | None,
     now: datetime | None = None,
+    settings: SessionSettings | None = None,
+    source: str = "library",
 ) -> tuple[str, Path]:
     """Make a new session directory. A scripted model's script is copied in, and with
     `workspace=None` the workspace is `workspace/` inside the session: such a session is
-    relocatable (copy it under any sessions root and resume it)."""
+    relocatable (copy it under any sessions root and resume it). `settings`, chosen by
+    `source`, are its journal's first record (docs/session-format.md); without them, the
+    first `drive` journals its own."""
     session_id = new_session_id(now or datetime.now(UTC))
     directory = session_dir(root, session_id)
     try:
@@ -88,6 +94,9 @@ def create_session(
         ) from None
     try:
         model = _fill_session(directory, session_id, goal=goal, model=model, workspace=workspace)
+        if settings is not None:
+            record = SettingsChosen(agent=MAIN, settings=settings, source=source)
+            append_batch(directory / JOURNAL, [(record.kind, record.agent, record.journal_body())])
     except OSError as exc:
         shutil.rmtree(directory, ignore_errors=True)  # no half-made session left behind
         raise SessionError(f"cannot make a session in {directory}: {exc.strerror or exc}") from None

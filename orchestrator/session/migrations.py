@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from msgspec import convert
+from msgspec import ValidationError, convert
 
 from orchestrator.errors import JournalCorrupt, SessionError
-from orchestrator.layout import SNAPSHOT
+from orchestrator.layout import JOURNAL, MANIFEST, SNAPSHOT
 from orchestrator.messages import AssistantMessage, ToolCall, ToolResult
 from orchestrator.state.events import (
     AgentStarted,
@@ -33,9 +33,11 @@ from orchestrator.state.events import (
     TurnStarted,
 )
 from orchestrator.state.manifest import FORMAT_VERSION, Manifest, write_manifest
-from orchestrator.store import write_atomic
+from orchestrator.state.settings import MAIN, SessionSettings, SettingsChosen
+from orchestrator.store import read_json, scan_journal, write_atomic
 from orchestrator.store._fs import sync_dir
 from orchestrator.store._line import encode
+from orchestrator.store.append import append_batch
 
 Migration = Callable[[Path], None]
 
@@ -166,7 +168,38 @@ def v3_to_v4(directory: Path) -> None:
         sync_dir(directory)
 
 
-MIGRATIONS: dict[int, Migration] = {1: v1_to_v2, 2: v2_to_v3, 3: v3_to_v4}
+_FLAG_KEYS = {"budget_time": "budget_wall"}  # a format-4 flag named apart from its setting
+
+
+def v4_to_v5(directory: Path) -> None:
+    """Format 5 journals the settings a session runs with, as a `settings` record, in
+    place of the manifest's `flags` (what `run` was given, which `resume` re-applied, but
+    which the demo and library callers never wrote). A format-4 session with flags gets
+    them as a `settings` record (the defaults, with the flags over them) appended to its
+    journal; one without gets its settings when it next runs, from the command or program
+    that continues it. The manifest is written without `flags` once the step returns."""
+    raw = read_json(directory / MANIFEST)
+    flags = raw.get("flags") if isinstance(raw, dict) else None
+    if not flags:
+        return
+    journal = directory / JOURNAL
+    scan = scan_journal(journal)
+    if scan.records and scan.records[-1].parsed().kind == "settings":
+        return  # this step ran before a crash, up to the manifest
+    try:
+        settings = convert(
+            {_FLAG_KEYS.get(key, key): value for key, value in flags.items()}, SessionSettings
+        )
+    except (ValidationError, TypeError) as exc:
+        raise SessionError(
+            f"{directory / MANIFEST}: its flags are not session settings ({exc}); "
+            "remove `flags` from it to resume the session with the configured settings"
+        ) from None
+    record = SettingsChosen(agent=MAIN, settings=settings, source="migrated")
+    append_batch(journal, [(record.kind, record.agent, record.journal_body())])
+
+
+MIGRATIONS: dict[int, Migration] = {1: v1_to_v2, 2: v2_to_v3, 3: v3_to_v4, 4: v4_to_v5}
 
 
 def migrate(directory: Path, manifest: Manifest) -> Manifest:

@@ -37,7 +37,6 @@ MANIFEST_FIELDS = (
     "updated",
     "status",
     "journal_seq",
-    "flags",
 )
 """`Manifest`'s fields, in order (a test keeps them equal): a manifest with exactly these,
 of these types, dumps as itself."""
@@ -92,7 +91,6 @@ def _current(manifest: Any) -> bool:
         and manifest["format_version"] == FORMAT_VERSION
         and type(manifest["format_version"]) is int
         and type(manifest["journal_seq"]) is int
-        and isinstance(manifest["flags"], dict)
     )
 
 

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from orchestrator.state.fold import USER, SessionState, Snapshot
     from orchestrator.state.mailbox import Caps, Mail, Mailbox, MailKind, Priority
     from orchestrator.state.manifest import Manifest, SessionStatus, read_manifest, write_manifest
+    from orchestrator.state.settings import SessionSettings
     from orchestrator.state.tasks import Registry, TaskRecord, TaskState
 
 _HOMES = {
@@ -40,6 +41,7 @@ _HOMES = {
     "Priority": "mailbox",
     "Record": "events",
     "Registry": "tasks",
+    "SessionSettings": "settings",
     "SessionState": "fold",
     "SessionStatus": "manifest",
     "Snapshot": "fold",
@@ -68,6 +70,7 @@ __all__ = [
     "Priority",
     "Record",
     "Registry",
+    "SessionSettings",
     "SessionState",
     "SessionStatus",
     "Snapshot",

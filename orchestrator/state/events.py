@@ -30,6 +30,7 @@ from orchestrator.messages import (
 )
 from orchestrator.state.mailbox import MessagePosted, MessagesDelivered
 from orchestrator.state.manifest import SessionStatus
+from orchestrator.state.settings import SettingsChosen
 from orchestrator.state.tasks import TaskChanged, TaskCreated
 
 _Event = EventBase
@@ -179,6 +180,7 @@ Event = (
     | Assessed
     | Verified
     | BlockedReported
+    | SettingsChosen
 )
 
 Record = (
@@ -199,6 +201,7 @@ Record = (
     | Assessed
     | Verified
     | BlockedReported
+    | SettingsChosen
 )
 """What the journal holds: one record per line, decoded and validated straight from the
 line's bytes by `decode_record` (the frame's `seq`, `t`, `more` and `crc` are ignored)."""

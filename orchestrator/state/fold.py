@@ -37,6 +37,7 @@ from orchestrator.state.events import (
 )
 from orchestrator.state.mailbox import Mailbox, MailboxSummary, MessagePosted, MessagesDelivered
 from orchestrator.state.manifest import SessionStatus
+from orchestrator.state.settings import SessionSettings, SettingsChosen
 from orchestrator.state.tasks import (
     SETTLED,
     TASK_FOLDS,
@@ -106,6 +107,8 @@ class Snapshot(BaseModel):
     # The journal when the snapshot was taken, so a resume checks it up to there with
     # one CRC: `[seq, length in bytes, CRC-32 of those bytes]`.
     journal: JournalMark | None = None
+    # The settings the session runs with (its last `settings` record); None before one.
+    settings: SessionSettings | None = None
     tasks: list[TaskRecord] = Field(default_factory=list)
 
 
@@ -123,6 +126,7 @@ class SessionState:
         self.progress: dict[str, AgentProgress] = {}
         self.rounds = 0  # model calls of every agent
         self.usage_by_model: dict[str, list[int]] = {}  # for cost: tokens per model
+        self.settings: SessionSettings | None = None  # the last `settings` record's
 
     def todo_list(self, agent: str) -> TodoList:
         """The agent's todo list (empty when it has none yet)."""
@@ -192,6 +196,7 @@ class SessionState:
             "rounds": self.rounds,
             "usage_by_model": {model: _usage_dict(c) for model, c in self.usage_by_model.items()},
             "journal": None if journal is None else list(journal),
+            "settings": None if self.settings is None else plain(self.settings),
         }
         assert [*head, "tasks"] == list(Snapshot.model_fields), "snapshot_json lags Snapshot"
         data = orjson.dumps(head)
@@ -211,6 +216,7 @@ class SessionState:
         state.todos = {agent: summary.load() for agent, summary in snapshot.todos.items()}
         state.progress = {agent: _load_progress(p) for agent, p in snapshot.progress.items()}
         state.rounds = snapshot.rounds
+        state.settings = snapshot.settings
         state.usage_by_model = {
             model: [u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens]
             for model, u in snapshot.usage_by_model.items()
@@ -380,6 +386,10 @@ def _load_progress(data: dict[str, Any]) -> AgentProgress:
     return AgentProgress(**{name: data[name] for name in _PROGRESS_FIELDS if name in data})
 
 
+def _settings(state: SessionState, seq: int, record: SettingsChosen) -> None:
+    state.settings = record.settings
+
+
 _SMALL_FOLDS: dict[type, Callable[[SessionState, int, Any], None]] = {
     AgentStarted: _agent_started,
     TurnStarted: _turn_started,
@@ -396,6 +406,7 @@ _SMALL_FOLDS: dict[type, Callable[[SessionState, int, Any], None]] = {
     Assessed: _assessed,
     Verified: _verified,
     BlockedReported: _blocked,
+    SettingsChosen: _settings,
 }
 """How each record changes the small state, by record type. Records of the conversation
 change contexts too (`CONTEXT_FOLDS`); every record kind is in one table or both."""

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import orjson
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from orchestrator.errors import JournalCorrupt, SessionError, SessionNotFound
 from orchestrator.layout import FORMAT_VERSION as FORMAT_VERSION
@@ -34,9 +34,6 @@ class Manifest(BaseModel):
     journal_seq: int = 0
     """The journal's last seq when the status was last written: a journal found shorter
     than this has lost records, and resuming it would repeat work (it is refused)."""
-    flags: dict[str, Any] = Field(default_factory=dict)
-    """The session flags `run` was given (`verify`, `budget_cost`, ...: argparse dests):
-    a `resume` without its own keeps them, so a budget or a check is not lost on resume."""
 
     def workspace_path(self, directory: Path) -> Path:
         """The workspace; a relative one lives inside the session directory."""

@@ -19,11 +19,14 @@ from orchestrator.errors import (
     ProviderRateLimited,
     ScriptError,
 )
+from orchestrator.loop.assessment import Budgets
 from orchestrator.messages import SystemMessage, UserMessage
 from orchestrator.models.base import Model
 from orchestrator.session.live import LiveSession
 from orchestrator.state.events import AgentStarted, Event, EventSink, FanOut, SessionStatusChanged
+from orchestrator.state.mailbox import Caps
 from orchestrator.state.manifest import SessionStatus
+from orchestrator.state.settings import SessionSettings, SettingsChosen
 from orchestrator.team.definitions import Definitions
 from orchestrator.team.main_agent import open_team, run_main
 from orchestrator.team.oversight import Policy
@@ -31,6 +34,8 @@ from orchestrator.team.prompts import main_agent_prompt
 from orchestrator.team.runtime import MAIN, Limits, Runner, Team, TeamSettings
 from orchestrator.team.subagent import InProcessRunner
 from orchestrator.tools import Approver, PermissionPolicy, ToolRegistry, Workspace
+from orchestrator.tools.permissions import parse_rules
+from orchestrator.usage import Price
 
 
 @dataclass
@@ -40,9 +45,10 @@ class RunSettings:
     ui: EventSink
     policy: PermissionPolicy
     approve: Approver
-    max_rounds: int = 50
-    max_tokens: int | None = None
-    temperature: float | None = None
+    # The session's settings as data (journaled): None runs with those its journal holds
+    # (the defaults, journaled, for a session that has none); given and different from
+    # the journal's, they are journaled and used from here on (an override).
+    session: SessionSettings | None = None
     redact: Callable[[str], str] = str  # see TurnDeps.redact
     # Called with the session's team once it is running (a library user keeps it to
     # `say` something to the main agent or cancel a task while the session runs).
@@ -52,13 +58,13 @@ class RunSettings:
     ask_resume: Callable[[str], Awaitable[bool]] | None = None  # see TeamSettings
     # Said to the main agent as the run starts (a resume's answer to a blocked session).
     message: str = ""
-    # Assessment after each turn (continuations, verification, session budgets, serial).
-    assess: Policy = field(default_factory=Policy)
-    # Subagents: their types, the model of each role (else `model` for all), limits, and
-    # an approver that names the agent asking (else `approve`).
+    # Prices per model, for the cost budget; whether a person answers at a terminal.
+    prices: dict[str, Price] = field(default_factory=dict)
+    interactive: bool = False
+    # Subagents: their types, the model of each role (else `model` for all), and an
+    # approver that names the agent asking (else `approve`).
     definitions: Definitions = field(default_factory=Definitions.builtin)
     models: Callable[[str], Model] | None = None
-    limits: Limits = field(default_factory=Limits)
     approve_for: Callable[[str, str], Approver] | None = None
 
 
@@ -169,26 +175,68 @@ async def _record_status(live: LiveSession, sink: EventSink, result: RunResult) 
     await live.set_status(result.status)
 
 
+async def _chosen_settings(
+    live: LiveSession, given: SessionSettings | None, sink: EventSink
+) -> SessionSettings:
+    """The settings this run goes with: the journal's, unless `given` differs from them
+    (then `given`, journaled first); the defaults, journaled, when neither has any."""
+    journaled = live.state.settings
+    chosen = given or journaled or SessionSettings()
+    if chosen != journaled:
+        source = "start" if journaled is None else "override"
+        await sink.emit(SettingsChosen(agent=MAIN, settings=chosen, source=source), durable=True)
+    return chosen
+
+
+def limits_of(settings: SessionSettings) -> Limits:
+    """The delegation limits of `settings`."""
+    s = settings
+    caps = Caps(message_chars=s.message_chars, delivery_chars=s.delivery_chars)
+    return Limits(s.max_depth, s.max_live, s.max_model_calls, s.wait_timeout, s.stall_after, caps)
+
+
+def policy_of(
+    settings: SessionSettings, prices: dict[str, Price], *, interactive: bool = False
+) -> Policy:
+    """How turn ends are assessed under `settings`."""
+    s = settings
+    return Policy(
+        max_auto_continues=s.max_auto_continues,
+        stall_rounds=s.stall_rounds,
+        verify=s.verify,
+        note=s.continuation_note,
+        serial=s.serial,
+        budgets=Budgets(s.budget_rounds, s.budget_tokens, s.budget_cost, s.budget_wall),
+        interactive=interactive,
+        prices=prices,
+    )
+
+
 async def _drive(live: LiveSession, settings: RunSettings, sink: EventSink) -> RunResult:
     root = live.manifest.workspace_path(live.directory)
     if not await trio.Path(root).is_dir():
         raise ConfigError(f"the session's workspace {root} does not exist (moved or deleted?)")
+    chosen = await _chosen_settings(live, settings.session, sink)
+    try:
+        allowed = parse_rules(list(chosen.allow))
+    except ValueError as exc:
+        raise ConfigError(f"the session's permission rules: {exc}") from exc
     team_settings = TeamSettings(
         models=settings.models or (lambda role: settings.model),
         base_tools=settings.tools,
         workspace=Workspace(root),
         session_id=live.id,
         definitions=settings.definitions,
-        limits=settings.limits,
-        policy=settings.policy,
+        limits=limits_of(chosen),
+        policy=PermissionPolicy([*settings.policy.rules, *allowed], settings.policy.default),
         approve=settings.approve,
         approve_for=settings.approve_for,
-        max_rounds=settings.max_rounds,
-        max_tokens=settings.max_tokens,
-        temperature=settings.temperature,
+        max_rounds=chosen.max_rounds,
+        max_tokens=chosen.max_tokens,
+        temperature=chosen.temperature,
         redact=settings.redact,
         ask_resume=settings.ask_resume,
-        assess=settings.assess,
+        assess=policy_of(chosen, settings.prices, interactive=settings.interactive),
     )
     async with open_team(live, sink, team_settings, runner=settings.runner) as team:
         if MAIN not in live.state.agents:

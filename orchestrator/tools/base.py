@@ -81,10 +81,12 @@ class Tool(ABC, Generic[ArgsT]):
     @abstractmethod
     async def run(self, args: ArgsT, ctx: ToolContext) -> ToolOutput: ...
 
-    async def recover(self, args: ArgsT, ctx: ToolContext) -> None:
-        """Clean up after a call of this tool that a crash cut off (it is reported
-        `interrupted`, not run again): e.g. a half-written temporary file. `ctx.call` is
-        the cut-off call's ref."""
+    async def recover(self, args: ArgsT, ctx: ToolContext) -> ToolOutput | None:
+        """Settle a call of this tool that a crash cut off after its side effect started:
+        clean up what it left half done (a temporary file), then return its output if
+        the tool can tell from the workspace that the effect took place whole, or that
+        it did not start and runs now; None reports it `interrupted` (the default: the
+        model decides). `ctx.call` is the cut-off call's ref."""
         return None
 
     def spec(self) -> ToolSpec:

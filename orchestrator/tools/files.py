@@ -211,8 +211,21 @@ class EditFile(Tool[EditFileArgs]):
         path = ctx.workspace.resolve(args.path)
         return await trio.to_thread.run_sync(_edit, path, args, ctx.call)
 
-    async def recover(self, args: EditFileArgs, ctx: ToolContext) -> None:
-        _temp(ctx.workspace.resolve(args.path), ctx.call).unlink(missing_ok=True)
+    async def recover(self, args: EditFileArgs, ctx: ToolContext) -> ToolOutput | None:
+        # The file is replaced whole (a temporary file renamed over it), so it holds
+        # either the edit or not: without new_text it cannot hold the edit, and runs it
+        # now; without old_text but with new_text it took the edit before the crash.
+        path = ctx.workspace.resolve(args.path)
+        _temp(path, ctx.call).unlink(missing_ok=True)
+        try:
+            text = _read_bytes(path, args.path).decode("utf-8")
+        except (ToolFailed, UnicodeDecodeError):
+            return None
+        if args.new_text and args.new_text not in text:
+            return await self.run(args, ctx)
+        if args.old_text not in text and (args.new_text in text):
+            return ToolOutput(f"edited {args.path} (before the session stopped)")
+        return None
 
 
 def _edit(path: Path, args: EditFileArgs, call: str = "") -> ToolOutput:

@@ -75,6 +75,14 @@ def test_an_exhausted_budget_exits_4_and_goes_on_with_a_larger_one(tmp_path: Pat
     more = orchestrator("resume", sid, "--yes", "--max-auto-continues", "3")
     assert more.returncode == 0, more.stderr
     assert "auto-continuing 2/3" in more.stdout
+    # Both choices are in the journal, the override keeping the rest of the run's.
+    journal = (tmp_path / "sessions" / sid / "journal.jsonl").read_bytes().splitlines()
+    chosen = [r for r in map(orjson.loads, journal) if r["k"] == "settings"]
+    assert [(r["source"], r["settings"]["max_auto_continues"]) for r in chosen] == [
+        ("run", 1),
+        ("override", 3),
+    ]
+    assert chosen[0]["settings"] == {**chosen[1]["settings"], "max_auto_continues": 1}
 
     shown = orchestrator("sessions", "show", sid, "--json")
     assert shown.returncode == 0, shown.stderr

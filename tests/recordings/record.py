@@ -16,7 +16,7 @@ from orchestrator.state.manifest import FORMAT_VERSION
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "orchestrator" / "demo" / "script.json"
-from orchestrator.cli.demo import GOAL  # noqa: E402
+from orchestrator.cli.demo import GOAL, VERIFY  # noqa: E402
 
 
 def record(name: str, *, kill_after_events: int | None) -> Path:
@@ -32,6 +32,8 @@ def record(name: str, *, kill_after_events: int | None) -> Path:
         "--model",
         f"scripted:{SCRIPT}",
         "--session-workspace",
+        "--verify",
+        VERIFY,
         "--yes",
         "--json",
         "--sessions-dir",

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from orchestrator.cli.main import main
 from orchestrator.cli.sessions import describe, quick_describe
+from orchestrator.layout import FORMAT_VERSION
 from orchestrator.loop.todos import TodoItem, TodoList
 from orchestrator.session.live import JOURNAL, SNAPSHOT
 from orchestrator.session.replay import load_state
@@ -75,8 +76,10 @@ def test_every_recording_falls_back_then_reads_its_closing_snapshot(
     shutil.copytree(ROOT / "sessions" / name, root)
     [sid] = [p.name for p in root.iterdir()]
     directory = root / sid
-    # An older format, a snapshot of an older layout, or none (killed): the fold.
-    assert quick_describe(directory, 10, {}) is None
+    # An older format, a snapshot of an older layout, or none (killed): the fold. The
+    # current format's finished recording has its closing snapshot already.
+    quick = quick_describe(directory, 10, {})
+    assert (quick is not None) == (name == f"v{FORMAT_VERSION}-completed")
     folded_text = shown(capsys, root, sid)  # migrates an older format first
     folded_json = shown(capsys, root, sid, "--json")
     write_closing_snapshot(directory)
@@ -87,7 +90,7 @@ def test_every_recording_falls_back_then_reads_its_closing_snapshot(
 
 def test_records_after_the_snapshot_need_the_fold(tmp_path: Path) -> None:
     root = tmp_path / "recorded"
-    shutil.copytree(ROOT / "sessions" / "v4-killed-mid-turn", root)
+    shutil.copytree(ROOT / "sessions" / f"v{FORMAT_VERSION}-killed-mid-turn", root)
     directory = next(root.iterdir())
     scan = scan_journal(directory / JOURNAL)
     state = SessionState()
@@ -101,17 +104,18 @@ def test_records_after_the_snapshot_need_the_fold(tmp_path: Path) -> None:
 
 def test_anything_unexpected_needs_the_fold(tmp_path: Path) -> None:
     root = tmp_path / "recorded"
-    shutil.copytree(ROOT / "sessions" / "v4-completed", root)
+    shutil.copytree(ROOT / "sessions" / f"v{FORMAT_VERSION}-completed", root)
     directory = next(root.iterdir())
     write_closing_snapshot(directory)
     assert quick_describe(directory, 10, {}) is not None
     manifest = directory / "session.json"
     good = manifest.read_bytes()
     for change in (
-        lambda m: m.pop("flags"),  # written before flags: the model fills them in
+        lambda m: m.pop("journal_seq"),  # written without it: the model fills it in
+        lambda m: m.update(flags={}),  # format 4 kept flags here: the model drops them
         lambda m: m.update(journal_seq="97"),  # the model would coerce it
         lambda m: m.update(status="paused"),  # the model refuses it
-        lambda m: m.update(format_version=5),  # a newer format: refused
+        lambda m: m.update(format_version=FORMAT_VERSION + 1),  # a newer format: refused
     ):
         fields = orjson.loads(good)
         change(fields)
@@ -129,7 +133,7 @@ def test_anything_unexpected_needs_the_fold(tmp_path: Path) -> None:
 
 def test_a_torn_tail_is_shown_the_same(tmp_path: Path) -> None:
     root = tmp_path / "recorded"
-    shutil.copytree(ROOT / "sessions" / "v4-completed", root)
+    shutil.copytree(ROOT / "sessions" / f"v{FORMAT_VERSION}-completed", root)
     directory = next(root.iterdir())
     write_closing_snapshot(directory)
     with (directory / JOURNAL).open("ab") as journal:
@@ -223,7 +227,7 @@ def test_a_todo_list_looks_the_same_from_the_snapshot(items: list[TodoItem]) -> 
 
 def test_show_from_a_snapshot_imports_no_pydantic(tmp_path: Path) -> None:
     root = tmp_path / "recorded"
-    shutil.copytree(ROOT / "sessions" / "v4-completed", root)
+    shutil.copytree(ROOT / "sessions" / f"v{FORMAT_VERSION}-completed", root)
     directory = next(root.iterdir())
     write_closing_snapshot(directory)
     code = (

@@ -566,9 +566,11 @@ def test_json_events_carry_the_session_the_seq_and_the_time(tmp_path: Path) -> N
     journaled = [e for e in events if "seq" in e]
     assert [e["kind"] for e in journaled][:2] == ["agent_started", "session_status"]
     # Every record once, each with its own seq (lines of calls that ran at once may come
-    # out of seq order).
+    # out of seq order), but the first: the settings, journaled as the session was made.
+    scan = scan_journal(root / session_id / JOURNAL)
+    assert scan.records[0].parsed().kind == "settings"
     seqs = sorted(e["seq"] for e in journaled)
-    assert seqs == list(range(1, scan_journal(root / session_id / JOURNAL).last_seq + 1))
+    assert seqs == list(range(2, scan.last_seq + 1))
     assert not any("seq" in e for e in events if e["kind"] == "text")
 
 

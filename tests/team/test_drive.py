@@ -335,3 +335,57 @@ async def test_a_due_snapshot_is_written_beside_the_agents_not_by_them(
         release.set()
     assert read_snapshot(directory, warn=pytest.fail).seq == 7  # (the last, at close)
     assert load_state(directory, warn=pytest.fail).seq == 7
+
+
+EDIT_SCRIPT: dict[str, Any] = {
+    "agents": {
+        "main": [
+            {
+                "tool_calls": [
+                    {"name": "write_file", "arguments": {"path": "a.txt", "content": "one\n"}}
+                ]
+            },
+            {
+                "tool_calls": [
+                    {
+                        "name": "edit_file",
+                        "arguments": {"path": "a.txt", "old_text": "one", "new_text": "two"},
+                    }
+                ]
+            },
+            {"text": "done"},
+        ]
+    }
+}
+
+
+@pytest.mark.parametrize(
+    ("left", "status", "says", "after"),
+    [
+        ("one\n", "ok", "edited a.txt", "two\n"),  # cut before it wrote: it runs now
+        ("two\n", "ok", "edited a.txt (before the session stopped)", "two\n"),  # it wrote
+        ("three\n", "error", "old_text not found in a.txt", "three\n"),  # what a run says now
+        ("one two\n", "interrupted", "may or may not have taken effect", "one two\n"),  # unknown
+    ],
+)
+async def test_a_cut_off_edit_is_settled_by_what_the_file_holds(
+    tmp_path: Path, left: str, status: str, says: str, after: str
+) -> None:
+    script = tmp_path / "script.json"
+    script.write_bytes(orjson.dumps(EDIT_SCRIPT))
+    root = tmp_path / "sessions"
+    session_id, directory = create_session(
+        root, goal="g", model=f"scripted:{script}", workspace=None
+    )
+    edit_model = ScriptedModel(parse_script(EDIT_SCRIPT))
+    assert await run(root, session_id, edit_model) == RunResult("completed")
+    cut_after(directory, "call_started", 1)  # the edit started; its result never journaled
+    (directory / "workspace" / "a.txt").write_text(left)
+    assert await run(root, session_id, ScriptedModel(parse_script(EDIT_SCRIPT))) == RunResult(
+        "completed"
+    )
+    state = load_state(directory, warn=lambda _: None)
+    [edit] = [m for m in state.agents["main"].messages if isinstance(m, ToolResult)][1:]
+    assert (edit.name, edit.status) == ("edit_file", status)
+    assert says in edit.content
+    assert (directory / "workspace" / "a.txt").read_text() == after

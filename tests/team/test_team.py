@@ -957,12 +957,16 @@ async def test_a_notify_answer_still_wakes_a_parked_task(workspace: Workspace) -
 
 
 def test_the_config_team_table_sets_the_limits() -> None:
-    from orchestrator.cli.run import team_limits
+    import argparse
+
+    from orchestrator.cli.run import session_settings
     from orchestrator.config import parse_config
     from orchestrator.errors import ConfigError
+    from orchestrator.team.drive import limits_of
 
     config = parse_config("[team]\nmax_live = 3\nstall_after = 60\ndelivery_chars = 5000\n")
-    limits = team_limits(config)
+    flags = argparse.Namespace(max_rounds=None, allow=[])
+    limits = limits_of(session_settings(config, flags))
     assert (limits.max_live, limits.stall_after, limits.caps.delivery_chars) == (3, 60, 5000)
     assert (limits.max_depth, limits.caps.message_chars) == (Limits().max_depth, 4000)
     with pytest.raises(ConfigError, match=r"team\.max_live: Input should be greater than"):

@@ -1,0 +1,59 @@
+"""The settings a session runs with: what can be written as data (verification commands,
+budgets, limits, serial mode, permission rules, ...), whoever chose them (a flag, the
+config, the demo, a library caller). They are one journal record at the session's start,
+`settings`, and `resume` runs with them unless its caller overrides them explicitly, which
+is journaled too: a session killed at any instant goes on with the settings it started
+with, whichever command or program continues it."""
+
+from __future__ import annotations
+
+import msgspec
+
+from orchestrator.eventbase import EventBase
+from orchestrator.messages import Value
+
+MAIN = "main"  # the main agent, whose records speak for the whole session
+
+
+class SessionSettings(
+    Value, frozen=True, omit_defaults=False, kw_only=True, forbid_unknown_fields=True
+):
+    """The data part of a session's settings. Every field is written to the journal, its
+    defaults included, so a later release's defaults never change a running session."""
+
+    # How turn ends are assessed ([session] in the config; docs/assessment.md).
+    verify: tuple[str, ...] = ()
+    serial: bool = False
+    max_auto_continues: int = 10
+    stall_rounds: int = 6
+    continuation_note: str = ""
+    budget_rounds: int | None = None
+    budget_tokens: int | None = None
+    budget_cost: float | None = None
+    budget_wall: float | None = None
+    # One turn of an agent, and the model's sampling.
+    max_rounds: int = 50
+    max_tokens: int | None = None
+    temperature: float | None = None
+    # Delegation ([team] in the config; docs/tasks.md).
+    max_depth: int = 2
+    max_live: int = 8
+    max_model_calls: int = 16
+    wait_timeout: float = 600.0
+    stall_after: float = 900.0
+    message_chars: int = 4000
+    delivery_chars: int = 16000
+    # Permission rules (`--allow`), after the policy's own.
+    allow: tuple[str, ...] = ()
+
+    def but(self, **changes: object) -> SessionSettings:
+        """These settings with `changes` (field names) instead."""
+        return msgspec.structs.replace(self, **changes)
+
+
+class SettingsChosen(EventBase, frozen=True, tag="settings"):
+    """Record: the settings the session runs with from here on. `source` says who chose
+    them: `run`, `demo`, `library`, `resume` (an explicit override), `migrated`."""
+
+    settings: SessionSettings
+    source: str = ""

@@ -1,0 +1,104 @@
+"""This checkout against another (before and after a change), measured alternately in
+one run: A B A B, so that both see the same machine at the same moments.
+
+    git worktree add /tmp/before COMMIT
+    .venv/bin/python tests/benchmarks/bench_ab.py --before /tmp/before [--runs 5]
+
+Each sample runs a tree's own benchmark code (its `tests/benchmarks/`) in a fresh
+interpreter with the tree first on `sys.path`:
+
+- **W1**: `bench_team.w1(1)`, the main agent and 8 subagents of 20 rounds on a real
+  session (`batch` journal): ms per model round, wall.
+- **W3**: `bench_team.py --w3-child memory 1000`: 1,000 concurrent subagents of 5
+  rounds, no journal: wall seconds and peak RSS.
+- **load/floor**: `bench_load.py --messages 100000 --runs 1`: loading a session of
+  100,000 messages over the plain parse of its journal's lines, in one process.
+
+Printed per figure: each tree's median, and after / before (the target of a
+restructuring: at most 1.10). Start-up (`--help`, `sessions show`) has its own
+interleaved comparison: `bench_startup.py --tree /tmp/before`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PRELUDE = "import sys, runpy; sys.path.insert(0, sys.argv.pop(1)); "
+
+
+def run(tree: Path, code: str, *args: str) -> str:
+    return subprocess.run(
+        [sys.executable, "-c", PRELUDE + code, str(tree), *args],
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+
+
+def w1(tree: Path) -> dict[str, float]:
+    out = run(tree, "from tests.benchmarks import bench_team; bench_team.w1(1)")
+    line = next(x for x in out.splitlines() if x.startswith("W1  batch") and "subagents" in x)
+    return {"W1 ms/round": float(re.search(r"([\d.]+) ms/round wall", line)[1])}  # type: ignore[index]
+
+
+def w3(tree: Path) -> dict[str, float]:
+    script = str(tree / "tests" / "benchmarks" / "bench_team.py")
+    code = (
+        "sys.argv = [sys.argv[0], *sys.argv[1:]]; runpy.run_path(sys.argv[1], run_name='__main__')"
+    )
+    out = run(tree, code.replace("sys.argv[1]", repr(script)), "--w3-child", "memory", "1000")
+    figures = json.loads(out.strip().splitlines()[-1])
+    return {"W3 wall s": figures["wall"], "W3 peak RSS MB": figures["hwm_kb"] / 1024}
+
+
+def load(tree: Path) -> dict[str, float]:
+    code = (
+        "sys.argv = ['bench_load', '--messages', '100000', '--runs', '1']; "
+        "runpy.run_module('tests.benchmarks.bench_load', run_name='__main__')"
+    )
+    out = run(tree, code)
+    ratio = re.search(r"load\s+([\d.]+) ms, floor\s+([\d.]+) ms, ratio ([\d.]+)", out)
+    assert ratio is not None, out
+    return {"load ms (100k)": float(ratio[1]), "load/floor (100k)": float(ratio[3])}
+
+
+BENCHES: tuple[Callable[[Path], dict[str, float]], ...] = (w1, w3, load)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--before", type=Path, required=True)
+    parser.add_argument("--after", type=Path, default=ROOT)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--only", choices=[b.__name__ for b in BENCHES], action="append")
+    args = parser.parse_args()
+    trees = {"before": args.before.resolve(), "after": args.after.resolve()}
+    samples: dict[str, dict[str, list[float]]] = {"before": {}, "after": {}}
+    benches = [b for b in BENCHES if not args.only or b.__name__ in args.only]
+    for n in range(args.runs):
+        for bench in benches:
+            for name, tree in trees.items():  # A B, then A B again next round
+                for figure, value in bench(tree).items():
+                    samples[name].setdefault(figure, []).append(value)
+        print(f"round {n + 1}/{args.runs} done", file=sys.stderr, flush=True)
+    print(
+        f"{'figure':<20} {'before':>10} {'after':>10} {'after/before':>13}"
+        f"   (medians of {args.runs})"
+    )
+    for figure, before in samples["before"].items():
+        after = samples["after"][figure]
+        b, a = statistics.median(before), statistics.median(after)
+        print(f"{figure:<20} {b:>10.3f} {a:>10.3f} {a / b:>13.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,113 @@
+"""SIGKILL the demo's whole process group at seeded random instants, continue each with
+`orchestrator resume ID --yes`, and check it ends as an uninterrupted demo does: the same
+files with the same contents, and the same verification outcome.
+
+The demo sets its own verification command and round limit; they are journaled with
+the session as it is made, so the plain `resume` of a person who finds it killed runs
+them too (issue 18: before, it ended "completed" without verifying).
+
+`CRASH_DEMO_KILLS` (default 20) is the number of kills, one per demo run.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from orchestrator.session.live import JOURNAL
+from orchestrator.store import scan_journal
+
+KILLS = int(os.environ.get("CRASH_DEMO_KILLS", "20"))
+TIMEOUT = 120
+
+
+def command(*args: str, sessions: Path) -> list[str]:
+    return [sys.executable, "-m", "orchestrator", *args, "--sessions-dir", str(sessions)]
+
+
+def demo(workspace: Path, sessions: Path, *, kill_after: int | None) -> list[dict[str, Any]]:
+    """Run the demo (without its own staged crash) in a process group of its own; with
+    `kill_after`, SIGKILL the group after that many event lines. Returns the events."""
+    proc = subprocess.Popen(
+        command("demo", "--no-crash", "--json", "-w", str(workspace), sessions=sessions),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    events: list[dict[str, Any]] = []
+    assert proc.stdout is not None
+    with proc.stdout:
+        for line in proc.stdout:
+            events.append(orjson.loads(line))
+            if len(events) == kill_after:
+                os.killpg(proc.pid, signal.SIGKILL)
+                break
+    code = proc.wait(timeout=TIMEOUT)
+    if kill_after is None:
+        assert code == 0
+    return events
+
+
+def files(workspace: Path) -> dict[str, str]:
+    return {
+        p.relative_to(workspace).as_posix(): p.read_text()
+        for p in sorted(workspace.rglob("*"))
+        if p.is_file() and "__pycache__" not in p.parts
+    }
+
+
+def verification(sessions: Path) -> tuple[bool, tuple[str, ...]]:
+    """The last verification's outcome (passed, commands) in the one session's journal."""
+    [directory] = [p for p in sessions.iterdir() if p.is_dir()]
+    scan = scan_journal(directory / JOURNAL)
+    verified = [f.fields() for f in scan.records if f.parsed().kind == "verified"]
+    assert verified, "the session never ran its verification"
+    return verified[-1].get("passed", False), tuple(verified[-1]["commands"])
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict[str, str], Any]:
+    """The uninterrupted demo: its number of events, its files, its verification."""
+    root = tmp_path_factory.mktemp("reference")
+    events = demo(root / "ws", root / "sessions", kill_after=None)
+    return len(events), files(root / "ws"), verification(root / "sessions")
+
+
+def test_the_uninterrupted_demo_verifies_its_work(reference: tuple[int, Any, Any]) -> None:
+    _, written, (passed, commands) = reference
+    assert passed
+    assert commands == ("python -m doctest README.md",)
+    assert {"README.md", "mathutil.py", "textutil.py"} <= set(written)
+
+
+def test_the_demo_killed_anywhere_then_resumed_ends_as_if_never_killed(
+    tmp_path: Path, reference: tuple[int, dict[str, str], Any]
+) -> None:
+    count, written, verified = reference
+    rng = random.Random(18)
+    for trial in range(KILLS):
+        here = tmp_path / str(trial)
+        sessions, workspace = here / "sessions", here / "ws"
+        demo(workspace, sessions, kill_after=rng.randint(1, count - 1))
+        [session_id] = [p.name for p in sessions.iterdir() if p.is_dir()]
+        resumed = subprocess.run(
+            command("resume", session_id, "--yes", sessions=sessions),
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            timeout=TIMEOUT,
+            check=False,
+        )
+        assert resumed.returncode == 0, (trial, resumed.stderr[-2000:])
+        assert files(workspace) == written, trial
+        assert verification(sessions) == verified, trial

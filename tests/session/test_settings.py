@@ -1,0 +1,148 @@
+"""The settings a session runs with are one journal record at its start: a resume, from
+the command line or a library, goes on with them unless it overrides them explicitly
+(journaled too); format-4 sessions bring their manifest's flags along."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from orchestrator.errors import SessionError
+from orchestrator.models.scripted import ScriptedModel, parse_script
+from orchestrator.session.live import (
+    JOURNAL,
+    create_session,
+    load_state,
+    migrate,
+    open_session,
+)
+from orchestrator.session.migrations import v4_to_v5
+from orchestrator.state.events import ListSink, decode_record
+from orchestrator.state.manifest import read_manifest
+from orchestrator.state.settings import SessionSettings, SettingsChosen
+from orchestrator.store import scan_journal
+from orchestrator.team.drive import RunSettings, drive
+from orchestrator.tools import PermissionPolicy, approve_all, workspace_tools
+
+RECORDED = Path(__file__).parents[2] / "sessions"
+VERIFY = "python -m doctest README.md"
+
+
+def settings_records(directory: Path) -> list[SettingsChosen]:
+    scan = scan_journal(directory / JOURNAL)
+    records = [decode_record(line) for line in scan.lines]
+    return [r for r in records if isinstance(r, SettingsChosen)]
+
+
+def v4_copy(tmp_path: Path, name: str, **manifest: Any) -> Path:
+    root = tmp_path / "sessions"
+    shutil.copytree(RECORDED / f"v4-{name}", root)
+    [directory] = [p for p in root.iterdir() if p.is_dir()]
+    fields = orjson.loads((directory / "session.json").read_bytes())
+    (directory / "session.json").write_bytes(orjson.dumps({**fields, **manifest}))
+    return directory
+
+
+def test_format_4_flags_become_the_settings_record(tmp_path: Path) -> None:
+    flags = {"verify": [VERIFY], "budget_time": 600.0, "serial": True}
+    directory = v4_copy(tmp_path, "killed-mid-turn", flags=flags)
+    last = scan_journal(directory / JOURNAL).last_seq
+    v4_to_v5(directory)
+    v4_to_v5(directory)  # as if killed before the manifest said format 5: not twice
+    [record] = settings_records(directory)
+    assert record.source == "migrated"
+    assert record.settings == SessionSettings(verify=(VERIFY,), budget_wall=600.0, serial=True)
+    assert scan_journal(directory / JOURNAL).last_seq == last + 1
+    assert migrate(directory, read_manifest(directory)).format_version == 5
+    assert load_state(directory, warn=pytest.fail).settings == record.settings
+    raw = orjson.loads((directory / "session.json").read_bytes())
+    assert raw["format_version"] == 5
+    assert "flags" not in raw
+
+
+def test_a_format_4_session_without_flags_gets_its_settings_when_it_next_runs(
+    tmp_path: Path,
+) -> None:
+    directory = v4_copy(tmp_path, "completed")
+    v4_to_v5(directory)
+    assert settings_records(directory) == []
+    assert load_state(directory, warn=pytest.fail).settings is None
+
+
+def test_format_4_flags_that_are_not_settings_are_a_clear_error(tmp_path: Path) -> None:
+    directory = v4_copy(tmp_path, "completed", flags={"max_auto_continues": "many"})
+    with pytest.raises(SessionError, match=r"session\.json: its flags are not session settings"):
+        v4_to_v5(directory)
+    assert settings_records(directory) == []
+
+
+SCRIPT = {"agents": {"main": [{"text": "done"}] * 3}}
+
+
+async def test_a_library_resume_keeps_the_journaled_settings_unless_it_overrides_them(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "script.json"
+    script.write_bytes(orjson.dumps(SCRIPT))
+    root = tmp_path / "sessions"
+    chosen = SessionSettings(max_rounds=7, budget_rounds=40)
+    session_id, directory = create_session(
+        root, goal="g", model=f"scripted:{script}", workspace=None, settings=chosen
+    )
+
+    async def run(session: SessionSettings | None, message: str = "") -> None:
+        model = ScriptedModel(parse_script(orjson.loads(script.read_bytes())))
+        async with open_session(root, session_id, warn=lambda _: None) as live:
+            await drive(
+                live,
+                RunSettings(
+                    model=model,
+                    tools=workspace_tools(),
+                    ui=ListSink(),
+                    policy=PermissionPolicy(),
+                    approve=approve_all,
+                    session=session,
+                    message=message,
+                ),
+            )
+
+    await run(None)
+    await run(chosen, "again")  # the same settings, given: nothing new to journal
+    await run(chosen.but(max_rounds=9), "once more")
+    records = settings_records(directory)
+    assert [(r.source, r.settings.max_rounds) for r in records] == [
+        ("library", 7),
+        ("override", 9),
+    ]
+    assert records[1].settings.budget_rounds == 40  # the rest stands
+    assert load_state(directory, warn=pytest.fail).settings == records[1].settings
+
+
+async def test_a_session_made_without_settings_journals_the_defaults_as_it_starts(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "script.json"
+    script.write_bytes(orjson.dumps(SCRIPT))
+    root = tmp_path / "sessions"
+    session_id, directory = create_session(
+        root, goal="g", model=f"scripted:{script}", workspace=None
+    )
+    model = ScriptedModel(parse_script(SCRIPT))
+    async with open_session(root, session_id, warn=lambda _: None) as live:
+        await drive(
+            live,
+            RunSettings(
+                model=model,
+                tools=workspace_tools(),
+                ui=ListSink(),
+                policy=PermissionPolicy(),
+                approve=approve_all,
+            ),
+        )
+    [record] = settings_records(directory)
+    assert (record.source, record.settings) == ("start", SessionSettings())
+    assert read_manifest(directory).status == "completed"
