@@ -293,8 +293,6 @@ class Delegation:
             await self.team.set_state(
                 agent, state, by=agent, reason=summary if state != "completed" else ""
             )
-        if ends_turn:
-            self.team.end_turn(agent)
         said = {
             "progress": "progress reported to your owner",
             "completed": "completion handed to your owner; your task is complete and your "
@@ -307,7 +305,7 @@ class Delegation:
             "direction_change_request": "proposal sent to your owner, who will answer; "
             "carry on meanwhile",
         }[kind]
-        return ToolOutput(f"{said} ({mail.message_id})")
+        return ToolOutput(f"{said} ({mail.message_id})", ends_turn=ends_turn)
 
     async def _verify_completion(self, agent: str) -> None:
         """A type with `verify` commands completes only once they pass: a failure

@@ -18,7 +18,6 @@ from orchestrator.agent import TurnDeps, run_turn, settle_pending_calls
 from orchestrator.state.context import AgentContext
 from orchestrator.state.events import EventSink
 from orchestrator.state.tasks import SETTLED, TaskRecord
-from orchestrator.team.oversight import BudgetExhausted
 from orchestrator.team.runtime import MAIN, Runner, SessionLike, Team, TeamSettings
 from orchestrator.team.subagent import InProcessRunner
 
@@ -70,7 +69,6 @@ async def run_main(team: Team) -> MainOutcome:
     # need them running to finish.
     restarted = await resume_tasks(team)
     await settle_pending_calls(context, deps)
-    team.take_yield(MAIN)
     if restarted:
         await team.nudge(MAIN, restarted)
     reminders = 0  # sent since the main agent last had mail (`_await_tasks`)
@@ -102,9 +100,8 @@ async def run_main(team: Team) -> MainOutcome:
 
 async def _turn(team: Team, context: AgentContext, deps: TurnDeps) -> MainOutcome | None:
     """Run one turn of the main agent; what ends the session now, if anything."""
-    try:
-        outcome = await run_turn(context, deps)
-    except BudgetExhausted:
+    outcome = await run_turn(context, deps)
+    if outcome.stopped:  # the session's budget is spent
         await team.end_open_turn(MAIN, "failed")  # the assessment says why
         return None
     if outcome.reason == "max_rounds":
@@ -137,7 +134,6 @@ async def _close_settled(team: Team, task_id: str) -> None:
     if context is None or not (context.open_calls or context.turn_open):
         return
     await settle_pending_calls(context, team.turn_deps(task_id))
-    team.take_yield(task_id)
     await team.end_open_turn(task_id, "yielded")
 
 

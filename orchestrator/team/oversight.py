@@ -55,10 +55,6 @@ class Policy:
     prices: dict[str, Price] = field(default_factory=dict)  # for the cost budget
 
 
-class BudgetExhausted(Exception):
-    """The session's budget is spent: no agent may make another model call."""
-
-
 class Oversight:
     """Assessment, verification, budgets and todos for the agents of one team."""
 
@@ -91,11 +87,11 @@ class Oversight:
             return []
         return over_budget(budgets, self.spent())
 
-    def check_budgets(self) -> None:
-        """Before any agent's model call: refuse it once the session's budget is spent."""
+    def budget_spent(self) -> str | None:
+        """Before any agent's model call: why it is refused (the session's budget is
+        spent), or None."""
         reasons = self.over_budget()
-        if reasons:
-            raise BudgetExhausted("; ".join(reasons))
+        return "; ".join(reasons) if reasons else None
 
     # --- assessment -------------------------------------------------------------------
 
@@ -250,7 +246,6 @@ class Oversight:
         await self.team.sink.emit(
             BlockedReported(agent=agent, category=category, reason=reason, ref=ref)
         )
-        self.team.end_turn(agent)
 
 
 def _exit_code(text: str) -> int:

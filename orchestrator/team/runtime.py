@@ -89,34 +89,32 @@ class Limits:
     caps: Caps = field(default_factory=Caps)
 
 
-class BudgetSpent(Exception):
-    """A task's agent reached its round or token budget: the task fails."""
-
-
-def _check_budgets(state: SessionState, task: TaskRecord) -> None:
-    """Refuse a model call of `task`'s agent once the budget of the task, or of a task
-    above it, is spent: a task's budget covers its whole subtree."""
+def _budget_spent(state: SessionState, task: TaskRecord) -> str | None:
+    """Why a model call of `task`'s agent is refused (the budget of the task, or of a task
+    above it, is spent: a task's budget covers its whole subtree), or None."""
     current: TaskRecord | None = task
     while current is not None:
         if current.round_budget or current.token_budget:
-            _check_subtree(state, current, "its" if current is task else "the")
+            spent = _subtree_spent(state, current, "its" if current is task else "the")
+            if spent is not None:
+                return spent
         current = state.tasks.get(current.owner)
+    return None
 
 
-def _check_subtree(state: SessionState, task: TaskRecord, whose: str) -> None:
+def _subtree_spent(state: SessionState, task: TaskRecord, whose: str) -> str | None:
     members = [state.agents.get(t.task_id) for t in state.tasks.subtree(task.task_id)]
     contexts = [c for c in members if c is not None]
     where = "" if whose == "its" else f" of task {task.task_id}, above it,"
     steps = sum(c.steps for c in contexts)
     if task.round_budget and steps >= task.round_budget:
-        raise BudgetSpent(f"it used {whose} budget{where} of {task.round_budget} model calls")
+        return f"it used {whose} budget{where} of {task.round_budget} model calls"
     if task.token_budget:
         # Before every model call of every task: the running counters, not a Usage model.
         spent = sum(sum(c.usage_counts) for c in contexts)
         if spent >= task.token_budget:
-            raise BudgetSpent(
-                f"it spent {spent} of {whose} budget{where} of {task.token_budget} tokens"
-            )
+            return f"it spent {spent} of {whose} budget{where} of {task.token_budget} tokens"
+    return None
 
 
 class SessionLike(Protocol):
@@ -143,7 +141,6 @@ class _Agent:
     wake: trio.Event = field(default_factory=trio.Event)
     model_scope: trio.CancelScope | None = None
     tool_scopes: set[trio.CancelScope] = field(default_factory=set)
-    yielded: bool = False
 
 
 @dataclass
@@ -371,12 +368,15 @@ class Team:
 
     # --- what the turn loop calls (RoundHooks) --------------------------------------------
 
-    async def before_round(self, context: AgentContext) -> None:
-        self.oversight.check_budgets()
+    async def before_round(self, context: AgentContext) -> str | None:
+        spent = self.oversight.budget_spent()
         task = self.state.tasks.get(context.id)
-        if task is not None:
-            _check_budgets(self.state, task)
+        if spent is None and task is not None:
+            spent = _budget_spent(self.state, task)
+        if spent is not None:
+            return spent
         await self.deliver(context.id, at_least="urgent")
+        return None
 
     @contextlib.contextmanager
     def model_call(self, agent: str) -> Iterator[trio.CancelScope]:
@@ -398,15 +398,8 @@ class Team:
             finally:
                 runtime.tool_scopes.discard(scope)
 
-    def take_yield(self, agent: str) -> bool:
-        runtime = self._runtime(agent)
-        yielded, runtime.yielded = runtime.yielded, False
-        # The same call again and again: end the turn, for the assessment to stop it.
-        return yielded or self.state.progress_of(agent).call_repeats >= REPEATS
-
-    def end_turn(self, agent: str) -> None:
-        """A tool of `agent` ended its turn (complete, ask_decision, report_blocked)."""
-        self._runtime(agent).yielded = True
+    def repeating(self, agent: str) -> bool:
+        return self.state.progress_of(agent).call_repeats >= REPEATS
 
     # --- turns ------------------------------------------------------------------------
 

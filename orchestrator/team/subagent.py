@@ -13,8 +13,7 @@ from orchestrator.agent import run_turn, settle_pending_calls
 from orchestrator.errors import ModelError
 from orchestrator.state.mailbox import Priority
 from orchestrator.state.tasks import SETTLED, TaskRecord, now_ms
-from orchestrator.team.oversight import BudgetExhausted
-from orchestrator.team.runtime import BudgetSpent, Team
+from orchestrator.team.runtime import Team
 
 
 async def run_task(team: Team, task_id: str) -> None:
@@ -57,6 +56,9 @@ async def run_task(team: Team, task_id: str) -> None:
                 await fail(team, task_id, reasons, retry=verdict.action != "budget_exhausted")
                 return
         outcome = await run_turn(context, deps)
+        if outcome.stopped:  # a budget (the task's, or the session's) is spent
+            await fail(team, task_id, outcome.stopped, retry=False)
+            return
         if outcome.reason == "max_rounds":
             await fail(team, task_id, f"reached its limit of {outcome.rounds} rounds in one turn")
             return
@@ -90,8 +92,8 @@ async def _begin(team: Team, task_id: str) -> None:
         await team.set_state(
             task_id, task.state, by=task_id, reason=task.reason, instance=_next(task)
         )
-    await settle_pending_calls(team.state.agents[task_id], team.turn_deps(task_id))
-    if team.take_yield(task_id):
+    ended = await settle_pending_calls(team.state.agents[task_id], team.turn_deps(task_id))
+    if ended or team.repeating(task_id):
         # A call cut off by the crash ended the turn when it ran again (ask_decision).
         await team.end_open_turn(task_id, "yielded")
 
@@ -159,8 +161,6 @@ class InProcessRunner:
             with scope:
                 try:
                     await _within_deadline(team, task_id)
-                except (BudgetSpent, BudgetExhausted) as exc:
-                    await fail(team, task_id, str(exc), retry=False)
                 except ModelError as exc:
                     await fail(team, task_id, team.settings.redact(f"model call failed: {exc}"))
                 except Exception as exc:  # a bug in one subagent must not end the session

@@ -332,7 +332,8 @@ class ReportBlockedMain(Tool[Any]):
     async def run(self, args: ReportBlockedArgs, ctx: ToolContext) -> ToolOutput:
         await self.host.report_blocked(ctx.agent, args.category, args.reason, ref=ctx.call)
         return ToolOutput(
-            f"blocked ({args.category}): {args.reason}. Your turn ends here; the user is told."
+            f"blocked ({args.category}): {args.reason}. Your turn ends here; the user is told.",
+            ends_turn=True,
         )
 
 
