@@ -41,7 +41,7 @@ from orchestrator.store import Durability, session_dir
 from orchestrator.team.definitions import Definitions
 from orchestrator.team.drive import RunResult, RunSettings, drive
 from orchestrator.team.oversight import Policy
-from orchestrator.team.runtime import Limits
+from orchestrator.team.settings import Limits
 from orchestrator.tools import (
     Approver,
     EnvPolicy,

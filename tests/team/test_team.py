@@ -19,7 +19,9 @@ from orchestrator.state.events import AgentStarted, FanOut, ListSink
 from orchestrator.state.mailbox import Mail, MailHistory
 from orchestrator.team.main_agent import MainOutcome, open_team, run_main
 from orchestrator.team.oversight import Policy
-from orchestrator.team.runtime import MAIN, Limits, Team, TeamSettings
+from orchestrator.team.queries import MAIN
+from orchestrator.team.runtime import Team
+from orchestrator.team.settings import Limits, TeamSettings
 from orchestrator.tools import Workspace, workspace_tools
 
 Reply = ScriptedReply | Awaitable[ScriptedReply]
