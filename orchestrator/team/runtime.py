@@ -86,7 +86,9 @@ class Team:
         )
         rounds = Rounds(session, self.postbox, self.oversight)
         self.turns = Turns(settings, session, sink, rounds, self.delegation, self.oversight, writes)
-        self.port = _Port(self)
+        self.port = _Port(
+            session, settings, self.postbox, self.scheduler, self.turns, self.oversight
+        )
 
     @property
     def state(self) -> SessionState:
@@ -121,13 +123,21 @@ class Team:
 class _Port:
     """The `TaskPort` of a team: only what a task's loop needs, from the parts."""
 
-    def __init__(self, team: Team) -> None:
-        self._session = team.session
-        self._settings = team.settings
-        self._postbox = team.postbox
-        self._scheduler = team.scheduler
-        self._turns = team.turns
-        self._oversight = team.oversight
+    def __init__(
+        self,
+        session: SessionLike,
+        settings: TeamSettings,
+        postbox: Postbox,
+        scheduler: Scheduler,
+        turns: Turns,
+        oversight: Oversight,
+    ) -> None:
+        self._session = session
+        self._settings = settings
+        self._postbox = postbox
+        self._scheduler = scheduler
+        self._turns = turns
+        self._oversight = oversight
 
     @property
     def state(self) -> SessionState:
