@@ -356,13 +356,9 @@ async def _execute(ref: str, call: ToolCall, parsed: Parsed, deps: TurnDeps) -> 
     it ends the turn."""
 
     def result(status: ToolStatus, content: str) -> _Outcome:
+        redacted = deps.redact(content)
         return (
-            ToolResult(
-                call_id=call.id,
-                name=call.name,
-                status=status,
-                content=deps.redact(content),
-            ),
+            ToolResult(call_id=call.id, name=call.name, status=status, content=redacted),
             (),
             False,
         )
