@@ -35,7 +35,9 @@ if TYPE_CHECKING:
     from orchestrator.team.drive import RunResult, RunSettings, drive
     from orchestrator.team.main_agent import MainOutcome, open_team, run_main
     from orchestrator.team.oversight import Policy
-    from orchestrator.team.runtime import Limits, Runner, Team, TeamSettings
+    from orchestrator.team.port import Runner, TaskPort
+    from orchestrator.team.runtime import Team
+    from orchestrator.team.settings import Limits, TeamSettings
     from orchestrator.team.subagent import InProcessRunner
     from orchestrator.tools import (
         PermissionPolicy,
@@ -79,6 +81,7 @@ _HOMES = {
     "SessionState": "orchestrator.state",
     "Situation": "orchestrator.loop",
     "TaskRecord": "orchestrator.state",
+    "TaskPort": "orchestrator.team",
     "Team": "orchestrator.team",
     "TeamSettings": "orchestrator.team",
     "TodoItem": "orchestrator.loop",
@@ -136,6 +139,7 @@ __all__ = [
     "SessionSettings",
     "SessionState",
     "Situation",
+    "TaskPort",
     "TaskRecord",
     "Team",
     "TeamSettings",

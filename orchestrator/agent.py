@@ -51,19 +51,21 @@ from orchestrator.tools.shell import kill_marked
 
 
 class RoundHooks(Protocol):
-    """What the multi-agent layer adds to a turn (see team.py): mail delivered at round
-    boundaries, a model call an `interrupt` may cancel, tools that end the turn."""
+    """What the multi-agent layer adds to a turn (see team/rounds.py): mail delivered at
+    round boundaries, budgets that stop a turn, a model call an `interrupt` may cancel."""
 
-    async def before_round(self, context: AgentContext) -> None:
-        """Runs before each model call, with no call of the agent open."""
+    async def before_round(self, context: AgentContext) -> str | None:
+        """Runs before each model call, with no call of the agent open. Returns why the
+        turn must stop now (a spent budget), or None to go on."""
         ...
 
     def model_call(self, agent: str) -> AbstractContextManager[trio.CancelScope]:
         """The scope a model call runs in; cancelling it preempts that call."""
         ...
 
-    def take_yield(self, agent: str) -> bool:
-        """Whether a tool of the last round ended the agent's turn (and forget it)."""
+    def repeating(self, agent: str) -> bool:
+        """Whether the agent makes the same call again and again: its turn ends, for the
+        assessment to stop it."""
         ...
 
     def tool_call(self, agent: str) -> AbstractContextManager[trio.CancelScope]:
@@ -104,6 +106,9 @@ class TurnOutcome:
     reason: TurnEndReason
     rounds: int
     final: AssistantMessage | None = None
+    # Why the hooks stopped the turn before a round (a spent budget), with reason
+    # `failed`; the turn is left open, for its caller to end as it acts on this.
+    stopped: str = ""
 
 
 async def run_turn(state: AgentContext, deps: TurnDeps) -> TurnOutcome:
@@ -113,7 +118,9 @@ async def run_turn(state: AgentContext, deps: TurnDeps) -> TurnOutcome:
     rounds = 0
     while rounds < deps.max_rounds:
         if hooks is not None:
-            await hooks.before_round(state)
+            stopped = await hooks.before_round(state)
+            if stopped is not None:
+                return TurnOutcome("failed", rounds, stopped=stopped)
         reply = await _ask_model(state, deps)
         if reply is None:
             continue  # preempted by an interrupt, which the next round starts with
@@ -124,8 +131,8 @@ async def run_turn(state: AgentContext, deps: TurnDeps) -> TurnOutcome:
                 durable=deps.durable_turn_end,
             )
             return TurnOutcome("completed", rounds, reply)
-        await run_tool_calls(state, state.pending_calls(), deps)
-        if hooks is not None and hooks.take_yield(state.id):
+        _, ends_turn = await _run_calls(state, state.pending_calls(), deps)
+        if ends_turn or (hooks is not None and hooks.repeating(state.id)):
             await deps.events.emit(
                 TurnEnded(agent=state.id, reason="yielded", rounds=rounds),
                 durable=deps.durable_turn_end,
@@ -206,11 +213,22 @@ async def run_tool_calls(
 ) -> list[ToolResult]:
     """Run the calls (ref, call) of one reply; every call ends with exactly one result in
     the context, `cancelled` for those a cancellation cut short."""
-    finished: dict[str, ToolResult] = {}
+    results, _ = await _run_calls(state, calls, deps)
+    return results
 
-    async def record(ref: str, outcome: tuple[ToolResult, tuple[str, ...]]) -> None:
-        result, delivers = outcome
+
+async def _run_calls(
+    state: AgentContext, calls: Sequence[tuple[str, ToolCall]], deps: TurnDeps
+) -> tuple[list[ToolResult], bool]:
+    """`run_tool_calls`, and whether one of the calls ended the agent's turn."""
+    finished: dict[str, ToolResult] = {}
+    ends_turn = False
+
+    async def record(ref: str, outcome: _Outcome) -> None:
+        nonlocal ends_turn
+        result, delivers, ends = outcome
         finished[ref] = result
+        ends_turn = ends_turn or ends
         await deps.events.emit(
             ToolCallFinished(agent=state.id, ref=ref, result=result, delivers=delivers)
         )
@@ -245,12 +263,15 @@ async def run_tool_calls(
                         status="cancelled",
                         content="cancelled before it finished",
                     )
-                    await record(ref, (cancelled, ()))
-    return [finished[ref] for ref, _ in calls]
+                    await record(ref, (cancelled, (), False))
+    return [finished[ref] for ref, _ in calls], ends_turn
 
 
 Parsed = tuple[AnyTool, BaseModel] | str
 """A call's tool and validated arguments, or the error the model should see instead."""
+
+_Outcome = tuple[ToolResult, tuple[str, ...], bool]
+"""A call's result, the mailbox messages it delivers, and whether it ends the turn."""
 
 
 def _parse_call(call: ToolCall, tools: ToolRegistry) -> Parsed:
@@ -330,18 +351,17 @@ async def _permit(call: ToolCall, parsed: tuple[AnyTool, BaseModel], deps: TurnD
     return f"{tool.name} was {how}; do not retry it"
 
 
-async def _execute(
-    ref: str, call: ToolCall, parsed: Parsed, deps: TurnDeps
-) -> tuple[ToolResult, tuple[str, ...]]:
-    """The call's result, and the mailbox messages it delivers (see mailbox.py)."""
+async def _execute(ref: str, call: ToolCall, parsed: Parsed, deps: TurnDeps) -> _Outcome:
+    """The call's result, the mailbox messages it delivers (see mailbox.py), and whether
+    it ends the turn."""
 
-    def result(status: ToolStatus, content: str) -> tuple[ToolResult, tuple[str, ...]]:
-        return ToolResult(
-            call_id=call.id,
-            name=call.name,
-            status=status,
-            content=deps.redact(content),
-        ), ()
+    def result(status: ToolStatus, content: str) -> _Outcome:
+        redacted = deps.redact(content)
+        return (
+            ToolResult(call_id=call.id, name=call.name, status=status, content=redacted),
+            (),
+            False,
+        )
 
     if isinstance(parsed, str):
         return result("error", parsed)
@@ -362,7 +382,7 @@ async def _execute(
         return result("error", f"{tool.name} crashed: {type(exc).__name__}: {exc}")
     if output is None:
         return result("cancelled", "stopped by an interrupting message before it finished")
-    return result(output.status, output.content)[0], output.delivers
+    return result(output.status, output.content)[0], output.delivers, output.ends_turn
 
 
 INTERRUPTED = (
@@ -371,10 +391,12 @@ INTERRUPTED = (
 )
 
 
-async def settle_pending_calls(agent: AgentContext, deps: TurnDeps) -> None:
+async def settle_pending_calls(agent: AgentContext, deps: TurnDeps) -> bool:
     """Give every call of the last reply a result before the model is asked again: a call
-    whose side effect started and never finished is reported `interrupted`; any other
-    call (idempotent, or never started) is dispatched now, as it would have been."""
+    whose side effect started and never finished is settled by its tool when the
+    workspace tells how it went (`Tool.recover`), else reported `interrupted`; any other
+    call (idempotent, or never started) is dispatched now, as it would have been.
+    Returns whether a call run now ended the agent's turn (an `ask_decision`, say)."""
     rerun = []
     for ref, call in agent.pending_calls():
         if ref in agent.effects:
@@ -391,8 +413,10 @@ async def settle_pending_calls(agent: AgentContext, deps: TurnDeps) -> None:
             await deps.events.emit(ToolCallFinished(agent=agent.id, ref=ref, result=result))
         else:
             rerun.append((ref, call))
-    if rerun:
-        await run_tool_calls(agent, rerun, deps)
+    if not rerun:
+        return False
+    _, ends_turn = await _run_calls(agent, rerun, deps)
+    return ends_turn
 
 
 async def _recover(ref: str, call: ToolCall, deps: TurnDeps) -> tuple[ToolStatus, str] | None:

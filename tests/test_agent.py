@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
+
 import orjson
 import pytest
 import trio
@@ -10,6 +12,7 @@ from pydantic import BaseModel
 
 from orchestrator.agent import run_turn
 from orchestrator.messages import AssistantMessage, ToolResult
+from orchestrator.state.context import AgentContext
 from orchestrator.state.events import ToolCallFinished, ToolCallStarted
 from orchestrator.tools import Tool, ToolContext, ToolOutput, ToolRegistry, Workspace, deny_all
 from orchestrator.tools.permissions import PermissionPolicy, Rule
@@ -308,3 +311,45 @@ async def test_permission_is_settled_before_the_start_is_recorded(make_deps: Mak
     # The refused call will not run: nothing to repeat after a crash.
     assert [e.idempotent for e in started] == [False, True]
     assert [r.status for r in results(state.messages)] == ["ok", "error"]
+
+
+async def test_a_tool_ends_the_turn_by_what_it_returns(make_deps: MakeDeps) -> None:
+    class Finish(Tool[GateArgs]):
+        name = "finish"
+        description = "ends the turn"
+        args_model = GateArgs
+
+        async def run(self, args: GateArgs, ctx: ToolContext) -> ToolOutput:
+            return ToolOutput("done", ends_turn=True)
+
+    model = scripted({"tool_calls": [call("finish", label="x")]}, {"text": "never asked"})
+    state, deps, sink = make_deps(model, ToolRegistry([Finish()]))
+    outcome = await run_turn(state, deps)
+    assert (outcome.reason, outcome.rounds, outcome.stopped) == ("yielded", 1, "")
+    assert len(model.requests) == 1
+    assert sink.events[-1].kind == "turn_ended"
+
+
+async def test_hooks_stop_a_turn_with_a_reason_instead_of_raising(make_deps: MakeDeps) -> None:
+    class Spent:
+        async def before_round(self, context: AgentContext) -> str | None:
+            return "it used its budget of 0 model calls"
+
+        def model_call(self, agent: str) -> AbstractContextManager[trio.CancelScope]:
+            return trio.CancelScope()
+
+        def tool_call(self, agent: str) -> AbstractContextManager[trio.CancelScope]:
+            return trio.CancelScope()
+
+        def repeating(self, agent: str) -> bool:
+            return False
+
+    model = scripted({"text": "never asked"})
+    state, deps, sink = make_deps(model, hooks=Spent())
+    outcome = await run_turn(state, deps)
+    assert (outcome.reason, outcome.rounds) == ("failed", 0)
+    assert outcome.stopped == "it used its budget of 0 model calls"
+    assert model.requests == []
+    # The turn is left open: its caller ends it as it acts on the stop.
+    assert [e.kind for e in sink.events] == ["turn_started"]
+    assert state.turn_open

@@ -1,5 +1,6 @@
-"""The multi-agent runtime: the team, delegation, oversight, the main agent's and a
-subagent's loops, agent definitions, and `drive`, which runs a session.
+"""The multi-agent runtime: the team (a facade over its postbox, scheduler, turn factory
+and round hooks), delegation, oversight, the main agent's and a subagent's loops, agent
+definitions, and `drive`, which runs a session.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ if TYPE_CHECKING:
     from orchestrator.team.drive import RunResult, RunSettings, drive
     from orchestrator.team.main_agent import MainOutcome, open_team, resume_tasks, run_main
     from orchestrator.team.oversight import Oversight, Policy
-    from orchestrator.team.runtime import Limits, Runner, Team, TeamSettings
+    from orchestrator.team.port import Runner, TaskPort
+    from orchestrator.team.runtime import Team
+    from orchestrator.team.settings import Limits, TeamSettings
     from orchestrator.team.subagent import InProcessRunner, run_task
 
 _HOMES = {
@@ -22,15 +25,16 @@ _HOMES = {
     "Definitions": "definitions",
     "Delegation": "delegation",
     "InProcessRunner": "subagent",
-    "Limits": "runtime",
+    "Limits": "settings",
     "MainOutcome": "main_agent",
     "Oversight": "oversight",
     "Policy": "oversight",
     "RunResult": "drive",
     "RunSettings": "drive",
-    "Runner": "runtime",
+    "Runner": "port",
+    "TaskPort": "port",
     "Team": "runtime",
-    "TeamSettings": "runtime",
+    "TeamSettings": "settings",
     "drive": "drive",
     "load_definitions": "definitions",
     "open_team": "main_agent",
@@ -51,6 +55,7 @@ __all__ = [
     "RunResult",
     "RunSettings",
     "Runner",
+    "TaskPort",
     "Team",
     "TeamSettings",
     "drive",

@@ -1,70 +1,91 @@
 """Delegation: what the coordination tools do (`delegate`, `send_message`,
 `cancel_task`, `wait_tasks`, `list_tasks`, and a subagent's reports), on top of the
-team's runtime (`team.py`), and the checks on what a task writes.
+team's postbox and scheduler, and the checks on what a task writes.
 
 `Delegation` is the `Coordinator` the tools in `tools/coordination.py` call. It keeps no
-durable state of its own: it reads the folded registry and mailbox and changes them only
-through the team (records it emits), so it is the same after a restart; only which task
-changed which file in this run is kept in memory (`note_writes`).
+state of its own: it reads the folded registry and mailbox and changes them only through
+the postbox and the scheduler (records they emit), so it is the same after a restart;
+which task changed which file in this run is `writes.py`'s.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import trio
 
 from orchestrator.errors import ToolFailed
-from orchestrator.messages import AssistantMessage, SystemMessage, ToolResult, UserMessage
-from orchestrator.state.events import AgentStarted
+from orchestrator.messages import SystemMessage, UserMessage
+from orchestrator.state.events import AgentStarted, EventSink
+from orchestrator.state.fold import SessionState
 from orchestrator.state.mailbox import latest_progress_only, render
 from orchestrator.state.tasks import (
     SETTLED,
     TaskCreated,
     TaskRecord,
     TaskState,
-    in_scope,
     now_ms,
     scope_within,
 )
+from orchestrator.team import queries
 from orchestrator.team.definitions import AgentDefinition
+from orchestrator.team.oversight import Oversight
+from orchestrator.team.port import SessionLike
+from orchestrator.team.postbox import Changes, Postbox
+from orchestrator.team.scheduler import Scheduler
+from orchestrator.team.settings import TeamSettings
+from orchestrator.team.writes import Writes
 from orchestrator.tools.base import ToolOutput
 from orchestrator.tools.coordination import DelegateArgs, SendMessageArgs
-from orchestrator.tools.permissions import string_argument
-from orchestrator.tools.watch import changed_by_shell
-
-if TYPE_CHECKING:
-    from orchestrator.team.runtime import Team
-
-PARKING = frozenset({"decision_required", "blocked"})  # kinds that park a task until answered
 
 
 class Delegation:
     """The coordination tools' side of a team."""
 
-    def __init__(self, team: Team) -> None:
-        self.team = team
-        # path -> the tasks that changed it in this run, and when (trio time)
-        self._writers: dict[str, dict[str, float]] = {}
+    def __init__(
+        self,
+        settings: TeamSettings,
+        session: SessionLike,
+        sink: EventSink,
+        changes: Changes,
+        postbox: Postbox,
+        scheduler: Scheduler,
+        oversight: Oversight,
+        writes: Writes,
+    ) -> None:
+        self._settings = settings
+        self._session = session
+        self._sink = sink
+        self._changes = changes
+        self._postbox = postbox
+        self._scheduler = scheduler
+        self._oversight = oversight
+        self._writes = writes
+
+    @property
+    def _state(self) -> SessionState:
+        return self._session.state
+
+    def _task(self, task_id: str) -> TaskRecord:
+        return queries.task(self._state, task_id)
 
     async def delegate(self, owner: str, args: DelegateArgs, *, ref: str = "") -> ToolOutput:
-        again = self.team.state.tasks.by_call(owner, ref)
+        again = self._state.tasks.by_call(owner, ref)
         if again is not None:  # this call ran before a crash: the task exists
             return ToolOutput(f"delegated. {_handle(again)}")
-        s = self.team.settings
+        s = self._settings
         if args.agent_type not in s.definitions:
             known = ", ".join(s.definitions.names())
             raise ToolFailed(f"unknown agent_type {args.agent_type!r}; the types are: {known}")
         definition = s.definitions.get(args.agent_type)
-        owner_task = self.team.state.tasks.get(owner)
+        owner_task = self._state.tasks.get(owner)
         depth = 1 if owner_task is None else owner_task.depth + 1
         if depth > s.limits.max_depth:
             raise ToolFailed(
                 f"delegation refused: it would be depth {depth}, past the limit of "
                 f"{s.limits.max_depth}; do this work yourself"
             )
-        existing = self.team.state.tasks.by_plan_ref(args.plan_ref)
+        existing = self._state.tasks.by_plan_ref(args.plan_ref)
         if existing is not None and existing.state not in ("failed", "cancelled"):
             return ToolOutput(
                 f"plan task {args.plan_ref} is already task {existing.task_id}; no new task "
@@ -86,7 +107,7 @@ class Delegation:
             scope = tuple(parent) if parent is not None else None
         # The delegating task and those above it hand over part of their own work: only
         # other branches of the tree can conflict with it.
-        other = self.team.state.tasks.scope_conflict(scope, exclude=self._ancestors(owner))
+        other = self._state.tasks.scope_conflict(scope, exclude=self._ancestors(owner))
         if other is not None:
             theirs = ", ".join(other.write_scope or ()) or "anywhere"
             mine = ", ".join(scope) if scope else "anywhere"
@@ -97,18 +118,17 @@ class Delegation:
             )
         if existing is not None:
             # A failed or cancelled plan task is retried as a new attempt of its record.
-            await self.team.post(
+            await self._postbox.post(
                 owner, existing.task_id, existing.task_id, "instruction", args.prompt
             )
             return ToolOutput(f"retrying plan task {args.plan_ref}: {_handle(existing)}")
-        self.team.task_count += 1
-        task_id = f"t{self.team.task_count}"
+        task_id = self._scheduler.next_task_id()
         # The context first, then the task, before the subagent starts: after a crash
         # there is either the task with its context, or no task (the delegating call runs
         # again and makes it; a context left alone is replaced). The journal's order is
         # enough: the subagent's own records come after these, and its first side effect
         # waits for its durable start, which covers them.
-        await self.team.sink.emit(
+        await self._sink.emit(
             AgentStarted(
                 agent=task_id,
                 role=definition.name,
@@ -118,7 +138,7 @@ class Delegation:
                 ),
             )
         )
-        await self.team.sink.emit(
+        await self._sink.emit(
             TaskCreated(
                 agent=owner,
                 task=task_id,
@@ -138,23 +158,25 @@ class Delegation:
                 at=now_ms(),
             )
         )
-        self.team.notify_change()
-        self.team.enqueue(task_id)
-        record = self.team.task(task_id)
+        self._changes.notify()
+        self._scheduler.enqueue(task_id)
+        record = self._task(task_id)
         queued = (
-            "" if self.team.is_running(task_id) else " (queued: the live-subagent limit is reached)"
+            ""
+            if self._scheduler.is_running(task_id)
+            else " (queued: the live-subagent limit is reached)"
         )
         return ToolOutput(f"delegated{queued}. {_handle(record)}")
 
     async def send(self, sender: str, args: SendMessageArgs, *, ref: str = "") -> ToolOutput:
-        again = self.team.state.mailbox.by_call(sender, ref)
+        again = self._state.mailbox.by_call(sender, ref)
         if again is None:
             task = self._own_task(sender, args.task)
             in_reply_to = args.in_reply_to
             if in_reply_to:
                 # A message that left the live mailbox (delivered, needing no answer) can
                 # be replied to too; which agent it went to is in the journal only.
-                mailbox = self.team.state.mailbox
+                mailbox = self._state.mailbox
                 asked = mailbox.get(in_reply_to)
                 if (asked is None and not mailbox.was_posted(in_reply_to)) or (
                     asked is not None and asked.recipient != sender
@@ -166,15 +188,15 @@ class Delegation:
                 open_questions = sorted(
                     (
                         m
-                        for m in self.team.state.mailbox.unanswered(sender)
+                        for m in self._state.mailbox.unanswered(sender)
                         if m.task_id == task.task_id
                     ),
-                    key=lambda m: (m.kind not in PARKING, m.posted_seq),
+                    key=lambda m: (m.kind not in queries.PARKING, m.posted_seq),
                 )
                 in_reply_to = open_questions[0].message_id if open_questions else ""
             was = task.state
             revives = was in SETTLED
-            again = await self.team.post(
+            again = await self._postbox.post(
                 sender,
                 task.task_id,
                 task.task_id,
@@ -189,7 +211,7 @@ class Delegation:
                     f"sent {again.message_id} to task {task.task_id}, which had "
                     f"{was}: it is revived with its context to act on it"
                 )
-        task = self.team.task(again.task_id)
+        task = self._task(again.task_id)
         when = {
             "notify": "at its next turn",
             "urgent": "at its next step",
@@ -201,20 +223,22 @@ class Delegation:
 
     async def cancel_tree(self, by: str, task_id: str, reason: str) -> ToolOutput:
         task = self._own_task(by, task_id)
-        cancelled = await self.team.cancel(by, task.task_id, reason)
+        cancelled = await self._scheduler.cancel(by, task.task_id, reason)
         if not cancelled:
             return ToolOutput(f"task {task_id} had already {task.state}; nothing to cancel")
         return ToolOutput("cancelled: " + ", ".join(cancelled))
 
     async def wait(self, agent: str, task_ids: list[str], seconds: float) -> ToolOutput:
-        tasks = [self._own_task(agent, t) for t in task_ids] or self.team.live_children(agent)
+        tasks = [self._own_task(agent, t) for t in task_ids] or queries.live_children(
+            self._state, agent
+        )
         if not tasks:
             return ToolOutput("you have no live tasks to wait for")
         ids = {t.task_id for t in tasks}
-        limit = min(seconds, self.team.settings.limits.wait_timeout)
+        limit = min(seconds, self._settings.limits.wait_timeout)
         with trio.move_on_after(limit) as waited:
             while True:
-                changed = self.team.changed
+                changed = self._changes.event
                 if all(self._settled_for(agent, t) for t in ids):
                     break
                 await changed.wait()
@@ -222,35 +246,26 @@ class Delegation:
         if waited.cancelled_caught:
             lines.append(f"timed out after {limit:g} s; still running tasks are listed below")
         for task_id in sorted(ids, key=_task_order):
-            lines.append(_status_line(self.team.task(task_id)))
-        mail = [m for m in self.team.state.mailbox.undelivered(agent) if m.task_id in ids]
+            lines.append(_status_line(self._task(task_id)))
+        mail = [m for m in self._state.mailbox.undelivered(agent) if m.task_id in ids]
         if mail:
-            lines.append(render(latest_progress_only(mail), self.team.settings.limits.caps))
+            lines.append(render(latest_progress_only(mail), self._settings.limits.caps))
         return ToolOutput("\n".join(lines), delivers=tuple(m.message_id for m in mail))
 
     def _settled_for(self, agent: str, task_id: str) -> bool:
         """Whether `agent` waiting for the task should stop waiting: it finished, or it
         waits for an answer `agent` has not given yet."""
-        task = self.team.task(task_id)
+        task = self._task(task_id)
         if task.state in SETTLED:
-            return not self.team.has_work(task)
-        return self.waits_for(agent, task_id)
-
-    def waits_for(self, agent: str, task_id: str) -> bool:
-        """Whether the task is parked on a question or a block `agent` has not answered."""
-        if self.team.task(task_id).state != "waiting_decision":
-            return False
-        return any(
-            m.task_id == task_id and m.kind in PARKING
-            for m in self.team.state.mailbox.unanswered(agent)
-        )
+            return not queries.has_work(self._state, task)
+        return queries.waits_for(self._state, agent, task_id)
 
     def describe_tasks(self, agent: str) -> str:
-        tasks = self.team.owned_by(agent)
+        tasks = self._state.tasks.children(agent)
         if not tasks:
             return "you have delegated no tasks"
         lines = [_status_line(t) for t in tasks]
-        open_questions = [m for m in self.team.state.mailbox.unanswered(agent)]
+        open_questions = [m for m in self._state.mailbox.unanswered(agent)]
         for mail in open_questions:
             lines.append(f"unanswered: {mail.message_id} from task {mail.task_id}: {mail.summary}")
         return "\n".join(lines)
@@ -267,10 +282,10 @@ class Delegation:
         ends_turn: bool = False,
         state: TaskState | None = None,
     ) -> ToolOutput:
-        task = self.team.state.tasks.get(agent)
+        task = self._state.tasks.get(agent)
         if task is None:
             raise ToolFailed(f"{kind}: only a subagent working a task reports to an owner")
-        mail = self.team.state.mailbox.by_call(agent, ref)
+        mail = self._state.mailbox.by_call(agent, ref)
         if mail is not None and mail.posted_seq < task.revived_seq:
             # This call ran before a crash, and the task has moved on since (revived by a
             # follow-up): what it did then is done; it changes nothing now.
@@ -278,8 +293,8 @@ class Delegation:
         if mail is None:
             if kind == "completed":
                 await self._verify_completion(agent)
-                data = {**(data or {}), **self._check_files(agent, data or {})}
-            mail = await self.team.post(
+                data = {**(data or {}), **self._writes.check_files(agent, data or {})}
+            mail = await self._postbox.post(
                 agent,
                 task.owner,
                 agent,
@@ -290,11 +305,9 @@ class Delegation:
                 ref=ref,
             )
         if state and task.state != state:
-            await self.team.set_state(
+            await self._scheduler.set_state(
                 agent, state, by=agent, reason=summary if state != "completed" else ""
             )
-        if ends_turn:
-            self.team.end_turn(agent)
         said = {
             "progress": "progress reported to your owner",
             "completed": "completion handed to your owner; your task is complete and your "
@@ -307,15 +320,15 @@ class Delegation:
             "direction_change_request": "proposal sent to your owner, who will answer; "
             "carry on meanwhile",
         }[kind]
-        return ToolOutput(f"{said} ({mail.message_id})")
+        return ToolOutput(f"{said} ({mail.message_id})", ends_turn=ends_turn)
 
     async def _verify_completion(self, agent: str) -> None:
         """A type with `verify` commands completes only once they pass: a failure
         refuses the `complete` call, with the failing output, and the task goes on."""
-        definition = self.team.definition(agent)
+        definition = queries.definition(self._state, self._settings.definitions, agent)
         if definition is None or not definition.verify:
             return
-        failure = await self.team.oversight.verify_in_call(agent, definition.verify)
+        failure = await self._oversight.verify_in_call(agent, definition.verify)
         if failure:
             raise ToolFailed(
                 "complete refused: your type's verification did not pass; fix the cause, "
@@ -325,104 +338,24 @@ class Delegation:
     def _read_only(self, definition: AgentDefinition) -> bool:
         """Whether an agent type changes nothing: every tool it has is read-only (a
         custom tool counts by its own flag)."""
-        tools = self.team.settings.base_tools
+        tools = self._settings.base_tools
         return all(
             (tool := tools.get(name)) is not None and tool.read_only for name in definition.tools
         )
 
     def _ancestors(self, agent: str) -> frozenset[str]:
         found = set()
-        task = self.team.state.tasks.get(agent)
+        task = self._state.tasks.get(agent)
         while task is not None:
             found.add(task.task_id)
-            task = self.team.state.tasks.get(task.owner)
+            task = self._state.tasks.get(task.owner)
         return frozenset(found)
 
     def _own_task(self, agent: str, task_id: str) -> TaskRecord:
-        task = self.team.task(task_id)
+        task = self._task(task_id)
         if task.owner != agent:
             raise ToolFailed(f"task {task_id} is not yours (its owner is {task.owner})")
         return task
-
-    def _check_files(self, agent: str, data: dict[str, Any]) -> dict[str, Any]:
-        """The files a subagent's own file tools changed, against those it lists."""
-        changed = self.files_written(agent)
-        listed = {_rel(p) for p in data.get("files_changed") or ()}
-        return {
-            "unlisted_changes": sorted(changed - listed),
-            "unchanged_listed": sorted(listed - changed) if changed or listed else [],
-        }
-
-    async def note_writes(
-        self, agent: str, paths: Sequence[str], tool: str, since: float | None = None
-    ) -> list[str]:
-        """A task's tool changed `paths`; returns those counted as the task's.
-
-        A shell command's changes come from comparing the whole workspace before and
-        after it (it started at `since`), so a change another task may have made meanwhile
-        is not counted: one inside another task's write scope, or to a file another task
-        wrote since the command started. Writes of a shell command outside the task's
-        scope, and a file changed by two live tasks, are reported to the owner (the file
-        tools were refused outside the scope before they ran)."""
-        task = self.team.state.tasks.get(agent)
-        if task is None:
-            return list(paths)
-        now = trio.current_time()
-        problems = []
-        if tool == "shell":
-            paths = [p for p in paths if not self._someone_elses(p, agent, since or now)]
-            outside = [p for p in paths if not in_scope(p, task.write_scope)]
-            if outside:
-                problems.append(
-                    "its shell command changed files outside its write scope: " + ", ".join(outside)
-                )
-        for path in paths:
-            writers = self._writers.setdefault(_rel(path), {})
-            others = sorted(
-                w for w in writers if w != agent and (t := self.team.state.tasks.get(w)) and t.live
-            )
-            writers[agent] = now
-            if others:
-                problems.append(f"{path} was also changed by live task {', '.join(others)}")
-        if problems:
-            await self.team.post(agent, task.owner, agent, "risk_alert", "; ".join(problems))
-        return list(paths)
-
-    def _someone_elses(self, path: str, agent: str, since: float) -> bool:
-        """Whether another task may have made a change to `path` seen after a shell
-        command that started at `since`: the path is in its write scope, or it wrote
-        the file since then."""
-        wrote = self._writers.get(_rel(path), {})
-        if any(w != agent and at >= since for w, at in wrote.items()):
-            return True
-        return any(
-            other.task_id != agent and other.write_scope and in_scope(path, other.write_scope)
-            for other in self.team.state.tasks.tasks.values()
-        )
-
-    def files_written(self, agent: str) -> set[str]:
-        """Workspace paths `agent`'s tools changed, from its context: the replies hold the
-        write_file and edit_file calls and the results say which succeeded; a shell
-        result names what its command changed (tools/watch.py)."""
-        context = self.team.state.agents.get(agent)
-        if context is None:
-            return set()
-        calls: dict[str, str] = {}
-        written: set[str] = set()
-        for message in context.messages:
-            if isinstance(message, AssistantMessage):
-                for call in message.tool_calls:
-                    if call.name in ("write_file", "edit_file") and (
-                        path := string_argument(call, "path")
-                    ):
-                        calls[call.id] = path
-            elif isinstance(message, ToolResult):
-                written_path = calls.pop(message.call_id, "")
-                if written_path and message.status == "ok":
-                    written.add(_rel(written_path))
-                elif message.name == "shell":
-                    written.update(changed_by_shell(message.content))
-        return written
 
 
 def _handle(task: TaskRecord) -> str:
@@ -456,7 +389,3 @@ def _status_line(task: TaskRecord) -> str:
     if task.reason and task.state != "running":
         line += f" | {task.reason}"
     return line
-
-
-def _rel(path: str) -> str:
-    return path.strip().removeprefix("./")

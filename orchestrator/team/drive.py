@@ -30,8 +30,11 @@ from orchestrator.state.settings import SessionSettings, SettingsChosen
 from orchestrator.team.definitions import Definitions
 from orchestrator.team.main_agent import open_team, run_main
 from orchestrator.team.oversight import Policy
+from orchestrator.team.port import Runner
 from orchestrator.team.prompts import main_agent_prompt
-from orchestrator.team.runtime import MAIN, Limits, Runner, Team, TeamSettings
+from orchestrator.team.queries import MAIN
+from orchestrator.team.runtime import Team
+from orchestrator.team.settings import Limits, TeamSettings
 from orchestrator.team.subagent import InProcessRunner
 from orchestrator.tools import Approver, PermissionPolicy, ToolRegistry, Workspace
 from orchestrator.tools.permissions import parse_rules

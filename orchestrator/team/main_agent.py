@@ -2,7 +2,7 @@
 subagents live in, and between turns sleeps until its mailbox wakes it.
 
 Its inputs are the user's goal and messages, mailbox messages (task completions among
-them) and timers, all through one inbox: the mailbox (`team.py`). It wires the parts
+them) and timers, all through one inbox: the mailbox (`postbox.py`). It wires the parts
 (team, runner, turn loop, definitions) and contains none of them.
 """
 
@@ -18,8 +18,11 @@ from orchestrator.agent import TurnDeps, run_turn, settle_pending_calls
 from orchestrator.state.context import AgentContext
 from orchestrator.state.events import EventSink
 from orchestrator.state.tasks import SETTLED, TaskRecord
-from orchestrator.team.oversight import BudgetExhausted
-from orchestrator.team.runtime import MAIN, Runner, SessionLike, Team, TeamSettings
+from orchestrator.team import queries
+from orchestrator.team.port import Runner, SessionLike
+from orchestrator.team.queries import MAIN
+from orchestrator.team.runtime import Team
+from orchestrator.team.settings import TeamSettings
 from orchestrator.team.subagent import InProcessRunner
 
 MAX_REMINDERS = 3
@@ -50,7 +53,7 @@ async def open_team(
                 # Done: tasks that settled a moment ago may still be writing their last
                 # records (a turn's end); let them, then stop whatever else is left.
                 with trio.move_on_after(10):
-                    await team.settled_loops_ended()
+                    await team.scheduler.settled_loops_ended()
             finally:
                 nursery.cancel_scope.cancel()
     except BaseExceptionGroup as group:
@@ -70,19 +73,18 @@ async def run_main(team: Team) -> MainOutcome:
     # need them running to finish.
     restarted = await resume_tasks(team)
     await settle_pending_calls(context, deps)
-    team.take_yield(MAIN)
     if restarted:
-        await team.nudge(MAIN, restarted)
+        await team.turns.nudge(MAIN, restarted)
     reminders = 0  # sent since the main agent last had mail (`_await_tasks`)
     while True:
-        if await team.deliver(MAIN):
+        if await team.postbox.deliver(MAIN):
             reminders = 0
         if not oversight.turn_over(MAIN):
             stopped = await _turn(team, context, deps)
             if stopped is not None:
                 return stopped
-        await team.end_open_turn(MAIN, "completed")
-        if team.state.mailbox.undelivered(MAIN) and not team.live_children(MAIN):
+        await team.turns.end_open_turn(MAIN, "completed")
+        if team.state.mailbox.undelivered(MAIN) and not queries.live_children(team.state, MAIN):
             continue  # deliver it and take a turn
         verdict = await oversight.assess(MAIN)
         match verdict.action:
@@ -91,7 +93,7 @@ async def run_main(team: Team) -> MainOutcome:
             case "verify":
                 await oversight.verify(MAIN)  # passed: assessed again; failed: a new turn
             case "await_user":
-                await team.wait_for_mail(MAIN, at_least="notify")
+                await team.postbox.wait_for_mail(MAIN, at_least="notify")
             case "await_tasks":
                 stuck, reminders = await _await_tasks(team, reminders)
                 if stuck:
@@ -102,10 +104,9 @@ async def run_main(team: Team) -> MainOutcome:
 
 async def _turn(team: Team, context: AgentContext, deps: TurnDeps) -> MainOutcome | None:
     """Run one turn of the main agent; what ends the session now, if anything."""
-    try:
-        outcome = await run_turn(context, deps)
-    except BudgetExhausted:
-        await team.end_open_turn(MAIN, "failed")  # the assessment says why
+    outcome = await run_turn(context, deps)
+    if outcome.stopped:  # the session's budget is spent
+        await team.turns.end_open_turn(MAIN, "failed")  # the assessment says why
         return None
     if outcome.reason == "max_rounds":
         return MainOutcome("max_rounds", f"stopped after {outcome.rounds} rounds")
@@ -116,16 +117,16 @@ async def _await_tasks(team: Team, reminders: int) -> tuple[str, int]:
     """Sleep until mail wakes the main agent; when every live task waits for its answer
     instead, remind it (at most `MAX_REMINDERS` times, then say why it is stuck). Returns
     why it is stuck (or ""), and the reminders sent so far."""
-    live = team.live_children(MAIN)
-    waiting = [t for t in live if team.delegation.waits_for(MAIN, t.task_id)]
+    live = queries.live_children(team.state, MAIN)
+    waiting = [t for t in live if queries.waits_for(team.state, MAIN, t.task_id)]
     if len(waiting) != len(live):
-        await team.wait_for_mail(MAIN, at_least="urgent")
+        await team.postbox.wait_for_mail(MAIN, at_least="urgent")
         return "", reminders
     # Every live task waits for this agent: waiting for mail would never end.
     if reminders >= MAX_REMINDERS:
         stuck = f"tasks {', '.join(t.task_id for t in waiting)} wait for answers never given"
         return stuck, reminders
-    await team.nudge(MAIN, _waiting_note(team, [t.task_id for t in waiting]))
+    await team.turns.nudge(MAIN, _waiting_note(team, [t.task_id for t in waiting]))
     return "", reminders + 1
 
 
@@ -137,8 +138,7 @@ async def _close_settled(team: Team, task_id: str) -> None:
     if context is None or not (context.open_calls or context.turn_open):
         return
     await settle_pending_calls(context, team.turn_deps(task_id))
-    team.take_yield(task_id)
-    await team.end_open_turn(task_id, "yielded")
+    await team.turns.end_open_turn(task_id, "yielded")
 
 
 async def _asked(team: Team, task: TaskRecord) -> bool:
@@ -175,7 +175,7 @@ async def resume_tasks(team: Team) -> str:
         if task.state in SETTLED:
             await _close_settled(team, task.task_id)
             continue
-        if team.is_running(task.task_id):
+        if team.scheduler.is_running(task.task_id):
             continue
         if task.state == "pending":
             continue  # queued: started below, as the live-subagent limit allows
@@ -184,7 +184,7 @@ async def resume_tasks(team: Team) -> str:
                 waiting.append(task.task_id)
             else:
                 revived.append(task.task_id)
-            team.resume(task.task_id)
+            team.scheduler.resume(task.task_id)
         else:
             why = (
                 "it was not to be revived"
@@ -192,9 +192,9 @@ async def resume_tasks(team: Team) -> str:
                 else "its resume policy is 'never'"
             )
             reason = f"interrupted by a restart ({why}): send it a message to go on"
-            await team.set_state(task.task_id, "cancelled", by=MAIN, reason=reason)
+            await team.scheduler.set_state(task.task_id, "cancelled", by=MAIN, reason=reason)
             stopped.append(task.task_id)
-    team.start_waiting()
+    team.scheduler.start_waiting()
     if not (revived or stopped or waiting):
         return ""
     finished = sorted(

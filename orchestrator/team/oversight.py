@@ -9,8 +9,8 @@ actions, so the main agent's loop and a subagent's loop act on a verdict the sam
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import trio
 
@@ -29,13 +29,15 @@ from orchestrator.loop.assessment import (
 )
 from orchestrator.loop.todos import TodoList, TodosChanged
 from orchestrator.messages import AssistantMessage
+from orchestrator.state.events import EventSink
 from orchestrator.state.fold import usage_of
-from orchestrator.tools.base import AnyTool, ToolContext
+from orchestrator.team import queries
+from orchestrator.team.definitions import Definitions
+from orchestrator.team.port import SessionLike
+from orchestrator.tools.base import AnyTool, ToolContext, ToolRegistry
 from orchestrator.tools.shell import Shell, ShellArgs
+from orchestrator.tools.workspace import Workspace
 from orchestrator.usage import Price, call_cost
-
-if TYPE_CHECKING:
-    from orchestrator.team.runtime import Team
 
 VERIFY_OUTPUT_CHARS = 4000
 """How much of a failing verification's output the agent is shown (head and tail)."""
@@ -55,16 +57,29 @@ class Policy:
     prices: dict[str, Price] = field(default_factory=dict)  # for the cost budget
 
 
-class BudgetExhausted(Exception):
-    """The session's budget is spent: no agent may make another model call."""
-
-
 class Oversight:
     """Assessment, verification, budgets and todos for the agents of one team."""
 
-    def __init__(self, team: Team, policy: Policy) -> None:
-        self.team = team
+    def __init__(
+        self,
+        session: SessionLike,
+        sink: EventSink,
+        policy: Policy,
+        *,
+        definitions: Definitions,
+        workspace: Workspace,
+        base_tools: ToolRegistry,
+        session_id: str = "",
+        redact: Callable[[str], str] = str,
+    ) -> None:
+        self._session = session
+        self._sink = sink
         self.policy = policy
+        self._definitions = definitions
+        self._workspace = workspace
+        self._base_tools = base_tools
+        self._session_id = session_id
+        self._redact = redact
         self.started = trio.current_time()  # wall time counts per run
 
     # --- budgets ------------------------------------------------------------------------
@@ -72,7 +87,7 @@ class Oversight:
     def spent(self) -> Spent:
         """What the session (every agent) has used. Calls of a model without a price
         count nothing toward the cost."""
-        state = self.team.state
+        state = self._session.state
         tokens = sum(sum(counts) for counts in state.usage_by_model.values())
         cost = 0.0
         if self.policy.budgets.cost is not None:
@@ -91,32 +106,32 @@ class Oversight:
             return []
         return over_budget(budgets, self.spent())
 
-    def check_budgets(self) -> None:
-        """Before any agent's model call: refuse it once the session's budget is spent."""
+    def budget_spent(self) -> str | None:
+        """Before any agent's model call: why it is refused (the session's budget is
+        spent), or None."""
         reasons = self.over_budget()
-        if reasons:
-            raise BudgetExhausted("; ".join(reasons))
+        return "; ".join(reasons) if reasons else None
 
     # --- assessment -------------------------------------------------------------------
 
     def turn_over(self, agent: str) -> bool:
         """Whether `agent`'s turn has nothing left: its last reply called no tool, or it
         ended its turn by reporting itself blocked, or it was stopped repeating a call."""
-        context = self.team.state.agents[agent]
+        context = self._session.state.agents[agent]
         last = context.messages[-1] if context.messages else None
         if isinstance(last, AssistantMessage) and not last.tool_calls:
             return True
-        progress = self.team.state.progress_of(agent)
+        progress = self._session.state.progress_of(agent)
         return bool(progress.blocked) or progress.call_repeats >= REPEATS
 
     def situation(self, agent: str, *, max_continues: int, must_report: bool) -> Situation:
-        team = self.team
-        live = tuple(t.task_id for t in team.live_children(agent))
-        waiting = tuple(t for t in live if team.delegation.waits_for(agent, t))
+        state = self._session.state
+        live = tuple(t.task_id for t in queries.live_children(state, agent))
+        waiting = tuple(t for t in live if queries.waits_for(state, agent, t))
         policy = self.policy
         return Situation(
-            todos=team.state.todo_list(agent),
-            progress=team.state.progress_of(agent),
+            todos=state.todo_list(agent),
+            progress=state.progress_of(agent),
             max_continues=max_continues,
             stall_rounds=policy.stall_rounds,
             live_tasks=live,
@@ -146,7 +161,7 @@ class Oversight:
                 live_tasks=situation.live_tasks,
                 text=self.policy.note,
             )
-        await self.team.sink.emit(
+        await self._sink.emit(
             Assessed(
                 agent=agent,
                 action=verdict.action,
@@ -167,7 +182,7 @@ class Oversight:
         passed = not failed
         note = ""
         if not passed:
-            progress = self.team.state.progress_of(agent)
+            progress = self._session.state.progress_of(agent)
             note = (
                 f"[verification failed] `{failed}` did not pass "
                 f"(continuation {progress.continues + 1} of {self.policy.max_auto_continues}). "
@@ -190,16 +205,16 @@ class Oversight:
         command or "" when all passed)."""
         shell = self._shell()
         context = ToolContext(
-            workspace=self.team.settings.workspace,
+            workspace=self._workspace,
             agent=agent,
-            session=self.team.settings.session_id,
-            call=f"verify.{self.team.state.seq}",
+            session=self._session_id,
+            call=f"verify.{self._session.state.seq}",
         )
         outputs = []
         code, failed = 0, ""
         for command in commands:
             output = await shell.run(ShellArgs(command=command), context)
-            text = self.team.settings.redact(output.content)
+            text = self._redact(output.content)
             outputs.append(f"$ {command}\n{text}")
             if output.status != "ok":
                 code, failed = _exit_code(text), command
@@ -216,7 +231,7 @@ class Oversight:
         *,
         counts: bool = True,
     ) -> None:
-        await self.team.sink.emit(
+        await self._sink.emit(
             Verified(
                 agent=agent,
                 passed=code == 0,
@@ -229,28 +244,27 @@ class Oversight:
         )  # not waited for on disk: lost in a crash, the commands run again (checks)
 
     def _shell(self) -> AnyTool:
-        tool = self.team.settings.base_tools.get("shell")
+        tool = self._base_tools.get("shell")
         return tool if isinstance(tool, Shell) else Shell()
 
     # --- what the todo tools and the main agent's report_blocked call ------------------
 
     def todos(self, agent: str) -> TodoList:
-        return self.team.state.todo_list(agent)
+        return self._session.state.todo_list(agent)
 
     def serial(self, agent: str) -> bool:
-        definition = self.team.definition(agent)
+        definition = queries.definition(self._session.state, self._definitions, agent)
         if definition is not None and definition.serial:
             return True
         return self.policy.serial
 
     async def change_todos(self, record: TodosChanged) -> None:
-        await self.team.sink.emit(record)
+        await self._sink.emit(record)
 
     async def report_blocked(self, agent: str, category: str, reason: str, *, ref: str) -> None:
-        await self.team.sink.emit(
+        await self._sink.emit(
             BlockedReported(agent=agent, category=category, reason=reason, ref=ref)
         )
-        self.team.end_turn(agent)
 
 
 def _exit_code(text: str) -> int:

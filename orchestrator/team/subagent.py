@@ -13,61 +13,64 @@ from orchestrator.agent import run_turn, settle_pending_calls
 from orchestrator.errors import ModelError
 from orchestrator.state.mailbox import Priority
 from orchestrator.state.tasks import SETTLED, TaskRecord, now_ms
-from orchestrator.team.oversight import BudgetExhausted
-from orchestrator.team.runtime import BudgetSpent, Team
+from orchestrator.team import queries
+from orchestrator.team.port import TaskPort
 
 
-async def run_task(team: Team, task_id: str) -> None:
+async def run_task(port: TaskPort, task_id: str) -> None:
     """Work task `task_id` until it settles: completed, failed or cancelled."""
-    definition = team.settings.definitions.get(team.task(task_id).agent_type)
-    context = team.state.agents[task_id]
-    deps = team.turn_deps(task_id)
-    await _begin(team, task_id)
+    definition = port.definition(task_id)
+    context = port.state.agents[task_id]
+    deps = port.turn_deps(task_id)
+    await _begin(port, task_id)
     while True:
-        task = team.task(task_id)
+        task = queries.task(port.state, task_id)
         if task.state in SETTLED:
-            if task.state == "completed" and team.mail_from_owner(task_id):
+            if task.state == "completed" and queries.mail_from_owner(port.state, task_id):
                 # Its owner wrote while its last call (complete) ran: act on that too.
-                await team.set_state(task_id, "running", by=task_id, instance=_next(task))
+                await port.set_state(task_id, "running", by=task_id, instance=_next(task))
                 continue
             return
         if task.state in ("waiting_decision", "waiting_children"):
             # Parked without holding a call open: the owner's answer (or a child's news)
             # starts the next turn.
             floor: Priority = "notify" if task.state == "waiting_decision" else "urgent"
-            await team.wait_for_mail(task_id, at_least=floor)
-            await team.set_state(task_id, "running", by=task_id)
+            await port.wait_for_mail(task_id, at_least=floor)
+            await port.set_state(task_id, "running", by=task_id)
             continue
-        await team.deliver(task_id)
-        if team.oversight.turn_over(task_id):
-            await team.end_open_turn(task_id, "completed")
-            verdict = await team.oversight.assess(
+        await port.deliver(task_id)
+        if port.turn_over(task_id):
+            await port.end_open_turn(task_id, "completed")
+            verdict = await port.assess(
                 task_id, max_continues=definition.max_continues, must_report=True
             )
             reasons = "; ".join(verdict.reasons)
             if verdict.action == "await_tasks":
-                await team.set_state(
+                await port.set_state(
                     task_id, "waiting_children", by=task_id, reason="waits for its own tasks"
                 )
                 continue
             if verdict.action == "blocked":
-                await _blocked(team, task_id, reasons)
+                await _blocked(port, task_id, reasons)
                 continue
             if verdict.action != "continue_from_context":
-                await fail(team, task_id, reasons, retry=verdict.action != "budget_exhausted")
+                await fail(port, task_id, reasons, retry=verdict.action != "budget_exhausted")
                 return
         outcome = await run_turn(context, deps)
+        if outcome.stopped:  # a budget (the task's, or the session's) is spent
+            await fail(port, task_id, outcome.stopped, retry=False)
+            return
         if outcome.reason == "max_rounds":
-            await fail(team, task_id, f"reached its limit of {outcome.rounds} rounds in one turn")
+            await fail(port, task_id, f"reached its limit of {outcome.rounds} rounds in one turn")
             return
 
 
-async def _blocked(team: Team, task_id: str, reasons: str) -> None:
+async def _blocked(port: TaskPort, task_id: str, reasons: str) -> None:
     """The assessment found the task stuck (a loop, no progress, its todos waiting on
     failed work): its owner is told, as if it had reported itself blocked, and it waits
     for the answer."""
-    task = team.task(task_id)
-    await team.post(
+    task = queries.task(port.state, task_id)
+    await port.post(
         task_id,
         task.owner,
         task_id,
@@ -76,24 +79,24 @@ async def _blocked(team: Team, task_id: str, reasons: str) -> None:
         data={"category": "stalled"},
         requires_ack=True,
     )
-    await team.set_state(task_id, "waiting_decision", by=task_id, reason=reasons)
+    await port.set_state(task_id, "waiting_decision", by=task_id, reason=reasons)
 
 
-async def _begin(team: Team, task_id: str) -> None:
+async def _begin(port: TaskPort, task_id: str) -> None:
     """A new instance of the task (a start, a revival, a restart), and the calls its last
     reply left without a result settled."""
-    task = team.task(task_id)
+    task = queries.task(port.state, task_id)
     if task.state == "pending":
-        await team.set_state(task_id, "running", by=task_id, instance=_next(task))
-    elif team.take_resumed(task_id):
+        await port.set_state(task_id, "running", by=task_id, instance=_next(task))
+    elif port.take_resumed(task_id):
         # Running again in a new process (after a restart): a new instance, same context.
-        await team.set_state(
+        await port.set_state(
             task_id, task.state, by=task_id, reason=task.reason, instance=_next(task)
         )
-    await settle_pending_calls(team.state.agents[task_id], team.turn_deps(task_id))
-    if team.take_yield(task_id):
+    ended = await settle_pending_calls(port.state.agents[task_id], port.turn_deps(task_id))
+    if ended or queries.repeating(port.state, task_id):
         # A call cut off by the crash ended the turn when it ran again (ask_decision).
-        await team.end_open_turn(task_id, "yielded")
+        await port.end_open_turn(task_id, "yielded")
 
 
 def _next(task: TaskRecord) -> str:
@@ -101,40 +104,40 @@ def _next(task: TaskRecord) -> str:
     return f"{task.task_id}.{len(task.instances) + 1}"
 
 
-async def fail(team: Team, task_id: str, reason: str, *, retry: bool = True) -> None:
+async def fail(port: TaskPort, task_id: str, reason: str, *, retry: bool = True) -> None:
     """Mark the task failed and tell its owner, urgently; when its type allows retries
     and some are left (and `retry`: not for a spent budget or deadline), start its next
     attempt over the same context."""
-    task = team.task(task_id)
-    retries = team.settings.definitions.get(task.agent_type).retries
+    task = queries.task(port.state, task_id)
+    retries = port.definition(task_id).retries
     again = retry and task.attempts <= retries
     with trio.CancelScope(shield=True):
-        await team.end_open_turn(task_id, "failed")
-        await team.set_state(task_id, "failed", by=task_id, reason=reason)
+        await port.end_open_turn(task_id, "failed")
+        await port.set_state(task_id, "failed", by=task_id, reason=reason)
         note = f"; retrying (attempt {task.attempts + 1} of {retries + 1})" if again else ""
-        await team.post(task_id, task.owner, task_id, "risk_alert", f"task failed: {reason}{note}")
+        await port.post(task_id, task.owner, task_id, "risk_alert", f"task failed: {reason}{note}")
         if again:
-            context = team.state.agents[task_id]
+            context = port.state.agents[task_id]
             if not context.open_calls:
-                await team.nudge(
+                await port.nudge(
                     task_id,
                     f"Your previous attempt failed: {reason}. This is attempt "
                     f"{task.attempts + 1} of {retries + 1}: go on from where you are.",
                 )
-            await team.revive(task_id, by=task_id)
+            await port.revive(task_id, by=task_id)
 
 
-async def _within_deadline(team: Team, task_id: str) -> None:
+async def _within_deadline(port: TaskPort, task_id: str) -> None:
     """`run_task`, failed when the task's deadline (wall time, kept across restarts)
     passes first."""
-    deadline = team.task(task_id).deadline
+    deadline = queries.task(port.state, task_id).deadline
     if not deadline:
-        await run_task(team, task_id)
+        await run_task(port, task_id)
         return
     with trio.move_on_after(max(0.0, (deadline - now_ms()) / 1000)) as timer:
-        await run_task(team, task_id)
+        await run_task(port, task_id)
     if timer.cancelled_caught:
-        await fail(team, task_id, "its deadline passed before it finished", retry=False)
+        await fail(port, task_id, "its deadline passed before it finished", retry=False)
 
 
 class InProcessRunner:
@@ -144,31 +147,29 @@ class InProcessRunner:
         self._nursery = nursery
         self._scopes: dict[str, trio.CancelScope] = {}
 
-    def start(self, team: Team, task_id: str) -> None:
+    def start(self, task_id: str, port: TaskPort) -> None:
         scope = trio.CancelScope()
         self._scopes[task_id] = scope
-        self._nursery.start_soon(self._run, team, task_id, scope, name=f"task {task_id}")
+        self._nursery.start_soon(self._run, port, task_id, scope, name=f"task {task_id}")
 
     def cancel(self, task_id: str) -> None:
         scope = self._scopes.get(task_id)
         if scope is not None:
             scope.cancel()
 
-    async def _run(self, team: Team, task_id: str, scope: trio.CancelScope) -> None:
+    async def _run(self, port: TaskPort, task_id: str, scope: trio.CancelScope) -> None:
         try:
             with scope:
                 try:
-                    await _within_deadline(team, task_id)
-                except (BudgetSpent, BudgetExhausted) as exc:
-                    await fail(team, task_id, str(exc), retry=False)
+                    await _within_deadline(port, task_id)
                 except ModelError as exc:
-                    await fail(team, task_id, team.settings.redact(f"model call failed: {exc}"))
+                    await fail(port, task_id, port.redact(f"model call failed: {exc}"))
                 except Exception as exc:  # a bug in one subagent must not end the session
-                    detail = team.settings.redact(f"{type(exc).__name__}: {exc}")
-                    await fail(team, task_id, f"crashed: {detail}")
+                    detail = port.redact(f"{type(exc).__name__}: {exc}")
+                    await fail(port, task_id, f"crashed: {detail}")
             if scope.cancelled_caught:
-                await team.end_open_turn(task_id, "cancelled")
+                await port.end_open_turn(task_id, "cancelled")
         finally:
             if self._scopes.get(task_id) is scope:
                 del self._scopes[task_id]
-            team.task_ended(task_id)
+            port.task_ended(task_id)

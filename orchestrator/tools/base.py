@@ -44,6 +44,9 @@ class ToolOutput:
     # Mailbox messages this output hands to the calling agent (`wait_tasks`): journaled
     # with the result, as their delivery.
     delivers: tuple[str, ...] = ()
+    # The call ends the agent's turn (`complete`, `ask_decision`, `report_blocked`): the
+    # turn loop stops after this round.
+    ends_turn: bool = False
 
     @classmethod
     def error(cls, content: str) -> ToolOutput:

@@ -3,7 +3,7 @@
 `complete`, `report_blocked`, `ask_decision`, `raise_risk`, `request_direction_change`).
 
 They are thin: each checks its arguments and calls the multi-agent layer through the
-`Coordinator` protocol (implemented by `team.Team`), and every result tells the model
+`Coordinator` protocol (implemented by `team/delegation.py`), and every result tells the model
 plainly what happened. Each tool is idempotent by its call's ref: run again after a
 crash, it finds what its first run recorded instead of doing it twice.
 """
@@ -21,7 +21,7 @@ BlockedCategory = Literal["credential", "dependency", "input", "workspace", "dec
 
 
 class Coordinator(Protocol):
-    """What the tools need of the multi-agent layer (see team.py)."""
+    """What the tools need of the multi-agent layer (see team/delegation.py)."""
 
     async def delegate(self, owner: str, args: DelegateArgs, *, ref: str) -> ToolOutput: ...
 
@@ -332,7 +332,8 @@ class ReportBlockedMain(Tool[Any]):
     async def run(self, args: ReportBlockedArgs, ctx: ToolContext) -> ToolOutput:
         await self.host.report_blocked(ctx.agent, args.category, args.reason, ref=ctx.call)
         return ToolOutput(
-            f"blocked ({args.category}): {args.reason}. Your turn ends here; the user is told."
+            f"blocked ({args.category}): {args.reason}. Your turn ends here; the user is told.",
+            ends_turn=True,
         )
 
 

@@ -36,7 +36,7 @@ from orchestrator.tools.base import AnyTool, Tool, ToolContext, ToolOutput
 
 
 class TodoHost(Protocol):
-    """What the todo tools need of the session (see team.py)."""
+    """What the todo tools need of the session (see team/oversight.py)."""
 
     def todos(self, agent: str) -> TodoList: ...
 

@@ -72,7 +72,8 @@ from orchestrator.store import Durability  # noqa: E402
 from orchestrator.team.definitions import AgentDefinition, Definitions  # noqa: E402
 from orchestrator.team.drive import RunSettings, drive  # noqa: E402
 from orchestrator.team.main_agent import open_team, run_main  # noqa: E402
-from orchestrator.team.runtime import MAIN, Limits, TeamSettings  # noqa: E402
+from orchestrator.team.queries import MAIN  # noqa: E402
+from orchestrator.team.settings import Limits, TeamSettings  # noqa: E402
 from orchestrator.tools import PermissionPolicy, ToolRegistry, Workspace, approve_all  # noqa: E402
 from tests.benchmarks.shape import Fixed as _Fixed  # noqa: E402
 

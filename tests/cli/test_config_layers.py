@@ -16,7 +16,7 @@ from orchestrator.cli.parser import build_parser
 from orchestrator.config import TEAM_DEFAULTS, Config, SessionConfig
 from orchestrator.errors import ConfigError
 from orchestrator.state.mailbox import Caps
-from orchestrator.team.runtime import Limits
+from orchestrator.team.settings import Limits
 from orchestrator.team.trust import TRUST_FILE
 from tests.cli.test_cli import ROOT, orchestrator
 from tests.conftest import run_on_terminal

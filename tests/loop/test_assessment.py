@@ -27,7 +27,7 @@ from orchestrator.messages import Usage
 from orchestrator.models.base import ModelRequest
 from orchestrator.models.scripted import ScriptedReply
 from orchestrator.team.oversight import Policy
-from orchestrator.team.runtime import MAIN
+from orchestrator.team.queries import MAIN
 from orchestrator.tools import Workspace
 from orchestrator.usage import Price
 from tests.team.test_team import Scene, c, last_text, reply, steps

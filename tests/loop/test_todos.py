@@ -20,7 +20,7 @@ from orchestrator.loop.todos import (
     write,
 )
 from orchestrator.team.oversight import Policy
-from orchestrator.team.runtime import MAIN
+from orchestrator.team.queries import MAIN
 from orchestrator.tools import Workspace
 from tests.team.test_team import Scene, c, last_text, reply, steps
 

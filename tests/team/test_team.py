@@ -19,7 +19,9 @@ from orchestrator.state.events import AgentStarted, FanOut, ListSink
 from orchestrator.state.mailbox import Mail, MailHistory
 from orchestrator.team.main_agent import MainOutcome, open_team, run_main
 from orchestrator.team.oversight import Policy
-from orchestrator.team.runtime import MAIN, Limits, Team, TeamSettings
+from orchestrator.team.queries import MAIN
+from orchestrator.team.runtime import Team
+from orchestrator.team.settings import Limits, TeamSettings
 from orchestrator.tools import Workspace, workspace_tools
 
 Reply = ScriptedReply | Awaitable[ScriptedReply]
@@ -1196,3 +1198,38 @@ async def test_a_type_with_verify_completes_only_once_its_checks_pass(
     progress = scene.state.progress["t1"]
     assert (progress.verify_failures, progress.continues) == (1, 0)  # not a continuation
     assert progress.verified_seq > 0
+
+
+async def test_a_runner_gets_a_task_id_and_a_port_not_the_team(workspace: Workspace) -> None:
+    from orchestrator.team.port import TaskPort
+    from orchestrator.team.subagent import InProcessRunner
+
+    started: list[tuple[str, TaskPort]] = []
+
+    class Recording(InProcessRunner):
+        def start(self, task_id: str, port: TaskPort) -> None:
+            started.append((task_id, port))
+            super().start(task_id, port)
+
+    scene = Scene(
+        workspace,
+        {
+            MAIN: steps(
+                reply("", c("delegate", description="look", prompt="look around")),
+                reply("", c("wait_tasks")),
+                reply("all done"),
+            ),
+            "t1": steps(reply("", c("complete", summary="looked"))),
+        },
+    )
+    sink = FanOut([scene.session, scene.events])
+    messages = (SystemMessage(content="main"), UserMessage(content="the goal"))
+    await sink.emit(AgentStarted(agent=MAIN, role="main", messages=messages))
+    async with open_team(scene.session, sink, scene.settings, runner=Recording) as team:
+        outcome = await run_main(team)
+    assert outcome.reason == "completed"
+    [(task_id, port)] = started
+    assert task_id == "t1"
+    assert port is team.port
+    assert not isinstance(port, Team)
+    assert port.state.tasks.tasks["t1"].state == "completed"

@@ -1,0 +1,60 @@
+"""Questions the team asks of the folded state (tasks and mailbox together): pure
+functions of a `SessionState`, so every part of the team, and a runner, asks them alike.
+"""
+
+from __future__ import annotations
+
+from orchestrator.errors import ToolFailed
+from orchestrator.loop.assessment import REPEATS
+from orchestrator.state.fold import SessionState
+from orchestrator.state.mailbox import Mail
+from orchestrator.state.tasks import TaskRecord
+from orchestrator.team.definitions import AgentDefinition, Definitions
+
+MAIN = "main"
+PARKING = frozenset({"decision_required", "blocked"})  # kinds that park a task until answered
+
+
+def task(state: SessionState, task_id: str) -> TaskRecord:
+    """The task's record; a `ToolFailed` naming the session's tasks when there is none."""
+    record = state.tasks.get(task_id)
+    if record is None:
+        known = ", ".join(state.tasks.tasks) or "none"
+        raise ToolFailed(f"no task {task_id!r}; tasks of this session: {known}")
+    return record
+
+
+def mail_from_owner(state: SessionState, task_id: str) -> list[Mail]:
+    """Undelivered messages from the task's owner."""
+    owner = task(state, task_id).owner
+    return [m for m in state.mailbox.undelivered(task_id) if m.sender == owner]
+
+
+def has_work(state: SessionState, record: TaskRecord) -> bool:
+    """Live, or completed while its owner wrote to it (it goes on to read that)."""
+    if record.live:
+        return True
+    return record.state == "completed" and bool(mail_from_owner(state, record.task_id))
+
+
+def live_children(state: SessionState, agent: str) -> list[TaskRecord]:
+    """`agent`'s tasks that are live or about to be."""
+    return [t for t in state.tasks.children(agent) if has_work(state, t)]
+
+
+def waits_for(state: SessionState, agent: str, task_id: str) -> bool:
+    """Whether the task is parked on a question or a block `agent` has not answered."""
+    if task(state, task_id).state != "waiting_decision":
+        return False
+    return any(m.task_id == task_id and m.kind in PARKING for m in state.mailbox.unanswered(agent))
+
+
+def repeating(state: SessionState, agent: str) -> bool:
+    """The same call again and again: the turn ends, for the assessment to stop it."""
+    return state.progress_of(agent).call_repeats >= REPEATS
+
+
+def definition(state: SessionState, definitions: Definitions, agent: str) -> AgentDefinition | None:
+    """The type of the task `agent` works (None for the main agent)."""
+    record = state.tasks.get(agent)
+    return None if record is None else definitions.get(record.agent_type)

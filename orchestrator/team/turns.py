@@ -1,0 +1,176 @@
+"""The turn factory: what an agent's turns run with (`TurnDeps`). The model takes one
+of the session's model-call slots per call; each role's tools are built once; a task's
+type adds its permission rules; one approval question is asked at a time; a write outside
+the task's write scope is refused before it runs. It also writes the few turn records
+the loops write outside a turn (a nudge, the end of a turn left open)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+import trio
+from pydantic import BaseModel
+
+from orchestrator.agent import RoundHooks, TurnDeps
+from orchestrator.messages import ToolCall, UserMessage
+from orchestrator.models.base import Model
+from orchestrator.state.events import EventSink, MessageAdded, TurnEnded, TurnEndReason
+from orchestrator.state.tasks import in_scope
+from orchestrator.team import queries
+from orchestrator.team.definitions import AgentDefinition
+from orchestrator.team.delegation import Delegation
+from orchestrator.team.oversight import Oversight
+from orchestrator.team.port import SessionLike
+from orchestrator.team.queries import MAIN
+from orchestrator.team.settings import TeamSettings
+from orchestrator.team.writes import Writes
+from orchestrator.tools.base import ToolContext, ToolRegistry
+from orchestrator.tools.coordination import ReportBlockedMain, main_tools, subagent_tools
+from orchestrator.tools.permissions import Approver, PermissionPolicy, parse_rules
+from orchestrator.tools.todos import todo_tools
+from orchestrator.tools.watch import Watched
+
+WRITERS = frozenset({"write_file", "edit_file", "shell"})  # tools whose writes are watched
+
+
+class Turns:
+    """The `TurnDeps` of each agent of one team, made once per agent."""
+
+    def __init__(
+        self,
+        settings: TeamSettings,
+        session: SessionLike,
+        sink: EventSink,
+        hooks: RoundHooks,
+        delegation: Delegation,
+        oversight: Oversight,
+        writes: Writes,
+    ) -> None:
+        self._settings = settings
+        self._session = session
+        self._sink = sink
+        self._hooks = hooks
+        self._delegation = delegation
+        self._oversight = oversight
+        self._writes = writes
+        self._approval = trio.Lock()  # one question at a time on the one terminal
+        self._model_slots = trio.Semaphore(settings.limits.max_model_calls)
+        self._deps: dict[str, TurnDeps] = {}
+        self._role_tools: dict[str, ToolRegistry] = {}  # one registry (and schema) per role
+
+    def turn_deps(self, agent: str) -> TurnDeps:
+        deps = self._deps.get(agent)
+        if deps is not None:
+            return deps
+        s = self._settings
+        definition = queries.definition(self._session.state, s.definitions, agent)
+        role = MAIN if definition is None else definition.name
+        tools = self._tools(definition)
+        max_rounds = s.max_rounds if definition is None else definition.max_rounds
+        approve = s.approve_for(agent, self._who(agent)) if s.approve_for else s.approve
+        policy = s.policy
+        if definition is not None and definition.allow:
+            # The type's own rules, after the session's (a later rule wins among equals).
+            rules = [*policy.rules, *parse_rules(list(definition.allow))]
+            policy = PermissionPolicy(rules=rules, default=policy.default)
+        deps = TurnDeps(
+            model=_Limited(s.models(role), self._model_slots),
+            tools=tools,
+            context=ToolContext(workspace=s.workspace, agent=agent, session=s.session_id),
+            events=self._sink,
+            policy=policy,
+            approve=self._one_at_a_time(approve),
+            grants=lambda: self._session.state.grants,
+            max_rounds=max_rounds,
+            max_tokens=s.max_tokens,
+            temperature=s.temperature,
+            redact=s.redact,
+            hooks=self._hooks,
+            guard=self._guard(agent),
+            durable_turn_end=agent == MAIN,
+        )
+        self._deps[agent] = deps
+        return deps
+
+    def _tools(self, definition: AgentDefinition | None) -> ToolRegistry:
+        """The tools of a role, built once for all its agents: the same objects, so
+        their JSON schemas are made once (and the request prefix is the same)."""
+        role = MAIN if definition is None else definition.name
+        tools = self._role_tools.get(role)
+        if tools is not None:
+            return tools
+        base = self._settings.base_tools.tools()
+        todos = todo_tools(self._oversight)
+        if definition is None:
+            blocked = ReportBlockedMain(self._oversight)
+            tools = ToolRegistry([*base, *main_tools(self._delegation), *todos, blocked])
+        else:
+            own = [
+                Watched(t, self._writes.note_writes) if t.name in WRITERS else t
+                for t in base
+                if t.name in definition.tools
+            ]
+            extra = subagent_tools(self._delegation, may_delegate=definition.may_delegate)
+            tools = ToolRegistry([*own, *extra, *todos])
+        self._role_tools[role] = tools
+        return tools
+
+    def _who(self, agent: str) -> str:
+        task = self._session.state.tasks.get(agent)
+        if task is None:
+            return "the main agent"
+        return f"task {agent} ({task.agent_type}: {task.description})"
+
+    def _one_at_a_time(self, approve: Approver) -> Approver:
+        async def ask(call: ToolCall) -> Any:
+            async with self._approval:
+                return await approve(call)
+
+        return ask
+
+    def _guard(self, agent: str) -> Callable[[ToolCall, BaseModel], str | None]:
+        def guard(call: ToolCall, args: BaseModel) -> str | None:
+            task = self._session.state.tasks.get(agent)
+            path = getattr(args, "path", None)
+            if task is None or call.name not in ("write_file", "edit_file") or path is None:
+                return None
+            if not in_scope(str(path), task.write_scope):
+                scope = ", ".join(task.write_scope or ()) or "nothing"
+                return (
+                    f"{call.name} refused: {path} is outside this task's write scope "
+                    f"({scope}); ask your owner with request_direction_change if you need it"
+                )
+            return None
+
+        return guard
+
+    async def nudge(self, agent: str, text: str) -> None:
+        await self._sink.emit(MessageAdded(agent=agent, message=UserMessage(content=text)))
+
+    async def end_open_turn(self, agent: str, reason: TurnEndReason) -> None:
+        context = self._session.state.agents.get(agent)
+        if context is not None and context.turn_open:
+            with trio.CancelScope(shield=True):
+                # Durable for the main agent only, as in the turn loop (TurnDeps).
+                await self._sink.emit(
+                    TurnEnded(agent=agent, reason=reason, rounds=0), durable=agent == MAIN
+                )
+
+
+class _Limited:
+    """A model whose calls take one of the session's model-call slots."""
+
+    def __init__(self, model: Model, slots: trio.Semaphore) -> None:
+        self._model = model
+        self._slots = slots
+
+    @property
+    def name(self) -> str:
+        return self._model.name
+
+    @contextlib.asynccontextmanager
+    async def stream(self, request: Any) -> Any:
+        async with self._slots, self._model.stream(request) as events:
+            yield events

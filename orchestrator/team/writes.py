@@ -1,0 +1,114 @@
+"""The checks on what a task writes: which task changed which file in this run (kept in
+memory only), the writes a task reports against those its tools made, and a shell
+command's changes outside its task's write scope or to a file another live task wrote,
+reported to the task's owner."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import trio
+
+from orchestrator.messages import AssistantMessage, ToolResult
+from orchestrator.state.tasks import in_scope
+from orchestrator.team.port import SessionLike
+from orchestrator.team.postbox import Postbox
+from orchestrator.tools.permissions import string_argument
+from orchestrator.tools.watch import changed_by_shell
+
+
+class Writes:
+    """Who wrote what, for the tasks of one team."""
+
+    def __init__(self, session: SessionLike, postbox: Postbox) -> None:
+        self._session = session
+        self._postbox = postbox
+        # path -> the tasks that changed it in this run, and when (trio time)
+        self._writers: dict[str, dict[str, float]] = {}
+
+    def check_files(self, agent: str, data: dict[str, Any]) -> dict[str, Any]:
+        """The files a subagent's own file tools changed, against those it lists."""
+        changed = self.files_written(agent)
+        listed = {_rel(p) for p in data.get("files_changed") or ()}
+        return {
+            "unlisted_changes": sorted(changed - listed),
+            "unchanged_listed": sorted(listed - changed) if changed or listed else [],
+        }
+
+    async def note_writes(
+        self, agent: str, paths: Sequence[str], tool: str, since: float | None = None
+    ) -> list[str]:
+        """A task's tool changed `paths`; returns those counted as the task's.
+
+        A shell command's changes come from comparing the whole workspace before and
+        after it (it started at `since`), so a change another task may have made meanwhile
+        is not counted: one inside another task's write scope, or to a file another task
+        wrote since the command started. Writes of a shell command outside the task's
+        scope, and a file changed by two live tasks, are reported to the owner (the file
+        tools were refused outside the scope before they ran)."""
+        task = self._session.state.tasks.get(agent)
+        if task is None:
+            return list(paths)
+        now = trio.current_time()
+        problems = []
+        if tool == "shell":
+            paths = [p for p in paths if not self._someone_elses(p, agent, since or now)]
+            outside = [p for p in paths if not in_scope(p, task.write_scope)]
+            if outside:
+                problems.append(
+                    "its shell command changed files outside its write scope: " + ", ".join(outside)
+                )
+        for path in paths:
+            writers = self._writers.setdefault(_rel(path), {})
+            others = sorted(
+                w
+                for w in writers
+                if w != agent and (t := self._session.state.tasks.get(w)) and t.live
+            )
+            writers[agent] = now
+            if others:
+                problems.append(f"{path} was also changed by live task {', '.join(others)}")
+        if problems:
+            await self._postbox.post(agent, task.owner, agent, "risk_alert", "; ".join(problems))
+        return list(paths)
+
+    def _someone_elses(self, path: str, agent: str, since: float) -> bool:
+        """Whether another task may have made a change to `path` seen after a shell
+        command that started at `since`: the path is in its write scope, or it wrote
+        the file since then."""
+        wrote = self._writers.get(_rel(path), {})
+        if any(w != agent and at >= since for w, at in wrote.items()):
+            return True
+        return any(
+            other.task_id != agent and other.write_scope and in_scope(path, other.write_scope)
+            for other in self._session.state.tasks.tasks.values()
+        )
+
+    def files_written(self, agent: str) -> set[str]:
+        """Workspace paths `agent`'s tools changed, from its context: the replies hold the
+        write_file and edit_file calls and the results say which succeeded; a shell
+        result names what its command changed (tools/watch.py)."""
+        context = self._session.state.agents.get(agent)
+        if context is None:
+            return set()
+        calls: dict[str, str] = {}
+        written: set[str] = set()
+        for message in context.messages:
+            if isinstance(message, AssistantMessage):
+                for call in message.tool_calls:
+                    if call.name in ("write_file", "edit_file") and (
+                        path := string_argument(call, "path")
+                    ):
+                        calls[call.id] = path
+            elif isinstance(message, ToolResult):
+                written_path = calls.pop(message.call_id, "")
+                if written_path and message.status == "ok":
+                    written.add(_rel(written_path))
+                elif message.name == "shell":
+                    written.update(changed_by_shell(message.content))
+        return written
+
+
+def _rel(path: str) -> str:
+    return path.strip().removeprefix("./")
