@@ -31,7 +31,8 @@ if TYPE_CHECKING:
     from orchestrator.state.mailbox import Mail
     from orchestrator.state.settings import SessionSettings
     from orchestrator.state.tasks import TaskRecord
-    from orchestrator.team.definitions import AgentDefinition, Definitions, load_definitions
+    from orchestrator.team.agent_files import load_definitions
+    from orchestrator.team.definitions import AgentDefinition, Definitions
     from orchestrator.team.drive import RunResult, RunSettings, drive
     from orchestrator.team.main_agent import MainOutcome, open_team, run_main
     from orchestrator.team.oversight import Policy

@@ -176,7 +176,8 @@ class _RoleModels:
 def _definitions(workspace: Path, *, interactive: bool) -> Definitions:
     """The agent types: built-in, the user's, the project's (asked about once if they
     would widen anything, when there is a terminal to ask at)."""
-    from orchestrator.team.definitions import WORKSPACE_TOOLS, load_definitions
+    from orchestrator.team.agent_files import load_definitions
+    from orchestrator.team.definitions import WORKSPACE_TOOLS
     from orchestrator.team.trust import TrustStore
 
     user_dir = user_config_dir(os.environ)

@@ -11,12 +11,9 @@ import contextlib
 import hashlib
 import logging
 import random
-import re
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack, aclosing, asynccontextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
@@ -25,15 +22,13 @@ import orjson
 import trio
 
 from orchestrator.errors import (
-    ContextTooLong,
     ModelError,
-    ProviderAuthError,
-    ProviderBadRequest,
     ProviderFatal,
     ProviderRateLimited,
     ProviderTransient,
 )
 from orchestrator.models.base import ModelEvent
+from orchestrator.models.failures import error_from_response, transport_error
 from orchestrator.models.sse import ServerSentEvent, SSEDecoder
 
 logger = logging.getLogger(__name__)
@@ -319,135 +314,6 @@ def _is_json(response: httpx.Response) -> bool:
 
 
 # --- error mapping: the one place HTTP failures become ModelError classes ---------------
-
-
-def transport_error(exc: httpx.TransportError, provider: str) -> ModelError:
-    if isinstance(exc, httpx.UnsupportedProtocol):
-        return ProviderFatal(
-            f"bad base URL ({exc}): it must start with http(s)://", provider=provider
-        )
-    detail = str(exc) or type(exc).__name__
-    return ProviderTransient(f"connection failed: {detail}", provider=provider)
-
-
-_CONTEXT_RE = re.compile(
-    r"context[ _-]?(?:length|window)"
-    r"|prompt is too long"
-    r"|exceeds? (?:the )?(?:available |model'?s? )?context"
-    r"|maximum (?:prompt|input) length"
-    r"|input is too long"
-    r"|reduce the length of the (?:messages|prompt)",
-    re.IGNORECASE,
-)
-
-_AUTH = {"authentication_error", "permission_error", "invalid_api_key"}
-_QUOTA = {"insufficient_quota", "billing_error"}
-_OVERLOADED = {"overloaded_error", "rate_limit_error", "rate_limit_exceeded"}
-_TRANSIENT = {"api_error", "server_error", "timeout_error", "internal_server_error"}
-_BAD_REQUEST = {"invalid_request_error", "not_found_error", "invalid_request", "not_found"}
-
-
-def classify(
-    *,
-    provider: str,
-    status: int | None,
-    kind: str | None,
-    code: str | None,
-    message: str,
-    retry_after: float | None = None,
-) -> ModelError:
-    """The error class for a provider failure, from an HTTP status and/or the error
-    object's `type` / `code` (Anthropic, OpenAI, vLLM, llama.cpp and Ollama shapes)."""
-    tags = {(kind or "").lower(), (code or "").lower()} - {""}
-    text = f"HTTP {status}: {message}" if status else message
-    if retry_after is not None and retry_after > 0:
-        text += f" (the provider asks to wait {retry_after:.0f} s before trying again)"
-    if (
-        "context_length_exceeded" in tags
-        or "exceed_context_size_error" in tags
-        or "request_too_large" in tags
-        or status == 413
-        or (status in (None, 400, 422) and _CONTEXT_RE.search(message))
-    ):
-        return ContextTooLong(text, provider=provider)
-    if status in (401, 403) or tags & _AUTH:
-        return ProviderAuthError(text, provider=provider)
-    if tags & _QUOTA or status == 402:
-        return ProviderFatal(text, provider=provider)
-    if status in (429, 529) or tags & _OVERLOADED:
-        return ProviderRateLimited(text, provider=provider, retry_after=retry_after)
-    if status in (408, 409) or (status is not None and status >= 500) or tags & _TRANSIENT:
-        return ProviderTransient(text, provider=provider, retry_after=retry_after)
-    if status in (400, 404, 422) or tags & _BAD_REQUEST:
-        return ProviderBadRequest(text, provider=provider)
-    return ProviderFatal(text, provider=provider)
-
-
-def error_fields(payload: object) -> tuple[str | None, str | None, str | None]:
-    """(type, code, message) of an error body in any of the shapes providers use:
-    `{"error": {"type", "code", "message"}}`, `{"error": "text"}` (Ollama),
-    `{"object": "error", "type", "message"}` (older vLLM)."""
-    if not isinstance(payload, dict):
-        return None, None, None
-    inner = payload.get("error")
-    if isinstance(inner, str):
-        return None, None, inner
-    source = inner if isinstance(inner, dict) else payload
-    kind, code, message = (source.get(k) for k in ("type", "code", "message"))
-    return (
-        kind if isinstance(kind, str) else None,
-        None if code is None else str(code),
-        message if isinstance(message, str) else None,
-    )
-
-
-def error_from_response(
-    status: int, headers: httpx.Headers, body: bytes, provider: str
-) -> ModelError:
-    try:
-        payload: object = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        payload = None
-    kind, code, message = error_fields(payload)
-    if message is None:
-        message = body.decode("utf-8", errors="replace").strip()[:500] or "(no message)"
-    if status < 400:
-        if kind is None and code is None:
-            return ProviderFatal(
-                f"expected an event stream, got JSON: {message}", provider=provider
-            )
-        status_or_none: int | None = None
-    else:
-        status_or_none = status
-    return classify(
-        provider=provider,
-        status=status_or_none,
-        kind=kind,
-        code=code,
-        message=message,
-        retry_after=retry_after_seconds(headers),
-    )
-
-
-def retry_after_seconds(headers: httpx.Headers, now: datetime | None = None) -> float | None:
-    """`retry-after-ms` (OpenAI), else `retry-after` as seconds or an HTTP date."""
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            continue
-        try:
-            return max(0.0, float(value) * scale)
-        except ValueError:
-            pass
-        if scale == 1.0:
-            try:
-                when = parsedate_to_datetime(value)
-            except (TypeError, ValueError):
-                return None
-            if when.tzinfo is None:
-                when = when.replace(tzinfo=UTC)
-            return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
-    return None
 
 
 def json_data(event: ServerSentEvent, provider: str) -> Any:

@@ -37,7 +37,8 @@ from orchestrator.models.base import (
     UsageReported,
     WireCache,
 )
-from orchestrator.models.http import HttpOptions, WireCall, classify, error_fields, json_data
+from orchestrator.models.failures import classify, error_fields
+from orchestrator.models.http import HttpOptions, WireCall, json_data
 from orchestrator.models.http import model_stream as _model_stream
 from orchestrator.models.sse import ServerSentEvent
 

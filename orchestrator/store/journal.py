@@ -18,14 +18,8 @@ queued. The writer task takes everything queued, writes it with one `os.write` a
 the policy) one fsync, in a worker thread, then wakes the appenders waiting on it: that is
 group commit, one fsync per batch of writes however many tasks append.
 
-Durability policies (`Durability`):
-
-- `BATCH` (default): `append(..., durable=False)` returns once queued; the writer waits up
-  to `max_delay` (2 ms) for more, then writes and fsyncs. `durable=True` returns after the
-  fsync that covers the record, and cuts the wait short.
-- `ALWAYS`: every append returns only after an fsync that covers it, as if durable=True.
-- `OFF`: written to the OS, never fsynced; `durable=True` waits for the write only.
-  Survives a killed process, not a power cut.
+Durability policies (`Durability`: `BATCH`, the default, group commit within `max_delay`;
+`ALWAYS`; `OFF`) are described in docs/session-format.md#durability-policies.
 
 `room`, `enqueue` and `settle` are `append_batch` in three steps, for a caller that folds
 each record as it is numbered (the session); `settle` does not yield when it has nothing

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 from orchestrator._face import lazy
 
 if TYPE_CHECKING:
-    from orchestrator.team.definitions import AgentDefinition, Definitions, load_definitions
+    from orchestrator.team.agent_files import load_definitions
+    from orchestrator.team.definitions import AgentDefinition, Definitions
     from orchestrator.team.delegation import Delegation
     from orchestrator.team.drive import RunResult, RunSettings, drive
     from orchestrator.team.main_agent import MainOutcome, open_team, resume_tasks, run_main
@@ -36,7 +37,7 @@ _HOMES = {
     "Team": "runtime",
     "TeamSettings": "settings",
     "drive": "drive",
-    "load_definitions": "definitions",
+    "load_definitions": "agent_files",
     "open_team": "main_agent",
     "resume_tasks": "main_agent",
     "run_main": "main_agent",

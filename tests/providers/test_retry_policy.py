@@ -8,7 +8,8 @@ import httpx
 import pytest
 
 from orchestrator.errors import ProviderRateLimited, ProviderTransient
-from orchestrator.models.http import RetryPolicy, classify, retry_after_seconds
+from orchestrator.models.failures import classify, retry_after_seconds
+from orchestrator.models.http import RetryPolicy
 
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 

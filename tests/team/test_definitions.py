@@ -11,6 +11,7 @@ import orjson
 import pytest
 
 from orchestrator.errors import ConfigError
+from orchestrator.team.agent_files import load_definitions
 from orchestrator.team.definitions import (
     EXPLORER,
     READ_ONLY_TOOLS,
@@ -18,7 +19,6 @@ from orchestrator.team.definitions import (
     WORKSPACE_TOOLS,
     AgentDefinition,
     Definitions,
-    load_definitions,
 )
 from orchestrator.team.trust import MAX_FINGERPRINTS, TRUST_FILE, TrustStore, fingerprint
 from orchestrator.tools import workspace_tools
