@@ -68,6 +68,7 @@ from orchestrator.models.base import ModelRequest  # noqa: E402
 from orchestrator.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply  # noqa: E402
 from orchestrator.session.live import MemorySession, create_session, open_session  # noqa: E402
 from orchestrator.state.events import AgentStarted, NullSink  # noqa: E402
+from orchestrator.state.settings import SessionSettings  # noqa: E402
 from orchestrator.store import Durability  # noqa: E402
 from orchestrator.team.definitions import AgentDefinition, Definitions  # noqa: E402
 from orchestrator.team.drive import RunSettings, drive  # noqa: E402
@@ -189,9 +190,12 @@ async def run_on_disk(root: Path, brain: Brain, durability: Durability) -> Timin
         ui=NullSink(),
         policy=PermissionPolicy(),
         approve=approve_all,
-        max_rounds=brain.alone + 3,
         definitions=DEFINITIONS,
-        limits=_limits(brain.tasks),
+        session=SessionSettings(
+            max_rounds=brain.alone + 3,
+            max_live=_limits(brain.tasks).max_live,
+            max_model_calls=_limits(brain.tasks).max_model_calls,
+        ),
     )
     async with open_session(root, session_id, durability=durability, warn=print) as live:
         with Timing() as timing:

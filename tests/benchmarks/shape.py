@@ -18,6 +18,7 @@ from orchestrator.models.base import ModelRequest
 from orchestrator.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply
 from orchestrator.session.live import create_session, open_session
 from orchestrator.state.events import AssistantReplied, Event
+from orchestrator.state.settings import SessionSettings
 from orchestrator.store import Durability
 from orchestrator.team.drive import RunSettings, drive
 from orchestrator.tools import (
@@ -100,7 +101,7 @@ async def run_session(
         ui=clock or RoundClock(),
         policy=PermissionPolicy(),
         approve=approve_all,
-        max_rounds=rounds + 1,
+        session=SessionSettings(max_rounds=rounds + 1),
     )
     async with open_session(root, session_id, durability=durability, warn=print) as live:
         result = await drive(live, settings)
