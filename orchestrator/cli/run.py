@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import httpx
+import msgspec
 import trio
 
 from orchestrator.cli import demo as cli_demo
@@ -365,7 +366,7 @@ def start(args: argparse.Namespace, *, goal: str, model: str | None, workspace: 
     flags = {dest: getattr(args, dest) for dest, _, _ in SESSION_FLAGS}
     given = {dest: value for dest, value in flags.items() if value is not None}
     if given:
-        write_manifest(directory, read_manifest(directory).model_copy(update={"flags": given}))
+        write_manifest(directory, msgspec.structs.replace(read_manifest(directory), flags=given))
     note(f"session {session_id} (in {root})")
     return trio.run(_run_session, root, session_id, args, config)
 

@@ -14,14 +14,13 @@ from pathlib import Path
 
 import msgspec
 import orjson
-from pydantic import ValidationError
 
 from orchestrator.errors import JournalCorrupt, SessionError
 from orchestrator.layout import JOURNAL as JOURNAL
 from orchestrator.layout import SNAPSHOT as SNAPSHOT
 from orchestrator.state.context import CONTEXT_FOLDS, FoldError
 from orchestrator.state.events import RECORD_DECODER, Record, decode_record
-from orchestrator.state.fold import SNAPSHOT_LAYOUT, SessionState, Snapshot
+from orchestrator.state.fold import SNAPSHOT_LAYOUT, SessionState, Snapshot, decode_snapshot
 from orchestrator.state.mailbox import Mail, MailHistory
 from orchestrator.store.scan import JournalScan, scan_journal
 
@@ -38,12 +37,6 @@ def decode_records(
         except msgspec.DecodeError as exc:
             raise _schema_error(path, seq, exc) from exc
         yield seq, record
-
-
-def _first_error(exc: ValidationError) -> str:
-    error = exc.errors()[0]
-    where = ".".join(str(part) for part in error["loc"])
-    return f"{where}: {error['msg']}" if where else str(error["msg"])
 
 
 def fold_records(state: SessionState, scan: JournalScan, *, snapshot_seq: int = 0) -> None:
@@ -170,11 +163,11 @@ def read_snapshot_seq(directory: Path, warn: Callable[[str], None]) -> tuple[Sna
         warn(f"ignored unreadable snapshot {path}: {exc}; replaying the whole journal")
         return None, 0
     try:
-        snapshot = Snapshot.model_validate_json(data)
-    except ValidationError as exc:
+        snapshot = decode_snapshot(data)
+    except msgspec.DecodeError as exc:
         seq = _other_layout_seq(data)
         if seq is None:
-            warn(f"ignored unreadable snapshot {path}: {_first_error(exc)}; replaying the journal")
+            warn(f"ignored unreadable snapshot {path}: {exc}; replaying the journal")
         return None, seq or 0
     return snapshot, snapshot.seq
 

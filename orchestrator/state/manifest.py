@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+import msgspec
 import orjson
-from pydantic import BaseModel, Field, ValidationError
 
 from orchestrator.errors import JournalCorrupt, SessionError, SessionNotFound
 from orchestrator.layout import FORMAT_VERSION as FORMAT_VERSION
@@ -22,7 +22,9 @@ SessionStatus = Literal[
 ]
 
 
-class Manifest(BaseModel):
+class Manifest(msgspec.Struct, kw_only=True):
+    """What `session.json` holds."""
+
     id: str
     format_version: int = FORMAT_VERSION
     goal: str
@@ -34,7 +36,7 @@ class Manifest(BaseModel):
     journal_seq: int = 0
     """The journal's last seq when the status was last written: a journal found shorter
     than this has lost records, and resuming it would repeat work (it is refused)."""
-    flags: dict[str, Any] = Field(default_factory=dict)
+    flags: dict[str, Any] = msgspec.field(default_factory=dict)
     """The session flags `run` was given (`verify`, `budget_cost`, ...: argparse dests):
     a `resume` without its own keeps them, so a budget or a check is not lost on resume."""
 
@@ -62,8 +64,8 @@ def read_manifest(directory: Path) -> Manifest:
     if not path.exists():
         raise SessionNotFound(f"no session at {directory} (no {MANIFEST})")
     try:
-        manifest = Manifest.model_validate(read_json(path))
-    except (ValidationError, orjson.JSONDecodeError) as exc:
+        manifest = msgspec.convert(read_json(path), Manifest)
+    except (msgspec.ValidationError, orjson.JSONDecodeError) as exc:
         raise JournalCorrupt(f"{path}: not a valid session manifest: {exc}") from exc
     if manifest.format_version > FORMAT_VERSION:
         raise SessionError(
@@ -74,4 +76,4 @@ def read_manifest(directory: Path) -> Manifest:
 
 
 def write_manifest(directory: Path, manifest: Manifest) -> None:
-    write_json_atomic(directory / MANIFEST, manifest.model_dump(mode="json"))
+    write_json_atomic(directory / MANIFEST, msgspec.to_builtins(manifest))
