@@ -420,7 +420,3 @@ def _mark(todos: TodoList, item: TodoItem) -> str:
         "cancelled": "cancelled",
         "failed": "failed",
     }[item.status]
-
-
-def fold_todos(lists: dict[str, TodoList], seq: int, record: TodosChanged) -> None:
-    lists.setdefault(record.agent, TodoList()).apply(seq, record)

@@ -144,8 +144,6 @@ class Registry:
         self._children: dict[str, list[str]] = {}  # owner -> its tasks, in creation order
         self._live: dict[str, None] = {}  # the live tasks
         self._plan_refs: dict[str, str] = {}  # plan ref -> its latest task
-        # Each record as snapshot JSON, made again only once it changed (`changed`).
-        self._json: dict[str, bytes] = {}
 
     def add(self, record: TaskRecord) -> None:
         self.tasks[record.task_id] = record
@@ -157,12 +155,11 @@ class Registry:
         self.changed(record)
 
     def changed(self, record: TaskRecord) -> None:
-        """The fold changed `record`: its indexes and its snapshot JSON follow."""
+        """The fold changed `record`: its indexes follow."""
         if record.live:
             self._live[record.task_id] = None
         else:
             self._live.pop(record.task_id, None)
-        self._json.pop(record.task_id, None)
 
     def get(self, task_id: str) -> TaskRecord | None:
         return self.tasks.get(task_id)
@@ -233,18 +230,6 @@ class Registry:
 
     def dump(self) -> list[dict[str, Any]]:
         return [msgspec.to_builtins(t) for t in self.tasks.values()]
-
-    def dump_json(self) -> bytes:
-        """Every record as a compact JSON array (a snapshot's `tasks`): only the records
-        changed since the last call are serialised again."""
-        cache = self._json
-        parts = []
-        for task_id, record in self.tasks.items():
-            data = cache.get(task_id)
-            if data is None:
-                data = cache[task_id] = msgspec.json.encode(record)
-            parts.append(data)
-        return b"[" + b",".join(parts) + b"]"
 
     @classmethod
     def load(cls, records: Iterable[TaskRecord]) -> Registry:

@@ -288,7 +288,7 @@ def test_loading_from_any_snapshot_equals_folding_from_the_start(
     # checks them by one CRC; without, line by line. Either way the state is the same.
     mark = journal_mark(directory, at) if data.draw(st.booleans(), label="marked") else None
     if data.draw(st.booleans(), label="as written live"):
-        partial.snapshot_json()  # its cache of task JSON, then more records folded
+        partial.snapshot_json()  # a snapshot written live, then more records folded
         for seq, record in enumerate(records[at:], at + 1):
             partial.apply(seq, record)
         assert partial.describe() == whole
