@@ -10,13 +10,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import msgspec
 import orjson
 
 from orchestrator.cli.text import abbreviate, visible
 from orchestrator.errors import JournalCorrupt, SessionError, SessionNotFound
 from orchestrator.layout import LOCK, MANIFEST
-from orchestrator.session.report import describe, quick_describe, shown_status
+from orchestrator.session.status import shown_status
 from orchestrator.store.ids import is_session_id, session_dir
 
 if TYPE_CHECKING:
@@ -224,6 +223,8 @@ def _verify(root: Path, session_id: str) -> int:
 def _show(
     root: Path, session_id: str, *, as_json: bool, last: int, prices: Mapping[str, Price]
 ) -> int:
+    from orchestrator.session.report import describe, quick_describe
+
     directory = session_dir(root, session_id)
     info = quick_describe(directory, last, prices)
     if info is None:
@@ -324,6 +325,8 @@ def repair(directory: Path) -> list[str]:
     resumes from the journal's last record. Nothing is deleted. What was done, in lines."""
     from datetime import UTC, datetime
 
+    from msgspec import structs
+
     from orchestrator.session.replay import JOURNAL, SNAPSHOT, read_snapshot_seq
     from orchestrator.state.manifest import read_manifest, write_manifest
     from orchestrator.store import repair_journal, scan_journal
@@ -348,7 +351,7 @@ def repair(directory: Path) -> list[str]:
         )
     manifest = read_manifest(directory)
     if manifest.journal_seq > last:
-        write_manifest(directory, msgspec.structs.replace(manifest, journal_seq=last))
+        write_manifest(directory, structs.replace(manifest, journal_seq=last))
         done.append(
             f"the session had reached seq {manifest.journal_seq}; it now resumes from seq "
             f"{last}, and work after that may be done again"

@@ -20,9 +20,10 @@ import msgspec
 import orjson
 
 from orchestrator.errors import SessionError
-from orchestrator.layout import FORMAT_VERSION, JOURNAL, LOCK, SNAPSHOT
+from orchestrator.layout import FORMAT_VERSION, JOURNAL, SNAPSHOT
 from orchestrator.loop.assessment import Assessed
 from orchestrator.messages import Usage, plain
+from orchestrator.session.status import shown_status
 from orchestrator.state.events import (
     AssistantReplied,
     CallResult,
@@ -33,24 +34,12 @@ from orchestrator.state.events import (
 from orchestrator.state.fold import SessionState, Snapshot, decode_snapshot
 from orchestrator.state.mailbox import MailHistory, MessagePosted, MessagesDelivered
 from orchestrator.state.manifest import Manifest, read_manifest
-from orchestrator.store.lock import lock_holder
 from orchestrator.store.scan import JournalScan, scan_journal
 
 if TYPE_CHECKING:
     from orchestrator.usage import Price
 
 TOKENS = tuple(Usage.__struct_fields__)
-
-_WANTED = frozenset(
-    {
-        b"assistant_replied",
-        b"message_posted",
-        b"messages_delivered",
-        b"session_status",
-        b"assessed",
-    }
-)
-"""The record kinds `History` reads (and a `call_result` that delivers mail)."""
 
 
 def quick_describe(
@@ -72,7 +61,7 @@ def quick_describe(
     try:
         for seq, line in enumerate(scan.lines, 1):
             kind = _kind(line)
-            if kind in _WANTED or (kind == b"call_result" and b'"delivers":' in line):
+            if kind in _WANTED or (kind == _CALL_RESULT and b'"delivers":' in line):
                 history.read(seq, decode_record(line))
     except (msgspec.DecodeError, ValueError):
         return None
@@ -95,12 +84,6 @@ def describe(directory: Path, last: int, prices: Mapping[str, Price]) -> dict[st
             history.read(seq, record)
         snapshot = state.snapshot()
     return _report(directory, manifest, snapshot, scan, history, last, prices)
-
-
-def shown_status(directory: Path, status: str) -> str:
-    if status == "running" and lock_holder(directory / LOCK) is None:
-        return "stopped (resumable)"
-    return status
 
 
 def _kind(line: bytes) -> bytes:
@@ -155,6 +138,9 @@ class History:
     snapshot keeps the live ones), the usage of each model call (for `usage_ledger`),
     every assessment verdict and the last status's reason."""
 
+    READS = (AssistantReplied, MessagePosted, MessagesDelivered, SessionStatusChanged, Assessed)
+    """The record kinds it reads, beside a `call_result` that delivers mail."""
+
     def __init__(self, model: str) -> None:
         self.model = model  # the session's, for a reply that names none
         self.mail = MailHistory()
@@ -174,6 +160,16 @@ class History:
                 self.verdicts.append((seq, record))
             case _:
                 pass
+
+
+def _tag(kind: type[msgspec.Struct]) -> bytes:
+    tag = kind.__struct_config__.tag
+    assert isinstance(tag, str)
+    return tag.encode()
+
+
+_WANTED = frozenset(_tag(kind) for kind in History.READS)
+_CALL_RESULT = _tag(CallResult)
 
 
 Call = tuple[str, str, Usage]

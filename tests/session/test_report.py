@@ -18,9 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from orchestrator.cli.main import main
-from orchestrator.cli.sessions import describe, quick_describe
 from orchestrator.session.live import JOURNAL, SNAPSHOT
 from orchestrator.session.replay import load_state
+from orchestrator.session.report import describe, quick_describe
 from orchestrator.state.events import decode_record
 from orchestrator.state.fold import SessionState
 from orchestrator.state.manifest import Manifest, read_manifest, write_manifest
