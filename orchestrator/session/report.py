@@ -12,9 +12,10 @@ decoded (`quick_describe`), without folding and without importing pydantic. Othe
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 import msgspec
 import orjson
@@ -29,7 +30,6 @@ from orchestrator.state.events import (
     CallResult,
     Record,
     SessionStatusChanged,
-    decode_record,
 )
 from orchestrator.state.fold import SessionState, Snapshot, decode_snapshot
 from orchestrator.state.mailbox import MailHistory, MessagePosted, MessagesDelivered
@@ -38,8 +38,6 @@ from orchestrator.store.scan import JournalScan, scan_journal
 
 if TYPE_CHECKING:
     from orchestrator.usage import Price
-
-TOKENS = tuple(Usage.__struct_fields__)
 
 
 def quick_describe(
@@ -62,8 +60,8 @@ def quick_describe(
         for seq, line in enumerate(scan.lines, 1):
             kind = _kind(line)
             if kind in _WANTED or (kind == _CALL_RESULT and b'"delivers":' in line):
-                history.read(seq, decode_record(line))
-    except (msgspec.DecodeError, ValueError):
+                history.read(seq, _decoder().decode(line))
+    except ValueError:  # a line without its kind, or not of its kind's schema (DecodeError)
         return None
     return _report(directory, manifest, snapshot, scan, history, last, prices)
 
@@ -133,13 +131,21 @@ def _report(
     }
 
 
+Read = (
+    AssistantReplied
+    | MessagePosted
+    | MessagesDelivered
+    | SessionStatusChanged
+    | Assessed
+    | CallResult
+)
+"""The records `History` reads (a `call_result` only when it delivers mail)."""
+
+
 class History:
     """What the snapshot does not keep, from the journal's records: every message (the
     snapshot keeps the live ones), the usage of each model call (for `usage_ledger`),
     every assessment verdict and the last status's reason."""
-
-    READS = (AssistantReplied, MessagePosted, MessagesDelivered, SessionStatusChanged, Assessed)
-    """The record kinds it reads, beside a `call_result` that delivers mail."""
 
     def __init__(self, model: str) -> None:
         self.model = model  # the session's, for a reply that names none
@@ -148,7 +154,7 @@ class History:
         self.verdicts: list[tuple[int, Assessed]] = []
         self.reason = ""
 
-    def read(self, seq: int, record: Record) -> None:
+    def read(self, seq: int, record: Record | Read) -> None:
         match record:
             case AssistantReplied(message=message) if message.usage is not None:
                 self.calls.append((record.agent, record.model or self.model, message.usage))
@@ -168,8 +174,14 @@ def _tag(kind: type[msgspec.Struct]) -> bytes:
     return tag.encode()
 
 
-_WANTED = frozenset(_tag(kind) for kind in History.READS)
 _CALL_RESULT = _tag(CallResult)
+_WANTED = frozenset(_tag(kind) for kind in get_args(Read)) - {_CALL_RESULT}
+
+
+@functools.cache
+def _decoder() -> msgspec.json.Decoder[Read]:
+    """The lines `History` reads, decoded without building the decoder of every record."""
+    return msgspec.json.Decoder(Read)
 
 
 Call = tuple[str, str, Usage]

@@ -14,6 +14,7 @@ contexts (`apply_context`), records after it are folded whole (`apply`).
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -106,7 +107,9 @@ class Snapshot(msgspec.Struct, kw_only=True):
     tasks: list[TaskRecord] = msgspec.field(default_factory=list)
 
 
-_DECODER = msgspec.json.Decoder(Snapshot)
+@functools.cache
+def _decoder() -> msgspec.json.Decoder[Snapshot]:
+    return msgspec.json.Decoder(Snapshot)  # built on first use, as the records' decoder
 
 
 def encode_snapshot(snapshot: Snapshot) -> bytes:
@@ -117,7 +120,7 @@ def encode_snapshot(snapshot: Snapshot) -> bytes:
 def decode_snapshot(data: bytes) -> Snapshot:
     """A snapshot from `snapshot.json`'s bytes; `msgspec.ValidationError` (a
     `DecodeError`) when they are not one of this layout."""
-    return _DECODER.decode(data)
+    return _decoder().decode(data)
 
 
 class SessionState:

@@ -13,7 +13,6 @@ Everything here blocks; on the trio loop, run it in a thread:
 from __future__ import annotations
 
 import os
-import secrets
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,8 @@ def write_atomic(path: os.PathLike[str] | str, data: bytes, *, sync: bool = True
     """Replace the file at `path` with `data`, atomically and (with `sync`) durably.
     Without `sync` nothing is fsynced: a reader or a killed process still sees the old file
     or the new one, but after a power loss the file may be either, or empty."""
+    import secrets  # here, not above: `sessions show` reads a manifest and writes nothing
+
     path = Path(path)
     temp = path.with_name(f".{path.name}.{secrets.token_hex(4)}{TEMP_SUFFIX}")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
