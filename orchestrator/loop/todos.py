@@ -207,8 +207,7 @@ class ItemSpec(Protocol):
     def failure(self) -> str: ...
 
 
-@dataclass(frozen=True)
-class Change:
+class Change(msgspec.Struct, frozen=True, kw_only=True):
     """What a tool asks of one item (`todo_update`); None leaves a field as it is."""
 
     id: str
