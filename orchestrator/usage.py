@@ -1,6 +1,6 @@
 """The cost of token usage: a model's price (dollars per million tokens, from the
 config's price table) and what a call cost. The sums per agent, per model and for the
-session are `overview.usage_ledger`'s, for `sessions show`; calls of a model without a
+session are `session.report.usage_ledger`'s, for `sessions show`; calls of a model without a
 price are counted there as unpriced rather than guessed.
 """
 

@@ -15,24 +15,15 @@ import orjson
 from orchestrator.cli.text import abbreviate, visible
 from orchestrator.errors import JournalCorrupt, SessionError, SessionNotFound
 from orchestrator.layout import LOCK, MANIFEST
-from orchestrator.session.report import (
-    TOKENS,
-    Call,
-    assessments,
-    cache_share,
-    frame_summary,
-    overview,
-    usage_ledger,
-    usage_table,
-)
+from orchestrator.session.status import shown_status
 from orchestrator.store.ids import is_session_id, session_dir
-from orchestrator.store.lock import lock_holder
 
 if TYPE_CHECKING:
     from orchestrator.usage import Price
 
-# The manifest's model (pydantic) and reading journals are imported by the commands that
-# need them, so that `sessions list` (and `show`, from a snapshot) starts without them.
+# Folding journals (and pydantic, which verify and repair may need) is imported by the
+# commands that need it, so that `sessions list` (and `show`, from a snapshot) starts
+# without it.
 
 
 def session_ids(root: Path) -> list[str]:
@@ -59,12 +50,6 @@ def _human(size: int) -> str:
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     raise AssertionError
-
-
-def shown_status(directory: Path, status: str) -> str:
-    if status == "running" and lock_holder(directory / LOCK) is None:
-        return "stopped (resumable)"
-    return status
 
 
 def _listing(directory: Path) -> tuple[str, str, str]:
@@ -120,86 +105,6 @@ def _list(root: Path, *, as_json: bool = False) -> int:
             f"{_human(_session_size(directory)):>9}  {visible(abbreviate(goal, 60))}"
         )
     return 0
-
-
-def describe(directory: Path, last: int, prices: Mapping[str, Price]) -> dict[str, Any]:
-    """What `sessions show` shows, folded from the whole journal (`overview` reads the
-    same from the snapshot, when that covers the journal)."""
-    from orchestrator.loop.assessment import Assessed
-    from orchestrator.messages import plain
-    from orchestrator.session.replay import JOURNAL, folded, gc_paused, read_snapshot
-    from orchestrator.state.events import AssistantReplied, SessionStatusChanged
-    from orchestrator.state.fold import SessionState
-    from orchestrator.state.mailbox import MailHistory
-    from orchestrator.state.manifest import read_manifest
-    from orchestrator.store import scan_journal
-
-    manifest = read_manifest(directory)
-    path = directory / JOURNAL
-    # The snapshot's mark spares checking the journal line by line up to it (`show` of a
-    # killed session comes here after `overview` has scanned the journal once).
-    snapshot = read_snapshot(directory, warn=lambda _: None)
-    mark = None if snapshot is None else snapshot.journal
-    # One pass over the whole journal gives the state, every message (the state keeps only
-    # the live ones), the usage ledger and the last events.
-    reason = ""
-    verdicts: list[tuple[int, str, str, tuple[str, ...]]] = []  # (seq, agent, action, reasons)
-    state = SessionState()
-    mail = MailHistory()
-    calls: list[Call] = []
-    with gc_paused():
-        scan = scan_journal(path, mark=mark)
-        for seq, event in folded(state, scan):
-            mail.apply(seq, event)
-            if isinstance(event, SessionStatusChanged):
-                reason = event.detail
-            if isinstance(event, Assessed):
-                verdicts.append((seq, event.agent, event.action, event.reasons))
-            if isinstance(event, AssistantReplied) and event.message.usage is not None:
-                usage = event.message.usage
-                tokens = {key: getattr(usage, key) for key in TOKENS}
-                calls.append((event.agent, event.model or manifest.model, tokens))
-    notes = [f"the journal ends in a torn tail: {scan.cut.describe()}"] if scan.cut else []
-    agents = {
-        agent_id: {
-            "role": record.role,
-            "messages": len(record.messages),
-            "model_calls": record.steps,
-            "turn_open": record.turn_open,
-            "usage": plain(record.usage),
-        }
-        for agent_id, record in state.agents.items()
-    }
-    events = [frame_summary(orjson.loads(line)) for line in scan.lines[-last:]] if last > 0 else []
-    ledger = usage_ledger(calls, prices)
-    return {
-        **manifest.model_dump(mode="json"),
-        "status": shown_status(directory, manifest.status),
-        "usage": ledger,
-        # The share of prompt tokens read from the providers' caches (None: no calls).
-        "cache_share": cache_share(ledger["session"]),
-        "usage_table": usage_table(ledger),
-        "journal_records": scan.last_seq,
-        "reason": reason if state.status != "completed" else "",
-        "agents": agents,
-        "tasks": state.tasks.dump(),
-        "mailbox": mail.dump(),
-        "todos": {agent: todos.view() for agent, todos in state.todos.items()},
-        "assessments": assessments(verdicts),
-        "last_events": events,
-        "warnings": notes,
-    }
-
-
-def quick_describe(
-    directory: Path, last: int, prices: Mapping[str, Price]
-) -> dict[str, Any] | None:
-    """`describe`, read from the snapshot without importing pydantic, when the snapshot
-    covers the whole journal (a session that ended cleanly); else None."""
-    info = overview(directory, last, prices)
-    if info is not None:
-        info["status"] = shown_status(directory, info["status"])
-    return info
 
 
 def task_tree(tasks: list[dict[str, Any]]) -> list[str]:
@@ -318,6 +223,8 @@ def _verify(root: Path, session_id: str) -> int:
 def _show(
     root: Path, session_id: str, *, as_json: bool, last: int, prices: Mapping[str, Price]
 ) -> int:
+    from orchestrator.session.report import describe, quick_describe
+
     directory = session_dir(root, session_id)
     info = quick_describe(directory, last, prices)
     if info is None:
@@ -418,6 +325,8 @@ def repair(directory: Path) -> list[str]:
     resumes from the journal's last record. Nothing is deleted. What was done, in lines."""
     from datetime import UTC, datetime
 
+    from msgspec import structs
+
     from orchestrator.session.replay import JOURNAL, SNAPSHOT, read_snapshot_seq
     from orchestrator.state.manifest import read_manifest, write_manifest
     from orchestrator.store import repair_journal, scan_journal
@@ -442,7 +351,7 @@ def repair(directory: Path) -> list[str]:
         )
     manifest = read_manifest(directory)
     if manifest.journal_seq > last:
-        write_manifest(directory, manifest.model_copy(update={"journal_seq": last}))
+        write_manifest(directory, structs.replace(manifest, journal_seq=last))
         done.append(
             f"the session had reached seq {manifest.journal_seq}; it now resumes from seq "
             f"{last}, and work after that may be done again"

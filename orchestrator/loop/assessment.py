@@ -16,9 +16,9 @@ as the uninterrupted one would.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Literal
 
+import msgspec
 import orjson
 
 from orchestrator.eventbase import EventBase
@@ -81,9 +81,9 @@ class BlockedReported(EventBase, frozen=True, tag="blocked_reported"):
     ref: str = ""
 
 
-@dataclass
-class AgentProgress:
-    """What the rules remember of one agent, folded from its records."""
+class AgentProgress(msgspec.Struct):
+    """What the rules remember of one agent, folded from its records (and snapshotted: a
+    msgspec struct)."""
 
     continues: int = 0
     blocked: str = ""
@@ -150,8 +150,7 @@ class AgentProgress:
 # --- the inputs and the rules ----------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Budgets:
+class Budgets(msgspec.Struct, frozen=True):
     """Limits of a session (the whole tree of agents) or of a task (its subtree); None
     is no limit. `wall` is seconds of this run."""
 
@@ -161,8 +160,7 @@ class Budgets:
     wall: float | None = None
 
 
-@dataclass(frozen=True)
-class Spent:
+class Spent(msgspec.Struct, frozen=True):
     rounds: int = 0
     tokens: int = 0
     cost: float | None = None  # None: some model has no price, so cost is unknown
@@ -185,8 +183,7 @@ def over_budget(budgets: Budgets, spent: Spent, *, scope: str = "session") -> li
     return reasons
 
 
-@dataclass(frozen=True)
-class Situation:
+class Situation(msgspec.Struct, frozen=True):
     """Everything `assess` reads about one agent at the end of its turn."""
 
     todos: TodoList
@@ -201,8 +198,7 @@ class Situation:
     interactive: bool = False  # a person is there to answer between turns
 
 
-@dataclass(frozen=True)
-class Assessment:
+class Assessment(msgspec.Struct, frozen=True):
     action: Action
     reasons: tuple[str, ...]
 

@@ -17,10 +17,9 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, Protocol
 
 import msgspec
-from pydantic import BaseModel
 
 from orchestrator.eventbase import EventBase
 from orchestrator.messages import Value, plain
@@ -188,20 +187,27 @@ def _id_order(item_id: str) -> tuple[int, str]:
 # --- changes: what a tool asks, checked ------------------------------------------------------
 
 
-class TodoSpec(BaseModel, frozen=True, extra="forbid"):
-    """An item as `todo_write` or `todo_create` gives it (id optional)."""
+class ItemSpec(Protocol):
+    """An item as `todo_write` or `todo_create` gives it, id optional (the tools' argument
+    model, `tools.todos.TodoSpec`: this module judges values and imports no schema)."""
 
-    id: str = ""
-    content: str
-    active_form: str = ""
-    status: TodoStatus = "pending"
-    blocked_by: tuple[str, ...] = ()
-    result: str = ""
-    failure: str = ""
+    @property
+    def id(self) -> str: ...
+    @property
+    def content(self) -> str: ...
+    @property
+    def active_form(self) -> str: ...
+    @property
+    def status(self) -> TodoStatus: ...
+    @property
+    def blocked_by(self) -> tuple[str, ...]: ...
+    @property
+    def result(self) -> str: ...
+    @property
+    def failure(self) -> str: ...
 
 
-@dataclass(frozen=True)
-class Change:
+class Change(msgspec.Struct, frozen=True, kw_only=True):
     """What a tool asks of one item (`todo_update`); None leaves a field as it is."""
 
     id: str
@@ -214,7 +220,7 @@ class Change:
     failure: str | None = None
 
 
-def write(todos: TodoList, specs: Sequence[TodoSpec], *, at: int) -> list[TodoItem]:
+def write(todos: TodoList, specs: Sequence[ItemSpec], *, at: int) -> list[TodoItem]:
     """The whole new list of `todo_write`: ids given or assigned (1, 2, ...), checked as
     a whole. Items that keep their id keep their creation time."""
     given = [s.id for s in specs if s.id]
@@ -240,7 +246,7 @@ def write(todos: TodoList, specs: Sequence[TodoSpec], *, at: int) -> list[TodoIt
     return list(items.values())
 
 
-def create(todos: TodoList, spec: TodoSpec, *, at: int) -> TodoItem:
+def create(todos: TodoList, spec: ItemSpec, *, at: int) -> TodoItem:
     """A new item for `todo_create`."""
     item_id = spec.id or todos.next_id()
     if item_id in todos.items:
@@ -293,7 +299,7 @@ def hand_off(todos: TodoList, changed: Sequence[TodoItem], *, at: int) -> TodoIt
     return None
 
 
-def _item(spec: TodoSpec, item_id: str, *, created: int, at: int) -> TodoItem:
+def _item(spec: ItemSpec, item_id: str, *, created: int, at: int) -> TodoItem:
     if not spec.content.strip():
         raise TodoError(f"item {item_id}: content must not be empty")
     return TodoItem(
@@ -413,7 +419,3 @@ def _mark(todos: TodoList, item: TodoItem) -> str:
         "cancelled": "cancelled",
         "failed": "failed",
     }[item.status]
-
-
-def fold_todos(lists: dict[str, TodoList], seq: int, record: TodosChanged) -> None:
-    lists.setdefault(record.agent, TodoList()).apply(seq, record)

@@ -12,19 +12,20 @@ if TYPE_CHECKING:
     from orchestrator.session.live import LiveSession, MemorySession, create_session, open_session
     from orchestrator.session.migrations import MIGRATIONS, migrate
     from orchestrator.session.replay import load, load_state, mail_history
-    from orchestrator.session.report import overview, usage_ledger
+    from orchestrator.session.report import describe, quick_describe, usage_ledger
 
 _HOMES = {
     "LiveSession": "live",
     "MIGRATIONS": "migrations",
     "MemorySession": "live",
     "create_session": "live",
+    "describe": "report",
     "load": "replay",
     "load_state": "replay",
     "mail_history": "replay",
     "migrate": "migrations",
     "open_session": "live",
-    "overview": "report",
+    "quick_describe": "report",
     "usage_ledger": "report",
 }
 
@@ -33,12 +34,13 @@ __all__ = [
     "LiveSession",
     "MemorySession",
     "create_session",
+    "describe",
     "load",
     "load_state",
     "mail_history",
     "migrate",
     "open_session",
-    "overview",
+    "quick_describe",
     "usage_ledger",
 ]
 

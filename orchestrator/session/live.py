@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+import msgspec
 import orjson
 import trio
 
@@ -279,13 +280,13 @@ class LiveSession:
         for task_id in self._dirty_tasks:
             record = self.state.tasks.get(task_id)
             if record is not None:
-                views[task_id] = record.model_dump_json(indent=2).encode() + b"\n"
+                views[task_id] = msgspec.json.format(msgspec.json.encode(record), indent=2) + b"\n"
         self._dirty_tasks.clear()
         return views
 
     async def set_status(self, status: SessionStatus) -> None:
         update = {"status": status, "updated": now_stamp(), "journal_seq": self.state.seq}
-        self.manifest = self.manifest.model_copy(update=update)
+        self.manifest = msgspec.structs.replace(self.manifest, **update)
         await trio.to_thread.run_sync(write_manifest, self.directory, self.manifest)
 
 

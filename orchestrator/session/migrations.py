@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import orjson
 from msgspec import ValidationError, convert
 
@@ -211,6 +212,6 @@ def migrate(directory: Path, manifest: Manifest) -> Manifest:
                 f"{directory}: no migration from session format {manifest.format_version}"
             )
         step(directory)
-        manifest = manifest.model_copy(update={"format_version": manifest.format_version + 1})
+        manifest = msgspec.structs.replace(manifest, format_version=manifest.format_version + 1)
         write_manifest(directory, manifest)
     return manifest

@@ -14,14 +14,13 @@ from pathlib import Path
 
 import msgspec
 import orjson
-from pydantic import ValidationError
 
 from orchestrator.errors import JournalCorrupt, SessionError
 from orchestrator.layout import JOURNAL as JOURNAL
 from orchestrator.layout import SNAPSHOT as SNAPSHOT
 from orchestrator.state.context import CONTEXT_FOLDS, FoldError
-from orchestrator.state.events import RECORD_DECODER, Record, decode_record
-from orchestrator.state.fold import SNAPSHOT_LAYOUT, SessionState, Snapshot
+from orchestrator.state.events import Record, record_decoder
+from orchestrator.state.fold import SNAPSHOT_LAYOUT, SessionState, Snapshot, decode_snapshot
 from orchestrator.state.mailbox import Mail, MailHistory
 from orchestrator.store.scan import JournalScan, scan_journal
 
@@ -32,18 +31,13 @@ def decode_records(
     """Journal lines (checked by the store, the first being `first_seq`) as typed records,
     each line parsed and validated in one step; a line that does not fit its kind's
     schema is corruption, named by file and seq."""
+    decode = record_decoder().decode
     for seq, line in enumerate(lines, first_seq):
         try:
-            record = decode_record(line)
+            record = decode(line)
         except msgspec.DecodeError as exc:
             raise _schema_error(path, seq, exc) from exc
         yield seq, record
-
-
-def _first_error(exc: ValidationError) -> str:
-    error = exc.errors()[0]
-    where = ".".join(str(part) for part in error["loc"])
-    return f"{where}: {error['msg']}" if where else str(error["msg"])
 
 
 def fold_records(state: SessionState, scan: JournalScan, *, snapshot_seq: int = 0) -> None:
@@ -56,7 +50,7 @@ def fold_records(state: SessionState, scan: JournalScan, *, snapshot_seq: int = 
     fold, for readers of the records)."""
     path = scan.path
     apply, agents, context_folds = state.apply, state.agents, CONTEXT_FOLDS
-    records = itertools.chain(_decode_head(scan), map(decode_record, scan.tail))
+    records = itertools.chain(_decode_head(scan), map(record_decoder().decode, scan.tail))
     seq, first = scan.after_seq, scan.after_seq + 1  # `seq`: the last record taken
     before = max(snapshot_seq - scan.after_seq, 0)  # records up to the snapshot's seq
     try:
@@ -82,11 +76,11 @@ def _decode_head(scan: JournalScan) -> list[Record]:
     if not scan.head:
         return []
     try:
-        records: list[Record] = RECORD_DECODER.decode_lines(scan.head)
+        records: list[Record] = record_decoder().decode_lines(scan.head)
     except msgspec.DecodeError:
         for seq, line in enumerate(bytes(scan.head).split(b"\n")[:-1], scan.after_seq + 1):
             try:
-                decode_record(line)
+                record_decoder().decode(line)
             except msgspec.DecodeError as exc:
                 raise _schema_error(scan.path, seq, exc) from exc
         raise  # every line decodes alone: never, short of a bug in the decoder
@@ -170,11 +164,11 @@ def read_snapshot_seq(directory: Path, warn: Callable[[str], None]) -> tuple[Sna
         warn(f"ignored unreadable snapshot {path}: {exc}; replaying the whole journal")
         return None, 0
     try:
-        snapshot = Snapshot.model_validate_json(data)
-    except ValidationError as exc:
+        snapshot = decode_snapshot(data)
+    except msgspec.DecodeError as exc:
         seq = _other_layout_seq(data)
         if seq is None:
-            warn(f"ignored unreadable snapshot {path}: {_first_error(exc)}; replaying the journal")
+            warn(f"ignored unreadable snapshot {path}: {exc}; replaying the journal")
         return None, seq or 0
     return snapshot, snapshot.seq
 

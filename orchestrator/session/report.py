@@ -1,208 +1,191 @@
-"""What `sessions show` shows, read from the snapshot instead of folding the journal.
+"""The report of a session: what `sessions show` prints (as text and `--json`), and what
+the library's inspection reads.
 
-A session that ended cleanly has a snapshot naming the journal's last record. Then what
-`describe` (cli_sessions.py) shows can be read without importing pydantic (whose import
-and our record models are most of a small session's `show`): the manifest, the
-snapshot's small state (agents, tasks, todo lists) and, for what the snapshot does not
-keep, a few kinds of journal line parsed with orjson (every message, not only the live
-ones; the usage of each model call; the assessment verdicts; the status's reason; the
-last events). Anything else returns None and `describe` folds the journal: an older
-format, a snapshot of another layout or behind the journal, anything unexpected.
-`tests/test_overview.py` checks that both give the same on every recorded session and
-on sessions made by real runs.
+It is made of one snapshot (`state.fold.Snapshot`) and what the snapshot does not keep,
+read from the journal's records (`History`: every message, not only the live ones; the
+usage of each model call; the assessment verdicts; the status's reason; the last events).
+A session that ended cleanly has a snapshot naming the journal's last record: then the
+snapshot is read as written, and only the journal's lines of the kinds `History` wants are
+decoded (`quick_describe`), without folding and without importing pydantic. Otherwise
+`describe` folds the whole journal, and takes the snapshot of that fold.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
+import msgspec
 import orjson
 
-from orchestrator.errors import JournalCorrupt
-from orchestrator.layout import FORMAT_VERSION, JOURNAL, MANIFEST, SNAPSHOT, SNAPSHOT_LAYOUT
-from orchestrator.store.scan import JournalMark, JournalScan, scan_journal
+from orchestrator.errors import SessionError
+from orchestrator.layout import FORMAT_VERSION, JOURNAL, SNAPSHOT
+from orchestrator.loop.assessment import Assessed
+from orchestrator.messages import Usage, plain
+from orchestrator.session.status import shown_status
+from orchestrator.state.events import (
+    AssistantReplied,
+    CallResult,
+    Record,
+    SessionStatusChanged,
+)
+from orchestrator.state.fold import SessionState, Snapshot, decode_snapshot
+from orchestrator.state.mailbox import MailHistory, MessagePosted, MessagesDelivered
+from orchestrator.state.manifest import Manifest, read_manifest
+from orchestrator.store.scan import JournalScan, scan_journal
 
 if TYPE_CHECKING:
     from orchestrator.usage import Price
 
-MANIFEST_FIELDS = (
-    "id",
-    "format_version",
-    "goal",
-    "model",
-    "workspace",
-    "created",
-    "updated",
-    "status",
-    "journal_seq",
-)
-"""`Manifest`'s fields, in order (a test keeps them equal): a manifest with exactly these,
-of these types, dumps as itself."""
 
-STATUSES = frozenset(
-    {"running", "completed", "failed", "interrupted", "blocked", "budget_exhausted"}
-)
-"""`SessionStatus` (a test keeps them equal)."""
-
-TOKENS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
-
-
-def overview(directory: Path, last: int, prices: Mapping[str, Price]) -> dict[str, Any] | None:
-    """`describe(directory, last, prices)`, the manifest's status as written, when the
-    snapshot covers the whole journal; else None."""
+def quick_describe(
+    directory: Path, last: int, prices: Mapping[str, Price]
+) -> dict[str, Any] | None:
+    """The report read from the snapshot, when the snapshot covers the whole journal of a
+    session of this format (one that ended cleanly); else None (`describe` says why)."""
     try:
-        manifest = orjson.loads((directory / MANIFEST).read_bytes())
-        snapshot = orjson.loads((directory / SNAPSHOT).read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return None
-    if not _current(manifest) or not isinstance(snapshot, dict):
-        return None
-    if snapshot.get("layout") != SNAPSHOT_LAYOUT:
-        return None
-    try:
-        scan = scan_journal(directory / JOURNAL, mark=_mark(snapshot.get("journal")))
-    except (OSError, JournalCorrupt):
-        return None  # `describe` says what is wrong
-    if snapshot.get("seq") != scan.last_seq:
+        manifest = read_manifest(directory)
+        snapshot = decode_snapshot((directory / SNAPSHOT).read_bytes())
+        if manifest.format_version != FORMAT_VERSION:
+            return None
+        scan = scan_journal(directory / JOURNAL, mark=snapshot.journal)
+    except (OSError, SessionError, msgspec.DecodeError):
+        return None  # `describe` says what is wrong, if anything is
+    if snapshot.seq != scan.last_seq:
         return None  # records after the snapshot (a killed session): only the fold knows
+    history = History(manifest.model)
     try:
-        return _overview(manifest, snapshot, scan, last, prices)
-    except (KeyError, TypeError, ValueError, AttributeError):
+        for seq, line in enumerate(scan.lines, 1):
+            kind = _kind(line)
+            if kind in _WANTED or (kind == _CALL_RESULT and b'"delivers":' in line):
+                history.read(seq, _decoder().decode(line))
+    except ValueError:  # a line without its kind, or not of its kind's schema (DecodeError)
         return None
+    return _report(directory, manifest, snapshot, scan, history, last, prices)
 
 
-def _mark(value: Any) -> JournalMark | None:
-    """The snapshot's journal mark, if it is one (the scan checks it fits the journal)."""
-    if isinstance(value, list) and len(value) == 3 and all(type(v) is int for v in value):
-        return JournalMark(*value)
-    return None
+def describe(directory: Path, last: int, prices: Mapping[str, Price]) -> dict[str, Any]:
+    """The report folded from the whole journal (of a session of this format)."""
+    from orchestrator.session.replay import folded, gc_paused, read_snapshot
+
+    manifest = read_manifest(directory)
+    # The snapshot's mark spares checking the journal line by line up to it (`show` of a
+    # killed session comes here after `quick_describe` has scanned the journal once).
+    known = read_snapshot(directory, warn=lambda _: None)
+    state = SessionState()
+    history = History(manifest.model)
+    with gc_paused():
+        scan = scan_journal(directory / JOURNAL, mark=None if known is None else known.journal)
+        for seq, record in folded(state, scan):
+            history.read(seq, record)
+        snapshot = state.snapshot()
+    return _report(directory, manifest, snapshot, scan, history, last, prices)
 
 
-def _current(manifest: Any) -> bool:
-    """Whether the manifest is one of this format that `Manifest` would dump unchanged."""
-    if not isinstance(manifest, dict) or tuple(manifest) != MANIFEST_FIELDS:
-        return False
-    strings = ("id", "goal", "model", "workspace", "created", "updated", "status")
-    return (
-        all(isinstance(manifest[key], str) for key in strings)
-        and manifest["status"] in STATUSES
-        and manifest["format_version"] == FORMAT_VERSION
-        and type(manifest["format_version"]) is int
-        and type(manifest["journal_seq"]) is int
-    )
+def _kind(line: bytes) -> bytes:
+    start = line.index(b'"k":"') + 5
+    return line[start : line.index(b'"', start)]
 
 
-def _overview(
-    manifest: dict[str, Any],
-    snapshot: dict[str, Any],
+def _report(
+    directory: Path,
+    manifest: Manifest,
+    snapshot: Snapshot,
     scan: JournalScan,
+    history: History,
     last: int,
     prices: Mapping[str, Price],
 ) -> dict[str, Any]:
-    history = _History(manifest["model"], prices)
-    for seq, line in enumerate(scan.lines, 1):
-        history.read(seq, line)
-    ledger = history.ledger()
+    ledger = usage_ledger(history.calls, prices)
     notes = [f"the journal ends in a torn tail: {scan.cut.describe()}"] if scan.cut else []
     return {
-        **manifest,
+        **msgspec.to_builtins(manifest),
+        "status": shown_status(directory, manifest.status),
         "usage": ledger,
+        # The share of prompt tokens read from the providers' caches (None: no calls).
         "cache_share": cache_share(ledger["session"]),
         "usage_table": usage_table(ledger),
         "journal_records": scan.last_seq,
-        "reason": history.reason if snapshot["status"] != "completed" else "",
+        "reason": history.reason if snapshot.status != "completed" else "",
         "agents": {
             agent_id: {
-                "role": agent["role"],
-                "messages": agent["message_count"],
-                "model_calls": agent["steps"],
-                "turn_open": agent["turn_open"],
-                "usage": agent["usage"],
+                "role": agent.role,
+                "messages": agent.message_count,
+                "model_calls": agent.steps,
+                "turn_open": agent.turn_open,
+                "usage": plain(agent.usage),
             }
-            for agent_id, agent in snapshot["agents"].items()
+            for agent_id, agent in snapshot.agents.items()
         },
-        "tasks": snapshot["tasks"],
-        "mailbox": list(history.mail.values()),
-        "todos": {agent: todo_view(todos) for agent, todos in snapshot["todos"].items()},
-        "assessments": assessments(history.verdicts),
-        "last_events": [frame_summary(orjson.loads(line)) for line in scan.lines[-last:]]
-        if last > 0
-        else [],
+        "tasks": msgspec.to_builtins(snapshot.tasks),
+        "mailbox": history.mail.dump(),
+        "todos": {agent: todos.load().view() for agent, todos in snapshot.todos.items()},
+        "assessments": [
+            {"seq": seq, "agent": v.agent, "action": v.action, "reasons": list(v.reasons)}
+            for seq, v in history.verdicts
+        ],
+        "last_events": [_frame_summary(line) for line in scan.lines[-last:]] if last > 0 else [],
         "warnings": notes,
     }
 
 
-class _History:
-    """What the snapshot does not keep, from the journal's lines: every message (the
-    snapshot keeps the live ones; as `mailbox.MailHistory` folds them), the usage of
-    each model call (for `usage_ledger`), every assessment verdict and the last
-    status's reason. Only the lines of those kinds are parsed."""
+Read = (
+    AssistantReplied
+    | MessagePosted
+    | MessagesDelivered
+    | SessionStatusChanged
+    | Assessed
+    | CallResult
+)
+"""The records `History` reads (a `call_result` only when it delivers mail)."""
 
-    def __init__(self, model: str, prices: Mapping[str, Price]) -> None:
+
+class History:
+    """What the snapshot does not keep, from the journal's records: every message (the
+    snapshot keeps the live ones), the usage of each model call (for `usage_ledger`),
+    every assessment verdict and the last status's reason."""
+
+    def __init__(self, model: str) -> None:
         self.model = model  # the session's, for a reply that names none
-        self.prices = prices
-        self.mail: dict[str, dict[str, Any]] = {}
+        self.mail = MailHistory()
         self.calls: list[Call] = []
-        self.verdicts: list[tuple[int, str, str, list[str]]] = []  # (seq, agent, action, reasons)
+        self.verdicts: list[tuple[int, Assessed]] = []
         self.reason = ""
 
-    def read(self, seq: int, line: bytes) -> None:
-        start = line.index(b'"k":"') + 5
-        kind = line[start : line.index(b'"', start)]
-        if kind == b"assistant_replied":
-            fields = orjson.loads(line)
-            usage = fields["message"].get("usage")
-            if usage is not None:
-                model = fields.get("model") or self.model
-                self.calls.append((fields["a"], model, {k: usage.get(k, 0) for k in TOKENS}))
-        elif kind == b"message_posted":
-            self.posted(seq, orjson.loads(line))
-        elif kind == b"messages_delivered":
-            self.delivered(seq, orjson.loads(line)["ids"])
-        elif kind == b"session_status":
-            self.reason = orjson.loads(line).get("detail", "")
-        elif kind == b"assessed":
-            fields = orjson.loads(line)
-            self.verdicts.append((seq, fields["a"], fields["action"], fields.get("reasons", [])))
-        elif b'"delivers":' in line:  # a wait_tasks call's result
-            self.delivered(seq, orjson.loads(line).get("delivers", ()))
-
-    def posted(self, seq: int, fields: dict[str, Any]) -> None:
-        self.mail[fields["id"]] = mail = {
-            "message_id": fields["id"],
-            "kind": fields["mail"],
-            "priority": fields.get("priority", "notify"),
-            "sender": fields["a"],
-            "recipient": fields["to"],
-            "task_id": fields["task"],
-            "summary": fields["summary"],
-            "data": fields.get("data"),
-            "requires_ack": fields.get("requires_ack", False),
-            "in_reply_to": fields.get("in_reply_to", ""),
-            "posted_seq": seq,
-            "delivered_seq": None,
-            "answered_by": "",
-            "ref": fields.get("ref", ""),
-            "at": fields.get("at", 0),
-        }
-        asked = self.mail.get(mail["in_reply_to"])
-        if asked is not None and asked["requires_ack"] and not asked["answered_by"]:
-            asked["answered_by"] = mail["message_id"]
-
-    def delivered(self, seq: int, ids: list[str]) -> None:
-        for message_id in ids:
-            mail = self.mail.get(message_id)
-            if mail is not None and mail["delivered_seq"] is None:
-                mail["delivered_seq"] = seq
-
-    def ledger(self) -> dict[str, Any]:
-        return usage_ledger(self.calls, self.prices)
+    def read(self, seq: int, record: Record | Read) -> None:
+        match record:
+            case AssistantReplied(message=message) if message.usage is not None:
+                self.calls.append((record.agent, record.model or self.model, message.usage))
+            case MessagePosted() | MessagesDelivered() | CallResult():
+                self.mail.apply(seq, record)
+            case SessionStatusChanged():
+                self.reason = record.detail
+            case Assessed():
+                self.verdicts.append((seq, record))
+            case _:
+                pass
 
 
-Call = tuple[str, str, dict[str, int]]
-"""A model call's `(agent, model, usage)`, its usage as a dict of the four `TOKENS`."""
+def _tag(kind: type[msgspec.Struct]) -> bytes:
+    tag = kind.__struct_config__.tag
+    assert isinstance(tag, str)
+    return tag.encode()
+
+
+_CALL_RESULT = _tag(CallResult)
+_WANTED = frozenset(_tag(kind) for kind in get_args(Read)) - {_CALL_RESULT}
+
+
+@functools.cache
+def _decoder() -> msgspec.json.Decoder[Read]:
+    """The lines `History` reads, decoded without building the decoder of every record."""
+    return msgspec.json.Decoder(Read)
+
+
+Call = tuple[str, str, Usage]
+"""A model call's `(agent, model, usage)`."""
 
 
 def usage_ledger(calls: Iterable[Call], prices: Mapping[str, Price]) -> dict[str, Any]:
@@ -210,23 +193,47 @@ def usage_ledger(calls: Iterable[Call], prices: Mapping[str, Price]) -> dict[str
     `{"session": totals, "by_agent": {agent: totals}, "by_model": {model: totals}}`, each
     totals `{"calls", "usage", "cost_usd", "unpriced_calls"}`. A call of a model without a
     price counts as unpriced, and the cost is then a lower bound."""
-    session = _totals()
-    by_agent: dict[str, dict[str, Any]] = {}
-    by_model: dict[str, dict[str, Any]] = {}
+    session = _Totals()
+    by_agent: dict[str, _Totals] = {}
+    by_model: dict[str, _Totals] = {}
     cost_of = _pricing(prices)
     for agent, model, usage in calls:
         cost = cost_of(model, usage)
         for totals in (
             session,
-            by_agent.setdefault(agent, _totals()),
-            by_model.setdefault(model, _totals()),
+            by_agent.setdefault(agent, _Totals()),
+            by_model.setdefault(model, _Totals()),
         ):
-            totals["calls"] += 1
-            for key in TOKENS:
-                totals["usage"][key] += usage[key]
-            totals["cost_usd"] += cost or 0.0
-            totals["unpriced_calls"] += cost is None
-    return {"session": session, "by_agent": by_agent, "by_model": by_model}
+            totals.add(usage, cost)
+    return {
+        "session": session.dump(),
+        "by_agent": {agent: t.dump() for agent, t in by_agent.items()},
+        "by_model": {model: t.dump() for model, t in by_model.items()},
+    }
+
+
+class _Totals:
+    __slots__ = ("calls", "cost_usd", "unpriced_calls", "usage")
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.usage = Usage()
+        self.cost_usd = 0.0
+        self.unpriced_calls = 0
+
+    def add(self, usage: Usage, cost: float | None) -> None:
+        self.calls += 1
+        self.usage += usage
+        self.cost_usd += cost or 0.0
+        self.unpriced_calls += cost is None
+
+    def dump(self) -> dict[str, Any]:
+        return {
+            "calls": self.calls,
+            "usage": plain(self.usage),
+            "cost_usd": self.cost_usd,
+            "unpriced_calls": self.unpriced_calls,
+        }
 
 
 def cache_share(totals: dict[str, Any]) -> float | None:
@@ -237,18 +244,13 @@ def cache_share(totals: dict[str, Any]) -> float | None:
     return usage["cache_read_tokens"] / prompt if prompt else None
 
 
-def _totals() -> dict[str, Any]:
-    return {"calls": 0, "usage": dict.fromkeys(TOKENS, 0), "cost_usd": 0.0, "unpriced_calls": 0}
-
-
-def _pricing(prices: Mapping[str, Price]) -> Callable[[str, dict[str, int]], float | None]:
+def _pricing(prices: Mapping[str, Price]) -> Callable[[str, Usage], float | None]:
     """A call's cost, or None without a price (no prices: pydantic is not imported)."""
     if not prices:
         return lambda model, usage: None
-    from orchestrator.messages import Usage
     from orchestrator.usage import call_cost
 
-    return lambda model, usage: call_cost(prices, model, Usage(**usage))
+    return lambda model, usage: call_cost(prices, model, usage)
 
 
 def usage_table(ledger: dict[str, Any]) -> str:
@@ -282,43 +284,8 @@ def usage_table(ledger: dict[str, Any]) -> str:
     return "\n".join(rows)
 
 
-def todo_view(todos: dict[str, Any]) -> dict[str, Any]:
-    """A snapshot's todo list as `TodoList.view()` shows it: progress, and each item with
-    the items it blocks and whether it is blocked (computed, never stored)."""
-    items = todos["items"]
-    status = {item["id"]: item["status"] for item in items}
-    blocks: dict[str, list[str]] = {}
-    for item in items:
-        for blocker in item["blocked_by"]:
-            blocks.setdefault(blocker, []).append(item["id"])
-    counted = [item for item in items if item["status"] != "cancelled"]
-    return {
-        "goal": todos["goal"],
-        "progress": {
-            "completed": sum(item["status"] == "completed" for item in counted),
-            "total": len(counted),
-        },
-        "items": [
-            {
-                **item,
-                "blocks": blocks.get(item["id"], []),
-                "blocked": any(status.get(b) != "completed" for b in item["blocked_by"]),
-            }
-            for item in items
-        ],
-    }
-
-
-def assessments(verdicts: Iterable[tuple[int, str, str, Iterable[str]]]) -> list[dict[str, Any]]:
-    """The assessment verdicts `(seq, agent, action, reasons)` of a journal, in its order,
-    as `sessions show` prints them."""
-    return [
-        {"seq": seq, "agent": agent, "action": action, "reasons": list(reasons)}
-        for seq, agent, action, reasons in verdicts
-    ]
-
-
-def frame_summary(fields: dict[str, Any]) -> dict[str, Any]:
+def _frame_summary(line: bytes) -> dict[str, Any]:
+    fields = orjson.loads(line)
     return {
         "seq": fields["seq"],
         "time": fields["t"] / 1000,

@@ -55,7 +55,7 @@ class AgentContext:
     role: str
     start: int = 0  # the seq where the live context starts (its agent_started record)
     steps: int = 0  # model calls so far
-    usage_counts: list[int] = field(default_factory=lambda: [0, 0, 0, 0])
+    usage: Usage = field(default_factory=Usage)  # tokens spent by its model calls so far
     turn_open: bool = False
 
     messages: list[Message] = field(default_factory=list)
@@ -64,19 +64,6 @@ class AgentContext:
     # The running size of the messages: a cache, extended when `chars` or `view` is
     # asked, so a resume folding 100,000 records does not size each message it reads.
     _marks: list[int] = field(default_factory=list)
-
-    @property
-    def usage(self) -> Usage:
-        """Tokens spent by this agent's model calls so far."""
-        i, o, r, w = self.usage_counts
-        return Usage(input_tokens=i, output_tokens=o, cache_read_tokens=r, cache_write_tokens=w)
-
-    def add_usage(self, usage: Usage) -> None:
-        counts = self.usage_counts
-        counts[0] += usage.input_tokens
-        counts[1] += usage.output_tokens
-        counts[2] += usage.cache_read_tokens
-        counts[3] += usage.cache_write_tokens
 
     @property
     def chars(self) -> int:

@@ -10,7 +10,8 @@ their own events and records to these unions.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import functools
+from collections.abc import Sequence
 from typing import Any, ClassVar, Literal, Protocol
 
 import msgspec
@@ -206,12 +207,19 @@ Record = (
 """What the journal holds: one record per line, decoded and validated straight from the
 line's bytes by `decode_record` (the frame's `seq`, `t`, `more` and `crc` are ignored)."""
 
-RECORD_DECODER = msgspec.json.Decoder(Record)
 
-decode_record: Callable[[bytes], Record] = RECORD_DECODER.decode
-"""A journal line (or any JSON of a record with its `k` and `a`) as its typed record;
-raises `msgspec.DecodeError` (a `ValueError`; `ValidationError` when a field does not
-fit, naming it)."""
+@functools.cache
+def record_decoder() -> msgspec.json.Decoder[Record]:
+    """The decoder of journal lines, built on first use: building it resolves the types of
+    every record (some 15 ms), which `sessions show` from a snapshot does without."""
+    return msgspec.json.Decoder(Record)
+
+
+def decode_record(line: bytes) -> Record:
+    """A journal line (or any JSON of a record with its `k` and `a`) as its typed record;
+    raises `msgspec.DecodeError` (a `ValueError`; `ValidationError` when a field does not
+    fit, naming it)."""
+    return record_decoder().decode(line)
 
 
 def event_json(event: Event) -> dict[str, Any]:

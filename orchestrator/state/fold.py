@@ -13,12 +13,12 @@ contexts (`apply_context`), records after it are folded whole (`apply`).
 
 from __future__ import annotations
 
-import dataclasses
+import copy
+import functools
 from collections.abc import Callable
 from typing import Any, Literal
 
-import orjson
-from pydantic import BaseModel, Field
+import msgspec
 
 from orchestrator.layout import SNAPSHOT_LAYOUT as SNAPSHOT_LAYOUT
 from orchestrator.loop.assessment import AgentProgress, Assessed, BlockedReported, Verified
@@ -51,29 +51,29 @@ from orchestrator.store.scan import JournalMark
 USER = "user"  # the sender of what the person says to the main agent (team.USER)
 
 
-class AgentSummary(BaseModel):
+class AgentSummary(msgspec.Struct, kw_only=True):
     """An agent's small state in a snapshot."""
 
     role: str
     start: int
     steps: int = 0
-    usage: Usage = Field(default_factory=Usage)
+    usage: Usage = Usage()
     turn_open: bool = False
     message_count: int = 0  # in its live context (for `sessions show`, which does not fold)
 
 
-class GrantSummary(BaseModel):
+class GrantSummary(msgspec.Struct, kw_only=True):
     tool: str
     pattern: str = ""
 
 
-class TodosSummary(BaseModel):
+class TodosSummary(msgspec.Struct, kw_only=True):
     """An agent's todo list in a snapshot."""
 
     goal: str = ""
-    items: list[TodoItem] = Field(default_factory=list)
+    items: list[TodoItem] = msgspec.field(default_factory=list)
     changed_seq: int = 0
-    refs: list[str] = Field(default_factory=list)
+    refs: list[str] = msgspec.field(default_factory=list)
 
     @classmethod
     def of(cls, todos: TodoList) -> TodosSummary:
@@ -88,28 +88,42 @@ class TodosSummary(BaseModel):
         return TodoList.of(self.goal, self.items, changed_seq=self.changed_seq, refs=self.refs)
 
 
-class Snapshot(BaseModel):
-    """`snapshot.json`: the state as of journal record `seq`, minus the contexts.
+class Snapshot(msgspec.Struct, kw_only=True):
+    """`snapshot.json`: the state as of journal record `seq`, minus the contexts. Written
+    and read by msgspec alone (`encode_snapshot`, `decode_snapshot`)."""
 
-    `tasks` comes last: `SessionState.snapshot_json` writes it from each record's cached
-    JSON."""
-
-    layout: Literal[3]
+    layout: Literal[4]
     seq: int
     status: SessionStatus = "running"
-    agents: dict[str, AgentSummary] = Field(default_factory=dict)
-    grants: list[GrantSummary] = Field(default_factory=list)
-    mailbox: MailboxSummary = Field(default_factory=MailboxSummary)
-    todos: dict[str, TodosSummary] = Field(default_factory=dict)
-    progress: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    agents: dict[str, AgentSummary] = msgspec.field(default_factory=dict)
+    grants: list[GrantSummary] = msgspec.field(default_factory=list)
+    mailbox: MailboxSummary = msgspec.field(default_factory=MailboxSummary)
+    todos: dict[str, TodosSummary] = msgspec.field(default_factory=dict)
+    progress: dict[str, AgentProgress] = msgspec.field(default_factory=dict)
     rounds: int = 0
-    usage_by_model: dict[str, Usage] = Field(default_factory=dict)
+    usage_by_model: dict[str, Usage] = msgspec.field(default_factory=dict)
     # The journal when the snapshot was taken, so a resume checks it up to there with
     # one CRC: `[seq, length in bytes, CRC-32 of those bytes]`.
     journal: JournalMark | None = None
     # The settings the session runs with (its last `settings` record); None before one.
     settings: SessionSettings | None = None
-    tasks: list[TaskRecord] = Field(default_factory=list)
+    tasks: list[TaskRecord] = msgspec.field(default_factory=list)
+
+
+@functools.cache
+def _decoder() -> msgspec.json.Decoder[Snapshot]:
+    return msgspec.json.Decoder(Snapshot)  # built on first use, as the records' decoder
+
+
+def encode_snapshot(snapshot: Snapshot) -> bytes:
+    """`snapshot.json`'s bytes."""
+    return msgspec.json.encode(snapshot)
+
+
+def decode_snapshot(data: bytes) -> Snapshot:
+    """A snapshot from `snapshot.json`'s bytes; `msgspec.ValidationError` (a
+    `DecodeError`) when they are not one of this layout."""
+    return _decoder().decode(data)
 
 
 class SessionState:
@@ -125,7 +139,7 @@ class SessionState:
         self.todos: dict[str, TodoList] = {}
         self.progress: dict[str, AgentProgress] = {}
         self.rounds = 0  # model calls of every agent
-        self.usage_by_model: dict[str, list[int]] = {}  # for cost: tokens per model
+        self.usage_by_model: dict[str, Usage] = {}  # for cost: tokens per model
         self.settings: SessionSettings | None = None  # the last `settings` record's
 
     def todo_list(self, agent: str) -> TodoList:
@@ -163,44 +177,40 @@ class SessionState:
             fold(self.agent(record.agent), seq, record)
 
     def snapshot(self, *, journal: JournalMark | None = None) -> Snapshot:
-        """The snapshot as a model (`sessions verify` compares it with the file's): what
-        `snapshot_json` writes, read back."""
-        return Snapshot.model_validate_json(self.snapshot_json(journal))
+        """The snapshot of this state, apart from it (`sessions verify` compares it with
+        the file's): what `snapshot_json` writes, read back."""
+        return decode_snapshot(self.snapshot_json(journal))
 
     def snapshot_json(self, journal: JournalMark | None = None) -> bytes:
-        """`snapshot.json` for this state, made the fast way: the small state of each agent
-        as plain data (no model built and validated per agent, which a snapshot of 1,000
-        agents paid for), and every task record from its cached JSON, serialised again
-        only when the fold changed it. `journal` is the journal's mark at `seq`, if known."""
-        head: dict[str, Any] = {
-            "layout": SNAPSHOT_LAYOUT,
-            "seq": self.seq,
-            "status": self.status,
-            "agents": {
-                agent_id: {
-                    "role": a.role,
-                    "start": a.start,
-                    "steps": a.steps,
-                    "usage": _usage_dict(a.usage_counts),
-                    "turn_open": a.turn_open,
-                    "message_count": len(a.messages),
-                }
+        """`snapshot.json` for this state. `journal` is the journal's mark at `seq`, if
+        known. The snapshot it encodes shares the state's objects, so it is encoded here,
+        before anything folds again."""
+        snapshot = Snapshot(
+            layout=SNAPSHOT_LAYOUT,
+            seq=self.seq,
+            status=self.status,
+            agents={
+                agent_id: AgentSummary(
+                    role=a.role,
+                    start=a.start,
+                    steps=a.steps,
+                    usage=a.usage,
+                    turn_open=a.turn_open,
+                    message_count=len(a.messages),
+                )
                 for agent_id, a in self.agents.items()
             },
-            "grants": [{"tool": g.tool, "pattern": g.pattern} for g in self.grants],
-            "mailbox": self.mailbox.summary().model_dump(mode="json"),
-            "todos": {
-                agent: TodosSummary.of(t).model_dump(mode="json") for agent, t in self.todos.items()
-            },
-            "progress": {agent: _dump_progress(p) for agent, p in self.progress.items()},
-            "rounds": self.rounds,
-            "usage_by_model": {model: _usage_dict(c) for model, c in self.usage_by_model.items()},
-            "journal": None if journal is None else list(journal),
-            "settings": None if self.settings is None else plain(self.settings),
-        }
-        assert [*head, "tasks"] == list(Snapshot.model_fields), "snapshot_json lags Snapshot"
-        data = orjson.dumps(head)
-        return data[:-1] + b',"tasks":' + self.tasks.dump_json() + b"}"
+            grants=[GrantSummary(tool=g.tool, pattern=g.pattern) for g in self.grants],
+            mailbox=self.mailbox.summary(),
+            todos={agent: TodosSummary.of(t) for agent, t in self.todos.items()},
+            progress=self.progress,
+            rounds=self.rounds,
+            usage_by_model=self.usage_by_model,
+            journal=journal,
+            settings=self.settings,
+            tasks=list(self.tasks.tasks.values()),
+        )
+        return encode_snapshot(snapshot)
 
     @classmethod
     def from_snapshot(cls, snapshot: Snapshot) -> SessionState:
@@ -214,23 +224,19 @@ class SessionState:
         state.tasks = Registry.load(snapshot.tasks)
         state.mailbox = Mailbox.load(snapshot.mailbox)
         state.todos = {agent: summary.load() for agent, summary in snapshot.todos.items()}
-        state.progress = {agent: _load_progress(p) for agent, p in snapshot.progress.items()}
+        state.progress = {agent: copy.copy(p) for agent, p in snapshot.progress.items()}
         state.rounds = snapshot.rounds
         state.settings = snapshot.settings
-        state.usage_by_model = {
-            model: [u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens]
-            for model, u in snapshot.usage_by_model.items()
-        }
+        state.usage_by_model = dict(snapshot.usage_by_model)
         for agent_id, summary in snapshot.agents.items():
-            context = AgentContext(
+            state.agents[agent_id] = AgentContext(
                 id=agent_id,
                 role=summary.role,
                 start=summary.start,
                 steps=summary.steps,
+                usage=summary.usage,
                 turn_open=summary.turn_open,
             )
-            context.add_usage(summary.usage)
-            state.agents[agent_id] = context
         return state
 
     def context_start(self) -> int:
@@ -244,9 +250,9 @@ class SessionState:
             "status": self.status,
             "grants": [(g.tool, g.pattern) for g in self.grants],
             "tasks": self.tasks.dump(),
-            "mailbox": self.mailbox.summary().model_dump(mode="json"),
+            "mailbox": msgspec.to_builtins(self.mailbox.summary()),
             "todos": {agent: t.view() for agent, t in self.todos.items()},
-            "progress": {agent: _dump_progress(p) for agent, p in self.progress.items()},
+            "progress": msgspec.to_builtins(self.progress),
             "rounds": self.rounds,
             "agents": {
                 agent_id: {
@@ -278,14 +284,10 @@ def _replied(state: SessionState, seq: int, record: AssistantReplied) -> None:
     state.rounds += 1
     usage = record.message.usage
     if usage is not None:
-        context.add_usage(usage)
-        counts = state.usage_by_model.get(record.model)
-        if counts is None:
-            counts = state.usage_by_model[record.model] = [0, 0, 0, 0]
-        counts[0] += usage.input_tokens
-        counts[1] += usage.output_tokens
-        counts[2] += usage.cache_read_tokens
-        counts[3] += usage.cache_write_tokens
+        context.usage += usage
+        by_model = state.usage_by_model
+        before = by_model.get(record.model)
+        by_model[record.model] = usage if before is None else before + usage
     state.progress_of(record.agent).replied(seq, record.message)
 
 
@@ -354,36 +356,6 @@ def _verified(state: SessionState, seq: int, record: Verified) -> None:
 
 def _blocked(state: SessionState, seq: int, record: BlockedReported) -> None:
     state.progress_of(record.agent).reported_blocked(record)
-
-
-def usage_of(counts: list[int]) -> Usage:
-    i, o, r, w = counts
-    return Usage(input_tokens=i, output_tokens=o, cache_read_tokens=r, cache_write_tokens=w)
-
-
-def _usage_dict(counts: list[int]) -> dict[str, int]:
-    i, o, r, w = counts
-    return {
-        "input_tokens": i,
-        "output_tokens": o,
-        "cache_read_tokens": r,
-        "cache_write_tokens": w,
-    }
-
-
-_PROGRESS_FIELDS = tuple(f.name for f in dataclasses.fields(AgentProgress))
-
-
-def _dump_progress(progress: AgentProgress) -> dict[str, Any]:
-    # By hand, not `dataclasses.asdict`: that deep-copies every value, and a snapshot of
-    # 1,000 agents spent most of its time there. (The values are plain: ints, strings.)
-    return {name: getattr(progress, name) for name in _PROGRESS_FIELDS}
-
-
-def _load_progress(data: dict[str, Any]) -> AgentProgress:
-    # Snapshots before 2026-11-23 18:00 also held every verdict (`history`), which grew
-    # with every turn: the verdicts are read from the journal now (`sessions show`).
-    return AgentProgress(**{name: data[name] for name in _PROGRESS_FIELDS if name in data})
 
 
 def _settings(state: SessionState, seq: int, record: SettingsChosen) -> None:

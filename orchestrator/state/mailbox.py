@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+import msgspec
 
 from orchestrator.eventbase import EventBase, FoldError
 
@@ -90,8 +90,8 @@ class MessagesDelivered(EventBase, frozen=True, tag="messages_delivered"):
     content: str
 
 
-class Mail(BaseModel):
-    """A message as the session knows it."""
+class Mail(msgspec.Struct, kw_only=True):
+    """A message as the session knows it (folded and snapshotted: a msgspec struct)."""
 
     message_id: str
     kind: MailKind
@@ -167,14 +167,14 @@ class PostedIds:
         return self.upto + len(self.above)
 
 
-class MailboxSummary(BaseModel):
+class MailboxSummary(msgspec.Struct, kw_only=True):
     """The mailbox in a snapshot: the live messages, which of them wait for their
     posting call's result, and the ids posted (`PostedIds`)."""
 
-    live: list[Mail] = Field(default_factory=list)
+    live: list[Mail] = msgspec.field(default_factory=list)
     posted_upto: int = 0
-    posted_above: list[str] = Field(default_factory=list)
-    open_calls: list[str] = Field(default_factory=list)
+    posted_above: list[str] = msgspec.field(default_factory=list)
+    open_calls: list[str] = msgspec.field(default_factory=list)
 
 
 @dataclass
@@ -223,12 +223,12 @@ class Mailbox:
         return message_id in self.posted_ids
 
     def dump(self) -> list[dict[str, Any]]:
-        return [m.model_dump(mode="json") for m in self.messages.values()]
+        return [msgspec.to_builtins(m) for m in self.messages.values()]
 
     def summary(self) -> MailboxSummary:
         """What a snapshot keeps: the live messages, and what is known of the others."""
         return MailboxSummary(
-            live=[m.model_copy() for m in self.messages.values()],
+            live=[msgspec.structs.replace(m) for m in self.messages.values()],
             posted_upto=self.posted_ids.upto,
             posted_above=sorted(self.posted_ids.above),
             open_calls=sorted(self._refs.values()),
@@ -239,7 +239,7 @@ class Mailbox:
         box = cls(posted_ids=PostedIds(summary.posted_upto, set(summary.posted_above)))
         open_calls = set(summary.open_calls)
         for item in summary.live:
-            mail = item.model_copy()
+            mail = msgspec.structs.replace(item)
             box.messages[mail.message_id] = mail
             box._index(mail, call_open=mail.message_id in open_calls)
         return box
@@ -337,7 +337,7 @@ class MailHistory:
                 mail.delivered_seq = seq
 
     def dump(self) -> list[dict[str, Any]]:
-        return [m.model_dump(mode="json") for m in self.messages.values()]
+        return [msgspec.to_builtins(m) for m in self.messages.values()]
 
 
 # --- what the model reads ---------------------------------------------------------------

@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
+import msgspec
 import orjson
-from pydantic import BaseModel, ValidationError
 
 from orchestrator.errors import JournalCorrupt, SessionError, SessionNotFound
 from orchestrator.layout import FORMAT_VERSION as FORMAT_VERSION
@@ -22,7 +22,9 @@ SessionStatus = Literal[
 ]
 
 
-class Manifest(BaseModel):
+class Manifest(msgspec.Struct, kw_only=True):
+    """What `session.json` holds."""
+
     id: str
     format_version: int = FORMAT_VERSION
     goal: str
@@ -59,8 +61,8 @@ def read_manifest(directory: Path) -> Manifest:
     if not path.exists():
         raise SessionNotFound(f"no session at {directory} (no {MANIFEST})")
     try:
-        manifest = Manifest.model_validate(read_json(path))
-    except (ValidationError, orjson.JSONDecodeError) as exc:
+        manifest = msgspec.convert(read_json(path), Manifest)
+    except (msgspec.ValidationError, orjson.JSONDecodeError) as exc:
         raise JournalCorrupt(f"{path}: not a valid session manifest: {exc}") from exc
     if manifest.format_version > FORMAT_VERSION:
         raise SessionError(
@@ -71,4 +73,4 @@ def read_manifest(directory: Path) -> Manifest:
 
 
 def write_manifest(directory: Path, manifest: Manifest) -> None:
-    write_json_atomic(directory / MANIFEST, manifest.model_dump(mode="json"))
+    write_json_atomic(directory / MANIFEST, msgspec.to_builtins(manifest))

@@ -16,13 +16,14 @@ is a record with an owner, a state and messages, without a context of its own.
 
 from __future__ import annotations
 
+import copy
 import fnmatch
 import posixpath
 import time
 from collections.abc import Callable, Collection, Iterable
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+import msgspec
 
 from orchestrator.eventbase import EventBase, FoldError
 from orchestrator.state.mailbox import Mail
@@ -78,7 +79,7 @@ class TaskChanged(EventBase, frozen=True, tag="task_changed"):
     at: int = 0
 
 
-class Envelope(BaseModel, frozen=True):
+class Envelope(msgspec.Struct, frozen=True, kw_only=True):
     """What a subagent hands back with `complete`."""
 
     summary: str
@@ -92,8 +93,9 @@ class Envelope(BaseModel, frozen=True):
     unchanged_listed: tuple[str, ...] = ()
 
 
-class TaskRecord(BaseModel):
-    """The durable task record: everything known about one delegated task."""
+class TaskRecord(msgspec.Struct, kw_only=True):
+    """The durable task record: everything known about one delegated task (folded and
+    snapshotted: a msgspec struct)."""
 
     task_id: str
     owner: str
@@ -105,7 +107,7 @@ class TaskRecord(BaseModel):
     write_scope: list[str] | None = None
     state: TaskState = "pending"
     resume: ResumePolicy = "auto"
-    instances: list[str] = Field(default_factory=list)
+    instances: list[str] = msgspec.field(default_factory=list)
     attempts: int = 1
     progress: str = ""
     percent: int | None = None
@@ -142,8 +144,6 @@ class Registry:
         self._children: dict[str, list[str]] = {}  # owner -> its tasks, in creation order
         self._live: dict[str, None] = {}  # the live tasks
         self._plan_refs: dict[str, str] = {}  # plan ref -> its latest task
-        # Each record as snapshot JSON, made again only once it changed (`changed`).
-        self._json: dict[str, bytes] = {}
 
     def add(self, record: TaskRecord) -> None:
         self.tasks[record.task_id] = record
@@ -155,12 +155,11 @@ class Registry:
         self.changed(record)
 
     def changed(self, record: TaskRecord) -> None:
-        """The fold changed `record`: its indexes and its snapshot JSON follow."""
+        """The fold changed `record`: its indexes follow."""
         if record.live:
             self._live[record.task_id] = None
         else:
             self._live.pop(record.task_id, None)
-        self._json.pop(record.task_id, None)
 
     def get(self, task_id: str) -> TaskRecord | None:
         return self.tasks.get(task_id)
@@ -224,31 +223,19 @@ class Registry:
             data = mail.data or {}
             task.percent = data.get("percent", task.percent)
         elif mail.kind == "completed":
-            task.completion = Envelope.model_validate(
-                {"summary": mail.summary, **(mail.data or {})}
+            task.completion = msgspec.convert(
+                {**(mail.data or {}), "summary": mail.summary}, Envelope
             )
         self.changed(task)
 
     def dump(self) -> list[dict[str, Any]]:
-        return [t.model_dump(mode="json") for t in self.tasks.values()]
-
-    def dump_json(self) -> bytes:
-        """Every record as a compact JSON array (a snapshot's `tasks`): only the records
-        changed since the last call are serialised again."""
-        cache = self._json
-        parts = []
-        for task_id, record in self.tasks.items():
-            data = cache.get(task_id)
-            if data is None:
-                data = cache[task_id] = record.model_dump_json().encode()
-            parts.append(data)
-        return b"[" + b",".join(parts) + b"]"
+        return [msgspec.to_builtins(t) for t in self.tasks.values()]
 
     @classmethod
     def load(cls, records: Iterable[TaskRecord]) -> Registry:
         registry = cls()
         for record in records:
-            registry.add(record.model_copy(deep=True))
+            registry.add(copy.deepcopy(record))
         return registry
 
 

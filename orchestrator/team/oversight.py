@@ -30,7 +30,6 @@ from orchestrator.loop.assessment import (
 from orchestrator.loop.todos import TodoList, TodosChanged
 from orchestrator.messages import AssistantMessage
 from orchestrator.state.events import EventSink
-from orchestrator.state.fold import usage_of
 from orchestrator.team import queries
 from orchestrator.team.definitions import Definitions
 from orchestrator.team.port import SessionLike
@@ -88,11 +87,11 @@ class Oversight:
         """What the session (every agent) has used. Calls of a model without a price
         count nothing toward the cost."""
         state = self._session.state
-        tokens = sum(sum(counts) for counts in state.usage_by_model.values())
+        tokens = sum(usage.total_tokens for usage in state.usage_by_model.values())
         cost = 0.0
         if self.policy.budgets.cost is not None:
-            for model, counts in state.usage_by_model.items():
-                cost += call_cost(self.policy.prices, model, usage_of(counts)) or 0.0
+            for model, usage in state.usage_by_model.items():
+                cost += call_cost(self.policy.prices, model, usage) or 0.0
         return Spent(
             rounds=state.rounds,
             tokens=tokens,

@@ -68,7 +68,7 @@ def _subtree_spent(state: SessionState, task: TaskRecord, whose: str) -> str | N
         return f"it used {whose} budget{where} of {task.round_budget} model calls"
     if task.token_budget:
         # Before every model call of every task: the running counters, not a Usage model.
-        spent = sum(sum(c.usage_counts) for c in contexts)
+        spent = sum(c.usage.total_tokens for c in contexts)
         if spent >= task.token_budget:
             return f"it spent {spent} of {whose} budget{where} of {task.token_budget} tokens"
     return None

@@ -22,7 +22,6 @@ from orchestrator.loop.todos import (
     TodoItem,
     TodoList,
     TodosChanged,
-    TodoSpec,
     TodoStatus,
     create,
     hand_off,
@@ -43,6 +42,18 @@ class TodoHost(Protocol):
     def serial(self, agent: str) -> bool: ...
 
     async def change_todos(self, record: TodosChanged) -> None: ...
+
+
+class TodoSpec(BaseModel, frozen=True, extra="forbid"):
+    """An item as `todo_write` or `todo_create` gives it (id optional)."""
+
+    id: str = ""
+    content: str
+    active_form: str = ""
+    status: TodoStatus = "pending"
+    blocked_by: tuple[str, ...] = ()
+    result: str = ""
+    failure: str = ""
 
 
 class _Args(BaseModel):

@@ -117,15 +117,15 @@ class SnapshotMeter:
     bytes: int = 0
 
     def __enter__(self) -> SnapshotMeter:
-        self._real = orchestrator.session.write_atomic
+        self._real = orchestrator.session.live.write_atomic
 
-        def counting(path: Any, data: bytes) -> None:
+        def counting(path: Any, data: bytes, **options: Any) -> None:
             self.writes += 1
             self.bytes += len(data)
-            self._real(path, data)
+            self._real(path, data, **options)
 
-        orchestrator.session.write_atomic = counting
+        orchestrator.session.live.write_atomic = counting
         return self
 
     def __exit__(self, *exc: object) -> None:
-        orchestrator.session.write_atomic = self._real
+        orchestrator.session.live.write_atomic = self._real

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import msgspec
 import orjson
 import pytest
 import trio
@@ -452,7 +453,7 @@ def test_the_mailbox_check_catches_a_lost_repeated_or_twice_delivered_message(
         check_mailbox(state, box, journal, reference)
     box = reference_run.mail()
     progress = next(m for m in box.values() if m.kind == "progress")
-    box["m99"] = progress.model_copy(update={"message_id": "m99"})
+    box["m99"] = msgspec.structs.replace(progress, message_id="m99")
     state.mailbox.posted_ids.add("m99")
     posted = {**next(r for r in journal if r["k"] == "message_posted"), "id": "m99"}
     with pytest.raises(AssertionError, match="posted twice"):
@@ -545,7 +546,7 @@ def rewind(directory: Path, keep: Callable[[dict[str, Any]], bool]) -> int:
         raise AssertionError("no such record")
     (directory / "snapshot.json").unlink(missing_ok=True)
     manifest = read_manifest(directory)
-    write_manifest(directory, manifest.model_copy(update={"status": "running", "journal_seq": 0}))
+    write_manifest(directory, msgspec.structs.replace(manifest, status="running", journal_seq=0))
     return int(fields["seq"])
 
 

@@ -22,13 +22,14 @@ from orchestrator.loop.assessment import (
     continuation_note,
     over_budget,
 )
-from orchestrator.loop.todos import TodoList, TodosChanged, TodoSpec, write
+from orchestrator.loop.todos import TodoList, TodosChanged, write
 from orchestrator.messages import Usage
 from orchestrator.models.base import ModelRequest
 from orchestrator.models.scripted import ScriptedReply
 from orchestrator.team.oversight import Policy
 from orchestrator.team.queries import MAIN
 from orchestrator.tools import Workspace
+from orchestrator.tools.todos import TodoSpec
 from orchestrator.usage import Price
 from tests.team.test_team import Scene, c, last_text, reply, steps
 

@@ -11,7 +11,6 @@ from orchestrator.loop.todos import (
     TodoError,
     TodoList,
     TodosChanged,
-    TodoSpec,
     TodoStatus,
     create,
     hand_off,
@@ -22,6 +21,7 @@ from orchestrator.loop.todos import (
 from orchestrator.team.oversight import Policy
 from orchestrator.team.queries import MAIN
 from orchestrator.tools import Workspace
+from orchestrator.tools.todos import TodoSpec
 from tests.team.test_team import Scene, c, last_text, reply, steps
 
 

@@ -10,7 +10,7 @@ import pytest
 from orchestrator.config import Config, load_config, parse_config
 from orchestrator.errors import ConfigError
 from orchestrator.messages import Usage
-from orchestrator.session.report import TOKENS, Call, cache_share, usage_ledger, usage_table
+from orchestrator.session.report import Call, cache_share, usage_ledger, usage_table
 from orchestrator.usage import Price, find_price
 
 EXAMPLE = """
@@ -111,7 +111,7 @@ def test_cost_per_million_tokens_with_cache_prices() -> None:
 
 
 def call(agent: str, model: str, usage: Usage) -> Call:
-    return (agent, model, {key: getattr(usage, key) for key in TOKENS})
+    return (agent, model, usage)
 
 
 def test_ledger_totals_per_agent_model_and_session() -> None:

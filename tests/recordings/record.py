@@ -8,6 +8,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import orjson
@@ -58,4 +59,5 @@ def record(name: str, *, kill_after_events: int | None) -> Path:
 
 if __name__ == "__main__":
     print(record("completed", kill_after_events=None))
+    time.sleep(1)  # a later session id: `sessions list` shows the killed one first
     print(record("killed-mid-turn", kill_after_events=12))

@@ -1,4 +1,4 @@
-"""Snapshots: atomic replacement, readable JSON, and the newest valid one."""
+"""Snapshots: atomic replacement and readable JSON."""
 
 from __future__ import annotations
 
@@ -11,9 +11,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from orchestrator.store import (
-    RejectedSnapshot,
-    SnapshotChoice,
-    newest_snapshot,
     read_json,
     write_atomic,
     write_json_atomic,
@@ -80,46 +77,3 @@ def test_any_json_value_round_trips(tmp_path_factory: pytest.TempPathFactory, va
     value = orjson.loads(orjson.dumps(value))  # inf becomes null, as it would on any write
     write_json_atomic(path, value)
     assert read_json(path) == value
-
-
-def test_newest_snapshot_takes_the_highest_valid_seq_and_says_why_it_skipped(
-    tmp_path: Path,
-) -> None:
-    def snap(name: str, content: bytes) -> Path:
-        (path := tmp_path / name).write_bytes(content)
-        return path
-
-    paths = [
-        snap("a.json", b'{"seq": 3}'),
-        snap("b.json", b'{"seq": 7}'),
-        snap("c.json", b'{"seq": 5}'),
-        snap("torn.json", b'{"seq": 9, "ite'),
-        snap("noseq.json", b'{"items": []}'),
-        snap("boolseq.json", b'{"seq": true}'),
-        snap("ahead.json", b'{"seq": 12}'),
-        tmp_path / "missing.json",
-    ]
-    choice = newest_snapshot(paths, seq_of=lambda data: data["seq"], max_seq=10)
-    assert (choice.path, choice.data, choice.seq) == (tmp_path / "b.json", {"seq": 7}, 7)
-    reasons = {r.path.name: r.reason for r in choice.rejected}
-    assert sorted(reasons) == [
-        "ahead.json",
-        "boolseq.json",
-        "missing.json",
-        "noseq.json",
-        "torn.json",
-    ]
-    assert reasons["ahead.json"] == "names seq 12, past the journal's last committed seq 10"
-    assert reasons["noseq.json"] == "names no seq: KeyError('seq')"
-    assert reasons["torn.json"].startswith("unreadable: ")
-
-
-def test_newest_snapshot_of_nothing_valid_is_none(tmp_path: Path) -> None:
-    (bad := tmp_path / "bad.json").write_bytes(b"{")
-    choice = newest_snapshot([bad], seq_of=lambda data: data["seq"])
-    assert choice == SnapshotChoice(
-        None, None, None, [RejectedSnapshot(bad, choice.rejected[0].reason)]
-    )
-    assert newest_snapshot([], seq_of=lambda data: data["seq"]) == SnapshotChoice(
-        None, None, None, []
-    )
