@@ -81,6 +81,10 @@ class BlockedReported(EventBase, frozen=True, tag="blocked_reported"):
     ref: str = ""
 
 
+AssessmentRecords = Assessed | Verified | BlockedReported
+"""The assessment's records (see `Record` in state/events.py)."""
+
+
 class AgentProgress(msgspec.Struct):
     """What the rules remember of one agent, folded from its records (and snapshotted: a
     msgspec struct)."""

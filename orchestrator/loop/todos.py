@@ -62,6 +62,10 @@ class TodosChanged(EventBase, frozen=True, tag="todos_changed"):
     items: tuple[TodoItem, ...] = ()
 
 
+TodoRecords = TodosChanged
+"""The todo lists' records (see `Record` in state/events.py)."""
+
+
 @dataclass
 class TodoList:
     """One agent's list, in the order items were created."""

@@ -18,8 +18,8 @@ import msgspec
 import orjson
 
 from orchestrator.eventbase import EventBase
-from orchestrator.loop.assessment import Assessed, BlockedReported, Verified
-from orchestrator.loop.todos import TodosChanged
+from orchestrator.loop.assessment import AssessmentRecords
+from orchestrator.loop.todos import TodoRecords
 from orchestrator.messages import (
     AssistantMessage,
     Message,
@@ -29,10 +29,10 @@ from orchestrator.messages import (
     Usage,
     plain,
 )
-from orchestrator.state.mailbox import MessagePosted, MessagesDelivered
+from orchestrator.state.mailbox import MailRecords
 from orchestrator.state.manifest import SessionStatus
-from orchestrator.state.settings import SettingsChosen
-from orchestrator.state.tasks import TaskChanged, TaskCreated
+from orchestrator.state.settings import SettingsRecords
+from orchestrator.state.tasks import TaskRecords
 
 _Event = EventBase
 
@@ -160,50 +160,33 @@ class Notice(_Event, frozen=True, tag="notice"):
     message: str
 
 
-Event = (
+Conversation = (
     AgentStarted
     | MessageAdded
     | TurnStarted
-    | TextStreamed
     | AssistantReplied
+    | PermissionGranted
+    | TurnEnded
+    | SessionStatusChanged
+)
+"""The conversation's events that are their own records."""
+
+Concepts = TaskRecords | MailRecords | TodoRecords | AssessmentRecords | SettingsRecords
+"""Each concept's records, declared in its own module beside their fold: a new record kind
+joins its concept's union there, and so the unions below."""
+
+Event = (
+    Conversation
+    | TextStreamed
     | ToolCallStarted
     | ToolCallFinished
-    | PermissionGranted
     | UsageUpdated
-    | TurnEnded
-    | SessionStatusChanged
     | Notice
-    | TaskCreated
-    | TaskChanged
-    | MessagePosted
-    | MessagesDelivered
-    | TodosChanged
-    | Assessed
-    | Verified
-    | BlockedReported
-    | SettingsChosen
+    | Concepts
 )
+"""Every event an agent emits: what the session journals (or not) and the screen shows."""
 
-Record = (
-    AgentStarted
-    | MessageAdded
-    | TurnStarted
-    | AssistantReplied
-    | EffectStarted
-    | CallResult
-    | PermissionGranted
-    | TurnEnded
-    | SessionStatusChanged
-    | TaskCreated
-    | TaskChanged
-    | MessagePosted
-    | MessagesDelivered
-    | TodosChanged
-    | Assessed
-    | Verified
-    | BlockedReported
-    | SettingsChosen
-)
+Record = Conversation | EffectStarted | CallResult | Concepts
 """What the journal holds: one record per line, decoded and validated straight from the
 line's bytes by `decode_record` (the frame's `seq`, `t`, `more` and `crc` are ignored)."""
 

@@ -90,6 +90,10 @@ class MessagesDelivered(EventBase, frozen=True, tag="messages_delivered"):
     content: str
 
 
+MailRecords = MessagePosted | MessagesDelivered
+"""The mailbox's records (see `Record` in state/events.py)."""
+
+
 class Mail(msgspec.Struct, kw_only=True):
     """A message as the session knows it (folded and snapshotted: a msgspec struct)."""
 

@@ -57,3 +57,7 @@ class SettingsChosen(EventBase, frozen=True, tag="settings"):
 
     settings: SessionSettings
     source: str = ""
+
+
+SettingsRecords = SettingsChosen
+"""The settings' records (see `Record` in state/events.py)."""

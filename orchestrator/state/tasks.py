@@ -79,6 +79,11 @@ class TaskChanged(EventBase, frozen=True, tag="task_changed"):
     at: int = 0
 
 
+TaskRecords = TaskCreated | TaskChanged
+"""The task registry's records; the journal's `Record` union is assembled from each
+concept's (state/events.py)."""
+
+
 class Envelope(msgspec.Struct, frozen=True, kw_only=True):
     """What a subagent hands back with `complete`."""
 
