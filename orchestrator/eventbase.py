@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 import msgspec
 
+from orchestrator.errors import OrchestratorError
 from orchestrator.messages import Value
 
 
@@ -38,6 +39,6 @@ class EventBase(Value, frozen=True, kw_only=True, tag_field="k"):
         return body
 
 
-class FoldError(ValueError):
+class FoldError(OrchestratorError, ValueError):
     """A record that does not fit the state it is folded into (names an unknown call,
     agent, task or message). The session layer reports it as corruption at its seq."""

@@ -113,3 +113,24 @@ async def test_no_test_can_reach_beyond_loopback() -> None:
         with pytest.raises(BaseException) as info:  # noqa: PT011
             await client.get("http://192.0.2.1/")  # TEST-NET-1: never routed
     assert "only loopback is allowed" in "".join(traceback.format_exception(info.value))
+
+
+def test_every_exception_of_the_package_is_in_the_error_tree() -> None:
+    # Outcomes (a spent budget, a stall) are values; what is raised, a caller can catch
+    # as an OrchestratorError.
+    from orchestrator.errors import OrchestratorError
+
+    outside = []
+    for info in pkgutil.walk_packages(orchestrator.__path__, "orchestrator."):
+        if info.name == "orchestrator.__main__":
+            continue  # running it runs the command
+        module = importlib.import_module(info.name)
+        for value in vars(module).values():
+            if (
+                isinstance(value, type)
+                and issubclass(value, BaseException)
+                and value.__module__ == info.name
+                and not issubclass(value, OrchestratorError)
+            ):
+                outside.append(f"{info.name}.{value.__name__}")
+    assert not outside

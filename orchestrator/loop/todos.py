@@ -21,6 +21,7 @@ from typing import Literal, Protocol
 
 import msgspec
 
+from orchestrator.errors import OrchestratorError
 from orchestrator.eventbase import EventBase
 from orchestrator.messages import Value, plain
 
@@ -29,7 +30,7 @@ OPEN: frozenset[str] = frozenset({"pending", "in_progress"})
 """Statuses of work still to do."""
 
 
-class TodoError(ValueError):
+class TodoError(OrchestratorError, ValueError):
     """A change the list refuses; the message is what the model should read."""
 
 

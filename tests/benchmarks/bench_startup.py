@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 LAUNCH = (
     "import sys; sys.path.insert(0, sys.argv.pop(1)); "
-    "from orchestrator.cli.main import main; sys.exit(main(sys.argv[1:]))"
+    "from orchestrator.cli import main; sys.exit(main(sys.argv[1:]))"
 )
 
 
