@@ -19,22 +19,19 @@ from orchestrator.errors import (
     ProviderRateLimited,
     ScriptError,
 )
-from orchestrator.loop.assessment import Budgets
 from orchestrator.messages import SystemMessage, UserMessage
 from orchestrator.models.base import Model
 from orchestrator.session.live import LiveSession
 from orchestrator.state.events import AgentStarted, Event, EventSink, FanOut, SessionStatusChanged
-from orchestrator.state.mailbox import Caps
 from orchestrator.state.manifest import SessionStatus
 from orchestrator.state.settings import SessionSettings, SettingsChosen
 from orchestrator.team.definitions import Definitions
 from orchestrator.team.main_agent import open_team, run_main
-from orchestrator.team.oversight import Policy
 from orchestrator.team.port import Runner
 from orchestrator.team.prompts import main_agent_prompt
 from orchestrator.team.queries import MAIN
 from orchestrator.team.runtime import Team
-from orchestrator.team.settings import Limits, TeamSettings
+from orchestrator.team.settings import TeamSettings
 from orchestrator.team.subagent import InProcessRunner
 from orchestrator.tools import Approver, PermissionPolicy, ToolRegistry, Workspace
 from orchestrator.tools.permissions import parse_rules
@@ -191,30 +188,6 @@ async def _chosen_settings(
     return chosen
 
 
-def limits_of(settings: SessionSettings) -> Limits:
-    """The delegation limits of `settings`."""
-    s = settings
-    caps = Caps(message_chars=s.message_chars, delivery_chars=s.delivery_chars)
-    return Limits(s.max_depth, s.max_live, s.max_model_calls, s.wait_timeout, s.stall_after, caps)
-
-
-def policy_of(
-    settings: SessionSettings, prices: dict[str, Price], *, interactive: bool = False
-) -> Policy:
-    """How turn ends are assessed under `settings`."""
-    s = settings
-    return Policy(
-        max_auto_continues=s.max_auto_continues,
-        stall_rounds=s.stall_rounds,
-        verify=s.verify,
-        note=s.continuation_note,
-        serial=s.serial,
-        budgets=Budgets(s.budget_rounds, s.budget_tokens, s.budget_cost, s.budget_wall),
-        interactive=interactive,
-        prices=prices,
-    )
-
-
 async def _drive(live: LiveSession, settings: RunSettings, sink: EventSink) -> RunResult:
     root = live.manifest.workspace_path(live.directory)
     if not await trio.Path(root).is_dir():
@@ -230,16 +203,14 @@ async def _drive(live: LiveSession, settings: RunSettings, sink: EventSink) -> R
         workspace=Workspace(root),
         session_id=live.id,
         definitions=settings.definitions,
-        limits=limits_of(chosen),
         policy=PermissionPolicy([*settings.policy.rules, *allowed], settings.policy.default),
         approve=settings.approve,
         approve_for=settings.approve_for,
-        max_rounds=chosen.max_rounds,
-        max_tokens=chosen.max_tokens,
-        temperature=chosen.temperature,
         redact=settings.redact,
         ask_resume=settings.ask_resume,
-        assess=policy_of(chosen, settings.prices, interactive=settings.interactive),
+        session=chosen,
+        prices=settings.prices,
+        interactive=settings.interactive,
     )
     async with open_team(live, sink, team_settings, runner=settings.runner) as team:
         if MAIN not in live.state.agents:

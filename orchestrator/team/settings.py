@@ -3,16 +3,20 @@ turns share (`TeamSettings`)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from orchestrator.loop.assessment import Budgets
 from orchestrator.models.base import Model
 from orchestrator.state.mailbox import Caps
+from orchestrator.state.settings import SessionSettings
 from orchestrator.team.definitions import Definitions
 from orchestrator.team.oversight import Policy
 from orchestrator.tools.base import ToolRegistry
 from orchestrator.tools.permissions import Approver, PermissionPolicy, approve_all
 from orchestrator.tools.workspace import Workspace
+from orchestrator.usage import Price
 
 
 @dataclass(frozen=True)
@@ -30,24 +34,57 @@ class Limits:
 
 @dataclass
 class TeamSettings:
-    """What every agent's turns share."""
+    """What every agent's turns share: the session's settings (data, journaled) and the
+    wiring that is not data (models, tools, approvers)."""
 
     models: Callable[[str], Model]  # the model for a role ("main", "worker", ...)
     base_tools: ToolRegistry  # the workspace tools; each role gets its subset
     workspace: Workspace
     session_id: str = ""
     definitions: Definitions = field(default_factory=Definitions.builtin)
-    limits: Limits = field(default_factory=Limits)
     policy: PermissionPolicy = field(default_factory=PermissionPolicy)
     approve: Approver = approve_all
     # Names the agent asking (the terminal shows whose call it is), else `approve` is used.
     approve_for: Callable[[str, str], Approver] | None = None
-    max_rounds: int = 50
-    max_tokens: int | None = None
-    temperature: float | None = None
     redact: Callable[[str], str] = str
     # Asks the person whether to revive a task whose resume policy is `ask` (None: no one
     # to ask, such a task stays stopped until its owner writes to it).
     ask_resume: Callable[[str], Awaitable[bool]] | None = None
-    # Assessment after each turn: continuations, verification, session budgets, serial.
-    assess: Policy = field(default_factory=Policy)
+    # The session's settings: limits, budgets, verification, a turn's rounds, sampling.
+    session: SessionSettings = field(default_factory=SessionSettings)
+    prices: dict[str, Price] = field(default_factory=dict)  # for the cost budget
+    interactive: bool = False  # a person answers (the assessment may wait for the user)
+
+    @functools.cached_property
+    def limits(self) -> Limits:
+        """How far delegation may go, from the session's settings."""
+        return limits_of(self.session)
+
+    @functools.cached_property
+    def assess(self) -> Policy:
+        """How turn ends are assessed, from the session's settings."""
+        return policy_of(self.session, self.prices, interactive=self.interactive)
+
+
+def limits_of(settings: SessionSettings) -> Limits:
+    """The delegation limits of `settings`."""
+    s = settings
+    caps = Caps(message_chars=s.message_chars, delivery_chars=s.delivery_chars)
+    return Limits(s.max_depth, s.max_live, s.max_model_calls, s.wait_timeout, s.stall_after, caps)
+
+
+def policy_of(
+    settings: SessionSettings, prices: dict[str, Price], *, interactive: bool = False
+) -> Policy:
+    """How turn ends are assessed under `settings`."""
+    s = settings
+    return Policy(
+        max_auto_continues=s.max_auto_continues,
+        stall_rounds=s.stall_rounds,
+        verify=s.verify,
+        note=s.continuation_note,
+        serial=s.serial,
+        budgets=Budgets(s.budget_rounds, s.budget_tokens, s.budget_cost, s.budget_wall),
+        interactive=interactive,
+        prices=prices,
+    )

@@ -68,7 +68,7 @@ class Turns:
         definition = queries.definition(self._session.state, s.definitions, agent)
         role = MAIN if definition is None else definition.name
         tools = self._tools(definition)
-        max_rounds = s.max_rounds if definition is None else definition.max_rounds
+        max_rounds = s.session.max_rounds if definition is None else definition.max_rounds
         approve = s.approve_for(agent, self._who(agent)) if s.approve_for else s.approve
         policy = s.policy
         if definition is not None and definition.allow:
@@ -84,8 +84,8 @@ class Turns:
             approve=self._one_at_a_time(approve),
             grants=lambda: self._session.state.grants,
             max_rounds=max_rounds,
-            max_tokens=s.max_tokens,
-            temperature=s.temperature,
+            max_tokens=s.session.max_tokens,
+            temperature=s.session.temperature,
             redact=s.redact,
             hooks=self._hooks,
             guard=self._guard(agent),

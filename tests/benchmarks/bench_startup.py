@@ -5,13 +5,12 @@
 Each command runs `--runs` times in a fresh interpreter; the figures are the median wall
 time and the median CPU time of the process (which other work on a shared machine moves
 less). `sessions list` runs over a sessions root holding a recorded session, `sessions
-show` on it; `show (snapshot)` on a session this checkout's demo made, which ended
-cleanly, so its snapshot covers its journal (a tree that cannot read that format shows
-`-`). `--tree DIR` (repeatable) times other checkouts of the code too (say an older
-commit, made with `git worktree add DIR COMMIT`): their runs are interleaved with this
-checkout's, so a before/after comparison sees the same machine at the same moments, and
-the last column is this checkout's medians over each other tree's. Run it with this
-checkout's interpreter.
+show` on it; `show (snapshot)` on a session each tree's own demo made, which ended
+cleanly, so its snapshot covers its journal. `--tree DIR` (repeatable) times other
+checkouts of the code too (say an older commit, made with `git worktree add DIR
+COMMIT`): their runs are interleaved with this checkout's, so a before/after comparison
+sees the same machine at the same moments, and the last column is this checkout's
+medians over each other tree's. Run it with this checkout's interpreter.
 """
 
 from __future__ import annotations
@@ -71,14 +70,14 @@ def main() -> None:
             # Migrate once if this tree wants to, outside the timing.
             [session] = [p.name for p in root.iterdir()]
             timed(tree, ["sessions", "show", session, "--sessions-dir", str(root)])
-        demo = work / "demo"
-        timed(ROOT, ["demo", "--no-crash", "--sessions-dir", str(demo), "-w", str(work / "ws")])
-        [shown] = [p.name for p in demo.iterdir()]
-        demo_roots: list[Path | None] = []
+        # Each tree shows a demo session it made itself, which ended cleanly: its snapshot
+        # (of that tree's layout) covers its journal.
+        demo_roots: list[tuple[Path, str]] = []
         for number, tree in enumerate(trees):
-            root = work / f"demo-{number}"
-            shutil.copytree(demo, root)
-            demo_roots.append(root if _reads(tree, shown, root) else None)
+            root, ws = work / f"demo-{number}", work / f"ws-{number}"
+            timed(tree, ["demo", "--no-crash", "--sessions-dir", str(root), "-w", str(ws)])
+            [shown] = [p.name for p in root.iterdir()]
+            demo_roots.append((root, shown))
         python = statistics.median([_time([sys.executable, "-c", "pass"]) for _ in range(5)])
         print(f"python -c pass: {python * 1000:.0f} ms (the interpreter alone)")
         print("median wall / CPU ms, fresh interpreter each run")
@@ -91,17 +90,17 @@ def main() -> None:
             ("--help", ["--help"]),
             ("sessions list", ["sessions", "list"]),
             ("sessions show", ["sessions", "show", session]),
-            ("sessions show (snapshot)", ["sessions", "show", shown]),
+            ("sessions show (snapshot)", ["sessions", "show"]),
         ):
             walls: list[list[float]] = [[] for _ in trees]
             cpus: list[list[float]] = [[] for _ in trees]
-            where = demo_roots if "snapshot" in name else roots
             for _ in range(args.runs):
                 for number, tree in enumerate(trees):
-                    root_of = where[number]
-                    if root_of is None:
-                        continue
-                    extra = [] if name == "--help" else ["--sessions-dir", str(root_of)]
+                    if "snapshot" in name:
+                        root_of, own = demo_roots[number]
+                        extra = [own, "--sessions-dir", str(root_of)]
+                    else:
+                        extra = [] if name == "--help" else ["--sessions-dir", str(roots[number])]
                     wall, cpu = timed_cpu(tree, command + extra)
                     walls[number].append(wall)
                     cpus[number].append(cpu)
@@ -148,15 +147,6 @@ def _many_sessions(root: Path, recorded: Path) -> Path:
         for item in range(1000):
             (directory / f"f{item}").touch()
     return root
-
-
-def _reads(tree: Path, session: str, root: Path) -> bool:
-    """Whether `tree` shows the session (an older tree refuses a newer format)."""
-    command = ["sessions", "show", session, "--sessions-dir", str(root)]
-    result = subprocess.run(
-        [sys.executable, "-c", LAUNCH, str(tree), *command], capture_output=True, check=False
-    )
-    return result.returncode == 0
 
 
 def _time(command: list[str]) -> float:

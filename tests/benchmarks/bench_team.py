@@ -74,7 +74,7 @@ from orchestrator.team.definitions import AgentDefinition, Definitions  # noqa: 
 from orchestrator.team.drive import RunSettings, drive  # noqa: E402
 from orchestrator.team.main_agent import open_team, run_main  # noqa: E402
 from orchestrator.team.queries import MAIN  # noqa: E402
-from orchestrator.team.settings import Limits, TeamSettings  # noqa: E402
+from orchestrator.team.settings import TeamSettings  # noqa: E402
 from orchestrator.tools import PermissionPolicy, ToolRegistry, Workspace, approve_all  # noqa: E402
 from tests.benchmarks.shape import Fixed as _Fixed  # noqa: E402
 
@@ -175,8 +175,12 @@ class Timing:
             self.gc += time.process_time() - self._gc_start
 
 
-def _limits(tasks: int) -> Limits:
-    return Limits(max_live=max(tasks, 8), max_model_calls=max(tasks, 16))
+def _session(brain: Brain) -> SessionSettings:
+    return SessionSettings(
+        max_rounds=brain.alone + 3,
+        max_live=max(brain.tasks, 8),
+        max_model_calls=max(brain.tasks, 16),
+    )
 
 
 async def run_on_disk(root: Path, brain: Brain, durability: Durability) -> Timing:
@@ -191,11 +195,7 @@ async def run_on_disk(root: Path, brain: Brain, durability: Durability) -> Timin
         policy=PermissionPolicy(),
         approve=approve_all,
         definitions=DEFINITIONS,
-        session=SessionSettings(
-            max_rounds=brain.alone + 3,
-            max_live=_limits(brain.tasks).max_live,
-            max_model_calls=_limits(brain.tasks).max_model_calls,
-        ),
+        session=_session(brain),
     )
     async with open_session(root, session_id, durability=durability, warn=print) as live:
         with Timing() as timing:
@@ -213,8 +213,7 @@ async def run_in_memory(root: Path, brain: Brain) -> Timing:
         base_tools=ToolRegistry([Fixed()]),
         workspace=Workspace(root),
         definitions=DEFINITIONS,
-        limits=_limits(brain.tasks),
-        max_rounds=brain.alone + 3,
+        session=_session(brain),
     )
     with Timing() as timing:
         messages = (SystemMessage(content="main"), UserMessage(content="bench"))

@@ -17,6 +17,7 @@ from orchestrator.models.scripted import ScriptedCall, ScriptedModel, ScriptedRe
 from orchestrator.session.live import MemorySession
 from orchestrator.state.events import AgentStarted, FanOut, ListSink
 from orchestrator.state.mailbox import Mail, MailHistory
+from orchestrator.state.settings import SessionSettings
 from orchestrator.team.main_agent import MainOutcome, open_team, run_main
 from orchestrator.team.oversight import Policy
 from orchestrator.team.queries import MAIN
@@ -70,12 +71,27 @@ class Scene:
         self.session = HistorySession()
         self.events = ListSink()
         self.model = ScriptedModel(self._answer)
+        policy = policy or Policy()
+        budgets = policy.budgets
         self.settings = TeamSettings(
             models=lambda role: self.model,
             base_tools=workspace_tools(),
             workspace=workspace,
-            limits=Limits(**limits),
-            assess=policy or Policy(),
+            # The test's assessment policy and limits, as the session's settings.
+            session=SessionSettings(
+                max_auto_continues=policy.max_auto_continues,
+                stall_rounds=policy.stall_rounds,
+                verify=policy.verify,
+                continuation_note=policy.note,
+                serial=policy.serial,
+                budget_rounds=budgets.rounds,
+                budget_tokens=budgets.tokens,
+                budget_cost=budgets.cost,
+                budget_wall=budgets.wall,
+                **limits,
+            ),
+            prices=dict(policy.prices),
+            interactive=policy.interactive,
         )
         self.team: Team | None = None
 
@@ -964,7 +980,7 @@ def test_the_config_team_table_sets_the_limits() -> None:
     from orchestrator.cli.run import session_settings
     from orchestrator.config import parse_config
     from orchestrator.errors import ConfigError
-    from orchestrator.team.drive import limits_of
+    from orchestrator.team.settings import limits_of
 
     config = parse_config("[team]\nmax_live = 3\nstall_after = 60\ndelivery_chars = 5000\n")
     flags = argparse.Namespace(max_rounds=None, allow=[])
