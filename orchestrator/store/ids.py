@@ -9,7 +9,6 @@ the file system.
 from __future__ import annotations
 
 import re
-import secrets
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,11 +21,16 @@ _PATTERN = re.compile(r"[0-9]{8}T[0-9]{6}-[0-9a-f]{6}")
 _TIME_FORMAT = "%Y%m%dT%H%M%S"
 
 
-def new_session_id(now: datetime, *, rand: Callable[[int], int] = secrets.randbits) -> str:
+def new_session_id(now: datetime, *, rand: Callable[[int], int] | None = None) -> str:
     """A fresh id for a session created at `now` (timezone-aware). `rand(k)` returns k
-    random bits: pass `random.Random(seed).getrandbits` for reproducible ids."""
+    random bits (default: `secrets.randbits`): pass `random.Random(seed).getrandbits` for
+    reproducible ids."""
     if now.tzinfo is None:
         raise ValueError("new_session_id needs a timezone-aware time, e.g. datetime.now(UTC)")
+    if rand is None:
+        import secrets  # here, not above: only making a session needs it (hmac, hashlib)
+
+        rand = secrets.randbits
     t = now.astimezone(UTC)
     stamp = f"{t.year:04}{t.month:02}{t.day:02}T{t.hour:02}{t.minute:02}{t.second:02}"
     return f"{stamp}-{rand(24) & 0xFFFFFF:06x}"

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -97,6 +96,8 @@ class SessionLock:
         except BaseException:
             os.close(fd)
             raise
+        import socket  # here, not above: reading a lock (sessions list, show) never needs it
+
         pid, host, since = os.getpid(), socket.gethostname(), self._now().astimezone(UTC)
         try:
             os.ftruncate(fd, 0)
