@@ -120,7 +120,8 @@ def _session_options(parser: argparse.ArgumentParser) -> None:
         "session settings",
         "Each wins over the [session] table of every config file; not given, the "
         "files' value applies, else the default named here (see docs/configuration.md; "
-        "`orchestrator config show` prints what applies and why).",
+        "`orchestrator config show` prints what applies and why). They are journaled with "
+        "the session: on resume, not given, the session's own value applies.",
     )
     group.add_argument(
         "--serial",
@@ -230,11 +231,14 @@ def build_parser() -> argparse.ArgumentParser:
     resume = commands.add_parser(
         "resume",
         help="continue a stopped or crashed session where it stood",
-        description="Continue session ID (or the newest with --last) from its journal. Tool "
-        "calls cut off by a crash are reported to the model as interrupted (idempotent ones "
-        "are simply run again). A blocked session goes on once --message answers it; a session "
-        "whose budget ran out goes on with a larger one (--max-auto-continues, --budget-*); "
-        "a finished session is left alone unless --message follows it up.",
+        description="Continue session ID (or the newest with --last) from its journal, with "
+        "the settings it was started with (journaled; the config files as they are now do "
+        "not change them); a setting given here (a session flag, --max-rounds, --allow) "
+        "replaces that one from now on. Tool calls cut off by a crash are reported to the "
+        "model as interrupted (idempotent ones are simply run again). A blocked session "
+        "goes on once --message answers it; a session whose budget ran out goes on with a "
+        "larger one (--max-auto-continues, --budget-*); a finished session is left alone "
+        "unless --message follows it up.",
     )
     resume.add_argument("session_id", nargs="?", metavar="ID", help="session id")
     resume.add_argument("--last", action="store_true", help="resume the newest session")
