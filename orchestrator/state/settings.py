@@ -59,7 +59,8 @@ class SessionSettings(
 
 class SettingsChosen(EventBase, frozen=True, tag="settings"):
     """Record: the settings the session runs with from here on. `source` says who chose
-    them: `run`, `demo`, `library`, `resume` (an explicit override), `migrated`."""
+    them: `run`, `demo`, `library` (`create_session(settings=...)`), `start` (the first
+    `drive` of a session made without), `override` (a resume's own), `migrated`."""
 
     settings: SessionSettings
     source: str = ""
