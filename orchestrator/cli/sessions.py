@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from orchestrator.cli.text import abbreviate, visible
-from orchestrator.errors import JournalCorrupt, SessionError, SessionNotFound
+from orchestrator.errors import SessionError, SessionNotFound
 from orchestrator.layout import LOCK, MANIFEST
+from orchestrator.session.check import repair, verify
 from orchestrator.session.status import shown_status
 from orchestrator.store.ids import is_session_id, session_dir
 
@@ -139,56 +140,6 @@ def task_tree(tasks: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def verify(directory: Path) -> list[str]:
-    """Check every record of a session (frame, checksum, schema, and that it folds),
-    and that the snapshot agrees with the fold at the seq it names; the problems found,
-    or none."""
-    from orchestrator.session.replay import JOURNAL, SNAPSHOT, folded, gc_paused, read_snapshot_seq
-    from orchestrator.state.fold import SessionState
-    from orchestrator.store import scan_journal
-    from orchestrator.store.scan import holds
-
-    path = directory / JOURNAL
-    problems: list[str] = []
-    snapshot, reached = read_snapshot_seq(directory, problems.append)
-    state = SessionState()
-    checked = snapshot is None
-
-    def compare(seq: int) -> None:
-        if snapshot is None:
-            return
-        if snapshot != state.snapshot(journal=snapshot.journal):
-            where = directory / SNAPSHOT
-            problems.append(f"{where} does not match the journal folded to seq {seq}")
-        mark = snapshot.journal
-        if mark is not None and (mark.seq != seq or not holds(path.read_bytes(), mark)):
-            problems.append(
-                f"{directory / SNAPSHOT} marks the journal as {list(mark)} (seq, length, "
-                "CRC-32), which it does not hold: a resume checks every line instead"
-            )
-
-    if snapshot is not None and snapshot.seq == 0:
-        checked = True
-        compare(0)
-    try:
-        with gc_paused():
-            scan = scan_journal(path)
-            for seq, _ in folded(state, scan):
-                if snapshot is not None and seq == snapshot.seq:
-                    checked = True
-                    compare(seq)
-    except JournalCorrupt as exc:
-        return [*problems, str(exc)]
-    if scan.cut is not None:
-        problems.append(f"{path} ends in a torn tail, cut on the next resume: {scan.cut}")
-    if (not checked and snapshot is not None) or reached > state.seq:
-        problems.append(
-            f"{directory / SNAPSHOT} names seq {reached}, past the journal's last "
-            f"record {state.seq}"
-        )
-    return problems
-
-
 def _current(directory: Path) -> None:
     """Migrate a session of an older format first (under its lock), saying so: the
     commands that read journals read only the current format."""
@@ -243,6 +194,7 @@ def _show(
     print(f"workspace {info['workspace']}")
     print(f"created   {info['created']}  updated {info['updated']}")
     print(f"journal   {info['journal_records']} records")
+    print(f"settings  {_settings_line(info['settings'])}")
     print("agents")
     for agent_id, agent in info["agents"].items():
         usage = agent["usage"]
@@ -277,6 +229,22 @@ def _show(
     for warning in info["warnings"]:
         print(f"warning: {visible(warning)}")
     return 0
+
+
+def _settings_line(settings: dict[str, Any] | None) -> str:
+    """The session's settings, as the values that differ from the defaults."""
+    if settings is None:
+        return "none journaled yet (the next run takes them from its config and flags)"
+    from orchestrator.messages import plain
+    from orchestrator.state.settings import SessionSettings
+
+    defaults = plain(SessionSettings())
+    changed = [
+        f"{key} {visible(orjson.dumps(value).decode())}"
+        for key, value in settings.items()
+        if value != defaults.get(key)
+    ]
+    return "the defaults, but " + ", ".join(changed) if changed else "the defaults"
 
 
 def _print_todos(lists: dict[str, dict[str, Any]]) -> None:
@@ -316,74 +284,6 @@ def _repair(root: Path, session_id: str) -> int:
         for line in repair(directory):
             print(line)
     return 0
-
-
-def repair(directory: Path) -> list[str]:
-    """Cut a corrupt journal back to its last good batch, then, if the session had got
-    further than the journal now goes (a lost or cut journal), accept the loss: the
-    snapshot that is ahead is moved aside and the manifest's mark lowered, so the session
-    resumes from the journal's last record. Nothing is deleted. What was done, in lines."""
-    from datetime import UTC, datetime
-
-    from msgspec import structs
-
-    from orchestrator.session.replay import JOURNAL, SNAPSHOT, read_snapshot_seq
-    from orchestrator.state.manifest import read_manifest, write_manifest
-    from orchestrator.store import repair_journal, scan_journal
-
-    journal = directory / JOURNAL
-    if journal.exists():
-        done = [repair_journal(journal).describe()]
-        unreadable = _cut_unreadable(journal)
-        if unreadable is not None:
-            done.append(unreadable)
-    else:
-        journal.touch(mode=0o600)
-        done = [f"{journal} was missing: an empty journal is in its place"]
-    last = scan_journal(directory / JOURNAL).last_seq
-    _, reached = read_snapshot_seq(directory, warn=lambda _: None)
-    if reached > last:
-        aside = directory / f"{SNAPSHOT}.ahead-{datetime.now(UTC):%Y%m%dT%H%M%S}"
-        (directory / SNAPSHOT).rename(aside)
-        done.append(
-            f"the snapshot reflected seq {reached}, past the journal's {last}: moved to "
-            f"{aside}; the session resumes from seq {last}, and work after that may be done again"
-        )
-    manifest = read_manifest(directory)
-    if manifest.journal_seq > last:
-        write_manifest(directory, structs.replace(manifest, journal_seq=last))
-        done.append(
-            f"the session had reached seq {manifest.journal_seq}; it now resumes from seq "
-            f"{last}, and work after that may be done again"
-        )
-    return done
-
-
-def _cut_unreadable(journal: Path) -> str | None:
-    """Cut the journal before the first record whose checksum is good but which does not
-    fit its schema or does not fold (written by another version, or by hand), keeping
-    whole batches and the original aside; what was done, or None."""
-    from orchestrator.state.context import FoldError
-    from orchestrator.state.events import decode_record
-    from orchestrator.state.fold import SessionState
-    from orchestrator.store._line import CRC_SUFFIX_LEN, MORE
-    from orchestrator.store.repair import cut_journal
-
-    data = journal.read_bytes()
-    state = SessionState()
-    offset = batch_end = 0
-    last_whole = 0
-    for seq, line in enumerate(data.split(b"\n")[:-1], start=1):
-        try:
-            state.apply(seq, decode_record(line))
-        except (ValueError, FoldError) as exc:  # msgspec.DecodeError is a ValueError
-            reason = f"record seq {seq} does not fit this version ({exc})"
-            report = cut_journal(journal, data, batch_end, last_whole, reason)
-            return report.describe().splitlines()[0]
-        offset += len(line) + 1
-        if not line.endswith(MORE, 0, len(line) - CRC_SUFFIX_LEN):
-            batch_end, last_whole = offset, seq
-    return None
 
 
 def _transcript(root: Path, session_id: str) -> int:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from orchestrator._face import lazy
 
 if TYPE_CHECKING:
+    from orchestrator.session.check import repair, verify
     from orchestrator.session.live import LiveSession, MemorySession, create_session, open_session
     from orchestrator.session.migrations import MIGRATIONS, migrate
     from orchestrator.session.replay import load, load_state, mail_history
@@ -16,6 +17,8 @@ if TYPE_CHECKING:
 
 _HOMES = {
     "LiveSession": "live",
+    "verify": "check",
+    "repair": "check",
     "MIGRATIONS": "migrations",
     "MemorySession": "live",
     "create_session": "live",
@@ -41,7 +44,9 @@ __all__ = [
     "migrate",
     "open_session",
     "quick_describe",
+    "repair",
     "usage_ledger",
+    "verify",
 ]
 
 __getattr__, __dir__ = lazy(__name__, _HOMES)

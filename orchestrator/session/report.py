@@ -108,6 +108,8 @@ def _report(
         "cache_share": cache_share(ledger["session"]),
         "usage_table": usage_table(ledger),
         "journal_records": scan.last_seq,
+        # What the session runs with, and a resume with it (None: no settings record yet).
+        "settings": None if snapshot.settings is None else plain(snapshot.settings),
         "reason": history.reason if snapshot.status != "completed" else "",
         "agents": {
             agent_id: {

@@ -10,9 +10,9 @@ import msgspec
 import orjson
 import pytest
 
-from orchestrator.cli.sessions import verify
 from orchestrator.errors import JournalCorrupt
 from orchestrator.messages import plain
+from orchestrator.session.check import verify
 from orchestrator.session.live import JOURNAL, SNAPSHOT, load_state, migrate, read_manifest
 from orchestrator.session.migrations import v1_to_v2, v3_to_v4
 from orchestrator.state.manifest import FORMAT_VERSION

@@ -16,8 +16,8 @@ import msgspec
 import orjson
 import pytest
 
-from orchestrator.cli.sessions import verify
 from orchestrator.messages import ToolResult
+from orchestrator.session.check import verify
 from orchestrator.session.live import (
     JOURNAL,
     LOCK,

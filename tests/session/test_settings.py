@@ -12,6 +12,7 @@ import orjson
 import pytest
 
 from orchestrator.errors import SessionError
+from orchestrator.messages import plain
 from orchestrator.models.scripted import ScriptedModel, parse_script
 from orchestrator.session.live import (
     JOURNAL,
@@ -146,3 +147,19 @@ async def test_a_session_made_without_settings_journals_the_defaults_as_it_start
     [record] = settings_records(directory)
     assert (record.source, record.settings) == ("start", SessionSettings())
     assert read_manifest(directory).status == "completed"
+
+
+def test_sessions_show_says_what_the_session_runs_with(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from orchestrator.cli.main import main
+    from orchestrator.layout import FORMAT_VERSION
+
+    root = tmp_path / "sessions"
+    shutil.copytree(RECORDED / f"v{FORMAT_VERSION}-completed", root)
+    [session] = [p.name for p in root.iterdir()]
+    assert main(["sessions", "show", session, "--sessions-dir", str(root)]) == 0
+    assert f'settings  the defaults, but verify ["{VERIFY}"]\n' in capsys.readouterr().out
+    assert main(["sessions", "show", session, "--sessions-dir", str(root), "--json"]) == 0
+    shown = orjson.loads(capsys.readouterr().out)
+    assert shown["settings"] == {**plain(SessionSettings()), "verify": [VERIFY]}
