@@ -3,9 +3,7 @@
 `SessionState.apply` is the only place that turns a record into state, so a live run
 (which folds each record as it journals it) and a resume (which folds them again) cannot
 disagree. It composes the folds of the concepts that own the records: the conversation's
-in `context.py`, and the `STATE_FOLDS` each concept declares beside its records
-(`tasks.py`, `mailbox.py`, `settings.py`); the loop's records (todos, assessment) fold
-here, since `loop/` cannot name the state.
+in `context.py`, the task registry's in `tasks.py`, the mailbox's in `mailbox.py`.
 
 The snapshot holds positions, not copies: the small state (statuses, counters, the task
 records, the live mail) and, per agent, the seq where its live context starts. Resume
@@ -37,15 +35,20 @@ from orchestrator.state.events import (
     TurnEnded,
     TurnStarted,
 )
-from orchestrator.state.mailbox import STATE_FOLDS as MAIL_STATE_FOLDS
-from orchestrator.state.mailbox import USER as USER
-from orchestrator.state.mailbox import Mailbox, MailboxSummary, heard
+from orchestrator.state.mailbox import Mailbox, MailboxSummary, MessagePosted, MessagesDelivered
 from orchestrator.state.manifest import SessionStatus
-from orchestrator.state.settings import STATE_FOLDS as SETTINGS_STATE_FOLDS
-from orchestrator.state.settings import SessionSettings
-from orchestrator.state.tasks import STATE_FOLDS as TASK_STATE_FOLDS
-from orchestrator.state.tasks import Registry, TaskRecord
+from orchestrator.state.settings import SessionSettings, SettingsChosen
+from orchestrator.state.tasks import (
+    SETTLED,
+    TASK_FOLDS,
+    Registry,
+    TaskChanged,
+    TaskCreated,
+    TaskRecord,
+)
 from orchestrator.store.scan import JournalMark
+
+USER = "user"  # the sender of what the person says to the main agent (team.USER)
 
 
 class AgentSummary(msgspec.Struct, kw_only=True):
@@ -300,9 +303,35 @@ def _granted(state: SessionState, seq: int, record: PermissionGranted) -> None:
     state.grants.append(record)
 
 
+def _task(state: SessionState, seq: int, record: TaskCreated | TaskChanged) -> None:
+    TASK_FOLDS[type(record)](state.tasks, seq, record)
+    if isinstance(record, TaskChanged) and record.state in SETTLED:
+        task = state.tasks.get(record.task)
+        if task is not None:
+            state.progress_of(task.owner).progressed()
+
+
+def _posted(state: SessionState, seq: int, record: MessagePosted) -> None:
+    mail = state.mailbox.posted(seq, record)
+    state.tasks.note_message(seq, mail)
+
+
+def _delivered(state: SessionState, seq: int, record: MessagesDelivered) -> None:
+    _heard(state, record.agent, record.ids)
+    state.mailbox.delivered(seq, record.agent, record.ids)
+
+
+def _heard(state: SessionState, agent: str, ids: tuple[str, ...]) -> None:
+    task = state.tasks.get(agent)
+    owner = task.owner if task is not None else USER
+    messages = state.mailbox.messages
+    from_owner = any(m.sender == owner for i in ids if (m := messages.get(i)) is not None)
+    state.progress_of(agent).heard(from_owner=from_owner)
+
+
 def _call_result(state: SessionState, seq: int, record: CallResult) -> None:
     if record.delivers:
-        heard(state, record.agent, record.delivers)
+        _heard(state, record.agent, record.delivers)
         state.mailbox.delivered(seq, record.agent, record.delivers)
     state.mailbox.call_done(record.agent, record.ref)
     if record.status == "ok":
@@ -329,23 +358,27 @@ def _blocked(state: SessionState, seq: int, record: BlockedReported) -> None:
     state.progress_of(record.agent).reported_blocked(record)
 
 
+def _settings(state: SessionState, seq: int, record: SettingsChosen) -> None:
+    state.settings = record.settings
+
+
 _SMALL_FOLDS: dict[type, Callable[[SessionState, int, Any], None]] = {
-    # The conversation's records, and the loop's (loop/ is pure: it cannot name the state).
     AgentStarted: _agent_started,
     TurnStarted: _turn_started,
     AssistantReplied: _replied,
     TurnEnded: _turn_ended,
     SessionStatusChanged: _status,
     PermissionGranted: _granted,
+    TaskCreated: _task,
+    TaskChanged: _task,
+    MessagePosted: _posted,
+    MessagesDelivered: _delivered,
     CallResult: _call_result,
     TodosChanged: _todos,
     Assessed: _assessed,
     Verified: _verified,
     BlockedReported: _blocked,
-    # Each concept of state/ declares its own, beside its records.
-    **TASK_STATE_FOLDS,
-    **MAIL_STATE_FOLDS,
-    **SETTINGS_STATE_FOLDS,
+    SettingsChosen: _settings,
 }
 """How each record changes the small state, by record type. Records of the conversation
 change contexts too (`CONTEXT_FOLDS`); every record kind is in one table or both."""

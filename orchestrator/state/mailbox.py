@@ -22,18 +22,13 @@ result). The journal keeps every message; `MailHistory` folds them all back for 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import msgspec
 
 from orchestrator.eventbase import EventBase, FoldError
-
-if TYPE_CHECKING:
-    from orchestrator.state.fold import SessionState
-
-USER = "user"  # the sender of what the person says to the main agent
 
 MailKind = Literal[
     "progress",
@@ -429,30 +424,3 @@ def _render_one(mail: Mail, caps: Caps) -> str:
             f"\n[... cut; the full message is {mail.message_id} in the session record]"
         )
     return f"{head}\n{text}\n</{mail.kind}>"
-
-
-def _posted(state: SessionState, seq: int, record: MessagePosted) -> None:
-    mail = state.mailbox.posted(seq, record)
-    state.tasks.note_message(seq, mail)
-
-
-def _delivered(state: SessionState, seq: int, record: MessagesDelivered) -> None:
-    heard(state, record.agent, record.ids)
-    state.mailbox.delivered(seq, record.agent, record.ids)
-
-
-def heard(state: SessionState, agent: str, ids: tuple[str, ...]) -> None:
-    """`agent` got the messages `ids`: its assessment notes whether its owner spoke."""
-    task = state.tasks.get(agent)
-    owner = task.owner if task is not None else USER
-    messages = state.mailbox.messages
-    from_owner = any(m.sender == owner for i in ids if (m := messages.get(i)) is not None)
-    state.progress_of(agent).heard(from_owner=from_owner)
-
-
-STATE_FOLDS: dict[type, Callable[[SessionState, int, Any], None]] = {
-    MessagePosted: _posted,
-    MessagesDelivered: _delivered,
-}
-"""How each mailbox record changes the session's state (`SessionState.apply` looks it
-up); a `call_result` that delivers mail is the conversation's, and calls `heard`."""

@@ -7,16 +7,10 @@ with, whichever command or program continues it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
-
 import msgspec
 
 from orchestrator.eventbase import EventBase
 from orchestrator.messages import Value
-
-if TYPE_CHECKING:
-    from orchestrator.state.fold import SessionState
 
 MAIN = "main"  # the main agent, whose records speak for the whole session
 
@@ -68,11 +62,3 @@ class SettingsChosen(EventBase, frozen=True, tag="settings"):
 
 SettingsRecords = SettingsChosen
 """The settings' records (see `Record` in state/events.py)."""
-
-
-def _fold(state: SessionState, seq: int, record: SettingsChosen) -> None:
-    state.settings = record.settings
-
-
-STATE_FOLDS: dict[type, Callable[[SessionState, int, Any], None]] = {SettingsChosen: _fold}
-"""How the settings record changes the session's state (`SessionState.apply`)."""

@@ -21,15 +21,12 @@ import fnmatch
 import posixpath
 import time
 from collections.abc import Callable, Collection, Iterable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import msgspec
 
 from orchestrator.eventbase import EventBase, FoldError
 from orchestrator.state.mailbox import Mail
-
-if TYPE_CHECKING:
-    from orchestrator.state.fold import SessionState
 
 TaskState = Literal[
     "pending",
@@ -361,17 +358,3 @@ TASK_FOLDS: dict[type, Callable[[Registry, int, Any], None]] = {
 }
 """How each task record changes the registry (the mailbox's messages about a task update
 its progress and completion: see `mailbox.py`)."""
-
-
-def _fold(state: SessionState, seq: int, record: TaskCreated | TaskChanged) -> None:
-    TASK_FOLDS[type(record)](state.tasks, seq, record)
-    if isinstance(record, TaskChanged) and record.state in SETTLED:
-        task = state.tasks.get(record.task)
-        if task is not None:
-            state.progress_of(task.owner).progressed()  # its owner made progress
-
-
-STATE_FOLDS: dict[type, Callable[[SessionState, int, Any], None]] = dict.fromkeys(
-    (TaskCreated, TaskChanged), _fold
-)
-"""How each task record changes the session's state (`SessionState.apply` looks it up)."""
