@@ -30,8 +30,7 @@ from __future__ import annotations
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from types import MappingProxyType
-from typing import Any, Final, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
@@ -104,21 +103,6 @@ class TeamConfig(_Strict, frozen=True):
     stall_after: float | None = Field(default=None, gt=0)
     message_chars: int | None = Field(default=None, ge=200)
     delivery_chars: int | None = Field(default=None, ge=200)
-
-
-TEAM_DEFAULTS: Final[Mapping[str, float]] = MappingProxyType(
-    {
-        "max_depth": 2,
-        "max_live": 8,
-        "max_model_calls": 16,
-        "wait_timeout": 600.0,
-        "stall_after": 900.0,
-        "message_chars": 4000,
-        "delivery_chars": 16000,
-    }
-)
-"""What an unset `[team]` key means: the defaults of `team.Limits` and `mailbox.Caps`
-(a test keeps them equal), here so that `config show` need not import the team."""
 
 
 class SessionConfig(_Strict, frozen=True):

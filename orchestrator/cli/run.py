@@ -103,24 +103,16 @@ def session_settings(config: Config, args: argparse.Namespace) -> SessionSetting
     """The settings a new session runs with: the layered config (its [session] table with
     the session flags over it, [team], the main agent's [agents.main]) and `--max-rounds`
     and `--allow`. The one place where configuration and flags become settings."""
-    session, team, main = config.session, config.team, config.agent("main")
-    defaults = SessionSettings()
-    return SessionSettings(
-        verify=session.verify,
-        serial=session.serial,
-        max_auto_continues=session.max_auto_continues,
-        stall_rounds=session.stall_rounds,
-        continuation_note=session.continuation_note,
-        budget_rounds=session.budget_rounds,
-        budget_tokens=session.budget_tokens,
-        budget_cost=session.budget_cost,
-        budget_wall=session.budget_wall,
-        max_rounds=args.max_rounds or defaults.max_rounds,
-        max_tokens=main.max_tokens,
-        temperature=main.temperature,
-        allow=tuple(args.allow or ()),
-        **{key: value for key, value in team.model_dump().items() if value is not None},
-    )
+    main = config.agent("main")
+    values = {
+        **config.session.model_dump(),  # the [session] keys are settings of the same names
+        **config.team.model_dump(),  # and so are the [team] keys (None: not set)
+        "max_rounds": args.max_rounds,
+        "max_tokens": main.max_tokens,
+        "temperature": main.temperature,
+        "allow": tuple(args.allow or ()),
+    }
+    return SessionSettings(**{key: value for key, value in values.items() if value is not None})
 
 
 def overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -315,10 +307,12 @@ async def _run_session(
 def _session_for(
     live: LiveSession, config: Config, args: argparse.Namespace, changes: dict[str, Any]
 ) -> SessionSettings | None:
-    """What `drive` is given: nothing when the journal's settings stand unchanged."""
+    """What `drive` is given: nothing when the journal's settings stand unchanged; for a
+    session with none yet, those a new one would get (`changes` come from `args`, which
+    `session_settings` reads already)."""
     journaled = live.state.settings
     if journaled is None:
-        return session_settings(config, args).but(**changes)
+        return session_settings(config, args)
     return journaled.but(**changes) if changes else None
 
 

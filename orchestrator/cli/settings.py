@@ -21,13 +21,15 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Final, Literal
 
 import orjson
 from pydantic import ValidationError
 
-from orchestrator.config import TEAM_DEFAULTS, Config, problems, validate_config
+from orchestrator.config import Config, TeamConfig, problems, validate_config
 from orchestrator.errors import ConfigError
+from orchestrator.state.settings import SessionSettings
 from orchestrator.team.trust import TrustStore, fingerprint
 
 DEFAULT: Final = "default"
@@ -70,6 +72,12 @@ class Layered:
     layer that set it, or `DEFAULT`."""
     ignored: dict[str, tuple[Any, str]] = field(default_factory=dict)
     """Project settings left out, untrusted: key -> (its value, the layer's label)."""
+
+
+TEAM_DEFAULTS: Final[Mapping[str, Any]] = MappingProxyType(
+    {name: getattr(SessionSettings(), name) for name in TeamConfig.model_fields}
+)
+"""What an unset `[team]` key means: the session settings' default of that name."""
 
 
 def layered(

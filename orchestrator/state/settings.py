@@ -11,6 +11,7 @@ import msgspec
 
 from orchestrator.eventbase import EventBase
 from orchestrator.messages import Value
+from orchestrator.state.mailbox import Caps
 
 MAIN = "main"  # the main agent, whose records speak for the whole session
 
@@ -41,8 +42,8 @@ class SessionSettings(
     max_model_calls: int = 16
     wait_timeout: float = 600.0
     stall_after: float = 900.0
-    message_chars: int = 4000
-    delivery_chars: int = 16000
+    message_chars: int = Caps.message_chars
+    delivery_chars: int = Caps.delivery_chars
     # Permission rules (`--allow`), after the policy's own.
     allow: tuple[str, ...] = ()
 

@@ -24,12 +24,12 @@ class Limits:
     """How far delegation may go. `max_live` subagents run at once (more wait, pending);
     `max_model_calls` model calls run at once across the session."""
 
-    max_depth: int = 2
-    max_live: int = 8
-    max_model_calls: int = 16
-    wait_timeout: float = 600.0  # the longest a wait_tasks call may block
-    stall_after: float = 900.0  # no word from a running task this long: reported stalled
-    caps: Caps = field(default_factory=Caps)
+    max_depth: int
+    max_live: int
+    max_model_calls: int
+    wait_timeout: float  # the longest a wait_tasks call may block
+    stall_after: float  # no word from a running task this long: reported stalled
+    caps: Caps
 
 
 @dataclass

@@ -13,10 +13,12 @@ import pytest
 
 from orchestrator.cli.env import effective_config
 from orchestrator.cli.parser import build_parser
-from orchestrator.config import TEAM_DEFAULTS, Config, SessionConfig
+from orchestrator.cli.settings import TEAM_DEFAULTS
+from orchestrator.config import Config, SessionConfig
 from orchestrator.errors import ConfigError
 from orchestrator.state.mailbox import Caps
-from orchestrator.team.settings import Limits
+from orchestrator.state.settings import SessionSettings
+from orchestrator.team.settings import limits_of
 from orchestrator.team.trust import TRUST_FILE
 from tests.cli.test_cli import ROOT, orchestrator
 from tests.conftest import run_on_terminal
@@ -400,7 +402,7 @@ def test_what_a_higher_layer_overrides_needs_no_trust(setup: Setup) -> None:
 
 
 def test_team_defaults_are_the_teams() -> None:
-    limits = Limits()
+    limits = limits_of(SessionSettings())
     assert dict(TEAM_DEFAULTS) == {
         "max_depth": limits.max_depth,
         "max_live": limits.max_live,

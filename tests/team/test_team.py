@@ -22,7 +22,7 @@ from orchestrator.team.main_agent import MainOutcome, open_team, run_main
 from orchestrator.team.oversight import Policy
 from orchestrator.team.queries import MAIN
 from orchestrator.team.runtime import Team
-from orchestrator.team.settings import Limits, TeamSettings
+from orchestrator.team.settings import TeamSettings
 from orchestrator.tools import Workspace, workspace_tools
 
 Reply = ScriptedReply | Awaitable[ScriptedReply]
@@ -986,7 +986,7 @@ def test_the_config_team_table_sets_the_limits() -> None:
     flags = argparse.Namespace(max_rounds=None, allow=[])
     limits = limits_of(session_settings(config, flags))
     assert (limits.max_live, limits.stall_after, limits.caps.delivery_chars) == (3, 60, 5000)
-    assert (limits.max_depth, limits.caps.message_chars) == (Limits().max_depth, 4000)
+    assert (limits.max_depth, limits.caps.message_chars) == (SessionSettings().max_depth, 4000)
     with pytest.raises(ConfigError, match=r"team\.max_live: Input should be greater than"):
         parse_config("[team]\nmax_live = 0\n")
     with pytest.raises(ConfigError, match=r"team\.max_lives"):
