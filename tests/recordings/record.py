@@ -8,12 +8,14 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
+from datetime import timedelta
 from pathlib import Path
 
+import msgspec
 import orjson
 
-from orchestrator.state.manifest import FORMAT_VERSION
+from orchestrator.state.manifest import FORMAT_VERSION, read_manifest, write_manifest
+from orchestrator.store import session_id_time
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "orchestrator" / "demo" / "script.json"
@@ -57,7 +59,21 @@ def record(name: str, *, kill_after_events: int | None) -> Path:
     return target
 
 
+def later_than(target: Path, earlier: Path) -> None:
+    """Give the one session under `target` an id after the one under `earlier` (both
+    runs may fall in the same second): `sessions list` shows the killed one first."""
+    [session] = list(target.iterdir())
+    [before] = list(earlier.iterdir())
+    if session.name > before.name:
+        return
+    stamp = session_id_time(before.name) + timedelta(seconds=1)
+    new = target / f"{stamp:%Y%m%dT%H%M%S}-{session.name.rsplit('-', 1)[1]}"
+    session.rename(new)
+    write_manifest(new, msgspec.structs.replace(read_manifest(new), id=new.name))
+
+
 if __name__ == "__main__":
-    print(record("completed", kill_after_events=None))
-    time.sleep(1)  # a later session id: `sessions list` shows the killed one first
-    print(record("killed-mid-turn", kill_after_events=12))
+    completed = record("completed", kill_after_events=None)
+    killed = record("killed-mid-turn", kill_after_events=12)
+    later_than(killed, completed)
+    print(completed, killed, sep="\n")
