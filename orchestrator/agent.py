@@ -39,7 +39,7 @@ from orchestrator.state.events import (
     TurnStarted,
     UsageUpdated,
 )
-from orchestrator.tools.base import AnyTool, ToolContext, ToolRegistry, call_marker
+from orchestrator.tools.base import AnyTool, ToolContext, ToolOutput, ToolRegistry, call_marker
 from orchestrator.tools.permissions import (
     Approver,
     Grant,
@@ -406,10 +406,12 @@ async def settle_pending_calls(agent: AgentContext, deps: TurnDeps) -> bool:
             await trio.to_thread.run_sync(kill_marked, marker)
             settled = await _recover(ref, call, deps)
             status: ToolStatus
-            status, content = ("interrupted", INTERRUPTED) if settled is None else settled
-            result = ToolResult(
-                call_id=call.id, name=call.name, status=status, content=deps.redact(content)
+            status, content = (
+                ("interrupted", INTERRUPTED)
+                if settled is None
+                else (settled.status, deps.redact(settled.content))
             )
+            result = ToolResult(call_id=call.id, name=call.name, status=status, content=content)
             await deps.events.emit(ToolCallFinished(agent=agent.id, ref=ref, result=result))
         else:
             rerun.append((ref, call))
@@ -419,7 +421,7 @@ async def settle_pending_calls(agent: AgentContext, deps: TurnDeps) -> bool:
     return ends_turn
 
 
-async def _recover(ref: str, call: ToolCall, deps: TurnDeps) -> tuple[ToolStatus, str] | None:
+async def _recover(ref: str, call: ToolCall, deps: TurnDeps) -> ToolOutput | None:
     """Let the tool of a cut-off call clean up what it left half done, and settle the
     call if it can tell how it went (`Tool.recover`); None when it cannot (best effort: a
     failure here must not stop the resume)."""
@@ -428,9 +430,8 @@ async def _recover(ref: str, call: ToolCall, deps: TurnDeps) -> tuple[ToolStatus
         return None
     tool, args = parsed
     try:
-        output = await tool.recover(args, dataclasses.replace(deps.context, call=ref))
+        return await tool.recover(args, dataclasses.replace(deps.context, call=ref))
     except (ToolFailed, WorkspaceEscape) as exc:
-        return "error", str(exc)
+        return ToolOutput.error(str(exc))
     except Exception:
         return None
-    return None if output is None else (output.status, output.content)
