@@ -84,36 +84,44 @@ def test_format_4_flags_that_are_not_settings_are_a_clear_error(tmp_path: Path) 
 SCRIPT = {"agents": {"main": [{"text": "done"}] * 3}}
 
 
-async def test_a_library_resume_keeps_the_journaled_settings_unless_it_overrides_them(
-    tmp_path: Path,
-) -> None:
+def made(tmp_path: Path, settings: SessionSettings | None = None) -> tuple[Path, str, Path]:
+    """A new session (root, id, directory) of the scripted model, made with `settings`."""
     script = tmp_path / "script.json"
     script.write_bytes(orjson.dumps(SCRIPT))
     root = tmp_path / "sessions"
-    chosen = SessionSettings(max_rounds=7, budget_rounds=40)
     session_id, directory = create_session(
-        root, goal="g", model=f"scripted:{script}", workspace=None, settings=chosen
+        root, goal="g", model=f"scripted:{script}", workspace=None, settings=settings
     )
+    return root, session_id, directory
 
-    async def run(session: SessionSettings | None, message: str = "") -> None:
-        model = ScriptedModel(parse_script(orjson.loads(script.read_bytes())))
-        async with open_session(root, session_id, warn=lambda _: None) as live:
-            await drive(
-                live,
-                RunSettings(
-                    model=model,
-                    tools=workspace_tools(),
-                    ui=ListSink(),
-                    policy=PermissionPolicy(),
-                    approve=approve_all,
-                    session=session,
-                    message=message,
-                ),
-            )
 
-    await run(None)
-    await run(chosen, "again")  # the same settings, given: nothing new to journal
-    await run(chosen.but(max_rounds=9), "once more")
+async def run(
+    root: Path, session_id: str, session: SessionSettings | None, message: str = ""
+) -> None:
+    """`drive` the session from a library, giving it `session` (None: the journal's)."""
+    async with open_session(root, session_id, warn=lambda _: None) as live:
+        await drive(
+            live,
+            RunSettings(
+                model=ScriptedModel(parse_script(SCRIPT)),
+                tools=workspace_tools(),
+                ui=ListSink(),
+                policy=PermissionPolicy(),
+                approve=approve_all,
+                session=session,
+                message=message,
+            ),
+        )
+
+
+async def test_a_library_resume_keeps_the_journaled_settings_unless_it_overrides_them(
+    tmp_path: Path,
+) -> None:
+    chosen = SessionSettings(max_rounds=7, budget_rounds=40)
+    root, session_id, directory = made(tmp_path, chosen)
+    await run(root, session_id, None)
+    await run(root, session_id, chosen, "again")  # the same, given: nothing new to journal
+    await run(root, session_id, chosen.but(max_rounds=9), "once more")
     records = settings_records(directory)
     assert [(r.source, r.settings.max_rounds) for r in records] == [
         ("library", 7),
@@ -126,24 +134,8 @@ async def test_a_library_resume_keeps_the_journaled_settings_unless_it_overrides
 async def test_a_session_made_without_settings_journals_the_defaults_as_it_starts(
     tmp_path: Path,
 ) -> None:
-    script = tmp_path / "script.json"
-    script.write_bytes(orjson.dumps(SCRIPT))
-    root = tmp_path / "sessions"
-    session_id, directory = create_session(
-        root, goal="g", model=f"scripted:{script}", workspace=None
-    )
-    model = ScriptedModel(parse_script(SCRIPT))
-    async with open_session(root, session_id, warn=lambda _: None) as live:
-        await drive(
-            live,
-            RunSettings(
-                model=model,
-                tools=workspace_tools(),
-                ui=ListSink(),
-                policy=PermissionPolicy(),
-                approve=approve_all,
-            ),
-        )
+    root, session_id, directory = made(tmp_path)
+    await run(root, session_id, None)
     [record] = settings_records(directory)
     assert (record.source, record.settings) == ("start", SessionSettings())
     assert read_manifest(directory).status == "completed"
