@@ -184,8 +184,8 @@ def v4_to_v5(directory: Path) -> None:
     if not flags:
         return
     journal = directory / JOURNAL
-    scan = scan_journal(journal)
-    if scan.records and scan.records[-1].parsed().kind == "settings":
+    last = scan_journal(journal).records[-1:]
+    if last and last[0].parsed().kind == "settings":
         return  # this step ran before a crash, up to the manifest
     try:
         settings = convert(

@@ -47,7 +47,9 @@ def run(tree: Path, code: str, *args: str) -> str:
 def w1(tree: Path) -> dict[str, float]:
     out = run(tree, "from tests.benchmarks import bench_team; bench_team.w1(1)")
     line = next(x for x in out.splitlines() if x.startswith("W1  batch") and "subagents" in x)
-    return {"W1 ms/round": float(re.search(r"([\d.]+) ms/round wall", line)[1])}  # type: ignore[index]
+    figure = re.search(r"([\d.]+) ms/round wall", line)
+    assert figure is not None, out
+    return {"W1 ms/round": float(figure[1])}
 
 
 def w3(tree: Path) -> dict[str, float]:
