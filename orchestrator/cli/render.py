@@ -28,11 +28,10 @@ from orchestrator.state.events import (
     UsageUpdated,
     event_json,
 )
-from orchestrator.state.mailbox import MessagePosted, MessagesDelivered
+from orchestrator.state.mailbox import MAIN, MessagePosted, MessagesDelivered
 from orchestrator.state.settings import SettingsChosen
 from orchestrator.state.tasks import TaskChanged, TaskCreated
 
-MAIN = "main"
 ARG_WIDTH = 60
 RESULT_WIDTH = 100
 

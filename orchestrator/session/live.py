@@ -29,7 +29,7 @@ from orchestrator.session.replay import load, lost_records_advice
 from orchestrator.session.replay import load_state as load_state
 from orchestrator.state.events import Event, TurnEnded
 from orchestrator.state.fold import SessionState
-from orchestrator.state.mailbox import MessagePosted
+from orchestrator.state.mailbox import MAIN, MessagePosted
 from orchestrator.state.manifest import (
     LOCK,
     Manifest,
@@ -38,7 +38,7 @@ from orchestrator.state.manifest import (
     read_manifest,
     write_manifest,
 )
-from orchestrator.state.settings import MAIN, SessionSettings, SettingsChosen
+from orchestrator.state.settings import SessionSettings, SettingsChosen
 from orchestrator.state.tasks import TaskChanged, TaskCreated
 from orchestrator.store import (
     Durability,

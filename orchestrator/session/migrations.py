@@ -33,8 +33,9 @@ from orchestrator.state.events import (
     TurnEnded,
     TurnStarted,
 )
+from orchestrator.state.mailbox import MAIN
 from orchestrator.state.manifest import FORMAT_VERSION, Manifest, write_manifest
-from orchestrator.state.settings import MAIN, SessionSettings, SettingsChosen
+from orchestrator.state.settings import SessionSettings, SettingsChosen
 from orchestrator.store import read_json, scan_journal, write_atomic
 from orchestrator.store._fs import sync_dir
 from orchestrator.store._line import encode

@@ -35,6 +35,7 @@ from orchestrator.state.events import (
     TurnEnded,
     TurnStarted,
 )
+from orchestrator.state.mailbox import USER as USER
 from orchestrator.state.mailbox import Mailbox, MailboxSummary, MessagePosted, MessagesDelivered
 from orchestrator.state.manifest import SessionStatus
 from orchestrator.state.settings import SessionSettings, SettingsChosen
@@ -47,8 +48,6 @@ from orchestrator.state.tasks import (
     TaskRecord,
 )
 from orchestrator.store.scan import JournalMark
-
-USER = "user"  # the sender of what the person says to the main agent (team.USER)
 
 
 class AgentSummary(msgspec.Struct, kw_only=True):

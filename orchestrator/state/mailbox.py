@@ -30,6 +30,9 @@ import msgspec
 
 from orchestrator.eventbase import EventBase, FoldError
 
+MAIN = "main"  # the main agent: the owner of the top tasks, whose records speak for the session
+USER = "user"  # the sender of what the person says to the main agent
+
 MailKind = Literal[
     "progress",
     "completed",

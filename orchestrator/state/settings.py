@@ -13,8 +13,6 @@ from orchestrator.eventbase import EventBase
 from orchestrator.messages import Value
 from orchestrator.state.mailbox import Caps
 
-MAIN = "main"  # the main agent, whose records speak for the whole session
-
 
 class SessionSettings(
     Value, frozen=True, omit_defaults=False, kw_only=True, forbid_unknown_fields=True

@@ -7,11 +7,11 @@ from __future__ import annotations
 from orchestrator.errors import ToolFailed
 from orchestrator.loop.assessment import REPEATS
 from orchestrator.state.fold import SessionState
+from orchestrator.state.mailbox import MAIN as MAIN
 from orchestrator.state.mailbox import Mail
 from orchestrator.state.tasks import TaskRecord
 from orchestrator.team.definitions import AgentDefinition, Definitions
 
-MAIN = "main"
 PARKING = frozenset({"decision_required", "blocked"})  # kinds that park a task until answered
 
 
