@@ -128,6 +128,22 @@ class SessionLocked(SessionError):
         self.since = since
 
 
+class StorageFailed(SessionError):
+    """Writing the session's files failed (a full disk, a quota, a read-only or failing
+    file system). `path` is the file that could not be written, `cause` the `OSError`,
+    and `kept_seq` the journal's last record known to be on disk (None when the failure
+    was not the journal's): everything up to it is kept, and the session resumes from it
+    once the disk takes writes again."""
+
+    def __init__(
+        self, message: str, *, path: Path, cause: OSError, kept_seq: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.path = path
+        self.cause = cause
+        self.kept_seq = kept_seq
+
+
 class JournalCorrupt(SessionError):
     """A journal record other than the last one fails its checksum or does not parse.
 

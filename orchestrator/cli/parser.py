@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BLOCKED, EXIT_BUDGET = 0, 1, 2, 3, 4
+EXIT_STORAGE = 5  # the disk refused a write: the session is kept, resume it once it has room
 EXIT_TERMINATED = 128 + signal.SIGTERM
 
 DESCRIPTION = """\
@@ -29,8 +30,9 @@ Models: scripted:PATH (offline, see docs/scripted-model.md), openai:MODEL,
 anthropic:MODEL, ollama:MODEL, openai-compatible:MODEL@URL.
 Sessions live in --sessions-dir, else $ORCHESTRATOR_SESSIONS_DIR, else the user data dir.
 Exit codes: 0 completed, 1 failed, 2 usage error, 3 blocked (it needs an answer:
-resume with --message), 4 budget exhausted (resume with a larger budget), 130/143
-stopped by Ctrl+C/SIGTERM (the session stays resumable).
+resume with --message), 4 budget exhausted (resume with a larger budget), 5 the disk
+refused a write (full, read-only or failing: resume once it has room), 130/143 stopped
+by Ctrl+C/SIGTERM (the session stays resumable).
 """
 
 

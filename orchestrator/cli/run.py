@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import msgspec
 import trio
 
 from orchestrator.cli import demo as cli_demo
@@ -22,22 +23,25 @@ from orchestrator.cli.parser import (
     EXIT_BUDGET,
     EXIT_FAILED,
     EXIT_OK,
+    EXIT_STORAGE,
     EXIT_TERMINATED,
 )
 from orchestrator.cli.render import JsonLinesSink, TranscriptSink
 from orchestrator.cli.sessions import latest_session_id, task_tree
 from orchestrator.cli.text import visible
 from orchestrator.config import Config
-from orchestrator.errors import ConfigError
+from orchestrator.errors import ConfigError, StorageFailed
 from orchestrator.messages import ToolCall
 from orchestrator.models.base import Model
 from orchestrator.models.http import Backoff, make_client
 from orchestrator.models.resolve import key_variables, resolve_model
 from orchestrator.session.live import LiveSession, create_session, open_session
+from orchestrator.session.status import current_status
 from orchestrator.state.events import EventSink
 from orchestrator.state.manifest import read_manifest
 from orchestrator.state.settings import SessionSettings
 from orchestrator.store import Durability, session_dir
+from orchestrator.store.disk import storage_failure
 from orchestrator.team.definitions import Definitions
 from orchestrator.team.drive import RunResult, RunSettings, drive
 from orchestrator.tools import (
@@ -304,6 +308,46 @@ async def _run_session(
     return EXIT_OK
 
 
+def _run_kept(
+    root: Path,
+    session_id: str,
+    args: argparse.Namespace,
+    config: Config,
+    changes: dict[str, Any] | None = None,
+    *,
+    hint: argparse.Namespace | None = None,
+) -> int:
+    """`_run_session`; a disk that refuses a write, found in whatever nurseries wrapped
+    it, is said in one line, and the exit code is `EXIT_STORAGE` (the session is kept)."""
+    try:
+        return trio.run(_run_session, root, session_id, args, config, changes)
+    except BaseException as exc:
+        failure = storage_failure(exc)
+        if failure is None:
+            raise
+        note(disk_full_line(failure, session_id, hint or args))
+        return EXIT_STORAGE
+
+
+def disk_full_line(
+    failure: StorageFailed | OSError, session_id: str, args: argparse.Namespace
+) -> str:
+    """What failed, where, what the session kept, and the command that resumes it."""
+    if isinstance(failure, StorageFailed):
+        cause, path, kept = failure.cause, str(failure.path), failure.kept_seq
+    else:
+        cause, path, kept = failure, str(failure.filename or "the session's files"), None
+    what = cause.strerror or str(cause)
+    kept_part = "every record" if kept is None else f"every record up to seq {kept}"
+    command = f"orchestrator resume {session_id}"
+    if getattr(args, "sessions_dir", None):
+        command += f" --sessions-dir {args.sessions_dir}"
+    return (
+        f"error: the disk refused a write ({what}): {path}; the session kept {kept_part} "
+        f"in its journal and is resumable: make room, then run: {command}"
+    )
+
+
 def _session_for(
     live: LiveSession, config: Config, args: argparse.Namespace, changes: dict[str, Any]
 ) -> SessionSettings | None:
@@ -371,7 +415,7 @@ def start(args: argparse.Namespace, *, goal: str, model: str | None, workspace: 
         root, goal=goal, model=spec, workspace=workspace, settings=settings, source="run"
     )
     note(f"session {session_id} (in {root})")
-    return trio.run(_run_session, root, session_id, args, config)
+    return _run_kept(root, session_id, args, config)
 
 
 def resume(args: argparse.Namespace) -> int:
@@ -382,7 +426,9 @@ def resume(args: argparse.Namespace) -> int:
     session_id = latest_session_id(root) if args.last else args.session_id
     directory = session_dir(root, session_id)
     manifest = read_manifest(directory)
-    if manifest.status == "completed" and not args.message:
+    # The journal's status, which a kill may have left the manifest without.
+    status = current_status(directory, {**msgspec.to_builtins(manifest)})
+    if status == "completed" and not args.message:
         note(
             f"session {session_id} already finished (completed); nothing to do (give "
             "--message to follow up)"
@@ -391,7 +437,7 @@ def resume(args: argparse.Namespace) -> int:
     config = _config(args, manifest.workspace_path(directory))
     note(f"resuming session {session_id}")
     # The session's journaled settings, but for what this command gives explicitly.
-    return trio.run(_run_session, root, session_id, args, config, overrides(args))
+    return _run_kept(root, session_id, args, config, overrides(args))
 
 
 def demo(args: argparse.Namespace) -> int:
@@ -432,6 +478,6 @@ def demo(args: argparse.Namespace) -> int:
             ui,
         )
         note(f"resuming session {session_id} from its journal")
-    code = trio.run(_run_session, root, session_id, run_args, config)
+    code = _run_kept(root, session_id, run_args, config, hint=args)
     note(f"demo workspace: {workspace}")
     return code

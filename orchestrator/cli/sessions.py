@@ -16,7 +16,7 @@ from orchestrator.cli.text import abbreviate, visible
 from orchestrator.errors import SessionError, SessionNotFound
 from orchestrator.layout import LOCK, MANIFEST
 from orchestrator.session.check import repair, verify
-from orchestrator.session.status import shown_status
+from orchestrator.session.status import current_status
 from orchestrator.store.ids import is_session_id, session_dir
 
 if TYPE_CHECKING:
@@ -55,7 +55,8 @@ def _human(size: int) -> str:
 
 def _listing(directory: Path) -> tuple[str, str, str]:
     """(created, status, goal) from a manifest, read without its model: listing a
-    thousand sessions should cost a thousand small reads, not a schema library's start."""
+    thousand sessions should cost a thousand small reads, not a schema library's start.
+    The status is the journal's (read through the manifest: session/status.py)."""
     try:
         fields = orjson.loads((directory / MANIFEST).read_bytes())
         values = fields["created"], fields["status"], fields["goal"]
@@ -63,7 +64,7 @@ def _listing(directory: Path) -> tuple[str, str, str]:
         raise SessionError(f"{directory / MANIFEST} is not a readable manifest ({exc})") from exc
     if not all(isinstance(value, str) for value in values):
         raise SessionError(f"{directory / MANIFEST} is not a valid manifest")
-    return values
+    return values[0], current_status(directory, fields), values[2]
 
 
 def _session_size(directory: Path) -> int:
@@ -84,7 +85,7 @@ def _list(root: Path, *, as_json: bool = False) -> int:
             else:
                 entry |= {
                     "created": created,
-                    "status": shown_status(directory, status),
+                    "status": status,
                     "size": _session_size(directory),
                     "goal": goal,
                 }
@@ -102,7 +103,7 @@ def _list(root: Path, *, as_json: bool = False) -> int:
             print(f"{session_id:<24} unreadable: {visible(str(exc))}")
             continue
         print(
-            f"{session_id:<24} {created:<25} {shown_status(directory, status):<20} "
+            f"{session_id:<24} {created:<25} {status:<20} "
             f"{_human(_session_size(directory)):>9}  {visible(abbreviate(goal, 60))}"
         )
     return 0
@@ -177,6 +178,7 @@ def _show(
     from orchestrator.session.report import describe, quick_describe
 
     directory = session_dir(root, session_id)
+    _listing(directory)  # (a manifest left behind by a kill catches up, if it can)
     info = quick_describe(directory, last, prices)
     if info is None:
         _current(directory)
@@ -281,9 +283,22 @@ def _repair(root: Path, session_id: str) -> int:
     directory = session_dir(root, session_id)
     read_manifest(directory)  # a session, and of a format this version reads
     with SessionLock(directory / LOCK):  # never under a running session
-        for line in repair(directory):
-            print(line)
+        for line in repair(directory, _read_only_tools()):
+            print(visible(line))
     return 0
+
+
+def _read_only_tools() -> frozenset[str]:
+    """The names of the tools that change nothing (a repair lists the cut calls of the
+    others, which resuming runs again)."""
+    from orchestrator.tools import base, coordination, files, shell, todos
+
+    return frozenset(
+        tool.name
+        for module in (files, shell, coordination, todos)
+        for tool in vars(module).values()
+        if isinstance(tool, type) and issubclass(tool, base.Tool) and tool.read_only
+    )
 
 
 def _transcript(root: Path, session_id: str) -> int:

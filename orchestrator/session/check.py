@@ -5,7 +5,11 @@ and `sessions repair` run."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
+from typing import Any
+
+import orjson
 
 from orchestrator.errors import JournalCorrupt
 
@@ -60,20 +64,23 @@ def verify(directory: Path) -> list[str]:
     return problems
 
 
-def repair(directory: Path) -> list[str]:
+def repair(directory: Path, read_only: Collection[str] = ()) -> list[str]:
     """Cut a corrupt journal back to its last good batch, then, if the session had got
     further than the journal now goes (a lost or cut journal), accept the loss: the
     snapshot that is ahead is moved aside and the manifest's mark lowered, so the session
-    resumes from the journal's last record. Nothing is deleted. What was done, in lines."""
+    resumes from the journal's last record. Nothing is deleted. What was done, in lines,
+    with the calls that resuming will run again (the tools not in `read_only` named)."""
     from datetime import UTC, datetime
 
     from msgspec import structs
 
     from orchestrator.session.replay import JOURNAL, SNAPSHOT, read_snapshot_seq
+    from orchestrator.session.status import reconcile
     from orchestrator.state.manifest import read_manifest, write_manifest
     from orchestrator.store import repair_journal, scan_journal
 
     journal = directory / JOURNAL
+    before = journal.read_bytes() if journal.exists() else b""
     if journal.exists():
         done = [repair_journal(journal).describe()]
         unreadable = _cut_unreadable(journal)
@@ -98,7 +105,52 @@ def repair(directory: Path) -> list[str]:
             f"the session had reached seq {manifest.journal_seq}; it now resumes from seq "
             f"{last}, and work after that may be done again"
         )
+    done.extend(rerun_note(before, last, read_only))
+    reconcile(directory)  # the manifest's status is the cut journal's
     return done
+
+
+def rerun_note(before: bytes, last: int, read_only: Collection[str]) -> list[str]:
+    """What resuming after a cut at seq `last` will do again, said from the journal's
+    bytes `before` the cut: the calls whose reply, start or result was cut run again
+    (a cut reply is asked of the model again), and those that change things are listed."""
+    calls: dict[str, dict[str, Any]] = {}  # ref -> the call, from every reply
+    cut: list[str] = []
+    for line in before.split(b"\n"):
+        try:
+            fields = orjson.loads(line)
+            seq, kind = fields["seq"], fields["k"]
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            continue  # a torn or corrupt line: what it held is not known
+        if kind == "assistant_replied":
+            for index, call in enumerate(fields.get("message", {}).get("tool_calls", [])):
+                calls[f"{seq}.{index}"] = call
+                if seq > last:
+                    cut.append(f"{seq}.{index}")
+        elif kind in ("call_started", "call_result") and seq > last:
+            cut.append(str(fields.get("ref")))
+    refs = [ref for ref in dict.fromkeys(cut) if ref in calls]
+    if not refs:
+        return []
+    changing = [ref for ref in refs if calls[ref].get("name") not in read_only]
+    lines = [
+        f"resuming goes on from seq {last}: the {len(refs)} tool calls cut after it run "
+        "again (a cut reply is asked of the model again, and its calls with it)"
+    ]
+    if changing:
+        lines.append(
+            f"{len(changing)} of them change things (their tools are not read-only), and "
+            "what they did may be done twice; check the workspace before resuming:"
+        )
+        lines += [f"  {ref} {_call_line(calls[ref])}" for ref in changing]
+    return lines
+
+
+def _call_line(call: dict[str, Any]) -> str:
+    arguments = str(call.get("arguments", ""))
+    if len(arguments) > 100:
+        arguments = arguments[:99] + "…"
+    return f"{call.get('name')} {arguments}"
 
 
 def _cut_unreadable(journal: Path) -> str | None:

@@ -19,7 +19,7 @@ import msgspec
 import orjson
 import trio
 
-from orchestrator.errors import SessionError, SessionNotFound
+from orchestrator.errors import SessionError, SessionNotFound, StorageFailed
 from orchestrator.layout import MANIFEST, TASKS_DIR, TODOS_DIR
 from orchestrator.loop.todos import TodosChanged
 from orchestrator.session.migrations import migrate as migrate
@@ -27,6 +27,7 @@ from orchestrator.session.replay import JOURNAL as JOURNAL
 from orchestrator.session.replay import SNAPSHOT as SNAPSHOT
 from orchestrator.session.replay import load, lost_records_advice
 from orchestrator.session.replay import load_state as load_state
+from orchestrator.session.status import JournalStatus, mirror
 from orchestrator.state.events import Event, TurnEnded
 from orchestrator.state.fold import SessionState
 from orchestrator.state.mailbox import MAIN, MessagePosted
@@ -50,6 +51,7 @@ from orchestrator.store import (
     write_atomic,
 )
 from orchestrator.store.append import append_batch
+from orchestrator.store.disk import is_disk_error
 
 SNAPSHOT_EVERY = 2000
 # A turn's end also writes one, once this many records came since the last: with many
@@ -171,6 +173,9 @@ class LiveSession:
     # agent whose record made them due does not wait for the disk.
     _due: trio.Event = field(default_factory=trio.Event)
     _snapshot_due: bool = field(default=False)
+    # A write of the snapshot, the views or the manifest that the disk refused (full,
+    # read-only, failing): the session stops at its next record, as when the journal fails.
+    _refused: StorageFailed | None = field(default=None)
 
     def seq_of(self, event: Event) -> int | None:
         """The seq of the record `event` became, asked once by a sink after this one
@@ -179,6 +184,8 @@ class LiveSession:
 
     async def emit(self, event: Event, *, durable: bool = False) -> None:
         """The journal sink: persist the event's record, then fold it into state."""
+        if self._refused is not None:
+            raise self._refused
         record = event.record()
         if record is None:
             if durable:
@@ -244,7 +251,7 @@ class LiveSession:
             try:
                 await trio.to_thread.run_sync(write_atomic, self.directory / SNAPSHOT, data)
             except OSError as exc:
-                self.warn(f"could not write the snapshot {self.directory / SNAPSHOT}: {exc}")
+                self._write_failed(self.directory / SNAPSHOT, exc)
 
     async def write_task_views(self) -> None:
         """Write `tasks/<id>.json` of each task, and `todos/<agent>.json` of each todo
@@ -260,7 +267,7 @@ class LiveSession:
                 try:
                     await trio.to_thread.run_sync(_write_views, self.directory / directory, views)
                 except OSError as exc:
-                    self.warn(f"could not write the views in {self.directory / directory}: {exc}")
+                    self._write_failed(self.directory / directory, exc)
             took = trio.current_time() - began
             self._views_due_at = began + max(VIEWS_EVERY, VIEWS_SHARE * took)
 
@@ -284,10 +291,45 @@ class LiveSession:
         self._dirty_tasks.clear()
         return views
 
+    def _write_failed(self, path: Path, exc: OSError) -> None:
+        """A derived file could not be written: a warning, unless the disk refused it,
+        which stops the session (its next record raises) before the journal fails too."""
+        if not is_disk_error(exc):
+            self.warn(f"could not write {path}: {exc}")
+        elif self._refused is None:
+            self._refused = self._refusal(path, exc)
+
+    def _refusal(self, path: Path, exc: OSError) -> StorageFailed:
+        seq = self.journal.durable_seq
+        return StorageFailed(
+            f"writing {path} failed ({exc.strerror or exc}); the journal keeps every record "
+            f"up to seq {seq}",
+            path=path,
+            cause=exc,
+            kept_seq=seq,
+        )
+
     async def set_status(self, status: SessionStatus) -> None:
-        update = {"status": status, "updated": now_stamp(), "journal_seq": self.state.seq}
-        self.manifest = msgspec.structs.replace(self.manifest, **update)
-        await trio.to_thread.run_sync(write_manifest, self.directory, self.manifest)
+        """Mirror the status, just journaled, in the manifest, with the journal's durable
+        seq and length (docs/session-format.md#the-manifest-mirrors-the-journal). A disk
+        that refuses the manifest raises `StorageFailed`; the journal has the status."""
+        mark = self.journal.durable_mark
+        update = {
+            "status": status,
+            "updated": now_stamp(),
+            "journal_seq": mark.seq,
+            "journal_size": mark.offset,
+        }
+        manifest = msgspec.structs.replace(self.manifest, **update)
+        try:
+            await trio.to_thread.run_sync(write_manifest, self.directory, manifest)
+        except OSError as exc:
+            if not is_disk_error(exc):
+                raise
+            refused = self._refused or self._refusal(self.directory / MANIFEST, exc)
+            self._refused = refused
+            raise refused from exc
+        self.manifest = manifest
 
 
 @asynccontextmanager
@@ -310,6 +352,14 @@ async def open_session(
                 f"reached seq {manifest.journal_seq} ({directory / MANIFEST}): the journal "
                 f"was emptied, replaced or cut short. {lost_records_advice(directory)}"
             )
+        # The journal is the truth: a manifest left behind by a kill catches up with it.
+        found = JournalStatus(state.status, scan.last_seq, scan.end_offset)
+        try:
+            await trio.to_thread.run_sync(mirror, directory, found)
+        except OSError as exc:
+            if not is_disk_error(exc):  # (a full disk is the journal's to report, next)
+                warn(f"could not bring {directory / MANIFEST} up to the journal: {exc}")
+        manifest = read_manifest(directory)
         # Handing over the scan saves checking the whole file a second time.
         async with open_journal(directory / JOURNAL, durability=durability, scan=scan) as journal:
             live = LiveSession(session_id, directory, manifest, state, journal, warn)

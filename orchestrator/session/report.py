@@ -102,7 +102,7 @@ def _report(
     notes = [f"the journal ends in a torn tail: {scan.cut.describe()}"] if scan.cut else []
     return {
         **msgspec.to_builtins(manifest),
-        "status": shown_status(directory, manifest.status),
+        "status": shown_status(directory, snapshot.status),  # the journal's, not the mirror's
         "usage": ledger,
         # The share of prompt tokens read from the providers' caches (None: no calls).
         "cache_share": cache_share(ledger["session"]),

@@ -1,11 +1,52 @@
-"""A session's status as people see it. Light to import, for `sessions list`."""
+"""A session's status as people see it, read through to the journal. Light to import,
+for `sessions list`.
+
+The journal is the truth; the manifest (`session.json`) mirrors its last status so that
+listing sessions reads no journal. A kill between the journal's status record and the
+manifest's rewrite leaves the mirror behind, so the manifest also says how far into the
+journal it has seen (`journal_seq`, `journal_size`): a journal of that length holds
+nothing newer, and a longer one is read from that point on (backwards, stopping at its
+last status record) for a later status. Whoever can take the session's lock then writes
+what it found back into the manifest (`mirror`) and removes the temporary files a kill
+left; whoever cannot (the session is live, or another command holds it) only reads.
+"""
 
 from __future__ import annotations
 
+import re
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, NamedTuple
 
-from orchestrator.layout import LOCK
-from orchestrator.store.lock import lock_holder
+from orchestrator.errors import SessionLocked
+from orchestrator.layout import FORMAT_VERSION, JOURNAL, LOCK, TASKS_DIR, TODOS_DIR
+from orchestrator.store.lock import SessionLock, lock_holder
+from orchestrator.store.tail import read_tail
+
+STATUS_KIND = "session_status"
+"""The kind of `state.events.SessionStatusChanged`'s record (not imported: that would
+bring every record type into `sessions list`)."""
+
+_TEMP = re.compile(r"\..+\.[0-9a-f]{8}\.tmp")  # store.snapshot.write_atomic's temp names
+
+
+class JournalStatus(NamedTuple):
+    """The session's last status as its journal has it, the journal's last seq and
+    length in bytes there, and when that status was recorded (None: as the manifest says)."""
+
+    status: str
+    seq: int
+    size: int
+    updated: str | None = None
+
+    def differs(self, fields: dict[str, Any]) -> bool:
+        """Whether the manifest's `fields` lag behind this."""
+        mirrored = (
+            fields.get("status"),
+            fields.get("journal_seq", 0),
+            fields.get("journal_size", 0),
+        )
+        return mirrored != (self.status, self.seq, self.size)
 
 
 def shown_status(directory: Path, status: str) -> str:
@@ -13,3 +54,106 @@ def shown_status(directory: Path, status: str) -> str:
     if status == "running" and lock_holder(directory / LOCK) is None:
         return "stopped (resumable)"
     return status
+
+
+def journal_status(directory: Path, fields: dict[str, Any]) -> JournalStatus:
+    """The journal's last status, given the manifest's `fields`: the manifest's own when
+    the journal holds nothing past what it has seen; else read from the journal's end.
+    A session of an older format is taken at its manifest's word (its journal's records
+    are framed otherwise until a command that writes migrates it)."""
+    seq, size = fields.get("journal_seq", 0), fields.get("journal_size", 0)
+    status = str(fields.get("status", "running"))
+    if fields.get("format_version") != FORMAT_VERSION:
+        return JournalStatus(status, seq, size)
+    path = directory / JOURNAL
+    try:
+        length = path.stat().st_size
+    except FileNotFoundError:
+        length = 0
+    if size and length == size:
+        return JournalStatus(status, seq, size)
+    try:
+        tail = read_tail(path, STATUS_KIND, since_seq=seq, since_offset=size) if size else None
+        if tail is None:  # not the journal the manifest saw: read it from the start
+            seq, tail = 0, read_tail(path, STATUS_KIND)
+    except OSError:
+        return JournalStatus(status, seq, size)
+    if tail is None:
+        return JournalStatus(status, seq, size)
+    if tail.found is None:  # no status after the manifest's point: the manifest's stands
+        return JournalStatus(status, tail.last_seq, tail.end_offset)
+    when = datetime.fromtimestamp(tail.found["t"] / 1000, UTC).isoformat(timespec="seconds")
+    return JournalStatus(str(tail.found["status"]), tail.last_seq, tail.end_offset, when)
+
+
+def current_status(directory: Path, fields: dict[str, Any]) -> str:
+    """The status to show for a session whose manifest holds `fields`: the journal's.
+    A manifest found behind is brought up to date if the session's lock is free (a
+    moment's hold: a resume started in that very moment is told the session is in use)."""
+    found = journal_status(directory, fields)
+    if found.differs(fields) and lock_holder(directory / LOCK) is None:
+        try:
+            with SessionLock(directory / LOCK):
+                found = reconcile(directory)
+        except (SessionLocked, OSError):
+            pass  # live after all, or a disk that takes no writes: shown, not written
+    return shown_status(directory, found.status)
+
+
+def reconcile(directory: Path) -> JournalStatus:
+    """Bring the manifest up to the journal, and remove what killed writes left; the
+    caller holds the session's lock. Raises `OSError` when the manifest cannot be
+    written (the journal still says it all)."""
+    from orchestrator.state.manifest import read_manifest
+
+    manifest = read_manifest(directory)
+    found = journal_status(directory, _fields(manifest))
+    mirror(directory, found)
+    return found
+
+
+def mirror(directory: Path, found: JournalStatus) -> None:
+    """Write `found` into the manifest where it differs (the caller holds the lock and
+    knows `found` from the journal), and remove temporary files left by killed writes:
+    the manifest's, the snapshot's and the views' (never the workspace's)."""
+    import msgspec
+
+    from orchestrator.state.manifest import read_manifest, write_manifest
+
+    remove_temporary_files(directory)
+    manifest = read_manifest(directory)
+    if found.seq < manifest.journal_seq or not found.differs(_fields(manifest)):
+        return  # (a journal shorter than the manifest's mark is for resume to refuse)
+    update: dict[str, Any] = {
+        "status": found.status,
+        "journal_seq": found.seq,
+        "journal_size": found.size,
+    }
+    if found.updated is not None:
+        update["updated"] = found.updated
+    write_manifest(directory, msgspec.structs.replace(manifest, **update))
+
+
+def remove_temporary_files(directory: Path) -> list[Path]:
+    """Remove the `.<name>.<random>.tmp` files that a killed atomic write leaves, in the
+    session directory and its views' directories; the caller holds the lock."""
+    removed = []
+    for place in (directory, directory / TASKS_DIR, directory / TODOS_DIR):
+        try:
+            names = [entry.name for entry in place.iterdir()]
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        for name in names:
+            if _TEMP.fullmatch(name) and (place / name).is_file():
+                (place / name).unlink(missing_ok=True)
+                removed.append(place / name)
+    return removed
+
+
+def _fields(manifest: Any) -> dict[str, Any]:
+    return {
+        "format_version": manifest.format_version,
+        "status": manifest.status,
+        "journal_seq": manifest.journal_seq,
+        "journal_size": manifest.journal_size,
+    }

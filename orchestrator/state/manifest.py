@@ -36,6 +36,11 @@ class Manifest(msgspec.Struct, kw_only=True):
     journal_seq: int = 0
     """The journal's last seq when the status was last written: a journal found shorter
     than this has lost records, and resuming it would repeat work (it is refused)."""
+    journal_size: int = 0
+    """The journal's length in bytes at `journal_seq` (0: not known, as in manifests
+    written before it was kept). A journal of exactly this length holds no record the
+    manifest has not seen, so `status` is the journal's; a longer one is read from here
+    on for a later status (session/status.py)."""
 
     def workspace_path(self, directory: Path) -> Path:
         """The workspace; a relative one lives inside the session directory."""

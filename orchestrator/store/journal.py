@@ -35,7 +35,9 @@ acknowledged", never "withdrawn". Appenders wait (backpressure) while more than
 
 A failed write or fsync (a full disk, an I/O error) fails the journal: it is never retried
 (after a failed fsync the kernel may have dropped the data), and every later append,
-flush or the context's exit raises `SessionError`, chained to the `OSError`.
+flush or the context's exit raises `StorageFailed` (a `SessionError`), chained to the
+`OSError`, naming the last seq on disk. What a failed write left of its batch is a torn
+tail, cut on the next open.
 
 On exit the context manager flushes everything, shielded from cancellation but bounded by
 `close_timeout`, then closes the file. It raises `SessionError` if records may be lost (a
@@ -58,7 +60,7 @@ from typing import Any, final
 
 import trio
 
-from orchestrator.errors import SessionError
+from orchestrator.errors import SessionError, StorageFailed
 from orchestrator.store._fs import sync_data, sync_dir, write_all
 from orchestrator.store._line import encode
 from orchestrator.store.scan import JournalMark, JournalScan, TailCut, scan_journal
@@ -111,6 +113,7 @@ class Journal:
         self._last_seq = scan.last_seq
         self._durable_seq = scan.last_seq
         self._mark = scan.end
+        self._durable_mark = scan.end
         self._pending: list[bytes] = []
         self._pending_bytes = 0
         self._durable_waiters = 0
@@ -145,6 +148,12 @@ class Journal:
     def durable_seq(self) -> int:
         """The last seq on disk per the policy. A snapshot must not name a later seq."""
         return self._durable_seq
+
+    @property
+    def durable_mark(self) -> JournalMark:
+        """The journal up to `durable_seq`: what the file holds whatever happens to the
+        records still queued (the manifest keeps its seq and length)."""
+        return self._durable_mark
 
     @property
     def cut(self) -> TailCut | None:
@@ -249,9 +258,12 @@ class Journal:
 
     def _check_not_failed(self) -> None:
         if self._failure is not None:
-            raise SessionError(
+            raise StorageFailed(
                 f"writing the journal {self._path} failed ({self._failure}); records after "
-                f"seq {self._durable_seq} may be lost, and nothing more is written"
+                f"seq {self._durable_seq} may be lost, and nothing more is written",
+                path=self._path,
+                cause=self._failure,
+                kept_seq=self._durable_seq,
             ) from self._failure
 
     # --- the writer task ------------------------------------------------------------------
@@ -290,7 +302,7 @@ class Journal:
     async def _write_pending(self) -> bool:
         """Write (and sync) everything queued; False once the journal has failed."""
         chunk = b"".join(self._pending)
-        last = self._last_seq
+        last, mark = self._last_seq, self._mark
         self._pending = []
         self._pending_bytes = 0
         self._drained.set()
@@ -302,7 +314,7 @@ class Journal:
             self._state = _State.FAILED
             self._drained.set()
         else:
-            self._durable_seq = last
+            self._durable_seq, self._durable_mark = last, mark
         finally:
             self._progress.set()  # waiters wake to a new durable_seq, or to the failure
             self._progress = trio.Event()
