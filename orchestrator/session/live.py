@@ -375,8 +375,10 @@ async def open_session(
             keeping = trio.open_nursery()
             nursery = await keeping.__aenter__()
             nursery.start_soon(keep)
+            ended = False
             try:
                 yield live
+                ended = True
             finally:
                 keeper.cancel()
                 try:
@@ -391,3 +393,5 @@ async def open_session(
                     ):
                         await live.write_snapshot()
                         await live.write_task_views()  # those changed since the last write
+                    if ended and live._refused is not None:  # (no record came to raise it)
+                        warn(f"{live._refused}; the session is whole without it")

@@ -91,7 +91,8 @@ def current_status(directory: Path, fields: dict[str, Any]) -> str:
     A manifest found behind is brought up to date if the session's lock is free (a
     moment's hold: a resume started in that very moment is told the session is in use)."""
     found = journal_status(directory, fields)
-    if found.differs(fields) and lock_holder(directory / LOCK) is None:
+    behind = found.differs(fields) or any(_TEMP.fullmatch(p.name) for p in directory.iterdir())
+    if behind and lock_holder(directory / LOCK) is None:
         try:
             with SessionLock(directory / LOCK):
                 found = reconcile(directory)
