@@ -132,7 +132,7 @@ def mirror(directory: Path, found: JournalStatus) -> None:
     }
     if found.updated is not None:
         update["updated"] = found.updated
-    write_manifest(directory, msgspec.structs.replace(manifest, **update))
+    write_manifest(directory, msgspec.structs.replace(manifest, **update), sync=False)
 
 
 def remove_temporary_files(directory: Path) -> list[Path]:

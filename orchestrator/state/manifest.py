@@ -15,7 +15,7 @@ from orchestrator.errors import JournalCorrupt, SessionError, SessionNotFound
 from orchestrator.layout import FORMAT_VERSION as FORMAT_VERSION
 from orchestrator.layout import LOCK as LOCK
 from orchestrator.layout import MANIFEST
-from orchestrator.store.snapshot import read_json, write_json_atomic
+from orchestrator.store.snapshot import read_json, write_atomic
 
 SessionStatus = Literal[
     "running", "completed", "failed", "interrupted", "blocked", "budget_exhausted"
@@ -77,5 +77,10 @@ def read_manifest(directory: Path) -> Manifest:
     return manifest
 
 
-def write_manifest(directory: Path, manifest: Manifest) -> None:
-    write_json_atomic(directory / MANIFEST, msgspec.to_builtins(manifest))
+def write_manifest(directory: Path, manifest: Manifest, *, sync: bool = True) -> None:
+    """Replace `session.json` atomically; with `sync`, durably (a copy brought up to the
+    journal needs no fsync: lost, it is derived again)."""
+    data = orjson.dumps(
+        msgspec.to_builtins(manifest), option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE
+    )
+    write_atomic(directory / MANIFEST, data, sync=sync)

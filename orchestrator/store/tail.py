@@ -21,7 +21,7 @@ import orjson
 
 from orchestrator.store._line import CRC_SUFFIX_LEN, MORE, line_fault
 
-CHUNK = 1 << 20
+CHUNK = 1 << 16  # a finished session's last status is in its last few records
 
 
 class JournalTail(NamedTuple):
