@@ -23,14 +23,14 @@ from orchestrator.cli.parser import (
     EXIT_BUDGET,
     EXIT_FAILED,
     EXIT_OK,
-    EXIT_STORAGE,
     EXIT_TERMINATED,
 )
 from orchestrator.cli.render import JsonLinesSink, TranscriptSink
 from orchestrator.cli.sessions import latest_session_id, task_tree
+from orchestrator.cli.storage import kept_on_full_disk
 from orchestrator.cli.text import visible
 from orchestrator.config import Config
-from orchestrator.errors import ConfigError, StorageFailed
+from orchestrator.errors import ConfigError
 from orchestrator.messages import ToolCall
 from orchestrator.models.base import Model
 from orchestrator.models.http import Backoff, make_client
@@ -41,7 +41,6 @@ from orchestrator.state.events import EventSink
 from orchestrator.state.manifest import read_manifest
 from orchestrator.state.settings import SessionSettings
 from orchestrator.store import Durability, session_dir
-from orchestrator.store.disk import storage_failure
 from orchestrator.team.definitions import Definitions
 from orchestrator.team.drive import RunResult, RunSettings, drive
 from orchestrator.tools import (
@@ -317,35 +316,9 @@ def _run_kept(
     *,
     hint: argparse.Namespace | None = None,
 ) -> int:
-    """`_run_session`; a disk that refuses a write, found in whatever nurseries wrapped
-    it, is said in one line, and the exit code is `EXIT_STORAGE` (the session is kept)."""
-    try:
-        return trio.run(_run_session, root, session_id, args, config, changes)
-    except BaseException as exc:
-        failure = storage_failure(exc)
-        if failure is None:
-            raise
-        note(disk_full_line(failure, session_id, hint or args))
-        return EXIT_STORAGE
-
-
-def disk_full_line(
-    failure: StorageFailed | OSError, session_id: str, args: argparse.Namespace
-) -> str:
-    """What failed, where, what the session kept, and the command that resumes it."""
-    if isinstance(failure, StorageFailed):
-        cause, path, kept = failure.cause, str(failure.path), failure.kept_seq
-    else:
-        cause, path, kept = failure, str(failure.filename or "the session's files"), None
-    what = cause.strerror or str(cause)
-    kept_part = "every record" if kept is None else f"every record up to seq {kept}"
-    command = f"orchestrator resume {session_id}"
-    if getattr(args, "sessions_dir", None):
-        command += f" --sessions-dir {args.sessions_dir}"
-    return (
-        f"error: the disk refused a write ({what}): {path}; the session kept {kept_part} "
-        f"in its journal and is resumable: make room, then run: {command}"
-    )
+    """`_run_session`, a disk that refuses a write said in one line (exit 5)."""
+    run = functools.partial(trio.run, _run_session, root, session_id, args, config, changes)
+    return kept_on_full_disk(run, session_id, hint or args)
 
 
 def _session_for(

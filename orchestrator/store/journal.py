@@ -33,11 +33,10 @@ record; once queued (the seq assigned), a record is written. Cancelled means "no
 acknowledged", never "withdrawn". Appenders wait (backpressure) while more than
 8 × `max_batch_bytes` are queued.
 
-A failed write or fsync (a full disk, an I/O error) fails the journal: it is never retried
-(after a failed fsync the kernel may have dropped the data), and every later append,
-flush or the context's exit raises `StorageFailed` (a `SessionError`), chained to the
-`OSError`, naming the last seq on disk. What a failed write left of its batch is a torn
-tail, cut on the next open.
+A failed write or fsync (a full disk, an I/O error) fails the journal for good (after a
+failed fsync the kernel may have dropped the data): every later append, flush or the
+context's exit raises `StorageFailed`, chained to the `OSError`, naming the last seq on
+disk. What a failed write left of its batch is a torn tail, cut on the next open.
 
 On exit the context manager flushes everything, shielded from cancellation but bounded by
 `close_timeout`, then closes the file. It raises `SessionError` if records may be lost (a
@@ -151,8 +150,7 @@ class Journal:
 
     @property
     def durable_mark(self) -> JournalMark:
-        """The journal up to `durable_seq`: what the file holds whatever happens to the
-        records still queued (the manifest keeps its seq and length)."""
+        """The journal up to `durable_seq` (the manifest keeps its seq and length)."""
         return self._durable_mark
 
     @property
