@@ -251,7 +251,7 @@ class LiveSession:
             try:
                 await trio.to_thread.run_sync(write_atomic, self.directory / SNAPSHOT, data)
             except OSError as exc:
-                self._write_failed(self.directory / SNAPSHOT, exc)
+                self._write_failed("the snapshot", self.directory / SNAPSHOT, exc)
 
     async def write_task_views(self) -> None:
         """Write `tasks/<id>.json` of each task, and `todos/<agent>.json` of each todo
@@ -267,7 +267,7 @@ class LiveSession:
                 try:
                     await trio.to_thread.run_sync(_write_views, self.directory / directory, views)
                 except OSError as exc:
-                    self._write_failed(self.directory / directory, exc)
+                    self._write_failed("the views in", self.directory / directory, exc)
             took = trio.current_time() - began
             self._views_due_at = began + max(VIEWS_EVERY, VIEWS_SHARE * took)
 
@@ -291,11 +291,11 @@ class LiveSession:
         self._dirty_tasks.clear()
         return views
 
-    def _write_failed(self, path: Path, exc: OSError) -> None:
+    def _write_failed(self, what: str, path: Path, exc: OSError) -> None:
         """A derived file could not be written: a warning, unless the disk refused it,
         which stops the session (its next record raises) before the journal fails too."""
         if not is_disk_error(exc):
-            self.warn(f"could not write {path}: {exc}")
+            self.warn(f"could not write {what} {path}: {exc}")
         elif self._refused is None:
             self._refused = self._refusal(path, exc)
 
