@@ -21,7 +21,6 @@ from typing import Any, NamedTuple
 from orchestrator.errors import SessionLocked
 from orchestrator.layout import FORMAT_VERSION, JOURNAL, LOCK, TASKS_DIR, TODOS_DIR
 from orchestrator.store.lock import SessionLock, lock_holder
-from orchestrator.store.tail import read_tail
 
 STATUS_KIND = "session_status"
 """The kind of `state.events.SessionStatusChanged`'s record (not imported: that would
@@ -72,6 +71,8 @@ def journal_status(directory: Path, fields: dict[str, Any]) -> JournalStatus:
         length = 0
     if size and length == size:
         return JournalStatus(status, seq, size)
+    from orchestrator.store.tail import read_tail  # (only here: the common case needs none)
+
     try:
         tail = read_tail(path, STATUS_KIND, since_seq=seq, since_offset=size) if size else None
         if tail is None:  # not the journal the manifest saw: read it from the start

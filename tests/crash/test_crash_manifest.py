@@ -127,6 +127,10 @@ def test_a_kill_before_the_manifest_is_rewritten_is_read_through(
         last.end_offset,
     )
     assert temporary_files(directory) == []
+    # Caught up, the manifest is read as it is: a second list replaces nothing.
+    inode = (directory / MANIFEST).stat().st_ino
+    assert listed_status(root, session_id) == status
+    assert (directory / MANIFEST).stat().st_ino == inode
     shown = run("sessions", "show", session_id, "--json", root=root)
     assert shown.returncode == 0, shown.stderr
     assert orjson.loads(shown.stdout)["status"] == status
