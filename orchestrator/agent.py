@@ -220,14 +220,22 @@ async def run_tool_calls(
 async def _run_calls(
     state: AgentContext, calls: Sequence[tuple[str, ToolCall]], deps: TurnDeps
 ) -> tuple[list[ToolResult], bool]:
-    """`run_tool_calls`, and whether one of the calls ended the agent's turn."""
+    """`run_tool_calls`, and whether one of the calls ended the agent's turn.
+
+    A call that ends the turn (`complete`, `ask_decision`, `report_blocked`) is the last
+    of its reply to run: the calls before it have finished when it runs, and those after
+    it are settled `cancelled`, naming it, without running. Nothing a task does after it
+    has handed in its work (or asked, and is waiting) can change what it handed in."""
     finished: dict[str, ToolResult] = {}
     ends_turn = False
+    ended_by = ""  # the call that ended the turn, for the calls after it
 
-    async def record(ref: str, outcome: _Outcome) -> None:
-        nonlocal ends_turn
+    async def record(ref: str, call: ToolCall, outcome: _Outcome) -> None:
+        nonlocal ends_turn, ended_by
         result, delivers, ends = outcome
         finished[ref] = result
+        if ends and not ends_turn:
+            ended_by = f"{call.name} (call {call.id})"
         ends_turn = ends_turn or ends
         await deps.events.emit(
             ToolCallFinished(agent=state.id, ref=ref, result=result, delivers=delivers)
@@ -235,13 +243,15 @@ async def _run_calls(
 
     try:
         for group in _segments(calls, deps.tools):
+            if ends_turn:
+                break
             # Starts are journaled in the model's order, even for calls that then overlap.
             started = [
                 (ref, call, await _start_call(state, ref, call, deps)) for ref, call in group
             ]
             if len(started) == 1:
                 ref, call, parsed = started[0]
-                await record(ref, await _execute(ref, call, parsed, deps))
+                await record(ref, call, await _execute(ref, call, parsed, deps))
                 continue
             async with trio.open_nursery() as nursery:
                 for ref, call, parsed in started:
@@ -249,21 +259,24 @@ async def _run_calls(
                     async def run_and_record(
                         ref: str = ref, call: ToolCall = call, parsed: Parsed = parsed
                     ) -> None:
-                        await record(ref, await _execute(ref, call, parsed, deps))
+                        await record(ref, call, await _execute(ref, call, parsed, deps))
 
                     nursery.start_soon(run_and_record)
     finally:
         unfinished = [(ref, call) for ref, call in calls if ref not in finished]
         if unfinished:
             with trio.CancelScope(shield=True), trio.move_on_after(10):
+                why = (
+                    f"not run: {ended_by} ended this turn before it; a call after it in "
+                    "the same reply never runs"
+                    if ended_by
+                    else "cancelled before it finished"
+                )
                 for ref, call in unfinished:
                     cancelled = ToolResult(
-                        call_id=call.id,
-                        name=call.name,
-                        status="cancelled",
-                        content="cancelled before it finished",
+                        call_id=call.id, name=call.name, status="cancelled", content=why
                     )
-                    await record(ref, (cancelled, (), False))
+                    await record(ref, call, (cancelled, (), False))
     return [finished[ref] for ref, _ in calls], ends_turn
 
 

@@ -290,6 +290,13 @@ class Delegation:
             # This call ran before a crash, and the task has moved on since (revived by a
             # follow-up): what it did then is done; it changes nothing now.
             return ToolOutput(f"already reported ({mail.message_id})")
+        if mail is None and not task.live:
+            # A settled task changes only when its owner revives it: what it handed in
+            # (or why it failed, or was cancelled) stands.
+            raise ToolFailed(
+                f"{kind}: task {agent} is already {task.state}; a settled task reports "
+                "nothing more (its owner may revive it with a follow-up)"
+            )
         if mail is None:
             if kind == "completed":
                 await self._verify_completion(agent)
