@@ -176,7 +176,11 @@ async def _ask_model(state: AgentContext, deps: TurnDeps) -> AssistantMessage | 
     await deps.events.emit(AssistantReplied(agent=state.id, message=reply, model=deps.model.name))
     if reply.usage is not None:
         await deps.events.emit(UsageUpdated(agent=state.id, usage=reply.usage, total=state.usage))
-    return reply
+    # The reply as folded, which is what its calls run from: a sink that scrubs secrets
+    # (state/scrub.py) folds a redacted copy, and the calls run redacted, as they are
+    # journaled, so a call run again after a crash does what the first run did.
+    folded = state.messages[-1] if state.messages else None
+    return folded if isinstance(folded, AssistantMessage) else reply
 
 
 @functools.lru_cache(maxsize=64)

@@ -275,7 +275,7 @@ async def _run_session(
             # Only a person at the terminal needs to be told which agent asks.
             approve_for=None if approve in (approve_all, deny_all) else _naming(approve),
             tools=workspace_tools(env_policy),
-            redact=Redactor.of(keys, os.environ),
+            redact=_redactor(config),
             ui=_make_sink(args.json, live),
             policy=PermissionPolicy(),
             approve=approve,
@@ -356,6 +356,12 @@ def _config(args: argparse.Namespace, workspace: Path | None) -> Config:
     return config
 
 
+def _redactor(config: Config) -> Redactor:
+    """The values kept out of every record and printed line: the providers' keys and
+    every secret-looking variable of the environment (orchestrator/redaction.py)."""
+    return Redactor.for_environment(key_variables(env=os.environ, config=config), os.environ)
+
+
 def start(args: argparse.Namespace, *, goal: str, model: str | None, workspace: Path | None) -> int:
     _policy(args.allow)  # a usage error first, before anything is looked up
     if workspace is not None and not workspace.is_dir():
@@ -367,6 +373,8 @@ def start(args: argparse.Namespace, *, goal: str, model: str | None, workspace: 
     assert spec is not None
     root = sessions_root(args)
     settings = session_settings(config, args)
+    # The goal is the first text the session keeps: no secret in it either.
+    goal = _redactor(config)(goal)
     session_id, _ = create_session(
         root, goal=goal, model=spec, workspace=workspace, settings=settings, source="run"
     )
