@@ -14,7 +14,7 @@ import contextlib
 import dataclasses
 import functools
 import hashlib
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -94,7 +94,7 @@ class TurnDeps:
     hooks: RoundHooks | None = None
     # Refuses a parsed call before it runs (a write outside the agent's write scope):
     # the reason the model should see, or None to let it run.
-    guard: Callable[[ToolCall, BaseModel], str | None] | None = None
+    guard: Callable[[ToolCall, BaseModel], Awaitable[str | None]] | None = None
     # Whether the turn's end waits for the disk. The main agent's does: its last reply is
     # what a person reads and acts on once the turn ends. A subagent's need not: nothing
     # outside the journal acts on it (session-format.md, write-ahead rule 3).
@@ -309,7 +309,7 @@ async def _start_call(state: AgentContext, ref: str, call: ToolCall, deps: TurnD
     so a crash while the user thinks is never mistaken for a half-run side effect."""
     parsed = _parse_call(call, deps.tools)
     if isinstance(parsed, tuple) and deps.guard is not None:
-        refused = deps.guard(call, parsed[1])
+        refused = await deps.guard(call, parsed[1])
         if refused is not None:
             parsed = refused
     if isinstance(parsed, tuple):

@@ -73,6 +73,21 @@ class Writes:
             await self._postbox.post(agent, task.owner, agent, "risk_alert", "; ".join(problems))
         return list(paths)
 
+    async def note_escape(self, agent: str, tool: str, written: str, resolved: str) -> None:
+        """A task's `tool` call named `written`, inside its write scope, and the path
+        leads elsewhere (to `resolved`, or out of the workspace): refused, and reported to
+        the owner, since a link made to lead a write out of the scope is a hostile move."""
+        task = self._session.state.tasks.get(agent)
+        if task is None:
+            return
+        scope = ", ".join(task.write_scope or ()) or "nothing"
+        where = f"resolves to {resolved}" if resolved else "leads outside the workspace"
+        summary = (
+            f"its {tool} to {written} was refused: the path is inside its write scope "
+            f"({scope}) as written but {where} (a symlink or `..`)"
+        )
+        await self._postbox.post(agent, task.owner, agent, "risk_alert", summary)
+
     def _someone_elses(self, path: str, agent: str, since: float) -> bool:
         """Whether another task may have made a change to `path` seen after a shell
         command that started at `since`: the path is in its write scope, or it wrote

@@ -91,9 +91,10 @@ class Watched(Tool[Any]):
     async def run(self, args: Any, ctx: ToolContext) -> ToolOutput:
         if self.tool.name != "shell":
             output = await self.tool.run(args, ctx)
-            path = getattr(args, "path", None)
-            if output.status == "ok" and isinstance(path, str):
-                await self.on_write(ctx.agent, [path], self.tool.name, trio.current_time())
+            if output.status == "ok" and output.changed:
+                # Where the path resolved, as the tool wrote it.
+                now = trio.current_time()
+                await self.on_write(ctx.agent, output.changed, self.tool.name, now)
             return output
         root = ctx.workspace.root
         started = trio.current_time()
