@@ -355,10 +355,12 @@ async def _execute(ref: str, call: ToolCall, parsed: Parsed, deps: TurnDeps) -> 
     """The call's result, the mailbox messages it delivers (see mailbox.py), and whether
     it ends the turn."""
 
-    def result(status: ToolStatus, content: str) -> _Outcome:
+    def result(status: ToolStatus, content: str, changed: tuple[str, ...] = ()) -> _Outcome:
         redacted = deps.redact(content)
         return (
-            ToolResult(call_id=call.id, name=call.name, status=status, content=redacted),
+            ToolResult(
+                call_id=call.id, name=call.name, status=status, content=redacted, changed=changed
+            ),
             (),
             False,
         )
@@ -382,7 +384,8 @@ async def _execute(ref: str, call: ToolCall, parsed: Parsed, deps: TurnDeps) -> 
         return result("error", f"{tool.name} crashed: {type(exc).__name__}: {exc}")
     if output is None:
         return result("cancelled", "stopped by an interrupting message before it finished")
-    return result(output.status, output.content)[0], output.delivers, output.ends_turn
+    outcome = result(output.status, output.content, output.changed)
+    return outcome[0], output.delivers, output.ends_turn
 
 
 INTERRUPTED = (
@@ -411,7 +414,10 @@ async def settle_pending_calls(agent: AgentContext, deps: TurnDeps) -> bool:
                 if settled is None
                 else (settled.status, deps.redact(settled.content))
             )
-            result = ToolResult(call_id=call.id, name=call.name, status=status, content=content)
+            changed = () if settled is None else settled.changed
+            result = ToolResult(
+                call_id=call.id, name=call.name, status=status, content=content, changed=changed
+            )
             await deps.events.emit(ToolCallFinished(agent=agent.id, ref=ref, result=result))
         else:
             rerun.append((ref, call))

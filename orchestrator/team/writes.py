@@ -15,7 +15,6 @@ from orchestrator.state.tasks import in_scope
 from orchestrator.team.port import SessionLike
 from orchestrator.team.postbox import Postbox
 from orchestrator.tools.permissions import string_argument
-from orchestrator.tools.watch import changed_by_shell
 
 
 class Writes:
@@ -101,9 +100,11 @@ class Writes:
         )
 
     def files_written(self, agent: str) -> set[str]:
-        """Workspace paths `agent`'s tools changed, from its context: the replies hold the
-        write_file and edit_file calls and the results say which succeeded; a shell
-        result names what its command changed (tools/watch.py)."""
+        """Workspace paths `agent`'s tools changed, from its context: each successful
+        result's `changed`, as the tool or the shell's watch saw them (tools/watch.py),
+        never what a result's text says. A write_file or edit_file result journaled
+        before results had `changed` counts its call's `path`; such a shell result counts
+        nothing (its text could have been printed by the command)."""
         context = self._session.state.agents.get(agent)
         if context is None:
             return set()
@@ -118,10 +119,10 @@ class Writes:
                         calls[call.id] = path
             elif isinstance(message, ToolResult):
                 written_path = calls.pop(message.call_id, "")
-                if written_path and message.status == "ok":
+                if message.changed:  # whatever the status: a failed command may write
+                    written.update(_rel(p) for p in message.changed)
+                elif written_path and message.status == "ok":
                     written.add(_rel(written_path))
-                elif message.name == "shell":
-                    written.update(changed_by_shell(message.content))
         return written
 
 

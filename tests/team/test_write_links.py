@@ -50,6 +50,7 @@ async def test_a_worker_cannot_write_through_a_link_it_made_out_of_its_scope(
     assert results[0].status == "ok"  # the link itself is no file change
     for result, tool in zip(results[1:3], ("write_file", "edit_file"), strict=True):
         assert result.status == "error"
+        assert result.changed == ()
         assert result.content == (
             f"{tool} refused: {path} resolves to {resolved}, outside this task's write scope "
             "(a/); ask your owner with request_direction_change if you need it"
