@@ -54,10 +54,13 @@ class ToolOutput:
     # went to, resolved; what a shell command created, changed or deleted): journaled
     # with the result (`ToolResult.changed`), never read back from `content`.
     changed: tuple[str, ...] = ()
+    # A command's exit code (the shell tool; None: it did not exit on its own, or no
+    # command), for the verification that runs commands through the tool.
+    exit_code: int | None = None
 
     @classmethod
-    def error(cls, content: str) -> ToolOutput:
-        return cls(content, "error")
+    def error(cls, content: str, exit_code: int | None = None) -> ToolOutput:
+        return cls(content, "error", exit_code=exit_code)
 
 
 ArgsT = TypeVar("ArgsT", bound=BaseModel)
