@@ -179,3 +179,22 @@ async def test_read_file_outside_a_scope_still_reads_through_links_inside(
     (root / "a" / "secret").symlink_to(tmp_path / "secret")
     with pytest.raises(WorkspaceEscape):
         await ReadFile().run(ReadFileArgs(path="a/secret"), ctx)
+
+
+def test_grep_reads_only_what_it_opened_inside_the_workspace(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    """grep's child checks each file as opened: a link swapped in after the walk looked
+    (here: there from the start, handed to the read as the walk would) is not read."""
+    from orchestrator.tools.walk import _read_inside
+
+    (tmp_path / "secret").write_text("top secret")
+    (workspace.root / "in.txt").write_text("inside")
+    (workspace.root / "out").symlink_to(tmp_path / "secret")
+    (workspace.root / "alias").symlink_to("in.txt")
+    assert _read_inside(workspace.root / "alias", workspace.root) == b"inside"
+    with pytest.raises(OSError, match="leads outside the workspace"):
+        _read_inside(workspace.root / "out", workspace.root)
+    os.mkfifo(workspace.root / "fifo")
+    with pytest.raises(OSError, match="not a regular file"):
+        _read_inside(workspace.root / "fifo", workspace.root)
