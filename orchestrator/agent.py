@@ -14,7 +14,7 @@ import contextlib
 import dataclasses
 import functools
 import hashlib
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -94,7 +94,7 @@ class TurnDeps:
     hooks: RoundHooks | None = None
     # Refuses a parsed call before it runs (a write outside the agent's write scope):
     # the reason the model should see, or None to let it run.
-    guard: Callable[[ToolCall, BaseModel], str | None] | None = None
+    guard: Callable[[ToolCall, BaseModel], Awaitable[str | None]] | None = None
     # Whether the turn's end waits for the disk. The main agent's does: its last reply is
     # what a person reads and acts on once the turn ends. A subagent's need not: nothing
     # outside the journal acts on it (session-format.md, write-ahead rule 3).
@@ -326,7 +326,7 @@ async def _start_call(state: AgentContext, ref: str, call: ToolCall, deps: TurnD
     so a crash while the user thinks is never mistaken for a half-run side effect."""
     parsed = _parse_call(call, deps.tools)
     if isinstance(parsed, tuple) and deps.guard is not None:
-        refused = deps.guard(call, parsed[1])
+        refused = await deps.guard(call, parsed[1])
         if refused is not None:
             parsed = refused
     if isinstance(parsed, tuple):
@@ -372,10 +372,12 @@ async def _execute(ref: str, call: ToolCall, parsed: Parsed, deps: TurnDeps) -> 
     """The call's result, the mailbox messages it delivers (see mailbox.py), and whether
     it ends the turn."""
 
-    def result(status: ToolStatus, content: str) -> _Outcome:
+    def result(status: ToolStatus, content: str, changed: tuple[str, ...] = ()) -> _Outcome:
         redacted = deps.redact(content)
         return (
-            ToolResult(call_id=call.id, name=call.name, status=status, content=redacted),
+            ToolResult(
+                call_id=call.id, name=call.name, status=status, content=redacted, changed=changed
+            ),
             (),
             False,
         )
@@ -399,7 +401,8 @@ async def _execute(ref: str, call: ToolCall, parsed: Parsed, deps: TurnDeps) -> 
         return result("error", f"{tool.name} crashed: {type(exc).__name__}: {exc}")
     if output is None:
         return result("cancelled", "stopped by an interrupting message before it finished")
-    return result(output.status, output.content)[0], output.delivers, output.ends_turn
+    outcome = result(output.status, output.content, output.changed)
+    return outcome[0], output.delivers, output.ends_turn
 
 
 INTERRUPTED = (
@@ -428,7 +431,10 @@ async def settle_pending_calls(agent: AgentContext, deps: TurnDeps) -> bool:
                 if settled is None
                 else (settled.status, deps.redact(settled.content))
             )
-            result = ToolResult(call_id=call.id, name=call.name, status=status, content=content)
+            changed = () if settled is None else settled.changed
+            result = ToolResult(
+                call_id=call.id, name=call.name, status=status, content=content, changed=changed
+            )
             await deps.events.emit(ToolCallFinished(agent=agent.id, ref=ref, result=result))
         else:
             rerun.append((ref, call))

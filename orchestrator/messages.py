@@ -152,6 +152,10 @@ class ToolResult(_Message, frozen=True, tag="tool"):
     name: str
     status: ToolStatus = "ok"
     content: str = ""
+    # The workspace paths the call changed, as the program saw them (not the model): what
+    # the completion check counts. Never sent to a model; `content` may name them too,
+    # for the model, but nothing reads them back from there.
+    changed: tuple[str, ...] = ()
 
     def chars(self) -> int:
         return len(self.content) + RESULT_OVERHEAD

@@ -18,6 +18,7 @@ from orchestrator.loop.assessment import (
     Budgets,
     Situation,
     Spent,
+    Verified,
     assess,
     continuation_note,
     over_budget,
@@ -347,6 +348,8 @@ async def test_verification_fails_then_passes(workspace: Workspace) -> None:
     assert outcome.reason == "completed"
     assert outcome.detail == f"all 1 todos done; verified: {verify} passed"
     assert verdicts(scene) == ["verify", "verify", "completed"]
+    # The exit code is the tool's fact (ToolOutput.exit_code), not read from the output.
+    assert [e.exit_code for e in scene.events.events if isinstance(e, Verified)] == [3, 0]
     assert scene.state.progress[MAIN].verify_failures == 1
     assert scene.state.progress[MAIN].continues == 1  # the failure used one
 
