@@ -26,10 +26,9 @@ from orchestrator.cli.parser import (
 )
 from orchestrator.cli.render import JsonLinesSink, TranscriptSink
 from orchestrator.cli.sessions import latest_session_id, task_tree
-from orchestrator.cli.text import visible
+from orchestrator.cli.text import label, visible
 from orchestrator.config import Config
 from orchestrator.errors import ConfigError
-from orchestrator.messages import ToolCall
 from orchestrator.models.base import Model
 from orchestrator.models.http import Backoff, make_client
 from orchestrator.models.resolve import key_variables, resolve_model
@@ -49,7 +48,7 @@ from orchestrator.tools import (
     deny_all,
     workspace_tools,
 )
-from orchestrator.tools.permissions import Answer, parse_rules
+from orchestrator.tools.permissions import parse_rules
 
 EXIT_CODES = {"blocked": EXIT_BLOCKED, "budget_exhausted": EXIT_BUDGET}
 
@@ -87,16 +86,18 @@ def _make_sink(json_mode: bool, live: LiveSession | None = None) -> EventSink:
     return TranscriptSink(sys.stdout, color=_color_enabled(sys.stdout), todos_of=todos_of)
 
 
-def _make_approver(yes: bool) -> Approver:
+def _make_approver(yes: bool) -> tuple[Approver, Callable[[str, str], Approver] | None]:
+    """Who answers a call the policy asks about, and the approver per agent that names
+    the agent asking (only a person at the terminal needs to be told)."""
     if yes:
-        return approve_all
+        return approve_all, None
     if not sys.stdin.isatty():
-        return deny_all
+        return deny_all, None
 
     from orchestrator.cli.prompt import make_prompt
 
-    approver: Approver = make_prompt()
-    return approver
+    prompt = make_prompt()
+    return prompt, prompt.asking
 
 
 def session_settings(config: Config, args: argparse.Namespace) -> SessionSettings:
@@ -192,7 +193,8 @@ def _ask_resume(yes: bool) -> Callable[[str], Awaitable[bool]] | None:
     async def ask(question: str) -> bool:
         if yes:
             return True
-        note(question)
+        # One line: the question names a task by its (model-written) description.
+        print(label(question, 300), file=sys.stderr)
         print("Revive it? [y/N]: ", end="", file=sys.stderr, flush=True)
         line = await trio.to_thread.run_sync(sys.stdin.readline, abandon_on_cancel=True)
         return line.strip().lower() in ("y", "yes")
@@ -204,23 +206,6 @@ def _ask_trust(question: str) -> bool:
     print(visible(question), file=sys.stderr)
     print("Trust this project's settings? [y/N]: ", end="", file=sys.stderr, flush=True)
     return sys.stdin.readline().strip().lower() in ("y", "yes")
-
-
-def _naming(approve: Approver) -> Callable[[str, str], Approver]:
-    """An approver per agent that first says which agent asks (the main agent's asks
-    as before)."""
-
-    def make(agent: str, who: str) -> Approver:
-        if agent == "main":
-            return approve
-
-        async def ask(call: ToolCall) -> Answer:
-            note(f"{who} asks:")
-            return await approve(call)
-
-        return ask
-
-    return make
 
 
 def note(text: str) -> None:
@@ -264,7 +249,7 @@ async def _run_session(
         definitions = await trio.to_thread.run_sync(
             functools.partial(_definitions, workspace, interactive=not args.yes)
         )
-        approve = _make_approver(args.yes)
+        approve, approve_for = _make_approver(args.yes)
         models = _RoleModels(
             main=spec, cli=args.model, config=config, definitions=definitions, http=http
         )
@@ -272,8 +257,7 @@ async def _run_session(
             model=models("main"),
             models=models,
             definitions=definitions,
-            # Only a person at the terminal needs to be told which agent asks.
-            approve_for=None if approve in (approve_all, deny_all) else _naming(approve),
+            approve_for=approve_for,
             tools=workspace_tools(env_policy),
             redact=_redactor(config),
             ui=_make_sink(args.json, live),
