@@ -45,6 +45,7 @@ from orchestrator.tools.permissions import (
     Grant,
     GrantLike,
     PermissionPolicy,
+    Unasked,
     approve_all,
 )
 from orchestrator.tools.shell import kill_marked
@@ -287,6 +288,12 @@ async def _run_calls(
 Parsed = tuple[AnyTool, BaseModel] | str
 """A call's tool and validated arguments, or the error the model should see instead."""
 
+
+class Unapproved(str):
+    """The error of a call refused for want of anyone to approve it: its result's status
+    is `unapproved`, a fact the session's outcome counts (never read back from text)."""
+
+
 _Outcome = tuple[ToolResult, tuple[str, ...], bool]
 """A call's result, the mailbox messages it delivers, and whether it ends the turn."""
 
@@ -362,6 +369,12 @@ async def _permit(call: ToolCall, parsed: tuple[AnyTool, BaseModel], deps: TurnD
             PermissionGranted(agent=agent, tool=answer.tool, pattern=answer.pattern)
         )
         return parsed
+    if isinstance(answer, Unasked):
+        return Unapproved(
+            f"{tool.name} was not run: it needs a person's approval and nobody can be asked "
+            "(no terminal, and no --yes). Do not retry it; finish what you can without it, "
+            "and say what is left undone"
+        )
     if answer:
         return parsed
     how = "denied by the permission policy" if decision == "deny" else "not approved"
@@ -383,7 +396,8 @@ async def _execute(ref: str, call: ToolCall, parsed: Parsed, deps: TurnDeps) -> 
         )
 
     if isinstance(parsed, str):
-        return result("error", parsed)
+        status: ToolStatus = "unapproved" if isinstance(parsed, Unapproved) else "error"
+        return result(status, str(parsed))  # a plain str: the record's codec takes no subclass
     tool, args = parsed
     hooks = deps.hooks
     scope = (

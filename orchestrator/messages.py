@@ -144,7 +144,10 @@ class AssistantMessage(_Message, frozen=True, tag="assistant"):
 RESULT_OVERHEAD = 48
 """Characters a tool result costs beyond its content, in `message_chars`."""
 
-ToolStatus = Literal["ok", "error", "cancelled", "interrupted"]
+ToolStatus = Literal["ok", "error", "cancelled", "interrupted", "unapproved"]
+"""How a call ended. `unapproved`: it needed a person's approval and nobody could be asked
+(a run with no terminal and no `--yes`), so it did not run; the session's outcome counts
+these (session-format.md)."""
 
 
 class ToolResult(_Message, frozen=True, tag="tool"):

@@ -16,15 +16,27 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 import orjson
 import trio
 
+from orchestrator.cli.render import format_arguments
 from orchestrator.cli.text import block, label
+from orchestrator.loop.assessment import RefusedCall
 from orchestrator.messages import ToolCall
-from orchestrator.tools.permissions import Answer, Approver, Grant, shell_command
+from orchestrator.tools.base import ToolRegistry
+from orchestrator.tools.permissions import (
+    Answer,
+    Approver,
+    Grant,
+    GrantLike,
+    PermissionPolicy,
+    approve_all,
+    deny_all,
+    shell_command,
+)
 
 SHOWN_LINES = 40
 
@@ -126,3 +138,54 @@ class TerminalPrompt:
 def make_prompt(out: TextIO | None = None, read: Callable[[], str] | None = None) -> TerminalPrompt:
     """An approver that asks at the terminal."""
     return TerminalPrompt(out, read)
+
+
+# --- without a terminal -------------------------------------------------------------------
+
+
+def approvers(yes: bool) -> tuple[Approver, Callable[[str, str], Approver] | None]:
+    """Who answers a call the policy asks about (`--yes`: yes; a terminal: the person;
+    else nobody, and the call is refused as `unapproved`), and the approver per agent
+    that names the agent asking (only a person at the terminal needs to be told)."""
+    if yes:
+        return approve_all, None
+    if not sys.stdin.isatty():
+        return deny_all, None
+    prompt = make_prompt()
+    return prompt, prompt.asking
+
+
+def refusal_notice(
+    tools: ToolRegistry, policy: PermissionPolicy, grants: Sequence[GrantLike] = ()
+) -> str:
+    """For a run with nobody to ask: one line saying which tools will be refused, and
+    how to allow them ("" when no tool would be asked about)."""
+    asked = []
+    for tool in tools.tools():
+        probe = ToolCall(id="", name=tool.name, arguments="{}")
+        unasked = tool.read_only or not tool.approval
+        if policy.decide(probe, read_only=unasked, grants=grants) != "ask":
+            continue
+        allowed = [r.pattern for r in policy.rules if r.decision == "allow" and r.tool == tool.name]
+        allowed += [g.pattern for g in grants if g.tool == tool.name]
+        patterns = ", ".join(repr(p) for p in allowed if p)
+        asked.append(tool.name + (f" (but commands matching {patterns})" if patterns else ""))
+    if not asked:
+        return ""
+    return (
+        f"no terminal and no --yes: calls of {', '.join(asked)} need approval and will be "
+        "refused (a run with a refused call ends blocked unless its --verify commands "
+        "pass); allow them with --yes, --allow TOOL=allow or --allow 'shell:PATTERN=allow'"
+    )
+
+
+def refused_lines(refused: Sequence[RefusedCall]) -> list[str]:
+    """The run's summary of the calls refused for want of approval: one line each,
+    agent, tool and its arguments, all labels."""
+    if not refused:
+        return []
+    lines = [f"refused for want of approval ({len(refused)}):"]
+    for call in refused:
+        arguments = label(format_arguments(call.arguments), 100)
+        lines.append(f"  {label(call.agent, 40)} {label(call.tool, 40)}: {arguments}")
+    return lines

@@ -24,6 +24,7 @@ from orchestrator.cli.parser import (
     EXIT_OK,
     EXIT_TERMINATED,
 )
+from orchestrator.cli.prompt import approvers, refusal_notice, refused_lines
 from orchestrator.cli.render import JsonLinesSink, TranscriptSink
 from orchestrator.cli.sessions import latest_session_id, task_tree
 from orchestrator.cli.text import label, visible
@@ -40,11 +41,9 @@ from orchestrator.store import Durability, session_dir
 from orchestrator.team.definitions import Definitions
 from orchestrator.team.drive import RunResult, RunSettings, drive
 from orchestrator.tools import (
-    Approver,
     EnvPolicy,
     PermissionPolicy,
     Redactor,
-    approve_all,
     deny_all,
     workspace_tools,
 )
@@ -84,20 +83,6 @@ def _make_sink(json_mode: bool, live: LiveSession | None = None) -> EventSink:
         return JsonLinesSink(sys.stdout, session=live.id, seq_of=live.seq_of)
     todos_of = live.state.todo_list if live is not None else None
     return TranscriptSink(sys.stdout, color=_color_enabled(sys.stdout), todos_of=todos_of)
-
-
-def _make_approver(yes: bool) -> tuple[Approver, Callable[[str, str], Approver] | None]:
-    """Who answers a call the policy asks about, and the approver per agent that names
-    the agent asking (only a person at the terminal needs to be told)."""
-    if yes:
-        return approve_all, None
-    if not sys.stdin.isatty():
-        return deny_all, None
-
-    from orchestrator.cli.prompt import make_prompt
-
-    prompt = make_prompt()
-    return prompt, prompt.asking
 
 
 def session_settings(config: Config, args: argparse.Namespace) -> SessionSettings:
@@ -249,7 +234,14 @@ async def _run_session(
         definitions = await trio.to_thread.run_sync(
             functools.partial(_definitions, workspace, interactive=not args.yes)
         )
-        approve, approve_for = _make_approver(args.yes)
+        approve, approve_for = approvers(args.yes)
+        tools = workspace_tools(env_policy)
+        if approve is deny_all:
+            rules = _session_for(live, config, args, changes or {}) or live.state.settings
+            policy = _policy(list(rules.allow if rules is not None else ()))
+            notice = refusal_notice(tools, policy, live.state.grants)
+            if notice:
+                note(notice)
         models = _RoleModels(
             main=spec, cli=args.model, config=config, definitions=definitions, http=http
         )
@@ -258,7 +250,7 @@ async def _run_session(
             models=models,
             definitions=definitions,
             approve_for=approve_for,
-            tools=workspace_tools(env_policy),
+            tools=tools,
             redact=_redactor(config),
             ui=_make_sink(args.json, live),
             policy=PermissionPolicy(),
@@ -270,14 +262,17 @@ async def _run_session(
         )
         result = await _drive_until_terminated(live, settings)
         tasks = live.state.tasks.dump()
+        refused = refused_lines(live.state.refused)
     if tasks:
         note("tasks:")
         for line in task_tree(tasks):
             note(f"  {line}")
+    for line in refused:
+        note(line)
     if result is None:
         note(f"terminated; session {session_id} is resumable (orchestrator resume {session_id})")
         return EXIT_TERMINATED
-    detail = f" ({result.detail})" if result.detail else ""
+    detail = f" ({label(result.detail, 400)})" if result.detail else ""
     note(f"session {session_id} {result.status}{detail}")
     if result.status != "completed":
         if result.advice:

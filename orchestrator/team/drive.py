@@ -235,6 +235,15 @@ async def _drive(live: LiveSession, settings: RunSettings, sink: EventSink) -> R
     match outcome.reason:
         case "completed":
             return RunResult("completed", outcome.detail)
+        case "blocked" if live.state.refused:
+            return RunResult(
+                "blocked",
+                outcome.detail,
+                "to let them run, resume with approval and say so: orchestrator resume ID "
+                "--yes --message 'the refused calls are allowed now' (or --allow "
+                "TOOL=allow instead of --yes)",
+                resume_helps=False,
+            )
         case "blocked":
             return RunResult(
                 "blocked",

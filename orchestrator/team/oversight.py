@@ -139,6 +139,7 @@ class Oversight:
             verify=policy.verify if not must_report else (),
             must_report=must_report,
             interactive=policy.interactive and not must_report,
+            refused=tuple(state.refused) if not must_report else (),
         )
 
     async def assess(

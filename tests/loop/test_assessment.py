@@ -16,6 +16,7 @@ from orchestrator.loop.assessment import (
     AgentProgress,
     Assessed,
     Budgets,
+    RefusedCall,
     Situation,
     Spent,
     Verified,
@@ -59,6 +60,10 @@ def verdicts(scene: Scene) -> list[str]:
 
 def progress(**fields: Any) -> AgentProgress:
     return AgentProgress(**fields)
+
+
+REFUSED = RefusedCall(agent="t1", tool="write_file", arguments='{"path": "a"}')
+REFUSED_SHELL = RefusedCall(agent=MAIN, tool="shell", arguments='{"command": "make"}')
 
 
 CASES: list[tuple[str, Situation, str, str]] = [
@@ -189,6 +194,34 @@ CASES: list[tuple[str, Situation, str, str]] = [
         Situation(todos=TodoList(), progress=progress(reply_repeats=3), waiting_on_it=("t4",)),
         "blocked",
         "tasks t4 wait for answers never given",
+    ),
+    (
+        "a call refused for want of approval",
+        Situation(todos=TodoList(), progress=progress(), refused=(REFUSED, REFUSED_SHELL)),
+        "blocked",
+        "2 calls refused for want of approval (nobody could be asked): shell, write_file",
+    ),
+    (
+        "a refusal, but the verification passed since the last change",
+        Situation(
+            todos=TodoList(),
+            progress=progress(changed_seq=9, verified_seq=12),
+            verify=("pytest",),
+            refused=(REFUSED,),
+        ),
+        "completed",
+        "verified: pytest passed",
+    ),
+    (
+        "a refusal, not verified since",
+        Situation(
+            todos=TodoList(),
+            progress=progress(changed_seq=9, verified_seq=7),
+            verify=("pytest",),
+            refused=(REFUSED,),
+        ),
+        "verify",
+        "not verified",
     ),
 ]
 
