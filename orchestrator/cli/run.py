@@ -151,7 +151,7 @@ class _RoleModels:
         return model
 
 
-def _definitions(workspace: Path, *, interactive: bool) -> Definitions:
+def _definitions(workspace: Path | None, *, interactive: bool) -> Definitions:
     """The agent types: built-in, the user's, the project's (asked about once if they
     would widen anything, when there is a terminal to ask at)."""
     from orchestrator.team.agent_files import load_definitions
@@ -211,9 +211,11 @@ async def _run_session(
     args: argparse.Namespace,
     config: Config,
     changes: dict[str, Any] | None = None,
+    definitions: Definitions | None = None,
 ) -> int:
     """Run the session with its journaled settings, `changes` made to them; a session
-    with none yet (older formats) gets them from `config` and `args`, as a new one."""
+    with none yet (older formats) gets them from `config` and `args`, as a new one. The
+    agent types are `definitions`, else loaded from the session's workspace."""
     directory = session_dir(root, session_id)
     async with (
         open_session(root, session_id, durability=Durability(args.durability), warn=note) as live,
@@ -231,9 +233,10 @@ async def _run_session(
             always_drop=frozenset(keys),
         )
         workspace = live.manifest.workspace_path(directory)
-        definitions = await trio.to_thread.run_sync(
-            functools.partial(_definitions, workspace, interactive=not args.yes)
-        )
+        if definitions is None:
+            definitions = await trio.to_thread.run_sync(
+                functools.partial(_definitions, workspace, interactive=not args.yes)
+            )
         approve, approve_for = approvers(args.yes)
         tools = workspace_tools(env_policy)
         if approve is deny_all:
@@ -354,11 +357,13 @@ def start(args: argparse.Namespace, *, goal: str, model: str | None, workspace: 
     settings = session_settings(config, args)
     # The goal is the first text the session keeps: no secret in it either.
     goal = _redactor(config)(goal)
+    # Before the session exists: agent files refused (untrusted, invalid) leave nothing.
+    definitions = _definitions(workspace, interactive=not args.yes)
     session_id, _ = create_session(
         root, goal=goal, model=spec, workspace=workspace, settings=settings, source="run"
     )
     note(f"session {session_id} (in {root})")
-    return trio.run(_run_session, root, session_id, args, config)
+    return trio.run(_run_session, root, session_id, args, config, None, definitions)
 
 
 def resume(args: argparse.Namespace) -> int:
