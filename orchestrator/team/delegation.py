@@ -359,10 +359,7 @@ class Delegation:
         return frozenset(found)
 
     def _own_task(self, agent: str, task_id: str) -> TaskRecord:
-        task = self._task(task_id)
-        if task.owner != agent:
-            raise ToolFailed(f"task {task_id} is not yours (its owner is {task.owner})")
-        return task
+        return queries.own_task(self._state, agent, task_id)
 
 
 def _handle(task: TaskRecord) -> str:
