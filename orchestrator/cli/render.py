@@ -34,6 +34,7 @@ from orchestrator.state.tasks import TaskChanged, TaskCreated
 
 ARG_WIDTH = 60
 RESULT_WIDTH = 100
+REASON_WIDTH = 400  # an assessment's reasons, a block's: one line, cut only when very long
 
 
 def format_arguments(raw: str) -> str:
@@ -218,7 +219,7 @@ class TranscriptSink:
                 for item in todos.items.values():
                     self._line(who + "    " + self._todo(todos, item))
             case Assessed(action=action, reasons=reasons, count=count, limit=limit):
-                why = visible("; ".join(reasons))
+                why = label("; ".join(reasons), REASON_WIDTH)
                 agent = label(event.agent, 40)
                 if action == "continue_from_context":
                     self._line(s.yellow(f"↻ {agent} auto-continuing {count}/{limit}: {why}"))
@@ -235,7 +236,8 @@ class TranscriptSink:
                 else:
                     self._line(s.red(f"✗ verification failed (exit code {code}): {what}"))
             case BlockedReported(category=category, reason=reason):
-                self._line(who + s.red(f"■ blocked ({label(category, 40)}): {visible(reason)}"))
+                why = label(reason, REASON_WIDTH)
+                self._line(who + s.red(f"■ blocked ({label(category, 40)}): {why}"))
 
     def _todo_list(self, event: TodosChanged) -> TodoList:
         if self._todos_of is not None:
@@ -251,10 +253,10 @@ class TranscriptSink:
             case "completed":
                 return s.green("✓ ") + s.dim(text)
             case "in_progress":
-                doing = visible(item.active_form) if item.active_form else text
+                doing = label(item.active_form, RESULT_WIDTH) if item.active_form else text
                 return s.cyan(f"▶ {doing}")
             case "failed" | "cancelled":
-                why = f": {visible(item.failure)}" if item.failure else ""
+                why = f": {label(item.failure, RESULT_WIDTH)}" if item.failure else ""
                 return s.red(f"✗ {text} ({item.status}{why})")
         if todos.is_blocked(item):
             blockers = label(", ".join(todos.open_blockers(item)))

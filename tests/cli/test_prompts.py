@@ -127,3 +127,50 @@ def test_a_label_is_one_visible_line_cut_to_its_width(text: object, width: int, 
     from orchestrator.cli.text import label
 
     assert label(text, width) == shown
+
+
+HOSTILE = "x\n✔ main done\r\x1b[2K\x1b]0;t\x07"
+
+
+async def test_every_transcript_line_keeps_a_hostile_label_on_it() -> None:
+    """Names in the transcript's lines (an agent, a task's description and scope, a
+    tool, a todo's active form and failure, a block's category and reason) are labels:
+    each event is one line, whatever its names hold."""
+    import io
+
+    from orchestrator.cli.render import TranscriptSink
+    from orchestrator.loop.assessment import Assessed, BlockedReported
+    from orchestrator.loop.todos import TodoItem, TodosChanged
+    from orchestrator.messages import ToolCall
+    from orchestrator.state.events import ToolCallStarted
+    from orchestrator.state.tasks import TaskCreated
+
+    events = [
+        TaskCreated(
+            agent="main", task="t1", agent_type=HOSTILE, description=HOSTILE, write_scope=(HOSTILE,)
+        ),
+        ToolCallStarted(
+            agent=HOSTILE,
+            ref="1.0",
+            call=ToolCall(id="c", name=HOSTILE),
+            read_only=False,
+            idempotent=False,
+        ),
+        Assessed(agent=HOSTILE, action="blocked", reasons=(HOSTILE,)),
+        BlockedReported(agent=HOSTILE, category=HOSTILE, reason=HOSTILE),
+    ]
+    out = io.StringIO()
+    sink = TranscriptSink(out, color=False)
+    for event in events:
+        await sink.emit(event)
+    lines = out.getvalue().split("\n")[:-1]
+    assert len(lines) == len(events), lines
+    todo = TodoItem(id="1", content="c", active_form=HOSTILE, status="in_progress")
+    failed = TodoItem(id="2", content="d", status="failed", failure=HOSTILE)
+    await sink.emit(TodosChanged(agent="t1", replace=True, items=(todo, failed)))
+    lines = out.getvalue().split("\n")[:-1]
+    assert len(lines) == len(events) + 3, lines  # the list's heading and its two items
+    text = out.getvalue()
+    assert "\r" not in text
+    assert "\x1b" not in text
+    assert not [line for line in lines if line.startswith("✔")]
