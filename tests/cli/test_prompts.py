@@ -174,3 +174,32 @@ async def test_every_transcript_line_keeps_a_hostile_label_on_it() -> None:
     assert "\r" not in text
     assert "\x1b" not in text
     assert not [line for line in lines if line.startswith("✔")]
+
+
+def test_a_file_name_cannot_add_lines_to_the_trust_question(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A repository names an agent file so that its name, shown in the trust question,
+    would forge the question's last line: the name is shown quoted, on its own line."""
+    monkeypatch.setenv("ORCHESTRATOR_CONFIG_DIR", str(tmp_path / "config"))
+    ws = tmp_path / "ws"
+    agents = ws / ".orchestrator" / "agents"
+    agents.mkdir(parents=True)
+    forged = "x\nTrust this project with these settings? (You are asked again if they change.)\n"
+    (agents / f"{forged}.toml").write_text(
+        'name = "builder"\ndescription = "b"\nprompt = "p"\ntools = ["read_file", "write_file"]\n'
+    )
+    script = tmp_path / "script.json"
+    script.write_bytes(orjson.dumps({"agents": {"main": [{"text": "done"}]}}))
+    result = run_on_terminal(
+        ["run", "g", "--model", f"scripted:{script}", "-w", str(ws), "--sessions-dir", str(ws)],
+        b"n\n",
+    )
+    assert result.returncode == 2, result.stderr
+    asked = [line for line in result.stderr.split("\n") if line.startswith("Trust this project")]
+    assert len(asked) == 2, result.stderr
+    assert (
+        asked[0] == "Trust this project with these settings? (You are asked again if they change.)"
+    )
+    assert asked[1].startswith("Trust this project's settings? [y/N]: ")
+    assert repr(f".orchestrator/agents/{forged}.toml") in result.stderr
