@@ -58,7 +58,11 @@ class GrantLike(Protocol):
 class Unasked:
     """The answer when nobody can be asked (no terminal and no `--yes`): the call is
     refused as `unapproved`, a result status the session's outcome counts, where a
-    person's no is an ordinary error the model reads."""
+    person's no is an ordinary error the model reads. False, like a no, to any code
+    that only asks whether the call may run."""
+
+    def __bool__(self) -> bool:
+        return False
 
 
 Answer = bool | Grant | Unasked
