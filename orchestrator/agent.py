@@ -14,7 +14,7 @@ import contextlib
 import dataclasses
 import functools
 import hashlib
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -45,6 +45,7 @@ from orchestrator.tools.permissions import (
     Grant,
     GrantLike,
     PermissionPolicy,
+    Unasked,
     approve_all,
 )
 from orchestrator.tools.shell import kill_marked
@@ -94,7 +95,7 @@ class TurnDeps:
     hooks: RoundHooks | None = None
     # Refuses a parsed call before it runs (a write outside the agent's write scope):
     # the reason the model should see, or None to let it run.
-    guard: Callable[[ToolCall, BaseModel], str | None] | None = None
+    guard: Callable[[ToolCall, BaseModel], Awaitable[str | None]] | None = None
     # Whether the turn's end waits for the disk. The main agent's does: its last reply is
     # what a person reads and acts on once the turn ends. A subagent's need not: nothing
     # outside the journal acts on it (session-format.md, write-ahead rule 3).
@@ -176,7 +177,11 @@ async def _ask_model(state: AgentContext, deps: TurnDeps) -> AssistantMessage | 
     await deps.events.emit(AssistantReplied(agent=state.id, message=reply, model=deps.model.name))
     if reply.usage is not None:
         await deps.events.emit(UsageUpdated(agent=state.id, usage=reply.usage, total=state.usage))
-    return reply
+    # The reply as folded, which is what its calls run from: a sink that scrubs secrets
+    # (state/scrub.py) folds a redacted copy, and the calls run redacted, as they are
+    # journaled, so a call run again after a crash does what the first run did.
+    folded = state.messages[-1] if state.messages else None
+    return folded if isinstance(folded, AssistantMessage) else reply
 
 
 @functools.lru_cache(maxsize=64)
@@ -220,14 +225,22 @@ async def run_tool_calls(
 async def _run_calls(
     state: AgentContext, calls: Sequence[tuple[str, ToolCall]], deps: TurnDeps
 ) -> tuple[list[ToolResult], bool]:
-    """`run_tool_calls`, and whether one of the calls ended the agent's turn."""
+    """`run_tool_calls`, and whether one of the calls ended the agent's turn.
+
+    A call that ends the turn (`complete`, `ask_decision`, `report_blocked`) is the last
+    of its reply to run: the calls before it have finished when it runs, and those after
+    it are settled `cancelled`, naming it, without running. Nothing a task does after it
+    has handed in its work (or asked, and is waiting) can change what it handed in."""
     finished: dict[str, ToolResult] = {}
     ends_turn = False
+    ended_by = ""  # the call that ended the turn, for the calls after it
 
-    async def record(ref: str, outcome: _Outcome) -> None:
-        nonlocal ends_turn
+    async def record(ref: str, call: ToolCall, outcome: _Outcome) -> None:
+        nonlocal ends_turn, ended_by
         result, delivers, ends = outcome
         finished[ref] = result
+        if ends and not ends_turn:
+            ended_by = f"{call.name} (call {call.id})"
         ends_turn = ends_turn or ends
         await deps.events.emit(
             ToolCallFinished(agent=state.id, ref=ref, result=result, delivers=delivers)
@@ -235,13 +248,15 @@ async def _run_calls(
 
     try:
         for group in _segments(calls, deps.tools):
+            if ends_turn:
+                break
             # Starts are journaled in the model's order, even for calls that then overlap.
             started = [
                 (ref, call, await _start_call(state, ref, call, deps)) for ref, call in group
             ]
             if len(started) == 1:
                 ref, call, parsed = started[0]
-                await record(ref, await _execute(ref, call, parsed, deps))
+                await record(ref, call, await _execute(ref, call, parsed, deps))
                 continue
             async with trio.open_nursery() as nursery:
                 for ref, call, parsed in started:
@@ -249,26 +264,35 @@ async def _run_calls(
                     async def run_and_record(
                         ref: str = ref, call: ToolCall = call, parsed: Parsed = parsed
                     ) -> None:
-                        await record(ref, await _execute(ref, call, parsed, deps))
+                        await record(ref, call, await _execute(ref, call, parsed, deps))
 
                     nursery.start_soon(run_and_record)
     finally:
         unfinished = [(ref, call) for ref, call in calls if ref not in finished]
         if unfinished:
             with trio.CancelScope(shield=True), trio.move_on_after(10):
+                why = (
+                    f"not run: {ended_by} ended this turn before it; a call after it in "
+                    "the same reply never runs"
+                    if ended_by
+                    else "cancelled before it finished"
+                )
                 for ref, call in unfinished:
                     cancelled = ToolResult(
-                        call_id=call.id,
-                        name=call.name,
-                        status="cancelled",
-                        content="cancelled before it finished",
+                        call_id=call.id, name=call.name, status="cancelled", content=why
                     )
-                    await record(ref, (cancelled, (), False))
+                    await record(ref, call, (cancelled, (), False))
     return [finished[ref] for ref, _ in calls], ends_turn
 
 
 Parsed = tuple[AnyTool, BaseModel] | str
 """A call's tool and validated arguments, or the error the model should see instead."""
+
+
+class Unapproved(str):
+    """The error of a call refused for want of anyone to approve it: its result's status
+    is `unapproved`, a fact the session's outcome counts (never read back from text)."""
+
 
 _Outcome = tuple[ToolResult, tuple[str, ...], bool]
 """A call's result, the mailbox messages it delivers, and whether it ends the turn."""
@@ -309,7 +333,7 @@ async def _start_call(state: AgentContext, ref: str, call: ToolCall, deps: TurnD
     so a crash while the user thinks is never mistaken for a half-run side effect."""
     parsed = _parse_call(call, deps.tools)
     if isinstance(parsed, tuple) and deps.guard is not None:
-        refused = deps.guard(call, parsed[1])
+        refused = await deps.guard(call, parsed[1])
         if refused is not None:
             parsed = refused
     if isinstance(parsed, tuple):
@@ -345,6 +369,12 @@ async def _permit(call: ToolCall, parsed: tuple[AnyTool, BaseModel], deps: TurnD
             PermissionGranted(agent=agent, tool=answer.tool, pattern=answer.pattern)
         )
         return parsed
+    if isinstance(answer, Unasked):
+        return Unapproved(
+            f"{tool.name} was not run: it needs a person's approval and nobody can be asked "
+            "(no terminal, and no --yes). Do not retry it; finish what you can without it, "
+            "and say what is left undone"
+        )
     if answer:
         return parsed
     how = "denied by the permission policy" if decision == "deny" else "not approved"
@@ -355,16 +385,19 @@ async def _execute(ref: str, call: ToolCall, parsed: Parsed, deps: TurnDeps) -> 
     """The call's result, the mailbox messages it delivers (see mailbox.py), and whether
     it ends the turn."""
 
-    def result(status: ToolStatus, content: str) -> _Outcome:
+    def result(status: ToolStatus, content: str, changed: tuple[str, ...] = ()) -> _Outcome:
         redacted = deps.redact(content)
         return (
-            ToolResult(call_id=call.id, name=call.name, status=status, content=redacted),
+            ToolResult(
+                call_id=call.id, name=call.name, status=status, content=redacted, changed=changed
+            ),
             (),
             False,
         )
 
     if isinstance(parsed, str):
-        return result("error", parsed)
+        status: ToolStatus = "unapproved" if isinstance(parsed, Unapproved) else "error"
+        return result(status, str(parsed))  # a plain str: the record's codec takes no subclass
     tool, args = parsed
     hooks = deps.hooks
     scope = (
@@ -382,7 +415,8 @@ async def _execute(ref: str, call: ToolCall, parsed: Parsed, deps: TurnDeps) -> 
         return result("error", f"{tool.name} crashed: {type(exc).__name__}: {exc}")
     if output is None:
         return result("cancelled", "stopped by an interrupting message before it finished")
-    return result(output.status, output.content)[0], output.delivers, output.ends_turn
+    outcome = result(output.status, output.content, output.changed)
+    return outcome[0], output.delivers, output.ends_turn
 
 
 INTERRUPTED = (
@@ -411,7 +445,10 @@ async def settle_pending_calls(agent: AgentContext, deps: TurnDeps) -> bool:
                 if settled is None
                 else (settled.status, deps.redact(settled.content))
             )
-            result = ToolResult(call_id=call.id, name=call.name, status=status, content=content)
+            changed = () if settled is None else settled.changed
+            result = ToolResult(
+                call_id=call.id, name=call.name, status=status, content=content, changed=changed
+            )
             await deps.events.emit(ToolCallFinished(agent=agent.id, ref=ref, result=result))
         else:
             rerun.append((ref, call))

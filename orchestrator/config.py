@@ -115,7 +115,7 @@ class SessionConfig(_Strict, frozen=True):
     continuation_note: str = ""
     # Shell commands run in the workspace to verify the work ("pytest -q").
     verify: tuple[str, ...] = ()
-    # One subagent at a time.
+    # Each todo list is a queue: completing an item starts the next unblocked one.
     serial: bool = False
     # Rounds without progress before an agent counts as stalled.
     stall_rounds: int = Field(default=6, ge=1)

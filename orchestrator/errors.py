@@ -83,6 +83,16 @@ class WorkspaceEscape(OrchestratorError):
     """A path resolves outside the workspace root (`..`, an absolute path, a symlink)."""
 
 
+class ScopeEscape(WorkspaceEscape):
+    """A path a task may not write: it resolves outside the task's write scope. `resolved`
+    is where it leads when it was written inside the scope (a symlink, or `..`), else ""."""
+
+    def __init__(self, message: str, *, written: str, resolved: str) -> None:
+        super().__init__(message)
+        self.written = written
+        self.resolved = resolved
+
+
 class ToolFailed(OrchestratorError):
     """Raised by a tool for an expected failure; the model sees the message as an error result."""
 

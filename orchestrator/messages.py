@@ -144,7 +144,10 @@ class AssistantMessage(_Message, frozen=True, tag="assistant"):
 RESULT_OVERHEAD = 48
 """Characters a tool result costs beyond its content, in `message_chars`."""
 
-ToolStatus = Literal["ok", "error", "cancelled", "interrupted"]
+ToolStatus = Literal["ok", "error", "cancelled", "interrupted", "unapproved"]
+"""How a call ended. `unapproved`: it needed a person's approval and nobody could be asked
+(a run with no terminal and no `--yes`), so it did not run; the session's outcome counts
+these (session-format.md)."""
 
 
 class ToolResult(_Message, frozen=True, tag="tool"):
@@ -152,6 +155,10 @@ class ToolResult(_Message, frozen=True, tag="tool"):
     name: str
     status: ToolStatus = "ok"
     content: str = ""
+    # The workspace paths the call changed, as the program saw them (not the model): what
+    # the completion check counts. Never sent to a model; `content` may name them too,
+    # for the model, but nothing reads them back from there.
+    changed: tuple[str, ...] = ()
 
     def chars(self) -> int:
         return len(self.content) + RESULT_OVERHEAD

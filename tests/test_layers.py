@@ -21,7 +21,17 @@ BELOW: dict[str, set[str]] = {
     "models": set(),
     "store": set(),
 }
-BOTTOM = {"messages", "errors", "eventbase", "config", "usage", "layout", "_version", "_face"}
+BOTTOM = {
+    "messages",
+    "errors",
+    "eventbase",
+    "config",
+    "usage",
+    "layout",
+    "redaction",
+    "_version",
+    "_face",
+}
 
 
 def room(module: str) -> str:

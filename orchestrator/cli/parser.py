@@ -86,15 +86,18 @@ def _agent_options(parser: argparse.ArgumentParser, *, model_required_note: str)
         "-y",
         "--yes",
         action="store_true",
-        help="approve every tool call the policy would ask about",
+        help="answer yes to every permission question (and revive tasks whose resume policy "
+        "is ask); without it and without a terminal, those calls are refused and the run "
+        "ends blocked unless its --verify commands pass",
     )
     parser.add_argument(
         "--allow",
         action="append",
         default=[],
         metavar="TOOL=DECISION",
-        help="permission rule, e.g. shell=deny or write_file=allow (repeatable); read-only "
-        "tools are allowed and the others ask by default",
+        help="permission rule, e.g. shell=deny, write_file=allow or 'shell:pytest *=allow' "
+        "(repeatable; journaled with the session); read-only tools are allowed and the "
+        "others ask by default",
     )
     parser.add_argument("--json", action="store_true", help="print events as JSON lines")
     parser.add_argument(
@@ -102,7 +105,8 @@ def _agent_options(parser: argparse.ArgumentParser, *, model_required_note: str)
         type=_positive,
         default=None,
         metavar="N",
-        help="stop after N model calls in one turn (default: 50; on resume, the session's)",
+        help="the main agent's turn stops after N model calls, and the run fails, resumable "
+        "(default: 50; on resume, the session's); a subagent's limit is its type's",
     )
     parser.add_argument(
         "--durability",
@@ -129,7 +133,9 @@ def _session_options(parser: argparse.ArgumentParser) -> None:
         "--serial",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="run one subagent at a time (--no-serial: as many as [team] max_live allows)",
+        help="the serial todo hand-off: completing a todo item starts the next unblocked one "
+        "(--no-serial: off). It does not limit how many subagents run at once ([team] "
+        "max_live does)",
     )
     group.add_argument(
         "--verify",
@@ -137,16 +143,18 @@ def _session_options(parser: argparse.ArgumentParser) -> None:
         type=_command,
         default=None,
         metavar="CMD",
-        help="a shell command, run in the workspace, that checks the work, e.g. "
-        "--verify 'pytest -q' (repeatable; replaces the config's list)",
+        help="a shell command, run in the workspace, that checks the work before the session "
+        "may complete; a failure sends the main agent back to fix it, e.g. --verify "
+        "'pytest -q' (repeatable; replaces the config's list)",
     )
     group.add_argument(
         "--max-auto-continues",
         type=_count,
         default=None,
         metavar="N",
-        help="send an agent whose turn ended with work left back to it at most N times "
-        "without asking (default: 10; 0: never)",
+        help="send the main agent, its turn ended with work left or its verification "
+        "failed, back to it at most N times (default: 10; 0: never); a subagent's limit is "
+        "its type's",
     )
     group.add_argument(
         "--budget-rounds",
@@ -205,9 +213,15 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser(
         "run",
         help="run an agent on a goal in a new session",
-        description="Run an agent on GOAL in a workspace until it answers without tool calls "
-        "(or --max-rounds is hit), showing a live transcript. The session id is printed "
-        "first; if the run is stopped or killed, `orchestrator resume ID` continues it.",
+        description="Run the main agent on GOAL in a workspace, with the subagents it "
+        "delegates to, showing a live transcript. When its turn ends, the session is "
+        "assessed: work left (open todos) sends it back on its own (auto-continue, "
+        "--max-auto-continues), the --verify commands run before it may complete, and it "
+        "waits for its live tasks; it ends completed (exit 0), blocked (3) or "
+        "budget_exhausted (4). Calls that need approval are asked at the terminal; with no "
+        "terminal and no --yes they are refused, and the run ends blocked unless "
+        "verified. The session id is printed first; if the run is stopped or killed, "
+        "`orchestrator resume ID` continues it.",
     )
     run.add_argument("goal", help="what the agent should achieve, in plain words")
     _agent_options(

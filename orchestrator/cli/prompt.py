@@ -4,6 +4,11 @@ It is written to stderr, never stdout (`run --json > out.jsonl` stays pure JSON)
 the call whole (the full shell command, the full path, the content of a write or the diff
 of an edit; long content is cut with its size and a way to see all of it), and Ctrl+C
 while it waits stops the run at once.
+
+Nothing a model wrote can imitate the question's own lines: the names in it (the agent
+asking, its task's description, the tool, the path) are labels, one line each, escaped
+and cut (`text.label`); the command or content under approval is set apart behind a
+gutter (`text.block`); so every line that starts at the left edge is ours.
 """
 
 from __future__ import annotations
@@ -11,36 +16,50 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import sys
+from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 import orjson
 import trio
 
-from orchestrator.cli.text import visible
+from orchestrator.cli.render import format_arguments
+from orchestrator.cli.text import block, label
+from orchestrator.loop.assessment import RefusedCall
 from orchestrator.messages import ToolCall
-from orchestrator.tools.permissions import Answer, Grant, shell_command
+from orchestrator.tools.base import ToolRegistry
+from orchestrator.tools.permissions import (
+    Answer,
+    Approver,
+    Grant,
+    GrantLike,
+    PermissionPolicy,
+    approve_all,
+    deny_all,
+    shell_command,
+)
 
 SHOWN_LINES = 40
 
 
 def describe_call(call: ToolCall, *, whole: bool = False) -> str:
-    """What the call will do, for a person deciding whether it may."""
+    """What the call will do, for a person deciding whether it may: one line of ours
+    (its labels escaped and cut), then what will run, behind the gutter."""
     try:
         args: Any = orjson.loads(call.arguments or "{}")
     except orjson.JSONDecodeError:
         args = None
+    name = label(call.name)
     if not isinstance(args, dict):
-        return f"{call.name} with arguments {call.arguments}"
+        return f"{name} wants to run with arguments:\n" + _shown(call.arguments, whole=whole)
+    path = label(args.get("path"))
     match call.name:
         case "shell" if isinstance(args.get("command"), str):
-            timeout = f" (timeout {args['timeout']} s)" if "timeout" in args else ""
-            return f"shell wants to run{timeout}:\n{_indent(args['command'], whole=True)}"
+            timeout = f" (timeout {label(args['timeout'])} s)" if "timeout" in args else ""
+            return f"shell wants to run{timeout}:\n" + _shown(args["command"], whole=True)
         case "write_file" if isinstance(args.get("content"), str):
             content = args["content"]
             size = f"{len(content.encode())} bytes, {len(content.splitlines())} lines"
-            return f"write_file wants to write {args.get('path')!s} ({size}):\n" + _indent(
-                content, whole=whole
-            )
+            return f"write_file wants to write {path} ({size}):\n" + _shown(content, whole=whole)
         case "edit_file" if isinstance(args.get("old_text"), str):
             diff = difflib.unified_diff(
                 args["old_text"].splitlines(keepends=True),
@@ -48,21 +67,18 @@ def describe_call(call: ToolCall, *, whole: bool = False) -> str:
                 fromfile=f"{args.get('path')} (before)",
                 tofile=f"{args.get('path')} (after)",
             )
-            return f"edit_file wants to change {args.get('path')!s}:\n" + _indent(
-                "".join(diff), whole=whole
-            )
+            return f"edit_file wants to change {path}:\n" + _shown("".join(diff), whole=whole)
         case _:
             shown = orjson.dumps(args, option=orjson.OPT_INDENT_2).decode()
-            return f"{call.name} wants to run with:\n" + _indent(shown, whole=whole)
+            return f"{name} wants to run with:\n" + _shown(shown, whole=whole)
 
 
-def _indent(text: str, *, whole: bool) -> str:
-    lines = text.splitlines() or [""]
+def _shown(text: str, *, whole: bool) -> str:
+    lines = block(text.removesuffix("\n"))
     cut = not whole and len(lines) > SHOWN_LINES
-    shown = lines[:SHOWN_LINES] if cut else lines
-    out = "\n".join(f"  │ {line}" for line in shown)
+    out = "\n".join(lines[:SHOWN_LINES] if cut else lines)
     if cut:
-        rest = "\n".join(lines[SHOWN_LINES:])
+        rest = "\n".join(text.removesuffix("\n").split("\n")[SHOWN_LINES:])
         out += (
             f"\n  … {len(lines) - SHOWN_LINES} more lines ({len(rest.encode())} bytes); "
             "answer v to see all"
@@ -70,21 +86,38 @@ def _indent(text: str, *, whole: bool) -> str:
     return out
 
 
-def make_prompt(out: TextIO = sys.stderr, read: Any = None) -> Any:
-    """An approver that asks at the terminal."""
-    readline = read or sys.stdin.readline
+class TerminalPrompt:
+    """An approver that asks at the terminal; `asking` gives one that first says which
+    agent asks (a subagent's task, named by a label)."""
 
-    async def ask(call: ToolCall) -> Answer:
-        whole = False
-        choices = f"[y]es, [n]o, [a]lways {visible(call.name)} in this session, [v]iew all"
+    def __init__(self, out: TextIO | None = None, read: Callable[[], str] | None = None) -> None:
+        self._out = out or sys.stderr
+        self._read = read or sys.stdin.readline
+
+    async def __call__(self, call: ToolCall) -> Answer:
+        return await self.ask(call)
+
+    def asking(self, agent: str, who: str) -> Approver:
+        if agent == "main":
+            return self.ask
+
+        async def ask(call: ToolCall) -> Answer:
+            return await self.ask(call, who=who)
+
+        return ask
+
+    async def ask(self, call: ToolCall, *, who: str = "") -> Answer:
+        out, whole = self._out, False
+        choices = f"[y]es, [n]o, [a]lways {label(call.name)} in this session, [v]iew all"
         if call.name == "shell":
             choices += ", or p PATTERN: always commands matching PATTERN (p pytest *)"
         while True:
-            out.write("\n" + visible(describe_call(call, whole=whole)) + "\n")
+            header = f"── {label(who, 100)} asks ──\n" if who else ""
+            out.write("\n" + header + describe_call(call, whole=whole) + "\n")
             out.write(f"Allow? {choices}: ")
             out.flush()
             # Abandoned on cancel: Ctrl+C stops the run without waiting for a line.
-            line = (await trio.to_thread.run_sync(readline, abandon_on_cancel=True)).strip()
+            line = (await trio.to_thread.run_sync(self._read, abandon_on_cancel=True)).strip()
             answer = line.lower()
             if answer in ("y", "yes"):
                 return True
@@ -97,8 +130,62 @@ def make_prompt(out: TextIO = sys.stderr, read: Any = None) -> Any:
                 pattern = line[2:].strip()
                 if fnmatch.fnmatchcase(shell_command(call), pattern):
                     return Grant("shell", pattern)
-                out.write(f"{visible(pattern)!r} does not match this command; ask again.\n")
+                out.write(f"{label(pattern)!r} does not match this command; ask again.\n")
                 continue
             return False
 
-    return ask
+
+def make_prompt(out: TextIO | None = None, read: Callable[[], str] | None = None) -> TerminalPrompt:
+    """An approver that asks at the terminal."""
+    return TerminalPrompt(out, read)
+
+
+# --- without a terminal -------------------------------------------------------------------
+
+
+def approvers(yes: bool) -> tuple[Approver, Callable[[str, str], Approver] | None]:
+    """Who answers a call the policy asks about (`--yes`: yes; a terminal: the person;
+    else nobody, and the call is refused as `unapproved`), and the approver per agent
+    that names the agent asking (only a person at the terminal needs to be told)."""
+    if yes:
+        return approve_all, None
+    if not sys.stdin.isatty():
+        return deny_all, None
+    prompt = make_prompt()
+    return prompt, prompt.asking
+
+
+def refusal_notice(
+    tools: ToolRegistry, policy: PermissionPolicy, grants: Sequence[GrantLike] = ()
+) -> str:
+    """For a run with nobody to ask: one line saying which tools will be refused, and
+    how to allow them ("" when no tool would be asked about)."""
+    asked = []
+    for tool in tools.tools():
+        probe = ToolCall(id="", name=tool.name, arguments="{}")
+        unasked = tool.read_only or not tool.approval
+        if policy.decide(probe, read_only=unasked, grants=grants) != "ask":
+            continue
+        allowed = [r.pattern for r in policy.rules if r.decision == "allow" and r.tool == tool.name]
+        allowed += [g.pattern for g in grants if g.tool == tool.name]
+        patterns = ", ".join(repr(p) for p in allowed if p)
+        asked.append(tool.name + (f" (but commands matching {patterns})" if patterns else ""))
+    if not asked:
+        return ""
+    return (
+        f"no terminal and no --yes: calls of {', '.join(asked)} need approval and will be "
+        "refused (a run with a refused call ends blocked unless its --verify commands "
+        "pass); allow them with --yes, --allow TOOL=allow or --allow 'shell:PATTERN=allow'"
+    )
+
+
+def refused_lines(refused: Sequence[RefusedCall]) -> list[str]:
+    """The run's summary of the calls refused for want of approval: one line each,
+    agent, tool and its arguments, all labels."""
+    if not refused:
+        return []
+    lines = [f"refused for want of approval ({len(refused)}):"]
+    for call in refused:
+        arguments = label(format_arguments(call.arguments), 100)
+        lines.append(f"  {label(call.agent, 40)} {label(call.tool, 40)}: {arguments}")
+    return lines

@@ -8,7 +8,7 @@ from typing import TextIO, assert_never
 
 import orjson
 
-from orchestrator.cli.text import abbreviate, visible
+from orchestrator.cli.text import abbreviate, label, visible
 from orchestrator.loop.assessment import Assessed, BlockedReported, Verified
 from orchestrator.loop.todos import TodoItem, TodoList, TodosChanged
 from orchestrator.messages import ToolResult
@@ -34,6 +34,7 @@ from orchestrator.state.tasks import TaskChanged, TaskCreated
 
 ARG_WIDTH = 60
 RESULT_WIDTH = 100
+REASON_WIDTH = 400  # an assessment's reasons, a block's: one line, cut only when very long
 
 
 def format_arguments(raw: str) -> str:
@@ -46,14 +47,15 @@ def format_arguments(raw: str) -> str:
     if not isinstance(parsed, dict):
         return abbreviate(raw, ARG_WIDTH)
     return " ".join(
-        f"{key}={abbreviate(repr(value), ARG_WIDTH // 2)}" for key, value in parsed.items()
+        f"{label(key, ARG_WIDTH // 2)}={abbreviate(repr(value), ARG_WIDTH // 2)}"
+        for key, value in parsed.items()
     )
 
 
 def _scope(scope: tuple[str, ...] | None) -> str:
     if scope is None:
         return "anywhere"
-    return visible(", ".join(scope)) if scope else "nothing"
+    return label(", ".join(scope)) if scope else "nothing"
 
 
 class Style:
@@ -116,23 +118,24 @@ class TranscriptSink:
         s = self.style
         # The main agent's lines as before; a subagent's carry its task id, and its text
         # is shown per reply (streamed text of agents running at once would interleave).
-        who = "" if event.agent == MAIN else s.dim(f"[{visible(event.agent)}] ")
+        # Every name in a line of ours is a label: one line, escaped, cut (text.label).
+        who = "" if event.agent == MAIN else s.dim(f"[{label(event.agent, 40)}] ")
         match event:
             case AgentStarted() | TextStreamed() | AssistantReplied():
                 self._speech(event, who)
             case ToolCallStarted(call=call):
                 self._line(
                     who
-                    + s.cyan(f"  → {visible(call.name)}")
+                    + s.cyan(f"  → {label(call.name)}")
                     + " "
-                    + s.dim(visible(format_arguments(call.arguments)))
+                    + s.dim(label(format_arguments(call.arguments), 4 * ARG_WIDTH))
                 )
             case ToolCallFinished(result=result):
                 self._line(who + self._outcome(result))
             case TurnEnded(reason=reason, rounds=rounds, detail=detail):
                 mark = s.green("✔") if reason == "completed" else s.yellow("■")
-                extra = f": {visible(detail)}" if detail else ""
-                agent = visible(event.agent)
+                extra = f": {label(detail, 4 * ARG_WIDTH)}" if detail else ""
+                agent = label(event.agent, 40)
                 self._line(f"{mark} {agent} turn {reason} after {rounds} rounds{extra}")
             case TaskCreated() | TaskChanged() | MessagePosted() | MessagesDelivered():
                 self._team_line(event)
@@ -141,8 +144,8 @@ class TranscriptSink:
             case Notice(message=message):
                 self._line(s.yellow(f"! {visible(message)}"))
             case PermissionGranted(tool=tool, pattern=pattern):
-                what = f"{tool} commands matching {pattern!r}" if pattern else tool
-                self._line(s.dim(f"  (allowed {visible(what)} for this session)"))
+                what = f"{label(tool)} commands matching {label(pattern)!r}" if pattern else tool
+                self._line(s.dim(f"  (allowed {label(what)} for this session)"))
             case SettingsChosen(source="resume"):
                 self._line(s.dim("  (settings changed for the rest of the session)"))
             case (
@@ -163,7 +166,7 @@ class TranscriptSink:
         match event:
             case AgentStarted(agent=agent, role=role):
                 if agent == MAIN:
-                    self._line(s.bold(f"● {visible(agent)}") + s.dim(f" ({visible(role)})"))
+                    self._line(s.bold(f"● {label(agent, 40)}") + s.dim(f" ({label(role, 40)})"))
             case TextStreamed(text=text):
                 if event.agent == MAIN:
                     self.out.write(visible(text))
@@ -185,22 +188,23 @@ class TranscriptSink:
             case TaskCreated(task=task, agent_type=kind, description=description):
                 scope = _scope(event.write_scope)
                 self._line(
-                    s.bold(f"⇢ {visible(task)}")
-                    + f" {visible(kind)}: {visible(abbreviate(description, ARG_WIDTH))}"
-                    + s.dim(f" (from {visible(event.agent)}, writes {scope})")
+                    s.bold(f"⇢ {label(task, 40)}")
+                    + f" {label(kind, 40)}: {label(description, ARG_WIDTH)}"
+                    + s.dim(f" (from {label(event.agent, 40)}, writes {scope})")
                 )
             case TaskChanged(task=task, state=state, reason=reason):
                 marks = {"completed": s.green("✔"), "failed": s.red("✗"), "cancelled": s.red("✗")}
                 extra = f": {visible(abbreviate(reason, RESULT_WIDTH))}" if reason else ""
-                self._line(f"{marks.get(state, s.cyan('◆'))} {visible(task)} {state}{extra}")
+                self._line(f"{marks.get(state, s.cyan('◆'))} {label(task, 40)} {state}{extra}")
             case MessagePosted(mail=kind, to=to, summary=summary):
                 self._line(
-                    s.yellow(f"✉ {visible(event.id)} {kind}")
-                    + f" {visible(event.agent)} → {visible(to)}: "
+                    s.yellow(f"✉ {label(event.id, 40)} {kind}")
+                    + f" {label(event.agent, 40)} → {label(to, 40)}: "
                     + visible(abbreviate(summary, RESULT_WIDTH))
                 )
             case MessagesDelivered(ids=ids):
-                self._line(s.dim(f"  ({visible(event.agent)} reads {', '.join(ids)})"))
+                read = label(", ".join(ids), 2 * ARG_WIDTH)
+                self._line(s.dim(f"  ({label(event.agent, 40)} reads {read})"))
 
     def _progress_line(
         self, event: TodosChanged | Assessed | Verified | BlockedReported, who: str
@@ -215,8 +219,8 @@ class TranscriptSink:
                 for item in todos.items.values():
                     self._line(who + "    " + self._todo(todos, item))
             case Assessed(action=action, reasons=reasons, count=count, limit=limit):
-                why = visible("; ".join(reasons))
-                agent = visible(event.agent)
+                why = label("; ".join(reasons), REASON_WIDTH)
+                agent = label(event.agent, 40)
                 if action == "continue_from_context":
                     self._line(s.yellow(f"↻ {agent} auto-continuing {count}/{limit}: {why}"))
                 elif action in ("blocked", "budget_exhausted"):
@@ -226,13 +230,14 @@ class TranscriptSink:
                 else:
                     self._line(s.dim(f"… {agent} {action.replace('_', ' ')}: {why}"))
             case Verified(passed=passed, commands=commands, exit_code=code):
-                what = visible("; ".join(commands))
+                what = label("; ".join(commands), 4 * ARG_WIDTH)
                 if passed:
                     self._line(s.green(f"✔ verified: {what} passed"))
                 else:
                     self._line(s.red(f"✗ verification failed (exit code {code}): {what}"))
             case BlockedReported(category=category, reason=reason):
-                self._line(who + s.red(f"■ blocked ({visible(category)}): {visible(reason)}"))
+                why = label(reason, REASON_WIDTH)
+                self._line(who + s.red(f"■ blocked ({label(category, 40)}): {why}"))
 
     def _todo_list(self, event: TodosChanged) -> TodoList:
         if self._todos_of is not None:
@@ -248,13 +253,14 @@ class TranscriptSink:
             case "completed":
                 return s.green("✓ ") + s.dim(text)
             case "in_progress":
-                doing = visible(item.active_form) if item.active_form else text
+                doing = label(item.active_form, RESULT_WIDTH) if item.active_form else text
                 return s.cyan(f"▶ {doing}")
             case "failed" | "cancelled":
-                why = f": {visible(item.failure)}" if item.failure else ""
+                why = f": {label(item.failure, RESULT_WIDTH)}" if item.failure else ""
                 return s.red(f"✗ {text} ({item.status}{why})")
         if todos.is_blocked(item):
-            return s.dim(f"⊘ {text} (blocked by {', '.join(todos.open_blockers(item))})")
+            blockers = label(", ".join(todos.open_blockers(item)))
+            return s.dim(f"⊘ {text} (blocked by {blockers})")
         return f"☐ {text}"
 
     def _outcome(self, result: ToolResult) -> str:
@@ -262,7 +268,7 @@ class TranscriptSink:
         if result.name.startswith("todo_") and result.status == "ok":
             content = content.split("\n", 1)[0]  # the list itself is shown as it changes
         first = visible(abbreviate(content, RESULT_WIDTH))
-        name = visible(result.name)
+        name = label(result.name)
         if result.status == "ok":
             return "    " + self.style.green(f"✓ {name}: ") + self.style.dim(first)
         return "    " + self.style.red(f"✗ {name} {result.status}: ") + first

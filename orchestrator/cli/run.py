@@ -25,13 +25,13 @@ from orchestrator.cli.parser import (
     EXIT_OK,
     EXIT_TERMINATED,
 )
+from orchestrator.cli.prompt import approvers, refusal_notice, refused_lines
 from orchestrator.cli.render import JsonLinesSink, TranscriptSink
 from orchestrator.cli.sessions import latest_session_id, task_tree
 from orchestrator.cli.storage import kept_on_full_disk
-from orchestrator.cli.text import visible
+from orchestrator.cli.text import label, visible
 from orchestrator.config import Config
 from orchestrator.errors import ConfigError
-from orchestrator.messages import ToolCall
 from orchestrator.models.base import Model
 from orchestrator.models.http import Backoff, make_client
 from orchestrator.models.resolve import key_variables, resolve_model
@@ -44,15 +44,13 @@ from orchestrator.store import Durability, session_dir
 from orchestrator.team.definitions import Definitions
 from orchestrator.team.drive import RunResult, RunSettings, drive
 from orchestrator.tools import (
-    Approver,
     EnvPolicy,
     PermissionPolicy,
     Redactor,
-    approve_all,
     deny_all,
     workspace_tools,
 )
-from orchestrator.tools.permissions import Answer, parse_rules
+from orchestrator.tools.permissions import parse_rules
 
 EXIT_CODES = {"blocked": EXIT_BLOCKED, "budget_exhausted": EXIT_BUDGET}
 
@@ -88,18 +86,6 @@ def _make_sink(json_mode: bool, live: LiveSession | None = None) -> EventSink:
         return JsonLinesSink(sys.stdout, session=live.id, seq_of=live.seq_of)
     todos_of = live.state.todo_list if live is not None else None
     return TranscriptSink(sys.stdout, color=_color_enabled(sys.stdout), todos_of=todos_of)
-
-
-def _make_approver(yes: bool) -> Approver:
-    if yes:
-        return approve_all
-    if not sys.stdin.isatty():
-        return deny_all
-
-    from orchestrator.cli.prompt import make_prompt
-
-    approver: Approver = make_prompt()
-    return approver
 
 
 def session_settings(config: Config, args: argparse.Namespace) -> SessionSettings:
@@ -168,7 +154,7 @@ class _RoleModels:
         return model
 
 
-def _definitions(workspace: Path, *, interactive: bool) -> Definitions:
+def _definitions(workspace: Path | None, *, interactive: bool) -> Definitions:
     """The agent types: built-in, the user's, the project's (asked about once if they
     would widen anything, when there is a terminal to ask at)."""
     from orchestrator.team.agent_files import load_definitions
@@ -195,7 +181,8 @@ def _ask_resume(yes: bool) -> Callable[[str], Awaitable[bool]] | None:
     async def ask(question: str) -> bool:
         if yes:
             return True
-        note(question)
+        # One line: the question names a task by its (model-written) description.
+        print(label(question, 300), file=sys.stderr)
         print("Revive it? [y/N]: ", end="", file=sys.stderr, flush=True)
         line = await trio.to_thread.run_sync(sys.stdin.readline, abandon_on_cancel=True)
         return line.strip().lower() in ("y", "yes")
@@ -207,23 +194,6 @@ def _ask_trust(question: str) -> bool:
     print(visible(question), file=sys.stderr)
     print("Trust this project's settings? [y/N]: ", end="", file=sys.stderr, flush=True)
     return sys.stdin.readline().strip().lower() in ("y", "yes")
-
-
-def _naming(approve: Approver) -> Callable[[str, str], Approver]:
-    """An approver per agent that first says which agent asks (the main agent's asks
-    as before)."""
-
-    def make(agent: str, who: str) -> Approver:
-        if agent == "main":
-            return approve
-
-        async def ask(call: ToolCall) -> Answer:
-            note(f"{who} asks:")
-            return await approve(call)
-
-        return ask
-
-    return make
 
 
 def note(text: str) -> None:
@@ -244,9 +214,11 @@ async def _run_session(
     args: argparse.Namespace,
     config: Config,
     changes: dict[str, Any] | None = None,
+    definitions: Definitions | None = None,
 ) -> int:
     """Run the session with its journaled settings, `changes` made to them; a session
-    with none yet (older formats) gets them from `config` and `args`, as a new one."""
+    with none yet (older formats) gets them from `config` and `args`, as a new one. The
+    agent types are `definitions`, else loaded from the session's workspace."""
     directory = session_dir(root, session_id)
     async with (
         open_session(root, session_id, durability=Durability(args.durability), warn=note) as live,
@@ -264,10 +236,18 @@ async def _run_session(
             always_drop=frozenset(keys),
         )
         workspace = live.manifest.workspace_path(directory)
-        definitions = await trio.to_thread.run_sync(
-            functools.partial(_definitions, workspace, interactive=not args.yes)
-        )
-        approve = _make_approver(args.yes)
+        if definitions is None:
+            definitions = await trio.to_thread.run_sync(
+                functools.partial(_definitions, workspace, interactive=not args.yes)
+            )
+        approve, approve_for = approvers(args.yes)
+        tools = workspace_tools(env_policy)
+        if approve is deny_all:
+            rules = _session_for(live, config, args, changes or {}) or live.state.settings
+            policy = _policy(list(rules.allow if rules is not None else ()))
+            notice = refusal_notice(tools, policy, live.state.grants)
+            if notice:
+                note(notice)
         models = _RoleModels(
             main=spec, cli=args.model, config=config, definitions=definitions, http=http
         )
@@ -275,10 +255,9 @@ async def _run_session(
             model=models("main"),
             models=models,
             definitions=definitions,
-            # Only a person at the terminal needs to be told which agent asks.
-            approve_for=None if approve in (approve_all, deny_all) else _naming(approve),
-            tools=workspace_tools(env_policy),
-            redact=Redactor.of(keys, os.environ),
+            approve_for=approve_for,
+            tools=tools,
+            redact=_redactor(config),
             ui=_make_sink(args.json, live),
             policy=PermissionPolicy(),
             approve=approve,
@@ -289,14 +268,17 @@ async def _run_session(
         )
         result = await _drive_until_terminated(live, settings)
         tasks = live.state.tasks.dump()
+        refused = refused_lines(live.state.refused)
     if tasks:
         note("tasks:")
         for line in task_tree(tasks):
             note(f"  {line}")
+    for line in refused:
+        note(line)
     if result is None:
         note(f"terminated; session {session_id} is resumable (orchestrator resume {session_id})")
         return EXIT_TERMINATED
-    detail = f" ({result.detail})" if result.detail else ""
+    detail = f" ({label(result.detail, 400)})" if result.detail else ""
     note(f"session {session_id} {result.status}{detail}")
     if result.status != "completed":
         if result.advice:
@@ -314,10 +296,13 @@ def _run_kept(
     config: Config,
     changes: dict[str, Any] | None = None,
     *,
+    definitions: Definitions | None = None,
     hint: argparse.Namespace | None = None,
 ) -> int:
     """`_run_session`, a disk that refuses a write said in one line (exit 5)."""
-    run = functools.partial(trio.run, _run_session, root, session_id, args, config, changes)
+    run = functools.partial(
+        trio.run, _run_session, root, session_id, args, config, changes, definitions
+    )
     return kept_on_full_disk(run, session_id, hint or args)
 
 
@@ -373,6 +358,12 @@ def _config(args: argparse.Namespace, workspace: Path | None) -> Config:
     return config
 
 
+def _redactor(config: Config) -> Redactor:
+    """The values kept out of every record and printed line: the providers' keys and
+    every secret-looking variable of the environment (orchestrator/redaction.py)."""
+    return Redactor.for_environment(key_variables(env=os.environ, config=config), os.environ)
+
+
 def start(args: argparse.Namespace, *, goal: str, model: str | None, workspace: Path | None) -> int:
     _policy(args.allow)  # a usage error first, before anything is looked up
     if workspace is not None and not workspace.is_dir():
@@ -384,11 +375,15 @@ def start(args: argparse.Namespace, *, goal: str, model: str | None, workspace: 
     assert spec is not None
     root = sessions_root(args)
     settings = session_settings(config, args)
+    # The goal is the first text the session keeps: no secret in it either.
+    goal = _redactor(config)(goal)
+    # Before the session exists: agent files refused (untrusted, invalid) leave nothing.
+    definitions = _definitions(workspace, interactive=not args.yes)
     session_id, _ = create_session(
         root, goal=goal, model=spec, workspace=workspace, settings=settings, source="run"
     )
     note(f"session {session_id} (in {root})")
-    return _run_kept(root, session_id, args, config)
+    return _run_kept(root, session_id, args, config, definitions=definitions)
 
 
 def resume(args: argparse.Namespace) -> int:

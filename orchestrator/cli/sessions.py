@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from orchestrator.cli.text import abbreviate, visible
+from orchestrator.cli.text import abbreviate, label, visible
 from orchestrator.errors import SessionError, SessionNotFound
 from orchestrator.layout import LOCK, MANIFEST
 from orchestrator.session.check import repair, verify
@@ -125,7 +125,7 @@ def task_tree(tasks: list[dict[str, Any]]) -> list[str]:
             took = f"{elapsed:.1f} s" if elapsed < 10 else f"{elapsed:.0f} s"
             line = (
                 f"{'  ' * depth}{task['task_id']} [{task['state']}] {task['agent_type']}: "
-                f"{abbreviate(task['description'], 50)} ({took})"
+                f"{label(task['description'], 50)} ({took})"
             )
             latest = task["progress"]
             if task["state"] == "completed" and task["completion"]:

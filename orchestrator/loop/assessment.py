@@ -85,6 +85,15 @@ AssessmentRecords = Assessed | Verified | BlockedReported
 """The assessment's records (see `Record` in state/events.py)."""
 
 
+class RefusedCall(msgspec.Struct, frozen=True):
+    """A call refused for want of approval (its result `unapproved`: nobody could be
+    asked): the agent, the tool, and its arguments as the model gave them (cut)."""
+
+    agent: str
+    tool: str
+    arguments: str = ""
+
+
 class AgentProgress(msgspec.Struct):
     """What the rules remember of one agent, folded from its records (and snapshotted: a
     msgspec struct)."""
@@ -200,6 +209,7 @@ class Situation(msgspec.Struct, frozen=True):
     waiting_on_it: tuple[str, ...] = ()  # its tasks waiting for its answer
     must_report: bool = False  # a subagent, which ends its task only with `complete`
     interactive: bool = False  # a person is there to answer between turns
+    refused: tuple[RefusedCall, ...] = ()  # calls refused for want of approval
 
 
 class Assessment(msgspec.Struct, frozen=True):
@@ -239,9 +249,22 @@ def assess(s: Situation) -> Assessment:
         return Assessment("verify", (f"not verified since the last change: {_cmds(s.verify)}",))
     if s.must_report:
         return _continue(s, "the task is not reported: call complete with your summary")
+    if s.refused and not s.verify:
+        # Work left undone for want of approval: done only if verification says so.
+        return Assessment("blocked", (refused_reason(s.refused),))
     if s.interactive:
         return Assessment("await_user", _done_reasons(s))
     return Assessment("completed", _done_reasons(s))
+
+
+def refused_reason(refused: Sequence[RefusedCall]) -> str:
+    """One line: how many calls were refused for want of approval, and which tools."""
+    n = len(refused)
+    tools = ", ".join(sorted({call.tool for call in refused}))
+    return (
+        f"{n} call{'s' if n != 1 else ''} refused for want of approval (nobody could be "
+        f"asked): {tools}"
+    )
 
 
 def _stalled(s: Situation) -> tuple[str, ...]:

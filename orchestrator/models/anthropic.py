@@ -36,7 +36,13 @@ DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 8192
 
-_RESULT_PREFIX = {"ok": "", "error": "", "cancelled": "Cancelled: ", "interrupted": "Interrupted: "}
+_RESULT_PREFIX = {
+    "ok": "",
+    "error": "",
+    "cancelled": "Cancelled: ",
+    "interrupted": "Interrupted: ",
+    "unapproved": "",
+}
 
 
 EXTENDED_TTL_BETA = "extended-cache-ttl-2025-04-11"  # a 1-hour cache lifetime, where needed

@@ -58,6 +58,7 @@ _RESULT_PREFIX = {
     "error": "Error: ",
     "cancelled": "Cancelled: ",
     "interrupted": "Interrupted: ",
+    "unapproved": "Error: ",
 }
 
 

@@ -164,6 +164,17 @@ def resolve_model(
         )
         return AnthropicModel(endpoint, options)
     model, url = _split_url(rest)
+    if url is None and info.base_url is None and "@" in rest:
+        # MODEL@SOMETHING, and no URL: say so, with the spec made well-formed.
+        model, _, given = rest.partition("@")
+        host = given if "://" not in given and given.rstrip(":") not in ("http", "https") else ""
+        fixed = f"http://{host}" if host else "http://localhost:8000/v1"
+        raise ConfigError(
+            f"{spec!r}: the server after @ must be an http:// or https:// URL, e.g. "
+            f"{prefix}:{model or 'MODEL'}@{fixed}"
+        )
+    if not model:
+        raise ConfigError(f"{spec!r} names no model: e.g. {prefix}:llama3@{url or OLLAMA_URL}")
     if url is None:
         url = info.base_url
     if url is None:

@@ -134,7 +134,13 @@ def _result(context: AgentContext, seq: int, record: CallResult) -> None:
     if context.effects:
         context.effects.discard(ref)
     context.messages.append(
-        ToolResult(call_id=call.id, name=call.name, status=record.status, content=record.content)
+        ToolResult(
+            call_id=call.id,
+            name=call.name,
+            status=record.status,
+            content=record.content,
+            changed=record.changed,
+        )
     )
 
 

@@ -100,6 +100,7 @@ class ToolCallFinished(_Event, frozen=True, tag="tool_call_finished"):
             status=self.result.status,
             content=self.result.content,
             delivers=self.delivers,
+            changed=self.result.changed,
         )
 
 
@@ -117,6 +118,8 @@ class CallResult(_Event, frozen=True, tag="call_result"):
     content: str = ""
     # Mailbox messages whose delivery this result is (their text is in `content`).
     delivers: tuple[str, ...] = ()
+    # The workspace paths the call changed (`ToolResult.changed`).
+    changed: tuple[str, ...] = ()
 
 
 class PermissionGranted(_Event, frozen=True, tag="permission_granted"):

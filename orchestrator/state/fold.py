@@ -21,7 +21,13 @@ from typing import Any, Literal
 import msgspec
 
 from orchestrator.layout import SNAPSHOT_LAYOUT as SNAPSHOT_LAYOUT
-from orchestrator.loop.assessment import AgentProgress, Assessed, BlockedReported, Verified
+from orchestrator.loop.assessment import (
+    AgentProgress,
+    Assessed,
+    BlockedReported,
+    RefusedCall,
+    Verified,
+)
 from orchestrator.loop.todos import TodoItem, TodoList, TodosChanged
 from orchestrator.messages import Usage, plain
 from orchestrator.state.context import CONTEXT_FOLDS, AgentContext, FoldError
@@ -35,8 +41,14 @@ from orchestrator.state.events import (
     TurnEnded,
     TurnStarted,
 )
+from orchestrator.state.mailbox import (
+    MAIN,
+    Mailbox,
+    MailboxSummary,
+    MessagePosted,
+    MessagesDelivered,
+)
 from orchestrator.state.mailbox import USER as USER
-from orchestrator.state.mailbox import Mailbox, MailboxSummary, MessagePosted, MessagesDelivered
 from orchestrator.state.manifest import SessionStatus
 from orchestrator.state.settings import SessionSettings, SettingsChosen
 from orchestrator.state.tasks import (
@@ -107,6 +119,12 @@ class Snapshot(msgspec.Struct, kw_only=True):
     # The settings the session runs with (its last `settings` record); None before one.
     settings: SessionSettings | None = None
     tasks: list[TaskRecord] = msgspec.field(default_factory=list)
+    # Calls refused for want of approval since the person last spoke (`_call_result`).
+    refused: list[RefusedCall] = msgspec.field(default_factory=list)
+
+
+REFUSED_ARGUMENTS = 300
+"""How much of a refused call's arguments the state keeps, for its summary line."""
 
 
 @functools.cache
@@ -140,6 +158,9 @@ class SessionState:
         self.rounds = 0  # model calls of every agent
         self.usage_by_model: dict[str, Usage] = {}  # for cost: tokens per model
         self.settings: SessionSettings | None = None  # the last `settings` record's
+        # Calls refused for want of approval (status `unapproved`) since the user last
+        # wrote to the main agent: what a headless run's outcome and summary report.
+        self.refused: list[RefusedCall] = []
 
     def todo_list(self, agent: str) -> TodoList:
         """The agent's todo list (empty when it has none yet)."""
@@ -208,6 +229,7 @@ class SessionState:
             journal=journal,
             settings=self.settings,
             tasks=list(self.tasks.tasks.values()),
+            refused=self.refused,
         )
         return encode_snapshot(snapshot)
 
@@ -227,6 +249,7 @@ class SessionState:
         state.rounds = snapshot.rounds
         state.settings = snapshot.settings
         state.usage_by_model = dict(snapshot.usage_by_model)
+        state.refused = list(snapshot.refused)
         for agent_id, summary in snapshot.agents.items():
             state.agents[agent_id] = AgentContext(
                 id=agent_id,
@@ -253,6 +276,7 @@ class SessionState:
             "todos": {agent: t.view() for agent, t in self.todos.items()},
             "progress": msgspec.to_builtins(self.progress),
             "rounds": self.rounds,
+            "refused": msgspec.to_builtins(self.refused),
             "agents": {
                 agent_id: {
                     "role": a.role,
@@ -326,6 +350,8 @@ def _heard(state: SessionState, agent: str, ids: tuple[str, ...]) -> None:
     messages = state.mailbox.messages
     from_owner = any(m.sender == owner for i in ids if (m := messages.get(i)) is not None)
     state.progress_of(agent).heard(from_owner=from_owner)
+    if from_owner and agent == MAIN:
+        state.refused.clear()  # the person has spoken since: they were told of them
 
 
 def _call_result(state: SessionState, seq: int, record: CallResult) -> None:
@@ -335,6 +361,16 @@ def _call_result(state: SessionState, seq: int, record: CallResult) -> None:
     state.mailbox.call_done(record.agent, record.ref)
     if record.status == "ok":
         state.progress_of(record.agent).progressed()
+    elif record.status == "unapproved":
+        # Before the context's fold closes the call: its tool and arguments are there.
+        call = state.agent(record.agent).open_calls.get(record.ref)
+        state.refused.append(
+            RefusedCall(
+                agent=record.agent,
+                tool=call.name if call is not None else "",
+                arguments=call.arguments[:REFUSED_ARGUMENTS] if call is not None else "",
+            )
+        )
 
 
 def _todos(state: SessionState, seq: int, record: TodosChanged) -> None:

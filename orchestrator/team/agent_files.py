@@ -69,12 +69,12 @@ def load_definitions(
             sources[definition.name] = (*sources.get(definition.name, ()), file.label)
 
     if user_dir is not None:
-        files = _read_dir(user_dir / "agents", label=str)
+        files = _read_dir(user_dir / "agents", label=lambda path: _shown_path(str(path)))
         apply(_build_all(files, definitions, known_tools))
     if project_dir is not None:
         files = _read_dir(
             project_dir / ".orchestrator" / "agents",
-            label=lambda path: path.relative_to(project_dir).as_posix(),
+            label=lambda path: _shown_path(path.relative_to(project_dir).as_posix()),
         )
         built = _build_all(files, definitions, known_tools)
         wider = [
@@ -86,6 +86,13 @@ def load_definitions(
             _require_trust(project_dir, wider, trust=trust, ask=ask, user_dir=user_dir)
         apply(built)
     return Definitions(definitions.values(), sources=sources)
+
+
+def _shown_path(path: str) -> str:
+    """A file's name as messages and the trust question show it: quoted, with escapes,
+    when it holds a newline or any other character that does not print (a repository may
+    name a file so as to add lines to the question)."""
+    return path if path.isprintable() else repr(path)
 
 
 def _read_dir(directory: Path, *, label: Callable[[Path], str]) -> list[_File]:

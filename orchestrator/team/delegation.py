@@ -290,6 +290,13 @@ class Delegation:
             # This call ran before a crash, and the task has moved on since (revived by a
             # follow-up): what it did then is done; it changes nothing now.
             return ToolOutput(f"already reported ({mail.message_id})")
+        if mail is None and not task.live:
+            # A settled task changes only when its owner revives it: what it handed in
+            # (or why it failed, or was cancelled) stands.
+            raise ToolFailed(
+                f"{kind}: task {agent} is already {task.state}; a settled task reports "
+                "nothing more (its owner may revive it with a follow-up)"
+            )
         if mail is None:
             if kind == "completed":
                 await self._verify_completion(agent)
@@ -352,10 +359,7 @@ class Delegation:
         return frozenset(found)
 
     def _own_task(self, agent: str, task_id: str) -> TaskRecord:
-        task = self._task(task_id)
-        if task.owner != agent:
-            raise ToolFailed(f"task {task_id} is not yours (its owner is {task.owner})")
-        return task
+        return queries.own_task(self._state, agent, task_id)
 
 
 def _handle(task: TaskRecord) -> str:

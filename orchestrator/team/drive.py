@@ -21,9 +21,11 @@ from orchestrator.errors import (
 )
 from orchestrator.messages import SystemMessage, UserMessage
 from orchestrator.models.base import Model
+from orchestrator.redaction import Redactor
 from orchestrator.session.live import LiveSession
 from orchestrator.state.events import AgentStarted, Event, EventSink, FanOut, SessionStatusChanged
 from orchestrator.state.manifest import SessionStatus
+from orchestrator.state.scrub import Scrubbed
 from orchestrator.state.settings import SessionSettings, SettingsChosen
 from orchestrator.team.definitions import Definitions
 from orchestrator.team.main_agent import open_team, run_main
@@ -49,7 +51,8 @@ class RunSettings:
     # (the defaults, journaled, for a session that has none); given and different from
     # the journal's, they are journaled and used from here on (an override).
     session: SessionSettings | None = None
-    redact: Callable[[str], str] = str  # see TurnDeps.redact
+    # The secret values kept out of every record and every printed line (state/scrub.py).
+    redact: Redactor = field(default_factory=Redactor)
     # Called with the session's team once it is running (a library user keeps it to
     # `say` something to the main agent or cancel a task while the session runs).
     on_team: Callable[[Team], None] | None = None
@@ -109,7 +112,8 @@ def _duration(seconds: float) -> str:
 
 async def drive(live: LiveSession, settings: RunSettings) -> RunResult:
     """Run (or go on running) the main agent until its turn ends; record the status."""
-    sink = FanOut([live, _Watcher(settings.ui, live.warn)])
+    # Every event, before the journal, the state and the screen: no secret in any.
+    sink = Scrubbed(FanOut([live, _Watcher(settings.ui, live.warn)]), settings.redact)
     if (
         live.state.status == "completed"
         and not settings.message
@@ -231,6 +235,15 @@ async def _drive(live: LiveSession, settings: RunSettings, sink: EventSink) -> R
     match outcome.reason:
         case "completed":
             return RunResult("completed", outcome.detail)
+        case "blocked" if live.state.refused:
+            return RunResult(
+                "blocked",
+                outcome.detail,
+                "to let them run, resume with approval and say so: orchestrator resume ID "
+                "--yes --message 'the refused calls are allowed now' (or --allow "
+                "TOOL=allow instead of --yes)",
+                resume_helps=False,
+            )
         case "blocked":
             return RunResult(
                 "blocked",

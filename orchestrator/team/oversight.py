@@ -139,6 +139,7 @@ class Oversight:
             verify=policy.verify if not must_report else (),
             must_report=must_report,
             interactive=policy.interactive and not must_report,
+            refused=tuple(state.refused) if not must_report else (),
         )
 
     async def assess(
@@ -216,7 +217,9 @@ class Oversight:
             text = self._redact(output.content)
             outputs.append(f"$ {command}\n{text}")
             if output.status != "ok":
-                code, failed = _exit_code(text), command
+                # -1: timed out, or the command could not run
+                code = output.exit_code if output.exit_code is not None else -1
+                failed = command
                 break
         return code, _trim("\n".join(outputs), VERIFY_OUTPUT_CHARS), failed
 
@@ -264,16 +267,6 @@ class Oversight:
         await self._sink.emit(
             BlockedReported(agent=agent, category=category, reason=reason, ref=ref)
         )
-
-
-def _exit_code(text: str) -> int:
-    first = text.splitlines()[0] if text else ""
-    if first.startswith("exit code "):
-        try:
-            return int(first.removeprefix("exit code ").strip())
-        except ValueError:
-            pass
-    return -1  # timed out, or the command could not run
 
 
 def _trim(text: str, limit: int) -> str:

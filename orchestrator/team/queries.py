@@ -16,11 +16,22 @@ PARKING = frozenset({"decision_required", "blocked"})  # kinds that park a task 
 
 
 def task(state: SessionState, task_id: str) -> TaskRecord:
-    """The task's record; a `ToolFailed` naming the session's tasks when there is none."""
+    """The task's record; a `ToolFailed` when there is none (naming no other task: an
+    agent learns of tasks only from its own, see `own_task`)."""
     record = state.tasks.get(task_id)
     if record is None:
-        known = ", ".join(state.tasks.tasks) or "none"
-        raise ToolFailed(f"no task {task_id!r}; tasks of this session: {known}")
+        raise ToolFailed(f"no task {task_id!r}")
+    return record
+
+
+def own_task(state: SessionState, agent: str, task_id: str) -> TaskRecord:
+    """`agent`'s own task `task_id`. Another agent's task gets the same error as one that
+    does not exist, listing only `agent`'s own: which tasks others run is not its to
+    know."""
+    record = state.tasks.get(task_id)
+    if record is None or record.owner != agent:
+        mine = ", ".join(t.task_id for t in state.tasks.tasks.values() if t.owner == agent)
+        raise ToolFailed(f"no task {task_id!r} of yours; your tasks: {mine or 'none'}")
     return record
 
 

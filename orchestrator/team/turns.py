@@ -7,13 +7,14 @@ the loops write outside a turn (a nudge, the end of a turn left open)."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import trio
 from pydantic import BaseModel
 
 from orchestrator.agent import RoundHooks, TurnDeps
+from orchestrator.errors import ScopeEscape, ToolFailed, WorkspaceEscape
 from orchestrator.messages import ToolCall, UserMessage
 from orchestrator.models.base import Model
 from orchestrator.state.events import EventSink, MessageAdded, TurnEnded, TurnEndReason
@@ -78,7 +79,12 @@ class Turns:
         deps = TurnDeps(
             model=_Limited(s.models(role), self._model_slots),
             tools=tools,
-            context=ToolContext(workspace=s.workspace, agent=agent, session=s.session_id),
+            context=ToolContext(
+                workspace=s.workspace,
+                agent=agent,
+                session=s.session_id,
+                write_scope=self._write_scope(agent),
+            ),
             events=self._sink,
             policy=policy,
             approve=self._one_at_a_time(approve),
@@ -130,18 +136,36 @@ class Turns:
 
         return ask
 
-    def _guard(self, agent: str) -> Callable[[ToolCall, BaseModel], str | None]:
-        def guard(call: ToolCall, args: BaseModel) -> str | None:
+    def _write_scope(self, agent: str) -> tuple[str, ...] | None:
+        task = self._session.state.tasks.get(agent)
+        scope = None if task is None else task.write_scope
+        return None if scope is None else tuple(scope)
+
+    def _guard(self, agent: str) -> Callable[[ToolCall, BaseModel], Awaitable[str | None]]:
+        """Refuses a task's write outside its write scope before it is asked about: on
+        where the path resolves (the file tools check again as they open it). A path
+        written inside the scope that leads outside it is reported to the owner."""
+
+        async def guard(call: ToolCall, args: BaseModel) -> str | None:
             task = self._session.state.tasks.get(agent)
             path = getattr(args, "path", None)
             if task is None or call.name not in ("write_file", "edit_file") or path is None:
                 return None
-            if not in_scope(str(path), task.write_scope):
-                scope = ", ".join(task.write_scope or ()) or "nothing"
+            try:
+                self._settings.workspace.writable(str(path), task.write_scope)
+            except ScopeEscape as exc:
+                if exc.resolved:
+                    await self._writes.note_escape(agent, call.name, exc.written, exc.resolved)
                 return (
-                    f"{call.name} refused: {path} is outside this task's write scope "
-                    f"({scope}); ask your owner with request_direction_change if you need it"
+                    f"{call.name} refused: {exc}; ask your owner with "
+                    "request_direction_change if you need it"
                 )
+            except WorkspaceEscape as exc:
+                if in_scope(str(path), task.write_scope):
+                    await self._writes.note_escape(agent, call.name, str(path), "")
+                return f"{call.name} refused: {exc}"
+            except ToolFailed:
+                return None  # (a symlink loop) the tool says so
             return None
 
         return guard

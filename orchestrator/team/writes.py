@@ -15,7 +15,6 @@ from orchestrator.state.tasks import in_scope
 from orchestrator.team.port import SessionLike
 from orchestrator.team.postbox import Postbox
 from orchestrator.tools.permissions import string_argument
-from orchestrator.tools.watch import changed_by_shell
 
 
 class Writes:
@@ -73,6 +72,21 @@ class Writes:
             await self._postbox.post(agent, task.owner, agent, "risk_alert", "; ".join(problems))
         return list(paths)
 
+    async def note_escape(self, agent: str, tool: str, written: str, resolved: str) -> None:
+        """A task's `tool` call named `written`, inside its write scope, and the path
+        leads elsewhere (to `resolved`, or out of the workspace): refused, and reported to
+        the owner, since a link made to lead a write out of the scope is a hostile move."""
+        task = self._session.state.tasks.get(agent)
+        if task is None:
+            return
+        scope = ", ".join(task.write_scope or ()) or "nothing"
+        where = f"resolves to {resolved}" if resolved else "leads outside the workspace"
+        summary = (
+            f"its {tool} to {written} was refused: the path is inside its write scope "
+            f"({scope}) as written but {where} (a symlink or `..`)"
+        )
+        await self._postbox.post(agent, task.owner, agent, "risk_alert", summary)
+
     def _someone_elses(self, path: str, agent: str, since: float) -> bool:
         """Whether another task may have made a change to `path` seen after a shell
         command that started at `since`: the path is in its write scope, or it wrote
@@ -86,9 +100,11 @@ class Writes:
         )
 
     def files_written(self, agent: str) -> set[str]:
-        """Workspace paths `agent`'s tools changed, from its context: the replies hold the
-        write_file and edit_file calls and the results say which succeeded; a shell
-        result names what its command changed (tools/watch.py)."""
+        """Workspace paths `agent`'s tools changed, from its context: each successful
+        result's `changed`, as the tool or the shell's watch saw them (tools/watch.py),
+        never what a result's text says. A write_file or edit_file result journaled
+        before results had `changed` counts its call's `path`; such a shell result counts
+        nothing (its text could have been printed by the command)."""
         context = self._session.state.agents.get(agent)
         if context is None:
             return set()
@@ -103,10 +119,10 @@ class Writes:
                         calls[call.id] = path
             elif isinstance(message, ToolResult):
                 written_path = calls.pop(message.call_id, "")
-                if written_path and message.status == "ok":
+                if message.changed:  # whatever the status: a failed command may write
+                    written.update(_rel(p) for p in message.changed)
+                elif written_path and message.status == "ok":
                     written.add(_rel(written_path))
-                elif message.name == "shell":
-                    written.update(changed_by_shell(message.content))
         return written
 
 

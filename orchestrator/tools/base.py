@@ -19,13 +19,16 @@ from orchestrator.tools.workspace import Workspace
 
 @dataclass(frozen=True)
 class ToolContext:
-    """What a running tool may use: the workspace, the name of the calling agent, and a
-    marker naming the call, unique to the session and the call."""
+    """What a running tool may use: the workspace, the name of the calling agent, where
+    it may write, and a marker naming the call, unique to the session and the call."""
 
     workspace: Workspace
     agent: str = "main"
     session: str = ""  # the session's id, when there is a session on disk
     call: str = ""  # the running call's ref
+    # The agent's write scope (its task's): the file tools write only where a path
+    # resolves inside it. None: anywhere in the workspace (the main agent).
+    write_scope: tuple[str, ...] | None = None
 
     @property
     def call_marker(self) -> str:
@@ -47,10 +50,17 @@ class ToolOutput:
     # The call ends the agent's turn (`complete`, `ask_decision`, `report_blocked`): the
     # turn loop stops after this round.
     ends_turn: bool = False
+    # The workspace paths the call changed, as the program saw them (the file a write
+    # went to, resolved; what a shell command created, changed or deleted): journaled
+    # with the result (`ToolResult.changed`), never read back from `content`.
+    changed: tuple[str, ...] = ()
+    # A command's exit code (the shell tool; None: it did not exit on its own, or no
+    # command), for the verification that runs commands through the tool.
+    exit_code: int | None = None
 
     @classmethod
-    def error(cls, content: str) -> ToolOutput:
-        return cls(content, "error")
+    def error(cls, content: str, exit_code: int | None = None) -> ToolOutput:
+        return cls(content, "error", exit_code=exit_code)
 
 
 ArgsT = TypeVar("ArgsT", bound=BaseModel)

@@ -4,9 +4,9 @@ out of what the model and the journal see.
 `EnvPolicy` decides which variables a command inherits (after Codex CLI's
 `shell_environment_policy`): by default every variable except those whose names look
 like secrets (contain KEY, SECRET, TOKEN or PASSWORD, in any case) and the variables that
-hold the configured providers' API keys. `Redactor` replaces the values of those keys by
-`[redacted NAME]` in any text about to enter a context, the journal or the screen, so
-that what the model sees, what is journaled and what a resume rebuilds stay identical.
+hold the configured providers' API keys. `Redactor` (orchestrator/redaction.py) replaces
+the values of those variables by `[redacted NAME]` in everything the session records or
+shows.
 """
 
 from __future__ import annotations
@@ -16,9 +16,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from orchestrator.redaction import SECRET_PATTERNS, Redactor
+
+__all__ = ["SECRET_PATTERNS", "EnvPolicy", "Inherit", "Redactor"]
+
 Inherit = Literal["all", "core", "none"]
 
-SECRET_PATTERNS = ("*KEY*", "*SECRET*", "*TOKEN*", "*PASSWORD*")
 CORE = (
     "HOME",
     "LOGNAME",
@@ -68,26 +71,3 @@ class EnvPolicy:
         env = {k: v for k, v in env.items() if k not in self.always_drop}
         env.update(self.set)
         return env
-
-
-MIN_SECRET = 8  # shorter values would redact ordinary words
-
-
-@dataclass(frozen=True)
-class Redactor:
-    """Replaces known secret values (by the name of the variable holding each) in text."""
-
-    secrets: tuple[tuple[str, str], ...] = ()  # (variable name, value), longest first
-
-    @classmethod
-    def of(cls, names: Iterable[str], environ: Mapping[str, str]) -> Redactor:
-        found = {
-            (name, environ[name]) for name in names if len(environ.get(name, "")) >= MIN_SECRET
-        }
-        return cls(tuple(sorted(found, key=lambda item: -len(item[1]))))
-
-    def __call__(self, text: str) -> str:
-        for name, value in self.secrets:
-            if value in text:
-                text = text.replace(value, f"[redacted {name}]")
-        return text

@@ -9,6 +9,8 @@ cannot hang the session, nor hang it again after a resume)."""
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import functools
 import os
 import re
@@ -26,6 +28,7 @@ from orchestrator.errors import ToolFailed
 from orchestrator.tools import walk as walk_module
 from orchestrator.tools.base import Tool, ToolContext, ToolOutput
 from orchestrator.tools.walk import GREP_FILE_BYTES, walk_files
+from orchestrator.tools.workspace import Target, Workspace, not_followed
 
 READ_CAP_BYTES = 256 * 1024
 READ_SCAN_BYTES = 64 * 1024 * 1024  # how far into a file read_file looks for a line range
@@ -56,26 +59,34 @@ class ReadFile(Tool[ReadFileArgs]):
     async def run(self, args: ReadFileArgs, ctx: ToolContext) -> ToolOutput:
         if args.end_line is not None and args.end_line < args.start_line:
             raise ToolFailed(f"end_line {args.end_line} is before start_line {args.start_line}")
-        path = ctx.workspace.resolve(args.path)
+        target = ctx.workspace.target(args.path)
         # Bounded, so a cancelled call may leave the thread to finish on its own.
         text = await trio.to_thread.run_sync(
-            _read_lines, path, args, READ_CAP_BYTES, abandon_on_cancel=True
+            _read_lines, ctx.workspace, target, args, READ_CAP_BYTES, abandon_on_cancel=True
         )
         return ToolOutput(text)
 
 
-def _open_regular(path: Path, shown: str) -> int:
-    """A descriptor of the regular file at `path`, opened without blocking (a FIFO's open
-    would wait for a writer); anything else is refused with what it is."""
+def _open_regular(directory: int, target: Target) -> int:
+    """A descriptor of the regular file `target.name` in `directory`, opened without
+    following a symlink and without blocking (a FIFO's open would wait for a writer);
+    anything else is refused with what it is."""
+    shown = target.shown
+    if not target.parts:
+        raise ToolFailed(f"{shown} is a directory; use list_files")
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
-        _check_regular(os.stat(path).st_mode, shown)
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(target.name, flags, dir_fd=directory)
     except FileNotFoundError:
         raise ToolFailed(f"{shown}: no such file") from None
     except OSError as exc:
-        raise ToolFailed(f"{shown}: {exc.strerror}") from None
+        with contextlib.suppress(OSError):  # a socket, say: say what it is
+            mode = os.stat(target.name, dir_fd=directory, follow_symlinks=False).st_mode
+            if not stat.S_ISLNK(mode):
+                _check_regular(mode, shown)
+        raise not_followed(directory, target.name, shown, exc) from None
     try:
-        _check_regular(os.fstat(fd).st_mode, shown)  # it may have been swapped meanwhile
+        _check_regular(os.fstat(fd).st_mode, shown)
     except ToolFailed:
         os.close(fd)
         raise
@@ -90,11 +101,12 @@ def _check_regular(mode: int, shown: str) -> None:
         raise ToolFailed(f"{shown} is not a regular file (a pipe, socket or device)")
 
 
-def _read_lines(path: Path, args: ReadFileArgs, cap: int) -> str:
+def _read_lines(workspace: Workspace, target: Target, args: ReadFileArgs, cap: int) -> str:
     """Lines start_line..end_line, at most `cap` bytes of them, looking at most
     READ_SCAN_BYTES into the file (a file without newlines is read in bounded pieces,
     never whole); what was left out is said at the end."""
-    fd = _open_regular(path, args.path)
+    with workspace.directory(target.parent) as directory:
+        fd = _open_regular(directory, target)
     with os.fdopen(fd, "rb") as file:
         size = os.fstat(file.fileno()).st_size
         kept: list[bytes] = []
@@ -132,9 +144,8 @@ def _read_lines(path: Path, args: ReadFileArgs, cap: int) -> str:
     return f"{text}\n{note}" if note else text
 
 
-def _read_bytes(path: Path, shown: str) -> bytes:
-    fd = _open_regular(path, shown)
-    with os.fdopen(fd, "rb") as file:
+def _read_bytes(directory: int, target: Target) -> bytes:
+    with os.fdopen(_open_regular(directory, target), "rb") as file:
         return file.read()
 
 
@@ -150,46 +161,75 @@ class WriteFile(Tool[WriteFileArgs]):
     idempotent = True
 
     async def run(self, args: WriteFileArgs, ctx: ToolContext) -> ToolOutput:
-        path = ctx.workspace.resolve(args.path)
-        await trio.to_thread.run_sync(_write_text, path, args.content, ctx.call)
-        return ToolOutput(f"wrote {len(args.content.encode())} bytes to {args.path}")
+        target = ctx.workspace.writable(args.path, ctx.write_scope)
+        data = args.content.encode("utf-8")
+        await trio.to_thread.run_sync(write_target, ctx.workspace, target, data, ctx.call)
+        return ToolOutput(f"wrote {len(data)} bytes to {args.path}", changed=(target.rel,))
 
     async def recover(self, args: WriteFileArgs, ctx: ToolContext) -> None:
-        _temp(ctx.workspace.resolve(args.path), ctx.call).unlink(missing_ok=True)
+        _remove_temp(ctx.workspace, ctx.workspace.target(args.path), ctx.call)
 
 
-def _write_text(path: Path, content: str, call: str = "") -> None:
-    if path.is_dir():
-        raise ToolFailed(f"{path.name} is a directory")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    _replace(path, content.encode("utf-8"), call)
+def write_target(workspace: Workspace, target: Target, data: bytes, call: str = "") -> None:
+    """Write `data` to the checked `target`, making its missing directories, through
+    descriptors only (see workspace.py): a symlink put in the path since the check makes
+    this fail, and it never writes anywhere else."""
+    if not target.parts:
+        raise ToolFailed(f"{target.shown} is a directory")
+    with workspace.directory(target.parent, create=True) as directory:
+        _replace(directory, target, data, call)
 
 
-def _temp(path: Path, call: str) -> Path:
-    """The file a write goes to before it is renamed over `path`: named after the call,
-    so a re-run of the call reuses it and a crash's leftover can be found (`recover`)."""
+def _temp(name: str, call: str) -> str:
+    """The file a write goes to before it is renamed over `name`, in the same directory:
+    named after the call, so a re-run of the call reuses it and a crash's leftover can be
+    found (`recover`)."""
     tag = call or secrets.token_hex(4)
-    return path.with_name(f".{path.name}.{tag}.orchestrator-tmp")
+    return f".{name}.{tag}.orchestrator-tmp"
 
 
-def _replace(path: Path, data: bytes, call: str = "") -> None:
-    """Write `data` to a new file beside `path`, then rename it over `path`: a process
-    killed part-way leaves the old file or the new one, never half of each. The file
-    keeps its permissions (a new one gets the umask's)."""
-    temp = _temp(path, call)
+def _remove_temp(workspace: Workspace, target: Target, call: str) -> None:
+    if not target.parts:
+        return
+    with (
+        contextlib.suppress(ToolFailed, FileNotFoundError),
+        workspace.directory(target.parent) as directory,
+    ):
+        os.unlink(_temp(target.name, call), dir_fd=directory)
+
+
+def _replace(directory: int, target: Target, data: bytes, call: str = "") -> None:
+    """Write `data` to a new file in `directory`, then rename it over `target.name`: a
+    process killed part-way leaves the old file or the new one, never half of each. The
+    file keeps its permissions (a new one gets the umask's). A rename replaces the name
+    itself, so a symlink there would be replaced, not followed; one is refused anyway,
+    since the checked path had none."""
+    name = target.name
     try:
-        mode = stat.S_IMODE(path.stat().st_mode)
+        info = os.stat(name, dir_fd=directory, follow_symlinks=False)
     except FileNotFoundError:
         mode = None
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+    else:
+        if stat.S_ISDIR(info.st_mode):
+            raise ToolFailed(f"{target.shown} is a directory")
+        if stat.S_ISLNK(info.st_mode):
+            raise not_followed(directory, name, target.shown, OSError(errno.ELOOP, ""))
+        mode = stat.S_IMODE(info.st_mode)
+    temp = _temp(name, call)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(temp, flags, 0o666, dir_fd=directory)
+    except OSError as exc:
+        raise not_followed(directory, temp, target.shown, exc) from None
     try:
         with os.fdopen(fd, "wb") as out:
             out.write(data)
-        if mode is not None:
-            os.chmod(temp, mode)
-        os.replace(temp, path)
+            if mode is not None:
+                os.fchmod(out.fileno(), mode)
+        os.replace(temp, name, src_dir_fd=directory, dst_dir_fd=directory)
     except BaseException:
-        temp.unlink(missing_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp, dir_fd=directory)
         raise
 
 
@@ -208,39 +248,45 @@ class EditFile(Tool[EditFileArgs]):
     args_model = EditFileArgs
 
     async def run(self, args: EditFileArgs, ctx: ToolContext) -> ToolOutput:
-        path = ctx.workspace.resolve(args.path)
-        return await trio.to_thread.run_sync(_edit, path, args, ctx.call)
+        target = ctx.workspace.writable(args.path, ctx.write_scope)
+        return await trio.to_thread.run_sync(_edit, ctx.workspace, target, args, ctx.call)
 
     async def recover(self, args: EditFileArgs, ctx: ToolContext) -> ToolOutput | None:
         # The file is replaced whole (a temporary file renamed over it), so it holds
         # either the edit or not: without new_text it cannot hold the edit, and runs it
         # now; without old_text but with new_text it took the edit before the crash.
-        path = ctx.workspace.resolve(args.path)
-        _temp(path, ctx.call).unlink(missing_ok=True)
+        target = ctx.workspace.writable(args.path, ctx.write_scope)
+        _remove_temp(ctx.workspace, target, ctx.call)
         try:
-            text = _read_bytes(path, args.path).decode("utf-8")
+            with ctx.workspace.directory(target.parent) as directory:
+                text = _read_bytes(directory, target).decode("utf-8")
         except (ToolFailed, UnicodeDecodeError):
             return None
         if args.new_text and args.new_text not in text:
             return await self.run(args, ctx)
         if args.old_text not in text and (args.new_text in text):
-            return ToolOutput(f"edited {args.path} (before the session stopped)")
+            return ToolOutput(
+                f"edited {args.path} (before the session stopped)", changed=(target.rel,)
+            )
         return None
 
 
-def _edit(path: Path, args: EditFileArgs, call: str = "") -> ToolOutput:
+def _edit(workspace: Workspace, target: Target, args: EditFileArgs, call: str = "") -> ToolOutput:
+    """The edit, read and written through one descriptor of the file's directory."""
     if not args.old_text:
         raise ToolFailed("old_text is empty; use write_file to create a file")
-    original = _read_bytes(path, args.path).decode("utf-8")
-    count = original.count(args.old_text)
-    if count == 0:
-        raise ToolFailed(f"old_text not found in {args.path}")
-    if count > 1:
-        raise ToolFailed(
-            f"old_text occurs {count} times in {args.path}; include more context to pick one"
-        )
-    _replace(path, original.replace(args.old_text, args.new_text, 1).encode("utf-8"), call)
-    return ToolOutput(f"edited {args.path}")
+    with workspace.directory(target.parent) as directory:
+        original = _read_bytes(directory, target).decode("utf-8")
+        count = original.count(args.old_text)
+        if count == 0:
+            raise ToolFailed(f"old_text not found in {args.path}")
+        if count > 1:
+            raise ToolFailed(
+                f"old_text occurs {count} times in {args.path}; include more context to pick one"
+            )
+        edited = original.replace(args.old_text, args.new_text, 1).encode("utf-8")
+        _replace(directory, target, edited, call)
+    return ToolOutput(f"edited {args.path}", changed=(target.rel,))
 
 
 class ListFilesArgs(BaseModel):

@@ -54,10 +54,21 @@ class GrantLike(Protocol):
     def pattern(self) -> str: ...
 
 
-Answer = bool | Grant
+@dataclass(frozen=True)
+class Unasked:
+    """The answer when nobody can be asked (no terminal and no `--yes`): the call is
+    refused as `unapproved`, a result status the session's outcome counts, where a
+    person's no is an ordinary error the model reads. False, like a no, to any code
+    that only asks whether the call may run."""
+
+    def __bool__(self) -> bool:
+        return False
+
+
+Answer = bool | Grant | Unasked
 Approver = Callable[[ToolCall], Awaitable[Answer]]
 """Answers an "ask": True runs the call, False refuses it, a `Grant` runs it and allows
-what the grant covers from then on."""
+what the grant covers from then on, `Unasked` refuses it for want of anyone to ask."""
 
 
 def string_argument(call: ToolCall, name: str) -> str:
@@ -98,8 +109,9 @@ async def approve_all(call: ToolCall) -> Answer:
 
 
 async def deny_all(call: ToolCall) -> Answer:
-    """Non-interactive runs without `--yes`: every "ask" is answered no."""
-    return False
+    """Non-interactive runs without `--yes`: nobody answers an "ask", so the call is
+    refused as `unapproved`."""
+    return Unasked()
 
 
 def parse_rules(items: list[str]) -> list[Rule]:

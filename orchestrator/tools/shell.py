@@ -4,7 +4,11 @@ command means the same Python everywhere.
 
 Each command runs in a process group of its own, which is killed whole however the call
 ends (done, timed out, cancelled): a `sleep 30 &` left behind by the command dies with
-it. Each command's environment carries `ORCHESTRATOR_CALL=<marker>` (the session and the
+it. The call ends when the shell itself exits, after a short grace for the output still
+on its way (`GRACE_SECONDS`), even if a process it left in the background holds the
+output pipe open; the result says when processes were left to stop.
+
+Each command's environment carries `ORCHESTRATOR_CALL=<marker>` (the session and the
 call's ref), so that after a crash of orchestrator itself, `kill_marked` finds the
 processes of an interrupted call and kills them before the session resumes."""
 
@@ -25,6 +29,10 @@ from orchestrator.tools.environment import EnvPolicy
 
 OUTPUT_CAP_BYTES = 64 * 1024
 DEFAULT_TIMEOUT = 120.0
+# Once the shell has exited, how long (trio's clock) the output pipe may stay open: a
+# background process it started may hold it, and the command is done all the same.
+GRACE_SECONDS = 0.3
+LEFTOVERS = "[processes the command left running were stopped when it exited]"
 
 
 class ShellArgs(BaseModel):
@@ -53,9 +61,7 @@ class Shell(Tool[ShellArgs]):
         env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
         if ctx.call_marker:
             env[MARKER] = ctx.call_marker
-        kept = bytearray()
-        total = 0
-        timed_out = False
+        output = _Output(self.output_cap)
         process = await trio.lowlevel.open_process(
             ["/bin/sh", "-c", args.command],
             cwd=ctx.workspace.root,
@@ -65,34 +71,69 @@ class Shell(Tool[ShellArgs]):
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+        assert process.stdout is not None
         try:
-            assert process.stdout is not None
-            with trio.move_on_after(args.timeout) as scope:
-                async for chunk in process.stdout:
-                    total += len(chunk)
-                    if len(kept) < self.output_cap:
-                        kept += chunk[: self.output_cap - len(kept)]
-                await process.wait()
-            timed_out = scope.cancelled_caught
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(output.read, process.stdout)
+                with trio.move_on_after(args.timeout) as scope:
+                    await process.wait()
+                    # The shell is done; what it started may still hold the pipe open.
+                    with trio.move_on_after(GRACE_SECONDS):
+                        await output.closed.wait()
+                # Whatever is left in the group is stopped; its output, already in the
+                # pipe, is still read (bounded: a process outside the group may hold it).
+                leftovers = _kill_group(process.pid)
+                with trio.move_on_after(GRACE_SECONDS):
+                    await output.closed.wait()
+                nursery.cancel_scope.cancel()
         finally:
             # Always the whole group: the shell may be gone while what it started is not.
             _kill_group(process.pid)
-            if process.returncode is None:
-                with trio.CancelScope(shield=True):
+            with trio.CancelScope(shield=True):
+                if process.returncode is None:
                     await process.wait()
-        output = kept.decode("utf-8", errors="replace")
-        if total > len(kept):
-            output += f"\n[output truncated: {total} bytes, showing the first {len(kept)}]"
-        if timed_out:
-            return ToolOutput.error(f"timed out after {args.timeout:g}s; killed\n{output}")
+                await process.stdout.aclose()  # a process outside the group may hold it
+        text = output.text()
+        if scope.cancelled_caught:
+            return ToolOutput.error(f"timed out after {args.timeout:g}s; killed\n{text}")
+        if leftovers:
+            text += f"\n{LEFTOVERS}"
         code = process.returncode
-        text = f"exit code {code}\n{output}"
-        return ToolOutput(text) if code == 0 else ToolOutput.error(text)
+        text = f"exit code {code}\n{text}"
+        return ToolOutput(text, exit_code=code) if code == 0 else ToolOutput.error(text, code)
 
 
-def _kill_group(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
+class _Output:
+    """A command's combined output, the first `cap` bytes kept, and when its pipe closed
+    (every process holding it has exited or closed it)."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.kept = bytearray()
+        self.total = 0
+        self.closed = trio.Event()
+
+    async def read(self, stream: trio.abc.ReceiveStream) -> None:
+        async for chunk in stream:
+            self.total += len(chunk)
+            if len(self.kept) < self.cap:
+                self.kept += chunk[: self.cap - len(self.kept)]
+        self.closed.set()
+
+    def text(self) -> str:
+        text = self.kept.decode("utf-8", errors="replace")
+        if self.total > len(self.kept):
+            text += f"\n[output truncated: {self.total} bytes, showing the first {len(self.kept)}]"
+        return text
+
+
+def _kill_group(pid: int) -> bool:
+    """SIGKILL to the process group `pid`; whether any process was left in it."""
+    try:
         os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
 
 
 MARKER = "ORCHESTRATOR_CALL"

@@ -110,6 +110,27 @@ def _regular_inside(path: Path, root: Path) -> bool:
         return False
 
 
+def _read_inside(path: Path, root: Path) -> bytes | None:
+    """The bytes of the regular file at `path`, None past GREP_FILE_BYTES. The file is
+    checked once open (what was opened is what is read): a regular file, and, where the
+    system says which file a descriptor is (Linux's /proc/self/fd), one inside `root`,
+    so a symlink swapped in since the walk looked cannot lead the read elsewhere."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as file:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(f"{path} is not a regular file")
+        try:
+            opened = Path(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:
+            opened = None  # no /proc: the walk's check stands alone
+        if opened is not None and not opened.is_relative_to(root):
+            raise OSError(f"{path} leads outside the workspace")
+        if info.st_size > GREP_FILE_BYTES:
+            return None
+        return file.read(GREP_FILE_BYTES + 1)
+
+
 def grep(request: dict[str, object]) -> dict[str, object]:
     """Matches of `pattern` as `name:line:text`, at most `cap` (one more says "more")."""
     root, base = Path(str(request["root"])), Path(str(request["base"]))
@@ -126,12 +147,16 @@ def grep(request: dict[str, object]) -> dict[str, object]:
     skipped = 0
     for path, name in walk.files:
         try:
-            if path.stat().st_size > GREP_FILE_BYTES:
-                skipped += 1
-                continue
-            text = path.read_text(encoding="utf-8")
+            data = _read_inside(path, root)
         except (UnicodeDecodeError, OSError):
             continue  # binary or unreadable: not a text match
+        if data is None:
+            skipped += 1
+            continue
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
         for number, line in enumerate(text.splitlines(), start=1):
             if len(line) <= GREP_LINE_CHARS and regex.search(line):
                 matches.append(f"{name}:{number}:{line}")

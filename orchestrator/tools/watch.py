@@ -4,14 +4,16 @@ shell cannot be confined, but what it did can be seen).
 
 `Watched` wraps a tool for one agent: after each successful call it reports the paths it
 changed to a callback (the team checks them against the task's write scope and the other
-live tasks), and a shell result gets a last line naming them, so the model sees it and
-the journal keeps it (`changed_by_shell` reads it back).
+live tasks), and keeps those counted as the agent's in the result's `changed` (journaled
+with it: what the completion check reads). A shell result also gets a last line naming
+them, for the model; nothing reads that line back, so a command that prints one forges
+nothing.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
-import re
 import stat
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -24,7 +26,6 @@ from orchestrator.tools.walk import SKIP_DIRS
 
 MAX_ENTRIES = 20_000  # a larger workspace is not compared (the note says so)
 TRAILER = "[files changed by this command: "
-_TRAILER = re.compile(r"^\[files changed by this command: (.*)\]$", re.MULTILINE)
 
 Files = dict[str, tuple[int, int]]  # workspace-relative path -> (mtime_ns, size)
 # (agent, paths, tool, when the call started) -> the paths counted as that agent's
@@ -68,12 +69,6 @@ def changes(before: Files, after: Files) -> list[str]:
     )
 
 
-def changed_by_shell(content: str) -> list[str]:
-    """The paths a shell result's last line names (see `Watched`)."""
-    match = _TRAILER.search(content)
-    return [p for p in match.group(1).split(", ") if p] if match else []
-
-
 class Watched(Tool[Any]):
     """`tool`, reporting the files each successful call changed to `on_write`."""
 
@@ -91,9 +86,10 @@ class Watched(Tool[Any]):
     async def run(self, args: Any, ctx: ToolContext) -> ToolOutput:
         if self.tool.name != "shell":
             output = await self.tool.run(args, ctx)
-            path = getattr(args, "path", None)
-            if output.status == "ok" and isinstance(path, str):
-                await self.on_write(ctx.agent, [path], self.tool.name, trio.current_time())
+            if output.status == "ok" and output.changed:
+                # Where the path resolved, as the tool wrote it.
+                now = trio.current_time()
+                await self.on_write(ctx.agent, output.changed, self.tool.name, now)
             return output
         root = ctx.workspace.root
         started = trio.current_time()
@@ -102,12 +98,12 @@ class Watched(Tool[Any]):
         after = await trio.to_thread.run_sync(file_states, root) if before is not None else None
         if before is None or after is None:
             note = f"\n[files changed: not checked, the workspace has over {MAX_ENTRIES} entries]"
-            return ToolOutput(output.content + note, output.status, output.delivers)
+            return dataclasses.replace(output, content=output.content + note)
         changed = await self.on_write(ctx.agent, changes(before, after), self.tool.name, started)
         if not changed:
             return output
         trailer = f"\n{TRAILER}{', '.join(changed)}]"
-        return ToolOutput(output.content + trailer, output.status, output.delivers)
+        return dataclasses.replace(output, content=output.content + trailer, changed=tuple(changed))
 
     async def recover(self, args: Any, ctx: ToolContext) -> ToolOutput | None:
         # A call that the crash cut off is settled unwatched: its write scope was checked

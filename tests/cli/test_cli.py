@@ -137,20 +137,6 @@ def test_run_with_json_output(tmp_path: Path) -> None:
     assert (tmp_path / "hello.py").exists()
 
 
-def test_run_without_yes_refuses_writes_non_interactively(tmp_path: Path) -> None:
-    result = orchestrator(
-        "run",
-        "hello",
-        "--model",
-        f"scripted:{ROOT / 'examples' / 'hello-script.json'}",
-        "--workspace",
-        str(tmp_path),
-    )
-    assert result.returncode == 0, result.stderr
-    assert "✗ write_file error: write_file was not approved" in result.stdout
-    assert not (tmp_path / "hello.py").exists()
-
-
 @pytest.mark.parametrize(
     ("model_args", "message"),
     [

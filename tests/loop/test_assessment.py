@@ -16,8 +16,10 @@ from orchestrator.loop.assessment import (
     AgentProgress,
     Assessed,
     Budgets,
+    RefusedCall,
     Situation,
     Spent,
+    Verified,
     assess,
     continuation_note,
     over_budget,
@@ -58,6 +60,10 @@ def verdicts(scene: Scene) -> list[str]:
 
 def progress(**fields: Any) -> AgentProgress:
     return AgentProgress(**fields)
+
+
+REFUSED = RefusedCall(agent="t1", tool="write_file", arguments='{"path": "a"}')
+REFUSED_SHELL = RefusedCall(agent=MAIN, tool="shell", arguments='{"command": "make"}')
 
 
 CASES: list[tuple[str, Situation, str, str]] = [
@@ -188,6 +194,34 @@ CASES: list[tuple[str, Situation, str, str]] = [
         Situation(todos=TodoList(), progress=progress(reply_repeats=3), waiting_on_it=("t4",)),
         "blocked",
         "tasks t4 wait for answers never given",
+    ),
+    (
+        "a call refused for want of approval",
+        Situation(todos=TodoList(), progress=progress(), refused=(REFUSED, REFUSED_SHELL)),
+        "blocked",
+        "2 calls refused for want of approval (nobody could be asked): shell, write_file",
+    ),
+    (
+        "a refusal, but the verification passed since the last change",
+        Situation(
+            todos=TodoList(),
+            progress=progress(changed_seq=9, verified_seq=12),
+            verify=("pytest",),
+            refused=(REFUSED,),
+        ),
+        "completed",
+        "verified: pytest passed",
+    ),
+    (
+        "a refusal, not verified since",
+        Situation(
+            todos=TodoList(),
+            progress=progress(changed_seq=9, verified_seq=7),
+            verify=("pytest",),
+            refused=(REFUSED,),
+        ),
+        "verify",
+        "not verified",
     ),
 ]
 
@@ -347,6 +381,8 @@ async def test_verification_fails_then_passes(workspace: Workspace) -> None:
     assert outcome.reason == "completed"
     assert outcome.detail == f"all 1 todos done; verified: {verify} passed"
     assert verdicts(scene) == ["verify", "verify", "completed"]
+    # The exit code is the tool's fact (ToolOutput.exit_code), not read from the output.
+    assert [e.exit_code for e in scene.events.events if isinstance(e, Verified)] == [3, 0]
     assert scene.state.progress[MAIN].verify_failures == 1
     assert scene.state.progress[MAIN].continues == 1  # the failure used one
 

@@ -129,7 +129,7 @@ idle_timeout = 30
         ("mystery:m", "", "unknown model provider 'mystery'"),
         ("mine:m", "[providers.mine]\nbase_url = 'http://x'", 'needs kind = "openai"'),
         ("mine:m", "[providers.mine]\nkind = 'openai'", "needs a base_url"),
-        ("openai-compatible:m@http", "", "names no server"),
+        ("openai-compatible:m@http", "", "server after @ must be an http:// or https:// URL"),
         ("ollama:m", "[providers.ollama]\nbase_url = 'localhost:11434'", "must start with http"),
     ],
 )

@@ -126,3 +126,68 @@ def test_a_run_keeps_keys_out_of_commands_journal_snapshot_and_output(tmp_path: 
             assert key.encode() not in path.read_bytes(), path.name
     assert key not in result.stdout
     assert key not in result.stderr
+
+
+def _run(root: Path, env: dict[str, str], *arguments: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "orchestrator", *arguments, "--sessions-dir", str(root)]
+    return subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+
+
+def _nowhere(secret: str, root: Path, *outputs: str) -> None:
+    for path in root.rglob("*"):
+        # (script.json is the scripted model's copy of its replies: the model, not a record)
+        if path.is_file() and path.name != "script.json":
+            assert secret.encode() not in path.read_bytes(), path
+    for output in outputs:
+        assert secret not in output
+
+
+def test_secrets_the_model_or_the_person_writes_are_redacted_before_anything_keeps_them(
+    tmp_path: Path,
+) -> None:
+    key = "sk-live-abcdefghijklmnop"
+    token = "tok-service-0123456789"
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    script = tmp_path / "script.json"
+    main = [
+        {
+            "text": f"the key is {key}",
+            "tool_calls": [
+                {"name": "write_file", "arguments": {"path": "k.txt", "content": f"K={key}\n"}},
+                {"name": "shell", "arguments": {"command": f"echo {token} > s.txt; echo {key}"}},
+            ],
+        },
+        {
+            "tool_calls": [
+                {
+                    "name": "delegate",
+                    "arguments": {"description": f"use {token}", "prompt": f"with {key}"},
+                }
+            ]
+        },
+        {"tool_calls": [{"name": "wait_tasks", "arguments": {}}]},
+        {"text": "done"},
+        {"text": "noted"},  # the resumed turn
+    ]
+    worker = [{"tool_calls": [{"name": "complete", "arguments": {"summary": f"used {key}"}}]}]
+    script.write_bytes(orjson.dumps({"agents": {"main": main, "t1": worker}}))
+    root = tmp_path / "sessions"
+    env = {**os.environ, "OPENAI_API_KEY": key, "MY_SERVICE_TOKEN": token}
+    model = f"scripted:{script}"
+    first = _run(root, env, "run", f"goal {key}", "--model", model, "-w", str(workspace), "--yes")
+    assert first.returncode == 0, first.stderr
+    # The calls ran as they were journaled: redacted, so a re-run does the same.
+    assert (workspace / "k.txt").read_text() == "K=[redacted OPENAI_API_KEY]\n"
+    assert (workspace / "s.txt").read_text() == "[redacted MY_SERVICE_TOKEN]\n"
+    assert "[redacted OPENAI_API_KEY]" in first.stdout
+    [session] = [p.name for p in root.iterdir()]
+    said = f"the key is {key}, the token {token}"
+    second = _run(root, env, "resume", session, "--message", said, "--json")
+    assert second.returncode == 0, second.stderr
+    assert "[redacted MY_SERVICE_TOKEN]" in second.stdout
+    shown = _run(root, env, "sessions", "show", session, "--json")
+    assert "used [redacted OPENAI_API_KEY]" in shown.stdout
+    for secret in (key, token):
+        _nowhere(secret, root, first.stdout, first.stderr, second.stdout, second.stderr)
+        _nowhere(secret, workspace, shown.stdout)
