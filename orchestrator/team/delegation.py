@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 import trio
 
 from orchestrator.errors import ToolFailed
 from orchestrator.messages import SystemMessage, UserMessage
-from orchestrator.state.events import AgentStarted, EventSink
+from orchestrator.state.events import AgentStarted, Event, EventSink
 from orchestrator.state.fold import SessionState
 from orchestrator.state.mailbox import latest_progress_only, render
 from orchestrator.state.tasks import (
@@ -122,42 +123,40 @@ class Delegation:
                 owner, existing.task_id, existing.task_id, "instruction", args.prompt
             )
             return ToolOutput(f"retrying plan task {args.plan_ref}: {_handle(existing)}")
-        task_id = self._scheduler.next_task_id()
-        # The context first, then the task, before the subagent starts: after a crash
-        # there is either the task with its context, or no task (the delegating call runs
-        # again and makes it; a context left alone is replaced). The journal's order is
-        # enough: the subagent's own records come after these, and its first side effect
-        # waits for its durable start, which covers them.
-        await self._sink.emit(
-            AgentStarted(
-                agent=task_id,
-                role=definition.name,
-                messages=(
-                    SystemMessage(content=definition.prompt),
-                    UserMessage(content=_task_message(task_id, args, scope)),
+        with self._scheduler.new_task_id() as task_id:
+            # The context first, then the task, before the subagent starts: after a crash
+            # there is either the task with its context, or no task (the delegating call
+            # runs again and makes it; a context left alone is replaced). The journal's
+            # order is enough: the subagent's own records come after these, and its first
+            # side effect waits for its durable start, which covers them.
+            await self._emit_together(
+                AgentStarted(
+                    agent=task_id,
+                    role=definition.name,
+                    messages=(
+                        SystemMessage(content=definition.prompt),
+                        UserMessage(content=_task_message(task_id, args, scope)),
+                    ),
+                ),
+                TaskCreated(
+                    agent=owner,
+                    task=task_id,
+                    agent_type=definition.name,
+                    description=args.description,
+                    owner_task=owner_task.task_id if owner_task else "",
+                    depth=depth,
+                    plan_ref=args.plan_ref,
+                    write_scope=scope,
+                    resume=definition.resume,
+                    ref=ref,
+                    deadline=now_ms() + round(args.deadline_seconds * 1000)
+                    if args.deadline_seconds
+                    else 0,
+                    round_budget=args.round_budget or 0,
+                    token_budget=args.token_budget or 0,
+                    at=now_ms(),
                 ),
             )
-        )
-        await self._sink.emit(
-            TaskCreated(
-                agent=owner,
-                task=task_id,
-                agent_type=definition.name,
-                description=args.description,
-                owner_task=owner_task.task_id if owner_task else "",
-                depth=depth,
-                plan_ref=args.plan_ref,
-                write_scope=scope,
-                resume=definition.resume,
-                ref=ref,
-                deadline=now_ms() + round(args.deadline_seconds * 1000)
-                if args.deadline_seconds
-                else 0,
-                round_budget=args.round_budget or 0,
-                token_budget=args.token_budget or 0,
-                at=now_ms(),
-            )
-        )
         self._changes.notify()
         self._scheduler.enqueue(task_id)
         record = self._task(task_id)
@@ -167,6 +166,16 @@ class Delegation:
             else " (queued: the live-subagent limit is reached)"
         )
         return ToolOutput(f"delegated{queued}. {_handle(record)}")
+
+    async def _emit_together(self, *events: Event) -> None:
+        """Emit the records of one transition: each is encoded first, so one that cannot
+        be stored fails the call before any of them is journaled."""
+        for event in events:
+            record = event.record()
+            if record is not None:
+                orjson.dumps(record.journal_body())  # what the journal does with it
+        for event in events:
+            await self._sink.emit(event)
 
     async def send(self, sender: str, args: SendMessageArgs, *, ref: str = "") -> ToolOutput:
         again = self._state.mailbox.by_call(sender, ref)
