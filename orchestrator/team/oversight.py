@@ -125,7 +125,10 @@ class Oversight:
 
     def situation(self, agent: str, *, max_continues: int, must_report: bool) -> Situation:
         state = self._session.state
-        live = tuple(t.task_id for t in queries.live_children(state, agent))
+        children = queries.live_children(state, agent)
+        if agent == queries.MAIN:  # and the tasks whose owners have ended
+            children += queries.orphans(state)
+        live = tuple(t.task_id for t in children)
         waiting = tuple(t for t in live if queries.waits_for(state, agent, t))
         policy = self.policy
         return Situation(

@@ -26,9 +26,8 @@ from orchestrator.state.mailbox import (
     MessagePosted,
     MessagesDelivered,
     Priority,
-    latest_progress_only,
-    render,
 )
+from orchestrator.state.mailtext import latest_progress_only, render
 from orchestrator.state.tasks import SETTLED, now_ms
 from orchestrator.team.port import SessionLike
 

@@ -42,6 +42,17 @@ def live_children(state: SessionState, agent: str) -> list[TaskRecord]:
     return [t for t in state.tasks.children(agent) if has_work(state, t)]
 
 
+def orphans(state: SessionState) -> list[TaskRecord]:
+    """Live tasks whose owner task has ended: nobody above them waits for them but the
+    main agent, which answers for the session (it waits for them before it ends)."""
+    found = []
+    for record in state.tasks.live():
+        owner = state.tasks.get(record.owner)
+        if owner is not None and not has_work(state, owner):
+            found.append(record)
+    return found
+
+
 def waits_for(state: SessionState, agent: str, task_id: str) -> bool:
     """Whether the task is parked on a question or a block `agent` has not answered."""
     if task(state, task_id).state != "waiting_decision":
@@ -58,3 +69,37 @@ def definition(state: SessionState, definitions: Definitions, agent: str) -> Age
     """The type of the task `agent` works (None for the main agent)."""
     record = state.tasks.get(agent)
     return None if record is None else definitions.get(record.agent_type)
+
+
+def unanswerable(state: SessionState, *, main_idle: bool) -> list[Mail]:
+    """The open questions (and reports of being blocked) that park their task and that
+    no agent is there to answer: asked of a task that is not running (it ended, or it
+    sleeps waiting itself), or of the main agent when its turn is over (`main_idle`).
+    Oldest first. The person answers them (`resume --message`), or nobody does."""
+    found = []
+    for parked in state.tasks.live():
+        if parked.state != "waiting_decision":
+            continue
+        owner = state.tasks.get(parked.owner)
+        if owner is None and not (parked.owner == MAIN and main_idle):
+            continue
+        if owner is not None and owner.state == "running":
+            continue
+        found += [
+            m
+            for m in state.mailbox.unanswered(parked.owner)
+            if m.sender == parked.task_id and m.kind in PARKING
+        ]
+    found.sort(key=lambda m: m.posted_seq)
+    return found
+
+
+def describe_question(state: SessionState, mail: Mail) -> str:
+    """One line for a person: which task asks what, of whom."""
+    owner = state.tasks.get(mail.recipient)
+    whom = (
+        "the main agent"
+        if owner is None
+        else f"task {owner.task_id}, which is {owner.state.replace('_', ' ')}"
+    )
+    return f"task {mail.sender} asks ({mail.message_id}, of {whom}): {mail.summary}"
