@@ -152,15 +152,7 @@ async def _await_tasks(
     stuck = {m.sender for m in unanswerable if m.recipient != MAIN}
     going = [t for t in live if t not in waiting and t.task_id not in stuck]
     if going:
-        while True:
-            over, deadline = parking.look(team.state)
-            if over:
-                limit = f"{parking.limit:g} s"
-                return _unanswered(team, over, f"parked for {limit} with nobody to answer"), 0
-            with trio.move_on_at(deadline) as timer:
-                await _wait_for_news(team, any_change=bool(orphans))
-            if not timer.cancelled_caught:
-                return None, reminders
+        return await _sleep(team, parking, orphans), reminders
     if not waiting:  # only tasks under ended owners, waiting for answers nobody will give
         return _unanswered(team, unanswerable, "nobody is left to answer"), reminders
     # Every live task waits for this agent: waiting for mail would never end.
@@ -171,21 +163,35 @@ async def _await_tasks(
     return None, reminders + 1
 
 
-async def _wait_for_news(team: Team, *, any_change: bool) -> None:
-    """Sleep until urgent mail for the main agent; with `any_change`, until any task or
-    message changes (a task under an ended owner reports to nobody who is running)."""
-    if not any_change:
-        await team.postbox.wait_for_mail(MAIN, at_least="urgent")
-        return
-    changed = team.changed
-    async with trio.open_nursery() as nursery:
+async def _sleep(team: Team, parking: ParkWatch, orphans: list[TaskRecord]) -> MainOutcome | None:
+    """Sleep until urgent mail for the main agent, or until a task under an ended owner
+    changes state (it reports to nobody who is running): None, to assess again. Looks
+    again at every change meanwhile: a task parked past `park_limit` with nobody to answer
+    it ends the session blocked."""
+    watched = [(t.task_id, t.state) for t in orphans]
+    while True:
+        over, deadline = parking.look(team.state)
+        if over:
+            why = f"parked for {parking.limit:g} s with nobody to answer"
+            return _unanswered(team, over, why)
+        changed = team.changed
+        with trio.move_on_at(deadline):
+            async with trio.open_nursery() as nursery:
 
-        async def first(wait: Callable[[], Awaitable[object]]) -> None:
-            await wait()
-            nursery.cancel_scope.cancel()
+                async def first(wait: Callable[[], Awaitable[object]]) -> None:
+                    await wait()
+                    nursery.cancel_scope.cancel()
 
-        nursery.start_soon(first, lambda: team.postbox.wait_for_mail(MAIN, at_least="urgent"))
-        nursery.start_soon(first, changed.wait)
+                nursery.start_soon(
+                    first, lambda: team.postbox.wait_for_mail(MAIN, at_least="urgent")
+                )
+                if parking.limit or watched:
+                    nursery.start_soon(first, changed.wait)
+        if team.state.mailbox.undelivered(MAIN, at_least="urgent"):
+            return None
+        now = [(t.task_id, t.state) for t in map(team.state.tasks.get, dict(watched)) if t]
+        if now != watched:
+            return None
 
 
 async def _close_settled(team: Team, task_id: str) -> None:

@@ -97,9 +97,13 @@ def unanswerable(state: SessionState, *, main_idle: bool) -> list[Mail]:
 def describe_question(state: SessionState, mail: Mail) -> str:
     """One line for a person: which task asks what, of whom."""
     owner = state.tasks.get(mail.recipient)
+    how = {
+        "waiting_children": "waits for its own tasks",
+        "waiting_decision": "waits for an answer itself",
+    }
     whom = (
         "the main agent"
         if owner is None
-        else f"task {owner.task_id}, which is {owner.state.replace('_', ' ')}"
+        else f"task {owner.task_id}, which {how.get(owner.state, 'has ' + owner.state)}"
     )
     return f"task {mail.sender} asks ({mail.message_id}, of {whom}): {mail.summary}"
