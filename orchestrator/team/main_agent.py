@@ -244,7 +244,7 @@ async def resume_tasks(team: Team) -> str:
         if task.state == "pending":
             continue  # queued: started below, as the live-subagent limit allows
         if task.resume == "auto" or (task.resume == "ask" and await _asked(team, task)):
-            if task.state == "waiting_decision":
+            if queries.waits_for(team.state, MAIN, task.task_id):
                 waiting.append(task.task_id)
             else:
                 revived.append(task.task_id)
