@@ -202,7 +202,7 @@ async def _say_or_answer(team: Team, text: str) -> None:
     main_idle = (
         MAIN in state.agents
         and team.oversight.turn_over(MAIN)
-        and not state.progress_of(MAIN).blocked
+        and not queries.progress(state, MAIN).blocked
     )
     questions = queries.unanswerable(state, main_idle=main_idle)
     if not questions:

@@ -120,7 +120,7 @@ class Oversight:
         last = context.messages[-1] if context.messages else None
         if isinstance(last, AssistantMessage) and not last.tool_calls:
             return True
-        progress = self._session.state.progress_of(agent)
+        progress = queries.progress(self._session.state, agent)
         return bool(progress.blocked) or progress.call_repeats >= REPEATS
 
     def situation(self, agent: str, *, max_continues: int, must_report: bool) -> Situation:
@@ -133,7 +133,7 @@ class Oversight:
         policy = self.policy
         return Situation(
             todos=state.todo_list(agent),
-            progress=state.progress_of(agent),
+            progress=queries.progress(state, agent),
             max_continues=max_continues,
             stall_rounds=policy.stall_rounds,
             live_tasks=live,
@@ -184,7 +184,7 @@ class Oversight:
         passed = not failed
         note = ""
         if not passed:
-            progress = self._session.state.progress_of(agent)
+            progress = queries.progress(self._session.state, agent)
             note = (
                 f"[verification failed] `{failed}` did not pass "
                 f"(continuation {progress.continues + 1} of {self.policy.max_auto_continues}). "

@@ -5,7 +5,7 @@ functions of a `SessionState`, so every part of the team, and a runner, asks the
 from __future__ import annotations
 
 from orchestrator.errors import ToolFailed
-from orchestrator.loop.assessment import REPEATS
+from orchestrator.loop.assessment import REPEATS, AgentProgress
 from orchestrator.state.fold import SessionState
 from orchestrator.state.mailbox import MAIN as MAIN
 from orchestrator.state.mailbox import Mail
@@ -60,9 +60,16 @@ def waits_for(state: SessionState, agent: str, task_id: str) -> bool:
     return any(m.task_id == task_id and m.kind in PARKING for m in state.mailbox.unanswered(agent))
 
 
+def progress(state: SessionState, agent: str) -> AgentProgress:
+    """The agent's progress as the fold has it, read without adding an entry for an
+    agent the fold has none for (a read must not make the live state differ from the
+    same records folded again on resume)."""
+    return state.progress.get(agent) or AgentProgress()
+
+
 def repeating(state: SessionState, agent: str) -> bool:
     """The same call again and again: the turn ends, for the assessment to stop it."""
-    return state.progress_of(agent).call_repeats >= REPEATS
+    return progress(state, agent).call_repeats >= REPEATS
 
 
 def definition(state: SessionState, definitions: Definitions, agent: str) -> AgentDefinition | None:
