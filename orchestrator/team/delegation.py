@@ -241,13 +241,14 @@ class Delegation:
         if asked.recipient != sender:
             raise ToolFailed(f"message {replied} was not sent to you; you cannot reply to it")
         if asked.sender != task.task_id:
-            what = "question" if asked.requires_ack else "message"
+            if asked.requires_ack:
+                raise ToolFailed(
+                    f"question {replied} was asked by {asked.sender}, not {task.task_id}; "
+                    f"answer it to {asked.sender}"
+                )
             raise ToolFailed(
-                f"{what} {replied} was asked by {asked.sender}, not {task.task_id}; "
-                f"answer it to {asked.sender}"
-                if asked.requires_ack
-                else f"{what} {replied} came from {asked.sender}, not {task.task_id}; "
-                f"reply to it to {asked.sender}"
+                f"message {replied} came from {asked.sender}, not {task.task_id}; send "
+                f"your reply to {asked.sender}"
             )
         if args.kind == "answer" and (not asked.requires_ack or asked.answered_by):
             why = (

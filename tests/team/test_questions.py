@@ -6,18 +6,22 @@ hang (`[team] park_limit`, on trio's clock)."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 import trio
 import trio.testing
 
 from orchestrator.models.base import ModelRequest
-from orchestrator.models.scripted import ScriptedReply
+from orchestrator.models.scripted import ScriptedModel, ScriptedReply
+from orchestrator.session.live import create_session, open_session
+from orchestrator.state.events import ListSink
 from orchestrator.state.fold import USER, SessionState
 from orchestrator.state.mailbox import MessagePosted
 from orchestrator.team.definitions import WORKER, Definitions
+from orchestrator.team.drive import RunResult, RunSettings, drive
 from orchestrator.team.queries import MAIN
-from orchestrator.tools import Workspace
+from orchestrator.tools import PermissionPolicy, Workspace, approve_all, workspace_tools
 from tests.team.test_team import Scene, all_text, c, reply, steps
 
 EXPLORE = {"agent_type": "explorer", "prompt": "find out"}
@@ -245,3 +249,50 @@ async def test_park_limit_zero_means_no_limit(
         await scene.run()
     assert waited.cancelled_caught  # still waiting a day later: nothing ended it
     assert scene.state.tasks.get("t2").state == "waiting_decision"
+
+
+async def test_a_library_host_reads_the_unanswered_question_and_answers_it(
+    tmp_path: Path,
+) -> None:
+    """The main agent never answers t1's question: `RunResult` says which task asks
+    what, and the next `drive` with a message takes the answer to t1."""
+    brains = {
+        MAIN: steps(
+            reply("", c("delegate", description="pick", **EXPLORE)),
+            reply("", c("wait_tasks")),
+            *[reply(f"I will not answer ({n})") for n in range(8)],
+        ),
+        "t1": steps(
+            reply("", c("ask_decision", question="x or y?")),
+            lambda request: reply("", c("complete", summary=all_text(request)[-40:])),
+        ),
+    }
+    model = ScriptedModel(lambda request: brains[request.agent](request))
+    script = tmp_path / "script.json"
+    script.write_text('{"agents": {"main": []}}')
+    root = tmp_path / "sessions"
+    session_id, _ = create_session(root, goal="g", model=f"scripted:{script}", workspace=None)
+
+    async def run(message: str = "") -> RunResult:
+        async with open_session(root, session_id, warn=lambda _: None) as live:
+            settings = RunSettings(
+                model=model,
+                tools=workspace_tools(),
+                ui=ListSink(),
+                policy=PermissionPolicy(),
+                approve=approve_all,
+                message=message,
+            )
+            return await drive(live, settings)
+
+    with trio.fail_after(30):
+        first = await run()
+    assert first.status == "blocked"
+    assert [(q.sender, q.recipient, q.summary) for q in first.questions] == [
+        ("t1", MAIN, "x or y?")
+    ]
+    assert "answer task t1: orchestrator resume ID --message" in first.advice
+    with trio.fail_after(30):
+        second = await run("take y")
+    assert second.status == "completed", second
+    assert second.questions == ()
