@@ -101,6 +101,7 @@ class TeamConfig(_Strict, frozen=True):
     max_model_calls: int | None = Field(default=None, ge=1)
     wait_timeout: float | None = Field(default=None, gt=0)
     stall_after: float | None = Field(default=None, gt=0)
+    park_limit: float | None = Field(default=None, ge=0)
     message_chars: int | None = Field(default=None, ge=200)
     delivery_chars: int | None = Field(default=None, ge=200)
 

@@ -284,7 +284,7 @@ class Mailbox:
         if before is not None:  # the same call posted twice: the first is found no more
             self._retire(self.messages[before])
         asked = self.messages.get(record.in_reply_to)
-        if asked is not None and asked.requires_ack and not asked.answered_by:
+        if asked is not None and answers(record, asked):
             asked.answered_by = record.id
             self.asking.get(asked.recipient, {}).pop(asked.message_id, None)
             self._retire(asked)
@@ -314,6 +314,18 @@ class Mailbox:
             self._retire(self.messages[message_id])
 
 
+def answers(reply: MessagePosted, asked: Mail) -> bool:
+    """Whether `reply` answers the question `asked`: it is open, and the reply goes back
+    to the agent that asked it, from the one it was asked of (or from the person, who
+    may answer any question). A reply sent elsewhere answers nothing."""
+    return (
+        asked.requires_ack
+        and not asked.answered_by
+        and reply.to == asked.sender
+        and reply.agent in (asked.recipient, USER)
+    )
+
+
 @dataclass
 class MailHistory:
     """Every message of a session as the journal tells it, delivered and answered ones
@@ -334,7 +346,7 @@ class MailHistory:
     def posted(self, seq: int, record: MessagePosted) -> None:
         self.messages[record.id] = mail = Mail.of(seq, record)
         asked = self.messages.get(mail.in_reply_to)
-        if asked is not None and asked.requires_ack and not asked.answered_by:
+        if asked is not None and answers(record, asked):
             asked.answered_by = mail.message_id
 
     def delivered(self, seq: int, ids: Iterable[str]) -> None:
@@ -347,19 +359,6 @@ class MailHistory:
         return [msgspec.to_builtins(m) for m in self.messages.values()]
 
 
-# --- what the model reads ---------------------------------------------------------------
-
-
-def latest_progress_only(messages: list[Mail]) -> list[Mail]:
-    """Several progress reports from one task as its latest only (all are kept in the
-    task's timeline; this is what one delivery shows)."""
-    latest: dict[str, str] = {}
-    for mail in messages:
-        if mail.kind == "progress":
-            latest[mail.task_id] = mail.message_id
-    return [m for m in messages if m.kind != "progress" or latest[m.task_id] == m.message_id]
-
-
 @dataclass(frozen=True)
 class Caps:
     """Bounds on what enters a context from a child: each message's text, and all of
@@ -367,63 +366,3 @@ class Caps:
 
     message_chars: int = 4000
     delivery_chars: int = 16000
-
-
-def render(messages: Sequence[Mail], caps: Caps = Caps(), *, heading: bool = True) -> str:
-    """Messages as the text of one user message (or a tool result)."""
-    parts = [_render_one(m, caps) for m in messages]
-    text = "\n\n".join(parts)
-    if len(text) > caps.delivery_chars:
-        text = (
-            text[: caps.delivery_chars]
-            + f"\n[... cut at {caps.delivery_chars} characters; every message is kept in "
-            "full in the session (`orchestrator sessions show`)]"
-        )
-    if heading:
-        count = "1 message" if len(messages) == 1 else f"{len(messages)} messages"
-        return f"[mailbox: {count}]\n{text}"
-    return text
-
-
-def _render_one(mail: Mail, caps: Caps) -> str:
-    who = f"task {mail.task_id}" if mail.kind in FROM_TASK else f"{mail.sender}"
-    head = f"<{mail.kind} id={mail.message_id} from={who}"
-    if mail.priority != DEFAULT_PRIORITY[mail.kind]:
-        head += f" priority={mail.priority}"
-    if mail.in_reply_to:
-        head += f" in_reply_to={mail.in_reply_to}"
-    if mail.requires_ack:
-        head += " needs_answer=yes"
-    head += ">"
-    body = [mail.summary]
-    data = mail.data or {}
-    match mail.kind:
-        case "progress" if data.get("percent") is not None:
-            body[0] = f"{data['percent']}%: {mail.summary}"
-        case "completed":
-            for key, label in (
-                ("files_changed", "files changed"),
-                ("verification", "verification run"),
-                ("risks", "known risks"),
-                ("follow_ups", "follow-ups"),
-                ("unlisted_changes", "CHANGED BUT NOT LISTED"),
-                ("unchanged_listed", "LISTED BUT NOT CHANGED"),
-            ):
-                values = data.get(key) or ()
-                if values:
-                    body.append(f"{label}: " + "; ".join(str(v) for v in values))
-        case "blocked":
-            body[0] = f"({data.get('category', '?')}) {mail.summary}"
-        case "decision_required":
-            options = data.get("options") or ()
-            if options:
-                body.append("options: " + " | ".join(str(o) for o in options))
-            body.append(f"answer with send_message(task={mail.task_id!r}, kind='answer', ...)")
-        case _:
-            pass
-    text = "\n".join(body)
-    if len(text) > caps.message_chars:
-        text = text[: caps.message_chars] + (
-            f"\n[... cut; the full message is {mail.message_id} in the session record]"
-        )
-    return f"{head}\n{text}\n</{mail.kind}>"

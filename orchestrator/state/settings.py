@@ -40,6 +40,7 @@ class SessionSettings(
     max_model_calls: int = 16
     wait_timeout: float = 600.0
     stall_after: float = 900.0
+    park_limit: float = 600.0  # a parked task nobody answers this long blocks; 0: no limit
     message_chars: int = Caps.message_chars
     delivery_chars: int = Caps.delivery_chars
     # Permission rules (`--allow`), after the policy's own.

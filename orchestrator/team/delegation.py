@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 import trio
 
 from orchestrator.errors import ToolFailed
 from orchestrator.messages import SystemMessage, UserMessage
-from orchestrator.state.events import AgentStarted, EventSink
+from orchestrator.state.events import AgentStarted, Event, EventSink
 from orchestrator.state.fold import SessionState
-from orchestrator.state.mailbox import latest_progress_only, render
+from orchestrator.state.mailtext import latest_progress_only, render
 from orchestrator.state.tasks import (
     SETTLED,
     TaskCreated,
@@ -122,42 +123,40 @@ class Delegation:
                 owner, existing.task_id, existing.task_id, "instruction", args.prompt
             )
             return ToolOutput(f"retrying plan task {args.plan_ref}: {_handle(existing)}")
-        task_id = self._scheduler.next_task_id()
-        # The context first, then the task, before the subagent starts: after a crash
-        # there is either the task with its context, or no task (the delegating call runs
-        # again and makes it; a context left alone is replaced). The journal's order is
-        # enough: the subagent's own records come after these, and its first side effect
-        # waits for its durable start, which covers them.
-        await self._sink.emit(
-            AgentStarted(
-                agent=task_id,
-                role=definition.name,
-                messages=(
-                    SystemMessage(content=definition.prompt),
-                    UserMessage(content=_task_message(task_id, args, scope)),
+        with self._scheduler.new_task_id() as task_id:
+            # The context first, then the task, before the subagent starts: after a crash
+            # there is either the task with its context, or no task (the delegating call
+            # runs again and makes it; a context left alone is replaced). The journal's
+            # order is enough: the subagent's own records come after these, and its first
+            # side effect waits for its durable start, which covers them.
+            await self._emit_together(
+                AgentStarted(
+                    agent=task_id,
+                    role=definition.name,
+                    messages=(
+                        SystemMessage(content=definition.prompt),
+                        UserMessage(content=_task_message(task_id, args, scope)),
+                    ),
+                ),
+                TaskCreated(
+                    agent=owner,
+                    task=task_id,
+                    agent_type=definition.name,
+                    description=args.description,
+                    owner_task=owner_task.task_id if owner_task else "",
+                    depth=depth,
+                    plan_ref=args.plan_ref,
+                    write_scope=scope,
+                    resume=definition.resume,
+                    ref=ref,
+                    deadline=now_ms() + round(args.deadline_seconds * 1000)
+                    if args.deadline_seconds
+                    else 0,
+                    round_budget=args.round_budget or 0,
+                    token_budget=args.token_budget or 0,
+                    at=now_ms(),
                 ),
             )
-        )
-        await self._sink.emit(
-            TaskCreated(
-                agent=owner,
-                task=task_id,
-                agent_type=definition.name,
-                description=args.description,
-                owner_task=owner_task.task_id if owner_task else "",
-                depth=depth,
-                plan_ref=args.plan_ref,
-                write_scope=scope,
-                resume=definition.resume,
-                ref=ref,
-                deadline=now_ms() + round(args.deadline_seconds * 1000)
-                if args.deadline_seconds
-                else 0,
-                round_budget=args.round_budget or 0,
-                token_budget=args.token_budget or 0,
-                at=now_ms(),
-            )
-        )
         self._changes.notify()
         self._scheduler.enqueue(task_id)
         record = self._task(task_id)
@@ -168,32 +167,21 @@ class Delegation:
         )
         return ToolOutput(f"delegated{queued}. {_handle(record)}")
 
+    async def _emit_together(self, *events: Event) -> None:
+        """Emit the records of one transition: each is encoded first, so one that cannot
+        be stored fails the call before any of them is journaled."""
+        for event in events:
+            record = event.record()
+            if record is not None:
+                orjson.dumps(record.journal_body())  # what the journal does with it
+        for event in events:
+            await self._sink.emit(event)
+
     async def send(self, sender: str, args: SendMessageArgs, *, ref: str = "") -> ToolOutput:
         again = self._state.mailbox.by_call(sender, ref)
         if again is None:
             task = self._own_task(sender, args.task)
-            in_reply_to = args.in_reply_to
-            if in_reply_to:
-                # A message that left the live mailbox (delivered, needing no answer) can
-                # be replied to too; which agent it went to is in the journal only.
-                mailbox = self._state.mailbox
-                asked = mailbox.get(in_reply_to)
-                if (asked is None and not mailbox.was_posted(in_reply_to)) or (
-                    asked is not None and asked.recipient != sender
-                ):
-                    raise ToolFailed(f"no message {in_reply_to!r} to you to answer")
-            elif args.kind == "answer":
-                # An answer without a reference answers what parked the task (its question
-                # or its report of being blocked), else its oldest open question.
-                open_questions = sorted(
-                    (
-                        m
-                        for m in self._state.mailbox.unanswered(sender)
-                        if m.task_id == task.task_id
-                    ),
-                    key=lambda m: (m.kind not in queries.PARKING, m.posted_seq),
-                )
-                in_reply_to = open_questions[0].message_id if open_questions else ""
+            in_reply_to = self._replies_to(sender, task, args)
             was = task.state
             revives = was in SETTLED
             again = await self._postbox.post(
@@ -220,6 +208,59 @@ class Delegation:
         return ToolOutput(
             f"sent {again.message_id} to task {task.task_id} ({task.state}); it reads it {when}"
         )
+
+    def _replies_to(self, sender: str, task: TaskRecord, args: SendMessageArgs) -> str:
+        """The message `args` replies to ("" for none), checked before anything is
+        posted: a reply goes back to the task that sent what it replies to, and an
+        answer answers an open question (the fold counts nothing else as an answer)."""
+        mailbox = self._state.mailbox
+        replied = args.in_reply_to
+        if not replied:
+            if args.kind != "answer":
+                return ""
+            # An answer without a reference answers what parked the task (its question
+            # or its report of being blocked), else its oldest open question.
+            open_questions = sorted(
+                (m for m in mailbox.unanswered(sender) if m.sender == task.task_id),
+                key=lambda m: (m.kind not in queries.PARKING, m.posted_seq),
+            )
+            return open_questions[0].message_id if open_questions else ""
+        asked = mailbox.get(replied)
+        if asked is None:
+            # Gone from the live mailbox: delivered and needing nothing more (which agent
+            # it went to is in the journal only), or never posted.
+            if not mailbox.was_posted(replied):
+                raise ToolFailed(f"no message {replied!r} in this session to reply to")
+            if args.kind == "answer":
+                raise ToolFailed(
+                    f"message {replied} has no open question: it was answered already or "
+                    "asked for no answer; send kind='instruction' without in_reply_to to "
+                    "add something"
+                )
+            return replied
+        if asked.recipient != sender:
+            raise ToolFailed(f"message {replied} was not sent to you; you cannot reply to it")
+        if asked.sender != task.task_id:
+            if asked.requires_ack:
+                raise ToolFailed(
+                    f"question {replied} was asked by {asked.sender}, not {task.task_id}; "
+                    f"answer it to {asked.sender}"
+                )
+            raise ToolFailed(
+                f"message {replied} came from {asked.sender}, not {task.task_id}; send "
+                f"your reply to {asked.sender}"
+            )
+        if args.kind == "answer" and (not asked.requires_ack or asked.answered_by):
+            why = (
+                f"it was answered already ({asked.answered_by})"
+                if asked.answered_by
+                else "it asked for no answer"
+            )
+            raise ToolFailed(
+                f"message {replied} has no open question: {why}; send kind='instruction' "
+                "without in_reply_to to add something"
+            )
+        return replied
 
     async def cancel_tree(self, by: str, task_id: str, reason: str) -> ToolOutput:
         task = self._own_task(by, task_id)

@@ -24,9 +24,11 @@ from orchestrator.models.base import Model
 from orchestrator.redaction import Redactor
 from orchestrator.session.live import LiveSession
 from orchestrator.state.events import AgentStarted, Event, EventSink, FanOut, SessionStatusChanged
+from orchestrator.state.mailbox import USER, Mail
 from orchestrator.state.manifest import SessionStatus
 from orchestrator.state.scrub import Scrubbed
 from orchestrator.state.settings import SessionSettings, SettingsChosen
+from orchestrator.team import queries
 from orchestrator.team.definitions import Definitions
 from orchestrator.team.main_agent import open_team, run_main
 from orchestrator.team.port import Runner
@@ -78,6 +80,10 @@ class RunResult:
     # What the person should do next, when a plain resume would only fail the same way.
     advice: str = ""
     resume_helps: bool = True
+    # Questions that park a task and that no agent will answer (a `blocked` session): each
+    # names the task that asks (`sender`), what (`summary`) and whom (`recipient`). The
+    # person answers the oldest with `resume --message` (`RunSettings.message`).
+    questions: tuple[Mail, ...] = ()
 
 
 def _model_failure(exc: ModelError, redact: Callable[[str], str]) -> RunResult:
@@ -192,6 +198,26 @@ async def _chosen_settings(
     return chosen
 
 
+async def _say_or_answer(team: Team, text: str) -> None:
+    """What the person says as a run starts: the answer to the oldest question no agent
+    will answer (the main agent's turn is over and it reported nothing blocked itself),
+    sent to the task that asked it; else a message to the main agent."""
+    state = team.state
+    main_idle = (
+        MAIN in state.agents
+        and team.oversight.turn_over(MAIN)
+        and not queries.progress(state, MAIN).blocked
+    )
+    questions = queries.unanswerable(state, main_idle=main_idle)
+    if not questions:
+        await team.say(text)
+        return
+    asked = questions[0]
+    await team.postbox.post(
+        USER, asked.sender, asked.task_id, "answer", text, in_reply_to=asked.message_id
+    )
+
+
 async def _drive(live: LiveSession, settings: RunSettings, sink: EventSink) -> RunResult:
     root = live.manifest.workspace_path(live.directory)
     if not await trio.Path(root).is_dir():
@@ -230,11 +256,21 @@ async def _drive(live: LiveSession, settings: RunSettings, sink: EventSink) -> R
         if settings.on_team is not None:
             settings.on_team(team)
         if settings.message:
-            await team.say(settings.message)
+            await _say_or_answer(team, settings.message)
         outcome = await run_main(team)
     match outcome.reason:
         case "completed":
             return RunResult("completed", outcome.detail)
+        case "blocked" if outcome.questions:
+            asker = outcome.questions[0].sender
+            return RunResult(
+                "blocked",
+                outcome.detail,
+                f"answer task {asker}: orchestrator resume ID --message 'your answer' (it "
+                f"goes to task {asker} as the answer to {outcome.questions[0].message_id})",
+                resume_helps=False,
+                questions=outcome.questions,
+            )
         case "blocked" if live.state.refused:
             return RunResult(
                 "blocked",

@@ -8,7 +8,7 @@ them) and timers, all through one inbox: the mailbox (`postbox.py`). It wires th
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -17,8 +17,10 @@ import trio
 from orchestrator.agent import TurnDeps, run_turn, settle_pending_calls
 from orchestrator.state.context import AgentContext
 from orchestrator.state.events import EventSink
+from orchestrator.state.mailbox import Mail
 from orchestrator.state.tasks import SETTLED, TaskRecord
 from orchestrator.team import queries
+from orchestrator.team.parking import ParkWatch
 from orchestrator.team.port import Runner, SessionLike
 from orchestrator.team.queries import MAIN
 from orchestrator.team.runtime import Team
@@ -32,6 +34,8 @@ MAX_REMINDERS = 3
 class MainOutcome:
     reason: str  # "completed", "blocked", "budget_exhausted", "max_rounds"
     detail: str = ""
+    # Questions that park a task and that no agent will answer: the person's to answer.
+    questions: tuple[Mail, ...] = ()
 
 
 @asynccontextmanager
@@ -69,13 +73,9 @@ async def run_main(team: Team) -> MainOutcome:
     context = team.state.agents[MAIN]
     deps = team.turn_deps(MAIN)
     oversight = team.oversight
-    # Tasks first: a call of the main agent cut off by the crash (a wait_tasks, say) may
-    # need them running to finish.
-    restarted = await resume_tasks(team)
-    await settle_pending_calls(context, deps)
-    if restarted:
-        await team.turns.nudge(MAIN, restarted)
+    await _begin(team, context, deps)
     reminders = 0  # sent since the main agent last had mail (`_await_tasks`)
+    parking = ParkWatch(team.settings.limits.park_limit)
     while True:
         if await team.postbox.deliver(MAIN):
             reminders = 0
@@ -95,11 +95,35 @@ async def run_main(team: Team) -> MainOutcome:
             case "await_user":
                 await team.postbox.wait_for_mail(MAIN, at_least="notify")
             case "await_tasks":
-                stuck, reminders = await _await_tasks(team, reminders)
-                if stuck:
-                    return MainOutcome("blocked", stuck)
+                stuck, reminders = await _await_tasks(team, reminders, parking)
+                if stuck is not None:
+                    return stuck
             case action:
-                return MainOutcome(action, "; ".join(verdict.reasons))
+                return _ended(team, action, verdict.reasons)
+
+
+async def _begin(team: Team, context: AgentContext, deps: TurnDeps) -> None:
+    """Tasks first: a call of the main agent cut off by the crash (a wait_tasks, say) may
+    need them running to finish; then the main agent's own open calls."""
+    restarted = await resume_tasks(team)
+    await settle_pending_calls(context, deps)
+    if restarted:
+        await team.turns.nudge(MAIN, restarted)
+
+
+def _ended(team: Team, action: str, reasons: tuple[str, ...]) -> MainOutcome:
+    """The session ends as the assessment says, with the questions no agent will answer;
+    `completed` only when there are none (a task under an ended owner may still wait)."""
+    questions = queries.unanswerable(team.state, main_idle=True)
+    if action == "completed" and questions:
+        return _unanswered(team, questions, "nobody is left to answer")
+    return MainOutcome(action, "; ".join(reasons), tuple(questions))
+
+
+def _unanswered(team: Team, questions: list[Mail], why: str) -> MainOutcome:
+    """The session stops blocked on questions no agent answers: the person's now."""
+    lines = "; ".join(queries.describe_question(team.state, m) for m in questions)
+    return MainOutcome("blocked", f"{why}: {lines}", tuple(questions))
 
 
 async def _turn(team: Team, context: AgentContext, deps: TurnDeps) -> MainOutcome | None:
@@ -113,21 +137,61 @@ async def _turn(team: Team, context: AgentContext, deps: TurnDeps) -> MainOutcom
     return None
 
 
-async def _await_tasks(team: Team, reminders: int) -> tuple[str, int]:
+async def _await_tasks(
+    team: Team, reminders: int, parking: ParkWatch
+) -> tuple[MainOutcome | None, int]:
     """Sleep until mail wakes the main agent; when every live task waits for its answer
-    instead, remind it (at most `MAX_REMINDERS` times, then say why it is stuck). Returns
-    why it is stuck (or ""), and the reminders sent so far."""
-    live = queries.live_children(team.state, MAIN)
-    waiting = [t for t in live if queries.waits_for(team.state, MAIN, t.task_id)]
-    if len(waiting) != len(live):
-        await team.postbox.wait_for_mail(MAIN, at_least="urgent")
-        return "", reminders
+    instead, remind it (at most `MAX_REMINDERS` times, then say why it is stuck). A task
+    parked past `park_limit` with nobody to answer it ends the wait too. Returns the
+    outcome that ends the session (or None), and the reminders sent so far."""
+    state = team.state
+    orphans = queries.orphans(state)
+    live = queries.live_children(state, MAIN) + orphans
+    waiting = [t for t in live if queries.waits_for(state, MAIN, t.task_id)]
+    unanswerable = queries.unanswerable(state, main_idle=True)
+    stuck = {m.sender for m in unanswerable if m.recipient != MAIN}
+    going = [t for t in live if t not in waiting and t.task_id not in stuck]
+    if going:
+        return await _sleep(team, parking, orphans), reminders
+    if not waiting:  # only tasks under ended owners, waiting for answers nobody will give
+        return _unanswered(team, unanswerable, "nobody is left to answer"), reminders
     # Every live task waits for this agent: waiting for mail would never end.
     if reminders >= MAX_REMINDERS:
-        stuck = f"tasks {', '.join(t.task_id for t in waiting)} wait for answers never given"
-        return stuck, reminders
+        questions = [m for m in team.state.mailbox.unanswered(MAIN) if m.kind in queries.PARKING]
+        return _unanswered(team, questions, "the main agent did not answer"), reminders
     await team.turns.nudge(MAIN, _waiting_note(team, [t.task_id for t in waiting]))
-    return "", reminders + 1
+    return None, reminders + 1
+
+
+async def _sleep(team: Team, parking: ParkWatch, orphans: list[TaskRecord]) -> MainOutcome | None:
+    """Sleep until urgent mail for the main agent, or until a task under an ended owner
+    changes state (it reports to nobody who is running): None, to assess again. Looks
+    again at every change meanwhile: a task parked past `park_limit` with nobody to answer
+    it ends the session blocked."""
+    watched = [(t.task_id, t.state) for t in orphans]
+    while True:
+        over, deadline = parking.look(team.state)
+        if over:
+            why = f"parked for {parking.limit:g} s with nobody to answer"
+            return _unanswered(team, over, why)
+        changed = team.changed
+        with trio.move_on_at(deadline):
+            async with trio.open_nursery() as nursery:
+
+                async def first(wait: Callable[[], Awaitable[object]]) -> None:
+                    await wait()
+                    nursery.cancel_scope.cancel()
+
+                nursery.start_soon(
+                    first, lambda: team.postbox.wait_for_mail(MAIN, at_least="urgent")
+                )
+                if parking.limit or watched:
+                    nursery.start_soon(first, changed.wait)
+        if team.state.mailbox.undelivered(MAIN, at_least="urgent"):
+            return None
+        now = [(t.task_id, t.state) for t in map(team.state.tasks.get, dict(watched)) if t]
+        if now != watched:
+            return None
 
 
 async def _close_settled(team: Team, task_id: str) -> None:
@@ -180,7 +244,7 @@ async def resume_tasks(team: Team) -> str:
         if task.state == "pending":
             continue  # queued: started below, as the live-subagent limit allows
         if task.resume == "auto" or (task.resume == "ask" and await _asked(team, task)):
-            if task.state == "waiting_decision":
+            if queries.waits_for(team.state, MAIN, task.task_id):
                 waiting.append(task.task_id)
             else:
                 revived.append(task.task_id)

@@ -120,17 +120,20 @@ class Oversight:
         last = context.messages[-1] if context.messages else None
         if isinstance(last, AssistantMessage) and not last.tool_calls:
             return True
-        progress = self._session.state.progress_of(agent)
+        progress = queries.progress(self._session.state, agent)
         return bool(progress.blocked) or progress.call_repeats >= REPEATS
 
     def situation(self, agent: str, *, max_continues: int, must_report: bool) -> Situation:
         state = self._session.state
-        live = tuple(t.task_id for t in queries.live_children(state, agent))
+        children = queries.live_children(state, agent)
+        if agent == queries.MAIN:  # and the tasks whose owners have ended
+            children += queries.orphans(state)
+        live = tuple(t.task_id for t in children)
         waiting = tuple(t for t in live if queries.waits_for(state, agent, t))
         policy = self.policy
         return Situation(
             todos=state.todo_list(agent),
-            progress=state.progress_of(agent),
+            progress=queries.progress(state, agent),
             max_continues=max_continues,
             stall_rounds=policy.stall_rounds,
             live_tasks=live,
@@ -182,7 +185,7 @@ class Oversight:
         passed = not failed
         note = ""
         if not passed:
-            progress = self._session.state.progress_of(agent)
+            progress = queries.progress(self._session.state, agent)
             note = (
                 f"[verification failed] `{failed}` did not pass "
                 f"(continuation {progress.continues + 1} of {self.policy.max_auto_continues}). "

@@ -26,9 +26,8 @@ from orchestrator.state.mailbox import (
     MessagePosted,
     MessagesDelivered,
     Priority,
-    latest_progress_only,
-    render,
 )
+from orchestrator.state.mailtext import latest_progress_only, render
 from orchestrator.state.tasks import SETTLED, now_ms
 from orchestrator.team.port import SessionLike
 
@@ -71,8 +70,8 @@ class Postbox:
         self._changes = changes
         self._revive = revive
         self._agents: dict[str, _Agent] = {}
-        # Numbered here, not by the fold: several posts may be on their way to the journal.
-        self._mail_count = session.state.mailbox.posted_count
+        # Ids of posts on their way to the journal (several may wait for room at once).
+        self._reserved: set[str] = set()
 
     def _runtime(self, agent: str) -> _Agent:
         runtime = self._agents.get(agent)
@@ -96,28 +95,50 @@ class Postbox:
     ) -> Mail:
         """Journal a message, then wake its recipient as its priority says (and revive a
         settled task that its owner writes to)."""
-        self._mail_count += 1
-        message_id = f"m{self._mail_count}"
-        record = MessagePosted(
-            agent=sender,
-            id=message_id,
-            to=to,
-            task=task_id,
-            mail=kind,
-            priority=priority or DEFAULT_PRIORITY[kind],
-            summary=summary,
-            data=data,
-            requires_ack=requires_ack,
-            in_reply_to=in_reply_to,
-            ref=ref,
-            at=now_ms(),
-        )
+        with self._new_id() as message_id:
+            mail = await self._post(
+                MessagePosted(
+                    agent=sender,
+                    id=message_id,
+                    to=to,
+                    task=task_id,
+                    mail=kind,
+                    priority=priority or DEFAULT_PRIORITY[kind],
+                    summary=summary,
+                    data=data,
+                    requires_ack=requires_ack,
+                    in_reply_to=in_reply_to,
+                    ref=ref,
+                    at=now_ms(),
+                )
+            )
+        target = self._session.state.tasks.get(to)
+        if target is not None and target.state in SETTLED and sender == target.owner:
+            await self._revive(to, sender)
+        return mail
+
+    @contextlib.contextmanager
+    def _new_id(self) -> Iterator[str]:
+        """A message id no message has: the first free one of the fold, past those of
+        posts on their way (derived, not counted: a post that fails takes no id)."""
+        posted = self._session.state.mailbox.posted_ids
+        number = posted.upto + 1
+        while (message_id := f"m{number}") in posted or message_id in self._reserved:
+            number += 1
+        self._reserved.add(message_id)
+        try:
+            yield message_id
+        finally:
+            self._reserved.discard(message_id)
+
+    async def _post(self, record: MessagePosted) -> Mail:
+        sender, to = record.agent, record.to
         # Between agents the journal's order is enough (a delivery is journaled after its
         # post); what a person says is on disk before `say` returns.
         await self._sink.emit(record, durable=sender == USER)
         state = self._session.state
         # (A message without a posting call may already be delivered and gone.)
-        mail = state.mailbox.get(message_id) or Mail.of(0, record)
+        mail = state.mailbox.get(record.id) or Mail.of(0, record)
         self._changes.notify()
         runtime = self._runtime(to)
         runtime.wake.set()  # a sleeper checks the priority it waits for (wait_for_mail)
@@ -127,9 +148,6 @@ class Postbox:
                 runtime.model_scope.cancel()
             for scope in runtime.tool_scopes:
                 scope.cancel()
-        target = state.tasks.get(to)
-        if target is not None and target.state in SETTLED and sender == target.owner:
-            await self._revive(to, sender)
         return mail
 
     async def deliver(self, agent: str, *, at_least: Priority = "notify") -> list[Mail]:

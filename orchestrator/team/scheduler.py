@@ -10,7 +10,8 @@ restart, and the queue, rebuilt from the folded registry after a crash.
 from __future__ import annotations
 
 import collections
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 
 import trio
 
@@ -41,8 +42,8 @@ class Scheduler:
         self._max_live = max_live
         self._launch = launch
         self._stop = stop
-        # Ids are given here, in order, before their records reach the fold.
-        self._task_count = len(session.state.tasks.tasks)
+        # Ids given to delegations whose records are still on their way to the fold.
+        self._reserved: set[str] = set()
         self._started: set[str] = set()  # tasks whose loops run (or wait for mail)
         self._resumed: set[str] = set()  # of those, the ones live before a restart
         # Pending tasks in the order they became pending (queued for a live slot).
@@ -51,9 +52,21 @@ class Scheduler:
         )
         self._loops_ended = trio.Event()
 
-    def next_task_id(self) -> str:
-        self._task_count += 1
-        return f"t{self._task_count}"
+    @contextlib.contextmanager
+    def new_task_id(self) -> Iterator[str]:
+        """An id no task has: the first free one of the fold, past those other
+        delegations hold while their records are on their way. Held for the block; a
+        delegation that fails leaves no gap and no id taken (derived from the fold, not
+        counted, so a failed call never moves it on)."""
+        tasks = self._session.state.tasks.tasks
+        number = len(tasks) + 1
+        while (task_id := f"t{number}") in tasks or task_id in self._reserved:
+            number += 1
+        self._reserved.add(task_id)
+        try:
+            yield task_id
+        finally:
+            self._reserved.discard(task_id)
 
     async def set_state(
         self, task_id: str, state: TaskState, *, by: str, reason: str = "", instance: str = ""

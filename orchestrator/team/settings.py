@@ -30,6 +30,7 @@ class Limits:
     wait_timeout: float  # the longest a wait_tasks call may block
     stall_after: float  # no word from a running task this long: reported stalled
     caps: Caps
+    park_limit: float  # a parked task nobody can answer this long: session blocked (0: never)
 
 
 @dataclass
@@ -70,7 +71,15 @@ def limits_of(settings: SessionSettings) -> Limits:
     """The delegation limits of `settings`."""
     s = settings
     caps = Caps(message_chars=s.message_chars, delivery_chars=s.delivery_chars)
-    return Limits(s.max_depth, s.max_live, s.max_model_calls, s.wait_timeout, s.stall_after, caps)
+    return Limits(
+        s.max_depth,
+        s.max_live,
+        s.max_model_calls,
+        s.wait_timeout,
+        s.stall_after,
+        caps,
+        park_limit=s.park_limit,
+    )
 
 
 def policy_of(

@@ -48,7 +48,14 @@ class Coordinator(Protocol):
 
 
 class _Args(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+# Bounds on every number a model gives: past them a value is a mistake, and refused before
+# anything is recorded (a later step could not store or compute with it).
+MAX_SECONDS = 7 * 24 * 3600  # a deadline or a wait: a week at most
+MAX_ROUNDS = 100_000  # a task's model calls in all
+MAX_TOKENS = 10_000_000_000  # a task's tokens in all
 
 
 class _CoordinationTool(Tool[Any]):
@@ -73,13 +80,16 @@ class DelegateArgs(_Args):
         description="Workspace paths or glob patterns the task may write; omit for anywhere.",
     )
     deadline_seconds: float | None = Field(
-        default=None, gt=0, description="Fail the task if it has not finished in this time."
+        default=None,
+        gt=0,
+        le=MAX_SECONDS,
+        description="Fail the task if it has not finished in this time.",
     )
     round_budget: int | None = Field(
-        default=None, gt=0, description="Model calls the subagent may make in all."
+        default=None, gt=0, le=MAX_ROUNDS, description="Model calls the subagent may make in all."
     )
     token_budget: int | None = Field(
-        default=None, gt=0, description="Tokens the subagent may spend in all."
+        default=None, gt=0, le=MAX_TOKENS, description="Tokens the subagent may spend in all."
     )
 
 
@@ -141,7 +151,9 @@ class WaitTasksArgs(_Args):
     tasks: list[str] = Field(
         default_factory=list, description="The task_ids to wait for; empty: all of yours."
     )
-    timeout: float = Field(default=300, gt=0, description="Seconds to wait at most.")
+    timeout: float = Field(
+        default=300, gt=0, le=MAX_SECONDS, description="Seconds to wait at most."
+    )
 
 
 class WaitTasks(_CoordinationTool):

@@ -409,6 +409,7 @@ def test_team_defaults_are_the_teams() -> None:
         "max_model_calls": limits.max_model_calls,
         "wait_timeout": limits.wait_timeout,
         "stall_after": limits.stall_after,
+        "park_limit": limits.park_limit,
         "message_chars": Caps().message_chars,
         "delivery_chars": Caps().delivery_chars,
     }
@@ -473,6 +474,7 @@ def test_config_show_prints_every_setting_and_its_source(setup: Setup) -> None:
         ["team.max_model_calls", "16", "default"],
         ["team.wait_timeout", "600.0", "default"],
         ["team.stall_after", "900.0", "default"],
+        ["team.park_limit", "600.0", "default"],
         ["team.message_chars", "4000", "default"],
         ["team.delivery_chars", "16000", "default"],
         ["agents.planner.model", '"openai:gpt-4.1"', user],
