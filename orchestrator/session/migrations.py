@@ -201,7 +201,23 @@ def v4_to_v5(directory: Path) -> None:
     append_batch(journal, [(record.kind, record.agent, record.journal_body())])
 
 
-MIGRATIONS: dict[int, Migration] = {1: v1_to_v2, 2: v2_to_v3, 3: v3_to_v4, 4: v4_to_v5}
+def v5_to_v6(directory: Path) -> None:
+    """Format 6 adds the result status `unapproved` (a call refused for want of anyone to
+    ask), `changed` on call results (what a call changed, as a fact), `park_limit` in the
+    settings record, the manifest's `journal_size`, and the calls refused since the
+    person last spoke in the snapshot. Every format-5 record, manifest and snapshot is
+    already a valid format-6 one: nothing to rewrite. The step lets the manifest say 6,
+    so an older orchestrator refuses the session instead of misreading its records."""
+    return None
+
+
+MIGRATIONS: dict[int, Migration] = {
+    1: v1_to_v2,
+    2: v2_to_v3,
+    3: v3_to_v4,
+    4: v4_to_v5,
+    5: v5_to_v6,
+}
 
 
 def migrate(directory: Path, manifest: Manifest) -> Manifest:

@@ -12,6 +12,7 @@ import orjson
 import pytest
 
 from orchestrator.errors import SessionError
+from orchestrator.layout import FORMAT_VERSION
 from orchestrator.messages import plain
 from orchestrator.models.scripted import ScriptedModel, parse_script
 from orchestrator.session.live import (
@@ -58,10 +59,10 @@ def test_format_4_flags_become_the_settings_record(tmp_path: Path) -> None:
     assert record.source == "migrated"
     assert record.settings == SessionSettings(verify=(VERIFY,), budget_wall=600.0, serial=True)
     assert scan_journal(directory / JOURNAL).last_seq == last + 1
-    assert migrate(directory, read_manifest(directory)).format_version == 5
+    assert migrate(directory, read_manifest(directory)).format_version == FORMAT_VERSION
     assert load_state(directory, warn=pytest.fail).settings == record.settings
     raw = orjson.loads((directory / "session.json").read_bytes())
-    assert raw["format_version"] == 5
+    assert raw["format_version"] == FORMAT_VERSION
     assert "flags" not in raw
 
 
@@ -145,7 +146,6 @@ def test_sessions_show_says_what_the_session_runs_with(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from orchestrator.cli.main import main
-    from orchestrator.layout import FORMAT_VERSION
 
     root = tmp_path / "sessions"
     shutil.copytree(RECORDED / f"v{FORMAT_VERSION}-completed", root)
