@@ -29,6 +29,7 @@ from orchestrator.state.mailbox import (
 )
 from orchestrator.state.mailtext import latest_progress_only, render
 from orchestrator.state.tasks import SETTLED, now_ms
+from orchestrator.team.ids import free_id
 from orchestrator.team.port import SessionLike
 
 
@@ -122,14 +123,8 @@ class Postbox:
         """A message id no message has: the first free one of the fold, past those of
         posts on their way (derived, not counted: a post that fails takes no id)."""
         posted = self._session.state.mailbox.posted_ids
-        number = posted.upto + 1
-        while (message_id := f"m{number}") in posted or message_id in self._reserved:
-            number += 1
-        self._reserved.add(message_id)
-        try:
+        with free_id("m", posted.upto + 1, posted, self._reserved) as message_id:
             yield message_id
-        finally:
-            self._reserved.discard(message_id)
 
     async def _post(self, record: MessagePosted) -> Mail:
         sender, to = record.agent, record.to

@@ -18,6 +18,7 @@ import trio
 from orchestrator.state.events import EventSink
 from orchestrator.state.tasks import SETTLED, TaskChanged, TaskState, now_ms
 from orchestrator.team import queries
+from orchestrator.team.ids import free_id
 from orchestrator.team.port import SessionLike
 from orchestrator.team.postbox import Changes
 
@@ -59,14 +60,8 @@ class Scheduler:
         delegation that fails leaves no gap and no id taken (derived from the fold, not
         counted, so a failed call never moves it on)."""
         tasks = self._session.state.tasks.tasks
-        number = len(tasks) + 1
-        while (task_id := f"t{number}") in tasks or task_id in self._reserved:
-            number += 1
-        self._reserved.add(task_id)
-        try:
+        with free_id("t", len(tasks) + 1, tasks, self._reserved) as task_id:
             yield task_id
-        finally:
-            self._reserved.discard(task_id)
 
     async def set_state(
         self, task_id: str, state: TaskState, *, by: str, reason: str = "", instance: str = ""
