@@ -83,13 +83,18 @@ class AgentConfig(_Strict, frozen=True):
 
 class ShellConfig(_Strict, frozen=True):
     """`[shell]`: what the shell tool's commands inherit of the environment (see
-    tools/environment.py and docs/configuration.md)."""
+    tools/environment.py and docs/configuration.md) and the sandbox they run in."""
 
     inherit: Literal["all", "core", "none"] = "all"
     keep_secrets: bool = False  # true: do not drop *KEY*, *SECRET*, *TOKEN*, *PASSWORD*
     exclude: tuple[str, ...] = ()
     include_only: tuple[str, ...] = ()
     set: dict[str, str] = Field(default_factory=dict)
+    # The sandbox (tools/sandbox.py, docs/security.md): off, workspace or strict.
+    sandbox: Literal["off", "workspace", "strict"] = "workspace"
+    network: bool = False  # true: sandboxed commands reach the network
+    sandbox_required: bool = False  # true: refuse to start where there is no sandbox
+    sandbox_probe: Literal["auto", "unavailable"] = "auto"  # unavailable: as if none (tests)
 
 
 class TeamConfig(_Strict, frozen=True):

@@ -99,6 +99,15 @@ def _agent_options(parser: argparse.ArgumentParser, *, model_required_note: str)
         "(repeatable; journaled with the session); read-only tools are allowed and the "
         "others ask by default",
     )
+    parser.add_argument(
+        "--sandbox",
+        choices=["off", "workspace", "strict"],
+        default=None,
+        help="where shell commands may write, read and connect: workspace (the default: "
+        "writes only in the workspace, or a task's scope, and a scratch TMPDIR; no network; "
+        "other processes out of sight), strict (reads too only in the workspace and the "
+        "system's directories) or off; default: [shell] sandbox (docs/security.md)",
+    )
     parser.add_argument("--json", action="store_true", help="print events as JSON lines")
     parser.add_argument(
         "--max-rounds",

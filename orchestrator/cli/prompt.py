@@ -41,9 +41,10 @@ from orchestrator.tools.permissions import (
 SHOWN_LINES = 40
 
 
-def describe_call(call: ToolCall, *, whole: bool = False) -> str:
+def describe_call(call: ToolCall, *, whole: bool = False, sandbox: str = "") -> str:
     """What the call will do, for a person deciding whether it may: one line of ours
-    (its labels escaped and cut), then what will run, behind the gutter."""
+    (its labels escaped and cut, and for a shell command whether it runs sandboxed), then
+    what will run, behind the gutter."""
     try:
         args: Any = orjson.loads(call.arguments or "{}")
     except orjson.JSONDecodeError:
@@ -54,8 +55,10 @@ def describe_call(call: ToolCall, *, whole: bool = False) -> str:
     path = label(args.get("path"))
     match call.name:
         case "shell" if isinstance(args.get("command"), str):
-            timeout = f" (timeout {label(args['timeout'])} s)" if "timeout" in args else ""
-            return f"shell wants to run{timeout}:\n" + _shown(args["command"], whole=True)
+            notes = [f"timeout {label(args['timeout'])} s"] if "timeout" in args else []
+            notes += [sandbox] if sandbox else []
+            said = f" ({'; '.join(notes)})" if notes else ""
+            return f"shell wants to run{said}:\n" + _shown(args["command"], whole=True)
         case "write_file" if isinstance(args.get("content"), str):
             content = args["content"]
             size = f"{len(content.encode())} bytes, {len(content.splitlines())} lines"
@@ -90,9 +93,15 @@ class TerminalPrompt:
     """An approver that asks at the terminal; `asking` gives one that first says which
     agent asks (a subagent's task, named by a label)."""
 
-    def __init__(self, out: TextIO | None = None, read: Callable[[], str] | None = None) -> None:
+    def __init__(
+        self,
+        out: TextIO | None = None,
+        read: Callable[[], str] | None = None,
+        sandbox: str = "",
+    ) -> None:
         self._out = out or sys.stderr
         self._read = read or sys.stdin.readline
+        self._sandbox = sandbox  # how shell commands run: "sandboxed: workspace, no network"
 
     async def __call__(self, call: ToolCall) -> Answer:
         return await self.ask(call)
@@ -113,7 +122,8 @@ class TerminalPrompt:
             choices += ", or p PATTERN: always commands matching PATTERN (p pytest *)"
         while True:
             header = f"── {label(who, 100)} asks ──\n" if who else ""
-            out.write("\n" + header + describe_call(call, whole=whole) + "\n")
+            shown = describe_call(call, whole=whole, sandbox=self._sandbox)
+            out.write("\n" + header + shown + "\n")
             out.write(f"Allow? {choices}: ")
             out.flush()
             # Abandoned on cancel: Ctrl+C stops the run without waiting for a line.
@@ -135,15 +145,19 @@ class TerminalPrompt:
             return False
 
 
-def make_prompt(out: TextIO | None = None, read: Callable[[], str] | None = None) -> TerminalPrompt:
-    """An approver that asks at the terminal."""
-    return TerminalPrompt(out, read)
+def make_prompt(
+    out: TextIO | None = None, read: Callable[[], str] | None = None, sandbox: str = ""
+) -> TerminalPrompt:
+    """An approver that asks at the terminal (`sandbox`: how shell commands run)."""
+    return TerminalPrompt(out, read, sandbox)
 
 
 # --- without a terminal -------------------------------------------------------------------
 
 
-def approvers(yes: bool) -> tuple[Approver, Callable[[str, str], Approver] | None]:
+def approvers(
+    yes: bool, sandbox: str = ""
+) -> tuple[Approver, Callable[[str, str], Approver] | None]:
     """Who answers a call the policy asks about (`--yes`: yes; a terminal: the person;
     else nobody, and the call is refused as `unapproved`), and the approver per agent
     that names the agent asking (only a person at the terminal needs to be told)."""
@@ -151,7 +165,7 @@ def approvers(yes: bool) -> tuple[Approver, Callable[[str, str], Approver] | Non
         return approve_all, None
     if not sys.stdin.isatty():
         return deny_all, None
-    prompt = make_prompt()
+    prompt = make_prompt(sandbox=sandbox)
     return prompt, prompt.asking
 
 

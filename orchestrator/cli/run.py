@@ -51,6 +51,7 @@ from orchestrator.tools import (
     workspace_tools,
 )
 from orchestrator.tools.permissions import parse_rules
+from orchestrator.tools.sandbox import Sandbox
 
 EXIT_CODES = {"blocked": EXIT_BLOCKED, "budget_exhausted": EXIT_BUDGET}
 
@@ -240,8 +241,9 @@ async def _run_session(
             definitions = await trio.to_thread.run_sync(
                 functools.partial(_definitions, workspace, interactive=not args.yes)
             )
-        approve, approve_for = approvers(args.yes)
-        tools = workspace_tools(env_policy)
+        sandbox = _sandbox(config, args, say=True)
+        approve, approve_for = approvers(args.yes, sandbox.describe())
+        tools = workspace_tools(env_policy, sandbox)
         if approve is deny_all:
             rules = _session_for(live, config, args, changes or {}) or live.state.settings
             policy = _policy(list(rules.allow if rules is not None else ()))
@@ -358,6 +360,28 @@ def _config(args: argparse.Namespace, workspace: Path | None) -> Config:
     return config
 
 
+def _sandbox(config: Config, args: argparse.Namespace, *, say: bool = False) -> Sandbox:
+    """The shell's sandbox, from `--sandbox` and `[shell]`. Where this machine has none,
+    a refusal to start if `[shell] sandbox_required`, else (`say`) one line saying that
+    commands run unsandboxed, and why."""
+    shell = config.shell
+    sandbox = Sandbox(
+        level=getattr(args, "sandbox", None) or shell.sandbox,
+        network=shell.network,
+        required=shell.sandbox_required,
+        probe=shell.sandbox_probe,
+    )
+    why = sandbox.unavailable() if sandbox.level != "off" else None
+    if why is not None and sandbox.required:
+        raise ConfigError(
+            f"shell commands cannot be sandboxed here ({why}) and [shell] sandbox_required "
+            'is true: not starting (set [shell] sandbox = "off" to run without one)'
+        )
+    if why is not None and say:
+        note(f"note: shell commands run unsandboxed here: {why} (see docs/security.md)")
+    return sandbox
+
+
 def _redactor(config: Config) -> Redactor:
     """The values kept out of every record and printed line: the providers' keys and
     every secret-looking variable of the environment (orchestrator/redaction.py)."""
@@ -375,6 +399,7 @@ def start(args: argparse.Namespace, *, goal: str, model: str | None, workspace: 
     assert spec is not None
     root = sessions_root(args)
     settings = session_settings(config, args)
+    _sandbox(config, args)  # a required sandbox that is missing: refused before a session
     # The goal is the first text the session keeps: no secret in it either.
     goal = _redactor(config)(goal)
     # Before the session exists: agent files refused (untrusted, invalid) leave nothing.

@@ -208,6 +208,13 @@ def _narrows(key: Key, value: Any, merged: Leaves) -> bool:
             return True
         case ("session", "verify"):
             return set(value) <= set(base or ())
+        case ("shell", "sandbox"):
+            order = ("off", "workspace", "strict")
+            return value in order and order.index(value) >= order.index(base or "workspace")
+        case ("shell", "network"):
+            return value is False
+        case ("shell", "sandbox_required"):
+            return value is True
     # A model, a provider, prices, the shell's environment, anything else: only with trust.
     return False
 

@@ -10,16 +10,19 @@ from orchestrator.tools.permissions import (
     approve_all,
     deny_all,
 )
+from orchestrator.tools.sandbox import Sandbox
 from orchestrator.tools.shell import Shell
 from orchestrator.tools.workspace import Workspace
 
 
-def workspace_tools(shell_env: EnvPolicy | None = None) -> ToolRegistry:
+def workspace_tools(
+    shell_env: EnvPolicy | None = None, sandbox: Sandbox | None = None
+) -> ToolRegistry:
     """The standard set: read, write, edit, list, grep, shell (whose commands see the
-    environment `shell_env` allows; by default, everything but secret-looking names)."""
-    return ToolRegistry(
-        [ReadFile(), WriteFile(), EditFile(), ListFiles(), Grep(), Shell(env_policy=shell_env)]
-    )
+    environment `shell_env` allows, by default everything but secret-looking names, and
+    run in `sandbox`, by default the `workspace` level where the machine has one)."""
+    shell = Shell(env_policy=shell_env, sandbox=sandbox)
+    return ToolRegistry([ReadFile(), WriteFile(), EditFile(), ListFiles(), Grep(), shell])
 
 
 __all__ = [
@@ -33,6 +36,7 @@ __all__ = [
     "PermissionPolicy",
     "ReadFile",
     "Redactor",
+    "Sandbox",
     "Shell",
     "Tool",
     "ToolContext",

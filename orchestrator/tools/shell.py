@@ -26,6 +26,7 @@ from pydantic import BaseModel, Field
 
 from orchestrator.tools.base import Tool, ToolContext, ToolOutput
 from orchestrator.tools.environment import EnvPolicy
+from orchestrator.tools.sandbox import Sandbox, scope_directories, scratch_directory
 
 OUTPUT_CAP_BYTES = 64 * 1024
 DEFAULT_TIMEOUT = 120.0
@@ -51,10 +52,31 @@ class Shell(Tool[ShellArgs]):
     args_model = ShellArgs
 
     def __init__(
-        self, output_cap: int = OUTPUT_CAP_BYTES, env_policy: EnvPolicy | None = None
+        self,
+        output_cap: int = OUTPUT_CAP_BYTES,
+        env_policy: EnvPolicy | None = None,
+        sandbox: Sandbox | None = None,
     ) -> None:
         self.output_cap = output_cap
         self.env_policy = env_policy or EnvPolicy()
+        self.sandbox = sandbox or Sandbox()
+
+    def _argv(self, command: str, ctx: ToolContext, env: dict[str, str], report: int) -> list[str]:
+        """How `command` is run: by /bin/sh, inside the sandbox when there is one (writes
+        beneath the workspace, or the directories of the task's write scope, made if
+        missing, and a scratch TMPDIR; `report` hears of processes it stopped)."""
+        argv = ["/bin/sh", "-c", command]
+        if not self.sandbox.active:
+            return argv
+        writable = []
+        for directory in scope_directories(ctx.workspace.root, ctx.write_scope):
+            resolved = ctx.workspace.resolve(directory)  # never a link out of the workspace
+            # Made if missing: a rule needs a directory, and its parent is not the task's.
+            resolved.mkdir(parents=True, exist_ok=True)
+            writable.append(resolved)
+        scratch = str(scratch_directory())
+        env.update(TMPDIR=scratch, TMP=scratch, TEMP=scratch)
+        return self.sandbox.command(argv, writable, report)
 
     async def run(self, args: ShellArgs, ctx: ToolContext) -> ToolOutput:
         env = self.env_policy.apply(os.environ)
@@ -62,16 +84,27 @@ class Shell(Tool[ShellArgs]):
         if ctx.call_marker:
             env[MARKER] = ctx.call_marker
         output = _Output(self.output_cap)
-        process = await trio.lowlevel.open_process(
-            ["/bin/sh", "-c", args.command],
-            cwd=ctx.workspace.root,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        # The sandbox says on this pipe when it stopped what the command left running.
+        heard, report = os.pipe()
+        try:
+            argv = self._argv(args.command, ctx, env, report)
+            process = await trio.lowlevel.open_process(
+                argv,
+                cwd=ctx.workspace.root,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                pass_fds=(report,),
+            )
+        except BaseException:
+            os.close(heard)
+            raise
+        finally:
+            os.close(report)
         assert process.stdout is not None
+        leftovers = False
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(output.read, process.stdout)
@@ -93,6 +126,7 @@ class Shell(Tool[ShellArgs]):
                 if process.returncode is None:
                     await process.wait()
                 await process.stdout.aclose()  # a process outside the group may hold it
+            leftovers = _heard(heard) or leftovers
         text = output.text()
         if scope.cancelled_caught:
             return ToolOutput.error(f"timed out after {args.timeout:g}s; killed\n{text}")
@@ -125,6 +159,17 @@ class _Output:
         if self.total > len(self.kept):
             text += f"\n[output truncated: {self.total} bytes, showing the first {len(self.kept)}]"
         return text
+
+
+def _heard(fd: int) -> bool:
+    """Whether the sandbox wrote to the report pipe (it has exited: this never waits)."""
+    try:
+        os.set_blocking(fd, False)
+        return os.read(fd, 1) == b"1"
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def _kill_group(pid: int) -> bool:

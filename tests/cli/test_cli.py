@@ -14,6 +14,7 @@ import orjson
 import pytest
 
 from orchestrator.state.manifest import FORMAT_VERSION
+from orchestrator.tools.sandbox import Sandbox
 from tests.conftest import run_on_terminal
 
 ROOT = Path(__file__).parents[2]
@@ -231,7 +232,9 @@ def test_ask_prompts_on_a_terminal(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     # The question goes to the terminal (stderr), never into stdout, and shows it all.
     assert "write_file wants to write a.txt (2 bytes, 1 lines):\n  │ hi" in result.stderr
-    assert "shell wants to run:\n  │ touch ran.txt\nAllow? [y]es" in result.stderr
+    # ... and says whether the command runs sandboxed, and how.
+    shell_asks = f"shell wants to run ({Sandbox().describe()}):"
+    assert f"{shell_asks}\n  │ touch ran.txt\nAllow? [y]es" in result.stderr
     assert "Allow?" not in result.stdout
     assert (ws / "a.txt").read_text() == "hi"
     assert not (ws / "ran.txt").exists()

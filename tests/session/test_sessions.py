@@ -387,15 +387,15 @@ def test_sigterm_stops_cleanly_and_kills_running_commands(tmp_path: Path) -> Non
             while not pid_file.exists() or not pid_file.read_text().strip():
                 assert time.monotonic() < deadline, "the shell never started"
                 os.sched_yield()
+            started = marked(directory.name)
             proc.send_signal(signal.SIGTERM)
             break
     _, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 128 + signal.SIGTERM, stderr
     assert b"terminated; session" in stderr
     assert directory is not None
-    shell_pid = int((directory / "workspace" / "pid.txt").read_text())
-    with pytest.raises(ProcessLookupError):
-        os.kill(shell_pid, 0)
+    assert started  # the shell, its sleep (and the sandbox's own processes, if any)
+    assert all(gone_soon(pid) for pid in started)
     assert read_manifest(directory).status == "interrupted"
     resumed = cli("resume", directory.name, "--yes", root=root)
     assert resumed.returncode == 0, resumed.stderr
@@ -462,20 +462,39 @@ def slow_shell_session(tmp_path: Path) -> tuple[Path, list[str]]:
     return root, command
 
 
-def start_until_shell_runs(command: list[str], root: Path) -> tuple[subprocess.Popen[bytes], int]:
+def start_until_shell_runs(
+    command: list[str], root: Path
+) -> tuple[subprocess.Popen[bytes], list[int]]:
+    """The run, and the (host) pids of the processes its shell call started, found by
+    the call's marker in their environment, as a resume finds them: a sandboxed command
+    sees only its own PID namespace, so the pid it writes is not the host's."""
     proc = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL
     )
     assert proc.stdout is not None
     for line in proc.stdout:
         if orjson.loads(line)["kind"] == "tool_call_started":
-            pid_file = root / only_session(root) / "workspace" / "pid.txt"
+            session_id = only_session(root)
+            pid_file = root / session_id / "workspace" / "pid.txt"
             deadline = time.monotonic() + 10
             while not pid_file.exists() or not pid_file.read_text().strip():
                 assert time.monotonic() < deadline, "the shell never started"
                 os.sched_yield()
-            return proc, int(pid_file.read_text())
+            return proc, marked(session_id)
     raise AssertionError("no shell call started")
+
+
+def marked(session_id: str) -> list[int]:
+    """The processes whose environment names a call of `session_id` (ORCHESTRATOR_CALL)."""
+    needle = f"ORCHESTRATOR_CALL={session_id}/".encode()
+    found = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            if needle in (entry / "environ").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
 
 
 def running(pid: int) -> bool:
@@ -500,30 +519,34 @@ def test_after_a_sigkill_resume_kills_what_the_interrupted_call_left_running(
     tmp_path: Path,
 ) -> None:
     root, command = slow_shell_session(tmp_path)
-    proc, shell_pid = start_until_shell_runs(command, root)
+    proc, started = start_until_shell_runs(command, root)
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=30)
     try:
-        assert running(shell_pid)  # orphaned: it would go on writing into the workspace
+        # Orphaned, sandboxed or not: it would go on writing into the workspace.
+        assert started
+        assert all(running(pid) for pid in started)
         session_id = only_session(root)
         resumed = cli("resume", session_id, "--yes", root=root)
         assert resumed.returncode == 0, resumed.stderr
-        assert gone_soon(shell_pid)
+        assert all(gone_soon(pid) for pid in started)
         workspace = root / session_id / "workspace"
         assert not (workspace / "late.txt").exists()
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(shell_pid, signal.SIGKILL)
+        for pid in started:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def test_sighup_stops_a_run_like_sigterm(tmp_path: Path) -> None:
     root, command = slow_shell_session(tmp_path)
-    proc, shell_pid = start_until_shell_runs(command, root)
+    proc, started = start_until_shell_runs(command, root)
     proc.send_signal(signal.SIGHUP)
     _, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 128 + signal.SIGTERM, stderr
     assert b"terminated; session" in stderr
-    assert gone_soon(shell_pid)
+    assert started
+    assert all(gone_soon(pid) for pid in started)
     assert read_manifest(root / only_session(root)).status == "interrupted"
 
 

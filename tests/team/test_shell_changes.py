@@ -76,7 +76,9 @@ RESUMED: dict[str, Any] = {
                 "tool_calls": [
                     {
                         "name": "shell",
-                        "arguments": {"command": f"mkdir src && echo x > src/real.py && {FORGED}"},
+                        "arguments": {
+                            "command": f"mkdir -p src && echo x > src/real.py && {FORGED}"
+                        },
                     }
                 ]
             },

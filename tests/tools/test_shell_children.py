@@ -3,15 +3,20 @@ grace for output, the process group is killed, and the result says so. A command
 keeps running in the foreground still runs into its timeout.
 
 These run real processes; the timeouts given are generous bounds a broken tool would run
-into (and fail the assertions on its result), not what is asserted."""
+into (and fail the assertions on its result), not what is asserted. They run unsandboxed,
+to check the pids the commands print (a sandboxed command sees its own PID namespace;
+tests/tools/test_sandbox.py checks the same there)."""
 
 from __future__ import annotations
 
 import pytest
 
 from orchestrator.tools import Shell, ToolContext, Workspace
+from orchestrator.tools.sandbox import Sandbox
 from orchestrator.tools.shell import LEFTOVERS, ShellArgs
 from tests.tools.test_tools import alive, gone_soon
+
+UNSANDBOXED = Shell(sandbox=Sandbox(level="off"))
 
 
 @pytest.fixture
@@ -31,7 +36,7 @@ async def test_a_command_returns_when_the_shell_exits_and_its_children_are_stopp
     workspace: Workspace, ctx: ToolContext, child: str
 ) -> None:
     command = f"{child} echo $! > child.pid; echo started"
-    out = await Shell().run(ShellArgs(command=command, timeout=60), ctx)
+    out = await UNSANDBOXED.run(ShellArgs(command=command, timeout=60), ctx)
     assert (out.status, out.exit_code) == ("ok", 0)
     assert out.content == f"exit code 0\nstarted\n\n{LEFTOVERS}"
     pid = int((workspace.root / "child.pid").read_text())
@@ -55,7 +60,7 @@ async def test_a_command_that_leaves_nothing_running_says_nothing_of_it(
 async def test_a_command_running_in_the_foreground_still_times_out(
     workspace: Workspace, ctx: ToolContext, command: str
 ) -> None:
-    out = await Shell().run(ShellArgs(command=command, timeout=0.5), ctx)
+    out = await UNSANDBOXED.run(ShellArgs(command=command, timeout=0.5), ctx)
     assert (out.status, out.exit_code) == ("error", None)
     assert out.content.startswith("timed out after 0.5s; killed")
     pid = int((workspace.root / "child.pid").read_text())

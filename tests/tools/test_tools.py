@@ -24,6 +24,7 @@ from orchestrator.tools.files import (
     ReadFileArgs,
     WriteFileArgs,
 )
+from orchestrator.tools.sandbox import Sandbox
 from orchestrator.tools.shell import ShellArgs
 
 
@@ -213,7 +214,8 @@ async def test_a_command_leaves_nothing_running_behind(
     workspace: Workspace, ctx: ToolContext
 ) -> None:
     command = "sleep 30 & echo $! > bg.pid; echo hi"
-    out = await Shell().run(ShellArgs(command=command, timeout=1), ctx)
+    # Unsandboxed, to check the pid it prints (test_sandbox.py does the same sandboxed).
+    out = await Shell(sandbox=Sandbox(level="off")).run(ShellArgs(command=command, timeout=1), ctx)
     assert "hi" in out.content
     background = int((workspace.root / "bg.pid").read_text())
     assert gone_soon(background)
