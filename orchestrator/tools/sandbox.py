@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import atexit
 import functools
-import json
 import shutil
 import subprocess
 import sys
@@ -94,15 +93,24 @@ class Sandbox:
         scratch directory); `report` (a descriptor the child inherits) gets a byte when
         the command left processes running that the sandbox then stopped."""
         scratch = scratch_directory()
-        policy = {
-            "level": self.level,
-            "network": self.network,
-            "write": [str(p) for p in (*writable, scratch)],
-            "devices": list(DEVICES),
-            "read": [*SYSTEM_DIRS, sys.prefix, sys.base_prefix] if self.level == "strict" else [],
-            "report": report,
-        }
-        return [sys.executable, "-I", "-S", str(HELPER), json.dumps(policy), *argv]
+        read = [*SYSTEM_DIRS, sys.prefix, sys.base_prefix] if self.level == "strict" else []
+        return helper(
+            self.level, self.network, report, [*map(str, writable), str(scratch)], read, argv
+        )
+
+
+def helper(
+    level: str,
+    network: bool,
+    report: int,
+    write: Sequence[str],
+    read: Sequence[str],
+    argv: Sequence[str],
+) -> list[str]:
+    """The command line that runs `argv` in the sandbox (see sandbox_exec.py)."""
+    lists = [str(len(write)), *write, str(len(DEVICES)), *DEVICES, str(len(read)), *read]
+    flag = "1" if network else "0"
+    return [sys.executable, "-I", "-S", str(HELPER), level, flag, str(report), *lists, "--", *argv]
 
 
 def scope_directories(root: Path, scope: Iterable[str] | None) -> list[str]:
@@ -146,8 +154,7 @@ def _probe(network: bool) -> str | None:
     """Run `true` in the sandbox once per process: None if it works, else why not."""
     if not sys.platform.startswith("linux"):
         return f"no sandbox on {sys.platform} yet"
-    policy = {"level": "workspace", "network": network, "write": [tempfile.gettempdir()]}
-    command = [sys.executable, "-I", "-S", str(HELPER), json.dumps(policy), "/bin/true"]
+    command = helper("workspace", network, -1, [tempfile.gettempdir()], [], ["/bin/true"])
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=10, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:

@@ -23,7 +23,7 @@ from orchestrator.team.oversight import Policy
 from orchestrator.team.queries import MAIN
 from orchestrator.team.runtime import Team
 from orchestrator.team.settings import TeamSettings
-from orchestrator.tools import Workspace, workspace_tools
+from orchestrator.tools import Sandbox, Workspace, workspace_tools
 
 Reply = ScriptedReply | Awaitable[ScriptedReply]
 
@@ -65,6 +65,7 @@ class Scene:
         brains: dict[str, Brain],
         *,
         policy: Policy | None = None,
+        sandbox: Sandbox | None = None,
         **limits: Any,
     ) -> None:
         self.brains = brains
@@ -75,7 +76,7 @@ class Scene:
         budgets = policy.budgets
         self.settings = TeamSettings(
             models=lambda role: self.model,
-            base_tools=workspace_tools(),
+            base_tools=workspace_tools(sandbox=sandbox),
             workspace=workspace,
             # The test's assessment policy and limits, as the session's settings.
             session=SessionSettings(
@@ -813,9 +814,12 @@ async def test_a_types_allow_rules_apply_to_its_agents_only(workspace: Workspace
     assert not (workspace.root / "main.txt").exists()
 
 
+@pytest.mark.parametrize("sandboxed", [False, True], ids=["unsandboxed", "sandboxed"])
 async def test_shell_writes_are_seen_checked_against_the_scope_and_the_envelope(
-    workspace: Workspace,
+    workspace: Workspace, sandboxed: bool
 ) -> None:
+    """What a command changed is seen after it and checked against the task's scope and
+    envelope; in the sandbox, a change outside the scope's directories does not happen."""
     (workspace.root / "docs").mkdir()
     (workspace.root / "docs" / "old.md").write_text("old")
     scene = Scene(
@@ -838,15 +842,22 @@ async def test_shell_writes_are_seen_checked_against_the_scope_and_the_envelope(
             ),
             "t2": steps(reply("", c("complete", summary="nothing"))),
         },
+        sandbox=Sandbox(level="workspace" if sandboxed else "off"),
     )
     await scene.run()
     shell = next(m for m in scene.state.agents["t1"].messages if m.role == "tool")
-    assert shell.content.endswith("[files changed by this command: docs/old.md, src/a.py]")
     alerts = [m.summary for m in scene.mail.values() if m.kind == "risk_alert"]
-    assert alerts == ["its shell command changed files outside its write scope: docs/old.md"]
     envelope = scene.state.tasks.get("t1").completion
-    assert envelope.unlisted_changes == ("docs/old.md",)
     assert envelope.unchanged_listed == ()
+    if sandboxed:
+        assert (workspace.root / "docs" / "old.md").exists()
+        assert shell.content.endswith("[files changed by this command: src/a.py]")
+        assert alerts == []
+        assert envelope.unlisted_changes == ()
+        return
+    assert shell.content.endswith("[files changed by this command: docs/old.md, src/a.py]")
+    assert alerts == ["its shell command changed files outside its write scope: docs/old.md"]
+    assert envelope.unlisted_changes == ("docs/old.md",)
 
 
 async def test_a_file_changed_by_two_live_tasks_is_reported(workspace: Workspace) -> None:
@@ -881,6 +892,8 @@ async def test_a_file_changed_by_two_live_tasks_is_reported(workspace: Workspace
             "t1": first,
             "t2": second,
         },
+        # Unsandboxed: the check after each command is what sees a shared file then.
+        sandbox=Sandbox(level="off"),
     )
     with trio.fail_after(10):
         await scene.run()
