@@ -60,6 +60,7 @@ def _render_one(mail: Mail, caps: Caps) -> str:
                 ("follow_ups", "follow-ups"),
                 ("unlisted_changes", "CHANGED BUT NOT LISTED"),
                 ("unchanged_listed", "LISTED BUT NOT CHANGED"),
+                ("outside_scope", "CHANGED OUTSIDE ITS WRITE SCOPE"),
             ):
                 values = data.get(key) or ()
                 if values:

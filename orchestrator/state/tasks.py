@@ -96,6 +96,9 @@ class Envelope(msgspec.Struct, frozen=True, kw_only=True):
     # it did not change (checked by the session, not claimed by the model).
     unlisted_changes: tuple[str, ...] = ()
     unchanged_listed: tuple[str, ...] = ()
+    # Files its tools changed outside its write scope (named in its risks, or it could
+    # not complete).
+    outside_scope: tuple[str, ...] = ()
 
 
 class TaskRecord(msgspec.Struct, kw_only=True):

@@ -340,8 +340,10 @@ class Delegation:
             )
         if mail is None:
             if kind == "completed":
+                checked = self._writes.check_files(agent, data or {})
+                _refuse_unexplained(checked["outside_scope"], (data or {}).get("risks") or ())
                 await self._verify_completion(agent)
-                data = {**(data or {}), **self._writes.check_files(agent, data or {})}
+                data = {**(data or {}), **checked}
             mail = await self._postbox.post(
                 agent,
                 task.owner,
@@ -434,3 +436,19 @@ def _status_line(task: TaskRecord) -> str:
     if task.reason and task.state != "running":
         line += f" | {task.reason}"
     return line
+
+
+def _refuse_unexplained(outside: list[str], risks: Any) -> None:
+    """A task whose commands changed files outside its write scope (next to a file-level
+    entry, within the sandbox's directories, or anywhere with the sandbox off) completes
+    only once its `risks` name each of them: it has seen them, undone or explained them,
+    and its owner reads them (and the session's own list, `outside_scope`)."""
+    said = " ".join(str(r) for r in risks)
+    unexplained = [path for path in outside if path not in said]
+    if unexplained:
+        raise ToolFailed(
+            "complete refused: your commands changed files outside your write scope: "
+            f"{', '.join(unexplained)}. Put them back as they were (remove those you "
+            "made), or ask your owner with request_direction_change; then call complete "
+            "again naming each of them in `risks` (what you did about it)"
+        )

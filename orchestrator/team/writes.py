@@ -27,12 +27,16 @@ class Writes:
         self._writers: dict[str, dict[str, float]] = {}
 
     def check_files(self, agent: str, data: dict[str, Any]) -> dict[str, Any]:
-        """The files a subagent's own file tools changed, against those it lists."""
+        """The files a subagent's tools changed, against those it lists, and those of
+        them outside its write scope (the facts of its results: durable)."""
         changed = self.files_written(agent)
         listed = {_rel(p) for p in data.get("files_changed") or ()}
+        task = self._session.state.tasks.get(agent)
+        scope = task.write_scope if task is not None else None
         return {
             "unlisted_changes": sorted(changed - listed),
             "unchanged_listed": sorted(listed - changed) if changed or listed else [],
+            "outside_scope": sorted(p for p in changed if not in_scope(p, scope)),
         }
 
     async def note_writes(

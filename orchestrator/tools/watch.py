@@ -1,6 +1,6 @@
 """Which files a subagent's tools changed: the file tools say so, and a shell command's
 changes are found by comparing the workspace's file metadata before and after it (the
-shell cannot be confined, but what it did can be seen).
+shell is confined by its sandbox to directories, and what it did can be seen).
 
 `Watched` wraps a tool for one agent: after each successful call it reports the paths it
 changed to a callback (the team checks them against the task's write scope and the other

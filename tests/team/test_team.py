@@ -839,6 +839,16 @@ async def test_shell_writes_are_seen_checked_against_the_scope_and_the_envelope(
                     "", c("shell", command="mkdir -p src && echo x > src/a.py && rm docs/old.md")
                 ),
                 reply("", c("complete", summary="made src/a.py", files_changed=["src/a.py"])),
+                # (unsandboxed: refused until its risks name the change outside its scope)
+                reply(
+                    "",
+                    c(
+                        "complete",
+                        summary="made src/a.py",
+                        files_changed=["src/a.py"],
+                        risks=["removed docs/old.md, outside my scope: restore it from git"],
+                    ),
+                ),
             ),
             "t2": steps(reply("", c("complete", summary="nothing"))),
         },
@@ -849,15 +859,24 @@ async def test_shell_writes_are_seen_checked_against_the_scope_and_the_envelope(
     alerts = [m.summary for m in scene.mail.values() if m.kind == "risk_alert"]
     envelope = scene.state.tasks.get("t1").completion
     assert envelope.unchanged_listed == ()
+    results = [m for m in scene.state.agents["t1"].messages if m.role == "tool"]
     if sandboxed:
         assert (workspace.root / "docs" / "old.md").exists()
         assert shell.content.endswith("[files changed by this command: src/a.py]")
         assert alerts == []
         assert envelope.unlisted_changes == ()
+        assert envelope.outside_scope == ()
+        assert len(results) == 2  # the shell, then complete, accepted at once
         return
     assert shell.content.endswith("[files changed by this command: docs/old.md, src/a.py]")
     assert alerts == ["its shell command changed files outside its write scope: docs/old.md"]
+    refused = results[1]
+    assert refused.status == "error"
+    assert "complete refused: your commands changed files outside your write scope: " in (
+        refused.content
+    )
     assert envelope.unlisted_changes == ("docs/old.md",)
+    assert envelope.outside_scope == ("docs/old.md",)
 
 
 async def test_a_file_changed_by_two_live_tasks_is_reported(workspace: Workspace) -> None:
@@ -868,14 +887,14 @@ async def test_a_file_changed_by_two_live_tasks_is_reported(workspace: Workspace
             return reply("", c("shell", command="echo one >> shared.txt"))
         first_wrote.set()
         await second_wrote.wait()  # still live when the other task writes
-        return reply("", c("complete", summary="wrote"))
+        return reply("", c("complete", summary="wrote", risks=["wrote shared.txt"]))
 
     async def second(request: ModelRequest) -> ScriptedReply:
         if request.step == 0:
             await first_wrote.wait()  # its command starts after the first one's ended
             return reply("", c("shell", command="echo two >> shared.txt"))
         second_wrote.set()
-        return reply("", c("complete", summary="wrote"))
+        return reply("", c("complete", summary="wrote", risks=["wrote shared.txt"]))
 
     scene = Scene(
         workspace,
