@@ -360,6 +360,8 @@ async def _permit(call: ToolCall, parsed: tuple[AnyTool, BaseModel], deps: TurnD
     tool = parsed[0]
     unasked = tool.read_only or not tool.approval
     decision = deps.policy.decide(call, read_only=unasked, grants=deps.grants())
+    if decision == "allow" and tool.asks_anyway(parsed[1]) is not None:
+        decision = "ask"  # (a shell command asking for the network: each time)
     if decision == "allow":
         return parsed
     answer = await deps.approve(call) if decision == "ask" else False

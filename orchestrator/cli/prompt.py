@@ -57,6 +57,8 @@ def describe_call(call: ToolCall, *, whole: bool = False, sandbox: str = "") -> 
         case "shell" if isinstance(args.get("command"), str):
             notes = [f"timeout {label(args['timeout'])} s"] if "timeout" in args else []
             notes += [sandbox] if sandbox else []
+            if args.get("network") is True:
+                notes.append("it asks for the network for this command")
             said = f" ({'; '.join(notes)})" if notes else ""
             return f"shell wants to run{said}:\n" + _shown(args["command"], whole=True)
         case "write_file" if isinstance(args.get("content"), str):

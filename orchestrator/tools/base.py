@@ -94,6 +94,11 @@ class Tool(ABC, Generic[ArgsT]):
     @abstractmethod
     async def run(self, args: ArgsT, ctx: ToolContext) -> ToolOutput: ...
 
+    def asks_anyway(self, args: ArgsT) -> str | None:
+        """Why this call must be asked about even where a rule or a grant allows the
+        tool (a shell command that asks for the network), or None."""
+        return None
+
     async def recover(self, args: ArgsT, ctx: ToolContext) -> ToolOutput | None:
         """Settle a call of this tool that a crash cut off after its side effect started:
         clean up what it left half done (a temporary file), then return its output if

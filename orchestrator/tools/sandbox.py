@@ -81,10 +81,10 @@ class Sandbox:
     def describe(self) -> str:
         """The level as the approval prompt and the run's header name it."""
         if self.level == "off":
-            return "not sandboxed (sandbox off)"
+            return "not sandboxed: the sandbox is off"
         why = self.unavailable()
         if why is not None:
-            return f"not sandboxed ({why})"
+            return f"not sandboxed: {why}"
         network = "network allowed" if self.network else "no network"
         return f"sandboxed: {self.level}, {network}"
 

@@ -15,6 +15,7 @@ processes of an interrupted call and kills them before the session resumes."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import signal
 import subprocess
@@ -41,6 +42,11 @@ class ShellArgs(BaseModel):
     timeout: float = Field(
         DEFAULT_TIMEOUT, gt=0, le=3600, description="Seconds before the command is killed."
     )
+    network: bool = Field(
+        False,
+        description="Whether the command needs the network (closed by the sandbox "
+        "otherwise); the user is asked each time.",
+    )
 
 
 class Shell(Tool[ShellArgs]):
@@ -61,7 +67,14 @@ class Shell(Tool[ShellArgs]):
         self.env_policy = env_policy or EnvPolicy()
         self.sandbox = sandbox or Sandbox()
 
-    def _argv(self, command: str, ctx: ToolContext, env: dict[str, str], report: int) -> list[str]:
+    def asks_anyway(self, args: ShellArgs) -> str | None:
+        if args.network and self.sandbox.active and not self.sandbox.network:
+            return "it asks for the network, which the sandbox closes"
+        return None
+
+    def _argv(
+        self, command: str, ctx: ToolContext, env: dict[str, str], report: int, network: bool
+    ) -> list[str]:
         """How `command` is run: by /bin/sh, inside the sandbox when there is one (writes
         beneath the workspace, or the directories of the task's write scope, made if
         missing, and a scratch TMPDIR; `report` hears of processes it stopped)."""
@@ -76,7 +89,9 @@ class Shell(Tool[ShellArgs]):
             writable.append(resolved)
         scratch = str(scratch_directory())
         env.update(TMPDIR=scratch, TMP=scratch, TEMP=scratch)
-        return self.sandbox.command(argv, writable, report)
+        # A call that asked for the network was asked about (`asks_anyway`): approved.
+        sandbox = dataclasses.replace(self.sandbox, network=True) if network else self.sandbox
+        return sandbox.command(argv, writable, report)
 
     async def run(self, args: ShellArgs, ctx: ToolContext) -> ToolOutput:
         env = self.env_policy.apply(os.environ)
@@ -87,7 +102,7 @@ class Shell(Tool[ShellArgs]):
         # The sandbox says on this pipe when it stopped what the command left running.
         heard, report = os.pipe()
         try:
-            argv = self._argv(args.command, ctx, env, report)
+            argv = self._argv(args.command, ctx, env, report, args.network)
             process = await trio.lowlevel.open_process(
                 argv,
                 cwd=ctx.workspace.root,

@@ -105,6 +105,9 @@ class Watched(Tool[Any]):
         trailer = f"\n{TRAILER}{', '.join(changed)}]"
         return dataclasses.replace(output, content=output.content + trailer, changed=tuple(changed))
 
+    def asks_anyway(self, args: Any) -> str | None:
+        return self.tool.asks_anyway(args)
+
     async def recover(self, args: Any, ctx: ToolContext) -> ToolOutput | None:
         # A call that the crash cut off is settled unwatched: its write scope was checked
         # before it started, and which task changed the file is runtime, lost with it.

@@ -12,6 +12,8 @@ from pathlib import Path
 import orjson
 import pytest
 
+from orchestrator.cli.prompt import describe_call
+from orchestrator.messages import ToolCall
 from orchestrator.tools.sandbox import Sandbox
 
 if not Sandbox().active:  # pragma: no cover - this machine class has what it takes
@@ -90,3 +92,22 @@ def test_a_project_may_tighten_the_sandbox_but_not_loosen_it(tmp_path: Path) -> 
     tightened = run(tmp_path, outside)
     assert tightened.returncode == 0, tightened.stderr
     assert not outside.exists()
+
+
+def test_the_prompt_says_how_a_command_runs_and_when_it_asks_for_the_network() -> None:
+    shown = Sandbox().describe()
+    plain = ToolCall(id="c1", name="shell", arguments='{"command": "make"}')
+    online = ToolCall(
+        id="c2", name="shell", arguments='{"command": "pip install x", "network": true}'
+    )
+    assert describe_call(plain, sandbox=shown).split("\n")[0] == (
+        "shell wants to run (sandboxed: workspace, no network):"
+    )
+    assert describe_call(online, sandbox=shown).split("\n")[0] == (
+        "shell wants to run (sandboxed: workspace, no network; it asks for the network for "
+        "this command):"
+    )
+    off = Sandbox(level="off").describe()
+    assert describe_call(plain, sandbox=off).split("\n")[0] == (
+        "shell wants to run (not sandboxed: the sandbox is off):"
+    )

@@ -12,9 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.tools import Shell, ToolContext, Workspace
+from orchestrator.agent import run_turn
+from orchestrator.messages import ToolCall, ToolResult
+from orchestrator.tools import Shell, ToolContext, ToolRegistry, Workspace
+from orchestrator.tools.permissions import PermissionPolicy, Rule
 from orchestrator.tools.sandbox import Sandbox, scope_directories, scratch_directory
 from orchestrator.tools.shell import LEFTOVERS, MARKER, ShellArgs
+from tests.conftest import MakeDeps, call, scripted
 
 SANDBOXED = Shell(sandbox=Sandbox())
 UNSANDBOXED = Shell(sandbox=Sandbox(level="off"))
@@ -173,3 +177,41 @@ async def test_where_the_sandbox_is_unavailable_commands_run_unsandboxed(
     await run(Shell(sandbox=sandbox), f"echo x > {outside}", ctx)
     assert outside.exists()
     assert Sandbox().describe() == "sandboxed: workspace, no network"
+
+
+@pytest.mark.parametrize(
+    ("asks", "answer", "reached"),
+    [(True, True, True), (True, False, False), (False, None, False)],
+    ids=["approved", "refused", "not-asked-for"],
+)
+async def test_a_command_asks_for_the_network_each_time_even_where_the_shell_is_allowed(
+    make_deps: MakeDeps, asks: bool, answer: bool | None, reached: bool
+) -> None:
+    asked: list[str] = []
+
+    async def approve(c: ToolCall) -> bool:
+        asked.append(c.arguments)
+        assert answer is not None
+        return answer
+
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port = listener.getsockname()[1]
+        command = (
+            "python -c \"import socket; socket.create_connection(('127.0.0.1', "
+            f"{port}), 5); print('connected')\""
+        )
+        arguments: dict[str, object] = (
+            {"command": command, "network": True} if asks else {"command": command}
+        )
+        model = scripted({"tool_calls": [call("shell", **arguments)]}, {"text": "ok"})
+        policy = PermissionPolicy(rules=[Rule("shell", "allow")])
+        state, deps, _ = make_deps(
+            model, tools=ToolRegistry([SANDBOXED]), policy=policy, approve=approve
+        )
+        await run_turn(state, deps)
+    [result] = [m for m in state.messages if isinstance(m, ToolResult)]
+    assert len(asked) == (1 if asks else 0)
+    assert ("connected" in result.content) == reached, result.content
+    if asks and not answer:
+        assert result.status == "error"
+        assert "not approved" in result.content
