@@ -93,7 +93,10 @@ async def test_orchestrator_and_its_environment_are_out_of_sight(
     ctx: ToolContext, sandboxed: bool
 ) -> None:
     me = os.getpid()  # orchestrator, as far as the command is concerned
-    command = f"cat /proc/{me}/environ; kill -0 {me} && echo signalled; ls /proc | grep -c '^[0-9]'"
+    command = (
+        f"cat /proc/$PPID/environ; cat /proc/{me}/environ; kill -0 {me} && echo signalled; "
+        "ls /proc | grep -c '^[0-9]'"
+    )
     said = await run(SANDBOXED if sandboxed else UNSANDBOXED, command, ctx)
     # (/proc/PID/environ is the environment orchestrator started with: its keys too.)
     assert ("PATH=" in said) != sandboxed
