@@ -94,11 +94,13 @@ async def test_orchestrator_and_its_environment_are_out_of_sight(
 ) -> None:
     me = os.getpid()  # orchestrator, as far as the command is concerned
     command = (
-        f"cat /proc/$PPID/environ; cat /proc/{me}/environ; kill -0 {me} && echo signalled; "
+        f"echo parent=$PPID; cat /proc/{me}/environ; kill -0 {me} && echo signalled; "
         "ls /proc | grep -c '^[0-9]'"
     )
     said = await run(SANDBOXED if sandboxed else UNSANDBOXED, command, ctx)
-    # (/proc/PID/environ is the environment orchestrator started with: its keys too.)
+    # $PPID: orchestrator, or the sandbox's own PID 1 (its /proc/$PPID/environ is the
+    # command's own environment). /proc/PID/environ is the one orchestrator started with.
+    assert f"parent={1 if sandboxed else me}\n" in said
     assert ("PATH=" in said) != sandboxed
     assert ("signalled" in said) != sandboxed
     processes = int(said.strip().splitlines()[-1])
