@@ -79,7 +79,7 @@ class Sandbox:
         return _probe(self.network)
 
     def describe(self) -> str:
-        """The level as the approval prompt and the run's header name it."""
+        """How a command runs, as the approval prompt says it."""
         if self.level == "off":
             return "not sandboxed: the sandbox is off"
         why = self.unavailable()
