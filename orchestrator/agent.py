@@ -89,9 +89,6 @@ class TurnDeps:
     max_rounds: int = 50
     max_tokens: int | None = None
     temperature: float | None = None
-    # Applied to every tool result before it enters the context (and so the journal and
-    # the screen): the session's secrets never reach the model or the record.
-    redact: Callable[[str], str] = str
     hooks: RoundHooks | None = None
     # Refuses a parsed call before it runs (a write outside the agent's write scope):
     # the reason the model should see, or None to let it run.
@@ -388,10 +385,9 @@ async def _execute(ref: str, call: ToolCall, parsed: Parsed, deps: TurnDeps) -> 
     it ends the turn."""
 
     def result(status: ToolStatus, content: str, changed: tuple[str, ...] = ()) -> _Outcome:
-        redacted = deps.redact(content)
         return (
             ToolResult(
-                call_id=call.id, name=call.name, status=status, content=redacted, changed=changed
+                call_id=call.id, name=call.name, status=status, content=content, changed=changed
             ),
             (),
             False,
@@ -441,15 +437,18 @@ async def settle_pending_calls(agent: AgentContext, deps: TurnDeps) -> bool:
             marker = call_marker(deps.context.session, agent.id, ref)
             await trio.to_thread.run_sync(kill_marked, marker)
             settled = await _recover(ref, call, deps)
-            status: ToolStatus
-            status, content = (
-                ("interrupted", INTERRUPTED)
+            result = (
+                ToolResult(
+                    call_id=call.id, name=call.name, status="interrupted", content=INTERRUPTED
+                )
                 if settled is None
-                else (settled.status, deps.redact(settled.content))
-            )
-            changed = () if settled is None else settled.changed
-            result = ToolResult(
-                call_id=call.id, name=call.name, status=status, content=content, changed=changed
+                else ToolResult(
+                    call_id=call.id,
+                    name=call.name,
+                    status=settled.status,
+                    content=settled.content,
+                    changed=settled.changed,
+                )
             )
             await deps.events.emit(ToolCallFinished(agent=agent.id, ref=ref, result=result))
         else:

@@ -92,7 +92,6 @@ class Turns:
             max_rounds=max_rounds,
             max_tokens=s.session.max_tokens,
             temperature=s.session.temperature,
-            redact=s.redact,
             hooks=self._hooks,
             guard=self._guard(agent),
             durable_turn_end=agent == MAIN,
