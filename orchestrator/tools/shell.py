@@ -199,19 +199,28 @@ def _kill_group(pid: int) -> bool:
 MARKER = "ORCHESTRATOR_CALL"
 
 
-def kill_marked(marker: str, proc: Path = Path("/proc")) -> int:
-    """Kill the process groups of every process whose environment carries `marker` (the
-    leftovers of a call whose orchestrator died); the number of processes found. Reads
-    /proc, so it finds nothing where there is none (not Linux)."""
-    needle = f"{MARKER}={marker}".encode() + b"\0"
-    found = 0
+def marked(marker: str, proc: Path = Path("/proc")) -> list[int]:
+    """The processes whose environment carries `marker` (a call's, or with a trailing
+    `/`, a session's): the leftovers of a call whose orchestrator died, sandboxed or not.
+    Reads /proc, so it finds nothing where there is none (not Linux)."""
+    needle = f"{MARKER}={marker}".encode()
+    whole = needle + (b"" if marker.endswith("/") else b"\0")
+    found = []
     for entry in proc.glob("[0-9]*"):
         try:
             environ = (entry / "environ").read_bytes()
         except OSError:
             continue  # gone, or not ours to read
-        if (b"\0" + environ).find(b"\0" + needle) >= 0:
-            found += 1
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(os.getpgid(int(entry.name)), signal.SIGKILL)
+        if (b"\0" + environ).find(b"\0" + whole) >= 0:
+            found.append(int(entry.name))
     return found
+
+
+def kill_marked(marker: str, proc: Path = Path("/proc")) -> int:
+    """Kill the process groups of every process `marked` with `marker`; the number of
+    processes found."""
+    pids = marked(marker, proc)
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(os.getpgid(pid), signal.SIGKILL)
+    return len(pids)

@@ -28,6 +28,7 @@ from orchestrator.session.live import (
 from orchestrator.session.replay import read_snapshot
 from orchestrator.state.manifest import FORMAT_VERSION
 from orchestrator.store import SessionLock, scan_journal
+from orchestrator.tools.shell import marked
 
 ROOT = Path(__file__).parents[2]
 RECORDED = ROOT / "sessions"
@@ -387,7 +388,7 @@ def test_sigterm_stops_cleanly_and_kills_running_commands(tmp_path: Path) -> Non
             while not pid_file.exists() or not pid_file.read_text().strip():
                 assert time.monotonic() < deadline, "the shell never started"
                 os.sched_yield()
-            started = marked(directory.name)
+            started = marked(f"{directory.name}/")
             proc.send_signal(signal.SIGTERM)
             break
     _, stderr = proc.communicate(timeout=30)
@@ -480,21 +481,8 @@ def start_until_shell_runs(
             while not pid_file.exists() or not pid_file.read_text().strip():
                 assert time.monotonic() < deadline, "the shell never started"
                 os.sched_yield()
-            return proc, marked(session_id)
+            return proc, marked(f"{session_id}/")
     raise AssertionError("no shell call started")
-
-
-def marked(session_id: str) -> list[int]:
-    """The processes whose environment names a call of `session_id` (ORCHESTRATOR_CALL)."""
-    needle = f"ORCHESTRATOR_CALL={session_id}/".encode()
-    found = []
-    for entry in Path("/proc").glob("[0-9]*"):
-        try:
-            if needle in (entry / "environ").read_bytes():
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
 
 
 def running(pid: int) -> bool:

@@ -17,7 +17,7 @@ from orchestrator.messages import ToolCall, ToolResult
 from orchestrator.tools import Shell, ToolContext, ToolRegistry, Workspace
 from orchestrator.tools.permissions import PermissionPolicy, Rule
 from orchestrator.tools.sandbox import Sandbox, scope_directories, scratch_directory
-from orchestrator.tools.shell import LEFTOVERS, MARKER, ShellArgs
+from orchestrator.tools.shell import LEFTOVERS, ShellArgs, marked
 from tests.conftest import MakeDeps, call, scripted
 
 SANDBOXED = Shell(sandbox=Sandbox())
@@ -155,21 +155,8 @@ async def test_what_a_sandboxed_command_leaves_running_is_stopped(
         ShellArgs(command="(sleep 100; touch LATE) & echo started", timeout=30), ctx
     )
     assert out.content == f"exit code 0\nstarted\n\n{LEFTOVERS}"
-    assert marked(f"{MARKER}={ctx.call_marker}".encode()) == []
+    assert marked(ctx.call_marker) == []
     assert not (workspace.root / "LATE").exists()
-
-
-def marked(needle: bytes) -> list[str]:
-    """The processes whose environment holds `needle` (as a resume's `kill_marked` finds
-    them)."""
-    found = []
-    for entry in Path("/proc").glob("[0-9]*"):
-        try:
-            if needle in (entry / "environ").read_bytes():
-                found.append(entry.name)
-        except OSError:
-            continue
-    return found
 
 
 async def test_where_the_sandbox_is_unavailable_commands_run_unsandboxed(
