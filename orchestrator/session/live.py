@@ -355,11 +355,10 @@ async def open_session(
         # The journal is the truth: a manifest left behind by a kill catches up with it.
         found = JournalStatus(state.status, scan.last_seq, scan.end_offset)
         try:
-            await trio.to_thread.run_sync(mirror, directory, found)
+            manifest = await trio.to_thread.run_sync(mirror, directory, found, manifest)
         except OSError as exc:
             if not is_disk_error(exc):  # (a full disk is the journal's to report, next)
                 warn(f"could not bring {directory / MANIFEST} up to the journal: {exc}")
-        manifest = read_manifest(directory)
         # Handing over the scan saves checking the whole file a second time.
         async with open_journal(directory / JOURNAL, durability=durability, scan=scan) as journal:
             live = LiveSession(session_id, directory, manifest, state, journal, warn)

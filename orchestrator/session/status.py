@@ -110,22 +110,22 @@ def reconcile(directory: Path) -> JournalStatus:
 
     manifest = read_manifest(directory)
     found = journal_status(directory, _fields(manifest))
-    mirror(directory, found)
+    mirror(directory, found, manifest)
     return found
 
 
-def mirror(directory: Path, found: JournalStatus) -> None:
-    """Write `found` into the manifest where it differs (the caller holds the lock and
+def mirror(directory: Path, found: JournalStatus, manifest: Any) -> Any:
+    """Write `found` into the `manifest` where it differs (the caller holds the lock and
     knows `found` from the journal), and remove temporary files left by killed writes:
-    the manifest's, the snapshot's and the views' (never the workspace's)."""
+    the manifest's, the snapshot's and the views' (never the workspace's). Returns the
+    manifest as it now stands."""
     import msgspec
 
-    from orchestrator.state.manifest import read_manifest, write_manifest
+    from orchestrator.state.manifest import write_manifest
 
     remove_temporary_files(directory)
-    manifest = read_manifest(directory)
     if found.seq < manifest.journal_seq or not found.differs(_fields(manifest)):
-        return  # (a journal shorter than the manifest's mark is for resume to refuse)
+        return manifest  # (a journal shorter than the manifest's mark: resume refuses it)
     update: dict[str, Any] = {
         "status": found.status,
         "journal_seq": found.seq,
@@ -133,7 +133,9 @@ def mirror(directory: Path, found: JournalStatus) -> None:
     }
     if found.updated is not None:
         update["updated"] = found.updated
-    write_manifest(directory, msgspec.structs.replace(manifest, **update), sync=False)
+    manifest = msgspec.structs.replace(manifest, **update)
+    write_manifest(directory, manifest, sync=False)
+    return manifest
 
 
 def remove_temporary_files(directory: Path) -> list[Path]:
