@@ -18,6 +18,7 @@ import trio
 
 from orchestrator.cli import demo as cli_demo
 from orchestrator.cli.env import SESSION_FLAGS, effective_config, sessions_root, user_config_dir
+from orchestrator.cli.guards import guards
 from orchestrator.cli.parser import (
     EXIT_BLOCKED,
     EXIT_BUDGET,
@@ -34,7 +35,7 @@ from orchestrator.config import Config
 from orchestrator.errors import ConfigError
 from orchestrator.models.base import Model
 from orchestrator.models.http import Backoff, make_client
-from orchestrator.models.resolve import key_variables, resolve_model
+from orchestrator.models.resolve import resolve_model
 from orchestrator.session.live import LiveSession, create_session, open_session
 from orchestrator.session.status import current_status
 from orchestrator.state.events import EventSink
@@ -44,14 +45,11 @@ from orchestrator.store import Durability, session_dir
 from orchestrator.team.definitions import Definitions
 from orchestrator.team.drive import RunResult, RunSettings, drive
 from orchestrator.tools import (
-    EnvPolicy,
     PermissionPolicy,
-    Redactor,
     deny_all,
     workspace_tools,
 )
 from orchestrator.tools.permissions import parse_rules
-from orchestrator.tools.sandbox import Sandbox
 
 EXIT_CODES = {"blocked": EXIT_BLOCKED, "budget_exhausted": EXIT_BUDGET}
 
@@ -226,24 +224,14 @@ async def _run_session(
         make_client() as http,
     ):
         spec = args.model or live.manifest.model_spec(directory)
-        keys = key_variables(env=os.environ, config=config)
-        shell = config.shell
-        env_policy = EnvPolicy(
-            inherit=shell.inherit,
-            keep_secrets=shell.keep_secrets,
-            exclude=shell.exclude,
-            include_only=shell.include_only,
-            set=dict(shell.set),
-            always_drop=frozenset(keys),
-        )
+        guarded = guards(config, args, say=note)
         workspace = live.manifest.workspace_path(directory)
         if definitions is None:
             definitions = await trio.to_thread.run_sync(
                 functools.partial(_definitions, workspace, interactive=not args.yes)
             )
-        sandbox = _sandbox(config, args, say=True)
-        approve, approve_for = approvers(args.yes, sandbox.describe())
-        tools = workspace_tools(env_policy, sandbox)
+        approve, approve_for = approvers(args.yes, guarded.sandbox.describe())
+        tools = workspace_tools(guarded.env, guarded.sandbox)
         if approve is deny_all:
             rules = _session_for(live, config, args, changes or {}) or live.state.settings
             policy = _policy(list(rules.allow if rules is not None else ()))
@@ -259,7 +247,7 @@ async def _run_session(
             definitions=definitions,
             approve_for=approve_for,
             tools=tools,
-            redact=_redactor(config),
+            redact=guarded.redact,
             ui=_make_sink(args.json, live),
             policy=PermissionPolicy(),
             approve=approve,
@@ -360,34 +348,6 @@ def _config(args: argparse.Namespace, workspace: Path | None) -> Config:
     return config
 
 
-def _sandbox(config: Config, args: argparse.Namespace, *, say: bool = False) -> Sandbox:
-    """The shell's sandbox, from `--sandbox` and `[shell]`. Where this machine has none,
-    a refusal to start if `[shell] sandbox_required`, else (`say`) one line saying that
-    commands run unsandboxed, and why."""
-    shell = config.shell
-    sandbox = Sandbox(
-        level=getattr(args, "sandbox", None) or shell.sandbox,
-        network=shell.network,
-        required=shell.sandbox_required,
-        probe=shell.sandbox_probe,
-    )
-    why = sandbox.unavailable() if sandbox.level != "off" else None
-    if why is not None and sandbox.required:
-        raise ConfigError(
-            f"shell commands cannot be sandboxed here ({why}) and [shell] sandbox_required "
-            'is true: not starting (set [shell] sandbox = "off" to run without one)'
-        )
-    if why is not None and say:
-        note(f"note: shell commands run unsandboxed here: {why} (see docs/security.md)")
-    return sandbox
-
-
-def _redactor(config: Config) -> Redactor:
-    """The values kept out of every record and printed line: the providers' keys and
-    every secret-looking variable of the environment (orchestrator/redaction.py)."""
-    return Redactor.for_environment(key_variables(env=os.environ, config=config), os.environ)
-
-
 def start(args: argparse.Namespace, *, goal: str, model: str | None, workspace: Path | None) -> int:
     _policy(args.allow)  # a usage error first, before anything is looked up
     if workspace is not None and not workspace.is_dir():
@@ -399,9 +359,9 @@ def start(args: argparse.Namespace, *, goal: str, model: str | None, workspace: 
     assert spec is not None
     root = sessions_root(args)
     settings = session_settings(config, args)
-    _sandbox(config, args)  # a required sandbox that is missing: refused before a session
-    # The goal is the first text the session keeps: no secret in it either.
-    goal = _redactor(config)(goal)
+    # A required sandbox that is missing refuses before a session exists; the goal is the
+    # first text the session keeps, with no secret in it either.
+    goal = guards(config, args).redact(goal)
     # Before the session exists: agent files refused (untrusted, invalid) leave nothing.
     definitions = _definitions(workspace, interactive=not args.yes)
     session_id, _ = create_session(
