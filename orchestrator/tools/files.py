@@ -37,6 +37,8 @@ WALK_ENTRIES = 200_000  # directory entries a listing or a search looks at, at m
 WALK_SECONDS = 20.0
 GREP_CAP = 200
 GREP_SECONDS = 30.0
+TEMP_SUFFIX = ".orchestrator-tmp"
+"""How a write's temporary file, beside its target until it is renamed over it, ends."""
 
 
 class ReadFileArgs(BaseModel):
@@ -185,7 +187,7 @@ def _temp(name: str, call: str) -> str:
     named after the call, so a re-run of the call reuses it and a crash's leftover can be
     found (`recover`)."""
     tag = call or secrets.token_hex(4)
-    return f".{name}.{tag}.orchestrator-tmp"
+    return f".{name}.{tag}{TEMP_SUFFIX}"
 
 
 def _remove_temp(workspace: Workspace, target: Target, call: str) -> None:

@@ -22,6 +22,7 @@ from typing import Any
 import trio
 
 from orchestrator.tools.base import AnyTool, Tool, ToolContext, ToolOutput
+from orchestrator.tools.files import TEMP_SUFFIX
 from orchestrator.tools.walk import SKIP_DIRS
 
 MAX_ENTRIES = 20_000  # a larger workspace is not compared (the note says so)
@@ -33,8 +34,9 @@ OnWrite = Callable[[str, Sequence[str], str, float], Awaitable[list[str]]]
 
 
 def file_states(root: Path, limit: int = MAX_ENTRIES) -> Files | None:
-    """Every regular file under `root` (tool caches skipped, symlinks not followed) with
-    its modification time and size; None past `limit` entries."""
+    """Every regular file under `root` (tool caches and the file tools' temporary files
+    skipped, symlinks not followed) with its modification time and size; None past
+    `limit` entries."""
     found: Files = {}
     stack = [root]
     entries = 0
@@ -54,7 +56,9 @@ def file_states(root: Path, limit: int = MAX_ENTRIES) -> Files | None:
                         info = entry.stat(follow_symlinks=False)
                     except OSError:
                         continue
-                    if stat.S_ISREG(info.st_mode):
+                    # (a file tool's temporary file is its write in flight, another
+                    # task's perhaps: never a change of the command's)
+                    if stat.S_ISREG(info.st_mode) and not entry.name.endswith(TEMP_SUFFIX):
                         rel = Path(entry.path).relative_to(root).as_posix()
                         found[rel] = (info.st_mtime_ns, info.st_size)
         except OSError:

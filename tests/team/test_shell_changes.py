@@ -17,6 +17,7 @@ from orchestrator.state.events import AgentStarted, AssistantReplied, CallResult
 from orchestrator.team.queries import MAIN
 from orchestrator.team.writes import Writes
 from orchestrator.tools import Workspace
+from orchestrator.tools.watch import changes, file_states
 from tests.team.test_drive import RunResult, run
 from tests.team.test_team import HistorySession, Scene, c, reply, steps
 
@@ -146,3 +147,17 @@ async def test_results_journaled_before_changed_existed() -> None:
     results = [m for m in session.state.agents["t1"].messages if isinstance(m, ToolResult)]
     assert [r.changed for r in results] == [(), (), ()]
     assert Writes(session, None).files_written("t1") == {"src/w.py"}  # type: ignore[arg-type]
+
+
+def test_a_file_tools_write_in_flight_is_no_change_of_a_command(tmp_path: Path) -> None:
+    """Another task's write_file, in flight while a command runs, leaves its temporary
+    file beside its target for a moment: the listings before and after the command must
+    not count it as the command's (it would then be a change outside the task's scope)."""
+    (tmp_path / "a.py").write_text("x")
+    before = file_states(tmp_path)
+    assert before is not None
+    (tmp_path / ".b.py.12.0.orchestrator-tmp").write_text("in flight")  # another task's
+    (tmp_path / "a.py").write_text("xy")  # the command's own
+    after = file_states(tmp_path)
+    assert after is not None
+    assert changes(before, after) == ["a.py"]
