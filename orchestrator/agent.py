@@ -23,7 +23,7 @@ import orjson
 import trio
 from pydantic import BaseModel, ValidationError
 
-from orchestrator.errors import ToolFailed, WorkspaceEscape
+from orchestrator.errors import CompactionFailed, ContextTooLong, ToolFailed, WorkspaceEscape
 from orchestrator.messages import AssistantMessage, ToolCall, ToolResult, ToolStatus
 from orchestrator.models.base import Model, ModelEvent, ModelRequest, TextDelta, collect
 from orchestrator.state.context import AgentContext
@@ -73,6 +73,11 @@ class RoundHooks(Protocol):
         """The scope an interruptible tool call runs in; an interrupt cancels it."""
         ...
 
+    async def too_long(self, context: AgentContext, error: ContextTooLong) -> None:
+        """The provider refused the agent's request as too long: compact its context
+        (raises `CompactionFailed` when that cannot make it fit)."""
+        ...
+
 
 @dataclass
 class TurnDeps:
@@ -113,13 +118,23 @@ async def run_turn(state: AgentContext, deps: TurnDeps) -> TurnOutcome:
     """Run one turn. Model errors propagate; tool errors become results the model sees."""
     await deps.events.emit(TurnStarted(agent=state.id))
     hooks = deps.hooks
-    rounds = 0
+    rounds = too_long = 0
     while rounds < deps.max_rounds:
         if hooks is not None:
             stopped = await hooks.before_round(state)
             if stopped is not None:
                 return TurnOutcome("failed", rounds, stopped=stopped)
-        reply = await _ask_model(state, deps)
+        try:
+            reply = await _ask_model(state, deps)
+        except ContextTooLong as exc:
+            # Compact and ask again; twice in a row for one round means compaction does
+            # not help (each must shrink the request, or the task fails).
+            too_long += 1
+            if hooks is None or isinstance(exc, CompactionFailed) or too_long > 2:
+                raise
+            await hooks.too_long(state, exc)
+            continue
+        too_long = 0
         if reply is None:
             continue  # preempted by an interrupt, which the next round starts with
         rounds += 1

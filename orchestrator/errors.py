@@ -60,6 +60,13 @@ class ContextTooLong(ModelError):
     """The request does not fit the model's context window: compact, then retry."""
 
 
+class CompactionFailed(ContextTooLong):
+    """Even a compacted context does not fit the model's window (the summary, the anchors
+    and the system prompt alone are too long): the agent cannot go on with this model."""
+
+    retryable = False
+
+
 class ProviderAuthError(ModelError):
     """The API key is missing, wrong or not allowed to use this model."""
 

@@ -159,6 +159,9 @@ class ToolResult(_Message, frozen=True, tag="tool"):
     # the completion check counts. Never sent to a model; `content` may name them too,
     # for the model, but nothing reads them back from there.
     changed: tuple[str, ...] = ()
+    # The call's ref in the session ("<seq>.<index>", state/context.py): what `recall`
+    # reads a pruned output back by. Never sent to a model.
+    ref: str = ""
 
     def chars(self) -> int:
         return len(self.content) + RESULT_OVERHEAD

@@ -10,6 +10,7 @@ import orjson
 
 from orchestrator.cli.text import abbreviate, label, visible
 from orchestrator.loop.assessment import Assessed, BlockedReported, Verified
+from orchestrator.loop.compaction import CompactionStarted, ContextCompacted
 from orchestrator.loop.todos import TodoItem, TodoList, TodosChanged
 from orchestrator.messages import ToolResult
 from orchestrator.state.events import (
@@ -143,6 +144,8 @@ class TranscriptSink:
                 self._progress_line(event, who)
             case Notice(message=message):
                 self._line(s.yellow(f"! {visible(message)}"))
+            case CompactionStarted() | ContextCompacted():
+                self._line(who + s.dim(compaction_line(event)))
             case PermissionGranted(tool=tool, pattern=pattern):
                 what = f"{label(tool)} commands matching {label(pattern)!r}" if pattern else tool
                 self._line(s.dim(f"  (allowed {label(what)} for this session)"))
@@ -272,6 +275,26 @@ class TranscriptSink:
         if result.status == "ok":
             return "    " + self.style.green(f"✓ {name}: ") + self.style.dim(first)
         return "    " + self.style.red(f"✗ {name} {result.status}: ") + first
+
+
+def compaction_line(event: CompactionStarted | ContextCompacted) -> str:
+    """A compaction's start, or its result, in a line."""
+    if isinstance(event, CompactionStarted):
+        share = f" ({event.tokens * 100 // event.usable}% of its window)" if event.usable else ""
+        why = {"fraction": "near its window", "too_long": "the provider found it too long"}
+        reason = why.get(event.reason, "asked for by hand")
+        return f"⧉ compacting {label(event.agent, 40)}: {event.tokens} tokens{share}, {reason}"
+    what = {
+        "pruned": "old tool outputs pruned",
+        "summary": "summarised",
+        "fallback": "summarised without a model (the model's summary failed)",
+        "truncated": "summarised, oldest turns dropped",
+    }[event.method]
+    extra = f", {event.pruned} tool outputs pruned" if event.pruned else ""
+    if event.method == "pruned":
+        extra = f" ({event.pruned})"
+    agent = label(event.agent, 40)
+    return f"⧉ compacted {agent}: {event.before} → {event.after} tokens, {what}{extra}"
 
 
 class JsonLinesSink:

@@ -1,7 +1,6 @@
-"""When an agent's context must be compacted, and whether a summary will do: pure
-judgement over values the runtime hands in. The first part of compaction (issue 21): the
-runtime that acts on it, its records and the anchors are not built yet, so nothing calls
-this module so far.
+"""When an agent's context must be compacted, and what a compaction leaves: pure
+judgement over values the runtime hands in (team/compactor.py acts on it), and the
+compaction's record.
 
 - `Window`: what a model accepts (its context window less the output it may write and a
   margin), from config, a table of known models, or a context-too-long error.
@@ -10,20 +9,23 @@ this module so far.
 - `Breaker`: compactions that failed or freed too little, in a row, pause the fraction
   trigger for some rounds (never the one a context-too-long error pulls).
 - `due`: whether to compact now, and why.
-- `SECTIONS`, `missing_sections`: what a model's summary must hold, checked.
-- `fallback_summary`: the same sections built from facts alone, when the model's summary
-  fails twice.
+- `ContextCompacted`: the record of a compaction, a checkpoint: the agent's live context
+  starts again from its messages (state/context.py folds it).
 
-No clock, no I/O: a resumed session judges as the uninterrupted one would.
+The summary's request, sections and fallback are in `summary.py`, pruning in
+`pruning.py`, the anchors in `anchors.py`. No clock, no I/O: a resumed session judges
+as the uninterrupted one would.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from typing import Literal
+from typing import ClassVar, Literal
 
 import msgspec
+
+from orchestrator.eventbase import EventBase
+from orchestrator.messages import Message, Usage
 
 CHARS_PER_TOKEN = 4.0
 """The estimate's ratio until a provider has reported a count to calibrate it."""
@@ -117,10 +119,12 @@ class Breaker(msgspec.Struct, frozen=True):
     failures: int = 0
     paused_until: int = 0
 
-    def after(self, *, before: int, after: int | None, at_round: int) -> Breaker:
+    def after(
+        self, *, before: int, after: int | None, at_round: int, min_freed: float = MIN_FREED
+    ) -> Breaker:
         """The breaker once a compaction at `at_round` took the context from `before`
         tokens to `after` (None: it failed)."""
-        freed = after is not None and before > 0 and (before - after) / before >= MIN_FREED
+        freed = after is not None and before > 0 and (before - after) / before >= min_freed
         if freed:
             return Breaker()
         failures = self.failures + 1
@@ -151,67 +155,44 @@ def due(
     return None
 
 
-SECTIONS: tuple[str, ...] = (
-    "Goal and constraints",
-    "User messages",
-    "Decisions",
-    "Files touched",
-    "Errors and fixes",
-    "Current work",
-    "Next step",
-)
-"""The headings a summary must have, each with something under it (`## Goal and
-constraints` ...): the user's messages and corrections verbatim, decisions and why, the
-files touched and what changed, the errors and how they were resolved."""
-
-_HEADING = re.compile(r"^#{1,6}\s*(.+?)\s*#*\s*$", re.MULTILINE)
+Method = Literal["pruned", "summary", "fallback", "truncated"]
+"""How a compaction shrank the context: old tool outputs pruned (that alone was enough),
+a model's summary, the summary built without a model (the model's failed twice), or
+either with the oldest turns dropped too (it did not fit otherwise)."""
 
 
-def sections(summary: str) -> dict[str, str]:
-    """The summary's text under each of its headings, by heading (case and trailing
-    colons ignored)."""
-    found: dict[str, str] = {}
-    marks = list(_HEADING.finditer(summary))
-    for index, mark in enumerate(marks):
-        end = marks[index + 1].start() if index + 1 < len(marks) else len(summary)
-        title = mark.group(1).rstrip(":").strip().lower()
-        found[title] = summary[mark.end() : end].strip()
-    return found
+class CompactionStarted(EventBase, frozen=True, tag="compaction_started"):
+    """A compaction of the agent's context began (not journaled: its result is)."""
+
+    persist: ClassVar[bool] = False
+    reason: Reason
+    tokens: int  # the context's size now (estimated)
+    usable: int  # the usable input of its model's window (0: not known)
 
 
-def missing_sections(summary: str) -> list[str]:
-    """The required sections a summary lacks, or has empty: a summary with any is a
-    failed attempt (one repair retry, then the fallback)."""
-    found = sections(summary)
-    return [name for name in SECTIONS if not found.get(name.lower())]
+class ContextCompacted(EventBase, frozen=True, tag="context_compacted"):
+    """Record: a checkpoint. The agent's live context starts again here, from `messages`
+    (its system prompt, the summary with the anchors, the last turns verbatim or the
+    pruned context); everything before stays in the journal, for `recall` and
+    `sessions show --transcript --full`."""
+
+    messages: tuple[Message, ...]
+    reason: Reason
+    method: Method
+    before: int  # tokens, estimated, of the context it replaces
+    after: int  # tokens, estimated, of `messages`
+    pruned: int = 0  # tool outputs replaced by a stub
+    dropped: int = 0  # messages dropped whole, beyond the summary (method `truncated`)
+    summary_chars: int = 0
+    attempts: int = 0  # summary calls made to a model (0: pruning sufficed)
+    usage: Usage | None = None  # what the summary calls spent
+    model: str = ""  # the summary's model (for cost), when one was called
+    window_model: str = ""  # the agent's model, when `window` was learned for it
+    window: int = 0  # the context window a context-too-long error revealed (0: none)
+    min_freed: float = MIN_FREED  # the share it had to free to count as effective
+    files: tuple[str, ...] = ()  # the files touched by the agent so far, for the anchors
+    goal: str = ""  # what the agent was started to do (its first user message)
 
 
-class Facts(msgspec.Struct, frozen=True, kw_only=True):
-    """What the runtime knows without a model, for the fallback summary."""
-
-    goal: str
-    user_messages: Sequence[str] = ()
-    files_touched: Sequence[str] = ()
-    errors: Sequence[str] = ()
-    current_work: str = ""
-    next_step: str = ""
-
-
-def fallback_summary(facts: Facts) -> str:
-    """A summary with every required section, built from `facts` alone (deterministic:
-    the same facts give the same text)."""
-
-    def listed(items: Sequence[str], none: str) -> str:
-        return "\n".join(f"- {item}" for item in items) if items else none
-
-    bodies = (
-        facts.goal or "(no goal recorded)",
-        listed(facts.user_messages, "(none besides the goal)"),
-        "(not known without a model summary: see the journal)",
-        listed(facts.files_touched, "(none)"),
-        listed(facts.errors, "(none recorded)"),
-        facts.current_work or "(see the todo list and tasks below)",
-        facts.next_step or "(see the todo list: the first open item)",
-    )
-    parts = [f"## {name}\n{body}" for name, body in zip(SECTIONS, bodies, strict=True)]
-    return "[compacted without a model summary]\n\n" + "\n\n".join(parts)
+CompactionRecords = ContextCompacted
+"""Compaction's records (see `Record` in state/events.py)."""

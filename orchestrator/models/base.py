@@ -30,6 +30,11 @@ class ToolSpec(BaseModel, frozen=True):
     parameters: dict[str, Any]
 
 
+COMPACTOR = "compactor"
+"""The role of a compaction's summary requests (team/compactor.py): its model writes the
+summaries (`[agents.compactor]`), and the scripted model answers it apart."""
+
+
 @dataclass(frozen=True, slots=True)
 class ModelRequest:
     """One call to a model.

@@ -19,8 +19,9 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from orchestrator.errors import ScriptError
-from orchestrator.messages import MessageView, ToolCall, Usage
+from orchestrator.messages import MessageView, ToolCall, Usage, UserMessage
 from orchestrator.models.base import (
+    COMPACTOR,
     ModelEvent,
     ModelRequest,
     StreamEnded,
@@ -49,11 +50,21 @@ class ScriptedReply(BaseModel):
     usage: Usage | None = None
 
 
+class ScriptedWindow(BaseModel):
+    """The context window the scripted model claims (so compaction has one to aim at)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    context: int = Field(gt=0)
+    output: int = Field(default=0, ge=0)
+
+
 class Script(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     version: Literal[1] = 1
     description: str = ""
+    window: ScriptedWindow | None = None
     agents: dict[str, tuple[ScriptedReply, ...]]
 
 
@@ -94,10 +105,19 @@ def _describe_location(loc: tuple[int | str, ...]) -> str:
 class ScriptedModel:
     """A `Model` driven by a `Script` or, in tests, by a Python callable."""
 
-    def __init__(self, script: Script | Responder, *, name: str = "scripted") -> None:
+    def __init__(
+        self,
+        script: Script | Responder,
+        *,
+        name: str = "scripted",
+        window: ScriptedWindow | None = None,
+    ) -> None:
         self._script = script
         self._name = name
         self.requests: list[ModelRequest] = []
+        if window is None and isinstance(script, Script):
+            window = script.window
+        self.window = window  # what compaction aims at (None: no window, no compaction)
 
     @classmethod
     def from_file(cls, path: Path) -> ScriptedModel:
@@ -128,6 +148,8 @@ class ScriptedModel:
         return produced
 
     def _scripted_reply(self, script: Script, request: ModelRequest) -> ScriptedReply:
+        if request.role == COMPACTOR:
+            return _summary_reply(script, request)
         for key in (request.agent, request.role, "*"):
             if key in script.agents:
                 replies = script.agents[key]
@@ -161,6 +183,42 @@ async def _events(reply: ScriptedReply, request: ModelRequest) -> AsyncIterator[
         yield ToolCallReady(call=ToolCall(id=call_id, name=call.name, arguments=arguments))
     yield UsageReported(usage=reply.usage or _estimate_usage(request, reply))
     yield StreamEnded(stop_reason="tool_use" if reply.tool_calls else "end_turn")
+
+
+def _summary_reply(script: Script, request: ModelRequest) -> ScriptedReply:
+    """A summary request's reply: the script's own for `AGENT/compactor` or `compactor`
+    (by the agent's count of summary calls), else a summary made from the request."""
+    for key in (f"{request.agent}/{COMPACTOR}", COMPACTOR):
+        replies = script.agents.get(key)
+        if replies is not None:
+            if request.step >= len(replies):
+                raise ScriptError(
+                    f"script ran out: summary call {request.step} of agent "
+                    f"{request.agent!r} (key {key!r}); the script has {len(replies)} for it",
+                    provider="scripted",
+                )
+            return replies[request.step]
+    return ScriptedReply(text=default_summary(request))
+
+
+def default_summary(request: ModelRequest) -> str:
+    """A summary with every required section, from the transcript in a summary request:
+    the user's messages quoted, the rest said plainly (deterministic)."""
+    text = "\n".join(m.content for m in request.messages if isinstance(m, UserMessage))
+    said = re.findall(r"^\[user\]\n(.*?)(?=\n\n\[|\Z)", text, flags=re.MULTILINE | re.DOTALL)
+    quoted = "\n".join(f"> {line[:300]}" for line in said) or "(none)"
+    calls = len(re.findall(r"^-> ", text, flags=re.MULTILINE))
+    return "\n\n".join(
+        [
+            f"## Goal and constraints\n{said[0][:300] if said else '(see the anchors)'}",
+            f"## User messages\n{quoted}",
+            f"## Decisions\nWork went on as the user asked ({calls} tool calls so far).",
+            "## Files touched\nSee the files listed with the anchors.",
+            "## Errors and fixes\nNone that stopped the work.",
+            "## Current work\nThe open items of the todo list.",
+            "## Next step\nThe first open todo item.",
+        ]
+    )
 
 
 def _chunks(text: str) -> list[str]:

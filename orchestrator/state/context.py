@@ -21,6 +21,7 @@ from typing import Any
 
 from orchestrator.eventbase import FoldError as FoldError
 from orchestrator.loop.assessment import Assessed, Verified
+from orchestrator.loop.compaction import Breaker, ContextCompacted, Count
 from orchestrator.messages import (
     Message,
     MessageView,
@@ -57,10 +58,23 @@ class AgentContext:
     steps: int = 0  # model calls so far
     usage: Usage = field(default_factory=Usage)  # tokens spent by its model calls so far
     turn_open: bool = False
+    breaker: Breaker = field(default_factory=Breaker)  # compactions that freed too little
+    compactions: int = 0
+    summary_calls: int = 0  # model calls made for its summaries (the compactor's steps)
+    # Files its tools changed before its newest checkpoint (their results are gone from
+    # `messages`; team/writes.py adds those still there).
+    files: tuple[str, ...] = ()
+    # What it was started to do: its first user message (the goal, or a task's brief),
+    # carried from checkpoint to checkpoint for the anchors.
+    goal: str = ""
 
     messages: list[Message] = field(default_factory=list)
     open_calls: dict[str, ToolCall] = field(default_factory=dict)  # ref -> call, no result yet
     effects: set[str] = field(default_factory=set)  # refs whose side effect started
+    # The input tokens the provider reported for the request made of the first
+    # `reported_at` messages (after a compaction: the estimate of the checkpoint).
+    reported: int = 0
+    reported_at: int = 0
     # The running size of the messages: a cache, extended when `chars` or `view` is
     # asked, so a resume folding 100,000 records does not size each message it reads.
     _marks: list[int] = field(default_factory=list)
@@ -71,6 +85,14 @@ class AgentContext:
         since the last ask."""
         marks = self._sized()
         return marks[-1] if marks else 0
+
+    def count(self) -> Count:
+        """The context's size in tokens: the provider's last count, and an estimate of
+        what was added since, at the provider's own ratio of characters to tokens."""
+        marks = self._sized()
+        at = min(self.reported_at, len(marks))
+        chars_then = marks[at - 1] if at else 0
+        return Count(self.reported, chars_then, (marks[-1] if marks else 0) - chars_then)
 
     def view(self) -> MessageView:
         """The messages as they stand now, for a model request: constant time per message
@@ -97,6 +119,7 @@ class AgentContext:
         self._marks = []
         self.open_calls = {}
         self.effects = set()
+        self.reported = self.reported_at = 0
         self.messages.extend(messages)
 
     def append(self, message: Message) -> None:
@@ -105,6 +128,8 @@ class AgentContext:
 
 def _started(context: AgentContext, seq: int, record: AgentStarted) -> None:
     context.reset(record.messages)
+    first = next((m for m in record.messages if isinstance(m, UserMessage)), None)
+    context.goal = first.content if first is not None else ""
 
 
 def _added(context: AgentContext, seq: int, record: MessageAdded) -> None:
@@ -116,8 +141,13 @@ def _added(context: AgentContext, seq: int, record: MessageAdded) -> None:
 
 
 def _replied(context: AgentContext, seq: int, record: AssistantReplied) -> None:
-    calls = record.message.tool_calls
-    context.messages.append(record.message)
+    message = record.message
+    calls = message.tool_calls
+    if message.usage is not None:  # the request was the context before this reply
+        usage = message.usage
+        context.reported = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
+        context.reported_at = len(context.messages)
+    context.messages.append(message)
     if len(calls) == 1:
         context.open_calls = {f"{seq}.0": calls[0]}
     else:
@@ -140,6 +170,7 @@ def _result(context: AgentContext, seq: int, record: CallResult) -> None:
             status=record.status,
             content=record.content,
             changed=record.changed,
+            ref=ref,
         )
     )
 
@@ -159,6 +190,18 @@ def _noted(context: AgentContext, seq: int, record: Assessed | Verified) -> None
         context.append(UserMessage(content=record.note))
 
 
+def _compacted(context: AgentContext, seq: int, record: ContextCompacted) -> None:
+    """A checkpoint: the live context starts again here (a resume reads from it on)."""
+    if context.open_calls:
+        raise FoldError(f"a compaction of {context.id!r} between a reply and its results")
+    context.reset(record.messages)
+    context.start = seq
+    context.files = record.files
+    context.goal = record.goal
+    context.reported = record.after
+    context.reported_at = len(record.messages)
+
+
 def _effect(context: AgentContext, seq: int, record: EffectStarted) -> None:
     if record.ref not in context.open_calls:
         raise FoldError(f"call {record.ref} of agent {context.id!r} is not an open call")
@@ -174,6 +217,7 @@ CONTEXT_FOLDS: dict[type, Callable[[AgentContext, int, Any], None]] = {
     MessagesDelivered: _delivered,
     Assessed: _noted,
     Verified: _noted,
+    ContextCompacted: _compacted,
 }
 """How each conversation record changes its agent's context, by record type (a lookup,
 not a chain of type tests: resume runs it once per record)."""

@@ -19,6 +19,7 @@ import orjson
 
 from orchestrator.eventbase import EventBase
 from orchestrator.loop.assessment import AssessmentRecords
+from orchestrator.loop.compaction import CompactionRecords, CompactionStarted
 from orchestrator.loop.todos import TodoRecords
 from orchestrator.messages import (
     AssistantMessage,
@@ -174,7 +175,14 @@ Conversation = (
 )
 """The conversation's events that are their own records."""
 
-Concepts = TaskRecords | MailRecords | TodoRecords | AssessmentRecords | SettingsRecords
+Concepts = (
+    TaskRecords
+    | MailRecords
+    | TodoRecords
+    | AssessmentRecords
+    | SettingsRecords
+    | CompactionRecords
+)
 """Each concept's records, declared in its own module beside their fold: a new record kind
 joins its concept's union there, and so the unions below."""
 
@@ -185,6 +193,7 @@ Event = (
     | ToolCallFinished
     | UsageUpdated
     | Notice
+    | CompactionStarted
     | Concepts
 )
 """Every event an agent emits: what the session journals (or not) and the screen shows."""

@@ -28,6 +28,7 @@ from orchestrator.loop.assessment import (
     RefusedCall,
     Verified,
 )
+from orchestrator.loop.compaction import Breaker, ContextCompacted
 from orchestrator.loop.todos import TodoItem, TodoList, TodosChanged
 from orchestrator.messages import Usage, plain
 from orchestrator.state.context import CONTEXT_FOLDS, AgentContext, FoldError
@@ -71,6 +72,10 @@ class AgentSummary(msgspec.Struct, kw_only=True):
     usage: Usage = Usage()
     turn_open: bool = False
     message_count: int = 0  # in its live context (for `sessions show`, which does not fold)
+    compactions: int = 0
+    summary_calls: int = 0
+    breaker: Breaker = Breaker()
+    tokens: int = 0  # its live context's size, estimated (for `sessions show`)
 
 
 class GrantSummary(msgspec.Struct, kw_only=True):
@@ -121,6 +126,8 @@ class Snapshot(msgspec.Struct, kw_only=True):
     tasks: list[TaskRecord] = msgspec.field(default_factory=list)
     # Calls refused for want of approval since the person last spoke (`_call_result`).
     refused: list[RefusedCall] = msgspec.field(default_factory=list)
+    # Context windows learned from context-too-long errors, by model name (tokens).
+    windows: dict[str, int] = msgspec.field(default_factory=dict)
 
 
 REFUSED_ARGUMENTS = 300
@@ -161,6 +168,8 @@ class SessionState:
         # Calls refused for want of approval (status `unapproved`) since the user last
         # wrote to the main agent: what a headless run's outcome and summary report.
         self.refused: list[RefusedCall] = []
+        # Context windows learned from context-too-long errors, by model name (tokens).
+        self.windows: dict[str, int] = {}
 
     def todo_list(self, agent: str) -> TodoList:
         """The agent's todo list (empty when it has none yet)."""
@@ -217,6 +226,10 @@ class SessionState:
                     usage=a.usage,
                     turn_open=a.turn_open,
                     message_count=len(a.messages),
+                    compactions=a.compactions,
+                    summary_calls=a.summary_calls,
+                    breaker=a.breaker,
+                    tokens=a.count().tokens,
                 )
                 for agent_id, a in self.agents.items()
             },
@@ -230,6 +243,7 @@ class SessionState:
             settings=self.settings,
             tasks=list(self.tasks.tasks.values()),
             refused=self.refused,
+            windows=self.windows,
         )
         return encode_snapshot(snapshot)
 
@@ -250,6 +264,7 @@ class SessionState:
         state.settings = snapshot.settings
         state.usage_by_model = dict(snapshot.usage_by_model)
         state.refused = list(snapshot.refused)
+        state.windows = dict(snapshot.windows)
         for agent_id, summary in snapshot.agents.items():
             state.agents[agent_id] = AgentContext(
                 id=agent_id,
@@ -258,6 +273,9 @@ class SessionState:
                 steps=summary.steps,
                 usage=summary.usage,
                 turn_open=summary.turn_open,
+                breaker=summary.breaker,
+                compactions=summary.compactions,
+                summary_calls=summary.summary_calls,
             )
         return state
 
@@ -277,6 +295,7 @@ class SessionState:
             "progress": msgspec.to_builtins(self.progress),
             "rounds": self.rounds,
             "refused": msgspec.to_builtins(self.refused),
+            "windows": dict(self.windows),
             "agents": {
                 agent_id: {
                     "role": a.role,
@@ -287,6 +306,9 @@ class SessionState:
                     "messages": plain(a.messages),
                     "open_calls": plain(a.open_calls),
                     "effects": sorted(a.effects),
+                    "compactions": a.compactions,
+                    "summary_calls": a.summary_calls,
+                    "breaker": plain(a.breaker),
                 }
                 for agent_id, a in self.agents.items()
             },
@@ -393,6 +415,23 @@ def _blocked(state: SessionState, seq: int, record: BlockedReported) -> None:
     state.progress_of(record.agent).reported_blocked(record)
 
 
+def _compacted(state: SessionState, seq: int, record: ContextCompacted) -> None:
+    context = state.agent(record.agent)
+    context.compactions += 1
+    context.summary_calls += record.attempts
+    after = None if record.method == "truncated" else record.after
+    context.breaker = context.breaker.after(
+        before=record.before, after=after, at_round=context.steps, min_freed=record.min_freed
+    )
+    if record.usage is not None:
+        context.usage += record.usage
+        by_model = state.usage_by_model
+        before = by_model.get(record.model)
+        by_model[record.model] = record.usage if before is None else before + record.usage
+    if record.window:
+        state.windows[record.window_model] = record.window
+
+
 def _settings(state: SessionState, seq: int, record: SettingsChosen) -> None:
     state.settings = record.settings
 
@@ -414,6 +453,7 @@ _SMALL_FOLDS: dict[type, Callable[[SessionState, int, Any], None]] = {
     Verified: _verified,
     BlockedReported: _blocked,
     SettingsChosen: _settings,
+    ContextCompacted: _compacted,
 }
 """How each record changes the small state, by record type. Records of the conversation
 change contexts too (`CONTEXT_FOLDS`); every record kind is in one table or both."""

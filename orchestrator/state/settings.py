@@ -45,6 +45,12 @@ class SessionSettings(
     delivery_chars: int = Caps.delivery_chars
     # Permission rules (`--allow`), after the policy's own.
     allow: tuple[str, ...] = ()
+    # Compaction ([compaction] in the config; docs/compaction.md).
+    compact_at: float = 0.8  # share of the usable input that triggers it
+    anchor_share: float = 0.25  # of the usable input, for the anchors
+    keep_recent: int = 8_000  # tokens of the last turns kept verbatim
+    keep_outputs: int = 20_000  # tokens of the newest tool outputs pruning keeps
+    min_freed: float = 0.2  # a compaction freeing less is ineffective (the breaker)
 
     def but(self, **changes: object) -> SessionSettings:
         """These settings with `changes` (field names) instead."""

@@ -1,6 +1,8 @@
 """The team's `RoundHooks`: what it adds to every round of a turn. Before each model
-call it stops the turn once a budget is spent (the session's, or a task's subtree's) and
-delivers urgent mail; model and tool calls run in the postbox's interruptible scopes."""
+call it stops the turn once a budget is spent (the session's, or a task's subtree's),
+compacts a context grown near its window and delivers urgent mail; a request the
+provider finds too long is compacted and tried again; model and tool calls run in the
+postbox's interruptible scopes."""
 
 from __future__ import annotations
 
@@ -8,10 +10,12 @@ import contextlib
 
 import trio
 
+from orchestrator.errors import ContextTooLong
 from orchestrator.state.context import AgentContext
 from orchestrator.state.fold import SessionState
 from orchestrator.state.tasks import TaskRecord
 from orchestrator.team import queries
+from orchestrator.team.compactor import Compactor
 from orchestrator.team.oversight import Oversight
 from orchestrator.team.port import SessionLike
 from orchestrator.team.postbox import Postbox
@@ -20,10 +24,13 @@ from orchestrator.team.postbox import Postbox
 class Rounds:
     """The `RoundHooks` of every agent of one team."""
 
-    def __init__(self, session: SessionLike, postbox: Postbox, oversight: Oversight) -> None:
+    def __init__(
+        self, session: SessionLike, postbox: Postbox, oversight: Oversight, compactor: Compactor
+    ) -> None:
         self._session = session
         self._postbox = postbox
         self._oversight = oversight
+        self.compactor = compactor
 
     async def before_round(self, context: AgentContext) -> str | None:
         spent = self._oversight.budget_spent()
@@ -33,8 +40,13 @@ class Rounds:
             spent = budget_spent(state, task)
         if spent is not None:
             return spent
+        # Before delivery: mail that arrives meanwhile is delivered after, once, whole.
+        await self.compactor.maybe(context)
         await self._postbox.deliver(context.id, at_least="urgent")
         return None
+
+    async def too_long(self, context: AgentContext, error: ContextTooLong) -> None:
+        await self.compactor.too_long(context, error)
 
     def model_call(self, agent: str) -> contextlib.AbstractContextManager[trio.CancelScope]:
         return self._postbox.model_call(agent)

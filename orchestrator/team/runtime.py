@@ -24,6 +24,7 @@ from orchestrator.state.fold import USER, SessionState
 from orchestrator.state.mailbox import Mail, MailKind, Priority
 from orchestrator.state.tasks import TaskState
 from orchestrator.team import queries
+from orchestrator.team.compactor import Compactor
 from orchestrator.team.definitions import AgentDefinition
 from orchestrator.team.delegation import Delegation
 from orchestrator.team.oversight import Oversight
@@ -84,7 +85,15 @@ class Team:
             self.oversight,
             writes,
         )
-        rounds = Rounds(session, self.postbox, self.oversight)
+        self.compactor = Compactor(
+            session,
+            sink,
+            settings.workspace,
+            models=lambda role: self.turns.model(role),  # in the turns' model-call slots
+            window=settings.window,
+            files=writes.files_written,
+        )
+        rounds = Rounds(session, self.postbox, self.oversight, self.compactor)
         self.turns = Turns(settings, session, sink, rounds, self.delegation, self.oversight, writes)
         self.port = _Port(
             session, settings, self.postbox, self.scheduler, self.turns, self.oversight

@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from orchestrator.loop.assessment import Budgets
+from orchestrator.loop.compaction import Window
 from orchestrator.models.base import Model
 from orchestrator.state.mailbox import Caps
 from orchestrator.state.settings import SessionSettings
@@ -55,6 +56,14 @@ class TeamSettings:
     session: SessionSettings = field(default_factory=SessionSettings)
     prices: dict[str, Price] = field(default_factory=dict)  # for the cost budget
     interactive: bool = False  # a person answers (the assessment may wait for the user)
+    # A model's context window, when known (config, a table of known models, or the model
+    # itself: a scripted one may claim one); None: compaction waits for a provider's
+    # context-too-long error to learn it.
+    windows: Callable[[Model], Window | None] = field(default=lambda model: claimed_window(model))
+
+    def window(self, role: str) -> Window | None:
+        """The context window of `role`'s model, when known."""
+        return self.windows(self.models(role))
 
     @functools.cached_property
     def limits(self) -> Limits:
@@ -65,6 +74,16 @@ class TeamSettings:
     def assess(self) -> Policy:
         """How turn ends are assessed, from the session's settings."""
         return policy_of(self.session, self.prices, interactive=self.interactive)
+
+
+def claimed_window(model: Model) -> Window | None:
+    """The window a model claims itself (`window`: a scripted model's), if any."""
+    claimed = getattr(model, "window", None)
+    context = getattr(claimed, "context", None)
+    if not isinstance(context, int):
+        return None
+    output = getattr(claimed, "output", 0)
+    return Window(context, output if isinstance(output, int) else 0)
 
 
 def limits_of(settings: SessionSettings) -> Limits:

@@ -77,7 +77,7 @@ class Turns:
             rules = [*policy.rules, *parse_rules(list(definition.allow))]
             policy = PermissionPolicy(rules=rules, default=policy.default)
         deps = TurnDeps(
-            model=_Limited(s.models(role), self._model_slots),
+            model=self.model(role),
             tools=tools,
             context=ToolContext(
                 workspace=s.workspace,
@@ -98,6 +98,10 @@ class Turns:
         )
         self._deps[agent] = deps
         return deps
+
+    def model(self, role: str) -> Model:
+        """`role`'s model, its calls taking one of the session's model-call slots."""
+        return _Limited(self._settings.models(role), self._model_slots)
 
     def _tools(self, definition: AgentDefinition | None) -> ToolRegistry:
         """The tools of a role, built once for all its agents: the same objects, so

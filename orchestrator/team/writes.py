@@ -113,7 +113,7 @@ class Writes:
         if context is None:
             return set()
         calls: dict[str, str] = {}
-        written: set[str] = set()
+        written: set[str] = set(context.files)  # before its newest checkpoint
         for message in context.messages:
             if isinstance(message, AssistantMessage):
                 for call in message.tool_calls:

@@ -9,15 +9,12 @@ import pytest
 from orchestrator.loop.compaction import (
     MARGIN_TOKENS,
     PAUSE_ROUNDS,
-    SECTIONS,
     Breaker,
     Count,
-    Facts,
     Window,
     due,
-    fallback_summary,
-    missing_sections,
 )
+from orchestrator.loop.summary import SECTIONS, Facts, fallback_summary, missing_sections
 
 
 def test_the_usable_input_leaves_room_for_the_output_and_a_margin() -> None:

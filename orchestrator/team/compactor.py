@@ -1,0 +1,378 @@
+"""Compaction at work: when an agent's context nears its model's window (or the provider
+says it is too long), prune old tool outputs, or ask the compactor model for a summary,
+and journal a checkpoint the agent's context starts again from, with its anchors (goal,
+todos, tasks, mail, files) rebuilt from the fold. The judgement is `loop/`'s; this
+module gathers the values, makes the model calls and emits the record.
+
+A compaction is one record (`ContextCompacted`): a crash before it leaves the old
+context, and the retry makes the same checkpoint (the summary calls are numbered by the
+agent's journaled count) or a new one, never half of one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+
+import trio
+
+from orchestrator.errors import CompactionFailed, ContextTooLong, ModelError
+from orchestrator.loop import anchors as anchor_text
+from orchestrator.loop.anchors import Anchors, FileAnchor, TaskAnchor, TodoAnchor
+from orchestrator.loop.compaction import (
+    CompactionStarted,
+    ContextCompacted,
+    Method,
+    Reason,
+    Window,
+    due,
+)
+from orchestrator.loop.pruning import cut_points, prune, recent_start
+from orchestrator.loop.summary import (
+    Facts,
+    fallback_summary,
+    missing_sections,
+    repair_request,
+    summary_request,
+)
+from orchestrator.messages import (
+    AssistantMessage,
+    Message,
+    MessageView,
+    SystemMessage,
+    ToolResult,
+    Usage,
+    UserMessage,
+)
+from orchestrator.models.base import COMPACTOR, Model, ModelRequest, collect
+from orchestrator.state.context import AgentContext
+from orchestrator.state.events import EventSink, Notice
+from orchestrator.state.fold import SessionState
+from orchestrator.team.port import SessionLike
+from orchestrator.tools.workspace import Workspace
+
+PRUNED_ENOUGH = 0.5
+"""Pruning alone will do when it leaves the context under this share of the usable
+input."""
+SUMMARY_HEADER = "[Summary of the conversation before this point, written at a compaction]"
+ATTEMPTS = 2
+"""Summary calls that fail (an error, or sections missing) before the fallback."""
+
+
+class Compactor:
+    """Compacts the contexts of one team's agents."""
+
+    def __init__(
+        self,
+        session: SessionLike,
+        sink: EventSink,
+        workspace: Workspace,
+        models: Callable[[str], Model],
+        window: Callable[[str], Window | None],
+        files: Callable[[str], set[str]],
+    ) -> None:
+        self._session = session
+        self._sink = sink
+        self._workspace = workspace
+        self._models = models  # by role, each call taking a model slot
+        self._window = window  # the configured or known window of a role's model
+        self._files = files  # the files an agent's tools changed (team/writes.py)
+
+    def window(self, role: str) -> tuple[Window | None, str]:
+        """The window of `role`'s model (a learned one, if smaller), and its name."""
+        name = self._models(role).name
+        known = self._window(role)
+        learned = self._session.state.windows.get(name)
+        if learned and (known is None or learned < known.context):
+            return Window(learned, known.output if known else 0), name
+        return known, name
+
+    async def maybe(self, context: AgentContext) -> None:
+        """Compact `context` if it reached its share of the window (at a round boundary,
+        with none of its calls open)."""
+        window, _ = self.window(context.role)
+        if window is None:
+            return
+        settings = self._session.state.settings
+        fraction = settings.compact_at if settings is not None else 0.8
+        reason = due(context.count(), window, context.breaker, context.steps, fraction=fraction)
+        if reason is not None:
+            await self.compact(context, reason)
+
+    async def too_long(self, context: AgentContext, error: ContextTooLong) -> None:
+        """The provider refused the agent's request as too long: learn the window it
+        stated (else the failed request's size is an upper bound), then compact."""
+        known, name = self.window(context.role)
+        tokens = context.count().tokens
+        output = known.output if known is not None else 0
+        learned = Window.from_error(str(error), tokens, output)
+        if known is not None and known.context <= learned.context:
+            # The provider refused what the window should hold: the estimate runs low,
+            # so what failed is the bound.
+            learned = Window(min(known.context, tokens), output)
+        await self.compact(context, "too_long", learned=(name, learned))
+
+    async def compact(
+        self,
+        context: AgentContext,
+        reason: Reason,
+        *,
+        learned: tuple[str, Window] | None = None,
+    ) -> ContextCompacted:
+        """Compact `context` now and journal the checkpoint; raises `CompactionFailed`
+        when even the smallest context it can make does not fit the window."""
+        window = learned[1] if learned is not None else self.window(context.role)[0]
+        count = context.count()
+        ratio = count.chars_per_token
+        before = count.tokens
+        usable = window.usable if window is not None else 0
+        await self._sink.emit(
+            CompactionStarted(agent=context.id, reason=reason, tokens=before, usable=usable)
+        )
+        if usable == 0:  # no window known (by hand): aim at half the context
+            usable = max(before, 1)
+        limits = self._limits(usable, ratio)
+        messages = [m for m in context.view() if not _is_anchor(m)]
+        files = sorted(self._files(context.id))
+        anchors = anchor_text.render(await self._anchors(context, files), limits.anchors)
+        anchor = UserMessage(content=anchors)
+        pruned = prune(messages, keep_chars=limits.outputs)
+        attempts, usage, model_name, summary_chars, dropped = 0, None, "", 0, 0
+        method: Method = "pruned"
+        candidate = [*pruned.messages, anchor]
+        if _chars(candidate) > limits.pruned_enough or reason == "by_hand":
+            system = [m for m in pruned.messages[:1] if isinstance(m, SystemMessage)]
+            recent = max(recent_start(pruned.messages, limits.recent), len(system))
+            head = pruned.messages[len(system) : recent]
+            summary, attempts, usage, model_name = await self._summarise(context, head)
+            method = "summary"
+            if summary is None:
+                summary = fallback_summary(_facts(context, head, files))
+                method = "fallback"
+            summary_chars = len(summary)
+            said = UserMessage(content=f"{SUMMARY_HEADER}\n\n{summary}")
+            tail = pruned.messages[recent:]
+            candidate = [*system, said, anchor, *tail]
+            while _chars(candidate) > limits.usable and tail:
+                cut = next((p for p in cut_points(tail) if p > 0), len(tail))
+                dropped += cut
+                tail = tail[cut:]
+                candidate = [*system, said, anchor, *tail]
+                method = "truncated"
+        size = _chars(candidate)
+        if size > limits.usable:
+            raise CompactionFailed(
+                f"the context of {context.id} does not fit its model's window even "
+                f"compacted: {round(size / ratio)} tokens (system prompt, summary and "
+                f"anchors) for {usable} usable; use a model with a larger window",
+                provider=model_name or "compaction",
+            )
+        state = self._session.state
+        settings = state.settings
+        record = ContextCompacted(
+            agent=context.id,
+            messages=tuple(candidate),
+            reason=reason,
+            method=method,
+            before=before,
+            after=round(size / ratio),
+            pruned=len(pruned.refs),
+            dropped=dropped,
+            summary_chars=summary_chars,
+            attempts=attempts,
+            usage=usage,
+            model=model_name,
+            window_model=learned[0] if learned is not None else "",
+            window=learned[1].context if learned is not None else 0,
+            files=tuple(files),
+            goal=context.goal,
+            min_freed=settings.min_freed if settings is not None else 0.2,
+        )
+        await self._sink.emit(record, durable=True)
+        if context.breaker.paused(context.steps):
+            await self._sink.emit(
+                Notice(
+                    agent=context.id,
+                    message=f"automatic compaction of {context.id} paused until round "
+                    f"{context.breaker.paused_until}: its last compactions freed too little "
+                    "(a context-too-long error still compacts)",
+                )
+            )
+        return record
+
+    def _limits(self, usable: int, ratio: float) -> _Limits:
+        settings = self._session.state.settings
+        anchor_share = settings.anchor_share if settings is not None else 0.25
+        recent = settings.keep_recent if settings is not None else 8_000
+        outputs = settings.keep_outputs if settings is not None else 20_000
+        return _Limits(
+            usable=int(usable * ratio),
+            pruned_enough=int(usable * PRUNED_ENOUGH * ratio),
+            anchors=int(usable * anchor_share * ratio),
+            recent=int(min(recent, usable * 0.25) * ratio),
+            outputs=int(min(outputs, usable * 0.25) * ratio),
+        )
+
+    async def _summarise(
+        self, context: AgentContext, head: Sequence[Message]
+    ) -> tuple[str | None, int, Usage | None, str]:
+        """The compactor model's summary of `head` (None after `ATTEMPTS` failures), the
+        calls made, what they spent and the model's name."""
+        model = self._models(COMPACTOR)
+        calls, failures, usage = 0, 0, None
+        request = summary_request(head)
+        while failures < ATTEMPTS:
+            try:
+                reply = await self._ask(model, context, request, step=context.summary_calls + calls)
+            except ContextTooLong:
+                # The summariser's own request is too long: its oldest outputs first.
+                calls += 1
+                shorter = _shrink(head)
+                if shorter is None:
+                    return None, calls, usage, model.name
+                head = shorter
+                request = summary_request(head)
+                continue
+            except ModelError:
+                calls += 1
+                failures += 1
+                continue
+            calls += 1
+            if reply.usage is not None:
+                usage = reply.usage if usage is None else usage + reply.usage
+            missing = missing_sections(reply.text)
+            if not missing:
+                return reply.text.strip(), calls, usage, model.name
+            failures += 1
+            request = repair_request(summary_request(head), reply.text, missing)
+        return None, calls, usage, model.name
+
+    async def _ask(
+        self, model: Model, context: AgentContext, messages: list[Message], step: int
+    ) -> AssistantMessage:
+        request = ModelRequest(
+            messages=MessageView.of(messages), tools=(), agent=context.id, role=COMPACTOR, step=step
+        )
+        async with model.stream(request) as stream:
+            return await collect(stream)
+
+    async def _anchors(self, context: AgentContext, files: Sequence[str]) -> Anchors:
+        state = self._session.state
+        return Anchors(
+            goal=context.goal,
+            todos=[
+                TodoAnchor(
+                    id=item.id,
+                    content=item.content,
+                    status=item.status,
+                    blocked_by=item.blocked_by,
+                    note=item.result or item.failure,
+                )
+                for item in state.todo_list(context.id).items.values()
+            ],
+            tasks=_tasks(state, context.id),
+            mail=_mail(state, context.id),
+            files=await trio.to_thread.run_sync(self._digests, files),
+        )
+
+    def _digests(self, files: Sequence[str]) -> list[FileAnchor]:
+        found = []
+        for path in files:
+            try:
+                data = (self._workspace.root / path).read_bytes()
+            except OSError:
+                found.append(FileAnchor(path=path, digest=""))
+                continue
+            found.append(FileAnchor(path=path, digest=hashlib.sha256(data).hexdigest()))
+        return found
+
+
+class _Limits:
+    """A compaction's budgets, in characters."""
+
+    def __init__(
+        self, *, usable: int, pruned_enough: int, anchors: int, recent: int, outputs: int
+    ) -> None:
+        self.usable = usable
+        self.pruned_enough = pruned_enough
+        self.anchors = anchors
+        self.recent = recent
+        self.outputs = outputs
+
+
+def _chars(messages: Sequence[Message]) -> int:
+    return sum(m.chars() for m in messages)
+
+
+def _is_anchor(message: Message) -> bool:
+    return isinstance(message, UserMessage) and message.content.startswith(anchor_text.HEADER)
+
+
+def _shrink(head: Sequence[Message]) -> list[Message] | None:
+    """`head` made smaller for a summariser that found it too long: every tool output
+    pruned, else its older half dropped; None when nothing is left to drop."""
+    pruned = prune(head, keep_chars=0)
+    if pruned.refs:
+        return pruned.messages
+    points = [p for p in cut_points(head) if p > 0]
+    if not points:
+        return None
+    return list(head[points[len(points) // 2] :])
+
+
+def _tasks(state: SessionState, agent: str) -> list[TaskAnchor]:
+    records = state.tasks.subtree(agent)[1:] if agent in state.tasks.tasks else []
+    if agent not in state.tasks.tasks:  # the main agent: every task answers to it
+        records = list(state.tasks.tasks.values())
+    asked = {
+        m.sender: m for m in state.mailbox.messages.values() if m.requires_ack and not m.answered_by
+    }
+    found = []
+    for task in records:
+        question = asked.get(task.task_id)
+        found.append(
+            TaskAnchor(
+                task_id=task.task_id,
+                agent_type=task.agent_type,
+                state=task.state,
+                description=task.description,
+                progress=task.progress,
+                questions=(question.summary,) if question is not None else (),
+                settled=not task.live,
+            )
+        )
+    return found
+
+
+def _mail(state: SessionState, agent: str) -> list[str]:
+    lines = [
+        f"from {m.sender} ({m.kind}, not yet delivered): {m.summary}"
+        for m in state.mailbox.undelivered(agent)
+    ]
+    lines.extend(
+        f"from {m.sender} ({m.kind}, waits for your answer, id {m.message_id}): {m.summary}"
+        for m in state.mailbox.messages.values()
+        if m.recipient == agent and m.delivered and m.requires_ack and not m.answered_by
+    )
+    return lines
+
+
+def _facts(context: AgentContext, head: Sequence[Message], files: Sequence[str]) -> Facts:
+    said = [
+        m.content[:500]
+        for m in head
+        if isinstance(m, UserMessage) and not m.content.startswith(SUMMARY_HEADER)
+    ]
+    errors = [
+        f"{m.name}: {m.content.splitlines()[0][:200] if m.content else '(no message)'}"
+        for m in head
+        if isinstance(m, ToolResult) and m.status == "error"
+    ]
+    replies = [m for m in head if isinstance(m, AssistantMessage) and m.text.strip()]
+    return Facts(
+        goal=context.goal,
+        user_messages=said,
+        files_touched=files,
+        errors=errors[-20:],
+        current_work=replies[-1].text.strip()[:1000] if replies else "",
+    )

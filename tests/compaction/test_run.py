@@ -1,0 +1,94 @@
+"""Compaction in whole sessions: a scripted session that crosses its model's window
+several times runs to completion, its anchors exact after every compaction."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from orchestrator.loop.anchors import HEADER
+from orchestrator.loop.compaction import Window
+from orchestrator.messages import UserMessage
+from orchestrator.models.base import COMPACTOR, ModelRequest
+from orchestrator.models.scripted import (
+    ScriptedCall,
+    ScriptedModel,
+    ScriptedReply,
+    ScriptedWindow,
+    default_summary,
+)
+from orchestrator.session.live import create_session, load_state, open_session
+from orchestrator.state.events import ListSink
+from orchestrator.team.drive import RunResult, RunSettings, drive
+from orchestrator.tools import PermissionPolicy, approve_all, workspace_tools
+
+WINDOW = Window(6_000)
+CLAIMED = ScriptedWindow(
+    context=6_000
+)  # 5,000 usable: compaction at 4,000 tokens, about 16,000 characters
+
+
+def reader(rounds: int, requests: list[ModelRequest]) -> ScriptedModel:
+    """A main agent that reads big files, `rounds` times, then finishes."""
+
+    def respond(request: ModelRequest) -> ScriptedReply:
+        requests.append(request)
+        if request.role == COMPACTOR:
+            return ScriptedReply(text=default_summary(request))
+        if request.step < rounds:
+            path = f"f{request.step % 4}.txt"
+            return ScriptedReply(
+                tool_calls=(ScriptedCall(name="read_file", arguments={"path": path}),)
+            )
+        return ScriptedReply(text="done")
+
+    return ScriptedModel(respond, window=CLAIMED)
+
+
+async def run(root: Path, session_id: str, model: ScriptedModel) -> RunResult:
+    settings = RunSettings(
+        model=model,
+        tools=workspace_tools(),
+        ui=ListSink(),
+        policy=PermissionPolicy(),
+        approve=approve_all,
+    )
+    async with open_session(root, session_id, warn=pytest.fail) as live:
+        return await drive(live, settings)
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> Path:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    for index in range(4):
+        (workspace / f"f{index}.txt").write_text(f"line {index}\n" * 500)  # 3,500 characters
+    return workspace
+
+
+async def test_a_session_crossing_its_window_compacts_and_completes(
+    tmp_path: Path, files: Path
+) -> None:
+    root = tmp_path / "sessions"
+    session_id, directory = create_session(root, goal="read the files", model="m", workspace=files)
+    requests: list[ModelRequest] = []
+    result = await run(root, session_id, reader(30, requests))
+    assert result.status == "completed", result.detail
+    state = load_state(directory, warn=pytest.fail)
+    main = state.agents["main"]
+    assert main.compactions >= 3
+    asks = [r for r in requests if r.role != COMPACTOR]
+    assert max(r.messages.chars for r in asks) < WINDOW.usable * 4
+    after = [r for r in asks if any(_anchored(m) for m in r.messages)]
+    assert after, "no request carried the anchors"
+    assert all("read the files" in _anchors(r) for r in after)
+    assert main.steps == 31  # compaction's summary calls are not the agent's steps
+
+
+def _anchored(message: object) -> bool:
+    return isinstance(message, UserMessage) and message.content.startswith(HEADER)
+
+
+def _anchors(request: ModelRequest) -> str:
+    return next(m.content for m in request.messages if _anchored(m))  # type: ignore[union-attr]
