@@ -290,9 +290,10 @@ def compaction_line(event: CompactionStarted | ContextCompacted) -> str:
         "fallback": "summarised without a model (the model's summary failed)",
         "truncated": "summarised, oldest turns dropped",
     }[event.method]
-    extra = f", {event.pruned} tool outputs pruned" if event.pruned else ""
+    outputs = f"{event.pruned} tool output{'s' if event.pruned != 1 else ''}"
+    extra = f", {outputs} pruned" if event.pruned else ""
     if event.method == "pruned":
-        extra = f" ({event.pruned})"
+        extra = f" ({outputs})"
     agent = label(event.agent, 40)
     return f"⧉ compacted {agent}: {event.before} → {event.after} tokens, {what}{extra}"
 

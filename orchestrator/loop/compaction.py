@@ -147,10 +147,12 @@ def due(
 ) -> Reason | None:
     """Whether to compact before the model is asked again, and why: a provider said
     the request was too long (always), or the context reached `fraction` of the usable
-    input (unless the breaker pauses it)."""
+    input (unless the breaker pauses it), or all of it (always)."""
     if too_long:
         return "too_long"
-    if count.share_of(window) >= fraction and not breaker.paused(at_round):
+    share = count.share_of(window)
+    # Paused or not, a context over the window would only be refused by the provider.
+    if share >= 1.0 or (share >= fraction and not breaker.paused(at_round)):
         return "fraction"
     return None
 

@@ -21,6 +21,7 @@ import trio
 
 from orchestrator.errors import SessionError, SessionNotFound, StorageFailed
 from orchestrator.layout import MANIFEST, TASKS_DIR, TODOS_DIR
+from orchestrator.loop.compaction import ContextCompacted
 from orchestrator.loop.todos import TodosChanged
 from orchestrator.session.migrations import migrate as migrate
 from orchestrator.session.replay import JOURNAL as JOURNAL
@@ -55,7 +56,7 @@ from orchestrator.store.disk import is_disk_error
 
 SNAPSHOT_EVERY = 2000
 # A turn's end also writes one, once this many records came since the last: with many
-# agents, turns end all the time.
+# agents, turns end all the time. A compaction's checkpoint always does.
 SNAPSHOT_AFTER_TURN = 200
 # Either gap is at least the number of agents and tasks, so that the snapshot's cost (it
 # holds a summary of each) stays a constant share of each record's however many there are.
@@ -209,8 +210,12 @@ class LiveSession:
         self._since_snapshot += 1
         since, scale = self._since_snapshot, len(self.state.agents) + len(self.state.tasks.tasks)
         turn_ended = isinstance(record, TurnEnded)
-        if since >= max(SNAPSHOT_EVERY, scale) or (
-            turn_ended and since >= max(SNAPSHOT_AFTER_TURN, scale)
+        if (
+            since >= max(SNAPSHOT_EVERY, scale)
+            or (turn_ended and since >= max(SNAPSHOT_AFTER_TURN, scale))
+            # A checkpoint moves its agent's context start: from a snapshot after it, a
+            # resume reads only what follows (compactions are rare; the snapshot is small).
+            or isinstance(record, ContextCompacted)
         ):
             self._since_snapshot = 0
             self._snapshot_due = True

@@ -211,12 +211,23 @@ def v5_to_v6(directory: Path) -> None:
     return None
 
 
+def v6_to_v7(directory: Path) -> None:
+    """Format 7 adds the `context_compacted` record (a checkpoint: an agent's live context
+    starts again from its messages), `ref` on the results a checkpoint holds, and the
+    snapshot's compaction counters, breaker and learned context windows. Every format-6
+    record, manifest and snapshot is already a valid format-7 one: nothing to rewrite. The
+    step lets the manifest say 7, so an older orchestrator refuses the session instead of
+    failing on a record kind it does not know."""
+    return None
+
+
 MIGRATIONS: dict[int, Migration] = {
     1: v1_to_v2,
     2: v2_to_v3,
     3: v3_to_v4,
     4: v4_to_v5,
     5: v5_to_v6,
+    6: v6_to_v7,
 }
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import trio
 
 from orchestrator.errors import (
+    CompactionFailed,
     ConfigError,
     ContextTooLong,
     ModelError,
@@ -93,13 +94,21 @@ def _model_failure(exc: ModelError, redact: Callable[[str], str]) -> RunResult:
             return RunResult("failed", detail, "check the key (orchestrator models), then resume")
         case ProviderRateLimited(retry_after=wait) if wait:
             return RunResult("failed", detail, f"wait {_duration(wait)}, then resume")
+        case CompactionFailed():
+            return RunResult(
+                "blocked",
+                detail,
+                "even compacted, the context does not fit this model's window: resume with "
+                "a model that has a larger one (--model)",
+                resume_helps=False,
+            )
         case ContextTooLong():
             return RunResult(
                 "failed",
                 detail,
-                "the conversation no longer fits this model's context; resuming would send "
-                "it again (compaction is not built yet): resume with a model that has a "
-                "larger context (--model)",
+                "the provider kept refusing the request as too long after compacting it: "
+                "resume with a model that has a larger context (--model), or set its window "
+                "([windows] in the config; docs/compaction.md)",
                 resume_helps=False,
             )
         case ScriptError() | ProviderBadRequest():

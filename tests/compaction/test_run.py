@@ -18,7 +18,10 @@ from orchestrator.models.scripted import (
     ScriptedWindow,
     default_summary,
 )
-from orchestrator.session.live import create_session, load_state, open_session
+from orchestrator.session.live import JOURNAL, create_session, load_state, open_session
+from orchestrator.session.replay import fold_records, read_snapshot
+from orchestrator.state.fold import SessionState
+from orchestrator.store import scan_journal
 from orchestrator.state.events import ListSink
 from orchestrator.team.drive import RunResult, RunSettings, drive
 from orchestrator.tools import PermissionPolicy, approve_all, workspace_tools
@@ -84,6 +87,17 @@ async def test_a_session_crossing_its_window_compacts_and_completes(
     assert after, "no request carried the anchors"
     assert all("read the files" in _anchors(r) for r in after)
     assert main.steps == 31  # compaction's summary calls are not the agent's steps
+    # The resume starts from the newest checkpoint: the snapshot points there, and the
+    # context folded from there is the one the run had.
+    scan = scan_journal(directory / JOURNAL)
+    newest = max(f.fields()["seq"] for f in scan.records if f.fields()["k"] == "context_compacted")
+    assert main.start == newest
+    snapshot = read_snapshot(directory, warn=pytest.fail)
+    assert snapshot is not None and snapshot.agents["main"].start == newest
+    assert snapshot.agents["main"].compactions == main.compactions
+    replayed = SessionState()
+    fold_records(replayed, scan)  # the whole journal, from its first record
+    assert replayed.agents["main"].messages == main.messages
 
 
 def _anchored(message: object) -> bool:
@@ -92,3 +106,19 @@ def _anchored(message: object) -> bool:
 
 def _anchors(request: ModelRequest) -> str:
     return next(m.content for m in request.messages if _anchored(m))  # type: ignore[union-attr]
+
+
+async def test_a_context_that_cannot_fit_even_compacted_blocks_the_session(
+    tmp_path: Path, files: Path
+) -> None:
+    # The goal alone is over the window: the anchors carry it whole, so no checkpoint fits.
+    root = tmp_path / "sessions"
+    session_id, directory = create_session(root, goal="g" * 30_000, model="m", workspace=files)
+    requests: list[ModelRequest] = []
+    result = await run(root, session_id, reader(3, requests))
+    assert result.status == "blocked"
+    assert "does not fit its model's window even compacted" in result.detail
+    assert "larger" in result.advice and not result.resume_helps
+    assert [r.role for r in requests] == [COMPACTOR]  # never sent over the window
+    state = load_state(directory, warn=pytest.fail)
+    assert state.agents["main"].compactions == 0
