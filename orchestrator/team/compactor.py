@@ -55,6 +55,8 @@ PRUNED_ENOUGH = 0.5
 """Pruning alone will do when it leaves the context under this share of the usable
 input."""
 SUMMARY_HEADER = "[Summary of the conversation before this point, written at a compaction]"
+FLOOR_SUMMARY = 400
+"""Characters at least of any summary, for the check that one could fit at all."""
 ATTEMPTS = 2
 """Summary calls that fail (an error, or sections missing) before the fallback."""
 
@@ -142,6 +144,9 @@ class Compactor:
         candidate = [*pruned.messages, anchor]
         if _chars(candidate) > limits.pruned_enough or reason == "by_hand":
             system = [m for m in pruned.messages[:1] if isinstance(m, SystemMessage)]
+            floor = _chars([*system, anchor]) + FLOOR_SUMMARY
+            if floor > limits.usable:  # no summary can help: say so before paying for one
+                raise _too_small(context, round(floor / ratio), usable)
             recent = max(recent_start(pruned.messages, limits.recent), len(system))
             head = pruned.messages[len(system) : recent]
             summary, attempts, usage, model_name = await self._summarise(context, head)
@@ -161,12 +166,7 @@ class Compactor:
                 method = "truncated"
         size = _chars(candidate)
         if size > limits.usable:
-            raise CompactionFailed(
-                f"the context of {context.id} does not fit its model's window even "
-                f"compacted: {round(size / ratio)} tokens (system prompt, summary and "
-                f"anchors) for {usable} usable; use a model with a larger window",
-                provider=model_name or "compaction",
-            )
+            raise _too_small(context, round(size / ratio), usable)
         state = self._session.state
         settings = state.settings
         record = ContextCompacted(
@@ -285,6 +285,14 @@ class Compactor:
                 continue
             found.append(FileAnchor(path=path, digest=hashlib.sha256(data).hexdigest()))
         return found
+
+
+def _too_small(context: AgentContext, tokens: int, usable: int) -> CompactionFailed:
+    return CompactionFailed(
+        f"the context of {context.id} does not fit its model's window even compacted: "
+        f"{tokens} tokens (system prompt, summary and anchors) for {usable} usable",
+        provider="compaction",
+    )
 
 
 class _Limits:

@@ -20,9 +20,9 @@ from orchestrator.models.scripted import (
 )
 from orchestrator.session.live import JOURNAL, create_session, load_state, open_session
 from orchestrator.session.replay import fold_records, read_snapshot
+from orchestrator.state.events import ListSink
 from orchestrator.state.fold import SessionState
 from orchestrator.store import scan_journal
-from orchestrator.state.events import ListSink
 from orchestrator.team.drive import RunResult, RunSettings, drive
 from orchestrator.tools import PermissionPolicy, approve_all, workspace_tools
 
@@ -93,7 +93,8 @@ async def test_a_session_crossing_its_window_compacts_and_completes(
     newest = max(f.fields()["seq"] for f in scan.records if f.fields()["k"] == "context_compacted")
     assert main.start == newest
     snapshot = read_snapshot(directory, warn=pytest.fail)
-    assert snapshot is not None and snapshot.agents["main"].start == newest
+    assert snapshot is not None
+    assert snapshot.agents["main"].start == newest
     assert snapshot.agents["main"].compactions == main.compactions
     replayed = SessionState()
     fold_records(replayed, scan)  # the whole journal, from its first record
@@ -118,7 +119,8 @@ async def test_a_context_that_cannot_fit_even_compacted_blocks_the_session(
     result = await run(root, session_id, reader(3, requests))
     assert result.status == "blocked"
     assert "does not fit its model's window even compacted" in result.detail
-    assert "larger" in result.advice and not result.resume_helps
-    assert [r.role for r in requests] == [COMPACTOR]  # never sent over the window
+    assert "larger" in result.advice
+    assert not result.resume_helps
+    assert requests == []  # nothing sent over the window, no summary paid for in vain
     state = load_state(directory, warn=pytest.fail)
     assert state.agents["main"].compactions == 0

@@ -79,7 +79,8 @@ async def test_a_subagent_compacts_with_the_anchors_of_its_own_task(workspace: W
     assert scene.state.tasks.get("t1").state == "completed"
     # Its anchors are its own: its task's brief, not the session's goal.
     anchors = [m.content for m in scene.state.agents["t1"].messages if _anchored(m)]
-    assert anchors and "read big.txt often" in anchors[-1]
+    assert anchors
+    assert "read big.txt often" in anchors[-1]
     assert "the goal" not in anchors[-1].split("## Goal")[1].split("##")[0]
 
 
@@ -147,7 +148,8 @@ async def test_a_summary_missing_sections_is_repaired_once(workspace: Workspace)
     assert (first.method, first.attempts) == ("summary", 2)
     repair = scene.summaries[1].messages[-1]
     assert isinstance(repair, UserMessage)
-    assert "User messages" in repair.content and "Decisions" in repair.content
+    assert "User messages" in repair.content
+    assert "Decisions" in repair.content
     assert scene.state.agents[MAIN].summary_calls == sum(e.attempts for e in scene.compacted())
 
 

@@ -165,14 +165,6 @@ async def test_a_refusal_reaches_the_reply_and_the_transcript(
             "check the key (orchestrator models), then resume",
             True,
         ),
-        (
-            Reply.json(
-                400,
-                {"error": {"message": "too long", "code": "context_length_exceeded"}},
-            ),
-            "no longer fits this model's context",
-            False,
-        ),
         (Reply.json(400, {"error": {"message": "unsupported parameter"}}), "", False),
     ],
 )
@@ -186,3 +178,19 @@ async def test_a_failed_run_says_what_to_do_and_offers_resume_only_where_it_help
     if advice:
         assert advice in stderr
     assert ("continue it with: orchestrator resume" in stderr) == resume_helps
+
+
+async def test_a_request_too_long_for_any_compaction_blocks_the_session_with_advice(
+    server: LoopbackServer, tmp_path: Path
+) -> None:
+    # The provider refuses a first request of a few hundred tokens: the window it implies
+    # holds no checkpoint, so the session blocks instead of asking again and again.
+    too_long = {"error": {"message": "too long", "code": "context_length_exceeded"}}
+    server.add(Reply.json(400, too_long))
+    result, _, _ = await run_cli(server, tmp_path)
+    stderr = result.stderr.decode()
+    assert result.returncode == 3, stderr
+    assert "does not fit its model's window even compacted" in stderr
+    assert "a model that has a larger one (--model)" in stderr
+    assert "continue it with: orchestrator resume" not in stderr
+    assert len(server.requests) == 1
