@@ -1,4 +1,5 @@
-"""Reading an agent's history back from a session's journal (`recall_text`)."""
+"""Reading an agent's history back from a session's journal (`recall_text`), and from a
+live session whose writer still holds what it folded (`LiveSession.recall`)."""
 
 from __future__ import annotations
 
@@ -272,6 +273,22 @@ async def test_every_record_is_found_however_long_the_lines(tmp_path: Path) -> N
         text = recall_text(directory, "main", str(seq))
         assert text == f"seq {seq}: a message added to your context\n[user]\n" + "x" * (
             seq * seq % 977
+        )
+
+
+async def test_a_live_session_recalls_what_it_has_not_written_yet(tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    session_id, directory = create_session(root, goal="g", model="m", workspace=None)
+    async with open_session(root, session_id, warn=pytest.fail) as live:
+        await emit_all(live, HISTORY[:3])
+        # `emit` queues and folds without yielding: the writer has not run yet.
+        assert live.journal.durable_seq < live.journal.last_seq == 3
+        with pytest.raises(RecallRefused, match="beyond the journal"):
+            recall_text(directory, "main", "2.0")  # the file alone does not have it
+        assert (await live.recall("main", "2.0")).endswith("result (seq 3): ok\nprint('a')\n")
+        await live.emit(MessageAdded(agent="main", message=UserMessage(content="just now")))
+        assert await live.recall("main", "4", 0, 12) == (
+            'seq 4: a mes\n[characters 0-12 of 54; 42 more: recall ref "4" with offset 12]'
         )
 
 
