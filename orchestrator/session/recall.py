@@ -23,7 +23,9 @@ probes. Records of a batch whose end is not in the file (a crash's torn tail, or
 being written this instant) are not there, as for a scan.
 
 Blocking: on the trio loop, run it in a thread. A live session's writer may hold records
-it has folded but not yet written: `LiveSession.recall` flushes them first.
+it has folded but not yet written: `LiveSession.recall` flushes them first. The file is
+mapped, not copied: a reader must not race a process that truncates it (only opening a
+session for writing does, to cut a torn tail, under the session's lock).
 """
 
 from __future__ import annotations
@@ -263,7 +265,8 @@ class _Journal:
         the bytes, each probe reading the seq of the line it lands in."""
         low, high = 0, self.end  # line starts; record `seq` starts in [low, high)
         while low < high:
-            start = self.data.rfind(b"\n", low, (low + high) // 2) + 1 or low
+            newline = self.data.rfind(b"\n", low, (low + high) // 2)
+            start = low if newline == -1 else newline + 1
             found = self._seq_at(start)
             if found == seq:
                 return start
