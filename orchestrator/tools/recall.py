@@ -26,7 +26,7 @@ class RecallArgs(BaseModel):
     ref: str = Field(
         description=(
             'What to read back. "<seq>.<index>" (e.g. "12.0"): a tool call, with its '
-            "arguments and its whole result; a pruned output's stub names it. \"<seq>\" "
+            'arguments and its whole result (the stub of a pruned output names it). "<seq>" '
             '(e.g. "12"): one message of your history: a reply of yours (its text and its '
             "calls' refs), a message added to your context, or a mail delivery."
         )
