@@ -104,6 +104,12 @@ class ToolFailed(OrchestratorError):
     """Raised by a tool for an expected failure; the model sees the message as an error result."""
 
 
+class RecallRefused(OrchestratorError, ValueError):
+    """A `recall` ref that names nothing the agent may read back: malformed, beyond the
+    journal, another agent's record, a call its reply does not have or that has no result
+    yet. The message says which, for the model to read (the `recall` tool's error result)."""
+
+
 # --- sessions ---------------------------------------------------------------------------
 
 

@@ -8,6 +8,7 @@ from the newest snapshot plus the journal after it, and yields a `LiveSession` w
 from __future__ import annotations
 
 import contextlib
+import functools
 import shutil
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -24,6 +25,7 @@ from orchestrator.layout import MANIFEST, TASKS_DIR, TODOS_DIR
 from orchestrator.loop.compaction import ContextCompacted
 from orchestrator.loop.todos import TodosChanged
 from orchestrator.session.migrations import migrate as migrate
+from orchestrator.session.recall import LIMIT, recall_text
 from orchestrator.session.replay import JOURNAL as JOURNAL
 from orchestrator.session.replay import SNAPSHOT as SNAPSHOT
 from orchestrator.session.replay import load, lost_records_advice
@@ -222,6 +224,17 @@ class LiveSession:
             self._due.set()
         elif turn_ended and (self._dirty_tasks or self._dirty_todos):
             self._due.set()
+
+    async def recall(self, agent: str, ref: str, offset: int = 0, limit: int = LIMIT) -> str:
+        """What `ref` names in `agent`'s history, as `recall_text` renders it (the
+        `recall` tool's lookup; it raises `RecallRefused`). The journal's queue is flushed
+        first, so that the file holds every record folded so far: a record folded a
+        moment ago may not have been written yet."""
+        await self.journal.flush()
+        read = functools.partial(
+            recall_text, self.directory, agent, ref, offset=offset, limit=limit
+        )
+        return await trio.to_thread.run_sync(read, abandon_on_cancel=True)
 
     async def keep(self) -> None:
         """Write snapshots and views when records make them due, until cancelled (the
