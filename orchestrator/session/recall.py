@@ -42,6 +42,7 @@ import orjson
 from orchestrator.errors import JournalCorrupt, RecallRefused
 from orchestrator.layout import JOURNAL
 from orchestrator.loop.assessment import Assessed, Verified
+from orchestrator.loop.compaction import ContextCompacted
 from orchestrator.messages import AssistantMessage, Message, ToolResult
 from orchestrator.session.replay import decode_records
 from orchestrator.state.context import call_ref
@@ -116,6 +117,9 @@ def _message(seq: int, record: Record) -> str:
         case AgentStarted(role=role, messages=messages):
             said = "\n\n".join(_said(message) for message in messages)
             return f"seq {seq}: your context started (role {role})\n{said}"
+        case ContextCompacted(messages=messages, method=method):
+            said = "\n\n".join(_said(message) for message in messages)
+            return f"seq {seq}: a compaction ({method}) restarted your context here\n{said}"
         case Assessed(note=note) | Verified(note=note) if note:
             return f"seq {seq}: a note the session added to your context\n{note}"
         case CallResult(ref=ref) | EffectStarted(ref=ref):

@@ -20,6 +20,7 @@ from orchestrator.errors import (
     ProviderRateLimited,
     ScriptError,
 )
+from orchestrator.loop.compaction import Window
 from orchestrator.messages import SystemMessage, UserMessage
 from orchestrator.models.base import Model
 from orchestrator.redaction import Redactor
@@ -36,7 +37,7 @@ from orchestrator.team.port import Runner
 from orchestrator.team.prompts import main_agent_prompt
 from orchestrator.team.queries import MAIN
 from orchestrator.team.runtime import Team
-from orchestrator.team.settings import TeamSettings
+from orchestrator.team.settings import TeamSettings, claimed_window
 from orchestrator.team.subagent import InProcessRunner
 from orchestrator.tools import Approver, PermissionPolicy, ToolRegistry, Workspace
 from orchestrator.tools.permissions import parse_rules
@@ -72,6 +73,9 @@ class RunSettings:
     definitions: Definitions = field(default_factory=Definitions.builtin)
     models: Callable[[str], Model] | None = None
     approve_for: Callable[[str, str], Approver] | None = None
+    # A model's context window, when known (the config's `[windows]`, the table of known
+    # models); None: only what a model claims itself (a scripted one's script).
+    windows: Callable[[Model], Window | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -250,6 +254,8 @@ async def _drive(live: LiveSession, settings: RunSettings, sink: EventSink) -> R
         session=chosen,
         prices=settings.prices,
         interactive=settings.interactive,
+        windows=settings.windows or claimed_window,
+        recall=live.recall,
     )
     async with open_team(live, sink, team_settings, runner=settings.runner) as team:
         if MAIN not in live.state.agents:

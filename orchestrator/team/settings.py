@@ -16,6 +16,7 @@ from orchestrator.team.definitions import Definitions
 from orchestrator.team.oversight import Policy
 from orchestrator.tools.base import ToolRegistry
 from orchestrator.tools.permissions import Approver, PermissionPolicy, approve_all
+from orchestrator.tools.recall import Lookup
 from orchestrator.tools.workspace import Workspace
 from orchestrator.usage import Price
 
@@ -60,6 +61,9 @@ class TeamSettings:
     # itself: a scripted one may claim one); None: compaction waits for a provider's
     # context-too-long error to learn it.
     windows: Callable[[Model], Window | None] = field(default=lambda model: claimed_window(model))
+    # Reads an agent's own history back from the journal (the `recall` tool, which a
+    # compaction's stubs name): `LiveSession.recall`; None, no such tool.
+    recall: Lookup | None = None
 
     def window(self, role: str) -> Window | None:
         """The context window of `role`'s model, when known."""

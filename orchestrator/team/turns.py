@@ -30,6 +30,7 @@ from orchestrator.team.writes import Writes
 from orchestrator.tools.base import ToolContext, ToolRegistry
 from orchestrator.tools.coordination import ReportBlockedMain, main_tools, subagent_tools
 from orchestrator.tools.permissions import Approver, PermissionPolicy, parse_rules
+from orchestrator.tools.recall import Recall
 from orchestrator.tools.todos import todo_tools
 from orchestrator.tools.watch import Watched
 
@@ -112,6 +113,9 @@ class Turns:
             return tools
         base = self._settings.base_tools.tools()
         todos = todo_tools(self._oversight)
+        recall = self._settings.recall
+        if recall is not None:  # every agent may read back what a compaction pruned
+            todos = [*todos, Recall(recall)]
         if definition is None:
             blocked = ReportBlockedMain(self._oversight)
             tools = ToolRegistry([*base, *main_tools(self._delegation), *todos, blocked])

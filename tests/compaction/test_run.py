@@ -3,13 +3,15 @@ several times runs to completion, its anchors exact after every compaction."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from orchestrator.loop.anchors import HEADER
 from orchestrator.loop.compaction import Window
-from orchestrator.messages import UserMessage
+from orchestrator.loop.pruning import STUB_PREFIX
+from orchestrator.messages import ToolResult, UserMessage
 from orchestrator.models.base import COMPACTOR, ModelRequest
 from orchestrator.models.scripted import (
     ScriptedCall,
@@ -124,3 +126,44 @@ async def test_a_context_that_cannot_fit_even_compacted_blocks_the_session(
     assert requests == []  # nothing sent over the window, no summary paid for in vain
     state = load_state(directory, warn=pytest.fail)
     assert state.agents["main"].compactions == 0
+
+
+async def test_a_pruned_output_is_read_back_by_its_ref(tmp_path: Path, files: Path) -> None:
+    root = tmp_path / "sessions"
+    session_id, directory = create_session(root, goal="read the files", model="m", workspace=files)
+    recalled: list[str] = []
+
+    def respond(request: ModelRequest) -> ScriptedReply:
+        if request.role == COMPACTOR:
+            return ScriptedReply(text=default_summary(request))
+        stubs = [
+            m.content
+            for m in request.messages
+            if isinstance(m, ToolResult) and m.content.startswith(STUB_PREFIX)
+        ]
+        if stubs and not recalled:
+            [ref] = re.findall(r'recall\("([\d.]+)"\)', stubs[0])
+            recalled.append(ref)
+            return ScriptedReply(tool_calls=(ScriptedCall(name="recall", arguments={"ref": ref}),))
+        if request.step < 24:
+            path = f"f{request.step % 4}.txt"
+            call = ScriptedCall(name="read_file", arguments={"path": path})
+            return ScriptedReply(tool_calls=(call,))
+        return ScriptedReply(text="done")
+
+    model = ScriptedModel(respond, window=ScriptedWindow(context=20_000))
+    result = await run(root, session_id, model)
+    assert result.status == "completed", result.detail
+    assert recalled, "no output was pruned"
+    compactions = [
+        f.fields()
+        for f in scan_journal(directory / JOURNAL).records
+        if f.fields()["k"] == "context_compacted"
+    ]
+    assert compactions[0]["method"] == "pruned"
+    state = load_state(directory, warn=pytest.fail)
+    [answer] = [
+        m for m in state.agents["main"].messages if isinstance(m, ToolResult) and m.name == "recall"
+    ]
+    assert answer.status == "ok"
+    assert "line 0\n" * 3 in answer.content or "line 1\n" * 3 in answer.content

@@ -20,7 +20,6 @@ from orchestrator.team.drive import RunResult, RunSettings, drive
 from orchestrator.tools import (
     PermissionPolicy,
     ToolContext,
-    ToolRegistry,
     Workspace,
     approve_all,
     workspace_tools,
@@ -120,9 +119,13 @@ async def test_a_running_session_recalls_what_it_did_a_moment_before(tmp_path: P
     model = ScriptedModel(answer)
     async with open_session(root, session_id, warn=pytest.fail) as session:
         sessions.append(session)
-        tools = ToolRegistry([*workspace_tools().tools(), Recall(session.recall)])
+        # `drive` gives every agent the recall tool, reading this session's journal.
         run = RunSettings(
-            model=model, tools=tools, ui=ui, policy=PermissionPolicy(), approve=approve_all
+            model=model,
+            tools=workspace_tools(),
+            ui=ui,
+            policy=PermissionPolicy(),
+            approve=approve_all,
         )
         assert await drive(session, run) == RunResult("completed")
     [call] = [
