@@ -27,7 +27,7 @@ from orchestrator.loop.compaction import (
     Window,
     due,
 )
-from orchestrator.loop.pruning import cut_points, prune, recent_start
+from orchestrator.loop.pruning import Pruned, cut_points, prune, recent_start
 from orchestrator.loop.summary import (
     Facts,
     fallback_summary,
@@ -62,7 +62,14 @@ ATTEMPTS = 2
 
 
 class Compactor:
-    """Compacts the contexts of one team's agents."""
+    """Compacts the contexts of one team's agents.
+
+    A summary triggered below the whole window runs in the background (in `nursery`): the
+    agent goes on, and the checkpoint is made at its next round boundary, which waits
+    for the summary if it is not done. Always the next boundary, so a session compacts
+    at the same place however fast the summary comes (a resumed one, a scripted one).
+    Pruning alone, a context at its whole window, a context-too-long error and a
+    compaction by hand do not wait: the checkpoint is made at once."""
 
     def __init__(
         self,
@@ -72,6 +79,7 @@ class Compactor:
         models: Callable[[str], Model],
         window: Callable[[str], Window | None],
         files: Callable[[str], set[str]],
+        nursery: trio.Nursery | None = None,
     ) -> None:
         self._session = session
         self._sink = sink
@@ -79,6 +87,8 @@ class Compactor:
         self._models = models  # by role, each call taking a model slot
         self._window = window  # the configured or known window of a role's model
         self._files = files  # the files an agent's tools changed (team/writes.py)
+        self._nursery = nursery  # where summaries run in the background (None: never)
+        self._pending: dict[str, _Plan] = {}  # agent -> its summary in the background
 
     def window(self, role: str) -> tuple[Window | None, str]:
         """The window of `role`'s model (a learned one, if smaller), and its name."""
@@ -90,20 +100,31 @@ class Compactor:
         return known, name
 
     async def maybe(self, context: AgentContext) -> None:
-        """Compact `context` if it reached its share of the window (at a round boundary,
-        with none of its calls open)."""
+        """At a round boundary, with none of the agent's calls open: make the checkpoint
+        of a summary started at the last one, or compact `context` if it reached its
+        share of the window."""
+        pending = self._pending.pop(context.id, None)
+        if pending is not None:
+            await pending.done.wait()
+            if pending.still_fits(context):
+                await self._finish(context, pending)
+                return
         window, _ = self.window(context.role)
         if window is None:
             return
         settings = self._session.state.settings
         fraction = settings.compact_at if settings is not None else 0.8
-        reason = due(context.count(), window, context.breaker, context.steps, fraction=fraction)
+        count = context.count()
+        reason = due(count, window, context.breaker, context.steps, fraction=fraction)
         if reason is not None:
-            await self.compact(context, reason)
+            await self.compact(context, reason, background=count.share_of(window) < 1.0)
 
     async def too_long(self, context: AgentContext, error: ContextTooLong) -> None:
         """The provider refused the agent's request as too long: learn the window it
         stated (else the failed request's size is an upper bound), then compact."""
+        pending = self._pending.pop(context.id, None)
+        if pending is not None:
+            pending.scope.cancel()  # it aimed at a window that proved too large
         known, name = self.window(context.role)
         tokens = context.count().tokens
         output = known.output if known is not None else 0
@@ -120,9 +141,26 @@ class Compactor:
         reason: Reason,
         *,
         learned: tuple[str, Window] | None = None,
-    ) -> ContextCompacted:
-        """Compact `context` now and journal the checkpoint; raises `CompactionFailed`
-        when even the smallest context it can make does not fit the window."""
+        background: bool = False,
+    ) -> ContextCompacted | None:
+        """Compact `context` and journal the checkpoint; with `background`, a summary
+        runs while the agent goes on and the checkpoint waits for its next round
+        boundary (None is returned). Raises `CompactionFailed` when even the smallest
+        context it can make does not fit the window."""
+        plan = await self._plan(context, reason, learned)
+        if plan.summarised:
+            if background and self._nursery is not None:
+                self._pending[context.id] = plan
+                self._nursery.start_soon(self._summary_of, context, plan)
+                return None
+            await self._summary_of(context, plan)
+        return await self._finish(context, plan)
+
+    async def _plan(
+        self, context: AgentContext, reason: Reason, learned: tuple[str, Window] | None
+    ) -> _Plan:
+        """What the compaction will do, decided now: the pruned context, and whether it
+        is enough or which part a summary replaces."""
         window = learned[1] if learned is not None else self.window(context.role)[0]
         count = context.count()
         ratio = count.chars_per_token
@@ -135,53 +173,77 @@ class Compactor:
             usable = max(before, 1)
         limits = self._limits(usable, ratio)
         messages = [m for m in context.view() if not _is_anchor(m)]
-        files = sorted(self._files(context.id))
-        anchors = anchor_text.render(await self._anchors(context, files), limits.anchors)
-        anchor = UserMessage(content=anchors)
         pruned = prune(messages, keep_chars=limits.outputs)
-        attempts, usage, model_name, summary_chars, dropped = 0, None, "", 0, 0
-        method: Method = "pruned"
-        candidate = [*pruned.messages, anchor]
-        if _chars(candidate) > limits.pruned_enough or reason == "by_hand":
-            system = [m for m in pruned.messages[:1] if isinstance(m, SystemMessage)]
+        plan = _Plan(context, reason, learned, limits, ratio, usable, pruned)
+        files = sorted(self._files(context.id))
+        anchor = await self._anchor(context, files, limits)
+        if _chars([*pruned.messages, anchor]) <= limits.pruned_enough and reason != "by_hand":
+            return plan
+        system: list[Message] = [m for m in pruned.messages[:1] if isinstance(m, SystemMessage)]
+        if _chars([*system, anchor]) + FLOOR_SUMMARY > limits.usable:
+            # No summary can help: say so before paying for one.
             floor = _chars([*system, anchor]) + FLOOR_SUMMARY
-            if floor > limits.usable:  # no summary can help: say so before paying for one
-                raise _too_small(context, round(floor / ratio), usable)
-            recent = max(recent_start(pruned.messages, limits.recent), len(system))
-            head = pruned.messages[len(system) : recent]
-            summary, attempts, usage, model_name = await self._summarise(context, head)
-            method = "summary"
-            if summary is None:
-                summary = fallback_summary(_facts(context, head, files))
-                method = "fallback"
-            summary_chars = len(summary)
-            said = UserMessage(content=f"{SUMMARY_HEADER}\n\n{summary}")
-            tail = pruned.messages[recent:]
-            candidate = [*system, said, anchor, *tail]
+            raise _too_small(context, round(floor / ratio), usable)
+        plan.system = system
+        plan.recent = max(recent_start(pruned.messages, limits.recent), len(system))
+        plan.summarised = True
+        return plan
+
+    async def _summary_of(self, context: AgentContext, plan: _Plan) -> None:
+        """The summary of the plan's head: the model's, else the fallback."""
+        head = plan.pruned.messages[len(plan.system) : plan.recent]
+        try:
+            with plan.scope:
+                summary, plan.attempts, plan.usage, plan.model = await self._summarise(
+                    context, head
+                )
+                plan.method = "summary"
+                if summary is None:
+                    files = sorted(self._files(context.id))
+                    summary = fallback_summary(_facts(context, head, files))
+                    plan.method = "fallback"
+                plan.summary = summary
+        finally:
+            plan.done.set()
+
+    async def _finish(self, context: AgentContext, plan: _Plan) -> ContextCompacted:
+        """The checkpoint of `plan`, with the anchors as they are now and whatever the
+        agent added since the plan was made, journaled."""
+        limits, ratio = plan.limits, plan.ratio
+        files = sorted(self._files(context.id))
+        anchor = await self._anchor(context, files, limits)
+        added = context.messages[plan.length :]
+        dropped = 0
+        if not plan.summarised:
+            candidate = [*plan.pruned.messages, *added, anchor]
+        else:
+            said = UserMessage(content=f"{SUMMARY_HEADER}\n\n{plan.summary}")
+            tail = [*plan.pruned.messages[plan.recent :], *added]
+            candidate = [*plan.system, said, anchor, *tail]
             while _chars(candidate) > limits.usable and tail:
                 cut = next((p for p in cut_points(tail) if p > 0), len(tail))
                 dropped += cut
                 tail = tail[cut:]
-                candidate = [*system, said, anchor, *tail]
-                method = "truncated"
+                candidate = [*plan.system, said, anchor, *tail]
+                plan.method = "truncated"
         size = _chars(candidate)
         if size > limits.usable:
-            raise _too_small(context, round(size / ratio), usable)
-        state = self._session.state
-        settings = state.settings
+            raise _too_small(context, round(size / ratio), plan.usable)
+        settings = self._session.state.settings
+        learned = plan.learned
         record = ContextCompacted(
             agent=context.id,
             messages=tuple(candidate),
-            reason=reason,
-            method=method,
-            before=before,
+            reason=plan.reason,
+            method=plan.method,
+            before=context.count().tokens,
             after=round(size / ratio),
-            pruned=len(pruned.refs),
+            pruned=len(plan.pruned.refs),
             dropped=dropped,
-            summary_chars=summary_chars,
-            attempts=attempts,
-            usage=usage,
-            model=model_name,
+            summary_chars=len(plan.summary),
+            attempts=plan.attempts,
+            usage=plan.usage,
+            model=plan.model,
             window_model=learned[0] if learned is not None else "",
             window=learned[1].context if learned is not None else 0,
             files=tuple(files),
@@ -199,6 +261,12 @@ class Compactor:
                 )
             )
         return record
+
+    async def _anchor(
+        self, context: AgentContext, files: Sequence[str], limits: _Limits
+    ) -> UserMessage:
+        anchors = await self._anchors(context, files)
+        return UserMessage(content=anchor_text.render(anchors, limits.anchors))
 
     def _limits(self, usable: int, ratio: float) -> _Limits:
         settings = self._session.state.settings
@@ -293,6 +361,53 @@ def _too_small(context: AgentContext, tokens: int, usable: int) -> CompactionFai
         f"{tokens} tokens (system prompt, summary and anchors) for {usable} usable",
         provider="compaction",
     )
+
+
+class _Plan:
+    """A compaction decided at a round boundary: the context pruned, and, when a summary
+    is needed, the part it replaces (after the system prompt, before `recent`) and, once
+    `done`, the summary."""
+
+    def __init__(
+        self,
+        context: AgentContext,
+        reason: Reason,
+        learned: tuple[str, Window] | None,
+        limits: _Limits,
+        ratio: float,
+        usable: int,
+        pruned: Pruned,
+    ) -> None:
+        self.reason = reason
+        self.learned = learned
+        self.limits = limits
+        self.ratio = ratio
+        self.usable = usable
+        self.pruned = pruned
+        self.start = context.start  # the context it was made of: this checkpoint's
+        self.messages = context.messages  # list, as long as `length` then
+        self.length = len(context.messages)
+        self.summarised = False
+        self.system: list[Message] = []
+        self.recent = 0
+        self.method: Method = "pruned"
+        self.summary = ""
+        self.attempts = 0
+        self.usage: Usage | None = None
+        self.model = ""
+        self.done = trio.Event()
+        self.scope = trio.CancelScope()
+
+    def still_fits(self, context: AgentContext) -> bool:
+        """Whether the context is still the one planned on, with messages appended only
+        (no checkpoint made meanwhile), and the summary came."""
+        return (
+            context.start == self.start
+            and context.messages is self.messages
+            and len(context.messages) >= self.length
+            and not self.scope.cancelled_caught
+            and bool(self.summary)
+        )
 
 
 class _Limits:

@@ -50,7 +50,7 @@ async def open_team(
     of the block arrives bare, not grouped by the nursery (subagents catch their own)."""
     try:
         async with trio.open_nursery() as nursery:
-            team = Team(session, sink, settings, runner(nursery))
+            team = Team(session, sink, settings, runner(nursery), nursery)
             nursery.start_soon(team.watch_stalls)
             try:
                 yield team

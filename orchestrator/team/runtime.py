@@ -42,7 +42,12 @@ class Team:
     """The agents of one session and the mail between them."""
 
     def __init__(
-        self, session: SessionLike, sink: EventSink, settings: TeamSettings, runner: Runner
+        self,
+        session: SessionLike,
+        sink: EventSink,
+        settings: TeamSettings,
+        runner: Runner,
+        nursery: trio.Nursery | None = None,
     ) -> None:
         self.session = session
         self.sink = sink  # journals (via the session) and shows every event
@@ -92,6 +97,7 @@ class Team:
             models=lambda role: self.turns.model(role),  # in the turns' model-call slots
             window=settings.window,
             files=writes.files_written,
+            nursery=nursery,  # background summaries (None: every summary is waited for)
         )
         rounds = Rounds(session, self.postbox, self.oversight, self.compactor)
         self.turns = Turns(settings, session, sink, rounds, self.delegation, self.oversight, writes)

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import trio
+
 from orchestrator.loop.anchors import HEADER
-from orchestrator.loop.compaction import ContextCompacted
+from orchestrator.loop.compaction import CompactionStarted, ContextCompacted
 from orchestrator.messages import UserMessage
 from orchestrator.models.base import COMPACTOR, ModelRequest
 from orchestrator.models.scripted import ScriptedReply, ScriptedWindow, default_summary
@@ -170,10 +172,10 @@ async def test_compactions_that_free_too_little_pause_the_trigger(workspace: Wor
     # The goal alone is most of the window, and the anchors carry it whole: no compaction
     # can free a fifth of the context.
     for index in range(3):
-        (workspace.root / f"small{index}.txt").write_text(str(index) * 300)
+        (workspace.root / f"small{index}.txt").write_text(str(index) * 100)
 
     def main(request: ModelRequest) -> Reply:
-        if request.step < 30:
+        if request.step < 40:
             return reply("", c("read_file", path=f"small{request.step % 3}.txt"))
         return reply("done")
 
@@ -201,3 +203,68 @@ def _steps_at_compactions(scene: CompactingScene) -> list[int]:
 
 def _anchored(message: object) -> bool:
     return isinstance(message, UserMessage) and message.content.startswith(HEADER)
+
+
+async def test_the_agent_goes_on_while_its_summary_is_written(workspace: Workspace) -> None:
+    big_file(workspace)
+    went_on = trio.Event()
+    scene: CompactingScene
+    asked_while_pending: list[int] = []
+
+    def main(request: ModelRequest) -> Reply:
+        kinds = [e.kind for e in scene.events.events]
+        if "compaction_started" in kinds and "context_compacted" not in kinds:
+            asked_while_pending.append(request.step)
+            went_on.set()
+        return reads(8, reply("done"))(request)
+
+    async def summary_after_the_agent_went_on(request: ModelRequest) -> ScriptedReply:
+        await went_on.wait()  # a summary the agent waited for would never come
+        return ScriptedReply(text=default_summary(request))
+
+    scene = CompactingScene(workspace, {MAIN: main, COMPACTOR: summary_after_the_agent_went_on})
+    with trio.fail_after(20):
+        assert (await scene.run()).reason == "completed"
+    [first, *_] = scene.compacted()
+    assert asked_while_pending[:1] == [_steps_at_compactions(scene)[0] - 1]
+    # The checkpoint holds the round made meanwhile, verbatim after the summary.
+    replies_after = [m for m in first.messages if m.role == "assistant"]
+    assert replies_after
+    assert first.method == "summary"
+
+
+async def test_at_its_whole_window_the_agent_waits_for_the_summary(
+    workspace: Workspace,
+) -> None:
+    # One read takes the context from under the trigger to over the whole window.
+    (workspace.root / "huge.txt").write_text("h" * 15_000)
+    big_file(workspace)
+
+    def main(request: ModelRequest) -> Reply:
+        if request.step < 8:
+            return reply("", c("read_file", path=f"big{request.step % 3}.txt"))
+        if request.step == 8:
+            return reply("", c("read_file", path="huge.txt"))
+        return reply("done")
+
+    scene = CompactingScene(workspace, {MAIN: main})
+    assert (await scene.run()).reason == "completed"
+    events = scene.events.events
+    whole = [
+        i for i, e in enumerate(events) if isinstance(e, CompactionStarted) and e.tokens >= e.usable
+    ]
+    assert whole, "no compaction started at the whole window"
+    for start in whole:
+        end = next(i for i in range(start, len(events)) if isinstance(events[i], ContextCompacted))
+        between = [e.kind for e in events[start:end]]
+        assert "assistant_replied" not in between  # it waited for its checkpoint
+    # Below it, the agent went on while its summary was written.
+    fraction = [
+        i for i, e in enumerate(events) if isinstance(e, CompactionStarted) and e.tokens < e.usable
+    ]
+    assert fraction, "no compaction in the background before it"
+    end = next(
+        i for i in range(fraction[0], len(events)) if isinstance(events[i], ContextCompacted)
+    )
+    assert events[end].method == "summary"
+    assert "assistant_replied" in [e.kind for e in events[fraction[0] : end]]
