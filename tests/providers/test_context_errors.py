@@ -2,7 +2,8 @@
 with the window (`limit`) and the request's input (`requested`) the provider stated, or
 None where it states nothing. Each body is the provider's own, as users reported it in the
 issue threads named beside it (figures as reported); `error_from_response` reads it whole,
-as the adapters do.
+as the adapters do. Then both adapters against a server on 127.0.0.1 that answers in those
+shapes, and one that enforces a window of its own (`window_chars`).
 """
 
 from __future__ import annotations
@@ -12,9 +13,25 @@ from typing import Any
 import httpx
 import orjson
 import pytest
+from provider_server import ContextShape, LoopbackServer, Reply, Sleeps, context_too_long
+from sdk_types import (
+    MESSAGE_STOP,
+    OPENAI_DONE,
+    block_delta,
+    block_start,
+    block_stop,
+    message_delta,
+    message_start,
+    openai_chunk,
+)
 
 from orchestrator.errors import ContextTooLong
+from orchestrator.messages import AssistantMessage, UserMessage
+from orchestrator.models.anthropic import AnthropicEndpoint, AnthropicModel
+from orchestrator.models.base import Model, ModelRequest, collect
 from orchestrator.models.failures import classify, error_from_response
+from orchestrator.models.http import HttpOptions, RetryPolicy, Timeouts
+from orchestrator.models.openai import OpenAIChatModel, OpenAIEndpoint
 
 OPENAI_400 = "invalid_request_error"
 
@@ -407,3 +424,95 @@ def test_fields_of_the_body_win_over_the_message() -> None:
 def test_errors_that_only_sound_like_it_are_not_context_errors(status: int, message: str) -> None:
     error = classify(provider="p", status=status, kind=None, code=None, message=message)
     assert not isinstance(error, ContextTooLong)
+
+
+# --- through the adapters, against a server on 127.0.0.1 -----------------------------------
+
+OK_EVENTS = {
+    "openai": [
+        openai_chunk({"role": "assistant", "content": ""}),
+        openai_chunk({"content": "fine"}),
+        openai_chunk({}, finish="stop"),
+        OPENAI_DONE,
+    ],
+    "anthropic": [
+        message_start(),
+        block_start(0, {"type": "text", "text": ""}),
+        block_delta(0, {"type": "text_delta", "text": "fine"}),
+        block_stop(0),
+        message_delta("end_turn", 3),
+        MESSAGE_STOP,
+    ],
+}
+
+
+def make_model(
+    adapter: str, server: LoopbackServer, client: httpx.AsyncClient, sleeps: Sleeps
+) -> Model:
+    http = HttpOptions(
+        client=client,
+        timeouts=Timeouts(first_byte=10, idle=10),
+        retry=RetryPolicy(max_retries=3, base_delay=1.0),
+        sleep=sleeps,
+        rand=lambda: 1.0,
+    )
+    if adapter == "anthropic":
+        endpoint = AnthropicEndpoint(model="claude-test", api_key="sk-ant", base_url=server.url)
+        return AnthropicModel(endpoint, http)
+    return OpenAIChatModel(
+        OpenAIEndpoint(provider="p", model="m", base_url=server.url + "/v1", api_key="sk"), http
+    )
+
+
+async def complete(model: Model, chars: int) -> AssistantMessage:
+    request = ModelRequest(messages=(UserMessage(content="x" * chars),))
+    async with model.stream(request) as events:
+        return await collect(events)
+
+
+@pytest.mark.parametrize(
+    ("adapter", "shape", "figures"),
+    [
+        ("openai", "openai", (4096, 5000)),
+        ("openai", "vllm", (4096, 5000)),
+        ("openai", "llama.cpp", (4096, 5000)),
+        ("anthropic", "anthropic", (4096, 5000)),
+        ("anthropic", "anthropic-413", (None, None)),  # it states neither
+    ],
+)
+async def test_an_adapter_raises_context_too_long_with_its_figures_and_never_retries(
+    server: LoopbackServer,
+    client: httpx.AsyncClient,
+    sleeps: Sleeps,
+    adapter: str,
+    shape: ContextShape,
+    figures: tuple[int | None, int | None],
+) -> None:
+    server.add(context_too_long(shape, limit=4096, requested=5000))
+    with pytest.raises(ContextTooLong) as info:
+        await complete(make_model(adapter, server, client, sleeps), chars=10)
+    assert (info.value.limit, info.value.requested) == figures
+    assert len(server.requests) == 1  # not retried: the same request would fail the same way
+    assert sleeps.calls == []
+
+
+@pytest.mark.parametrize(
+    ("adapter", "shape"),
+    [("openai", "openai"), ("openai", "llama.cpp"), ("anthropic", "anthropic")],
+)
+async def test_a_server_with_a_window_refuses_only_the_requests_that_do_not_fit(
+    server: LoopbackServer,
+    client: httpx.AsyncClient,
+    sleeps: Sleeps,
+    adapter: str,
+    shape: ContextShape,
+) -> None:
+    server.window_chars, server.window_shape = 400, shape  # 100 tokens at 4 characters each
+    server.add(Reply.sse(OK_EVENTS[adapter]))
+    model = make_model(adapter, server, client, sleeps)
+    with pytest.raises(ContextTooLong) as info:
+        await complete(model, chars=2000)
+    assert (info.value.limit, info.value.requested) == (100, 500)
+    assert (await complete(model, chars=400)).text == "fine"  # the scripted reply was kept
+    assert server.refused == server.requests[:1]
+    assert len(server.requests) == 2
