@@ -10,7 +10,7 @@ An id is matched on the model part of the spec, lower-cased, without a vendor pr
 ("anthropic/"), an `@URL` or an Ollama tag's colon. The longest known name that starts it
 wins, and only if what follows is a version tail: for a hosted model a date
 ("-20250514", "-2024-08-06"), "-latest" or a three-digit revision ("-001"); for open
-weights a size ("-8b", "-70b-instruct-q4_k_m"). So "claude-opus-4-7" is not taken for
+weights a size ("-8b", "-70b-instruct-q4_k_m"). So "claude-opus-4-9" is not taken for
 "claude-opus-4", nor "o1-mini" for "o1", nor "qwen2.5-math-7b" for "qwen2.5".
 
 The figures are each maker's documented ones (a comment per family says where from);
@@ -165,8 +165,8 @@ def _is_hosted_tail(key: str, tail: str) -> bool:
 
 
 def _is_size_tail(key: str, tail: str) -> bool:
-    """ "", "-latest", or a size and what follows it ("-8b-instruct"); a key that names
-    its size already ("mixtral-8x7b") takes any tail ("-instruct-v0.1", "-32768")."""
+    """No tail, "-latest", or a size and what follows it ("-8b-instruct"); a key that
+    names its size already ("mixtral-8x7b") takes any tail ("-instruct-v0.1", "-32768")."""
     if tail in ("", "-latest"):
         return True
     if not tail.startswith("-"):
