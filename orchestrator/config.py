@@ -1,5 +1,5 @@
-"""The configuration file: providers, which model each agent role uses, prices, the
-limits of delegation (`[team]`) and of one session (`[session]`).
+"""The configuration file: providers, which model each agent role uses, prices, context
+windows, the limits of delegation (`[team]`) and of one session (`[session]`).
 
 A TOML file (see docs/configuration.md and docs/providers.md). It never holds an API
 key, only the *name* of the environment variable that does. Loading takes a path:
@@ -22,6 +22,10 @@ input = 3.0
 output = 15.0
 cache_read = 0.3
 cache_write = 3.75
+
+[windows."openai-compatible:qwen2.5-coder"]  # tokens: the whole window, and the output
+context = 32768
+output = 8192
 ```
 """
 
@@ -32,7 +36,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from orchestrator.errors import ConfigError
 from orchestrator.usage import Price
@@ -139,6 +143,25 @@ class SessionConfig(_Strict, frozen=True):
         return verify
 
 
+class WindowConfig(_Strict, frozen=True):
+    """`[windows."SPEC"]`: what a model accepts, in tokens: `context` in all, input and
+    output together, of which it may write `output` (0: not known; the runtime then
+    reserves what it asks for). The same value describes a known model in
+    `models/windows.py`."""
+
+    context: int = Field(gt=0)
+    output: int = Field(default=0, ge=0)
+
+    @model_validator(mode="after")
+    def _output_fits(self) -> WindowConfig:
+        if self.output >= self.context:
+            raise ValueError(
+                f"output ({self.output}) must be less than context ({self.context}): "
+                "the window holds the input too"
+            )
+        return self
+
+
 class Config(_Strict, frozen=True):
     model: str | None = None
     shell: ShellConfig = Field(default_factory=ShellConfig)
@@ -147,12 +170,22 @@ class Config(_Strict, frozen=True):
     providers: dict[str, ProviderConfig] = Field(default_factory=dict)
     agents: dict[str, AgentConfig] = Field(default_factory=dict)
     prices: dict[str, Price] = Field(default_factory=dict)
+    windows: dict[str, WindowConfig] = Field(default_factory=dict)
 
     def provider(self, name: str) -> ProviderConfig:
         return self.providers.get(name) or ProviderConfig()
 
     def agent(self, role: str) -> AgentConfig:
         return self.agents.get(role) or AgentConfig()
+
+    def window(self, spec: str) -> WindowConfig | None:
+        """The `[windows]` entry of model `spec` ("openai:gpt-4o"): by the full spec,
+        else by the model alone ("gpt-4o"), as `[prices]` is read; None if neither is
+        set. `models.windows.window_for` falls back on the known models."""
+        if spec in self.windows:
+            return self.windows[spec]
+        _, sep, bare = spec.partition(":")
+        return self.windows.get(bare) if sep else None
 
     def model_for(
         self,

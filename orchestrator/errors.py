@@ -6,6 +6,7 @@ values, not exceptions.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from pathlib import Path
 
@@ -57,7 +58,33 @@ class ProviderTransient(ModelError):
 
 
 class ContextTooLong(ModelError):
-    """The request does not fit the model's context window: compact, then retry."""
+    """The request does not fit the model's context window: compact, then retry.
+
+    `limit` is the window the provider stated and `requested` the request's input in
+    tokens as the provider counted it (the completion it asked for left out); each is
+    None where the provider did not say. `stated` reads both from a provider's message.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str = "",
+        limit: int | None = None,
+        requested: int | None = None,
+    ) -> None:
+        super().__init__(message, provider=provider)
+        self.limit = limit
+        self.requested = requested
+
+    @staticmethod
+    def stated(message: str) -> tuple[int | None, int | None]:
+        """(limit, requested) as a context-too-long message words them, in the wordings
+        of OpenAI, Anthropic, vLLM, llama.cpp, Ollama, LM Studio, OpenRouter, Together,
+        Mistral, DeepSeek, Gemini, xAI and Cerebras (tests/providers/test_context_errors.py
+        holds each one's real text); None for a figure the message does not state."""
+        text = " ".join(message.lower().split())
+        return _first(_LIMITS, text), _requested(text)
 
 
 class CompactionFailed(ContextTooLong):
@@ -185,3 +212,72 @@ class JournalCorrupt(SessionError):
         self.path = path
         self.line = line
         self.seq = seq
+
+
+# --- what a context-too-long message states (ContextTooLong.stated) ---------------------
+
+_N = r"(\d(?:[\d,]*\d)?)"  # 8192, 32,768, 1,048,576
+
+# The window, in the order tried: specific wordings before general ones.
+_LIMITS = tuple(
+    re.compile(wording)
+    for wording in (
+        rf"maximum context length is {_N}",  # OpenAI, vLLM, DeepSeek, OpenRouter
+        rf"context length is only {_N}",  # vLLM: "You passed N input tokens ..."
+        rf"context length of only {_N}",  # LM Studio: "... loaded with context length of only N"
+        rf"(?:tokens|\d) ?> ?{_N}",  # Anthropic: "N tokens > M maximum", "N + M > L"
+        rf"maximum prompt length is {_N}",  # xAI
+        rf"maximum number of tokens allowed \({_N}\)",  # Gemini
+        rf"too large for model with {_N} maximum context",  # Mistral
+        rf"context length \({_N}(?: tokens)?\)",  # Together: "... context length (N tokens)"
+        rf"must be <= {_N}",  # TGI, Together: "`inputs` tokens + `max_new_tokens` must be <= N"
+        rf"available context size \({_N} tokens\)",  # llama.cpp, Ollama
+        rf"n_ctx: ?{_N}",  # LM Studio: "(n_keep: N>= n_ctx: M)"
+        rf"while limit is {_N}",  # Cerebras
+        rf"context (?:window|length|limit) of {_N}",  # "exceeds the context window of N tokens"
+    )
+)
+
+# The request's input. "you requested T tokens (A in the messages, C in the completion)"
+# is read first, as T - C: the completion asked for is not the context's size.
+_REQUESTED_TOTAL = re.compile(rf"you requested (?:about )?{_N} tokens \(([^)]*)\)")
+_COMPLETION_PART = re.compile(rf"{_N} (?:in|for) the (?:completion|output)")
+_REQUESTED = tuple(
+    re.compile(wording)
+    for wording in (
+        rf"your messages resulted in {_N} tokens",  # OpenAI
+        rf"you requested (?:about )?{_N} tokens",  # OpenAI, vLLM, OpenRouter, no parts given
+        rf"prompt contains (?:at least )?{_N} (?:input )?tokens",  # vLLM, Mistral
+        rf"you passed {_N} input tokens",  # vLLM
+        rf"prompt is too long:? {_N} tokens",  # Anthropic
+        rf"context limit: {_N} \+",  # Anthropic: "input length and `max_tokens` exceed ..."
+        rf"input token count \({_N}\)",  # Gemini
+        rf"request contains {_N} tokens",  # xAI
+        rf"given: {_N} \W*inputs\W* tokens",  # TGI, Together
+        rf"the input \({_N} tokens\)",  # Together
+        rf"request \({_N} tokens\)",  # llama.cpp, Ollama
+        rf"n_keep: ?{_N}",  # LM Studio
+        rf"keep the first {_N} tokens",  # LM Studio
+        rf"current length is {_N}",  # Cerebras
+    )
+)
+
+
+def _number(digits: str) -> int:
+    return int(digits.replace(",", ""))
+
+
+def _first(patterns: tuple[re.Pattern[str], ...], text: str) -> int | None:
+    for pattern in patterns:
+        found = pattern.search(text)
+        if found:
+            return _number(found.group(1))
+    return None
+
+
+def _requested(text: str) -> int | None:
+    total = _REQUESTED_TOTAL.search(text)
+    completion = _COMPLETION_PART.search(total.group(2)) if total else None
+    if total and completion:
+        return _number(total.group(1)) - _number(completion.group(1))
+    return _first(_REQUESTED, text)

@@ -33,9 +33,11 @@ from orchestrator.cli.storage import kept_on_full_disk
 from orchestrator.cli.text import label, visible
 from orchestrator.config import Config
 from orchestrator.errors import ConfigError
+from orchestrator.loop.compaction import Window
 from orchestrator.models.base import Model
 from orchestrator.models.http import Backoff, make_client
 from orchestrator.models.resolve import resolve_model
+from orchestrator.models.windows import window_for
 from orchestrator.session.live import LiveSession, create_session, open_session
 from orchestrator.session.status import current_status
 from orchestrator.state.events import EventSink
@@ -44,6 +46,7 @@ from orchestrator.state.settings import SessionSettings
 from orchestrator.store import Durability, session_dir
 from orchestrator.team.definitions import Definitions
 from orchestrator.team.drive import RunResult, RunSettings, drive
+from orchestrator.team.settings import claimed_window
 from orchestrator.tools import (
     PermissionPolicy,
     deny_all,
@@ -153,6 +156,17 @@ class _RoleModels:
         return model
 
 
+def _windows(config: Config) -> Callable[[Model], Window | None]:
+    """A model's context window: what it claims itself (a script's), else the config's
+    `[windows]` entry or the table of known models (docs/compaction.md)."""
+
+    def window(model: Model) -> Window | None:
+        found = claimed_window(model) or window_for(config, model.name)
+        return None if found is None else Window(found.context, found.output)
+
+    return window
+
+
 def _definitions(workspace: Path | None, *, interactive: bool) -> Definitions:
     """The agent types: built-in, the user's, the project's (asked about once if they
     would widen anything, when there is a terminal to ask at)."""
@@ -253,6 +267,7 @@ async def _run_session(
             approve=approve,
             session=_session_for(live, config, args, changes or {}),
             prices=dict(config.prices),
+            windows=_windows(config),
             ask_resume=_ask_resume(args.yes),
             message=getattr(args, "message", None) or "",
         )

@@ -19,11 +19,11 @@ as the uninterrupted one would.
 
 from __future__ import annotations
 
-import re
 from typing import ClassVar, Literal
 
 import msgspec
 
+from orchestrator.errors import ContextTooLong
 from orchestrator.eventbase import EventBase
 from orchestrator.messages import Message, Usage
 
@@ -56,27 +56,19 @@ class Window(msgspec.Struct, frozen=True):
 
     @classmethod
     def from_error(cls, message: str, request_tokens: int, output: int = 0) -> Window:
-        """What a context-too-long error says of the window: the limit it states
-        ("maximum context length is 8192 tokens", "prompt is too long: 210000 tokens >
-        200000 maximum"), else the size of the request that failed, an upper bound."""
-        stated = _stated_limit(message)
-        return cls(stated if stated is not None else request_tokens, output)
+        """What a context-too-long error's message says of the window: the limit it
+        states ("maximum context length is 8192 tokens", "prompt is too long: 210000
+        tokens > 200000 maximum"), else the size of the request that failed (as the
+        message states it, else `request_tokens`), an upper bound."""
+        limit, requested = ContextTooLong.stated(message)
+        return cls.from_failure(limit, request_tokens if requested is None else requested, output)
 
-
-_LIMITS = (
-    re.compile(r"maximum context length is (\d[\d,]*)"),
-    re.compile(r"> ?(\d[\d,]*) maximum"),
-    re.compile(r"context (?:window|length|limit)[^\d]{0,40}(\d[\d,]*)"),
-    re.compile(r"(\d[\d,]*) tokens? (?:context|limit|maximum)"),
-)
-
-
-def _stated_limit(message: str) -> int | None:
-    for pattern in _LIMITS:
-        found = pattern.search(message.lower())
-        if found:
-            return int(found.group(1).replace(",", ""))
-    return None
+    @classmethod
+    def from_failure(cls, limit: int | None, requested: int, output: int = 0) -> Window:
+        """The window a context-too-long error tells: the `limit` the provider stated
+        (`ContextTooLong.limit`), else `requested`, the size of the request that failed
+        (`ContextTooLong.requested`, else the runtime's own count), an upper bound."""
+        return cls(requested if limit is None else limit, output)
 
 
 class Count(msgspec.Struct, frozen=True):

@@ -1,6 +1,7 @@
 """What a provider's failure means: an HTTP error response, a transport error or an error
 event in a stream, classified into the error tree (rate limited, context too long,
-transient, auth, bad request) with its Retry-After; one place for every adapter.
+transient, auth, bad request) with its Retry-After, and for a context too long the window
+and the request's size the provider stated; one place for every adapter.
 """
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
+from typing import Any
 
 import httpx
 import orjson
@@ -38,7 +40,9 @@ _CONTEXT_RE = re.compile(
     r"|exceeds? (?:the )?(?:available |model'?s? )?context"
     r"|maximum (?:prompt|input) length"
     r"|input is too long"
-    r"|reduce the length of the (?:messages|prompt)",
+    r"|reduce the length of the (?:messages|prompt)"
+    r"|input token count .* exceeds the maximum"  # Gemini
+    r"|inputs\W* tokens \+ \W*max_new_tokens\W* must be",  # TGI, Together
     re.IGNORECASE,
 )
 
@@ -57,9 +61,14 @@ def classify(
     code: str | None,
     message: str,
     retry_after: float | None = None,
+    limit: int | None = None,
+    requested: int | None = None,
 ) -> ModelError:
     """The error class for a provider failure, from an HTTP status and/or the error
-    object's `type` / `code` (Anthropic, OpenAI, vLLM, llama.cpp and Ollama shapes)."""
+    object's `type` / `code` (Anthropic, OpenAI, vLLM, llama.cpp and Ollama shapes).
+    A context-too-long error carries the window and the request's size: `limit` and
+    `requested` where the error body gave them as fields, else as its message states
+    them."""
     tags = {(kind or "").lower(), (code or "").lower()} - {""}
     text = f"HTTP {status}: {message}" if status else message
     if retry_after is not None and retry_after > 0:
@@ -71,7 +80,13 @@ def classify(
         or status == 413
         or (status in (None, 400, 422) and _CONTEXT_RE.search(message))
     ):
-        return ContextTooLong(text, provider=provider)
+        stated_limit, stated_requested = ContextTooLong.stated(message)
+        return ContextTooLong(
+            text,
+            provider=provider,
+            limit=stated_limit if limit is None else limit,
+            requested=stated_requested if requested is None else requested,
+        )
     if status in (401, 403) or tags & _AUTH:
         return ProviderAuthError(text, provider=provider)
     if tags & _QUOTA or status == 402:
@@ -87,20 +102,55 @@ def classify(
 
 def error_fields(payload: object) -> tuple[str | None, str | None, str | None]:
     """(type, code, message) of an error body in any of the shapes providers use:
-    `{"error": {"type", "code", "message"}}`, `{"error": "text"}` (Ollama),
-    `{"object": "error", "type", "message"}` (older vLLM)."""
-    if not isinstance(payload, dict):
+    `{"error": {"type", "code", "message"}}`, `{"error": "text"}` (Ollama, LM Studio),
+    `{"object": "error", "type", "message"}` (older vLLM, Mistral), a one-item list of
+    these (Gemini), and `{"error": "<one of these as JSON>"}` (Ollama passing on its
+    llama.cpp runner's error)."""
+    source = _error_object(payload)
+    if isinstance(source, str):
+        return None, None, source
+    if source is None:
         return None, None, None
-    inner = payload.get("error")
-    if isinstance(inner, str):
-        return None, None, inner
-    source = inner if isinstance(inner, dict) else payload
     kind, code, message = (source.get(k) for k in ("type", "code", "message"))
     return (
         kind if isinstance(kind, str) else None,
         None if code is None else str(code),
         message if isinstance(message, str) else None,
     )
+
+
+def context_fields(payload: object) -> tuple[int | None, int | None]:
+    """(limit, requested) an error body gives as fields: llama.cpp's (and so Ollama's)
+    `exceed_context_size_error` carries `n_ctx` and `n_prompt_tokens`."""
+    source = _error_object(payload)
+    if not isinstance(source, dict):
+        return None, None
+    limit, requested = source.get("n_ctx"), source.get("n_prompt_tokens")
+    return (
+        limit if isinstance(limit, int) and limit > 0 else None,
+        requested if isinstance(requested, int) and requested > 0 else None,
+    )
+
+
+def _error_object(payload: object) -> dict[str, Any] | str | None:
+    """The object of an error body that holds its type, code and message; its text when
+    the body has only that; None when it is not an error body at all."""
+    if isinstance(payload, list) and len(payload) == 1:
+        payload = payload[0]
+    if not isinstance(payload, dict):
+        return None
+    inner = payload.get("error")
+    if isinstance(inner, str):
+        nested = _json_or_none(inner) if inner.lstrip().startswith("{") else None
+        return _error_object(nested) if isinstance(nested, dict) else inner
+    return inner if isinstance(inner, dict) else payload
+
+
+def _json_or_none(text: str) -> object:
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
 
 
 def error_from_response(
@@ -111,6 +161,7 @@ def error_from_response(
     except orjson.JSONDecodeError:
         payload = None
     kind, code, message = error_fields(payload)
+    limit, requested = context_fields(payload)
     if message is None:
         message = body.decode("utf-8", errors="replace").strip()[:500] or "(no message)"
     if status < 400:
@@ -128,6 +179,8 @@ def error_from_response(
         code=code,
         message=message,
         retry_after=retry_after_seconds(headers),
+        limit=limit,
+        requested=requested,
     )
 
 

@@ -91,12 +91,17 @@ class Compactor:
         self._pending: dict[str, _Plan] = {}  # agent -> its summary in the background
 
     def window(self, role: str) -> tuple[Window | None, str]:
-        """The window of `role`'s model (a learned one, if smaller), and its name."""
+        """The window of `role`'s model (a learned one, if smaller), and its name. Where
+        the output a model may write is not known, the session's `max_tokens` is kept
+        free for it (a server such as vLLM counts it against the window)."""
         name = self._models(role).name
         known = self._window(role)
         learned = self._session.state.windows.get(name)
         if learned and (known is None or learned < known.context):
-            return Window(learned, known.output if known else 0), name
+            known = Window(learned, min(known.output if known else 0, learned // 4))
+        settings = self._session.state.settings
+        if known is not None and not known.output and settings and settings.max_tokens:
+            known = Window(known.context, min(settings.max_tokens, known.context // 4))
         return known, name
 
     async def maybe(self, context: AgentContext) -> None:
@@ -127,8 +132,10 @@ class Compactor:
             pending.scope.cancel()  # it aimed at a window that proved too large
         known, name = self.window(context.role)
         tokens = context.count().tokens
-        output = known.output if known is not None else 0
-        learned = Window.from_error(str(error), tokens, output)
+        stated = Window.from_failure(error.limit, error.requested or tokens)
+        # The output the model may write, but never most of a small window learned.
+        output = min(known.output if known is not None else 0, stated.context // 4)
+        learned = Window(stated.context, output)
         if known is not None and known.context <= learned.context:
             # The provider refused what the window should hold: the estimate runs low,
             # so what failed is the bound.

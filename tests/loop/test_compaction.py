@@ -29,10 +29,20 @@ def test_the_usable_input_leaves_room_for_the_output_and_a_margin() -> None:
         ("prompt is too long: 210000 tokens > 200000 maximum", 200_000),
         ("the request exceeds the context window of 32,768 tokens", 32_768),
         ("request too large", 12_345),  # nothing stated: the failed request's size bounds it
+        # The figures in these are not the window: the input, and the excess.
+        ("input length and `max_tokens` exceed context limit: 178959 + 64000 > 200000", 200_000),
+        ("prompt too long; exceeded max context length by 4096 tokens", 12_345),
+        # No window stated, but the request's size is: the provider's count wins over ours.
+        ("Your request exceeded the window: request (9000 tokens) is too long", 9_000),
     ],
 )
 def test_a_context_error_tells_the_window(message: str, limit: int) -> None:
     assert Window.from_error(message, request_tokens=12_345).context == limit
+
+
+def test_a_context_error_s_figures_make_the_window() -> None:
+    assert Window.from_failure(8_192, requested=9_000, output=1_000) == Window(8_192, 1_000)
+    assert Window.from_failure(None, requested=9_000) == Window(9_000)  # an upper bound
 
 
 def test_the_count_is_the_providers_plus_a_calibrated_estimate() -> None:

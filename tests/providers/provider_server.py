@@ -5,14 +5,18 @@ Each request takes the next `Reply`; a request with no reply left gets a 418 tha
 adapter retries, so a test that sends more requests than it scripted fails loudly. A
 server given a `handler` instead computes each reply from its request (after any scripted
 replies), for a server whose answers depend on what it was sent.
+
+`context_too_long(shape, ...)` is a context-too-long answer in a provider's real shape, and
+a server given `window_chars` enforces a window itself: see `LoopbackServer`.
 """
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, assert_never
 
 import orjson
 import trio
@@ -92,11 +96,119 @@ class Recorded:
 
 Handler = Callable[[Recorded], Reply]
 
+ContextShape = Literal["openai", "vllm", "llama.cpp", "anthropic", "anthropic-413"]
+
+
+def context_too_long(shape: ContextShape, *, limit: int, requested: int) -> Reply:
+    """A context-too-long answer as each server words and shapes it: OpenAI's 400 with code
+    `context_length_exceeded`, vLLM's flat `{"object": "error"}` 400, llama.cpp's 400
+    `exceed_context_size_error` with `n_ctx` and `n_prompt_tokens` fields, Anthropic's 400
+    "prompt is too long: N tokens > M maximum" and its 413 `request_too_large` (which states
+    neither figure). `limit` is the window, `requested` the request's input in tokens."""
+    error: dict[str, Any]
+    match shape:
+        case "openai":
+            error = {
+                "message": f"This model's maximum context length is {limit} tokens. However, "
+                f"your messages resulted in {requested} tokens. Please reduce the length of "
+                "the messages.",
+                "type": "invalid_request_error",
+                "param": "messages",
+                "code": "context_length_exceeded",
+            }
+            return Reply.json(400, {"error": error})
+        case "vllm":
+            error = {
+                "object": "error",
+                "message": f"This model's maximum context length is {limit} tokens. However, "
+                f"you requested {requested + 1000} tokens ({requested} in the messages, 1000 "
+                "in the completion). Please reduce the length of the messages or completion.",
+                "type": "BadRequestError",
+                "param": None,
+                "code": 400,
+            }
+            return Reply.json(400, error)
+        case "llama.cpp":
+            error = {
+                "code": 400,
+                "message": "the request exceeds the available context size, try increasing it",
+                "type": "exceed_context_size_error",
+                "n_prompt_tokens": requested,
+                "n_ctx": limit,
+            }
+            return Reply.json(400, {"error": error})
+        case "anthropic":
+            error = {
+                "type": "invalid_request_error",
+                "message": f"prompt is too long: {requested} tokens > {limit} maximum",
+            }
+            return Reply.json(400, {"type": "error", "error": error})
+        case "anthropic-413":
+            error = {"type": "request_too_large", "message": "Request exceeds the maximum size"}
+            return Reply.json(413, {"type": "error", "error": error})
+        case _:
+            assert_never(shape)
+
+
+_NOT_TEXT = {
+    "role",
+    "type",
+    "id",
+    "tool_call_id",
+    "tool_use_id",
+    "name",
+    "cache_control",
+    "signature",
+}
+
+
+def request_chars(request: Recorded) -> int:
+    """The characters of a chat request's conversation, OpenAI's or Anthropic's: every string
+    under `messages` and `system` (texts, tool call arguments and inputs, tool results),
+    but for roles, types, ids and names. Tool specs are not counted."""
+    try:
+        body = request.json()
+    except ValueError:
+        return 0
+    if not isinstance(body, dict):
+        return 0
+    return _chars(body.get("messages")) + _chars(body.get("system"))
+
+
+def _chars(value: object) -> int:
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, list):
+        return sum(_chars(item) for item in value)
+    if isinstance(value, dict):
+        return sum(_chars(item) for key, item in value.items() if key not in _NOT_TEXT)
+    return 0
+
 
 class LoopbackServer:
-    def __init__(self, replies: Iterable[Reply] = (), *, handler: Handler | None = None) -> None:
+    """Set `window_chars` (at construction or on the `server` fixture) and the server
+    enforces a window, as a model server does: a request whose conversation holds more
+    than `window_chars` characters (`request_chars`) is answered with
+    `context_too_long(window_shape, ...)`, stating a window of `window_chars //
+    chars_per_token` tokens and the request's size likewise, without using up a scripted
+    reply; one within it gets the next reply as usual. Such requests are also kept in
+    `refused`. For a test of compaction: the request after a compaction must fit."""
+
+    def __init__(
+        self,
+        replies: Iterable[Reply] = (),
+        *,
+        handler: Handler | None = None,
+        window_chars: int | None = None,
+        window_shape: ContextShape = "openai",
+        chars_per_token: int = 4,
+    ) -> None:
         self.replies: deque[Reply] = deque(replies)
         self.handler = handler
+        self.window_chars = window_chars
+        self.window_shape: ContextShape = window_shape
+        self.chars_per_token = chars_per_token
+        self.refused: list[Recorded] = []
         self.requests: list[Recorded] = []
         self.disconnects = 0
         self.disconnected = trio.Event()
@@ -128,6 +240,14 @@ class LoopbackServer:
             self._note_disconnect()
 
     def _next(self, request: Recorded) -> Reply:
+        chars = request_chars(request) if self.window_chars is not None else 0
+        if self.window_chars is not None and chars > self.window_chars:
+            self.refused.append(request)
+            return context_too_long(
+                self.window_shape,
+                limit=self.window_chars // self.chars_per_token,
+                requested=math.ceil(chars / self.chars_per_token),
+            )
         if self.replies:
             return self.replies.popleft()
         return self.handler(request) if self.handler is not None else _unscripted()

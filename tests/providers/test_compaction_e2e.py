@@ -1,0 +1,169 @@
+"""Compaction against loopback servers that enforce a window, as model servers do: an
+OpenAI-compatible server nobody configured a window for (the CLI learns it from the
+first `context_length_exceeded`), and the Anthropic adapter's `prompt is too long`."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+import trio
+from provider_server import LoopbackServer, Recorded, Reply, request_chars
+from sdk_types import (
+    MESSAGE_STOP,
+    OPENAI_DONE,
+    block_delta,
+    block_start,
+    block_stop,
+    message_delta,
+    message_start,
+    openai_call_delta,
+    openai_chunk,
+    openai_usage,
+)
+
+from orchestrator.loop.summary import SECTIONS
+from orchestrator.session.live import JOURNAL, load_state
+from orchestrator.store import scan_journal
+
+FILE_CHARS = 6_000
+WINDOW_CHARS = 40_000  # the server refuses more; it states 10,000 tokens
+ROUNDS = 16
+SUMMARY = "\n".join(f"## {name}\nkept: {name.lower()}." for name in SECTIONS)
+
+
+class Agent:
+    """The server side of a model: a summary for a summary request, else the next step
+    of a main agent that reads big files, then finishes."""
+
+    def __init__(self, shape: str) -> None:
+        self.shape = shape
+        self.steps = 0
+        self.summaries = 0
+
+    def __call__(self, request: Recorded) -> Reply:
+        prompt = request_chars(request) // 4
+        if "handoff summary" in request.body.decode():
+            self.summaries += 1
+            return self._text(SUMMARY, prompt)
+        step, self.steps = self.steps, self.steps + 1
+        if step < ROUNDS:
+            return self._read(f"f{step % 3}.txt", f"call_{step}", prompt)
+        return self._text("All files read.", prompt)
+
+    def _text(self, text: str, prompt: int) -> Reply:
+        if self.shape == "openai":
+            return Reply.sse(
+                [
+                    openai_chunk({"role": "assistant", "content": text}),
+                    openai_chunk({}, finish="stop"),
+                    openai_usage(prompt=prompt, completion=len(text) // 4),
+                    OPENAI_DONE,
+                ]
+            )
+        return Reply.sse(
+            [
+                message_start(input_tokens=prompt),
+                block_start(0, {"type": "text", "text": ""}),
+                block_delta(0, {"type": "text_delta", "text": text}),
+                block_stop(0),
+                message_delta("end_turn", len(text) // 4),
+                MESSAGE_STOP,
+            ]
+        )
+
+    def _read(self, path: str, call_id: str, prompt: int) -> Reply:
+        arguments = orjson.dumps({"path": path}).decode()
+        if self.shape == "openai":
+            return Reply.sse(
+                [
+                    openai_chunk({"role": "assistant", "content": None}),
+                    openai_chunk(
+                        {
+                            "tool_calls": [
+                                openai_call_delta(
+                                    0, id=call_id, name="read_file", arguments=arguments
+                                )
+                            ]
+                        }
+                    ),
+                    openai_chunk({}, finish="tool_calls"),
+                    openai_usage(prompt=prompt, completion=10),
+                    OPENAI_DONE,
+                ]
+            )
+        return Reply.sse(
+            [
+                message_start(input_tokens=prompt),
+                block_start(
+                    0, {"type": "tool_use", "id": call_id, "name": "read_file", "input": {}}
+                ),
+                block_delta(0, {"type": "input_json_delta", "partial_json": arguments}),
+                block_stop(0),
+                message_delta("tool_use", 10),
+                MESSAGE_STOP,
+            ]
+        )
+
+
+@pytest.mark.parametrize("shape", ["openai", "anthropic"])
+async def test_a_server_that_refuses_a_long_context_is_compacted_for(
+    server: LoopbackServer, tmp_path: Path, shape: str
+) -> None:
+    agent = Agent(shape)
+    server.handler = agent
+    server.window_chars = WINDOW_CHARS
+    server.window_shape = "openai" if shape == "openai" else "anthropic"
+    workspace = tmp_path / "ws"
+    sessions = tmp_path / "sessions"
+    workspace.mkdir()
+    for index in range(3):
+        (workspace / f"f{index}.txt").write_text(str(index) * (FILE_CHARS - 1) + "\n")
+    env = {
+        **os.environ,
+        "NO_COLOR": "1",
+        "OPENAI_API_KEY": "sk-FAKE",
+        "ANTHROPIC_API_KEY": "sk-ant-FAKE",
+    }
+    env.pop("ORCHESTRATOR_MODEL", None)
+    if shape == "openai":
+        model = f"openai-compatible:test-model@{server.url}/v1"
+        config: list[str] = []
+    else:
+        model = "loop:claude-test"
+        (tmp_path / "config.toml").write_text(
+            f'[providers.loop]\nkind = "anthropic"\nbase_url = "{server.url}"\n'
+            'api_key_env = "ANTHROPIC_API_KEY"\nallow_key_over_http = true\n'
+        )
+        config = ["--config", str(tmp_path / "config.toml")]
+    with trio.fail_after(60):
+        result = await trio.run_process(
+            [
+                sys.executable, "-m", "orchestrator", "run", "Read the three files",
+                "--model", model, "--workspace", str(workspace),
+                "--sessions-dir", str(sessions), "--yes", "--json", *config,
+            ],
+            capture_stdout=True, capture_stderr=True, stdin=subprocess.DEVNULL, env=env,
+            check=False,
+        )  # fmt: skip
+    stderr = result.stderr.decode()
+    assert result.returncode == 0, stderr[-3000:]
+    assert server.refused, "the server never refused a request: the test proves nothing"
+    [session_id] = [p.name for p in sessions.iterdir()]
+    directory = sessions / session_id
+    records = [f.fields() for f in scan_journal(directory / JOURNAL).records]
+    compactions = [r for r in records if r["k"] == "context_compacted"]
+    assert compactions[0]["reason"] == "too_long"
+    assert compactions[0]["window"] == WINDOW_CHARS // 4  # the window the server stated
+    assert len(compactions) >= 2
+    assert agent.summaries >= 1
+    # Every request after the first refusal fit: one refusal per learned window at most.
+    assert len(server.refused) <= 2
+    state = load_state(directory, warn=pytest.fail)
+    assert state.status == "completed"
+    assert state.windows
+    assert state.agents["main"].steps == ROUNDS + 1
