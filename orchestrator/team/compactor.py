@@ -11,14 +11,12 @@ agent's journaled count) or a new one, never half of one.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Sequence
 
 import trio
 
 from orchestrator.errors import CompactionFailed, ContextTooLong, ModelError
 from orchestrator.loop import anchors as anchor_text
-from orchestrator.loop.anchors import Anchors, FileAnchor, TaskAnchor, TodoAnchor
 from orchestrator.loop.compaction import (
     CompactionStarted,
     ContextCompacted,
@@ -29,7 +27,6 @@ from orchestrator.loop.compaction import (
 )
 from orchestrator.loop.pruning import Pruned, cut_points, prune, recent_start
 from orchestrator.loop.summary import (
-    Facts,
     fallback_summary,
     missing_sections,
     repair_request,
@@ -40,21 +37,19 @@ from orchestrator.messages import (
     Message,
     MessageView,
     SystemMessage,
-    ToolResult,
     Usage,
     UserMessage,
 )
 from orchestrator.models.base import COMPACTOR, Model, ModelRequest, collect
 from orchestrator.state.context import AgentContext
 from orchestrator.state.events import EventSink, Notice
-from orchestrator.state.fold import SessionState
+from orchestrator.team.anchoring import SUMMARY_HEADER, facts, gather
 from orchestrator.team.port import SessionLike
 from orchestrator.tools.workspace import Workspace
 
 PRUNED_ENOUGH = 0.5
 """Pruning alone will do when it leaves the context under this share of the usable
 input."""
-SUMMARY_HEADER = "[Summary of the conversation before this point, written at a compaction]"
 FLOOR_SUMMARY = 400
 """Characters at least of any summary, for the check that one could fit at all."""
 ATTEMPTS = 2
@@ -207,7 +202,7 @@ class Compactor:
                 plan.method = "summary"
                 if summary is None:
                     files = sorted(self._files(context.id))
-                    summary = fallback_summary(_facts(context, head, files))
+                    summary = fallback_summary(facts(context, head, files))
                     plan.method = "fallback"
                 plan.summary = summary
         finally:
@@ -272,8 +267,8 @@ class Compactor:
     async def _anchor(
         self, context: AgentContext, files: Sequence[str], limits: _Limits
     ) -> UserMessage:
-        anchors = await self._anchors(context, files)
-        return UserMessage(content=anchor_text.render(anchors, limits.anchors))
+        found = await gather(self._session.state, context, files, self._workspace.root)
+        return UserMessage(content=anchor_text.render(found, limits.anchors))
 
     def _limits(self, usable: int, ratio: float) -> _Limits:
         settings = self._session.state.settings
@@ -330,36 +325,6 @@ class Compactor:
         )
         async with model.stream(request) as stream:
             return await collect(stream)
-
-    async def _anchors(self, context: AgentContext, files: Sequence[str]) -> Anchors:
-        state = self._session.state
-        return Anchors(
-            goal=context.goal,
-            todos=[
-                TodoAnchor(
-                    id=item.id,
-                    content=item.content,
-                    status=item.status,
-                    blocked_by=item.blocked_by,
-                    note=item.result or item.failure,
-                )
-                for item in state.todo_list(context.id).items.values()
-            ],
-            tasks=_tasks(state, context.id),
-            mail=_mail(state, context.id),
-            files=await trio.to_thread.run_sync(self._digests, files),
-        )
-
-    def _digests(self, files: Sequence[str]) -> list[FileAnchor]:
-        found = []
-        for path in files:
-            try:
-                data = (self._workspace.root / path).read_bytes()
-            except OSError:
-                found.append(FileAnchor(path=path, digest=""))
-                continue
-            found.append(FileAnchor(path=path, digest=hashlib.sha256(data).hexdigest()))
-        return found
 
 
 def _too_small(context: AgentContext, tokens: int, usable: int) -> CompactionFailed:
@@ -448,61 +413,3 @@ def _shrink(head: Sequence[Message]) -> list[Message] | None:
     if not points:
         return None
     return list(head[points[len(points) // 2] :])
-
-
-def _tasks(state: SessionState, agent: str) -> list[TaskAnchor]:
-    records = state.tasks.subtree(agent)[1:] if agent in state.tasks.tasks else []
-    if agent not in state.tasks.tasks:  # the main agent: every task answers to it
-        records = list(state.tasks.tasks.values())
-    asked = {
-        m.sender: m for m in state.mailbox.messages.values() if m.requires_ack and not m.answered_by
-    }
-    found = []
-    for task in records:
-        question = asked.get(task.task_id)
-        found.append(
-            TaskAnchor(
-                task_id=task.task_id,
-                agent_type=task.agent_type,
-                state=task.state,
-                description=task.description,
-                progress=task.progress,
-                questions=(question.summary,) if question is not None else (),
-                settled=not task.live,
-            )
-        )
-    return found
-
-
-def _mail(state: SessionState, agent: str) -> list[str]:
-    lines = [
-        f"from {m.sender} ({m.kind}, not yet delivered): {m.summary}"
-        for m in state.mailbox.undelivered(agent)
-    ]
-    lines.extend(
-        f"from {m.sender} ({m.kind}, waits for your answer, id {m.message_id}): {m.summary}"
-        for m in state.mailbox.messages.values()
-        if m.recipient == agent and m.delivered and m.requires_ack and not m.answered_by
-    )
-    return lines
-
-
-def _facts(context: AgentContext, head: Sequence[Message], files: Sequence[str]) -> Facts:
-    said = [
-        m.content[:500]
-        for m in head
-        if isinstance(m, UserMessage) and not m.content.startswith(SUMMARY_HEADER)
-    ]
-    errors = [
-        f"{m.name}: {m.content.splitlines()[0][:200] if m.content else '(no message)'}"
-        for m in head
-        if isinstance(m, ToolResult) and m.status == "error"
-    ]
-    replies = [m for m in head if isinstance(m, AssistantMessage) and m.text.strip()]
-    return Facts(
-        goal=context.goal,
-        user_messages=said,
-        files_touched=files,
-        errors=errors[-20:],
-        current_work=replies[-1].text.strip()[:1000] if replies else "",
-    )
