@@ -49,6 +49,7 @@ class Anchors(msgspec.Struct, frozen=True, kw_only=True):
     todos: Sequence[TodoAnchor] = ()
     tasks: Sequence[TaskAnchor] = ()
     mail: Sequence[str] = ()  # undelivered or unanswered messages, one line each
+    said: Sequence[str] = ()  # what its owner (the user, for the main agent) wrote, verbatim
     files: Sequence[FileAnchor] = ()
 
 
@@ -73,6 +74,11 @@ def render(anchors: Anchors, budget: int) -> str:
 
 def _render(anchors: Anchors, *, list_settled: bool, limit: int | None) -> str:
     parts = [HEADER, f"## Goal\n{anchors.goal or '(none recorded)'}"]
+    if anchors.said:
+        quoted = [f"> {text}".replace("\n", "\n> ") for text in anchors.said]
+        if limit is not None and len(quoted) > limit:  # the newest are kept
+            quoted = [f"(and {len(quoted) - limit} earlier ones)", *quoted[-limit:]]
+        parts.append("## What the user (or your owner) wrote, verbatim\n" + "\n".join(quoted))
     if anchors.plan:
         parts.append(f"## Plan\n{anchors.plan}")
     parts.append(_todos(anchors.todos, list_settled, limit))

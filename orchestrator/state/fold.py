@@ -128,8 +128,12 @@ class Snapshot(msgspec.Struct, kw_only=True):
     refused: list[RefusedCall] = msgspec.field(default_factory=list)
     # Context windows learned from context-too-long errors, by model name (tokens).
     windows: dict[str, int] = msgspec.field(default_factory=dict)
+    # What each agent's owner wrote to it, verbatim, the newest `SAID_KEPT` (`_heard`).
+    said: dict[str, list[str]] = msgspec.field(default_factory=dict)
 
 
+SAID_KEPT = 50
+"""How many of an owner's messages to an agent the state keeps, the newest."""
 REFUSED_ARGUMENTS = 300
 """How much of a refused call's arguments the state keeps, for its summary line."""
 
@@ -170,6 +174,9 @@ class SessionState:
         self.refused: list[RefusedCall] = []
         # Context windows learned from context-too-long errors, by model name (tokens).
         self.windows: dict[str, int] = {}
+        # What each agent's owner (the person, for the main agent) wrote to it, verbatim,
+        # the newest `SAID_KEPT`: what a compaction puts back word for word.
+        self.said: dict[str, list[str]] = {}
 
     def todo_list(self, agent: str) -> TodoList:
         """The agent's todo list (empty when it has none yet)."""
@@ -244,6 +251,7 @@ class SessionState:
             tasks=list(self.tasks.tasks.values()),
             refused=self.refused,
             windows=self.windows,
+            said=self.said,
         )
         return encode_snapshot(snapshot)
 
@@ -265,6 +273,7 @@ class SessionState:
         state.usage_by_model = dict(snapshot.usage_by_model)
         state.refused = list(snapshot.refused)
         state.windows = dict(snapshot.windows)
+        state.said = {agent: list(said) for agent, said in snapshot.said.items()}
         for agent_id, summary in snapshot.agents.items():
             state.agents[agent_id] = AgentContext(
                 id=agent_id,
@@ -296,6 +305,7 @@ class SessionState:
             "rounds": self.rounds,
             "refused": msgspec.to_builtins(self.refused),
             "windows": dict(self.windows),
+            "said": {agent: list(said) for agent, said in self.said.items()},
             "agents": {
                 agent_id: {
                     "role": a.role,
@@ -370,7 +380,12 @@ def _heard(state: SessionState, agent: str, ids: tuple[str, ...]) -> None:
     task = state.tasks.get(agent)
     owner = task.owner if task is not None else USER
     messages = state.mailbox.messages
-    from_owner = any(m.sender == owner for i in ids if (m := messages.get(i)) is not None)
+    said = [m.summary for i in ids if (m := messages.get(i)) is not None and m.sender == owner]
+    from_owner = bool(said)
+    if said:  # their words, kept whole for a compaction's anchors (docs/compaction.md)
+        kept = state.said.setdefault(agent, [])
+        kept.extend(said)
+        del kept[:-SAID_KEPT]
     state.progress_of(agent).heard(from_owner=from_owner)
     if from_owner and agent == MAIN:
         state.refused.clear()  # the person has spoken since: they were told of them

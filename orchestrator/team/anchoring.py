@@ -40,6 +40,7 @@ async def gather(
         ],
         tasks=_tasks(state, context.id),
         mail=_mail(state, context.id),
+        said=state.said.get(context.id, ()),
         files=await trio.to_thread.run_sync(_digests, root, files),
     )
 
