@@ -318,8 +318,10 @@ def _add_config_parser(commands: Any) -> None:
     actions.required = True
     show = actions.add_parser(
         "show",
-        help="every setting of [session] and [team], the model, and where each comes from",
-        description="Print the effective value of every [session] and [team] key, the model "
+        help="every setting of [session], [team] and [compaction], the model, and where "
+        "each comes from",
+        description="Print the effective value of every [session], [team] and [compaction] "
+        "key, the model "
         "and each role's model, and the layer that set it: the user's config file, the "
         "project's .orchestrator/config.toml in the workspace, --config FILE or "
         "$ORCHESTRATOR_CONFIG, or the default. Settings of a project config that need "
