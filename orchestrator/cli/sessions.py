@@ -13,13 +13,14 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from orchestrator.cli.text import abbreviate, label, visible
-from orchestrator.errors import SessionError, SessionNotFound
+from orchestrator.errors import ConfigError, SessionError, SessionNotFound
 from orchestrator.layout import LOCK, MANIFEST
 from orchestrator.session.check import repair, verify
 from orchestrator.session.status import current_status
 from orchestrator.store.ids import is_session_id, session_dir
 
 if TYPE_CHECKING:
+    from orchestrator.loop.compaction import Window
     from orchestrator.usage import Price
 
 # Folding journals (and pydantic, which verify and repair may need) is imported by the
@@ -179,10 +180,11 @@ def _show(
 
     directory = session_dir(root, session_id)
     _listing(directory)  # (a manifest left behind by a kill catches up, if it can)
-    info = quick_describe(directory, last, prices)
+    windows = _claimed_windows(directory)
+    info = quick_describe(directory, last, prices, windows)
     if info is None:
         _current(directory)
-        info = describe(directory, last, prices)
+        info = describe(directory, last, prices, windows)
     table = info.pop("usage_table")
     if as_json:
         sys.stdout.write(orjson.dumps(info, option=orjson.OPT_INDENT_2).decode() + "\n")
@@ -205,6 +207,7 @@ def _show(
             f"{agent['model_calls']} model calls, {usage['input_tokens']} in / "
             f"{usage['output_tokens']} out tokens"
         )
+        print(f"    {_context_line(agent)}")
     if info["tasks"]:
         print("tasks")
         for line in task_tree(info["tasks"]):
@@ -222,6 +225,7 @@ def _show(
             )
     _print_todos(info["todos"])
     _print_assessments(info["assessments"])
+    _print_compactions(info["compactions"])
     print("usage")
     for line in table.splitlines():
         print(f"  {line}")
@@ -231,6 +235,47 @@ def _show(
     for warning in info["warnings"]:
         print(f"warning: {visible(warning)}")
     return 0
+
+
+def _context_line(agent: dict[str, Any]) -> str:
+    """`context 4,120 tokens (82% of 5,000 usable), 2 compactions`, and the breaker when
+    it pauses the automatic trigger."""
+    line = f"context {agent['tokens']:,} tokens"
+    if agent["window"] is not None:
+        usable = agent["window"]["usable"]
+        line += f" ({agent['window_share']:.0%} of {usable:,} usable)" if usable else ""
+    count = agent["compactions"]
+    if count:
+        line += f", {count} compaction{'' if count == 1 else 's'}"
+    breaker = agent["breaker"]
+    if breaker["paused"]:
+        line += (
+            f"; automatic compaction paused until round {breaker['paused_until']} (its last "
+            "compactions freed too little)"
+        )
+    return line
+
+
+def _claimed_windows(directory: Path) -> Callable[[str], Window | None]:
+    """The windows known without a provider: a scripted model's, from its script's
+    `window` (read as plain JSON, without the script's schema: `show` imports no model)."""
+    from orchestrator.loop.compaction import Window
+    from orchestrator.state.manifest import read_manifest
+
+    try:
+        spec = read_manifest(directory).model_spec(directory)
+    except SessionError:
+        return lambda model: None
+    prefix, _, rest = spec.partition(":")
+    if prefix != "scripted":
+        return lambda model: None
+    try:
+        claimed = orjson.loads(Path(rest).read_bytes()).get("window") or {}
+        window = Window(int(claimed["context"]), int(claimed.get("output", 0)))
+    except (OSError, orjson.JSONDecodeError, AttributeError, KeyError, TypeError, ValueError):
+        return lambda model: None
+    name = f"scripted:{Path(rest).name}"  # as ScriptedModel.from_file names it
+    return lambda model: window if model == name else None
 
 
 def _settings_line(settings: dict[str, Any] | None) -> str:
@@ -274,6 +319,18 @@ def _print_assessments(assessments: list[dict[str, Any]]) -> None:
     for a in assessments:
         why = visible("; ".join(a["reasons"]))
         print(f"  {a['seq']:>6}  {a['agent']:<12} {a['action']}" + (f": {why}" if why else ""))
+
+
+def _print_compactions(compactions: list[dict[str, Any]]) -> None:
+    if not compactions:
+        return
+    print("compactions")
+    for c in compactions:
+        dropped = f", {c['dropped']} dropped" if c["dropped"] else ""
+        print(
+            f"  {c['seq']:>6}  {c['agent']:<12} {c['reason']:<8} {c['method']:<9} "
+            f"{c['before']:,} → {c['after']:,} tokens, {c['pruned']} pruned{dropped}"
+        )
 
 
 def _repair(root: Path, session_id: str) -> int:
