@@ -4,18 +4,24 @@ afterwards, and `Team.compact` on a live one."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
+from typing import Any
 
+import orjson
 import pytest
 import trio
 
 from orchestrator.errors import CompactionFailed
+from orchestrator.layout import FORMAT_VERSION, LOCK
+from orchestrator.loop.anchors import HEADER
 from orchestrator.loop.compaction import ContextCompacted
-from orchestrator.messages import UserMessage
+from orchestrator.messages import AssistantMessage, SystemMessage, UserMessage
 from orchestrator.models.base import COMPACTOR, ModelRequest
 from orchestrator.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply
-from orchestrator.session.live import create_session, load_state, open_session
-from orchestrator.state.events import ListSink
+from orchestrator.session.live import JOURNAL, create_session, load_state, open_session
+from orchestrator.state.events import ListSink, decode_record
+from orchestrator.store import SessionLock, scan_journal
 from orchestrator.team.compactor import SUMMARY_HEADER
 from orchestrator.team.drive import RunSettings, drive
 from orchestrator.team.runtime import Team
@@ -35,6 +41,10 @@ SUMMARY = "\n\n".join(
 )
 
 
+def read(path: str) -> dict[str, Any]:
+    return {"tool_calls": [{"name": "read_file", "arguments": {"path": path}}]}
+
+
 @pytest.fixture
 def files(tmp_path: Path) -> Path:
     workspace = tmp_path / "ws"
@@ -42,6 +52,241 @@ def files(tmp_path: Path) -> Path:
     for index in range(3):
         (workspace / f"f{index}.txt").write_text(f"line {index}\n" * 500)  # 3,500 characters
     return workspace
+
+
+def write_script(path: Path, main: list[dict[str, Any]], **more: Any) -> str:
+    """A script whose model claims a 6,000-token window (5,000 usable: the session never
+    reaches its 4,000-token trigger by itself)."""
+    path.write_bytes(orjson.dumps({"window": {"context": 6_000}, "agents": {"main": main, **more}}))
+    return f"scripted:{path}"
+
+
+def a_session(tmp_path: Path, files: Path, **more: Any) -> str:
+    """A finished session whose main agent read three files (about 3,000 tokens)."""
+    main = [read("f0.txt"), read("f1.txt"), read("f2.txt"), {"text": "read them"}]
+    main.append({"text": "went on from the checkpoint"})  # (for a resume)
+    model = write_script(tmp_path / "script.json", main, **more)
+    ran = orchestrator("run", "read the files", "--model", model, "-w", str(files), "--yes")
+    assert ran.returncode == 0, ran.stderr
+    return ran.stderr.split("session ", 1)[1].split()[0]
+
+
+def journal_records(directory: Path) -> list[tuple[int, Any]]:
+    scan = scan_journal(directory / JOURNAL)
+    return [(seq, decode_record(line)) for seq, line in enumerate(scan.lines, 1)]
+
+
+def test_compact_by_hand_then_resume_goes_on_from_the_checkpoint(
+    tmp_path: Path, files: Path
+) -> None:
+    sid = a_session(tmp_path, files, compactor=[{"text": SUMMARY}])
+    directory = tmp_path / "sessions" / sid
+    before = load_state(directory, warn=pytest.fail).agents["main"]
+    compacted = orchestrator("sessions", "compact", sid)
+    assert compacted.returncode == 0, compacted.stderr
+    [line] = compacted.stdout.splitlines()
+    [(seq, record)] = [
+        (s, r)
+        for s, r in journal_records(directory)
+        if s > before.start and isinstance(r, ContextCompacted)
+    ]
+    outputs = "1 tool output" if record.pruned == 1 else f"{record.pruned} tool outputs"
+    assert line == (
+        f"main: {record.before:,} → {record.after:,} tokens, summary by scripted:script.json, "
+        f"{outputs} pruned"
+    )
+    assert (record.reason, record.method, record.attempts) == ("by_hand", "summary", 1)
+    assert record.pruned >= 1
+    assert record.after < record.before
+    assert f"orchestrator resume {sid}" in compacted.stderr
+
+    # The checkpoint is the live context now: the system prompt, the summary the
+    # compactor role wrote, the anchors, then the last turns.
+    main = load_state(directory, warn=pytest.fail).agents["main"]
+    assert (main.start, main.compactions, main.summary_calls) == (seq, 1, 1)
+    system, summary, anchors = main.messages[:3]
+    assert system == before.messages[0]
+    assert isinstance(system, SystemMessage)
+    assert summary == UserMessage(content=f"{SUMMARY_HEADER}\n\n{SUMMARY}")
+    assert isinstance(anchors, UserMessage)
+    assert anchors.content.startswith(HEADER)
+    assert "read the files" in anchors.content
+    assert main.messages[-1] == before.messages[-1]  # "read them", kept verbatim
+    checkpoint = list(main.messages)
+
+    resumed = orchestrator("resume", sid, "--yes", "--message", "go on")
+    assert resumed.returncode == 0, resumed.stderr
+    assert "went on from the checkpoint" in resumed.stdout
+    after = load_state(directory, warn=pytest.fail).agents["main"]
+    assert (after.start, after.compactions) == (seq, 1)
+    assert after.messages[: len(checkpoint)] == checkpoint
+    last = after.messages[-1]
+    assert isinstance(last, AssistantMessage)
+    assert last.text == "went on from the checkpoint"
+
+
+def test_the_transcript_shows_the_live_context_and_full_shows_every_message(
+    tmp_path: Path, files: Path
+) -> None:
+    sid = a_session(tmp_path, files)
+    assert orchestrator("sessions", "compact", sid).returncode == 0
+    live = orchestrator("sessions", "show", sid, "--transcript")
+    assert live.returncode == 0, live.stderr
+    full = orchestrator("sessions", "show", sid, "--transcript", "--full")
+    assert full.returncode == 0, full.stderr
+    # f0's output was pruned and summarised away; the journal still has it.
+    assert "line 0" not in live.stdout
+    assert "line 0" in full.stdout
+    assert "its live context, from its checkpoint at seq" in live.stdout
+    assert live.stdout.count(SUMMARY_HEADER) == full.stdout.count(SUMMARY_HEADER) == 1
+    assert full.stdout.count("══ checkpoint (seq ") == 1
+    # In order: what came before, the checkpoint, its summary and anchors.
+    text = full.stdout
+    assert text.index("line 0") < text.index("══ checkpoint") < text.index(SUMMARY_HEADER)
+    assert text.index(SUMMARY_HEADER) < text.index(HEADER)
+    alone = orchestrator("sessions", "show", sid, "--full")
+    assert alone.returncode == 2
+    assert "--full goes with --transcript" in alone.stderr
+
+
+def test_sessions_show_has_each_contexts_size_window_and_compactions(
+    tmp_path: Path, files: Path
+) -> None:
+    sid = a_session(tmp_path, files)
+    assert orchestrator("sessions", "compact", sid).returncode == 0
+    info = orjson.loads(orchestrator("sessions", "show", sid, "--json").stdout)
+    main = info["agents"]["main"]
+    tokens = main["tokens"]
+    assert (
+        tokens
+        == load_state(tmp_path / "sessions" / sid, warn=pytest.fail).agents["main"].count().tokens
+    )
+    assert main["model"] == "scripted:script.json"
+    assert main["window"] == {"context": 6_000, "output": 0, "usable": 5_000}
+    assert main["window_share"] == round(tokens / 5_000, 4)
+    assert (main["compactions"], main["summary_calls"]) == (1, 1)
+    assert main["breaker"] == {"failures": 0, "paused_until": 0, "paused": False}
+    [compaction] = info["compactions"]
+    assert (compaction["agent"], compaction["reason"], compaction["method"]) == (
+        "main",
+        "by_hand",
+        "summary",
+    )
+    # The summary call's tokens are the session's too.
+    assert info["usage"]["session"]["calls"] == 5  # four turns' calls and the summary's
+    text = orchestrator("sessions", "show", sid).stdout
+    share = f"{main['window_share']:.0%}"
+    assert f"    context {tokens:,} tokens ({share} of 5,000 usable), 1 compaction\n" in text
+    assert "compactions\n" in text
+    assert "by_hand  summary" in text
+
+
+def test_compactions_that_free_nothing_pause_the_automatic_trigger_and_show_says_so(
+    tmp_path: Path, files: Path
+) -> None:
+    """A context smaller than what a compaction keeps verbatim only grows by its summary
+    and anchors: twice in a row trips the breaker, and `show` says until when."""
+    model = write_script(tmp_path / "script.json", [{"text": "hello"}])
+    ran = orchestrator("run", "say hello", "--model", model, "-w", str(files), "--yes")
+    sid = ran.stderr.split("session ", 1)[1].split()[0]
+    first = orchestrator("sessions", "compact", sid)
+    assert first.returncode == 0
+    assert "paused" not in first.stderr
+    second = orchestrator("sessions", "compact", sid)
+    assert second.returncode == 0
+    assert "note: automatic compaction of main paused until round 5" in second.stderr
+    info = orjson.loads(orchestrator("sessions", "show", sid, "--json").stdout)
+    assert info["agents"]["main"]["breaker"] == {
+        "failures": 0,
+        "paused_until": 5,
+        "paused": True,
+    }
+    text = orchestrator("sessions", "show", sid).stdout
+    assert "; automatic compaction paused until round 5 (its last compactions freed" in text
+
+
+def test_the_compactor_role_writes_with_its_own_model(tmp_path: Path, files: Path) -> None:
+    sid = a_session(tmp_path, files)
+    writer = tmp_path / "writer.json"
+    writer.write_bytes(orjson.dumps({"agents": {"compactor": [{"text": SUMMARY}] * 3}}))
+    config = tmp_path / "config.toml"
+    config.write_text(f'[agents.compactor]\nmodel = "scripted:{writer}"\n')
+    by_config = orchestrator("sessions", "compact", sid, "--json", "--config", str(config))
+    assert by_config.returncode == 0, by_config.stderr
+    assert orjson.loads(by_config.stdout)["model"] == "scripted:writer.json"
+    other = tmp_path / "other.json"
+    shutil.copy(writer, other)
+    given = orchestrator(
+        "sessions",
+        "compact",
+        sid,
+        "--json",
+        "--config",
+        str(config),
+        "--model",
+        f"scripted:{other}",
+    )
+    assert given.returncode == 0, given.stderr
+    assert orjson.loads(given.stdout)["model"] == "scripted:other.json"
+    plain = orchestrator("sessions", "compact", sid, "--json")  # the session's own model
+    assert orjson.loads(plain.stdout)["model"] == "scripted:script.json"
+
+
+def test_agent_all_compacts_every_agent_with_a_context(tmp_path: Path) -> None:
+    root = tmp_path / "recorded"
+    shutil.copytree(ROOT / "sessions" / f"v{FORMAT_VERSION}-completed", root)
+    [sid] = [p.name for p in root.iterdir()]
+    result = orchestrator("sessions", "compact", sid, "--agent", "all", "--sessions-dir", str(root))
+    assert result.returncode == 0, result.stderr
+    assert [line.split(":")[0] for line in result.stdout.splitlines()] == ["main", "t1", "t2", "t3"]
+    state = load_state(root / sid, warn=pytest.fail)
+    assert {a: c.compactions for a, c in state.agents.items()} == {
+        "main": 2,  # one while it ran
+        "t1": 1,
+        "t2": 1,
+        "t3": 1,
+    }
+    one = orchestrator("sessions", "compact", sid, "--agent", "t2", "--sessions-dir", str(root))
+    assert one.returncode == 0
+    assert one.stdout.startswith("t2: ")
+
+
+@pytest.mark.parametrize(
+    ("case", "code", "message"),
+    [
+        ("unknown session", 2, "no session '20200101T000000-abcdef'"),
+        ("unknown agent", 2, "has no agent 'nobody' with a context (its agents: main, t1, t2, t3)"),
+        ("in use", 1, "is in use"),
+        ("open calls", 1, "main, t2 have a tool call that was never answered"),
+    ],
+)
+def test_what_cannot_be_compacted_is_refused_clearly(
+    tmp_path: Path, case: str, code: int, message: str
+) -> None:
+    recording = "killed-mid-turn" if case == "open calls" else "completed"
+    root = tmp_path / "recorded"
+    shutil.copytree(ROOT / "sessions" / f"v{FORMAT_VERSION}-{recording}", root)
+    [sid] = [p.name for p in root.iterdir()]
+    args = ["sessions", "compact", sid, "--sessions-dir", str(root)]
+    match case:
+        case "unknown session":
+            args[2] = "20200101T000000-abcdef"
+        case "unknown agent":
+            args += ["--agent", "nobody"]
+        case "open calls":
+            args += ["--agent", "all"]
+    journal = (root / sid / JOURNAL).read_bytes()
+    if case == "in use":
+        with SessionLock(root / sid / LOCK):
+            result = orchestrator(*args)
+    else:
+        result = orchestrator(*args)
+    assert result.returncode == code, result.stderr
+    assert message in result.stderr
+    if case == "open calls":
+        assert f"resume it first (orchestrator resume {sid}), then compact" in result.stderr
+    assert result.stdout == ""
+    assert (root / sid / JOURNAL).read_bytes() == journal  # nothing journaled
 
 
 # --- the library: Team.compact on a live session ------------------------------------------
