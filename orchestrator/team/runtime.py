@@ -168,6 +168,7 @@ class _Asked:
     done: trio.Event = field(default_factory=trio.Event)
     record: ContextCompacted | None = None
     error: Exception | None = None
+    waiting: int = 0  # askers still waiting: when the last gives up, the ask is dropped
 
 
 class _Compactor(Compactor):
@@ -184,11 +185,18 @@ class _Compactor(Compactor):
 
     async def ask(self, agent: str) -> ContextCompacted | None:
         """Have `agent`'s context compacted at its next round boundary (several askers
-        share one compaction); None if the team closes first."""
+        share one compaction); None if the team closes first. An asker cancelled before
+        the compaction began takes its ask back (unless another still waits)."""
         if self._closed:
             return None
         asked = self._asked.setdefault(agent, _Asked())
-        await asked.done.wait()
+        asked.waiting += 1
+        try:
+            await asked.done.wait()
+        finally:
+            asked.waiting -= 1
+            if not asked.waiting and self._asked.get(agent) is asked:
+                del self._asked[agent]  # (not begun: `maybe` pops it when it begins)
         if asked.error is not None:
             raise asked.error
         return asked.record

@@ -356,6 +356,29 @@ async def test_team_compact_compacts_a_live_agent_at_its_next_round(
     assert (state.agents["main"].compactions, state.status) == (1, "completed")
 
 
+async def test_an_asker_that_gives_up_takes_its_ask_back(tmp_path: Path, files: Path) -> None:
+    root = tmp_path / "sessions"
+    sid, directory = create_session(root, goal="read the files", model="m", workspace=files)
+    requests: list[ModelRequest] = []
+    asked = trio.Event()
+    teams: list[Team] = []
+    outcomes: list[ContextCompacted | None] = []
+
+    async def ask_then_give_up() -> None:
+        await asked.wait()
+        with trio.move_on_after(0) as scope:
+            outcomes.append(await teams[0].compact("main"))
+        assert scope.cancelled_caught
+
+    async with open_session(root, sid, warn=pytest.fail) as live, trio.open_nursery() as nursery:
+        nursery.start_soon(ask_then_give_up)
+        result = await drive(live, settings_of(reader(requests, asked), teams))
+    assert result.status == "completed", result.detail
+    assert outcomes == []
+    assert not [r for r in requests if r.role == COMPACTOR]
+    assert load_state(directory, warn=pytest.fail).agents["main"].compactions == 0
+
+
 async def test_team_compact_returns_none_when_the_agent_takes_no_more_rounds(
     tmp_path: Path, files: Path
 ) -> None:
