@@ -1,5 +1,6 @@
 """The configuration file: providers, which model each agent role uses, prices, context
-windows, the limits of delegation (`[team]`) and of one session (`[session]`).
+windows, the limits of delegation (`[team]`) and of one session (`[session]`), and when
+and how an agent's context is compacted (`[compaction]`).
 
 A TOML file (see docs/configuration.md and docs/providers.md). It never holds an API
 key, only the *name* of the environment variable that does. Loading takes a path:
@@ -162,11 +163,30 @@ class WindowConfig(_Strict, frozen=True):
         return self
 
 
+class CompactionConfig(_Strict, frozen=True):
+    """`[compaction]`: when an agent's context is compacted, and what a compaction keeps
+    (docs/configuration.md). The values here are the defaults (those of
+    `SessionSettings`, whose `compact_at` is `at` here and the rest of the same names)."""
+
+    # The share of the model's usable input at which a context is compacted.
+    at: float = Field(default=0.8, gt=0, lt=1)
+    # The share of the usable input the anchors (goal, todos, tasks, mail, files) may fill.
+    anchor_share: float = Field(default=0.25, gt=0, le=0.5)
+    # Tokens of the last turns kept verbatim after a summary.
+    keep_recent: int = Field(default=8_000, ge=0)
+    # Tokens of the newest tool outputs pruning keeps whole.
+    keep_outputs: int = Field(default=20_000, ge=0)
+    # A compaction that frees less than this share of the context is ineffective (two in
+    # a row pause the automatic trigger for a few rounds).
+    min_freed: float = Field(default=0.2, ge=0, lt=1)
+
+
 class Config(_Strict, frozen=True):
     model: str | None = None
     shell: ShellConfig = Field(default_factory=ShellConfig)
     team: TeamConfig = Field(default_factory=TeamConfig)
     session: SessionConfig = Field(default_factory=SessionConfig)
+    compaction: CompactionConfig = Field(default_factory=CompactionConfig)
     providers: dict[str, ProviderConfig] = Field(default_factory=dict)
     agents: dict[str, AgentConfig] = Field(default_factory=dict)
     prices: dict[str, Price] = Field(default_factory=dict)

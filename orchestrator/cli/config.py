@@ -14,7 +14,7 @@ import orjson
 from orchestrator.cli.env import config_layers
 from orchestrator.cli.settings import DEFAULT, UNTRUSTED, Layered, effective_values, shown
 from orchestrator.cli.text import visible
-from orchestrator.config import SessionConfig, TeamConfig
+from orchestrator.config import CompactionConfig, SessionConfig, TeamConfig
 
 
 def run_config(
@@ -32,13 +32,14 @@ def run_config(
 
 
 def config_report(found: Layered) -> dict[str, dict[str, Any]]:
-    """`{key: {"value": ..., "source": ...}}` for the model, every `[session]` and
-    `[team]` key and each role's model that is set; a project setting left out for want
+    """`{key: {"value": ..., "source": ...}}` for the model, every `[session]`, `[team]`
+    and `[compaction]` key and each role's model that is set; a project setting left out for want
     of trust adds `"ignored": {"value": ..., "source": ..., "reason": ...}` to its key."""
     values = effective_values(found.config)
     keys = ["model"]
     keys += [f"session.{name}" for name in SessionConfig.model_fields]
     keys += [f"team.{name}" for name in TeamConfig.model_fields]
+    keys += [f"compaction.{name}" for name in CompactionConfig.model_fields]
     keys += [f"agents.{role}.model" for role, a in sorted(found.config.agents.items()) if a.model]
     keys += [key for key in found.ignored if key not in keys]
     report: dict[str, dict[str, Any]] = {}

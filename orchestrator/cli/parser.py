@@ -318,8 +318,10 @@ def _add_config_parser(commands: Any) -> None:
     actions.required = True
     show = actions.add_parser(
         "show",
-        help="every setting of [session] and [team], the model, and where each comes from",
-        description="Print the effective value of every [session] and [team] key, the model "
+        help="every setting of [session], [team] and [compaction], the model, and where "
+        "each comes from",
+        description="Print the effective value of every [session], [team] and [compaction] "
+        "key, the model "
         "and each role's model, and the layer that set it: the user's config file, the "
         "project's .orchestrator/config.toml in the workspace, --config FILE or "
         "$ORCHESTRATOR_CONFIG, or the default. Settings of a project config that need "
@@ -345,7 +347,7 @@ def _add_config_parser(commands: Any) -> None:
 def _add_sessions_parser(commands: Any) -> None:
     sessions = commands.add_parser(
         "sessions",
-        help="list, show, verify or repair sessions",
+        help="list, show, compact, verify or repair sessions",
         description="Look at the sessions under the sessions root.",
     )
     actions = sessions.add_subparsers(dest="action", metavar="ACTION")
@@ -379,9 +381,50 @@ def _add_sessions_parser(commands: Any) -> None:
     show.add_argument(
         "--transcript",
         action="store_true",
-        help="print the whole conversation instead: every message, every tool call with its "
-        "full arguments, every result in full",
+        help="print each agent's conversation instead: every message of its live context "
+        "(since its last compaction), every tool call with its full arguments, every result "
+        "in full",
     )
+    show.add_argument(
+        "--full",
+        action="store_true",
+        help="with --transcript: the whole history from the journal, every message before "
+        "each compaction too, and where each checkpoint started the context again",
+    )
+    compact = _session_action(
+        actions,
+        "compact",
+        "compact an agent's context by hand (a stopped session)",
+        "Compact the context of an agent of session ID now, as a running session does when "
+        "a context nears its model's window: old tool outputs are pruned, the older part is "
+        "summarised by the compactor role's model ([agents.compactor] model, else the "
+        "session's), and the context starts again from a journaled checkpoint carrying the "
+        "summary, the anchors (goal, todos, tasks, mail, files) and the last turns. A "
+        "session in use is refused, and so is an agent with a tool call left unanswered "
+        "(resume the session first). Prints, per agent, its tokens before and after, how "
+        "it was compacted and how many tool outputs were pruned; the next resume goes on "
+        "from the checkpoint, and `sessions show ID --transcript --full` still shows "
+        "everything before it.",
+    )
+    compact.add_argument(
+        "--agent",
+        default="main",
+        metavar="AGENT",
+        help="the agent to compact: main (the default), a task id (t1), or all (every agent "
+        "with a context)",
+    )
+    compact.add_argument(
+        "-m",
+        "--model",
+        default=None,
+        metavar="SPEC",
+        help="the model that writes the summary, instead of [agents.compactor] model or the "
+        "session's own",
+    )
+    compact.add_argument(
+        "--json", action="store_true", help="print one JSON object per agent compacted"
+    )
+    _config_option(compact)
     _session_action(
         actions,
         "repair",

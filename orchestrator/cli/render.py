@@ -278,24 +278,39 @@ class TranscriptSink:
 
 
 def compaction_line(event: CompactionStarted | ContextCompacted) -> str:
-    """A compaction's start, or its result, in a line."""
+    """A compaction's start, or its result, in a line: `⧉ compacting main: 4,120 tokens
+    (85% of its window), near its window`, then `⧉ compacted main: 4,120 → 1,310 tokens,
+    summarised, 6 tool outputs pruned`."""
+    agent = label(event.agent, 40)
     if isinstance(event, CompactionStarted):
         share = f" ({event.tokens * 100 // event.usable}% of its window)" if event.usable else ""
-        why = {"fraction": "near its window", "too_long": "the provider found it too long"}
-        reason = why.get(event.reason, "asked for by hand")
-        return f"⧉ compacting {label(event.agent, 40)}: {event.tokens} tokens{share}, {reason}"
-    what = {
-        "pruned": "old tool outputs pruned",
-        "summary": "summarised",
-        "fallback": "summarised without a model (the model's summary failed)",
-        "truncated": "summarised, oldest turns dropped",
-    }[event.method]
-    outputs = f"{event.pruned} tool output{'s' if event.pruned != 1 else ''}"
-    extra = f", {outputs} pruned" if event.pruned else ""
-    if event.method == "pruned":
-        extra = f" ({outputs})"
-    agent = label(event.agent, 40)
-    return f"⧉ compacted {agent}: {event.before} → {event.after} tokens, {what}{extra}"
+        match event.reason:
+            case "fraction":
+                why = "near its window"
+            case "too_long":
+                why = "the provider found it too long"
+            case "by_hand":
+                why = "asked for by hand"
+            case reason:
+                assert_never(reason)
+        return f"⧉ compacting {agent}: {event.tokens:,} tokens{share}, {why}"
+    outputs = f"{event.pruned:,} tool output{'' if event.pruned == 1 else 's'}"
+    match event.method:
+        case "pruned":
+            what = f"old tool outputs pruned ({outputs})"
+        case "summary":
+            what = "summarised"
+        case "fallback":
+            what = "summarised without a model (the model's summary failed)"
+        case "truncated":
+            what = f"summarised, its {event.dropped:,} oldest messages dropped"
+        case method:
+            assert_never(method)
+    if event.pruned and event.method != "pruned":
+        what += f", {outputs} pruned"
+    if event.after >= event.before:
+        what += " (it freed nothing)"
+    return f"⧉ compacted {agent}: {event.before:,} → {event.after:,} tokens, {what}"
 
 
 class JsonLinesSink:

@@ -92,12 +92,17 @@ def _make_sink(json_mode: bool, live: LiveSession | None = None) -> EventSink:
 
 def session_settings(config: Config, args: argparse.Namespace) -> SessionSettings:
     """The settings a new session runs with: the layered config (its [session] table with
-    the session flags over it, [team], the main agent's [agents.main]) and `--max-rounds`
-    and `--allow`. The one place where configuration and flags become settings."""
+    the session flags over it, [team], [compaction], the main agent's [agents.main]) and
+    `--max-rounds` and `--allow`. The one place where configuration and flags become
+    settings."""
     main = config.agent("main")
+    compaction = config.compaction.model_dump()
     values = {
         **config.session.model_dump(),  # the [session] keys are settings of the same names
         **config.team.model_dump(),  # and so are the [team] keys (None: not set)
+        # and the [compaction] keys, but `at`, which is `compact_at` beside the others
+        "compact_at": compaction.pop("at"),
+        **compaction,
         "max_rounds": args.max_rounds,
         "max_tokens": main.max_tokens,
         "temperature": main.temperature,
@@ -156,7 +161,7 @@ class _RoleModels:
         return model
 
 
-def _windows(config: Config) -> Callable[[Model], Window | None]:
+def model_windows(config: Config) -> Callable[[Model], Window | None]:
     """A model's context window: what it claims itself (a script's), else the config's
     `[windows]` entry or the table of known models (docs/compaction.md)."""
 
@@ -267,7 +272,7 @@ async def _run_session(
             approve=approve,
             session=_session_for(live, config, args, changes or {}),
             prices=dict(config.prices),
-            windows=_windows(config),
+            windows=model_windows(config),
             ask_resume=_ask_resume(args.yes),
             message=getattr(args, "message", None) or "",
         )

@@ -1,5 +1,5 @@
-"""`orchestrator sessions list | show | verify | repair | delete`: look after sessions
-without running them."""
+"""`orchestrator sessions list | show | verify | repair | delete` (and `compact`, in
+compact.py): look after sessions without running them."""
 
 from __future__ import annotations
 
@@ -13,13 +13,14 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from orchestrator.cli.text import abbreviate, label, visible
-from orchestrator.errors import SessionError, SessionNotFound
+from orchestrator.errors import ConfigError, SessionError, SessionNotFound
 from orchestrator.layout import LOCK, MANIFEST
 from orchestrator.session.check import repair, verify
 from orchestrator.session.status import current_status
 from orchestrator.store.ids import is_session_id, session_dir
 
 if TYPE_CHECKING:
+    from orchestrator.loop.compaction import Window
     from orchestrator.usage import Price
 
 # Folding journals (and pydantic, which verify and repair may need) is imported by the
@@ -179,10 +180,11 @@ def _show(
 
     directory = session_dir(root, session_id)
     _listing(directory)  # (a manifest left behind by a kill catches up, if it can)
-    info = quick_describe(directory, last, prices)
+    windows = _claimed_windows(directory)
+    info = quick_describe(directory, last, prices, windows)
     if info is None:
         _current(directory)
-        info = describe(directory, last, prices)
+        info = describe(directory, last, prices, windows)
     table = info.pop("usage_table")
     if as_json:
         sys.stdout.write(orjson.dumps(info, option=orjson.OPT_INDENT_2).decode() + "\n")
@@ -205,6 +207,7 @@ def _show(
             f"{agent['model_calls']} model calls, {usage['input_tokens']} in / "
             f"{usage['output_tokens']} out tokens"
         )
+        print(f"    {_context_line(agent)}")
     if info["tasks"]:
         print("tasks")
         for line in task_tree(info["tasks"]):
@@ -222,6 +225,7 @@ def _show(
             )
     _print_todos(info["todos"])
     _print_assessments(info["assessments"])
+    _print_compactions(info["compactions"])
     print("usage")
     for line in table.splitlines():
         print(f"  {line}")
@@ -231,6 +235,47 @@ def _show(
     for warning in info["warnings"]:
         print(f"warning: {visible(warning)}")
     return 0
+
+
+def _context_line(agent: dict[str, Any]) -> str:
+    """`context 4,120 tokens (82% of 5,000 usable), 2 compactions`, and the breaker when
+    it pauses the automatic trigger."""
+    line = f"context {agent['tokens']:,} tokens"
+    if agent["window"] is not None:
+        usable = agent["window"]["usable"]
+        line += f" ({agent['window_share']:.0%} of {usable:,} usable)" if usable else ""
+    count = agent["compactions"]
+    if count:
+        line += f", {count} compaction{'' if count == 1 else 's'}"
+    breaker = agent["breaker"]
+    if breaker["paused"]:
+        line += (
+            f"; automatic compaction paused until round {breaker['paused_until']} (its last "
+            "compactions freed too little)"
+        )
+    return line
+
+
+def _claimed_windows(directory: Path) -> Callable[[str], Window | None]:
+    """The windows known without a provider: a scripted model's, from its script's
+    `window` (read as plain JSON, without the script's schema: `show` imports no model)."""
+    from orchestrator.loop.compaction import Window
+    from orchestrator.state.manifest import read_manifest
+
+    try:
+        spec = read_manifest(directory).model_spec(directory)
+    except SessionError:
+        return lambda model: None
+    prefix, _, rest = spec.partition(":")
+    if prefix != "scripted":
+        return lambda model: None
+    try:
+        claimed = orjson.loads(Path(rest).read_bytes()).get("window") or {}
+        window = Window(int(claimed["context"]), int(claimed.get("output", 0)))
+    except (OSError, orjson.JSONDecodeError, AttributeError, KeyError, TypeError, ValueError):
+        return lambda model: None
+    name = f"scripted:{Path(rest).name}"  # as ScriptedModel.from_file names it
+    return lambda model: window if model == name else None
 
 
 def _settings_line(settings: dict[str, Any] | None) -> str:
@@ -276,6 +321,18 @@ def _print_assessments(assessments: list[dict[str, Any]]) -> None:
         print(f"  {a['seq']:>6}  {a['agent']:<12} {a['action']}" + (f": {why}" if why else ""))
 
 
+def _print_compactions(compactions: list[dict[str, Any]]) -> None:
+    if not compactions:
+        return
+    print("compactions")
+    for c in compactions:
+        dropped = f", {c['dropped']} dropped" if c["dropped"] else ""
+        print(
+            f"  {c['seq']:>6}  {c['agent']:<12} {c['reason']:<8} {c['method']:<9} "
+            f"{c['before']:,} → {c['after']:,} tokens, {c['pruned']} pruned{dropped}"
+        )
+
+
 def _repair(root: Path, session_id: str) -> int:
     from orchestrator.state.manifest import read_manifest
     from orchestrator.store import SessionLock
@@ -301,27 +358,106 @@ def _read_only_tools() -> frozenset[str]:
     )
 
 
-def _transcript(root: Path, session_id: str) -> int:
-    from orchestrator.messages import AssistantMessage, SystemMessage, ToolResult, UserMessage
+def _transcript(root: Path, session_id: str, *, full: bool = False) -> int:
+    """Every agent's live context (what its next model call would be sent), or with
+    `full` its whole history from the journal: every message before each compaction
+    too, and where each checkpoint made the context start again."""
     from orchestrator.session.replay import load_state
 
     directory = session_dir(root, session_id)
     _current(directory)
+    if full:
+        for agent_id, role, items in _full_history(directory):
+            print(f"── {agent_id} ({role}) " + "─" * 40)
+            for item in items:
+                if isinstance(item, str):
+                    print(f"{item}\n")
+                else:
+                    _print_message(item)
+        return 0
     state = load_state(directory, warn=lambda text: print(f"warning: {text}", file=sys.stderr))
     for agent in state.agents.values():
         print(f"── {agent.id} ({agent.role}) " + "─" * 40)
+        if agent.compactions:
+            times = f"{agent.compactions} time{'' if agent.compactions == 1 else 's'}"
+            print(
+                f"(its live context, from its checkpoint at seq {agent.start}: compacted "
+                f"{times}; --full shows everything before)\n"
+            )
         for message in agent.messages:
-            match message:
-                case SystemMessage(content=text) | UserMessage(content=text):
-                    print(f"[{message.role}]\n{visible(text)}\n")
-                case AssistantMessage(text=text, tool_calls=calls):
-                    print("[assistant]" + (f"\n{visible(text)}" if text else ""))
-                    for call in calls:
-                        print(f"  → {visible(call.name)} ({call.id}) {visible(call.arguments)}")
-                    print()
-                case ToolResult(name=name, call_id=call_id, status=status, content=text):
-                    print(f"[{visible(name)} {status} ({call_id})]\n{visible(text)}\n")
+            _print_message(message)
     return 0
+
+
+def _full_history(directory: Path) -> list[tuple[str, str, list[Any]]]:
+    """Each agent's id, role and every message its context ever held, in order, from
+    the whole journal; a line (a `str`) where a compaction made it start again, followed
+    by what the checkpoint brought (its summary and anchors; the turns it kept verbatim
+    are those shown just before)."""
+    from orchestrator.layout import JOURNAL
+    from orchestrator.loop.anchors import HEADER
+    from orchestrator.loop.compaction import ContextCompacted
+    from orchestrator.messages import UserMessage
+    from orchestrator.session.replay import folded, gc_paused
+    from orchestrator.state.events import AgentStarted
+    from orchestrator.state.fold import SessionState
+    from orchestrator.store.scan import scan_journal
+    from orchestrator.team.anchoring import SUMMARY_HEADER
+
+    brought = (SUMMARY_HEADER, HEADER)  # what a checkpoint adds to the turns it keeps
+
+    state = SessionState()
+    history: dict[str, list[Any]] = {}
+    shown: dict[str, int] = {}  # of each context's messages, those already in `history`
+    carried: dict[str, set[str]] = {}  # the summaries and anchors in each live context
+    with gc_paused():
+        for seq, record in folded(state, scan_journal(directory / JOURNAL, mark=None)):
+            context = state.agents.get(record.agent)
+            if context is None:
+                continue
+            items = history.setdefault(context.id, [])
+            if isinstance(record, ContextCompacted):
+                items.append(_checkpoint_line(seq, record))
+                kept = carried.get(context.id, set())
+                new = [
+                    m.content
+                    for m in record.messages
+                    if isinstance(m, UserMessage) and m.content.startswith(brought)
+                ]
+                brings = [UserMessage(content=text) for text in new if text not in kept]
+                items.extend(brings or ["(its summary and anchors read as the last ones)"])
+                carried[context.id] = set(new)
+            elif isinstance(record, AgentStarted):
+                items.extend(context.messages)
+            else:
+                items.extend(context.messages[shown.get(context.id, 0) :])
+            shown[context.id] = len(context.messages)
+    return [(a.id, a.role, history.get(a.id, [])) for a in state.agents.values()]
+
+
+def _checkpoint_line(seq: int, record: Any) -> str:
+    """Where a compaction made an agent's context start again, in a line."""
+    why = {"fraction": "near its window", "too_long": "too long for the provider"}
+    return (
+        f"══ checkpoint (seq {seq}): compacted {why.get(record.reason, 'by hand')}, "
+        f"{record.method}, {record.before:,} → {record.after:,} tokens, {record.pruned} tool "
+        "outputs pruned; the context starts again here, from its summary and anchors ══"
+    )
+
+
+def _print_message(message: Any) -> None:
+    from orchestrator.messages import AssistantMessage, SystemMessage, ToolResult, UserMessage
+
+    match message:
+        case SystemMessage(content=text) | UserMessage(content=text):
+            print(f"[{message.role}]\n{visible(text)}\n")
+        case AssistantMessage(text=text, tool_calls=calls):
+            print("[assistant]" + (f"\n{visible(text)}" if text else ""))
+            for call in calls:
+                print(f"  → {visible(call.name)} ({call.id}) {visible(call.arguments)}")
+            print()
+        case ToolResult(name=name, call_id=call_id, status=status, content=text):
+            print(f"[{visible(name)} {status} ({call_id})]\n{visible(text)}\n")
 
 
 def _delete(root: Path, session_id: str) -> int:
@@ -347,10 +483,16 @@ def run_sessions(
         case "delete":
             return _delete(root, args.session_id)
         case "show" if args.transcript:
-            return _transcript(root, args.session_id)
+            return _transcript(root, args.session_id, full=args.full)
+        case "show" if args.full:
+            raise ConfigError("--full goes with --transcript (the whole history)")
         case "show":
             prices = load_prices()
             return _show(root, args.session_id, as_json=args.json, last=args.events, prices=prices)
+        case "compact":
+            from orchestrator.cli.compact import compact
+
+            return compact(args, root)
         case "repair":
             return _repair(root, args.session_id)
         case "verify":

@@ -3,7 +3,9 @@ the library's inspection reads.
 
 It is made of one snapshot (`state.fold.Snapshot`) and what the snapshot does not keep,
 read from the journal's records (`History`: every message, not only the live ones; the
-usage of each model call; the assessment verdicts; the status's reason; the last events).
+usage of each model call, a compaction's summary calls included; the assessment
+verdicts; each compaction; the model each agent last used; the status's reason; the last
+events).
 A session that ended cleanly has a snapshot naming the journal's last record: then the
 snapshot is read as written, and only the journal's lines of the kinds `History` wants are
 decoded (`quick_describe`), without folding and without importing pydantic. Otherwise
@@ -23,6 +25,7 @@ import orjson
 from orchestrator.errors import SessionError
 from orchestrator.layout import FORMAT_VERSION, JOURNAL, SNAPSHOT
 from orchestrator.loop.assessment import Assessed
+from orchestrator.loop.compaction import ContextCompacted, Window
 from orchestrator.messages import Usage, plain
 from orchestrator.session.status import shown_status
 from orchestrator.state.events import (
@@ -31,7 +34,7 @@ from orchestrator.state.events import (
     Record,
     SessionStatusChanged,
 )
-from orchestrator.state.fold import SessionState, Snapshot, decode_snapshot
+from orchestrator.state.fold import AgentSummary, SessionState, Snapshot, decode_snapshot
 from orchestrator.state.mailbox import MailHistory, MessagePosted, MessagesDelivered
 from orchestrator.state.manifest import Manifest, read_manifest
 from orchestrator.store.scan import JournalScan, scan_journal
@@ -40,8 +43,14 @@ if TYPE_CHECKING:
     from orchestrator.usage import Price
 
 
+Windows = Callable[[str], Window | None]
+"""The context window of a model, by its name ("openai:gpt-4.1", "scripted:s.json"), when
+known (the config, the model's own claim): what the share of each agent's window is
+measured against, with those the session learned from context-too-long errors."""
+
+
 def quick_describe(
-    directory: Path, last: int, prices: Mapping[str, Price]
+    directory: Path, last: int, prices: Mapping[str, Price], windows: Windows | None = None
 ) -> dict[str, Any] | None:
     """The report read from the snapshot, when the snapshot covers the whole journal of a
     session of this format (one that ended cleanly); else None (`describe` says why)."""
@@ -55,6 +64,8 @@ def quick_describe(
         return None  # `describe` says what is wrong, if anything is
     if snapshot.seq != scan.last_seq:
         return None  # records after the snapshot (a killed session): only the fold knows
+    if any(agent.message_count and not agent.tokens for agent in snapshot.agents.values()):
+        return None  # written before snapshots sized the contexts: the fold sizes them
     history = History(manifest.model)
     try:
         for seq, line in enumerate(scan.lines, 1):
@@ -63,10 +74,12 @@ def quick_describe(
                 history.read(seq, _decoder().decode(line))
     except ValueError:  # a line without its kind, or not of its kind's schema (DecodeError)
         return None
-    return _report(directory, manifest, snapshot, scan, history, last, prices)
+    return _report(directory, manifest, snapshot, scan, history, last, prices, windows)
 
 
-def describe(directory: Path, last: int, prices: Mapping[str, Price]) -> dict[str, Any]:
+def describe(
+    directory: Path, last: int, prices: Mapping[str, Price], windows: Windows | None = None
+) -> dict[str, Any]:
     """The report folded from the whole journal (of a session of this format)."""
     from orchestrator.session.replay import folded, gc_paused, read_snapshot
 
@@ -81,7 +94,7 @@ def describe(directory: Path, last: int, prices: Mapping[str, Price]) -> dict[st
         for seq, record in folded(state, scan):
             history.read(seq, record)
         snapshot = state.snapshot()
-    return _report(directory, manifest, snapshot, scan, history, last, prices)
+    return _report(directory, manifest, snapshot, scan, history, last, prices, windows)
 
 
 def _kind(line: bytes) -> bytes:
@@ -97,6 +110,7 @@ def _report(
     history: History,
     last: int,
     prices: Mapping[str, Price],
+    windows: Windows | None,
 ) -> dict[str, Any]:
     ledger = usage_ledger(history.calls, prices)
     notes = [f"the journal ends in a torn tail: {scan.cut.describe()}"] if scan.cut else []
@@ -118,9 +132,11 @@ def _report(
                 "model_calls": agent.steps,
                 "turn_open": agent.turn_open,
                 "usage": plain(agent.usage),
+                **_context(agent, history.models.get(agent_id, manifest.model), snapshot, windows),
             }
             for agent_id, agent in snapshot.agents.items()
         },
+        "compactions": history.compactions,
         "tasks": msgspec.to_builtins(snapshot.tasks),
         "mailbox": history.mail.dump(),
         "todos": {agent: todos.load().view() for agent, todos in snapshot.todos.items()},
@@ -133,6 +149,42 @@ def _report(
     }
 
 
+def _context(
+    agent: AgentSummary, model: str, snapshot: Snapshot, windows: Windows | None
+) -> dict[str, Any]:
+    """An agent's live context: its size in tokens (estimated, calibrated on the
+    provider's counts), the window of its model when known and the share of it in use,
+    its compactions and summary calls, and the breaker (`paused`: the fraction trigger
+    waits until round `paused_until`)."""
+    window = window_of(model, snapshot.windows, windows)
+    usable = window.usable if window is not None else 0
+    return {
+        "model": model,
+        "tokens": agent.tokens,
+        "window": None
+        if window is None
+        else {"context": window.context, "output": window.output, "usable": usable},
+        "window_share": round(agent.tokens / usable, 4) if usable else None,
+        "compactions": agent.compactions,
+        "summary_calls": agent.summary_calls,
+        "breaker": {
+            "failures": agent.breaker.failures,
+            "paused_until": agent.breaker.paused_until,
+            "paused": agent.breaker.paused(agent.steps),
+        },
+    }
+
+
+def window_of(model: str, learned: Mapping[str, int], windows: Windows | None) -> Window | None:
+    """The window of `model`: the known one (`windows`), or the one the session learned
+    from a context-too-long error when that is smaller (as the compactor judges it)."""
+    known = windows(model) if windows is not None else None
+    found = learned.get(model)
+    if found and (known is None or found < known.context):
+        return Window(found, known.output if known is not None else 0)
+    return known
+
+
 Read = (
     AssistantReplied
     | MessagePosted
@@ -140,26 +192,35 @@ Read = (
     | SessionStatusChanged
     | Assessed
     | CallResult
+    | ContextCompacted
 )
 """The records `History` reads (a `call_result` only when it delivers mail)."""
 
 
 class History:
     """What the snapshot does not keep, from the journal's records: every message (the
-    snapshot keeps the live ones), the usage of each model call (for `usage_ledger`),
-    every assessment verdict and the last status's reason."""
+    snapshot keeps the live ones), the usage of each model call (for `usage_ledger`; a
+    compaction's summary calls are one entry), every assessment verdict, every
+    compaction, the model each agent last called and the last status's reason."""
 
     def __init__(self, model: str) -> None:
         self.model = model  # the session's, for a reply that names none
         self.mail = MailHistory()
         self.calls: list[Call] = []
         self.verdicts: list[tuple[int, Assessed]] = []
+        self.compactions: list[dict[str, Any]] = []
+        self.models: dict[str, str] = {}
         self.reason = ""
 
     def read(self, seq: int, record: Record | Read) -> None:
         match record:
-            case AssistantReplied(message=message) if message.usage is not None:
-                self.calls.append((record.agent, record.model or self.model, message.usage))
+            case AssistantReplied(message=message):
+                model = record.model or self.model
+                self.models[record.agent] = model
+                if message.usage is not None:
+                    self.calls.append((record.agent, model, message.usage))
+            case ContextCompacted():
+                self._compacted(seq, record)
             case MessagePosted() | MessagesDelivered() | CallResult():
                 self.mail.apply(seq, record)
             case SessionStatusChanged():
@@ -168,6 +229,25 @@ class History:
                 self.verdicts.append((seq, record))
             case _:
                 pass
+
+    def _compacted(self, seq: int, record: ContextCompacted) -> None:
+        if record.usage is not None:
+            self.calls.append((record.agent, record.model or self.model, record.usage))
+        self.compactions.append(
+            {
+                "seq": seq,
+                "agent": record.agent,
+                "reason": record.reason,
+                "method": record.method,
+                "before": record.before,
+                "after": record.after,
+                "pruned": record.pruned,
+                "dropped": record.dropped,
+                "attempts": record.attempts,
+                "summary_chars": record.summary_chars,
+                "model": record.model,
+            }
+        )
 
 
 def _tag(kind: type[msgspec.Struct]) -> bytes:

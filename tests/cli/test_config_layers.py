@@ -4,6 +4,7 @@ $ORCHESTRATOR_CONFIG, and the command line's flags; with real files in tmp_path.
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,8 +14,9 @@ import pytest
 
 from orchestrator.cli.env import effective_config
 from orchestrator.cli.parser import build_parser
-from orchestrator.cli.settings import TEAM_DEFAULTS
-from orchestrator.config import Config, SessionConfig
+from orchestrator.cli.run import session_settings
+from orchestrator.cli.settings import TEAM_DEFAULTS, UNTRUSTED
+from orchestrator.config import CompactionConfig, Config, SessionConfig
 from orchestrator.errors import ConfigError
 from orchestrator.state.mailbox import Caps
 from orchestrator.state.settings import SessionSettings
@@ -415,6 +417,81 @@ def test_team_defaults_are_the_teams() -> None:
     }
 
 
+def test_the_compaction_table_is_the_sessions_compaction_settings(setup: Setup) -> None:
+    defaults = SessionSettings()
+    assert CompactionConfig() == CompactionConfig(
+        at=defaults.compact_at,
+        anchor_share=defaults.anchor_share,
+        keep_recent=defaults.keep_recent,
+        keep_outputs=defaults.keep_outputs,
+        min_freed=defaults.min_freed,
+    )
+    setup.write(setup.user, "[compaction]\nat = 0.6\nkeep_recent = 4000\n")
+    given = setup.write(setup.tmp / "given.toml", "[compaction]\nmin_freed = 0\n")
+    config, sources = setup.load("--config", str(given))
+    args = build_parser().parse_args(["run", "goal"])
+    settings = session_settings(config, args)
+    assert settings == defaults.but(compact_at=0.6, keep_recent=4000, min_freed=0.0)
+    assert sources["compaction.at"] == f"user config {setup.user}"
+    assert sources["compaction.min_freed"] == f"--config {given}"
+    assert sources["compaction.anchor_share"] == "default"
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("at = 1.0", "compaction.at: Input should be less than 1"),
+        ("at = 0", "compaction.at: Input should be greater than 0"),
+        ("anchor_share = 0.6", "compaction.anchor_share: Input should be less than or equal"),
+        ("keep_recent = -1", "compaction.keep_recent: Input should be greater than or equal"),
+        ("keep_outputs = 1.5", "compaction.keep_outputs: Input should be a valid integer"),
+        ("min_freed = 1", "compaction.min_freed: Input should be less than 1"),
+        ("every = 3", "compaction.every: Extra inputs are not permitted"),
+    ],
+)
+def test_a_bad_compaction_key_names_itself(setup: Setup, line: str, message: str) -> None:
+    setup.write(setup.user, f"[compaction]\n{line}\n")
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        setup.load()
+
+
+def test_a_run_journals_the_compaction_settings_its_config_gives(
+    setup: Setup, tmp_path: Path
+) -> None:
+    given = setup.write(setup.tmp / "given.toml", "[compaction]\nat = 0.5\nanchor_share = 0.5\n")
+    model = f"scripted:{ROOT / 'examples' / 'hello-script.json'}"
+    sessions = tmp_path / "sessions"
+    ran = orchestrator(
+        "run",
+        "hello",
+        "--model",
+        model,
+        "-w",
+        str(setup.ws),
+        "--yes",
+        "--config",
+        str(given),
+        "--sessions-dir",
+        str(sessions),
+        ORCHESTRATOR_CONFIG_DIR=str(setup.home),
+    )
+    assert ran.returncode == 0, ran.stderr
+    [sid] = [p.name for p in sessions.iterdir()]
+    shown = orchestrator("sessions", "show", sid, "--json", "--sessions-dir", str(sessions))
+    settings = orjson.loads(shown.stdout)["settings"]
+    assert (settings["compact_at"], settings["anchor_share"]) == (0.5, 0.5)
+
+
+def test_a_projects_compaction_settings_need_trust(setup: Setup) -> None:
+    setup.write(setup.project, "[compaction]\nat = 0.3\n")
+    result = _show(setup, "--json")
+    assert orjson.loads(result.stdout)["compaction.at"] == {
+        "value": 0.8,
+        "source": "default",
+        "ignored": {"value": 0.3, "source": f"project config {setup.project}", "reason": UNTRUSTED},
+    }
+
+
 @pytest.mark.parametrize(
     ("flag", "value", "message"),
     [
@@ -477,6 +554,11 @@ def test_config_show_prints_every_setting_and_its_source(setup: Setup) -> None:
         ["team.park_limit", "600.0", "default"],
         ["team.message_chars", "4000", "default"],
         ["team.delivery_chars", "16000", "default"],
+        ["compaction.at", "0.8", "default"],
+        ["compaction.anchor_share", "0.25", "default"],
+        ["compaction.keep_recent", "8000", "default"],
+        ["compaction.keep_outputs", "20000", "default"],
+        ["compaction.min_freed", "0.2", "default"],
         ["agents.planner.model", '"openai:gpt-4.1"', user],
         ["2", "setting(s)", rows[-1][2]],
     ]
@@ -497,9 +579,12 @@ def test_config_show_json(setup: Setup) -> None:
     }
     assert report["model"] == {"value": None, "source": "default"}
     assert report["team.max_live"] == {"value": 8, "source": "default"}
-    assert set(report) == {"model"} | {f"session.{k}" for k in SessionConfig.model_fields} | {
-        f"team.{k}" for k in TEAM_DEFAULTS
-    }
+    assert set(report) == (
+        {"model"}
+        | {f"session.{k}" for k in SessionConfig.model_fields}
+        | {f"team.{k}" for k in TEAM_DEFAULTS}
+        | {f"compaction.{k}" for k in CompactionConfig.model_fields}
+    )
 
 
 def test_config_show_reports_a_bad_file(setup: Setup) -> None:
