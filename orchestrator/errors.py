@@ -94,6 +94,11 @@ class CompactionFailed(ContextTooLong):
     retryable = False
 
 
+class NothingToCompact(OrchestratorError, ValueError):
+    """A compaction asked for by hand of a context that is all last turns, with no old
+    output to prune: a summary would only add to it."""
+
+
 class ProviderAuthError(ModelError):
     """The API key is missing, wrong or not allowed to use this model."""
 

@@ -25,7 +25,7 @@ from orchestrator.cli.env import effective_config
 from orchestrator.cli.run import _ask_trust, _definitions, _RoleModels, model_windows, note
 from orchestrator.cli.text import label
 from orchestrator.config import Config
-from orchestrator.errors import ConfigError, SessionError
+from orchestrator.errors import ConfigError, NothingToCompact, SessionError
 from orchestrator.loop.compaction import ContextCompacted
 from orchestrator.models.base import COMPACTOR, Model
 from orchestrator.models.http import make_client
@@ -59,7 +59,13 @@ def compact(args: argparse.Namespace, root: Path) -> int:
     )
     records = trio.run(_compact, root, args, config, interactive)
     for record in records:
-        if args.json:
+        if isinstance(record, NothingToCompact):
+            agent, why = record.args
+            if args.json:
+                print(orjson.dumps({"agent": agent, "nothing_to_compact": why}).decode())
+            else:
+                print(f"{label(agent, 40)}: nothing to compact: {why}")
+        elif args.json:
             print(orjson.dumps(summary(record)).decode())
         else:
             print(compacted_line(record))
@@ -72,7 +78,7 @@ def compact(args: argparse.Namespace, root: Path) -> int:
 
 async def _compact(
     root: Path, args: argparse.Namespace, config: Config, interactive: bool
-) -> list[ContextCompacted]:
+) -> list[ContextCompacted | NothingToCompact]:
     async with open_session(root, args.session_id, warn=note) as live, make_client() as http:
         agents = chosen_agents(live.state, args.agent, args.session_id)
         workspace = live.manifest.workspace_path(live.directory)
@@ -106,9 +112,13 @@ async def _compact(
             windows=model_windows(config),
         )
         team = Team(live, _sink(live, redact), settings, _NoRunner())
-        records = []
+        records: list[ContextCompacted | NothingToCompact] = []
         for agent in agents:
-            record = await team.compactor.compact(live.state.agents[agent], "by_hand")
+            try:
+                record = await team.compactor.compact(live.state.agents[agent], "by_hand")
+            except NothingToCompact as exc:
+                records.append(NothingToCompact(agent, str(exc)))
+                continue
             assert record is not None  # (the team has no nursery: nothing in the background)
             records.append(record)
         return records

@@ -435,9 +435,10 @@ def _compacted(state: SessionState, seq: int, record: ContextCompacted) -> None:
     context.compactions += 1
     context.summary_calls += record.attempts
     after = None if record.method == "truncated" else record.after
-    context.breaker = context.breaker.after(
-        before=record.before, after=after, at_round=context.steps, min_freed=record.min_freed
-    )
+    if record.reason != "by_hand":  # the breaker guards the automatic trigger only
+        context.breaker = context.breaker.after(
+            before=record.before, after=after, at_round=context.steps, min_freed=record.min_freed
+        )
     if record.usage is not None:
         context.usage += record.usage
         by_model = state.usage_by_model

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 
 import trio
 
-from orchestrator.errors import CompactionFailed, ContextTooLong, ModelError
+from orchestrator.errors import CompactionFailed, ContextTooLong, ModelError, NothingToCompact
 from orchestrator.loop import anchors as anchor_text
 from orchestrator.loop.compaction import (
     CompactionStarted,
@@ -188,6 +188,11 @@ class Compactor:
             raise _too_small(context, round(floor / ratio), usable)
         plan.system = system
         plan.recent = max(recent_start(pruned.messages, limits.recent), len(system))
+        if reason == "by_hand" and plan.recent == len(system) and not pruned.refs:
+            raise NothingToCompact(
+                f"the context of {context.id} is all last turns ({count.tokens:,} tokens) "
+                "with no old output to prune: a summary would only add to it"
+            )
         plan.summarised = True
         return plan
 

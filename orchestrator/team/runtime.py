@@ -20,7 +20,7 @@ from typing import Any
 import trio
 
 from orchestrator.agent import TurnDeps
-from orchestrator.errors import CompactionFailed
+from orchestrator.errors import CompactionFailed, NothingToCompact
 from orchestrator.loop.assessment import Assessment
 from orchestrator.loop.compaction import ContextCompacted
 from orchestrator.state.context import AgentContext
@@ -210,7 +210,7 @@ class _Compactor(Compactor):
             asked.record = await self.compact(context, "by_hand")
         except Exception as exc:
             asked.error = exc
-            if not isinstance(exc, CompactionFailed):
+            if not isinstance(exc, CompactionFailed | NothingToCompact):
                 raise  # (the agent's round fails as it would have)
         finally:
             asked.done.set()

@@ -22,7 +22,7 @@ from orchestrator.models.scripted import ScriptedCall, ScriptedModel, ScriptedRe
 from orchestrator.session.live import JOURNAL, create_session, load_state, open_session
 from orchestrator.state.events import ListSink, decode_record
 from orchestrator.store import SessionLock, scan_journal
-from orchestrator.team.compactor import SUMMARY_HEADER
+from orchestrator.team.anchoring import SUMMARY_HEADER
 from orchestrator.team.drive import RunSettings, drive
 from orchestrator.team.runtime import Team
 from orchestrator.tools import PermissionPolicy, approve_all, workspace_tools
@@ -181,28 +181,47 @@ def test_sessions_show_has_each_contexts_size_window_and_compactions(
     assert "by_hand  summary" in text
 
 
-def test_compactions_that_free_nothing_pause_the_automatic_trigger_and_show_says_so(
-    tmp_path: Path, files: Path
+def test_compacting_a_context_of_last_turns_only_is_refused_as_nothing_to_do(
+    tmp_path: Path,
+    files: Path,
+    sessions_root: Path,  # noqa: F811  (the fixture)
 ) -> None:
-    """A context smaller than what a compaction keeps verbatim only grows by its summary
-    and anchors: twice in a row trips the breaker, and `show` says until when."""
+    """A context smaller than what a compaction keeps verbatim would only grow by a
+    summary and anchors: nothing is journaled, and the breaker is left alone."""
     model = write_script(tmp_path / "script.json", [{"text": "hello"}])
     ran = orchestrator("run", "say hello", "--model", model, "-w", str(files), "--yes")
     sid = ran.stderr.split("session ", 1)[1].split()[0]
-    first = orchestrator("sessions", "compact", sid)
-    assert first.returncode == 0
-    assert "paused" not in first.stderr
-    second = orchestrator("sessions", "compact", sid)
-    assert second.returncode == 0
-    assert "note: automatic compaction of main paused until round 5" in second.stderr
+    refused = orchestrator("sessions", "compact", sid)
+    assert refused.returncode == 0, refused.stderr
+    assert refused.stdout.startswith("main: nothing to compact: the context of main is all")
+    as_json = orjson.loads(orchestrator("sessions", "compact", sid, "--json").stdout)
+    assert as_json["agent"] == "main"
+    assert "nothing_to_compact" in as_json
+    directory = sessions_root / sid
+    assert not [r for _, r in journal_records(directory) if isinstance(r, ContextCompacted)]
+
+
+def test_compactions_that_free_nothing_pause_the_automatic_trigger_and_show_says_so(
+    tmp_path: Path, files: Path
+) -> None:
+    """A goal that fills most of the window, which the anchors carry whole: no compaction
+    frees a fifth of the context, two in a row pause the trigger, `show` says until when."""
+    for index in range(3):
+        (files / f"small{index}.txt").write_text(str(index) * 100)
+    main = [read(f"small{i % 3}.txt") for i in range(12)] + [{"text": "done"}]
+    model = write_script(tmp_path / "script.json", main)
+    ran = orchestrator("run", "g" * 13_000, "--model", model, "-w", str(files), "--yes")
+    assert ran.returncode == 0, ran.stderr
+    assert "automatic compaction of main paused until round 14" in ran.stdout
+    sid = ran.stderr.split("session ", 1)[1].split()[0]
     info = orjson.loads(orchestrator("sessions", "show", sid, "--json").stdout)
     assert info["agents"]["main"]["breaker"] == {
         "failures": 0,
-        "paused_until": 5,
+        "paused_until": 14,
         "paused": True,
     }
     text = orchestrator("sessions", "show", sid).stdout
-    assert "; automatic compaction paused until round 5 (its last compactions freed" in text
+    assert "; automatic compaction paused until round 14 (its last compactions freed" in text
 
 
 def test_the_compactor_role_writes_with_its_own_model(tmp_path: Path, files: Path) -> None:
@@ -216,10 +235,11 @@ def test_the_compactor_role_writes_with_its_own_model(tmp_path: Path, files: Pat
     assert orjson.loads(by_config.stdout)["model"] == "scripted:writer.json"
     other = tmp_path / "other.json"
     shutil.copy(writer, other)
+    # Each on a session of its own: a context compacted once is all last turns.
     given = orchestrator(
         "sessions",
         "compact",
-        sid,
+        a_session(tmp_path, files),
         "--json",
         "--config",
         str(config),
@@ -228,7 +248,7 @@ def test_the_compactor_role_writes_with_its_own_model(tmp_path: Path, files: Pat
     )
     assert given.returncode == 0, given.stderr
     assert orjson.loads(given.stdout)["model"] == "scripted:other.json"
-    plain = orchestrator("sessions", "compact", sid, "--json")  # the session's own model
+    plain = orchestrator("sessions", "compact", a_session(tmp_path, files), "--json")
     assert orjson.loads(plain.stdout)["model"] == "scripted:script.json"
 
 
@@ -243,9 +263,10 @@ def test_agent_all_compacts_every_agent_with_a_context(tmp_path: Path) -> None:
     assert {a: c.compactions for a, c in state.agents.items()} == {
         "main": 2,  # one while it ran
         "t1": 1,
-        "t2": 1,
-        "t3": 1,
+        "t2": 0,  # all last turns: nothing to compact
+        "t3": 0,
     }
+    assert "t2: nothing to compact: the context of t2 is all last turns" in result.stdout
     one = orchestrator("sessions", "compact", sid, "--agent", "t2", "--sessions-dir", str(root))
     assert one.returncode == 0
     assert one.stdout.startswith("t2: ")
