@@ -102,6 +102,8 @@ class TurnDeps:
     # what a person reads and acts on once the turn ends. A subagent's need not: nothing
     # outside the journal acts on it (session-format.md, write-ahead rule 3).
     durable_turn_end: bool = True
+    # The usable input of the model's window, for the `usage` event (0: not known).
+    usable: Callable[[], int] = int
 
 
 @dataclass(frozen=True)
@@ -188,7 +190,11 @@ async def _ask_model(state: AgentContext, deps: TurnDeps) -> AssistantMessage | 
     # Write-ahead: the reply is journaled before any of its tool calls runs.
     await deps.events.emit(AssistantReplied(agent=state.id, message=reply, model=deps.model.name))
     if reply.usage is not None:
-        await deps.events.emit(UsageUpdated(agent=state.id, usage=reply.usage, total=state.usage))
+        context, usable = state.count().tokens, deps.usable()
+        usage = UsageUpdated(
+            agent=state.id, usage=reply.usage, total=state.usage, context=context, usable=usable
+        )
+        await deps.events.emit(usage)
     # The reply as folded, which is what its calls run from: a sink that scrubs secrets
     # (state/scrub.py) folds a redacted copy, and the calls run redacted, as they are
     # journaled, so a call run again after a crash does what the first run did.

@@ -71,6 +71,18 @@ class Window(msgspec.Struct, frozen=True):
         return cls(requested if limit is None else limit, output)
 
 
+def window_of(known: Window | None, learned: int, max_tokens: int | None) -> Window | None:
+    """The window a model's requests are measured against: the `known` one (config, the
+    table, the model's claim), or the one `learned` from a context-too-long error when
+    smaller. A learned window keeps most of itself for input; where the output a model
+    may write is not known, `max_tokens` (the session's) is kept free for it."""
+    if learned and (known is None or learned < known.context):
+        known = Window(learned, min(known.output if known else 0, learned // 4))
+    if known is not None and not known.output and max_tokens:
+        known = Window(known.context, min(max_tokens, known.context // 4))
+    return known
+
+
 class Count(msgspec.Struct, frozen=True):
     """An agent's context in tokens: `reported` by the provider for a request of
     `reported_chars` characters, and `chars_since` characters added after it."""

@@ -132,11 +132,14 @@ class PermissionGranted(_Event, frozen=True, tag="permission_granted"):
 
 
 class UsageUpdated(_Event, frozen=True, tag="usage"):
-    """Tokens of the last model call and the agent's running total."""
+    """Tokens of the last model call and the agent's running total; its context's size
+    now, in tokens, and the usable input of its model's window (0: not known)."""
 
     persist: ClassVar[bool] = False
     usage: Usage
     total: Usage
+    context: int = 0
+    usable: int = 0
 
 
 TurnEndReason = Literal["completed", "yielded", "max_rounds", "cancelled", "failed"]

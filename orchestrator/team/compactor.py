@@ -24,6 +24,7 @@ from orchestrator.loop.compaction import (
     Reason,
     Window,
     due,
+    window_of,
 )
 from orchestrator.loop.pruning import Pruned, cut_points, prune, recent_start
 from orchestrator.loop.summary import (
@@ -90,14 +91,10 @@ class Compactor:
         the output a model may write is not known, the session's `max_tokens` is kept
         free for it (a server such as vLLM counts it against the window)."""
         name = self._models(role).name
-        known = self._window(role)
-        learned = self._session.state.windows.get(name)
-        if learned and (known is None or learned < known.context):
-            known = Window(learned, min(known.output if known else 0, learned // 4))
         settings = self._session.state.settings
-        if known is not None and not known.output and settings and settings.max_tokens:
-            known = Window(known.context, min(settings.max_tokens, known.context // 4))
-        return known, name
+        learned = self._session.state.windows.get(name, 0)
+        max_tokens = settings.max_tokens if settings is not None else None
+        return window_of(self._window(role), learned, max_tokens), name
 
     async def maybe(self, context: AgentContext) -> None:
         """At a round boundary, with none of the agent's calls open: make the checkpoint

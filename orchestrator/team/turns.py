@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from orchestrator.agent import RoundHooks, TurnDeps
 from orchestrator.errors import ScopeEscape, ToolFailed, WorkspaceEscape
+from orchestrator.loop.compaction import window_of
 from orchestrator.messages import ToolCall, UserMessage
 from orchestrator.models.base import Model
 from orchestrator.state.events import EventSink, MessageAdded, TurnEnded, TurnEndReason
@@ -96,9 +97,18 @@ class Turns:
             hooks=self._hooks,
             guard=self._guard(agent),
             durable_turn_end=agent == MAIN,
+            usable=lambda: self._usable(role),
         )
         self._deps[agent] = deps
         return deps
+
+    def _usable(self, role: str) -> int:
+        """The usable input of `role`'s model's window, as compaction measures it."""
+        state = self._session.state
+        learned = state.windows.get(self._settings.models(role).name, 0)
+        max_tokens = state.settings.max_tokens if state.settings is not None else None
+        window = window_of(self._settings.window(role), learned, max_tokens)
+        return window.usable if window is not None else 0
 
     def model(self, role: str) -> Model:
         """`role`'s model, its calls taking one of the session's model-call slots."""

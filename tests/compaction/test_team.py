@@ -14,7 +14,7 @@ from orchestrator.loop.compaction import CompactionStarted, ContextCompacted
 from orchestrator.messages import UserMessage
 from orchestrator.models.base import COMPACTOR, ModelRequest
 from orchestrator.models.scripted import ScriptedReply, ScriptedWindow, default_summary
-from orchestrator.state.events import Notice, ToolCallFinished
+from orchestrator.state.events import Notice, ToolCallFinished, UsageUpdated
 from orchestrator.state.mailbox import MessagesDelivered
 from orchestrator.team.queries import MAIN
 from orchestrator.tools import Workspace
@@ -268,3 +268,14 @@ async def test_at_its_whole_window_the_agent_waits_for_the_summary(
     )
     assert events[end].method == "summary"
     assert "assistant_replied" in [e.kind for e in events[fraction[0] : end]]
+
+
+async def test_each_usage_event_says_how_full_the_context_is(workspace: Workspace) -> None:
+    big_file(workspace)
+    scene = CompactingScene(workspace, {MAIN: reads(6, reply("done"))})
+    assert (await scene.run()).reason == "completed"
+    usage = [e for e in scene.events.events if isinstance(e, UsageUpdated)]
+    assert {e.usable for e in usage} == {WINDOW.context - 1_000}
+    sizes = [e.context for e in usage]
+    assert sizes[1] > sizes[0] > 0
+    assert min(sizes[3:]) < max(sizes[:4])  # a compaction made it smaller
