@@ -108,7 +108,8 @@ def retention(window: int, compactions: int) -> None:
 
 def repeat(windows: list[int], module_chars: list[int]) -> None:
     print(
-        "window  kept tail  module  compactions  calls  after a compaction  repeats  share  status"
+        "window  tail tokens  module chars  compactions  calls  after a compaction  repeats  "
+        "share  status"
     )
     for window in windows:
         for chars in module_chars:
