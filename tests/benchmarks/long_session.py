@@ -231,6 +231,18 @@ def said_by_user(request: ModelRequest) -> str:
     return "\n".join(m.content for m in request.messages if isinstance(m, UserMessage))
 
 
+TOUCHED = ("## Files touched",)
+"""The headings of the anchors' list of files touched, and of the summary's section."""
+
+
+def section(text: str, heading: str) -> str:
+    """The text under each `heading` line of `text`, up to the next heading."""
+    parts = []
+    for chunk in text.split("\n" + heading)[1:]:
+        parts.append(chunk.split("\n## ", 1)[0])
+    return "\n".join(parts)
+
+
 # --- the planted facts, checked -----------------------------------------------------------
 
 
@@ -469,10 +481,12 @@ def worker(scene: Scene, request: ModelRequest) -> ScriptedReply | None:
     the first item not shown settled; its module read unless the request shows it read
     (a `read_file` call still in the context, or its path in the summary or the anchors),
     then its test likewise, then the module written unless shown written (a `write_file`
-    call, or the anchors' files), then the item marked completed. None: all done."""
+    call, or its path among the files touched that the anchors or the summary list), then
+    the item marked completed. None: all done."""
     read = calls_shown(request, "read_file")
     written = calls_shown(request, "write_file")
     said = said_by_user(request)
+    touched = "\n".join(section(said, heading) for heading in TOUCHED)
     for todo_id, *_ in TODOS:
         if todo_status(request, todo_id) not in OPEN:
             continue
@@ -480,7 +494,7 @@ def worker(scene: Scene, request: ModelRequest) -> ScriptedReply | None:
         for path in (module, test):
             if path not in read and path not in said:
                 return reply(call("read_file", path=path))
-        if module not in written and module not in said:
+        if module not in written and module not in touched:
             return reply(call("write_file", path=module, content=f"# {module}: on ledger v2\n"))
         return reply(call("todo_update", id=todo_id, status="completed"))
     return None
