@@ -53,27 +53,10 @@ def test_the_next_request_after_a_compaction_shows_every_planted_fact(
     scene: Scene, compactions: int
 ) -> None:
     check = after(scene, compactions)
-    assert [fact for fact in check.missing if fact != CORRECTION] == []
+    assert check.missing == []
 
 
-@pytest.mark.parametrize(
-    "compactions",
-    [
-        1,
-        pytest.param(
-            3,
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="the user's words survive only in the summary's prose: the scripted "
-                "summary quotes each user message of its transcript to 300 characters, and "
-                "from the 2nd compaction on the earlier summary is one such message. The "
-                "anchors should carry the user's messages from the records (see "
-                "docs/performance.md, Compaction).",
-            ),
-        ),
-        pytest.param(10, marks=pytest.mark.xfail(strict=True, reason="as after 3")),
-    ],
-)
+@pytest.mark.parametrize("compactions", [1, 3, 10])
 def test_the_next_request_after_a_compaction_quotes_the_correction(
     scene: Scene, compactions: int
 ) -> None:
