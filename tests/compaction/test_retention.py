@@ -15,8 +15,6 @@ from orchestrator.team.queries import MAIN
 from tests.benchmarks import long_session
 from tests.benchmarks.long_session import Check, Scene
 
-CORRECTION = "the correction, verbatim"
-
 
 @pytest.fixture(scope="module")
 def scene(tmp_path_factory: pytest.TempPathFactory) -> Scene:
