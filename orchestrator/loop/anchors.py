@@ -51,6 +51,7 @@ class Anchors(msgspec.Struct, frozen=True, kw_only=True):
     mail: Sequence[str] = ()  # undelivered or unanswered messages, one line each
     said: Sequence[str] = ()  # what its owner (the user, for the main agent) wrote, verbatim
     files: Sequence[FileAnchor] = ()
+    read: Sequence[tuple[str, str]] = ()  # files read, each with its newest read's ref
 
 
 def render(anchors: Anchors, budget: int) -> str:
@@ -91,6 +92,12 @@ def _render(anchors: Anchors, *, list_settled: bool, limit: int | None) -> str:
         lines = [f"- {f.path} ({f.digest[:12] if f.digest else 'deleted'})" for f in anchors.files]
         parts.append(
             "## Files touched (content hash now)\n" + "\n".join(_cut(lines, limit, "files"))
+        )
+    if anchors.read:
+        lines = [f'- {path} (recall("{ref}") shows what it read)' for path, ref in anchors.read]
+        parts.append(
+            "## Files you read (read one again only if it may have changed)\n"
+            + "\n".join(_cut(lines, limit, "files"))
         )
     return "\n\n".join(parts)
 

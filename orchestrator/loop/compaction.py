@@ -198,6 +198,9 @@ class ContextCompacted(EventBase, frozen=True, tag="context_compacted"):
     min_freed: float = MIN_FREED  # the share it had to free to count as effective
     files: tuple[str, ...] = ()  # the files touched by the agent so far, for the anchors
     goal: str = ""  # what the agent was started to do (its first user message)
+    # The files it read so far, each with the ref of its newest read (`recall` reads
+    # that output back), oldest first.
+    read: tuple[tuple[str, str], ...] = ()
 
 
 CompactionRecords = ContextCompacted

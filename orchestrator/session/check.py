@@ -9,9 +9,11 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import orjson
 
 from orchestrator.errors import JournalCorrupt
+from orchestrator.state.fold import Snapshot
 
 
 def verify(directory: Path) -> list[str]:
@@ -32,9 +34,12 @@ def verify(directory: Path) -> list[str]:
     def compare(seq: int) -> None:
         if snapshot is None:
             return
-        if snapshot != state.snapshot(journal=snapshot.journal):
+        # Where each context starts in the file is the writer's to know, not the fold's:
+        # compared apart, against the file.
+        if _unmarked(snapshot) != _unmarked(state.snapshot(journal=snapshot.journal)):
             where = directory / SNAPSHOT
             problems.append(f"{where} does not match the journal folded to seq {seq}")
+        problems.extend(_start_marks(directory / SNAPSHOT, snapshot, path.read_bytes()))
         mark = snapshot.journal
         if mark is not None and (mark.seq != seq or not holds(path.read_bytes(), mark)):
             problems.append(
@@ -178,3 +183,26 @@ def _cut_unreadable(journal: Path) -> str | None:
         if not line.endswith(MORE, 0, len(line) - CRC_SUFFIX_LEN):
             batch_end, last_whole = offset, seq
     return None
+
+
+def _start_marks(where: Path, snapshot: Snapshot, journal: bytes) -> list[str]:
+    """What is wrong with the snapshot's marks of where each context starts in the file
+    (a resume reads from there): each must be the journal's just before that seq."""
+    from orchestrator.store.scan import holds
+
+    return [
+        f"{where} marks where {agent}'s context starts as {list(start)}, which the journal "
+        "does not hold: a resume reads it all"
+        for agent, summary in snapshot.agents.items()
+        if (start := summary.start_mark) is not None
+        and (start.seq != summary.start - 1 or not holds(journal, start))
+    ]
+
+
+def _unmarked(snapshot: Snapshot) -> Snapshot:
+    """`snapshot` without the marks of where its contexts start in the file."""
+    agents = {
+        agent: msgspec.structs.replace(summary, start_mark=None)
+        for agent, summary in snapshot.agents.items()
+    }
+    return msgspec.structs.replace(snapshot, agents=agents)

@@ -31,7 +31,7 @@ from orchestrator.session.replay import SNAPSHOT as SNAPSHOT
 from orchestrator.session.replay import load, lost_records_advice
 from orchestrator.session.replay import load_state as load_state
 from orchestrator.session.status import JournalStatus, mirror
-from orchestrator.state.events import Event, TurnEnded
+from orchestrator.state.events import AgentStarted, Event, TurnEnded
 from orchestrator.state.fold import SessionState
 from orchestrator.state.mailbox import MAIN, MessagePosted
 from orchestrator.state.manifest import (
@@ -197,10 +197,14 @@ class LiveSession:
                 await self.journal.flush()
             return
         await self.journal.room()
+        before = self.journal.mark
         # Numbered and folded without yielding in between, so the live state folds the
         # records in journal order even when many agents emit at once (as resume will).
         (seq,) = self.journal.enqueue(((record.kind, record.agent, record.journal_body()),))
         self.state.apply(seq, record)
+        if isinstance(record, AgentStarted | ContextCompacted):
+            # Where its context starts in the file: a resume reads from there on.
+            self.state.agents[record.agent].start_mark = before
         if self.track_seqs:
             self._seqs[id(event)] = seq
         # (A message about a task changes its record too: its progress, its completion.)

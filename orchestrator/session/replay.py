@@ -203,7 +203,8 @@ def load(directory: Path, warn: Callable[[str], None]) -> tuple[SessionState, Jo
         snapshot, reached = read_snapshot_seq(directory, warn)
         state = SessionState() if snapshot is None else SessionState.from_snapshot(snapshot)
         mark = None if snapshot is None else snapshot.journal
-        scan = scan_journal(path, after_seq=state.context_start() - 1, mark=mark)
+        start = state.context_start_mark() if mark is not None else None
+        scan = scan_journal(path, after_seq=state.context_start() - 1, mark=mark, start=start)
         if scan.cut is not None:
             warn(f"cut a torn tail from {path}: {scan.cut.describe()}")
         if reached > scan.last_seq:

@@ -38,6 +38,7 @@ from orchestrator.state.events import (
     MessageAdded,
 )
 from orchestrator.state.mailbox import MessagesDelivered
+from orchestrator.store.scan import JournalMark
 
 
 def call_ref(seq: int, index: int) -> str:
@@ -67,6 +68,11 @@ class AgentContext:
     # What it was started to do: its first user message (the goal, or a task's brief),
     # carried from checkpoint to checkpoint for the anchors.
     goal: str = ""
+    # The files it read before its newest checkpoint, with the ref of the newest read.
+    read: tuple[tuple[str, str], ...] = ()
+    # The journal just before the record at `start` (its seq is `start - 1`), as the
+    # writer had it: a resume reads the file from there (set by the live session).
+    start_mark: JournalMark | None = None
 
     messages: list[Message] = field(default_factory=list)
     open_calls: dict[str, ToolCall] = field(default_factory=dict)  # ref -> call, no result yet
@@ -198,6 +204,7 @@ def _compacted(context: AgentContext, seq: int, record: ContextCompacted) -> Non
     context.start = seq
     context.files = record.files
     context.goal = record.goal
+    context.read = record.read
     context.reported = record.after
     context.reported_at = len(record.messages)
 

@@ -76,6 +76,8 @@ class AgentSummary(msgspec.Struct, kw_only=True):
     summary_calls: int = 0
     breaker: Breaker = Breaker()
     tokens: int = 0  # its live context's size, estimated (for `sessions show`)
+    # The journal just before `start`'s record: a resume reads the file from there.
+    start_mark: JournalMark | None = None
 
 
 class GrantSummary(msgspec.Struct, kw_only=True):
@@ -237,6 +239,7 @@ class SessionState:
                     summary_calls=a.summary_calls,
                     breaker=a.breaker,
                     tokens=a.count().tokens,
+                    start_mark=a.start_mark,
                 )
                 for agent_id, a in self.agents.items()
             },
@@ -285,12 +288,23 @@ class SessionState:
                 breaker=summary.breaker,
                 compactions=summary.compactions,
                 summary_calls=summary.summary_calls,
+                start_mark=summary.start_mark,
             )
         return state
 
     def context_start(self) -> int:
         """The first seq any agent's live context needs (1 with no agents yet)."""
         return min((a.start for a in self.agents.values()), default=1)
+
+    def context_start_mark(self) -> JournalMark | None:
+        """The journal's mark just before `context_start()`, when known: where a resume
+        may start reading the file."""
+        first = self.context_start()
+        for context in self.agents.values():
+            mark = context.start_mark
+            if context.start == first and mark is not None and mark.seq == first - 1:
+                return mark
+        return None
 
     def describe(self) -> dict[str, Any]:
         """Everything, contexts included, as plain data (for tests and `sessions show`)."""

@@ -177,22 +177,26 @@ class Walk:
 NOTHING_KNOWN = JournalMark(0, 0, 0)
 
 
-def walk_journal(data: bytes, after_seq: int, known: JournalMark = NOTHING_KNOWN) -> Walk:
+def walk_journal(
+    data: bytes, after_seq: int, known: JournalMark = NOTHING_KNOWN, first: int = 0
+) -> Walk:
     """Read `data` line by line until the first fault; keep whole batches only, of the
     records after `after_seq`. The prefix `known` (a `JournalMark` that `data` holds, as
-    `holds` found) is not checked again, nor split into lines."""
+    `holds` found) is not checked again, nor split into lines. `first`: the seq of the
+    record before `data`'s first line (0: `data` is the whole journal); `known` then
+    counts its offset from there."""
     # Building ~100k dicts would set off the cyclic GC over and over, for nothing: the
     # records are acyclic and kept. Pausing it makes a full scan about twice as fast.
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _walk(data, after_seq, known)
+        return _walk(data, after_seq, known, first)
     finally:
         if gc_was_enabled:
             gc.enable()
 
 
-def _walk(data: bytes, after_seq: int, known: JournalMark) -> Walk:
+def _walk(data: bytes, after_seq: int, known: JournalMark, before: int) -> Walk:
     # The hot loop: two C checks per line, no JSON parsing and nothing else. A line is
     # good when it starts with its own seq and ends with the checksum of what precedes
     # it; offsets and batch ends are worked out afterwards, from the lines' lengths.
@@ -221,7 +225,11 @@ def _walk(data: bytes, after_seq: int, known: JournalMark) -> Walk:
     end = good
     while end and lines[end - 1].endswith(MORE, 0, len(lines[end - 1]) - CRC_SUFFIX_LEN):
         end -= 1
-    head = memoryview(data)[_line_start(data, after_seq) : base] if after_seq < first else _EMPTY
+    head = (
+        memoryview(data)[_line_start(data, after_seq - before) : base]
+        if after_seq < first
+        else _EMPTY
+    )
     tail = lines[max(after_seq - first, 0) : end] if first + end > after_seq else []
     return Walk(head, tail, first + end, base + _offset(lines, end), first + good + 1, fault)
 
@@ -237,17 +245,18 @@ def _line_start(data: bytes, seq: int) -> int:
     return offset
 
 
-def holds(data: bytes, mark: JournalMark) -> bool:
-    """Whether `data` starts with the bytes `mark` names: as long, with the same CRC-32,
-    ending with the line of record `mark.seq`, which ends a batch (as a writer's mark
-    always does)."""
-    if not 0 < mark.offset <= len(data) or data[mark.offset - 1] != ord("\n"):
+def holds(data: bytes, mark: JournalMark, base: JournalMark = NOTHING_KNOWN) -> bool:
+    """Whether `data` (the journal's bytes from `base` on) starts with the bytes `mark`
+    names: as long, with the same CRC-32, ending with the line of record `mark.seq`,
+    which ends a batch (as a writer's mark always does)."""
+    size = mark.offset - base.offset
+    if not 0 < size <= len(data) or data[size - 1] != ord("\n"):
         return False
     with memoryview(data) as view:
-        if zlib.crc32(view[: mark.offset]) != mark.crc:
+        if zlib.crc32(view[:size], base.crc) != mark.crc:
             return False
-    last_line = data.rfind(b"\n", 0, mark.offset - 1) + 1
-    ends_batch = not data.endswith(MORE, last_line, mark.offset - 1 - CRC_SUFFIX_LEN)
+    last_line = data.rfind(b"\n", 0, size - 1) + 1
+    ends_batch = not data.endswith(MORE, last_line, size - 1 - CRC_SUFFIX_LEN)
     return ends_batch and data.startswith(b'{"seq":%d,' % mark.seq, last_line)
 
 
@@ -271,15 +280,28 @@ def _line_fault(line: bytes, expected: int, offset: int, is_last_line: bool) -> 
 
 
 def scan_journal(
-    path: os.PathLike[str] | str, *, after_seq: int = 0, mark: JournalMark | None = None
+    path: os.PathLike[str] | str,
+    *,
+    after_seq: int = 0,
+    mark: JournalMark | None = None,
+    start: JournalMark | None = None,
 ) -> JournalScan:
     """Read and check the whole journal at `path`; see the module docstring. `mark`: a
     prefix known to have been written whole (from the snapshot), checked by its CRC.
+    `start`: a point inside that prefix (its mark, as the writer had it) before which
+    nothing is wanted (`after_seq` is not before it): the journal is then read from
+    there only, and the part up to `mark` checked by one CRC continued from `start`'s.
+    Anything unexpected there (a tail to cut, a CRC that does not match) reads the
+    whole journal instead.
 
     A missing file scans as an empty journal (a session that has not written a record
     yet). Raises `JournalCorrupt` for corruption before the end, `OSError` when the
     file cannot be read. Blocking: on the trio loop, run it in a thread."""
     path = Path(path)
+    if start is not None and mark is not None and start.seq <= after_seq:
+        found = _scan_from(path, after_seq, mark, start)
+        if found is not None:
+            return found
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -297,6 +319,35 @@ def scan_journal(
     end = JournalMark(walk.last_seq, walk.end_offset, end_crc)
     return JournalScan(
         path, walk.head, walk.tail, walk.last_seq, walk.end_offset, len(data), cut, end, after_seq
+    )
+
+
+def _scan_from(
+    path: Path, after_seq: int, mark: JournalMark, start: JournalMark
+) -> JournalScan | None:
+    """`scan_journal` of the journal from `start` on, when everything there is as the
+    snapshot said; None to read it all instead."""
+    if not 0 < start.offset < mark.offset:
+        return None
+    try:
+        with open(path, "rb") as file:
+            size = os.fstat(file.fileno()).st_size
+            file.seek(start.offset)
+            data = file.read()
+    except OSError:
+        return None
+    if not data.startswith(b'{"seq":%d,' % (start.seq + 1)) or not holds(data, mark, start):
+        return None
+    known = JournalMark(mark.seq, mark.offset - start.offset, mark.crc)
+    walk = walk_journal(data, after_seq, known, start.seq)
+    if walk.fault is not None or walk.end_offset < len(data):
+        return None  # (what to cut or report is said by the whole scan)
+    with memoryview(data) as view:
+        end_crc = zlib.crc32(view[known.offset : walk.end_offset], known.crc)
+    end_offset = start.offset + walk.end_offset
+    end = JournalMark(walk.last_seq, end_offset, end_crc)
+    return JournalScan(
+        path, walk.head, walk.tail, walk.last_seq, end_offset, size, None, end, after_seq
     )
 
 

@@ -13,12 +13,32 @@ from pathlib import Path
 import trio
 
 from orchestrator.loop.anchors import Anchors, FileAnchor, TaskAnchor, TodoAnchor
+from orchestrator.loop.pruning import is_stub
 from orchestrator.loop.summary import Facts
 from orchestrator.messages import AssistantMessage, Message, ToolResult, UserMessage
 from orchestrator.state.context import AgentContext
 from orchestrator.state.fold import SessionState
+from orchestrator.tools.permissions import string_argument
 
 SUMMARY_HEADER = "[Summary of the conversation before this point, written at a compaction]"
+
+
+def files_read(context: AgentContext) -> tuple[tuple[str, str], ...]:
+    """The files the agent read (`read_file`, successfully), before its newest checkpoint
+    and in its context since, each with the ref of its newest read, oldest first."""
+    read = dict(context.read)
+    paths: dict[str, str] = {}  # call id -> path
+    for message in context.messages:
+        if isinstance(message, AssistantMessage):
+            for call in message.tool_calls:
+                if call.name == "read_file" and (path := string_argument(call, "path")):
+                    paths[call.id] = path
+        elif isinstance(message, ToolResult) and message.ref and message.status == "ok":
+            path = paths.pop(message.call_id, "")
+            if path and not is_stub(message):
+                read.pop(path, None)  # newest last
+                read[path] = message.ref
+    return tuple(read.items())
 
 
 async def gather(
@@ -41,6 +61,7 @@ async def gather(
         tasks=_tasks(state, context.id),
         mail=_mail(state, context.id),
         said=state.said.get(context.id, ()),
+        read=files_read(context),
         files=await trio.to_thread.run_sync(_digests, root, files),
     )
 

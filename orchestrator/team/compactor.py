@@ -44,7 +44,7 @@ from orchestrator.messages import (
 from orchestrator.models.base import COMPACTOR, Model, ModelRequest, collect
 from orchestrator.state.context import AgentContext
 from orchestrator.state.events import EventSink, Notice
-from orchestrator.team.anchoring import SUMMARY_HEADER, facts, gather
+from orchestrator.team.anchoring import SUMMARY_HEADER, facts, files_read, gather
 from orchestrator.team.port import SessionLike
 from orchestrator.tools.workspace import Workspace
 
@@ -251,6 +251,7 @@ class Compactor:
             window_model=learned[0] if learned is not None else "",
             window=learned[1].context if learned is not None else 0,
             files=tuple(files),
+            read=files_read(context),
             goal=context.goal,
             min_freed=settings.min_freed if settings is not None else 0.2,
         )

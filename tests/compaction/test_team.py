@@ -279,3 +279,18 @@ async def test_each_usage_event_says_how_full_the_context_is(workspace: Workspac
     sizes = [e.context for e in usage]
     assert sizes[1] > sizes[0] > 0
     assert min(sizes[3:]) < max(sizes[:4])  # a compaction made it smaller
+
+
+async def test_the_anchors_list_the_files_read_with_the_ref_to_recall(
+    workspace: Workspace,
+) -> None:
+    big_file(workspace)
+    scene = CompactingScene(workspace, {MAIN: reads(14, reply("done"))})
+    assert (await scene.run()).reason == "completed"
+    checkpoints = scene.compacted()
+    assert len(checkpoints) >= 2
+    last = checkpoints[-1]
+    assert {path for path, _ in last.read} == {"big0.txt", "big1.txt", "big2.txt"}
+    [anchors] = [m.content for m in last.messages if _anchored(m)]
+    for path, ref in last.read:
+        assert f'- {path} (recall("{ref}") shows what it read)' in anchors
