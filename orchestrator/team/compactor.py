@@ -116,12 +116,17 @@ class Compactor:
         if reason is not None:
             await self.compact(context, reason, background=count.share_of(window) < 1.0)
 
+    def drop_pending(self, agent: str) -> None:
+        """Cancel the summary under way for `agent`, if any: a compaction made now
+        supersedes it."""
+        pending = self._pending.pop(agent, None)
+        if pending is not None:
+            pending.scope.cancel()
+
     async def too_long(self, context: AgentContext, error: ContextTooLong) -> None:
         """The provider refused the agent's request as too long: learn the window it
         stated (else the failed request's size is an upper bound), then compact."""
-        pending = self._pending.pop(context.id, None)
-        if pending is not None:
-            pending.scope.cancel()  # it aimed at a window that proved too large
+        self.drop_pending(context.id)  # it aimed at a window that proved too large
         known, name = self.window(context.role)
         tokens = context.count().tokens
         stated = Window.from_failure(error.limit, error.requested or tokens)

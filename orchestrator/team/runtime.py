@@ -206,6 +206,7 @@ class _Compactor(Compactor):
         if asked is None:
             await super().maybe(context)
             return
+        self.drop_pending(context.id)  # a summary under way: this compaction supersedes it
         try:
             asked.record = await self.compact(context, "by_hand")
         except Exception as exc:
