@@ -182,18 +182,7 @@ class _NoRunner:
 def summary(record: ContextCompacted) -> dict[str, Any]:
     """A compaction as `--json` prints it (its messages left out: `sessions show
     --transcript` has them)."""
-    return {
-        "agent": record.agent,
-        "reason": record.reason,
-        "method": record.method,
-        "before": record.before,
-        "after": record.after,
-        "pruned": record.pruned,
-        "dropped": record.dropped,
-        "attempts": record.attempts,
-        "summary_chars": record.summary_chars,
-        "model": record.model,
-    }
+    return record.figures()
 
 
 def compacted_line(record: ContextCompacted) -> str:

@@ -196,6 +196,18 @@ class ContextCompacted(EventBase, frozen=True, tag="context_compacted"):
     window_model: str = ""  # the agent's model, when `window` was learned for it
     window: int = 0  # the context window a context-too-long error revealed (0: none)
     min_freed: float = MIN_FREED  # the share it had to free to count as effective
+
+    def figures(self) -> dict[str, object]:
+        """What people and programs are shown of it: everything but its messages (the
+        context, which `sessions show --transcript` prints)."""
+        names = ("reason", "method", "before", "after", "pruned", "dropped", "attempts")
+        return {
+            "agent": self.agent,
+            **{name: getattr(self, name) for name in names},
+            "summary_chars": self.summary_chars,
+            "model": self.model,
+        }
+
     files: tuple[str, ...] = ()  # the files touched by the agent so far, for the anchors
     goal: str = ""  # what the agent was started to do (its first user message)
     # The files it read so far, each with the ref of its newest read (`recall` reads

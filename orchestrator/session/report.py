@@ -233,21 +233,7 @@ class History:
     def _compacted(self, seq: int, record: ContextCompacted) -> None:
         if record.usage is not None:
             self.calls.append((record.agent, record.model or self.model, record.usage))
-        self.compactions.append(
-            {
-                "seq": seq,
-                "agent": record.agent,
-                "reason": record.reason,
-                "method": record.method,
-                "before": record.before,
-                "after": record.after,
-                "pruned": record.pruned,
-                "dropped": record.dropped,
-                "attempts": record.attempts,
-                "summary_chars": record.summary_chars,
-                "model": record.model,
-            }
-        )
+        self.compactions.append({"seq": seq, **record.figures()})
 
 
 def _tag(kind: type[msgspec.Struct]) -> bytes:

@@ -51,6 +51,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from orchestrator.loop.compaction import MARGIN_TOKENS, Window  # noqa: E402
+from orchestrator.loop.summary import SECTIONS  # noqa: E402
 from orchestrator.messages import Message  # noqa: E402
 from orchestrator.models.scripted import ScriptedModel, ScriptedReply  # noqa: E402
 from orchestrator.session.live import MemorySession, load_state, open_session  # noqa: E402
@@ -154,16 +155,7 @@ def repeats(calls: list[tuple[int, str, str]]) -> tuple[int, list[tuple[int, str
 
 
 SUMMARY = "\n\n".join(
-    f"## {name}\nWhat the conversation said of it, in a sentence or two."
-    for name in (
-        "Goal and constraints",
-        "User messages",
-        "Decisions",
-        "Files touched",
-        "Errors and fixes",
-        "Current work",
-        "Next step",
-    )
+    f"## {name}\nWhat the conversation said of it, in a sentence or two." for name in SECTIONS
 )
 
 
