@@ -363,3 +363,12 @@ def test_render_then_parse_gives_the_same_plan(p: Plan) -> None:
     assert errors(p) == []
     assert parse_markdown(render(p)) == p
     assert parse_plan_json(plan_json(p)) == p
+
+
+def test_the_example_in_docs_plans_md_is_a_valid_plan() -> None:
+    text = (SCHEMA.parent / "plans.md").read_text()
+    example = text.split("```markdown\n", 1)[1].split("```\n", 1)[0]
+    p = parse_markdown(example)
+    assert [t.id for t in p.tasks] == ["parse", "docs"]
+    assert validate(p) == []
+    assert render(p) == example
