@@ -372,3 +372,21 @@ def test_the_example_in_docs_plans_md_is_a_valid_plan() -> None:
     assert [t.id for t in p.tasks] == ["parse", "docs"]
     assert validate(p) == []
     assert render(p) == example
+
+
+scope_entries = st.lists(
+    st.text(alphabet="ab/.*?", min_size=1, max_size=6), min_size=1, max_size=2
+).map(tuple)
+
+
+@settings(max_examples=300, deadline=None)
+@given(scope_entries, scope_entries)
+def test_the_copied_scope_rule_agrees_with_the_task_registry(
+    a: tuple[str, ...], b: tuple[str, ...]
+) -> None:
+    """loop/ may not import state/, so plan.py holds a copy of the overlap rule; a test
+    may import both, and keeps the two in step."""
+    from orchestrator.loop.plan import _scopes_overlap
+    from orchestrator.state.tasks import scopes_overlap
+
+    assert _scopes_overlap(a, b) == scopes_overlap(a, b)
