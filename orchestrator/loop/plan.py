@@ -1,0 +1,484 @@
+"""A plan is data: a goal, constraints and tasks, versioned, in two forms that hold the
+same value (`plan.json` for programs, `plan.md` for people), and the rules a plan must
+keep before anyone builds it.
+
+Pure: this module reads no files and imports nothing above `loop/`. `validate` returns
+every problem at once (errors, then warnings); `check` raises `PlanError` with every
+error. `plan_json` / `parse_plan_json` are the JSON form (docs/plan.schema.json);
+`render` / `parse_markdown` the markdown form, whose grammar is in docs/plans.md.
+`parse_markdown(render(plan)) == plan` for every plan `validate` finds no error in: the
+rules on text fields (one line, no edge whitespace, no heading lines in a description)
+are exactly what the markdown form needs to hold a value unchanged.
+
+Not here yet (issue 22 goes on): approval, the planner and builder roles, and the runtime
+enforcing dependencies.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import posixpath
+import re
+from collections.abc import Iterable, Sequence
+from typing import Literal
+
+import msgspec
+
+from orchestrator.errors import OrchestratorError
+
+PLAN_VERSION = 1
+"""The plan format this build writes and reads."""
+
+ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+"""A task id: a letter or digit, then letters, digits, `_` or `-` (64 at most)."""
+
+
+class PlanTask(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One task of a plan.
+
+    `write_scope`: workspace-relative paths or glob patterns the task may write (`dir/`
+    is everything under it, `.` the whole workspace; empty: it writes nothing).
+    `acceptance`: a shell command whose success accepts the work, or "" with
+    `no_acceptance_reason` saying why there is none."""
+
+    id: str
+    title: str
+    description: str = ""
+    depends_on: tuple[str, ...] = ()
+    write_scope: tuple[str, ...] = ()
+    agent_type: str = ""
+    acceptance: str = ""
+    no_acceptance_reason: str = ""
+
+
+class Plan(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A versioned plan: what to reach, what must hold throughout, and the tasks."""
+
+    goal: str
+    constraints: tuple[str, ...] = ()
+    tasks: tuple[PlanTask, ...] = ()
+    version: int = PLAN_VERSION
+
+
+class Problem(msgspec.Struct, frozen=True):
+    """Something wrong with a plan. `task`: the task's id, "" for the plan as a whole.
+    A warning does not stop a plan; an error does."""
+
+    level: Literal["error", "warning"]
+    task: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.task}: {self.message}" if self.task else self.message
+
+
+class PlanError(OrchestratorError, ValueError):
+    """A plan that cannot be read or must not be built. `problems`: every error found
+    (validation); `line`: the line of `plan.md` a parse stopped at (1-based), if any."""
+
+    def __init__(
+        self, message: str, *, problems: Sequence[Problem] = (), line: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.problems = tuple(problems)
+        self.line = line
+
+
+# --- validation ------------------------------------------------------------------------
+
+
+def validate(plan: Plan) -> list[Problem]:
+    """Every problem of `plan`: its errors first, then its warnings."""
+    found = _plan_errors(plan)
+    ids = [t.id for t in plan.tasks]
+    known = set(ids)
+    for task in plan.tasks:
+        found += _task_errors(task, known)
+    seen: set[str] = set()
+    for task_id in ids:
+        if task_id in seen:
+            found.append(Problem("error", task_id, "the id is used by more than one task"))
+        seen.add(task_id)
+    graph = {t.id: [d for d in t.depends_on if d in known] for t in plan.tasks}
+    found += [
+        Problem("error", cycle[0], "dependency cycle: " + " -> ".join(cycle))
+        for cycle in _cycles(graph)
+    ]
+    return found + _scope_warnings(plan.tasks, graph)
+
+
+def check(plan: Plan) -> list[Problem]:
+    """The plan's warnings; or `PlanError` naming every error."""
+    problems = validate(plan)
+    errors = [p for p in problems if p.level == "error"]
+    if errors:
+        lines = "\n".join(f"- {p}" for p in errors)
+        raise PlanError(f"the plan has {len(errors)} error(s):\n{lines}", problems=errors)
+    return problems
+
+
+def _plan_errors(plan: Plan) -> list[Problem]:
+    found: list[Problem] = []
+    if plan.version != PLAN_VERSION:
+        found.append(Problem("error", "", f"version {plan.version} is not {PLAN_VERSION}"))
+    found += _line_errors("", "the goal", plan.goal)
+    for n, constraint in enumerate(plan.constraints, 1):
+        found += _line_errors("", f"constraint {n}", constraint)
+    if not plan.tasks:
+        found.append(Problem("error", "", "the plan has no tasks"))
+    return found
+
+
+def _task_errors(task: PlanTask, known: set[str]) -> list[Problem]:
+    tid = task.id
+    found: list[Problem] = []
+    if not ID.fullmatch(tid):
+        found.append(
+            Problem("error", tid, f"id {tid!r} is not a letter or digit then [A-Za-z0-9_-]")
+        )
+    found += _line_errors(tid, "the title", task.title)
+    found += _description_errors(tid, task.description)
+    for dep in _twice(task.depends_on):
+        found.append(Problem("error", tid, f"depends on {dep} twice"))
+    for dep in task.depends_on:
+        if dep not in known:
+            found.append(Problem("error", tid, f"depends on {dep}, which is no task"))
+    for entry in task.write_scope:
+        found += _line_errors(tid, "a write scope entry", entry, comma=True)
+    if task.agent_type:
+        found += _line_errors(tid, "the agent type", task.agent_type)
+    if task.acceptance and task.no_acceptance_reason:
+        found.append(Problem("error", tid, "give an acceptance check or a reason, not both"))
+    elif task.acceptance:
+        found += _line_errors(tid, "the acceptance check", task.acceptance)
+    elif task.no_acceptance_reason:
+        found += _line_errors(tid, "the reason for no acceptance check", task.no_acceptance_reason)
+    else:
+        found.append(
+            Problem("error", tid, "no acceptance check: give a command, or say why there is none")
+        )
+    return found
+
+
+def _line_errors(tid: str, what: str, text: str, *, comma: bool = False) -> list[Problem]:
+    if not text.strip():
+        return [Problem("error", tid, f"{what} is empty")]
+    if "\n" in text:
+        return [Problem("error", tid, f"{what} is more than one line")]
+    if text != text.strip():
+        return [Problem("error", tid, f"{what} starts or ends with whitespace")]
+    if comma and "," in text:
+        return [Problem("error", tid, f"{what} holds a comma: {text!r}")]
+    return []
+
+
+HEADING = re.compile(r"#{1,3}(?:[ \t]|$)")
+
+
+def _description_errors(tid: str, text: str) -> list[Problem]:
+    if text != _trim_blank(text):
+        return [Problem("error", tid, "the description starts or ends with a blank line")]
+    for n, line in enumerate(text.split("\n"), 1):
+        if HEADING.match(line):
+            return [Problem("error", tid, f"description line {n} would be a heading: {line!r}")]
+    return []
+
+
+def _trim_blank(text: str) -> str:
+    lines = text.split("\n")
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return "\n".join(lines)
+
+
+def _twice(items: Iterable[str]) -> list[str]:
+    seen: set[str] = set()
+    twice: list[str] = []
+    for item in items:
+        if item in seen and item not in twice:
+            twice.append(item)
+        seen.add(item)
+    return twice
+
+
+def _cycles(graph: dict[str, list[str]]) -> list[list[str]]:
+    """One named cycle per back edge a depth-first walk meets, each once, as
+    `[a, b, ..., a]` (a depends on b, ...)."""
+    found: dict[frozenset[str], list[str]] = {}
+    done: set[str] = set()
+    for start in graph:
+        if start in done:
+            continue
+        path: list[str] = [start]
+        stack = [iter(graph[start])]
+        on_path = {start}
+        while stack:
+            nxt = next(stack[-1], None)
+            if nxt is None:
+                stack.pop()
+                done.add(path[-1])
+                on_path.discard(path.pop())
+            elif nxt in on_path:
+                cycle = [*path[path.index(nxt) :], nxt]
+                found.setdefault(frozenset(cycle), cycle)
+            elif nxt not in done:
+                path.append(nxt)
+                on_path.add(nxt)
+                stack.append(iter(graph[nxt]))
+    return list(found.values())
+
+
+def _scope_warnings(tasks: Sequence[PlanTask], graph: dict[str, list[str]]) -> list[Problem]:
+    """Tasks with no dependency path between them (so they may run at the same time)
+    whose write scopes overlap: the runtime will run them one after the other."""
+    reach = {tid: _reachable(graph, tid) for tid in graph}
+    found: list[Problem] = []
+    for i, a in enumerate(tasks):
+        for b in tasks[i + 1 :]:
+            if a.id == b.id or b.id in reach[a.id] or a.id in reach[b.id]:
+                continue
+            if _scopes_overlap(a.write_scope, b.write_scope):
+                found.append(
+                    Problem(
+                        "warning",
+                        a.id,
+                        f"{a.id} and {b.id} may run at the same time and their write scopes"
+                        f" overlap ({', '.join(a.write_scope)} / {', '.join(b.write_scope)}):"
+                        " they will run one after the other",
+                    )
+                )
+    return found
+
+
+def _reachable(graph: dict[str, list[str]], start: str) -> set[str]:
+    seen: set[str] = set()
+    todo = list(graph[start])
+    while todo:
+        node = todo.pop()
+        if node not in seen:
+            seen.add(node)
+            todo.extend(graph[node])
+    return seen
+
+
+# The rule of `orchestrator.state.tasks.scopes_overlap`, copied: loop/ may not import
+# state/ (tests/test_layers.py). Keep the two in step.
+
+
+def _scopes_overlap(a: Iterable[str], b: Iterable[str]) -> bool:
+    return any(_overlap(_norm(x), _norm(y)) for x in a for y in b)
+
+
+def _norm(path: str) -> str:
+    path = posixpath.normpath(path.strip() or ".")
+    return path.removeprefix("/") if path.startswith("/") else path
+
+
+def _overlap(x: str, y: str) -> bool:
+    if x == "." or y == "." or x == y:
+        return True
+    if x.startswith(y + "/") or y.startswith(x + "/"):
+        return True
+    if fnmatch.fnmatchcase(x, y) or fnmatch.fnmatchcase(y, x):
+        return True
+    px, py = _literal_prefix(x), _literal_prefix(y)
+    magic = any(c in x + y for c in "*?[")
+    return magic and (px.startswith(py) or py.startswith(px))
+
+
+def _literal_prefix(path: str) -> str:
+    for i, c in enumerate(path):
+        if c in "*?[":
+            return path[:i]
+    return path
+
+
+# --- JSON ------------------------------------------------------------------------------
+
+
+class _Versioned(msgspec.Struct):
+    version: int
+
+
+_DECODER = msgspec.json.Decoder(Plan)
+_VERSION = msgspec.json.Decoder(_Versioned)
+
+
+def plan_json(plan: Plan) -> bytes:
+    """The JSON form: every field, indented, ending in a newline."""
+    return msgspec.json.format(msgspec.json.encode(plan), indent=2) + b"\n"
+
+
+def parse_plan_json(data: bytes | str) -> Plan:
+    """A plan from its JSON form; `PlanError` naming the field (`$.tasks[0].title`)."""
+    try:
+        version = _VERSION.decode(data).version
+    except msgspec.DecodeError as exc:
+        raise PlanError(f"plan.json: {exc}") from exc
+    if version != PLAN_VERSION:
+        raise PlanError(
+            f"plan.json: format version {version} is not known (this build reads"
+            f" {PLAN_VERSION}) - at `$.version`"
+        )
+    try:
+        return _DECODER.decode(data)
+    except msgspec.DecodeError as exc:
+        raise PlanError(f"plan.json: {exc}") from exc
+
+
+# --- markdown --------------------------------------------------------------------------
+
+_GOAL = re.compile(r"# Plan:(.*)")
+_TASK = re.compile(r"### ([A-Za-z0-9][A-Za-z0-9_-]*)\.(?:[ \t]+(.*))?")
+_FIELD = re.compile(r"- (depends on|writes|agent|acceptance|no acceptance):(.*)")
+_LOOKS_LIKE_FIELD = re.compile(r"- [a-z ]+:")
+_FIELDS = "'- depends on:', '- writes:', '- agent:', '- acceptance:', '- no acceptance:'"
+
+
+def render(plan: Plan) -> str:
+    """The markdown form (docs/plans.md), for people; `parse_markdown` reads it back."""
+    out = [f"# Plan: {plan.goal}", ""]
+    if plan.constraints:
+        out += ["## Constraints", "", *(f"- {c}" for c in plan.constraints), ""]
+    out += ["## Tasks", ""]
+    for task in plan.tasks:
+        out.append(f"### {task.id}. {task.title}")
+        if task.depends_on:
+            out.append(f"- depends on: {', '.join(task.depends_on)}")
+        if task.write_scope:
+            out.append(f"- writes: {', '.join(task.write_scope)}")
+        if task.agent_type:
+            out.append(f"- agent: {task.agent_type}")
+        if task.acceptance:
+            out.append(f"- acceptance: {_code(task.acceptance)}")
+        if task.no_acceptance_reason:
+            out.append(f"- no acceptance: {task.no_acceptance_reason}")
+        out.append("")
+        if task.description:
+            out += [task.description, ""]
+    return "\n".join(out)
+
+
+def _code(text: str) -> str:
+    """`text` as markdown inline code: a fence longer than any run of backticks in it,
+    padded with a space where it starts or ends with one (CommonMark)."""
+    fence = "`" * (max((len(r) for r in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _uncode(text: str, line: int) -> str:
+    run = len(text) - len(text.lstrip("`"))
+    if not run:
+        return text
+    fence = "`" * run
+    if len(text) < 2 * run + 1 or not text.endswith(fence) or text.endswith(fence + "`"):
+        raise PlanError(f"plan.md line {line}: expected the command closed by {fence}", line=line)
+    inner = text[run:-run]
+    if len(inner) > 1 and inner.startswith(" ") and inner.endswith(" ") and inner.strip():
+        inner = inner[1:-1]
+    return inner
+
+
+class _Reader:
+    """The parse's state: where it is and what it has read so far."""
+
+    def __init__(self) -> None:
+        self.goal: str | None = None
+        self.constraints: list[str] = []
+        self.tasks: list[dict[str, object]] = []
+        self.section = "start"  # start, top, constraints, tasks, fields, description
+        self.description: list[str] = []
+
+    def fail(self, n: int, expected: str, line: str) -> PlanError:
+        return PlanError(f"plan.md line {n}: expected {expected}, found {line!r}", line=n)
+
+    def end_task(self) -> None:
+        if self.tasks:
+            self.tasks[-1]["description"] = _trim_blank("\n".join(self.description))
+        self.description = []
+
+    def read(self, n: int, line: str) -> None:
+        task = _TASK.fullmatch(line)
+        if self.section == "description" and not HEADING.match(line):
+            self.description.append(line)
+        elif task and self.section != "start":
+            self.end_task()
+            title = (task.group(2) or "").strip()
+            self.tasks.append({"id": task.group(1), "title": title})
+            self.section = "fields"
+        elif self.section == "fields":
+            self.field(n, line)
+        elif not line.strip():
+            pass
+        elif self.section == "start":
+            goal = _GOAL.fullmatch(line)
+            if not goal:
+                raise self.fail(n, "the title '# Plan: GOAL'", line)
+            self.goal, self.section = goal.group(1).strip(), "top"
+        elif line.rstrip() == "## Constraints" and self.section == "top":
+            self.section = "constraints"
+        elif line.rstrip() == "## Tasks" and self.section in ("top", "constraints"):
+            self.section = "tasks"
+        elif self.section == "constraints" and line.startswith("- "):
+            self.constraints.append(line[2:].strip())
+        else:
+            raise self.fail(n, self._expected(), line)
+
+    def _expected(self) -> str:
+        return {
+            "top": "'## Constraints', '## Tasks' or a task '### ID. Title'",
+            "constraints": "a constraint '- TEXT', '## Tasks' or a task '### ID. Title'",
+        }.get(self.section, "a task '### ID. Title'")
+
+    def field(self, n: int, line: str) -> None:
+        found = _FIELD.fullmatch(line)
+        if not found:
+            if _LOOKS_LIKE_FIELD.match(line) or HEADING.match(line):
+                raise self.fail(n, f"one of {_FIELDS}, a blank line or a task", line)
+            self.section = "description"
+            if line.strip():
+                self.description.append(line)
+            return
+        key, value = found.group(1), found.group(2).strip()
+        name = {
+            "depends on": "depends_on",
+            "writes": "write_scope",
+            "agent": "agent_type",
+            "acceptance": "acceptance",
+            "no acceptance": "no_acceptance_reason",
+        }[key]
+        task = self.tasks[-1]
+        if name in task:
+            raise PlanError(f"plan.md line {n}: '{key}' given twice for one task", line=n)
+        if name in ("depends_on", "write_scope"):
+            items = tuple(item.strip() for item in value.split(","))
+            if not all(items):
+                raise self.fail(n, f"'{key}' as a list like 'a, b'", line)
+            task[name] = items
+        else:
+            task[name] = _uncode(value, n) if name == "acceptance" else value
+
+
+def parse_markdown(text: str) -> Plan:
+    """A plan from its markdown form (docs/plans.md); `PlanError` naming the line and
+    what was expected there. The plan is read, not validated: call `validate`."""
+    reader = _Reader()
+    lines = text.split("\n")
+    for n, line in enumerate(lines, 1):
+        reader.read(n, line)
+    reader.end_task()
+    if reader.goal is None:
+        raise PlanError(
+            f"plan.md line {len(lines)}: expected the title '# Plan: GOAL', found the end",
+            line=len(lines),
+        )
+    try:
+        return msgspec.convert(
+            {"goal": reader.goal, "constraints": reader.constraints, "tasks": reader.tasks},
+            Plan,
+        )
+    except msgspec.ValidationError as exc:  # pragma: no cover - the reader builds it right
+        raise PlanError(f"plan.md: {exc}") from exc
