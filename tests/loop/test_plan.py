@@ -20,12 +20,11 @@ from orchestrator.loop.plan import (
     PlanTask,
     Problem,
     check,
-    parse_markdown,
     parse_plan_json,
     plan_json,
-    render,
     validate,
 )
+from orchestrator.loop.plan_markdown import parse_markdown, render
 
 SCHEMA = Path(__file__).parents[2] / "docs" / "plan.schema.json"
 
