@@ -239,7 +239,7 @@ def _scope_warnings(tasks: Sequence[PlanTask], graph: dict[str, list[str]]) -> l
         for b in tasks[i + 1 :]:
             if a.id == b.id or b.id in reach[a.id] or a.id in reach[b.id]:
                 continue
-            if _scopes_overlap(a.write_scope, b.write_scope):
+            if scopes_overlap(a.write_scope, b.write_scope):
                 found.append(
                     Problem(
                         "warning",
@@ -267,7 +267,7 @@ def _reachable(graph: dict[str, list[str]], start: str) -> set[str]:
 # state/ (tests/test_layers.py). Keep the two in step.
 
 
-def _scopes_overlap(a: Iterable[str], b: Iterable[str]) -> bool:
+def scopes_overlap(a: Iterable[str], b: Iterable[str]) -> bool:
     return any(_overlap(_norm(x), _norm(y)) for x in a for y in b)
 
 

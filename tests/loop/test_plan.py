@@ -385,7 +385,7 @@ def test_the_copied_scope_rule_agrees_with_the_task_registry(
 ) -> None:
     """loop/ may not import state/, so plan.py holds a copy of the overlap rule; a test
     may import both, and keeps the two in step."""
-    from orchestrator.loop.plan import _scopes_overlap
+    from orchestrator.loop.plan import scopes_overlap as copied
     from orchestrator.state.tasks import scopes_overlap
 
-    assert _scopes_overlap(a, b) == scopes_overlap(a, b)
+    assert copied(a, b) == scopes_overlap(a, b)

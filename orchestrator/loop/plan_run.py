@@ -1,0 +1,83 @@
+"""What a plan's runtime will decide (issue 22), pure over the plan and its tasks' states:
+which plan tasks may start now, which can never run because a dependency failed, and the
+status each task's todo shows. The runtime (not built yet) gathers the states from the
+task records and acts on the verdicts, so dependencies are kept by the runtime, never
+left to the model.
+
+A plan task's state is its task record's (`state/tasks.py`: `pending`, `running`,
+`waiting_decision`, `waiting_children`, `completed`, `failed`, `cancelled`), or
+`waiting_deps` (delegated, waiting for its dependencies), or absent (not delegated yet).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Literal
+
+from orchestrator.loop.plan import Plan, PlanTask, scopes_overlap
+
+TodoStatus = Literal["pending", "in_progress", "completed", "cancelled", "failed"]
+
+TODO_STATUS: Mapping[str, TodoStatus] = {
+    "": "pending",
+    "waiting_deps": "pending",
+    "pending": "pending",
+    "running": "in_progress",
+    "waiting_decision": "in_progress",
+    "waiting_children": "in_progress",
+    "completed": "completed",
+    "failed": "failed",
+    "cancelled": "cancelled",
+}
+"""The status a plan task's todo shows, by the task's state: the plan, the todo list and
+the task tree cannot disagree, since the todo's status is read from the task."""
+
+NOT_STARTED = frozenset({"", "waiting_deps"})
+LIVE = frozenset({"pending", "running", "waiting_decision", "waiting_children"})
+ENDED_BADLY = frozenset({"failed", "cancelled"})
+
+
+def todo_status(state: str) -> TodoStatus:
+    """The todo status of a plan task in `state` ("" : not delegated yet)."""
+    return TODO_STATUS[state]
+
+
+def ready(plan: Plan, states: Mapping[str, str]) -> list[str]:
+    """The plan tasks that may start now, in plan order: not started, every dependency
+    completed, and no write scope overlapping a task that is live or starts before it
+    (in plan order) without a dependency path between them: such tasks run one after
+    the other, not refused."""
+    live = [t for t in plan.tasks if states.get(t.id, "") in LIVE]
+    chosen: list[PlanTask] = []
+    for task in plan.tasks:
+        if states.get(task.id, "") not in NOT_STARTED:
+            continue
+        if any(states.get(dep, "") != "completed" for dep in task.depends_on):
+            continue
+        if any(scopes_overlap(task.write_scope, other.write_scope) for other in live + chosen):
+            continue
+        chosen.append(task)
+    return [t.id for t in chosen]
+
+
+def doomed(plan: Plan, states: Mapping[str, str]) -> dict[str, str]:
+    """The plan tasks not started that can never run, because a dependency failed or
+    was cancelled (or is itself doomed), each with the reason its owner is told."""
+    found: dict[str, str] = {}
+    changed = True
+    while changed:
+        changed = False
+        for task in plan.tasks:
+            if task.id in found or states.get(task.id, "") not in NOT_STARTED:
+                continue
+            for dep in task.depends_on:
+                state = states.get(dep, "")
+                if state in ENDED_BADLY:
+                    found[task.id] = f"its dependency {dep} {state}"
+                elif dep in found:
+                    found[task.id] = f"its dependency {dep} cannot run ({found[dep]})"
+                else:
+                    continue
+                changed = True
+                break
+    return found
