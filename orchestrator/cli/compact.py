@@ -22,7 +22,7 @@ import orjson
 import trio
 
 from orchestrator.cli.env import effective_config
-from orchestrator.cli.run import _ask_trust, _definitions, _RoleModels, model_windows, note
+from orchestrator.cli.roles import RoleModels, agent_definitions, ask_trust, model_windows, note
 from orchestrator.cli.text import label
 from orchestrator.config import Config
 from orchestrator.errors import ConfigError, NothingToCompact, SessionError
@@ -55,7 +55,7 @@ def compact(args: argparse.Namespace, root: Path) -> int:
     workspace = manifest.workspace_path(directory)
     interactive = not args.json and sys.stdin.isatty()
     config, _ = effective_config(
-        args, os.environ, workspace, ask=_ask_trust if interactive else None
+        args, os.environ, workspace, ask=ask_trust if interactive else None
     )
     records = trio.run(_compact, root, args, config, interactive)
     for record in records:
@@ -83,9 +83,9 @@ async def _compact(
         agents = chosen_agents(live.state, args.agent, args.session_id)
         workspace = live.manifest.workspace_path(live.directory)
         definitions = await trio.to_thread.run_sync(
-            functools.partial(_definitions, workspace, interactive=interactive)
+            functools.partial(agent_definitions, workspace, interactive=interactive)
         )
-        roles = _RoleModels(
+        roles = RoleModels(
             main=live.manifest.model_spec(live.directory),
             cli=None,
             config=config,

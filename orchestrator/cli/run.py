@@ -12,12 +12,11 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
 import msgspec
 import trio
 
 from orchestrator.cli import demo as cli_demo
-from orchestrator.cli.env import SESSION_FLAGS, effective_config, sessions_root, user_config_dir
+from orchestrator.cli.env import SESSION_FLAGS, effective_config, sessions_root
 from orchestrator.cli.guards import guards
 from orchestrator.cli.parser import (
     EXIT_BLOCKED,
@@ -28,16 +27,14 @@ from orchestrator.cli.parser import (
 )
 from orchestrator.cli.prompt import approvers, refusal_notice, refused_lines
 from orchestrator.cli.render import JsonLinesSink, TranscriptSink
+from orchestrator.cli.roles import RoleModels, agent_definitions, ask_trust, model_windows, note
 from orchestrator.cli.sessions import latest_session_id, task_tree
 from orchestrator.cli.storage import kept_on_full_disk
-from orchestrator.cli.text import label, visible
+from orchestrator.cli.text import label
 from orchestrator.config import Config
 from orchestrator.errors import ConfigError
-from orchestrator.loop.compaction import Window
-from orchestrator.models.base import Model
-from orchestrator.models.http import Backoff, make_client
+from orchestrator.models.http import make_client
 from orchestrator.models.resolve import resolve_model
-from orchestrator.models.windows import window_for
 from orchestrator.session.live import LiveSession, create_session, open_session
 from orchestrator.session.status import current_status
 from orchestrator.state.events import EventSink
@@ -46,7 +43,6 @@ from orchestrator.state.settings import SessionSettings
 from orchestrator.store import Durability, session_dir
 from orchestrator.team.definitions import Definitions
 from orchestrator.team.drive import RunResult, RunSettings, drive
-from orchestrator.team.settings import claimed_window
 from orchestrator.tools import (
     PermissionPolicy,
     deny_all,
@@ -122,74 +118,6 @@ def overrides(args: argparse.Namespace) -> dict[str, Any]:
     return {key: value for key, value in given.items() if value is not None}
 
 
-class _RoleModels:
-    """The model of each agent role, resolved once: `--model` for every role, else the
-    role's agent definition or `[agents.ROLE] model`, else the session's model."""
-
-    def __init__(
-        self,
-        *,
-        main: str,
-        cli: str | None,
-        config: Config,
-        definitions: Definitions,
-        http: httpx.AsyncClient,
-    ) -> None:
-        self._main, self._cli, self._config = main, cli, config
-        self._definitions, self._http = definitions, http
-        self._models: dict[str, Model] = {}
-        self._backoff = Backoff()  # one rate limit holds every role on that provider
-
-    def spec(self, role: str) -> str:
-        if self._cli or role == "main":
-            return self._cli or self._main
-        own = self._definitions.get(role).model if role in self._definitions else None
-        return own or self._config.agent(role).model or self._main
-
-    def __call__(self, role: str) -> Model:
-        model = self._models.get(role)
-        if model is None:
-            model = resolve_model(
-                self.spec(role),
-                env=os.environ,
-                http=self._http,
-                config=self._config,
-                role=role,
-                backoff=self._backoff,
-            )
-            self._models[role] = model
-        return model
-
-
-def model_windows(config: Config) -> Callable[[Model], Window | None]:
-    """A model's context window: what it claims itself (a script's), else the config's
-    `[windows]` entry or the table of known models (docs/compaction.md)."""
-
-    def window(model: Model) -> Window | None:
-        found = claimed_window(model) or window_for(config, model.name)
-        return None if found is None else Window(found.context, found.output)
-
-    return window
-
-
-def _definitions(workspace: Path | None, *, interactive: bool) -> Definitions:
-    """The agent types: built-in, the user's, the project's (asked about once if they
-    would widen anything, when there is a terminal to ask at)."""
-    from orchestrator.team.agent_files import load_definitions
-    from orchestrator.team.definitions import WORKSPACE_TOOLS
-    from orchestrator.team.trust import TrustStore
-
-    user_dir = user_config_dir(os.environ)
-    ask = _ask_trust if interactive and sys.stdin.isatty() else None
-    return load_definitions(
-        project_dir=workspace,
-        user_dir=user_dir,
-        trust=TrustStore(user_dir),
-        ask=ask,
-        known_tools=WORKSPACE_TOOLS,
-    )
-
-
 def _ask_resume(yes: bool) -> Callable[[str], Awaitable[bool]] | None:
     """Whether to revive a task whose resume policy is `ask`: yes with `--yes`, asked at
     a terminal, else nobody is asked (it stays stopped)."""
@@ -206,17 +134,6 @@ def _ask_resume(yes: bool) -> Callable[[str], Awaitable[bool]] | None:
         return line.strip().lower() in ("y", "yes")
 
     return ask
-
-
-def _ask_trust(question: str) -> bool:
-    print(visible(question), file=sys.stderr)
-    print("Trust this project's settings? [y/N]: ", end="", file=sys.stderr, flush=True)
-    return sys.stdin.readline().strip().lower() in ("y", "yes")
-
-
-def note(text: str) -> None:
-    """A line for the person at the terminal (stderr), made safe to show."""
-    print(visible(text), file=sys.stderr, flush=True)
 
 
 def _policy(rules: list[str]) -> PermissionPolicy:
@@ -247,7 +164,7 @@ async def _run_session(
         workspace = live.manifest.workspace_path(directory)
         if definitions is None:
             definitions = await trio.to_thread.run_sync(
-                functools.partial(_definitions, workspace, interactive=not args.yes)
+                functools.partial(agent_definitions, workspace, interactive=not args.yes)
             )
         approve, approve_for = approvers(args.yes, guarded.sandbox.describe())
         tools = workspace_tools(guarded.env, guarded.sandbox)
@@ -257,7 +174,7 @@ async def _run_session(
             notice = refusal_notice(tools, policy, live.state.grants)
             if notice:
                 note(notice)
-        models = _RoleModels(
+        models = RoleModels(
             main=spec, cli=args.model, config=config, definitions=definitions, http=http
         )
         settings = RunSettings(
@@ -363,7 +280,7 @@ def _config(args: argparse.Namespace, workspace: Path | None) -> Config:
     and never with --json, whose output a program reads."""
     interactive = not args.yes and not args.json and sys.stdin.isatty()
     config, _ = effective_config(
-        args, os.environ, workspace, ask=_ask_trust if interactive else None
+        args, os.environ, workspace, ask=ask_trust if interactive else None
     )
     return config
 
@@ -383,7 +300,7 @@ def start(args: argparse.Namespace, *, goal: str, model: str | None, workspace: 
     # first text the session keeps, with no secret in it either.
     goal = guards(config, args).redact(goal)
     # Before the session exists: agent files refused (untrusted, invalid) leave nothing.
-    definitions = _definitions(workspace, interactive=not args.yes)
+    definitions = agent_definitions(workspace, interactive=not args.yes)
     session_id, _ = create_session(
         root, goal=goal, model=spec, workspace=workspace, settings=settings, source="run"
     )

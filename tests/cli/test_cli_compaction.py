@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from orchestrator.cli.render import TranscriptSink, compaction_line
-from orchestrator.cli.run import _RoleModels
+from orchestrator.cli.roles import RoleModels
 from orchestrator.config import AgentConfig, Config
 from orchestrator.loop.compaction import CompactionStarted, ContextCompacted
 from orchestrator.messages import UserMessage
@@ -134,14 +134,14 @@ async def test_the_compactor_role_gets_its_configured_model_else_the_sessions(
     main = f"scripted:{tmp_path / 'main.json'}"
     builtin = Definitions.builtin()
     async with make_client() as http:
-        models = _RoleModels(main=main, cli=None, config=configured, definitions=builtin, http=http)
+        models = RoleModels(main=main, cli=None, config=configured, definitions=builtin, http=http)
         assert models(COMPACTOR).name == "scripted:writer.json"
         assert models("worker").name == "scripted:worker.json"
         assert models("main").name == "scripted:main.json"
-        unset = _RoleModels(main=main, cli=None, config=Config(), definitions=builtin, http=http)
+        unset = RoleModels(main=main, cli=None, config=Config(), definitions=builtin, http=http)
         assert unset(COMPACTOR).name == "scripted:main.json"  # the session's model
         given = f"scripted:{tmp_path / 'given.json'}"
-        everyone = _RoleModels(
+        everyone = RoleModels(
             main=main, cli=given, config=configured, definitions=builtin, http=http
         )
         assert everyone(COMPACTOR).name == "scripted:given.json"  # --model: every role's
