@@ -16,8 +16,6 @@ enforcing dependencies.
 
 from __future__ import annotations
 
-import fnmatch
-import posixpath
 import re
 from collections.abc import Iterable, Sequence
 from typing import Literal
@@ -25,6 +23,7 @@ from typing import Literal
 import msgspec
 
 from orchestrator.errors import OrchestratorError
+from orchestrator.loop.scopes import scopes_overlap as scopes_overlap
 
 PLAN_VERSION = 1
 """The plan format this build writes and reads."""
@@ -261,38 +260,6 @@ def _reachable(graph: dict[str, list[str]], start: str) -> set[str]:
             seen.add(node)
             todo.extend(graph[node])
     return seen
-
-
-# The rule of `orchestrator.state.tasks.scopes_overlap`, copied: loop/ may not import
-# state/ (tests/test_layers.py). Keep the two in step.
-
-
-def scopes_overlap(a: Iterable[str], b: Iterable[str]) -> bool:
-    return any(_overlap(_norm(x), _norm(y)) for x in a for y in b)
-
-
-def _norm(path: str) -> str:
-    path = posixpath.normpath(path.strip() or ".")
-    return path.removeprefix("/") if path.startswith("/") else path
-
-
-def _overlap(x: str, y: str) -> bool:
-    if x == "." or y == "." or x == y:
-        return True
-    if x.startswith(y + "/") or y.startswith(x + "/"):
-        return True
-    if fnmatch.fnmatchcase(x, y) or fnmatch.fnmatchcase(y, x):
-        return True
-    px, py = _literal_prefix(x), _literal_prefix(y)
-    magic = any(c in x + y for c in "*?[")
-    return magic and (px.startswith(py) or py.startswith(px))
-
-
-def _literal_prefix(path: str) -> str:
-    for i, c in enumerate(path):
-        if c in "*?[":
-            return path[:i]
-    return path
 
 
 # --- JSON ------------------------------------------------------------------------------

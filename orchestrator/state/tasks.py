@@ -17,8 +17,6 @@ is a record with an owner, a state and messages, without a context of its own.
 from __future__ import annotations
 
 import copy
-import fnmatch
-import posixpath
 import time
 from collections.abc import Callable, Collection, Iterable
 from typing import Any, Literal
@@ -26,6 +24,8 @@ from typing import Any, Literal
 import msgspec
 
 from orchestrator.eventbase import EventBase, FoldError
+from orchestrator.loop.scopes import in_scope as in_scope
+from orchestrator.loop.scopes import scopes_overlap
 from orchestrator.state.mailbox import Mail
 
 TaskState = Literal[
@@ -251,63 +251,6 @@ def scope_within(inner: Iterable[str], outer: Iterable[str] | None) -> bool:
     """Whether every entry of `inner` lies inside `outer` (a child's scope in its
     parent's)."""
     return outer is None or all(in_scope(entry, outer) for entry in inner)
-
-
-def scopes_overlap(a: Iterable[str], b: Iterable[str]) -> bool:
-    """Whether two write scopes (workspace-relative paths or glob patterns) may name the
-    same file: equal, one under the other, or one pattern matching the other."""
-    for x in a:
-        for y in b:
-            if _overlap(_norm(x), _norm(y)):
-                return True
-    return False
-
-
-def _norm(path: str) -> str:
-    """A workspace-relative path in one spelling: `a/./b/../c/` is `a/c`; a path that
-    climbs out of the workspace stays `../...` and so is inside no scope but `..`."""
-    path = posixpath.normpath(path.strip() or ".")
-    return path.removeprefix("/") if path.startswith("/") else path
-
-
-def _overlap(x: str, y: str) -> bool:
-    if x == "." or y == "." or x == y:
-        return True
-    if x.startswith(y + "/") or y.startswith(x + "/"):
-        return True
-    if fnmatch.fnmatchcase(x, y) or fnmatch.fnmatchcase(y, x):
-        return True
-    # Patterns on both sides: compare the literal parts before the first wildcard.
-    px, py = _literal_prefix(x), _literal_prefix(y)
-    magic = _has_magic(x) or _has_magic(y)
-    return magic and (px.startswith(py) or py.startswith(px))
-
-
-def _has_magic(path: str) -> bool:
-    return any(c in path for c in "*?[")
-
-
-def _literal_prefix(path: str) -> str:
-    for i, c in enumerate(path):
-        if c in "*?[":
-            return path[:i]
-    return path
-
-
-def in_scope(path: str, scope: Iterable[str] | None) -> bool:
-    """Whether a workspace-relative `path` is inside a write scope."""
-    if scope is None:
-        return True
-    path = _norm(path)
-    if path == ".." or path.startswith("../"):
-        return False
-    for entry in scope:
-        entry = _norm(entry)
-        if entry == "." or path == entry or path.startswith(entry + "/"):
-            return True
-        if fnmatch.fnmatchcase(path, entry):
-            return True
-    return False
 
 
 # --- the fold ---------------------------------------------------------------------------

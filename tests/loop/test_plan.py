@@ -383,8 +383,7 @@ scope_entries = st.lists(
 def test_the_copied_scope_rule_agrees_with_the_task_registry(
     a: tuple[str, ...], b: tuple[str, ...]
 ) -> None:
-    """loop/ may not import state/, so plan.py holds a copy of the overlap rule; a test
-    may import both, and keeps the two in step."""
+    """Plans and the task registry judge scope overlap by one rule (loop/scopes.py)."""
     from orchestrator.loop.plan import scopes_overlap as copied
     from orchestrator.state.tasks import scopes_overlap
 
