@@ -17,6 +17,7 @@ import trio
 
 from orchestrator.errors import CompactionFailed, ContextTooLong, ModelError, NothingToCompact
 from orchestrator.loop import anchors as anchor_text
+from orchestrator.loop.anchors import Anchors
 from orchestrator.loop.compaction import (
     CompactionStarted,
     ContextCompacted,
@@ -44,7 +45,7 @@ from orchestrator.messages import (
 from orchestrator.models.base import COMPACTOR, Model, ModelRequest, collect
 from orchestrator.state.context import AgentContext
 from orchestrator.state.events import EventSink, Notice
-from orchestrator.team.anchoring import SUMMARY_HEADER, facts, files_read, gather
+from orchestrator.team.anchoring import SUMMARY_HEADER, facts, gather
 from orchestrator.team.port import SessionLike
 from orchestrator.tools.workspace import Workspace
 
@@ -179,8 +180,9 @@ class Compactor:
         messages = [m for m in context.view() if not _is_anchor(m)]
         pruned = prune(messages, keep_chars=limits.outputs)
         plan = _Plan(context, reason, learned, limits, ratio, usable, pruned)
-        files = sorted(self._files(context.id))
-        anchor = await self._anchor(context, files, limits)
+        plan.files = sorted(self._files(context.id))
+        plan.anchor, plan.anchors = await self._anchor(context, plan.files, limits)
+        anchor = plan.anchor
         if _chars([*pruned.messages, anchor]) <= limits.pruned_enough and reason != "by_hand":
             return plan
         system: list[Message] = [m for m in pruned.messages[:1] if isinstance(m, SystemMessage)]
@@ -208,8 +210,7 @@ class Compactor:
                 )
                 plan.method = "summary"
                 if summary is None:
-                    files = sorted(self._files(context.id))
-                    summary = fallback_summary(facts(context, head, files))
+                    summary = fallback_summary(facts(context, head, plan.files))
                     plan.method = "fallback"
                 plan.summary = summary
         finally:
@@ -219,8 +220,10 @@ class Compactor:
         """The checkpoint of `plan`, with the anchors as they are now and whatever the
         agent added since the plan was made, journaled."""
         limits, ratio = plan.limits, plan.ratio
-        files = sorted(self._files(context.id))
-        anchor = await self._anchor(context, files, limits)
+        if plan.summarised:  # a summary takes a while: the anchors as they are now
+            plan.files = sorted(self._files(context.id))
+            plan.anchor, plan.anchors = await self._anchor(context, plan.files, limits)
+        anchor = plan.anchor
         added = context.messages[plan.length :]
         dropped = 0
         if not plan.summarised:
@@ -255,8 +258,8 @@ class Compactor:
             model=plan.model,
             window_model=learned[0] if learned is not None else "",
             window=learned[1].context if learned is not None else 0,
-            files=tuple(files),
-            read=files_read(context),
+            files=tuple(plan.files),
+            read=tuple(plan.anchors.read),
             goal=context.goal,
             min_freed=settings.min_freed if settings is not None else 0.2,
         )
@@ -274,9 +277,10 @@ class Compactor:
 
     async def _anchor(
         self, context: AgentContext, files: Sequence[str], limits: _Limits
-    ) -> UserMessage:
+    ) -> tuple[UserMessage, Anchors]:
+        """The anchors of `context` as the fold has them now, and their message."""
         found = await gather(self._session.state, context, files, self._workspace.root)
-        return UserMessage(content=anchor_text.render(found, limits.anchors))
+        return UserMessage(content=anchor_text.render(found, limits.anchors)), found
 
     def _limits(self, usable: int, ratio: float) -> _Limits:
         settings = self._session.state.settings
@@ -368,6 +372,9 @@ class _Plan:
         self.messages = context.messages  # list, as long as `length` then
         self.length = len(context.messages)
         self.summarised = False
+        self.files: list[str] = []  # the files the agent changed, and its anchors
+        self.anchors = Anchors(goal="")
+        self.anchor = UserMessage(content="")
         self.system: list[Message] = []
         self.recent = 0
         self.method: Method = "pruned"
