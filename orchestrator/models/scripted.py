@@ -161,13 +161,7 @@ class ScriptedModel:
                 f"agents in the script: {known}",
                 provider="scripted",
             )
-        if request.step >= len(replies):
-            raise ScriptError(
-                f"script ran out: agent {request.agent!r} (key {key!r}) asked for step "
-                f"{request.step} but the script has {len(replies)} replies for it",
-                provider="scripted",
-            )
-        return replies[request.step]
+        return _at_step(replies, request, f"agent {request.agent!r} (key {key!r})")
 
 
 async def _events(reply: ScriptedReply, request: ModelRequest) -> AsyncIterator[ModelEvent]:
@@ -191,14 +185,22 @@ def _summary_reply(script: Script, request: ModelRequest) -> ScriptedReply:
     for key in (f"{request.agent}/{COMPACTOR}", COMPACTOR):
         replies = script.agents.get(key)
         if replies is not None:
-            if request.step >= len(replies):
-                raise ScriptError(
-                    f"script ran out: summary call {request.step} of agent "
-                    f"{request.agent!r} (key {key!r}); the script has {len(replies)} for it",
-                    provider="scripted",
-                )
-            return replies[request.step]
+            whose = f"the summaries of agent {request.agent!r} (key {key!r})"
+            return _at_step(replies, request, whose)
     return ScriptedReply(text=default_summary(request))
+
+
+def _at_step(
+    replies: tuple[ScriptedReply, ...], request: ModelRequest, whose: str
+) -> ScriptedReply:
+    """The reply at the request's step, or a `ScriptError` saying the script ran out."""
+    if request.step >= len(replies):
+        raise ScriptError(
+            f"script ran out: {whose} asked for step {request.step} but the script has "
+            f"{len(replies)} replies for it",
+            provider="scripted",
+        )
+    return replies[request.step]
 
 
 def default_summary(request: ModelRequest) -> str:
