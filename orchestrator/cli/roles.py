@@ -67,9 +67,16 @@ def model_windows(config: Config) -> Callable[[Model], Window | None]:
     """A model's context window: what it claims itself (a script's), else the config's
     `[windows]` entry or the table of known models (docs/compaction.md)."""
 
+    known: dict[str, Window | None] = {}  # by model name: asked before every model call
+
     def window(model: Model) -> Window | None:
-        found = claimed_window(model) or window_for(config, model.name)
-        return None if found is None else Window(found.context, found.output)
+        claimed = claimed_window(model)
+        if claimed is not None:
+            return claimed
+        if model.name not in known:
+            found = window_for(config, model.name)
+            known[model.name] = None if found is None else Window(found.context, found.output)
+        return known[model.name]
 
     return window
 
