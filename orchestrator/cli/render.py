@@ -30,6 +30,7 @@ from orchestrator.state.events import (
     event_json,
 )
 from orchestrator.state.mailbox import MAIN, MessagePosted, MessagesDelivered
+from orchestrator.state.plans import PlanDecided, PlanSubmitted
 from orchestrator.state.settings import SettingsChosen
 from orchestrator.state.tasks import TaskChanged, TaskCreated
 
@@ -146,6 +147,8 @@ class TranscriptSink:
                 self._line(s.yellow(f"! {visible(message)}"))
             case CompactionStarted() | ContextCompacted():
                 self._line(who + s.dim(compaction_line(event)))
+            case PlanSubmitted() | PlanDecided():
+                self._line(s.bold(plan_line(event)))
             case PermissionGranted(tool=tool, pattern=pattern):
                 what = f"{label(tool)} commands matching {label(pattern)!r}" if pattern else tool
                 self._line(s.dim(f"  (allowed {label(what)} for this session)"))
@@ -275,6 +278,23 @@ class TranscriptSink:
         if result.status == "ok":
             return "    " + self.style.green(f"✓ {name}: ") + self.style.dim(first)
         return "    " + self.style.red(f"✗ {name} {result.status}: ") + first
+
+
+def plan_line(event: PlanSubmitted | PlanDecided) -> str:
+    """One line for a plan's submission or the decision on it."""
+    match event:
+        case PlanSubmitted(version=version, plan=plan, source=source, warnings=warnings):
+            by = {"planner": "by the planner", "file": "from a file", "edit": "edited"}
+            extra = f", {len(warnings)} warning(s)" if warnings else ""
+            return (
+                f"◆ plan v{version} {by.get(source, 'by the program')}: {len(plan.tasks)} "
+                f"task(s){extra}"
+            )
+        case PlanDecided(version=version, decision=decision, by=by, feedback=feedback):
+            why = f": {label(feedback, 4 * ARG_WIDTH)}" if feedback else ""
+            return f"◆ plan v{version} {decision} ({label(by, 40)}){why}"
+        case _:
+            assert_never(event)
 
 
 def compaction_line(event: CompactionStarted | ContextCompacted) -> str:

@@ -51,6 +51,7 @@ from orchestrator.state.mailbox import (
 )
 from orchestrator.state.mailbox import USER as USER
 from orchestrator.state.manifest import SessionStatus
+from orchestrator.state.plans import PLAN_FOLDS, Plans
 from orchestrator.state.settings import SessionSettings, SettingsChosen
 from orchestrator.state.tasks import (
     SETTLED,
@@ -132,6 +133,8 @@ class Snapshot(msgspec.Struct, kw_only=True):
     windows: dict[str, int] = msgspec.field(default_factory=dict)
     # What each agent's owner wrote to it, verbatim, the newest `SAID_KEPT` (`_heard`).
     said: dict[str, list[str]] = msgspec.field(default_factory=dict)
+    # Every version of the plan and its decision (state/plans.py).
+    plans: Plans = msgspec.field(default_factory=Plans)
 
 
 SAID_KEPT = 50
@@ -179,6 +182,7 @@ class SessionState:
         # What each agent's owner (the person, for the main agent) wrote to it, verbatim,
         # the newest `SAID_KEPT`: what a compaction puts back word for word.
         self.said: dict[str, list[str]] = {}
+        self.plans = Plans()  # every version of the plan and its decision
 
     def todo_list(self, agent: str) -> TodoList:
         """The agent's todo list (empty when it has none yet)."""
@@ -255,6 +259,7 @@ class SessionState:
             refused=self.refused,
             windows=self.windows,
             said=self.said,
+            plans=self.plans,
         )
         return encode_snapshot(snapshot)
 
@@ -277,6 +282,7 @@ class SessionState:
         state.refused = list(snapshot.refused)
         state.windows = dict(snapshot.windows)
         state.said = {agent: list(said) for agent, said in snapshot.said.items()}
+        state.plans = copy.deepcopy(snapshot.plans)
         for agent_id, summary in snapshot.agents.items():
             state.agents[agent_id] = AgentContext(
                 id=agent_id,
@@ -320,6 +326,7 @@ class SessionState:
             "refused": msgspec.to_builtins(self.refused),
             "windows": dict(self.windows),
             "said": {agent: list(said) for agent, said in self.said.items()},
+            "plans": msgspec.to_builtins(self.plans),
             "agents": {
                 agent_id: {
                     "role": a.role,
@@ -462,6 +469,13 @@ def _compacted(state: SessionState, seq: int, record: ContextCompacted) -> None:
         state.windows[record.window_model] = record.window
 
 
+def _plan(fold: Callable[[Plans, int, Any], None]) -> Callable[[SessionState, int, Any], None]:
+    def apply(state: SessionState, seq: int, record: Any) -> None:
+        fold(state.plans, seq, record)
+
+    return apply
+
+
 def _settings(state: SessionState, seq: int, record: SettingsChosen) -> None:
     state.settings = record.settings
 
@@ -484,6 +498,7 @@ _SMALL_FOLDS: dict[type, Callable[[SessionState, int, Any], None]] = {
     BlockedReported: _blocked,
     SettingsChosen: _settings,
     ContextCompacted: _compacted,
+    **{kind: _plan(fold) for kind, fold in PLAN_FOLDS.items()},
 }
 """How each record changes the small state, by record type. Records of the conversation
 change contexts too (`CONTEXT_FOLDS`); every record kind is in one table or both."""
