@@ -145,10 +145,8 @@ class TranscriptSink:
                 self._progress_line(event, who)
             case Notice(message=message):
                 self._line(s.yellow(f"! {visible(message)}"))
-            case CompactionStarted() | ContextCompacted():
-                self._line(who + s.dim(compaction_line(event)))
-            case PlanSubmitted() | PlanDecided():
-                self._line(s.bold(plan_line(event)))
+            case CompactionStarted() | ContextCompacted() | PlanSubmitted() | PlanDecided():
+                self._line(self._state_line(event, who))
             case PermissionGranted(tool=tool, pattern=pattern):
                 what = f"{label(tool)} commands matching {label(pattern)!r}" if pattern else tool
                 self._line(s.dim(f"  (allowed {label(what)} for this session)"))
@@ -163,6 +161,18 @@ class TranscriptSink:
             ):
                 # The command line says how the session ended, once, on stderr.
                 pass
+            case _:
+                assert_never(event)
+
+    def _state_line(
+        self, event: CompactionStarted | ContextCompacted | PlanSubmitted | PlanDecided, who: str
+    ) -> str:
+        """A compaction (dim, it is housekeeping) or a plan's step (bold, it is news)."""
+        match event:
+            case CompactionStarted() | ContextCompacted():
+                return who + self.style.dim(compaction_line(event))
+            case PlanSubmitted() | PlanDecided():
+                return self.style.bold(plan_line(event))
             case _:
                 assert_never(event)
 

@@ -21,17 +21,21 @@ def folded(*records: PlanSubmitted | PlanDecided) -> SessionState:
 
 def test_a_submitted_plan_waits_for_a_decision_and_only_approval_builds_it() -> None:
     state = folded(PlanSubmitted(agent="planner", version=1, plan=PLAN))
-    assert state.plans.pending is not None and state.plans.approved is None
+    assert state.plans.pending is not None
+    assert state.plans.approved is None
     state.apply(2, PlanDecided(agent="main", version=1, decision="rejected", feedback="no"))
-    assert state.plans.pending is None and state.plans.approved is None
-    assert state.plans.latest is not None and state.plans.latest.feedback == "no"
+    assert state.plans.pending is None
+    assert state.plans.approved is None
+    assert state.plans.latest is not None
+    assert state.plans.latest.feedback == "no"
     state.apply(3, PlanSubmitted(agent="planner", version=2, plan=PLAN, source="edit"))
     state.apply(4, PlanDecided(agent="main", version=2, decision="approved", by="--approve"))
     assert state.plans.approved == PLAN
     assert state.plans.task("a") == PLAN.tasks[0]
     assert state.plans.task("zz") is None
     version = state.plans.approved_version
-    assert version is not None and (version.version, version.decided_seq) == (2, 4)
+    assert version is not None
+    assert (version.version, version.decided_seq) == (2, 4)
 
 
 def test_a_later_version_that_is_not_approved_leaves_the_approved_one_built() -> None:
@@ -41,8 +45,10 @@ def test_a_later_version_that_is_not_approved_leaves_the_approved_one_built() ->
         PlanSubmitted(agent="planner", version=2, plan=PLAN),
     )
     version = state.plans.approved_version
-    assert version is not None and version.version == 1
-    assert state.plans.pending is not None and state.plans.pending.version == 2
+    assert version is not None
+    assert version.version == 1
+    assert state.plans.pending is not None
+    assert state.plans.pending.version == 2
 
 
 @pytest.mark.parametrize(
