@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import copy
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Literal
 
 import msgspec
@@ -29,6 +29,7 @@ from orchestrator.loop.assessment import (
     Verified,
 )
 from orchestrator.loop.compaction import Breaker, ContextCompacted
+from orchestrator.loop.plan_run import todo_status
 from orchestrator.loop.todos import TodoItem, TodoList, TodosChanged
 from orchestrator.messages import Usage, plain
 from orchestrator.state.context import CONTEXT_FOLDS, AgentContext, FoldError
@@ -381,10 +382,34 @@ def _granted(state: SessionState, seq: int, record: PermissionGranted) -> None:
 
 def _task(state: SessionState, seq: int, record: TaskCreated | TaskChanged) -> None:
     TASK_FOLDS[type(record)](state.tasks, seq, record)
+    task = state.tasks.get(record.task)
+    if task is not None and task.plan_ref:
+        todos = state.todos.get(task.owner)
+        if todos is not None:
+            _follow_tasks(state, todos, (task.plan_ref,))
     if isinstance(record, TaskChanged) and record.state in SETTLED:
         task = state.tasks.get(record.task)
         if task is not None:
             state.progress_of(task.owner).progressed()
+
+
+def _follow_tasks(state: SessionState, todos: TodoList, plan_refs: Iterable[str]) -> None:
+    """Each todo linked to a plan task takes its status from the task record of that plan
+    task (not delegated yet: pending), by `TODO_STATUS`: the plan, the todo list and the
+    task tree cannot disagree."""
+    for plan_ref in plan_refs:
+        item = todos.items.get(plan_ref)
+        if item is None or item.plan_task != plan_ref:
+            continue
+        task = state.tasks.by_plan_ref(plan_ref)
+        status = todo_status(task.state if task is not None else "")
+        failure = task.reason if task is not None and status in ("failed", "cancelled") else ""
+        done = task.completion if task is not None and status == "completed" else None
+        result = done.summary if done is not None else ""
+        if (item.status, item.failure, item.result) != (status, failure, result):
+            todos.items[plan_ref] = msgspec.structs.replace(
+                item, status=status, failure=failure, result=result
+            )
 
 
 def _posted(state: SessionState, seq: int, record: MessagePosted) -> None:
@@ -436,6 +461,7 @@ def _todos(state: SessionState, seq: int, record: TodosChanged) -> None:
     if todos is None:
         todos = state.todos[record.agent] = TodoList()
     todos.apply(seq, record)
+    _follow_tasks(state, todos, [i.plan_task for i in record.items if i.plan_task])
     state.progress_of(record.agent).progressed()
 
 

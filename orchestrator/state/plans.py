@@ -60,6 +60,7 @@ class PlanVersion(msgspec.Struct, kw_only=True):
     plan: Plan
     source: PlanSource = "planner"
     warnings: list[str] = msgspec.field(default_factory=list)
+    ref: str = ""  # the `submit_plan` call that gave it
     submitted_seq: int = 0
     decision: Decision | None = None
     by: str = ""
@@ -117,6 +118,7 @@ def _submitted(plans: Plans, seq: int, record: PlanSubmitted) -> None:
             plan=record.plan,
             source=record.source,
             warnings=list(record.warnings),
+            ref=record.ref,
             submitted_seq=seq,
         )
     )

@@ -12,6 +12,11 @@ from orchestrator.state.mailbox import Mail
 from orchestrator.state.tasks import TaskRecord
 from orchestrator.team.definitions import AgentDefinition, Definitions
 
+PLANNER = "planner"
+"""The planner's agent id and role (team/planning.py)."""
+BUILDER = "builder"
+"""The main agent's role when it builds an approved plan."""
+
 PARKING = frozenset({"decision_required", "blocked"})  # kinds that park a task until answered
 
 
