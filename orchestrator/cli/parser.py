@@ -31,6 +31,9 @@ crash (resume it where it stood).
 
   orchestrator demo                        offline demo with a scripted model
   orchestrator run "GOAL" --model M -w .   run an agent on a goal (prints a session id)
+  orchestrator plan "GOAL" -m M -w .       a planner writes a plan (printed), and stops
+  orchestrator execute ID --approve        build a planned session's plan (or a plan file)
+  orchestrator run "GOAL" --plan           plan, ask for approval, then build
   orchestrator resume --last --yes         continue the newest session
   orchestrator sessions list               sessions, newest first
   orchestrator models                      configured models and whether keys are set
@@ -162,6 +165,65 @@ def _session_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _workspace_options(parser: argparse.ArgumentParser) -> None:
+    place = parser.add_mutually_exclusive_group()
+    place.add_argument(
+        "-w",
+        "--workspace",
+        type=Path,
+        default=None,
+        help="directory the tools are confined to (default: the current directory)",
+    )
+    place.add_argument(
+        "--session-workspace",
+        action="store_true",
+        help="work in a fresh workspace inside the session directory, so the session can "
+        "be copied elsewhere and resumed",
+    )
+
+
+def _approve_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--approve",
+        action="store_true",
+        help="approve the plan without asking (for unattended runs; --yes, which answers "
+        "tool calls, never approves a plan: without a terminal and without --approve a "
+        "plan waits, and the run stops blocked)",
+    )
+
+
+def _add_plan_parsers(commands: Any) -> None:
+    plan = commands.add_parser(
+        "plan",
+        help="write a plan for a goal, and stop (approve and build it with execute)",
+        description="A planner with read-only tools studies the workspace and writes a "
+        "plan for GOAL: tasks with dependencies, write scopes and acceptance checks "
+        "(docs/plans.md). The plan is printed (markdown) and kept in the session's plan.json "
+        "and plan.md; the session stays resumable: `orchestrator execute ID --approve` "
+        "builds it, `orchestrator resume ID` at a terminal asks you first.",
+    )
+    plan.add_argument("goal", help="what the plan should reach, in plain words")
+    _agent_options(
+        plan,
+        model_required_note="model spec (default: [agents.planner] model, else "
+        "$ORCHESTRATOR_MODEL)",
+    )
+    _workspace_options(plan)
+    execute = commands.add_parser(
+        "execute",
+        help="build a plan: a plan file (json or markdown) or a planned session",
+        description="Build a plan. TARGET is a plan file (plan.json, or markdown in the "
+        "grammar of docs/plans.md), which starts a new session with it as the first "
+        "version; or the id of a session whose plan waits for approval. Either way the "
+        "plan is approved first: at the terminal you are asked (approve, reject, edit, "
+        "quit), --approve approves it, and without either the run stops blocked (exit 3).",
+    )
+    execute.add_argument("target", metavar="PLAN-FILE|ID", help="a plan file, or a session id")
+    _agent_options(execute, model_required_note="model spec (for a session: instead of its own)")
+    _approve_option(execute)
+    _workspace_options(execute)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="orchestrator",
@@ -193,20 +255,14 @@ def build_parser() -> argparse.ArgumentParser:
         model_required_note="model spec, e.g. scripted:script.json, openai:gpt-4o, "
         "anthropic:claude-sonnet-4-5 (default: $ORCHESTRATOR_MODEL)",
     )
-    place = run.add_mutually_exclusive_group()
-    place.add_argument(
-        "-w",
-        "--workspace",
-        type=Path,
-        default=None,
-        help="directory the tools are confined to (default: the current directory)",
-    )
-    place.add_argument(
-        "--session-workspace",
+    _workspace_options(run)
+    run.add_argument(
+        "--plan",
         action="store_true",
-        help="work in a fresh workspace inside the session directory, so the session can "
-        "be copied elsewhere and resumed",
+        help="plan first: a planner (read-only tools) writes a plan, you approve it (or "
+        "--approve), then a builder delegates its tasks (docs/plans.md)",
     )
+    _approve_option(run)
 
     resume = commands.add_parser(
         "resume",
@@ -230,6 +286,8 @@ def build_parser() -> argparse.ArgumentParser:
         "for, or a follow-up to a finished one (which then goes on)",
     )
     _agent_options(resume, model_required_note="use this model instead of the session's own")
+    _approve_option(resume)
+    _add_plan_parsers(commands)
 
     demo = commands.add_parser(
         "demo",
