@@ -238,3 +238,27 @@ async def test_a_plan_given_whole_skips_the_planner(tmp_path: Path) -> None:
     version = state.plans.approved_version
     assert version is not None
     assert (version.source, version.plan) == ("file", plan)
+
+
+async def test_a_failed_acceptance_check_sends_the_task_back_and_all_run_at_the_end(
+    tmp_path: Path,
+) -> None:
+    script = {**SCRIPT, "agents": {**SCRIPT["agents"]}}
+    done = {"name": "complete", "arguments": {"summary": "wrote a.txt"}}
+    script["agents"]["t1"] = [{"tool_calls": [done]}, *worker("a.txt")]
+    root, session_id, directory = new_session(tmp_path, script)
+    assert (await run(root, session_id, script, Approver(APPROVE))).status == "completed"
+    state = load_state(directory, warn=pytest.fail)
+    refused = state.agents["t1"].messages[3]
+    assert "complete refused: the plan's acceptance check for task a did not pass" in (
+        refused.content
+    )
+    assert "$ test -f a.txt" in refused.content
+    assert state.agents["t1"].steps == 3
+    # The plan's checks are the session's verification at the end.
+    verified = [r for r in journal(directory) if r["k"] == "verified" and r["a"] == "main"]
+    assert verified[-1]["commands"] == ["test -f a.txt", "test -f b.txt"]
+
+
+def journal(directory: Path) -> list[dict[str, Any]]:
+    return [orjson.loads(line) for line in (directory / "journal.jsonl").read_bytes().splitlines()]
