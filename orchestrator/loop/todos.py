@@ -64,6 +64,9 @@ class TodosChanged(EventBase, frozen=True, tag="todos_changed"):
     replace: bool = False
     goal: str | None = None
     items: tuple[TodoItem, ...] = ()
+    # The plan version whose tasks this change makes the list's (the builder's), 0 for
+    # none: once folded, that version's handoff is done (team/planning.py).
+    plan_version: int = 0
 
 
 TodoRecords = TodosChanged

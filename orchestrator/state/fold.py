@@ -462,6 +462,8 @@ def _todos(state: SessionState, seq: int, record: TodosChanged) -> None:
         todos = state.todos[record.agent] = TodoList()
     todos.apply(seq, record)
     _follow_tasks(state, todos, [i.plan_task for i in record.items if i.plan_task])
+    if record.plan_version:
+        state.plans.seeded = record.plan_version
     state.progress_of(record.agent).progressed()
 
 

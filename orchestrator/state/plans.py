@@ -49,7 +49,19 @@ class PlanDecided(EventBase, frozen=True, tag="plan_decided"):
     at: int = 0
 
 
-PlanRecords = PlanSubmitted | PlanDecided
+class ReplanRequested(EventBase, frozen=True, tag="replan_requested"):
+    """Record: the builder sent plan task `plan_task` (and what depends on it) back for
+    re-planning, for `reason`; the agent `planner` (a fresh context) writes the next
+    version. `ref`: the `replan` call."""
+
+    plan_task: str
+    reason: str
+    planner: str
+    ref: str = ""
+    at: int = 0
+
+
+PlanRecords = PlanSubmitted | PlanDecided | ReplanRequested
 """The plans' records (see `Record` in state/events.py)."""
 
 
@@ -68,10 +80,35 @@ class PlanVersion(msgspec.Struct, kw_only=True):
     decided_seq: int = 0
 
 
+class Replan(msgspec.Struct, kw_only=True):
+    """A request to re-plan (folded and snapshotted)."""
+
+    plan_task: str
+    reason: str
+    planner: str
+    ref: str = ""
+    seq: int = 0
+
+
 class Plans(msgspec.Struct, kw_only=True):
-    """Every version of the session's plan, oldest first."""
+    """Every version of the session's plan, oldest first, and every re-plan asked."""
 
     versions: list[PlanVersion] = msgspec.field(default_factory=list)
+    replans: list[Replan] = msgspec.field(default_factory=list)
+    # The version whose tasks the builder's todos are (0: none yet): an approved version
+    # past it still has to be handed to the builder.
+    seeded: int = 0
+
+    @property
+    def replanning(self) -> Replan | None:
+        """The re-plan under way: asked, and no version submitted since approved yet."""
+        if not self.replans:
+            return None
+        request = self.replans[-1]
+        approved = self.approved_version
+        if approved is not None and approved.submitted_seq > request.seq:
+            return None
+        return request
 
     @property
     def latest(self) -> PlanVersion | None:
@@ -136,8 +173,25 @@ def _decided(plans: Plans, seq: int, record: PlanDecided) -> None:
     latest.decided_seq = seq
 
 
+def _replan(plans: Plans, seq: int, record: ReplanRequested) -> None:
+    if plans.approved is None:
+        raise FoldError("a re-plan was asked with no approved plan")
+    if plans.replanning is not None:
+        raise FoldError("a re-plan was asked while another was under way")
+    plans.replans.append(
+        Replan(
+            plan_task=record.plan_task,
+            reason=record.reason,
+            planner=record.planner,
+            ref=record.ref,
+            seq=seq,
+        )
+    )
+
+
 PLAN_FOLDS: dict[type, Callable[[Plans, int, Any], None]] = {
     PlanSubmitted: _submitted,
     PlanDecided: _decided,
+    ReplanRequested: _replan,
 }
 """How each plan record changes the session's plans."""

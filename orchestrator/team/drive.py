@@ -291,6 +291,8 @@ async def _drive(live: LiveSession, settings: RunSettings, sink: EventSink) -> R
         interactive=settings.interactive,
         windows=settings.windows or claimed_window,
         recall=live.recall,
+        goal=live.manifest.goal,
+        approve_plan=settings.approve_plan,
     )
     state = live.state
     planning = bool(
@@ -337,6 +339,14 @@ def _main_result(outcome: MainOutcome, live: LiveSession) -> RunResult:
                 f"goes to task {asker} as the answer to {outcome.questions[0].message_id})",
                 resume_helps=False,
                 questions=outcome.questions,
+            )
+        case "blocked" if live.state.plans.pending is not None:
+            return RunResult(
+                "blocked",
+                outcome.detail,
+                "see it in the session's plan.md; build it with: orchestrator execute ID "
+                "--approve (or resume ID at a terminal to be asked)",
+                resume_helps=False,
             )
         case "blocked" if live.state.refused:
             return RunResult(

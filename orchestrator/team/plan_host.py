@@ -8,12 +8,22 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from orchestrator.errors import ToolFailed
 from orchestrator.loop.plan import Plan, Problem, check
+from orchestrator.loop.plan_run import kept_problems
 from orchestrator.loop.todos import now_ms
 from orchestrator.state.events import EventSink
-from orchestrator.state.plans import PlanDecided, PlanSource, PlanSubmitted, PlanVersion
+from orchestrator.state.plans import (
+    PlanDecided,
+    PlanSource,
+    PlanSubmitted,
+    PlanVersion,
+    Replan,
+    ReplanRequested,
+)
+from orchestrator.state.tasks import SETTLED
 from orchestrator.team.port import SessionLike
-from orchestrator.team.queries import MAIN
+from orchestrator.team.queries import MAIN, PLANNER
 
 
 @dataclass(frozen=True)
@@ -37,9 +47,15 @@ class Planning:
     """The session side of `submit_plan` (tools/planning.py's `PlanHost`) and of a
     decision."""
 
-    def __init__(self, session: SessionLike, sink: EventSink) -> None:
+    def __init__(
+        self,
+        session: SessionLike,
+        sink: EventSink,
+        cancel: Callable[[str, str, str], Awaitable[list[str]]],
+    ) -> None:
         self._session = session
         self._sink = sink
+        self._cancel = cancel  # (by, task id, reason): a task and its subtree
 
     async def submit(
         self,
@@ -54,6 +70,15 @@ class Planning:
         again = next((v for v in plans.versions if ref and v.ref == ref), None)
         if again is not None:  # this call ran before a crash
             return again.version
+        approved = plans.approved
+        if plans.replanning is not None and approved is not None:
+            done = {t.id for t in approved.tasks if self._state_of(t.id) == "completed"}
+            kept = kept_problems(approved, plan, done)
+            if kept:
+                lines = "\n".join(f"- {p}" for p in kept)
+                raise ToolFailed(
+                    f"the plan was not submitted: a new version keeps the work done:\n{lines}"
+                )
         version = plans.next_version()
         await self._sink.emit(
             PlanSubmitted(
@@ -68,6 +93,60 @@ class Planning:
             durable=True,
         )
         return version
+
+    def _state_of(self, plan_ref: str) -> str:
+        task = self._session.state.tasks.by_plan_ref(plan_ref)
+        return task.state if task is not None else ""
+
+    async def request_replan(self, agent: str, target: str, reason: str, *, ref: str) -> str:
+        """Send plan task `target` (its id, or the id of the task delegated for it) back
+        for re-planning: its live task is cancelled (and what waits on it with it), and
+        the re-plan is journaled for the main loop to run. What to tell the builder."""
+        state = self._session.state
+        plans = state.plans
+        plan = plans.approved
+        if plan is None:
+            raise ToolFailed("replan: this session has no approved plan to change")
+        again = next((r for r in plans.replans if ref and r.ref == ref), None)
+        if again is None:
+            ids = [t.id for t in plan.tasks]
+            task = state.tasks.get(target)
+            plan_ref = target if target in ids else (task.plan_ref if task is not None else "")
+            if plan_ref not in ids:
+                raise ToolFailed(
+                    f"replan: {target!r} is neither a task of the plan ({', '.join(ids)}) nor "
+                    "a task delegated for one"
+                )
+            under_way = plans.replanning
+            if under_way is not None:
+                raise ToolFailed(
+                    f"replan: task {under_way.plan_task} is being re-planned already; the "
+                    "new version will cover what else needs changing"
+                )
+            if self._state_of(plan_ref) == "completed":
+                raise ToolFailed(f"replan: plan task {plan_ref} has completed; nothing to redo")
+            record = state.tasks.by_plan_ref(plan_ref)
+            if record is not None and record.state not in SETTLED:
+                await self._cancel(agent, record.task_id, f"sent back for re-planning: {reason}")
+            again = Replan(
+                plan_task=plan_ref, reason=reason, planner=f"{PLANNER}-{len(plans.replans) + 2}"
+            )
+            await self._sink.emit(
+                ReplanRequested(
+                    agent=agent,
+                    plan_task=plan_ref,
+                    reason=reason,
+                    planner=again.planner,
+                    ref=ref,
+                    at=now_ms(),
+                ),
+                durable=True,
+            )
+        return (
+            f"plan task {again.plan_task} goes back for re-planning ({again.planner} writes the "
+            "next version, decided like the first); tasks that do not depend on it keep "
+            "running, and you are told when the new version is approved. Your turn ends here."
+        )
 
     async def decide(self, version: PlanVersion, verdict: PlanVerdict) -> int:
         """Journal `verdict` on `version` (an edit first becomes the next version); the

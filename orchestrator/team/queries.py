@@ -14,6 +14,13 @@ from orchestrator.team.definitions import AgentDefinition, Definitions
 
 PLANNER = "planner"
 """The planner's agent id and role (team/planning.py)."""
+
+
+def is_planner(agent: str) -> bool:
+    """The planner (`planner`) or a re-planner (`planner-2`, ...: a fresh context each)."""
+    return agent == PLANNER or agent.startswith(PLANNER + "-")
+
+
 BUILDER = "builder"
 """The main agent's role when it builds an approved plan."""
 

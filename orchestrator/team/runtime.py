@@ -106,7 +106,7 @@ class Team:
             nursery=nursery,  # background summaries (None: every summary is waited for)
         )
         rounds = Rounds(session, self.postbox, self.oversight, self.compactor)
-        self.planning = Planning(session, sink)
+        self.planning = Planning(session, sink, self.scheduler.cancel)
         self.turns = Turns(
             settings, session, sink, rounds, self.delegation, self.oversight, writes, self.planning
         )

@@ -26,13 +26,13 @@ from orchestrator.team.delegation import Delegation
 from orchestrator.team.oversight import Oversight
 from orchestrator.team.plan_host import Planning
 from orchestrator.team.port import SessionLike
-from orchestrator.team.queries import BUILDER, MAIN, PLANNER
+from orchestrator.team.queries import BUILDER, MAIN, PLANNER, is_planner
 from orchestrator.team.settings import TeamSettings
 from orchestrator.team.writes import Writes
 from orchestrator.tools.base import ToolContext, ToolRegistry
 from orchestrator.tools.coordination import ReportBlockedMain, main_tools, subagent_tools
 from orchestrator.tools.permissions import Approver, PermissionPolicy, parse_rules
-from orchestrator.tools.planning import SubmitPlan
+from orchestrator.tools.planning import Replan, SubmitPlan
 from orchestrator.tools.recall import Recall
 from orchestrator.tools.todos import todo_tools
 from orchestrator.tools.watch import Watched
@@ -74,7 +74,7 @@ class Turns:
         s = self._settings
         definition = queries.definition(self._session.state, s.definitions, agent)
         role = self._role(agent, definition)
-        tools = self._planner_tools() if agent == PLANNER else self._tools(definition)
+        tools = self._planner_tools() if is_planner(agent) else self._tools(definition)
         max_rounds = s.session.max_rounds if definition is None else definition.max_rounds
         approve = s.approve_for(agent, self._who(agent)) if s.approve_for else s.approve
         policy = s.policy
@@ -111,7 +111,7 @@ class Turns:
         (the main agent of a session with a plan), or the main agent's."""
         if definition is not None:
             return definition.name
-        if agent == PLANNER:
+        if is_planner(agent):
             return PLANNER
         return BUILDER if self._session.state.plans.versions else MAIN
 
@@ -152,7 +152,9 @@ class Turns:
             todos = [*todos, Recall(recall)]
         if definition is None:
             blocked = ReportBlockedMain(self._oversight)
-            tools = ToolRegistry([*base, *main_tools(self._delegation), *todos, blocked])
+            # The builder (the main agent of a session with a plan) may send a task back.
+            plans = [Replan(self._planning)] if self._session.state.plans.versions else []
+            tools = ToolRegistry([*base, *main_tools(self._delegation), *todos, blocked, *plans])
         else:
             own = [
                 Watched(t, self._writes.note_writes) if t.name in WRITERS else t

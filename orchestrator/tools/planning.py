@@ -109,3 +109,36 @@ def _task_fields(task: PlanTaskArgs) -> dict[str, Any]:
     fields["depends_on"] = tuple(fields["depends_on"])
     fields["write_scope"] = tuple(fields["write_scope"])
     return fields
+
+
+class Replanner(Protocol):
+    """What `replan` needs of the session."""
+
+    async def request_replan(self, agent: str, target: str, reason: str, *, ref: str) -> str: ...
+
+
+class ReplanArgs(_Args):
+    task: str = Field(description="The plan task's id (or the id of the task delegated for it).")
+    reason: str = Field(description="What went wrong, for the planner: why the plan must change.")
+
+
+class Replan(Tool[ReplanArgs]):
+    name = "replan"
+    description = (
+        "Send a plan task that failed or is blocked back to a planner: its task (and what "
+        "waits on it) is cancelled, a planner writes the next version of the plan from its "
+        "state and your reason, and it is approved like the first; tasks that do not "
+        "depend on it keep running. Ends your turn; you are told when the new version is "
+        "approved. To ask the person instead, use report_blocked."
+    )
+    args_model = ReplanArgs
+    idempotent = True
+    approval = False
+    journaled = True
+
+    def __init__(self, host: Replanner) -> None:
+        self.host = host
+
+    async def run(self, args: ReplanArgs, ctx: ToolContext) -> ToolOutput:
+        said = await self.host.request_replan(ctx.agent, args.task, args.reason, ref=ctx.call)
+        return ToolOutput(said, ends_turn=True)
