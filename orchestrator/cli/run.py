@@ -110,6 +110,7 @@ def session_settings(config: Config, args: argparse.Namespace) -> SessionSetting
         "max_tokens": main.max_tokens,
         "temperature": main.temperature,
         "allow": tuple(args.allow or ()),
+        "plan": True if getattr(args, "plan", False) else None,
     }
     return SessionSettings(**{key: value for key, value in values.items() if value is not None})
 

@@ -51,6 +51,10 @@ class SessionSettings(
     keep_recent: int = 8_000  # tokens of the last turns kept verbatim
     keep_outputs: int = 20_000  # tokens of the newest tool outputs pruning keeps
     min_freed: float = 0.2  # a compaction freeing less is ineffective (the breaker)
+    # Plan first: a planner writes a plan, which is decided on before a builder carries
+    # it out (`run --plan`, `plan`; docs/plans.md). Journaled with the session's start,
+    # so a session killed before its planner began still plans when resumed.
+    plan: bool = False
 
     def but(self, **changes: object) -> SessionSettings:
         """These settings with `changes` (field names) instead."""

@@ -296,7 +296,11 @@ async def _drive(live: LiveSession, settings: RunSettings, sink: EventSink) -> R
     )
     state = live.state
     planning = bool(
-        settings.plan or settings.seed_plan or PLANNER in state.agents or state.plans.versions
+        settings.plan
+        or chosen.plan
+        or settings.seed_plan
+        or PLANNER in state.agents
+        or state.plans.versions
     )
     async with open_team(live, sink, team_settings, runner=settings.runner) as team:
         if MAIN not in state.agents and not planning:
