@@ -16,6 +16,8 @@ import orjson
 import trio
 
 from orchestrator.errors import ToolFailed
+from orchestrator.loop.deps import decide
+from orchestrator.loop.plan import PlanTask
 from orchestrator.messages import SystemMessage, UserMessage
 from orchestrator.state.events import AgentStarted, Event, EventSink
 from orchestrator.state.fold import SessionState
@@ -86,43 +88,27 @@ class Delegation:
                 f"delegation refused: it would be depth {depth}, past the limit of "
                 f"{s.limits.max_depth}; do this work yourself"
             )
+        plan = queries.plan_task(self._state, args.plan_ref)
         existing = self._state.tasks.by_plan_ref(args.plan_ref)
         if existing is not None and existing.state not in ("failed", "cancelled"):
             return ToolOutput(
                 f"plan task {args.plan_ref} is already task {existing.task_id}; no new task "
                 f"was made. {_handle(existing)}"
             )
-        scope: tuple[str, ...] | None
-        if self._read_only(definition):
-            scope = ()
-        elif args.write_scope is not None:
-            scope = tuple(args.write_scope)
-            parent_scope = owner_task.write_scope if owner_task is not None else None
-            if not scope_within(scope, parent_scope):
-                raise ToolFailed(
-                    f"write_scope {', '.join(scope)} is not inside your own write scope "
-                    f"({', '.join(parent_scope or ())}); a subtask can only get part of it"
-                )
-        else:  # a child writes within its parent's scope, at most
-            parent = owner_task.write_scope if owner_task is not None else None
-            scope = tuple(parent) if parent is not None else None
-        # The delegating task and those above it hand over part of their own work: only
-        # other branches of the tree can conflict with it.
-        other = self._state.tasks.scope_conflict(scope, exclude=self._ancestors(owner))
-        if other is not None:
-            theirs = ", ".join(other.write_scope or ()) or "anywhere"
-            mine = ", ".join(scope) if scope else "anywhere"
-            raise ToolFailed(
-                f"scope_conflict: task {other.task_id} ({other.description}) is live and may "
-                f"write {theirs}, which overlaps this task's write scope ({mine}); wait for "
-                "it, or give write_scope paths that do not overlap"
-            )
+        # Every check before the first record: a refused call leaves nothing behind.
+        after, after_plan = self._dependencies(owner, args, plan)
+        scope = self._scope(definition, owner_task, args, plan)
+        upstream = queries.upstream(self._state, after, after_plan)
+        conflict = self._conflict(owner, scope, upstream, serialise=plan is not None)
         if existing is not None:
-            # A failed or cancelled plan task is retried as a new attempt of its record.
-            await self._postbox.post(
-                owner, existing.task_id, existing.task_id, "instruction", args.prompt
+            return await self._retry(owner, existing, args)
+        verdict = decide(queries.dependencies(self._state, after, after_plan), conflict=conflict)
+        if verdict.action == "cancel":
+            raise ToolFailed(
+                f"delegation refused: {verdict.reason}, so this task could never start; "
+                "revive or retry it first, or leave it out of after"
             )
-            return ToolOutput(f"retrying plan task {args.plan_ref}: {_handle(existing)}")
+        waits = verdict.action == "wait"
         with self._scheduler.new_task_id() as task_id:
             # The context first, then the task, before the subagent starts: after a crash
             # there is either the task with its context, or no task (the delegating call
@@ -155,17 +141,128 @@ class Delegation:
                     round_budget=args.round_budget or 0,
                     token_budget=args.token_budget or 0,
                     at=now_ms(),
+                    after=after,
+                    after_plan=after_plan,
+                    serialise=plan is not None,
+                    state="waiting_deps" if waits else "pending",
                 ),
             )
         self._changes.notify()
-        self._scheduler.enqueue(task_id)
+        if waits:
+            # A dependency may have completed while the records were on their way.
+            await self._scheduler.check(task_id)
+        else:
+            self._scheduler.enqueue(task_id)
         record = self._task(task_id)
+        if record.state == "waiting_deps":
+            return ToolOutput(f"delegated; {verdict.reason}. {_handle(record)}")
         queued = (
             ""
             if self._scheduler.is_running(task_id)
             else " (queued: the live-subagent limit is reached)"
         )
         return ToolOutput(f"delegated{queued}. {_handle(record)}")
+
+    def _dependencies(
+        self, owner: str, args: DelegateArgs, plan: PlanTask | None
+    ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """What the task waits for: `after`'s entries resolved (a plan ref when the plan
+        has that task or a task has that plan_ref, else one of the owner's own tasks),
+        and a plan task's own dependencies, which the model cannot leave out."""
+        tasks = self._state.tasks
+        after: list[str] = []
+        after_plan: list[str] = []
+        for entry in args.after or ():
+            if args.plan_ref and entry == args.plan_ref:
+                raise ToolFailed(
+                    f"after: {entry!r} is this task's own plan_ref; a task cannot wait for itself"
+                )
+            if queries.plan_task(self._state, entry) or tasks.by_plan_ref(entry) is not None:
+                found = after_plan
+            elif (record := tasks.get(entry)) is not None and record.owner == owner:
+                found = after
+            else:
+                mine = [t.task_id for t in tasks.children(owner)]
+                raise ToolFailed(
+                    f"after: {entry!r} is neither one of your tasks nor a plan task; it could "
+                    f"be one of your tasks ({', '.join(mine) or 'none'}) or a plan task "
+                    f"({', '.join(tasks.plan_refs()) or 'none delegated'})"
+                )
+            if entry not in found:
+                found.append(entry)
+        for plan_ref in plan.depends_on if plan is not None else ():
+            if plan_ref not in after_plan:
+                after_plan.append(plan_ref)
+        return tuple(after), tuple(after_plan)
+
+    def _scope(
+        self,
+        definition: AgentDefinition,
+        owner_task: TaskRecord | None,
+        args: DelegateArgs,
+        plan: PlanTask | None,
+    ) -> tuple[str, ...] | None:
+        """The task's write scope: nothing for a read-only type; else the one given (or
+        its plan task's), inside its owner's; else its owner's."""
+        if self._read_only(definition):
+            return ()
+        given = args.write_scope
+        if given is None and plan is not None:
+            given = list(plan.write_scope)
+        parent_scope = owner_task.write_scope if owner_task is not None else None
+        if given is None:  # a child writes within its parent's scope, at most
+            return tuple(parent_scope) if parent_scope is not None else None
+        scope = tuple(given)
+        if not scope_within(scope, parent_scope):
+            raise ToolFailed(
+                f"write_scope {', '.join(scope)} is not inside your own write scope "
+                f"({', '.join(parent_scope or ())}); a subtask can only get part of it"
+            )
+        return scope
+
+    def _conflict(
+        self,
+        owner: str,
+        scope: tuple[str, ...] | None,
+        upstream: set[str],
+        *,
+        serialise: bool,
+    ) -> str:
+        """Refuse a scope that overlaps a live task's; but a plan task (`serialise`) waits
+        for another live plan task instead: returns the one it waits for ("" for none)."""
+        # The delegating task and those above it hand over part of their own work: only
+        # other branches of the tree can conflict with it. The tasks it waits for will
+        # have completed before it starts.
+        exclude = queries.ancestors(self._state, owner) | upstream
+        tasks = self._state.tasks
+        other = tasks.scope_conflict(scope, exclude=exclude, serialised=not serialise)
+        if other is not None:
+            theirs = ", ".join(other.write_scope or ()) or "anywhere"
+            mine = ", ".join(scope) if scope else "anywhere"
+            raise ToolFailed(
+                f"scope_conflict: task {other.task_id} ({other.description}) is live and may "
+                f"write {theirs}, which overlaps this task's write scope ({mine}); wait for "
+                "it, or give write_scope paths that do not overlap"
+            )
+        other = tasks.scope_conflict(scope, exclude=exclude) if serialise else None
+        return other.task_id if other is not None else ""
+
+    async def _retry(self, owner: str, existing: TaskRecord, args: DelegateArgs) -> ToolOutput:
+        """A failed or cancelled plan task is retried as a new attempt of its record: the
+        prompt, as an instruction, revives it (at once, or once its dependencies, the
+        ones it was delegated with, have completed)."""
+        verdict = queries.readiness(self._state, existing)
+        if verdict.action == "cancel":
+            raise ToolFailed(
+                f"retry refused: plan task {args.plan_ref} (task {existing.task_id}) could "
+                f"never start: {verdict.reason}; retry that first"
+            )
+        await self._postbox.post(
+            owner, existing.task_id, existing.task_id, "instruction", args.prompt
+        )
+        record = self._task(existing.task_id)
+        waits = f"; {verdict.reason}" if record.state == "waiting_deps" else ""
+        return ToolOutput(f"retrying plan task {args.plan_ref}{waits}: {_handle(record)}")
 
     async def _emit_together(self, *events: Event) -> None:
         """Emit the records of one transition: each is encoded first, so one that cannot
@@ -195,10 +292,16 @@ class Delegation:
                 ref=ref,
             )
             if revives:
-                return ToolOutput(
-                    f"sent {again.message_id} to task {task.task_id}, which had "
-                    f"{was}: it is revived with its context to act on it"
-                )
+                now = self._task(task.task_id)
+                sent = f"sent {again.message_id} to task {task.task_id}, which had {was}"
+                if now.state == "waiting_deps":
+                    return ToolOutput(
+                        f"{sent}: it is revived with its context, and acts on it once its "
+                        f"dependencies have completed ({now.reason.removeprefix('revived; ')})"
+                    )
+                if now.state in SETTLED:
+                    return ToolOutput(f"{sent}: it cannot run again: {now.reason}")
+                return ToolOutput(f"{sent}: it is revived with its context to act on it")
         task = self._task(again.task_id)
         when = {
             "notify": "at its next turn",
@@ -287,7 +390,7 @@ class Delegation:
         if waited.cancelled_caught:
             lines.append(f"timed out after {limit:g} s; still running tasks are listed below")
         for task_id in sorted(ids, key=_task_order):
-            lines.append(_status_line(self._task(task_id)))
+            lines.append(self._status_line(self._task(task_id)))
         mail = [m for m in self._state.mailbox.undelivered(agent) if m.task_id in ids]
         if mail:
             lines.append(render(latest_progress_only(mail), self._settings.limits.caps))
@@ -305,7 +408,7 @@ class Delegation:
         tasks = self._state.tasks.children(agent)
         if not tasks:
             return "you have delegated no tasks"
-        lines = [_status_line(t) for t in tasks]
+        lines = [self._status_line(t) for t in tasks]
         open_questions = [m for m in self._state.mailbox.unanswered(agent)]
         for mail in open_questions:
             lines.append(f"unanswered: {mail.message_id} from task {mail.task_id}: {mail.summary}")
@@ -393,13 +496,14 @@ class Delegation:
             (tool := tools.get(name)) is not None and tool.read_only for name in definition.tools
         )
 
-    def _ancestors(self, agent: str) -> frozenset[str]:
-        found = set()
-        task = self._state.tasks.get(agent)
-        while task is not None:
-            found.add(task.task_id)
-            task = self._state.tasks.get(task.owner)
-        return frozenset(found)
+    def _status_line(self, task: TaskRecord) -> str:
+        """One line of `list_tasks` or `wait_tasks`: a waiting task says what it still
+        waits for, as it stands now."""
+        waits = ""
+        if task.state == "waiting_deps":
+            verdict = queries.readiness(self._state, task)
+            waits = verdict.reason if verdict.action == "wait" else ""
+        return _status_line(task, waits)
 
     def _own_task(self, agent: str, task_id: str) -> TaskRecord:
         return queries.own_task(self._state, agent, task_id)
@@ -428,12 +532,14 @@ def _task_order(task_id: str) -> tuple[int, str]:
     return (int(digits), "") if digits.isdigit() else (0, task_id)
 
 
-def _status_line(task: TaskRecord) -> str:
+def _status_line(task: TaskRecord, waits: str = "") -> str:
     line = f"{task.task_id} [{task.state}] {task.agent_type}: {task.description}"
     if task.progress and task.state not in SETTLED:
         percent = f"{task.percent}% " if task.percent is not None else ""
         line += f" | progress: {percent}{task.progress}"
-    if task.reason and task.state != "running":
+    if waits:
+        line += f" | {waits}"
+    elif task.reason and task.state != "running":
         line += f" | {task.reason}"
     return line
 
