@@ -98,7 +98,11 @@ class Delegation:
         # Every check before the first record: a refused call leaves nothing behind.
         after, after_plan = self._dependencies(owner, args, plan)
         scope = self._scope(definition, owner_task, args, plan)
-        upstream = queries.upstream(self._state, after, after_plan)
+        # (A retry keeps the dependencies its task was delegated with.)
+        waits_for = (
+            (after, after_plan) if existing is None else (existing.after, existing.after_plan)
+        )
+        upstream = queries.upstream(self._state, *waits_for)
         conflict = self._conflict(owner, scope, upstream, serialise=plan is not None)
         if existing is not None:
             return await self._retry(owner, existing, args)

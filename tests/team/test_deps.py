@@ -408,6 +408,96 @@ async def test_a_cancelled_waiting_task_revived_early_waits_again(
     assert not [m for m in scene.mail.values() if m.summary.startswith("task cancelled")]
 
 
+async def test_a_failure_that_is_retried_does_not_doom_the_dependants(
+    workspace: Workspace, autojump_clock: trio.testing.MockClock
+) -> None:
+    from orchestrator.team.definitions import WORKER, Definitions
+
+    watch = Watch()
+    scene = Scene(
+        workspace,
+        {
+            MAIN: steps(
+                reply(
+                    "",
+                    c("delegate", description="flaky", prompt=".", agent_type="flaky"),
+                    c("delegate", description="after it", prompt=".", after=["t1"]),
+                ),
+                reply("", c("wait_tasks")),
+                reply("done"),
+            ),
+            "t1": watch(
+                steps(
+                    # Past its one round (a call and no complete): the attempt fails.
+                    reply("", c("report_progress", summary="half way")),
+                    reply("", c("complete", summary="second attempt")),
+                )
+            ),
+            "t2": watch(completes()),
+        },
+    )
+    watch.scene = scene
+    flaky = WORKER.model_copy(update={"name": "flaky", "max_rounds": 1, "retries": 1})
+    scene.settings.definitions = Definitions([*Definitions.builtin(), flaky])
+    assert await run(scene) == "completed"
+    t1 = scene.state.tasks.get("t1")
+    assert (t1.state, t1.attempts) == ("completed", 2)
+    # t1 failed once, and was retried: t2 waited on, and started after the completion.
+    assert [state for _, state, _ in changes(scene, "t2")] == ["pending", "running", "completed"]
+    assert settled_at(scene, "t1") < watch.first_call["t2"]
+
+
+async def test_a_plan_task_retried_before_its_dependency_is_done_waits(
+    workspace: Workspace, autojump_clock: trio.testing.MockClock
+) -> None:
+    release = trio.Event()
+
+    async def held(request: ModelRequest) -> ScriptedReply:
+        await release.wait()
+        return reply("", c("complete", summary="built"))
+
+    def release_then_wait(request: ModelRequest) -> ScriptedReply:
+        release.set()
+        return reply("", c("wait_tasks"))
+
+    scene = Scene(
+        workspace,
+        {
+            MAIN: steps(
+                reply(
+                    "",
+                    c("delegate", description="build", prompt=".", plan_ref="P1"),
+                    c("delegate", description="test", prompt=".", plan_ref="P2", after=["P1"]),
+                ),
+                reply("", c("cancel_task", task="t2", reason="wrong prompt")),
+                reply("", c("delegate", description="test", prompt="test it", plan_ref="P2")),
+                release_then_wait,
+                reply("done"),
+            ),
+            "t1": held,
+            "t2": completes("tested"),
+        },
+    )
+    assert await run(scene) == "completed"
+    results = tool_results(scene)
+    assert results[1] == (
+        "delegated; waits for plan task P1 (t1). task_id=t2 type=worker state=waiting_deps"
+    )
+    assert results[3] == (
+        "retrying plan task P2; waits for plan task P1 (t1): task_id=t2 type=worker "
+        "state=waiting_deps"
+    )
+    t2 = scene.state.tasks.get("t2")
+    assert (t2.state, t2.after, t2.after_plan, t2.attempts) == ("completed", [], ["P1"], 2)
+    assert [state for _, state, _ in changes(scene, "t2")] == [
+        "cancelled",
+        "waiting_deps",
+        "pending",
+        "running",
+        "completed",
+    ]
+
+
 # --- the scheduler alone: plan tasks wait out a scope conflict -----------------------------
 
 
