@@ -548,3 +548,55 @@ def test_a_waiting_record_folds_the_same_from_an_old_journal_shape() -> None:
     changed = b'{"k":"task_changed","a":"main","task":"t1","state":"cancelled","reason":"no"}'
     session.state.apply(2, decode_record(changed))
     assert (task.state, task.dependency) == ("cancelled", "")
+
+
+# --- what people see of a waiting task -----------------------------------------------------
+
+
+async def test_the_live_view_and_sessions_show_say_what_a_task_waits_for() -> None:
+    import io
+
+    import msgspec
+
+    from orchestrator.cli.render import TranscriptSink
+    from orchestrator.cli.sessions import task_tree
+    from orchestrator.state.tasks import TaskRecord
+
+    out = io.StringIO()
+    sink = TranscriptSink(out, color=False)
+    created = TaskCreated(
+        agent=MAIN,
+        task="t3",
+        agent_type="worker",
+        description="test",
+        after=("t1",),
+        after_plan=("build",),
+        state="waiting_deps",
+    )
+    await sink.emit(created)
+    await sink.emit(
+        TaskChanged(agent=MAIN, task="t3", state="pending", reason="its dependencies are done")
+    )
+    assert out.getvalue().splitlines() == [
+        "⇢ t3 worker: test (from main, writes anywhere, after t1, plan task build)",
+        "◆ t3 pending: its dependencies are done",
+    ]
+    waiting = TaskRecord(
+        task_id="t3",
+        owner=MAIN,
+        agent_type="worker",
+        description="test",
+        state="waiting_deps",
+        after=["t1"],
+        after_plan=["build"],
+    )
+    old = msgspec.to_builtins(
+        TaskRecord(task_id="t1", owner=MAIN, agent_type="worker", description="a")
+    )
+    for field in ("after", "after_plan", "serialise", "dependency"):
+        old.pop(field, None)  # a record from before dependencies, in an old snapshot
+    lines = task_tree([msgspec.to_builtins(waiting), old])
+    assert lines[0].startswith("t3 [waiting_deps] worker: test (")
+    assert lines[0].endswith(" · waits for t1, build")
+    assert lines[1].startswith("t1 [pending] worker: a (")
+    assert "waits" not in lines[1]
