@@ -498,6 +498,54 @@ async def test_a_plan_task_retried_before_its_dependency_is_done_waits(
     ]
 
 
+async def test_a_task_waiting_for_a_plan_task_nobody_delegated_is_the_owners_to_act_on(
+    workspace: Workspace, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Nothing would ever start it: the main agent is reminded (not left asleep), with
+    what is missing, like a task waiting for its answer."""
+    from orchestrator.messages import SystemMessage, UserMessage
+    from orchestrator.team import queries
+
+    notes: list[str] = []
+
+    def told(request: ModelRequest) -> ScriptedReply:
+        notes.append(all_text(request))
+        return reply("", c("cancel_task", task="t1", reason="no plan task X after all"))
+
+    scene = Scene(workspace, {MAIN: steps(reply("waiting"), told, reply("done"))})
+    session = scene.session
+    start = (SystemMessage(content="main"), UserMessage(content="the goal"))
+    await session.emit(AgentStarted(agent=MAIN, role="main", messages=start))
+    for task, fields in (("t1", {"after_plan": ("X",)}), ("t2", {"after": ("t1",)})):
+        await session.emit(
+            AgentStarted(agent=task, role="worker", messages=(UserMessage(content="."),))
+        )
+        await session.emit(
+            TaskCreated(
+                agent=MAIN,
+                task=task,
+                agent_type="worker",
+                description=task,
+                state="waiting_deps",
+                **fields,
+            )
+        )
+    state = scene.state
+    assert queries.undelegated(state, state.tasks.get("t2")) == ["X"]
+    assert queries.waits_for(state, MAIN, "t2")
+    assert not queries.waits_for(state, "t1", "t2")  # only its owner can act on it
+    assert await run(scene) == "completed"
+    assert (
+        "These tasks wait for plan tasks nobody has delegated:\n- task t1: X\n- task t2: X"
+        in (notes[0])
+    )
+    assert {t.task_id: t.state for t in state.tasks.tasks.values()} == {
+        "t1": "cancelled",
+        "t2": "cancelled",
+    }
+    assert state.tasks.get("t2").reason == "its dependency t1 was cancelled"
+
+
 # --- the scheduler alone: plan tasks wait out a scope conflict -----------------------------
 
 
