@@ -10,6 +10,7 @@ which task changed which file in this run is `writes.py`'s.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import orjson
@@ -102,8 +103,7 @@ class Delegation:
         waits_for = (
             (after, after_plan) if existing is None else (existing.after, existing.after_plan)
         )
-        upstream = queries.upstream(self._state, *waits_for)
-        conflict = self._conflict(owner, scope, upstream, serialise=plan is not None)
+        conflict = self._conflict(owner, scope, waits_for, serialise=plan is not None)
         if existing is not None:
             return await self._retry(owner, existing, args)
         verdict = decide(queries.dependencies(self._state, after, after_plan), conflict=conflict)
@@ -228,7 +228,7 @@ class Delegation:
         self,
         owner: str,
         scope: tuple[str, ...] | None,
-        upstream: set[str],
+        waits_for: tuple[Iterable[str], Iterable[str]],
         *,
         serialise: bool,
     ) -> str:
@@ -237,8 +237,10 @@ class Delegation:
         # The delegating task and those above it hand over part of their own work: only
         # other branches of the tree can conflict with it. The tasks it waits for will
         # have completed before it starts.
-        exclude = queries.ancestors(self._state, owner) | upstream
+        exclude = queries.ancestors(self._state, owner)
         tasks = self._state.tasks
+        if tasks.scope_conflict(scope, exclude=exclude) is not None:  # (rare: then walk)
+            exclude |= queries.upstream(self._state, *waits_for)
         other = tasks.scope_conflict(scope, exclude=exclude, serialised=not serialise)
         if other is not None:
             theirs = ", ".join(other.write_scope or ()) or "anywhere"
