@@ -14,6 +14,9 @@ from orchestrator._version import __version__ as __version__
 if TYPE_CHECKING:
     from orchestrator.agent import TurnDeps, TurnOutcome, run_tool_calls, run_turn
     from orchestrator.loop.assessment import Assessment, Budgets, Situation, assess
+    from orchestrator.loop.plan import Plan, PlanError, PlanTask, parse_plan_json
+    from orchestrator.loop.plan_markdown import parse_markdown as parse_plan_markdown
+    from orchestrator.loop.plan_markdown import render as render_plan
     from orchestrator.loop.todos import TodoItem, TodoList
     from orchestrator.messages import MessageView
     from orchestrator.models import Model, ModelRequest, ToolSpec
@@ -29,6 +32,7 @@ if TYPE_CHECKING:
     from orchestrator.state.events import Event, EventSink, FanOut, ListSink, NullSink
     from orchestrator.state.fold import SessionState
     from orchestrator.state.mailbox import Mail
+    from orchestrator.state.plans import PlanVersion
     from orchestrator.state.settings import SessionSettings
     from orchestrator.state.tasks import TaskRecord
     from orchestrator.team.agent_files import load_definitions
@@ -36,6 +40,8 @@ if TYPE_CHECKING:
     from orchestrator.team.drive import RunResult, RunSettings, drive
     from orchestrator.team.main_agent import MainOutcome, open_team, run_main
     from orchestrator.team.oversight import Policy
+    from orchestrator.team.plan_calls import approve, execute, plan, seed_todos
+    from orchestrator.team.plan_host import PlanApprover, PlanVerdict
     from orchestrator.team.port import Runner, TaskPort
     from orchestrator.team.runtime import Team
     from orchestrator.team.settings import Limits, TeamSettings
@@ -71,6 +77,12 @@ _HOMES = {
     "ModelRequest": "orchestrator.models",
     "NullSink": "orchestrator.state",
     "PermissionPolicy": "orchestrator.tools",
+    "Plan": "orchestrator.loop.plan",
+    "PlanApprover": "orchestrator.team.plan_host",
+    "PlanError": "orchestrator.loop.plan",
+    "PlanTask": "orchestrator.loop.plan",
+    "PlanVerdict": "orchestrator.team.plan_host",
+    "PlanVersion": "orchestrator.state.plans",
     "Policy": "orchestrator.team",
     "RunResult": "orchestrator.team",
     "RunSettings": "orchestrator.team",
@@ -94,18 +106,25 @@ _HOMES = {
     "ToolSpec": "orchestrator.models",
     "TurnDeps": "orchestrator.agent",
     "TurnOutcome": "orchestrator.agent",
+    "approve": "orchestrator.team.plan_calls",
     "approve_all": "orchestrator.tools",
     "assess": "orchestrator.loop",
     "create_session": "orchestrator.session",
     "drive": "orchestrator.team",
+    "execute": "orchestrator.team.plan_calls",
     "load_definitions": "orchestrator.team",
     "load_state": "orchestrator.session",
     "mail_history": "orchestrator.session",
     "open_session": "orchestrator.session",
     "open_team": "orchestrator.team",
+    "parse_plan_json": "orchestrator.loop.plan",
+    "parse_plan_markdown": "orchestrator.loop.plan_markdown:parse_markdown",
+    "plan": "orchestrator.team.plan_calls",
+    "render_plan": "orchestrator.loop.plan_markdown:render",
     "run_main": "orchestrator.team",
     "run_tool_calls": "orchestrator.agent",
     "run_turn": "orchestrator.agent",
+    "seed_todos": "orchestrator.team.plan_calls",
     "workspace_tools": "orchestrator.tools",
 }
 
@@ -130,6 +149,12 @@ __all__ = [
     "ModelRequest",
     "NullSink",
     "PermissionPolicy",
+    "Plan",
+    "PlanApprover",
+    "PlanError",
+    "PlanTask",
+    "PlanVerdict",
+    "PlanVersion",
     "Policy",
     "RunResult",
     "RunSettings",
@@ -153,18 +178,25 @@ __all__ = [
     "ToolSpec",
     "TurnDeps",
     "TurnOutcome",
+    "approve",
     "approve_all",
     "assess",
     "create_session",
     "drive",
+    "execute",
     "load_definitions",
     "load_state",
     "mail_history",
     "open_session",
     "open_team",
+    "parse_plan_json",
+    "parse_plan_markdown",
+    "plan",
+    "render_plan",
     "run_main",
     "run_tool_calls",
     "run_turn",
+    "seed_todos",
     "workspace_tools",
 ]
 
@@ -173,7 +205,8 @@ def __getattr__(name: str) -> Any:
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module 'orchestrator' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
+    module, _, attribute = home.partition(":")  # "module:attribute" when named otherwise
+    value = getattr(importlib.import_module(module), attribute or name)
     globals()[name] = value
     return value
 

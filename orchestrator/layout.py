@@ -19,3 +19,5 @@ SNAPSHOT = "snapshot.json"
 LOCK = "lock"
 TASKS_DIR = "tasks"  # tasks/<id>.json: views of the task records (resume never reads them)
 TODOS_DIR = "todos"  # todos/<agent>.json: views of the todo lists (resume never reads them)
+PLAN_JSON = "plan.json"  # the latest plan version, for programs (resume never reads it)
+PLAN_MD = "plan.md"  # the same plan for people (docs/plans.md)

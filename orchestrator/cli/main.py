@@ -19,6 +19,7 @@ from orchestrator.errors import (
     OrchestratorError,
     SessionNotFound,
 )
+from orchestrator.loop.plan import PlanError
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -31,6 +32,18 @@ def _dispatch(args: argparse.Namespace) -> int:
                 None if args.session_workspace else (args.workspace or cli_run.default_workspace())
             )
             return cli_run.start(args, goal=args.goal, model=args.model, workspace=workspace)
+        case "plan":
+            from orchestrator.cli import run as cli_run
+
+            args.plan = args.plan_only = True
+            workspace = (
+                None if args.session_workspace else (args.workspace or cli_run.default_workspace())
+            )
+            return cli_run.start(args, goal=args.goal, model=args.model, workspace=workspace)
+        case "execute":
+            from orchestrator.cli import run as cli_run
+
+            return cli_run.execute(args)
         case "resume":
             from orchestrator.cli import run as cli_run
 
@@ -96,7 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return _dispatch(args)
-    except (ConfigError, InvalidSessionId, SessionNotFound) as exc:
+    except (ConfigError, InvalidSessionId, SessionNotFound, PlanError) as exc:
         _note(f"error: {exc}")
         return EXIT_USAGE
     except JournalCorrupt as exc:

@@ -11,6 +11,16 @@ import signal
 from pathlib import Path
 from typing import Any
 
+from orchestrator.cli.options import (
+    amount,
+    command,
+    config_option,
+    count,
+    positive,
+    sessions_option,
+)
+from orchestrator.cli.parser_sessions import add_sessions_parser
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BLOCKED, EXIT_BUDGET = 0, 1, 2, 3, 4
 EXIT_STORAGE = 5  # the disk refused a write: the session is kept, resume it once it has room
 EXIT_TERMINATED = 128 + signal.SIGTERM
@@ -21,6 +31,9 @@ crash (resume it where it stood).
 
   orchestrator demo                        offline demo with a scripted model
   orchestrator run "GOAL" --model M -w .   run an agent on a goal (prints a session id)
+  orchestrator plan "GOAL" -m M -w .       a planner writes a plan (printed), and stops
+  orchestrator execute ID --approve        build a planned session's plan (or a plan file)
+  orchestrator run "GOAL" --plan           plan, ask for approval, then build
   orchestrator resume --last --yes         continue the newest session
   orchestrator sessions list               sessions, newest first
   orchestrator models                      configured models and whether keys are set
@@ -34,50 +47,6 @@ resume with --message), 4 budget exhausted (resume with a larger budget), 5 the 
 refused a write (full, read-only or failing: resume once it has room), 130/143 stopped
 by Ctrl+C/SIGTERM (the session stays resumable).
 """
-
-
-def _positive(text: str) -> int:
-    value = _count(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
-
-
-def _amount(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be more than 0: {text}")
-    return value
-
-
-def _command(text: str) -> str:
-    if not text.strip():
-        raise argparse.ArgumentTypeError("must not be blank")
-    return text
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative: {value}")
-    return value
-
-
-def _sessions_option(parser: argparse.ArgumentParser) -> None:
-    # SUPPRESS: given before the command or after it, neither hides the other.
-    parser.add_argument(
-        "--sessions-dir",
-        type=Path,
-        default=argparse.SUPPRESS,
-        metavar="DIR",
-        help="where sessions live (default: $ORCHESTRATOR_SESSIONS_DIR, else the user data dir)",
-    )
 
 
 def _agent_options(parser: argparse.ArgumentParser, *, model_required_note: str) -> None:
@@ -111,7 +80,7 @@ def _agent_options(parser: argparse.ArgumentParser, *, model_required_note: str)
     parser.add_argument("--json", action="store_true", help="print events as JSON lines")
     parser.add_argument(
         "--max-rounds",
-        type=_positive,
+        type=positive,
         default=None,
         metavar="N",
         help="the main agent's turn stops after N model calls, and the run fails, resumable "
@@ -124,8 +93,8 @@ def _agent_options(parser: argparse.ArgumentParser, *, model_required_note: str)
         help="journal fsync policy: always (each record), batch (group commit, default), off",
     )
     _session_options(parser)
-    _config_option(parser)
-    _sessions_option(parser)
+    config_option(parser)
+    sessions_option(parser)
 
 
 def _session_options(parser: argparse.ArgumentParser) -> None:
@@ -149,7 +118,7 @@ def _session_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--verify",
         action="append",
-        type=_command,
+        type=command,
         default=None,
         metavar="CMD",
         help="a shell command, run in the workspace, that checks the work before the session "
@@ -158,7 +127,7 @@ def _session_options(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--max-auto-continues",
-        type=_count,
+        type=count,
         default=None,
         metavar="N",
         help="send the main agent, its turn ended with work left or its verification "
@@ -167,7 +136,7 @@ def _session_options(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--budget-rounds",
-        type=_positive,
+        type=positive,
         default=None,
         metavar="N",
         help="model calls of the whole session, every agent together (default: no limit; "
@@ -175,36 +144,84 @@ def _session_options(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--budget-tokens",
-        type=_positive,
+        type=positive,
         default=None,
         metavar="N",
         help="tokens of the whole session, every agent together (default: no limit)",
     )
     group.add_argument(
         "--budget-cost",
-        type=_amount,
+        type=amount,
         default=None,
         metavar="USD",
         help="US dollars the session may spend, from the config's [prices] (default: no limit)",
     )
     group.add_argument(
         "--budget-time",
-        type=_amount,
+        type=amount,
         default=None,
         metavar="SECONDS",
         help="wall-clock seconds one run may take (default: no limit)",
     )
 
 
-def _config_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--config",
+def _workspace_options(parser: argparse.ArgumentParser) -> None:
+    place = parser.add_mutually_exclusive_group()
+    place.add_argument(
+        "-w",
+        "--workspace",
         type=Path,
-        default=argparse.SUPPRESS,
-        metavar="FILE",
-        help="config file (default: $ORCHESTRATOR_CONFIG, else config.toml in the user "
-        "config dir; see docs/configuration.md)",
+        default=None,
+        help="directory the tools are confined to (default: the current directory)",
     )
+    place.add_argument(
+        "--session-workspace",
+        action="store_true",
+        help="work in a fresh workspace inside the session directory, so the session can "
+        "be copied elsewhere and resumed",
+    )
+
+
+def _approve_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--approve",
+        action="store_true",
+        help="approve the plan without asking (for unattended runs; --yes, which answers "
+        "tool calls, never approves a plan: without a terminal and without --approve a "
+        "plan waits, and the run stops blocked)",
+    )
+
+
+def _add_plan_parsers(commands: Any) -> None:
+    plan = commands.add_parser(
+        "plan",
+        help="write a plan for a goal, and stop (approve and build it with execute)",
+        description="A planner with read-only tools studies the workspace and writes a "
+        "plan for GOAL: tasks with dependencies, write scopes and acceptance checks "
+        "(docs/plans.md). The plan is printed (markdown) and kept in the session's plan.json "
+        "and plan.md; the session stays resumable: `orchestrator execute ID --approve` "
+        "builds it, `orchestrator resume ID` at a terminal asks you first.",
+    )
+    plan.add_argument("goal", help="what the plan should reach, in plain words")
+    _agent_options(
+        plan,
+        model_required_note="model spec (default: [agents.planner] model, else "
+        "$ORCHESTRATOR_MODEL)",
+    )
+    _workspace_options(plan)
+    execute = commands.add_parser(
+        "execute",
+        help="build a plan: a plan file (json or markdown) or a planned session",
+        description="Build a plan. TARGET is a plan file (plan.json, or markdown in the "
+        "grammar of docs/plans.md), which starts a new session with it as the first "
+        "version; or the id of a session whose plan waits for approval. Either way the "
+        "plan is approved first: at the terminal you are asked (approve, reject, edit, "
+        "quit), --approve approves it, and without either the run stops blocked (exit 3).",
+    )
+    execute.add_argument("target", metavar="PLAN-FILE|ID", help="a plan file, or a session id")
+    _agent_options(execute, model_required_note="model spec (for a session: instead of its own)")
+    _approve_option(execute)
+    _workspace_options(execute)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -214,8 +231,8 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
-    _sessions_option(parser)
-    _config_option(parser)
+    sessions_option(parser)
+    config_option(parser)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True
 
@@ -238,20 +255,14 @@ def build_parser() -> argparse.ArgumentParser:
         model_required_note="model spec, e.g. scripted:script.json, openai:gpt-4o, "
         "anthropic:claude-sonnet-4-5 (default: $ORCHESTRATOR_MODEL)",
     )
-    place = run.add_mutually_exclusive_group()
-    place.add_argument(
-        "-w",
-        "--workspace",
-        type=Path,
-        default=None,
-        help="directory the tools are confined to (default: the current directory)",
-    )
-    place.add_argument(
-        "--session-workspace",
+    _workspace_options(run)
+    run.add_argument(
+        "--plan",
         action="store_true",
-        help="work in a fresh workspace inside the session directory, so the session can "
-        "be copied elsewhere and resumed",
+        help="plan first: a planner (read-only tools) writes a plan, you approve it (or "
+        "--approve), then a builder delegates its tasks (docs/plans.md)",
     )
+    _approve_option(run)
 
     resume = commands.add_parser(
         "resume",
@@ -275,6 +286,8 @@ def build_parser() -> argparse.ArgumentParser:
         "for, or a follow-up to a finished one (which then goes on)",
     )
     _agent_options(resume, model_required_note="use this model instead of the session's own")
+    _approve_option(resume)
+    _add_plan_parsers(commands)
 
     demo = commands.add_parser(
         "demo",
@@ -300,9 +313,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="skip the simulated crash (by default the agent process is SIGKILLed at its "
         "first shell call and the session is resumed)",
     )
-    _sessions_option(demo)
+    sessions_option(demo)
 
-    _add_sessions_parser(commands)
+    add_sessions_parser(commands)
     add_models_parser(commands)
     _add_config_parser(commands)
     return parser
@@ -341,119 +354,7 @@ def _add_config_parser(commands: Any) -> None:
         action="store_true",
         help='print one JSON object: {"KEY": {"value": ..., "source": ...}}',
     )
-    _config_option(show)
-
-
-def _add_sessions_parser(commands: Any) -> None:
-    sessions = commands.add_parser(
-        "sessions",
-        help="list, show, compact, verify or repair sessions",
-        description="Look at the sessions under the sessions root.",
-    )
-    actions = sessions.add_subparsers(dest="action", metavar="ACTION")
-    actions.required = True
-    listing = actions.add_parser(
-        "list",
-        help="sessions, newest first",
-        description="One line per session: id, created, status, size, goal. A session "
-        "marked 'running' whose process is gone shows as 'stopped (resumable)'.",
-    )
-    listing.add_argument("--json", action="store_true", help="print one JSON object per session")
-    _sessions_option(listing)
-    _session_action(
-        actions,
-        "delete",
-        "delete a session",
-        "Delete session ID: its directory, journal, snapshot and, for a "
-        "--session-workspace session, its workspace. A session in use is refused.",
-    )
-    show = _session_action(
-        actions,
-        "show",
-        "what a session holds",
-        "Goal, status (and why it failed or stopped), model, workspace, agents with message "
-        "counts, token usage, cache share and cost (from the price table in the config, if "
-        "any), and the last journal records.",
-    )
-    _config_option(show)
-    show.add_argument("--json", action="store_true", help="print one JSON object")
-    show.add_argument("--events", type=_count, default=10, metavar="N", help="last N records")
-    show.add_argument(
-        "--transcript",
-        action="store_true",
-        help="print each agent's conversation instead: every message of its live context "
-        "(since its last compaction), every tool call with its full arguments, every result "
-        "in full",
-    )
-    show.add_argument(
-        "--full",
-        action="store_true",
-        help="with --transcript: the whole history from the journal, every message before "
-        "each compaction too, and where each checkpoint started the context again",
-    )
-    compact = _session_action(
-        actions,
-        "compact",
-        "compact an agent's context by hand (a stopped session)",
-        "Compact the context of an agent of session ID now, as a running session does when "
-        "a context nears its model's window: old tool outputs are pruned, the older part is "
-        "summarised by the compactor role's model ([agents.compactor] model, else the "
-        "session's), and the context starts again from a journaled checkpoint carrying the "
-        "summary, the anchors (goal, todos, tasks, mail, files) and the last turns. A "
-        "session in use is refused, and so is an agent with a tool call left unanswered "
-        "(resume the session first). Prints, per agent, its tokens before and after, how "
-        "it was compacted and how many tool outputs were pruned; the next resume goes on "
-        "from the checkpoint, and `sessions show ID --transcript --full` still shows "
-        "everything before it.",
-    )
-    compact.add_argument(
-        "--agent",
-        default="main",
-        metavar="AGENT",
-        help="the agent to compact: main (the default), a task id (t1), or all (every agent "
-        "with a context)",
-    )
-    compact.add_argument(
-        "-m",
-        "--model",
-        default=None,
-        metavar="SPEC",
-        help="the model that writes the summary, instead of [agents.compactor] model or the "
-        "session's own",
-    )
-    compact.add_argument(
-        "--json", action="store_true", help="print one JSON object per agent compacted"
-    )
-    _config_option(compact)
-    _session_action(
-        actions,
-        "repair",
-        "cut a corrupt journal back to its last good batch",
-        "Copy the journal aside (nothing is deleted), then truncate it in place to the last "
-        "good batch before the first corrupt record, or before the first record this version "
-        "cannot read; if the session had got further than its journal now goes, accept that "
-        "loss explicitly. Takes the session's lock.",
-    )
-    _session_action(
-        actions,
-        "verify",
-        "check every record of a session",
-        "Read the whole journal: every record's frame, checksum and schema, that it folds "
-        "into the state, and that the snapshot agrees. Resume reads only what it needs; this "
-        "reads everything. Exit status 1 when a problem is found.",
-    )
-
-
-def _session_action(
-    actions: Any, name: str, summary: str, description: str
-) -> argparse.ArgumentParser:
-    """A `sessions` action on one session: ID, and where sessions live."""
-    parser: argparse.ArgumentParser = actions.add_parser(
-        name, help=summary, description=description
-    )
-    parser.add_argument("session_id", metavar="ID")
-    _sessions_option(parser)
-    return parser
+    config_option(show)
 
 
 def add_models_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -465,7 +366,7 @@ def add_models_parser(subparsers: Any) -> argparse.ArgumentParser:
         "holding each API key and whether it is set) and the model each agent role uses. "
         "Keys are never printed. Exit code 1 if a configured model cannot be used.",
     )
-    _config_option(parser)
+    config_option(parser)
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     return parser
 

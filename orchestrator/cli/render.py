@@ -30,6 +30,7 @@ from orchestrator.state.events import (
     event_json,
 )
 from orchestrator.state.mailbox import MAIN, MessagePosted, MessagesDelivered
+from orchestrator.state.plans import PlanDecided, PlanSubmitted, ReplanRequested
 from orchestrator.state.settings import SettingsChosen
 from orchestrator.state.tasks import TaskChanged, TaskCreated
 
@@ -144,8 +145,14 @@ class TranscriptSink:
                 self._progress_line(event, who)
             case Notice(message=message):
                 self._line(s.yellow(f"! {visible(message)}"))
-            case CompactionStarted() | ContextCompacted():
-                self._line(who + s.dim(compaction_line(event)))
+            case (
+                CompactionStarted()
+                | ContextCompacted()
+                | PlanSubmitted()
+                | PlanDecided()
+                | ReplanRequested()
+            ):
+                self._line(self._state_line(event, who))
             case PermissionGranted(tool=tool, pattern=pattern):
                 what = f"{label(tool)} commands matching {label(pattern)!r}" if pattern else tool
                 self._line(s.dim(f"  (allowed {label(what)} for this session)"))
@@ -160,6 +167,20 @@ class TranscriptSink:
             ):
                 # The command line says how the session ended, once, on stderr.
                 pass
+            case _:
+                assert_never(event)
+
+    def _state_line(
+        self,
+        event: CompactionStarted | ContextCompacted | PlanSubmitted | PlanDecided | ReplanRequested,
+        who: str,
+    ) -> str:
+        """A compaction (dim, it is housekeeping) or a plan's step (bold, it is news)."""
+        match event:
+            case CompactionStarted() | ContextCompacted():
+                return who + self.style.dim(compaction_line(event))
+            case PlanSubmitted() | PlanDecided() | ReplanRequested():
+                return self.style.bold(plan_line(event))
             case _:
                 assert_never(event)
 
@@ -277,6 +298,25 @@ class TranscriptSink:
         if result.status == "ok":
             return "    " + self.style.green(f"✓ {name}: ") + self.style.dim(first)
         return "    " + self.style.red(f"✗ {name} {result.status}: ") + first
+
+
+def plan_line(event: PlanSubmitted | PlanDecided | ReplanRequested) -> str:
+    """One line for a plan's submission or the decision on it."""
+    match event:
+        case PlanSubmitted(version=version, plan=plan, source=source, warnings=warnings):
+            by = {"planner": "by the planner", "file": "from a file", "edit": "edited"}
+            extra = f", {len(warnings)} warning(s)" if warnings else ""
+            return (
+                f"◆ plan v{version} {by.get(source, 'by the program')}: {len(plan.tasks)} "
+                f"task(s){extra}"
+            )
+        case PlanDecided(version=version, decision=decision, by=by, feedback=feedback):
+            why = f": {label(feedback, 4 * ARG_WIDTH)}" if feedback else ""
+            return f"◆ plan v{version} {decision} ({label(by, 40)}){why}"
+        case ReplanRequested(plan_task=task, reason=reason):
+            return f"◆ re-planning task {label(task, 40)}: {label(reason, 4 * ARG_WIDTH)}"
+        case _:
+            assert_never(event)
 
 
 def compaction_line(event: CompactionStarted | ContextCompacted) -> str:

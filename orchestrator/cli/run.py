@@ -10,7 +10,7 @@ import sys
 import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import msgspec
 import trio
@@ -25,6 +25,7 @@ from orchestrator.cli.parser import (
     EXIT_OK,
     EXIT_TERMINATED,
 )
+from orchestrator.cli.plan_prompt import plan_approver
 from orchestrator.cli.prompt import approvers, refusal_notice, refused_lines
 from orchestrator.cli.render import JsonLinesSink, TranscriptSink
 from orchestrator.cli.roles import RoleModels, agent_definitions, ask_trust, model_windows, note
@@ -33,6 +34,9 @@ from orchestrator.cli.storage import kept_on_full_disk
 from orchestrator.cli.text import label
 from orchestrator.config import Config
 from orchestrator.errors import ConfigError
+from orchestrator.layout import PLAN_MD
+from orchestrator.loop.plan import Plan, PlanError, check, parse_plan_json
+from orchestrator.loop.plan_markdown import parse_markdown, render
 from orchestrator.models.http import make_client
 from orchestrator.models.resolve import resolve_model
 from orchestrator.session.live import LiveSession, create_session, open_session
@@ -76,14 +80,17 @@ def _color_enabled(stream: object) -> bool:
     return bool(isatty and isatty())
 
 
-def _make_sink(json_mode: bool, live: LiveSession | None = None) -> EventSink:
+def _make_sink(
+    json_mode: bool, live: LiveSession | None = None, *, out: TextIO | None = None
+) -> EventSink:
     if json_mode:
         if live is None:
             return JsonLinesSink(sys.stdout)
         live.track_seqs = True
         return JsonLinesSink(sys.stdout, session=live.id, seq_of=live.seq_of)
     todos_of = live.state.todo_list if live is not None else None
-    return TranscriptSink(sys.stdout, color=_color_enabled(sys.stdout), todos_of=todos_of)
+    out = out or sys.stdout
+    return TranscriptSink(out, color=_color_enabled(out), todos_of=todos_of)
 
 
 def session_settings(config: Config, args: argparse.Namespace) -> SessionSettings:
@@ -160,6 +167,7 @@ async def _run_session(
         make_client() as http,
     ):
         spec = args.model or live.manifest.model_spec(directory)
+        plan_only = bool(getattr(args, "plan_only", False))
         guarded = guards(config, args, say=note)
         workspace = live.manifest.workspace_path(directory)
         if definitions is None:
@@ -184,7 +192,9 @@ async def _run_session(
             approve_for=approve_for,
             tools=tools,
             redact=guarded.redact,
-            ui=_make_sink(args.json, live),
+            # `plan` prints the plan alone on stdout (`plan GOAL > plan.md`): the
+            # transcript goes to stderr.
+            ui=_make_sink(args.json, live, out=sys.stderr if plan_only else None),
             policy=PermissionPolicy(),
             approve=approve,
             session=_session_for(live, config, args, changes or {}),
@@ -192,10 +202,26 @@ async def _run_session(
             windows=model_windows(config),
             ask_resume=_ask_resume(args.yes),
             message=getattr(args, "message", None) or "",
+            **_plan_settings(args),
         )
         result = await _drive_until_terminated(live, settings)
         tasks = live.state.tasks.dump()
         refused = refused_lines(live.state.refused)
+        pending = live.state.plans.pending
+    if plan_only and pending is not None and result is not None:
+        if not args.json:
+            print(render(pending.plan), end="", flush=True)
+        note(f"plan v{pending.version} written to {directory / PLAN_MD}")
+        note(f"build it with: orchestrator execute {session_id} --approve")
+        return EXIT_OK
+    return _ended(session_id, result, tasks, refused)
+
+
+def _ended(
+    session_id: str, result: RunResult | None, tasks: list[dict[str, Any]], refused: list[str]
+) -> int:
+    """Say how the run ended (the task tree, the refused calls, what to do next) and
+    give its exit code."""
     if tasks:
         note("tasks:")
         for line in task_tree(tasks):
@@ -209,11 +235,25 @@ async def _run_session(
     note(f"session {session_id} {result.status}{detail}")
     if result.status != "completed":
         if result.advice:
-            note(result.advice.replace("resume ID", f"resume {session_id}"))
+            advice = result.advice.replace("resume ID", f"resume {session_id}")
+            note(advice.replace("execute ID", f"execute {session_id}"))
         if result.resume_helps:
             note(f"continue it with: orchestrator resume {session_id}")
         return EXIT_CODES.get(result.status, EXIT_FAILED)
     return EXIT_OK
+
+
+def _plan_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The plan part of a run's settings, from its command: `run --plan`, `plan`,
+    `execute` (its plan file already read into `args.seed_plan`), `--approve`."""
+    interactive = not args.json and sys.stdin.isatty()
+    approve = getattr(args, "approve", False)
+    return {
+        "plan": bool(getattr(args, "plan", False)),
+        "plan_only": bool(getattr(args, "plan_only", False)),
+        "approve_plan": plan_approver(approve=approve, interactive=interactive),
+        "seed_plan": getattr(args, "seed_plan", None),
+    }
 
 
 def _run_kept(
@@ -306,6 +346,47 @@ def start(args: argparse.Namespace, *, goal: str, model: str | None, workspace: 
     )
     note(f"session {session_id} (in {root})")
     return _run_kept(root, session_id, args, config, definitions=definitions)
+
+
+def execute(args: argparse.Namespace) -> int:
+    """`execute PLAN-FILE|ID`: an existing path is a plan file, which starts a session
+    with it; anything else is the id of a session whose plan waits for a decision."""
+    target = Path(args.target)
+    if target.exists():
+        plan = read_plan_file(target)
+        check(plan)  # a PlanError naming every error, before a session exists
+        args.seed_plan = plan
+        workspace = None if args.session_workspace else (args.workspace or default_workspace())
+        return start(args, goal=plan.goal, model=args.model, workspace=workspace)
+    if args.workspace is not None or args.session_workspace:
+        raise ConfigError(
+            f"{args.target} is no file, so it is taken for a session id, whose workspace is "
+            "its own: drop -w/--session-workspace (or give the path of a plan file)"
+        )
+    args.session_id, args.last, args.message = args.target, False, None
+    return resume(args)
+
+
+def read_plan_file(path: Path) -> Plan:
+    """A plan from `plan.json` or a markdown plan (by its first character: `{` is JSON),
+    or a `PlanError` naming the file and the line or field."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"cannot read the plan file {path}: {exc.strerror or exc}") from exc
+    try:
+        if data.lstrip().startswith(b"{"):
+            return parse_plan_json(data)
+        return parse_markdown(data.decode())
+    except UnicodeDecodeError as exc:
+        raise PlanError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+    except PlanError as exc:
+        # The parsers name the form ("plan.md line 6: ...", "plan.json: ..."): name the file.
+        said = str(exc)
+        for form in ("plan.md", "plan.json"):
+            if said.startswith(form):
+                said = f"{path}{said.removeprefix(form)}"
+        raise PlanError(said, problems=exc.problems, line=exc.line) from exc
 
 
 def resume(args: argparse.Namespace) -> int:

@@ -179,6 +179,7 @@ def _verify(root: Path, session_id: str) -> int:
 def _show(
     root: Path, session_id: str, *, as_json: bool, last: int, prices: Mapping[str, Price]
 ) -> int:
+    from orchestrator.cli.plan_view import plan_lines
     from orchestrator.session.report import describe, quick_describe
 
     directory = session_dir(root, session_id)
@@ -202,6 +203,8 @@ def _show(
     print(f"created   {info['created']}  updated {info['updated']}")
     print(f"journal   {info['journal_records']} records")
     print(f"settings  {_settings_line(info['settings'])}")
+    for line in plan_lines(info["plan"]):
+        print(line.replace("execute ID", f"execute {info['id']}"))
     print("agents")
     for agent_id, agent in info["agents"].items():
         usage = agent["usage"]
@@ -215,17 +218,7 @@ def _show(
         print("tasks")
         for line in task_tree(info["tasks"]):
             print(f"  {visible(line)}")
-    if info["mailbox"]:
-        print("mailbox")
-        for mail in info["mailbox"]:
-            delivered = (
-                f"delivered at {mail['delivered_seq']}" if mail["delivered_seq"] else "undelivered"
-            )
-            print(
-                f"  {mail['message_id']:>4} {mail['posted_seq']:>6} {mail['kind']:<24} "
-                f"{mail['sender']} -> {mail['recipient']} ({mail['priority']}, {delivered}): "
-                f"{visible(abbreviate(mail['summary'], 60))}"
-            )
+    _print_mailbox(info["mailbox"])
     _print_todos(info["todos"])
     _print_assessments(info["assessments"])
     _print_compactions(info["compactions"])
@@ -238,6 +231,21 @@ def _show(
     for warning in info["warnings"]:
         print(f"warning: {visible(warning)}")
     return 0
+
+
+def _print_mailbox(mailbox: list[dict[str, Any]]) -> None:
+    if not mailbox:
+        return
+    print("mailbox")
+    for mail in mailbox:
+        delivered = (
+            f"delivered at {mail['delivered_seq']}" if mail["delivered_seq"] else "undelivered"
+        )
+        print(
+            f"  {mail['message_id']:>4} {mail['posted_seq']:>6} {mail['kind']:<24} "
+            f"{mail['sender']} -> {mail['recipient']} ({mail['priority']}, {delivered}): "
+            f"{visible(abbreviate(mail['summary'], 60))}"
+        )
 
 
 def _context_line(agent: dict[str, Any]) -> str:

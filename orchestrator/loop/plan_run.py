@@ -11,10 +11,12 @@ A plan task's state is its task record's (`state/tasks.py`: `pending`, `running`
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Literal
 
-from orchestrator.loop.plan import Plan, PlanTask, scopes_overlap
+import msgspec
+
+from orchestrator.loop.plan import Plan, PlanTask, Problem, scopes_overlap
 
 TodoStatus = Literal["pending", "in_progress", "completed", "cancelled", "failed"]
 
@@ -80,4 +82,53 @@ def doomed(plan: Plan, states: Mapping[str, str]) -> dict[str, str]:
                     continue
                 changed = True
                 break
+    return found
+
+
+class PlanDiff(msgspec.Struct, frozen=True):
+    """What a new version of a plan changes, by task id, in the new plan's order (dropped:
+    the old plan's)."""
+
+    added: tuple[str, ...] = ()
+    changed: tuple[str, ...] = ()
+    dropped: tuple[str, ...] = ()
+    kept: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        parts = [
+            f"{name} {', '.join(ids)}"
+            for name, ids in (
+                ("added", self.added),
+                ("changed", self.changed),
+                ("dropped", self.dropped),
+                ("kept", self.kept),
+            )
+            if ids
+        ]
+        return "; ".join(parts) or "no task changed"
+
+
+def diff(old: Plan, new: Plan) -> PlanDiff:
+    """The tasks `new` adds, changes (same id, any field different), drops and keeps."""
+    before = {t.id: t for t in old.tasks}
+    after = {t.id for t in new.tasks}
+    added = tuple(t.id for t in new.tasks if t.id not in before)
+    changed = tuple(t.id for t in new.tasks if t.id in before and before[t.id] != t)
+    kept = tuple(t.id for t in new.tasks if t.id in before and before[t.id] == t)
+    dropped = tuple(t.id for t in old.tasks if t.id not in after)
+    return PlanDiff(added, changed, dropped, kept)
+
+
+def kept_problems(old: Plan, new: Plan, completed: Collection[str]) -> list[Problem]:
+    """A re-plan keeps the work done: each completed task of `old` stays in `new`
+    unchanged (its id, title, scope and check), or the new version is refused."""
+    found: list[Problem] = []
+    after = {t.id: t for t in new.tasks}
+    for task in old.tasks:
+        if task.id not in completed:
+            continue
+        if task.id not in after:
+            found.append(Problem("error", task.id, "completed, so it must stay in the plan"))
+        elif after[task.id] != task:
+            found.append(Problem("error", task.id, "completed, so it must stay unchanged"))
     return found

@@ -50,6 +50,9 @@ class TodoItem(Value, frozen=True):
     failure: str = ""  # why it failed (or was cancelled)
     created: int = 0  # wall time, ms
     updated: int = 0
+    # The plan task this item is (the builder's list): its status follows that task's
+    # record, never a todo tool (state/fold.py; docs/plans.md).
+    plan_task: str = ""
 
 
 class TodosChanged(EventBase, frozen=True, tag="todos_changed"):
@@ -61,6 +64,9 @@ class TodosChanged(EventBase, frozen=True, tag="todos_changed"):
     replace: bool = False
     goal: str | None = None
     items: tuple[TodoItem, ...] = ()
+    # The plan version whose tasks this change makes the list's (the builder's), 0 for
+    # none: once folded, that version's handoff is done (team/planning.py).
+    plan_version: int = 0
 
 
 TodoRecords = TodosChanged
@@ -228,6 +234,13 @@ class Change(msgspec.Struct, frozen=True, kw_only=True):
 def write(todos: TodoList, specs: Sequence[ItemSpec], *, at: int) -> list[TodoItem]:
     """The whole new list of `todo_write`: ids given or assigned (1, 2, ...), checked as
     a whole. Items that keep their id keep their creation time."""
+    linked = [i.id for i in todos.items.values() if i.plan_task]
+    if linked:
+        raise TodoError(
+            f"your list holds the plan's tasks ({', '.join(linked)}), which follow the tasks "
+            "you delegate for them: todo_write would replace them; add items with "
+            "todo_create and change them with todo_update instead"
+        )
     given = [s.id for s in specs if s.id]
     duplicates = sorted({i for i in given if given.count(i) > 1}, key=_id_order)
     if duplicates:
@@ -266,6 +279,19 @@ def update(todos: TodoList, change: Change, *, at: int) -> TodoItem:
     old = todos.items.get(change.id)
     if old is None:
         raise TodoError(f"no item {change.id}; {_known(todos)}")
+    if old.plan_task and (
+        change.status is not None
+        or change.result is not None
+        or change.failure is not None
+        or change.content is not None
+        or change.add_blocked_by
+        or change.remove_blocked_by
+    ):
+        raise TodoError(
+            f"item {old.id} is plan task {old.plan_task}: its status follows the task you "
+            f"delegate for it (delegate with plan_ref={old.plan_task!r}), and only its "
+            "active_form may change here"
+        )
     unknown_removals = [b for b in change.remove_blocked_by if b not in old.blocked_by]
     if unknown_removals:
         raise TodoError(f"item {old.id} is not blocked by {', '.join(unknown_removals)}")
@@ -299,7 +325,7 @@ def hand_off(todos: TodoList, changed: Sequence[TodoItem], *, at: int) -> TodoIt
     if not any(i.status == "completed" for i in changed) or after.current() is not None:
         return None
     for item in after.items.values():
-        if item.status == "pending" and not after.is_blocked(item):
+        if item.status == "pending" and not item.plan_task and not after.is_blocked(item):
             return msgspec.structs.replace(item, status="in_progress", updated=at)
     return None
 

@@ -21,8 +21,10 @@ import orjson
 import trio
 
 from orchestrator.errors import SessionError, SessionNotFound, StorageFailed
-from orchestrator.layout import MANIFEST, TASKS_DIR, TODOS_DIR
+from orchestrator.layout import MANIFEST, PLAN_JSON, PLAN_MD, TASKS_DIR, TODOS_DIR
 from orchestrator.loop.compaction import ContextCompacted
+from orchestrator.loop.plan import Plan, plan_json
+from orchestrator.loop.plan_markdown import render
 from orchestrator.loop.todos import TodosChanged
 from orchestrator.session.migrations import migrate as migrate
 from orchestrator.session.recall import LIMIT, recall_text
@@ -42,6 +44,7 @@ from orchestrator.state.manifest import (
     read_manifest,
     write_manifest,
 )
+from orchestrator.state.plans import PlanSubmitted
 from orchestrator.state.settings import SessionSettings, SettingsChosen
 from orchestrator.state.tasks import TaskChanged, TaskCreated
 from orchestrator.store import (
@@ -213,6 +216,8 @@ class LiveSession:
         if isinstance(record, TodosChanged):
             self._dirty_todos.add(record.agent)
         await self.journal.settle(seq, durable=durable)
+        if isinstance(record, PlanSubmitted):
+            await self._write_plan(record.plan)
         self._since_snapshot += 1
         since, scale = self._since_snapshot, len(self.state.agents) + len(self.state.tasks.tasks)
         turn_ended = isinstance(record, TurnEnded)
@@ -292,6 +297,16 @@ class LiveSession:
                     self._write_failed("the views in", self.directory / directory, exc)
             took = trio.current_time() - began
             self._views_due_at = began + max(VIEWS_EVERY, VIEWS_SHARE * took)
+
+    async def _write_plan(self, plan: Plan) -> None:
+        """`plan.json` and `plan.md`: the latest version, for people and tools, each
+        replaced atomically (resume reads the journal's)."""
+        files = {PLAN_JSON: plan_json(plan), PLAN_MD: render(plan).encode()}
+        for name, data in files.items():
+            try:
+                await trio.to_thread.run_sync(write_atomic, self.directory / name, data)
+            except OSError as exc:
+                self._write_failed("the plan", self.directory / name, exc)
 
     def _todo_views(self) -> dict[str, bytes]:
         views = {

@@ -26,6 +26,7 @@ from orchestrator.errors import SessionError
 from orchestrator.layout import FORMAT_VERSION, JOURNAL, SNAPSHOT
 from orchestrator.loop.assessment import Assessed
 from orchestrator.loop.compaction import ContextCompacted, Window
+from orchestrator.loop.plan_run import todo_status
 from orchestrator.messages import Usage, plain
 from orchestrator.session.status import shown_status
 from orchestrator.state.events import (
@@ -37,6 +38,7 @@ from orchestrator.state.events import (
 from orchestrator.state.fold import AgentSummary, SessionState, Snapshot, decode_snapshot
 from orchestrator.state.mailbox import MailHistory, MessagePosted, MessagesDelivered
 from orchestrator.state.manifest import Manifest, read_manifest
+from orchestrator.state.tasks import TaskRecord
 from orchestrator.store.scan import JournalScan, scan_journal
 
 if TYPE_CHECKING:
@@ -140,12 +142,60 @@ def _report(
         "tasks": msgspec.to_builtins(snapshot.tasks),
         "mailbox": history.mail.dump(),
         "todos": {agent: todos.load().view() for agent, todos in snapshot.todos.items()},
+        "plan": plan_report(snapshot),
         "assessments": [
             {"seq": seq, "agent": v.agent, "action": v.action, "reasons": list(v.reasons)}
             for seq, v in history.verdicts
         ],
         "last_events": [_frame_summary(line) for line in scan.lines[-last:]] if last > 0 else [],
         "warnings": notes,
+    }
+
+
+def plan_report(snapshot: Snapshot) -> dict[str, Any] | None:
+    """The session's plan (None: it has none): every version and its decision, and the
+    plan being built (else the latest) task by task: the task delegated for it, its
+    state and the status its todo shows (docs/plans.md)."""
+    plans = snapshot.plans
+    shown = plans.approved_version or plans.latest
+    if shown is None:
+        return None
+    latest: dict[str, TaskRecord] = {}
+    for record in sorted(snapshot.tasks, key=lambda t: t.created_seq):
+        if record.plan_ref:
+            latest[record.plan_ref] = record
+    tasks = []
+    for planned in shown.plan.tasks:
+        found = latest.get(planned.id)
+        state = found.state if found is not None else ""
+        tasks.append(
+            {
+                "id": planned.id,
+                "title": planned.title,
+                "depends_on": list(planned.depends_on),
+                "task": found.task_id if found is not None else "",
+                "state": state or "not delegated",
+                "todo": todo_status(state),
+            }
+        )
+    pending = plans.pending
+    return {
+        "version": shown.version,
+        "decision": shown.decision or "awaiting approval",
+        "awaiting": pending.version if pending is not None else None,
+        "goal": shown.plan.goal,
+        "versions": [
+            {
+                "version": v.version,
+                "source": v.source,
+                "decision": v.decision or "",
+                "by": v.by,
+                "feedback": v.feedback,
+                "tasks": len(v.plan.tasks),
+            }
+            for v in plans.versions
+        ],
+        "tasks": tasks,
     }
 
 

@@ -32,6 +32,7 @@ from orchestrator.messages import (
 )
 from orchestrator.state.mailbox import MailRecords
 from orchestrator.state.manifest import SessionStatus
+from orchestrator.state.plans import PlanRecords
 from orchestrator.state.settings import SettingsRecords
 from orchestrator.state.tasks import TaskRecords
 
@@ -185,6 +186,7 @@ Concepts = (
     | AssessmentRecords
     | SettingsRecords
     | CompactionRecords
+    | PlanRecords
 )
 """Each concept's records, declared in its own module beside their fold: a new record kind
 joins its concept's union there, and so the unions below."""

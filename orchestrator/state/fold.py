@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import copy
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Literal
 
 import msgspec
@@ -29,6 +29,7 @@ from orchestrator.loop.assessment import (
     Verified,
 )
 from orchestrator.loop.compaction import Breaker, ContextCompacted
+from orchestrator.loop.plan_run import todo_status
 from orchestrator.loop.todos import TodoItem, TodoList, TodosChanged
 from orchestrator.messages import Usage, plain
 from orchestrator.state.context import CONTEXT_FOLDS, AgentContext, FoldError
@@ -51,6 +52,7 @@ from orchestrator.state.mailbox import (
 )
 from orchestrator.state.mailbox import USER as USER
 from orchestrator.state.manifest import SessionStatus
+from orchestrator.state.plans import PLAN_FOLDS, Plans
 from orchestrator.state.settings import SessionSettings, SettingsChosen
 from orchestrator.state.tasks import (
     SETTLED,
@@ -132,6 +134,8 @@ class Snapshot(msgspec.Struct, kw_only=True):
     windows: dict[str, int] = msgspec.field(default_factory=dict)
     # What each agent's owner wrote to it, verbatim, the newest `SAID_KEPT` (`_heard`).
     said: dict[str, list[str]] = msgspec.field(default_factory=dict)
+    # Every version of the plan and its decision (state/plans.py).
+    plans: Plans = msgspec.field(default_factory=Plans)
 
 
 SAID_KEPT = 50
@@ -179,6 +183,7 @@ class SessionState:
         # What each agent's owner (the person, for the main agent) wrote to it, verbatim,
         # the newest `SAID_KEPT`: what a compaction puts back word for word.
         self.said: dict[str, list[str]] = {}
+        self.plans = Plans()  # every version of the plan and its decision
 
     def todo_list(self, agent: str) -> TodoList:
         """The agent's todo list (empty when it has none yet)."""
@@ -255,6 +260,7 @@ class SessionState:
             refused=self.refused,
             windows=self.windows,
             said=self.said,
+            plans=self.plans,
         )
         return encode_snapshot(snapshot)
 
@@ -277,6 +283,7 @@ class SessionState:
         state.refused = list(snapshot.refused)
         state.windows = dict(snapshot.windows)
         state.said = {agent: list(said) for agent, said in snapshot.said.items()}
+        state.plans = copy.deepcopy(snapshot.plans)
         for agent_id, summary in snapshot.agents.items():
             state.agents[agent_id] = AgentContext(
                 id=agent_id,
@@ -320,6 +327,7 @@ class SessionState:
             "refused": msgspec.to_builtins(self.refused),
             "windows": dict(self.windows),
             "said": {agent: list(said) for agent, said in self.said.items()},
+            "plans": msgspec.to_builtins(self.plans),
             "agents": {
                 agent_id: {
                     "role": a.role,
@@ -374,10 +382,34 @@ def _granted(state: SessionState, seq: int, record: PermissionGranted) -> None:
 
 def _task(state: SessionState, seq: int, record: TaskCreated | TaskChanged) -> None:
     TASK_FOLDS[type(record)](state.tasks, seq, record)
+    task = state.tasks.get(record.task)
+    if task is not None and task.plan_ref:
+        todos = state.todos.get(task.owner)
+        if todos is not None:
+            _follow_tasks(state, todos, (task.plan_ref,))
     if isinstance(record, TaskChanged) and record.state in SETTLED:
         task = state.tasks.get(record.task)
         if task is not None:
             state.progress_of(task.owner).progressed()
+
+
+def _follow_tasks(state: SessionState, todos: TodoList, plan_refs: Iterable[str]) -> None:
+    """Each todo linked to a plan task takes its status from the task record of that plan
+    task (not delegated yet: pending), by `TODO_STATUS`: the plan, the todo list and the
+    task tree cannot disagree."""
+    for plan_ref in plan_refs:
+        item = todos.items.get(plan_ref)
+        if item is None or item.plan_task != plan_ref:
+            continue
+        task = state.tasks.by_plan_ref(plan_ref)
+        status = todo_status(task.state if task is not None else "")
+        failure = task.reason if task is not None and status in ("failed", "cancelled") else ""
+        done = task.completion if task is not None and status == "completed" else None
+        result = done.summary if done is not None else ""
+        if (item.status, item.failure, item.result) != (status, failure, result):
+            todos.items[plan_ref] = msgspec.structs.replace(
+                item, status=status, failure=failure, result=result
+            )
 
 
 def _posted(state: SessionState, seq: int, record: MessagePosted) -> None:
@@ -429,6 +461,9 @@ def _todos(state: SessionState, seq: int, record: TodosChanged) -> None:
     if todos is None:
         todos = state.todos[record.agent] = TodoList()
     todos.apply(seq, record)
+    _follow_tasks(state, todos, [i.plan_task for i in record.items if i.plan_task])
+    if record.plan_version:
+        state.plans.seeded = record.plan_version
     state.progress_of(record.agent).progressed()
 
 
@@ -462,6 +497,13 @@ def _compacted(state: SessionState, seq: int, record: ContextCompacted) -> None:
         state.windows[record.window_model] = record.window
 
 
+def _plan(fold: Callable[[Plans, int, Any], None]) -> Callable[[SessionState, int, Any], None]:
+    def apply(state: SessionState, seq: int, record: Any) -> None:
+        fold(state.plans, seq, record)
+
+    return apply
+
+
 def _settings(state: SessionState, seq: int, record: SettingsChosen) -> None:
     state.settings = record.settings
 
@@ -484,6 +526,7 @@ _SMALL_FOLDS: dict[type, Callable[[SessionState, int, Any], None]] = {
     BlockedReported: _blocked,
     SettingsChosen: _settings,
     ContextCompacted: _compacted,
+    **{kind: _plan(fold) for kind, fold in PLAN_FOLDS.items()},
 }
 """How each record changes the small state, by record type. Records of the conversation
 change contexts too (`CONTEXT_FOLDS`); every record kind is in one table or both."""

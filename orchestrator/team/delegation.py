@@ -452,6 +452,7 @@ class Delegation:
                 checked = self._writes.check_files(agent, data or {})
                 _refuse_unexplained(checked["outside_scope"], (data or {}).get("risks") or ())
                 await self._verify_completion(agent)
+                await self._accept(task)
                 data = {**(data or {}), **checked}
             mail = await self._postbox.post(
                 agent,
@@ -492,6 +493,20 @@ class Delegation:
             raise ToolFailed(
                 "complete refused: your type's verification did not pass; fix the cause, "
                 f"then call complete again.\n{failure}"
+            )
+
+    async def _accept(self, task: TaskRecord) -> None:
+        """A plan task completes only once the plan's acceptance check for it passes: a
+        failure refuses the `complete` call with the check's output, and the task goes
+        on (docs/plans.md)."""
+        planned = self._state.plans.task(task.plan_ref) if task.plan_ref else None
+        if planned is None or not planned.acceptance:
+            return
+        failure = await self._oversight.verify_in_call(task.task_id, (planned.acceptance,))
+        if failure:
+            raise ToolFailed(
+                f"complete refused: the plan's acceptance check for task {planned.id} did "
+                f"not pass; fix the cause, then call complete again.\n{failure}"
             )
 
     def _read_only(self, definition: AgentDefinition) -> bool:

@@ -21,6 +21,7 @@ from orchestrator.errors import (
     ScriptError,
 )
 from orchestrator.loop.compaction import Window
+from orchestrator.loop.plan import Plan, check
 from orchestrator.messages import SystemMessage, UserMessage
 from orchestrator.models.base import Model
 from orchestrator.redaction import Redactor
@@ -28,14 +29,17 @@ from orchestrator.session.live import LiveSession
 from orchestrator.state.events import AgentStarted, Event, EventSink, FanOut, SessionStatusChanged
 from orchestrator.state.mailbox import USER, Mail
 from orchestrator.state.manifest import SessionStatus
+from orchestrator.state.plans import PlanSource
 from orchestrator.state.scrub import Scrubbed
 from orchestrator.state.settings import SessionSettings, SettingsChosen
 from orchestrator.team import queries
 from orchestrator.team.definitions import Definitions
-from orchestrator.team.main_agent import open_team, run_main
+from orchestrator.team.main_agent import MainOutcome, open_team, run_main
+from orchestrator.team.plan_host import PlanApprover
+from orchestrator.team.planning import run_planning
 from orchestrator.team.port import Runner
 from orchestrator.team.prompts import main_agent_prompt
-from orchestrator.team.queries import MAIN
+from orchestrator.team.queries import MAIN, PLANNER
 from orchestrator.team.runtime import Team
 from orchestrator.team.settings import TeamSettings, claimed_window
 from orchestrator.team.subagent import InProcessRunner
@@ -76,6 +80,15 @@ class RunSettings:
     # A model's context window, when known (the config's `[windows]`, the table of known
     # models); None: only what a model claims itself (a scripted one's script).
     windows: Callable[[Model], Window | None] | None = None
+    # Plans (docs/plans.md): `plan` runs a planner first, whose plan is decided on by
+    # `approve_plan` (None: nobody decides now, and the run stops blocked until one does);
+    # `plan_only` stops once a plan is submitted; `seed_plan` is a plan given whole (a
+    # file, a program), submitted as the first version instead of asking a planner.
+    plan: bool = False
+    plan_only: bool = False
+    approve_plan: PlanApprover | None = None
+    seed_plan: Plan | None = None
+    seed_source: PlanSource = "file"
 
 
 @dataclass(frozen=True)
@@ -231,6 +244,28 @@ async def _say_or_answer(team: Team, text: str) -> None:
     )
 
 
+async def _plan_first(team: Team, settings: RunSettings, goal: str) -> RunResult | None:
+    """Plan until the builder may run (None), or the result the run stops with: a plan
+    that waits for a decision, or the plan only that was asked for."""
+    state = team.state
+    if settings.seed_plan is not None and not state.plans.versions:
+        warnings = check(settings.seed_plan)
+        await team.planning.submit(MAIN, settings.seed_plan, warnings, source=settings.seed_source)
+    outcome = await run_planning(
+        team, settings.approve_plan, goal=goal, plan_only=settings.plan_only
+    )
+    if outcome.state == "build":
+        return None
+    version = outcome.version
+    return RunResult(
+        "blocked",
+        f"plan v{version} awaits approval",
+        "see it in the session's plan.md; build it with: orchestrator execute ID --approve "
+        "(or resume ID at a terminal to be asked)",
+        resume_helps=False,
+    )
+
+
 async def _drive(live: LiveSession, settings: RunSettings, sink: EventSink) -> RunResult:
     root = live.manifest.workspace_path(live.directory)
     if not await trio.Path(root).is_dir():
@@ -256,9 +291,15 @@ async def _drive(live: LiveSession, settings: RunSettings, sink: EventSink) -> R
         interactive=settings.interactive,
         windows=settings.windows or claimed_window,
         recall=live.recall,
+        goal=live.manifest.goal,
+        approve_plan=settings.approve_plan,
+    )
+    state = live.state
+    planning = bool(
+        settings.plan or settings.seed_plan or PLANNER in state.agents or state.plans.versions
     )
     async with open_team(live, sink, team_settings, runner=settings.runner) as team:
-        if MAIN not in live.state.agents:
+        if MAIN not in state.agents and not planning:
             tools = team.turn_deps(MAIN).tools.names()
             types = [(d.name, d.description) for d in settings.definitions]
             messages = (
@@ -270,9 +311,22 @@ async def _drive(live: LiveSession, settings: RunSettings, sink: EventSink) -> R
         await live.set_status("running")  # `sessions list` shows it running, or stopped if killed
         if settings.on_team is not None:
             settings.on_team(team)
-        if settings.message:
-            await _say_or_answer(team, settings.message)
+        message = settings.message
+        if planning and MAIN not in state.agents and PLANNER in state.agents and message:
+            await team.turns.nudge(PLANNER, message)  # said before a build: the planner's
+            message = ""
+        if planning:
+            planned = await _plan_first(team, settings, live.manifest.goal)
+            if planned is not None:
+                return planned
+        if message:
+            await _say_or_answer(team, message)
         outcome = await run_main(team)
+    return _main_result(outcome, live)
+
+
+def _main_result(outcome: MainOutcome, live: LiveSession) -> RunResult:
+    """What the run ends with, from how the main agent's work ended."""
     match outcome.reason:
         case "completed":
             return RunResult("completed", outcome.detail)
@@ -285,6 +339,14 @@ async def _drive(live: LiveSession, settings: RunSettings, sink: EventSink) -> R
                 f"goes to task {asker} as the answer to {outcome.questions[0].message_id})",
                 resume_helps=False,
                 questions=outcome.questions,
+            )
+        case "blocked" if live.state.plans.pending is not None:
+            return RunResult(
+                "blocked",
+                outcome.detail,
+                "see it in the session's plan.md; build it with: orchestrator execute ID "
+                "--approve (or resume ID at a terminal to be asked)",
+                resume_helps=False,
             )
         case "blocked" if live.state.refused:
             return RunResult(

@@ -21,6 +21,7 @@ from orchestrator.state.mailbox import Mail
 from orchestrator.state.tasks import SETTLED, TaskRecord
 from orchestrator.team import queries
 from orchestrator.team.parking import ParkWatch
+from orchestrator.team.planning import hand_over, replan
 from orchestrator.team.port import Runner, SessionLike
 from orchestrator.team.queries import MAIN
 from orchestrator.team.runtime import Team
@@ -77,6 +78,9 @@ async def run_main(team: Team) -> MainOutcome:
     reminders = 0  # sent since the main agent last had mail (`_await_tasks`)
     parking = ParkWatch(team.settings.limits.park_limit)
     while True:
+        replanned = await _replan(team)
+        if replanned is not None:
+            return replanned
         if await team.postbox.deliver(MAIN):
             reminders = 0
         if not oversight.turn_over(MAIN):
@@ -84,8 +88,8 @@ async def run_main(team: Team) -> MainOutcome:
             if stopped is not None:
                 return stopped
         await team.turns.end_open_turn(MAIN, "completed")
-        if team.state.mailbox.undelivered(MAIN) and not queries.live_children(team.state, MAIN):
-            continue  # deliver it and take a turn
+        if _before_assessing(team):
+            continue
         verdict = await oversight.assess(MAIN)
         match verdict.action:
             case "continue_from_context":
@@ -100,6 +104,29 @@ async def run_main(team: Team) -> MainOutcome:
                     return stuck
             case action:
                 return _ended(team, action, verdict.reasons)
+
+
+def _before_assessing(team: Team) -> bool:
+    """Whether something comes before the turn's assessment: the re-plan the builder
+    asked for, or mail to deliver (and a turn to take on it) while no task runs."""
+    state = team.state
+    if state.plans.replanning is not None:
+        return True
+    return bool(state.mailbox.undelivered(MAIN)) and not queries.live_children(state, MAIN)
+
+
+async def _replan(team: Team) -> MainOutcome | None:
+    """Run a re-plan the builder asked for, and hand an approved version over; the
+    outcome when a version waits for a decision nobody gives now."""
+    plans = team.state.plans
+    if plans.replanning is None:
+        await hand_over(team)  # (after a crash between an approval and its handover)
+        return None
+    s = team.settings
+    outcome = await replan(team, s.approve_plan, goal=s.goal)
+    if outcome.state == "build":
+        return None
+    return MainOutcome("blocked", f"plan v{outcome.version} awaits approval")
 
 
 async def _begin(team: Team, context: AgentContext, deps: TurnDeps) -> None:

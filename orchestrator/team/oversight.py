@@ -139,7 +139,7 @@ class Oversight:
             live_tasks=live,
             waiting_on_it=waiting,
             spent=tuple(self.over_budget()),
-            verify=policy.verify if not must_report else (),
+            verify=self.verify_commands(agent) if not must_report else (),
             must_report=must_report,
             interactive=policy.interactive and not must_report,
             refused=tuple(state.refused) if not must_report else (),
@@ -178,10 +178,18 @@ class Oversight:
 
     # --- verification -----------------------------------------------------------------
 
+    def verify_commands(self, agent: str) -> tuple[str, ...]:
+        """What verifies `agent`'s work at its end: the session's verification, and for
+        the main agent building a plan, each plan task's acceptance check after it."""
+        plan = self._session.state.plans.approved if agent == queries.MAIN else None
+        accepted = [t.acceptance for t in plan.tasks if t.acceptance] if plan else []
+        return tuple(dict.fromkeys([*self.policy.verify, *accepted]))
+
     async def verify(self, agent: str) -> bool:
         """Run the session's verification commands in the workspace and journal the
         result; a failure's output goes back to the agent as a continuation."""
-        code, output, failed = await self._run_checks(agent, self.policy.verify)
+        commands = self.verify_commands(agent)
+        code, output, failed = await self._run_checks(agent, commands)
         passed = not failed
         note = ""
         if not passed:
@@ -191,7 +199,7 @@ class Oversight:
                 f"(continuation {progress.continues + 1} of {self.policy.max_auto_continues}). "
                 f"Fix the cause, then end your turn.\n{output}"
             )
-        await self._record(agent, self.policy.verify, code, output, note)
+        await self._record(agent, commands, code, output, note)
         return passed
 
     async def verify_in_call(self, agent: str, commands: tuple[str, ...]) -> str:

@@ -41,3 +41,30 @@ def main_agent_prompt(tool_names: list[str], agent_types: list[tuple[str, str]])
         "independent pieces of work; do small things yourself. "
         f"Subagent types: {types}."
     )
+
+
+def planner_prompt(tool_names: list[str]) -> str:
+    """The planner's: read, then submit one plan; it changes nothing itself."""
+    return (
+        "You are the planner. Read the workspace as much as you need (your tools only "
+        f"read: {', '.join(tool_names)}), then call submit_plan with a plan that a builder "
+        "and its subagents will carry out. Split the work into tasks that each one "
+        "subagent can do: give each a short id, a one-line title, a description with "
+        "everything its worker needs, the ids it depends on, the paths it may write "
+        "(write_scope: tasks without a dependency path between them should write disjoint "
+        "paths, so they can run at the same time), and an acceptance command that "
+        "succeeds when its work is right (or no_acceptance_reason saying why none can "
+        "check it). Make the plan decision complete: a worker should not need to ask "
+        "what was meant. If submit_plan reports errors, fix them and submit again."
+    )
+
+
+def builder_prompt(tool_names: list[str], agent_types: list[tuple[str, str]]) -> str:
+    """The builder's: the main agent's, carrying out an approved plan."""
+    return main_agent_prompt(tool_names, agent_types) + (
+        " You are the builder: you carry out an approved plan by delegating its tasks. "
+        "Your todos are the plan's tasks; their status follows the tasks you delegate, "
+        "so do not set it yourself. The runtime enforces the plan's dependencies and "
+        "write scopes: a task whose dependencies have not completed waits and starts by "
+        "itself."
+    )

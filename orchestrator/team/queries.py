@@ -16,6 +16,18 @@ from orchestrator.state.mailbox import Mail
 from orchestrator.state.tasks import SETTLED, TaskRecord
 from orchestrator.team.definitions import AgentDefinition, Definitions
 
+PLANNER = "planner"
+"""The planner's agent id and role (team/planning.py)."""
+
+
+def is_planner(agent: str) -> bool:
+    """The planner (`planner`) or a re-planner (`planner-2`, ...: a fresh context each)."""
+    return agent == PLANNER or agent.startswith(PLANNER + "-")
+
+
+BUILDER = "builder"
+"""The main agent's role when it builds an approved plan."""
+
 PARKING = frozenset({"decision_required", "blocked"})  # kinds that park a task until answered
 
 

@@ -33,6 +33,7 @@ from orchestrator.team.compactor import Compactor
 from orchestrator.team.definitions import AgentDefinition
 from orchestrator.team.delegation import Delegation
 from orchestrator.team.oversight import Oversight
+from orchestrator.team.plan_host import Planning
 from orchestrator.team.port import Runner, SessionLike
 from orchestrator.team.postbox import Changes, Postbox, watch_stalls
 from orchestrator.team.queries import MAIN
@@ -108,7 +109,10 @@ class Team:
             nursery=nursery,  # background summaries (None: every summary is waited for)
         )
         rounds = Rounds(session, self.postbox, self.oversight, self.compactor)
-        self.turns = Turns(settings, session, sink, rounds, self.delegation, self.oversight, writes)
+        self.planning = Planning(session, sink, self.scheduler.cancel)
+        self.turns = Turns(
+            settings, session, sink, rounds, self.delegation, self.oversight, writes, self.planning
+        )
         self.port = _Port(
             session, settings, self.postbox, self.scheduler, self.turns, self.oversight
         )

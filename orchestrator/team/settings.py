@@ -14,6 +14,7 @@ from orchestrator.state.mailbox import Caps
 from orchestrator.state.settings import SessionSettings
 from orchestrator.team.definitions import Definitions
 from orchestrator.team.oversight import Policy
+from orchestrator.team.plan_host import PlanApprover
 from orchestrator.tools.base import ToolRegistry
 from orchestrator.tools.permissions import Approver, PermissionPolicy, approve_all
 from orchestrator.tools.recall import Lookup
@@ -64,6 +65,10 @@ class TeamSettings:
     # Reads an agent's own history back from the journal (the `recall` tool, which a
     # compaction's stubs name): `LiveSession.recall`; None, no such tool.
     recall: Lookup | None = None
+    # The session's goal, and who decides on a re-planned version of its plan (None:
+    # nobody now, and the session stops blocked until someone does; team/planning.py).
+    goal: str = ""
+    approve_plan: PlanApprover | None = None
 
     def window(self, role: str) -> Window | None:
         """The context window of `role`'s model, when known."""

@@ -24,13 +24,15 @@ from orchestrator.team import queries
 from orchestrator.team.definitions import AgentDefinition
 from orchestrator.team.delegation import Delegation
 from orchestrator.team.oversight import Oversight
+from orchestrator.team.plan_host import Planning
 from orchestrator.team.port import SessionLike
-from orchestrator.team.queries import MAIN
+from orchestrator.team.queries import BUILDER, MAIN, PLANNER, is_planner
 from orchestrator.team.settings import TeamSettings
 from orchestrator.team.writes import Writes
 from orchestrator.tools.base import ToolContext, ToolRegistry
 from orchestrator.tools.coordination import ReportBlockedMain, main_tools, subagent_tools
 from orchestrator.tools.permissions import Approver, PermissionPolicy, parse_rules
+from orchestrator.tools.planning import Replan, SubmitPlan
 from orchestrator.tools.recall import Recall
 from orchestrator.tools.todos import todo_tools
 from orchestrator.tools.watch import Watched
@@ -50,8 +52,10 @@ class Turns:
         delegation: Delegation,
         oversight: Oversight,
         writes: Writes,
+        planning: Planning,
     ) -> None:
         self._settings = settings
+        self._planning = planning
         self._session = session
         self._sink = sink
         self._hooks = hooks
@@ -69,8 +73,8 @@ class Turns:
             return deps
         s = self._settings
         definition = queries.definition(self._session.state, s.definitions, agent)
-        role = MAIN if definition is None else definition.name
-        tools = self._tools(definition)
+        role = self._role(agent, definition)
+        tools = self._planner_tools() if is_planner(agent) else self._tools(definition)
         max_rounds = s.session.max_rounds if definition is None else definition.max_rounds
         approve = s.approve_for(agent, self._who(agent)) if s.approve_for else s.approve
         policy = s.policy
@@ -102,6 +106,26 @@ class Turns:
         self._deps[agent] = deps
         return deps
 
+    def _role(self, agent: str, definition: AgentDefinition | None) -> str:
+        """Whose model an agent's turns use: its type's, the planner's, the builder's
+        (the main agent of a session with a plan), or the main agent's."""
+        if definition is not None:
+            return definition.name
+        if is_planner(agent):
+            return PLANNER
+        return BUILDER if self._session.state.plans.versions else MAIN
+
+    def _planner_tools(self) -> ToolRegistry:
+        """The planner's: the read-only workspace tools, `recall` and `submit_plan`."""
+        tools = self._role_tools.get(PLANNER)
+        if tools is None:
+            readers = [t for t in self._settings.base_tools.tools() if t.read_only]
+            recall = self._settings.recall
+            extra = [Recall(recall)] if recall is not None else []
+            tools = ToolRegistry([*readers, *extra, SubmitPlan(self._planning)])
+            self._role_tools[PLANNER] = tools
+        return tools
+
     def _usable(self, role: str) -> int:
         """The usable input of `role`'s model's window, as compaction measures it."""
         state = self._session.state
@@ -128,7 +152,9 @@ class Turns:
             todos = [*todos, Recall(recall)]
         if definition is None:
             blocked = ReportBlockedMain(self._oversight)
-            tools = ToolRegistry([*base, *main_tools(self._delegation), *todos, blocked])
+            # The builder (the main agent of a session with a plan) may send a task back.
+            plans = [Replan(self._planning)] if self._session.state.plans.versions else []
+            tools = ToolRegistry([*base, *main_tools(self._delegation), *todos, blocked, *plans])
         else:
             own = [
                 Watched(t, self._writes.note_writes) if t.name in WRITERS else t

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from orchestrator.errors import JournalCorrupt
 from orchestrator.loop.assessment import Assessed, BlockedReported, Verified
+from orchestrator.loop.plan import Plan, PlanTask
 from orchestrator.loop.todos import TodoItem, TodosChanged
 from orchestrator.messages import AssistantMessage, SystemMessage, ToolCall, Usage, UserMessage
 from orchestrator.session.live import JOURNAL, SNAPSHOT, load_state
@@ -33,6 +34,7 @@ from orchestrator.state.events import (
 )
 from orchestrator.state.fold import _SMALL_FOLDS, SessionState, Snapshot
 from orchestrator.state.mailbox import MailHistory, MessagePosted, MessagesDelivered
+from orchestrator.state.plans import PlanDecided, PlanSubmitted
 from orchestrator.state.tasks import LIVE, SETTLED, TaskChanged, TaskCreated
 from orchestrator.store._line import encode
 
@@ -50,6 +52,8 @@ class Drawn:
     tasks: list[str] = field(default_factory=list)
     posted: list[str] = field(default_factory=list)
     undelivered: dict[str, list[str]] = field(default_factory=dict)  # recipient -> ids
+    plan_versions: int = 0
+    plan_pending: bool = False
 
 
 @st.composite
@@ -71,6 +75,7 @@ def journals(draw: st.DrawFn) -> Drawn:  # noqa: C901
         if agents:
             choices += ["message", "reply", "turn_start", "turn_end", "status", "task", "post"]
             choices += ["todos", "assessed", "verified", "blocked"]
+            choices += ["plan_decided" if drawn.plan_pending else "plan_submitted"]
         if drawn.tasks:
             choices += ["task_change"]
         if any(open_refs.values()):
@@ -174,6 +179,29 @@ def journals(draw: st.DrawFn) -> Drawn:  # noqa: C901
                         requires_ack=draw(st.booleans()),
                         in_reply_to=draw(st.sampled_from(["", "m404", *drawn.posted[:-1]])),
                         ref=draw(st.sampled_from(["", *open_refs[agent]])),
+                    )
+                )
+            case "plan_submitted":
+                drawn.plan_versions += 1
+                drawn.plan_pending = True
+                task = PlanTask(id=draw(st.sampled_from(["a", "b"])), title="t", acceptance="true")
+                records.append(
+                    PlanSubmitted(
+                        agent=agent,
+                        version=drawn.plan_versions,
+                        plan=Plan(goal="g", tasks=(task,)),
+                        source=draw(st.sampled_from(["planner", "file", "edit"])),
+                        warnings=draw(st.lists(texts, max_size=1).map(tuple)),
+                    )
+                )
+            case "plan_decided":
+                drawn.plan_pending = False
+                records.append(
+                    PlanDecided(
+                        agent=agent,
+                        version=drawn.plan_versions,
+                        decision=draw(st.sampled_from(["approved", "rejected"])),
+                        feedback=draw(texts),
                     )
                 )
             case "deliver":

@@ -1,0 +1,264 @@
+"""Plan handoff end to end, on the scripted model: the planner submits, a decision is
+journaled, the builder starts from the approved plan, and its todos follow the tasks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from orchestrator.loop.plan import Plan, PlanTask, parse_plan_json
+from orchestrator.loop.plan_markdown import parse_markdown
+from orchestrator.models.scripted import ScriptedModel, parse_script
+from orchestrator.session.live import create_session, load_state, open_session
+from orchestrator.state.events import ListSink
+from orchestrator.state.plans import PlanVersion
+from orchestrator.team.drive import RunResult, RunSettings, drive
+from orchestrator.team.plan_host import PlanApprover, PlanVerdict
+from orchestrator.tools import PermissionPolicy, approve_all, workspace_tools
+
+
+def task(tid: str, path: str, depends: list[str] | None = None) -> dict[str, Any]:
+    return {
+        "id": tid,
+        "title": f"write {path}",
+        "depends_on": depends or [],
+        "write_scope": [path],
+        "acceptance": f"test -f {path}",
+    }
+
+
+PLAN_ARGS = {"goal": "write two files", "tasks": [task("a", "a.txt"), task("b", "b.txt", ["a"])]}
+
+
+def worker(path: str) -> list[dict[str, Any]]:
+    return [
+        {"tool_calls": [{"name": "write_file", "arguments": {"path": path, "content": "x"}}]},
+        {"tool_calls": [{"name": "complete", "arguments": {"summary": f"wrote {path}"}}]},
+    ]
+
+
+def delegate(ref: str) -> dict[str, Any]:
+    return {
+        "name": "delegate",
+        "arguments": {"description": f"plan task {ref}", "prompt": "do it", "plan_ref": ref},
+    }
+
+
+SCRIPT: dict[str, Any] = {
+    "agents": {
+        "planner": [{"tool_calls": [{"name": "submit_plan", "arguments": PLAN_ARGS}]}],
+        "main": [
+            {"tool_calls": [delegate("a")]},
+            {"tool_calls": [{"name": "wait_tasks", "arguments": {}}]},
+            {"tool_calls": [delegate("b")]},
+            {"tool_calls": [{"name": "wait_tasks", "arguments": {}}]},
+            {"text": "built"},
+        ],
+        "t1": worker("a.txt"),
+        "t2": worker("b.txt"),
+    }
+}
+
+
+class Approver:
+    """Answers each plan with the next verdict, and keeps what it was shown."""
+
+    def __init__(self, *verdicts: PlanVerdict | None) -> None:
+        self.verdicts = list(verdicts)
+        self.shown: list[PlanVersion] = []
+
+    async def __call__(self, version: PlanVersion) -> PlanVerdict | None:
+        self.shown.append(version)
+        return self.verdicts.pop(0)
+
+
+def new_session(tmp_path: Path, script: dict[str, Any]) -> tuple[Path, str, Path]:
+    path = tmp_path / "script.json"
+    path.write_bytes(orjson.dumps(script))
+    root = tmp_path / "sessions"
+    session_id, directory = create_session(
+        root, goal="write two files", model=f"scripted:{path}", workspace=None
+    )
+    return root, session_id, directory
+
+
+async def run(
+    root: Path,
+    session_id: str,
+    script: dict[str, Any],
+    approve: PlanApprover | None,
+    **more: Any,
+) -> RunResult:
+    model = ScriptedModel(parse_script(script))
+    settings = RunSettings(
+        model=model,
+        tools=workspace_tools(),
+        ui=ListSink(),
+        policy=PermissionPolicy(),
+        approve=approve_all,
+        plan=True,
+        approve_plan=approve,
+        **more,
+    )
+    async with open_session(root, session_id, warn=lambda _: None) as live:
+        return await drive(live, settings)
+
+
+APPROVE = PlanVerdict("approved", by="--approve")
+
+
+async def test_an_approved_plan_is_built_from_a_context_of_its_own(tmp_path: Path) -> None:
+    root, session_id, directory = new_session(tmp_path, SCRIPT)
+    approver = Approver(APPROVE)
+    result = await run(root, session_id, SCRIPT, approver)
+    assert result.status == "completed", result
+    state = load_state(directory, warn=pytest.fail)
+    plan = state.plans.approved
+    assert plan is not None
+    assert [t.id for t in plan.tasks] == ["a", "b"]
+    assert [v.version for v in approver.shown] == [1]
+    version = state.plans.approved_version
+    assert version is not None
+    assert (version.by, version.source) == ("--approve", "planner")
+    # The builder's context holds the goal and the plan, not the planner's conversation.
+    main = state.agents["main"]
+    assert main.role == "builder"
+    brief = main.messages[1].content
+    assert "### a. write a.txt" in brief
+    assert "submit_plan" not in brief
+    # One todo per plan task, linked, whose status is its task's.
+    items = state.todos["main"].items
+    assert {i: (t.plan_task, t.status) for i, t in items.items()} == {
+        "a": ("a", "completed"),
+        "b": ("b", "completed"),
+    }
+    assert items["b"].result == "wrote b.txt"
+    assert [t.plan_ref for t in state.tasks.tasks.values()] == ["a", "b"]
+    # The plan's views, in both forms.
+    assert parse_plan_json((directory / "plan.json").read_bytes()) == plan
+    assert parse_markdown((directory / "plan.md").read_text()) == plan
+
+
+async def test_no_decision_never_builds_and_the_resume_asks_again(tmp_path: Path) -> None:
+    root, session_id, directory = new_session(tmp_path, SCRIPT)
+    result = await run(root, session_id, SCRIPT, Approver(None))
+    assert result.status == "blocked"
+    assert "plan v1 awaits approval" in result.detail
+    assert "execute ID --approve" in result.advice
+    state = load_state(directory, warn=pytest.fail)
+    assert "main" not in state.agents
+    pending = state.plans.pending
+    assert pending is not None
+    assert pending.version == 1
+    # A headless resume without a way to decide stops the same way, and asks no planner.
+    assert (await run(root, session_id, SCRIPT, None)).status == "blocked"
+    assert load_state(directory, warn=pytest.fail).agents["planner"].steps == 1
+    approver = Approver(APPROVE)
+    assert (await run(root, session_id, SCRIPT, approver)).status == "completed"
+    assert [v.version for v in approver.shown] == [1]
+
+
+async def test_ctrl_c_at_the_prompt_approves_nothing(tmp_path: Path) -> None:
+    root, session_id, directory = new_session(tmp_path, SCRIPT)
+
+    async def interrupted(version: PlanVersion) -> PlanVerdict | None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        await run(root, session_id, SCRIPT, interrupted)
+    state = load_state(directory, warn=pytest.fail)
+    assert state.status == "interrupted"
+    assert state.plans.pending is not None
+    assert state.plans.approved is None
+    assert "main" not in state.agents
+
+
+async def test_a_rejection_goes_back_to_the_planner_with_the_feedback(tmp_path: Path) -> None:
+    script = {**SCRIPT, "agents": {**SCRIPT["agents"]}}
+    script["agents"]["planner"] = [
+        {"tool_calls": [{"name": "submit_plan", "arguments": {**PLAN_ARGS, "tasks": []}}]},
+        {"tool_calls": [{"name": "submit_plan", "arguments": PLAN_ARGS}]},
+        {"tool_calls": [{"name": "submit_plan", "arguments": PLAN_ARGS}]},
+    ]
+    root, session_id, directory = new_session(tmp_path, script)
+    approver = Approver(PlanVerdict("rejected", feedback="split it finer"), APPROVE)
+    assert (await run(root, session_id, script, approver)).status == "completed"
+    state = load_state(directory, warn=pytest.fail)
+    planner = state.agents["planner"]
+    # The empty plan was refused at the call, naming the error; the person never saw it.
+    first = planner.messages[3].content
+    assert "the plan has no tasks" in first
+    assert "split it finer" in planner.messages[-3].content
+    assert [(v.version, v.decision) for v in state.plans.versions] == [
+        (1, "rejected"),
+        (2, "approved"),
+    ]
+    assert [v.version for v in approver.shown] == [1, 2]
+
+
+async def test_an_edit_is_a_new_version_approved_at_once(tmp_path: Path) -> None:
+    root, session_id, directory = new_session(tmp_path, SCRIPT)
+    edited = Plan(
+        goal="write two files",
+        tasks=(
+            PlanTask(id="a", title="write a.txt", write_scope=("a.txt",), acceptance="true"),
+            PlanTask(
+                id="b",
+                title="write b.txt",
+                depends_on=("a",),
+                write_scope=("b.txt",),
+                acceptance="true",
+            ),
+        ),
+    )
+    approver = Approver(PlanVerdict("approved", plan=edited))
+    assert (await run(root, session_id, SCRIPT, approver)).status == "completed"
+    state = load_state(directory, warn=pytest.fail)
+    assert [(v.version, v.source, v.decision) for v in state.plans.versions] == [
+        (1, "planner", "rejected"),
+        (2, "edit", "approved"),
+    ]
+    assert state.plans.approved == edited
+    assert parse_plan_json((directory / "plan.json").read_bytes()) == edited
+
+
+async def test_a_plan_given_whole_skips_the_planner(tmp_path: Path) -> None:
+    root, session_id, directory = new_session(tmp_path, SCRIPT)
+    plan = parse_plan_json(
+        orjson.dumps({**PLAN_ARGS, "version": 1}),
+    )
+    approver = Approver(APPROVE)
+    result = await run(root, session_id, SCRIPT, approver, seed_plan=plan)
+    assert result.status == "completed", result
+    state = load_state(directory, warn=pytest.fail)
+    assert "planner" not in state.agents
+    version = state.plans.approved_version
+    assert version is not None
+    assert (version.source, version.plan) == ("file", plan)
+
+
+async def test_a_failed_acceptance_check_sends_the_task_back_and_all_run_at_the_end(
+    tmp_path: Path,
+) -> None:
+    script = {**SCRIPT, "agents": {**SCRIPT["agents"]}}
+    done = {"name": "complete", "arguments": {"summary": "wrote a.txt"}}
+    script["agents"]["t1"] = [{"tool_calls": [done]}, *worker("a.txt")]
+    root, session_id, directory = new_session(tmp_path, script)
+    assert (await run(root, session_id, script, Approver(APPROVE))).status == "completed"
+    state = load_state(directory, warn=pytest.fail)
+    refused = state.agents["t1"].messages[3]
+    assert "complete refused: the plan's acceptance check for task a did not pass" in (
+        refused.content
+    )
+    assert "$ test -f a.txt" in refused.content
+    assert state.agents["t1"].steps == 3
+    # The plan's checks are the session's verification at the end.
+    verified = [r for r in journal(directory) if r["k"] == "verified" and r["a"] == "main"]
+    assert verified[-1]["commands"] == ["test -f a.txt", "test -f b.txt"]
+
+
+def journal(directory: Path) -> list[dict[str, Any]]:
+    return [orjson.loads(line) for line in (directory / "journal.jsonl").read_bytes().splitlines()]

@@ -1,0 +1,125 @@
+"""The plan commands from the command line, with no terminal: `plan`, `execute` of a
+session and of a file, `run --plan`; only `--approve` approves (never `--yes`)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from orchestrator.loop.plan_markdown import parse_markdown
+from orchestrator.session.live import load_state
+from tests.plans.test_handoff import SCRIPT
+
+
+def orchestrator(*args: str, sessions: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "NO_COLOR": "1", "ORCHESTRATOR_SESSIONS_DIR": str(sessions)}
+    return subprocess.run(
+        [sys.executable, "-m", "orchestrator", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.fixture
+def model(tmp_path: Path) -> str:
+    path = tmp_path / "script.json"
+    path.write_bytes(orjson.dumps(SCRIPT))
+    return f"scripted:{path}"
+
+
+def session_id(stderr: str) -> str:
+    found = re.search(r"session (\S+) \(in ", stderr)
+    assert found, stderr
+    return found.group(1)
+
+
+def test_plan_prints_the_plan_and_execute_builds_it_once_approved(
+    tmp_path: Path, model: str
+) -> None:
+    sessions, workspace = tmp_path / "sessions", tmp_path / "ws"
+    workspace.mkdir()
+    planned = orchestrator(
+        "plan", "write two files", "-m", model, "-w", str(workspace), sessions=sessions
+    )
+    assert planned.returncode == 0, planned.stderr
+    plan = parse_markdown(planned.stdout)
+    assert [t.id for t in plan.tasks] == ["a", "b"]
+    sid = session_id(planned.stderr)
+    assert f"build it with: orchestrator execute {sid} --approve" in planned.stderr
+    assert not (workspace / "a.txt").exists()
+    shown = orchestrator("sessions", "show", sid, sessions=sessions).stdout
+    assert "plan      v1 awaiting approval: write two files" in shown
+    assert "  v1 (planner, 2 tasks) awaiting approval" in shown
+    assert "  b [pending] write b.txt after a — not delegated" in shown
+    # --yes answers tool calls, never a plan: without --approve and a terminal it waits.
+    waiting = orchestrator("execute", sid, "--yes", sessions=sessions)
+    assert waiting.returncode == 3, waiting.stderr
+    assert f"orchestrator execute {sid} --approve" in waiting.stderr
+    state = load_state(sessions / sid, warn=pytest.fail)
+    assert state.plans.approved is None
+    assert "main" not in state.agents
+    built = orchestrator("execute", sid, "--yes", "--approve", sessions=sessions)
+    assert built.returncode == 0, built.stderr
+    assert (workspace / "a.txt").read_text() == "x"
+    assert (workspace / "b.txt").read_text() == "x"
+    assert "◆ plan v1 approved (--approve)" in built.stdout
+    shown = orchestrator("sessions", "show", sid, sessions=sessions).stdout
+    assert "plan      v1 approved: write two files" in shown
+    assert "  b [completed] write b.txt after a — completed as t2" in shown
+    report = orjson.loads(orchestrator("sessions", "show", sid, "--json", sessions=sessions).stdout)
+    assert [(t["id"], t["task"], t["state"], t["todo"]) for t in report["plan"]["tasks"]] == [
+        ("a", "t1", "completed", "completed"),
+        ("b", "t2", "completed", "completed"),
+    ]
+    assert report["plan"]["versions"][0]["by"] == "--approve"
+
+
+def test_run_with_plan_plans_approves_and_builds(tmp_path: Path, model: str) -> None:
+    sessions, workspace = tmp_path / "sessions", tmp_path / "ws"
+    workspace.mkdir()
+    done = orchestrator(
+        "run", "write two files", "--plan", "--approve", "--yes", "-m", model, "-w",
+        str(workspace), sessions=sessions,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "◆ plan v1 by the planner: 2 task(s)" in done.stdout
+    assert (workspace / "b.txt").exists()
+
+
+def test_execute_builds_a_plan_file_and_names_the_line_of_a_bad_one(
+    tmp_path: Path, model: str
+) -> None:
+    sessions, workspace = tmp_path / "sessions", tmp_path / "ws"
+    workspace.mkdir()
+    plan = tmp_path / "plan.md"
+    plan.write_text(
+        "# Plan: write two files\n\n## Tasks\n\n### a. write a.txt\n- writes: a.txt\n"
+        "- acceptance: `test -f a.txt`\n\n### b. write b.txt\n- depends on: a\n"
+        "- writes: b.txt\n- acceptance: `test -f b.txt`\n"
+    )
+    done = orchestrator(
+        "execute", str(plan), "--approve", "--yes", "-m", model, "-w", str(workspace),
+        sessions=sessions,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "◆ plan v1 from a file: 2 task(s)" in done.stdout
+    state = load_state(sessions / session_id(done.stderr), warn=pytest.fail)
+    assert "planner" not in state.agents
+    assert (workspace / "b.txt").exists()
+    plan.write_text("# Plan: g\n\n## Tasks\n\n### a. t\n- wrote: x\n")
+    bad = orchestrator("execute", str(plan), "--approve", "-m", model, sessions=sessions)
+    assert bad.returncode == 2
+    assert f"error: {plan} line 6: expected one of" in bad.stderr
+    missing = orchestrator("execute", "no-such-session", sessions=sessions)
+    assert missing.returncode == 2
+    assert "no-such-session" in missing.stderr
