@@ -46,6 +46,7 @@ class Verdict:
     action: Action
     reason: str = ""
     root: str = ""
+    scope_only: bool = False  # `wait` for the scope conflict alone: its dependencies are done
 
 
 def ended(state: str) -> str:
@@ -71,4 +72,4 @@ def decide(dependencies: Sequence[Dependency], *, conflict: str = "") -> Verdict
         parts.append("waits for " + ", ".join(unmet))
     if conflict:
         parts.append(f"waits for live task {conflict} to end (their write scopes overlap)")
-    return Verdict("wait", "; ".join(parts))
+    return Verdict("wait", "; ".join(parts), scope_only=not unmet)

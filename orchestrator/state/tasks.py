@@ -175,7 +175,6 @@ class Registry:
         self._children: dict[str, list[str]] = {}  # owner -> its tasks, in creation order
         self._live: dict[str, None] = {}  # the live tasks
         self._waiting: dict[str, None] = {}  # the tasks in `waiting_deps`
-        self._serial: dict[str, None] = {}  # of those, plan tasks (they wait out scopes)
         self._plan_refs: dict[str, str] = {}  # plan ref -> its latest task
         # Dependency -> the tasks that wait for it: by task id, and by plan ref.
         self._after: dict[str, list[str]] = {}
@@ -202,11 +201,8 @@ class Registry:
             self._live.pop(record.task_id, None)
         if record.state == "waiting_deps":
             self._waiting[record.task_id] = None
-            if record.serialise:
-                self._serial[record.task_id] = None
         else:
             self._waiting.pop(record.task_id, None)
-            self._serial.pop(record.task_id, None)
 
     def get(self, task_id: str) -> TaskRecord | None:
         return self.tasks.get(task_id)
@@ -217,10 +213,9 @@ class Registry:
         found.sort(key=lambda t: t.created_seq)
         return found
 
-    def waiting(self, *, serialised: bool = False) -> list[TaskRecord]:
-        """The tasks waiting for their dependencies (`waiting_deps`), oldest first; only
-        the plan tasks among them (which also wait out scope conflicts) if `serialised`."""
-        found = [self.tasks[t] for t in (self._serial if serialised else self._waiting)]
+    def waiting(self) -> list[TaskRecord]:
+        """The tasks waiting for their dependencies (`waiting_deps`), oldest first."""
+        found = [self.tasks[t] for t in self._waiting]
         found.sort(key=lambda t: t.created_seq)
         return found
 

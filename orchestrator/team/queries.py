@@ -98,7 +98,7 @@ def waits_for(state: SessionState, agent: str, task_id: str) -> bool:
 def plan_task(state: SessionState, plan_ref: str) -> PlanTask | None:
     """The task `plan_ref` names in the approved plan, if any: its dependencies and write
     scope then hold for the task delegated for it."""
-    return None  # no approved plan is kept in the state yet (issue 22 goes on)
+    return state.plans.task(plan_ref)
 
 
 def dependencies(

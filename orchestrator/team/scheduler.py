@@ -60,6 +60,9 @@ class Scheduler:
         # Ids given to delegations whose records are still on their way to the fold.
         self._reserved: set[str] = set()
         self._started: set[str] = set()  # tasks whose loops run (or wait for mail)
+        # Plan tasks whose dependencies are done, waiting out a scope conflict: looked at
+        # whenever a task settles (the others, only when one of their dependencies does).
+        self._scope_blocked: dict[str, None] = {}
         self._resumed: set[str] = set()  # of those, the ones live before a restart
         # Pending tasks in the order they became pending (queued for a live slot).
         self._queue: collections.deque[str] = collections.deque(
@@ -155,7 +158,7 @@ class Scheduler:
         task = queries.task(self._session.state, task_id)
         if task.state not in SETTLED:
             return
-        verdict = queries.readiness(self._session.state, task)
+        verdict = self._verdict(task)
         if verdict.action == "start":
             await self._set(task_id, "pending", by=by, reason="revived")
             self.enqueue(task_id)
@@ -200,23 +203,35 @@ class Scheduler:
                     doomed.append(waiting.task_id)
             if doomed:
                 continue
-            for waiting in tasks.waiting(serialised=True):  # waiting out a scope conflict
-                if await self.check(waiting.task_id) == "cancel":
-                    doomed.append(waiting.task_id)
+            for blocked in list(self._scope_blocked):
+                if await self.check(blocked) == "cancel":
+                    doomed.append(blocked)
 
     async def check(self, task_id: str) -> str:
         """Act on the verdict on one waiting task (`queries.readiness`): start it, cancel
         it, or leave it waiting. Returns the action taken ("" when it was not waiting)."""
         task = self._session.state.tasks.get(task_id)
         if task is None or task.state != "waiting_deps":
+            self._scope_blocked.pop(task_id, None)
             return ""
-        verdict = queries.readiness(self._session.state, task)
+        verdict = self._verdict(task)
         if verdict.action == "start":
-            await self._set(task_id, "pending", by=queries.MAIN, reason="its dependencies are done")
+            ready = "its dependencies are done" + (
+                " and its write scope is clear" if task.serialise else ""
+            )
+            await self._set(task_id, "pending", by=queries.MAIN, reason=ready)
             self.enqueue(task_id)
         elif verdict.action == "cancel":
             await self._doom(task, verdict)
         return verdict.action
+
+    def _verdict(self, task: TaskRecord) -> Verdict:
+        verdict = queries.readiness(self._session.state, task)
+        if verdict.action == "wait" and verdict.scope_only:
+            self._scope_blocked[task.task_id] = None
+        else:
+            self._scope_blocked.pop(task.task_id, None)
+        return verdict
 
     async def _doom(self, task: TaskRecord, verdict: Verdict) -> None:
         """Cancel a task that can never run, and tell its owner (`_tell_doomed`)."""

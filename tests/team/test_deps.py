@@ -546,6 +546,90 @@ async def test_a_task_waiting_for_a_plan_task_nobody_delegated_is_the_owners_to_
     assert state.tasks.get("t2").reason == "its dependency t1 was cancelled"
 
 
+async def test_plan_tasks_wait_for_their_plan_dependencies_and_for_each_others_scopes(
+    workspace: Workspace, autojump_clock: trio.testing.MockClock
+) -> None:
+    from orchestrator.loop.plan import Plan, PlanTask
+    from orchestrator.messages import SystemMessage, UserMessage
+    from orchestrator.state.plans import PlanDecided, PlanSubmitted
+
+    release = trio.Event()
+
+    async def held(request: ModelRequest) -> ScriptedReply:
+        await release.wait()
+        return reply("", c("complete", summary="done"))
+
+    def release_then_wait(request: ModelRequest) -> ScriptedReply:
+        release.set()
+        return reply("", c("wait_tasks"))
+
+    def delegate(ref: str, **more: Any) -> tuple[str, dict[str, Any]]:
+        return c("delegate", description=f"plan task {ref}", prompt=".", plan_ref=ref, **more)
+
+    scene = Scene(
+        workspace,
+        {
+            MAIN: steps(
+                reply(
+                    "",
+                    delegate("a"),
+                    delegate("b"),  # no write_scope given: the plan's, src/a.py
+                    delegate("c", after=[]),  # the model cannot leave a out
+                    c("delegate", description="notes", prompt=".", write_scope=["docs/x"]),
+                    delegate("d"),  # docs/ overlaps a live task that is not a plan task
+                    c("delegate", description="more src", prompt=".", write_scope=["src/b"]),
+                ),
+                release_then_wait,
+                reply("", delegate("d")),  # the notes are done: d may go now
+                reply("", c("wait_tasks")),
+                reply("built"),
+            ),
+            "t1": held,
+            "t4": held,
+            "worker": completes(),
+        },
+    )
+    plan = Plan(
+        goal="g",
+        tasks=(
+            PlanTask(id="a", title="a", write_scope=("src/",), no_acceptance_reason="x"),
+            PlanTask(id="b", title="b", write_scope=("src/a.py",), no_acceptance_reason="x"),
+            PlanTask(
+                id="c", title="c", depends_on=("a",), write_scope=("c/",), no_acceptance_reason="x"
+            ),
+            PlanTask(id="d", title="d", write_scope=("docs/",), no_acceptance_reason="x"),
+        ),
+    )
+    start = (SystemMessage(content="main"), UserMessage(content="the goal"))
+    await scene.session.emit(AgentStarted(agent=MAIN, role="main", messages=start))
+    await scene.session.emit(PlanSubmitted(agent="planner", version=1, plan=plan))
+    await scene.session.emit(PlanDecided(agent=MAIN, version=1, decision="approved"))
+    assert await run(scene) == "completed"
+    results = tool_results(scene)
+    assert results[:3] == [
+        "delegated. task_id=t1 type=worker state=pending",
+        "delegated; waits for live task t1 to end (their write scopes overlap). task_id=t2 "
+        "type=worker state=waiting_deps",
+        "delegated; waits for plan task a (t1). task_id=t3 type=worker state=waiting_deps",
+    ]
+    assert results[4].startswith("scope_conflict: task t4 (notes) is live and may write docs/x")
+    assert results[5].startswith("scope_conflict: task t1 (plan task a) is live")
+    tasks = scene.state.tasks
+    t2, t3 = tasks.get("t2"), tasks.get("t3")
+    assert (t2.write_scope, t2.serialise, t2.after_plan) == (["src/a.py"], True, [])
+    assert (t3.write_scope, t3.after, t3.after_plan) == (["c/"], [], ["a"])
+    assert {t.task_id: t.state for t in tasks.tasks.values()} == dict.fromkeys(
+        ("t1", "t2", "t3", "t4", "t5"), "completed"
+    )
+    assert tasks.get("t5").plan_ref == "d"
+    assert settled_at(scene, "t1") < settled_at(scene, "t2", "pending")
+    assert changes(scene, "t2")[0] == (
+        MAIN,
+        "pending",
+        "its dependencies are done and its write scope is clear",
+    )
+
+
 # --- the scheduler alone: plan tasks wait out a scope conflict -----------------------------
 
 
@@ -578,7 +662,8 @@ async def test_a_plan_task_waits_out_a_scope_conflict_then_starts() -> None:
     await scheduler.set_state("t1", "completed", by="t1")
     # t1 left the live tasks: t3's plan dependency completed, and t2's scope is clear.
     assert launched == ["t1", "t3", "t2"]
-    assert session.state.tasks.get("t2").reason == "its dependencies are done"
+    reason = "its dependencies are done and its write scope is clear"
+    assert session.state.tasks.get("t2").reason == reason
 
 
 def test_a_waiting_record_folds_the_same_from_an_old_journal_shape() -> None:
