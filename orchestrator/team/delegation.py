@@ -97,7 +97,7 @@ class Delegation:
                 f"was made. {_handle(existing)}"
             )
         # Every check before the first record: a refused call leaves nothing behind.
-        after, after_plan = self._dependencies(owner, args, plan)
+        after, after_plan = queries.resolve_after(self._state, owner, args.after, args.plan_ref)
         scope = self._scope(definition, owner_task, args, plan)
         # (A retry keeps the dependencies its task was delegated with.)
         waits_for = (
@@ -166,38 +166,6 @@ class Delegation:
             else " (queued: the live-subagent limit is reached)"
         )
         return ToolOutput(f"delegated{queued}. {_handle(record)}")
-
-    def _dependencies(
-        self, owner: str, args: DelegateArgs, plan: PlanTask | None
-    ) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """What the task waits for: `after`'s entries resolved (a plan ref when the plan
-        has that task or a task has that plan_ref, else one of the owner's own tasks),
-        and a plan task's own dependencies, which the model cannot leave out."""
-        tasks = self._state.tasks
-        after: list[str] = []
-        after_plan: list[str] = []
-        for entry in args.after or ():
-            if args.plan_ref and entry == args.plan_ref:
-                raise ToolFailed(
-                    f"after: {entry!r} is this task's own plan_ref; a task cannot wait for itself"
-                )
-            if queries.plan_task(self._state, entry) or tasks.by_plan_ref(entry) is not None:
-                found = after_plan
-            elif (record := tasks.get(entry)) is not None and record.owner == owner:
-                found = after
-            else:
-                mine = [t.task_id for t in tasks.children(owner)]
-                raise ToolFailed(
-                    f"after: {entry!r} is neither one of your tasks nor a plan task; it could "
-                    f"be one of your tasks ({', '.join(mine) or 'none'}) or a plan task "
-                    f"({', '.join(tasks.plan_refs()) or 'none delegated'})"
-                )
-            if entry not in found:
-                found.append(entry)
-        for plan_ref in plan.depends_on if plan is not None else ():
-            if plan_ref not in after_plan:
-                after_plan.append(plan_ref)
-        return tuple(after), tuple(after_plan)
 
     def _scope(
         self,

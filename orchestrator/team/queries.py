@@ -101,6 +101,45 @@ def plan_task(state: SessionState, plan_ref: str) -> PlanTask | None:
     return state.plans.task(plan_ref)
 
 
+def resolve_after(
+    state: SessionState, owner: str, entries: Iterable[str] | None, plan_ref: str
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """What a task `owner` delegates for `plan_ref` waits for, as (task ids, plan refs):
+    each entry of `delegate`'s `after` resolved (a plan ref when the approved plan has
+    that task or a task has that plan_ref, else one of `owner`'s own tasks: anything
+    else is a `ToolFailed` saying what it could be), and the plan task's own
+    dependencies, which the model cannot leave out."""
+    tasks = state.tasks
+    after: list[str] = []
+    after_plan: list[str] = []
+    for entry in entries or ():
+        if plan_ref and entry == plan_ref:
+            raise ToolFailed(
+                f"after: {entry!r} is this task's own plan_ref; a task cannot wait for itself"
+            )
+        if plan_task(state, entry) is not None or tasks.by_plan_ref(entry) is not None:
+            found = after_plan
+        elif (record := tasks.get(entry)) is not None and record.owner == owner:
+            found = after
+        else:
+            mine = [t.task_id for t in tasks.children(owner)]
+            plan = state.plans.approved
+            ids = [t.id for t in plan.tasks] if plan is not None else []
+            refs = dict.fromkeys([*ids, *tasks.plan_refs()])
+            raise ToolFailed(
+                f"after: {entry!r} is neither one of your tasks nor a plan task; it could "
+                f"be one of your tasks ({', '.join(mine) or 'none'}) or a plan task "
+                f"({', '.join(refs) or 'none'})"
+            )
+        if entry not in found:
+            found.append(entry)
+    planned = plan_task(state, plan_ref)
+    for dep in planned.depends_on if planned is not None else ():
+        if dep not in after_plan:
+            after_plan.append(dep)
+    return tuple(after), tuple(after_plan)
+
+
 def dependencies(
     state: SessionState, after: Iterable[str], after_plan: Iterable[str]
 ) -> list[Dependency]:
