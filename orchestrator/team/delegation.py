@@ -125,7 +125,9 @@ class Delegation:
                     role=definition.name,
                     messages=(
                         SystemMessage(content=definition.prompt),
-                        UserMessage(content=_task_message(task_id, args, scope)),
+                        UserMessage(
+                            content=_task_message(task_id, args, scope, (*after, *after_plan))
+                        ),
                     ),
                 ),
                 TaskCreated(
@@ -502,7 +504,9 @@ def _handle(task: TaskRecord) -> str:
     return f"task_id={task.task_id} type={task.agent_type} state={task.state}"
 
 
-def _task_message(task_id: str, args: DelegateArgs, scope: tuple[str, ...] | None) -> str:
+def _task_message(
+    task_id: str, args: DelegateArgs, scope: tuple[str, ...] | None, after: tuple[str, ...]
+) -> str:
     lines = [f"You are task {task_id}: {args.description}", "", args.prompt, ""]
     if scope is None:
         lines.append("Write scope: anywhere in the workspace.")
@@ -512,6 +516,8 @@ def _task_message(task_id: str, args: DelegateArgs, scope: tuple[str, ...] | Non
         lines.append("Write scope (write only here): " + ", ".join(scope))
     if args.plan_ref:
         lines.append(f"Plan task: {args.plan_ref}")
+    if after:
+        lines.append("It starts after these have completed: " + ", ".join(after))
     lines.append("When the task is done, call `complete` with your summary and evidence.")
     return "\n".join(lines)
 

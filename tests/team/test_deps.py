@@ -124,6 +124,8 @@ async def test_a_task_waits_for_its_dependency_then_starts_by_itself(
     assert settled_at(scene, "t1") < settled_at(scene, "t2", "pending") < watch.first_call["t2"]
     t2 = scene.state.tasks.get("t2")
     assert (t2.state, t2.after, t2.instances) == ("completed", ["t1"], ["t2.1"])
+    task_message = scene.state.agents["t2"].messages[1].content
+    assert "It starts after these have completed: t1\n" in task_message
     # wait_tasks waited for the waiting task too, not only the running one.
     assert results[2].splitlines()[:2] == [
         "t1 [completed] worker: build",
