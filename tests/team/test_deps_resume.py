@@ -186,3 +186,32 @@ def check_cancelled_and_told_once(directory: Path) -> None:
     for mail in notices:
         assert text.count(mail.summary) == 1, mail.summary
     assert state.agents["t2"].steps == state.agents["t3"].steps == 0  # they never ran
+
+
+async def test_a_snapshot_keeps_what_waiting_tasks_wait_for() -> None:
+    """Resume from a snapshot: the records and the registry's indexes (waiting tasks,
+    dependants) come back as the fold made them."""
+    from orchestrator.session.live import MemorySession
+    from orchestrator.state.tasks import TaskChanged, TaskCreated
+
+    session = MemorySession()
+    for task, fields in (
+        ("t1", {"plan_ref": "build"}),
+        ("t2", {"after": ("t1",), "state": "waiting_deps"}),
+        ("t3", {"after_plan": ("build",), "serialise": True, "state": "waiting_deps"}),
+        ("t4", {"after": ("t2",), "state": "waiting_deps"}),
+    ):
+        await session.emit(
+            TaskCreated(agent="main", task=task, agent_type="worker", description=task, **fields)
+        )
+    await session.emit(
+        TaskChanged(agent="main", task="t4", state="cancelled", reason="r", dependency="t2")
+    )
+    back = SessionState.from_snapshot(session.state.snapshot())
+    for state in (session.state, back):
+        tasks = state.tasks
+        assert [t.task_id for t in tasks.waiting()] == ["t2", "t3"]
+        assert [t.task_id for t in tasks.dependants("t1")] == ["t2", "t3"]
+        assert tasks.dependants("t2") == []  # t4 no longer waits
+        assert (tasks.get("t3").after_plan, tasks.get("t3").serialise) == (["build"], True)
+        assert tasks.get("t4").dependency == "t2"
