@@ -632,6 +632,54 @@ async def test_plan_tasks_wait_for_their_plan_dependencies_and_for_each_others_s
     )
 
 
+async def test_cancelling_a_subtree_cancels_its_waiting_tasks_too(
+    workspace: Workspace, autojump_clock: trio.testing.MockClock
+) -> None:
+    from orchestrator.team.definitions import WORKER, Definitions
+
+    async def cancel_once_both_exist(request: ModelRequest) -> ScriptedReply:
+        assert scene.team is not None
+        while scene.state.tasks.get("t3") is None:
+            await scene.team.changed.wait()
+        return reply("", c("cancel_task", task="t1", reason="changed my mind"))
+
+    async def forever(request: ModelRequest) -> ScriptedReply:
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    scene = Scene(
+        workspace,
+        {
+            MAIN: steps(
+                reply("", c("delegate", description="lead", prompt=".", agent_type="lead")),
+                cancel_once_both_exist,
+                reply("stopped"),
+            ),
+            "t1": steps(
+                reply(
+                    "",
+                    c("delegate", description="first", prompt="."),
+                    c("delegate", description="then", prompt=".", after=["t2"]),
+                ),
+                reply("", c("wait_tasks")),
+            ),
+            "t2": forever,
+        },
+    )
+    lead = WORKER.model_copy(update={"name": "lead", "may_delegate": True})
+    scene.settings.definitions = Definitions([*Definitions.builtin(), lead])
+    assert await run(scene) == "completed"
+    assert tool_results(scene)[-1] == "cancelled: t3, t2, t1"
+    tasks = scene.state.tasks
+    assert [(t.task_id, t.state, t.reason) for t in tasks.tasks.values()] == [
+        ("t1", "cancelled", "changed my mind"),
+        ("t2", "cancelled", "changed my mind"),
+        ("t3", "cancelled", "changed my mind"),
+    ]
+    # Cancelled with the rest by its owner's owner, not for a dependency: no notice.
+    assert not [m for m in scene.mail.values() if m.summary.startswith("task cancelled")]
+
+
 # --- the scheduler alone: plan tasks wait out a scope conflict -----------------------------
 
 
