@@ -2,6 +2,7 @@
 start once the last of them completes.
 
     .venv/bin/python tests/benchmarks/bench_dispatch.py [--runs N] [--modes memory off batch]
+        [--plan]
 
 A dependency graph of 50 tasks in 10 levels of 5 (depth 10): each task of a level waits
 for two tasks of the level before it (`delegate(after=[...])`). The main agent delegates
@@ -12,6 +13,10 @@ dependency's `task_changed completed` record (the moment the session's sink sees
 right after the journal took it) to its subagent's first model request. A task whose
 dependencies had all completed before the main agent delegated it starts `pending` and is
 not counted (the main agent delegates while the first level already runs).
+
+`--plan`: the same graph as an approved plan (tasks `p1`..`p50`, each with its own
+write scope), delegated by `plan_ref` alone: the plan gives each task its dependencies
+and scope, and each is a serialised plan task (its scope checked at every look).
 
 Modes: `memory` (a `MemorySession`: no journal), `off` and `batch` (a real session on
 disk driven by `drive`, with that journal policy). Each mode: a warm-up run, then
@@ -36,16 +41,19 @@ import trio
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from orchestrator.loop.plan import Plan, PlanTask  # noqa: E402
 from orchestrator.messages import SystemMessage, UserMessage  # noqa: E402
 from orchestrator.models.base import ModelRequest  # noqa: E402
 from orchestrator.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply  # noqa: E402
 from orchestrator.session.live import MemorySession, create_session, open_session  # noqa: E402
 from orchestrator.state.events import AgentStarted, Event, FanOut  # noqa: E402
+from orchestrator.state.plans import PlanDecided, PlanSubmitted, PlanVersion  # noqa: E402
 from orchestrator.state.settings import SessionSettings  # noqa: E402
 from orchestrator.state.tasks import TaskChanged, TaskCreated  # noqa: E402
 from orchestrator.store import Durability  # noqa: E402
 from orchestrator.team.drive import RunSettings, drive  # noqa: E402
 from orchestrator.team.main_agent import open_team, run_main  # noqa: E402
+from orchestrator.team.plan_host import PlanVerdict  # noqa: E402
 from orchestrator.team.queries import MAIN  # noqa: E402
 from orchestrator.team.settings import TeamSettings  # noqa: E402
 from orchestrator.tools import PermissionPolicy, ToolRegistry, Workspace, approve_all  # noqa: E402
@@ -72,11 +80,31 @@ def graph() -> dict[str, list[str]]:
 GRAPH = graph()
 
 
+def plan_ref(task: str) -> str:
+    return "p" + task.removeprefix("t")
+
+
+PLAN = Plan(
+    goal="bench",
+    tasks=tuple(
+        PlanTask(
+            id=plan_ref(task),
+            title=f"job {task}",
+            depends_on=tuple(plan_ref(d) for d in deps),
+            write_scope=(f"{task}/",),
+            no_acceptance_reason="a benchmark",
+        )
+        for task, deps in GRAPH.items()
+    ),
+)
+
+
 class Clock:
     """The sink beside the session: when each task completed and how each was created;
     and the responder: when each subagent first asked its model."""
 
-    def __init__(self) -> None:
+    def __init__(self, plan: bool = False) -> None:
+        self.plan = plan
         self.completed: dict[str, float] = {}
         self.waited: set[str] = set()
         self.first_call: dict[str, float] = {}
@@ -95,12 +123,12 @@ class Clock:
             delegates = [
                 ScriptedCall(
                     name="delegate",
-                    arguments={
-                        "description": f"job {task}",
-                        "prompt": "complete",
-                        "write_scope": [],
-                        "after": deps,
-                    },
+                    arguments={"description": f"job {task}", "prompt": "complete"}
+                    | (
+                        {"plan_ref": plan_ref(task)}
+                        if self.plan
+                        else {"write_scope": [], "after": deps}
+                    ),
                 )
                 for task, deps in GRAPH.items()
             ]
@@ -137,6 +165,8 @@ async def run_on_disk(root: Path, clock: Clock, durability: Durability) -> None:
         policy=PermissionPolicy(),
         approve=approve_all,
         session=SESSION,
+        seed_plan=PLAN if clock.plan else None,
+        approve_plan=_approve,
     )
     async with open_session(root, session_id, durability=durability, warn=print) as live:
         result = await drive(live, settings)
@@ -155,9 +185,16 @@ async def run_in_memory(root: Path, clock: Clock) -> None:
     sink = FanOut([session, clock])
     messages = (SystemMessage(content="main"), UserMessage(content="bench"))
     await sink.emit(AgentStarted(agent=MAIN, role="main", messages=messages))
+    if clock.plan:
+        await sink.emit(PlanSubmitted(agent=MAIN, version=1, plan=PLAN, source="library"))
+        await sink.emit(PlanDecided(agent=MAIN, version=1, decision="approved", by="library"))
     async with open_team(session, sink, settings) as team:
         outcome = await run_main(team)
     _check(session.state, outcome.reason)
+
+
+async def _approve(version: PlanVersion) -> PlanVerdict:
+    return PlanVerdict("approved", by="library")
 
 
 def _check(state: Any, status: str) -> None:
@@ -166,8 +203,8 @@ def _check(state: Any, status: str) -> None:
     assert states == dict.fromkeys(GRAPH, "completed"), states
 
 
-def run_once(mode: str) -> Clock:
-    clock = Clock()
+def run_once(mode: str, plan: bool = False) -> Clock:
+    clock = Clock(plan)
     root = Path(tempfile.mkdtemp(prefix="bench-dispatch-"))
     try:
         if mode == "memory":
@@ -189,17 +226,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
+    parser.add_argument("--plan", action="store_true", help="the graph as an approved plan")
     args = parser.parse_args()
     print(
-        f"dispatch: {len(GRAPH)} tasks, depth {LEVELS}, {WIDTH} per level, 2 dependencies "
-        f"each; {args.runs} runs per mode after a warm-up"
+        f"dispatch: {len(GRAPH)} {'plan ' if args.plan else ''}tasks, depth {LEVELS}, "
+        f"{WIDTH} per level, 2 dependencies each; {args.runs} runs per mode after a warm-up"
     )
     for mode in args.modes:
-        run_once(mode)  # warm-up: imports, schemas, caches
+        run_once(mode, args.plan)  # warm-up: imports, schemas, caches
         values: list[float] = []
         counted = []
         for _ in range(args.runs):
-            clock = run_once(mode)
+            clock = run_once(mode, args.plan)
             values += clock.latencies()
             counted.append(len(clock.waited))
         print(
