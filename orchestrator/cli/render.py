@@ -211,10 +211,12 @@ class TranscriptSink:
         match event:
             case TaskCreated(task=task, agent_type=kind, description=description):
                 scope = _scope(event.write_scope)
+                deps = [*event.after, *(f"plan task {p}" for p in event.after_plan)]
+                after = f", after {label(', '.join(deps), ARG_WIDTH)}" if deps else ""
                 self._line(
                     s.bold(f"⇢ {label(task, 40)}")
                     + f" {label(kind, 40)}: {label(description, ARG_WIDTH)}"
-                    + s.dim(f" (from {label(event.agent, 40)}, writes {scope})")
+                    + s.dim(f" (from {label(event.agent, 40)}, writes {scope}{after})")
                 )
             case TaskChanged(task=task, state=state, reason=reason):
                 marks = {"completed": s.green("✔"), "failed": s.red("✗"), "cancelled": s.red("✗")}

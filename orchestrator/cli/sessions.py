@@ -135,6 +135,9 @@ def task_tree(tasks: list[dict[str, Any]]) -> list[str]:
                 line += f" · {abbreviate(latest, 60)}"
             if task["reason"] and task["state"] != "completed":
                 line += f" · {abbreviate(task['reason'], 60)}"
+            elif task["state"] == "waiting_deps":
+                deps = [*task.get("after", ()), *task.get("after_plan", ())]
+                line += f" · waits for {abbreviate(', '.join(deps), 60)}"
             lines.append(line)
             walk(task["task_id"], depth + 1)
 

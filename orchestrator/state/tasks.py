@@ -29,6 +29,7 @@ from orchestrator.loop.scopes import scopes_overlap
 from orchestrator.state.mailbox import Mail
 
 TaskState = Literal[
+    "waiting_deps",
     "pending",
     "running",
     "waiting_decision",
@@ -43,6 +44,11 @@ SETTLED: frozenset[str] = frozenset({"completed", "failed", "cancelled"})
 """States in which a task does no work until something revives it."""
 
 LIVE: frozenset[str] = frozenset({"pending", "running", "waiting_decision", "waiting_children"})
+"""States in which a task works or is about to: they count for the live-subagent limit
+and for write-scope conflicts. `waiting_deps` (delegated, waiting for its dependencies or
+for a scope conflict to clear) is neither live nor settled."""
+
+CreatedState = Literal["pending", "waiting_deps"]
 
 
 def now_ms() -> int:
@@ -66,6 +72,12 @@ class TaskCreated(EventBase, frozen=True, tag="task_created"):
     round_budget: int = 0  # model calls its agent may make in all, 0 for no limit
     token_budget: int = 0  # tokens its agent may spend in all, 0 for no limit
     at: int = 0  # wall time, ms
+    # Dependencies: it starts only once each of these has completed (`waiting_deps` until
+    # then): tasks by id, and plan tasks by plan ref (the latest task with that plan_ref).
+    after: tuple[str, ...] = ()
+    after_plan: tuple[str, ...] = ()
+    serialise: bool = False  # a plan task: it waits out a scope conflict, not refused
+    state: CreatedState = "pending"  # `waiting_deps` when it must wait at once
 
 
 class TaskChanged(EventBase, frozen=True, tag="task_changed"):
@@ -77,6 +89,9 @@ class TaskChanged(EventBase, frozen=True, tag="task_changed"):
     reason: str = ""
     instance: str = ""
     at: int = 0
+    # Cancelled because a dependency failed or was cancelled: the task that did first
+    # (the root of the cascade).
+    dependency: str = ""
 
 
 TaskRecords = TaskCreated | TaskChanged
@@ -131,10 +146,18 @@ class TaskRecord(msgspec.Struct, kw_only=True):
     token_budget: int = 0  # tokens its agent may spend in all, 0 for no limit
     changed_seq: int = 0  # the seq of its latest task_changed
     revived_seq: int = 0  # the seq of its latest revival (settled, then run again)
+    after: list[str] = msgspec.field(default_factory=list)  # task ids it waits for
+    after_plan: list[str] = msgspec.field(default_factory=list)  # plan refs it waits for
+    serialise: bool = False  # a plan task: a scope conflict makes it wait, not refused
+    dependency: str = ""  # cancelled because this dependency failed or was cancelled
 
     @property
     def live(self) -> bool:
         return self.state in LIVE
+
+    @property
+    def settled(self) -> bool:
+        return self.state in SETTLED
 
     @property
     def read_only(self) -> bool:
@@ -151,7 +174,11 @@ class Registry:
         self._refs: dict[tuple[str, str], str] = {}  # (owner, delegating ref) -> task id
         self._children: dict[str, list[str]] = {}  # owner -> its tasks, in creation order
         self._live: dict[str, None] = {}  # the live tasks
+        self._waiting: dict[str, None] = {}  # the tasks in `waiting_deps`
         self._plan_refs: dict[str, str] = {}  # plan ref -> its latest task
+        # Dependency -> the tasks that wait for it: by task id, and by plan ref.
+        self._after: dict[str, list[str]] = {}
+        self._after_plan: dict[str, list[str]] = {}
 
     def add(self, record: TaskRecord) -> None:
         self.tasks[record.task_id] = record
@@ -160,6 +187,10 @@ class Registry:
             self._refs[record.owner, record.created_by] = record.task_id
         if record.plan_ref:
             self._plan_refs[record.plan_ref] = record.task_id
+        for task_id in record.after:
+            self._after.setdefault(task_id, []).append(record.task_id)
+        for plan_ref in record.after_plan:
+            self._after_plan.setdefault(plan_ref, []).append(record.task_id)
         self.changed(record)
 
     def changed(self, record: TaskRecord) -> None:
@@ -168,6 +199,10 @@ class Registry:
             self._live[record.task_id] = None
         else:
             self._live.pop(record.task_id, None)
+        if record.state == "waiting_deps":
+            self._waiting[record.task_id] = None
+        else:
+            self._waiting.pop(record.task_id, None)
 
     def get(self, task_id: str) -> TaskRecord | None:
         return self.tasks.get(task_id)
@@ -177,6 +212,22 @@ class Registry:
         found = [self.tasks[t] for t in self._live]
         found.sort(key=lambda t: t.created_seq)
         return found
+
+    def waiting(self) -> list[TaskRecord]:
+        """The tasks waiting for their dependencies (`waiting_deps`), oldest first."""
+        found = [self.tasks[t] for t in self._waiting]
+        found.sort(key=lambda t: t.created_seq)
+        return found
+
+    def dependants(self, task_id: str) -> list[TaskRecord]:
+        """The waiting tasks that wait for `task_id`, by its id or by its plan ref, oldest
+        first (read from an index: no walk over every task)."""
+        ids = list(self._after.get(task_id, ()))
+        record = self.tasks.get(task_id)
+        if record is not None and record.plan_ref:
+            ids += self._after_plan.get(record.plan_ref, ())
+        found = {t: self.tasks[t] for t in ids if t in self._waiting}
+        return sorted(found.values(), key=lambda t: t.created_seq)
 
     def children(self, owner: str) -> list[TaskRecord]:
         """The tasks `owner` (an agent: `main` or a task id) delegated, oldest first."""
@@ -199,19 +250,30 @@ class Registry:
         task_id = self._refs.get((owner, ref)) if ref else None
         return None if task_id is None else self.tasks[task_id]
 
+    def plan_refs(self) -> list[str]:
+        """Every plan ref a task was delegated for, in the order they first were."""
+        return list(self._plan_refs)
+
     def by_plan_ref(self, plan_ref: str) -> TaskRecord | None:
         task_id = self._plan_refs.get(plan_ref) if plan_ref else None
         return None if task_id is None else self.tasks[task_id]
 
     def scope_conflict(
-        self, scope: tuple[str, ...] | None, *, exclude: Collection[str] = ()
+        self,
+        scope: Collection[str] | None,
+        *,
+        exclude: Collection[str] = (),
+        serialised: bool = True,
     ) -> TaskRecord | None:
         """A live task whose write scope overlaps `scope` (None: anywhere; empty: writes
-        nothing and so conflicts with nothing)."""
+        nothing and so conflicts with nothing). `serialised=False` leaves out the plan
+        tasks that wait out a conflict (`serialise`)."""
         if scope is not None and not scope:
             return None
         for task in self.live():
             if task.task_id in exclude or task.read_only:
+                continue
+            if not serialised and task.serialise:
                 continue
             if scope is None or task.write_scope is None:
                 return task
@@ -277,6 +339,10 @@ def _created(registry: Registry, seq: int, record: TaskCreated) -> None:
             deadline=record.deadline,
             round_budget=record.round_budget,
             token_budget=record.token_budget,
+            after=list(record.after),
+            after_plan=list(record.after_plan),
+            serialise=record.serialise,
+            state=record.state,
         )
     )
 
@@ -285,14 +351,20 @@ def _changed(registry: Registry, seq: int, record: TaskChanged) -> None:
     task = registry.tasks.get(record.task)
     if task is None:
         raise FoldError(f"no task {record.task!r} was created")
-    if record.state == "pending" and task.state in ("failed", "cancelled"):
+    again = record.state in ("pending", "waiting_deps")
+    if again and task.state in ("failed", "cancelled"):
         task.attempts += 1  # a retry of a failed or cancelled task is a new attempt
-    if record.state == "pending" or (record.state == "running" and task.state in SETTLED):
+    # A revival: back to `pending` or `waiting_deps` from a settled state, or to `running`
+    # (not the start of a task that waited for its dependencies).
+    if (record.state == "pending" and task.state != "waiting_deps") or (
+        record.state in ("running", "waiting_deps") and task.state in SETTLED
+    ):
         task.revived_seq = seq
     task.state = record.state
     if record.instance:
         task.instances.append(record.instance)
     task.reason = record.reason if record.state != "running" else ""
+    task.dependency = record.dependency
     task.updated = record.at or task.updated
     task.changed_seq = seq
     registry.changed(task)

@@ -96,7 +96,7 @@ def _tasks(state: SessionState, agent: str) -> list[TaskAnchor]:
                 description=task.description,
                 progress=task.progress,
                 questions=(question.summary,) if question is not None else (),
-                settled=not task.live,
+                settled=task.settled,
             )
         )
     return found

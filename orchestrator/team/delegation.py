@@ -10,12 +10,15 @@ which task changed which file in this run is `writes.py`'s.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import orjson
 import trio
 
 from orchestrator.errors import ToolFailed
+from orchestrator.loop.deps import decide
+from orchestrator.loop.plan import PlanTask
 from orchestrator.messages import SystemMessage, UserMessage
 from orchestrator.state.events import AgentStarted, Event, EventSink
 from orchestrator.state.fold import SessionState
@@ -86,43 +89,30 @@ class Delegation:
                 f"delegation refused: it would be depth {depth}, past the limit of "
                 f"{s.limits.max_depth}; do this work yourself"
             )
+        plan = queries.plan_task(self._state, args.plan_ref)
         existing = self._state.tasks.by_plan_ref(args.plan_ref)
         if existing is not None and existing.state not in ("failed", "cancelled"):
             return ToolOutput(
                 f"plan task {args.plan_ref} is already task {existing.task_id}; no new task "
                 f"was made. {_handle(existing)}"
             )
-        scope: tuple[str, ...] | None
-        if self._read_only(definition):
-            scope = ()
-        elif args.write_scope is not None:
-            scope = tuple(args.write_scope)
-            parent_scope = owner_task.write_scope if owner_task is not None else None
-            if not scope_within(scope, parent_scope):
-                raise ToolFailed(
-                    f"write_scope {', '.join(scope)} is not inside your own write scope "
-                    f"({', '.join(parent_scope or ())}); a subtask can only get part of it"
-                )
-        else:  # a child writes within its parent's scope, at most
-            parent = owner_task.write_scope if owner_task is not None else None
-            scope = tuple(parent) if parent is not None else None
-        # The delegating task and those above it hand over part of their own work: only
-        # other branches of the tree can conflict with it.
-        other = self._state.tasks.scope_conflict(scope, exclude=self._ancestors(owner))
-        if other is not None:
-            theirs = ", ".join(other.write_scope or ()) or "anywhere"
-            mine = ", ".join(scope) if scope else "anywhere"
-            raise ToolFailed(
-                f"scope_conflict: task {other.task_id} ({other.description}) is live and may "
-                f"write {theirs}, which overlaps this task's write scope ({mine}); wait for "
-                "it, or give write_scope paths that do not overlap"
-            )
+        # Every check before the first record: a refused call leaves nothing behind.
+        after, after_plan = queries.resolve_after(self._state, owner, args.after, args.plan_ref)
+        scope = self._scope(definition, owner_task, args, plan)
+        # (A retry keeps the dependencies its task was delegated with.)
+        waits_for = (
+            (after, after_plan) if existing is None else (existing.after, existing.after_plan)
+        )
+        conflict = self._conflict(owner, scope, waits_for, serialise=plan is not None)
         if existing is not None:
-            # A failed or cancelled plan task is retried as a new attempt of its record.
-            await self._postbox.post(
-                owner, existing.task_id, existing.task_id, "instruction", args.prompt
+            return await self._retry(owner, existing, args)
+        verdict = decide(queries.dependencies(self._state, after, after_plan), conflict=conflict)
+        if verdict.action == "cancel":
+            raise ToolFailed(
+                f"delegation refused: {verdict.reason}, so this task could never start; "
+                "revive or retry it first, or leave it out of after"
             )
-            return ToolOutput(f"retrying plan task {args.plan_ref}: {_handle(existing)}")
+        waits = verdict.action == "wait"
         with self._scheduler.new_task_id() as task_id:
             # The context first, then the task, before the subagent starts: after a crash
             # there is either the task with its context, or no task (the delegating call
@@ -135,7 +125,9 @@ class Delegation:
                     role=definition.name,
                     messages=(
                         SystemMessage(content=definition.prompt),
-                        UserMessage(content=_task_message(task_id, args, scope)),
+                        UserMessage(
+                            content=_task_message(task_id, args, scope, (*after, *after_plan))
+                        ),
                     ),
                 ),
                 TaskCreated(
@@ -155,17 +147,98 @@ class Delegation:
                     round_budget=args.round_budget or 0,
                     token_budget=args.token_budget or 0,
                     at=now_ms(),
+                    after=after,
+                    after_plan=after_plan,
+                    serialise=plan is not None,
+                    state="waiting_deps" if waits else "pending",
                 ),
             )
         self._changes.notify()
-        self._scheduler.enqueue(task_id)
+        if waits:
+            # A dependency may have completed while the records were on their way.
+            await self._scheduler.check(task_id)
+        else:
+            self._scheduler.enqueue(task_id)
         record = self._task(task_id)
+        if record.state == "waiting_deps":
+            return ToolOutput(f"delegated; {verdict.reason}. {_handle(record)}")
         queued = (
             ""
             if self._scheduler.is_running(task_id)
             else " (queued: the live-subagent limit is reached)"
         )
         return ToolOutput(f"delegated{queued}. {_handle(record)}")
+
+    def _scope(
+        self,
+        definition: AgentDefinition,
+        owner_task: TaskRecord | None,
+        args: DelegateArgs,
+        plan: PlanTask | None,
+    ) -> tuple[str, ...] | None:
+        """The task's write scope: nothing for a read-only type; else the one given (or
+        its plan task's), inside its owner's; else its owner's."""
+        if self._read_only(definition):
+            return ()
+        given = args.write_scope
+        if given is None and plan is not None:
+            given = list(plan.write_scope)
+        parent_scope = owner_task.write_scope if owner_task is not None else None
+        if given is None:  # a child writes within its parent's scope, at most
+            return tuple(parent_scope) if parent_scope is not None else None
+        scope = tuple(given)
+        if not scope_within(scope, parent_scope):
+            raise ToolFailed(
+                f"write_scope {', '.join(scope)} is not inside your own write scope "
+                f"({', '.join(parent_scope or ())}); a subtask can only get part of it"
+            )
+        return scope
+
+    def _conflict(
+        self,
+        owner: str,
+        scope: tuple[str, ...] | None,
+        waits_for: tuple[Iterable[str], Iterable[str]],
+        *,
+        serialise: bool,
+    ) -> str:
+        """Refuse a scope that overlaps a live task's; but a plan task (`serialise`) waits
+        for another live plan task instead: returns the one it waits for ("" for none)."""
+        # The delegating task and those above it hand over part of their own work: only
+        # other branches of the tree can conflict with it. The tasks it waits for will
+        # have completed before it starts.
+        exclude = queries.ancestors(self._state, owner)
+        tasks = self._state.tasks
+        if tasks.scope_conflict(scope, exclude=exclude) is not None:  # (rare: then walk)
+            exclude |= queries.upstream(self._state, *waits_for)
+        other = tasks.scope_conflict(scope, exclude=exclude, serialised=not serialise)
+        if other is not None:
+            theirs = ", ".join(other.write_scope or ()) or "anywhere"
+            mine = ", ".join(scope) if scope else "anywhere"
+            raise ToolFailed(
+                f"scope_conflict: task {other.task_id} ({other.description}) is live and may "
+                f"write {theirs}, which overlaps this task's write scope ({mine}); wait for "
+                "it, or give write_scope paths that do not overlap"
+            )
+        other = tasks.scope_conflict(scope, exclude=exclude) if serialise else None
+        return other.task_id if other is not None else ""
+
+    async def _retry(self, owner: str, existing: TaskRecord, args: DelegateArgs) -> ToolOutput:
+        """A failed or cancelled plan task is retried as a new attempt of its record: the
+        prompt, as an instruction, revives it (at once, or once its dependencies, the
+        ones it was delegated with, have completed)."""
+        verdict = queries.readiness(self._state, existing)
+        if verdict.action == "cancel":
+            raise ToolFailed(
+                f"retry refused: plan task {args.plan_ref} (task {existing.task_id}) could "
+                f"never start: {verdict.reason}; retry that first"
+            )
+        await self._postbox.post(
+            owner, existing.task_id, existing.task_id, "instruction", args.prompt
+        )
+        record = self._task(existing.task_id)
+        waits = f"; {verdict.reason}" if record.state == "waiting_deps" else ""
+        return ToolOutput(f"retrying plan task {args.plan_ref}{waits}: {_handle(record)}")
 
     async def _emit_together(self, *events: Event) -> None:
         """Emit the records of one transition: each is encoded first, so one that cannot
@@ -195,10 +268,16 @@ class Delegation:
                 ref=ref,
             )
             if revives:
-                return ToolOutput(
-                    f"sent {again.message_id} to task {task.task_id}, which had "
-                    f"{was}: it is revived with its context to act on it"
-                )
+                now = self._task(task.task_id)
+                sent = f"sent {again.message_id} to task {task.task_id}, which had {was}"
+                if now.state == "waiting_deps":
+                    return ToolOutput(
+                        f"{sent}: it is revived with its context, and acts on it once its "
+                        f"dependencies have completed ({now.reason.removeprefix('revived; ')})"
+                    )
+                if now.state in SETTLED:
+                    return ToolOutput(f"{sent}: it cannot run again: {now.reason}")
+                return ToolOutput(f"{sent}: it is revived with its context to act on it")
         task = self._task(again.task_id)
         when = {
             "notify": "at its next turn",
@@ -287,7 +366,7 @@ class Delegation:
         if waited.cancelled_caught:
             lines.append(f"timed out after {limit:g} s; still running tasks are listed below")
         for task_id in sorted(ids, key=_task_order):
-            lines.append(_status_line(self._task(task_id)))
+            lines.append(self._status_line(self._task(task_id)))
         mail = [m for m in self._state.mailbox.undelivered(agent) if m.task_id in ids]
         if mail:
             lines.append(render(latest_progress_only(mail), self._settings.limits.caps))
@@ -305,7 +384,7 @@ class Delegation:
         tasks = self._state.tasks.children(agent)
         if not tasks:
             return "you have delegated no tasks"
-        lines = [_status_line(t) for t in tasks]
+        lines = [self._status_line(t) for t in tasks]
         open_questions = [m for m in self._state.mailbox.unanswered(agent)]
         for mail in open_questions:
             lines.append(f"unanswered: {mail.message_id} from task {mail.task_id}: {mail.summary}")
@@ -408,13 +487,14 @@ class Delegation:
             (tool := tools.get(name)) is not None and tool.read_only for name in definition.tools
         )
 
-    def _ancestors(self, agent: str) -> frozenset[str]:
-        found = set()
-        task = self._state.tasks.get(agent)
-        while task is not None:
-            found.add(task.task_id)
-            task = self._state.tasks.get(task.owner)
-        return frozenset(found)
+    def _status_line(self, task: TaskRecord) -> str:
+        """One line of `list_tasks` or `wait_tasks`: a waiting task says what it still
+        waits for, as it stands now."""
+        waits = ""
+        if task.state == "waiting_deps":
+            verdict = queries.readiness(self._state, task)
+            waits = verdict.reason if verdict.action == "wait" else ""
+        return _status_line(task, waits)
 
     def _own_task(self, agent: str, task_id: str) -> TaskRecord:
         return queries.own_task(self._state, agent, task_id)
@@ -424,7 +504,9 @@ def _handle(task: TaskRecord) -> str:
     return f"task_id={task.task_id} type={task.agent_type} state={task.state}"
 
 
-def _task_message(task_id: str, args: DelegateArgs, scope: tuple[str, ...] | None) -> str:
+def _task_message(
+    task_id: str, args: DelegateArgs, scope: tuple[str, ...] | None, after: tuple[str, ...]
+) -> str:
     lines = [f"You are task {task_id}: {args.description}", "", args.prompt, ""]
     if scope is None:
         lines.append("Write scope: anywhere in the workspace.")
@@ -434,6 +516,8 @@ def _task_message(task_id: str, args: DelegateArgs, scope: tuple[str, ...] | Non
         lines.append("Write scope (write only here): " + ", ".join(scope))
     if args.plan_ref:
         lines.append(f"Plan task: {args.plan_ref}")
+    if after:
+        lines.append("It starts after these have completed: " + ", ".join(after))
     lines.append("When the task is done, call `complete` with your summary and evidence.")
     return "\n".join(lines)
 
@@ -443,12 +527,14 @@ def _task_order(task_id: str) -> tuple[int, str]:
     return (int(digits), "") if digits.isdigit() else (0, task_id)
 
 
-def _status_line(task: TaskRecord) -> str:
+def _status_line(task: TaskRecord, waits: str = "") -> str:
     line = f"{task.task_id} [{task.state}] {task.agent_type}: {task.description}"
     if task.progress and task.state not in SETTLED:
         percent = f"{task.percent}% " if task.percent is not None else ""
         line += f" | progress: {percent}{task.progress}"
-    if task.reason and task.state != "running":
+    if waits:
+        line += f" | {waits}"
+    elif task.reason and task.state != "running":
         line += f" | {task.reason}"
     return line
 

@@ -246,14 +246,21 @@ async def _asked(team: Team, task: TaskRecord) -> bool:
 
 
 def _waiting_note(team: Team, task_ids: list[str]) -> str:
-    lines = ["These tasks are waiting for you and cannot go on until you answer:"]
-    for mail in team.state.mailbox.unanswered(MAIN):
-        if mail.task_id in task_ids:
-            lines.append(f"- task {mail.task_id}, message {mail.message_id}: {mail.summary}")
-    lines.append(
-        "Answer each with send_message(task=..., kind='answer', in_reply_to=..., text=...), "
-        "or cancel_task it."
-    )
+    state = team.state
+    asked = [m for m in state.mailbox.unanswered(MAIN) if m.task_id in task_ids]
+    stuck = [(t, queries.undelegated(state, queries.task(state, t))) for t in task_ids]
+    lines = []
+    if asked or not stuck:
+        lines.append("These tasks are waiting for you and cannot go on until you answer:")
+        lines += [f"- task {m.task_id}, message {m.message_id}: {m.summary}" for m in asked]
+        lines.append(
+            "Answer each with send_message(task=..., kind='answer', in_reply_to=..., "
+            "text=...), or cancel_task it."
+        )
+    if any(refs for _, refs in stuck):
+        lines.append("These tasks wait for plan tasks nobody has delegated:")
+        lines += [f"- task {t}: {', '.join(refs)}" for t, refs in stuck if refs]
+        lines.append("Delegate each (delegate with its plan_ref), or cancel_task the task.")
     return "\n".join(lines)
 
 
@@ -268,8 +275,8 @@ async def resume_tasks(team: Team) -> str:
             continue
         if team.scheduler.is_running(task.task_id):
             continue
-        if task.state == "pending":
-            continue  # queued: started below, as the live-subagent limit allows
+        if task.state in ("pending", "waiting_deps"):
+            continue  # queued, or waiting: started below, as the limit and their deps allow
         if task.resume == "auto" or (task.resume == "ask" and await _asked(team, task)):
             if queries.waits_for(team.state, MAIN, task.task_id):
                 waiting.append(task.task_id)
@@ -285,8 +292,16 @@ async def resume_tasks(team: Team) -> str:
             reason = f"interrupted by a restart ({why}): send it a message to go on"
             await team.scheduler.set_state(task.task_id, "cancelled", by=MAIN, reason=reason)
             stopped.append(task.task_id)
+    # Dependencies may have settled while the session was down (or just before it
+    # stopped): the tasks waiting for them start now, or are cancelled.
+    await team.scheduler.check_waiting()
     team.scheduler.start_waiting()
-    if not (revived or stopped or waiting):
+    return _restart_note(team, revived, waiting, stopped)
+
+
+def _restart_note(team: Team, revived: list[str], waiting: list[str], stopped: list[str]) -> str:
+    deps = [t.task_id for t in team.state.tasks.waiting()]
+    if not (revived or stopped or waiting or deps):
         return ""
     finished = sorted(
         {m.task_id for m in team.state.mailbox.undelivered(MAIN) if m.kind == "completed"}
@@ -298,6 +313,8 @@ async def resume_tasks(team: Team) -> str:
         lines.append("Waiting for your answer: " + ", ".join(waiting) + ".")
     if stopped:
         lines.append("Not revived (their resume policy): " + ", ".join(stopped) + ".")
+    if deps:
+        lines.append("Waiting for their dependencies: " + ", ".join(deps) + ".")
     if finished:
         lines.append("Finished while it was down: " + ", ".join(finished) + ".")
     return " ".join(lines)

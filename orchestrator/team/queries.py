@@ -4,12 +4,16 @@ functions of a `SessionState`, so every part of the team, and a runner, asks the
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from orchestrator.errors import ToolFailed
 from orchestrator.loop.assessment import REPEATS, AgentProgress
+from orchestrator.loop.deps import Dependency, Verdict, decide
+from orchestrator.loop.plan import PlanTask
 from orchestrator.state.fold import SessionState
 from orchestrator.state.mailbox import MAIN as MAIN
 from orchestrator.state.mailbox import Mail
-from orchestrator.state.tasks import TaskRecord
+from orchestrator.state.tasks import SETTLED, TaskRecord
 from orchestrator.team.definitions import AgentDefinition, Definitions
 
 PLANNER = "planner"
@@ -54,8 +58,9 @@ def mail_from_owner(state: SessionState, task_id: str) -> list[Mail]:
 
 
 def has_work(state: SessionState, record: TaskRecord) -> bool:
-    """Live, or completed while its owner wrote to it (it goes on to read that)."""
-    if record.live:
+    """Live, waiting for its dependencies, or completed while its owner wrote to it (it
+    goes on to read that)."""
+    if record.state not in SETTLED:
         return True
     return record.state == "completed" and bool(mail_from_owner(state, record.task_id))
 
@@ -69,7 +74,7 @@ def orphans(state: SessionState) -> list[TaskRecord]:
     """Live tasks whose owner task has ended: nobody above them waits for them but the
     main agent, which answers for the session (it waits for them before it ends)."""
     found = []
-    for record in state.tasks.live():
+    for record in state.tasks.live() + state.tasks.waiting():
         owner = state.tasks.get(record.owner)
         if owner is not None and not has_work(state, owner):
             found.append(record)
@@ -77,10 +82,151 @@ def orphans(state: SessionState) -> list[TaskRecord]:
 
 
 def waits_for(state: SessionState, agent: str, task_id: str) -> bool:
-    """Whether the task is parked on a question or a block `agent` has not answered."""
-    if task(state, task_id).state != "waiting_decision":
+    """Whether the task is parked on a question or a block `agent` has not answered, or,
+    `agent` being its owner, waits for plan tasks nobody has delegated (`undelegated`)."""
+    record = task(state, task_id)
+    if record.state == "waiting_deps":
+        return record.owner == agent and bool(undelegated(state, record))
+    if record.state != "waiting_decision":
         return False
     return any(m.task_id == task_id and m.kind in PARKING for m in state.mailbox.unanswered(agent))
+
+
+# --- dependencies --------------------------------------------------------------------------
+
+
+def plan_task(state: SessionState, plan_ref: str) -> PlanTask | None:
+    """The task `plan_ref` names in the approved plan, if any: its dependencies and write
+    scope then hold for the task delegated for it."""
+    return state.plans.task(plan_ref)
+
+
+def resolve_after(
+    state: SessionState, owner: str, entries: Iterable[str] | None, plan_ref: str
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """What a task `owner` delegates for `plan_ref` waits for, as (task ids, plan refs):
+    each entry of `delegate`'s `after` resolved (a plan ref when the approved plan has
+    that task or a task has that plan_ref, else one of `owner`'s own tasks: anything
+    else is a `ToolFailed` saying what it could be), and the plan task's own
+    dependencies, which the model cannot leave out."""
+    tasks = state.tasks
+    after: list[str] = []
+    after_plan: list[str] = []
+    for entry in entries or ():
+        if plan_ref and entry == plan_ref:
+            raise ToolFailed(
+                f"after: {entry!r} is this task's own plan_ref; a task cannot wait for itself"
+            )
+        if plan_task(state, entry) is not None or tasks.by_plan_ref(entry) is not None:
+            found = after_plan
+        elif (record := tasks.get(entry)) is not None and record.owner == owner:
+            found = after
+        else:
+            mine = [t.task_id for t in tasks.children(owner)]
+            plan = state.plans.approved
+            ids = [t.id for t in plan.tasks] if plan is not None else []
+            refs = dict.fromkeys([*ids, *tasks.plan_refs()])
+            raise ToolFailed(
+                f"after: {entry!r} is neither one of your tasks nor a plan task; it could "
+                f"be one of your tasks ({', '.join(mine) or 'none'}) or a plan task "
+                f"({', '.join(refs) or 'none'})"
+            )
+        if entry not in found:
+            found.append(entry)
+    planned = plan_task(state, plan_ref)
+    for dep in planned.depends_on if planned is not None else ():
+        if dep not in after_plan:
+            after_plan.append(dep)
+    return tuple(after), tuple(after_plan)
+
+
+def dependencies(
+    state: SessionState, after: Iterable[str], after_plan: Iterable[str]
+) -> list[Dependency]:
+    """A task's dependencies as they stand: task ids, then plan refs (each the latest
+    task with that plan_ref, or none yet)."""
+    found = [_dependency(state, state.tasks.get(t), t) for t in after]
+    for plan_ref in after_plan:
+        record = state.tasks.by_plan_ref(plan_ref)
+        which = record.task_id if record is not None else "not delegated yet"
+        found.append(_dependency(state, record, f"plan task {plan_ref} ({which})"))
+    return found
+
+
+def _dependency(state: SessionState, record: TaskRecord | None, label: str) -> Dependency:
+    if record is None:
+        return Dependency(label)
+    root = state.tasks.get(record.dependency) if record.state == "cancelled" else None
+    return Dependency(
+        label,
+        task=record.task_id,
+        state=record.state,
+        root=root.task_id if root is not None else "",
+        root_state=root.state if root is not None else "",
+    )
+
+
+def readiness(state: SessionState, record: TaskRecord) -> Verdict:
+    """Whether a task waiting for its dependencies may start now, waits on, or can never
+    run (`loop/deps.py` decides). A plan task also waits while its write scope overlaps
+    a live task's, its own owner and those above it left out."""
+    deps = dependencies(state, record.after, record.after_plan)
+    conflict = ""
+    if record.serialise:
+        exclude = ancestors(state, record.owner) | {record.task_id}
+        other = state.tasks.scope_conflict(record.write_scope, exclude=exclude)
+        conflict = other.task_id if other is not None else ""
+    return decide(deps, conflict=conflict)
+
+
+def upstream(state: SessionState, after: Iterable[str], after_plan: Iterable[str]) -> set[str]:
+    """The tasks that complete before a task with these dependencies starts: its
+    dependencies, theirs, and so on."""
+    found: set[str] = set()
+    queue = [*after, *(r.task_id for p in after_plan if (r := state.tasks.by_plan_ref(p)))]
+    while queue:
+        task_id = queue.pop()
+        record = state.tasks.get(task_id)
+        if task_id in found or record is None:
+            continue
+        found.add(task_id)
+        queue += record.after
+        queue += [r.task_id for p in record.after_plan if (r := state.tasks.by_plan_ref(p))]
+    return found
+
+
+def undelegated(state: SessionState, record: TaskRecord) -> list[str]:
+    """The plan refs a waiting task waits for, itself or through the waiting tasks it
+    waits for, that no task has: nothing will start it until someone delegates them."""
+    found: list[str] = []
+    seen: set[str] = set()
+    queue = [record]
+    while queue:
+        current = queue.pop()
+        if current.task_id in seen:
+            continue
+        seen.add(current.task_id)
+        for plan_ref in current.after_plan:
+            dep = state.tasks.by_plan_ref(plan_ref)
+            if dep is None and plan_ref not in found:
+                found.append(plan_ref)
+            elif dep is not None and dep.state == "waiting_deps":
+                queue.append(dep)
+        for task_id in current.after:
+            dep = state.tasks.get(task_id)
+            if dep is not None and dep.state == "waiting_deps":
+                queue.append(dep)
+    return found
+
+
+def ancestors(state: SessionState, agent: str) -> frozenset[str]:
+    """`agent`'s own task and every task above it (empty for the main agent)."""
+    found = set()
+    record = state.tasks.get(agent)
+    while record is not None:
+        found.add(record.task_id)
+        record = state.tasks.get(record.owner)
+    return frozenset(found)
 
 
 def progress(state: SessionState, agent: str) -> AgentProgress:

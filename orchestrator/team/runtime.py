@@ -67,6 +67,9 @@ class Team:
             settings.limits.max_live,
             launch=self._launch,
             stop=runner.cancel,
+            tell=lambda task_id, owner, summary, data: self.postbox.post(
+                task_id, owner, task_id, "risk_alert", summary, data=dict(data)
+            ),
         )
         self.postbox = Postbox(
             session,
@@ -307,5 +310,5 @@ class _Port:
     def take_resumed(self, task_id: str) -> bool:
         return self._scheduler.take_resumed(task_id)
 
-    def task_ended(self, task_id: str) -> None:
-        self._scheduler.task_ended(task_id)
+    async def task_ended(self, task_id: str) -> None:
+        await self._scheduler.task_ended(task_id)

@@ -3,6 +3,14 @@ task's state, keeps the pending tasks in order, and starts them (through the run
 while fewer than `max_live` run; it resumes tasks after a restart, revives settled ones,
 and cancels a task's subtree.
 
+It also keeps dependencies (`delegate(after=...)`): a task in `waiting_deps` becomes
+`pending` by itself once its dependencies have completed (and, for a plan task, its write
+scope is clear), and is cancelled when one of them fails or is cancelled, its owner told
+by a `risk_alert` from it. It looks when a task completes (at once), when a task whose
+loop runs fails or is cancelled (once its loop has ended: a failure may be retried), when
+one without a loop settles, and after a restart (`check_waiting`). The registry's index of
+dependants (`Registry.dependants`) keeps each look to the tasks concerned.
+
 What it keeps itself is runtime only: which loops run, which of them run again after a
 restart, and the queue, rebuilt from the folded registry after a crash.
 """
@@ -11,16 +19,20 @@ from __future__ import annotations
 
 import collections
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 
 import trio
 
+from orchestrator.loop.deps import Verdict
 from orchestrator.state.events import EventSink
-from orchestrator.state.tasks import SETTLED, TaskChanged, TaskState, now_ms
+from orchestrator.state.tasks import SETTLED, TaskChanged, TaskRecord, TaskState, now_ms
 from orchestrator.team import queries
 from orchestrator.team.ids import free_id
 from orchestrator.team.port import SessionLike
 from orchestrator.team.postbox import Changes
+
+Tell = Callable[[str, str, str, dict[str, str]], Awaitable[object]]
+"""Post a `risk_alert` from a task to its owner: (task, owner, summary, data)."""
 
 
 class Scheduler:
@@ -36,6 +48,7 @@ class Scheduler:
         *,
         launch: Callable[[str], None],
         stop: Callable[[str], None],
+        tell: Tell | None = None,
     ) -> None:
         self._session = session
         self._sink = sink
@@ -43,9 +56,13 @@ class Scheduler:
         self._max_live = max_live
         self._launch = launch
         self._stop = stop
+        self._tell = tell
         # Ids given to delegations whose records are still on their way to the fold.
         self._reserved: set[str] = set()
         self._started: set[str] = set()  # tasks whose loops run (or wait for mail)
+        # Plan tasks whose dependencies are done, waiting out a scope conflict: looked at
+        # whenever a task settles (the others, only when one of their dependencies does).
+        self._scope_blocked: dict[str, None] = {}
         self._resumed: set[str] = set()  # of those, the ones live before a restart
         # Pending tasks in the order they became pending (queued for a live slot).
         self._queue: collections.deque[str] = collections.deque(
@@ -66,12 +83,35 @@ class Scheduler:
     async def set_state(
         self, task_id: str, state: TaskState, *, by: str, reason: str = "", instance: str = ""
     ) -> None:
+        await self._set(task_id, state, by=by, reason=reason, instance=instance)
+        # A completion starts the tasks waiting for it at once. A failure or cancellation
+        # of a task whose loop runs waits for the loop's end (`task_ended`): a failure may
+        # yet be retried.
+        if state == "completed" or (state in SETTLED and task_id not in self._started):
+            await self.settled(task_id)
+
+    async def _set(
+        self,
+        task_id: str,
+        state: TaskState,
+        *,
+        by: str,
+        reason: str = "",
+        instance: str = "",
+        dependency: str = "",
+    ) -> None:
         # Not waited for on disk: whatever acts on the change (the task's loop, its owner's
         # next record) is journaled after it, so no journal holds one without the other,
         # and a side effect waits for its own durable start, which covers this too.
         await self._sink.emit(
             TaskChanged(
-                agent=by, task=task_id, state=state, reason=reason, instance=instance, at=now_ms()
+                agent=by,
+                task=task_id,
+                state=state,
+                reason=reason,
+                instance=instance,
+                dependency=dependency,
+                at=now_ms(),
             )
         )
         self._changes.notify()
@@ -113,12 +153,20 @@ class Scheduler:
         return resumed
 
     async def revive(self, task_id: str, *, by: str) -> None:
-        """Run a settled task again over its own context (a follow-up, or a retry)."""
+        """Run a settled task again over its own context (a follow-up, or a retry): at
+        once, or once its dependencies have completed (`waiting_deps`)."""
         task = queries.task(self._session.state, task_id)
         if task.state not in SETTLED:
             return
-        await self.set_state(task_id, "pending", by=by, reason="revived")
-        self.enqueue(task_id)
+        verdict = self._verdict(task)
+        if verdict.action == "start":
+            await self._set(task_id, "pending", by=by, reason="revived")
+            self.enqueue(task_id)
+        elif verdict.action == "wait":
+            await self._set(task_id, "waiting_deps", by=by, reason=f"revived; {verdict.reason}")
+        else:  # it can never run: cancelled again, and its owner told why
+            await self._doom(task, verdict)
+            await self.settled(task_id)
 
     async def cancel(self, by: str, task_id: str, reason: str) -> list[str]:
         """Cancel a task and everything under it, deepest first."""
@@ -131,11 +179,93 @@ class Scheduler:
             cancelled.append(task.task_id)
         return cancelled
 
-    def task_ended(self, task_id: str) -> None:
-        """The runner's loop for `task_id` returned: make room for another."""
+    async def task_ended(self, task_id: str) -> None:
+        """The runner's loop for `task_id` returned: make room for another; a task it
+        left failed or cancelled settles its dependants now."""
         self._started.discard(task_id)
         self.start_waiting()
         self._loops_ended.set()
+        task = self._session.state.tasks.get(task_id)
+        if task is not None and task.state in ("failed", "cancelled"):
+            await self.settled(task_id)
+
+    # --- dependencies -------------------------------------------------------------------
+
+    async def settled(self, task_id: str) -> None:
+        """`task_id` completed, or failed or was cancelled for good: start the tasks
+        waiting for it whose dependencies are now all completed, cancel (in turn) those
+        that can never run, and look again at plan tasks waiting out a scope conflict."""
+        tasks = self._session.state.tasks
+        doomed = collections.deque([task_id])
+        while doomed:
+            for waiting in tasks.dependants(doomed.popleft()):
+                if await self.check(waiting.task_id) == "cancel":
+                    doomed.append(waiting.task_id)
+            if doomed:
+                continue
+            for blocked in list(self._scope_blocked):
+                if await self.check(blocked) == "cancel":
+                    doomed.append(blocked)
+
+    async def check(self, task_id: str) -> str:
+        """Act on the verdict on one waiting task (`queries.readiness`): start it, cancel
+        it, or leave it waiting. Returns the action taken ("" when it was not waiting)."""
+        task = self._session.state.tasks.get(task_id)
+        if task is None or task.state != "waiting_deps":
+            self._scope_blocked.pop(task_id, None)
+            return ""
+        verdict = self._verdict(task)
+        if verdict.action == "start":
+            ready = "its dependencies are done" + (
+                " and its write scope is clear" if task.serialise else ""
+            )
+            await self._set(task_id, "pending", by=queries.MAIN, reason=ready)
+            self.enqueue(task_id)
+        elif verdict.action == "cancel":
+            await self._doom(task, verdict)
+        return verdict.action
+
+    def _verdict(self, task: TaskRecord) -> Verdict:
+        verdict = queries.readiness(self._session.state, task)
+        if verdict.action == "wait" and verdict.scope_only:
+            self._scope_blocked[task.task_id] = None
+        else:
+            self._scope_blocked.pop(task.task_id, None)
+        return verdict
+
+    async def _doom(self, task: TaskRecord, verdict: Verdict) -> None:
+        """Cancel a task that can never run, and tell its owner (`_tell_doomed`)."""
+        await self._set(
+            task.task_id,
+            "cancelled",
+            by=queries.MAIN,
+            reason=verdict.reason,
+            dependency=verdict.root,
+        )
+        await self._tell_doomed(task.task_id)
+
+    async def _tell_doomed(self, task_id: str) -> None:
+        """The owner learns that its task was cancelled for a dependency by a `risk_alert`
+        from the task, once: the message's record is the task's latest from it, so the
+        fold tells whether it was posted (`progress_seq` past `changed_seq`), and a
+        restart between the two records posts it then (`check_waiting`)."""
+        task = queries.task(self._session.state, task_id)
+        if self._tell is None or task.progress_seq > task.changed_seq:
+            return
+        summary = f"task cancelled: {task.reason}"
+        await self._tell(task_id, task.owner, summary, {"dependency": task.dependency})
+
+    async def check_waiting(self) -> None:
+        """After a restart: act on every waiting task (its dependencies may have settled
+        while the session was down, or just before it stopped), and tell the owners of
+        tasks cancelled for a dependency just before the stop what they were not told."""
+        tasks = self._session.state.tasks
+        for task in list(tasks.tasks.values()):
+            if task.state == "cancelled" and task.dependency:
+                await self._tell_doomed(task.task_id)
+        for task in tasks.waiting():
+            if await self.check(task.task_id) == "cancel":
+                await self.settled(task.task_id)
 
     async def settled_loops_ended(self) -> None:
         """Wait until no settled task's loop still runs: it ends by itself, once its last

@@ -31,6 +31,10 @@ async def run_task(port: TaskPort, task_id: str) -> None:
                 await port.set_state(task_id, "running", by=task_id, instance=_next(task))
                 continue
             return
+        if task.state == "waiting_deps":
+            # Revived while its last turn ended, with a dependency not done: the scheduler
+            # starts it again once they are.
+            return
         if task.state in ("waiting_decision", "waiting_children"):
             # Parked without holding a call open: the owner's answer (or a child's news)
             # starts the next turn.
@@ -172,4 +176,6 @@ class InProcessRunner:
         finally:
             if self._scopes.get(task_id) is scope:
                 del self._scopes[task_id]
-            port.task_ended(task_id)
+            # (A task it left failed or cancelled settles the tasks waiting for it here:
+            # cut off by the team's end, that is done on resume.)
+            await port.task_ended(task_id)

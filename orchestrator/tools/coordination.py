@@ -91,13 +91,19 @@ class DelegateArgs(_Args):
     token_budget: int | None = Field(
         default=None, gt=0, le=MAX_TOKENS, description="Tokens the subagent may spend in all."
     )
+    after: list[str] | None = Field(
+        default=None,
+        description="Task ids or plan refs this task must wait for; it starts by itself "
+        "when they have completed.",
+    )
 
 
 class Delegate(_CoordinationTool):
     name = "delegate"
     description = (
-        "Hand a task to a new subagent, which starts at once in the background, and get "
-        "its task_id. It reports back through your mailbox; use wait_tasks to wait for it."
+        "Hand a task to a new subagent, which starts in the background (at once, or once "
+        "the tasks named in `after` have completed), and get its task_id. It reports back "
+        "through your mailbox; use wait_tasks to wait for it."
     )
     args_model = DelegateArgs
 
