@@ -56,3 +56,26 @@ def test_team_offline_runs_cancels_and_resumes(tmp_path: Path) -> None:
     # Both sessions are on disk, finished.
     manifests = sorted(tmp_path.glob("sessions/*/session.json"))
     assert [orjson.loads(m.read_bytes())["status"] for m in manifests] == ["completed"] * 2
+
+
+def test_plan_offline_plans_approves_and_builds_in_dependency_order(tmp_path: Path) -> None:
+    out = run_example("plan_offline.py", str(tmp_path))
+    planned, approved, executed = re.split(r"^== .*$", out, flags=re.M)[1:]
+
+    # plan(): the planner's plan waits for a decision; its markdown is printed.
+    assert "plan v1 submitted (planner)" in planned
+    assert "plan: blocked (plan v1 awaits approval)" in planned
+    assert "### index. write index.md\n- depends on: a, b" in planned
+    # approve(): decided by the library, then built; index waits for a and b.
+    assert "plan v1 approved by library" in approved
+    assert "task t3 created for plan task index, waits for a, b" in approved
+    lines = approved.splitlines()
+    started = lines.index("  task t3 -> pending")
+    assert lines.index("  task t1 -> completed") < started
+    assert lines.index("  task t2 -> completed") < started
+    assert "approve: completed; todos a=completed, b=completed, index=completed" in approved
+    # execute(): a plan written in code, decided by the program's callback.
+    assert "plan v1 submitted (library)" in executed
+    assert "asked about plan v1: 1 tasks" in executed
+    assert "plan v1 approved by my program" in executed
+    assert "execute: completed; todos a=completed" in executed
