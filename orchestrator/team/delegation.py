@@ -126,7 +126,7 @@ class Delegation:
                     messages=(
                         SystemMessage(content=definition.prompt),
                         UserMessage(
-                            content=_task_message(task_id, args, scope, (*after, *after_plan))
+                            content=_task_message(task_id, args, scope, (*after, *after_plan), plan)
                         ),
                     ),
                 ),
@@ -505,7 +505,11 @@ def _handle(task: TaskRecord) -> str:
 
 
 def _task_message(
-    task_id: str, args: DelegateArgs, scope: tuple[str, ...] | None, after: tuple[str, ...]
+    task_id: str,
+    args: DelegateArgs,
+    scope: tuple[str, ...] | None,
+    after: tuple[str, ...],
+    plan: PlanTask | None = None,
 ) -> str:
     lines = [f"You are task {task_id}: {args.description}", "", args.prompt, ""]
     if scope is None:
@@ -514,7 +518,15 @@ def _task_message(
         lines.append("Write scope: none (this task only reads).")
     else:
         lines.append("Write scope (write only here): " + ", ".join(scope))
-    if args.plan_ref:
+    if plan is not None:  # the plan's words, whatever the delegating prompt left out
+        lines.append(f"Plan task {plan.id}: {plan.title}")
+        if plan.description:
+            lines += ["", plan.description, ""]
+        if plan.acceptance:
+            lines.append(
+                f"Acceptance check (runs when you call complete; it must pass): {plan.acceptance}"
+            )
+    elif args.plan_ref:
         lines.append(f"Plan task: {args.plan_ref}")
     if after:
         lines.append("It starts after these have completed: " + ", ".join(after))

@@ -137,6 +137,11 @@ async def test_an_approved_plan_is_built_from_a_context_of_its_own(tmp_path: Pat
     }
     assert items["b"].result == "wrote b.txt"
     assert [t.plan_ref for t in state.tasks.tasks.values()] == ["a", "b"]
+    # A plan task's worker reads the plan's words for it, its scope and its check.
+    told = state.agents["t1"].messages[1].content
+    assert "Plan task a: write a.txt" in told
+    assert "Write scope (write only here): a.txt" in told
+    assert "Acceptance check (runs when you call complete; it must pass): test -f a.txt" in told
     # The plan's views, in both forms.
     assert parse_plan_json((directory / "plan.json").read_bytes()) == plan
     assert parse_markdown((directory / "plan.md").read_text()) == plan
