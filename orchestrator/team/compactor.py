@@ -124,6 +124,19 @@ class Compactor:
         if pending is not None:
             pending.scope.cancel()
 
+    async def abandon(self) -> None:
+        """The work is done: summaries still under way are not needed (no agent takes
+        another round); each is stopped, and said so, once."""
+        for agent in list(self._pending):
+            self.drop_pending(agent)
+            await self._sink.emit(
+                Notice(
+                    agent=agent,
+                    message=f"the compaction of {agent} begun in the background was dropped: "
+                    "the work ended before it was needed",
+                )
+            )
+
     async def too_long(self, context: AgentContext, error: ContextTooLong) -> None:
         """The provider refused the agent's request as too long: learn the window it
         stated (else the failed request's size is an upper bound), then compact."""

@@ -55,6 +55,7 @@ async def open_team(
             nursery.start_soon(team.watch_stalls)
             try:
                 yield team
+                await team.compactor.abandon()
                 # Done: tasks that settled a moment ago may still be writing their last
                 # records (a turn's end); let them, then stop whatever else is left.
                 with trio.move_on_after(10):
