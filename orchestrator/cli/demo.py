@@ -1,10 +1,15 @@
-"""`orchestrator demo`: the offline demo, with a real crash and a resume.
+"""`orchestrator demo`: the offline demo, the whole product, with a real crash and a
+resume.
 
-The main agent delegates three tasks to parallel workers; the session first runs in a
-child process, and when a worker starts its first `shell` call (the others mid-task) the
-demo kills that process with SIGKILL, as a power cut would, then resumes the session in
-this process from its journal: the tasks are revived, the interrupted call is reported
-to its worker, and everyone carries on.
+A planner writes a plan of four tasks with dependencies, which is approved (`--approve`,
+shown); the builder delegates all four at once and the runtime holds two until the first
+two complete. The session first runs in a child process, and when a worker starts its
+first `shell` call (the other mid-task) the demo kills that process with SIGKILL, as a
+power cut would, then resumes the session in this process from its journal: the tasks
+are revived, the interrupted call is reported to its worker, and everyone carries on.
+One worker asks a decision, one reports blocked and its task is re-planned (plan v2),
+one fails its acceptance check once; the builder's context is compacted once; the plan's
+checks are the final verification.
 """
 
 from __future__ import annotations
@@ -21,7 +26,8 @@ from orchestrator.state.events import EventSink, ToolCallStarted, event_from_jso
 VERIFY = "python -m doctest README.md"  # the README's example must be right
 GOAL = (
     "Write two small Python modules, mathutil (mean, median) and textutil (slugify, "
-    "word_count), each with a passing test, and a README."
+    "word_count), each with a passing test, a README, and a wordstats command that "
+    "uses both."
 )
 
 
@@ -36,6 +42,7 @@ async def run_until_crash(root: Path, session_id: str, ui: EventSink, *, json_mo
         "resume",
         session_id,
         "--yes",
+        "--approve",
         "--json",
         "--sessions-dir",
         str(root),

@@ -292,12 +292,14 @@ def build_parser() -> argparse.ArgumentParser:
     demo = commands.add_parser(
         "demo",
         help="run the offline demo (scripted model, no network)",
-        description="Run the offline demo: a scripted main agent plans with a todo list and "
-        "delegates three tasks to parallel workers (one reports progress, one asks a "
-        "question the main agent answers); the demo kills the process (SIGKILL) while they "
-        "work and resumes the session from its journal; the main agent stops early and is "
-        "auto-continued, and its verification fails once, then passes. Needs no network "
-        "and no key.",
+        description="Run the offline demo, the whole product: a scripted planner writes a "
+        "plan of four tasks with dependencies, approved automatically (--approve); the "
+        "builder delegates all four at once and the runtime starts two when the first two "
+        "are done; the demo kills the process (SIGKILL) while they work and resumes the "
+        "session from its journal; one worker asks a question the builder answers, one "
+        "reports blocked and its task is re-planned (plan v2), one fails its acceptance "
+        "check once; the builder's context is compacted once; the plan's checks verify the "
+        "end. Needs no network and no key.",
     )
     demo.add_argument(
         "-w",

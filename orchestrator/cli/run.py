@@ -420,6 +420,8 @@ def demo(args: argparse.Namespace) -> int:
     root = sessions_root(args)
     run_args = argparse.Namespace(
         yes=True,
+        plan=True,  # a planner first; its plan is approved (--approve), then built
+        approve=True,
         verify=[cli_demo.VERIFY],
         allow=[],
         json=args.json,

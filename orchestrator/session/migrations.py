@@ -221,6 +221,18 @@ def v6_to_v7(directory: Path) -> None:
     return None
 
 
+def v7_to_v8(directory: Path) -> None:
+    """Format 8 adds plans and task dependencies: the `plan_submitted`, `plan_decided`
+    and `replan_requested` records, `after`, `after_plan`, `serialise` and `state` on
+    `task_created` and the state `waiting_deps`, `dependency` on `task_changed`,
+    `plan_version` on `todos_changed` and `plan_task` on its items, `plan` in the
+    settings, and `plans` in the snapshot. Every format-7 record, manifest and snapshot is
+    already a valid format-8 one: nothing to rewrite. The step lets the manifest say 8, so
+    an older orchestrator refuses the session instead of failing on a record it does not
+    know."""
+    return None
+
+
 MIGRATIONS: dict[int, Migration] = {
     1: v1_to_v2,
     2: v2_to_v3,
@@ -228,6 +240,7 @@ MIGRATIONS: dict[int, Migration] = {
     4: v4_to_v5,
     5: v5_to_v6,
     6: v6_to_v7,
+    7: v7_to_v8,
 }
 
 

@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+import msgspec
+
 from orchestrator.agent import run_turn, settle_pending_calls
 from orchestrator.errors import OrchestratorError
 from orchestrator.loop.plan import Plan
@@ -214,11 +216,15 @@ async def hand_over(team: Team) -> None:
         task = state.tasks.by_plan_ref(plan_ref)
         if task is not None and task.state not in SETTLED:
             await team.cancel(MAIN, task.task_id, reason)
+    fresh = {*change.added, *change.changed}
+    news = msgspec.structs.replace(
+        version.plan, constraints=(), tasks=tuple(t for t in version.plan.tasks if t.id in fresh)
+    )
     await team.turns.nudge(
         MAIN,
         f"Plan v{version.version} is approved ({change.describe()}). Your plan todos are "
         "its tasks now; delegate each that has no completed task, with plan_ref set to its "
-        "id (a cancelled or failed one is retried).\n\n" + render(version.plan),
+        "id (a cancelled or failed one is retried). The new and changed tasks:\n\n" + render(news),
     )
     linked = {i.id for i in state.todo_list(MAIN).items.values() if i.plan_task}
     own = [i for i in state.todo_list(MAIN).items.values() if i.id not in linked]

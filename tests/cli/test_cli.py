@@ -63,22 +63,50 @@ def _demo_session(result: subprocess.CompletedProcess[str], root: Path) -> dict[
     return info
 
 
-def _check_demo_outcome(ws: Path, info: dict[str, Any]) -> None:
-    assert [(t["task_id"], t["state"]) for t in info["tasks"]] == [
-        ("t1", "completed"),
-        ("t2", "completed"),
-        ("t3", "completed"),
+def _check_demo_outcome(ws: Path, info: dict[str, Any], out: str) -> None:
+    # The whole product: a plan, approved, built by four workers in dependency order; one
+    # asks, one is blocked and re-planned (its task retried), one fails its acceptance
+    # check once; one compaction.
+    assert "◆ plan v1 by the planner: 4 task(s)" in out
+    assert "◆ plan v1 approved (--approve)" in out
+    assert "delegated; waits for plan task stats (t1), plan task text (t2)" in out
+    assert "◆ re-planning task cli: the task says to read a file" in out
+    assert "◆ plan v2 approved (--approve)" in out
+    assert "complete refused: the plan's acceptance check for task readme did not pass" in out
+    assert "⧉ compacted main" in out
+    assert [(t["task_id"], t["state"], t["attempts"]) for t in info["tasks"]] == [
+        ("t1", "completed", 1),
+        ("t2", "completed", 1),
+        ("t3", "completed", 1),
+        ("t4", "completed", 2),
     ]
+    plan = info["plan"]
+    assert [(v["version"], v["decision"], v["by"]) for v in plan["versions"]] == [
+        (1, "approved", "--approve"),
+        (2, "approved", "--approve"),
+    ]
+    assert {t["id"]: t["todo"] for t in plan["tasks"]} == dict.fromkeys(
+        ("stats", "text", "readme", "cli"), "completed"
+    )
+    assert len(info["compactions"]) >= 1
     assert all(m["delivered_seq"] for m in info["mailbox"])
     kinds = sorted(m["kind"] for m in info["mailbox"])
     assert kinds == [
         "answer",
+        "blocked",
+        "completed",
         "completed",
         "completed",
         "completed",
         "decision_required",
+        "instruction",
         "progress",
     ]
+    stats = subprocess.run(
+        [sys.executable, "wordstats.py"], cwd=ws, input="a bb ccc dddd", capture_output=True,
+        text=True, check=True,
+    )  # fmt: skip
+    assert stats.stdout == "4 words; word length: mean 2.5, median 2.5\n"
     question = next(m for m in info["mailbox"] if m["kind"] == "decision_required")
     assert question["answered_by"]
     assert "(ordered[middle - 1] + ordered[middle]) / 2" in (ws / "mathutil.py").read_text()
@@ -101,7 +129,7 @@ def test_demo_delegates_crashes_mid_task_and_resumes(tmp_path: Path) -> None:
     assert "resuming session" in result.stderr
     assert "✗ shell interrupted: interrupted" in result.stdout
     assert "main turn completed" in result.stdout
-    _check_demo_outcome(ws, _demo_session(result, root))
+    _check_demo_outcome(ws, _demo_session(result, root), result.stdout)
 
 
 def test_demo_without_crash_sees_the_test_fail_then_pass(tmp_path: Path) -> None:
@@ -112,7 +140,7 @@ def test_demo_without_crash_sees_the_test_fail_then_pass(tmp_path: Path) -> None
     assert "simulated crash" not in result.stdout
     assert "✗ shell error: exit code 1" in result.stdout
     assert "✓ shell: exit code 0 mathutil: all tests passed" in result.stdout
-    _check_demo_outcome(ws, _demo_session(result, root))
+    _check_demo_outcome(ws, _demo_session(result, root), result.stdout)
 
 
 def test_run_with_json_output(tmp_path: Path) -> None:

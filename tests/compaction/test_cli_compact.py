@@ -258,13 +258,24 @@ def test_agent_all_compacts_every_agent_with_a_context(tmp_path: Path) -> None:
     [sid] = [p.name for p in root.iterdir()]
     result = orchestrator("sessions", "compact", sid, "--agent", "all", "--sessions-dir", str(root))
     assert result.returncode == 0, result.stderr
-    assert [line.split(":")[0] for line in result.stdout.splitlines()] == ["main", "t1", "t2", "t3"]
+    assert [line.split(":")[0] for line in result.stdout.splitlines()] == [
+        "planner",
+        "main",
+        "t1",
+        "t2",
+        "t3",
+        "t4",
+        "planner-2",
+    ]
     state = load_state(root / sid, warn=pytest.fail)
     assert {a: c.compactions for a, c in state.agents.items()} == {
+        "planner": 0,  # all last turns: nothing to compact
         "main": 2,  # one while it ran
         "t1": 1,
-        "t2": 0,  # all last turns: nothing to compact
-        "t3": 0,
+        "t2": 0,
+        "t3": 1,
+        "t4": 0,
+        "planner-2": 1,
     }
     assert "t2: nothing to compact: the context of t2 is all last turns" in result.stdout
     one = orchestrator("sessions", "compact", sid, "--agent", "t2", "--sessions-dir", str(root))
@@ -276,7 +287,12 @@ def test_agent_all_compacts_every_agent_with_a_context(tmp_path: Path) -> None:
     ("case", "code", "message"),
     [
         ("unknown session", 2, "no session '20200101T000000-abcdef'"),
-        ("unknown agent", 2, "has no agent 'nobody' with a context (its agents: main, t1, t2, t3)"),
+        (
+            "unknown agent",
+            2,
+            "has no agent 'nobody' with a context (its agents: planner, main, t1, t2, t3, t4, "
+            "planner-2)",
+        ),
         ("in use", 1, "is in use"),
         ("open calls", 1, "have a tool call that was never answered"),  # (which: as recorded)
     ],

@@ -1,6 +1,10 @@
 """SIGKILL the demo's whole process group at seeded random instants, continue each with
-`orchestrator resume ID --yes`, and check it ends as an uninterrupted demo does: the same
-files with the same contents, and the same verification outcome.
+`orchestrator resume ID --yes --approve`, and check it ends as an uninterrupted demo does:
+the same files with the same contents, the same verification outcome, and the plan, the
+builder's todo list and the task tree in agreement. The demo plans first, so the kills
+fall on plan points too: while the planner works, before and after the approval, during
+the re-plan; a kill before an approval leaves it undecided, and the resume's `--approve`
+decides it (a resume without it stops blocked: tests/plans/test_plan_cli.py).
 
 The demo sets its own verification command and round limit; they are journaled with
 the session as it is made, so the plain `resume` of a person who finds it killed runs
@@ -22,7 +26,8 @@ from typing import Any
 import orjson
 import pytest
 
-from orchestrator.session.live import JOURNAL
+from orchestrator.loop.plan_run import todo_status
+from orchestrator.session.live import JOURNAL, load_state
 from orchestrator.store import scan_journal
 
 KILLS = int(os.environ.get("CRASH_DEMO_KILLS", "20"))
@@ -86,8 +91,14 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict[str, 
 def test_the_uninterrupted_demo_verifies_its_work(reference: tuple[int, Any, Any]) -> None:
     _, written, (passed, commands) = reference
     assert passed
-    assert commands == ("python -m doctest README.md",)
-    assert {"README.md", "mathutil.py", "textutil.py"} <= set(written)
+    # The session's --verify, then each plan task's acceptance check.
+    assert commands == (
+        "python -m doctest README.md",
+        "python test_mathutil.py",
+        "python test_textutil.py",
+        "echo 'a bb ccc dddd' | python wordstats.py",
+    )
+    assert {"README.md", "mathutil.py", "textutil.py", "wordstats.py"} <= set(written)
 
 
 def test_the_demo_killed_anywhere_then_resumed_ends_as_if_never_killed(
@@ -101,7 +112,7 @@ def test_the_demo_killed_anywhere_then_resumed_ends_as_if_never_killed(
         demo(workspace, sessions, kill_after=rng.randint(1, count - 1))
         [session_id] = [p.name for p in sessions.iterdir() if p.is_dir()]
         resumed = subprocess.run(
-            command("resume", session_id, "--yes", sessions=sessions),
+            command("resume", session_id, "--yes", "--approve", sessions=sessions),
             capture_output=True,
             text=True,
             stdin=subprocess.DEVNULL,
@@ -111,3 +122,25 @@ def test_the_demo_killed_anywhere_then_resumed_ends_as_if_never_killed(
         assert resumed.returncode == 0, (trial, resumed.stderr[-2000:])
         assert files(workspace) == written, trial
         assert verification(sessions) == verified, trial
+        assert_plan_agrees(sessions / session_id, trial)
+
+
+def assert_plan_agrees(directory: Path, trial: int) -> None:
+    """The plan (v2, after the re-plan), the builder's todos and the task tree agree: one
+    linked todo per plan task, its status the one its task's state maps to."""
+    state = load_state(directory, warn=pytest.fail)
+    plans = state.plans
+    assert [(v.version, v.decision) for v in plans.versions] == [
+        (1, "approved"),
+        (2, "approved"),
+    ], trial
+    assert plans.seeded == 2, trial
+    plan = plans.approved
+    assert plan is not None
+    items = state.todos["main"].items
+    for task in plan.tasks:
+        record = state.tasks.by_plan_ref(task.id)
+        assert record is not None, (trial, task.id)
+        assert record.state == "completed", (trial, task.id, record.state)
+        assert items[task.id].plan_task == task.id, trial
+        assert items[task.id].status == todo_status(record.state), (trial, task.id)

@@ -37,6 +37,8 @@ def record(name: str, *, kill_after_events: int | None) -> Path:
         "--session-workspace",
         "--verify",
         VERIFY,
+        "--plan",
+        "--approve",
         "--yes",
         "--json",
         "--sessions-dir",

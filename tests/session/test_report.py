@@ -141,11 +141,12 @@ def test_the_demo_with_its_crash_tasks_mail_todos_and_assessments(
     assert result.returncode == 0, result.stderr
     [directory] = list(sessions.iterdir())
     info = the_same(directory)
-    assert len(info["tasks"]) == 3
+    assert len(info["tasks"]) == 4
     assert any(m["answered_by"] for m in info["mailbox"])
     assert all(m["delivered_seq"] for m in info["mailbox"])
     assert any(item["blocked_by"] for item in info["todos"]["main"]["items"])
-    assert {a["action"] for a in info["assessments"]} >= {"continue_from_context", "verify"}
+    assert {a["action"] for a in info["assessments"]} >= {"verify", "completed"}
+    assert [v["decision"] for v in info["plan"]["versions"]] == ["approved", "approved"]
     assert {a["messages"] for a in info["agents"].values()} != {0}
     text = shown(capsys, sessions, directory.name)
     (directory / SNAPSHOT).unlink()  # the fold, as before

@@ -35,6 +35,8 @@ RECORDED = ROOT / "sessions"
 
 
 def cli(*args: str, root: Path) -> subprocess.CompletedProcess[str]:
+    # (Resumes pass --approve: the recordings since format 8 are the demo's, which plans
+    # first and re-plans once; a plan is approved only by --approve or a person.)
     env = {**os.environ, "NO_COLOR": "1"}
     return subprocess.run(
         [sys.executable, "-m", "orchestrator", *args, "--sessions-dir", str(root)],
@@ -75,7 +77,7 @@ def test_recorded_sessions_exist_for_every_format() -> None:
 @pytest.mark.parametrize("version", range(1, FORMAT_VERSION + 1))
 def test_recorded_finished_session_says_so(tmp_path: Path, version: int) -> None:
     root = copy_recorded(f"v{version}-completed", tmp_path)
-    result = cli("resume", "--last", "--yes", root=root)
+    result = cli("resume", "--last", "--yes", "--approve", root=root)
     assert result.returncode == 0, result.stderr
     assert "already finished (completed)" in result.stderr
 
@@ -89,7 +91,7 @@ def test_recorded_killed_session_resumes_anywhere(tmp_path: Path, version: int) 
         before = load_state(directory, warn=lambda _: None)
         # cut off with a shell call in flight (a worker's, since format 3)
         assert any(a.pending_calls() for a in before.agents.values())
-    result = cli("resume", session_id, "--yes", root=killed_copy)
+    result = cli("resume", session_id, "--yes", "--approve", root=killed_copy)
     assert result.returncode == 0, result.stderr
     state = load_state(directory, warn=lambda _: None)
     assert state.status == "completed"
@@ -117,7 +119,7 @@ def test_recorded_killed_session_resumes_anywhere(tmp_path: Path, version: int) 
 def test_second_resume_fails_naming_the_holder(killed_copy: Path) -> None:
     session_id = only_session(killed_copy)
     with SessionLock(killed_copy / session_id / LOCK):
-        result = cli("resume", session_id, "--yes", root=killed_copy)
+        result = cli("resume", session_id, "--yes", "--approve", root=killed_copy)
     assert result.returncode == 1
     error = result.stderr.splitlines()[-1]
     assert error.startswith("error: ")
@@ -136,10 +138,11 @@ def test_list_and_show(killed_copy: Path) -> None:
     state = load_state(killed_copy / session_id, warn=pytest.fail)
     assert info["agents"]["main"]["model_calls"] == state.agents["main"].steps
     assert info["last_events"][-1]["seq"] == state.seq
-    assert [t["task_id"] for t in info["tasks"]] == ["t1", "t2", "t3"]
+    assert [t["task_id"] for t in info["tasks"]] == ["t1", "t2", "t3", "t4"]
     assert {m["message_id"] for m in info["mailbox"]} == set(state.mailbox.messages)
     text = cli("sessions", "show", session_id, root=killed_copy)
-    assert "main (main): " in text.stdout
+    assert "main (builder): " in text.stdout
+    assert "planner (planner): " in text.stdout
     assert "t1 [running] worker: statistics module" in text.stdout
 
 
@@ -166,7 +169,7 @@ def test_resume_last_with_no_sessions(tmp_path: Path) -> None:
 def test_corrupt_manifest_is_named(killed_copy: Path) -> None:
     session_id = only_session(killed_copy)
     (killed_copy / session_id / "session.json").write_text("{not json")
-    result = cli("resume", session_id, "--yes", root=killed_copy)
+    result = cli("resume", session_id, "--yes", "--approve", root=killed_copy)
     assert result.returncode == 1
     assert "session.json: not a valid session manifest" in result.stderr
 
@@ -176,7 +179,7 @@ def test_newer_format_is_refused(killed_copy: Path) -> None:
     path = killed_copy / session_id / "session.json"
     manifest = orjson.loads(path.read_bytes())
     path.write_bytes(orjson.dumps({**manifest, "format_version": 99}))
-    result = cli("resume", session_id, "--yes", root=killed_copy)
+    result = cli("resume", session_id, "--yes", "--approve", root=killed_copy)
     assert result.returncode == 1
     assert "written by a newer orchestrator" in result.stderr
 
@@ -187,7 +190,7 @@ def test_corruption_mid_journal_then_repair(killed_copy: Path) -> None:
     lines = journal.read_bytes().splitlines(keepends=True)
     lines[4] = re.sub(rb'"a":"([^"]+)"', rb'"a":"\1!"', lines[4])
     journal.write_bytes(b"".join(lines))
-    refused = cli("resume", session_id, "--yes", root=killed_copy)
+    refused = cli("resume", session_id, "--yes", "--approve", root=killed_copy)
     assert refused.returncode == 1
     assert "line 5" in refused.stderr
     assert "seq 5" in refused.stderr
@@ -211,17 +214,19 @@ def test_corruption_mid_journal_then_repair(killed_copy: Path) -> None:
     assert repaired.returncode == 0, repaired.stderr
     assert list((killed_copy / session_id).glob("journal.jsonl.corrupt-*"))
     assert scan_journal(journal).last_seq == 4
-    resumed = cli("resume", session_id, "--yes", root=killed_copy)
+    resumed = cli("resume", session_id, "--yes", "--approve", root=killed_copy)
     assert resumed.returncode == 0, resumed.stderr
 
 
 def test_torn_last_line_is_cut_with_a_warning(killed_copy: Path) -> None:
     session_id = only_session(killed_copy)
     journal = killed_copy / session_id / JOURNAL
-    data = journal.read_bytes()
-    journal.write_bytes(data[:-30])
     last = scan_journal(journal).last_seq
-    result = cli("resume", session_id, "--yes", root=killed_copy)
+    # A record cut off as it was written: past every record the manifest says is durable
+    # (one it covers, cut short, is a loss, which a resume refuses).
+    with journal.open("ab") as out:
+        out.write(b'{"seq":%d,"t":1,"k":"turn_sta' % (last + 1))
+    result = cli("resume", session_id, "--yes", "--approve", root=killed_copy)
     assert result.returncode == 0, result.stderr
     assert "cut a torn tail" in result.stderr
     assert f"seq {last + 1}" in result.stderr
@@ -323,7 +328,7 @@ def test_ctrl_c_stops_cleanly_and_resumes(tmp_path: Path) -> None:
         if isinstance(m, ToolResult)
     ]
     assert result.status == "cancelled"
-    resumed = cli("resume", session_id, "--yes", root=root)
+    resumed = cli("resume", session_id, "--yes", "--approve", root=root)
     assert resumed.returncode == 0, resumed.stderr
     assert read_manifest(directory).status == "completed"
 
@@ -398,7 +403,7 @@ def test_sigterm_stops_cleanly_and_kills_running_commands(tmp_path: Path) -> Non
     assert started  # the shell, its sleep (and the sandbox's own processes, if any)
     assert all(gone_soon(pid) for pid in started)
     assert read_manifest(directory).status == "interrupted"
-    resumed = cli("resume", directory.name, "--yes", root=root)
+    resumed = cli("resume", directory.name, "--yes", "--approve", root=root)
     assert resumed.returncode == 0, resumed.stderr
 
 
@@ -432,7 +437,7 @@ def test_a_session_that_made_progress_is_never_rerun_from_the_start(
             manifest["journal_seq"] = 0  # only the snapshot knows
             (directory / "session.json").write_bytes(orjson.dumps(manifest))
     before = snapshot_workspace(directory / "workspace")
-    refused = cli("resume", session_id, "--yes", root=root)
+    refused = cli("resume", session_id, "--yes", "--approve", root=root)
     assert refused.returncode == 1, refused.stderr
     assert "sessions verify" in refused.stderr
     assert "sessions repair" in refused.stderr
@@ -441,7 +446,7 @@ def test_a_session_that_made_progress_is_never_rerun_from_the_start(
     repaired = cli("sessions", "repair", session_id, root=root)
     assert repaired.returncode == 0, repaired.stderr
     assert "done again" in repaired.stdout  # the loss it accepts is said
-    again = cli("resume", session_id, "--yes", root=root)
+    again = cli("resume", session_id, "--yes", "--approve", root=root)
     assert again.returncode == 0, again.stderr
 
 
@@ -515,7 +520,7 @@ def test_after_a_sigkill_resume_kills_what_the_interrupted_call_left_running(
         assert started
         assert all(running(pid) for pid in started)
         session_id = only_session(root)
-        resumed = cli("resume", session_id, "--yes", root=root)
+        resumed = cli("resume", session_id, "--yes", "--approve", root=root)
         assert resumed.returncode == 0, resumed.stderr
         assert all(gone_soon(pid) for pid in started)
         workspace = root / session_id / "workspace"
@@ -605,7 +610,7 @@ def test_a_record_that_checksums_but_does_not_fit_is_named_and_repairable(
     last = scan_journal(journal).last_seq
     with journal.open("ab") as file:
         file.write(encode(last + 1, 0, kind, agent, fields, end=True))
-    refused = cli("resume", session_id, "--yes", root=killed_copy)
+    refused = cli("resume", session_id, "--yes", "--approve", root=killed_copy)
     assert refused.returncode == 1
     assert message in refused.stderr
     assert f"seq {last + 1}" in refused.stderr
@@ -614,7 +619,7 @@ def test_a_record_that_checksums_but_does_not_fit_is_named_and_repairable(
     assert repaired.returncode == 0, repaired.stderr
     assert "does not fit this version" in repaired.stdout
     assert scan_journal(journal).last_seq == last
-    resumed = cli("resume", session_id, "--yes", root=killed_copy)
+    resumed = cli("resume", session_id, "--yes", "--approve", root=killed_copy)
     assert resumed.returncode == 0, resumed.stderr
 
 

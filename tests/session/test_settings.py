@@ -151,7 +151,8 @@ def test_sessions_show_says_what_the_session_runs_with(
     shutil.copytree(RECORDED / f"v{FORMAT_VERSION}-completed", root)
     [session] = [p.name for p in root.iterdir()]
     assert main(["sessions", "show", session, "--sessions-dir", str(root)]) == 0
-    assert f'settings  the defaults, but verify ["{VERIFY}"]\n' in capsys.readouterr().out
+    shown_text = capsys.readouterr().out
+    assert f'settings  the defaults, but verify ["{VERIFY}"], plan true\n' in shown_text
     assert main(["sessions", "show", session, "--sessions-dir", str(root), "--json"]) == 0
     shown = orjson.loads(capsys.readouterr().out)
-    assert shown["settings"] == {**plain(SessionSettings()), "verify": [VERIFY]}
+    assert shown["settings"] == {**plain(SessionSettings()), "verify": [VERIFY], "plan": True}
