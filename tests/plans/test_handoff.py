@@ -267,3 +267,44 @@ async def test_a_failed_acceptance_check_sends_the_task_back_and_all_run_at_the_
 
 def journal(directory: Path) -> list[dict[str, Any]]:
     return [orjson.loads(line) for line in (directory / "journal.jsonl").read_bytes().splitlines()]
+
+
+async def test_the_runtime_keeps_the_order_the_builder_ignores(tmp_path: Path) -> None:
+    script = {**SCRIPT, "agents": {**SCRIPT["agents"]}}
+    # b first, in the same reply as a: b waits for a all the same.
+    script["agents"]["main"] = [
+        {"tool_calls": [delegate("b"), delegate("a")]},
+        {"tool_calls": [{"name": "wait_tasks", "arguments": {}}]},
+        {"text": "built"},
+    ]
+    script["agents"]["t1"] = worker("b.txt")
+    script["agents"]["t2"] = worker("a.txt")
+    root, session_id, directory = new_session(tmp_path, script)
+    assert (await run(root, session_id, script, Approver(APPROVE))).status == "completed"
+    records = journal(directory)
+    a_done = next(
+        r["seq"]
+        for r in records
+        if r["k"] == "task_changed" and r["task"] == "t2" and r["state"] == "completed"
+    )
+    b_first_call = next(
+        r["seq"] for r in records if r["k"] == "assistant_replied" and r["a"] == "t1"
+    )
+    assert a_done < b_first_call
+    created = next(r for r in records if r["k"] == "task_created" and r["task"] == "t1")
+    assert (created["state"], created["after_plan"]) == ("waiting_deps", ["a"])
+
+
+async def test_planner_and_builder_run_with_their_roles_models(tmp_path: Path) -> None:
+    root, session_id, _ = new_session(tmp_path, SCRIPT)
+    model = ScriptedModel(parse_script(SCRIPT))
+    roles: list[str] = []
+
+    def models(role: str) -> ScriptedModel:
+        roles.append(role)
+        return model
+
+    result = await run(root, session_id, SCRIPT, Approver(APPROVE), models=models)
+    assert result.status == "completed"
+    assert {"planner", "builder", "worker"} <= set(roles)
+    assert "main" not in roles

@@ -123,3 +123,30 @@ def test_execute_builds_a_plan_file_and_names_the_line_of_a_bad_one(
     missing = orchestrator("execute", "no-such-session", sessions=sessions)
     assert missing.returncode == 2
     assert "no-such-session" in missing.stderr
+
+
+def test_a_plan_file_that_breaks_a_rule_is_refused_before_a_session_exists(
+    tmp_path: Path, model: str
+) -> None:
+    sessions = tmp_path / "sessions"
+    plan = tmp_path / "plan.json"
+    plan.write_bytes(
+        orjson.dumps(
+            {
+                "version": 1,
+                "goal": "g",
+                "tasks": [
+                    {"id": "a", "title": "a", "depends_on": ["b"], "acceptance": "true"},
+                    {"id": "b", "title": "b", "depends_on": ["a"], "acceptance": "true"},
+                ],
+            }
+        )
+    )
+    refused = orchestrator("execute", str(plan), "--approve", "-m", model, sessions=sessions)
+    assert refused.returncode == 2
+    assert "error: the plan has 1 error(s):\n- a: dependency cycle: a -> b -> a" in refused.stderr
+    assert not sessions.exists() or not list(sessions.iterdir())
+    plan.write_bytes(b'{"version": 1, "goal": "g", "tasks": [{"id": "a"}]}')
+    field = orchestrator("execute", str(plan), "-m", model, sessions=sessions)
+    assert field.returncode == 2
+    assert "`$.tasks[0]`" in field.stderr
