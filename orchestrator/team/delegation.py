@@ -36,6 +36,7 @@ from orchestrator.team.definitions import AgentDefinition
 from orchestrator.team.oversight import Oversight
 from orchestrator.team.port import SessionLike
 from orchestrator.team.postbox import Changes, Postbox
+from orchestrator.team.reports import Reports
 from orchestrator.team.scheduler import Scheduler
 from orchestrator.team.settings import TeamSettings
 from orchestrator.team.writes import Writes
@@ -65,6 +66,7 @@ class Delegation:
         self._scheduler = scheduler
         self._oversight = oversight
         self._writes = writes
+        self._reports = Reports(settings, session, postbox, scheduler, oversight, writes)
 
     @property
     def _state(self) -> SessionState:
@@ -402,82 +404,16 @@ class Delegation:
         ends_turn: bool = False,
         state: TaskState | None = None,
     ) -> ToolOutput:
-        task = self._state.tasks.get(agent)
-        if task is None:
-            raise ToolFailed(f"{kind}: only a subagent working a task reports to an owner")
-        mail = self._state.mailbox.by_call(agent, ref)
-        if mail is not None and mail.posted_seq < task.revived_seq:
-            # This call ran before a crash, and the task has moved on since (revived by a
-            # follow-up): what it did then is done; it changes nothing now.
-            return ToolOutput(f"already reported ({mail.message_id})")
-        if mail is None and not task.live:
-            # A settled task changes only when its owner revives it: what it handed in
-            # (or why it failed, or was cancelled) stands.
-            raise ToolFailed(
-                f"{kind}: task {agent} is already {task.state}; a settled task reports "
-                "nothing more (its owner may revive it with a follow-up)"
-            )
-        if mail is None:
-            if kind == "completed":
-                checked = self._writes.check_files(agent, data or {})
-                _refuse_unexplained(checked["outside_scope"], (data or {}).get("risks") or ())
-                await self._verify_completion(agent)
-                await self._accept(task)
-                data = {**(data or {}), **checked}
-            mail = await self._postbox.post(
-                agent,
-                task.owner,
-                agent,
-                kind,  # type: ignore[arg-type]
-                summary,
-                data=data,
-                requires_ack=requires_ack,
-                ref=ref,
-            )
-        if state and task.state != state:
-            await self._scheduler.set_state(
-                agent, state, by=agent, reason=summary if state != "completed" else ""
-            )
-        said = {
-            "progress": "progress reported to your owner",
-            "completed": "completion handed to your owner; your task is complete and your "
-            "turn ends here",
-            "blocked": "your owner is told you are blocked; your turn ends, and its answer "
-            "starts your next one",
-            "decision_required": "question sent to your owner; your turn ends, and the "
-            "answer starts your next one",
-            "risk_alert": "risk reported to your owner; carry on",
-            "direction_change_request": "proposal sent to your owner, who will answer; "
-            "carry on meanwhile",
-        }[kind]
-        return ToolOutput(f"{said} ({mail.message_id})", ends_turn=ends_turn)
-
-    async def _verify_completion(self, agent: str) -> None:
-        """A type with `verify` commands completes only once they pass: a failure
-        refuses the `complete` call, with the failing output, and the task goes on."""
-        definition = queries.definition(self._state, self._settings.definitions, agent)
-        if definition is None or not definition.verify:
-            return
-        failure = await self._oversight.verify_in_call(agent, definition.verify)
-        if failure:
-            raise ToolFailed(
-                "complete refused: your type's verification did not pass; fix the cause, "
-                f"then call complete again.\n{failure}"
-            )
-
-    async def _accept(self, task: TaskRecord) -> None:
-        """A plan task completes only once the plan's acceptance check for it passes: a
-        failure refuses the `complete` call with the check's output, and the task goes
-        on (docs/plans.md)."""
-        planned = self._state.plans.task(task.plan_ref) if task.plan_ref else None
-        if planned is None or not planned.acceptance:
-            return
-        failure = await self._oversight.verify_in_call(task.task_id, (planned.acceptance,))
-        if failure:
-            raise ToolFailed(
-                f"complete refused: the plan's acceptance check for task {planned.id} did "
-                f"not pass; fix the cause, then call complete again.\n{failure}"
-            )
+        return await self._reports.report(
+            agent,
+            kind,
+            summary,
+            ref=ref,
+            data=data,
+            requires_ack=requires_ack,
+            ends_turn=ends_turn,
+            state=state,
+        )
 
     def _read_only(self, definition: AgentDefinition) -> bool:
         """Whether an agent type changes nothing: every tool it has is read-only (a
@@ -549,19 +485,3 @@ def _status_line(task: TaskRecord, waits: str = "") -> str:
     elif task.reason and task.state != "running":
         line += f" | {task.reason}"
     return line
-
-
-def _refuse_unexplained(outside: list[str], risks: Any) -> None:
-    """A task whose commands changed files outside its write scope (next to a file-level
-    entry, within the sandbox's directories, or anywhere with the sandbox off) completes
-    only once its `risks` name each of them: it has seen them, undone or explained them,
-    and its owner reads them (and the session's own list, `outside_scope`)."""
-    said = " ".join(str(r) for r in risks)
-    unexplained = [path for path in outside if path not in said]
-    if unexplained:
-        raise ToolFailed(
-            "complete refused: your commands changed files outside your write scope: "
-            f"{', '.join(unexplained)}. Put them back as they were (remove those you "
-            "made), or ask your owner with request_direction_change; then call complete "
-            "again naming each of them in `risks` (what you did about it)"
-        )
