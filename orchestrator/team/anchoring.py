@@ -1,5 +1,6 @@
 """What a compaction's checkpoint restores exactly, gathered from the fold (never from a
-summary's prose): the agent's goal, todo list, the tasks of its subtree with their open
+summary's prose): the agent's goal, the plan it works from (the builder's approved
+version, a planner's latest), todo list, the tasks of its subtree with their open
 questions, the mail it has not read or not answered, the files it touched with their
 hashes now; and the facts the fallback summary is built from when no model's summary
 came. `loop/anchors.py` and `loop/summary.py` render them."""
@@ -13,11 +14,13 @@ from pathlib import Path
 import trio
 
 from orchestrator.loop.anchors import Anchors, FileAnchor, TaskAnchor, TodoAnchor
+from orchestrator.loop.plan_markdown import render
 from orchestrator.loop.pruning import is_stub
 from orchestrator.loop.summary import Facts
 from orchestrator.messages import AssistantMessage, Message, ToolResult, UserMessage
 from orchestrator.state.context import AgentContext
 from orchestrator.state.fold import SessionState
+from orchestrator.team.queries import MAIN, is_planner
 from orchestrator.tools.permissions import string_argument
 
 SUMMARY_HEADER = "[Summary of the conversation before this point, written at a compaction]"
@@ -46,8 +49,10 @@ async def gather(
 ) -> Anchors:
     """The anchors of `context`'s agent, as the fold has them now; `files` are the paths
     its tools changed, hashed as they are in the workspace at `root`."""
+    goal, plan = _goal_and_plan(state, context)
     return Anchors(
-        goal=context.goal,
+        goal=goal,
+        plan=plan,
         todos=[
             TodoAnchor(
                 id=item.id,
@@ -64,6 +69,24 @@ async def gather(
         read=files_read(context),
         files=await trio.to_thread.run_sync(_digests, root, files),
     )
+
+
+def _goal_and_plan(state: SessionState, context: AgentContext) -> tuple[str, str]:
+    """The agent's goal, and the plan it works from, as it stands now: the builder's is
+    the approved version (its first message held the version approved then, which a
+    re-plan may have replaced: that part of it is left out of the goal); a planner's, the
+    latest version submitted."""
+    plans = state.plans
+    if context.id == MAIN and plans.approved is not None:
+        goal = context.goal.split(PLAN_START, 1)[0]
+        return goal, render(plans.approved)
+    if is_planner(context.id) and plans.latest is not None:
+        return context.goal, render(plans.latest.plan)
+    return context.goal, ""
+
+
+PLAN_START = "\n\n# Plan: "
+"""Where a plan's markdown starts in a message that quotes it whole."""
 
 
 def _digests(root: Path, files: Sequence[str]) -> list[FileAnchor]:

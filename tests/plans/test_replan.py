@@ -4,10 +4,13 @@ builder as a diff while the rest goes on."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 
 from orchestrator.session.live import load_state
 from tests.plans.test_handoff import APPROVE, Approver, new_session, run, task, worker
@@ -111,3 +114,22 @@ async def test_a_replan_nobody_approves_stops_the_session_blocked(tmp_path: Path
     approver = Approver(APPROVE)
     assert (await run(root, session_id, SCRIPT, approver)).status == "completed"
     assert [v.version for v in approver.shown] == [2]
+
+
+async def test_a_compaction_after_a_replan_restores_the_new_version(tmp_path: Path) -> None:
+    root, session_id, directory = new_session(tmp_path, SCRIPT)
+    assert (await run(root, session_id, SCRIPT, Approver(APPROVE, APPROVE))).status == "completed"
+    compacted = await trio.run_process(
+        [sys.executable, "-m", "orchestrator", "sessions", "compact", session_id, "--agent",
+         "main", "--sessions-dir", str(root)],
+        capture_stdout=True, capture_stderr=True, stdin=subprocess.DEVNULL, check=False,
+    )  # fmt: skip
+    assert compacted.returncode == 0, compacted.stderr
+    state = load_state(directory, warn=pytest.fail)
+    [anchors] = [
+        m.content
+        for m in state.agents["main"].messages
+        if m.role == "user" and m.content.startswith("[Restored from the session's records")
+    ]
+    assert "### a. write a.txt another way" in anchors  # v2, the plan being built
+    assert anchors.count("# Plan: write three files") == 1  # not v1 too, inside the goal
