@@ -210,6 +210,9 @@ class Situation(msgspec.Struct, frozen=True):
     must_report: bool = False  # a subagent, which ends its task only with `complete`
     interactive: bool = False  # a person is there to answer between turns
     refused: tuple[RefusedCall, ...] = ()  # calls refused for want of approval
+    # Todos linked to plan tasks whose task works or waits for its dependencies: the
+    # runtime's to finish, not the agent's (docs/plans.md).
+    in_hand: frozenset[str] = frozenset()
 
 
 class Assessment(msgspec.Struct, frozen=True):
@@ -230,7 +233,7 @@ def assess(s: Situation) -> Assessment:
             names = ", ".join(s.waiting_on_it)
             stalled += (f"tasks {names} wait for answers never given",)
         return Assessment("blocked", stalled)
-    workable = todos.workable()
+    workable = [item for item in todos.workable() if item.id not in s.in_hand]
     if workable:
         left = len(todos.open_items())
         return _continue(s, f"{left} todo{'s remain' if left != 1 else ' remains'}")

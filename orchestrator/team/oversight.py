@@ -30,6 +30,7 @@ from orchestrator.loop.assessment import (
 from orchestrator.loop.todos import TodoList, TodosChanged
 from orchestrator.messages import AssistantMessage
 from orchestrator.state.events import EventSink
+from orchestrator.state.fold import SessionState
 from orchestrator.team import queries
 from orchestrator.team.definitions import Definitions
 from orchestrator.team.port import SessionLike
@@ -131,8 +132,9 @@ class Oversight:
         live = tuple(t.task_id for t in children)
         waiting = tuple(t for t in live if queries.waits_for(state, agent, t))
         policy = self.policy
+        todos = state.todo_list(agent)
         return Situation(
-            todos=state.todo_list(agent),
+            todos=todos,
             progress=queries.progress(state, agent),
             max_continues=max_continues,
             stall_rounds=policy.stall_rounds,
@@ -143,6 +145,7 @@ class Oversight:
             must_report=must_report,
             interactive=policy.interactive and not must_report,
             refused=tuple(state.refused) if not must_report else (),
+            in_hand=_in_hand(state, todos),
         )
 
     async def assess(
@@ -286,3 +289,13 @@ def _trim(text: str, limit: int) -> str:
     half = limit // 2
     cut = len(text) - 2 * half
     return f"{text[:half]}\n[... {cut} characters cut ...]\n{text[-half:]}"
+
+
+def _in_hand(state: SessionState, todos: TodoList) -> frozenset[str]:
+    """The todos linked to plan tasks whose task is live or waits for its dependencies."""
+    found = set()
+    for item in todos.items.values():
+        task = state.tasks.by_plan_ref(item.plan_task) if item.plan_task else None
+        if task is not None and (task.live or task.state == "waiting_deps"):
+            found.add(item.id)
+    return frozenset(found)

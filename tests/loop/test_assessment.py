@@ -196,6 +196,29 @@ CASES: list[tuple[str, Situation, str, str]] = [
         "tasks t4 wait for answers never given",
     ),
     (
+        "a builder whose plan todos are its running tasks' waits for them",
+        Situation(
+            todos=todos("in_progress", "pending"),
+            progress=progress(),
+            live_tasks=("t1", "t2"),
+            in_hand=frozenset({"1", "2"}),
+        ),
+        "await_tasks",
+        "waiting for tasks t1, t2",
+    ),
+    (
+        "a builder with a plan todo not delegated yet goes on",
+        Situation(
+            todos=todos("in_progress", "pending"),
+            progress=progress(),
+            live_tasks=("t1",),
+            in_hand=frozenset({"1"}),
+            max_continues=3,
+        ),
+        "continue_from_context",
+        "2 todos remain",
+    ),
+    (
         "a call refused for want of approval",
         Situation(todos=TodoList(), progress=progress(), refused=(REFUSED, REFUSED_SHELL)),
         "blocked",

@@ -308,3 +308,18 @@ async def test_planner_and_builder_run_with_their_roles_models(tmp_path: Path) -
     assert result.status == "completed"
     assert {"planner", "builder", "worker"} <= set(roles)
     assert "main" not in roles
+
+
+async def test_a_builder_that_ends_its_turn_waits_for_its_plan_tasks(tmp_path: Path) -> None:
+    script = {**SCRIPT, "agents": {**SCRIPT["agents"]}}
+    script["agents"]["main"] = [
+        {"tool_calls": [delegate("a"), delegate("b")]},
+        {"text": "Both delegated; the runtime runs b after a."},
+        {"text": "a is done; b runs."},  # each completion's mail starts a turn
+        {"text": "built"},
+    ]
+    root, session_id, directory = new_session(tmp_path, script)
+    assert (await run(root, session_id, script, Approver(APPROVE))).status == "completed"
+    actions = [r["action"] for r in journal(directory) if r["k"] == "assessed" and r["a"] == "main"]
+    assert actions[0] == "await_tasks"  # not sent back to work its tasks' todos
+    assert "continue_from_context" not in actions
