@@ -205,8 +205,9 @@ def _add_plan_parsers(commands: Any) -> None:
     plan.add_argument("goal", help="what the plan should reach, in plain words")
     _agent_options(
         plan,
-        model_required_note="model spec (default: [agents.planner] model, else "
-        "$ORCHESTRATOR_MODEL)",
+        model_required_note="model spec for every role (default: the session's, "
+        "$ORCHESTRATOR_MODEL or the config's model; the planner's own with [agents.planner] "
+        "model)",
     )
     _workspace_options(plan)
     execute = commands.add_parser(

@@ -357,6 +357,7 @@ def execute(args: argparse.Namespace) -> int:
         plan = read_plan_file(target)
         check(plan)  # a PlanError naming every error, before a session exists
         args.seed_plan = plan
+        args.plan = True  # journaled with the session: a kill before the plan is journaled
         workspace = None if args.session_workspace else (args.workspace or default_workspace())
         return start(args, goal=plan.goal, model=args.model, workspace=workspace)
     if args.workspace is not None or args.session_workspace:

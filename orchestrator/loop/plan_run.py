@@ -1,8 +1,8 @@
-"""What a plan's runtime will decide (issue 22), pure over the plan and its tasks' states:
-which plan tasks may start now, which can never run because a dependency failed, and the
-status each task's todo shows. The runtime (not built yet) gathers the states from the
-task records and acts on the verdicts, so dependencies are kept by the runtime, never
-left to the model.
+"""A plan's verdicts, pure over the plan and its tasks' states: which plan tasks may start
+now and which can never run because a dependency failed (`ready`, `doomed`: the rules
+for a whole plan, which the runtime keeps task by task with `loop/deps.py`'s `decide`,
+and a property test checks here), the status each task's todo shows (`todo_status`, the
+fold's), and what a new version changes (`diff`, `kept_problems`: the re-plan's).
 
 A plan task's state is its task record's (`state/tasks.py`: `pending`, `running`,
 `waiting_decision`, `waiting_children`, `completed`, `failed`, `cancelled`), or

@@ -408,7 +408,11 @@ def _follow_tasks(state: SessionState, todos: TodoList, plan_refs: Iterable[str]
         result = done.summary if done is not None else ""
         if (item.status, item.failure, item.result) != (status, failure, result):
             todos.items[plan_ref] = msgspec.structs.replace(
-                item, status=status, failure=failure, result=result
+                item,
+                status=status,
+                failure=failure,
+                result=result,
+                updated=task.updated if task is not None else item.updated,
             )
 
 

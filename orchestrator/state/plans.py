@@ -38,9 +38,9 @@ class PlanSubmitted(EventBase, frozen=True, tag="plan_submitted"):
 
 
 class PlanDecided(EventBase, frozen=True, tag="plan_decided"):
-    """Record: the decision on version `version`. `by` says who decided (`person`,
-    `--approve`, `execute`, `library`); `feedback` goes back to the planner on a
-    rejection."""
+    """Record: the decision on version `version`. `by` says who decided (`person` at the
+    terminal, `--approve`, `library`, or what a program's callback names); `feedback`
+    goes back to the planner on a rejection."""
 
     version: int
     decision: Decision

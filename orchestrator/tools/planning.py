@@ -1,6 +1,6 @@
 """The planner's tool: `submit_plan`. It checks the plan by the rules of `loop/plan.py`
 and hands a valid one to the session (the `PlanHost` protocol, implemented by
-`team/planning.py`), which journals it and asks for approval. Every error goes back to
+`team/plan_host.py`'s `Planning`), which journals it and asks for approval. Every error goes back to
 the planner, all at once, to fix; warnings go with the submission."""
 
 from __future__ import annotations
