@@ -97,14 +97,17 @@ def test_recorded_killed_session_resumes_anywhere(tmp_path: Path, version: int) 
     assert state.status == "completed"
     agents = list(state.agents.values())
     assert all(a.pending_calls() == [] for a in agents)
-    [interrupted] = [
+    # The shell calls in flight at the kill (one or two workers', as the race fell).
+    interrupted = [
         m
         for a in agents
         for m in a.messages
         if isinstance(m, ToolResult) and m.status == "interrupted"
     ]
-    assert interrupted.name == "shell"
-    assert "may or may not have taken effect" in interrupted.content
+    assert interrupted
+    for result in interrupted:
+        assert result.name == "shell"
+        assert "may or may not have taken effect" in result.content
     assert all(t.state == "completed" for t in state.tasks.tasks.values())
     check = subprocess.run(
         [sys.executable, "test_mathutil.py"],
