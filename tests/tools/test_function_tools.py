@@ -6,6 +6,7 @@ and a function tool given to an agent type as an object, run through `drive`."""
 from __future__ import annotations
 
 import dataclasses
+import re
 import threading
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -19,14 +20,23 @@ from pydantic import BaseModel, Field
 
 import orchestrator as orc
 from orchestrator.agent import run_turn
-from orchestrator.errors import ToolFailed
+from orchestrator.errors import ConfigError, ToolFailed
 from orchestrator.messages import ToolResult
+from orchestrator.models.base import ModelRequest
+from orchestrator.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply
+from orchestrator.session.live import create_session, load_state, open_session
+from orchestrator.state.events import ListSink
+from orchestrator.team.definitions import AgentDefinition, Definitions
+from orchestrator.team.drive import RunSettings, drive
+from orchestrator.team.settings import TeamSettings
 from orchestrator.tools import (
     FunctionTool,
+    PermissionPolicy,
     ToolContext,
     ToolOutput,
     ToolRegistry,
     Workspace,
+    approve_all,
     tool,
     workspace_tools,
 )
@@ -502,6 +512,109 @@ def test_a_description_or_a_name_given_makes_up_for_the_function() -> None:
         tool(name="echo")(no_docstring)
 
 
+# --- in an agent type -------------------------------------------------------------------
+
+
+def test_a_definition_holds_a_tool_object_by_its_name() -> None:
+    counter = AgentDefinition(name="counter", prompt="Count.", tools=(word_count, "read_file"))
+    assert counter.tools == ("word_count", "read_file")
+    assert counter.given_tools == (word_count,)
+    assert counter.read_only  # word_count says it is
+    writer = AgentDefinition(name="w", prompt="Count.", tools=(search,))
+    assert not writer.read_only
+    # A TOML file's check of the names it lists: one given as an object is known.
+    checked = AgentDefinition.model_validate(
+        {"name": "c", "prompt": "p", "tools": [word_count, "read_file"]},
+        context={"known_tools": {"read_file"}},
+    )
+    assert checked.given_tools == (word_count,)
+    with pytest.raises(pydantic.ValidationError, match="unknown tool 'grep'"):
+        AgentDefinition.model_validate(
+            {"name": "c", "prompt": "p", "tools": [word_count, "grep"]},
+            context={"known_tools": {"read_file"}},
+        )
+    with pytest.raises(pydantic.ValidationError, match="listed more than once: word_count"):
+        AgentDefinition(name="c", prompt="p", tools=(word_count, "word_count"))
+
+
+def test_two_different_tools_of_one_name_are_refused(workspace: Workspace) -> None:
+    @tool(name="word_count")
+    def impostor(path: str) -> str:
+        """Another count."""
+        return path
+
+    counter = AgentDefinition(name="counter", prompt="Count.", tools=(word_count,))
+    other = AgentDefinition(name="other", prompt="Count.", tools=(impostor,))
+    with pytest.raises(
+        ConfigError,
+        match="two different tools are named 'word_count': one given in agent type "
+        "'counter', another in agent type 'other'",
+    ):
+        Definitions([counter, other])
+    # The same tool in two types is one tool.
+    twice = Definitions([counter, counter.model_copy(update={"name": "again"})])
+    assert dict(twice.given_tools()) == {"word_count": (word_count, "counter")}
+
+    def settings(base: ToolRegistry) -> TeamSettings:
+        return TeamSettings(
+            models=lambda role: scripted(),
+            base_tools=base,
+            workspace=workspace,
+            definitions=Definitions([counter]),
+        )
+
+    with pytest.raises(
+        ConfigError,
+        match=re.escape(
+            "two different tools are named 'word_count': one in the session's tools "
+            "(RunSettings.tools, TeamSettings.base_tools), another given in agent type "
+            "'counter'"
+        ),
+    ):
+        settings(ToolRegistry([impostor]))
+    # The tool itself in the session's tools too: nothing to add, the registry as given.
+    base = ToolRegistry([word_count])
+    assert settings(base).base_tools is base
+    # Added to a new registry: the caller's may be shared by other sessions.
+    given = workspace_tools()
+    added = settings(given).base_tools
+    assert added.names() == [*given.names(), "word_count"]
+    assert "word_count" not in given
+
+
+def brain(request: ModelRequest) -> ScriptedReply:
+    """The main agent delegates one `counter` task, waits for it and ends; the counter
+    calls both function tools, then completes with what they said."""
+    messages, last = request.messages, request.messages[-1]
+    if request.role == "main":
+        if request.step == 0:
+            delegate = ScriptedCall(
+                name="delegate",
+                arguments={
+                    "description": "count words in a.txt",
+                    "prompt": "Count a.txt.",
+                    "agent_type": "counter",
+                    "write_scope": [],
+                },
+            )
+            return ScriptedReply(tool_calls=(delegate,))
+        if last.role == "tool" and last.name == "wait_tasks" and last.status == "ok":
+            return ScriptedReply(text="counted")
+        return ScriptedReply(tool_calls=(ScriptedCall(name="wait_tasks"),))
+    done = [m for m in messages if m.role == "tool"]
+    if not done:
+        return ScriptedReply(
+            tool_calls=(
+                ScriptedCall(name="word_count", arguments={"path": "a.txt"}),
+                ScriptedCall(name="tally", arguments={"words": ["a", "b", "a"]}),
+            )
+        )
+    summary = "; ".join(f"{m.name} {m.status}: {m.content}" for m in done)  # type: ignore[union-attr]
+    return ScriptedReply(
+        tool_calls=(ScriptedCall(name="complete", arguments={"summary": summary}),)
+    )
+
+
 @tool(idempotent=True)
 def tally(words: list[str]) -> dict[str, int]:
     """Count each word.
@@ -510,6 +623,47 @@ def tally(words: list[str]) -> dict[str, int]:
         words: the words.
     """
     return {word: words.count(word) for word in sorted(set(words))}
+
+
+async def test_a_function_tool_given_to_an_agent_type_runs_through_drive(tmp_path: Path) -> None:
+    counter = AgentDefinition(
+        name="counter",
+        description="Counts words.",
+        prompt="You count words.",
+        tools=(word_count, tally, "read_file"),
+    )
+    root = tmp_path / "sessions"
+    session_id, directory = create_session(root, goal="count", model="m", workspace=None)
+    (directory / "workspace" / "a.txt").write_text("the journal is the truth\n")
+    model = ScriptedModel(brain)
+    tools = workspace_tools()
+    settings = RunSettings(
+        model=model,
+        tools=tools,
+        ui=ListSink(),
+        policy=PermissionPolicy(),
+        approve=approve_all,
+        definitions=Definitions([*Definitions.builtin(), counter]),
+    )
+    with trio.fail_after(30):
+        async with open_session(root, session_id, warn=pytest.fail) as live:
+            result = await drive(live, settings)
+    assert result.status == "completed", result
+    task = load_state(directory, warn=pytest.fail).tasks.get("t1")
+    assert task is not None
+    assert task.completion is not None
+    assert task.completion.summary == ('word_count ok: 5 words; tally ok: {"a":2,"b":1}')
+    # The counter saw them as any tool: by name, with the schema from the signature.
+    counted = next(r for r in model.requests if r.role == "counter")
+    specs = {spec.name: spec for spec in counted.tools}
+    assert {"word_count", "tally", "read_file", "complete"} <= set(specs)
+    assert "write_file" not in specs
+    assert specs["tally"].parameters["properties"]["words"]["description"] == "the words."
+    # The session's tools got them (the main agent has them too); the caller's
+    # registry is left as it was.
+    main = next(r for r in model.requests if r.role == "main")
+    assert {"word_count", "tally"} <= {spec.name for spec in main.tools}
+    assert "word_count" not in tools
 
 
 async def test_a_class_based_tool_and_a_function_tool_side_by_side(make_deps: MakeDeps) -> None:
