@@ -254,7 +254,7 @@ def _args_model(
             )
         positional_only = param.kind == param.POSITIONAL_ONLY
         hint = hints[param.name]
-        if hint is ToolContext:
+        if hint is ToolContext or hint == ToolContext | None:
             params.append(_Param(param.name, None, positional_only))
             continue
         default = ... if param.default is param.empty else param.default

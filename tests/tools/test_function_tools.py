@@ -238,10 +238,13 @@ async def test_a_call_through_the_turn_loop_gets_its_context(
     seen: list[ToolContext] = []
 
     @tool
-    async def whoami(context: ToolContext, /, label: str) -> str:
+    async def whoami(context: ToolContext, /, label: str, also: ToolContext | None = None) -> str:
         """Say who calls."""
+        assert also is context  # (every parameter of the type gets it)
         seen.append(context)
         return f"{label}: {context.agent} {context.call}"
+
+    assert list(whoami.spec().parameters["properties"]) == ["label"]
 
     model = scripted(
         {"tool_calls": [call("word_count", path="a.txt"), call("whoami", label="me")]},
