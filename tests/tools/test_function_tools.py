@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -477,6 +478,16 @@ def misdocumented(path: str) -> str:
     return ""
 
 
+def no_schema(workspace: Workspace) -> str:
+    """A type pydantic cannot validate."""
+    return ""
+
+
+def no_json_schema(callback: Callable[[], None]) -> str:
+    """A type pydantic validates and has no JSON schema for."""
+    return ""
+
+
 def generator(n: int) -> Any:
     """Yield."""
     yield n
@@ -497,6 +508,8 @@ def undefined_name(path: Missing) -> str:  # type: ignore[name-defined]  # noqa:
         (unannotated, "parameter 'path' of .*unannotated has no annotation"),
         (misdocumented, "its docstring's Args: names pth, not a parameter"),
         (generator, "is a generator"),
+        (no_schema, "'no_schema': no argument model for .*no_schema"),
+        (no_json_schema, "'no_json_schema': its arguments have no JSON schema"),
         (undefined_name, "cannot resolve the annotations of .*undefined_name: name 'Missing'"),
         (lambda path: path, "'<lambda>' is not a tool name"),
     ],
