@@ -13,34 +13,30 @@ import tempfile
 from pathlib import Path
 
 import trio
-from pydantic import BaseModel
 
 import orchestrator as orc
 
 # --- a custom tool and an agent type that uses it ------------------------------------
 
 
-class WordCountArgs(BaseModel):
-    path: str
+# read_only: changes nothing, so it runs unasked, alongside other calls; idempotent: safe
+# to run again after a crash. The model reads the docstring and the argument's type.
+@orc.tool(read_only=True, idempotent=True)
+async def word_count(path: str, ctx: orc.ToolContext) -> str:
+    """Count the words in a workspace file.
 
-
-class WordCount(orc.Tool[WordCountArgs]):
-    name = "word_count"
-    description = "Count the words in a workspace file."
-    args_model = WordCountArgs
-    read_only = True  # changes nothing: runs unasked, alongside other calls
-    idempotent = True  # safe to run again after a crash
-
-    async def run(self, args: WordCountArgs, ctx: orc.ToolContext) -> orc.ToolOutput:
-        text = await trio.Path(ctx.workspace.resolve(args.path)).read_text()
-        return orc.ToolOutput(f"{len(text.split())} words")
+    Args:
+        path: the file, relative to the workspace.
+    """
+    text = await trio.Path(ctx.workspace.resolve(path)).read_text()
+    return f"{len(text.split())} words"
 
 
 COUNTER = orc.AgentDefinition(
     name="counter",
     description="Counts the words in one file.",
     prompt="You count words. Use word_count, then call complete with the figure.",
-    tools=("read_file", "word_count"),
+    tools=("read_file", word_count),  # a tool object joins the session's tools
 )
 
 # --- a scripted model: a Python function that answers each model call ----------------
@@ -114,11 +110,9 @@ class Watcher:
 
 
 def settings(watcher: Watcher) -> orc.RunSettings:
-    tools = orc.workspace_tools()  # each agent type gets the ones its definition names
-    tools.add(WordCount())
     return orc.RunSettings(
         model=orc.ScriptedModel(respond),
-        tools=tools,
+        tools=orc.workspace_tools(),  # each agent type gets the ones its definition names
         ui=watcher,
         policy=orc.PermissionPolicy(),
         approve=orc.approve_all,

@@ -47,12 +47,14 @@ if TYPE_CHECKING:
     from orchestrator.team.settings import Limits, TeamSettings
     from orchestrator.team.subagent import InProcessRunner
     from orchestrator.tools import (
+        FunctionTool,
         PermissionPolicy,
         Tool,
         ToolContext,
         ToolOutput,
         ToolRegistry,
         approve_all,
+        tool,
         workspace_tools,
     )
 
@@ -65,6 +67,7 @@ _HOMES = {
     "Event": "orchestrator.state",
     "EventSink": "orchestrator.state",
     "FanOut": "orchestrator.state",
+    "FunctionTool": "orchestrator.tools",
     "InProcessRunner": "orchestrator.team",
     "Limits": "orchestrator.team",
     "ListSink": "orchestrator.state",
@@ -125,6 +128,7 @@ _HOMES = {
     "run_tool_calls": "orchestrator.agent",
     "run_turn": "orchestrator.agent",
     "seed_todos": "orchestrator.team.plan_calls",
+    "tool": "orchestrator.tools",
     "workspace_tools": "orchestrator.tools",
 }
 
@@ -137,6 +141,7 @@ __all__ = [
     "Event",
     "EventSink",
     "FanOut",
+    "FunctionTool",
     "InProcessRunner",
     "Limits",
     "ListSink",
@@ -197,6 +202,7 @@ __all__ = [
     "run_tool_calls",
     "run_turn",
     "seed_todos",
+    "tool",
     "workspace_tools",
 ]
 

@@ -334,7 +334,7 @@ def _parse_call(call: ToolCall, tools: ToolRegistry) -> Parsed:
     if unknown:
         # A misspelt argument silently ignored would run the call with a default instead.
         names = ", ".join(repr(key) for key in unknown)
-        expected = ", ".join(fields) or "none"
+        expected = ", ".join(f.alias or name for name, f in fields.items()) or "none"
         return f"unknown argument {names} for {call.name}; its arguments are: {expected}"
     try:
         return tool, tool.args_model.model_validate(raw)

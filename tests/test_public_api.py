@@ -15,6 +15,7 @@ LIBRARY = {
     "AgentDefinition",
     "Definitions",
     "EventSink",
+    "FunctionTool",
     "InProcessRunner",
     "Limits",
     "Mail",
@@ -40,6 +41,7 @@ LIBRARY = {
     "open_session",
     "open_team",
     "run_main",
+    "tool",
     "workspace_tools",
 }
 

@@ -9,11 +9,21 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from types import MappingProxyType
-from typing import Final, Literal, final
+from typing import Any, Final, Literal, Self, TypeGuard, final
 
-from pydantic import BaseModel, Field, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    Field,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
+    ValidationInfo,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+    model_validator,
+)
 
 from orchestrator.errors import ConfigError
+from orchestrator.tools.base import AnyTool, Tool
 from orchestrator.tools.permissions import parse_rules
 
 WORKSPACE_TOOLS: Final = ("read_file", "write_file", "edit_file", "list_files", "grep", "shell")
@@ -35,7 +45,11 @@ Resume = Literal["auto", "ask", "never"]
 class AgentDefinition(BaseModel, frozen=True, extra="forbid"):
     """One role a subagent can have. The `prompt` is the whole system prompt and is the
     same for every agent of the role (the task comes as a message), so that providers
-    can cache it across agents."""
+    can cache it across agents.
+
+    `tools` names the role's tools; an entry may also be a tool object (an `@tool`
+    function, a `Tool` instance), which the definition holds by its name, keeping the
+    object in `given_tools`: the team adds it to the session's tools."""
 
     name: str
     description: str = ""  # one line the main agent reads when it chooses a type
@@ -51,11 +65,29 @@ class AgentDefinition(BaseModel, frozen=True, extra="forbid"):
     verify: tuple[str, ...] = ()
     resume: Resume = "auto"
     allow: tuple[str, ...] = ()  # permission rules, as `--allow` takes them
+    _given: tuple[AnyTool, ...] = PrivateAttr(default=())
+
+    @property
+    def given_tools(self) -> tuple[AnyTool, ...]:
+        """The tools `tools` was given as objects rather than names, in its order."""
+        return tuple(tool for tool in self._given if tool.name in self.tools)
 
     @property
     def read_only(self) -> bool:
-        """True when none of the role's tools can change anything."""
-        return all(tool in READ_ONLY_TOOLS for tool in self.tools)
+        """True when none of the role's tools can change anything (a tool given as an
+        object counts by its own flag)."""
+        given = {tool.name: tool.read_only for tool in self._given}
+        return all(given.get(tool, tool in READ_ONLY_TOOLS) for tool in self.tools)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _tool_objects(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
+        """Keeps the tool objects `tools` was given (`_tool_names` makes them names)."""
+        given = data.get("tools") if isinstance(data, dict) else None
+        definition = handler(data)
+        if _sequence(given):
+            definition._given = tuple(t for t in given if isinstance(t, Tool))
+        return definition
 
     @field_validator("name")
     @classmethod
@@ -84,15 +116,23 @@ class AgentDefinition(BaseModel, frozen=True, extra="forbid"):
             raise ValueError("must not be empty")
         return prompt
 
-    @field_validator("tools")
+    @field_validator("tools", mode="wrap")
     @classmethod
-    def _known_tools(cls, tools: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
+    def _tool_names(
+        cls, given: Any, handler: ValidatorFunctionWrapHandler, info: ValidationInfo
+    ) -> tuple[str, ...]:
+        """The names of the tools, each once; each a known tool (`known_tools` in the
+        validation context, when there is one), or given as a tool object."""
+        objects = {t.name for t in given if isinstance(t, Tool)} if _sequence(given) else set()
+        if objects:
+            given = [t.name if isinstance(t, Tool) else t for t in given]
+        tools: tuple[str, ...] = handler(given)
         twice = sorted({tool for tool in tools if tools.count(tool) > 1})
         if twice:
             raise ValueError(f"listed more than once: {', '.join(twice)}")
         known = info.context.get("known_tools") if isinstance(info.context, dict) else None
         if known is not None:
-            unknown = [tool for tool in tools if tool not in known]
+            unknown = [tool for tool in tools if tool not in known and tool not in objects]
             if unknown:
                 raise ValueError(
                     f"unknown tool {', '.join(map(repr, unknown))}; the known tools are "
@@ -114,6 +154,10 @@ class AgentDefinition(BaseModel, frozen=True, extra="forbid"):
     def _rules(cls, allow: tuple[str, ...]) -> tuple[str, ...]:
         parse_rules(list(allow))  # its ValueError says what is wrong with which rule
         return allow
+
+
+def _sequence(value: object) -> TypeGuard[list[Any] | tuple[Any, ...]]:
+    return isinstance(value, list | tuple)
 
 
 # --- built-ins --------------------------------------------------------------------------
@@ -195,7 +239,9 @@ EXPLORER: Final = AgentDefinition(
 @final
 class Definitions:
     """The agent definitions of a session, by role: immutable. `sources(name)` says
-    where each came from: `"built-in"` and the files that changed it, in order."""
+    where each came from: `"built-in"` and the files that changed it, in order.
+    `given_tools()` are the tool objects the definitions bring (`AgentDefinition.tools`):
+    two different tools of one name are a `ConfigError` naming both types."""
 
     def __init__(
         self,
@@ -204,10 +250,19 @@ class Definitions:
         sources: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         by_name: dict[str, AgentDefinition] = {}
+        objects: dict[str, tuple[AnyTool, str]] = {}
         for definition in definitions:
             if definition.name in by_name:
                 raise ConfigError(f"agent type {definition.name!r} is defined twice")
             by_name[definition.name] = definition
+            for tool in definition.given_tools:
+                seen, role = objects.setdefault(tool.name, (tool, definition.name))
+                if seen is not tool:
+                    raise ConfigError(
+                        f"two different tools are named {tool.name!r}: one given in agent "
+                        f"type {role!r}, another in agent type {definition.name!r}"
+                    )
+        self._given = MappingProxyType(objects)
         self._definitions = MappingProxyType(by_name)
         given = sources or {}
         self._sources = MappingProxyType(
@@ -217,6 +272,11 @@ class Definitions:
     @classmethod
     def builtin(cls) -> Definitions:
         return cls([WORKER, EXPLORER], sources={"worker": [BUILTIN], "explorer": [BUILTIN]})
+
+    def given_tools(self) -> Mapping[str, tuple[AnyTool, str]]:
+        """The tool objects the definitions were given, by name, each with the first
+        agent type that has it."""
+        return self._given
 
     def get(self, name: str) -> AgentDefinition:
         try:

@@ -7,6 +7,7 @@ import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from orchestrator.errors import ConfigError
 from orchestrator.loop.assessment import Budgets
 from orchestrator.loop.compaction import Window
 from orchestrator.models.base import Model
@@ -42,7 +43,9 @@ class TeamSettings:
     wiring that is not data (models, tools, approvers)."""
 
     models: Callable[[str], Model]  # the model for a role ("main", "worker", ...)
-    base_tools: ToolRegistry  # the workspace tools; each role gets its subset
+    # The session's tools (the workspace tools, custom ones); each role gets its subset.
+    # The tools the definitions were given as objects are added (`session_tools`).
+    base_tools: ToolRegistry
     workspace: Workspace
     session_id: str = ""
     definitions: Definitions = field(default_factory=Definitions.builtin)
@@ -70,6 +73,9 @@ class TeamSettings:
     goal: str = ""
     approve_plan: PlanApprover | None = None
 
+    def __post_init__(self) -> None:
+        self.base_tools = session_tools(self.base_tools, self.definitions)
+
     def window(self, role: str) -> Window | None:
         """The context window of `role`'s model, when known."""
         return self.windows(self.models(role))
@@ -83,6 +89,25 @@ class TeamSettings:
     def assess(self) -> Policy:
         """How turn ends are assessed, from the session's settings."""
         return policy_of(self.session, self.prices, interactive=self.interactive)
+
+
+def session_tools(base: ToolRegistry, definitions: Definitions) -> ToolRegistry:
+    """`base` and the tools the agent definitions were given as objects, by name: `base`
+    itself when they bring none it lacks (a new registry otherwise: `base` may be the
+    caller's, shared by other sessions). A tool of a definition's that is not the one
+    of its name in `base` is a `ConfigError` naming both."""
+    added = []
+    for name, (tool, role) in definitions.given_tools().items():
+        have = base.get(name)
+        if have is None:
+            added.append(tool)
+        elif have is not tool:
+            raise ConfigError(
+                f"two different tools are named {name!r}: one in the session's tools "
+                f"(RunSettings.tools, TeamSettings.base_tools), another given in agent "
+                f"type {role!r}"
+            )
+    return ToolRegistry([*base.tools(), *added]) if added else base
 
 
 def claimed_window(model: Model) -> Window | None:

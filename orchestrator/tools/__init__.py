@@ -1,8 +1,10 @@
-"""Tools agents call, the workspace they are confined to, and the permission policy."""
+"""Tools agents call (and `tool`, which makes one of a function), the workspace they are
+confined to, and the permission policy."""
 
 from orchestrator.tools.base import AnyTool, Tool, ToolContext, ToolOutput, ToolRegistry
 from orchestrator.tools.environment import EnvPolicy, Redactor
 from orchestrator.tools.files import EditFile, Grep, ListFiles, ReadFile, WriteFile
+from orchestrator.tools.functions import FunctionTool, tool
 from orchestrator.tools.permissions import (
     Approver,
     Decision,
@@ -31,6 +33,7 @@ __all__ = [
     "Decision",
     "EditFile",
     "EnvPolicy",
+    "FunctionTool",
     "Grep",
     "ListFiles",
     "PermissionPolicy",
@@ -46,5 +49,6 @@ __all__ = [
     "WriteFile",
     "approve_all",
     "deny_all",
+    "tool",
     "workspace_tools",
 ]
