@@ -28,7 +28,7 @@ from orchestrator.loop.plan_run import diff
 from orchestrator.loop.todos import TodoItem, TodosChanged, now_ms
 from orchestrator.messages import SystemMessage, UserMessage
 from orchestrator.state.events import AgentStarted
-from orchestrator.state.plans import Replan
+from orchestrator.state.plans import PlanVersion, Replan
 from orchestrator.state.tasks import SETTLED
 from orchestrator.team.plan_host import PlanApprover
 from orchestrator.team.prompts import builder_prompt, planner_prompt
@@ -115,12 +115,7 @@ async def _until_approved(
         if verdict is None:
             return PlanningOutcome("awaiting", pending.version)
         await team.planning.decide(pending, verdict)
-        if verdict.decision == "rejected":
-            await team.turns.nudge(
-                planner,
-                f"Plan v{pending.version} was rejected. The person's feedback: "
-                f"{verdict.feedback or '(none given)'}\nRevise the plan and submit it again.",
-            )
+        # (A rejection's feedback reaches the planner as `_plan` starts its next turn.)
 
 
 async def _plan(team: Team, planner: str, brief: str) -> None:
@@ -141,6 +136,12 @@ async def _plan(team: Team, planner: str, brief: str) -> None:
     context = state.agents[planner]
     deps = team.turn_deps(planner)
     await settle_pending_calls(context, deps)
+    latest = state.plans.latest
+    if latest is not None and latest.decision == "rejected":
+        # The person's feedback, once, even when a crash came between it and the planner.
+        note = rejection_note(latest)
+        if not any(isinstance(m, UserMessage) and m.content == note for m in context.messages):
+            await team.turns.nudge(planner, note)
     for _ in range(PLANNER_TURNS):
         if state.plans.pending is not None:
             return
@@ -153,6 +154,14 @@ async def _plan(team: Team, planner: str, brief: str) -> None:
             "whatever it reports and call it again.",
         )
     raise PlanningFailed(f"the planner ended {PLANNER_TURNS} turns without submitting a plan")
+
+
+def rejection_note(version: PlanVersion) -> str:
+    """What the planner reads of a rejection of `version`."""
+    return (
+        f"Plan v{version.version} was rejected. The person's feedback: "
+        f"{version.feedback or '(none given)'}\nRevise the plan and submit it again."
+    )
 
 
 def _todos(plan: Plan) -> tuple[TodoItem, ...]:

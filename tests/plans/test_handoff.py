@@ -18,6 +18,7 @@ from orchestrator.state.plans import PlanVersion
 from orchestrator.team.drive import RunResult, RunSettings, drive
 from orchestrator.team.plan_host import PlanApprover, PlanVerdict
 from orchestrator.tools import PermissionPolicy, approve_all, workspace_tools
+from tests.team.test_drive import cut_after
 
 
 def task(tid: str, path: str, depends: list[str] | None = None) -> dict[str, Any]:
@@ -323,3 +324,19 @@ async def test_a_builder_that_ends_its_turn_waits_for_its_plan_tasks(tmp_path: P
     actions = [r["action"] for r in journal(directory) if r["k"] == "assessed" and r["a"] == "main"]
     assert actions[0] == "await_tasks"  # not sent back to work its tasks' todos
     assert "continue_from_context" not in actions
+
+
+async def test_a_rejection_reaches_the_planner_once_even_across_a_crash(tmp_path: Path) -> None:
+    script = {**SCRIPT, "agents": {**SCRIPT["agents"]}}
+    submit = {"tool_calls": [{"name": "submit_plan", "arguments": PLAN_ARGS}]}
+    script["agents"]["planner"] = [submit, submit]
+    root, session_id, directory = new_session(tmp_path, script)
+    rejected = Approver(PlanVerdict("rejected", feedback="smaller"), None)
+    assert (await run(root, session_id, script, rejected)).status == "blocked"
+    cut_after(directory, "plan_decided")  # a crash right after the decision was journaled
+    state = load_state(directory, warn=pytest.fail)
+    assert [(v.version, v.decision) for v in state.plans.versions] == [(1, "rejected")]
+    assert (await run(root, session_id, script, Approver(APPROVE))).status == "completed"
+    planner = load_state(directory, warn=pytest.fail).agents["planner"]
+    said = [m.content for m in planner.messages if m.role == "user"]
+    assert sum("The person's feedback: smaller" in text for text in said) == 1
