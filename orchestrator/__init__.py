@@ -113,7 +113,8 @@ _HOMES = {
     "approve_all": "orchestrator.tools",
     "assess": "orchestrator.loop",
     "create_session": "orchestrator.session",
-    "drive": "orchestrator.team",
+    # (From its module: `orchestrator.team.drive` is also that module once imported.)
+    "drive": "orchestrator.team.drive",
     "execute": "orchestrator.team.plan_calls",
     "load_definitions": "orchestrator.team",
     "load_state": "orchestrator.session",

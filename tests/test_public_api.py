@@ -139,3 +139,16 @@ def test_every_exception_of_the_package_is_in_the_error_tree() -> None:
             ):
                 outside.append(f"{info.name}.{value.__name__}")
     assert not outside
+
+
+def test_drive_is_the_function_whatever_was_imported_first() -> None:
+    # Importing the module `orchestrator.team.drive` (as `RunSettings` does) makes the
+    # package's attribute `drive` that module: the face must still give the function.
+    code = (
+        "import orchestrator as orc; orc.RunSettings; import orchestrator.team.plan_calls; "
+        "print(callable(orc.drive), orc.drive.__module__)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert out.stdout.split() == ["True", "orchestrator.team.drive"]

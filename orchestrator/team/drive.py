@@ -41,7 +41,7 @@ from orchestrator.team.port import Runner
 from orchestrator.team.prompts import main_agent_prompt
 from orchestrator.team.queries import MAIN, PLANNER
 from orchestrator.team.runtime import Team
-from orchestrator.team.settings import TeamSettings, claimed_window
+from orchestrator.team.settings import TeamSettings, check_definitions, claimed_window
 from orchestrator.team.subagent import InProcessRunner
 from orchestrator.tools import Approver, PermissionPolicy, ToolRegistry, Workspace
 from orchestrator.tools.permissions import parse_rules
@@ -294,6 +294,7 @@ async def _drive(live: LiveSession, settings: RunSettings, sink: EventSink) -> R
         goal=live.manifest.goal,
         approve_plan=settings.approve_plan,
     )
+    check_definitions(team_settings)  # before any model call
     state = live.state
     planning = bool(
         settings.plan

@@ -91,6 +91,26 @@ class TeamSettings:
         return policy_of(self.session, self.prices, interactive=self.interactive)
 
 
+def check_definitions(settings: TeamSettings) -> None:
+    """Every tool an agent type names is one of the session's, and its model resolves: a
+    `ConfigError` naming the type and the tool (or the model's error) otherwise, before
+    any agent runs (a misspelt tool would leave the type without it, its calls answered
+    "unknown tool", and its tasks ending all the same)."""
+    known = set(settings.base_tools.names())
+    for definition in settings.definitions:
+        try:
+            settings.models(definition.name)
+        except ConfigError as exc:  # an unknown model or provider
+            raise ConfigError(f"agent type {definition.name!r}: {exc}") from exc
+        unknown = [name for name in definition.tools if name not in known]
+        if unknown:
+            raise ConfigError(
+                f"agent type {definition.name!r} names unknown tool(s) "
+                f"{', '.join(map(repr, unknown))}; the session's tools are "
+                f"{', '.join(sorted(known))}"
+            )
+
+
 def session_tools(base: ToolRegistry, definitions: Definitions) -> ToolRegistry:
     """`base` and the tools the agent definitions were given as objects, by name: `base`
     itself when they bring none it lacks (a new registry otherwise: `base` may be the
