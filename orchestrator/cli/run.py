@@ -378,17 +378,10 @@ def read_plan_file(path: Path) -> Plan:
         raise ConfigError(f"cannot read the plan file {path}: {exc.strerror or exc}") from exc
     try:
         if data.lstrip().startswith(b"{"):
-            return parse_plan_json(data)
-        return parse_markdown(data.decode())
+            return parse_plan_json(data, source=str(path))
+        return parse_markdown(data.decode(), source=str(path))
     except UnicodeDecodeError as exc:
         raise PlanError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
-    except PlanError as exc:
-        # The parsers name the form ("plan.md line 6: ...", "plan.json: ..."): name the file.
-        said = str(exc)
-        for form in ("plan.md", "plan.json"):
-            if said.startswith(form):
-                said = f"{path}{said.removeprefix(form)}"
-        raise PlanError(said, problems=exc.problems, line=exc.line) from exc
 
 
 def resume(args: argparse.Namespace) -> int:

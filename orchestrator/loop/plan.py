@@ -278,21 +278,21 @@ def plan_json(plan: Plan) -> bytes:
     return msgspec.json.format(msgspec.json.encode(plan), indent=2) + b"\n"
 
 
-def parse_plan_json(data: bytes | str) -> Plan:
+def parse_plan_json(data: bytes | str, *, source: str = "plan.json") -> Plan:
     """A plan from its JSON form; `PlanError` naming the field (`$.tasks[0].title`)."""
     try:
         version = _VERSION.decode(data).version
     except msgspec.DecodeError as exc:
-        raise PlanError(f"plan.json: {exc}") from exc
+        raise PlanError(f"{source}: {exc}") from exc
     if version != PLAN_VERSION:
         raise PlanError(
-            f"plan.json: format version {version} is not known (this build reads"
+            f"{source}: format version {version} is not known (this build reads"
             f" {PLAN_VERSION}) - at `$.version`"
         )
     try:
         return _DECODER.decode(data)
     except msgspec.DecodeError as exc:
-        raise PlanError(f"plan.json: {exc}") from exc
+        raise PlanError(f"{source}: {exc}") from exc
 
 
 # --- markdown --------------------------------------------------------------------------

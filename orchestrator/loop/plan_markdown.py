@@ -11,6 +11,8 @@ import msgspec
 
 from orchestrator.loop.plan import HEADING, Plan, PlanError, trim_blank
 
+TITLE = "# Plan: "
+"""How a plan's markdown begins: the title line, then the goal."""
 _GOAL = re.compile(r"# Plan:(.*)")
 _TASK = re.compile(r"### ([A-Za-z0-9][A-Za-z0-9_-]*)\.(?:[ \t]+(.*))?")
 _FIELD = re.compile(r"- (depends on|writes|agent|acceptance|no acceptance):(.*)")
@@ -20,7 +22,7 @@ _FIELDS = "'- depends on:', '- writes:', '- agent:', '- acceptance:', '- no acce
 
 def render(plan: Plan) -> str:
     """The markdown form (docs/plans.md), for people; `parse_markdown` reads it back."""
-    out = [f"# Plan: {plan.goal}", ""]
+    out = [f"{TITLE}{plan.goal}", ""]
     if plan.constraints:
         out += ["## Constraints", "", *(f"- {c}" for c in plan.constraints), ""]
     out += ["## Tasks", ""]
@@ -50,13 +52,13 @@ def _code(text: str) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
-def _uncode(text: str, line: int) -> str:
+def _uncode(text: str, line: int, source: str) -> str:
     run = len(text) - len(text.lstrip("`"))
     if not run:
         return text
     fence = "`" * run
     if len(text) < 2 * run + 1 or not text.endswith(fence) or text.endswith(fence + "`"):
-        raise PlanError(f"plan.md line {line}: expected the command closed by {fence}", line=line)
+        raise PlanError(f"{source} line {line}: expected the command closed by {fence}", line=line)
     inner = text[run:-run]
     if len(inner) > 1 and inner.startswith(" ") and inner.endswith(" ") and inner.strip():
         inner = inner[1:-1]
@@ -66,7 +68,8 @@ def _uncode(text: str, line: int) -> str:
 class _Reader:
     """The parse's state: where it is and what it has read so far."""
 
-    def __init__(self) -> None:
+    def __init__(self, source: str) -> None:
+        self.source = source  # how errors name the text: "plan.md", or a file's path
         self.goal: str | None = None
         self.constraints: list[str] = []
         self.tasks: list[dict[str, object]] = []
@@ -74,7 +77,7 @@ class _Reader:
         self.description: list[str] = []
 
     def fail(self, n: int, expected: str, line: str) -> PlanError:
-        return PlanError(f"plan.md line {n}: expected {expected}, found {line!r}", line=n)
+        return PlanError(f"{self.source} line {n}: expected {expected}, found {line!r}", line=n)
 
     def end_task(self) -> None:
         if self.tasks:
@@ -133,27 +136,28 @@ class _Reader:
         }[key]
         task = self.tasks[-1]
         if name in task:
-            raise PlanError(f"plan.md line {n}: '{key}' given twice for one task", line=n)
+            raise PlanError(f"{self.source} line {n}: '{key}' given twice for one task", line=n)
         if name in ("depends_on", "write_scope"):
             items = tuple(item.strip() for item in value.split(","))
             if not all(items):
                 raise self.fail(n, f"'{key}' as a list like 'a, b'", line)
             task[name] = items
         else:
-            task[name] = _uncode(value, n) if name == "acceptance" else value
+            task[name] = _uncode(value, n, self.source) if name == "acceptance" else value
 
 
-def parse_markdown(text: str) -> Plan:
-    """A plan from its markdown form (docs/plans.md); `PlanError` naming the line and
-    what was expected there. The plan is read, not validated: call `validate`."""
-    reader = _Reader()
+def parse_markdown(text: str, *, source: str = "plan.md") -> Plan:
+    """A plan from its markdown form (docs/plans.md); `PlanError` naming `source` (a file's
+    path), the line and what was expected there. The plan is read, not validated: call
+    `validate`."""
+    reader = _Reader(source)
     lines = text.split("\n")
     for n, line in enumerate(lines, 1):
         reader.read(n, line)
     reader.end_task()
     if reader.goal is None:
         raise PlanError(
-            f"plan.md line {len(lines)}: expected the title '# Plan: GOAL', found the end",
+            f"{source} line {len(lines)}: expected the title '{TITLE}GOAL', found the end",
             line=len(lines),
         )
     try:
@@ -162,4 +166,4 @@ def parse_markdown(text: str) -> Plan:
             Plan,
         )
     except msgspec.ValidationError as exc:  # pragma: no cover - the reader builds it right
-        raise PlanError(f"plan.md: {exc}") from exc
+        raise PlanError(f"{source}: {exc}") from exc

@@ -387,10 +387,8 @@ def _task(state: SessionState, seq: int, record: TaskCreated | TaskChanged) -> N
         todos = state.todos.get(task.owner)
         if todos is not None:
             _follow_tasks(state, todos, (task.plan_ref,))
-    if isinstance(record, TaskChanged) and record.state in SETTLED:
-        task = state.tasks.get(record.task)
-        if task is not None:
-            state.progress_of(task.owner).progressed()
+    if isinstance(record, TaskChanged) and record.state in SETTLED and task is not None:
+        state.progress_of(task.owner).progressed()
 
 
 def _follow_tasks(state: SessionState, todos: TodoList, plan_refs: Iterable[str]) -> None:

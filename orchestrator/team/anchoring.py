@@ -14,7 +14,7 @@ from pathlib import Path
 import trio
 
 from orchestrator.loop.anchors import Anchors, FileAnchor, TaskAnchor, TodoAnchor
-from orchestrator.loop.plan_markdown import render
+from orchestrator.loop.plan_markdown import TITLE, render
 from orchestrator.loop.pruning import is_stub
 from orchestrator.loop.summary import Facts
 from orchestrator.messages import AssistantMessage, Message, ToolResult, UserMessage
@@ -78,15 +78,11 @@ def _goal_and_plan(state: SessionState, context: AgentContext) -> tuple[str, str
     latest version submitted."""
     plans = state.plans
     if context.id == MAIN and plans.approved is not None:
-        goal = context.goal.split(PLAN_START, 1)[0]
+        goal = context.goal.split("\n\n" + TITLE, 1)[0]
         return goal, render(plans.approved)
     if is_planner(context.id) and plans.latest is not None:
         return context.goal, render(plans.latest.plan)
     return context.goal, ""
-
-
-PLAN_START = "\n\n# Plan: "
-"""Where a plan's markdown starts in a message that quotes it whole."""
 
 
 def _digests(root: Path, files: Sequence[str]) -> list[FileAnchor]:

@@ -11,7 +11,6 @@ which task changed which file in this run is `writes.py`'s.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 import orjson
 import trio
@@ -27,7 +26,6 @@ from orchestrator.state.tasks import (
     SETTLED,
     TaskCreated,
     TaskRecord,
-    TaskState,
     now_ms,
     scope_within,
 )
@@ -66,7 +64,8 @@ class Delegation:
         self._scheduler = scheduler
         self._oversight = oversight
         self._writes = writes
-        self._reports = Reports(settings, session, postbox, scheduler, oversight, writes)
+        # A subagent's reports (the tools' `Coordinator.report`) are `Reports`' to make.
+        self.report = Reports(settings, session, postbox, scheduler, oversight, writes).report
 
     @property
     def _state(self) -> SessionState:
@@ -91,7 +90,7 @@ class Delegation:
                 f"delegation refused: it would be depth {depth}, past the limit of "
                 f"{s.limits.max_depth}; do this work yourself"
             )
-        plan = queries.plan_task(self._state, args.plan_ref)
+        plan = self._state.plans.task(args.plan_ref)
         existing = self._state.tasks.by_plan_ref(args.plan_ref)
         if existing is not None and existing.state not in ("failed", "cancelled"):
             return ToolOutput(
@@ -391,29 +390,6 @@ class Delegation:
         for mail in open_questions:
             lines.append(f"unanswered: {mail.message_id} from task {mail.task_id}: {mail.summary}")
         return "\n".join(lines)
-
-    async def report(
-        self,
-        agent: str,
-        kind: str,
-        summary: str,
-        *,
-        ref: str = "",
-        data: dict[str, Any] | None = None,
-        requires_ack: bool = False,
-        ends_turn: bool = False,
-        state: TaskState | None = None,
-    ) -> ToolOutput:
-        return await self._reports.report(
-            agent,
-            kind,
-            summary,
-            ref=ref,
-            data=data,
-            requires_ack=requires_ack,
-            ends_turn=ends_turn,
-            state=state,
-        )
 
     def _read_only(self, definition: AgentDefinition) -> bool:
         """Whether an agent type changes nothing: every tool it has is read-only (a

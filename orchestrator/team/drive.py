@@ -256,10 +256,14 @@ async def _plan_first(team: Team, settings: RunSettings, goal: str) -> RunResult
     )
     if outcome.state == "build":
         return None
-    version = outcome.version
+    return _awaiting_approval(f"plan v{outcome.version} awaits approval")
+
+
+def _awaiting_approval(detail: str) -> RunResult:
+    """A run stopped with a plan nobody has decided on, and how to decide."""
     return RunResult(
         "blocked",
-        f"plan v{version} awaits approval",
+        detail,
         "see it in the session's plan.md; build it with: orchestrator execute ID --approve "
         "(or resume ID at a terminal to be asked)",
         resume_helps=False,
@@ -346,13 +350,7 @@ def _main_result(outcome: MainOutcome, live: LiveSession) -> RunResult:
                 questions=outcome.questions,
             )
         case "blocked" if live.state.plans.pending is not None:
-            return RunResult(
-                "blocked",
-                outcome.detail,
-                "see it in the session's plan.md; build it with: orchestrator execute ID "
-                "--approve (or resume ID at a terminal to be asked)",
-                resume_helps=False,
-            )
+            return _awaiting_approval(outcome.detail)
         case "blocked" if live.state.refused:
             return RunResult(
                 "blocked",

@@ -119,9 +119,7 @@ def _before_assessing(team: Team) -> bool:
 async def _replan(team: Team) -> MainOutcome | None:
     """Run a re-plan the builder asked for, and hand an approved version over; the
     outcome when a version waits for a decision nobody gives now."""
-    plans = team.state.plans
-    if plans.replanning is None:
-        await hand_over(team)  # (after a crash between an approval and its handover)
+    if team.state.plans.replanning is None:
         return None
     s = team.settings
     outcome = await replan(team, s.approve_plan, goal=s.goal)
@@ -134,6 +132,7 @@ async def _begin(team: Team, context: AgentContext, deps: TurnDeps) -> None:
     """Tasks first: a call of the main agent cut off by the crash (a wait_tasks, say) may
     need them running to finish; then the main agent's own open calls."""
     restarted = await resume_tasks(team)
+    await hand_over(team)  # a version approved just before a crash, not handed over yet
     await settle_pending_calls(context, deps)
     if restarted:
         await team.turns.nudge(MAIN, restarted)

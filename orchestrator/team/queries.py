@@ -9,7 +9,6 @@ from collections.abc import Iterable
 from orchestrator.errors import ToolFailed
 from orchestrator.loop.assessment import REPEATS, AgentProgress
 from orchestrator.loop.deps import Dependency, Verdict, decide
-from orchestrator.loop.plan import PlanTask
 from orchestrator.state.fold import SessionState
 from orchestrator.state.mailbox import MAIN as MAIN
 from orchestrator.state.mailbox import Mail
@@ -95,12 +94,6 @@ def waits_for(state: SessionState, agent: str, task_id: str) -> bool:
 # --- dependencies --------------------------------------------------------------------------
 
 
-def plan_task(state: SessionState, plan_ref: str) -> PlanTask | None:
-    """The task `plan_ref` names in the approved plan, if any: its dependencies and write
-    scope then hold for the task delegated for it."""
-    return state.plans.task(plan_ref)
-
-
 def resolve_after(
     state: SessionState, owner: str, entries: Iterable[str] | None, plan_ref: str
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -117,7 +110,7 @@ def resolve_after(
             raise ToolFailed(
                 f"after: {entry!r} is this task's own plan_ref; a task cannot wait for itself"
             )
-        if plan_task(state, entry) is not None or tasks.by_plan_ref(entry) is not None:
+        if state.plans.task(entry) is not None or tasks.by_plan_ref(entry) is not None:
             found = after_plan
         elif (record := tasks.get(entry)) is not None and record.owner == owner:
             found = after
@@ -133,7 +126,7 @@ def resolve_after(
             )
         if entry not in found:
             found.append(entry)
-    planned = plan_task(state, plan_ref)
+    planned = state.plans.task(plan_ref)
     for dep in planned.depends_on if planned is not None else ():
         if dep not in after_plan:
             after_plan.append(dep)
