@@ -3,10 +3,7 @@ session and of a file, `run --plan`; only `--approve` approves (never `--yes`)."
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import orjson
@@ -14,20 +11,8 @@ import pytest
 
 from orchestrator.loop.plan_markdown import parse_markdown
 from orchestrator.session.live import load_state
+from tests.cli.test_headless import orchestrator  # the command with no terminal
 from tests.plans.test_handoff import SCRIPT
-
-
-def orchestrator(*args: str, sessions: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "NO_COLOR": "1", "ORCHESTRATOR_SESSIONS_DIR": str(sessions)}
-    return subprocess.run(
-        [sys.executable, "-m", "orchestrator", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        timeout=120,
-        check=False,
-    )
 
 
 @pytest.fixture
