@@ -254,6 +254,11 @@ class Registry:
         """Every plan ref a task was delegated for, in the order they first were."""
         return list(self._plan_refs)
 
+    def plan_state(self, plan_ref: str) -> str:
+        """The state of the latest task delegated for `plan_ref`; "" when none was."""
+        task = self.by_plan_ref(plan_ref)
+        return task.state if task is not None else ""
+
     def by_plan_ref(self, plan_ref: str) -> TaskRecord | None:
         task_id = self._plan_refs.get(plan_ref) if plan_ref else None
         return None if task_id is None else self.tasks[task_id]

@@ -31,6 +31,7 @@ from orchestrator.loop.todos import TodoList, TodosChanged
 from orchestrator.messages import AssistantMessage
 from orchestrator.state.events import EventSink
 from orchestrator.state.fold import SessionState
+from orchestrator.state.tasks import LIVE
 from orchestrator.team import queries
 from orchestrator.team.definitions import Definitions
 from orchestrator.team.port import SessionLike
@@ -293,9 +294,10 @@ def _trim(text: str, limit: int) -> str:
 
 def _in_hand(state: SessionState, todos: TodoList) -> frozenset[str]:
     """The todos linked to plan tasks whose task is live or waits for its dependencies."""
-    found = set()
-    for item in todos.items.values():
-        task = state.tasks.by_plan_ref(item.plan_task) if item.plan_task else None
-        if task is not None and (task.live or task.state == "waiting_deps"):
-            found.add(item.id)
-    return frozenset(found)
+    working = LIVE | {"waiting_deps"}
+    tasks = state.tasks
+    return frozenset(
+        item.id
+        for item in todos.items.values()
+        if item.plan_task and tasks.plan_state(item.plan_task) in working
+    )

@@ -72,7 +72,11 @@ class Planning:
             return again.version
         approved = plans.approved
         if plans.replanning is not None and approved is not None:
-            done = {t.id for t in approved.tasks if self._state_of(t.id) == "completed"}
+            done = {
+                t.id
+                for t in approved.tasks
+                if self._session.state.tasks.plan_state(t.id) == "completed"
+            }
             kept = kept_problems(approved, plan, done)
             if kept:
                 lines = "\n".join(f"- {p}" for p in kept)
@@ -93,10 +97,6 @@ class Planning:
             durable=True,
         )
         return version
-
-    def _state_of(self, plan_ref: str) -> str:
-        task = self._session.state.tasks.by_plan_ref(plan_ref)
-        return task.state if task is not None else ""
 
     async def request_replan(self, agent: str, target: str, reason: str, *, ref: str) -> str:
         """Send plan task `target` (its id, or the id of the task delegated for it) back
@@ -123,7 +123,7 @@ class Planning:
                     f"replan: task {under_way.plan_task} is being re-planned already; the "
                     "new version will cover what else needs changing"
                 )
-            if self._state_of(plan_ref) == "completed":
+            if state.tasks.plan_state(plan_ref) == "completed":
                 raise ToolFailed(f"replan: plan task {plan_ref} has completed; nothing to redo")
             record = state.tasks.by_plan_ref(plan_ref)
             if record is not None and record.state not in SETTLED:

@@ -250,11 +250,7 @@ async def hand_over(team: Team) -> None:
 
 def _states(team: Team, plan: Plan) -> dict[str, str]:
     """Each plan task's state: its latest task's, or "" when not delegated."""
-    found: dict[str, str] = {}
-    for task in plan.tasks:
-        record = team.state.tasks.by_plan_ref(task.id)
-        found[task.id] = record.state if record is not None else ""
-    return found
+    return {task.id: team.state.tasks.plan_state(task.id) for task in plan.tasks}
 
 
 def replan_brief(goal: str, plan: Plan, request: Replan, states: dict[str, str]) -> str:
