@@ -13,6 +13,7 @@ from orchestrator._version import __version__ as __version__
 
 if TYPE_CHECKING:
     from orchestrator.agent import TurnDeps, TurnOutcome, run_tool_calls, run_turn
+    from orchestrator.host.run import EventHandler, resume, run
     from orchestrator.loop.assessment import Assessment, Budgets, Situation, assess
     from orchestrator.loop.plan import Plan, PlanError, PlanTask, parse_plan_json
     from orchestrator.loop.plan_markdown import parse_markdown as parse_plan_markdown
@@ -36,6 +37,12 @@ if TYPE_CHECKING:
     from orchestrator.state.settings import SessionSettings
     from orchestrator.state.tasks import TaskRecord
     from orchestrator.team.agent_files import load_definitions
+    from orchestrator.team.asking import (
+        ApprovalRequest,
+        HostApprover,
+        Question,
+        QuestionAnswerer,
+    )
     from orchestrator.team.definitions import AgentDefinition, Definitions
     from orchestrator.team.drive import RunResult, RunSettings, drive
     from orchestrator.team.main_agent import MainOutcome, open_team, run_main
@@ -57,17 +64,22 @@ if TYPE_CHECKING:
         tool,
         workspace_tools,
     )
+    from orchestrator.tools.permissions import Denied
 
 _HOMES = {
     "AgentContext": "orchestrator.state",
     "AgentDefinition": "orchestrator.team",
+    "ApprovalRequest": "orchestrator.team.asking",
     "Assessment": "orchestrator.loop",
     "Budgets": "orchestrator.loop",
     "Definitions": "orchestrator.team",
+    "Denied": "orchestrator.tools.permissions",
     "Event": "orchestrator.state",
+    "EventHandler": "orchestrator.host.run",
     "EventSink": "orchestrator.state",
     "FanOut": "orchestrator.state",
     "FunctionTool": "orchestrator.tools",
+    "HostApprover": "orchestrator.team.asking",
     "InProcessRunner": "orchestrator.team",
     "Limits": "orchestrator.team",
     "ListSink": "orchestrator.state",
@@ -87,6 +99,8 @@ _HOMES = {
     "PlanVerdict": "orchestrator.team.plan_host",
     "PlanVersion": "orchestrator.state.plans",
     "Policy": "orchestrator.team",
+    "Question": "orchestrator.team.asking",
+    "QuestionAnswerer": "orchestrator.team.asking",
     "RunResult": "orchestrator.team",
     "RunSettings": "orchestrator.team",
     "Runner": "orchestrator.team",
@@ -96,8 +110,8 @@ _HOMES = {
     "SessionSettings": "orchestrator.state",
     "SessionState": "orchestrator.state",
     "Situation": "orchestrator.loop",
-    "TaskRecord": "orchestrator.state",
     "TaskPort": "orchestrator.team",
+    "TaskRecord": "orchestrator.state",
     "Team": "orchestrator.team",
     "TeamSettings": "orchestrator.team",
     "TodoItem": "orchestrator.loop",
@@ -125,6 +139,8 @@ _HOMES = {
     "parse_plan_markdown": "orchestrator.loop.plan_markdown:parse_markdown",
     "plan": "orchestrator.team.plan_calls",
     "render_plan": "orchestrator.loop.plan_markdown:render",
+    "resume": "orchestrator.host.run",
+    "run": "orchestrator.host.run",
     "run_main": "orchestrator.team",
     "run_tool_calls": "orchestrator.agent",
     "run_turn": "orchestrator.agent",
@@ -136,13 +152,17 @@ _HOMES = {
 __all__ = [
     "AgentContext",
     "AgentDefinition",
+    "ApprovalRequest",
     "Assessment",
     "Budgets",
     "Definitions",
+    "Denied",
     "Event",
+    "EventHandler",
     "EventSink",
     "FanOut",
     "FunctionTool",
+    "HostApprover",
     "InProcessRunner",
     "Limits",
     "ListSink",
@@ -162,6 +182,8 @@ __all__ = [
     "PlanVerdict",
     "PlanVersion",
     "Policy",
+    "Question",
+    "QuestionAnswerer",
     "RunResult",
     "RunSettings",
     "Runner",
@@ -199,6 +221,8 @@ __all__ = [
     "parse_plan_markdown",
     "plan",
     "render_plan",
+    "resume",
+    "run",
     "run_main",
     "run_tool_calls",
     "run_turn",

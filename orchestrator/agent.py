@@ -42,6 +42,7 @@ from orchestrator.state.events import (
 from orchestrator.tools.base import AnyTool, ToolContext, ToolOutput, ToolRegistry, call_marker
 from orchestrator.tools.permissions import (
     Approver,
+    Denied,
     Grant,
     GrantLike,
     PermissionPolicy,
@@ -397,6 +398,8 @@ async def _permit(call: ToolCall, parsed: tuple[AnyTool, BaseModel], deps: TurnD
         )
     if answer:
         return parsed
+    if isinstance(answer, Denied):
+        return f"{tool.name} was not approved: {answer.reason}; do not retry it"
     how = "denied by the permission policy" if decision == "deny" else "not approved"
     return f"{tool.name} was {how}; do not retry it"
 

@@ -11,7 +11,8 @@ PACKAGE = Path(__file__).parents[1] / "orchestrator"
 
 # What each room may import besides itself and the vocabulary at the bottom.
 BELOW: dict[str, set[str]] = {
-    "cli": {"team", "agent", "session", "tools", "state", "loop", "models", "store"},
+    "cli": {"host", "team", "agent", "session", "tools", "state", "loop", "models", "store"},
+    "host": {"team", "agent", "session", "tools", "state", "loop", "models", "store"},
     "team": {"agent", "session", "tools", "state", "loop", "models", "store"},
     "agent": {"tools", "state", "loop", "models", "store"},
     "session": {"state", "loop", "store"},

@@ -190,14 +190,13 @@ async def _run_session(
             model=models("main"),
             models=models,
             definitions=definitions,
-            approve_for=approve_for,
+            approve_for=approve_for or (lambda agent, who: approve),
             tools=tools,
             redact=guarded.redact,
             # `plan` prints the plan alone on stdout (`plan GOAL > plan.md`): the
             # transcript goes to stderr.
             ui=_make_sink(args.json, live, out=sys.stderr if plan_only else None),
             policy=PermissionPolicy(),
-            approve=approve,
             session=_session_for(live, config, args, changes or {}),
             prices=dict(config.prices),
             windows=model_windows(config),

@@ -37,16 +37,22 @@ def render(messages: Sequence[Mail], caps: Caps = DEFAULT_CAPS, *, heading: bool
     return text
 
 
-def _render_one(mail: Mail, caps: Caps) -> str:
+def _head(mail: Mail) -> str:
     who = f"task {mail.task_id}" if mail.kind in FROM_TASK else f"{mail.sender}"
     head = f"<{mail.kind} id={mail.message_id} from={who}"
     if mail.priority != DEFAULT_PRIORITY[mail.kind]:
         head += f" priority={mail.priority}"
     if mail.in_reply_to:
         head += f" in_reply_to={mail.in_reply_to}"
-    if mail.requires_ack:
+    if mail.requires_ack and mail.answered_by:
+        head += f" answered_by={mail.answered_by}"  # (by the person, before it got here)
+    elif mail.requires_ack:
         head += " needs_answer=yes"
-    head += ">"
+    return head + ">"
+
+
+def _render_one(mail: Mail, caps: Caps) -> str:
+    head = _head(mail)
     body = [mail.summary]
     data = mail.data or {}
     match mail.kind:
@@ -71,7 +77,8 @@ def _render_one(mail: Mail, caps: Caps) -> str:
             options = data.get("options") or ()
             if options:
                 body.append("options: " + " | ".join(str(o) for o in options))
-            body.append(f"answer with send_message(task={mail.task_id!r}, kind='answer', ...)")
+            if not mail.answered_by:
+                body.append(f"answer with send_message(task={mail.task_id!r}, kind='answer', ...)")
         case _:
             pass
     text = "\n".join(body)

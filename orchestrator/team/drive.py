@@ -5,8 +5,10 @@ delegates to, until the main agent's work is done; record the outcome."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import trio
 
@@ -22,39 +24,64 @@ from orchestrator.errors import (
 )
 from orchestrator.loop.compaction import Window
 from orchestrator.loop.plan import Plan, check
-from orchestrator.messages import SystemMessage, UserMessage
+from orchestrator.messages import AssistantMessage, SystemMessage, Usage, UserMessage
 from orchestrator.models.base import Model
 from orchestrator.redaction import Redactor
 from orchestrator.session.live import LiveSession
-from orchestrator.state.events import AgentStarted, Event, EventSink, FanOut, SessionStatusChanged
-from orchestrator.state.mailbox import USER, Mail
+from orchestrator.state.events import (
+    AgentStarted,
+    Event,
+    EventSink,
+    FanOut,
+    NullSink,
+    SessionStatusChanged,
+)
+from orchestrator.state.fold import SessionState
+from orchestrator.state.mailbox import Mail
 from orchestrator.state.manifest import SessionStatus
 from orchestrator.state.plans import PlanSource
 from orchestrator.state.scrub import Scrubbed
 from orchestrator.state.settings import SessionSettings, SettingsChosen
 from orchestrator.team import queries
+from orchestrator.team.asking import (
+    HostApprover,
+    QuestionAnswerer,
+    approvers,
+    ask_host,
+    no_approver,
+    open_questions,
+    question,
+)
 from orchestrator.team.definitions import Definitions
 from orchestrator.team.main_agent import MainOutcome, open_team, run_main
 from orchestrator.team.plan_host import PlanApprover
 from orchestrator.team.planning import run_planning
 from orchestrator.team.port import Runner
-from orchestrator.team.prompts import main_agent_prompt
+from orchestrator.team.prompts import main_agent_prompt, with_instructions
 from orchestrator.team.queries import MAIN, PLANNER
 from orchestrator.team.runtime import Team
 from orchestrator.team.settings import TeamSettings, check_definitions, claimed_window
 from orchestrator.team.subagent import InProcessRunner
-from orchestrator.tools import Approver, PermissionPolicy, ToolRegistry, Workspace
+from orchestrator.tools import Approver, PermissionPolicy, ToolRegistry, Workspace, workspace_tools
 from orchestrator.tools.permissions import parse_rules
-from orchestrator.usage import Price
+from orchestrator.usage import Price, call_cost
 
 
 @dataclass
 class RunSettings:
     model: Model
-    tools: ToolRegistry
-    ui: EventSink
-    policy: PermissionPolicy
-    approve: Approver
+    # The session's tools (each agent type gets those its definition names; tools given
+    # to a definition as objects are added).
+    tools: ToolRegistry = field(default_factory=workspace_tools)
+    ui: EventSink = field(default_factory=NullSink)  # sees every event, once journaled
+    policy: PermissionPolicy = field(default_factory=PermissionPolicy)
+    # Answers a call the policy asks about, given an `ApprovalRequest` (team/asking.py).
+    # None: nobody is asked, and such a call is refused as "no approver given".
+    approve: HostApprover | None = None
+    # The host's answer to a subagent's question before its owner is told (None: the
+    # owner answers), and instructions added to the main agent's system prompt.
+    answer: QuestionAnswerer | None = None
+    instructions: str = ""
     # The session's settings as data (journaled): None runs with those its journal holds
     # (the defaults, journaled, for a session that has none); given and different from
     # the journal's, they are journaled and used from here on (an override).
@@ -69,14 +96,15 @@ class RunSettings:
     ask_resume: Callable[[str], Awaitable[bool]] | None = None  # see TeamSettings
     # Said to the main agent as the run starts (a resume's answer to a blocked session).
     message: str = ""
-    # Prices per model, for the cost budget; whether a person answers at a terminal.
+    # Prices per model, for the cost budget and `RunResult.cost`; whether a person
+    # answers at a terminal.
     prices: dict[str, Price] = field(default_factory=dict)
     interactive: bool = False
-    # Subagents: their types, the model of each role (else `model` for all), and an
-    # approver that names the agent asking (else `approve`).
+    # Subagents: their types, the model of each role (else `model` for all), and the
+    # turn loop's approver per agent, of bare calls (the CLI's; else `approve`).
     definitions: Definitions = field(default_factory=Definitions.builtin)
     models: Callable[[str], Model] | None = None
-    approve_for: Callable[[str, str], Approver] | None = None
+    approve_for: Callable[[str, str], Approver] | None = None  # (agent, who): wins over approve
     # A model's context window, when known (the config's `[windows]`, the table of known
     # models); None: only what a model claims itself (a scripted one's script).
     windows: Callable[[Model], Window | None] | None = None
@@ -102,6 +130,16 @@ class RunResult:
     # names the task that asks (`sender`), what (`summary`) and whom (`recipient`). The
     # person answers the oldest with `resume --message` (`RunSettings.message`).
     questions: tuple[Mail, ...] = ()
+    # What the session holds once the run ends (not compared: two results are equal
+    # when the runs ended the same way). The main agent's final answer, the text of its
+    # last reply ("" if it has none); the tokens of every model call of the session (all
+    # runs) and their cost in dollars by `RunSettings.prices` (None: a model that was
+    # called has no price); where the session is.
+    output: str = field(default="", compare=False)
+    usage: Usage = field(default_factory=Usage, compare=False)
+    cost: float | None = field(default=None, compare=False)
+    session_id: str = field(default="", compare=False)
+    session_dir: Path | None = field(default=None, compare=False)
 
 
 def _model_failure(exc: ModelError, redact: Callable[[str], str]) -> RunResult:
@@ -151,7 +189,7 @@ async def drive(live: LiveSession, settings: RunSettings) -> RunResult:
         and not settings.message
         and not live.state.mailbox.undelivered(MAIN)
     ):
-        return RunResult("completed", "already finished")
+        return _finished(RunResult("completed", "already finished"), live, settings)
     try:
         result = await _drive(live, settings, sink)
     except ModelError as exc:
@@ -172,7 +210,33 @@ async def drive(live: LiveSession, settings: RunSettings) -> RunResult:
             await _record_status(live, sink, status)
         raise
     await _record_status(live, sink, result)
-    return result
+    return _finished(result, live, settings)
+
+
+def _finished(result: RunResult, live: LiveSession, settings: RunSettings) -> RunResult:
+    """The result with what the session holds: the answer, the usage, where it is."""
+    state = live.state
+    usage = sum(state.usage_by_model.values(), Usage())
+    costs = [
+        call_cost(settings.prices, model, used) for model, used in state.usage_by_model.items()
+    ]
+    return dataclasses.replace(
+        result,
+        output=final_answer(state),
+        usage=usage,
+        cost=None if None in costs else sum(c for c in costs if c is not None),
+        session_id=live.id,
+        session_dir=live.directory,
+    )
+
+
+def final_answer(state: SessionState) -> str:
+    """The text of the main agent's last reply that has any."""
+    context = state.agents.get(MAIN)
+    for message in reversed(context.messages if context is not None else ()):
+        if isinstance(message, AssistantMessage) and message.text.strip():
+            return message.text
+    return ""
 
 
 class _Watcher:
@@ -238,10 +302,19 @@ async def _say_or_answer(team: Team, text: str) -> None:
     if not questions:
         await team.say(text)
         return
-    asked = questions[0]
-    await team.postbox.post(
-        USER, asked.sender, asked.task_id, "answer", text, in_reply_to=asked.message_id
-    )
+    await team.answer(questions[0].message_id, text)
+
+
+async def _reannounce(team: Team, answer: QuestionAnswerer) -> None:
+    """Offer the host again the questions still open as the run starts (a resume's): it
+    was asked before the crash, or left them to owners that have not answered yet. The
+    main agent starts once it has decided on each, so that none is found unanswerable
+    while the host thinks."""
+    for mail in open_questions(team.state):
+        text = await ask_host(answer, question(team.state, mail))
+        current = team.state.mailbox.get(mail.message_id)
+        if text is not None and current is not None and not current.answered_by:
+            await team.answer(mail.message_id, text)
 
 
 async def _plan_first(team: Team, settings: RunSettings, goal: str) -> RunResult | None:
@@ -286,8 +359,9 @@ async def _drive(live: LiveSession, settings: RunSettings, sink: EventSink) -> R
         session_id=live.id,
         definitions=settings.definitions,
         policy=PermissionPolicy([*settings.policy.rules, *allowed], settings.policy.default),
-        approve=settings.approve,
-        approve_for=settings.approve_for,
+        approve=no_approver,
+        approve_for=settings.approve_for
+        or (approvers(settings.approve) if settings.approve is not None else None),
         redact=settings.redact,
         ask_resume=settings.ask_resume,
         session=chosen,
@@ -297,6 +371,8 @@ async def _drive(live: LiveSession, settings: RunSettings, sink: EventSink) -> R
         recall=live.recall,
         goal=live.manifest.goal,
         approve_plan=settings.approve_plan,
+        answer=settings.answer,
+        instructions=settings.instructions,
     )
     check_definitions(team_settings)  # before any model call
     state = live.state
@@ -312,7 +388,11 @@ async def _drive(live: LiveSession, settings: RunSettings, sink: EventSink) -> R
             tools = team.turn_deps(MAIN).tools.names()
             types = [(d.name, d.description) for d in settings.definitions]
             messages = (
-                SystemMessage(content=main_agent_prompt(tools, types)),
+                SystemMessage(
+                    content=with_instructions(
+                        main_agent_prompt(tools, types), settings.instructions
+                    )
+                ),
                 UserMessage(content=live.manifest.goal),
             )
             await sink.emit(AgentStarted(agent=MAIN, role="main", messages=messages))
@@ -330,6 +410,8 @@ async def _drive(live: LiveSession, settings: RunSettings, sink: EventSink) -> R
                 return planned
         if message:
             await _say_or_answer(team, message)
+        if settings.answer is not None:
+            await _reannounce(team, settings.answer)
         outcome = await run_main(team)
     return _main_result(outcome, live)
 

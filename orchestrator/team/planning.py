@@ -31,7 +31,7 @@ from orchestrator.state.events import AgentStarted
 from orchestrator.state.plans import PlanVersion, Replan
 from orchestrator.state.tasks import SETTLED
 from orchestrator.team.plan_host import PlanApprover
-from orchestrator.team.prompts import builder_prompt, planner_prompt
+from orchestrator.team.prompts import builder_prompt, planner_prompt, with_instructions
 from orchestrator.team.queries import BUILDER, MAIN, PLANNER
 from orchestrator.team.runtime import Team
 
@@ -198,7 +198,11 @@ async def start_builder(team: Team, goal: str, plan: Plan) -> None:
             agent=MAIN,
             role=BUILDER,
             messages=(
-                SystemMessage(content=builder_prompt(deps.tools.names(), types)),
+                SystemMessage(
+                    content=with_instructions(
+                        builder_prompt(deps.tools.names(), types), team.settings.instructions
+                    )
+                ),
                 UserMessage(content=builder_brief(goal, plan)),
             ),
         ),

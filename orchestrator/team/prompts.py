@@ -68,3 +68,8 @@ def builder_prompt(tool_names: list[str], agent_types: list[tuple[str, str]]) ->
         "write scopes: a task whose dependencies have not completed waits and starts by "
         "itself."
     )
+
+
+def with_instructions(prompt: str, instructions: str) -> str:
+    """A system prompt with the host program's own instructions after it."""
+    return f"{prompt}\n\n{instructions.strip()}" if instructions.strip() else prompt

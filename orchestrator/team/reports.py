@@ -10,9 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from orchestrator.errors import ToolFailed
-from orchestrator.state.fold import SessionState
+from orchestrator.state.fold import USER, SessionState
 from orchestrator.state.tasks import TaskRecord, TaskState
 from orchestrator.team import queries
+from orchestrator.team.asking import Question, ask_host
 from orchestrator.team.oversight import Oversight
 from orchestrator.team.port import SessionLike
 from orchestrator.team.postbox import Postbox
@@ -72,6 +73,7 @@ class Reports:
                 f"{kind}: task {agent} is already {task.state}; a settled task reports "
                 "nothing more (its owner may revive it with a follow-up)"
             )
+        answer = None
         if mail is None:
             if kind == "completed":
                 checked = self._writes.check_files(agent, data or {})
@@ -79,6 +81,7 @@ class Reports:
                 await self._verify_completion(agent)
                 await self._accept(task)
                 data = {**(data or {}), **checked}
+            answer = await self._host_answer(task, kind, summary, data)
             mail = await self._postbox.post(
                 agent,
                 task.owner,
@@ -93,6 +96,16 @@ class Reports:
             await self._scheduler.set_state(
                 agent, state, by=agent, reason=summary if state != "completed" else ""
             )
+        if answer is not None:
+            # The owner is told of the question too, and reads it answered.
+            reply = await self._postbox.post(
+                USER, agent, agent, "answer", answer, in_reply_to=mail.message_id
+            )
+            return ToolOutput(
+                f"the user answered ({reply.message_id}); your turn ends, and the answer "
+                "starts your next one",
+                ends_turn=ends_turn,
+            )
         said = {
             "progress": "progress reported to your owner",
             "completed": "completion handed to your owner; your task is complete and your "
@@ -106,6 +119,27 @@ class Reports:
             "carry on meanwhile",
         }[kind]
         return ToolOutput(f"{said} ({mail.message_id})", ends_turn=ends_turn)
+
+    async def _host_answer(
+        self, task: TaskRecord, kind: str, summary: str, data: dict[str, Any] | None
+    ) -> str | None:
+        """The host program's answer to a question the task is about to ask its owner
+        (None: no host answers questions, or it leaves this one to the owner)."""
+        answer = self._settings.answer
+        if answer is None or kind not in queries.PARKING:
+            return None
+        data = data or {}
+        asked = Question(
+            task=task.task_id,
+            agent_type=task.agent_type,
+            description=task.description,
+            owner=task.owner,
+            kind="blocked" if kind == "blocked" else "decision_required",
+            text=summary,
+            options=tuple(str(o) for o in data.get("options") or ()),
+            category=str(data.get("category") or ""),
+        )
+        return await ask_host(answer, asked)
 
     async def _verify_completion(self, agent: str) -> None:
         """A type with `verify` commands completes only once they pass: a failure

@@ -138,6 +138,31 @@ class Team:
         tasks; `interrupt` stops its model call in flight."""
         return await self.postbox.post(USER, MAIN, "", "instruction", text, priority=priority)
 
+    async def answer(self, message_id: str, text: str) -> Mail:
+        """The person's answer to an open question of a task (`Question.message_id`, or a
+        `decision_required` / `blocked` mail): the task that asked reads it next. Raises
+        `ValueError` for a message that is not an open question."""
+        asked = self.state.mailbox.get(message_id)
+        if asked is None or not asked.requires_ack or asked.answered_by:
+            what = "unknown" if asked is None else "not an open question"
+            raise ValueError(f"cannot answer {message_id}: {what}")
+        return await self.postbox.post(
+            USER, asked.sender, asked.task_id, "answer", text, in_reply_to=message_id
+        )
+
+    async def send(self, task_id: str, text: str, *, priority: Priority = "urgent") -> Mail:
+        """A message from the person to a live task (an `instruction`), read at its agent's
+        next step; `interrupt` also stops its model call in flight. The main agent is
+        `say`'s. Raises `ValueError` for an unknown task or one that has settled."""
+        task = self.state.tasks.get(task_id)
+        if task is None:
+            raise ValueError(f"no task {task_id!r} in this session")
+        if not task.live:
+            raise ValueError(f"task {task_id} is {task.state}: its owner may revive it")
+        return await self.postbox.post(
+            USER, task_id, task_id, "instruction", text, priority=priority
+        )
+
     async def cancel(self, by: str, task_id: str, reason: str) -> list[str]:
         """Cancel a task and everything under it, deepest first."""
         return await self.scheduler.cancel(by, task_id, reason)

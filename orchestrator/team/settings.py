@@ -13,6 +13,7 @@ from orchestrator.loop.compaction import Window
 from orchestrator.models.base import Model
 from orchestrator.state.mailbox import Caps
 from orchestrator.state.settings import SessionSettings
+from orchestrator.team.asking import QuestionAnswerer
 from orchestrator.team.definitions import Definitions
 from orchestrator.team.oversight import Policy
 from orchestrator.team.plan_host import PlanApprover
@@ -72,6 +73,11 @@ class TeamSettings:
     # nobody now, and the session stops blocked until someone does; team/planning.py).
     goal: str = ""
     approve_plan: PlanApprover | None = None
+    # The host program's answer to a subagent's question, asked before the task's owner
+    # is told (None: questions go to owners only; team/asking.py).
+    answer: QuestionAnswerer | None = None
+    # Said to the main agent (and the builder) after its own system prompt.
+    instructions: str = ""
 
     def __post_init__(self) -> None:
         self.base_tools = session_tools(self.base_tools, self.definitions)

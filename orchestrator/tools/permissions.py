@@ -65,10 +65,22 @@ class Unasked:
         return False
 
 
-Answer = bool | Grant | Unasked
+@dataclass(frozen=True)
+class Denied:
+    """A no with its reason, which the model reads in the call's result ("shell was not
+    approved: not on a Friday; do not retry it"). False, like a plain no."""
+
+    reason: str
+
+    def __bool__(self) -> bool:
+        return False
+
+
+Answer = bool | Grant | Unasked | Denied
 Approver = Callable[[ToolCall], Awaitable[Answer]]
-"""Answers an "ask": True runs the call, False refuses it, a `Grant` runs it and allows
-what the grant covers from then on, `Unasked` refuses it for want of anyone to ask."""
+"""Answers an "ask": True runs the call, False refuses it, `Denied` refuses it with a
+reason the model reads, a `Grant` runs it and allows what the grant covers from then on,
+`Unasked` refuses it for want of anyone to ask."""
 
 
 def string_argument(call: ToolCall, name: str) -> str:
@@ -103,12 +115,12 @@ class PermissionPolicy:
         return "allow" if read_only else self.default
 
 
-async def approve_all(call: ToolCall) -> Answer:
-    """`--yes`: every "ask" is answered yes."""
+async def approve_all(call: object) -> Answer:
+    """`--yes`: every "ask" is answered yes (a bare call, or an `ApprovalRequest`)."""
     return True
 
 
-async def deny_all(call: ToolCall) -> Answer:
+async def deny_all(call: object) -> Answer:
     """Non-interactive runs without `--yes`: nobody answers an "ask", so the call is
     refused as `unapproved`."""
     return Unasked()

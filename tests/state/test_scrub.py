@@ -20,6 +20,7 @@ from orchestrator.state.events import (
     TurnEnded,
 )
 from orchestrator.state.scrub import Scrubbed
+from orchestrator.team.asking import ApprovalRequest
 from orchestrator.team.drive import RunSettings, drive
 from orchestrator.tools import PermissionPolicy, workspace_tools
 
@@ -97,8 +98,8 @@ async def test_calls_run_and_are_approved_as_journaled_redacted(tmp_path: Path) 
     session_id, _ = create_session(root, goal="g", model=model, workspace=workspace)
     asked: list[ToolCall] = []
 
-    async def approve(call: ToolCall) -> bool:
-        asked.append(call)
+    async def approve(request: ApprovalRequest) -> bool:
+        asked.append(request.call)
         return True
 
     async with open_session(root, session_id, warn=lambda _: None) as live:

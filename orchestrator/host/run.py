@@ -1,0 +1,223 @@
+"""One call to run a session, one to resume it: `run(goal, model=...)` makes the session,
+drives it to its end and returns a `RunResult` with the answer; `resume(directory)` goes
+on with one that stopped. Underneath are `create_session`, `open_session` and `drive`
+(team/drive.py), for a program that needs more than these calls give.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import tempfile
+import warnings
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from orchestrator.errors import ConfigError, SessionNotFound
+from orchestrator.models.base import Model
+from orchestrator.models.http import make_client
+from orchestrator.models.resolve import provider_names, resolve_model
+from orchestrator.session.live import create_session, open_session
+from orchestrator.state.events import Event, EventSink, NullSink
+from orchestrator.state.manifest import read_manifest
+from orchestrator.state.settings import SessionSettings
+from orchestrator.team.asking import HostApprover, QuestionAnswerer
+from orchestrator.team.definitions import AgentDefinition, Definitions
+from orchestrator.team.drive import RunResult, RunSettings, drive
+from orchestrator.team.runtime import Team
+from orchestrator.tools import workspace_tools
+from orchestrator.tools.base import AnyTool
+from orchestrator.usage import Price
+
+EventHandler = Callable[[Event], Awaitable[None] | None]
+"""What `on_event` may be besides an `EventSink`: a function (plain or async) of one
+event."""
+
+
+@dataclass(frozen=True)
+class _Wiring:
+    """What a run and a resume take alike."""
+
+    agents: Iterable[AgentDefinition]
+    tools: Iterable[AnyTool]
+    on_event: EventSink | EventHandler | None
+    approve: HostApprover | None
+    answer: QuestionAnswerer | None
+    instructions: str
+    settings: SessionSettings | None
+    prices: Mapping[str, Price] | None
+    on_team: Callable[[Team], None] | None
+
+
+async def run(
+    goal: str,
+    *,
+    model: Model | str,
+    agents: Iterable[AgentDefinition] = (),
+    tools: Iterable[AnyTool] = (),
+    workspace: Path | str | None = None,
+    sessions_dir: Path | str | None = None,
+    on_event: EventSink | EventHandler | None = None,
+    approve: HostApprover | None = None,
+    answer: QuestionAnswerer | None = None,
+    instructions: str = "",
+    settings: SessionSettings | None = None,
+    prices: Mapping[str, Price] | None = None,
+    on_team: Callable[[Team], None] | None = None,
+) -> RunResult:
+    """Make a session for `goal` and run it until the main agent is done.
+
+    `model`: a `Model`, or a spec as the command line takes it ("openai:gpt-4.1",
+    "scripted:script.json"; keys from the environment). `agents`: agent types besides the
+    built-in `worker` and `explorer`. `tools`: tools besides the workspace's six, for
+    every agent. `workspace`: where the agents' tools work (None: the current
+    directory). `sessions_dir`: where the session is kept (None: a new temporary
+    directory, kept, named in `RunResult.session_dir`). `approve`: answers the calls the
+    permission rules ask about (None: read-only tools run, the others are refused with
+    "no approver given"). `answer`: answers subagents' questions first (None: their
+    owners do). `instructions`: added to the main agent's system prompt."""
+    root = Path(sessions_dir) if sessions_dir is not None else _new_root()
+    where = Path(workspace) if workspace is not None else Path.cwd()
+    if not where.is_dir():
+        raise ConfigError(f"the workspace {where} is not a directory")
+    label = model if isinstance(model, str) else _label(model)
+    session_id, _ = create_session(root, goal=goal, model=label, workspace=where, settings=settings)
+    wiring = _Wiring(
+        agents, tools, on_event, approve, answer, instructions, settings, prices, on_team
+    )
+    return await _drive(root, session_id, model, wiring, message="")
+
+
+async def resume(
+    session: Path | str,
+    *,
+    sessions_dir: Path | str | None = None,
+    model: Model | str | None = None,
+    message: str = "",
+    agents: Iterable[AgentDefinition] = (),
+    tools: Iterable[AnyTool] = (),
+    on_event: EventSink | EventHandler | None = None,
+    approve: HostApprover | None = None,
+    answer: QuestionAnswerer | None = None,
+    instructions: str = "",
+    settings: SessionSettings | None = None,
+    prices: Mapping[str, Price] | None = None,
+    on_team: Callable[[Team], None] | None = None,
+) -> RunResult:
+    """Go on with a session that stopped (killed, interrupted, failed, blocked), from
+    where its journal left it; a completed one returns at once ("already finished")
+    unless `message` says something new to its main agent.
+
+    `session`: its directory (`RunResult.session_dir`), or its id with `sessions_dir`.
+    `model`: None takes the one the session was made with, when that is a spec (a
+    `Model` object given to `run` has to be given again). `message`: said to the main
+    agent, or the answer to the oldest question nobody answered (a `blocked` session).
+    The agent types and tools must be those the session ran with (they are not kept in
+    it); `settings`, when given and different, replace the journaled ones."""
+    root, session_id = _locate(session, sessions_dir)
+    given = model is not None
+    if model is None:
+        model = read_manifest(root / session_id).model_spec(root / session_id)
+    wiring = _Wiring(
+        agents, tools, on_event, approve, answer, instructions, settings, prices, on_team
+    )
+    return await _drive(root, session_id, model, wiring, message=message, asked=given)
+
+
+def _label(model: Model) -> str:
+    """What the manifest says of a model given as an object: its name, which a resume
+    makes again when it is a provider's spec; a scripted one is only a name."""
+    return f"object:{model.name}" if model.name.partition(":")[0] == "scripted" else model.name
+
+
+def _new_root() -> Path:
+    return Path(tempfile.mkdtemp(prefix="orchestrator-sessions-"))
+
+
+def _locate(session: Path | str, sessions_dir: Path | str | None) -> tuple[Path, str]:
+    """(root, id) of a session given by its directory, or by its id and root."""
+    if sessions_dir is not None:
+        return Path(sessions_dir), str(session)
+    directory = Path(session)
+    if not directory.is_dir():
+        raise SessionNotFound(
+            f"no session directory {str(session)!r}: give the session's directory "
+            "(RunResult.session_dir), or its id with sessions_dir= (where it is kept)"
+        )
+    directory = directory.resolve()
+    return directory.parent, directory.name
+
+
+async def _drive(
+    root: Path,
+    session_id: str,
+    model: Model | str,
+    wiring: _Wiring,
+    *,
+    message: str,
+    asked: bool = True,
+) -> RunResult:
+    definitions = Definitions([*Definitions.builtin(), *wiring.agents])
+    registry = workspace_tools()
+    for tool in wiring.tools:
+        registry.add(tool)
+    async with make_client() as http, open_session(root, session_id, warn=_warn) as live:
+        if isinstance(model, str):
+            model = _resolve(model, http, session_id, asked=asked)
+        return await drive(
+            live,
+            RunSettings(
+                model=model,
+                tools=registry,
+                ui=_sink(wiring.on_event),
+                approve=wiring.approve,
+                answer=wiring.answer,
+                instructions=wiring.instructions,
+                session=wiring.settings,
+                prices=dict(wiring.prices or {}),
+                definitions=definitions,
+                on_team=wiring.on_team,
+                message=message,
+            ),
+        )
+
+
+def _resolve(spec: str, http: httpx.AsyncClient, session_id: str, *, asked: bool) -> Model:
+    """The model of a spec; `asked` False: the spec is the one the session was made with."""
+    try:
+        return resolve_model(spec, env=os.environ, http=http)
+    except ConfigError as exc:
+        if asked or spec.partition(":")[0] in provider_names():
+            raise
+        raise ConfigError(
+            f"session {session_id} was run with the model {spec!r}, a name and not a spec "
+            "that makes a model (a Model object given to run()): give it again, "
+            "resume(..., model=...)"
+        ) from exc
+
+
+def _warn(text: str) -> None:
+    warnings.warn(text, RuntimeWarning, stacklevel=2)
+
+
+def _sink(on_event: EventSink | EventHandler | None) -> EventSink:
+    if on_event is None:
+        return NullSink()
+    if hasattr(on_event, "emit"):
+        return on_event
+    return _Handler(on_event)
+
+
+class _Handler:
+    """A function of one event as a sink."""
+
+    def __init__(self, handler: EventHandler) -> None:
+        self._handler = handler
+
+    async def emit(self, event: Event, *, durable: bool = False) -> None:
+        result = self._handler(event)
+        if inspect.isawaitable(result):
+            await result

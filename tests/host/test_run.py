@@ -1,0 +1,211 @@
+"""`run` and `resume`, one call each: a result with the answer, the usage and where the
+session is; tools that need approval refused with a reason when no approver is given;
+typed approval requests and denial reasons the model reads; instructions for the main
+agent; resuming by directory, or by id and root."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import trio
+
+import orchestrator as orc
+from orchestrator.errors import ConfigError, SessionNotFound
+from orchestrator.messages import ToolResult
+from orchestrator.models.base import ModelRequest
+from orchestrator.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply
+from orchestrator.usage import Price
+
+
+def call(name: str, **arguments: object) -> ScriptedCall:
+    return ScriptedCall(name=name, arguments=arguments)
+
+
+def results(request: ModelRequest) -> list[ToolResult]:
+    return [m for m in request.messages if isinstance(m, ToolResult)]
+
+
+def writer(request: ModelRequest) -> ScriptedReply:
+    """Reads a file, writes one, runs a command, then answers with what it was told."""
+    if request.step == 0:
+        return ScriptedReply(
+            tool_calls=(
+                call("read_file", path="in.txt"),
+                call("write_file", path="out.txt", content="x"),
+                call("shell", command="echo hi > hi.txt"),
+            )
+        )
+    told = "; ".join(f"{m.name}: {m.status}: {m.content}" for m in results(request))
+    return ScriptedReply(text=f"done. {told}")
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    where = tmp_path / "work"
+    where.mkdir()
+    (where / "in.txt").write_text("hello")
+    return where
+
+
+async def test_run_returns_the_answer_the_usage_and_where_the_session_is(
+    workspace: Path,
+) -> None:
+    result = await orc.run(
+        "say hello",
+        model=ScriptedModel(lambda r: ScriptedReply(text="Hello.")),
+        workspace=workspace,
+        prices={"scripted": Price(input=1.0, output=2.0)},
+    )
+    assert (result.status, result.output) == ("completed", "Hello.")
+    assert result.usage.input_tokens > 0
+    assert result.usage.output_tokens > 0
+    expected = (result.usage.input_tokens * 1.0 + result.usage.output_tokens * 2.0) / 1e6
+    assert result.cost == pytest.approx(expected)
+    # No sessions_dir: a temporary directory of its own, kept for a resume.
+    assert result.session_dir is not None
+    assert result.session_dir.is_dir()
+    assert result.session_dir.name == result.session_id
+    assert orc.load_state(result.session_dir, warn=print).status == "completed"
+
+
+async def test_without_an_approver_only_read_only_tools_run_and_the_model_is_told_why(
+    workspace: Path, tmp_path: Path
+) -> None:
+    result = await orc.run(
+        "write", model=ScriptedModel(writer), workspace=workspace, sessions_dir=tmp_path / "s"
+    )
+    assert result.session_dir is not None
+    assert result.session_dir.parent == tmp_path / "s"
+    assert "read_file: ok: hello" in result.output
+    assert "write_file: error: write_file was not approved: no approver given" in result.output
+    assert "shell: error: shell was not approved: no approver given" in result.output
+    assert not (workspace / "out.txt").exists()
+    assert not (workspace / "hi.txt").exists()
+    assert result.cost is None  # no prices given
+
+
+async def test_the_approver_gets_a_typed_request_and_its_reason_reaches_the_model(
+    workspace: Path, tmp_path: Path
+) -> None:
+    asked: list[orc.ApprovalRequest] = []
+
+    def approve(request: orc.ApprovalRequest) -> bool | orc.Denied:
+        asked.append(request)
+        return request.tool == "write_file" or orc.Denied("no commands on Fridays")
+
+    result = await orc.run(
+        "write",
+        model=ScriptedModel(writer),
+        workspace=workspace,
+        sessions_dir=tmp_path / "s",
+        approve=approve,
+    )
+    assert [(r.agent, r.task, r.tool) for r in asked] == [
+        ("main", None, "write_file"),
+        ("main", None, "shell"),
+    ]
+    assert asked[0].arguments == {"path": "out.txt", "content": "x"}
+    assert (asked[0].command, asked[1].command) == (None, "echo hi > hi.txt")
+    assert asked[1].who == "the main agent"
+    assert "write_file: ok" in result.output
+    assert "shell was not approved: no commands on Fridays; do not retry it" in result.output
+    assert (workspace / "out.txt").read_text() == "x"
+
+
+async def test_instructions_follow_the_main_agents_system_prompt(workspace: Path) -> None:
+    seen: list[str] = []
+
+    def respond(request: ModelRequest) -> ScriptedReply:
+        seen.append(str(request.messages[0].content))
+        return ScriptedReply(text="ok")
+
+    await orc.run(
+        "go",
+        model=ScriptedModel(respond),
+        workspace=workspace,
+        instructions="Always answer in French.",
+    )
+    assert seen[0].endswith("\n\nAlways answer in French.")
+
+
+async def test_on_event_may_be_a_plain_function(workspace: Path) -> None:
+    kinds: list[str] = []
+    await orc.run(
+        "go",
+        model=ScriptedModel(lambda r: ScriptedReply(text="ok")),
+        workspace=workspace,
+        on_event=lambda event: kinds.append(event.kind),
+    )
+    assert kinds[0] == "settings"
+    assert kinds[-1] == "session_status"
+    assert "assistant_replied" in kinds
+
+
+async def test_a_cancelled_run_resumes_by_directory_or_by_id(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """A run stopped from outside while the approver thinks: the calls in flight end
+    `cancelled` (what the model reads on resume), and the session goes on to its end."""
+    asked: list[str] = []
+    stop = trio.CancelScope()
+
+    async def walk_away(request: orc.ApprovalRequest) -> bool:
+        asked.append(request.tool)
+        stop.cancel()
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    root = tmp_path / "s"
+    with stop:
+        await orc.run(
+            "write",
+            model=ScriptedModel(writer),
+            workspace=workspace,
+            sessions_dir=root,
+            approve=walk_away,
+        )
+    assert stop.cancelled_caught
+    [directory] = root.iterdir()
+    assert orc.load_state(directory, warn=print).status == "interrupted"
+
+    async def yes(request: orc.ApprovalRequest) -> bool:
+        asked.append(request.tool)
+        return True
+
+    with pytest.raises(SessionNotFound, match="sessions_dir="):
+        await orc.resume(directory.name, model=ScriptedModel(writer))
+    result = await orc.resume(
+        directory.name, sessions_dir=root, model=ScriptedModel(writer), approve=yes
+    )
+    assert result.status == "completed"
+    assert asked == ["write_file"]
+    assert "write_file: cancelled" in result.output
+    again = await orc.resume(directory, model=ScriptedModel(writer), approve=yes)
+    assert (again.status, again.detail) == ("completed", "already finished")
+    assert again.output == result.output
+
+
+async def test_resuming_a_session_made_with_a_model_object_needs_the_model_again(
+    workspace: Path,
+) -> None:
+    result = await orc.run(
+        "go", model=ScriptedModel(lambda r: ScriptedReply(text="ok")), workspace=workspace
+    )
+    assert result.session_dir is not None
+    with pytest.raises(ConfigError, match=r"give it again, resume\(\.\.\., model=\.\.\.\)"):
+        await orc.resume(result.session_dir, message="more")
+
+
+async def test_a_model_spec_is_resolved_and_kept_for_the_resume(
+    workspace: Path, tmp_path: Path
+) -> None:
+    script = tmp_path / "script.json"
+    script.write_text('{"agents": {"main": [{"text": "first"}, {"text": "second"}]}}')
+    result = await orc.run("go", model=f"scripted:{script}", workspace=workspace)
+    assert result.output == "first"
+    assert result.session_dir is not None
+    again = await orc.resume(result.session_dir, message="and then?")
+    assert again.output == "second"
+    assert re.search(r"and then\?", str(orc.load_state(result.session_dir, warn=print).agents))
