@@ -29,6 +29,7 @@ BOTTOM = {
     "usage",
     "layout",
     "redaction",
+    "text",
     "_version",
     "_face",
 }

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from orchestrator.cli.text import label
+from orchestrator.text import label
 
 
 def plan_lines(plan: dict[str, Any] | None) -> list[str]:

@@ -31,7 +31,6 @@ from orchestrator.cli.render import JsonLinesSink, TranscriptSink
 from orchestrator.cli.roles import RoleModels, agent_definitions, ask_trust, model_windows, note
 from orchestrator.cli.sessions import latest_session_id, task_tree
 from orchestrator.cli.storage import kept_on_full_disk
-from orchestrator.cli.text import label
 from orchestrator.config import Config
 from orchestrator.errors import ConfigError
 from orchestrator.layout import PLAN_MD
@@ -47,6 +46,7 @@ from orchestrator.state.settings import SessionSettings
 from orchestrator.store import Durability, session_dir
 from orchestrator.team.definitions import Definitions
 from orchestrator.team.drive import RunResult, RunSettings, drive
+from orchestrator.text import label
 from orchestrator.tools import (
     PermissionPolicy,
     deny_all,

@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from orchestrator.cli.text import abbreviate, label, visible
 from orchestrator.errors import ConfigError, SessionError, SessionNotFound
 from orchestrator.layout import LOCK, MANIFEST
 from orchestrator.session.check import repair, verify
 from orchestrator.session.status import current_status
 from orchestrator.store.ids import is_session_id, session_dir
+from orchestrator.text import abbreviate, label, visible
 
 if TYPE_CHECKING:
     from orchestrator.loop.compaction import Window
