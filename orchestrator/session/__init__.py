@@ -10,10 +10,11 @@ from orchestrator._face import lazy
 
 if TYPE_CHECKING:
     from orchestrator.session.check import repair, verify
+    from orchestrator.session.ledger import usage_ledger
     from orchestrator.session.live import LiveSession, MemorySession, create_session, open_session
     from orchestrator.session.migrations import MIGRATIONS, migrate
     from orchestrator.session.replay import load, load_state, mail_history
-    from orchestrator.session.report import describe, quick_describe, usage_ledger
+    from orchestrator.session.report import describe, quick_describe
 
 _HOMES = {
     "LiveSession": "live",
@@ -29,7 +30,7 @@ _HOMES = {
     "migrate": "migrations",
     "open_session": "live",
     "quick_describe": "report",
-    "usage_ledger": "report",
+    "usage_ledger": "ledger",
 }
 
 __all__ = [
