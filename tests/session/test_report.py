@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 
 from orchestrator.cli.main import main
 from orchestrator.layout import FORMAT_VERSION
+from orchestrator.session.ledger import usage_table
 from orchestrator.session.live import JOURNAL, SNAPSHOT
 from orchestrator.session.replay import load_state
-from orchestrator.session.ledger import usage_table
 from orchestrator.session.report import describe, quick_describe
 from orchestrator.state.events import decode_record
 from orchestrator.state.fold import SessionState
