@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from orchestrator.messages import MessageView
     from orchestrator.models import Model, ModelRequest, ToolSpec
     from orchestrator.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply
+    from orchestrator.session.inspection import SessionReport, session_report
+    from orchestrator.session.listing import SessionInfo, list_sessions
     from orchestrator.session.live import (
         LiveSession,
         MemorySession,
@@ -147,6 +149,11 @@ _HOMES = {
     "seed_todos": "orchestrator.team.plan_calls",
     "tool": "orchestrator.tools",
     "workspace_tools": "orchestrator.tools",
+    # Inspecting sessions (docs/library.md#inspecting-a-session).
+    "SessionInfo": "orchestrator.session",
+    "SessionReport": "orchestrator.session",
+    "list_sessions": "orchestrator.session",
+    "session_report": "orchestrator.session",
 }
 
 __all__ = [
@@ -190,6 +197,8 @@ __all__ = [
     "ScriptedCall",
     "ScriptedModel",
     "ScriptedReply",
+    "SessionInfo",
+    "SessionReport",
     "SessionSettings",
     "SessionState",
     "Situation",
@@ -212,6 +221,7 @@ __all__ = [
     "create_session",
     "drive",
     "execute",
+    "list_sessions",
     "load_definitions",
     "load_state",
     "mail_history",
@@ -227,6 +237,7 @@ __all__ = [
     "run_tool_calls",
     "run_turn",
     "seed_todos",
+    "session_report",
     "tool",
     "workspace_tools",
 ]

@@ -1,7 +1,7 @@
 """The cost of token usage: a model's price (dollars per million tokens, from the
 config's price table) and what a call cost. The sums per agent, per model and for the
-session are `session.report.usage_ledger`'s, for `sessions show`; calls of a model without a
-price are counted there as unpriced rather than guessed.
+session (and per task subtree) are `session.ledger.usage_ledger`'s, for `sessions show`;
+calls of a model without a price are counted there as unpriced rather than guessed.
 """
 
 from __future__ import annotations

@@ -30,6 +30,7 @@ BOTTOM = {
     "usage",
     "layout",
     "redaction",
+    "text",
     "_version",
     "_face",
 }

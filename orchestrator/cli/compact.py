@@ -23,7 +23,6 @@ import trio
 
 from orchestrator.cli.env import effective_config
 from orchestrator.cli.roles import RoleModels, agent_definitions, ask_trust, model_windows, note
-from orchestrator.cli.text import label
 from orchestrator.config import Config
 from orchestrator.errors import ConfigError, NothingToCompact, SessionError
 from orchestrator.loop.compaction import ContextCompacted
@@ -41,6 +40,7 @@ from orchestrator.store import session_dir
 from orchestrator.team.port import TaskPort
 from orchestrator.team.runtime import Team
 from orchestrator.team.settings import TeamSettings
+from orchestrator.text import label
 from orchestrator.tools import PermissionPolicy, ToolRegistry, Workspace, deny_all
 
 ALL = "all"

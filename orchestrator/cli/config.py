@@ -13,8 +13,8 @@ import orjson
 
 from orchestrator.cli.env import config_layers
 from orchestrator.cli.settings import DEFAULT, UNTRUSTED, Layered, effective_values, shown
-from orchestrator.cli.text import visible
 from orchestrator.config import CompactionConfig, SessionConfig, TeamConfig
+from orchestrator.text import visible
 
 
 def run_config(

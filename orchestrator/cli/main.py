@@ -136,6 +136,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _note(text: str) -> None:
-    from orchestrator.cli.text import visible
+    from orchestrator.text import visible
 
     print(visible(text), file=sys.stderr, flush=True)

@@ -21,11 +21,11 @@ from typing import TextIO
 
 import trio
 
-from orchestrator.cli.text import block, label
 from orchestrator.loop.plan import Plan, PlanError, check
 from orchestrator.loop.plan_markdown import parse_markdown, render
 from orchestrator.state.plans import PlanVersion
 from orchestrator.team.plan_host import PlanApprover, PlanVerdict
+from orchestrator.text import block, label
 
 CHOICES = "[a]pprove, [r]eject with feedback, [e]dit, [q]uit and decide later"
 

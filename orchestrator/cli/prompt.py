@@ -23,9 +23,9 @@ import orjson
 import trio
 
 from orchestrator.cli.render import format_arguments
-from orchestrator.cli.text import block, label
 from orchestrator.loop.assessment import RefusedCall
 from orchestrator.messages import ToolCall
+from orchestrator.text import block, label
 from orchestrator.tools.base import ToolRegistry
 from orchestrator.tools.permissions import (
     Answer,

@@ -8,7 +8,6 @@ from typing import TextIO, assert_never
 
 import orjson
 
-from orchestrator.cli.text import abbreviate, label, visible
 from orchestrator.loop.assessment import Assessed, BlockedReported, Verified
 from orchestrator.loop.compaction import CompactionStarted, ContextCompacted
 from orchestrator.loop.todos import TodoItem, TodoList, TodosChanged
@@ -33,6 +32,7 @@ from orchestrator.state.mailbox import MAIN, MessagePosted, MessagesDelivered
 from orchestrator.state.plans import PlanDecided, PlanSubmitted, ReplanRequested
 from orchestrator.state.settings import SettingsChosen
 from orchestrator.state.tasks import TaskChanged, TaskCreated
+from orchestrator.text import abbreviate, label, visible
 
 ARG_WIDTH = 60
 RESULT_WIDTH = 100

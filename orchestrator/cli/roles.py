@@ -13,7 +13,6 @@ from pathlib import Path
 import httpx
 
 from orchestrator.cli.env import user_config_dir
-from orchestrator.cli.text import visible
 from orchestrator.config import Config
 from orchestrator.loop.compaction import Window
 from orchestrator.models.base import Model
@@ -22,6 +21,7 @@ from orchestrator.models.resolve import resolve_model
 from orchestrator.models.windows import window_for
 from orchestrator.team.definitions import Definitions
 from orchestrator.team.settings import claimed_window
+from orchestrator.text import visible
 
 
 class RoleModels:

@@ -29,9 +29,7 @@ from orchestrator.cli.plan_prompt import plan_approver
 from orchestrator.cli.prompt import approvers, refusal_notice, refused_lines
 from orchestrator.cli.render import JsonLinesSink, TranscriptSink
 from orchestrator.cli.roles import RoleModels, agent_definitions, ask_trust, model_windows, note
-from orchestrator.cli.sessions import latest_session_id, task_tree
 from orchestrator.cli.storage import kept_on_full_disk
-from orchestrator.cli.text import label
 from orchestrator.config import Config
 from orchestrator.errors import ConfigError
 from orchestrator.layout import PLAN_MD
@@ -39,7 +37,9 @@ from orchestrator.loop.plan import Plan, PlanError, check, parse_plan_json
 from orchestrator.loop.plan_markdown import parse_markdown, render
 from orchestrator.models.http import make_client
 from orchestrator.models.resolve import resolve_model
+from orchestrator.session.listing import latest_session_id
 from orchestrator.session.live import LiveSession, create_session, open_session
+from orchestrator.session.report_text import task_tree
 from orchestrator.session.status import current_status
 from orchestrator.state.events import EventSink
 from orchestrator.state.manifest import read_manifest
@@ -47,6 +47,7 @@ from orchestrator.state.settings import SessionSettings
 from orchestrator.store import Durability, session_dir
 from orchestrator.team.definitions import Definitions
 from orchestrator.team.drive import RunResult, RunSettings, drive
+from orchestrator.text import label
 from orchestrator.tools import (
     PermissionPolicy,
     deny_all,

@@ -5,44 +5,25 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from orchestrator.cli.text import abbreviate, label, visible
-from orchestrator.errors import ConfigError, SessionError, SessionNotFound
+from orchestrator.errors import ConfigError, SessionNotFound
 from orchestrator.layout import LOCK, MANIFEST
 from orchestrator.session.check import repair, verify
-from orchestrator.session.status import current_status
-from orchestrator.store.ids import is_session_id, session_dir
+from orchestrator.session.listing import SessionInfo, list_sessions
+from orchestrator.store.ids import session_dir
+from orchestrator.text import abbreviate, visible
 
 if TYPE_CHECKING:
-    from orchestrator.loop.compaction import Window
     from orchestrator.usage import Price
 
 # Folding journals (and pydantic, which verify and repair may need) is imported by the
 # commands that need it, so that `sessions list` (and `show`, from a snapshot) starts
 # without it.
-
-
-def session_ids(root: Path) -> list[str]:
-    """Our session directories under root, newest first (ids sort by time)."""
-    if not root.is_dir():
-        return []
-    return sorted(
-        (p.name for p in root.iterdir() if is_session_id(p.name) and (p / MANIFEST).exists()),
-        reverse=True,
-    )
-
-
-def latest_session_id(root: Path) -> str:
-    ids = session_ids(root)
-    if not ids:
-        raise SessionNotFound(f"no sessions under {root}")
-    return ids[0]
 
 
 def _human(size: int) -> str:
@@ -54,114 +35,53 @@ def _human(size: int) -> str:
     raise AssertionError
 
 
-def _listing(directory: Path) -> tuple[str, str, str]:
-    """(created, status, goal) from a manifest, read without its model: listing a
-    thousand sessions should cost a thousand small reads, not a schema library's start.
-    The status is the journal's (read through the manifest: session/status.py)."""
-    try:
-        fields = orjson.loads((directory / MANIFEST).read_bytes())
-        values = fields["created"], fields["status"], fields["goal"]
-    except (OSError, orjson.JSONDecodeError, KeyError, TypeError) as exc:
-        raise SessionError(f"{directory / MANIFEST} is not a readable manifest ({exc})") from exc
-    if not all(isinstance(value, str) for value in values):
-        raise SessionError(f"{directory / MANIFEST} is not a valid manifest")
-    return values[0], current_status(directory, fields), values[2]
-
-
-def _session_size(directory: Path) -> int:
-    """The session's own files: a workspace inside it, however big, is not walked."""
-    return sum(p.stat().st_size for p in directory.iterdir() if p.is_file())
-
-
 def _list(root: Path, *, as_json: bool = False) -> int:
-    ids = session_ids(root)
+    sessions = list_sessions(root)
     if as_json:
-        for session_id in ids:
-            directory = root / session_id
-            entry: dict[str, Any] = {"id": session_id}
-            try:
-                created, status, goal = _listing(directory)
-            except SessionError as exc:
-                entry["error"] = str(exc)
-            else:
-                entry |= {
-                    "created": created,
-                    "status": status,
-                    "size": _session_size(directory),
-                    "goal": goal,
-                }
-            print(orjson.dumps(entry).decode())
+        for info in sessions:
+            print(orjson.dumps(_entry(info)).decode())
         return 0
-    if not ids:
+    if not sessions:
         print(f"no sessions under {root}")
         return 0
     print(f"{'ID':<24} {'CREATED':<25} {'STATUS':<20} {'SIZE':>9}  GOAL")
-    for session_id in ids:
-        directory = root / session_id
-        try:
-            created, status, goal = _listing(directory)
-        except SessionError as exc:
-            print(f"{session_id:<24} unreadable: {visible(str(exc))}")
+    for info in sessions:
+        if info.error:
+            print(f"{info.id:<24} unreadable: {visible(info.error)}")
             continue
         print(
-            f"{session_id:<24} {created:<25} {status:<20} "
-            f"{_human(_session_size(directory)):>9}  {visible(abbreviate(goal, 60))}"
+            f"{info.id:<24} {info.created.isoformat():<25} {info.status:<20} "
+            f"{_human(info.size):>9}  {visible(abbreviate(info.goal, 60))}"
         )
     return 0
 
 
-def task_tree(tasks: list[dict[str, Any]]) -> list[str]:
-    """The delegated tasks as an indented tree: state, type, description, latest
-    progress and how long each ran (or has been running)."""
-    children: dict[str, list[dict[str, Any]]] = {}
-    for task in tasks:
-        children.setdefault(task["owner"], []).append(task)
-    lines: list[str] = []
-
-    def walk(owner: str, depth: int) -> None:
-        for task in children.get(owner, []):
-            live = task["state"] not in ("completed", "failed", "cancelled")
-            end = time.time() * 1000 if live else task["updated"]
-            elapsed = max(0.0, (end - task["created"]) / 1000) if task["created"] else 0.0
-            took = f"{elapsed:.1f} s" if elapsed < 10 else f"{elapsed:.0f} s"
-            line = (
-                f"{'  ' * depth}{task['task_id']} [{task['state']}] {task['agent_type']}: "
-                f"{label(task['description'], 50)} ({took})"
-            )
-            latest = task["progress"]
-            if task["state"] == "completed" and task["completion"]:
-                latest = task["completion"]["summary"]
-            if latest:
-                line += f" · {abbreviate(latest, 60)}"
-            if task["reason"] and task["state"] != "completed":
-                line += f" · {abbreviate(task['reason'], 60)}"
-            elif task["state"] == "waiting_deps":
-                deps = [*task.get("after", ()), *task.get("after_plan", ())]
-                line += f" · waits for {abbreviate(', '.join(deps), 60)}"
-            lines.append(line)
-            walk(task["task_id"], depth + 1)
-
-    walk("main", 0)
-    return lines
+def _entry(info: SessionInfo) -> dict[str, Any]:
+    """A line of `sessions list --json`: the session, or its id and why it is unreadable."""
+    if info.error:
+        return {"id": info.id, "error": info.error}
+    return {
+        "id": info.id,
+        "created": info.created.isoformat(),
+        "status": info.status,
+        "resumable": info.resumable,
+        "size": info.size,
+        "goal": info.goal,
+        "model": info.model,
+        "workspace": str(info.workspace),
+    }
 
 
 def _current(directory: Path) -> None:
     """Migrate a session of an older format first (under its lock), saying so: the
     commands that read journals read only the current format."""
-    from orchestrator.state.manifest import FORMAT_VERSION, read_manifest
+    from orchestrator.session.migrations import bring_up_to_date
 
-    manifest = read_manifest(directory)
-    if manifest.format_version < FORMAT_VERSION:
-        from orchestrator.session.migrations import migrate
-        from orchestrator.store import SessionLock
+    bring_up_to_date(directory, _note)
 
-        with SessionLock(directory / LOCK):
-            migrate(directory, manifest)
-        print(
-            f"note: migrated session {directory.name} from format {manifest.format_version} "
-            f"to {FORMAT_VERSION}; the original journal is kept beside it",
-            file=sys.stderr,
-        )
+
+def _note(text: str) -> None:
+    print(f"note: {text}", file=sys.stderr)
 
 
 def _verify(root: Path, session_id: str) -> int:
@@ -179,169 +99,11 @@ def _verify(root: Path, session_id: str) -> int:
 def _show(
     root: Path, session_id: str, *, as_json: bool, last: int, prices: Mapping[str, Price]
 ) -> int:
-    from orchestrator.cli.plan_view import plan_lines
-    from orchestrator.session.report import describe, quick_describe
+    from orchestrator.session.inspection import session_report
 
-    directory = session_dir(root, session_id)
-    _listing(directory)  # (a manifest left behind by a kill catches up, if it can)
-    windows = _claimed_windows(directory)
-    info = quick_describe(directory, last, prices, windows)
-    if info is None:
-        _current(directory)
-        info = describe(directory, last, prices, windows)
-    table = info.pop("usage_table")
-    if as_json:
-        sys.stdout.write(orjson.dumps(info, option=orjson.OPT_INDENT_2).decode() + "\n")
-        return 0
-    print(f"session   {info['id']}")
-    print(f"goal      {visible(info['goal'])}")
-    print(f"status    {info['status']}")
-    if info["reason"]:
-        print(f"reason    {visible(info['reason'])}")
-    print(f"model     {info['model']}")
-    print(f"workspace {info['workspace']}")
-    print(f"created   {info['created']}  updated {info['updated']}")
-    print(f"journal   {info['journal_records']} records")
-    print(f"settings  {_settings_line(info['settings'])}")
-    for line in plan_lines(info["plan"]):
-        print(line.replace("execute ID", f"execute {info['id']}"))
-    print("agents")
-    for agent_id, agent in info["agents"].items():
-        usage = agent["usage"]
-        print(
-            f"  {agent_id} ({agent['role']}): {agent['messages']} messages, "
-            f"{agent['model_calls']} model calls, {usage['input_tokens']} in / "
-            f"{usage['output_tokens']} out tokens"
-        )
-        print(f"    {_context_line(agent)}")
-    if info["tasks"]:
-        print("tasks")
-        for line in task_tree(info["tasks"]):
-            print(f"  {visible(line)}")
-    _print_mailbox(info["mailbox"])
-    _print_todos(info["todos"])
-    _print_assessments(info["assessments"])
-    _print_compactions(info["compactions"])
-    print("usage")
-    for line in table.splitlines():
-        print(f"  {line}")
-    print("last events")
-    for event in info["last_events"]:
-        print(f"  {event['seq']:>6}  {event['agent']:<12} {event['kind']}")
-    for warning in info["warnings"]:
-        print(f"warning: {visible(warning)}")
+    report = session_report(root, session_id, prices, last=last, warn=_note)
+    sys.stdout.write(report.to_json() if as_json else report.text())
     return 0
-
-
-def _print_mailbox(mailbox: list[dict[str, Any]]) -> None:
-    if not mailbox:
-        return
-    print("mailbox")
-    for mail in mailbox:
-        delivered = (
-            f"delivered at {mail['delivered_seq']}" if mail["delivered_seq"] else "undelivered"
-        )
-        print(
-            f"  {mail['message_id']:>4} {mail['posted_seq']:>6} {mail['kind']:<24} "
-            f"{mail['sender']} -> {mail['recipient']} ({mail['priority']}, {delivered}): "
-            f"{visible(abbreviate(mail['summary'], 60))}"
-        )
-
-
-def _context_line(agent: dict[str, Any]) -> str:
-    """`context 4,120 tokens (82% of 5,000 usable), 2 compactions`, and the breaker when
-    it pauses the automatic trigger."""
-    line = f"context {agent['tokens']:,} tokens"
-    if agent["window"] is not None:
-        usable = agent["window"]["usable"]
-        line += f" ({agent['window_share']:.0%} of {usable:,} usable)" if usable else ""
-    count = agent["compactions"]
-    if count:
-        line += f", {count} compaction{'' if count == 1 else 's'}"
-    breaker = agent["breaker"]
-    if breaker["paused"]:
-        line += (
-            f"; automatic compaction paused until round {breaker['paused_until']} (its last "
-            "compactions freed too little)"
-        )
-    return line
-
-
-def _claimed_windows(directory: Path) -> Callable[[str], Window | None]:
-    """The windows known without a provider: a scripted model's, from its script's
-    `window` (read as plain JSON, without the script's schema: `show` imports no model)."""
-    from orchestrator.loop.compaction import Window
-    from orchestrator.state.manifest import read_manifest
-
-    try:
-        spec = read_manifest(directory).model_spec(directory)
-    except SessionError:
-        return lambda model: None
-    prefix, _, rest = spec.partition(":")
-    if prefix != "scripted":
-        return lambda model: None
-    try:
-        claimed = orjson.loads(Path(rest).read_bytes()).get("window") or {}
-        window = Window(int(claimed["context"]), int(claimed.get("output", 0)))
-    except (OSError, orjson.JSONDecodeError, AttributeError, KeyError, TypeError, ValueError):
-        return lambda model: None
-    name = f"scripted:{Path(rest).name}"  # as ScriptedModel.from_file names it
-    return lambda model: window if model == name else None
-
-
-def _settings_line(settings: dict[str, Any] | None) -> str:
-    """The session's settings, as the values that differ from the defaults."""
-    if settings is None:
-        return "none journaled yet (the next run takes them from its config and flags)"
-    from orchestrator.messages import plain
-    from orchestrator.state.settings import SessionSettings
-
-    defaults = plain(SessionSettings())
-    changed = [
-        f"{key} {visible(orjson.dumps(value).decode())}"
-        for key, value in settings.items()
-        if value != defaults.get(key)
-    ]
-    return "the defaults, but " + ", ".join(changed) if changed else "the defaults"
-
-
-def _print_todos(lists: dict[str, dict[str, Any]]) -> None:
-    """Each agent's todo list: progress, then one line per item with its blockers."""
-    if not lists:
-        return
-    print("todos")
-    for agent, todos in lists.items():
-        done, total = todos["progress"]["completed"], todos["progress"]["total"]
-        goal = f" · {visible(todos['goal'])}" if todos["goal"] else ""
-        print(f"  {agent}: Tasks {done}/{total}{goal}")
-        for item in todos["items"]:
-            mark = item["status"]
-            if item["blocked"] and mark == "pending":
-                mark = "blocked by " + ", ".join(item["blocked_by"])
-            extra = item["result"] or item["failure"]
-            extra = f": {visible(abbreviate(extra, 60))}" if extra else ""
-            print(f"    [{item['id']}] [{mark}] {visible(item['content'])}{extra}")
-
-
-def _print_assessments(assessments: list[dict[str, Any]]) -> None:
-    if not assessments:
-        return
-    print("assessments")
-    for a in assessments:
-        why = visible("; ".join(a["reasons"]))
-        print(f"  {a['seq']:>6}  {a['agent']:<12} {a['action']}" + (f": {why}" if why else ""))
-
-
-def _print_compactions(compactions: list[dict[str, Any]]) -> None:
-    if not compactions:
-        return
-    print("compactions")
-    for c in compactions:
-        dropped = f", {c['dropped']} dropped" if c["dropped"] else ""
-        print(
-            f"  {c['seq']:>6}  {c['agent']:<12} {c['reason']:<8} {c['method']:<9} "
-            f"{c['before']:,} → {c['after']:,} tokens, {c['pruned']} pruned{dropped}"
-        )
 
 
 def _repair(root: Path, session_id: str) -> int:

@@ -8,9 +8,9 @@ import sys
 from collections.abc import Callable
 
 from orchestrator.cli.parser import EXIT_STORAGE
-from orchestrator.cli.text import visible
 from orchestrator.errors import StorageFailed
 from orchestrator.store.disk import storage_failure
+from orchestrator.text import visible
 
 
 def kept_on_full_disk(run: Callable[[], int], session_id: str, args: argparse.Namespace) -> int:

@@ -1,5 +1,5 @@
 """A session on disk: the live session that journals and folds, replay, migrations of
-older formats, and the report that `sessions show` prints.
+older formats, the listing of sessions and the report that `sessions show` prints.
 """
 
 from __future__ import annotations
@@ -10,10 +10,13 @@ from orchestrator._face import lazy
 
 if TYPE_CHECKING:
     from orchestrator.session.check import repair, verify
+    from orchestrator.session.inspection import SessionReport, session_report
+    from orchestrator.session.ledger import usage_ledger
+    from orchestrator.session.listing import SessionInfo, list_sessions
     from orchestrator.session.live import LiveSession, MemorySession, create_session, open_session
     from orchestrator.session.migrations import MIGRATIONS, migrate
     from orchestrator.session.replay import load, load_state, mail_history
-    from orchestrator.session.report import describe, quick_describe, usage_ledger
+    from orchestrator.session.report import describe, quick_describe
 
 _HOMES = {
     "LiveSession": "live",
@@ -21,23 +24,30 @@ _HOMES = {
     "repair": "check",
     "MIGRATIONS": "migrations",
     "MemorySession": "live",
+    "SessionInfo": "listing",
+    "SessionReport": "inspection",
     "create_session": "live",
     "describe": "report",
     "load": "replay",
+    "list_sessions": "listing",
     "load_state": "replay",
     "mail_history": "replay",
     "migrate": "migrations",
     "open_session": "live",
     "quick_describe": "report",
-    "usage_ledger": "report",
+    "session_report": "inspection",
+    "usage_ledger": "ledger",
 }
 
 __all__ = [
     "MIGRATIONS",
     "LiveSession",
     "MemorySession",
+    "SessionInfo",
+    "SessionReport",
     "create_session",
     "describe",
+    "list_sessions",
     "load",
     "load_state",
     "mail_history",
@@ -45,6 +55,7 @@ __all__ = [
     "open_session",
     "quick_describe",
     "repair",
+    "session_report",
     "usage_ledger",
     "verify",
 ]

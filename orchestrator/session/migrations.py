@@ -20,7 +20,7 @@ import orjson
 from msgspec import ValidationError, convert
 
 from orchestrator.errors import JournalCorrupt, SessionError
-from orchestrator.layout import JOURNAL, MANIFEST, SNAPSHOT
+from orchestrator.layout import JOURNAL, LOCK, MANIFEST, SNAPSHOT
 from orchestrator.messages import AssistantMessage, ToolCall, ToolResult
 from orchestrator.state.events import (
     AgentStarted,
@@ -34,9 +34,9 @@ from orchestrator.state.events import (
     TurnStarted,
 )
 from orchestrator.state.mailbox import MAIN
-from orchestrator.state.manifest import FORMAT_VERSION, Manifest, write_manifest
+from orchestrator.state.manifest import FORMAT_VERSION, Manifest, read_manifest, write_manifest
 from orchestrator.state.settings import SessionSettings, SettingsChosen
-from orchestrator.store import read_json, scan_journal, write_atomic
+from orchestrator.store import SessionLock, read_json, scan_journal, write_atomic
 from orchestrator.store._fs import sync_dir
 from orchestrator.store._line import encode
 from orchestrator.store.append import append_batch
@@ -256,3 +256,17 @@ def migrate(directory: Path, manifest: Manifest) -> Manifest:
         manifest = msgspec.structs.replace(manifest, format_version=manifest.format_version + 1)
         write_manifest(directory, manifest)
     return manifest
+
+
+def bring_up_to_date(directory: Path, note: Callable[[str], None]) -> None:
+    """Migrate a session of an older format in place, under its lock, and `note` that it
+    did: the commands that read journals (`sessions show`, `verify`, the library's
+    `session_report`) read only the current format."""
+    manifest = read_manifest(directory)
+    if manifest.format_version < FORMAT_VERSION:
+        with SessionLock(directory / LOCK):
+            migrate(directory, manifest)
+        note(
+            f"migrated session {directory.name} from format {manifest.format_version} "
+            f"to {FORMAT_VERSION}; the original journal is kept beside it"
+        )

@@ -15,7 +15,7 @@ decoded (`quick_describe`), without folding and without importing pydantic. Othe
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
 
@@ -27,8 +27,9 @@ from orchestrator.layout import FORMAT_VERSION, JOURNAL, SNAPSHOT
 from orchestrator.loop.assessment import Assessed
 from orchestrator.loop.compaction import ContextCompacted, Window
 from orchestrator.loop.plan_run import todo_status
-from orchestrator.messages import Usage, plain
-from orchestrator.session.status import shown_status
+from orchestrator.messages import plain
+from orchestrator.session.ledger import Call, cache_share, usage_ledger
+from orchestrator.session.status import resumable, shown_status
 from orchestrator.state.events import (
     AssistantReplied,
     CallResult,
@@ -114,15 +115,17 @@ def _report(
     prices: Mapping[str, Price],
     windows: Windows | None,
 ) -> dict[str, Any]:
-    ledger = usage_ledger(history.calls, prices)
+    owners = {task.task_id: task.owner for task in snapshot.tasks}
+    ledger = usage_ledger(history.calls, prices, owners)
     notes = [f"the journal ends in a torn tail: {scan.cut.describe()}"] if scan.cut else []
+    status = shown_status(directory, snapshot.status)  # the journal's, not the mirror's
     return {
         **msgspec.to_builtins(manifest),
-        "status": shown_status(directory, snapshot.status),  # the journal's, not the mirror's
+        "status": status,
+        "resumable": resumable(directory, status),
         "usage": ledger,
         # The share of prompt tokens read from the providers' caches (None: no calls).
         "cache_share": cache_share(ledger["session"]),
-        "usage_table": usage_table(ledger),
         "journal_records": scan.last_seq,
         # What the session runs with, and a resume with it (None: no settings record yet).
         "settings": None if snapshot.settings is None else plain(snapshot.settings),
@@ -300,106 +303,6 @@ _WANTED = frozenset(_tag(kind) for kind in get_args(Read)) - {_CALL_RESULT}
 def _decoder() -> msgspec.json.Decoder[Read]:
     """The lines `History` reads, decoded without building the decoder of every record."""
     return msgspec.json.Decoder(Read)
-
-
-Call = tuple[str, str, Usage]
-"""A model call's `(agent, model, usage)`."""
-
-
-def usage_ledger(calls: Iterable[Call], prices: Mapping[str, Price]) -> dict[str, Any]:
-    """The usage and cost of `calls`, summed for the session, per agent and per model:
-    `{"session": totals, "by_agent": {agent: totals}, "by_model": {model: totals}}`, each
-    totals `{"calls", "usage", "cost_usd", "unpriced_calls"}`. A call of a model without a
-    price counts as unpriced, and the cost is then a lower bound."""
-    session = _Totals()
-    by_agent: dict[str, _Totals] = {}
-    by_model: dict[str, _Totals] = {}
-    cost_of = _pricing(prices)
-    for agent, model, usage in calls:
-        cost = cost_of(model, usage)
-        for totals in (
-            session,
-            by_agent.setdefault(agent, _Totals()),
-            by_model.setdefault(model, _Totals()),
-        ):
-            totals.add(usage, cost)
-    return {
-        "session": session.dump(),
-        "by_agent": {agent: t.dump() for agent, t in by_agent.items()},
-        "by_model": {model: t.dump() for model, t in by_model.items()},
-    }
-
-
-class _Totals:
-    __slots__ = ("calls", "cost_usd", "unpriced_calls", "usage")
-
-    def __init__(self) -> None:
-        self.calls = 0
-        self.usage = Usage()
-        self.cost_usd = 0.0
-        self.unpriced_calls = 0
-
-    def add(self, usage: Usage, cost: float | None) -> None:
-        self.calls += 1
-        self.usage += usage
-        self.cost_usd += cost or 0.0
-        self.unpriced_calls += cost is None
-
-    def dump(self) -> dict[str, Any]:
-        return {
-            "calls": self.calls,
-            "usage": plain(self.usage),
-            "cost_usd": self.cost_usd,
-            "unpriced_calls": self.unpriced_calls,
-        }
-
-
-def cache_share(totals: dict[str, Any]) -> float | None:
-    """The share of prompt tokens read from the provider's cache (None without any
-    prompt tokens): cache reads over all input, read, written or plain."""
-    usage = totals["usage"]
-    prompt = usage["input_tokens"] + usage["cache_read_tokens"] + usage["cache_write_tokens"]
-    return usage["cache_read_tokens"] / prompt if prompt else None
-
-
-def _pricing(prices: Mapping[str, Price]) -> Callable[[str, Usage], float | None]:
-    """A call's cost, or None without a price (no prices: pydantic is not imported)."""
-    if not prices:
-        return lambda model, usage: None
-    from orchestrator.usage import call_cost
-
-    return lambda model, usage: call_cost(prices, model, usage)
-
-
-def usage_table(ledger: dict[str, Any]) -> str:
-    """A ledger (as `usage_ledger` makes it) as a small table."""
-    header = (
-        f"{'':<24} {'calls':>6} {'input':>10} {'output':>10} {'cache r/w':>15} {'cached':>7}"
-        f" {'cost':>10}"
-    )
-    rows = [header]
-
-    def row(label: str, totals: dict[str, Any]) -> str:
-        u = totals["usage"]
-        calls, unpriced = totals["calls"], totals["unpriced_calls"]
-        cache = f"{u['cache_read_tokens']}/{u['cache_write_tokens']}"
-        cost = f"${totals['cost_usd']:.4f}" + ("" if unpriced == 0 else "+")
-        if calls and unpriced == calls:
-            cost = "unpriced"
-        share = cache_share(totals)
-        cached = "-" if share is None else f"{share:.0%}"
-        return (
-            f"{label:<24} {calls:>6} {u['input_tokens']:>10} {u['output_tokens']:>10}"
-            f" {cache:>15} {cached:>7} {cost:>10}"
-        )
-
-    session = ledger["session"]
-    rows.append(row("session", session))
-    rows += [row(f"agent {name}", t) for name, t in sorted(ledger["by_agent"].items())]
-    rows += [row(f"model {name}", t) for name, t in sorted(ledger["by_model"].items())]
-    if session["unpriced_calls"] and session["calls"] != session["unpriced_calls"]:
-        rows.append("+ some calls had no price in the config: the cost is a lower bound")
-    return "\n".join(rows)
 
 
 def _frame_summary(line: bytes) -> dict[str, Any]:

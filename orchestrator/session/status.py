@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple, cast
 
 from orchestrator.errors import SessionLocked
 from orchestrator.layout import FORMAT_VERSION, JOURNAL, LOCK, TASKS_DIR, TODOS_DIR
@@ -48,11 +48,35 @@ class JournalStatus(NamedTuple):
         return mirrored != (self.status, self.seq, self.size)
 
 
-def shown_status(directory: Path, status: str) -> str:
+ShownStatus = Literal[
+    "running",
+    "stopped (resumable)",
+    "completed",
+    "failed",
+    "interrupted",
+    "blocked",
+    "budget_exhausted",
+]
+"""A session's status as `sessions list` and `show` show it: the journal's, but `stopped
+(resumable)` for a `running` session whose process is gone (killed)."""
+
+STOPPED: ShownStatus = "stopped (resumable)"
+
+
+def shown_status(directory: Path, status: str) -> ShownStatus:
     """`status` as written, but a `running` session that no process holds is stopped."""
     if status == "running" and lock_holder(directory / LOCK) is None:
-        return "stopped (resumable)"
-    return status
+        return STOPPED
+    return cast("ShownStatus", status)  # (one of the manifest's statuses)
+
+
+def resumable(directory: Path, shown: str) -> bool:
+    """Whether a resume of the session would run something now: it has not completed
+    (a resume of a completed session says "already finished" unless given a message),
+    and no process holds it (a `running` session is shown so only while one does)."""
+    if shown in ("completed", "running"):
+        return False
+    return lock_holder(directory / LOCK) is None
 
 
 def journal_status(directory: Path, fields: dict[str, Any]) -> JournalStatus:
@@ -87,7 +111,7 @@ def journal_status(directory: Path, fields: dict[str, Any]) -> JournalStatus:
     return JournalStatus(str(tail.found["status"]), tail.last_seq, tail.end_offset, when)
 
 
-def current_status(directory: Path, fields: dict[str, Any]) -> str:
+def current_status(directory: Path, fields: dict[str, Any]) -> ShownStatus:
     """The status to show for a session whose manifest holds `fields`: the journal's.
     A manifest found behind is brought up to date if the session's lock is free (a
     moment's hold: a resume started in that very moment is told the session is in use)."""

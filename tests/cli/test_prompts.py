@@ -125,7 +125,7 @@ def test_a_command_with_escape_sequences_is_shown_not_obeyed(tmp_path: Path) -> 
     ],
 )
 def test_a_label_is_one_visible_line_cut_to_its_width(text: object, width: int, shown: str) -> None:
-    from orchestrator.cli.text import label
+    from orchestrator.text import label
 
     assert label(text, width) == shown
 

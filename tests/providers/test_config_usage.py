@@ -10,7 +10,7 @@ import pytest
 from orchestrator.config import Config, load_config, parse_config
 from orchestrator.errors import ConfigError
 from orchestrator.messages import Usage
-from orchestrator.session.report import Call, cache_share, usage_ledger, usage_table
+from orchestrator.session.ledger import Call, cache_share, usage_ledger, usage_table
 from orchestrator.usage import Price, find_price
 
 EXAMPLE = """

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from orchestrator.cli.main import main
 from orchestrator.layout import FORMAT_VERSION
+from orchestrator.session.ledger import usage_table
 from orchestrator.session.live import JOURNAL, SNAPSHOT
 from orchestrator.session.replay import load_state
 from orchestrator.session.report import describe, quick_describe
@@ -182,7 +183,9 @@ def test_prices_are_summed_call_by_call(tmp_path: Path) -> None:
     prices = {read_manifest(directory).model: Price(input=1 / 3, output=0.1)}
     info = the_same(directory, prices)
     assert info["usage"]["session"]["cost_usd"] > 0
-    assert the_same(directory, {"other": Price(input=1, output=1)})["usage_table"].count("unpriced")
+    assert usage_table(the_same(directory, {"other": Price(input=1, output=1)})["usage"]).count(
+        "unpriced"
+    )
 
 
 @settings(max_examples=100, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -742,7 +742,7 @@ async def test_the_live_view_and_sessions_show_say_what_a_task_waits_for() -> No
     import msgspec
 
     from orchestrator.cli.render import TranscriptSink
-    from orchestrator.cli.sessions import task_tree
+    from orchestrator.session.report_text import task_tree
     from orchestrator.state.tasks import TaskRecord
 
     out = io.StringIO()

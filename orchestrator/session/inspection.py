@@ -1,0 +1,313 @@
+"""A finished (or stopped, or running) session, inspected: `session_report` reads the one
+report of a session (session/report.py, what `orchestrator sessions show` prints) and
+gives it as a `SessionReport`, a typed view of the same data, with `text()` and
+`to_json()` exactly what the command prints."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+import orjson
+
+from orchestrator.errors import SessionError
+from orchestrator.loop.compaction import Method, Reason, Window
+from orchestrator.loop.todos import TodoItem, TodoList
+from orchestrator.messages import Usage
+from orchestrator.session.listing import session_info
+from orchestrator.session.migrations import bring_up_to_date
+from orchestrator.session.report import Windows, describe, quick_describe
+from orchestrator.session.report_text import report_text
+from orchestrator.session.status import ShownStatus
+from orchestrator.state.mailbox import Mail
+from orchestrator.state.manifest import read_manifest
+from orchestrator.state.settings import SessionSettings
+from orchestrator.state.tasks import TaskRecord
+from orchestrator.store.ids import session_dir
+
+if TYPE_CHECKING:
+    from orchestrator.usage import Price
+
+
+class Totals(msgspec.Struct, frozen=True):
+    """The usage of some model calls and what they cost: `cost_usd` None when none of
+    them had a price, a lower bound when `unpriced_calls` is not 0."""
+
+    calls: int
+    usage: Usage
+    cost_usd: float | None
+    unpriced_calls: int
+
+
+class Ledger(msgspec.Struct, frozen=True):
+    """Usage and cost for the session, per agent, per model, and per task subtree (a
+    task's own calls and its descendants')."""
+
+    session: Totals
+    by_agent: dict[str, Totals]
+    by_model: dict[str, Totals]
+    by_subtree: dict[str, Totals]
+
+
+class WindowFigures(msgspec.Struct, frozen=True):
+    context: int
+    output: int
+    usable: int
+
+
+class BreakerState(msgspec.Struct, frozen=True):
+    failures: int
+    paused_until: int
+    paused: bool
+
+
+class AgentReport(msgspec.Struct, frozen=True):
+    """One agent: its live context (`messages`, `tokens`, the share of its model's
+    window when known), its model calls and the usage its context recorded, its
+    compactions and the breaker that may pause them."""
+
+    role: str
+    messages: int
+    model_calls: int
+    turn_open: bool
+    usage: Usage
+    model: str
+    tokens: int
+    window: WindowFigures | None
+    window_share: float | None
+    compactions: int
+    summary_calls: int
+    breaker: BreakerState
+
+
+class Verdict(msgspec.Struct, frozen=True):
+    seq: int
+    agent: str
+    action: str
+    reasons: tuple[str, ...]
+
+
+class Compaction(msgspec.Struct, frozen=True):
+    seq: int
+    agent: str
+    reason: Reason
+    method: Method
+    before: int
+    after: int
+    pruned: int
+    dropped: int
+    attempts: int
+    summary_chars: int
+    model: str
+
+
+class PlanStep(msgspec.Struct, frozen=True):
+    """A task of the plan shown: the task delegated for it, its state, its todo's status."""
+
+    id: str
+    title: str
+    depends_on: tuple[str, ...]
+    task: str
+    state: str
+    todo: str
+
+
+class PlanVersionLine(msgspec.Struct, frozen=True):
+    version: int
+    source: str
+    decision: str
+    by: str
+    feedback: str
+    tasks: int
+
+
+class PlanReport(msgspec.Struct, frozen=True):
+    """The plan being built (else the latest), its decision, and every version."""
+
+    version: int
+    decision: str
+    awaiting: int | None
+    goal: str
+    versions: tuple[PlanVersionLine, ...]
+    tasks: tuple[PlanStep, ...]
+
+
+class JournalEvent(msgspec.Struct, frozen=True):
+    seq: int
+    time: float
+    kind: str
+    agent: str
+
+
+@dataclass(frozen=True)
+class TaskNode:
+    """A task of the tree, its subtasks, and the usage of its subtree."""
+
+    task: TaskRecord
+    children: tuple[TaskNode, ...]
+    usage: Totals
+
+
+@dataclass(frozen=True)
+class SessionReport:
+    """The report of one session: a typed view of `data`, the plain data that `sessions
+    show --json` prints; `text()` is what `sessions show` prints."""
+
+    data: dict[str, Any] = field(repr=False)
+    id: str
+    directory: Path
+    goal: str
+    model: str
+    workspace: str
+    created: datetime
+    updated: datetime
+    status: ShownStatus
+    resumable: bool
+    reason: str
+    settings: SessionSettings | None
+    journal_records: int
+    agents: dict[str, AgentReport]
+    usage: Ledger
+    cache_share: float | None
+    tasks: dict[str, TaskRecord]
+    task_tree: tuple[TaskNode, ...]
+    mail: tuple[Mail, ...]
+    todos: dict[str, TodoList]
+    assessments: tuple[Verdict, ...]
+    compactions: tuple[Compaction, ...]
+    plan: PlanReport | None
+    last_events: tuple[JournalEvent, ...]
+    warnings: tuple[str, ...]
+
+    @classmethod
+    def of(cls, data: dict[str, Any], directory: Path) -> SessionReport:
+        """The typed view of a report's `data` (`report.describe`'s)."""
+
+        def typed(key: str, kind: Any) -> Any:
+            return msgspec.convert(data[key], kind)
+
+        usage = typed("usage", Ledger)
+        tasks = {task.task_id: task for task in typed("tasks", list[TaskRecord])}
+        return cls(
+            data=data,
+            id=data["id"],
+            directory=directory,
+            goal=data["goal"],
+            model=data["model"],
+            workspace=data["workspace"],
+            created=datetime.fromisoformat(data["created"]),
+            updated=datetime.fromisoformat(data["updated"]),
+            status=data["status"],
+            resumable=data["resumable"],
+            reason=data["reason"],
+            settings=typed("settings", SessionSettings | None),
+            journal_records=data["journal_records"],
+            agents=typed("agents", dict[str, AgentReport]),
+            usage=usage,
+            cache_share=data["cache_share"],
+            tasks=tasks,
+            task_tree=_tree(tasks, usage.by_subtree),
+            mail=typed("mailbox", tuple[Mail, ...]),
+            todos={agent: _todo_list(view) for agent, view in data["todos"].items()},
+            assessments=typed("assessments", tuple[Verdict, ...]),
+            compactions=typed("compactions", tuple[Compaction, ...]),
+            plan=typed("plan", PlanReport | None),
+            last_events=typed("last_events", tuple[JournalEvent, ...]),
+            warnings=tuple(data["warnings"]),
+        )
+
+    def text(self) -> str:
+        """What `orchestrator sessions show ID` prints."""
+        return report_text(self.data)
+
+    def to_json(self) -> str:
+        """What `orchestrator sessions show ID --json` prints."""
+        return orjson.dumps(self.data, option=orjson.OPT_INDENT_2).decode() + "\n"
+
+    def __str__(self) -> str:
+        return self.text()
+
+
+def _tree(tasks: Mapping[str, TaskRecord], subtrees: Mapping[str, Totals]) -> tuple[TaskNode, ...]:
+    """The tasks as a tree: the roots are those whose owner is no task (the main agent's)."""
+    children: dict[str, list[TaskRecord]] = {}
+    for task in tasks.values():
+        children.setdefault(task.owner, []).append(task)
+
+    def node(task: TaskRecord) -> TaskNode:
+        below = tuple(node(child) for child in children.get(task.task_id, ()))
+        return TaskNode(task, below, subtrees[task.task_id])
+
+    return tuple(node(task) for task in tasks.values() if task.owner not in tasks)
+
+
+def _todo_list(view: dict[str, Any]) -> TodoList:
+    """A todo list from its view (`TodoList.view`: `blocks` and `blocked` are derived)."""
+    fields = set(TodoItem.__struct_fields__)
+    items = [
+        msgspec.convert({k: v for k, v in item.items() if k in fields}, TodoItem)
+        for item in view["items"]
+    ]
+    return TodoList.of(view["goal"], items, changed_seq=0, refs=())
+
+
+def session_report(
+    where: Path | str,
+    session_id: str | None = None,
+    prices: Mapping[str, Price] | None = None,
+    *,
+    last: int = 10,
+    windows: Windows | None = None,
+    warn: Callable[[str], None] = lambda _: None,
+) -> SessionReport:
+    """The report of session `session_id` under the sessions root `where` (or, without
+    an id, of the session directory `where`), as `orchestrator sessions show` makes it:
+    `prices` (model name to `orchestrator.usage.Price`) cost its calls, `last` journal
+    records are listed, `windows` gives a model's context window (by default: only a
+    scripted model's, from its script). Raises `SessionNotFound` (a `SessionError`) for
+    no such session. A session of an older format is migrated first (under its lock;
+    `warn` is told); a running one is read as far as it is on disk."""
+    directory = Path(where) if session_id is None else session_dir(Path(where), session_id)
+    data = read_report(directory, last, prices or {}, windows, warn)
+    return SessionReport.of(data, directory)
+
+
+def read_report(
+    directory: Path,
+    last: int,
+    prices: Mapping[str, Price],
+    windows: Windows | None,
+    warn: Callable[[str], None],
+) -> dict[str, Any]:
+    """The report's data: read from the snapshot when it covers the journal, else
+    folded (after migrating an older format)."""
+    session_info(directory)  # (a manifest left behind by a kill catches up, if it can)
+    windows = windows or claimed_windows(directory)
+    data = quick_describe(directory, last, prices, windows)
+    if data is None:
+        bring_up_to_date(directory, warn)
+        data = describe(directory, last, prices, windows)
+    return data
+
+
+def claimed_windows(directory: Path) -> Windows:
+    """The windows known without a provider: a scripted model's, from its script's
+    `window` (read as plain JSON, without the script's schema: `show` imports no model)."""
+    try:
+        spec = read_manifest(directory).model_spec(directory)
+    except SessionError:
+        return lambda model: None
+    prefix, _, rest = spec.partition(":")
+    if prefix != "scripted":
+        return lambda model: None
+    try:
+        claimed = orjson.loads(Path(rest).read_bytes()).get("window") or {}
+        window = Window(int(claimed["context"]), int(claimed.get("output", 0)))
+    except (OSError, orjson.JSONDecodeError, AttributeError, KeyError, TypeError, ValueError):
+        return lambda model: None
+    name = f"scripted:{Path(rest).name}"  # as ScriptedModel.from_file names it
+    return lambda model: window if model == name else None

@@ -1,0 +1,102 @@
+"""The sessions under a root, newest first, each as a `SessionInfo`: what `orchestrator
+sessions list` prints and `orc.list_sessions` returns. Read from the manifests alone (and a
+journal's end where a kill left a manifest behind: session/status.py), so listing a
+thousand sessions costs a thousand small reads."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+import msgspec
+import orjson
+
+from orchestrator.errors import SessionNotFound
+from orchestrator.layout import FORMAT_VERSION, MANIFEST
+from orchestrator.session.status import ShownStatus, current_status, resumable
+from orchestrator.state.manifest import Manifest
+from orchestrator.store.ids import is_session_id, session_dir, session_id_time
+
+
+class SessionInfo(msgspec.Struct, frozen=True, kw_only=True):
+    """One session as the listing shows it.
+
+    `status` is the journal's, but `stopped (resumable)` for a session left `running` by
+    a process that is gone, and `unreadable` for a manifest that cannot be read (`error`
+    says why; `created` is then the time in its id, and the rest is empty)."""
+
+    id: str
+    directory: Path
+    status: ShownStatus | Literal["unreadable"]
+    resumable: bool
+    """A resume would run something now: not completed, and no process holds it."""
+    goal: str
+    created: datetime
+    model: str = ""
+    workspace: Path | None = None
+    size: int = 0
+    """The bytes of the session's own files (a workspace inside it is not counted)."""
+    error: str = ""
+
+
+def session_ids(root: Path) -> list[str]:
+    """The ids of the session directories under `root`, newest first (ids sort by time);
+    anything else there (a directory without a manifest, a file) is not a session."""
+    if not root.is_dir():
+        return []
+    return sorted(
+        (p.name for p in root.iterdir() if is_session_id(p.name) and (p / MANIFEST).exists()),
+        reverse=True,
+    )
+
+
+def latest_session_id(root: Path) -> str:
+    ids = session_ids(root)
+    if not ids:
+        raise SessionNotFound(f"no sessions under {root}")
+    return ids[0]
+
+
+def list_sessions(root: Path | str) -> list[SessionInfo]:
+    """Every session under `root`, newest first. A session whose manifest cannot be read
+    is listed as `unreadable` with its `error`, never failing the listing."""
+    root = Path(root)
+    return [session_info(root / session_id) for session_id in session_ids(root)]
+
+
+def session_info(directory: Path) -> SessionInfo:
+    """The session in `directory` as the listing shows it. Its status is read through to
+    the journal, and a manifest that a kill left behind is brought up to it when no
+    process holds the session."""
+    session_id = directory.name
+    session_dir(directory.parent, session_id)  # (a session's id, or InvalidSessionId)
+    try:
+        fields = orjson.loads((directory / MANIFEST).read_bytes())
+        manifest = msgspec.convert(fields, Manifest)
+        created = datetime.fromisoformat(manifest.created)
+    except FileNotFoundError:
+        raise SessionNotFound(f"no session {session_id!r} under {directory.parent}") from None
+    except (OSError, ValueError) as exc:  # (JSONDecodeError and ValidationError are ValueErrors)
+        return SessionInfo(
+            id=session_id,
+            directory=directory,
+            status="unreadable",
+            resumable=False,
+            goal="",
+            created=session_id_time(session_id),
+            error=f"{directory / MANIFEST} is not a readable manifest ({exc})",
+        )
+    status = current_status(directory, fields)
+    newer = manifest.format_version > FORMAT_VERSION  # (this version cannot run it)
+    return SessionInfo(
+        id=session_id,
+        directory=directory,
+        status=status,
+        resumable=not newer and resumable(directory, status),
+        goal=manifest.goal,
+        created=created,
+        model=manifest.model,
+        workspace=manifest.workspace_path(directory),
+        size=sum(p.stat().st_size for p in directory.iterdir() if p.is_file()),
+    )
