@@ -173,3 +173,15 @@ async def test_the_transcript_is_coloured_on_a_terminal_unless_no_color(
     assert "\x1b[" not in terminal.getvalue()
     await orc.TranscriptSink(terminal, color=True).emit(event)  # said outright, it colours
     assert "\x1b[" in terminal.getvalue()
+
+
+async def test_the_permission_types_are_the_face_s_own() -> None:
+    # What a library user writes a policy and an approver with, from `orchestrator` alone.
+    policy = orc.PermissionPolicy(rules=[orc.Rule("shell", "allow", "pytest *")])
+    tests = orc.ToolCall(id="c1", name="shell", arguments='{"command": "pytest -q"}')
+    other = orc.ToolCall(id="c2", name="shell", arguments='{"command": "rm -r x"}')
+    assert policy.decide(tests, read_only=False) == "allow"
+    assert policy.decide(other, read_only=False) == "ask"
+    granted = [orc.Grant("shell", "rm *")]
+    assert policy.decide(other, read_only=False, grants=granted) == "allow"
+    assert isinstance(await orc.deny_all(other), orc.Unasked)
