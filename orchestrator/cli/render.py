@@ -1,7 +1,13 @@
-"""Event sinks for people and programs: a live, readable transcript, or JSON lines."""
+"""Event sinks for people and programs: a live, readable transcript, or JSON lines.
+
+Both are the command line's and a library user's alike (`orchestrator.TranscriptSink`,
+`orchestrator.JsonLinesSink`): given nothing, they print to standard output as
+`orchestrator run` does."""
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TextIO, assert_never
@@ -60,6 +66,15 @@ def _scope(scope: tuple[str, ...] | None) -> str:
     return label(", ".join(scope)) if scope else "nothing"
 
 
+def color_enabled(stream: object) -> bool:
+    """Colour for a terminal, unless `NO_COLOR` is set (https://no-color.org); never for
+    a pipe or a file."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
 class Style:
     """ANSI styling, or none at all (pipes, NO_COLOR)."""
 
@@ -90,17 +105,18 @@ class Style:
 
 class TranscriptSink:
     """Prints what agents do as it happens: streamed text, each tool call with its
-    arguments abbreviated, and its outcome."""
+    arguments abbreviated, and its outcome. `out` is standard output unless given;
+    `color` is `color_enabled(out)` unless given."""
 
     def __init__(
         self,
-        out: TextIO,
+        out: TextIO | None = None,
         *,
-        color: bool,
+        color: bool | None = None,
         todos_of: Callable[[str], TodoList] | None = None,
     ) -> None:
-        self.out = out
-        self.style = Style(color)
+        self.out = sys.stdout if out is None else out
+        self.style = Style(color_enabled(self.out) if color is None else color)
         self._mid_line = False
         # Each agent's whole list, shown when it changes: read from the session's state
         # when given (it is folded before the screen sees the event), else folded here.
@@ -363,12 +379,12 @@ class JsonLinesSink:
 
     def __init__(
         self,
-        out: TextIO,
+        out: TextIO | None = None,
         *,
         session: str = "",
         seq_of: Callable[[Event], int | None] | None = None,
     ) -> None:
-        self.out = out
+        self.out = sys.stdout if out is None else out
         self.session = session
         self.seq_of = seq_of or (lambda event: None)
 

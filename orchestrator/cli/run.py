@@ -74,13 +74,6 @@ def default_workspace() -> Path:
     return cwd
 
 
-def _color_enabled(stream: object) -> bool:
-    if os.environ.get("NO_COLOR"):
-        return False
-    isatty = getattr(stream, "isatty", None)
-    return bool(isatty and isatty())
-
-
 def _make_sink(
     json_mode: bool, live: LiveSession | None = None, *, out: TextIO | None = None
 ) -> EventSink:
@@ -90,8 +83,7 @@ def _make_sink(
         live.track_seqs = True
         return JsonLinesSink(sys.stdout, session=live.id, seq_of=live.seq_of)
     todos_of = live.state.todo_list if live is not None else None
-    out = out or sys.stdout
-    return TranscriptSink(out, color=_color_enabled(out), todos_of=todos_of)
+    return TranscriptSink(out, todos_of=todos_of)
 
 
 def session_settings(config: Config, args: argparse.Namespace) -> SessionSettings:
