@@ -20,6 +20,7 @@ test: $(STAMP)
 	$(BIN)/ruff check orchestrator tests examples
 	$(BIN)/ruff format --check orchestrator tests examples
 	$(BIN)/mypy orchestrator
+	$(BIN)/mypy examples
 	$(BIN)/python -m pytest -q
 
 clean:

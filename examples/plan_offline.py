@@ -58,12 +58,13 @@ def respond(request: orc.ModelRequest) -> orc.ScriptedReply:
                 for t in ("a", "b", "index")
             ]
             return orc.ScriptedReply(text="All three; index waits.", tool_calls=tuple(delegate))
-        if last.role == "tool" and last.name == "wait_tasks" and "running" not in last.content:
+        waited = isinstance(last, orc.ToolResult) and last.name == "wait_tasks"
+        if waited and "running" not in last.content:
             return orc.ScriptedReply(text="The notes and the index are written.")
         return orc.ScriptedReply(tool_calls=(call("wait_tasks"),))
     # A worker: its task message names the one path it may write.
     path = re.findall(r"Write scope \(write only here\): (\S+)", request.messages[1].content)[0]
-    if not any(m.role == "tool" and m.name == "write_file" for m in request.messages):
+    if not any(isinstance(m, orc.ToolResult) and m.name == "write_file" for m in request.messages):
         return orc.ScriptedReply(tool_calls=(call("write_file", path=path, content=f"# {path}\n"),))
     return orc.ScriptedReply(tool_calls=(call("complete", summary=f"wrote {path}"),))
 
@@ -73,15 +74,15 @@ def respond(request: orc.ModelRequest) -> orc.ScriptedReply:
 
 class Watcher:
     async def emit(self, event: orc.Event, *, durable: bool = False) -> None:
-        match event.kind:
-            case "plan_submitted":
+        match event:
+            case orc.PlanSubmitted():
                 print(f"  plan v{event.version} submitted ({event.source})")
-            case "plan_decided":
+            case orc.PlanDecided():
                 print(f"  plan v{event.version} {event.decision} by {event.by}")
-            case "task_created":
+            case orc.TaskCreated():
                 waits = f", waits for {', '.join(event.after_plan)}" if event.after_plan else ""
                 print(f"  task {event.task} created for plan task {event.plan_ref}{waits}")
-            case "task_changed":
+            case orc.TaskChanged():
                 print(f"  task {event.task} -> {event.state}")
 
 

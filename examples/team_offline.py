@@ -58,14 +58,14 @@ def respond(request: orc.ModelRequest) -> orc.ScriptedReply:
                 for f in ("a.txt", "b.txt")
             ]  # fmt: skip
             return orc.ScriptedReply(text="One counter per file.", tool_calls=tuple(delegate))
-        if last.role == "tool" and last.name == "wait_tasks" and last.status == "ok":
+        if isinstance(last, orc.ToolResult) and last.name == "wait_tasks" and last.status == "ok":
             return orc.ScriptedReply(text="Both files are counted.")
         return orc.ScriptedReply(tool_calls=(call("wait_tasks"),))
     # A counter: its task message names the file.
     task = messages[1]  # "You are task t1: count words in a.txt ..."
     assert task.role == "user"
     path = re.findall(r"count words in (\S+)", task.content)[0]
-    counted = [m for m in messages if m.role == "tool" and m.name == "word_count"]
+    counted = [m for m in messages if isinstance(m, orc.ToolResult) and m.name == "word_count"]
     if not counted or counted[-1].status != "ok":
         progress = [call("report_progress", summary=f"counting {path}")] if not counted else []
         return orc.ScriptedReply(tool_calls=(*progress, call("word_count", path=path)))
@@ -85,27 +85,27 @@ class Watcher:
         self.stop = stop
 
     async def emit(self, event: orc.Event, *, durable: bool = False) -> None:
-        match event.kind:
-            case "task_created":
+        match event:
+            case orc.TaskCreated():
                 print(f"  task {event.task} created ({event.agent_type}): {event.description}")
-            case "task_changed":
+            case orc.TaskChanged():
                 print(f"  task {event.task} -> {event.state} {event.reason}".rstrip())
-            case "message_posted":
+            case orc.MessagePosted():
                 print(
                     f"  mail {event.id} {event.mail}: {event.agent} -> {event.to}: {event.summary}"
                 )
                 if event.mail == "progress" and self.stop is not None:
                     self.stop.cancel()
-            case "messages_delivered":
+            case orc.MessagesDelivered():
                 print(f"  mail {', '.join(event.ids)} delivered to {event.agent}")
-            case "tool_call_finished" if event.delivers:
+            case orc.ToolCallFinished() if event.delivers:
                 print(
                     f"  mail {', '.join(event.delivers)} delivered to {event.agent} "
                     f"by its {event.result.name} call"
                 )
-            case "message_added" if event.agent == "main" and event.message.role == "user":
-                print(f"  note to main: {event.message.content}")
-            case "session_status":
+            case orc.MessageAdded(message=orc.UserMessage(content=said)) if event.agent == "main":
+                print(f"  note to main: {said}")
+            case orc.SessionStatusChanged():
                 print(f"  session {event.status} {event.detail}".rstrip())
 
 

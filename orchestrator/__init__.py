@@ -67,6 +67,7 @@ if TYPE_CHECKING:
         workspace_tools,
     )
     from orchestrator.tools.permissions import Denied
+    from orchestrator.usage import Price
 
 if TYPE_CHECKING:  # events, what they carry, and the command line's renderers
     from orchestrator.cli.render import JsonLinesSink, TranscriptSink
@@ -137,6 +138,7 @@ _HOMES = {
     "PlanTask": "orchestrator.loop.plan",
     "PlanVerdict": "orchestrator.team.plan_host",
     "PlanVersion": "orchestrator.state.plans",
+    "Price": "orchestrator.usage",
     "Policy": "orchestrator.team",
     "Question": "orchestrator.team.asking",
     "QuestionAnswerer": "orchestrator.team.asking",
@@ -286,6 +288,7 @@ __all__ = [
     "PlanVerdict",
     "PlanVersion",
     "Policy",
+    "Price",
     "Question",
     "QuestionAnswerer",
     "ReplanRequested",

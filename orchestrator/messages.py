@@ -134,6 +134,11 @@ class AssistantMessage(_Message, frozen=True, tag="assistant"):
     usage: Usage | None = None
     stop_reason: str | None = None
 
+    @property
+    def content(self) -> str:
+        """Its text: every kind of message has `content`."""
+        return self.text
+
     def chars(self) -> int:
         size = len(self.text) + 16
         for call in self.tool_calls:

@@ -79,3 +79,40 @@ def test_plan_offline_plans_approves_and_builds_in_dependency_order(tmp_path: Pa
     assert "asked about plan v1: 1 tasks" in executed
     assert "plan v1 approved by my program" in executed
     assert "execute: completed; todos a=completed" in executed
+
+
+def test_research_team_runs_researchers_in_parallel_with_function_tools() -> None:
+    out = run_example("research_team.py")
+    assert "t1 started: how trio scopes tasks" in out
+    assert "t2 started: how asyncio scopes tasks" in out
+    assert "t1 done: Trio runs tasks in nurseries" in out  # read_note's text, via complete
+    assert re.search(r"^completed: Trio runs tasks in nurseries.*asyncio runs tasks", out, re.M)
+    assert re.search(r"^\d+ tokens; session /.+", out, re.M)
+
+
+def test_host_in_the_loop_answers_and_denies_with_a_reason() -> None:
+    out = run_example("host_in_the_loop.py")
+    assert "t1 asks: Which license? ['MIT', 'Apache-2.0']" in out
+    assert "approve? task t1 (worker: set up the project): shell rm -rf build" in out
+    assert out.strip().endswith(
+        "completed: LICENSE is MIT; build/ is empty (shell was not approved: never delete; "
+        "move what is in the way to old/ instead; do not retry it)"
+    )
+
+
+def test_kill_and_resume_loses_nothing_and_repeats_nothing() -> None:
+    out = run_example("kill_and_resume.py")
+    assert "child said 'progress: chapter 1 of 3 done'; killing it" in out
+    assert re.search(r"session \S+: stopped \(resumable\), resumable: True", out)
+    assert "resumed: completed: three chapters, logged" in out
+    assert out.strip().endswith("log: chapter-1 chapter-2 chapter-3")
+
+
+def test_inspect_sessions_lists_and_reports(tmp_path: Path) -> None:
+    out = run_example("inspect_sessions.py", str(tmp_path))
+    assert re.search(r"completed +resumable=False +Count to two, with help\.", out)
+    assert re.search(r"stopped \(resumable\) resumable=True +Count to three\.", out)
+    assert re.search(r"^\S+: 7 model calls, \$0\.\d+$", out, re.M)
+    assert "task t1 [completed] subtree: 4 calls; subtasks ['t2']" in out
+    assert "mail m2 completed: t1 -> main" in out
+    assert "subtree t1" in out  # the report sessions show prints

@@ -12,6 +12,12 @@ import orchestrator
 # What a library user needs to run a team from Python (docs/library.md): dropping one of
 # these breaks their code.
 LIBRARY = {
+    "ApprovalRequest",
+    "Denied",
+    "Price",
+    "Question",
+    "resume",
+    "run",
     "AgentDefinition",
     "Definitions",
     "EventSink",

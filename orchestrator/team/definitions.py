@@ -54,7 +54,7 @@ class AgentDefinition(BaseModel, frozen=True, extra="forbid"):
     name: str
     description: str = ""  # one line the main agent reads when it chooses a type
     prompt: str
-    tools: tuple[str, ...]
+    tools: tuple[str, ...] = ()  # none: the coordination tools only (complete, ...)
     model: str | None = None  # None: the config's model for this role
     max_rounds: int = Field(default=50, gt=0)
     may_delegate: bool = False

@@ -218,12 +218,12 @@ def test_errors_name_the_file_and_the_field(
     assert str(caught.value).startswith(f"{user / 'agents' / 'worker.toml'}: {expected}")
 
 
-def test_a_new_role_needs_a_prompt_and_tools(user: Path) -> None:
+def test_a_new_role_needs_a_prompt(user: Path) -> None:
     user_file(user, "tester", 'description = "d"\n')
     with pytest.raises(ConfigError) as caught:
         load(user=user)
     assert str(caught.value) == (
-        f"{user / 'agents' / 'tester.toml'}: prompt: Field required; tools: Field required"
+        f"{user / 'agents' / 'tester.toml'}: prompt: Field required"
     )
 
 
