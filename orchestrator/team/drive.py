@@ -24,7 +24,7 @@ from orchestrator.errors import (
 )
 from orchestrator.loop.compaction import Window
 from orchestrator.loop.plan import Plan, check
-from orchestrator.messages import AssistantMessage, SystemMessage, Usage, UserMessage
+from orchestrator.messages import SystemMessage, Usage, UserMessage
 from orchestrator.models.base import Model
 from orchestrator.redaction import Redactor
 from orchestrator.session.live import LiveSession
@@ -36,7 +36,6 @@ from orchestrator.state.events import (
     NullSink,
     SessionStatusChanged,
 )
-from orchestrator.state.fold import SessionState
 from orchestrator.state.mailbox import Mail
 from orchestrator.state.manifest import SessionStatus
 from orchestrator.state.plans import PlanSource
@@ -47,10 +46,8 @@ from orchestrator.team.asking import (
     HostApprover,
     QuestionAnswerer,
     approvers,
-    ask_host,
     no_approver,
-    open_questions,
-    question,
+    offer_open_questions,
 )
 from orchestrator.team.definitions import Definitions
 from orchestrator.team.main_agent import MainOutcome, open_team, run_main
@@ -222,21 +219,12 @@ def _finished(result: RunResult, live: LiveSession, settings: RunSettings) -> Ru
     ]
     return dataclasses.replace(
         result,
-        output=final_answer(state),
+        output=queries.final_answer(state),
         usage=usage,
         cost=None if None in costs else sum(c for c in costs if c is not None),
         session_id=live.id,
         session_dir=live.directory,
     )
-
-
-def final_answer(state: SessionState) -> str:
-    """The text of the main agent's last reply that has any."""
-    context = state.agents.get(MAIN)
-    for message in reversed(context.messages if context is not None else ()):
-        if isinstance(message, AssistantMessage) and message.text.strip():
-            return message.text
-    return ""
 
 
 class _Watcher:
@@ -303,18 +291,6 @@ async def _say_or_answer(team: Team, text: str) -> None:
         await team.say(text)
         return
     await team.answer(questions[0].message_id, text)
-
-
-async def _reannounce(team: Team, answer: QuestionAnswerer) -> None:
-    """Offer the host again the questions still open as the run starts (a resume's): it
-    was asked before the crash, or left them to owners that have not answered yet. The
-    main agent starts once it has decided on each, so that none is found unanswerable
-    while the host thinks."""
-    for mail in open_questions(team.state):
-        text = await ask_host(answer, question(team.state, mail))
-        current = team.state.mailbox.get(mail.message_id)
-        if text is not None and current is not None and not current.answered_by:
-            await team.answer(mail.message_id, text)
 
 
 async def _plan_first(team: Team, settings: RunSettings, goal: str) -> RunResult | None:
@@ -411,7 +387,7 @@ async def _drive(live: LiveSession, settings: RunSettings, sink: EventSink) -> R
         if message:
             await _say_or_answer(team, message)
         if settings.answer is not None:
-            await _reannounce(team, settings.answer)
+            await offer_open_questions(team, settings.answer)
         outcome = await run_main(team)
     return _main_result(outcome, live)
 

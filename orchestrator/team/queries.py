@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from orchestrator.errors import ToolFailed
 from orchestrator.loop.assessment import REPEATS, AgentProgress
 from orchestrator.loop.deps import Dependency, Verdict, decide
+from orchestrator.messages import AssistantMessage
 from orchestrator.state.fold import SessionState
 from orchestrator.state.mailbox import MAIN as MAIN
 from orchestrator.state.mailbox import Mail
@@ -276,3 +277,12 @@ def describe_question(state: SessionState, mail: Mail) -> str:
         else f"task {owner.task_id}, which {how.get(owner.state, 'has ' + owner.state)}"
     )
     return f"task {mail.sender} asks ({mail.message_id}, of {whom}): {mail.summary}"
+
+
+def final_answer(state: SessionState) -> str:
+    """The text of the main agent's last reply that has any."""
+    context = state.agents.get(MAIN)
+    for message in reversed(context.messages if context is not None else ()):
+        if isinstance(message, AssistantMessage) and message.text.strip():
+            return message.text
+    return ""
