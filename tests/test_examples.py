@@ -116,3 +116,44 @@ def test_inspect_sessions_lists_and_reports(tmp_path: Path) -> None:
     assert "task t1 [completed] subtree: 4 calls; subtasks ['t2']" in out
     assert "mail m2 completed: t1 -> main" in out
     assert "subtree t1" in out  # the report sessions show prints
+
+
+def test_compare_task_a_delegates_two_counters_at_once_and_streams_their_calls(
+    tmp_path: Path,
+) -> None:
+    """examples/compare/ours_a.py, as it is, on a scripted model (offline.py)."""
+    out = run_example("compare/offline.py", "ours_a.py", str(tmp_path))
+    lines = out.splitlines()
+    assert lines[0].startswith('[main] delegate {"description":"count words in a.txt"')
+    assert "[main] delegate -> delegated. task_id=t2 type=counter state=pending" in lines
+    # Both counters ran their custom tool, each under its task's name, as it happened.
+    assert "[t1] word_count -> 5 words" in lines
+    assert "[t2] word_count -> 6 words" in lines
+    assert "[main] wait_tasks {}" in lines
+    assert lines[-1] == "a.txt: 5 words; b.txt: 6 words"
+    # The session is on disk, completed: durable with no code for it.
+    [manifest] = tmp_path.glob("sessions/*/*/session.json")
+    assert orjson.loads(manifest.read_bytes())["status"] == "completed"
+
+
+def test_compare_task_b_the_host_answers_the_question_and_decides_each_call(
+    tmp_path: Path,
+) -> None:
+    out = run_example("compare/offline.py", "ours_b.py", str(tmp_path))
+    assert out.splitlines() == [
+        "[t1] asks: Which license?",
+        "[t1] wants write_file {'path': 'LICENSE', 'content': 'MIT License\\n'}",
+        "[t1] wants shell {'command': 'git add LICENSE'}",
+        "The worker reports: LICENSE (MIT): ok; git add: shell was not approved: "
+        "nothing but writing LICENSE is allowed here; do not retry it",
+    ]
+    assert (tmp_path / "LICENSE").read_text() == "MIT License\n"
+
+
+def test_the_comparison_table_in_the_docs_is_what_count_prints() -> None:
+    out = run_example("compare/count.py")
+    docs = (EXAMPLES.parent / "docs" / "library.md").read_text()
+    rows = [line for line in out.splitlines() if line.startswith("| `")]
+    assert len(rows) == 6
+    for row in rows:
+        assert row in docs
