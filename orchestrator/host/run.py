@@ -231,15 +231,10 @@ def _resolve(spec: str, http: httpx.AsyncClient, session_id: str, *, asked: bool
 
 def _for_caller(wiring: _Wiring) -> _Wiring:
     """The wiring as the drive calls it: from asyncio, the caller's callbacks run on its
-    own loop. `on_team` is refused there rather than called on the trio thread: a `Team`
-    is a trio object whose methods an asyncio program could not await."""
+    own loop."""
     if not from_asyncio():
         return wiring
-    if wiring.on_team is not None:
-        raise ConfigError(
-            "on_team is for trio programs: the Team's methods are trio's, and under asyncio "
-            "the session runs on a trio thread of its own (run it under trio to steer it)"
-        )
+    check_on_team(wiring.on_team)
     caller = CallerLoop()
     return dataclasses.replace(
         wiring,
@@ -248,6 +243,16 @@ def _for_caller(wiring: _Wiring) -> _Wiring:
         answer=None if wiring.answer is None else caller.function(wiring.answer),
         from_asyncio=True,
     )
+
+
+def check_on_team(on_team: Callable[[Team], None] | None) -> None:
+    """`on_team` is refused from asyncio rather than called on the trio thread: a `Team`
+    is a trio object, whose methods an asyncio program could not await."""
+    if on_team is not None and from_asyncio():
+        raise ConfigError(
+            "on_team is for trio programs: the Team's methods are trio's, and under asyncio "
+            "the session runs on a trio thread of its own (run it under trio to steer it)"
+        )
 
 
 def _warn(text: str) -> None:
