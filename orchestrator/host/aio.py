@@ -57,7 +57,7 @@ async def in_trio(work: Callable[[], Awaitable[T]]) -> T:
         await asyncio.wait([done])  # unlike `await done`, a cancellation leaves `done` be
     except asyncio.CancelledError as cancelled:
         stop.ask()
-        await _outlast(done)
+        await outlast(done)  # a second cancellation is raised once it has ended
         error = None if done.cancelled() else done.exception()
         if error is not None:
             raise error from cancelled  # it failed as it stopped: that says more
@@ -111,12 +111,17 @@ class _Stop:
                 _soon(self._token, self._scope.cancel)
 
 
-async def _outlast(future: asyncio.Future[Any]) -> None:
-    """Wait for `future` to end, through further cancellations of the waiting task (the
-    caller re-raises the first)."""
+async def outlast(future: asyncio.Future[Any]) -> None:
+    """Wait for `future` to end, even if the waiting task is cancelled meanwhile; then
+    raise that cancellation."""
+    cancelled = None
     while not future.done():
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.wait([future])
+        try:
+            await asyncio.wait([future])  # unlike `await future`, leaves `future` be
+        except asyncio.CancelledError as exc:
+            cancelled = exc
+    if cancelled is not None:
+        raise cancelled
 
 
 def _soon(token: trio.lowlevel.TrioToken, fn: Callable[[], object]) -> None:

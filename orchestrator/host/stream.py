@@ -29,7 +29,7 @@ from typing import NoReturn, final
 
 import trio
 
-from orchestrator.host.aio import from_asyncio
+from orchestrator.host.aio import from_asyncio, outlast
 from orchestrator.host.run import EventHandler, check_on_team, locate, new_session, resume
 from orchestrator.models.base import Model
 from orchestrator.state.events import Event
@@ -156,20 +156,8 @@ async def _on_asyncio(start: Start, session_dir: Path, buffer: int) -> AsyncIter
         events._close()
         left.set()
         task.cancel()  # a run still going stops: `interrupted`
-        await _ended(task)
+        await outlast(task)
     events._raise_error()
-
-
-async def _ended(task: asyncio.Task[None]) -> None:
-    """Wait for `task` to end, even if this one is cancelled meanwhile (then raise that)."""
-    cancelled = None
-    while not task.done():
-        try:
-            await asyncio.wait([task])
-        except asyncio.CancelledError as exc:
-            cancelled = exc
-    if cancelled is not None:
-        raise cancelled
 
 
 @asynccontextmanager
