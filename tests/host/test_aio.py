@@ -18,6 +18,7 @@ import orchestrator as orc
 from orchestrator.errors import ConfigError
 from orchestrator.models.base import ModelRequest
 from orchestrator.models.scripted import ScriptedModel, ScriptedReply
+from tests.host.test_host_loop import respond as choose_a_license
 from tests.host.test_run import call, results, writer
 
 
@@ -109,6 +110,25 @@ def test_an_async_approvers_denial_reaches_the_model(workspace: Path) -> None:
     assert "write_file: ok" in result.output
     assert "shell was not approved: no commands on Fridays; do not retry it" in result.output
     assert not (workspace / "hi.txt").exists()
+
+
+def test_an_async_answerer_answers_a_subagents_question(tmp_path: Path) -> None:
+    caller = threading.get_ident()
+    asked: list[tuple[str, int]] = []
+
+    async def answer(question: orc.Question) -> str:
+        asyncio.get_running_loop()
+        asked.append((question.text, threading.get_ident()))
+        return "MIT"
+
+    async def main() -> orc.RunResult:
+        return await orc.run(
+            "choose", model=ScriptedModel(choose_a_license), workspace=tmp_path, answer=answer
+        )
+
+    result = asyncio.run(main())
+    assert asked == [("MIT or Apache?", caller)]
+    assert result.output == "The worker chose: MIT"
 
 
 def test_cancelling_the_task_interrupts_the_session_and_a_resume_completes_it(
