@@ -14,6 +14,7 @@ from orchestrator._version import __version__ as __version__
 if TYPE_CHECKING:
     from orchestrator.agent import TurnDeps, TurnOutcome, run_tool_calls, run_turn
     from orchestrator.host.run import EventHandler, resume, run
+    from orchestrator.host.stream import EventStream, stream, stream_resume
     from orchestrator.loop.assessment import Assessment, Budgets, Situation, assess
     from orchestrator.loop.plan import Plan, PlanError, PlanTask, parse_plan_json
     from orchestrator.loop.plan_markdown import parse_markdown as parse_plan_markdown
@@ -193,6 +194,10 @@ _HOMES = {
     "SessionReport": "orchestrator.session",
     "list_sessions": "orchestrator.session",
     "session_report": "orchestrator.session",
+    # Pulling a run's events (docs/library.md#pulling-events).
+    "EventStream": "orchestrator.host.stream",
+    "stream": "orchestrator.host.stream",
+    "stream_resume": "orchestrator.host.stream",
     # Events (every class of the `Event` union), the messages and permission types they
     # carry, and the command line's renderers: tests/test_events_documented.py.
     "AgentStarted": "orchestrator.state.events",
@@ -256,6 +261,7 @@ __all__ = [
     "Event",
     "EventHandler",
     "EventSink",
+    "EventStream",
     "FanOut",
     "FunctionTool",
     "Grant",
@@ -362,6 +368,8 @@ __all__ = [
     "run_turn",
     "seed_todos",
     "session_report",
+    "stream",
+    "stream_resume",
     "tool",
     "workspace_tools",
 ]

@@ -1,4 +1,5 @@
-"""The host program's calls: a session run, or resumed, in one call (`run`, `resume`)."""
+"""The host program's calls: a session run, or resumed, in one call (`run`, `resume`),
+from trio or asyncio; its events pulled (`stream`, `stream_resume`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,15 @@ from orchestrator._face import lazy
 
 if TYPE_CHECKING:
     from orchestrator.host.run import EventHandler, resume, run
+    from orchestrator.host.stream import EventStream, stream, stream_resume
 
-_HOMES = {"EventHandler": "run", "resume": "run", "run": "run"}
-__all__ = ["EventHandler", "resume", "run"]
+_HOMES = {
+    "EventHandler": "run",
+    "EventStream": "stream",
+    "resume": "run",
+    "run": "run",
+    "stream": "stream",
+    "stream_resume": "stream",
+}
+__all__ = ["EventHandler", "EventStream", "resume", "run", "stream", "stream_resume"]
 __getattr__, __dir__ = lazy(__name__, _HOMES)

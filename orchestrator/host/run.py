@@ -2,21 +2,27 @@
 drives it to its end and returns a `RunResult` with the answer; `resume(directory)` goes
 on with one that stopped. Underneath are `create_session`, `open_session` and `drive`
 (team/drive.py), for a program that needs more than these calls give.
+
+Both work from trio and from asyncio: from asyncio, the drive runs under trio in a thread
+of its own and the caller's callbacks on the caller's loop (host/aio.py).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import os
 import tempfile
 import warnings
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import httpx
 
 from orchestrator.errors import ConfigError, SessionNotFound
+from orchestrator.host.aio import CallerLoop, from_asyncio, in_trio
 from orchestrator.models.base import Model
 from orchestrator.models.http import make_client
 from orchestrator.models.resolve import provider_names, resolve_model
@@ -50,6 +56,9 @@ class _Wiring:
     settings: SessionSettings | None
     prices: Mapping[str, Price] | None
     on_team: Callable[[Team], None] | None
+    # The callbacks are bridged to the calling asyncio program's loop (`_for_caller`):
+    # the drive runs under trio in a thread of its own.
+    from_asyncio: bool = False
 
 
 async def run(
@@ -78,17 +87,33 @@ async def run(
     directory, kept, named in `RunResult.session_dir`). `approve`: answers the calls the
     permission rules ask about (None: read-only tools run, the others are refused with
     "no approver given"). `answer`: answers subagents' questions first (None: their
-    owners do). `instructions`: added to the main agent's system prompt."""
+    owners do). `instructions`: added to the main agent's system prompt. `on_team`:
+    called with the running `Team` (trio only: its methods are trio's)."""
+    wiring = _for_caller(
+        _Wiring(agents, tools, on_event, approve, answer, instructions, settings, prices, on_team)
+    )
+    directory = new_session(
+        goal, model=model, workspace=workspace, sessions_dir=sessions_dir, settings=settings
+    )
+    return await _drive(directory.parent, directory.name, model, wiring, message="")
+
+
+def new_session(
+    goal: str,
+    *,
+    model: Model | str,
+    workspace: Path | str | None,
+    sessions_dir: Path | str | None,
+    settings: SessionSettings | None,
+) -> Path:
+    """The directory of a new session for `goal`, not yet run (`run`'s first half)."""
     root = Path(sessions_dir) if sessions_dir is not None else _new_root()
     where = Path(workspace) if workspace is not None else Path.cwd()
     if not where.is_dir():
         raise ConfigError(f"the workspace {where} is not a directory")
     label = model if isinstance(model, str) else _label(model)
-    session_id, _ = create_session(root, goal=goal, model=label, workspace=where, settings=settings)
-    wiring = _Wiring(
-        agents, tools, on_event, approve, answer, instructions, settings, prices, on_team
-    )
-    return await _drive(root, session_id, model, wiring, message="")
+    _, directory = create_session(root, goal=goal, model=label, workspace=where, settings=settings)
+    return directory
 
 
 async def resume(
@@ -117,13 +142,13 @@ async def resume(
     agent, or the answer to the oldest question nobody answered (a `blocked` session).
     The agent types and tools must be those the session ran with (they are not kept in
     it); `settings`, when given and different, replace the journaled ones."""
-    root, session_id = _locate(session, sessions_dir)
+    wiring = _for_caller(
+        _Wiring(agents, tools, on_event, approve, answer, instructions, settings, prices, on_team)
+    )
+    root, session_id = locate(session, sessions_dir)
     given = model is not None
     if model is None:
         model = read_manifest(root / session_id).model_spec(root / session_id)
-    wiring = _Wiring(
-        agents, tools, on_event, approve, answer, instructions, settings, prices, on_team
-    )
     return await _drive(root, session_id, model, wiring, message=message, asked=given)
 
 
@@ -137,7 +162,7 @@ def _new_root() -> Path:
     return Path(tempfile.mkdtemp(prefix="orchestrator-sessions-"))
 
 
-def _locate(session: Path | str, sessions_dir: Path | str | None) -> tuple[Path, str]:
+def locate(session: Path | str, sessions_dir: Path | str | None) -> tuple[Path, str]:
     """(root, id) of a session given by its directory, or by its id and root."""
     if sessions_dir is not None:
         return Path(sessions_dir), str(session)
@@ -160,6 +185,11 @@ async def _drive(
     message: str,
     asked: bool = True,
 ) -> RunResult:
+    if wiring.from_asyncio:  # the same drive, under trio in a thread of its own
+        on_trio = dataclasses.replace(wiring, from_asyncio=False)
+        return await in_trio(
+            partial(_drive, root, session_id, model, on_trio, message=message, asked=asked)
+        )
     definitions = Definitions([*Definitions.builtin(), *wiring.agents])
     registry = workspace_tools()
     for tool in wiring.tools:
@@ -197,6 +227,32 @@ def _resolve(spec: str, http: httpx.AsyncClient, session_id: str, *, asked: bool
             "that makes a model (a Model object given to run()): give it again, "
             "resume(..., model=...)"
         ) from exc
+
+
+def _for_caller(wiring: _Wiring) -> _Wiring:
+    """The wiring as the drive calls it: from asyncio, the caller's callbacks run on its
+    own loop."""
+    if not from_asyncio():
+        return wiring
+    check_on_team(wiring.on_team)
+    caller = CallerLoop()
+    return dataclasses.replace(
+        wiring,
+        on_event=None if wiring.on_event is None else caller.sink(_sink(wiring.on_event)),
+        approve=None if wiring.approve is None else caller.function(wiring.approve),
+        answer=None if wiring.answer is None else caller.function(wiring.answer),
+        from_asyncio=True,
+    )
+
+
+def check_on_team(on_team: Callable[[Team], None] | None) -> None:
+    """`on_team` is refused from asyncio rather than called on the trio thread: a `Team`
+    is a trio object, whose methods an asyncio program could not await."""
+    if on_team is not None and from_asyncio():
+        raise ConfigError(
+            "on_team is for trio programs: the Team's methods are trio's, and under asyncio "
+            "the session runs on a trio thread of its own (run it under trio to steer it)"
+        )
 
 
 def _warn(text: str) -> None:
