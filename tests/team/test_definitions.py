@@ -222,9 +222,7 @@ def test_a_new_role_needs_a_prompt(user: Path) -> None:
     user_file(user, "tester", 'description = "d"\n')
     with pytest.raises(ConfigError) as caught:
         load(user=user)
-    assert str(caught.value) == (
-        f"{user / 'agents' / 'tester.toml'}: prompt: Field required"
-    )
+    assert str(caught.value) == (f"{user / 'agents' / 'tester.toml'}: prompt: Field required")
 
 
 def test_a_file_name_that_is_no_role_name_says_so(user: Path) -> None:
