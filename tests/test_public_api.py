@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import orchestrator
 
@@ -162,3 +164,11 @@ def test_drive_is_the_function_whatever_was_imported_first() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert out.stdout.split() == ["True", "orchestrator.team.drive"]
+
+
+def test_every_public_name_is_in_the_library_docs() -> None:
+    """docs/library.md names every name of the face (each is taught there, in a table or
+    a section): a name added without its documentation fails here."""
+    text = (Path(orchestrator.__file__).parents[1] / "docs" / "library.md").read_text()
+    missing = [n for n in orchestrator.__all__ if not re.search(rf"\b{re.escape(n)}\b", text)]
+    assert missing == []
