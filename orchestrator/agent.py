@@ -430,7 +430,10 @@ async def _execute(ref: str, call: ToolCall, parsed: Parsed, deps: TurnDeps) -> 
     output = None
     try:
         with scope:
-            output = await tool.run(args, dataclasses.replace(deps.context, call=ref))
+            context = dataclasses.replace(
+                deps.context, call=ref, tool=call.name, events=deps.events
+            )
+            output = await tool.run(args, context)
     except (ToolFailed, WorkspaceEscape) as exc:
         return result("error", str(exc))
     except Exception as exc:  # a tool bug must not kill the agent

@@ -29,6 +29,7 @@ from orchestrator.state.events import (
     TextStreamed,
     ToolCallFinished,
     ToolCallStarted,
+    ToolProgress,
     TurnEnded,
     TurnStarted,
     UsageUpdated,
@@ -141,15 +142,8 @@ class TranscriptSink:
         match event:
             case AgentStarted() | TextStreamed() | AssistantReplied():
                 self._speech(event, who)
-            case ToolCallStarted(call=call):
-                self._line(
-                    who
-                    + s.cyan(f"  → {label(call.name)}")
-                    + " "
-                    + s.dim(label(format_arguments(call.arguments), 4 * ARG_WIDTH))
-                )
-            case ToolCallFinished(result=result):
-                self._line(who + self._outcome(result))
+            case ToolCallStarted() | ToolCallFinished() | ToolProgress():
+                self._line(who + self._call_line(event))
             case TurnEnded(reason=reason, rounds=rounds, detail=detail):
                 mark = s.green("✔") if reason == "completed" else s.yellow("■")
                 extra = f": {label(detail, 4 * ARG_WIDTH)}" if detail else ""
@@ -183,6 +177,20 @@ class TranscriptSink:
             ):
                 # The command line says how the session ended, once, on stderr.
                 pass
+            case _:
+                assert_never(event)
+
+    def _call_line(self, event: ToolCallStarted | ToolCallFinished | ToolProgress) -> str:
+        s = self.style
+        match event:
+            case ToolCallStarted(call=call):
+                arguments = label(format_arguments(call.arguments), 4 * ARG_WIDTH)
+                return s.cyan(f"  → {label(call.name)}") + " " + s.dim(arguments)
+            case ToolCallFinished(result=result):
+                return self._outcome(result)
+            case ToolProgress(tool=tool, message=message, percent=percent):
+                done = f"{percent:.0f}%: " if percent is not None else ""
+                return s.dim(f"  … {label(tool)}: {done}{label(message, 4 * ARG_WIDTH)}")
             case _:
                 assert_never(event)
 

@@ -161,6 +161,17 @@ class SessionStatusChanged(_Event, frozen=True, tag="session_status"):
     detail: str = ""
 
 
+class ToolProgress(_Event, frozen=True, tag="tool_progress"):
+    """How far a running call has got, as its tool said (`ToolContext.report_progress`):
+    for whoever watches, not journaled."""
+
+    persist: ClassVar[bool] = False
+    ref: str  # the call's ref in the session (see context.py)
+    tool: str
+    message: str
+    percent: float | None = None
+
+
 class Notice(_Event, frozen=True, tag="notice"):
     """Something a person should know that did not stop the work (e.g. a cut torn tail)."""
 
@@ -196,6 +207,7 @@ Event = (
     | TextStreamed
     | ToolCallStarted
     | ToolCallFinished
+    | ToolProgress
     | UsageUpdated
     | Notice
     | CompactionStarted

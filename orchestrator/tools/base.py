@@ -6,6 +6,7 @@ result the model reads."""
 from __future__ import annotations
 
 import functools
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ from typing import Any, Generic, Literal, TypeVar
 from pydantic import BaseModel
 
 from orchestrator.models.base import ToolSpec
+from orchestrator.state.events import EventSink, ToolProgress
 from orchestrator.tools.workspace import Workspace
 
 
@@ -29,6 +31,29 @@ class ToolContext:
     # The agent's write scope (its task's): the file tools write only where a path
     # resolves inside it. None: anywhere in the workspace (the main agent).
     write_scope: tuple[str, ...] | None = None
+    tool: str = ""  # the running call's tool
+    # Where the call's progress goes (the session's sink); None: nowhere.
+    events: EventSink | None = None
+
+    @property
+    def task(self) -> str | None:
+        """The task whose agent calls (its id), or None for the main agent and the
+        planner: a task's agent is named by its task."""
+        return self.agent if re.fullmatch(r"t\d+", self.agent) else None
+
+    async def report_progress(self, message: str, percent: float | None = None) -> None:
+        """Say how far the call has got: a `tool_progress` event for whoever watches the
+        run (`on_event`, the transcript), not journaled and not read by any model."""
+        if self.events is not None:
+            await self.events.emit(
+                ToolProgress(
+                    agent=self.agent,
+                    ref=self.call,
+                    tool=self.tool,
+                    message=message,
+                    percent=percent,
+                )
+            )
 
     @property
     def call_marker(self) -> str:

@@ -525,3 +525,16 @@ def test_a_snapshot_that_cannot_be_written_is_a_warning_not_a_failure(
     resumed = orchestrator("resume", session.name, "--yes")
     assert resumed.returncode == 0, resumed.stderr
     assert "could not write the snapshot" in resumed.stderr
+
+
+async def test_a_tools_progress_is_one_dim_line_under_its_agent() -> None:
+    import io
+
+    from orchestrator.cli.render import TranscriptSink
+    from orchestrator.state.events import ToolProgress
+
+    out = io.StringIO()
+    sink = TranscriptSink(out, color=False)
+    await sink.emit(ToolProgress(agent="t2", ref="4.0", tool="index", message="a\nb", percent=50))
+    await sink.emit(ToolProgress(agent="main", ref="5.0", tool="index", message="done"))
+    assert out.getvalue() == "[t2]   … index: 50%: a\\nb\n  … index: done\n"

@@ -209,3 +209,56 @@ async def test_a_model_spec_is_resolved_and_kept_for_the_resume(
     again = await orc.resume(result.session_dir, message="and then?")
     assert again.output == "second"
     assert re.search(r"and then\?", str(orc.load_state(result.session_dir, warn=print).agents))
+
+
+async def test_a_function_tool_reports_its_progress_through_its_context(
+    workspace: Path,
+) -> None:
+    tasks: list[str | None] = []
+
+    @orc.tool(read_only=True)
+    async def index(ctx: orc.ToolContext) -> str:
+        """Index the workspace."""
+        tasks.append(ctx.task)
+        await ctx.report_progress("half the files", percent=50)
+        await ctx.report_progress("done")
+        return "indexed"
+
+    def respond(request: ModelRequest) -> ScriptedReply:
+        if request.role == "main" and request.step == 0:
+            return ScriptedReply(
+                tool_calls=(
+                    call("index"),
+                    call(
+                        "delegate",
+                        description="index",
+                        prompt="Index.",
+                        agent_type="indexer",
+                        write_scope=[],
+                    ),
+                )
+            )
+        if request.role == "main" and request.step == 1:
+            return ScriptedReply(tool_calls=(call("wait_tasks"),))
+        if request.role == "main":
+            return ScriptedReply(text="ok")
+        if request.step == 0:
+            return ScriptedReply(tool_calls=(call("index"),))
+        return ScriptedReply(tool_calls=(call("complete", summary="indexed"),))
+
+    seen: list[orc.Event] = []
+    worker = orc.AgentDefinition(name="indexer", prompt="Index.", tools=(index,))
+    await orc.run(
+        "index",
+        model=ScriptedModel(respond),
+        workspace=workspace,
+        agents=[worker],
+        on_event=seen.append,
+    )
+    progress = [e for e in seen if isinstance(e, orc.ToolProgress)]
+    main = [(e.tool, e.message, e.percent) for e in progress if e.agent == "main"]
+    assert main == [("index", "half the files", 50), ("index", "done", None)]
+    started = [e.ref for e in seen if isinstance(e, orc.ToolCallStarted) and e.agent == "main"]
+    assert {e.ref for e in progress if e.agent == "main"} == {started[0]}
+    assert sorted(tasks, key=str) == [None, "t1"]
+    assert [e.agent for e in progress].count("t1") == 2
