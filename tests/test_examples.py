@@ -157,3 +157,13 @@ def test_the_comparison_table_in_the_docs_is_what_count_prints() -> None:
     assert len(rows) == 6
     for row in rows:
         assert row in docs
+
+
+def test_asyncio_web_handler_awaits_runs_on_its_own_loop() -> None:
+    out = run_example("asyncio_web.py")
+    assert "[main] said 'Hello.' (seen on the loop's thread)" in out
+    assert "[main] said 'Goodbye.' (seen on the loop's thread)" in out
+    answers = [orjson.loads(line) for line in out.splitlines() if line.startswith("{")]
+    assert sorted(a["output"] for a in answers) == ["Goodbye.", "Hello."]
+    assert {a["status"] for a in answers} == {"completed"}
+    assert answers[0]["session"] != answers[1]["session"]
