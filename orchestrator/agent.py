@@ -23,7 +23,13 @@ import orjson
 import trio
 from pydantic import BaseModel, ValidationError
 
-from orchestrator.errors import CompactionFailed, ContextTooLong, ToolFailed, WorkspaceEscape
+from orchestrator.errors import (
+    CompactionFailed,
+    ContextTooLong,
+    HostCallbackFailed,
+    ToolFailed,
+    WorkspaceEscape,
+)
 from orchestrator.messages import AssistantMessage, ToolCall, ToolResult, ToolStatus
 from orchestrator.models.base import Model, ModelEvent, ModelRequest, TextDelta, collect
 from orchestrator.state.context import AgentContext
@@ -436,6 +442,8 @@ async def _execute(ref: str, call: ToolCall, parsed: Parsed, deps: TurnDeps) -> 
             output = await tool.run(args, context)
     except (ToolFailed, WorkspaceEscape) as exc:
         return result("error", str(exc))
+    except HostCallbackFailed:
+        raise  # the host program's bug, not the tool's: it stops the agent, as an approver's
     except Exception as exc:  # a tool bug must not kill the agent
         return result("error", f"{tool.name} crashed: {type(exc).__name__}: {exc}")
     if output is None:

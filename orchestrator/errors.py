@@ -136,6 +136,13 @@ class ToolFailed(OrchestratorError):
     """Raised by a tool for an expected failure; the model sees the message as an error result."""
 
 
+class HostCallbackFailed(OrchestratorError):
+    """A callback of the host program (its `answer` to a subagent's question) raised: not a
+    tool's failure for the model to read, but the program's, which stops the agent asking
+    (the main agent: the run; a subagent: its task, `crashed`). `__cause__` is what it
+    raised."""
+
+
 class RecallRefused(OrchestratorError, ValueError):
     """A `recall` ref that names nothing the agent may read back: malformed, beyond the
     journal, another agent's record, a call its reply does not have or that has no result

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 
+from orchestrator.errors import HostCallbackFailed
 from orchestrator.messages import ToolCall
 from orchestrator.state.fold import USER, SessionState
 from orchestrator.state.mailbox import Mail
@@ -108,8 +109,13 @@ QuestionAnswerer = Callable[[Question], Awaitable[str | None] | str | None]
 
 
 async def ask_host(answer: QuestionAnswerer, question: Question) -> str | None:
-    reply = answer(question)
-    text = await reply if inspect.isawaitable(reply) else reply
+    try:
+        reply = answer(question)
+        text = await reply if inspect.isawaitable(reply) else reply
+    except Exception as exc:
+        raise HostCallbackFailed(
+            f"the host's answer to {question.task}'s question raised {type(exc).__name__}: {exc}"
+        ) from exc
     return text or None  # "" says nothing
 
 

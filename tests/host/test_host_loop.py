@@ -232,3 +232,28 @@ def test_a_question_cut_short_by_a_kill_is_asked_again_on_resume(tmp_path: Path)
     result = trio.run(lambda: orc.resume(directory, model=ScriptedModel(writer), approve=yes))
     assert (result.status, result.output, asked) == ("completed", "wrote it", ["write_file"])
     assert (workspace / "a.txt").read_text() == "A"
+
+
+async def test_an_answer_that_raises_fails_the_asking_task_not_the_model(tmp_path: Path) -> None:
+    """A bug in the host's `answer` is the program's, as an approver's is: the task that
+    asked ends `crashed` naming it, instead of its model reading it as a tool's error."""
+
+    def bug(question: orc.Question) -> str:
+        raise KeyError(question.task)
+
+    def main_then_stop(request: ModelRequest) -> ScriptedReply:
+        if request.role == "main" and "task failed" in all_text(request):
+            return reply("t1 failed.")
+        return respond(request)
+
+    result = await orc.run(
+        "choose", model=ScriptedModel(main_then_stop), workspace=tmp_path, answer=bug
+    )
+    assert result.output == "t1 failed."
+    assert result.session_dir is not None
+    task = orc.load_state(result.session_dir, warn=print).tasks.get("t1")
+    assert task is not None
+    assert task.state == "failed"
+    assert task.reason == (
+        "crashed: HostCallbackFailed: the host's answer to t1's question raised KeyError: 't1'"
+    )
