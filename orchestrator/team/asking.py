@@ -5,7 +5,7 @@ a tool call may run, as a typed `ApprovalRequest`, and a subagent's question, as
 The turn loop knows approvers of a bare `ToolCall` (tools/permissions.py); `approvers`
 turns a host's approver of requests into one per agent. A subagent's question is offered
 to the host before its owner is told (`Reports`), and offered again after a resume while
-it is still open (`reannounce`).
+it is still open (`offer_open_questions`).
 """
 
 from __future__ import annotations
