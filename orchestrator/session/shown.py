@@ -53,7 +53,10 @@ def cost(usd: float | None, *, lower_bound: bool = False) -> str:
 
 def totals_cost(totals: Mapping[str, Any]) -> str:
     """The cost of a ledger's totals (`session/ledger.py`: `cost_usd`, `calls`,
-    `unpriced_calls`) in the one notation."""
+    `unpriced_calls`) in the one notation; `-` without calls (nothing spent, priced or
+    not)."""
+    if not totals["calls"]:
+        return NONE
     unpriced = totals["unpriced_calls"]
     return cost(totals["cost_usd"], lower_bound=0 < unpriced < totals["calls"])
 
