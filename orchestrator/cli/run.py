@@ -8,6 +8,7 @@ import os
 import signal
 import sys
 import tempfile
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TextIO
@@ -39,7 +40,7 @@ from orchestrator.models.http import make_client
 from orchestrator.models.resolve import resolve_model
 from orchestrator.session.listing import latest_session_id
 from orchestrator.session.live import LiveSession, create_session, open_session
-from orchestrator.session.report_text import task_tree
+from orchestrator.session.shown import NONE, TASK_HEADER, table, task_rows
 from orchestrator.session.status import current_status
 from orchestrator.state.events import EventSink
 from orchestrator.state.manifest import read_manifest
@@ -217,8 +218,10 @@ def _ended(
     give its exit code."""
     if tasks:
         note("tasks:")
-        for line in task_tree(tasks):
-            note(f"  {line}")
+        state = result.status if result is not None else "stopped"
+        rows = task_rows(tasks, now_ms=time.time() * 1000)
+        for line in table((*TASK_HEADER, "WHAT"), [["main", state, NONE, "the session"], *rows]):
+            note(line)
     for line in refused:
         note(line)
     if result is None:

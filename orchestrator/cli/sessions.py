@@ -50,7 +50,7 @@ def _list(root: Path, *, as_json: bool = False) -> int:
             print(f"{info.id:<24} unreadable: {visible(info.error)}")
             continue
         print(
-            f"{info.id:<24} {info.created.isoformat():<25} {info.status:<20} "
+            f"{info.id:<24} {info.created.isoformat(timespec='seconds'):<25} {info.status:<20} "
             f"{_human(info.size):>9}  {visible(abbreviate(info.goal, 60))}"
         )
     return 0

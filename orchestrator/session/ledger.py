@@ -102,31 +102,26 @@ def _pricing(prices: Mapping[str, Price]) -> Callable[[str, Usage], float | None
 
 
 def usage_table(ledger: dict[str, Any]) -> str:
-    """A ledger (as `usage_ledger` makes it) as a small table: the session, each agent,
-    each model, and each task's subtree where it has subtasks that made calls."""
-    header = (
-        f"{'':<24} {'calls':>6} {'input':>10} {'output':>10} {'cache r/w':>15} {'cached':>7}"
-        f" {'cost':>10}"
-    )
-    rows = [header]
+    """A ledger (as `usage_ledger` makes it) as a table under a header: the session, each
+    agent, each model, and each task's subtree where it has subtasks that made calls."""
+    from orchestrator.session.shown import NONE, table, totals_cost
+    from orchestrator.text import label
 
-    def row(label: str, totals: dict[str, Any]) -> str:
+    def row(name: str, totals: dict[str, Any]) -> list[str]:
         u = totals["usage"]
-        calls, unpriced = totals["calls"], totals["unpriced_calls"]
-        cache = f"{u['cache_read_tokens']}/{u['cache_write_tokens']}"
-        if totals["cost_usd"] is None:
-            cost = "unpriced"
-        else:
-            cost = f"${totals['cost_usd']:.4f}" + ("" if unpriced == 0 else "+")
         share = cache_share(totals)
-        cached = "-" if share is None else f"{share:.0%}"
-        return (
-            f"{label:<24} {calls:>6} {u['input_tokens']:>10} {u['output_tokens']:>10}"
-            f" {cache:>15} {cached:>7} {cost:>10}"
-        )
+        return [
+            label(name, 120),
+            f"{totals['calls']:,}",
+            f"{u['input_tokens']:,}",
+            f"{u['output_tokens']:,}",
+            f"{u['cache_read_tokens']:,}/{u['cache_write_tokens']:,}",
+            NONE if share is None else f"{share:.0%}",
+            totals_cost(totals),
+        ]
 
     session, by_agent = ledger["session"], ledger["by_agent"]
-    rows.append(row("session", session))
+    rows = [row("session", session)]
     rows += [row(f"agent {name}", t) for name, t in sorted(by_agent.items())]
     rows += [row(f"model {name}", t) for name, t in sorted(ledger["by_model"].items())]
     rows += [
@@ -134,6 +129,8 @@ def usage_table(ledger: dict[str, Any]) -> str:
         for task, t in sorted(ledger.get("by_subtree", {}).items())
         if t["calls"] > by_agent.get(task, {"calls": 0})["calls"]  # else: its agent's row
     ]
+    header = ("", "CALLS", "INPUT", "OUTPUT", "CACHE R/W", "CACHED", "COST")
+    lines = table(header, rows, right={1, 2, 3, 4, 5, 6})
     if session["unpriced_calls"] and session["calls"] != session["unpriced_calls"]:
-        rows.append("+ some calls had no price in the config: the cost is a lower bound")
-    return "\n".join(rows)
+        lines.append("  + some calls had no price in the config: the cost is a lower bound")
+    return "\n".join(lines)

@@ -1,11 +1,18 @@
 """The sessions under a root, newest first, each as a `SessionInfo`: what `orchestrator
 sessions list` prints and `orc.list_sessions` returns. Read from the manifests alone (and a
 journal's end where a kill left a manifest behind: session/status.py), so listing a
-thousand sessions costs a thousand small reads."""
+thousand sessions costs a thousand small reads.
+
+Newest first means by creation time: the manifest's `created` (to the microsecond since
+format 8's manifests carry it; to the second before). Ids name the second only, and two
+sessions of the same second sorted by their random suffix, so `resume --last` could pick
+the older. Sessions created in the same second as far as their manifests say are told
+apart by their journals' first record (milliseconds), then by id; a session whose
+manifest cannot be read is taken as created at the time in its id."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
@@ -13,7 +20,7 @@ import msgspec
 import orjson
 
 from orchestrator.errors import SessionNotFound
-from orchestrator.layout import FORMAT_VERSION, MANIFEST
+from orchestrator.layout import FORMAT_VERSION, JOURNAL, MANIFEST
 from orchestrator.session.status import ShownStatus, current_status, resumable
 from orchestrator.state.manifest import Manifest
 from orchestrator.store.ids import is_session_id, session_dir, session_id_time
@@ -41,17 +48,16 @@ class SessionInfo(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def session_ids(root: Path) -> list[str]:
-    """The ids of the session directories under `root`, newest first (ids sort by time);
-    anything else there (a directory without a manifest, a file) is not a session."""
+    """The ids of the session directories under `root`, newest created first; anything
+    else there (a directory without a manifest, a file) is not a session."""
     if not root.is_dir():
         return []
-    return sorted(
-        (p.name for p in root.iterdir() if is_session_id(p.name) and (p / MANIFEST).exists()),
-        reverse=True,
-    )
+    found = [p.name for p in root.iterdir() if is_session_id(p.name) and (p / MANIFEST).exists()]
+    return newest_first(root, {session_id: _created(root / session_id) for session_id in found})
 
 
 def latest_session_id(root: Path) -> str:
+    """The session created last under `root` (what `--last` picks)."""
     ids = session_ids(root)
     if not ids:
         raise SessionNotFound(f"no sessions under {root}")
@@ -59,10 +65,57 @@ def latest_session_id(root: Path) -> str:
 
 
 def list_sessions(root: Path | str) -> list[SessionInfo]:
-    """Every session under `root`, newest first. A session whose manifest cannot be read
-    is listed as `unreadable` with its `error`, never failing the listing."""
+    """Every session under `root`, newest created first. A session whose manifest cannot
+    be read is listed as `unreadable` with its `error`, never failing the listing."""
     root = Path(root)
-    return [session_info(root / session_id) for session_id in session_ids(root)]
+    if not root.is_dir():
+        return []
+    infos = {
+        p.name: session_info(p)
+        for p in root.iterdir()
+        if is_session_id(p.name) and (p / MANIFEST).exists()
+    }
+    order = newest_first(root, {session_id: info.created for session_id, info in infos.items()})
+    return [infos[session_id] for session_id in order]
+
+
+def newest_first(root: Path, created: dict[str, datetime]) -> list[str]:
+    """The ids of `created` (each session's creation time), newest first: by time, then,
+    among sessions of the same time, by their journal's first record, then by id."""
+    ties: dict[datetime, int] = {}
+    for moment in created.values():
+        ties[moment] = ties.get(moment, 0) + 1
+
+    def key(session_id: str) -> tuple[datetime, int, str]:
+        moment = created[session_id]
+        first = _first_record_time(root / session_id) if ties[moment] > 1 else 0
+        return moment, first, session_id
+
+    return sorted(created, key=key, reverse=True)
+
+
+def _created(directory: Path) -> datetime:
+    """The session's creation time from its manifest, or from its id when the manifest
+    cannot be read."""
+    try:
+        created = orjson.loads((directory / MANIFEST).read_bytes())["created"]
+        return _aware(datetime.fromisoformat(created))
+    except (OSError, ValueError, KeyError, TypeError):
+        return session_id_time(directory.name)
+
+
+def _aware(moment: datetime) -> datetime:
+    """A naive time (no manifest of ours has one) as UTC, so that times compare."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def _first_record_time(directory: Path) -> int:
+    """The time (Unix ms) of the journal's first record; 0 without a readable one."""
+    try:
+        with (directory / JOURNAL).open("rb") as journal:
+            return int(orjson.loads(journal.readline())["t"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0
 
 
 def session_info(directory: Path) -> SessionInfo:
@@ -74,7 +127,7 @@ def session_info(directory: Path) -> SessionInfo:
     try:
         fields = orjson.loads((directory / MANIFEST).read_bytes())
         manifest = msgspec.convert(fields, Manifest)
-        created = datetime.fromisoformat(manifest.created)
+        created = _aware(datetime.fromisoformat(manifest.created))
     except FileNotFoundError:
         raise SessionNotFound(f"no session {session_id!r} under {directory.parent}") from None
     except (OSError, ValueError) as exc:  # (JSONDecodeError and ValidationError are ValueErrors)

@@ -90,7 +90,8 @@ def create_session(
     relocatable (copy it under any sessions root and resume it). `settings`, chosen by
     `source`, are its journal's first record (docs/session-format.md); without them, the
     first `drive` journals its own."""
-    session_id = new_session_id(now or datetime.now(UTC))
+    now = now or datetime.now(UTC)
+    session_id = new_session_id(now)
     directory = session_dir(root, session_id)
     try:
         # Private to the user: transcripts hold source code and command output.
@@ -102,7 +103,9 @@ def create_session(
             "(choose another place with --sessions-dir)"
         ) from None
     try:
-        model = _fill_session(directory, session_id, goal=goal, model=model, workspace=workspace)
+        model = _fill_session(
+            directory, session_id, goal=goal, model=model, workspace=workspace, now=now
+        )
         if settings is not None:
             record = SettingsChosen(agent=MAIN, settings=settings, source=source)
             append_batch(directory / JOURNAL, [(record.kind, record.agent, record.journal_body())])
@@ -113,7 +116,13 @@ def create_session(
 
 
 def _fill_session(
-    directory: Path, session_id: str, *, goal: str, model: str, workspace: Path | None
+    directory: Path,
+    session_id: str,
+    *,
+    goal: str,
+    model: str,
+    workspace: Path | None,
+    now: datetime,
 ) -> str:
     prefix, _, rest = model.partition(":")
     if prefix == "scripted":
@@ -125,7 +134,7 @@ def _fill_session(
         shown = "workspace"
     else:
         shown = str(workspace.resolve())
-    stamp = now_stamp()
+    stamp = now_stamp(now)  # the id's time, to the microsecond
     write_manifest(
         directory,
         Manifest(

@@ -24,7 +24,7 @@ import orjson
 
 from orchestrator.errors import SessionError
 from orchestrator.layout import FORMAT_VERSION, JOURNAL, SNAPSHOT
-from orchestrator.loop.assessment import Assessed
+from orchestrator.loop.assessment import Assessed, Verified
 from orchestrator.loop.compaction import ContextCompacted, Window
 from orchestrator.loop.plan_run import todo_status
 from orchestrator.messages import plain
@@ -127,6 +127,10 @@ def _report(
         # The share of prompt tokens read from the providers' caches (None: no calls).
         "cache_share": cache_share(ledger["session"]),
         "journal_records": scan.last_seq,
+        # When the journal's first and last records were written (Unix seconds; None: no
+        # records): what a task still open is timed up to, and how long the session ran.
+        "first_record_time": _time(scan.lines[0]) if scan.lines else None,
+        "last_record_time": _time(scan.lines[-1]) if scan.lines else None,
         # What the session runs with, and a resume with it (None: no settings record yet).
         "settings": None if snapshot.settings is None else plain(snapshot.settings),
         "reason": history.reason if snapshot.status != "completed" else "",
@@ -150,6 +154,7 @@ def _report(
             {"seq": seq, "agent": v.agent, "action": v.action, "reasons": list(v.reasons)}
             for seq, v in history.verdicts
         ],
+        "verifications": history.verifications,
         "last_events": [_frame_summary(line) for line in scan.lines[-last:]] if last > 0 else [],
         "warnings": notes,
     }
@@ -244,6 +249,7 @@ Read = (
     | MessagesDelivered
     | SessionStatusChanged
     | Assessed
+    | Verified
     | CallResult
     | ContextCompacted
 )
@@ -254,7 +260,8 @@ class History:
     """What the snapshot does not keep, from the journal's records: every message (the
     snapshot keeps the live ones), the usage of each model call (for `usage_ledger`; a
     compaction's summary calls are one entry), every assessment verdict, every
-    compaction, the model each agent last called and the last status's reason."""
+    compaction and verification run, the model each agent last called and the last
+    status's reason."""
 
     def __init__(self, model: str) -> None:
         self.model = model  # the session's, for a reply that names none
@@ -262,6 +269,7 @@ class History:
         self.calls: list[Call] = []
         self.verdicts: list[tuple[int, Assessed]] = []
         self.compactions: list[dict[str, Any]] = []
+        self.verifications: list[dict[str, Any]] = []
         self.models: dict[str, str] = {}
         self.reason = ""
 
@@ -280,6 +288,18 @@ class History:
                 self.reason = record.detail
             case Assessed():
                 self.verdicts.append((seq, record))
+            case Verified():
+                self.verifications.append(
+                    {
+                        "seq": seq,
+                        "agent": record.agent,
+                        "passed": record.passed,
+                        "commands": list(record.commands),
+                        "exit_code": record.exit_code,
+                        "output": record.output,
+                        "counts": record.counts,
+                    }
+                )
             case _:
                 pass
 
@@ -303,6 +323,10 @@ _WANTED = frozenset(_tag(kind) for kind in get_args(Read)) - {_CALL_RESULT}
 def _decoder() -> msgspec.json.Decoder[Read]:
     """The lines `History` reads, decoded without building the decoder of every record."""
     return msgspec.json.Decoder(Read)
+
+
+def _time(line: bytes) -> float:
+    return float(orjson.loads(line)["t"]) / 1000
 
 
 def _frame_summary(line: bytes) -> dict[str, Any]:

@@ -1,160 +1,202 @@
 """The report of a session as text: what `orchestrator sessions show ID` prints and
 `SessionReport.text()` returns, made of the report's plain data (`session/report.py`), so
-that the text and `--json` say the same. Whatever a model or a tool wrote is shown
-through `text.visible` / `label`: nothing in it can act on a terminal."""
+that the text and `--json` say the same. Its notation (durations, costs, tables, the task
+tree) is `session/shown.py`'s. Whatever a model or a tool wrote is shown through
+`text.visible` / `label`: nothing in it can act on a terminal."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import orjson
 
 from orchestrator.session.ledger import usage_table
-from orchestrator.text import abbreviate, label, visible
+from orchestrator.session.shown import (
+    NONE,
+    TASK_HEADER,
+    USAGE_HEADER,
+    duration,
+    moment,
+    one_line,
+    table,
+    task_rows,
+    tokens,
+    totals_cost,
+    totals_tokens,
+)
+from orchestrator.text import block, label, visible
+
+OUTPUT_LINES = 12
+"""The lines of a failed verification's output shown (`--json` has it whole)."""
 
 
 def report_text(info: dict[str, Any]) -> str:
     """The whole report, one line per line, ending in a newline."""
-    lines = [
-        f"session   {info['id']}",
-        f"goal      {visible(info['goal'])}",
-        f"status    {info['status']}",
-    ]
-    if info["reason"]:
-        lines.append(f"reason    {visible(info['reason'])}")
-    lines += [
-        f"model     {info['model']}",
-        f"workspace {info['workspace']}",
-        f"created   {info['created']}  updated {info['updated']}",
-        f"journal   {info['journal_records']} records",
-        f"settings  {settings_line(info['settings'])}",
-    ]
+    lines = header_lines(info)
     lines += [line.replace("execute ID", f"execute {info['id']}") for line in plan_lines(info)]
-    lines.append("agents")
-    for agent_id, agent in info["agents"].items():
-        usage = agent["usage"]
-        lines.append(
-            f"  {agent_id} ({agent['role']}): {agent['messages']} messages, "
-            f"{agent['model_calls']} model calls, {usage['input_tokens']} in / "
-            f"{usage['output_tokens']} out tokens"
-        )
-        lines.append(f"    {context_line(agent)}")
-    if info["tasks"]:
-        lines.append("tasks")
-        lines += [f"  {visible(line)}" for line in task_tree(info["tasks"])]
+    lines += agent_lines(info["agents"])
+    lines += tree_lines(info)
     lines += mailbox_lines(info["mailbox"])
     lines += todo_lines(info["todos"])
+    lines += verification_lines(info.get("verifications", []))
     lines += assessment_lines(info["assessments"])
     lines += compaction_lines(info["compactions"])
-    lines.append("usage")
-    lines += [f"  {line}" for line in usage_table(info["usage"]).splitlines()]
-    lines.append("last events")
-    lines += [
-        f"  {event['seq']:>6}  {event['agent']:<12} {event['kind']}"
-        for event in info["last_events"]
-    ]
-    lines += [f"warning: {visible(warning)}" for warning in info["warnings"]]
+    lines += ["", "usage", *usage_table(info["usage"]).splitlines()]
+    if info["last_events"]:
+        rows = [[str(e["seq"]), label(e["agent"], 40), e["kind"]] for e in info["last_events"]]
+        lines += ["", "last events", *table(("SEQ", "AGENT", "KIND"), rows, right={0})]
+    if info["warnings"]:
+        lines.append("")
+        lines += [f"warning: {visible(warning)}" for warning in info["warnings"]]
     return "\n".join(lines) + "\n"
 
 
-def task_tree(tasks: list[dict[str, Any]]) -> list[str]:
-    """The delegated tasks as an indented tree: state, type, description, latest
-    progress and how long each ran (or has been running)."""
-    children: dict[str, list[dict[str, Any]]] = {}
-    for task in tasks:
-        children.setdefault(task["owner"], []).append(task)
-    lines: list[str] = []
-
-    def walk(owner: str, depth: int) -> None:
-        for task in children.get(owner, []):
-            live = task["state"] not in ("completed", "failed", "cancelled")
-            end = time.time() * 1000 if live else task["updated"]
-            elapsed = max(0.0, (end - task["created"]) / 1000) if task["created"] else 0.0
-            took = f"{elapsed:.1f} s" if elapsed < 10 else f"{elapsed:.0f} s"
-            line = (
-                f"{'  ' * depth}{task['task_id']} [{task['state']}] {task['agent_type']}: "
-                f"{label(task['description'], 50)} ({took})"
-            )
-            latest = task["progress"]
-            if task["state"] == "completed" and task["completion"]:
-                latest = task["completion"]["summary"]
-            if latest:
-                line += f" · {abbreviate(latest, 60)}"
-            if task["reason"] and task["state"] != "completed":
-                line += f" · {abbreviate(task['reason'], 60)}"
-            elif task["state"] == "waiting_deps":
-                deps = [*task.get("after", ()), *task.get("after_plan", ())]
-                line += f" · waits for {abbreviate(', '.join(deps), 60)}"
-            lines.append(line)
-            walk(task["task_id"], depth + 1)
-
-    walk("main", 0)
-    return lines
+def header_lines(info: dict[str, Any]) -> list[str]:
+    """Who the session is, what it spent and how long its journal ran."""
+    session = info["usage"]["session"]
+    spent = (
+        f"{session['calls']} model call{'' if session['calls'] == 1 else 's'}, "
+        f"{tokens(totals_tokens(session))} tokens, {totals_cost(session)}"
+    )
+    first, last = info.get("first_record_time"), info.get("last_record_time")
+    records = f"{info['journal_records']} records"
+    if first is not None and last is not None:
+        records += f" over {duration(last - first)}"
+    fields = [
+        ("session", info["id"]),
+        ("goal", visible(info["goal"])),
+        ("status", info["status"]),
+        ("reason", visible(info["reason"]) if info["reason"] else ""),
+        ("model", label(info["model"], 200)),
+        ("workspace", label(info["workspace"], 200)),
+        ("created", moment(info["created"])),
+        ("updated", moment(info["updated"])),
+        ("journal", records),
+        ("spent", spent),
+        ("settings", settings_line(info["settings"])),
+    ]
+    return [f"{name:<10} {value}" for name, value in fields if value]
 
 
 def plan_lines(info: dict[str, Any]) -> list[str]:
     """The plan (none without one): its versions and decisions, then the plan being
-    built, task by task, with the task delegated for each, its state and its todo's
-    status (`session/report.plan_report`'s value)."""
+    built, task by task, with its todo's status, what it waits for and the task
+    delegated for it (`session/report.plan_report`'s value)."""
     plan = info["plan"]
     if plan is None:
         return []
-    lines = [f"plan      v{plan['version']} {plan['decision']}: {label(plan['goal'], 100)}"]
+    lines = ["", f"plan v{plan['version']}, {plan['decision']}: {label(plan['goal'], 100)}"]
+    versions = [
+        [
+            f"v{v['version']}",
+            label(v["source"], 40),
+            str(v["tasks"]),
+            (v["decision"] or "awaiting approval")
+            + (f" by {label(v['by'], 40)}" if v["by"] else "")
+            + (f": {label(v['feedback'], 100)}" if v["feedback"] else ""),
+        ]
+        for v in plan["versions"]
+    ]
+    lines += table(("VERSION", "SOURCE", "TASKS", "DECISION"), versions, right={2})
     if plan["awaiting"] is not None and plan["awaiting"] != plan["version"]:
         lines.append(f"  v{plan['awaiting']} awaits approval (orchestrator execute ID --approve)")
-    for version in plan["versions"]:
-        by = f" by {label(version['by'], 40)}" if version["by"] else ""
-        why = f": {label(version['feedback'], 100)}" if version["feedback"] else ""
-        decision = version["decision"] or "awaiting approval"
-        lines.append(
-            f"  v{version['version']} ({version['source']}, {version['tasks']} tasks) "
-            f"{decision}{by}{why}"
-        )
-    width = max(len(t["id"]) for t in plan["tasks"]) if plan["tasks"] else 0
-    for task in plan["tasks"]:
-        after = f" after {', '.join(task['depends_on'])}" if task["depends_on"] else ""
-        delegated = f" as {task['task']}" if task["task"] else ""
-        lines.append(
-            f"  {label(task['id'], 40):<{width}} [{task['todo']}] {label(task['title'], 80)}"
-            f"{after} — {task['state']}{delegated}"
-        )
+    rows = [
+        [
+            label(task["id"], 40),
+            task["todo"],
+            label(task["title"], 80),
+            label(", ".join(task["depends_on"]), 60) or NONE,
+            f"{task['task']} {task['state']}" if task["task"] else task["state"],
+        ]
+        for task in plan["tasks"]
+    ]
+    if rows:
+        lines += ["", *table(("STEP", "TODO", "TITLE", "AFTER", "TASK"), rows)]
     return lines
+
+
+def agent_lines(agents: dict[str, Any]) -> list[str]:
+    """One row per agent: its role, model, messages, model calls, tokens and context;
+    then, for an agent whose automatic compaction is paused, why."""
+    rows = []
+    notes = []
+    for agent_id, agent in agents.items():
+        usage = agent["usage"]
+        rows.append(
+            [
+                label(agent_id, 40),
+                label(agent["role"], 40),
+                label(agent["model"], 120),
+                str(agent["messages"]),
+                str(agent["model_calls"]),
+                f"{usage['input_tokens']:,}",
+                f"{usage['output_tokens']:,}",
+                context_cell(agent),
+            ]
+        )
+        breaker = agent["breaker"]
+        if breaker["paused"]:
+            notes.append(
+                f"  {label(agent_id, 40)}: automatic compaction paused until round "
+                f"{breaker['paused_until']} (its last compactions freed too little)"
+            )
+    header = ("AGENT", "ROLE", "MODEL", "MESSAGES", "CALLS", "INPUT", "OUTPUT", "CONTEXT")
+    return ["", "agents", *table(header, rows, right={3, 4, 5, 6}), *notes]
+
+
+def context_cell(agent: dict[str, Any]) -> str:
+    """`1,912 tokens, 80% of 2,400`, and its compactions: `, 2 compactions`."""
+    cell = f"{agent['tokens']:,} tokens"
+    window = agent["window"]
+    if window is not None and window["usable"]:
+        cell += f", {agent['window_share']:.0%} of {window['usable']:,}"
+    count = agent["compactions"]
+    if count:
+        cell += f", {count} compaction{'' if count == 1 else 's'}"
+    return cell
+
+
+def tree_lines(info: dict[str, Any]) -> list[str]:
+    """The task tree under the main agent: each task's state, how long it ran (a task
+    still open: up to the journal's last record), its subtree's usage, and what it is.
+    The main agent's row has the session's status, span and usage."""
+    if not info["tasks"]:
+        return []
+    last = info.get("last_record_time") or 0.0
+    first = info.get("first_record_time")
+    session = info["usage"]["session"]
+    main = [
+        "main",
+        info["status"],
+        duration(last - first) if first is not None else NONE,
+        str(session["calls"]),
+        tokens(totals_tokens(session)),
+        totals_cost(session),
+        "the session",
+    ]
+    rows = task_rows(info["tasks"], now_ms=last * 1000, usage=info["usage"]["by_subtree"])
+    header = (*TASK_HEADER, *USAGE_HEADER, "WHAT")
+    return ["", "tasks", *table(header, [main, *rows], right={2, 3, 4, 5})]
 
 
 def mailbox_lines(mailbox: list[dict[str, Any]]) -> list[str]:
     if not mailbox:
         return []
-    lines = ["mailbox"]
-    for mail in mailbox:
-        delivered = (
-            f"delivered at {mail['delivered_seq']}" if mail["delivered_seq"] else "undelivered"
-        )
-        lines.append(
-            f"  {mail['message_id']:>4} {mail['posted_seq']:>6} {mail['kind']:<24} "
-            f"{mail['sender']} -> {mail['recipient']} ({mail['priority']}, {delivered}): "
-            f"{visible(abbreviate(mail['summary'], 60))}"
-        )
-    return lines
-
-
-def context_line(agent: dict[str, Any]) -> str:
-    """`context 4,120 tokens (82% of 5,000 usable), 2 compactions`, and the breaker when
-    it pauses the automatic trigger."""
-    line = f"context {agent['tokens']:,} tokens"
-    if agent["window"] is not None:
-        usable = agent["window"]["usable"]
-        line += f" ({agent['window_share']:.0%} of {usable:,} usable)" if usable else ""
-    count = agent["compactions"]
-    if count:
-        line += f", {count} compaction{'' if count == 1 else 's'}"
-    breaker = agent["breaker"]
-    if breaker["paused"]:
-        line += (
-            f"; automatic compaction paused until round {breaker['paused_until']} (its last "
-            "compactions freed too little)"
-        )
-    return line
+    rows = [
+        [
+            label(mail["message_id"], 40),
+            str(mail["posted_seq"]),
+            mail["kind"],
+            label(mail["sender"], 40),
+            label(mail["recipient"], 40),
+            mail["priority"],
+            str(mail["delivered_seq"]) if mail["delivered_seq"] else "not yet",
+            one_line(mail["summary"], 72),
+        ]
+        for mail in mailbox
+    ]
+    header = ("ID", "SEQ", "KIND", "FROM", "TO", "PRIORITY", "DELIVERED", "SUMMARY")
+    return ["", "mailbox", *table(header, rows, right={1, 6})]
 
 
 def settings_line(settings: dict[str, Any] | None) -> str:
@@ -174,44 +216,83 @@ def settings_line(settings: dict[str, Any] | None) -> str:
 
 
 def todo_lines(lists: dict[str, dict[str, Any]]) -> list[str]:
-    """Each agent's todo list: progress, then one line per item with its blockers."""
+    """Each agent's todo list: its progress and goal, then one row per item with its
+    status (or what blocks it) and its result or failure."""
     if not lists:
         return []
-    lines = ["todos"]
+    lines = ["", "todos"]
     for agent, todos in lists.items():
         done, total = todos["progress"]["completed"], todos["progress"]["total"]
-        goal = f" · {visible(todos['goal'])}" if todos["goal"] else ""
-        lines.append(f"  {agent}: Tasks {done}/{total}{goal}")
+        goal = f" · {one_line(todos['goal'], 100)}" if todos["goal"] else ""
+        lines.append(f"  {label(agent, 40)}: Tasks {done}/{total}{goal}")
+        rows = []
         for item in todos["items"]:
             mark = item["status"]
             if item["blocked"] and mark == "pending":
-                mark = "blocked by " + ", ".join(item["blocked_by"])
-            extra = item["result"] or item["failure"]
-            extra = f": {visible(abbreviate(extra, 60))}" if extra else ""
-            lines.append(f"    [{item['id']}] [{mark}] {visible(item['content'])}{extra}")
+                mark = "blocked by " + label(", ".join(item["blocked_by"]), 60)
+            outcome = item["result"] or item["failure"]
+            rows.append(
+                [
+                    label(item["id"], 40),
+                    mark,
+                    one_line(item["content"], 80)
+                    + (f": {one_line(outcome, 60)}" if outcome else ""),
+                ]
+            )
+        lines += table(("ID", "STATUS", "ITEM"), rows, indent="    ")
+    return lines
+
+
+def verification_lines(verifications: list[dict[str, Any]]) -> list[str]:
+    """Every run of the verification commands, then the output of each that failed."""
+    if not verifications:
+        return []
+    rows = [
+        [
+            str(v["seq"]),
+            label(v["agent"], 40),
+            "passed" if v["passed"] else f"failed, exit {v['exit_code']}",
+            label("; ".join(v["commands"]), 160),
+        ]
+        for v in verifications
+    ]
+    lines = ["", "verifications", *table(("SEQ", "AGENT", "RESULT", "COMMANDS"), rows, right={0})]
+    for v in verifications:
+        if v["passed"]:
+            continue
+        output = v["output"].rstrip("\n").split("\n")
+        more = len(output) - OUTPUT_LINES
+        lines.append(f"  failed at {v['seq']} ({label(v['agent'], 40)}):")
+        lines += ["  " + line for line in block("\n".join(output[:OUTPUT_LINES]))]
+        if more > 0:
+            lines.append(f"    … {more} more line{'' if more == 1 else 's'} (--json has them)")
     return lines
 
 
 def assessment_lines(assessments: list[dict[str, Any]]) -> list[str]:
     if not assessments:
         return []
-    lines = ["assessments"]
-    for a in assessments:
-        why = visible("; ".join(a["reasons"]))
-        lines.append(
-            f"  {a['seq']:>6}  {a['agent']:<12} {a['action']}" + (f": {why}" if why else "")
-        )
-    return lines
+    rows = [
+        [str(a["seq"]), label(a["agent"], 40), a["action"], one_line("; ".join(a["reasons"]), 400)]
+        for a in assessments
+    ]
+    return ["", "assessments", *table(("SEQ", "AGENT", "ACTION", "WHY"), rows, right={0})]
 
 
 def compaction_lines(compactions: list[dict[str, Any]]) -> list[str]:
     if not compactions:
         return []
-    lines = ["compactions"]
-    for c in compactions:
-        dropped = f", {c['dropped']} dropped" if c["dropped"] else ""
-        lines.append(
-            f"  {c['seq']:>6}  {c['agent']:<12} {c['reason']:<8} {c['method']:<9} "
-            f"{c['before']:,} → {c['after']:,} tokens, {c['pruned']} pruned{dropped}"
-        )
-    return lines
+    rows = [
+        [
+            str(c["seq"]),
+            label(c["agent"], 40),
+            c["reason"],
+            c["method"],
+            f"{c['before']:,} → {c['after']:,}",
+            str(c["pruned"]),
+            str(c["dropped"]),
+        ]
+        for c in compactions
+    ]
+    header = ("SEQ", "AGENT", "REASON", "METHOD", "TOKENS", "PRUNED", "DROPPED")
+    return ["", "compactions", *table(header, rows, right={0, 4, 5, 6})]

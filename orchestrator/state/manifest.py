@@ -55,8 +55,10 @@ class Manifest(msgspec.Struct, kw_only=True):
         return self.model
 
 
-def now_stamp() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
+def now_stamp(now: datetime | None = None) -> str:
+    """A manifest's time: to the microsecond, so that sessions created in the same second
+    sort by their creation (session/listing.py); older manifests have seconds."""
+    return (now or datetime.now(UTC)).isoformat(timespec="microseconds")
 
 
 def read_manifest(directory: Path) -> Manifest:

@@ -196,7 +196,7 @@ def test_script_running_out_fails_with_exit_1(tmp_path: Path) -> None:
     # The reason stays with the session.
     session = result.stderr.split()[1]
     shown = orchestrator("sessions", "show", session)
-    assert "reason    model call failed: script ran out" in shown.stdout
+    assert "reason     model call failed: script ran out" in shown.stdout
     as_json = orjson.loads(orchestrator("sessions", "show", session, "--json").stdout)
     assert as_json["reason"].startswith("model call failed: script ran out")
 

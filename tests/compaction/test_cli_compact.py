@@ -176,9 +176,9 @@ def test_sessions_show_has_each_contexts_size_window_and_compactions(
     assert info["usage"]["session"]["calls"] == 5  # four turns' calls and the summary's
     text = orchestrator("sessions", "show", sid).stdout
     share = f"{main['window_share']:.0%}"
-    assert f"    context {tokens:,} tokens ({share} of 5,000 usable), 1 compaction\n" in text
-    assert "compactions\n" in text
-    assert "by_hand  summary" in text
+    assert f"  {tokens:,} tokens, {share} of 5,000, 1 compaction\n" in text
+    assert "\ncompactions\n" in text
+    assert " main   by_hand  summary " in text
 
 
 def test_compacting_a_context_of_last_turns_only_is_refused_as_nothing_to_do(
@@ -221,7 +221,7 @@ def test_compactions_that_free_nothing_pause_the_automatic_trigger_and_show_says
         "paused": True,
     }
     text = orchestrator("sessions", "show", sid).stdout
-    assert "; automatic compaction paused until round 14 (its last compactions freed" in text
+    assert "  main: automatic compaction paused until round 14 (its last compactions freed" in text
 
 
 def test_the_compactor_role_writes_with_its_own_model(tmp_path: Path, files: Path) -> None:

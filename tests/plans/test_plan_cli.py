@@ -43,9 +43,9 @@ def test_plan_prints_the_plan_and_execute_builds_it_once_approved(
     assert f"build it with: orchestrator execute {sid} --approve" in planned.stderr
     assert not (workspace / "a.txt").exists()
     shown = orchestrator("sessions", "show", sid, sessions=sessions).stdout
-    assert "plan      v1 awaiting approval: write two files" in shown
-    assert "  v1 (planner, 2 tasks) awaiting approval" in shown
-    assert "  b [pending] write b.txt after a — not delegated" in shown
+    assert "plan v1, awaiting approval: write two files" in shown
+    assert "  v1       planner      2  awaiting approval\n" in shown
+    assert "  b     pending  write b.txt  a      not delegated\n" in shown
     # --yes answers tool calls, never a plan: without --approve and a terminal it waits.
     waiting = orchestrator("execute", sid, "--yes", sessions=sessions)
     assert waiting.returncode == 3, waiting.stderr
@@ -59,8 +59,8 @@ def test_plan_prints_the_plan_and_execute_builds_it_once_approved(
     assert (workspace / "b.txt").read_text() == "x"
     assert "◆ plan v1 approved (--approve)" in built.stdout
     shown = orchestrator("sessions", "show", sid, sessions=sessions).stdout
-    assert "plan      v1 approved: write two files" in shown
-    assert "  b [completed] write b.txt after a — completed as t2" in shown
+    assert "plan v1, approved: write two files" in shown
+    assert "  b     completed  write b.txt  a      t2 completed\n" in shown
     report = orjson.loads(orchestrator("sessions", "show", sid, "--json", sessions=sessions).stdout)
     assert [(t["id"], t["task"], t["state"], t["todo"]) for t in report["plan"]["tasks"]] == [
         ("a", "t1", "completed", "completed"),

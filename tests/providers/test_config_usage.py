@@ -154,5 +154,5 @@ def test_the_cache_share_per_agent_and_session() -> None:
     assert cache_share(ledger["session"]) == pytest.approx(2700 / 4050)
     assert cache_share(usage_ledger([], {})["session"]) is None
     table = usage_table(ledger)
-    assert "cached" in table.splitlines()[0]
+    assert "CACHED" in table.splitlines()[0]
     assert " 68% " in table.splitlines()[2]  # agent main: 2,700 of 4,000 prompt tokens

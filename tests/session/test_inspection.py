@@ -15,9 +15,10 @@ import trio
 import orchestrator as orc
 from orchestrator.cli.main import main
 from orchestrator.errors import SessionError, SessionNotFound
-from orchestrator.layout import FORMAT_VERSION, LOCK
+from orchestrator.layout import FORMAT_VERSION, JOURNAL, LOCK
 from orchestrator.messages import Usage
-from orchestrator.state.manifest import read_manifest
+from orchestrator.session.listing import latest_session_id, session_ids
+from orchestrator.state.manifest import Manifest, read_manifest, write_manifest
 from orchestrator.store import SessionLock
 from orchestrator.usage import Price
 
@@ -137,7 +138,7 @@ async def test_the_listing_says_which_sessions_a_resume_would_run(
         goal="goal of day 3", created=first.created, model="python:respond",
         workspace=root / finished / "workspace", size=first.size,
     )  # fmt: skip
-    # (The manifest stamps the real time; `now` names the id.)
+    # (`now` names the id and stamps the manifest, to the microsecond.)
     assert first.created == datetime.fromisoformat(read_manifest(root / finished).created)
     assert first.size > 0
     assert listed[3].created == datetime(2030, 1, 1, tzinfo=UTC)  # from its id
@@ -157,6 +158,45 @@ async def test_the_listing_says_which_sessions_a_resume_would_run(
     assert f"{unreadable:<24} unreadable: " in text
     assert f"{killed:<24} " in text
     assert orc.list_sessions(tmp_path / "nowhere") == []
+
+
+def test_sessions_of_one_second_sort_by_creation_not_by_their_ids(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ids name the second: two sessions of the same second sort by their manifests'
+    microseconds, or (manifests written to the second, before) by their journals' first
+    record; what `--last` picks is the one made last, not the larger random suffix."""
+    root = tmp_path / "sessions"
+    second = "2031-01-01T00:00:00"
+
+    def made(session_id: str, created: str, first_record: int | None = None) -> None:
+        directory = root / session_id
+        directory.mkdir(parents=True)
+        manifest = Manifest(
+            id=session_id, goal=session_id, model="m", workspace="w", created=created,
+            updated=created,
+        )  # fmt: skip
+        write_manifest(directory, manifest)
+        if first_record is not None:
+            record = {"seq": 1, "t": first_record, "k": "settings", "a": "main"}
+            (directory / JOURNAL).write_bytes(orjson.dumps(record) + b"\n")
+
+    made("20310101T000000-ffffff", f"{second}.100000+00:00")  # made first
+    made("20310101T000000-000000", f"{second}.200000+00:00")  # then this one
+    assert latest_session_id(root) == "20310101T000000-000000"
+    assert session_ids(root) == ["20310101T000000-000000", "20310101T000000-ffffff"]
+
+    made("20310101T000001-eeeeee", f"{second[:-1]}1+00:00", first_record=1924992001100)
+    made("20310101T000001-111111", f"{second[:-1]}1+00:00", first_record=1924992001900)
+    made("20310101T000001-aaaaaa", f"{second[:-1]}1+00:00")  # no journal: the oldest of three
+    newest = ["20310101T000001-111111", "20310101T000001-eeeeee", "20310101T000001-aaaaaa"]
+    order = [*newest, "20310101T000000-000000", "20310101T000000-ffffff"]
+    assert session_ids(root) == order
+    assert [s.id for s in orc.list_sessions(root)] == order
+    listed = shown(capsys, root, "list").splitlines()[1:]
+    assert [line.split()[0] for line in listed] == order
+    assert listed[-1].split()[1] == "2031-01-01T00:00:00+00:00"  # (the list shows seconds)
+    assert latest_session_id(root) == "20310101T000001-111111"
 
 
 async def test_the_report_of_a_two_level_tree(

@@ -152,7 +152,7 @@ def test_sessions_show_says_what_the_session_runs_with(
     [session] = [p.name for p in root.iterdir()]
     assert main(["sessions", "show", session, "--sessions-dir", str(root)]) == 0
     shown_text = capsys.readouterr().out
-    assert f'settings  the defaults, but verify ["{VERIFY}"], plan true\n' in shown_text
+    assert f'settings   the defaults, but verify ["{VERIFY}"], plan true\n' in shown_text
     assert main(["sessions", "show", session, "--sessions-dir", str(root), "--json"]) == 0
     shown = orjson.loads(capsys.readouterr().out)
     assert shown["settings"] == {**plain(SessionSettings()), "verify": [VERIFY], "plan": True}

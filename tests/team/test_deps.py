@@ -742,7 +742,7 @@ async def test_the_live_view_and_sessions_show_say_what_a_task_waits_for() -> No
     import msgspec
 
     from orchestrator.cli.render import TranscriptSink
-    from orchestrator.session.report_text import task_tree
+    from orchestrator.session.shown import task_rows
     from orchestrator.state.tasks import TaskRecord
 
     out = io.StringIO()
@@ -778,8 +778,7 @@ async def test_the_live_view_and_sessions_show_say_what_a_task_waits_for() -> No
     )
     for field in ("after", "after_plan", "serialise", "dependency"):
         old.pop(field, None)  # a record from before dependencies, in an old snapshot
-    lines = task_tree([msgspec.to_builtins(waiting), old])
-    assert lines[0].startswith("t3 [waiting_deps] worker: test (")
-    assert lines[0].endswith(" · waits for t1, build")
-    assert lines[1].startswith("t1 [pending] worker: a (")
-    assert "waits" not in lines[1]
+    assert task_rows([msgspec.to_builtins(waiting), old], now_ms=0) == [
+        ["├─ t3", "waiting_deps", "-", "worker: test · waits for t1, build"],
+        ["└─ t1", "pending", "-", "worker: a"],
+    ]
