@@ -185,6 +185,8 @@ class ViewModel:
                 self.plan = f"building v{version}" if approved else f"v{version} rejected"
             case ReplanRequested(plan_task=plan_task):
                 self.plan = f"re-planning {plan_task}"
+            case MessagePosted():
+                self._posted(event)  # mail flows; its sender may be the person (`user`)
             case SettingsChosen() | PermissionGranted() | Notice():
                 pass  # nothing the view shows
             case _:
@@ -228,8 +230,6 @@ class ViewModel:
         match event:
             case TaskCreated() | TaskChanged():
                 self._task(event, now)
-            case MessagePosted():
-                self._posted(event)
             case TodosChanged():
                 agent.todos.apply(0, event)
             case Assessed(action=action, reasons=reasons):
@@ -283,7 +283,6 @@ class ViewModel:
                 if not task.owner:
                     task.owner = event.agent
                     self.agents[event.agent].children.append(task.id)
-                task.started = event.at / 1000 if event.at else now
             case TaskChanged(state=state, reason=reason):
                 if state != "waiting_decision":
                     task.question, task.blocked = "", False
