@@ -69,7 +69,9 @@ class LiveView:
             task_status.started()
             try:
                 while True:
-                    with trio.move_on_after(self.tick if self._running() else math.inf):
+                    # A tick's wait, with the interval slept below: a frame every `tick`.
+                    idle = max(self.tick - self.interval, 0) if self._running() else math.inf
+                    with trio.move_on_after(idle):
                         await self._wake.wait()
                     self._wake = trio.Event()
                     self._draw(live)

@@ -161,7 +161,8 @@ def test_a_finished_session_is_its_journal_folded() -> None:
     ]
     assert model.agents["planner-2"].activity == "plan v2: 4 task(s)"
     assert model.status == "completed"
-    assert model.started is not None and model.ended is not None
+    assert model.started is not None
+    assert model.ended is not None
     assert model.started < model.ended  # the journal's own times
     assert model.status_line().startswith("7 done · ")
     assert model.verdicts[-1].action == "completed"
