@@ -55,6 +55,8 @@ from orchestrator.view.parts import (
     Status,
     Totals,
     Verdict,
+    call_line,
+    pricing,
 )
 
 if TYPE_CHECKING:
@@ -86,7 +88,7 @@ class ViewModel:
         self.ended: float | None = None
         self.version = 0  # counts the changes: a frame drawn at one version is current
         self._clock = clock
-        self._cost = _pricing(prices or {})
+        self._cost = pricing(prices or {})
 
     # --- reading ----------------------------------------------------------------------
 
@@ -207,7 +209,7 @@ class ViewModel:
             case AssistantReplied(message=message, model=model):
                 self._replied(agent, message.tool_calls, message.usage, model)
             case ToolCallStarted(call=call):
-                agent.last_call = _call(call)
+                agent.last_call = call_line(call)
                 agent.waiting_call = agent.waiting_call or call.name in WAITING_TOOLS
             case ToolCallFinished(ref=ref) | CallResult(ref=ref):
                 self._call_ended(agent, ref)
@@ -265,7 +267,7 @@ class ViewModel:
         agent.calls_open = len(calls)
         agent.waiting_call = any(c.name in WAITING_TOOLS for c in calls)
         if calls:
-            agent.last_call = _call(calls[-1])
+            agent.last_call = call_line(calls[-1])
 
     def _call_ended(self, agent: AgentView, ref: str) -> None:
         if agent.progress_ref == ref:
@@ -337,16 +339,3 @@ class ViewModel:
             agent.ended = now
         elif not settled:
             agent.ended = None
-
-
-def _call(call: ToolCall) -> str:
-    return f"{call.name} {abbreviate(call.arguments, 60)}"
-
-
-def _pricing(prices: Mapping[str, Price]) -> Callable[[str, Usage], float | None]:
-    """A call's cost, or None without a price (no prices: pydantic is not imported)."""
-    if not prices:
-        return lambda model, usage: None
-    from orchestrator.usage import call_cost
-
-    return lambda model, usage: call_cost(prices, model, usage)

@@ -6,14 +6,19 @@ arrive; everything a frame shows is read from here.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from orchestrator.loop.assessment import Action
 from orchestrator.loop.todos import TodoList
-from orchestrator.messages import Usage
+from orchestrator.messages import ToolCall, Usage
 from orchestrator.state.manifest import SessionStatus
 from orchestrator.state.tasks import TaskState
+from orchestrator.text import abbreviate
+
+if TYPE_CHECKING:
+    from orchestrator.usage import Price
 
 Status = Literal[
     "running",
@@ -204,3 +209,17 @@ class Verdict:
     agent: str
     action: str  # an assessment's action, `verified` or `verification failed`
     reasons: str
+
+
+def call_line(call: ToolCall) -> str:
+    """A tool call as an activity: its name and its arguments, cut."""
+    return f"{call.name} {abbreviate(call.arguments, 60)}"
+
+
+def pricing(prices: Mapping[str, Price]) -> Callable[[str, Usage], float | None]:
+    """A call's cost, or None without a price (no prices: pydantic is not imported)."""
+    if not prices:
+        return lambda model, usage: None
+    from orchestrator.usage import call_cost
+
+    return lambda model, usage: call_cost(prices, model, usage)

@@ -8,11 +8,12 @@ import io
 from rich.console import Console
 
 from orchestrator.loop.todos import TodoItem, TodosChanged
-from orchestrator.messages import AssistantMessage, ToolCall, Usage
+from orchestrator.messages import AssistantMessage, ToolCall, ToolResult, Usage
 from orchestrator.state.events import (
     AgentStarted,
     AssistantReplied,
     Event,
+    ToolCallFinished,
     ToolCallStarted,
     TurnStarted,
     UsageUpdated,
@@ -93,9 +94,9 @@ def small_tree() -> ViewModel:
     model = ViewModel(prices=PRICES)
     for at, event in timed:
         model.apply(event, at=at)
-    model.apply(replied("t1", "write_file"), at=14)  # then its calls end: it thinks again
-    model.apply(TaskChanged(agent="t1", task="t1", state="running"), at=14)
-    model._agent("t1", 14).thinking = True
+    model.apply(replied("t1", "write_file"), at=14)
+    done = ToolResult(call_id="c0", name="write_file", content="wrote it")
+    model.apply(ToolCallFinished(agent="t1", ref="14.0", result=done), at=14)  # it thinks again
     return model
 
 
