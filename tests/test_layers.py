@@ -11,10 +11,13 @@ PACKAGE = Path(__file__).parents[1] / "orchestrator"
 
 # What each room may import besides itself and the vocabulary at the bottom.
 BELOW: dict[str, set[str]] = {
-    "cli": {"host", "team", "agent", "session", "tools", "state", "loop", "models", "store"},
+    # The live view (`view`) is a surface's, read by the command line only.
+    "cli": {"host", "view", "team", "agent", "session", "tools", "state", "loop", "models"}
+    | {"store"},
     "host": {"team", "agent", "session", "tools", "state", "loop", "models", "store"},
     "team": {"agent", "session", "tools", "state", "loop", "models", "store"},
     "agent": {"tools", "state", "loop", "models", "store"},
+    "view": {"session", "state", "loop", "store"},
     "session": {"state", "loop", "store"},
     "tools": {"state", "loop", "models"},
     "state": {"loop", "store"},

@@ -1,0 +1,54 @@
+"""The live view of a session: a model of its agents and tasks folded from events
+(`ViewModel`), frames drawn from that model (rich, or plain text), and a sink that
+redraws a terminal at a bounded frame rate (`LiveView`). Not yet wired into the
+command line (docs/live-view.md). Lazily imported: rich is loaded only by the frames.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from orchestrator._face import lazy
+
+if TYPE_CHECKING:
+    from orchestrator.view.frame import Row, plain_frame, rich_frame, rows
+    from orchestrator.view.history import journal_events, session_view
+    from orchestrator.view.live import LiveView, open_live_view
+    from orchestrator.view.model import ViewModel
+    from orchestrator.view.parts import AgentView, MailLine, Status, Totals, Verdict
+
+_HOMES = {
+    "AgentView": "parts",
+    "LiveView": "live",
+    "MailLine": "parts",
+    "Row": "frame",
+    "Status": "parts",
+    "Totals": "parts",
+    "Verdict": "parts",
+    "ViewModel": "model",
+    "journal_events": "history",
+    "open_live_view": "live",
+    "plain_frame": "frame",
+    "rich_frame": "frame",
+    "rows": "frame",
+    "session_view": "history",
+}
+
+__all__ = [
+    "AgentView",
+    "LiveView",
+    "MailLine",
+    "Row",
+    "Status",
+    "Totals",
+    "Verdict",
+    "ViewModel",
+    "journal_events",
+    "open_live_view",
+    "plain_frame",
+    "rich_frame",
+    "rows",
+    "session_view",
+]
+
+__getattr__, __dir__ = lazy(__name__, _HOMES)

@@ -1,0 +1,208 @@
+"""Frames of the live view: the model drawn as a tree of agents and tasks (a glyph and
+the state of each, what it does, its model, how full its context is, its tokens and cost
+with its subtree's, how long it has run), the session's plan and compactions, the last
+mail, the latest verdict and the status line.
+
+`rows` is the tree as plain strings (each made one safe line: `text.label`); `plain_frame`
+lays them out as text without markup (for tests and pipes), `rich_frame` as a rich
+renderable with a spinner for the agents that think. Both take `now`, so a fixed clock
+gives the same frame every time. rich is imported by `rich_frame` only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from orchestrator.text import label
+from orchestrator.view import _format
+from orchestrator.view.model import ViewModel
+from orchestrator.view.parts import SETTLED, AgentView, Status, Totals
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
+
+SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+SPINNER_RATE = 10  # frames of the spinner a second
+GLYPHS: dict[Status, str] = {
+    "running": "●",
+    "thinking": SPINNER[0],
+    "needs input": "?",
+    "blocked": "■",
+    "waiting": "◌",
+    "done": "✓",
+    "failed": "✗",
+    "cancelled": "⊘",
+}
+STYLES: dict[Status, str] = {
+    "running": "cyan",
+    "thinking": "cyan",
+    "needs input": "bold yellow",
+    "blocked": "bold red",
+    "waiting": "dim",
+    "done": "green",
+    "failed": "red",
+    "cancelled": "dim red",
+}
+NAME_WIDTH = 32
+MODEL_WIDTH = 20
+
+
+@dataclass(frozen=True)
+class Row:
+    """One agent's line, as strings: `tree` is the guides before it (`├─ `, `│  `)."""
+
+    tree: str
+    glyph: str
+    status: Status
+    name: str  # its id, and its task's description or its kind
+    state: str
+    model: str
+    context: str
+    tokens: str
+    cost: str
+    elapsed: str
+    activity: str
+
+
+def rows(model: ViewModel, now: float) -> list[Row]:
+    """The tree, one row per agent, each task under the agent that delegated it."""
+    found: list[Row] = []
+
+    def visit(agent: AgentView, guides: str, branch: str) -> None:
+        found.append(_row(model, agent, guides + branch, now))
+        below = guides + {"├─ ": "│  ", "└─ ": "   "}.get(branch, "")
+        for n, child in enumerate(agent.children, 1):
+            visit(model.agents[child], below, "└─ " if n == len(agent.children) else "├─ ")
+
+    for root in model.roots():
+        visit(root, "", "")
+    return found
+
+
+def _row(model: ViewModel, agent: AgentView, tree: str, now: float) -> Row:
+    status = agent.status
+    glyph = _spinner(now) if status == "thinking" else GLYPHS[status]
+    share = agent.context_share
+    subtree = model.subtree(agent.id) if agent.children else None
+    what = agent.description or agent.kind
+    return Row(
+        tree=tree,
+        glyph=glyph,
+        status=status,
+        name=label(f"{agent.id} {what}" if what else agent.id, NAME_WIDTH),
+        state=status,
+        model=label(agent.model, MODEL_WIDTH),
+        context="" if share is None else f"{share:.0%}",
+        tokens=_tokens(agent.own, subtree),
+        cost=_cost(agent.own, subtree),
+        elapsed=_format.duration(agent.elapsed(now)),
+        activity=label(agent.activity, 400),
+    )
+
+
+def _tokens(own: Totals, subtree: Totals | None) -> str:
+    shown = _format.tokens(own.tokens)
+    if subtree is not None and subtree.tokens != own.tokens:
+        shown += f" Σ{_format.tokens(subtree.tokens)}"
+    return shown
+
+
+def _cost(own: Totals, subtree: Totals | None) -> str:
+    def one(totals: Totals) -> str:
+        return _format.cost(totals.priced, partial=0 < totals.unpriced < totals.calls)
+
+    if subtree is not None and subtree.priced is not None and subtree.calls != own.calls:
+        return f"{one(own)} Σ{one(subtree)}"
+    return one(own) if own.calls else ""
+
+
+def _spinner(now: float) -> str:
+    return SPINNER[int(now * SPINNER_RATE) % len(SPINNER)]
+
+
+def notes(model: ViewModel) -> list[str]:
+    """The lines above the tree: the plan's state and the compactions under way."""
+    found = [f"plan: {label(model.plan)}"] if model.plan and model.ended is None else []
+    found += [
+        f"⧉ compacting {label(agent, 40)}: {what}" for agent, what in model.compacting.items()
+    ]
+    return found
+
+
+def footer(model: ViewModel) -> list[str]:
+    """The lines below the tree: the last messages and the latest verdict."""
+    found = [
+        f"✉ {label(m.id, 12)} {m.kind} {label(m.sender, 40)} → {label(m.recipient, 40)}: "
+        + label(m.summary, 200)
+        for m in model.mail
+    ]
+    if model.verdicts:
+        verdict = model.verdicts[-1]
+        why = f": {label(verdict.reasons, 200)}" if verdict.reasons else ""
+        found.append(f"◆ {label(verdict.agent, 40)} {verdict.action.replace('_', ' ')}{why}")
+    return found
+
+
+def plain_frame(model: ViewModel, now: float, *, width: int = 100) -> str:
+    """The frame as plain text, `width` columns at most: aligned columns, the activity
+    last and cut to fit, then the mail, the latest verdict and the status line."""
+    table = rows(model, now)
+    cells = [_cells(r) for r in table]
+    widths = [max((len(c[i]) for c in cells), default=0) for i in range(len(_JUSTIFY))]
+    lines = notes(model)
+    for r, cell in zip(table, cells, strict=True):
+        parts = [
+            c.rjust(w) if _JUSTIFY[i] == "right" else c.ljust(w)
+            for i, (c, w) in enumerate(zip(cell, widths, strict=True))
+            if w
+        ]
+        line = "  ".join(parts)
+        room = width - len(line) - 2
+        lines.append(f"{line}  {_cut(r.activity, room)}".rstrip() if room > 0 else line)
+    lines += [_cut(line, width) for line in footer(model)]
+    lines.append(_cut(model.status_line(now), width))
+    return "\n".join(line[:width] for line in lines) + "\n"
+
+
+_JUSTIFY: tuple[Literal["left", "right"], ...] = (
+    "left", "left", "left", "right", "right", "right", "right"
+)  # fmt: skip
+
+
+def _cells(r: Row) -> list[str]:
+    """A row's cells before its activity, as both frames lay them out."""
+    return [f"{r.tree}{r.glyph} {r.name}", r.state, r.model, r.context, r.tokens, r.cost, r.elapsed]
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+
+
+def rich_frame(model: ViewModel, now: float) -> RenderableType:
+    """The frame as a rich renderable (a group of lines and a table that fits the
+    console's width: the activity column takes what is left, cut with an ellipsis)."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    found = rows(model, now)
+    cells = [_cells(r) for r in found]
+    widths = [max((len(c[n]) for c in cells), default=0) for n in range(len(_JUSTIFY))]
+    kept = [n for n, width in enumerate(widths) if width]  # no column for what none has
+    table = Table.grid(padding=(0, 2), expand=True)
+    for n in kept:  # fixed widths: the activity gets the rest
+        table.add_column(justify=_JUSTIFY[n], no_wrap=True, width=widths[n])
+    table.add_column(ratio=1, no_wrap=True, overflow="ellipsis")
+    for r, cell in zip(found, cells, strict=True):
+        style = STYLES[r.status]
+        shown = [Text(cell[n]) for n in kept]
+        shown[0] = Text.assemble(Text(r.tree, "dim"), Text(r.glyph, style), " ", r.name)
+        shown[1] = Text(r.state, style)
+        shown[2] = Text(r.model, "dim") if widths[2] else shown[2]
+        table.add_row(*shown, Text(r.activity, "" if r.status in SETTLED else "italic"))
+    parts: list[RenderableType] = [Text(line, "bold") for line in notes(model)]
+    parts.append(table)
+    parts += [Text(line, "dim", no_wrap=True, overflow="ellipsis") for line in footer(model)]
+    parts.append(Text(model.status_line(now), "bold", no_wrap=True, overflow="ellipsis"))
+    return Group(*parts)

@@ -1,0 +1,87 @@
+"""The live sink: `emit` only folds, the drawer draws at a bounded frame rate (a burst of
+events makes a bounded number of frames, each change is drawn within a frame's
+interval), and the last frame stays when the view closes. Trio's autojump clock stands
+in for time; the terminal is a rich console writing to a string."""
+
+from __future__ import annotations
+
+import io
+
+import trio
+from rich.console import Console
+
+from orchestrator.state.events import AgentStarted, SessionStatusChanged, ToolProgress
+from orchestrator.view import ViewModel, open_live_view
+
+
+def console() -> tuple[Console, io.StringIO]:
+    out = io.StringIO()
+    return Console(file=out, force_terminal=True, width=80, color_system=None), out
+
+
+def progress(n: int) -> ToolProgress:
+    return ToolProgress(agent="main", ref="1.0", tool="fetch", message=f"page {n}")
+
+
+async def test_a_burst_of_a_thousand_events_makes_a_bounded_number_of_frames(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    model = ViewModel(clock=trio.current_time)
+    screen, out = console()
+    async with open_live_view(model, screen, fps=10) as view:
+        await view.emit(AgentStarted(agent="main", role="main", messages=()))
+        for n in range(1000):  # a thousand events over one second
+            await view.emit(progress(n))
+            await trio.sleep(0.001)
+        during = view.frames
+        await trio.sleep(0.1)
+        assert view.drawn == model.version  # the last change is on the screen
+    assert 2 <= during <= 12  # about one frame a tenth of a second, not one an event
+    assert "page 999" in out.getvalue()
+
+
+async def test_events_without_a_checkpoint_make_one_frame(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    model = ViewModel(clock=trio.current_time)
+    screen, _ = console()
+    async with open_live_view(model, screen, fps=10, tick=60) as view:
+        await trio.sleep(1)
+        before = view.frames
+        for n in range(1000):
+            await view.emit(progress(n))  # emit never yields to the drawer
+        assert view.frames == before
+        await trio.sleep(0.1)
+        assert view.frames == before + 1
+
+
+async def test_each_change_is_drawn_within_a_frames_interval(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    model = ViewModel(clock=trio.current_time)
+    screen, out = console()
+    async with open_live_view(model, screen, fps=10, tick=60) as view:
+        for n in range(20):
+            await trio.sleep(0.037 * (n % 4))  # at different points of the interval
+            await view.emit(progress(n))
+            await trio.sleep(0.1)
+            assert view.drawn == model.version
+            assert f"page {n}" in out.getvalue()
+
+
+async def test_the_view_redraws_while_the_session_runs_and_stops_after(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    model = ViewModel(clock=trio.current_time)
+    screen, out = console()
+    async with open_live_view(model, screen, fps=10, tick=1.0) as view:
+        await view.emit(AgentStarted(agent="main", role="main", messages=()))
+        await trio.sleep(10.05)  # no event: the elapsed time still moves
+        assert 10 <= view.frames <= 12
+        assert "10s" in out.getvalue()
+        await view.emit(SessionStatusChanged(agent="main", status="completed"))
+        await trio.sleep(0.2)
+        ended = view.frames
+        await trio.sleep(60)
+        assert view.frames == ended  # nothing changes once it ended
+    assert "1 done" in out.getvalue()
