@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from orchestrator.session import shown
 from orchestrator.text import label
-from orchestrator.view import _format
 from orchestrator.view.model import ViewModel
 from orchestrator.view.parts import SETTLED, AgentView, Status, Totals
 
@@ -96,21 +96,21 @@ def _row(model: ViewModel, agent: AgentView, tree: str, now: float) -> Row:
         context="" if share is None else f"{share:.0%}",
         tokens=_tokens(agent.own, subtree),
         cost=_cost(agent.own, subtree),
-        elapsed=_format.duration(agent.elapsed(now)),
+        elapsed=shown.duration(agent.elapsed(now)),
         activity=label(agent.activity, 400),
     )
 
 
 def _tokens(own: Totals, subtree: Totals | None) -> str:
-    shown = _format.tokens(own.tokens)
+    text = shown.tokens(own.tokens)
     if subtree is not None and subtree.tokens != own.tokens:
-        shown += f" Σ{_format.tokens(subtree.tokens)}"
-    return shown
+        text += f" Σ{shown.tokens(subtree.tokens)}"
+    return text
 
 
 def _cost(own: Totals, subtree: Totals | None) -> str:
     def one(totals: Totals) -> str:
-        return _format.cost(totals.priced, partial=0 < totals.unpriced < totals.calls)
+        return shown.cost(totals.priced, lower_bound=0 < totals.unpriced < totals.calls)
 
     if subtree is not None and subtree.priced is not None and subtree.calls != own.calls:
         return f"{one(own)} Σ{one(subtree)}"
@@ -196,11 +196,11 @@ def rich_frame(model: ViewModel, now: float) -> RenderableType:
     table.add_column(ratio=1, no_wrap=True, overflow="ellipsis")
     for r, cell in zip(found, cells, strict=True):
         style = STYLES[r.status]
-        shown = [Text(cell[n]) for n in kept]
-        shown[0] = Text.assemble(Text(r.tree, "dim"), Text(r.glyph, style), " ", r.name)
-        shown[1] = Text(r.state, style)
-        shown[2] = Text(r.model, "dim") if widths[2] else shown[2]
-        table.add_row(*shown, Text(r.activity, "" if r.status in SETTLED else "italic"))
+        texts = [Text(cell[n]) for n in kept]
+        texts[0] = Text.assemble(Text(r.tree, "dim"), Text(r.glyph, style), " ", r.name)
+        texts[1] = Text(r.state, style)
+        texts[2] = Text(r.model, "dim") if widths[2] else texts[2]
+        table.add_row(*texts, Text(r.activity, "" if r.status in SETTLED else "italic"))
     parts: list[RenderableType] = [Text(line, "bold") for line in notes(model)]
     parts.append(table)
     parts += [Text(line, "dim", no_wrap=True, overflow="ellipsis") for line in footer(model)]

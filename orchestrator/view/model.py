@@ -22,6 +22,7 @@ from orchestrator.loop.assessment import Assessed, BlockedReported, Verified
 from orchestrator.loop.compaction import CompactionStarted, ContextCompacted
 from orchestrator.loop.todos import TodosChanged
 from orchestrator.messages import ToolCall, Usage
+from orchestrator.session import shown
 from orchestrator.state.events import (
     AgentStarted,
     AssistantReplied,
@@ -45,7 +46,6 @@ from orchestrator.state.plans import PlanDecided, PlanSubmitted, ReplanRequested
 from orchestrator.state.settings import SettingsChosen
 from orchestrator.state.tasks import TaskChanged, TaskCreated
 from orchestrator.text import abbreviate
-from orchestrator.view import _format
 from orchestrator.view.parts import (
     MAIN_PHASE,
     SESSION_END,
@@ -139,10 +139,10 @@ class ViewModel:
         now = self.now() if now is None else now
         parts = [f"{n} {status}" for status, n in self.counts().items()]
         total = self.totals()
-        parts.append(f"{_format.tokens(total.tokens)} tokens")
+        parts.append(f"{shown.tokens(total.tokens)} tokens")
         if total.priced is not None and total.calls:
-            parts.append(_format.cost(total.priced, partial=total.unpriced > 0))
-        parts.append(_format.duration(self.elapsed(now)))
+            parts.append(shown.cost(total.priced, lower_bound=0 < total.unpriced < total.calls))
+        parts.append(shown.duration(self.elapsed(now)))
         return " · ".join(parts)
 
     # --- what the runtime tells it ----------------------------------------------------
@@ -248,7 +248,7 @@ class ViewModel:
                     agent.phase = "blocked"
             case CompactionStarted(tokens=tokens, usable=usable):
                 share = f" ({tokens * 100 // usable}% of its window)" if usable else ""
-                self.compacting[agent.id] = f"{_format.tokens(tokens)} tokens{share}"
+                self.compacting[agent.id] = f"{shown.tokens(tokens)} tokens{share}"
             case ContextCompacted(after=after, usage=usage, model=model):
                 self.compacting.pop(agent.id, None)
                 agent.context = after

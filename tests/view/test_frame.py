@@ -100,13 +100,16 @@ def small_tree() -> ViewModel:
     return model
 
 
-EXPECTED = """\
-◌ main main        waiting      gpt-4.1  9%  8.8k Σ15.4k  $0.02 Σ$0.04  1m12s  wait_tasks {}
-├─ ⠙ t1 parser     thinking     gpt-4.1             4.4k         $0.01  1m08s  Writing the parser
-└─ ? t2 read docs  needs input  gpt-4.1             2.2k       $0.0056  1m08s  Which\\nversion?
-✉ m1 decision_required t2 → main: Which version?
-1 running · 1 needs input · 1 waiting · 15.4k tokens · $0.04 · 1m12s
-"""
+EXPECTED = (
+    "◌ main main        waiting      gpt-4.1  9%  8.8k Σ15.4k  $0.0224 Σ$0.0392  1m12s  "
+    "wait_tasks {}\n"
+    "├─ ⠙ t1 parser     thinking     gpt-4.1             4.4k           $0.0112  1m08s  "
+    "Writing the parser\n"
+    "└─ ? t2 read docs  needs input  gpt-4.1             2.2k           $0.0056  1m08s  "
+    "Which\\nversion?\n"
+    "✉ m1 decision_required t2 → main: Which version?\n"
+    "1 running · 1 needs input · 1 waiting · 15.4k tokens · $0.0392 · 1m12s\n"
+)
 
 
 def test_the_plain_frame_of_a_small_tree() -> None:
@@ -125,4 +128,4 @@ def test_the_activity_is_cut_to_the_width() -> None:
     frame = plain_frame(small_tree(), now=72.1, width=90)
     assert all(len(line) <= 90 for line in frame.splitlines())
     assert "1 running · 1 needs input" in frame
-    assert "Writing th…" in frame
+    assert "Writin…" in frame
