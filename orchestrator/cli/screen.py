@@ -151,9 +151,11 @@ def live_screen(
     directory: Path | None = None,
     prices: Mapping[str, Price] | None = None,
     todos_of: Callable[[str], TodoList] | None = None,
+    out: TextIO | None = None,
 ) -> Screen:
-    """The live view, its model seeded from the session's journal in `directory` (a
-    resumed session shows its whole tree), with today's transcript above it."""
+    """The live view on `out` (standard output when None), its model seeded from the
+    session's journal in `directory` (a resumed session shows its whole tree), with
+    today's transcript above it."""
     from rich.console import Console
 
     from orchestrator.view.history import session_view
@@ -165,6 +167,6 @@ def live_screen(
         if directory is not None
         else ViewModel(prices=prices)
     )
-    view = LiveView(model, Console(), fps=10)
+    view = LiveView(model, Console(file=out), fps=10)
     transcript = TranscriptSink(_Above(view), color=True, todos_of=todos_of)
     return Screen(FanOut([view, transcript]), view)

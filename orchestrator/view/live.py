@@ -20,9 +20,9 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 
 import trio
-from rich.console import Console, RenderableType
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.live import Live
-from rich.text import Text
+from rich.segment import Segment
 
 from orchestrator.state.events import Event
 from orchestrator.view.frame import rich_frame
@@ -108,8 +108,8 @@ class LiveView:
             live, self._live = self._live, None
             if not self._paused:
                 if self._above or self.drawn != self.model.version or self.frames == 0:
-                    self._draw(live)
-                live.stop()
+                    self._draw(live, last=True)
+                live.stop()  # draws the frame it holds once more
 
     def _started(self) -> Live:
         live = Live(
@@ -124,18 +124,33 @@ class LiveView:
     def _running(self) -> bool:
         return self.model.ended is None and bool(self.model.agents)
 
-    def _draw(self, live: Live) -> None:
+    def _draw(self, live: Live, *, last: bool = False) -> None:
+        """Draw the frame (and print the lines waiting above it); `last`: only give it
+        to `live`, whose `stop` draws it."""
         self.drawn = self.model.version
         frame = self.frame(self.model, self.model.now())
-        if self._above:
+        if last and not self._above:
+            live.update(frame, refresh=False)
+        elif self._above:
             # One print for every line of the interval: rich prints them above the
             # region and draws the frame below them.
-            lines, self._above = "\n".join(self._above), []
+            lines, self._above = _Lines(self._above), []
             live.update(frame, refresh=False)
-            self.console.print(Text.from_ansi(lines), soft_wrap=True, highlight=False)
+            self.console.print(lines)
         else:
             live.update(frame, refresh=True)
         self.frames += 1
+
+
+class _Lines:
+    """Lines written as they are (a transcript's, styled with ANSI codes of its own and
+    made safe as it composed them), without rich's parsing, wrapping or markup."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield Segment("\n".join(self.lines) + "\n")
 
 
 @asynccontextmanager
