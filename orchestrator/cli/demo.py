@@ -17,6 +17,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import trio
@@ -31,9 +32,16 @@ GOAL = (
 )
 
 
-async def run_until_crash(root: Path, session_id: str, ui: EventSink, *, json_mode: bool) -> bool:
+async def run_until_crash(
+    root: Path,
+    session_id: str,
+    ui: EventSink,
+    *,
+    json_mode: bool,
+    say: Callable[[str], None] = print,
+) -> bool:
     """Run the session in a child process and SIGKILL it when a worker's first shell call
-    starts.
+    starts (said with `say`).
     Returns True if the kill happened (False if the child finished first)."""
     command = [
         sys.executable,
@@ -67,11 +75,10 @@ async def run_until_crash(root: Path, session_id: str, ui: EventSink, *, json_mo
                     process.send_signal(signal.SIGKILL)
                     await process.wait()
                     if not json_mode:
-                        print(
+                        say(
                             f"\n✂ simulated crash: SIGKILL to the agent process (pid "
                             f"{process.pid}) while {event.agent}'s shell call was running "
-                            "and the other workers were mid-task\n",
-                            flush=True,
+                            "and the other workers were mid-task\n"
                         )
                     return True
     finally:

@@ -78,6 +78,7 @@ def _agent_options(parser: argparse.ArgumentParser, *, model_required_note: str)
         "system's directories) or off; default: [shell] sandbox (docs/security.md)",
     )
     parser.add_argument("--json", action="store_true", help="print events as JSON lines")
+    plain_option(parser)
     parser.add_argument(
         "--max-rounds",
         type=positive,
@@ -95,6 +96,15 @@ def _agent_options(parser: argparse.ArgumentParser, *, model_required_note: str)
     _session_options(parser)
     config_option(parser)
     sessions_option(parser)
+
+
+def plain_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--plain",
+        action="store_true",
+        help="at a terminal too, print the transcript alone, without the live view of the "
+        "agents and tasks under it (as for a pipe; also ORCHESTRATOR_PLAIN=1 or NO_COLOR)",
+    )
 
 
 def _session_options(parser: argparse.ArgumentParser) -> None:
@@ -310,6 +320,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="directory to work in (default: a fresh temporary directory)",
     )
     demo.add_argument("--json", action="store_true", help="print events as JSON lines")
+    plain_option(demo)
     demo.add_argument(
         "--no-crash",
         action="store_true",

@@ -21,6 +21,7 @@ from typing import TextIO
 
 import trio
 
+from orchestrator.cli.prompt import Hold, no_hold
 from orchestrator.loop.plan import Plan, PlanError, check
 from orchestrator.loop.plan_markdown import parse_markdown, render
 from orchestrator.state.plans import PlanVersion
@@ -30,14 +31,15 @@ from orchestrator.text import block, label
 CHOICES = "[a]pprove, [r]eject with feedback, [e]dit, [q]uit and decide later"
 
 
-def plan_approver(*, approve: bool, interactive: bool) -> PlanApprover | None:
-    """`--approve`: approve each plan; a person at a terminal: ask; else nobody decides
-    (the run stops blocked, printing how to approve)."""
+def plan_approver(*, approve: bool, interactive: bool, hold: Hold = no_hold) -> PlanApprover | None:
+    """`--approve`: approve each plan; a person at a terminal: ask (`hold`: the screen
+    left to the question); else nobody decides (the run stops blocked, printing how to
+    approve)."""
     if approve:
         return approve_flag
     if not interactive:
         return None
-    return PlanPrompt()
+    return PlanPrompt(hold=hold)
 
 
 async def approve_flag(version: PlanVersion) -> PlanVerdict:
@@ -52,12 +54,18 @@ class PlanPrompt:
         out: TextIO | None = None,
         read: Callable[[], str] | None = None,
         edit: Callable[[Path], None] | None = None,
+        hold: Hold = no_hold,
     ) -> None:
         self._out = out or sys.stderr
         self._read = read or sys.stdin.readline
         self._edit = edit or run_editor
+        self._hold = hold
 
     async def __call__(self, version: PlanVersion) -> PlanVerdict | None:
+        with self._hold("", ""):
+            return await self._asked(version)
+
+    async def _asked(self, version: PlanVersion) -> PlanVerdict | None:
         out = self._out
         shown = render(version.plan)
         out.write(f"\n── plan v{version.version} for approval ──\n")

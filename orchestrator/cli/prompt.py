@@ -16,7 +16,8 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any, TextIO
 
 import orjson
@@ -39,6 +40,15 @@ from orchestrator.tools.permissions import (
 )
 
 SHOWN_LINES = 40
+
+# `hold(agent, what)`: the screen is left to the question while the block runs (the live
+# view pauses, and shows `agent` needing input about `what`).
+Hold = Callable[[str, str], AbstractContextManager[None]]
+
+
+@contextmanager
+def no_hold(agent: str = "", what: str = "") -> Iterator[None]:
+    yield
 
 
 def describe_call(call: ToolCall, *, whole: bool = False, sandbox: str = "") -> str:
@@ -100,24 +110,28 @@ class TerminalPrompt:
         out: TextIO | None = None,
         read: Callable[[], str] | None = None,
         sandbox: str = "",
+        hold: Hold = no_hold,
     ) -> None:
         self._out = out or sys.stderr
         self._read = read or sys.stdin.readline
         self._sandbox = sandbox  # how shell commands run: "sandboxed: workspace, no network"
+        self._hold = hold
 
     async def __call__(self, call: ToolCall) -> Answer:
         return await self.ask(call)
 
     def asking(self, agent: str, who: str) -> Approver:
-        if agent == "main":
-            return self.ask
-
         async def ask(call: ToolCall) -> Answer:
-            return await self.ask(call, who=who)
+            return await self.ask(call, who="" if agent == "main" else who, agent=agent)
 
         return ask
 
-    async def ask(self, call: ToolCall, *, who: str = "") -> Answer:
+    async def ask(self, call: ToolCall, *, who: str = "", agent: str = "main") -> Answer:
+        what = label(shell_command(call), 80) if call.name == "shell" else label(call.name)
+        with self._hold(agent, what):
+            return await self._asked(call, who)
+
+    async def _asked(self, call: ToolCall, who: str) -> Answer:
         out, whole = self._out, False
         choices = f"[y]es, [n]o, [a]lways {label(call.name)} in this session, [v]iew all"
         if call.name == "shell":
@@ -148,17 +162,21 @@ class TerminalPrompt:
 
 
 def make_prompt(
-    out: TextIO | None = None, read: Callable[[], str] | None = None, sandbox: str = ""
+    out: TextIO | None = None,
+    read: Callable[[], str] | None = None,
+    sandbox: str = "",
+    hold: Hold = no_hold,
 ) -> TerminalPrompt:
-    """An approver that asks at the terminal (`sandbox`: how shell commands run)."""
-    return TerminalPrompt(out, read, sandbox)
+    """An approver that asks at the terminal (`sandbox`: how shell commands run; `hold`:
+    the screen left to the question)."""
+    return TerminalPrompt(out, read, sandbox, hold)
 
 
 # --- without a terminal -------------------------------------------------------------------
 
 
 def approvers(
-    yes: bool, sandbox: str = ""
+    yes: bool, sandbox: str = "", hold: Hold = no_hold
 ) -> tuple[Approver, Callable[[str, str], Approver] | None]:
     """Who answers a call the policy asks about (`--yes`: yes; a terminal: the person;
     else nobody, and the call is refused as `unapproved`), and the approver per agent
@@ -167,7 +185,7 @@ def approvers(
         return approve_all, None
     if not sys.stdin.isatty():
         return deny_all, None
-    prompt = make_prompt(sandbox=sandbox)
+    prompt = make_prompt(sandbox=sandbox, hold=hold)
     return prompt, prompt.asking
 
 

@@ -11,7 +11,7 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 import msgspec
 import trio
@@ -27,9 +27,9 @@ from orchestrator.cli.parser import (
     EXIT_TERMINATED,
 )
 from orchestrator.cli.plan_prompt import plan_approver
-from orchestrator.cli.prompt import approvers, refusal_notice, refused_lines
-from orchestrator.cli.render import JsonLinesSink, TranscriptSink
+from orchestrator.cli.prompt import Hold, approvers, no_hold, refusal_notice, refused_lines
 from orchestrator.cli.roles import RoleModels, agent_definitions, ask_trust, model_windows, note
+from orchestrator.cli.screen import Screen, screen_for
 from orchestrator.cli.storage import kept_on_full_disk
 from orchestrator.config import Config
 from orchestrator.errors import ConfigError
@@ -42,7 +42,6 @@ from orchestrator.session.listing import latest_session_id
 from orchestrator.session.live import LiveSession, create_session, open_session
 from orchestrator.session.shown import NONE, TASK_HEADER, table, task_rows
 from orchestrator.session.status import current_status
-from orchestrator.state.events import EventSink
 from orchestrator.state.manifest import read_manifest
 from orchestrator.state.settings import SessionSettings
 from orchestrator.store import Durability, session_dir
@@ -73,18 +72,6 @@ def default_workspace() -> Path:
             "--session-workspace for a fresh one inside the session"
         )
     return cwd
-
-
-def _make_sink(
-    json_mode: bool, live: LiveSession | None = None, *, out: TextIO | None = None
-) -> EventSink:
-    if json_mode:
-        if live is None:
-            return JsonLinesSink(sys.stdout)
-        live.track_seqs = True
-        return JsonLinesSink(sys.stdout, session=live.id, seq_of=live.seq_of)
-    todos_of = live.state.todo_list if live is not None else None
-    return TranscriptSink(out, todos_of=todos_of)
 
 
 def session_settings(config: Config, args: argparse.Namespace) -> SessionSettings:
@@ -120,7 +107,7 @@ def overrides(args: argparse.Namespace) -> dict[str, Any]:
     return {key: value for key, value in given.items() if value is not None}
 
 
-def _ask_resume(yes: bool) -> Callable[[str], Awaitable[bool]] | None:
+def _ask_resume(yes: bool, hold: Hold = no_hold) -> Callable[[str], Awaitable[bool]] | None:
     """Whether to revive a task whose resume policy is `ask`: yes with `--yes`, asked at
     a terminal, else nobody is asked (it stays stopped)."""
     if not yes and not sys.stdin.isatty():
@@ -129,10 +116,11 @@ def _ask_resume(yes: bool) -> Callable[[str], Awaitable[bool]] | None:
     async def ask(question: str) -> bool:
         if yes:
             return True
-        # One line: the question names a task by its (model-written) description.
-        print(label(question, 300), file=sys.stderr)
-        print("Revive it? [y/N]: ", end="", file=sys.stderr, flush=True)
-        line = await trio.to_thread.run_sync(sys.stdin.readline, abandon_on_cancel=True)
+        with hold("", ""):
+            # One line: the question names a task by its (model-written) description.
+            print(label(question, 300), file=sys.stderr)
+            print("Revive it? [y/N]: ", end="", file=sys.stderr, flush=True)
+            line = await trio.to_thread.run_sync(sys.stdin.readline, abandon_on_cancel=True)
         return line.strip().lower() in ("y", "yes")
 
     return ask
@@ -169,7 +157,8 @@ async def _run_session(
             definitions = await trio.to_thread.run_sync(
                 functools.partial(agent_definitions, workspace, interactive=not args.yes)
             )
-        approve, approve_for = approvers(args.yes, guarded.sandbox.describe())
+        screen = screen_for(args, live, dict(config.prices), plan_only=plan_only)
+        approve, approve_for = approvers(args.yes, guarded.sandbox.describe(), screen.hold)
         tools = workspace_tools(guarded.env, guarded.sandbox)
         if approve is deny_all:
             rules = _session_for(live, config, args, changes or {}) or live.state.settings
@@ -187,18 +176,17 @@ async def _run_session(
             approve_for=approve_for or (lambda agent, who: approve),
             tools=tools,
             redact=guarded.redact,
-            # `plan` prints the plan alone on stdout (`plan GOAL > plan.md`): the
-            # transcript goes to stderr.
-            ui=_make_sink(args.json, live, out=sys.stderr if plan_only else None),
+            ui=screen.sink,
             policy=PermissionPolicy(),
             session=_session_for(live, config, args, changes or {}),
             prices=dict(config.prices),
             windows=model_windows(config),
-            ask_resume=_ask_resume(args.yes),
+            ask_resume=_ask_resume(args.yes, screen.hold),
             message=getattr(args, "message", None) or "",
-            **_plan_settings(args),
+            **_plan_settings(args, screen.hold),
         )
-        result = await _drive_until_terminated(live, settings)
+        async with screen.shown():  # its last frame stays, above the summary
+            result = await _drive_until_terminated(live, settings)
         tasks = live.state.tasks.dump()
         refused = refused_lines(live.state.refused)
         pending = live.state.plans.pending
@@ -239,7 +227,7 @@ def _ended(
     return EXIT_OK
 
 
-def _plan_settings(args: argparse.Namespace) -> dict[str, Any]:
+def _plan_settings(args: argparse.Namespace, hold: Hold = no_hold) -> dict[str, Any]:
     """The plan part of a run's settings, from its command: `run --plan`, `plan`,
     `execute` (its plan file already read into `args.seed_plan`), `--approve`."""
     interactive = not args.json and sys.stdin.isatty()
@@ -247,7 +235,7 @@ def _plan_settings(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "plan": bool(getattr(args, "plan", False)),
         "plan_only": bool(getattr(args, "plan_only", False)),
-        "approve_plan": plan_approver(approve=approve, interactive=interactive),
+        "approve_plan": plan_approver(approve=approve, interactive=interactive, hold=hold),
         "seed_plan": getattr(args, "seed_plan", None),
     }
 
@@ -414,6 +402,7 @@ def demo(args: argparse.Namespace) -> int:
         verify=[cli_demo.VERIFY],
         allow=[],
         json=args.json,
+        plain=args.plain,
         max_rounds=20,
         model=None,
         durability=Durability.BATCH.value,
@@ -433,14 +422,17 @@ def demo(args: argparse.Namespace) -> int:
     note(f"demo workspace: {workspace}")
     note(f"session {session_id} (in {root})")
     if not args.no_crash:
-        ui = _make_sink(args.json)
-        trio.run(
-            functools.partial(cli_demo.run_until_crash, json_mode=args.json),
-            root,
-            session_id,
-            ui,
-        )
+        screen = screen_for(run_args, None, dict(config.prices))
+        trio.run(_until_crash, screen, root, session_id, args.json)
         note(f"resuming session {session_id} from its journal")
     code = _run_kept(root, session_id, run_args, config, hint=args)
     note(f"demo workspace: {workspace}")
     return code
+
+
+async def _until_crash(screen: Screen, root: Path, session_id: str, json_mode: bool) -> None:
+    """The demo's first part, its child's events shown on `screen` until the kill."""
+    async with screen.shown():
+        await cli_demo.run_until_crash(
+            root, session_id, screen.sink, json_mode=json_mode, say=screen.say
+        )

@@ -1,0 +1,172 @@
+"""Where a run is shown: at a terminal, the live view (`view/`) with the transcript's
+lines printed above it; anywhere else, the transcript alone, or JSON lines.
+
+The live view is for a person at a terminal: standard output is one, no `--json`,
+`--plain` or `ORCHESTRATOR_PLAIN`, no `NO_COLOR` (https://no-color.org), and `TERM` is
+not `dumb`. Otherwise the output is exactly the plain transcript's. rich is imported only
+when the live view is shown, never by the command line's start-up.
+
+A question asked at the terminal (a call's approval, the plan's, a task's revival)
+`hold`s the screen: the frame as it stands stays, the question is asked below it, and
+the view goes on below the answer. An agent asked about a call shows as needing input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import sys
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+import trio
+
+from orchestrator.cli.render import JsonLinesSink, TranscriptSink
+from orchestrator.state.events import EventSink, FanOut
+
+if TYPE_CHECKING:
+    from orchestrator.loop.todos import TodoList
+    from orchestrator.session.live import LiveSession
+    from orchestrator.usage import Price
+    from orchestrator.view.live import LiveView
+
+
+def screen_for(
+    args: argparse.Namespace,
+    live: LiveSession | None,
+    prices: Mapping[str, Price],
+    *,
+    plan_only: bool = False,
+) -> Screen:
+    """The screen of a run of `live` (None: the demo's child, whose events come from
+    another process): the live view at a terminal, else today's transcript, or JSON lines
+    with `--json`. `plan` prints the plan alone on stdout (`plan GOAL > plan.md`): its
+    transcript goes to stderr."""
+    plain = bool(getattr(args, "plain", False))
+    if not plan_only and live_view_wanted(plain=plain, json_mode=args.json):
+        return live_screen(
+            directory=live.directory if live is not None else None,
+            prices=prices,
+            todos_of=live.state.todo_list if live is not None else None,
+        )
+    return Screen(_plain_sink(args.json, live, out=sys.stderr if plan_only else None))
+
+
+def _plain_sink(json_mode: bool, live: LiveSession | None, *, out: TextIO | None) -> EventSink:
+    if json_mode:
+        if live is None:
+            return JsonLinesSink(sys.stdout)
+        live.track_seqs = True
+        return JsonLinesSink(sys.stdout, session=live.id, seq_of=live.seq_of)
+    todos_of = live.state.todo_list if live is not None else None
+    return TranscriptSink(out, todos_of=todos_of)
+
+
+def live_view_wanted(
+    *, plain: bool, json_mode: bool, out: TextIO | None = None, env: Mapping[str, str] | None = None
+) -> bool:
+    """Whether a run shows the live view (see the module's docstring)."""
+    env = os.environ if env is None else env
+    out = sys.stdout if out is None else out
+    if plain or json_mode or env.get("ORCHESTRATOR_PLAIN") or env.get("NO_COLOR"):
+        return False
+    if env.get("TERM", "") == "dumb":
+        return False
+    isatty = getattr(out, "isatty", None)
+    return bool(isatty and isatty())
+
+
+class _Above(io.StringIO):
+    """A text stream whose whole lines go above the live view's frame (the transcript's
+    text streamed mid-line waits for the end of its line)."""
+
+    def __init__(self, view: LiveView) -> None:
+        super().__init__()
+        self._view = view
+        self._pending = ""
+
+    def write(self, text: str) -> int:
+        *lines, self._pending = (self._pending + text).split("\n")
+        for line in lines:
+            self._view.print_above(line)
+        return len(text)
+
+    def isatty(self) -> bool:
+        return False
+
+
+class Screen:
+    """A run's screen: `sink` for its events, `hold` for its questions, and `shown()`, the
+    block during which the live view draws (nothing without one)."""
+
+    def __init__(self, sink: EventSink, view: LiveView | None = None) -> None:
+        self.sink = sink
+        self.view = view
+
+    def say(self, text: str) -> None:
+        """Print a note of the run's own in the transcript (above the live view)."""
+        if self.view is None:
+            print(text, flush=True)
+            return
+        for line in text.split("\n"):
+            self.view.print_above(line)
+
+    @contextmanager
+    def hold(self, agent: str = "", what: str = "") -> Iterator[None]:
+        view = self.view
+        if view is None:
+            yield
+            return
+        if agent:
+            view.model.approval_asked(agent, what)
+        try:
+            with view.paused():
+                try:
+                    yield
+                finally:
+                    if agent:
+                        view.model.approval_answered(agent)
+        finally:
+            view.changed()
+
+    @asynccontextmanager
+    async def shown(self) -> AsyncIterator[None]:
+        """The live view drawn for the block; its last frame stays on the screen."""
+        if self.view is None:
+            yield
+            return
+        async with trio.open_nursery() as nursery:
+            await nursery.start(self.view.run)
+            try:
+                yield
+            finally:
+                nursery.cancel_scope.cancel()
+
+
+def live_screen(
+    *,
+    directory: Path | None = None,
+    prices: Mapping[str, Price] | None = None,
+    todos_of: Callable[[str], TodoList] | None = None,
+    out: TextIO | None = None,
+) -> Screen:
+    """The live view on `out` (standard output when None), its model seeded from the
+    session's journal in `directory` (a resumed session shows its whole tree), with
+    today's transcript above it."""
+    from rich.console import Console
+
+    from orchestrator.view.history import session_view
+    from orchestrator.view.live import LiveView
+    from orchestrator.view.model import ViewModel
+
+    model = (
+        session_view(directory, prices=prices)
+        if directory is not None
+        else ViewModel(prices=prices)
+    )
+    view = LiveView(model, Console(file=out), fps=10)
+    transcript = TranscriptSink(_Above(view), color=True, todos_of=todos_of)
+    return Screen(FanOut([view, transcript]), view)
