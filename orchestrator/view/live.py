@@ -100,10 +100,13 @@ class LiveView:
                 idle = max(self.tick - self.interval, 0) if self._running() else math.inf
                 with trio.move_on_after(idle):
                     await self._wake.wait()
+                # What changes within the interval after a change is drawn with it, in
+                # one frame (a run's first burst of events too, and the whole of a run
+                # shorter than the interval: its last frame only).
+                await trio.sleep(self.interval)
                 self._wake = trio.Event()
                 if not self._paused:
                     self._draw(self._live)
-                await trio.sleep(self.interval)
         finally:
             live, self._live = self._live, None
             if not self._paused:
