@@ -314,6 +314,7 @@ class ViewModel:
             self.ended = None
             return
         self.ended = now
+        self.compacting.clear()  # a summary still running as the session ends is dropped
         main = self.agents.get(MAIN)
         if main is not None:
             main.phase = SESSION_END[status]

@@ -129,3 +129,17 @@ def test_the_activity_is_cut_to_the_width() -> None:
     assert all(len(line) <= 90 for line in frame.splitlines())
     assert "1 running · 1 needs input" in frame
     assert "Writin…" in frame
+
+
+def test_a_compaction_still_running_as_the_session_ends_leaves_the_frame() -> None:
+    """A background summary the team drops at its end has no checkpoint: the session's
+    end clears it, so the last frame does not say it is still compacting."""
+    from orchestrator.loop.compaction import CompactionStarted
+    from orchestrator.state.events import SessionStatusChanged
+
+    model = ViewModel()
+    model.apply(AgentStarted(agent="main", role="main", messages=()), at=0.0)
+    model.apply(CompactionStarted(agent="main", reason="fraction", tokens=2000, usable=0), at=1.0)
+    assert "⧉ compacting main: 2.0k tokens" in plain_frame(model, now=1.0)
+    model.apply(SessionStatusChanged(agent="main", status="completed"), at=2.0)
+    assert "compacting" not in plain_frame(model, now=2.0)
