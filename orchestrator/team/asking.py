@@ -14,7 +14,7 @@ import inspect
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import orjson
 
@@ -24,9 +24,6 @@ from orchestrator.state.fold import USER, SessionState
 from orchestrator.state.mailbox import Mail
 from orchestrator.team.queries import MAIN, PARKING
 from orchestrator.tools.permissions import Answer, Approver, Denied, shell_command
-
-if TYPE_CHECKING:
-    from orchestrator.team.runtime import Team
 
 NO_APPROVER = "no approver given"
 
@@ -148,13 +145,17 @@ def open_questions(state: SessionState) -> list[Mail]:
     return sorted(found, key=lambda m: m.posted_seq)
 
 
-async def offer_open_questions(team: Team, answer: QuestionAnswerer) -> None:
+async def offer_open_questions(
+    state: SessionState,
+    answer: QuestionAnswerer,
+    reply: Callable[[str, str], Awaitable[object]],
+) -> None:
     """Offer the host again the questions still open as the run starts (a resume's): it
     was asked before the crash, or left them to owners that have not answered yet. The
     main agent starts once it has decided on each, so that none is found unanswerable
     while the host thinks."""
-    for mail in open_questions(team.state):
-        text = await ask_host(answer, question(team.state, mail))
-        current = team.state.mailbox.get(mail.message_id)
+    for mail in open_questions(state):
+        text = await ask_host(answer, question(state, mail))
+        current = state.mailbox.get(mail.message_id)
         if text is not None and current is not None and not current.answered_by:
-            await team.answer(mail.message_id, text)
+            await reply(mail.message_id, text)  # the person's answer (`Team.answer`)

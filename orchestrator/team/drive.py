@@ -387,7 +387,7 @@ async def _drive(live: LiveSession, settings: RunSettings, sink: EventSink) -> R
         if message:
             await _say_or_answer(team, message)
         if settings.answer is not None:
-            await offer_open_questions(team, settings.answer)
+            await offer_open_questions(team.state, settings.answer, team.answer)
         outcome = await run_main(team)
     return _main_result(outcome, live)
 
