@@ -11,8 +11,7 @@ it is still open (`offer_open_questions`).
 from __future__ import annotations
 
 import inspect
-import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -22,7 +21,10 @@ from orchestrator.errors import HostCallbackFailed
 from orchestrator.messages import ToolCall
 from orchestrator.state.fold import USER, SessionState
 from orchestrator.state.mailbox import Mail
+from orchestrator.state.tasks import TaskRecord
+from orchestrator.team import queries
 from orchestrator.team.queries import MAIN, PARKING
+from orchestrator.tools.base import task_of
 from orchestrator.tools.permissions import Answer, Approver, Denied, shell_command
 
 NO_APPROVER = "no approver given"
@@ -42,7 +44,7 @@ class ApprovalRequest:
     @property
     def task(self) -> str | None:
         """The task whose agent asks; None for the main agent (or the planner)."""
-        return self.agent if re.fullmatch(r"t\d+", self.agent) else None
+        return task_of(self.agent)
 
 
 HostApprover = Callable[[ApprovalRequest], Awaitable[Answer] | Answer]
@@ -116,21 +118,33 @@ async def ask_host(answer: QuestionAnswerer, question: Question) -> str | None:
     return text or None  # "" says nothing
 
 
-def question(state: SessionState, mail: Mail) -> Question:
-    """The question `mail` (an open `decision_required` or `blocked` from a task)."""
-    task = state.tasks.get(mail.sender)
-    data = mail.data or {}
+def question(
+    task: TaskRecord,
+    kind: str,
+    text: str,
+    data: Mapping[str, Any] | None,
+    message_id: str = "",
+) -> Question:
+    """The question (a `decision_required` or `blocked` report) that `task` asks its
+    owner, with what the report's data says of it."""
+    data = data or {}
     return Question(
-        task=mail.sender,
-        agent_type=task.agent_type if task is not None else "",
-        description=task.description if task is not None else "",
-        owner=mail.recipient,
-        kind="blocked" if mail.kind == "blocked" else "decision_required",
-        text=mail.summary,
+        task=task.task_id,
+        agent_type=task.agent_type,
+        description=task.description,
+        owner=task.owner,
+        kind="blocked" if kind == "blocked" else "decision_required",
+        text=text,
         options=tuple(str(o) for o in data.get("options") or ()),
         category=str(data.get("category") or ""),
-        message_id=mail.message_id,
+        message_id=message_id,
     )
+
+
+def posted_question(state: SessionState, mail: Mail) -> Question:
+    """The question `mail` (an open `decision_required` or `blocked` from a task)."""
+    task = queries.task(state, mail.sender)
+    return question(task, mail.kind, mail.summary, mail.data, mail.message_id)
 
 
 def open_questions(state: SessionState) -> list[Mail]:
@@ -155,7 +169,7 @@ async def offer_open_questions(
     main agent starts once it has decided on each, so that none is found unanswerable
     while the host thinks."""
     for mail in open_questions(state):
-        text = await ask_host(answer, question(state, mail))
+        text = await ask_host(answer, posted_question(state, mail))
         current = state.mailbox.get(mail.message_id)
         if text is not None and current is not None and not current.answered_by:
             await reply(mail.message_id, text)  # the person's answer (`Team.answer`)

@@ -13,7 +13,7 @@ from orchestrator.errors import ToolFailed
 from orchestrator.state.fold import USER, SessionState
 from orchestrator.state.tasks import TaskRecord, TaskState
 from orchestrator.team import queries
-from orchestrator.team.asking import Question, ask_host
+from orchestrator.team.asking import ask_host, question
 from orchestrator.team.oversight import Oversight
 from orchestrator.team.port import SessionLike
 from orchestrator.team.postbox import Postbox
@@ -128,18 +128,7 @@ class Reports:
         answer = self._settings.answer
         if answer is None or kind not in queries.PARKING:
             return None
-        data = data or {}
-        asked = Question(
-            task=task.task_id,
-            agent_type=task.agent_type,
-            description=task.description,
-            owner=task.owner,
-            kind="blocked" if kind == "blocked" else "decision_required",
-            text=summary,
-            options=tuple(str(o) for o in data.get("options") or ()),
-            category=str(data.get("category") or ""),
-        )
-        return await ask_host(answer, asked)
+        return await ask_host(answer, question(task, kind, summary, data))
 
     async def _verify_completion(self, agent: str) -> None:
         """A type with `verify` commands completes only once they pass: a failure

@@ -38,8 +38,8 @@ class ToolContext:
     @property
     def task(self) -> str | None:
         """The task whose agent calls (its id), or None for the main agent and the
-        planner: a task's agent is named by its task."""
-        return self.agent if re.fullmatch(r"t\d+", self.agent) else None
+        planner."""
+        return task_of(self.agent)
 
     async def report_progress(self, message: str, percent: float | None = None) -> None:
         """Say how far the call has got: a `tool_progress` event for whoever watches the
@@ -59,6 +59,12 @@ class ToolContext:
     def call_marker(self) -> str:
         """Names the running call in the processes it starts (see tools/shell.py)."""
         return call_marker(self.session, self.agent, self.call) if self.session else ""
+
+
+def task_of(agent: str) -> str | None:
+    """The task an agent works (a task's agent is named by its task id, `t3`), or None
+    for the main agent and the planners."""
+    return agent if re.fullmatch(r"t\d+", agent) else None
 
 
 def call_marker(session: str, agent: str, ref: str) -> str:
