@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, get_args
 
 from orchestrator.loop.assessment import Action
 from orchestrator.loop.todos import TodoList
@@ -41,16 +41,7 @@ Status = Literal[
   tasks it depends on, or for a place among the live tasks;
 - `done`, `failed`, `cancelled`: settled (a revived task runs again)."""
 
-STATUSES: tuple[Status, ...] = (
-    "running",
-    "thinking",
-    "needs input",
-    "blocked",
-    "waiting",
-    "done",
-    "failed",
-    "cancelled",
-)
+STATUSES: tuple[Status, ...] = get_args(Status)  # in the order of the counts
 SETTLED: frozenset[Status] = frozenset({"done", "failed", "cancelled"})
 
 _OF_TASK: dict[TaskState, Status] = {
