@@ -25,6 +25,10 @@ from orchestrator.loop.plan import PlanError
 def _dispatch(args: argparse.Namespace) -> int:
     # Each command imports what it needs only when it runs: start-up stays cheap.
     match args.command:
+        case "run" if args.goal is None:
+            from orchestrator.cli.chat_terminal import chat
+
+            return chat(args)
         case "run":
             from orchestrator.cli import run as cli_run
 
@@ -32,6 +36,10 @@ def _dispatch(args: argparse.Namespace) -> int:
                 None if args.session_workspace else (args.workspace or cli_run.default_workspace())
             )
             return cli_run.start(args, goal=args.goal, model=args.model, workspace=workspace)
+        case "chat":
+            from orchestrator.cli.chat_terminal import chat
+
+            return chat(args)
         case "plan":
             from orchestrator.cli import run as cli_run
 

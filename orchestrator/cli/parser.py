@@ -260,7 +260,13 @@ def build_parser() -> argparse.ArgumentParser:
         "verified. The session id is printed first; if the run is stopped or killed, "
         "`orchestrator resume ID` continues it.",
     )
-    run.add_argument("goal", help="what the agent should achieve, in plain words")
+    run.add_argument(
+        "goal",
+        nargs="?",
+        default=None,
+        help="what the agent should achieve, in plain words (none: an interactive session, "
+        "as `chat`; it needs a terminal)",
+    )
     _agent_options(
         run,
         model_required_note="model spec, e.g. scripted:script.json, openai:gpt-4o, "
@@ -299,6 +305,7 @@ def build_parser() -> argparse.ArgumentParser:
     _agent_options(resume, model_required_note="use this model instead of the session's own")
     _approve_option(resume)
     _add_plan_parsers(commands)
+    _add_chat_parser(commands)
 
     demo = commands.add_parser(
         "demo",
@@ -333,6 +340,49 @@ def build_parser() -> argparse.ArgumentParser:
     add_models_parser(commands)
     _add_config_parser(commands)
     return parser
+
+
+CHAT_EPILOG = """\
+At the input line: a message goes to the main agent (while it works, or as a follow-up
+when it is done); /help lists the commands (/tasks, /send, /answer, /cancel, /focus,
+/todos, /compact, /budget, /quit). Ctrl+C stops the running turn; twice leaves. A call
+that needs approval is asked above the input line and answered on it.
+
+examples:
+  orchestrator chat -m openai:gpt-4o -w .       ask for the goal, then work on it
+  orchestrator chat "add a --json flag" -w .    start with a goal, keep talking
+  orchestrator chat --resume ID                 go on talking in session ID
+  orchestrator chat --last                      ... in the newest session
+"""
+
+
+def _add_chat_parser(commands: Any) -> None:
+    chat = commands.add_parser(
+        "chat",
+        help="an interactive session: talk to the main agent while its team works",
+        description="Start a session at the terminal and talk to it: the live view of "
+        "the agents and tasks under an input line, the transcript above. The session is "
+        "journaled like any other: leave when you like and resume it (here, with "
+        "--resume, or with `orchestrator resume`). Needs a terminal.",
+        epilog=CHAT_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    chat.add_argument(
+        "goal", nargs="?", default=None, help="the first message (default: asked for)"
+    )
+    which = chat.add_mutually_exclusive_group()
+    which.add_argument("--resume", metavar="ID", default=None, help="talk in session ID")
+    which.add_argument("--last", action="store_true", help="talk in the newest session")
+    _agent_options(
+        chat,
+        model_required_note="model spec (default: $ORCHESTRATOR_MODEL or the config's; "
+        "with --resume, the session's own)",
+    )
+    _workspace_options(chat)
+    chat.add_argument(
+        "--plan", action="store_true", help="plan first, the plan approved at the input line"
+    )
+    _approve_option(chat)
 
 
 def _add_config_parser(commands: Any) -> None:

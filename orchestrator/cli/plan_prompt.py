@@ -31,15 +31,21 @@ from orchestrator.text import block, label
 CHOICES = "[a]pprove, [r]eject with feedback, [e]dit, [q]uit and decide later"
 
 
-def plan_approver(*, approve: bool, interactive: bool, hold: Hold = no_hold) -> PlanApprover | None:
+def plan_approver(
+    *,
+    approve: bool,
+    interactive: bool,
+    hold: Hold = no_hold,
+    read: Callable[[], str] | None = None,
+) -> PlanApprover | None:
     """`--approve`: approve each plan; a person at a terminal: ask (`hold`: the screen
-    left to the question); else nobody decides (the run stops blocked, printing how to
-    approve)."""
+    left to the question; `read`: the answer, standard input's next line when None);
+    else nobody decides (the run stops blocked, printing how to approve)."""
     if approve:
         return approve_flag
     if not interactive:
         return None
-    return PlanPrompt(hold=hold)
+    return PlanPrompt(read=read, hold=hold)
 
 
 async def approve_flag(version: PlanVersion) -> PlanVerdict:

@@ -176,16 +176,17 @@ def make_prompt(
 
 
 def approvers(
-    yes: bool, sandbox: str = "", hold: Hold = no_hold
+    yes: bool, sandbox: str = "", hold: Hold = no_hold, read: Callable[[], str] | None = None
 ) -> tuple[Approver, Callable[[str, str], Approver] | None]:
-    """Who answers a call the policy asks about (`--yes`: yes; a terminal: the person;
-    else nobody, and the call is refused as `unapproved`), and the approver per agent
-    that names the agent asking (only a person at the terminal needs to be told)."""
+    """Who answers a call the policy asks about (`--yes`: yes; a terminal: the person,
+    whose answer `read` gives (standard input's next line when None); else nobody, and
+    the call is refused as `unapproved`), and the approver per agent that names the
+    agent asking (only a person at the terminal needs to be told)."""
     if yes:
         return approve_all, None
     if not sys.stdin.isatty():
         return deny_all, None
-    prompt = make_prompt(sandbox=sandbox, hold=hold)
+    prompt = make_prompt(read=read, sandbox=sandbox, hold=hold)
     return prompt, prompt.asking
 
 

@@ -10,9 +10,11 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import msgspec
 import trio
 
@@ -42,6 +44,7 @@ from orchestrator.session.listing import latest_session_id
 from orchestrator.session.live import LiveSession, create_session, open_session
 from orchestrator.session.shown import NONE, TASK_HEADER, table, task_rows
 from orchestrator.session.status import current_status
+from orchestrator.state.events import EventSink
 from orchestrator.state.manifest import read_manifest
 from orchestrator.state.settings import SessionSettings
 from orchestrator.store import Durability, session_dir
@@ -107,7 +110,9 @@ def overrides(args: argparse.Namespace) -> dict[str, Any]:
     return {key: value for key, value in given.items() if value is not None}
 
 
-def _ask_resume(yes: bool, hold: Hold = no_hold) -> Callable[[str], Awaitable[bool]] | None:
+def _ask_resume(
+    yes: bool, hold: Hold = no_hold, read: Callable[[], str] | None = None
+) -> Callable[[str], Awaitable[bool]] | None:
     """Whether to revive a task whose resume policy is `ask`: yes with `--yes`, asked at
     a terminal, else nobody is asked (it stays stopped)."""
     if not yes and not sys.stdin.isatty():
@@ -120,7 +125,7 @@ def _ask_resume(yes: bool, hold: Hold = no_hold) -> Callable[[str], Awaitable[bo
             # One line: the question names a task by its (model-written) description.
             print(label(question, 300), file=sys.stderr)
             print("Revive it? [y/N]: ", end="", file=sys.stderr, flush=True)
-            line = await trio.to_thread.run_sync(sys.stdin.readline, abandon_on_cancel=True)
+            line = await trio.to_thread.run_sync(read or sys.stdin.readline, abandon_on_cancel=True)
         return line.strip().lower() in ("y", "yes")
 
     return ask
@@ -149,41 +154,10 @@ async def _run_session(
         open_session(root, session_id, durability=Durability(args.durability), warn=note) as live,
         make_client() as http,
     ):
-        spec = args.model or live.manifest.model_spec(directory)
         plan_only = bool(getattr(args, "plan_only", False))
-        guarded = guards(config, args, say=note)
-        workspace = live.manifest.workspace_path(directory)
-        if definitions is None:
-            definitions = await trio.to_thread.run_sync(
-                functools.partial(agent_definitions, workspace, interactive=not args.yes)
-            )
         screen = screen_for(args, live, dict(config.prices), plan_only=plan_only)
-        approve, approve_for = approvers(args.yes, guarded.sandbox.describe(), screen.hold)
-        tools = workspace_tools(guarded.env, guarded.sandbox)
-        if approve is deny_all:
-            rules = _session_for(live, config, args, changes or {}) or live.state.settings
-            policy = _policy(list(rules.allow if rules is not None else ()))
-            notice = refusal_notice(tools, policy, live.state.grants)
-            if notice:
-                note(notice)
-        models = RoleModels(
-            main=spec, cli=args.model, config=config, definitions=definitions, http=http
-        )
-        settings = RunSettings(
-            model=models("main"),
-            models=models,
-            definitions=definitions,
-            approve_for=approve_for or (lambda agent, who: approve),
-            tools=tools,
-            redact=guarded.redact,
-            ui=screen.sink,
-            policy=PermissionPolicy(),
-            session=_session_for(live, config, args, changes or {}),
-            prices=dict(config.prices),
-            windows=model_windows(config),
-            ask_resume=_ask_resume(args.yes, screen.hold),
-            message=getattr(args, "message", None) or "",
-            **_plan_settings(args, screen.hold),
+        settings = await run_settings(
+            live, args, config, http, definitions, changes, ui=screen.sink, hold=screen.hold
         )
         async with screen.shown():  # its last frame stays, above the summary
             result = await _drive_until_terminated(live, settings)
@@ -197,6 +171,59 @@ async def _run_session(
         note(f"build it with: orchestrator execute {session_id} --approve")
         return EXIT_OK
     return _ended(session_id, result, tasks, refused)
+
+
+async def run_settings(
+    live: LiveSession,
+    args: argparse.Namespace,
+    config: Config,
+    http: httpx.AsyncClient,
+    definitions: Definitions | None,
+    changes: dict[str, Any] | None,
+    *,
+    ui: EventSink,
+    hold: Hold = no_hold,
+    read: Callable[[], str] | None = None,
+) -> RunSettings:
+    """What a command runs `live` with: its model and its roles' (`args`, else the
+    session's), the agent types (`definitions`, else the workspace's), the guards, who
+    approves (asked at the terminal through `hold` and `read`, the next line of
+    standard input when None), the session's settings with `changes`, and `ui`."""
+    directory = live.directory
+    spec = args.model or live.manifest.model_spec(directory)
+    guarded = guards(config, args, say=note)
+    workspace = live.manifest.workspace_path(directory)
+    if definitions is None:
+        definitions = await trio.to_thread.run_sync(
+            functools.partial(agent_definitions, workspace, interactive=not args.yes)
+        )
+    approve, approve_for = approvers(args.yes, guarded.sandbox.describe(), hold, read)
+    tools = workspace_tools(guarded.env, guarded.sandbox)
+    if approve is deny_all:
+        rules = _session_for(live, config, args, changes or {}) or live.state.settings
+        policy = _policy(list(rules.allow if rules is not None else ()))
+        notice = refusal_notice(tools, policy, live.state.grants)
+        if notice:
+            note(notice)
+    models = RoleModels(
+        main=spec, cli=args.model, config=config, definitions=definitions, http=http
+    )
+    return RunSettings(
+        model=models("main"),
+        models=models,
+        definitions=definitions,
+        approve_for=approve_for or (lambda agent, who: approve),
+        tools=tools,
+        redact=guarded.redact,
+        ui=ui,
+        policy=PermissionPolicy(),
+        session=_session_for(live, config, args, changes or {}),
+        prices=dict(config.prices),
+        windows=model_windows(config),
+        ask_resume=_ask_resume(args.yes, hold, read),
+        message=getattr(args, "message", None) or "",
+        **_plan_settings(args, hold, read),
+    )
 
 
 def _ended(
@@ -227,7 +254,9 @@ def _ended(
     return EXIT_OK
 
 
-def _plan_settings(args: argparse.Namespace, hold: Hold = no_hold) -> dict[str, Any]:
+def _plan_settings(
+    args: argparse.Namespace, hold: Hold = no_hold, read: Callable[[], str] | None = None
+) -> dict[str, Any]:
     """The plan part of a run's settings, from its command: `run --plan`, `plan`,
     `execute` (its plan file already read into `args.seed_plan`), `--approve`."""
     interactive = not args.json and sys.stdin.isatty()
@@ -235,7 +264,9 @@ def _plan_settings(args: argparse.Namespace, hold: Hold = no_hold) -> dict[str, 
     return {
         "plan": bool(getattr(args, "plan", False)),
         "plan_only": bool(getattr(args, "plan_only", False)),
-        "approve_plan": plan_approver(approve=approve, interactive=interactive, hold=hold),
+        "approve_plan": plan_approver(
+            approve=approve, interactive=interactive, hold=hold, read=read
+        ),
         "seed_plan": getattr(args, "seed_plan", None),
     }
 
@@ -298,7 +329,7 @@ async def _drive_until_terminated(live: LiveSession, settings: RunSettings) -> R
     return result
 
 
-def _config(args: argparse.Namespace, workspace: Path | None) -> Config:
+def run_config(args: argparse.Namespace, workspace: Path | None) -> Config:
     """The layered config of a run (cli_env.effective_config); a project config that
     would widen anything is asked about as its agent definitions are (`_definitions`),
     and never with --json, whose output a program reads."""
@@ -309,27 +340,56 @@ def _config(args: argparse.Namespace, workspace: Path | None) -> Config:
     return config
 
 
-def start(args: argparse.Namespace, *, goal: str, model: str | None, workspace: Path | None) -> int:
+@dataclass(frozen=True)
+class NewSession:
+    """What a new session is made from, checked before it exists (`new_session`)."""
+
+    args: argparse.Namespace
+    workspace: Path | None
+    config: Config
+    spec: str
+    root: Path
+    definitions: Definitions
+    redact: Callable[[str], str]
+
+    def create(self, goal: str, *, source: str = "run") -> str:
+        """The session, made on disk with `goal`; its id, said first."""
+        session_id, _ = create_session(
+            self.root,
+            goal=self.redact(goal),  # the first text the session keeps: no secret in it
+            model=self.spec,
+            workspace=self.workspace,
+            settings=session_settings(self.config, self.args),
+            source=source,
+        )
+        note(f"session {session_id} (in {self.root})")
+        return session_id
+
+
+def new_session(
+    args: argparse.Namespace, *, model: str | None, workspace: Path | None
+) -> NewSession:
+    """Everything a new session needs that can be wrong, checked before it exists: the
+    permission rules, the workspace, the config, the model, the sandbox, the agent
+    files (refused ones leave nothing behind)."""
     _policy(args.allow)  # a usage error first, before anything is looked up
     if workspace is not None and not workspace.is_dir():
         raise ConfigError(f"workspace {workspace} is not a directory")
-    config = _config(args, workspace)
+    config = run_config(args, workspace)
     spec = config.model_for("main", cli_model=model or os.environ.get("ORCHESTRATOR_MODEL"))
     # Fail fast, before a session exists.
     resolve_model(spec, env=os.environ, config=config, role="main")
     assert spec is not None
-    root = sessions_root(args)
-    settings = session_settings(config, args)
-    # A required sandbox that is missing refuses before a session exists; the goal is the
-    # first text the session keeps, with no secret in it either.
-    goal = guards(config, args).redact(goal)
-    # Before the session exists: agent files refused (untrusted, invalid) leave nothing.
+    session_settings(config, args)  # settings out of their bounds: refused now
+    redact = guards(config, args).redact  # a required sandbox that is missing refuses
     definitions = agent_definitions(workspace, interactive=not args.yes)
-    session_id, _ = create_session(
-        root, goal=goal, model=spec, workspace=workspace, settings=settings, source="run"
-    )
-    note(f"session {session_id} (in {root})")
-    return _run_kept(root, session_id, args, config, definitions=definitions)
+    return NewSession(args, workspace, config, spec, sessions_root(args), definitions, redact)
+
+
+def start(args: argparse.Namespace, *, goal: str, model: str | None, workspace: Path | None) -> int:
+    new = new_session(args, model=model, workspace=workspace)
+    session_id = new.create(goal)
+    return _run_kept(new.root, session_id, args, new.config, definitions=new.definitions)
 
 
 def execute(args: argparse.Namespace) -> int:
@@ -383,7 +443,7 @@ def resume(args: argparse.Namespace) -> int:
             "--message to follow up)"
         )
         return EXIT_OK
-    config = _config(args, manifest.workspace_path(directory))
+    config = run_config(args, manifest.workspace_path(directory))
     note(f"resuming session {session_id}")
     # The session's journaled settings, but for what this command gives explicitly.
     return _run_kept(root, session_id, args, config, overrides(args))

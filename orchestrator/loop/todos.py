@@ -318,6 +318,18 @@ def update(todos: TodoList, change: Change, *, at: int) -> TodoItem:
     return item
 
 
+def move(todos: TodoList, item_id: str, position: int) -> list[TodoItem]:
+    """The whole list in its new order, item `item_id` at `position` (1 is the first;
+    past the end is the last): a person reordering the list (`replace` it with these)."""
+    if item_id not in todos.items:
+        raise TodoError(f"no item {item_id}; {_known(todos)}")
+    if position < 1:
+        raise TodoError(f"a position counts from 1 (got {position})")
+    rest = [item for item in todos.items.values() if item.id != item_id]
+    rest.insert(position - 1, todos.items[item_id])
+    return rest
+
+
 def hand_off(todos: TodoList, changed: Sequence[TodoItem], *, at: int) -> TodoItem | None:
     """Serial hand-off: when a change completes an item and nothing is in progress, the
     next pending item that is not blocked (in list order) starts."""

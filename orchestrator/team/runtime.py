@@ -14,6 +14,7 @@ the same place. A runner works a task through a `TaskPort` (port.py), not the te
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +24,7 @@ from orchestrator.agent import TurnDeps
 from orchestrator.errors import CompactionFailed, NothingToCompact
 from orchestrator.loop.assessment import Assessment
 from orchestrator.loop.compaction import ContextCompacted
+from orchestrator.loop.todos import TodoItem, TodosChanged, render
 from orchestrator.state.context import AgentContext
 from orchestrator.state.events import EventSink, TurnEndReason
 from orchestrator.state.fold import USER, SessionState
@@ -162,6 +164,17 @@ class Team:
         return await self.postbox.post(
             USER, task_id, task_id, "instruction", text, priority=priority
         )
+
+    async def change_todos(
+        self, items: Sequence[TodoItem], said: str, *, replace: bool = False
+    ) -> Mail:
+        """The person's change to the main agent's todo list (items made by the pure
+        functions of loop/todos.py: `create`, `update`, `move`), journaled, and the main
+        agent told what changed and what its list is now (read at its next step)."""
+        await self.sink.emit(TodosChanged(agent=MAIN, replace=replace, items=tuple(items)))
+        now = render(self.state.todo_list(MAIN))
+        text = f"The person changed your todo list: {said}. Your list is now:\n{now}"
+        return await self.postbox.post(USER, MAIN, "", "instruction", text, priority="notify")
 
     async def cancel(self, by: str, task_id: str, reason: str) -> list[str]:
         """Cancel a task and everything under it, deepest first."""

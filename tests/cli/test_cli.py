@@ -202,9 +202,16 @@ def test_script_running_out_fails_with_exit_1(tmp_path: Path) -> None:
 
 
 def test_usage_error_exits_2() -> None:
-    result = orchestrator("run")
+    result = orchestrator("run", "--max-rounds", "zero")
     assert result.returncode == 2
-    assert "the following arguments are required: goal" in result.stderr
+    assert "--max-rounds: " in result.stderr
+
+
+def test_without_a_goal_and_without_a_terminal_run_and_chat_exit_2() -> None:
+    for command in (["run"], ["chat"], ["chat", "a goal"]):
+        result = orchestrator(*command)
+        assert result.returncode == 2, command
+        assert result.stderr.startswith("error: a goal is required without a terminal"), command
 
 
 def test_model_and_prices_from_the_config_file(tmp_path: Path, sessions_root: Path) -> None:

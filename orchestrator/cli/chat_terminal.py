@@ -1,0 +1,207 @@
+"""`orchestrator chat` (and `run` without a goal) at the terminal: the input line with
+the live view under it (`chat_input.py`), the transcript above, and a `Chat` between
+what is typed and the session (`chat.py`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import math
+import shutil
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TextIO, cast
+
+import trio
+
+from orchestrator.cli.chat import PROMPT, Chat, Focus, Questions
+from orchestrator.cli.chat_input import InputLine, Key, ToolbarView, Typed, history_file
+from orchestrator.cli.env import sessions_root
+from orchestrator.cli.parser import EXIT_OK
+from orchestrator.cli.render import TranscriptSink
+from orchestrator.cli.roles import note
+from orchestrator.cli.run import (
+    EXIT_CODES,
+    NewSession,
+    default_workspace,
+    new_session,
+    overrides,
+    run_config,
+    run_settings,
+)
+from orchestrator.cli.storage import kept_on_full_disk
+from orchestrator.config import Config
+from orchestrator.errors import ConfigError
+from orchestrator.models.http import make_client
+from orchestrator.session.listing import latest_session_id
+from orchestrator.session.live import open_session
+from orchestrator.state.events import FanOut
+from orchestrator.state.manifest import read_manifest
+from orchestrator.store import Durability, session_dir
+from orchestrator.team.definitions import Definitions
+from orchestrator.text import visible
+from orchestrator.view.frame import plain_frame
+from orchestrator.view.history import session_view
+
+NO_TERMINAL = "a goal is required without a terminal (orchestrator run GOAL)"
+GOAL_PROMPT = "goal› "
+
+
+def chat(args: argparse.Namespace) -> int:
+    """`chat [GOAL]`, `chat --resume ID|--last`, `run` without a goal."""
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise ConfigError(NO_TERMINAL)
+    root = sessions_root(args)
+    resumed: str | None = getattr(args, "resume", None)
+    if getattr(args, "last", False):
+        resumed = latest_session_id(root)
+    if resumed is not None:
+        if args.goal:
+            raise ConfigError("give a goal for a new session, or --resume/--last (not both)")
+        directory = session_dir(root, resumed)
+        config = run_config(args, read_manifest(directory).workspace_path(directory))
+        note(f"chatting in session {resumed}")
+        run = functools.partial(_chat, args, root, config, resumed, None, overrides(args))
+        return kept_on_full_disk(lambda: trio.run(run), resumed, args)
+    workspace = None if args.session_workspace else (args.workspace or default_workspace())
+    new = new_session(args, model=args.model, workspace=workspace)
+    run = functools.partial(_chat, args, new.root, new.config, None, new, {})
+    return kept_on_full_disk(lambda: trio.run(run), "", args)
+
+
+async def _chat(
+    args: argparse.Namespace,
+    root: Path,
+    config: Config,
+    session_id: str | None,
+    new: NewSession | None,
+    changes: dict[str, object],
+) -> int:
+    from prompt_toolkit.patch_stdout import patch_stdout
+
+    await trio.Path(root).mkdir(parents=True, exist_ok=True)  # the input history's place
+    line = InputLine(history=history_file(root))
+    send, typed = trio.open_memory_channel[Typed](math.inf)
+    with patch_stdout(raw=True):
+        # A question asked above the input line is whole lines: its last ("Allow? ...")
+        # is ended when it is flushed, and answered on the input line.
+        sys.stderr = cast(TextIO, _WholeLines(sys.stderr))
+        line.start(send)
+        try:
+            definitions: Definitions | None = None
+            if session_id is None:
+                assert new is not None
+                goal = args.goal or await _first_line(line, typed)
+                if goal is None:
+                    return EXIT_OK
+                session_id = new.create(goal, source="chat")
+                definitions = new.definitions
+            return await _chatting(
+                args, root, config, session_id, definitions, changes, line, typed
+            )
+        finally:
+            line.stop()
+
+
+async def _first_line(line: InputLine, typed: trio.MemoryReceiveChannel[Typed]) -> str | None:
+    """The goal, typed at the input line; None if the person leaves first."""
+    line.ask(GOAL_PROMPT)
+    print("What should the agents do? (Ctrl+D to leave)", flush=True)
+    async for item in typed:
+        if isinstance(item, Key):
+            return None
+        if item.strip():
+            line.ask(PROMPT)
+            return item.strip()
+    return None
+
+
+async def _chatting(
+    args: argparse.Namespace,
+    root: Path,
+    config: Config,
+    session_id: str,
+    definitions: Definitions | None,
+    changes: dict[str, object],
+    line: InputLine,
+    typed: trio.MemoryReceiveChannel[Typed],
+) -> int:
+    durability = Durability(args.durability)
+    async with (
+        open_session(root, session_id, durability=durability, warn=note) as live,
+        make_client() as http,
+    ):
+        model = session_view(live.directory, prices=dict(config.prices))
+        view = ToolbarView(model, line.redraw)
+        line.toolbar = lambda: view.frame
+        transcript = Focus(
+            TranscriptSink(sys.stdout, color=True, todos_of=live.state.todo_list), live
+        )
+        questions = Questions(line.ask)
+        settings = await run_settings(
+            live,
+            args,
+            config,
+            http,
+            definitions,
+            dict(changes),
+            ui=FanOut([view, transcript]),
+            hold=functools.partial(_hold, view),
+            read=questions.read,
+        )
+        chat = Chat(live, settings, say=_say, questions=questions)
+        chat.focus = transcript
+        print("Type a message, /help for the commands; Ctrl+C stops a turn.", flush=True)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(view.run)
+            await chat.run(typed)
+            nursery.cancel_scope.cancel()
+        print(plain_frame(model, model.now(), width=shutil.get_terminal_size().columns - 1))
+    result = chat.result
+    note(f"session {session_id}: resume it with: orchestrator chat --resume {session_id}")
+    if result is None or chat.running:
+        return 130
+    return EXIT_CODES.get(result.status, EXIT_OK if result.status == "completed" else 1)
+
+
+def _say(text: str) -> None:
+    print(visible(text), flush=True)
+
+
+@contextmanager
+def _hold(view: ToolbarView, agent: str = "", what: str = "") -> Iterator[None]:
+    """A question asked: the view shows `agent` needing input about `what` meanwhile."""
+    if agent:
+        view.model.approval_asked(agent, what)
+        view.changed()
+    try:
+        yield
+    finally:
+        if agent:
+            view.model.approval_answered(agent)
+            view.changed()
+
+
+class _WholeLines:
+    """A text stream whose every flush ends a line (see `_chat`)."""
+
+    def __init__(self, inner: TextIO) -> None:
+        self._inner = inner
+        self._ended = True
+
+    def write(self, text: str) -> int:
+        if text:
+            self._ended = text.endswith("\n")
+        return self._inner.write(text)
+
+    def flush(self) -> None:
+        if not self._ended:
+            self._inner.write("\n")
+            self._ended = True
+        self._inner.flush()
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._inner, name)
