@@ -186,9 +186,10 @@ class Chat:
 
     def with_team(self, action: Action) -> None:
         """Do `action` with the running team (it says what it did), starting the session
-        again for it when nothing runs."""
+        again for it when nothing runs: then it is done before the main agent's turn (an
+        answer reaches its task before the main agent looks again)."""
         if self.team is not None:
-            self._spawn(self._act(self.team, action))
+            self.spawn(self._act(self.team, action))
             return
         if self._running:
             self._waiting.append(action)
@@ -203,9 +204,10 @@ class Chat:
 
     def _start(self, message: str) -> None:
         self._running = True
-        self._spawn(self._drive(message))
+        self.spawn(self._drive(message))
 
-    def _spawn(self, work: Awaitable[None]) -> None:
+    def spawn(self, work: Awaitable[None]) -> None:
+        """Run `work` beside the chat (it ends when the chat does)."""
         assert self._nursery is not None
 
         async def run() -> None:
@@ -231,11 +233,10 @@ class Chat:
             self._waiting = waiting
             self._start("")  # said while it ended: the main agent reads it now
 
-    def _on_team(self, team: Team) -> None:
+    async def _on_team(self, team: Team) -> None:
         self.team = team
-        waiting, self._waiting = self._waiting, []
-        for action in waiting:
-            self._spawn(self._act(team, action))
+        while self._waiting:
+            await self._act(team, self._waiting.pop(0))
 
     async def _act(self, team: Team, action: Action) -> None:
         try:

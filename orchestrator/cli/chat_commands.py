@@ -122,7 +122,8 @@ class Commands:
 
     async def _compact(self, rest: str) -> None:
         agent = rest or MAIN
-        self.chat.with_team(lambda team: _compacted(team, agent))
+        # Made at the agent's next round boundary: not waited for before its turn.
+        self.chat.with_team(lambda team: _spawned(self.chat, _compacted(team, agent)))
 
     async def _budget(self, rest: str) -> None:
         self.chat.say(self._budget_text())
@@ -218,6 +219,14 @@ class Commands:
 async def _sent(posting: Awaitable[Mail], to: str) -> str:
     mail = await posting
     return f"sent {mail.message_id} {to}"
+
+
+async def _spawned(chat: Chat, work: Awaitable[str]) -> str:
+    async def said() -> None:
+        chat.say(await work)
+
+    chat.spawn(said())
+    return ""
 
 
 async def _cancelled(team: Team, task: str, reason: str) -> str:

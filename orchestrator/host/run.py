@@ -32,8 +32,7 @@ from orchestrator.state.manifest import read_manifest
 from orchestrator.state.settings import SessionSettings
 from orchestrator.team.asking import HostApprover, QuestionAnswerer
 from orchestrator.team.definitions import AgentDefinition, Definitions
-from orchestrator.team.drive import RunResult, RunSettings, drive
-from orchestrator.team.runtime import Team
+from orchestrator.team.drive import RunResult, RunSettings, TeamHook, drive
 from orchestrator.tools import workspace_tools
 from orchestrator.tools.base import AnyTool
 from orchestrator.usage import Price
@@ -55,7 +54,7 @@ class _Wiring:
     instructions: str
     settings: SessionSettings | None
     prices: Mapping[str, Price] | None
-    on_team: Callable[[Team], None] | None
+    on_team: TeamHook | None
     # The callbacks are bridged to the calling asyncio program's loop (`_for_caller`):
     # the drive runs under trio in a thread of its own.
     from_asyncio: bool = False
@@ -75,7 +74,7 @@ async def run(
     instructions: str = "",
     settings: SessionSettings | None = None,
     prices: Mapping[str, Price] | None = None,
-    on_team: Callable[[Team], None] | None = None,
+    on_team: TeamHook | None = None,
 ) -> RunResult:
     """Make a session for `goal` and run it until the main agent is done.
 
@@ -88,7 +87,8 @@ async def run(
     permission rules ask about (None: read-only tools run, the others are refused with
     "no approver given"). `answer`: answers subagents' questions first (None: their
     owners do). `instructions`: added to the main agent's system prompt. `on_team`:
-    called with the running `Team` (trio only: its methods are trio's)."""
+    called with the running `Team` before the main agent starts, and awaited when it is
+    a coroutine function (trio only: its methods are trio's)."""
     wiring = _for_caller(
         _Wiring(agents, tools, on_event, approve, answer, instructions, settings, prices, on_team)
     )
@@ -130,7 +130,7 @@ async def resume(
     instructions: str = "",
     settings: SessionSettings | None = None,
     prices: Mapping[str, Price] | None = None,
-    on_team: Callable[[Team], None] | None = None,
+    on_team: TeamHook | None = None,
 ) -> RunResult:
     """Go on with a session that stopped (killed, interrupted, failed, blocked), from
     where its journal left it; a completed one returns at once ("already finished")
@@ -245,7 +245,7 @@ def _for_caller(wiring: _Wiring) -> _Wiring:
     )
 
 
-def check_on_team(on_team: Callable[[Team], None] | None) -> None:
+def check_on_team(on_team: TeamHook | None) -> None:
     """`on_team` is refused from asyncio rather than called on the trio thread: a `Team`
     is a trio object, whose methods an asyncio program could not await."""
     if on_team is not None and from_asyncio():

@@ -63,6 +63,9 @@ from orchestrator.tools import Approver, PermissionPolicy, ToolRegistry, Workspa
 from orchestrator.tools.permissions import parse_rules
 from orchestrator.usage import Price, call_cost
 
+TeamHook = Callable[[Team], Awaitable[None] | None]
+"""`RunSettings.on_team`: a function of the running team, plain or async."""
+
 
 @dataclass
 class RunSettings:
@@ -85,9 +88,10 @@ class RunSettings:
     session: SessionSettings | None = None
     # The secret values kept out of every record and every printed line (state/scrub.py).
     redact: Redactor = field(default_factory=Redactor)
-    # Called with the session's team once it is running (a library user keeps it to
-    # `say` something to the main agent or cancel a task while the session runs).
-    on_team: Callable[[Team], None] | None = None
+    # Called with the session's team once it is running, before the main agent takes
+    # its turn (a library user keeps it to `say` something to the main agent or cancel a
+    # task while the session runs); a coroutine function is awaited there.
+    on_team: TeamHook | None = None
     # Where subagents run (default: in this process, on trio).
     runner: Callable[[trio.Nursery], Runner] = InProcessRunner
     ask_resume: Callable[[str], Awaitable[bool]] | None = None  # see TeamSettings
@@ -375,7 +379,9 @@ async def _drive(live: LiveSession, settings: RunSettings, sink: EventSink) -> R
         await sink.emit(SessionStatusChanged(agent=MAIN, status="running"), durable=True)
         await live.set_status("running")  # `sessions list` shows it running, or stopped if killed
         if settings.on_team is not None:
-            settings.on_team(team)
+            called = settings.on_team(team)
+            if called is not None:
+                await called
         message = settings.message
         if planning and MAIN not in state.agents and PLANNER in state.agents and message:
             await team.turns.nudge(PLANNER, message)  # said before a build: the planner's
