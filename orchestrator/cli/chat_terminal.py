@@ -9,6 +9,7 @@ import argparse
 import functools
 import math
 import shutil
+import signal
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -157,6 +158,7 @@ async def _chatting(
         print("Type a message, /help for the commands; Ctrl+C stops a turn.", flush=True)
         async with trio.open_nursery() as nursery:
             await nursery.start(view.run)
+            nursery.start_soon(_on_resize, view)
             await chat.run(typed)
             nursery.cancel_scope.cancel()
         print(plain_frame(model, model.now(), width=shutil.get_terminal_size().columns - 1))
@@ -169,6 +171,14 @@ async def _chatting(
 
 def _say(text: str) -> None:
     print(visible(text), flush=True)
+
+
+async def _on_resize(view: ToolbarView) -> None:
+    """The view laid out again at the terminal's new size (the input line's thread is
+    not the main one, which alone is told of a resize)."""
+    with trio.open_signal_receiver(signal.SIGWINCH) as resized:
+        async for _ in resized:
+            view.changed()
 
 
 @contextmanager

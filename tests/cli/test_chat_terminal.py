@@ -1,0 +1,129 @@
+"""`orchestrator chat` as a person uses it (issue 24, item 2): the real command on a
+pseudo-terminal, the goal and the answers typed, the screen read with pyte: the live
+view under the input line, a call's approval asked above it and answered on it,
+follow-ups, commands, Ctrl+C, a resize, and the session resumable after."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+
+from tests.cli.terminal import Terminal
+
+ROOT = Path(__file__).parents[2]
+
+
+def script(tmp_path: Path, main: list[dict[str, object]]) -> str:
+    path = tmp_path / "script.json"
+    path.write_bytes(orjson.dumps({"agents": {"main": main}}))
+    return f"scripted:{path}"
+
+
+@pytest.fixture
+def chat(tmp_path: Path) -> Iterator[list[Terminal]]:
+    opened: list[Terminal] = []
+    yield opened
+    for terminal in opened:
+        terminal.close()
+
+
+def start(opened: list[Terminal], tmp_path: Path, *args: str, cols: int = 100) -> Terminal:
+    workspace = tmp_path / "ws"
+    workspace.mkdir(exist_ok=True)
+    where = ["-w", str(workspace), "--sessions-dir", str(tmp_path / "s")]
+    terminal = Terminal(["chat", *args, *where], cols=cols, cwd=ROOT)
+    opened.append(terminal)
+    return terminal
+
+
+def test_a_goal_an_approval_a_follow_up_and_the_commands(
+    tmp_path: Path, chat: list[Terminal]
+) -> None:
+    write = {"name": "write_file", "arguments": {"path": "a.txt", "content": "hello\n"}}
+    model = script(
+        tmp_path,
+        [
+            {"text": "Writing it.", "tool_calls": [write]},
+            {"text": "Written a.txt."},
+            {"text": "Seen your follow-up."},
+        ],
+    )
+    t = start(chat, tmp_path, "-m", model)
+    t.wait_for("goal›")
+    assert "What should the agents do?" in t.text()
+    t.type(b"write a.txt\r")
+    # The question above the input line; the view under it shows main needing input.
+    t.wait_for("answer›")
+    t.wait_for("Allow? [y]es")
+    t.wait_for("needs input")
+    lines = t.lines()
+    question = lines.index("write_file wants to write a.txt (6 bytes, 1 lines):")
+    assert lines[question + 1] == "  │ hello"
+    assert lines[question + 2].startswith("Allow? [y]es")
+    [asking] = [line for line in lines if line.startswith("? main main  needs input")]
+    assert asking.endswith("approve? write_file")
+    assert lines[-1].startswith("1 needs input · ")
+    t.type(b"y\r")
+    t.wait_for("— completed")
+    assert (tmp_path / "ws" / "a.txt").read_text() == "hello\n"
+    assert "answer› y" in t.lines()
+    t.wait_for("1 done · ")  # the status line, under the input line
+    t.type(b"thanks, anything else?\r")
+    t.wait_for("Seen your follow-up.")
+    t.wait_for("✉ m1 instruction user → main: thanks, anything else?")
+    t.type(b"/tasks\r")
+    t.wait_for("◆ main completed")
+    t.type(b"/frob\r")
+    t.wait_for("unknown command /frob; /help lists them")
+    t.type(b"\x03")
+    t.wait_for("Ctrl+C again (or /quit) to leave")
+    t.type(b"\x03")
+    assert t.wait_exit() == 0
+    assert "resume it with: orchestrator chat --resume " in t.text()
+
+
+def test_ctrl_c_stops_a_running_turn_and_the_session_resumes_in_chat(
+    tmp_path: Path, chat: list[Terminal]
+) -> None:
+    slow = {"name": "shell", "arguments": {"command": "sleep 60"}}
+    model = script(tmp_path, [{"text": "Waiting.", "tool_calls": [slow]}, {"text": "Back."}])
+    t = start(chat, tmp_path, "wait a minute", "-m", model, "--yes")
+    t.wait_for("→ shell command='sleep 60'")
+    t.wait_for("1 running · ")
+    t.type(b"\x03")
+    t.wait_for("turn stopped; the session is interrupted")
+    t.type(b"/quit\r")
+    assert t.wait_exit() == 130
+    [session] = [p.name for p in (tmp_path / "s").iterdir() if p.is_dir()]
+    assert f"orchestrator chat --resume {session}" in t.text()
+    # Talk to it again: the interrupted call is reported, the main agent goes on.
+    again = Terminal(
+        ["chat", "--resume", session, "--sessions-dir", str(tmp_path / "s"), "-m", model],
+        cwd=ROOT,
+    )
+    chat.append(again)
+    again.wait_for(f"chatting in session {session}")
+    again.wait_for("Back.")
+    again.wait_for("— completed")
+    again.type(b"/quit\r")
+    assert again.wait_exit() == 0
+
+
+def test_a_resize_lays_the_view_out_at_the_new_width(tmp_path: Path, chat: list[Terminal]) -> None:
+    model = script(tmp_path, [{"text": "Done at once."}])
+    t = start(chat, tmp_path, "say it", "-m", model, cols=120)
+    t.wait_for("— completed")
+    t.wait_for("1 done · ")
+    t.resize(60, 30)
+    t.type(b"/help\r")  # something printed after the resize
+    t.wait_for("/todos add TEXT")
+    t.wait_for("1 done · ")
+    [status] = [line for line in t.lines() if "1 done · " in line]
+    assert len(status) <= 60
+    [row] = [line for line in t.lines() if line.startswith("✓ main main")]
+    assert len(row) < 60
+    t.type(b"/quit\r")
+    assert t.wait_exit() == 0
