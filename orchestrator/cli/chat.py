@@ -217,7 +217,7 @@ class Chat:
 
     async def _drive(self, message: str) -> None:
         settings = dataclasses.replace(self.settings, message=message, on_team=self._on_team)
-        result = None
+        result = self.result = None  # None: this run was stopped
         try:
             with trio.CancelScope() as self._scope:
                 result = await drive(self.live, settings)
