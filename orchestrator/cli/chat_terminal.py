@@ -81,15 +81,19 @@ async def _chat(
     new: NewSession | None,
     changes: dict[str, object],
 ) -> int:
-    from prompt_toolkit.patch_stdout import patch_stdout
+    from prompt_toolkit.patch_stdout import StdoutProxy
 
     await trio.Path(root).mkdir(parents=True, exist_ok=True)  # the input history's place
     line = InputLine(history=history_file(root))
     send, typed = trio.open_memory_channel[Typed](math.inf)
-    with patch_stdout(raw=True):
-        # A question asked above the input line is whole lines: its last ("Allow? ...")
-        # is ended when it is flushed, and answered on the input line.
-        sys.stderr = cast(TextIO, _WholeLines(sys.stderr))
+    # Everything printed goes above the input line (prompt_toolkit's `patch_stdout`, with
+    # a shorter pause between writes: what a command prints comes before the next line
+    # typed). A question asked there is whole lines: its last ("Allow? ...") is ended
+    # when it is flushed, and answered on the input line.
+    stdout, stderr = sys.stdout, sys.stderr
+    with StdoutProxy(raw=True, sleep_between_writes=0.02) as proxy:
+        sys.stdout = cast(TextIO, proxy)
+        sys.stderr = cast(TextIO, _WholeLines(sys.stdout))
         line.start(send)
         try:
             definitions: Definitions | None = None
@@ -105,6 +109,7 @@ async def _chat(
             )
         finally:
             line.stop()
+            sys.stdout, sys.stderr = stdout, stderr
 
 
 async def _first_line(line: InputLine, typed: trio.MemoryReceiveChannel[Typed]) -> str | None:

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import termios
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pyte
@@ -73,10 +74,16 @@ class Terminal:
 
     def wait_for(self, text: str, *, timeout: float = 60) -> None:
         """Until `text` is on the screen (AssertionError with the screen if it never is)."""
+        self.wait_until(lambda lines: text in "\n".join(lines), text, timeout=timeout)
+
+    def wait_until(
+        self, seen: Callable[[list[str]], bool], what: str, *, timeout: float = 60
+    ) -> None:
+        """Until the screen's lines are `seen` (AssertionError naming `what` if never)."""
         deadline = time.monotonic() + timeout
-        while text not in self.text():
+        while not seen(self.lines()):
             if time.monotonic() > deadline or self._pump(0.2) is None:
-                raise AssertionError(f"{text!r} is not on the screen:\n{self.text()}")
+                raise AssertionError(f"{what!r} is not on the screen:\n{self.text()}")
 
     def type(self, keys: bytes) -> None:
         os.write(self.master, keys)
