@@ -96,20 +96,32 @@ async def _chat(
         sys.stderr = cast(TextIO, _WholeLines(sys.stdout))
         line.start(send)
         try:
-            definitions: Definitions | None = None
-            if session_id is None:
-                assert new is not None
-                goal = args.goal or await _first_line(line, typed)
-                if goal is None:
-                    return EXIT_OK
-                session_id = new.create(goal, source="chat")
-                definitions = new.definitions
-            return await _chatting(
-                args, root, config, session_id, definitions, changes, line, typed
-            )
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_interrupts, send)
+                definitions: Definitions | None = None
+                if session_id is None:
+                    assert new is not None
+                    goal = args.goal or await _first_line(line, typed)
+                    if goal is None:
+                        return EXIT_OK
+                    session_id = new.create(goal, source="chat")
+                    definitions = new.definitions
+                code = await _chatting(
+                    args, root, config, session_id, definitions, changes, line, typed
+                )
+                nursery.cancel_scope.cancel()
+                return code
         finally:
             line.stop()
             sys.stdout, sys.stderr = stdout, stderr
+
+
+async def _interrupts(send: trio.MemorySendChannel[Typed]) -> None:
+    """Ctrl+C is a key while the input line reads (its terminal is raw then), and SIGINT
+    between two lines: either is typed as Key.INTERRUPT, never a KeyboardInterrupt."""
+    with trio.open_signal_receiver(signal.SIGINT) as interrupted:
+        async for _ in interrupted:
+            send.send_nowait(Key.INTERRUPT)
 
 
 async def _first_line(line: InputLine, typed: trio.MemoryReceiveChannel[Typed]) -> str | None:
