@@ -290,16 +290,12 @@ def run_kept(
     run = functools.partial(
         trio.run, _run_session, root, session_id, args, config, changes, definitions, people
     )
-    began = time.monotonic()
     try:
         return kept_on_full_disk(run, session_id, hint or args)
     except KeyboardInterrupt:
         steps = [f"continue it with: {command('resume', session_id, args)}"]
         places = [("session", session_dir(root, session_id))]
-        seconds = time.monotonic() - began
-        for line in summary(
-            session_id, "interrupted", "Ctrl+C", places=places, seconds=seconds, steps=steps
-        ):
+        for line in summary(session_id, "interrupted", "Ctrl+C", places=places, steps=steps):
             people.say(line)
         return EXIT_INTERRUPTED
 
