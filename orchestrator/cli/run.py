@@ -198,7 +198,6 @@ async def _run_session(
         tasks = live.state.tasks.dump()
         refused = refused_lines(live.state.refused)
         pending = live.state.plans.pending
-        workspace = live.manifest.workspace_path(directory)
         cost = spent(live.state.usage_by_model, config.prices)
     seconds = time.monotonic() - began
     if plan_only and pending is not None and result is not None:
@@ -207,7 +206,10 @@ async def _run_session(
         build = f"build it with: {command('execute', session_id, args)} --approve"
         places = [("plan", directory / PLAN_MD), ("session", directory)]
         waits = f"plan v{pending.version} awaits approval"
-        for line in summary(session_id, "planned", waits, places=places, spent=cost, steps=[build]):
+        ending = summary(
+            session_id, "planned", waits, places=places, spent=cost, seconds=seconds, steps=[build]
+        )
+        for line in ending:
             say(line)
         return EXIT_OK
     places = [("workspace", workspace), ("session", directory)]
