@@ -23,7 +23,6 @@ from orchestrator.cli.chat_input import InputLine, Key, ToolbarView, Typed, hist
 from orchestrator.cli.env import sessions_root
 from orchestrator.cli.parser import EXIT_OK
 from orchestrator.cli.render import TranscriptSink
-from orchestrator.cli.roles import note
 from orchestrator.cli.run import (
     EXIT_CODES,
     NewSession,
@@ -64,7 +63,7 @@ def chat(args: argparse.Namespace) -> int:
             raise ConfigError("give a goal for a new session, or --resume/--last (not both)")
         directory = session_dir(root, resumed)
         config = run_config(args, read_manifest(directory).workspace_path(directory))
-        note(f"chatting in session {resumed}")
+        _say(f"chatting in session {resumed}")
         run = functools.partial(_chat, args, root, config, resumed, None, overrides(args))
         return kept_on_full_disk(lambda: trio.run(run), resumed, args)
     workspace = None if args.session_workspace else (args.workspace or default_workspace())
@@ -104,7 +103,7 @@ async def _chat(
                     goal = args.goal or await _first_line(line, typed)
                     if goal is None:
                         return EXIT_OK
-                    session_id = new.create(goal, source="chat")
+                    session_id = new.create(goal, say=_say, source="chat")
                     definitions = new.definitions
                 code = await _chatting(
                     args, root, config, session_id, definitions, changes, line, typed
@@ -149,7 +148,7 @@ async def _chatting(
 ) -> int:
     durability = Durability(args.durability)
     async with (
-        open_session(root, session_id, durability=durability, warn=note) as live,
+        open_session(root, session_id, durability=durability, warn=_say) as live,
         make_client() as http,
     ):
         model = session_view(live.directory, prices=dict(config.prices))
@@ -167,6 +166,7 @@ async def _chatting(
             definitions,
             dict(changes),
             ui=FanOut([view, transcript]),
+            say=_say,
             hold=functools.partial(_hold, view),
             read=questions.read,
         )
@@ -180,7 +180,7 @@ async def _chatting(
             nursery.cancel_scope.cancel()
         print(plain_frame(model, model.now(), width=shutil.get_terminal_size().columns - 1))
     result = chat.result
-    note(f"session {session_id}: resume it with: orchestrator chat --resume {session_id}")
+    _say(f"session {session_id}: resume it with: orchestrator chat --resume {session_id}")
     if result is None or chat.running:
         return 130
     return EXIT_CODES.get(result.status, EXIT_OK if result.status == "completed" else 1)

@@ -14,15 +14,24 @@ checks are the final verification.
 
 from __future__ import annotations
 
+import argparse
+import os
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 import trio
 
+from orchestrator.cli.env import effective_config, sessions_root
+from orchestrator.cli.out import People, session_line
+from orchestrator.cli.run import run_kept, session_settings
+from orchestrator.cli.screen import Screen, screen_for
+from orchestrator.session.live import create_session
 from orchestrator.state.events import EventSink, ToolCallStarted, event_from_json
+from orchestrator.store import Durability
 
 VERIFY = "python -m doctest README.md"  # the README's example must be right
 GOAL = (
@@ -30,6 +39,56 @@ GOAL = (
     "word_count), each with a passing test, a README, and a wordstats command that "
     "uses both."
 )
+
+
+def demo(args: argparse.Namespace) -> int:
+    """`orchestrator demo`: the session made, its first part run in a child process
+    until the kill (unless `--no-crash`), then resumed here, to its summary."""
+    from orchestrator.demo import script_path
+
+    workspace = args.workspace or Path(tempfile.mkdtemp(prefix="orchestrator-demo-"))
+    workspace.mkdir(parents=True, exist_ok=True)
+    root = sessions_root(args)
+    run_args = argparse.Namespace(
+        yes=True,
+        plan=True,  # a planner first; its plan is approved (--approve), then built
+        approve=True,
+        verify=[VERIFY],
+        allow=[],
+        json=args.json,
+        plain=args.plain,
+        max_rounds=20,
+        model=None,
+        durability=Durability.BATCH.value,
+        config=getattr(args, "config", None),
+        sessions_dir=getattr(args, "sessions_dir", None),
+    )
+    config, _ = effective_config(run_args, os.environ, workspace)
+    # Journaled with the session: the child process that is killed, and this one that
+    # resumes it, run with the same settings (the verification included).
+    session_id, _ = create_session(
+        root,
+        goal=GOAL,
+        model=f"scripted:{script_path()}",
+        workspace=workspace,
+        settings=session_settings(config, run_args),
+        source="demo",
+    )
+    people = People.of(run_args)
+    people.say(session_line(session_id, root, run_args, resuming=False))
+    people.say(f"demo workspace: {workspace}")
+    if not args.no_crash:
+        screen = screen_for(run_args, None, dict(config.prices), people=people)
+        trio.run(_until_crash, screen, root, session_id, args.json)
+        people.say(f"resuming session {session_id} from its journal")
+    # The summary names the workspace again, at the end.
+    return run_kept(root, session_id, run_args, config, hint=args, people=people)
+
+
+async def _until_crash(screen: Screen, root: Path, session_id: str, json_mode: bool) -> None:
+    """The demo's first part, its child's events shown on `screen` until the kill."""
+    async with screen.shown():
+        await run_until_crash(root, session_id, screen.sink, json_mode=json_mode, say=screen.say)
 
 
 async def run_until_crash(

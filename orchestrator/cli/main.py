@@ -57,9 +57,9 @@ def _dispatch(args: argparse.Namespace) -> int:
 
             return cli_run.resume(args)
         case "demo":
-            from orchestrator.cli import run as cli_run
+            from orchestrator.cli.demo import demo
 
-            return cli_run.demo(args)
+            return demo(args)
         case "sessions":
             from orchestrator.cli.env import sessions_root, user_prices
             from orchestrator.cli.sessions import run_sessions

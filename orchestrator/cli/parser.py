@@ -24,6 +24,7 @@ from orchestrator.cli.parser_sessions import add_sessions_parser
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BLOCKED, EXIT_BUDGET = 0, 1, 2, 3, 4
 EXIT_STORAGE = 5  # the disk refused a write: the session is kept, resume it once it has room
 EXIT_TERMINATED = 128 + signal.SIGTERM
+EXIT_INTERRUPTED = 128 + signal.SIGINT  # Ctrl+C
 
 DESCRIPTION = """\
 Run LLM agents that use tools in a workspace; every session is journaled and survives a

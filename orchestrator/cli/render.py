@@ -133,6 +133,11 @@ class TranscriptSink:
         self.out.write(text + "\n")
         self.out.flush()
 
+    def say(self, text: str) -> None:
+        """A line of the program's own for people (a note, the run's summary), in order
+        with the transcript: after a line of streamed text, on a line of its own."""
+        self._line(visible(text))
+
     async def emit(self, event: Event, *, durable: bool = False) -> None:
         s = self.style
         # The main agent's lines as before; a subagent's carry its task id, and its text
@@ -175,7 +180,7 @@ class TranscriptSink:
                 | SessionStatusChanged()
                 | SettingsChosen()
             ):
-                # The command line says how the session ended, once, on stderr.
+                # The command line says how the session ended, once, in its summary.
                 pass
             case _:
                 assert_never(event)

@@ -106,5 +106,6 @@ def ask_trust(question: str) -> bool:
 
 
 def note(text: str) -> None:
-    """A line for the person at the terminal (stderr), made safe to show."""
+    """A line for the person at the terminal (stderr), made safe to show: `sessions
+    compact`'s; a run's lines for people go to its own stream (`cli/out.People`)."""
     print(visible(text), file=sys.stderr, flush=True)

@@ -1,4 +1,5 @@
-"""Running agents from the command line: `run`, `resume` and `demo`."""
+"""Running agents from the command line: `run`, `plan`, `execute` and `resume` (and
+`demo`, in `cli/demo.py`, through `run_kept`)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import functools
 import os
 import signal
 import sys
-import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -18,21 +18,23 @@ import httpx
 import msgspec
 import trio
 
-from orchestrator.cli import demo as cli_demo
 from orchestrator.cli.env import SESSION_FLAGS, effective_config, sessions_root
 from orchestrator.cli.guards import guards
+from orchestrator.cli.out import People, command, session_line
 from orchestrator.cli.parser import (
     EXIT_BLOCKED,
     EXIT_BUDGET,
     EXIT_FAILED,
+    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_TERMINATED,
 )
 from orchestrator.cli.plan_prompt import plan_approver
 from orchestrator.cli.prompt import Hold, approvers, no_hold, refusal_notice, refused_lines
-from orchestrator.cli.roles import RoleModels, agent_definitions, ask_trust, model_windows, note
-from orchestrator.cli.screen import Screen, screen_for
+from orchestrator.cli.roles import RoleModels, agent_definitions, ask_trust, model_windows
+from orchestrator.cli.screen import screen_for
 from orchestrator.cli.storage import kept_on_full_disk
+from orchestrator.cli.summary import next_steps, spent, summary
 from orchestrator.config import Config
 from orchestrator.errors import ConfigError
 from orchestrator.layout import PLAN_MD
@@ -145,32 +147,66 @@ async def _run_session(
     config: Config,
     changes: dict[str, Any] | None = None,
     definitions: Definitions | None = None,
+    people: People | None = None,
 ) -> int:
     """Run the session with its journaled settings, `changes` made to them; a session
     with none yet (older formats) gets them from `config` and `args`, as a new one. The
-    agent types are `definitions`, else loaded from the session's workspace."""
+    agent types are `definitions`, else loaded from the session's workspace. Its lines
+    for people go to `people`, the summary last."""
+    began = time.monotonic()
     directory = session_dir(root, session_id)
+    plan_only = bool(getattr(args, "plan_only", False))
+    people = people or People.of(args, plan_only=plan_only)
+    say = people.say
+    durability = Durability(args.durability)
     async with (
-        open_session(root, session_id, durability=Durability(args.durability), warn=note) as live,
+        open_session(root, session_id, durability=durability, warn=say) as live,
         make_client() as http,
     ):
-        plan_only = bool(getattr(args, "plan_only", False))
-        screen = screen_for(args, live, dict(config.prices), plan_only=plan_only)
+        workspace = live.manifest.workspace_path(directory)
+        screen = screen_for(args, live, dict(config.prices), plan_only=plan_only, people=people)
         settings = await run_settings(
-            live, args, config, http, definitions, changes, ui=screen.sink, hold=screen.hold
+            live,
+            args,
+            config,
+            http,
+            definitions,
+            changes,
+            ui=screen.sink,
+            hold=screen.hold,
+            say=say,
         )
         async with screen.shown():  # its last frame stays, above the summary
             result = await _drive_until_terminated(live, settings)
         tasks = live.state.tasks.dump()
         refused = refused_lines(live.state.refused)
         pending = live.state.plans.pending
+        cost = spent(live.state.usage_by_model, config.prices)
+    seconds = time.monotonic() - began
     if plan_only and pending is not None and result is not None:
         if not args.json:
             print(render(pending.plan), end="", flush=True)
-        note(f"plan v{pending.version} written to {directory / PLAN_MD}")
-        note(f"build it with: orchestrator execute {session_id} --approve")
+        build = f"build it with: {command('execute', session_id, args)} --approve"
+        places = [("plan", directory / PLAN_MD), ("session", directory)]
+        waits = f"plan v{pending.version} awaits approval"
+        ending = summary(
+            session_id, "planned", waits, places=places, spent=cost, seconds=seconds, steps=[build]
+        )
+        for line in ending:
+            say(line)
         return EXIT_OK
-    return _ended(session_id, result, tasks, refused)
+    places = [("workspace", workspace), ("session", directory)]
+    return _ended(
+        session_id,
+        result,
+        tasks,
+        refused,
+        say=say,
+        args=args,
+        places=places,
+        spent=cost,
+        seconds=seconds,
+    )
 
 
 async def run_settings(
@@ -182,16 +218,18 @@ async def run_settings(
     changes: dict[str, Any] | None,
     *,
     ui: EventSink,
+    say: Callable[[str], None],
     hold: Hold = no_hold,
     read: Callable[[], str] | None = None,
 ) -> RunSettings:
     """What a command runs `live` with: its model and its roles' (`args`, else the
     session's), the agent types (`definitions`, else the workspace's), the guards, who
     approves (asked at the terminal through `hold` and `read`, the next line of
-    standard input when None), the session's settings with `changes`, and `ui`."""
+    standard input when None), the session's settings with `changes`, and `ui`; its
+    notes (no sandbox here, calls that will be refused) are `say`'s."""
     directory = live.directory
     spec = args.model or live.manifest.model_spec(directory)
-    guarded = guards(config, args, say=note)
+    guarded = guards(config, args, say=say)
     workspace = live.manifest.workspace_path(directory)
     if definitions is None:
         definitions = await trio.to_thread.run_sync(
@@ -204,7 +242,7 @@ async def run_settings(
         policy = _policy(list(rules.allow if rules is not None else ()))
         notice = refusal_notice(tools, policy, live.state.grants)
         if notice:
-            note(notice)
+            say(notice)
     models = RoleModels(
         main=spec, cli=args.model, config=config, definitions=definitions, http=http
     )
@@ -227,31 +265,39 @@ async def run_settings(
 
 
 def _ended(
-    session_id: str, result: RunResult | None, tasks: list[dict[str, Any]], refused: list[str]
+    session_id: str,
+    result: RunResult | None,
+    tasks: list[dict[str, Any]],
+    refused: list[str],
+    *,
+    say: Callable[[str], None],
+    args: argparse.Namespace,
+    places: list[tuple[str, Path]],
+    spent: str,
+    seconds: float,
 ) -> int:
-    """Say how the run ended (the task tree, the refused calls, what to do next) and
-    give its exit code."""
+    """Say how the run ended (the task tree, the refused calls, then the summary: how it
+    ended, where the results are, what it cost, what to do next) and give its exit code."""
     if tasks:
-        note("tasks:")
+        say("tasks:")
         state = result.status if result is not None else "stopped"
         rows = task_rows(tasks, now_ms=time.time() * 1000)
         for line in table((*TASK_HEADER, "WHAT"), [["main", state, NONE, "the session"], *rows]):
-            note(line)
+            say(line)
     for line in refused:
-        note(line)
+        say(line)
     if result is None:
-        note(f"terminated; session {session_id} is resumable (orchestrator resume {session_id})")
-        return EXIT_TERMINATED
-    detail = f" ({label(result.detail, 400)})" if result.detail else ""
-    note(f"session {session_id} {result.status}{detail}")
-    if result.status != "completed":
-        if result.advice:
-            advice = result.advice.replace("resume ID", f"resume {session_id}")
-            note(advice.replace("execute ID", f"execute {session_id}"))
-        if result.resume_helps:
-            note(f"continue it with: orchestrator resume {session_id}")
-        return EXIT_CODES.get(result.status, EXIT_FAILED)
-    return EXIT_OK
+        status, detail, code = "interrupted", "terminated by a signal", EXIT_TERMINATED
+        steps = [f"continue it with: {command('resume', session_id, args)}"]
+    else:
+        status, detail, steps = result.status, result.detail, next_steps(result, session_id, args)
+        code = EXIT_OK if status == "completed" else EXIT_CODES.get(status, EXIT_FAILED)
+    ending = summary(
+        session_id, status, detail, places=places, spent=spent, seconds=seconds, steps=steps
+    )
+    for line in ending:
+        say(line)
+    return code
 
 
 def _plan_settings(
@@ -271,7 +317,7 @@ def _plan_settings(
     }
 
 
-def _run_kept(
+def run_kept(
     root: Path,
     session_id: str,
     args: argparse.Namespace,
@@ -280,12 +326,22 @@ def _run_kept(
     *,
     definitions: Definitions | None = None,
     hint: argparse.Namespace | None = None,
+    people: People | None = None,
 ) -> int:
-    """`_run_session`, a disk that refuses a write said in one line (exit 5)."""
+    """`_run_session`, a disk that refuses a write said in one line (exit 5), Ctrl+C in
+    the summary's (exit 130)."""
+    people = people or People.of(args)
     run = functools.partial(
-        trio.run, _run_session, root, session_id, args, config, changes, definitions
+        trio.run, _run_session, root, session_id, args, config, changes, definitions, people
     )
-    return kept_on_full_disk(run, session_id, hint or args)
+    try:
+        return kept_on_full_disk(run, session_id, hint or args)
+    except KeyboardInterrupt:
+        steps = [f"continue it with: {command('resume', session_id, args)}"]
+        places = [("session", session_dir(root, session_id))]
+        for line in summary(session_id, "interrupted", "Ctrl+C", places=places, steps=steps):
+            people.say(line)
+        return EXIT_INTERRUPTED
 
 
 def _session_for(
@@ -352,8 +408,10 @@ class NewSession:
     definitions: Definitions
     redact: Callable[[str], str]
 
-    def create(self, goal: str, *, source: str = "run") -> str:
-        """The session, made on disk with `goal`; its id, said first."""
+    def create(self, goal: str, *, say: Callable[[str], None], source: str = "run") -> str:
+        """The session, made on disk with `goal`; its id, said first (only the questions
+        about trust come before it, as they must: they decide whether a session is made
+        at all)."""
         session_id, _ = create_session(
             self.root,
             goal=self.redact(goal),  # the first text the session keeps: no secret in it
@@ -362,7 +420,7 @@ class NewSession:
             settings=session_settings(self.config, self.args),
             source=source,
         )
-        note(f"session {session_id} (in {self.root})")
+        say(session_line(session_id, self.root, self.args, resuming=False))
         return session_id
 
 
@@ -388,8 +446,11 @@ def new_session(
 
 def start(args: argparse.Namespace, *, goal: str, model: str | None, workspace: Path | None) -> int:
     new = new_session(args, model=model, workspace=workspace)
-    session_id = new.create(goal)
-    return _run_kept(new.root, session_id, args, new.config, definitions=new.definitions)
+    people = People.of(args, plan_only=bool(getattr(args, "plan_only", False)))
+    session_id = new.create(goal, say=people.say)
+    return run_kept(
+        new.root, session_id, args, new.config, definitions=new.definitions, people=people
+    )
 
 
 def execute(args: argparse.Namespace) -> int:
@@ -437,62 +498,14 @@ def resume(args: argparse.Namespace) -> int:
     manifest = read_manifest(directory)
     # The journal's status, which a kill may have left the manifest without.
     status = current_status(directory, {**msgspec.to_builtins(manifest)})
+    people = People.of(args)
     if status == "completed" and not args.message:
-        note(
+        people.say(
             f"session {session_id} already finished (completed); nothing to do (give "
             "--message to follow up)"
         )
         return EXIT_OK
+    people.say(session_line(session_id, root, args, resuming=True))
     config = run_config(args, manifest.workspace_path(directory))
-    note(f"resuming session {session_id}")
     # The session's journaled settings, but for what this command gives explicitly.
-    return _run_kept(root, session_id, args, config, overrides(args))
-
-
-def demo(args: argparse.Namespace) -> int:
-    from orchestrator.demo import script_path
-
-    workspace = args.workspace or Path(tempfile.mkdtemp(prefix="orchestrator-demo-"))
-    workspace.mkdir(parents=True, exist_ok=True)
-    root = sessions_root(args)
-    run_args = argparse.Namespace(
-        yes=True,
-        plan=True,  # a planner first; its plan is approved (--approve), then built
-        approve=True,
-        verify=[cli_demo.VERIFY],
-        allow=[],
-        json=args.json,
-        plain=args.plain,
-        max_rounds=20,
-        model=None,
-        durability=Durability.BATCH.value,
-        config=getattr(args, "config", None),
-    )
-    config, _ = effective_config(run_args, os.environ, workspace)
-    # Journaled with the session: the child process that is killed, and this one that
-    # resumes it, run with the same settings (the verification included).
-    session_id, _ = create_session(
-        root,
-        goal=cli_demo.GOAL,
-        model=f"scripted:{script_path()}",
-        workspace=workspace,
-        settings=session_settings(config, run_args),
-        source="demo",
-    )
-    note(f"demo workspace: {workspace}")
-    note(f"session {session_id} (in {root})")
-    if not args.no_crash:
-        screen = screen_for(run_args, None, dict(config.prices))
-        trio.run(_until_crash, screen, root, session_id, args.json)
-        note(f"resuming session {session_id} from its journal")
-    code = _run_kept(root, session_id, run_args, config, hint=args)
-    note(f"demo workspace: {workspace}")
-    return code
-
-
-async def _until_crash(screen: Screen, root: Path, session_id: str, json_mode: bool) -> None:
-    """The demo's first part, its child's events shown on `screen` until the kill."""
-    async with screen.shown():
-        await cli_demo.run_until_crash(
-            root, session_id, screen.sink, json_mode=json_mode, say=screen.say
-        )
+    return run_kept(root, session_id, args, config, overrides(args), people=people)

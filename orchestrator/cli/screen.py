@@ -9,6 +9,9 @@ when the live view is shown, never by the command line's start-up.
 A question asked at the terminal (a call's approval, the plan's, a task's revival)
 `hold`s the screen: the frame as it stands stays, the question is asked below it, and
 the view goes on below the answer. An agent asked about a call shows as needing input.
+
+While a screen is `shown()`, the command's lines for people (`cli/out.py`) go through
+its transcript: in order with it, and above the live view's frame.
 """
 
 from __future__ import annotations
@@ -18,12 +21,13 @@ import io
 import os
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager, contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 import trio
 
+from orchestrator.cli.out import People
 from orchestrator.cli.render import JsonLinesSink, TranscriptSink
 from orchestrator.state.events import EventSink, FanOut
 
@@ -40,29 +44,34 @@ def screen_for(
     prices: Mapping[str, Price],
     *,
     plan_only: bool = False,
+    people: People | None = None,
 ) -> Screen:
     """The screen of a run of `live` (None: the demo's child, whose events come from
     another process): the live view at a terminal, else today's transcript, or JSON lines
     with `--json`. `plan` prints the plan alone on stdout (`plan GOAL > plan.md`): its
-    transcript goes to stderr."""
+    transcript goes to stderr, with the lines for `people`."""
     plain = bool(getattr(args, "plain", False))
+    people = people or People.of(args, plan_only=plan_only)
     if not plan_only and live_view_wanted(plain=plain, json_mode=args.json):
-        return live_screen(
+        screen = live_screen(
             directory=live.directory if live is not None else None,
             prices=prices,
             todos_of=live.state.todo_list if live is not None else None,
         )
-    return Screen(_plain_sink(args.json, live, out=sys.stderr if plan_only else None))
-
-
-def _plain_sink(json_mode: bool, live: LiveSession | None, *, out: TextIO | None) -> EventSink:
-    if json_mode:
-        if live is None:
-            return JsonLinesSink(sys.stdout)
-        live.track_seqs = True
-        return JsonLinesSink(sys.stdout, session=live.id, seq_of=live.seq_of)
+        screen.people = people
+        return screen
+    if args.json:
+        return Screen(_json_sink(live), people=people)
     todos_of = live.state.todo_list if live is not None else None
-    return TranscriptSink(out, todos_of=todos_of)
+    transcript = TranscriptSink(people.stream, todos_of=todos_of)
+    return Screen(transcript, transcript=transcript, people=people)
+
+
+def _json_sink(live: LiveSession | None) -> EventSink:
+    if live is None:
+        return JsonLinesSink(sys.stdout)
+    live.track_seqs = True
+    return JsonLinesSink(sys.stdout, session=live.id, seq_of=live.seq_of)
 
 
 def live_view_wanted(
@@ -102,17 +111,26 @@ class Screen:
     """A run's screen: `sink` for its events, `hold` for its questions, and `shown()`, the
     block during which the live view draws (nothing without one)."""
 
-    def __init__(self, sink: EventSink, view: LiveView | None = None) -> None:
+    def __init__(
+        self,
+        sink: EventSink,
+        view: LiveView | None = None,
+        *,
+        transcript: TranscriptSink | None = None,
+        people: People | None = None,
+    ) -> None:
         self.sink = sink
         self.view = view
+        self.transcript = transcript  # the transcript in `sink`, if it has one
+        self.people = people or People()
 
     def say(self, text: str) -> None:
-        """Print a note of the run's own in the transcript (above the live view)."""
-        if self.view is None:
-            print(text, flush=True)
-            return
-        for line in text.split("\n"):
-            self.view.print_above(line)
+        """Print a line for people in the transcript (above the live view), or, without
+        one (`--json`), to the people's stream."""
+        if self.transcript is not None:
+            self.transcript.say(text)
+        else:
+            self.people.say(text)
 
     @contextmanager
     def hold(self, agent: str = "", what: str = "") -> Iterator[None]:
@@ -134,16 +152,19 @@ class Screen:
 
     @asynccontextmanager
     async def shown(self) -> AsyncIterator[None]:
-        """The live view drawn for the block; its last frame stays on the screen."""
-        if self.view is None:
-            yield
-            return
-        async with trio.open_nursery() as nursery:
-            await nursery.start(self.view.run)
-            try:
+        """The live view drawn for the block; its last frame stays on the screen. The
+        lines for people said meanwhile go through the transcript (`say`)."""
+        routed = self.people.through(self.say) if self.transcript is not None else nullcontext()
+        with routed:
+            if self.view is None:
                 yield
-            finally:
-                nursery.cancel_scope.cancel()
+                return
+            async with trio.open_nursery() as nursery:
+                await nursery.start(self.view.run)
+                try:
+                    yield
+                finally:
+                    nursery.cancel_scope.cancel()
 
 
 def live_screen(
@@ -169,4 +190,4 @@ def live_screen(
     )
     view = LiveView(model, Console(file=out), fps=10)
     transcript = TranscriptSink(_Above(view), color=True, todos_of=todos_of)
-    return Screen(FanOut([view, transcript]), view)
+    return Screen(FanOut([view, transcript]), view, transcript=transcript)

@@ -56,7 +56,7 @@ def test_help_explains_every_command() -> None:
 
 
 def _demo_session(result: subprocess.CompletedProcess[str], root: Path) -> dict[str, Any]:
-    [session_id] = re.findall(r"^session (\S+) \(in ", result.stderr, re.MULTILINE)
+    [session_id] = re.findall(r"^session (\S+) \(in ", result.stdout, re.MULTILINE)
     shown = orchestrator("sessions", "show", session_id, "--json", "--sessions-dir", str(root))
     assert shown.returncode == 0, shown.stderr
     info: dict[str, Any] = orjson.loads(shown.stdout)
@@ -123,10 +123,17 @@ def test_demo_delegates_crashes_mid_task_and_resumes(tmp_path: Path) -> None:
     root = tmp_path / "sessions"
     result = orchestrator("demo", "--workspace", str(ws), "--sessions-dir", str(root))
     assert result.returncode == 0, result.stderr
-    assert f"demo workspace: {ws}" in result.stderr
+    # Every line for people on stdout, in order with the transcript: the session first,
+    # the workspace, the crash and the resume, the summary naming the workspace last.
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("session ")
+    assert lines[1] == f"demo workspace: {ws}"
     assert "simulated crash: SIGKILL to the agent process" in result.stdout
     assert "the other workers were mid-task" in result.stdout
-    assert "resuming session" in result.stderr
+    crash = result.stdout.index("simulated crash")
+    assert result.stdout.index("resuming session", crash) < result.stdout.index("tasks:")
+    assert lines[-3] == f"  workspace  {ws}"
+    assert result.stderr == ""
     assert "✗ shell interrupted: interrupted" in result.stdout
     assert "main turn completed" in result.stdout
     _check_demo_outcome(ws, _demo_session(result, root), result.stdout)
@@ -190,11 +197,11 @@ def test_script_running_out_fails_with_exit_1(tmp_path: Path) -> None:
     ws.mkdir()
     result = orchestrator("run", "goal", "--model", f"scripted:{script}", "-w", str(ws))
     assert result.returncode == 1
-    assert "script ran out: agent 'main'" in result.stderr
+    assert "script ran out: agent 'main'" in result.stdout
     # Resuming would run out the same way: it is not offered.
-    assert "continue it with" not in result.stderr
+    assert "continue it with" not in result.stdout
     # The reason stays with the session.
-    session = result.stderr.split()[1]
+    session = result.stdout.split()[1]
     shown = orchestrator("sessions", "show", session)
     assert "reason     model call failed: script ran out" in shown.stdout
     as_json = orjson.loads(orchestrator("sessions", "show", session, "--json").stdout)
@@ -431,7 +438,9 @@ def test_the_final_status_is_said_once(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert (result.stdout + result.stderr).count("completed") == 2  # the turn, the session
-    assert result.stderr.count("session ") == 2  # its id at the start, its end
+    session = result.stdout.split()[1]
+    said = [line for line in result.stdout.splitlines() if line.startswith(f"session {session}")]
+    assert len(said) == 2  # its id at the start, its end
 
 
 def closed_stdout_run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -531,7 +540,7 @@ def test_a_snapshot_that_cannot_be_written_is_a_warning_not_a_failure(
     (session / "session.json").write_bytes(orjson.dumps({**manifest, "status": "interrupted"}))
     resumed = orchestrator("resume", session.name, "--yes")
     assert resumed.returncode == 0, resumed.stderr
-    assert "could not write the snapshot" in resumed.stderr
+    assert "could not write the snapshot" in resumed.stdout  # a warning: a line for people
 
 
 async def test_a_tools_progress_is_one_dim_line_under_its_agent() -> None:

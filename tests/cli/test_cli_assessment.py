@@ -28,8 +28,8 @@ def workspace(tmp_path: Path) -> Path:
     return path
 
 
-def session_id(stderr: str) -> str:
-    return stderr.split("session ", 1)[1].split()[0]
+def session_id(out: str) -> str:
+    return out.split("session ", 1)[1].split()[0]
 
 
 def test_a_blocked_session_exits_3_and_goes_on_with_an_answer(tmp_path: Path) -> None:
@@ -42,9 +42,9 @@ def test_a_blocked_session_exits_3_and_goes_on_with_an_answer(tmp_path: Path) ->
         "run", "set up the db", "--model", model, "-w", str(workspace(tmp_path)), "--yes"
     )
     assert first.returncode == 3, first.stderr
-    sid = session_id(first.stderr)
-    assert "blocked (reported blocked: input: which database?)" in first.stderr
-    assert f"orchestrator resume {sid} --message" in first.stderr
+    sid = session_id(first.stdout)
+    assert "blocked (reported blocked: input: which database?)" in first.stdout
+    assert f"orchestrator resume {sid} --message" in first.stdout
     again = orchestrator("resume", sid, "--yes")
     assert again.returncode == 3  # nothing answered it: still blocked
     answered = orchestrator("resume", sid, "--yes", "--message", "use postgres")
@@ -66,9 +66,9 @@ def test_an_exhausted_budget_exits_4_and_goes_on_with_a_larger_one(tmp_path: Pat
     args = ("--model", model, "-w", str(workspace(tmp_path)), "--yes")
     first = orchestrator("run", "do a and b", *args, "--max-auto-continues", "1")
     assert first.returncode == 4, first.stderr
-    assert "all 1 automatic continuations used" in first.stderr
-    assert "--max-auto-continues N" in first.stderr
-    sid = session_id(first.stderr)
+    assert "all 1 automatic continuations used" in first.stdout
+    assert "--max-auto-continues N" in first.stdout
+    sid = session_id(first.stdout)
     # The run's own flags are kept: a plain resume has the same limit, and stops again.
     plain = orchestrator("resume", sid, "--yes")
     assert plain.returncode == 4, plain.stderr

@@ -73,11 +73,11 @@ def test_an_unanswerable_question_exits_3_and_resume_message_answers_it(
         "run", "go", "--model", f"scripted:{path}", "-w", str(workspace(tmp_path)), "--yes", **env
     )
     assert first.returncode == 3, first.stderr
-    sid = session_id(first.stderr)
-    assert f"task {asker} asks (" in first.stderr, first.stderr
-    assert "which database?" in first.stderr
-    assert f"answer task {asker}: orchestrator resume {sid} --message" in first.stderr
-    assert f"it goes to task {asker} as the answer to" in first.stderr
+    sid = session_id(first.stdout)
+    assert f"task {asker} asks (" in first.stdout, first.stdout
+    assert "which database?" in first.stdout
+    assert f"answer task {asker}: orchestrator resume {sid} --message" in first.stdout
+    assert f"it goes to task {asker} as the answer to" in first.stdout
 
     answered = orchestrator("resume", sid, "--yes", "--message", "use postgres", **env)
     assert answered.returncode == 0, answered.stderr

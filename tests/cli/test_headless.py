@@ -6,6 +6,7 @@ journal."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
 import sys
@@ -34,12 +35,17 @@ def orchestrator(*args: str, sessions: Path) -> subprocess.CompletedProcess[str]
     )
 
 
-def _refused(stderr: str) -> list[str]:
-    lines = stderr.split("\n")
+def _refused(out: str) -> list[str]:
+    """The refused calls the summary lists: the indented lines under its header."""
+    lines = out.split("\n")
     if not any(line.startswith(LISTED) for line in lines):
         return []
     start = next(i for i, line in enumerate(lines) if line.startswith(LISTED))
-    return [line.strip() for line in lines[start + 1 :] if line.startswith("  ")]
+    return [line.strip() for line in itertools.takewhile(_indented, lines[start + 1 :])]
+
+
+def _indented(line: str) -> bool:
+    return line.startswith("  ")
 
 
 @pytest.mark.parametrize(
@@ -86,7 +92,9 @@ def test_a_headless_run_says_what_it_refuses_and_ends_by_it(
         "run", "hello", "--model", HELLO, "-w", str(ws), *flags, sessions=tmp_path
     )
     assert result.returncode == code, result.stderr
-    notices = [line for line in result.stderr.split("\n") if line.startswith(NOTICE)]
+    # Without a terminal, every line for people is on stdout, with the transcript.
+    assert result.stderr == ""
+    notices = [line for line in result.stdout.split("\n") if line.startswith(NOTICE)]
     if notice is None:
         assert notices == []
     else:
@@ -94,12 +102,18 @@ def test_a_headless_run_says_what_it_refuses_and_ends_by_it(
         assert notice in line
         assert "--yes" in line
         assert "--allow TOOL=allow" in line
-    listed = _refused(result.stderr)
+    listed = _refused(result.stdout)
     assert len(listed) == len(refused)
     for line, start in zip(listed, refused, strict=True):
         assert line.startswith(start)
     ending = f"blocked ({len(refused)} call" if code == 3 else "completed"
-    assert ending in result.stderr.split("\n")[-3 if code == 3 else -2]
+    # The summary last: how it ended, where, what it spent, and (blocked) what next.
+    lines = result.stdout.split("\n")
+    summary = lines[-6 if code == 3 else -5 :]
+    assert ending in summary[0]
+    assert summary[1] == f"  workspace  {ws}"
+    if code == 3:
+        assert summary[-2].startswith("  next       to let them run, resume with approval")
     assert (ws / "hello.py").exists() == ("--yes" in flags or "write_file=allow" in flags)
 
 
@@ -138,14 +152,14 @@ def test_a_refusal_is_a_journaled_fact_a_resume_reads_again(tmp_path: Path) -> N
         "run", "g", "--model", f"scripted:{script}", "-w", str(ws), sessions=tmp_path
     )
     assert first.returncode == 3, first.stderr
-    assert _refused(first.stderr) == ["t1 write_file: path='a.txt' content='x'"]
+    assert _refused(first.stdout) == ["t1 write_file: path='a.txt' content='x'"]
     [session] = [p for p in tmp_path.iterdir() if (p / "journal.jsonl").exists()]
     journal = (session / "journal.jsonl").read_text()
     assert '"status":"unapproved"' in journal
     (session / "snapshot.json").unlink(missing_ok=True)
     again = orchestrator("resume", session.name, sessions=tmp_path)
     assert again.returncode == 3, again.stderr
-    assert _refused(again.stderr) == ["t1 write_file: path='a.txt' content='x'"]
-    assert "resume" in again.stderr.split("\n")[-2]
-    assert "--yes --message" in again.stderr
+    assert _refused(again.stdout) == ["t1 write_file: path='a.txt' content='x'"]
+    assert "resume" in again.stdout.split("\n")[-2]
+    assert "--yes --message" in again.stdout
     assert not (ws / "a.txt").exists()

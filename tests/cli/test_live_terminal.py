@@ -142,6 +142,10 @@ def test_an_approval_asked_under_the_view_is_answered_and_the_screen_stays_reada
     [status] = [line for line in rest if line.startswith("1 done · ")]
     assert rest.index(status) > rest.index(last)
     assert any(line.startswith("session ") and "completed" in line for line in rest)
+    # One stream at the terminal too: the session said first, the summary's rows last.
+    assert lines[0].startswith("session ")
+    assert " (in " in lines[0]
+    assert f"  workspace  {ws}" in rest[rest.index(status) :]
 
 
 def test_plain_on_a_terminal_is_todays_transcript(tmp_path: Path) -> None:

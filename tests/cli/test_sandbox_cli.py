@@ -53,7 +53,7 @@ def test_the_shell_is_sandboxed_by_default(
     result = run(tmp_path, outside, *flags, config=config)
     assert result.returncode == 0, result.stderr
     assert outside.exists() != confined
-    assert "unsandboxed" not in result.stderr
+    assert "unsandboxed" not in result.stdout
 
 
 def test_where_there_is_no_sandbox_the_run_says_so_and_goes_on(tmp_path: Path) -> None:
@@ -61,7 +61,7 @@ def test_where_there_is_no_sandbox_the_run_says_so_and_goes_on(tmp_path: Path) -
     config = '[shell]\nsandbox_probe = "unavailable"\n'
     result = run(tmp_path, outside, config=config)
     assert result.returncode == 0, result.stderr
-    [notice] = [line for line in result.stderr.splitlines() if "unsandboxed" in line]
+    [notice] = [line for line in result.stdout.splitlines() if "unsandboxed" in line]
     assert notice.startswith("note: shell commands run unsandboxed here: ")
     assert outside.exists()
 

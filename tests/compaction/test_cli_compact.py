@@ -68,7 +68,7 @@ def a_session(tmp_path: Path, files: Path, **more: Any) -> str:
     model = write_script(tmp_path / "script.json", main, **more)
     ran = orchestrator("run", "read the files", "--model", model, "-w", str(files), "--yes")
     assert ran.returncode == 0, ran.stderr
-    return ran.stderr.split("session ", 1)[1].split()[0]
+    return ran.stdout.split("session ", 1)[1].split()[0]
 
 
 def journal_records(directory: Path) -> list[tuple[int, Any]]:
@@ -190,7 +190,7 @@ def test_compacting_a_context_of_last_turns_only_is_refused_as_nothing_to_do(
     summary and anchors: nothing is journaled, and the breaker is left alone."""
     model = write_script(tmp_path / "script.json", [{"text": "hello"}])
     ran = orchestrator("run", "say hello", "--model", model, "-w", str(files), "--yes")
-    sid = ran.stderr.split("session ", 1)[1].split()[0]
+    sid = ran.stdout.split("session ", 1)[1].split()[0]
     refused = orchestrator("sessions", "compact", sid)
     assert refused.returncode == 0, refused.stderr
     assert refused.stdout.startswith("main: nothing to compact: the context of main is all")
@@ -213,7 +213,7 @@ def test_compactions_that_free_nothing_pause_the_automatic_trigger_and_show_says
     ran = orchestrator("run", "g" * 13_000, "--model", model, "-w", str(files), "--yes")
     assert ran.returncode == 0, ran.stderr
     assert "automatic compaction of main paused until round 14" in ran.stdout
-    sid = ran.stderr.split("session ", 1)[1].split()[0]
+    sid = ran.stdout.split("session ", 1)[1].split()[0]
     info = orjson.loads(orchestrator("sessions", "show", sid, "--json").stdout)
     assert info["agents"]["main"]["breaker"] == {
         "failures": 0,

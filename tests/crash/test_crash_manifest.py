@@ -137,7 +137,7 @@ def test_a_kill_before_the_manifest_is_rewritten_is_read_through(
     if status == "completed":
         resumed = run("resume", session_id, "--yes", root=root)
         assert resumed.returncode == 0, resumed.stderr
-        assert "already finished (completed)" in resumed.stderr
+        assert "already finished (completed)" in resumed.stdout
     else:
         # Not finished: a resume runs it (to the same budget) and the three still agree.
         resumed = run("resume", session_id, "--yes", "--max-rounds", "4", root=root)

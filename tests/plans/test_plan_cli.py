@@ -22,9 +22,9 @@ def model(tmp_path: Path) -> str:
     return f"scripted:{path}"
 
 
-def session_id(stderr: str) -> str:
-    found = re.search(r"session (\S+) \(in ", stderr)
-    assert found, stderr
+def session_id(out: str) -> str:
+    found = re.search(r"session (\S+) \(in ", out)
+    assert found, out
     return found.group(1)
 
 
@@ -39,8 +39,12 @@ def test_plan_prints_the_plan_and_execute_builds_it_once_approved(
     assert planned.returncode == 0, planned.stderr
     plan = parse_markdown(planned.stdout)
     assert [t.id for t in plan.tasks] == ["a", "b"]
-    sid = session_id(planned.stderr)
-    assert f"build it with: orchestrator execute {sid} --approve" in planned.stderr
+    # stdout is the plan's alone; the lines for people are on stderr, the summary last.
+    sid = session_id(planned.stderr.splitlines()[0])
+    summary = planned.stderr.splitlines()[-5:]
+    assert summary[0] == f"session {sid} planned (plan v1 awaits approval)"
+    assert summary[1] == f"  plan     {sessions / sid / 'plan.md'}"
+    assert summary[-1] == f"  next     build it with: orchestrator execute {sid} --approve"
     assert not (workspace / "a.txt").exists()
     shown = orchestrator("sessions", "show", sid, sessions=sessions).stdout
     assert "plan v1, awaiting approval: write two files" in shown
@@ -49,7 +53,7 @@ def test_plan_prints_the_plan_and_execute_builds_it_once_approved(
     # --yes answers tool calls, never a plan: without --approve and a terminal it waits.
     waiting = orchestrator("execute", sid, "--yes", sessions=sessions)
     assert waiting.returncode == 3, waiting.stderr
-    assert f"orchestrator execute {sid} --approve" in waiting.stderr
+    assert f"orchestrator execute {sid} --approve" in waiting.stdout
     state = load_state(sessions / sid, warn=pytest.fail)
     assert state.plans.approved is None
     assert "main" not in state.agents
@@ -98,7 +102,7 @@ def test_execute_builds_a_plan_file_and_names_the_line_of_a_bad_one(
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert "◆ plan v1 from a file: 2 task(s)" in done.stdout
-    state = load_state(sessions / session_id(done.stderr), warn=pytest.fail)
+    state = load_state(sessions / session_id(done.stdout), warn=pytest.fail)
     assert "planner" not in state.agents
     assert (workspace / "b.txt").exists()
     plan.write_text("# Plan: g\n\n## Tasks\n\n### a. t\n- wrote: x\n")

@@ -120,11 +120,11 @@ async def test_a_rejected_key_is_reported_without_the_key(
 ) -> None:
     server.add(Reply.json(401, {"error": {"message": "Incorrect API key provided: sk-e2e***"}}))
     result, _, sessions = await run_cli(server, tmp_path)
-    stderr = result.stderr.decode()
+    out = result.stdout.decode()  # the summary says why, with the lines for people
     assert result.returncode != 0
-    assert "HTTP 401: Incorrect API key provided" in stderr
-    assert FAKE_KEY not in stderr
-    assert FAKE_KEY.encode() not in result.stdout
+    assert "HTTP 401: Incorrect API key provided" in out
+    assert FAKE_KEY not in out
+    assert FAKE_KEY.encode() not in result.stderr
     assert all(FAKE_KEY.encode() not in p.read_bytes() for p in sessions.rglob("*") if p.is_file())
 
 
@@ -173,11 +173,11 @@ async def test_a_failed_run_says_what_to_do_and_offers_resume_only_where_it_help
 ) -> None:
     server.add(reply)
     result, _, _ = await run_cli(server, tmp_path)
-    stderr = result.stderr.decode()
-    assert result.returncode == 1, stderr
+    out = result.stdout.decode()
+    assert result.returncode == 1, out
     if advice:
-        assert advice in stderr
-    assert ("continue it with: orchestrator resume" in stderr) == resume_helps
+        assert advice in out
+    assert ("continue it with: orchestrator resume" in out) == resume_helps
 
 
 async def test_a_request_too_long_for_any_compaction_blocks_the_session_with_advice(
@@ -188,9 +188,9 @@ async def test_a_request_too_long_for_any_compaction_blocks_the_session_with_adv
     too_long = {"error": {"message": "too long", "code": "context_length_exceeded"}}
     server.add(Reply.json(400, too_long))
     result, _, _ = await run_cli(server, tmp_path)
-    stderr = result.stderr.decode()
-    assert result.returncode == 3, stderr
-    assert "does not fit its model's window even compacted" in stderr
-    assert "a model that has a larger one (--model)" in stderr
-    assert "continue it with: orchestrator resume" not in stderr
+    out = result.stdout.decode()
+    assert result.returncode == 3, out
+    assert "does not fit its model's window even compacted" in out
+    assert "a model that has a larger one (--model)" in out
+    assert "continue it with: orchestrator resume" not in out
     assert len(server.requests) == 1

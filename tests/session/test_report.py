@@ -162,7 +162,7 @@ def test_a_blocked_session_shows_its_reason(tmp_path: Path) -> None:
         "run", "set up the db", "--model", model, "-w", str(workspace(tmp_path)), "--yes"
     )
     assert result.returncode == 3, result.stderr
-    info = the_same(tmp_path / "sessions" / session_id(result.stderr))
+    info = the_same(tmp_path / "sessions" / session_id(result.stdout))
     assert info["status"] == "blocked"
     assert "which db?" in info["reason"]
 
@@ -176,7 +176,7 @@ def test_prices_are_summed_call_by_call(tmp_path: Path) -> None:
     )
     result = orchestrator("run", "do a", "--model", model, "-w", str(workspace(tmp_path)), "--yes")
     assert result.returncode == 0, result.stderr
-    directory = tmp_path / "sessions" / session_id(result.stderr)
+    directory = tmp_path / "sessions" / session_id(result.stdout)
     # Thirds do not add up exactly in binary: a sum of totals would differ from the
     # sum of the calls' costs.
     prices = {read_manifest(directory).model: Price(input=1 / 3, output=0.1)}

@@ -79,7 +79,7 @@ def test_recorded_finished_session_says_so(tmp_path: Path, version: int) -> None
     root = copy_recorded(f"v{version}-completed", tmp_path)
     result = cli("resume", "--last", "--yes", "--approve", root=root)
     assert result.returncode == 0, result.stderr
-    assert "already finished (completed)" in result.stderr
+    assert "already finished (completed)" in result.stdout
 
 
 @pytest.mark.parametrize("version", range(1, FORMAT_VERSION + 1))
@@ -235,8 +235,8 @@ def test_torn_last_line_is_cut_with_a_warning(killed_copy: Path) -> None:
         out.write(b'{"seq":%d,"t":1,"k":"turn_sta' % (last + 1))
     result = cli("resume", session_id, "--yes", "--approve", root=killed_copy)
     assert result.returncode == 0, result.stderr
-    assert "cut a torn tail" in result.stderr
-    assert f"seq {last + 1}" in result.stderr
+    assert "cut a torn tail" in result.stdout  # a warning: a line for people
+    assert f"seq {last + 1}" in result.stdout
 
 
 def test_unreadable_snapshot_falls_back_to_the_journal(tmp_path: Path) -> None:
@@ -325,8 +325,13 @@ def test_ctrl_c_stops_cleanly_and_resumes(tmp_path: Path) -> None:
             break
     _, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 130, stderr
-    assert b"resumable" in stderr
     session_id = only_session(root)
+    # Under --json the lines for people are on stderr: the summary ends them.
+    assert stderr.decode().splitlines()[-3:] == [
+        f"session {session_id} interrupted (Ctrl+C)",
+        f"  session  {root / session_id}",
+        f"  next     continue it with: orchestrator resume {session_id} --sessions-dir {root}",
+    ]
     directory = root / session_id
     assert read_manifest(directory).status == "interrupted"
     [result] = [
@@ -405,7 +410,8 @@ def test_sigterm_stops_cleanly_and_kills_running_commands(tmp_path: Path) -> Non
             break
     _, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 128 + signal.SIGTERM, stderr
-    assert b"terminated; session" in stderr
+    assert b" interrupted (terminated by a signal)\n" in stderr
+    assert b"next       continue it with: orchestrator resume " in stderr
     assert directory is not None
     assert started  # the shell, its sleep (and the sandbox's own processes, if any)
     assert all(gone_soon(pid) for pid in started)
@@ -544,7 +550,8 @@ def test_sighup_stops_a_run_like_sigterm(tmp_path: Path) -> None:
     proc.send_signal(signal.SIGHUP)
     _, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 128 + signal.SIGTERM, stderr
-    assert b"terminated; session" in stderr
+    assert b" interrupted (terminated by a signal)\n" in stderr
+    assert b"next       continue it with: orchestrator resume " in stderr
     assert started
     assert all(gone_soon(pid) for pid in started)
     assert read_manifest(root / only_session(root)).status == "interrupted"
