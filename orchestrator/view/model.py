@@ -63,6 +63,12 @@ if TYPE_CHECKING:
     from orchestrator.usage import Price
 
 WAITING_TOOLS = frozenset({"wait_tasks"})
+SESSION_EVENTS: frozenset[type] = frozenset(
+    {SessionStatusChanged, PlanSubmitted, PlanDecided, ReplanRequested, MessagePosted}
+    | {SettingsChosen, PermissionGranted, Notice}
+)
+"""The events of the session itself (`_session_event`): they make no agent appear. Told
+apart by their type before any `match`, which costs a test per case."""
 
 
 class ViewModel:
@@ -162,18 +168,20 @@ class ViewModel:
     def apply(self, event: Event | Record, *, at: float | None = None) -> None:
         """Change the model by one event (or one journal record), at time `at` (the
         clock's when not given)."""
-        now = self._at(at)
+        now = self._clock() if at is None else at
         if self.started is None:
             self.started = now
-        if not self._session_event(event, now):
-            agent = self._agent(event.agent, now)
+        if type(event) in SESSION_EVENTS:
+            self._session_event(event, now)
+        else:
+            agent = self.agents.get(event.agent) or self._agent(event.agent, now)
             if not self._conversation(agent, event):
                 self._team(agent, event, now)
             self._settle(agent, now)
         self.version += 1
 
-    def _session_event(self, event: Event | Record, now: float) -> bool:
-        """The session's own events (they make no agent appear); False for any other."""
+    def _session_event(self, event: Event | Record, now: float) -> None:
+        """The session's own events (`SESSION_EVENTS`)."""
         match event:
             case SessionStatusChanged(status=status, detail=detail):
                 self._session(status, detail, now)
@@ -189,23 +197,13 @@ class ViewModel:
                 self.plan = f"re-planning {plan_task}"
             case MessagePosted():
                 self._posted(event)  # mail flows; its sender may be the person (`user`)
-            case SettingsChosen() | PermissionGranted() | Notice():
-                pass  # nothing the view shows
             case _:
-                return False
-        return True
+                pass  # settings chosen, a permission granted, a notice: nothing shown
 
     def _conversation(self, agent: AgentView, event: Event | Record) -> bool:
-        """An agent's turns, model calls and tool calls; False for any other event."""
+        """An agent's turns, model calls and tool calls; False for any other event. (The
+        events of every model round first: the cases are tried in order.)"""
         match event:
-            case AgentStarted(role=role):
-                agent.kind = agent.kind or role
-                agent.phase = "running"
-            case TurnStarted():
-                agent.in_turn = agent.thinking = True
-                agent.phase = "running"
-            case TextStreamed():
-                agent.thinking = True
             case AssistantReplied(message=message, model=model):
                 self._replied(agent, message.tool_calls, message.usage, model)
             case ToolCallStarted(call=call):
@@ -213,11 +211,19 @@ class ViewModel:
                 agent.waiting_call = agent.waiting_call or call.name in WAITING_TOOLS
             case ToolCallFinished(ref=ref) | CallResult(ref=ref):
                 self._call_ended(agent, ref)
+            case UsageUpdated(context=context, usable=usable):
+                agent.context, agent.usable = context, usable or agent.usable
+            case TextStreamed():
+                agent.thinking = True
+            case AgentStarted(role=role):
+                agent.kind = agent.kind or role
+                agent.phase = "running"
+            case TurnStarted():
+                agent.in_turn = agent.thinking = True
+                agent.phase = "running"
             case ToolProgress(ref=ref, message=message, percent=percent):
                 done = f"{percent:.0f}% " if percent is not None else ""
                 agent.progress, agent.progress_ref = done + message, ref
-            case UsageUpdated(context=context, usable=usable):
-                agent.context, agent.usable = context, usable or agent.usable
             case TurnEnded():
                 agent.in_turn = agent.thinking = agent.waiting_call = False
                 agent.calls_open = 0
