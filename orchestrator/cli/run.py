@@ -157,7 +157,7 @@ async def _run_session(
             definitions = await trio.to_thread.run_sync(
                 functools.partial(agent_definitions, workspace, interactive=not args.yes)
             )
-        screen = screen_for(args, live, dict(config.prices), plan_only=plan_only)
+        screen = screen_for(args, live, config, plan_only=plan_only)
         approve, approve_for = approvers(args.yes, guarded.sandbox.describe(), screen.hold)
         tools = workspace_tools(guarded.env, guarded.sandbox)
         if approve is deny_all:
@@ -422,7 +422,7 @@ def demo(args: argparse.Namespace) -> int:
     note(f"demo workspace: {workspace}")
     note(f"session {session_id} (in {root})")
     if not args.no_crash:
-        screen = screen_for(run_args, None, dict(config.prices))
+        screen = screen_for(run_args, None, config)
         trio.run(_until_crash, screen, root, session_id, args.json)
         note(f"resuming session {session_id} from its journal")
     code = _run_kept(root, session_id, run_args, config, hint=args)
