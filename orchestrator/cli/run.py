@@ -10,6 +10,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,7 @@ from orchestrator.loop.plan import Plan, PlanError, check, parse_plan_json
 from orchestrator.loop.plan_markdown import parse_markdown, render
 from orchestrator.models.http import make_client
 from orchestrator.models.resolve import resolve_model
+from orchestrator.session import shown
 from orchestrator.session.listing import latest_session_id
 from orchestrator.session.live import LiveSession, create_session, open_session
 from orchestrator.session.shown import NONE, TASK_HEADER, table, task_rows
@@ -208,7 +210,7 @@ def _ended(
         note("tasks:")
         state = result.status if result is not None else "stopped"
         rows = task_rows(tasks, now_ms=time.time() * 1000)
-        for line in table((*TASK_HEADER, "WHAT"), [["main", state, NONE, "the session"], *rows]):
+        for line in table((*TASK_HEADER, "WHAT"), [_main_row(state, result), *rows]):
             note(line)
     for line in refused:
         note(line)
@@ -225,6 +227,17 @@ def _ended(
             note(f"continue it with: orchestrator resume {session_id}")
         return EXIT_CODES.get(result.status, EXIT_FAILED)
     return EXIT_OK
+
+
+def _main_row(state: str, result: RunResult | None) -> list[str]:
+    """The session's row of the final tree: how long since it was created, and the
+    tokens and cost of all its model calls."""
+    if result is None or result.session_dir is None:
+        return ["main", state, NONE, "the session"]
+    created = datetime.fromisoformat(read_manifest(result.session_dir).created)
+    spent = f"{shown.tokens(result.usage.total_tokens)} tokens · {shown.cost(result.cost)}"
+    took = shown.duration(time.time() - created.timestamp())
+    return ["main", state, took, f"the session · {spent}"]
 
 
 def _plan_settings(args: argparse.Namespace, hold: Hold = no_hold) -> dict[str, Any]:

@@ -148,12 +148,19 @@ class Screen:
         if self.view is None:
             yield
             return
-        async with trio.open_nursery() as nursery:
-            await nursery.start(self.view.run)
-            try:
-                yield
-            finally:
-                nursery.cancel_scope.cancel()
+        try:
+            async with trio.open_nursery() as nursery:
+                await nursery.start(self.view.run)
+                try:
+                    yield
+                finally:
+                    nursery.cancel_scope.cancel()
+        except BaseExceptionGroup as group:
+            # Ctrl+C or the run's error, grouped by the nursery: its callers expect it
+            # bare (a KeyboardInterrupt is one line, not a traceback).
+            if len(group.exceptions) == 1:
+                raise group.exceptions[0] from None
+            raise
 
 
 def fixed_clock(env: Mapping[str, str]) -> Callable[[], float] | None:

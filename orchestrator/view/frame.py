@@ -162,7 +162,7 @@ def lines(model: ViewModel, now: float, width: int) -> list[tuple[str, list[Span
     cells = [_cells(r) for r in table]
     widths = [max((len(c[i]) for c in cells), default=0) for i in range(len(_JUSTIFY))]
     found: list[tuple[str, list[Span]]] = [
-        (line[:width], [(0, width, "bold")]) for line in notes(model)
+        (_cut(line, width), [(0, width, "bold")]) for line in notes(model)
     ]
     for r, cell in zip(table, cells, strict=True):
         parts, spans, at = [], [], 0
@@ -180,7 +180,7 @@ def lines(model: ViewModel, now: float, width: int) -> list[tuple[str, list[Span
             style = "" if r.status in SETTLED else "italic"
             spans.append((len(line) + 2, len(line) + 2 + len(activity), style))
             line = f"{line}  {activity}".rstrip()
-        found.append((line[:width], spans))
+        found.append((_cut(line, width), spans))
     found += [(_cut(line, width), [(0, width, "dim")]) for line in footer(model)]
     found.append((_cut(model.status_line(now), width), [(0, width, "bold")]))
     return found
