@@ -1,6 +1,7 @@
 """The configuration file: providers, which model each agent role uses, prices, context
 windows, the limits of delegation (`[team]`) and of one session (`[session]`), and when
-and how an agent's context is compacted (`[compaction]`).
+and how an agent's context is compacted (`[compaction]`), and how the live view draws
+(`[view]`).
 
 A TOML file (see docs/configuration.md and docs/providers.md). It never holds an API
 key, only the *name* of the environment variable that does. Loading takes a path:
@@ -181,12 +182,20 @@ class CompactionConfig(_Strict, frozen=True):
     min_freed: float = Field(default=0.2, ge=0, lt=1)
 
 
+class ViewConfig(_Strict, frozen=True):
+    """`[view]`: the live view at a terminal (docs/live-view.md)."""
+
+    # Frames a second at most (`--fps` wins); `cli.options.FPS_RANGE` is the same range.
+    fps: float = Field(default=10.0, ge=1, le=60)
+
+
 class Config(_Strict, frozen=True):
     model: str | None = None
     shell: ShellConfig = Field(default_factory=ShellConfig)
     team: TeamConfig = Field(default_factory=TeamConfig)
     session: SessionConfig = Field(default_factory=SessionConfig)
     compaction: CompactionConfig = Field(default_factory=CompactionConfig)
+    view: ViewConfig = Field(default_factory=ViewConfig)
     providers: dict[str, ProviderConfig] = Field(default_factory=dict)
     agents: dict[str, AgentConfig] = Field(default_factory=dict)
     prices: dict[str, Price] = Field(default_factory=dict)

@@ -152,7 +152,7 @@ async def _chatting(
         make_client() as http,
     ):
         model = session_view(live.directory, prices=dict(config.prices))
-        view = ToolbarView(model, line.redraw)
+        view = ToolbarView(model, line.redraw, fps=getattr(args, "fps", None) or config.view.fps)
         line.toolbar = lambda: view.frame
         transcript = Focus(
             TranscriptSink(sys.stdout, color=True, todos_of=live.state.todo_list), live

@@ -57,6 +57,7 @@ def demo(args: argparse.Namespace) -> int:
         allow=[],
         json=args.json,
         plain=args.plain,
+        fps=args.fps,
         max_rounds=20,
         model=None,
         durability=Durability.BATCH.value,
@@ -78,7 +79,7 @@ def demo(args: argparse.Namespace) -> int:
     people.say(session_line(session_id, root, run_args, resuming=False))
     people.say(f"demo workspace: {workspace}")
     if not args.no_crash:
-        screen = screen_for(run_args, None, dict(config.prices), people=people)
+        screen = screen_for(run_args, None, config, people=people)
         trio.run(_until_crash, screen, root, session_id, args.json)
         people.say(f"resuming session {session_id} from its journal")
     # The summary names the workspace again, at the end.

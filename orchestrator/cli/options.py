@@ -23,6 +23,21 @@ def amount(text: str) -> float:
     return value
 
 
+FPS_RANGE = (1.0, 60.0)
+"""The live view's frames a second, least and most (`--fps`, `[view] fps`)."""
+
+
+def frame_rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    low, high = FPS_RANGE
+    if not low <= value <= high:
+        raise argparse.ArgumentTypeError(f"must be from {low:g} to {high:g} frames a second")
+    return value
+
+
 def command(text: str) -> str:
     if not text.strip():
         raise argparse.ArgumentTypeError("must not be blank")

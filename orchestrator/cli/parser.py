@@ -16,6 +16,7 @@ from orchestrator.cli.options import (
     command,
     config_option,
     count,
+    frame_rate,
     positive,
     sessions_option,
 )
@@ -105,6 +106,13 @@ def plain_option(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="at a terminal too, print the transcript alone, without the live view of the "
         "agents and tasks under it (as for a pipe; also ORCHESTRATOR_PLAIN=1 or NO_COLOR)",
+    )
+    parser.add_argument(
+        "--fps",
+        type=frame_rate,
+        default=None,
+        metavar="N",
+        help="the live view's frames a second at most, from 1 to 60 (default: [view] fps, else 10)",
     )
 
 
@@ -396,9 +404,9 @@ def _add_config_parser(commands: Any) -> None:
     actions.required = True
     show = actions.add_parser(
         "show",
-        help="every setting of [session], [team] and [compaction], the model, and where "
-        "each comes from",
-        description="Print the effective value of every [session], [team] and [compaction] "
+        help="every setting of [session], [team], [compaction] and [view], the model, and "
+        "where each comes from",
+        description="Print the effective value of every [session], [team], [compaction], [view] "
         "key, the model "
         "and each role's model, and the layer that set it: the user's config file, the "
         "project's .orchestrator/config.toml in the workspace, --config FILE or "

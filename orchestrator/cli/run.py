@@ -11,6 +11,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,7 @@ from orchestrator.loop.plan import Plan, PlanError, check, parse_plan_json
 from orchestrator.loop.plan_markdown import parse_markdown, render
 from orchestrator.models.http import make_client
 from orchestrator.models.resolve import resolve_model
+from orchestrator.session import shown
 from orchestrator.session.listing import latest_session_id
 from orchestrator.session.live import LiveSession, create_session, open_session
 from orchestrator.session.shown import NONE, TASK_HEADER, table, task_rows
@@ -164,7 +166,7 @@ async def _run_session(
         make_client() as http,
     ):
         workspace = live.manifest.workspace_path(directory)
-        screen = screen_for(args, live, dict(config.prices), plan_only=plan_only, people=people)
+        screen = screen_for(args, live, config, plan_only=plan_only, people=people)
         settings = await run_settings(
             live,
             args,
@@ -282,7 +284,7 @@ def _ended(
         say("tasks:")
         state = result.status if result is not None else "stopped"
         rows = task_rows(tasks, now_ms=time.time() * 1000)
-        for line in table((*TASK_HEADER, "WHAT"), [["main", state, NONE, "the session"], *rows]):
+        for line in table((*TASK_HEADER, "WHAT"), [_main_row(state, result), *rows]):
             say(line)
     for line in refused:
         say(line)
@@ -298,6 +300,17 @@ def _ended(
     for line in ending:
         say(line)
     return code
+
+
+def _main_row(state: str, result: RunResult | None) -> list[str]:
+    """The session's row of the final tree: how long since it was created, and the
+    tokens and cost of all its model calls."""
+    if result is None or result.session_dir is None:
+        return ["main", state, NONE, "the session"]
+    created = datetime.fromisoformat(read_manifest(result.session_dir).created)
+    spent = f"{shown.tokens(result.usage.total_tokens)} tokens · {shown.cost(result.cost)}"
+    took = shown.duration(time.time() - created.timestamp())
+    return ["main", state, took, f"the session · {spent}"]
 
 
 def _plan_settings(

@@ -12,6 +12,11 @@ the view goes on below the answer. An agent asked about a call shows as needing 
 
 While a screen is `shown()`, the command's lines for people (`cli/out.py`) go through
 its transcript: in order with it, and above the live view's frame.
+
+It draws at most `--fps` frames a second, else `[view] fps`, else 10. For tests only,
+`ORCHESTRATOR_FIXED_CLOCK=<seconds since the epoch>` stops the view's clock there: every
+event and journal record is applied at that time, so elapsed times and spinners, and so
+the screens, are the same at every run.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import argparse
 import io
 import os
 import sys
+import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager, nullcontext
 from pathlib import Path
@@ -29,9 +35,11 @@ import trio
 
 from orchestrator.cli.out import People
 from orchestrator.cli.render import JsonLinesSink, TranscriptSink
+from orchestrator.errors import ConfigError
 from orchestrator.state.events import EventSink, FanOut
 
 if TYPE_CHECKING:
+    from orchestrator.config import Config
     from orchestrator.loop.todos import TodoList
     from orchestrator.session.live import LiveSession
     from orchestrator.usage import Price
@@ -41,7 +49,7 @@ if TYPE_CHECKING:
 def screen_for(
     args: argparse.Namespace,
     live: LiveSession | None,
-    prices: Mapping[str, Price],
+    config: Config,
     *,
     plan_only: bool = False,
     people: People | None = None,
@@ -55,8 +63,10 @@ def screen_for(
     if not plan_only and live_view_wanted(plain=plain, json_mode=args.json):
         screen = live_screen(
             directory=live.directory if live is not None else None,
-            prices=prices,
+            prices=dict(config.prices),
             todos_of=live.state.todo_list if live is not None else None,
+            fps=getattr(args, "fps", None) or config.view.fps,
+            clock=fixed_clock(os.environ),
         )
         screen.people = people
         return screen
@@ -159,12 +169,33 @@ class Screen:
             if self.view is None:
                 yield
                 return
-            async with trio.open_nursery() as nursery:
-                await nursery.start(self.view.run)
-                try:
-                    yield
-                finally:
-                    nursery.cancel_scope.cancel()
+            try:
+                async with trio.open_nursery() as nursery:
+                    await nursery.start(self.view.run)
+                    try:
+                        yield
+                    finally:
+                        nursery.cancel_scope.cancel()
+            except BaseExceptionGroup as group:
+                # Ctrl+C or the run's error, grouped by the nursery: its callers expect it
+                # bare (a KeyboardInterrupt is one line, not a traceback).
+                if len(group.exceptions) == 1:
+                    raise group.exceptions[0] from None
+                raise
+
+
+def fixed_clock(env: Mapping[str, str]) -> Callable[[], float] | None:
+    """The view's clock stopped at `ORCHESTRATOR_FIXED_CLOCK` (tests only), None without."""
+    text = env.get("ORCHESTRATOR_FIXED_CLOCK")
+    if not text:
+        return None
+    try:
+        at = float(text)
+    except ValueError:
+        raise ConfigError(
+            f"ORCHESTRATOR_FIXED_CLOCK={text!r}: not a time (seconds since the epoch)"
+        ) from None
+    return lambda: at
 
 
 def live_screen(
@@ -173,21 +204,25 @@ def live_screen(
     prices: Mapping[str, Price] | None = None,
     todos_of: Callable[[str], TodoList] | None = None,
     out: TextIO | None = None,
+    fps: float = 10.0,
+    clock: Callable[[], float] | None = None,
 ) -> Screen:
     """The live view on `out` (standard output when None), its model seeded from the
     session's journal in `directory` (a resumed session shows its whole tree), with
-    today's transcript above it."""
+    today's transcript above it. `clock`: the model's (a fixed one applies the journal's
+    records at its time, not at the times they were written)."""
     from rich.console import Console
 
-    from orchestrator.view.history import session_view
+    from orchestrator.view.history import journal_events, session_view
     from orchestrator.view.live import LiveView
     from orchestrator.view.model import ViewModel
 
-    model = (
-        session_view(directory, prices=prices)
-        if directory is not None
-        else ViewModel(prices=prices)
-    )
-    view = LiveView(model, Console(file=out), fps=10)
+    if directory is not None and clock is None:
+        model = session_view(directory, prices=prices)
+    else:
+        model = ViewModel(prices=prices, clock=clock or time.time)
+        for _, record in journal_events(directory) if directory is not None else ():
+            model.apply(record)
+    view = LiveView(model, Console(file=out), fps=fps)
     transcript = TranscriptSink(_Above(view), color=True, todos_of=todos_of)
     return Screen(FanOut([view, transcript]), view, transcript=transcript)

@@ -204,7 +204,7 @@ def _narrows(key: Key, value: Any, merged: Leaves) -> bool:
     match key:
         case ("session", "serial"):
             return value is True
-        case ("session", "continuation_note"):
+        case ("session", "continuation_note") | ("view", "fps"):
             return True
         case ("session", "verify"):
             return set(value) <= set(base or ())

@@ -1,7 +1,8 @@
 """The live view of a session: a model of its agents and tasks folded from events
-(`ViewModel`), frames drawn from that model (rich, or plain text), and a sink that
-redraws a terminal at a bounded frame rate (`LiveView`). Not yet wired into the
-command line (docs/live-view.md). Lazily imported: rich is loaded only by the frames.
+(`ViewModel`), frames drawn from that model (plain text, SGR-coloured lines, or rich),
+and a sink that redraws a terminal at a bounded frame rate (`LiveView`), shown by the
+command line's `cli/screen.py` (docs/live-view.md). Lazily imported: rich is loaded
+only by the frames and the sink.
 """
 
 from __future__ import annotations

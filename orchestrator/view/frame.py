@@ -3,10 +3,12 @@ the state of each, what it does, its model, how full its context is, its tokens 
 with its subtree's, how long it has run), the session's plan and compactions, the last
 mail, the latest verdict and the status line.
 
-`rows` is the tree as plain strings (each made one safe line: `text.label`); `plain_frame`
-lays them out as text without markup (for tests and pipes), `rich_frame` as a rich
-renderable with a spinner for the agents that think. Both take `now`, so a fixed clock
-gives the same frame every time. rich is imported by `rich_frame` only.
+`rows` is the tree as plain strings (each made one safe line: `text.label`); `lines` lays
+them out, each line with the spans a coloured frame styles; `plain_frame` is that text
+without markup (for tests and pipes), `terminal_lines` the same coloured with SGR codes
+(what the live view writes), `rich_frame` a rich renderable. All take `now`, so a fixed
+clock gives the same frame every time, spinner included. rich is imported only for a
+line with characters wider than one column, and by `rich_frame`.
 """
 
 from __future__ import annotations
@@ -160,7 +162,7 @@ def lines(model: ViewModel, now: float, width: int) -> list[tuple[str, list[Span
     cells = [_cells(r) for r in table]
     widths = [max((len(c[i]) for c in cells), default=0) for i in range(len(_JUSTIFY))]
     found: list[tuple[str, list[Span]]] = [
-        (line[:width], [(0, width, "bold")]) for line in notes(model)
+        (_cut(line, width), [(0, width, "bold")]) for line in notes(model)
     ]
     for r, cell in zip(table, cells, strict=True):
         parts, spans, at = [], [], 0
@@ -178,7 +180,7 @@ def lines(model: ViewModel, now: float, width: int) -> list[tuple[str, list[Span
             style = "" if r.status in SETTLED else "italic"
             spans.append((len(line) + 2, len(line) + 2 + len(activity), style))
             line = f"{line}  {activity}".rstrip()
-        found.append((line[:width], spans))
+        found.append((_cut(line, width), spans))
     found += [(_cut(line, width), [(0, width, "dim")]) for line in footer(model)]
     found.append((_cut(model.status_line(now), width), [(0, width, "bold")]))
     return found
@@ -210,6 +212,42 @@ def _cells(r: Row) -> list[str]:
 
 def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+
+
+SGR = {"bold": "1", "dim": "2", "italic": "3", "red": "31", "green": "32", "yellow": "33",
+       "cyan": "36"}  # fmt: skip
+"""The SGR parameter of each word of the frames' styles."""
+
+
+def terminal_lines(model: ViewModel, now: float, width: int, *, color: bool = True) -> list[str]:
+    """The frame's lines for a terminal, each at most `width` columns, coloured with SGR
+    codes when `color` (each styled part reset after itself)."""
+    found = []
+    for line, spans in lines(model, now, width):
+        if not line.isascii():
+            line = _fit(line, width)
+        found.append(_coloured(line, spans) if color else line)
+    return found
+
+
+def _fit(line: str, width: int) -> str:
+    """`line` cut to `width` columns (a wide character takes two)."""
+    from rich.cells import cell_len, set_cell_size
+
+    return line if cell_len(line) <= width else set_cell_size(line, width)
+
+
+def _coloured(line: str, spans: list[Span]) -> str:
+    parts, at = [], 0
+    for start, end, style in spans:
+        end = min(end, len(line))
+        if not style or start < at or start >= end:
+            continue
+        codes = ";".join(SGR[word] for word in style.split())
+        parts += [line[at:start], f"\x1b[{codes}m", line[start:end], "\x1b[0m"]
+        at = end
+    parts.append(line[at:])
+    return "".join(parts)
 
 
 def rich_frame(model: ViewModel, now: float) -> RenderableType:

@@ -55,7 +55,6 @@ from orchestrator.view.parts import (
     Status,
     Totals,
     Verdict,
-    call_line,
     pricing,
 )
 
@@ -63,6 +62,16 @@ if TYPE_CHECKING:
     from orchestrator.usage import Price
 
 WAITING_TOOLS = frozenset({"wait_tasks"})
+SESSION_EVENTS: frozenset[type] = frozenset(
+    {SessionStatusChanged, PlanSubmitted, PlanDecided, ReplanRequested, MessagePosted}
+    | {SettingsChosen, PermissionGranted, Notice}
+)
+"""The events of the session itself (`_session_event`): they make no agent appear. Told
+apart by their type before any `match`, which costs a test per case."""
+ROUND_EVENTS: frozenset[type] = frozenset(
+    {AssistantReplied, ToolCallStarted, ToolCallFinished, CallResult, UsageUpdated}
+)
+"""The events of every model round (`_round`): most of a session's."""
 
 
 class ViewModel:
@@ -162,18 +171,25 @@ class ViewModel:
     def apply(self, event: Event | Record, *, at: float | None = None) -> None:
         """Change the model by one event (or one journal record), at time `at` (the
         clock's when not given)."""
-        now = self._at(at)
+        kind = type(event)
+        if kind in ROUND_EVENTS and (agent := self.agents.get(event.agent)) is not None:
+            self._round(agent, event)  # (no time: an agent already there, not settling)
+            self.version += 1
+            return
+        now = self._clock() if at is None else at
         if self.started is None:
             self.started = now
-        if not self._session_event(event, now):
-            agent = self._agent(event.agent, now)
+        if kind in SESSION_EVENTS:
+            self._session_event(event, now)
+        else:
+            agent = self.agents.get(event.agent) or self._agent(event.agent, now)
             if not self._conversation(agent, event):
                 self._team(agent, event, now)
             self._settle(agent, now)
         self.version += 1
 
-    def _session_event(self, event: Event | Record, now: float) -> bool:
-        """The session's own events (they make no agent appear); False for any other."""
+    def _session_event(self, event: Event | Record, now: float) -> None:
+        """The session's own events (`SESSION_EVENTS`)."""
         match event:
             case SessionStatusChanged(status=status, detail=detail):
                 self._session(status, detail, now)
@@ -189,35 +205,42 @@ class ViewModel:
                 self.plan = f"re-planning {plan_task}"
             case MessagePosted():
                 self._posted(event)  # mail flows; its sender may be the person (`user`)
-            case SettingsChosen() | PermissionGranted() | Notice():
-                pass  # nothing the view shows
+            case _:
+                pass  # settings chosen, a permission granted, a notice: nothing shown
+
+    def _round(self, agent: AgentView, event: Event | Record) -> bool:
+        """The events of every model round (`ROUND_EVENTS`); False for any other. They
+        settle no agent, so they need no time: the fold's hot path."""
+        match event:
+            case AssistantReplied(message=message, model=model):
+                self._replied(agent, message.tool_calls, message.usage, model)
+            case ToolCallStarted(call=call):
+                agent.last_call = call
+                agent.waiting_call = agent.waiting_call or call.name in WAITING_TOOLS
+            case ToolCallFinished(ref=ref) | CallResult(ref=ref):
+                self._call_ended(agent, ref)
+            case UsageUpdated(context=context, usable=usable):
+                agent.context, agent.usable = context, usable or agent.usable
             case _:
                 return False
         return True
 
     def _conversation(self, agent: AgentView, event: Event | Record) -> bool:
         """An agent's turns, model calls and tool calls; False for any other event."""
+        if self._round(agent, event):
+            return True
         match event:
+            case TextStreamed():
+                agent.thinking = True
             case AgentStarted(role=role):
                 agent.kind = agent.kind or role
                 agent.phase = "running"
             case TurnStarted():
                 agent.in_turn = agent.thinking = True
                 agent.phase = "running"
-            case TextStreamed():
-                agent.thinking = True
-            case AssistantReplied(message=message, model=model):
-                self._replied(agent, message.tool_calls, message.usage, model)
-            case ToolCallStarted(call=call):
-                agent.last_call = call_line(call)
-                agent.waiting_call = agent.waiting_call or call.name in WAITING_TOOLS
-            case ToolCallFinished(ref=ref) | CallResult(ref=ref):
-                self._call_ended(agent, ref)
             case ToolProgress(ref=ref, message=message, percent=percent):
                 done = f"{percent:.0f}% " if percent is not None else ""
                 agent.progress, agent.progress_ref = done + message, ref
-            case UsageUpdated(context=context, usable=usable):
-                agent.context, agent.usable = context, usable or agent.usable
             case TurnEnded():
                 agent.in_turn = agent.thinking = agent.waiting_call = False
                 agent.calls_open = 0
@@ -267,7 +290,7 @@ class ViewModel:
         agent.calls_open = len(calls)
         agent.waiting_call = any(c.name in WAITING_TOOLS for c in calls)
         if calls:
-            agent.last_call = call_line(calls[-1])
+            agent.last_call = calls[-1]
 
     def _call_ended(self, agent: AgentView, ref: str) -> None:
         if agent.progress_ref == ref:

@@ -130,7 +130,7 @@ class AgentView:
     todos: TodoList = field(default_factory=TodoList)
     progress: str = ""  # the latest progress it reported (a task's, or a tool's)
     progress_ref: str = ""  # the call whose progress that is ("" for a task's own)
-    last_call: str = ""  # its latest tool call, as `name args`
+    last_call: ToolCall | None = None  # its latest tool call
     question: str = ""  # what it asks, or why it is blocked
     outcome: str = ""  # how it ended: its completion's summary, why it failed
     blocked: bool = False  # the question is a block (`report_blocked`), not a decision
@@ -171,7 +171,9 @@ class AgentView:
         current = self.todos.current()
         if current is not None and status not in SETTLED:
             return current.active_form or current.content
-        return self.progress or self.last_call
+        if self.progress or self.last_call is None:
+            return self.progress
+        return call_line(self.last_call)
 
     @property
     def context_share(self) -> float | None:

@@ -52,13 +52,13 @@ def test_a_goal_an_approval_a_follow_up_and_the_commands(
         ],
     )
     t = start(chat, tmp_path, "-m", model)
-    t.wait_for("goal›")
+    t.see("goal›")
     assert "What should the agents do?" in t.text()
     t.type(b"write a.txt\r")
     # The question above the input line; the view under it shows main needing input.
-    t.wait_for("answer›")
-    t.wait_for("Allow? [y]es")
-    t.wait_for("needs input")
+    t.see("answer›")
+    t.see("Allow? [y]es")
+    t.see("needs input")
     lines = t.lines()
     question = lines.index("write_file wants to write a.txt (6 bytes, 1 lines):")
     assert lines[question + 1] == "  │ hello"
@@ -67,21 +67,21 @@ def test_a_goal_an_approval_a_follow_up_and_the_commands(
     assert asking.endswith("approve? write_file")
     assert lines[-1].startswith("1 needs input · ")
     t.type(b"y\r")
-    t.wait_for("— completed")
+    t.see("— completed")
     assert (tmp_path / "ws" / "a.txt").read_text() == "hello\n"
     assert "answer› y" in t.lines()
-    t.wait_for("1 done · ")  # the status line, under the input line
+    t.see("1 done · ")  # the status line, under the input line
     t.type(b"thanks, anything else?\r")
-    t.wait_for("Seen your follow-up.")
-    t.wait_for("✉ m1 instruction user → main: thanks, anything else?")
+    t.see("Seen your follow-up.")
+    t.see("✉ m1 instruction user → main: thanks, anything else?")
     t.type(b"/tasks\r")
-    t.wait_for("◆ main completed")
+    t.see("◆ main completed")
     t.type(b"/frob\r")
-    t.wait_for("unknown command /frob; /help lists them")
+    t.see("unknown command /frob; /help lists them")
     t.type(b"\x03")
-    t.wait_for("Ctrl+C again (or /quit) to leave")
+    t.see("Ctrl+C again (or /quit) to leave")
     t.type(b"\x03")
-    assert t.wait_exit() == 0
+    assert t.finish() == 0
     assert "resume it with: orchestrator chat --resume " in t.text()
 
 
@@ -91,12 +91,12 @@ def test_ctrl_c_stops_a_running_turn_and_the_session_resumes_in_chat(
     slow = {"name": "shell", "arguments": {"command": "sleep 60"}}
     model = script(tmp_path, [{"text": "Waiting.", "tool_calls": [slow]}, {"text": "Back."}])
     t = start(chat, tmp_path, "wait a minute", "-m", model, "--yes")
-    t.wait_for("→ shell command='sleep 60'")
-    t.wait_for("1 running · ")
+    t.see("→ shell command='sleep 60'")
+    t.see("1 running · ")
     t.type(b"\x03")
-    t.wait_for("turn stopped; the session is interrupted")
+    t.see("turn stopped; the session is interrupted")
     t.type(b"/quit\r")
-    assert t.wait_exit() == 130
+    assert t.finish() == 130
     [session] = [p.name for p in (tmp_path / "s").iterdir() if p.is_dir()]
     assert f"orchestrator chat --resume {session}" in t.text()
     # Talk to it again: the interrupted call is reported, the main agent goes on.
@@ -105,26 +105,26 @@ def test_ctrl_c_stops_a_running_turn_and_the_session_resumes_in_chat(
         cwd=ROOT,
     )
     chat.append(again)
-    again.wait_for(f"chatting in session {session}")
-    again.wait_for("Back.")
-    again.wait_for("— completed")
+    again.see(f"chatting in session {session}")
+    again.see("Back.")
+    again.see("— completed")
     again.type(b"/quit\r")
-    assert again.wait_exit() == 0
+    assert again.finish() == 0
 
 
 def test_a_resize_lays_the_view_out_at_the_new_width(tmp_path: Path, chat: list[Terminal]) -> None:
     model = script(tmp_path, [{"text": "Done at once."}])
     t = start(chat, tmp_path, "say it", "-m", model, cols=120)
-    t.wait_for("— completed")
-    t.wait_for("1 done · ")
+    t.see("— completed")
+    t.see("1 done · ")
     t.resize(60, 30)
     t.type(b"/help\r")  # something printed after the resize
-    t.wait_for("/todos add TEXT")
+    t.see("/todos add TEXT")
 
     def laid_out(lines: list[str]) -> bool:  # cut to the new width, less one column
         rows = [line for line in lines if line.startswith("✓ main main")]
         return len(rows) == 1 and len(rows[0]) < 60
 
-    t.wait_until(laid_out, "main's row at the new width", timeout=10)
+    t.see_that(laid_out, "main's row at the new width", timeout=10)
     t.type(b"/quit\r")
-    assert t.wait_exit() == 0
+    assert t.finish() == 0

@@ -455,6 +455,40 @@ def test_a_bad_compaction_key_names_itself(setup: Setup, line: str, message: str
         setup.load()
 
 
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("fps = 0.5", "view.fps: Input should be greater than or equal to 1"),
+        ("fps = 61", "view.fps: Input should be less than or equal to 60"),
+        ("rate = 5", "view.rate: Extra inputs are not permitted"),
+    ],
+)
+def test_a_bad_view_key_names_itself(setup: Setup, line: str, message: str) -> None:
+    setup.write(setup.user, f"[view]\n{line}\n")
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        setup.load()
+
+
+def test_a_project_sets_the_frame_rate_without_trust(setup: Setup) -> None:
+    setup.write(setup.project, "[view]\nfps = 4\n")
+    config, sources = setup.load()
+    assert config.view.fps == 4
+    assert sources["view.fps"] == f"project config {setup.project}"
+
+
+@pytest.mark.parametrize("command", ["run", "resume", "execute", "demo"])
+def test_the_fps_flag_is_checked_as_it_is_read(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    given = {"run": ["goal"], "resume": ["ID"], "execute": ["plan.json"], "demo": []}[command]
+    parser = build_parser()
+    assert parser.parse_args([command, *given, "--fps", "2.5"]).fps == 2.5
+    assert parser.parse_args([command, *given]).fps is None  # then [view] fps
+    with pytest.raises(SystemExit):
+        parser.parse_args([command, *given, "--fps", "0"])
+    assert "--fps: must be from 1 to 60 frames a second" in capsys.readouterr().err
+
+
 def test_a_run_journals_the_compaction_settings_its_config_gives(
     setup: Setup, tmp_path: Path
 ) -> None:
@@ -559,6 +593,7 @@ def test_config_show_prints_every_setting_and_its_source(setup: Setup) -> None:
         ["compaction.keep_recent", "8000", "default"],
         ["compaction.keep_outputs", "20000", "default"],
         ["compaction.min_freed", "0.2", "default"],
+        ["view.fps", "10.0", "default"],
         ["agents.planner.model", '"openai:gpt-4.1"', user],
         ["2", "setting(s)", rows[-1][2]],
     ]
@@ -584,6 +619,7 @@ def test_config_show_json(setup: Setup) -> None:
         | {f"session.{k}" for k in SessionConfig.model_fields}
         | {f"team.{k}" for k in TEAM_DEFAULTS}
         | {f"compaction.{k}" for k in CompactionConfig.model_fields}
+        | {"view.fps"}
     )
 
 

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import io
 
+import pytest
 import trio
 from rich.console import Console
 
 from orchestrator.state.events import AgentStarted, SessionStatusChanged, ToolProgress
+from orchestrator.state.tasks import TaskCreated
 from orchestrator.view import ViewModel, open_live_view
 
 
@@ -23,20 +25,21 @@ def progress(n: int) -> ToolProgress:
     return ToolProgress(agent="main", ref="1.0", tool="fetch", message=f"page {n}")
 
 
+@pytest.mark.parametrize("fps", [10, 4, 30])
 async def test_a_burst_of_a_thousand_events_makes_a_bounded_number_of_frames(
-    autojump_clock: trio.testing.MockClock,
+    autojump_clock: trio.testing.MockClock, fps: int
 ) -> None:
     model = ViewModel(clock=trio.current_time)
     screen, out = console()
-    async with open_live_view(model, screen, fps=10) as view:
+    async with open_live_view(model, screen, fps=fps) as view:
         await view.emit(AgentStarted(agent="main", role="main", messages=()))
         for n in range(1000):  # a thousand events over one second
             await view.emit(progress(n))
             await trio.sleep(0.001)
         during = view.frames
-        await trio.sleep(0.101)  # (a frame at most an interval after the last change)
+        await trio.sleep(1 / fps + 0.001)  # (a frame at most an interval after the last change)
         assert view.drawn == model.version  # the last change is on the screen
-    assert 2 <= during <= 12  # about one frame a tenth of a second, not one an event
+    assert fps // 2 <= during <= fps + 2  # about `fps` frames in the second, not one an event
     assert "page 999" in out.getvalue()
 
 
@@ -85,3 +88,41 @@ async def test_the_view_redraws_while_the_session_runs_and_stops_after(
         await trio.sleep(60)
         assert view.frames == ended  # nothing changes once it ended
     assert "1 done" in out.getvalue()
+
+
+async def test_a_frame_taller_than_the_terminal_keeps_its_top_and_its_status_line(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    model = ViewModel(clock=trio.current_time)
+    out = io.StringIO()
+    screen = Console(file=out, force_terminal=True, width=80, height=6, color_system=None)
+    async with open_live_view(model, screen, fps=10, tick=60) as view:
+        await view.emit(AgentStarted(agent="main", role="main", messages=()))
+        for n in range(1, 9):
+            task = TaskCreated(agent="main", task=f"t{n}", agent_type="worker", description="")
+            await view.emit(task)
+    last = out.getvalue().rsplit("\x1b[J", 1)[1].removesuffix("\x1b[?25h").split("\n")
+    assert len(last) == 6  # five lines, the cursor on the sixth
+    assert last[0].startswith("● main main")
+    assert last[1].startswith("├─ ◌ t1 worker")
+    assert last[3] == "… 6 more lines"
+    assert last[4].startswith("1 running · 8 waiting · ")
+
+
+async def test_a_console_that_is_no_terminal_gets_the_lines_above_and_the_last_frame(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    model = ViewModel(clock=trio.current_time)
+    out = io.StringIO()
+    screen = Console(file=out, width=80)  # a file: no cursor moves, no colours
+    async with open_live_view(model, screen, fps=10) as view:
+        await view.emit(AgentStarted(agent="main", role="main", messages=()))
+        view.print_above("first")
+        await trio.sleep(1)
+        assert out.getvalue() == "first\n"  # no frame drawn while it runs
+        view.print_above("second")
+    assert "\x1b" not in out.getvalue()
+    first, second, frame, status = out.getvalue().splitlines()
+    assert (first, second) == ("first", "second")
+    assert frame.startswith("● main main  running")
+    assert status.startswith("1 running · ")
