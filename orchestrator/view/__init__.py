@@ -1,7 +1,8 @@
 """The live view of a session: a model of its agents and tasks folded from events
 (`ViewModel`), frames drawn from that model (rich, or plain text), and a sink that
-redraws a terminal at a bounded frame rate (`LiveView`). Not yet wired into the
-command line (docs/live-view.md). Lazily imported: rich is loaded only by the frames.
+redraws a terminal at a bounded frame rate (`LiveView`); a session's journal followed as
+another process writes it, or replayed at a chosen speed (`follow_journal`, `Pace`).
+Lazily imported: rich is loaded only by the frames.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING
 from orchestrator._face import lazy
 
 if TYPE_CHECKING:
+    from orchestrator.view.follow import JournalEntry, Pace, RecordEvents, follow_journal
     from orchestrator.view.frame import Row, plain_frame, rich_frame, rows
     from orchestrator.view.history import journal_events, session_view
     from orchestrator.view.live import LiveView, open_live_view
@@ -19,13 +21,17 @@ if TYPE_CHECKING:
 
 _HOMES = {
     "AgentView": "parts",
+    "JournalEntry": "follow",
     "LiveView": "live",
     "MailLine": "parts",
+    "Pace": "follow",
+    "RecordEvents": "follow",
     "Row": "frame",
     "Status": "parts",
     "Totals": "parts",
     "Verdict": "parts",
     "ViewModel": "model",
+    "follow_journal": "follow",
     "journal_events": "history",
     "open_live_view": "live",
     "plain_frame": "frame",
@@ -36,13 +42,17 @@ _HOMES = {
 
 __all__ = [
     "AgentView",
+    "JournalEntry",
     "LiveView",
     "MailLine",
+    "Pace",
+    "RecordEvents",
     "Row",
     "Status",
     "Totals",
     "Verdict",
     "ViewModel",
+    "follow_journal",
     "journal_events",
     "open_live_view",
     "plain_frame",
