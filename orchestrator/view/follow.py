@@ -217,8 +217,7 @@ class RecordEvents:
             status=record.status,
             content=record.content,
             changed=record.changed,
-            ref=ref,
-        )
+        )  # (without its ref, as a run emits it: the ref is the event's)
         finished = ToolCallFinished(
             agent=record.agent, ref=ref, result=result, delivers=record.delivers
         )
