@@ -19,6 +19,7 @@ import argparse
 import contextlib
 import signal
 import sys
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -77,7 +78,7 @@ def watch(
     _note(f"watching session {session_id} ({how}); Ctrl+C stops watching")
     prices = load_prices()
     try:
-        watched = trio.run(_watch, directory, session_id, args, prices, speed)
+        watched = trio.run(_watch, directory, session_id, args, prices, speed, live)
     except KeyboardInterrupt:  # before the watch listened for it
         watched = Watched(interrupted=True)
     except BaseExceptionGroup as group:
@@ -103,9 +104,11 @@ async def _watch(
     args: argparse.Namespace,
     prices: Mapping[str, Price],
     speed: float,
+    live: bool,
 ) -> Watched:
     pace = Pace(speed)
-    screen, json_lines = _screen(args, prices, pace, session_id)
+    clock = _Clock(time.time if live else pace.now)
+    screen, json_lines = _screen(args, prices, clock, session_id)
     told = RecordEvents()
     watched = Watched()
     with trio.open_signal_receiver(signal.SIGINT) as signals:
@@ -123,11 +126,13 @@ async def _watch(
             ):
                 async for entry in entries:
                     await pace.until(entry.time)
+                    clock.showing = entry.time
                     for seq, event in told.of(entry.seq, entry.record):
                         if json_lines is not None:
                             json_lines.write(event, seq, entry.time)
                         else:
                             await screen.sink.emit(event)
+                    clock.showing = None
                     if isinstance(entry.record, SessionStatusChanged):
                         watched.status = entry.record.status
                         watched.detail = entry.record.detail
@@ -135,8 +140,21 @@ async def _watch(
     return watched
 
 
+class _Clock:
+    """The live view's clock: while a record is shown, the time it was written (the
+    view applies each event at its clock's time); between two, the replay's time, or
+    the wall's for a session followed as it runs."""
+
+    def __init__(self, between: Callable[[], float]) -> None:
+        self.between = between
+        self.showing: float | None = None
+
+    def __call__(self) -> float:
+        return self.between() if self.showing is None else self.showing
+
+
 def _screen(
-    args: argparse.Namespace, prices: Mapping[str, Price], pace: Pace, session_id: str
+    args: argparse.Namespace, prices: Mapping[str, Price], clock: _Clock, session_id: str
 ) -> tuple[Screen, JsonLines | None]:
     """The live view at a terminal (its model's clock the replay's), else the plain
     transcript, or JSON lines."""
@@ -146,9 +164,9 @@ def _screen(
         return Screen(TranscriptSink()), None
     screen = live_screen(prices=prices)
     assert screen.view is not None
-    # The view's own model (a new one) applies each event at its clock's time: the
-    # replay's, so that a record shows at the time it was written.
-    screen.view.model = ViewModel(prices=prices, clock=pace.now)
+    # A model of the watch's own: its clock (`_Clock`) makes each record count from the
+    # time it was written, which the model `live_screen` makes would take for now.
+    screen.view.model = ViewModel(prices=prices, clock=clock)
     return screen, None
 
 

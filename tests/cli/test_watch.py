@@ -11,14 +11,19 @@ writes to it: it is slow exactly as long as the test needs, with no sleep anywhe
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
+import pty
 import re
 import select
 import shutil
 import signal
+import struct
 import subprocess
 import sys
+import termios
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,11 +31,12 @@ from pathlib import Path
 from typing import IO
 
 import orjson
+import pyte
 import pytest
 
 from orchestrator.layout import JOURNAL, LOCK
 from orchestrator.store import SessionLock
-from tests.cli.test_live_terminal import run_on_screen
+from tests.cli.test_live_terminal import COLS, ROWS, run_on_screen
 
 ROOT = Path(__file__).parents[2]
 HELLO = f"scripted:{ROOT / 'examples' / 'hello-script.json'}"
@@ -296,3 +302,49 @@ def test_at_a_terminal_the_replay_ends_on_the_live_views_last_frame(
     [status] = [line for line in lines if line.startswith("1 done · ")]
     assert lines.index(status) > lines.index(main)
     assert lines[lines.index(status) + 1] == f"session {session_id} completed"
+
+
+def test_at_a_terminal_a_running_session_is_drawn_running_then_done(tmp_path: Path) -> None:
+    with waiting_run(tmp_path) as (run, session_id, fifo):
+        master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLS, 0, 0))
+        env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "ORCHESTRATOR_PLAIN")}
+        watch = subprocess.Popen(
+            [sys.executable, "-m", "orchestrator", "sessions", "watch", session_id],
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            env={**env, "TERM": "xterm-256color", "ORCHESTRATOR_SESSIONS_DIR": str(tmp_path / "s")},
+        )
+        os.close(slave)
+        screen = pyte.Screen(COLS, ROWS)
+        stream = pyte.ByteStream(screen)
+
+        def shown_until(text: str) -> list[str]:
+            deadline = time.monotonic() + DEADLINE
+            while time.monotonic() < deadline:
+                lines = [line.rstrip() for line in screen.display]
+                if any(text in line for line in lines):
+                    return lines
+                ready, _, _ = select.select([master], [], [], 1.0)
+                if ready:
+                    with contextlib.suppress(OSError):  # EIO: the watch has ended
+                        stream.feed(os.read(master, 65536))
+            pytest.fail(f"never on the screen: {text!r}\n" + "\n".join(screen.display))
+
+        try:
+            running = shown_until("1 running · ")
+            [main] = [line for line in running if line.startswith("● main main  running")]
+            assert main.endswith('shell {"command":"cat go"}')
+            go(fifo)
+            done = shown_until(f"session {session_id} completed")
+            assert watch.wait(timeout=DEADLINE) == 0
+        finally:
+            os.close(master)
+            if watch.poll() is None:
+                watch.kill()
+                watch.wait()
+        run.communicate(timeout=DEADLINE)
+    assert run.returncode == 0
+    [status] = [line for line in done if line.startswith("1 done · ")]
+    assert done[done.index(status) - 2].startswith("✓ main main  done")
