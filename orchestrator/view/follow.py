@@ -19,8 +19,9 @@ The follower yields what `scan_journal` would keep, as it becomes so: whole line
 checked (frame, checksum, seq), of whole batches (a batch whose end is not yet on disk
 is waited for, as is a torn last line: the writer is still writing it). Any other fault
 is `JournalCorrupt`, with the message the other commands give. It ends when the session
-has ended (the journal's last status record says so) and nothing follows it, or when a
-session left `running` has no process any more (killed: it stopped, and is resumable).
+has ended (the journal's last status record says so) and nothing follows it, or when no
+process writes it any more (a session left `running`, or with a torn line after its
+end: it was killed, and it is resumable).
 """
 
 from __future__ import annotations
@@ -91,9 +92,9 @@ async def follow_journal(
         if (caught_up and status not in (None, "running")) or last_look:
             return
         if not walk.tail:
-            # A session left running whose process is gone stopped: one last look, for
-            # what it wrote just before it went.
-            last_look = status == "running" and not holder_alive(lock)
+            # A session whose process is gone stopped (left running, or a resume of it
+            # killed mid-line): one last look, for what it wrote just before it went.
+            last_look = status is not None and not holder_alive(lock)
             if not last_look:
                 await trio.sleep(poll)
 

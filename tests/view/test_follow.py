@@ -147,6 +147,14 @@ async def test_a_session_left_running_whose_process_is_gone_is_read_to_its_end(
     assert (tmp_path / JOURNAL).read_bytes().endswith(torn)  # nothing cut: it only reads
 
 
+async def test_an_ended_session_with_a_torn_line_after_its_end_and_no_process_ends(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    torn = status(3, "running")[:25]  # a resume killed as it wrote its first record
+    append(tmp_path, status(1, "running") + status(2, "interrupted") + torn)
+    assert [e.seq for e in await entries_of(tmp_path)] == [1, 2]
+
+
 async def test_a_corrupt_line_is_the_error_the_other_commands_give(
     tmp_path: Path, autojump_clock: trio.testing.MockClock
 ) -> None:
