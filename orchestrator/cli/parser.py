@@ -38,6 +38,7 @@ crash (resume it where it stood).
   orchestrator run "GOAL" --plan           plan, ask for approval, then build
   orchestrator resume --last --yes         continue the newest session
   orchestrator sessions list               sessions, newest first
+  orchestrator sessions watch --last       follow the newest session (or replay it)
   orchestrator models                      configured models and whether keys are set
   orchestrator config show                 the effective settings and where each comes from
 

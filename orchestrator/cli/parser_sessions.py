@@ -1,5 +1,5 @@
-"""The grammar of `orchestrator sessions ACTION`: list, show, compact, verify, repair,
-delete."""
+"""The grammar of `orchestrator sessions ACTION`: list, show, watch, compact, verify,
+repair, delete."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from orchestrator.cli.options import config_option, count, sessions_option
 def add_sessions_parser(commands: Any) -> None:
     sessions = commands.add_parser(
         "sessions",
-        help="list, show, compact, verify or repair sessions",
+        help="list, show, watch, compact, verify or repair sessions",
         description="Look at the sessions under the sessions root.",
     )
     actions = sessions.add_subparsers(dest="action", metavar="ACTION")
@@ -56,6 +56,7 @@ def add_sessions_parser(commands: Any) -> None:
         help="with --transcript: the whole history from the journal, every message before "
         "each compaction too, and where each checkpoint started the context again",
     )
+    _add_watch(actions)
     compact = _session_action(
         actions,
         "compact",
@@ -107,6 +108,76 @@ def add_sessions_parser(commands: Any) -> None:
         "into the state, and that the snapshot agrees. Resume reads only what it needs; this "
         "reads everything. Exit status 1 when a problem is found.",
     )
+
+
+WATCH_DESCRIPTION = """\
+Show session ID as `run` shows it, from its journal: the live view at a terminal, else
+the transcript's lines. A session running in another process is followed (what it did so
+far at once, then each step as it is written) until it ends, or until Ctrl+C, which stops
+the watching, not the session. A finished session (or one whose process is gone) is
+replayed at --speed. A watch only reads: it never takes the session's lock, and writes
+nothing.
+"""
+
+WATCH_EXAMPLES = """\
+examples:
+  orchestrator sessions watch --last          follow the newest session (run elsewhere)
+  orchestrator sessions watch ID --speed 50   replay a finished session, 50x faster
+  orchestrator sessions watch ID --instant    a finished session's end at once
+  orchestrator sessions watch ID --plain      the transcript's lines, not the live view
+  orchestrator sessions watch ID --json | jq -c 'select(.kind == "task_changed")'
+
+Exit status 0 however the session ended (the last line says how), and on Ctrl+C.
+"""
+
+
+def _add_watch(actions: Any) -> None:
+    watch = actions.add_parser(
+        "watch",
+        help="follow a running session, or replay a finished one",
+        description=WATCH_DESCRIPTION,
+        epilog=WATCH_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    watch.add_argument("session_id", metavar="ID", nargs="?", help="the session to watch")
+    watch.add_argument("--last", action="store_true", help="watch the newest session")
+    watch.add_argument(
+        "--speed",
+        type=_speed,
+        default=10.0,
+        metavar="X",
+        help="replay a finished session X times faster than it happened (default 10; no "
+        "wait between two steps is longer than 2 s; 0: no waiting)",
+    )
+    watch.add_argument(
+        "--instant",
+        action="store_true",
+        help="replay with no waiting: the end at once (--speed 0)",
+    )
+    watch.add_argument(
+        "--plain",
+        action="store_true",
+        help="the transcript's lines, not the live view (also ORCHESTRATOR_PLAIN=1, "
+        "NO_COLOR, or no terminal)",
+    )
+    watch.add_argument(
+        "--json",
+        action="store_true",
+        help="print the events as JSON lines, in `run --json`'s shape, each with the seq "
+        "and time of its journal record",
+    )
+    config_option(watch)
+    sessions_option(watch)
+
+
+def _speed(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be 0 or more: {text}")
+    return value
 
 
 def _session_action(

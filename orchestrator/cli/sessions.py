@@ -1,5 +1,5 @@
 """`orchestrator sessions list | show | verify | repair | delete` (and `compact`, in
-compact.py): look after sessions without running them."""
+compact.py, and `watch`, in watch.py): look after sessions without running them."""
 
 from __future__ import annotations
 
@@ -266,6 +266,10 @@ def run_sessions(
             from orchestrator.cli.compact import compact
 
             return compact(args, root)
+        case "watch":
+            from orchestrator.cli.watch import watch
+
+            return watch(args, root, load_prices)
         case "repair":
             return _repair(root, args.session_id)
         case "verify":

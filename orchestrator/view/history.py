@@ -31,6 +31,11 @@ class _Written(msgspec.Struct):
 _WRITTEN = msgspec.json.Decoder(_Written)
 
 
+def written_at(line: bytes) -> float:
+    """When a journal line's record was written: wall time, in seconds."""
+    return _WRITTEN.decode(line).t / 1000
+
+
 def journal_events(directory: Path) -> Iterator[tuple[float, Record]]:
     """Each record of the session's journal (a session of this format) with the wall
     time, in seconds, at which it was written. A line that is not a record of its kind is
@@ -39,7 +44,7 @@ def journal_events(directory: Path) -> Iterator[tuple[float, Record]]:
     lines = scan.lines
     records = decode_records(scan.path, lines, scan.after_seq + 1)
     for line, (_, record) in zip(lines, records, strict=True):
-        yield _WRITTEN.decode(line).t / 1000, record
+        yield written_at(line), record
 
 
 def session_view(
