@@ -439,7 +439,11 @@ async def _execute(ref: str, call: ToolCall, parsed: Parsed, deps: TurnDeps) -> 
             context = dataclasses.replace(
                 deps.context, call=ref, tool=call.name, events=deps.events
             )
-            output = await tool.run(args, context)
+            if _in_background(tool, args, context):
+                assert context.background is not None
+                output = await context.background.start(tool, args, context)
+            else:
+                output = await tool.run(args, context)
     except (ToolFailed, WorkspaceEscape) as exc:
         return result("error", str(exc))
     except HostCallbackFailed:
@@ -450,6 +454,13 @@ async def _execute(ref: str, call: ToolCall, parsed: Parsed, deps: TurnDeps) -> 
         return result("cancelled", "stopped by an interrupting message before it finished")
     outcome = result(output.status, output.content, output.changed)
     return outcome[0], output.delivers, output.ends_turn
+
+
+def _in_background(tool: AnyTool, args: BaseModel, context: ToolContext) -> bool:
+    """Whether the call asked for the background and may go there (a turn without a
+    team to run it there runs it in the foreground)."""
+    asked = bool(getattr(args, "background", False))
+    return tool.background and asked and context.background is not None
 
 
 INTERRUPTED = (

@@ -43,6 +43,15 @@ class SessionSettings(
     park_limit: float = 600.0  # a parked task nobody answers this long blocks; 0: no limit
     message_chars: int = Caps.message_chars
     delivery_chars: int = Caps.delivery_chars
+    # Calls in the background ([tools] in the config; docs/tools.md): how many may run at
+    # once per agent and per session, the bytes of each one's output kept on disk, the
+    # seconds one may run before it is cancelled, and after how many seconds a foreground
+    # shell call moves to the background by itself (None: never).
+    background_per_agent: int = 4
+    background_per_session: int = 16
+    background_output: int = 10 * 1024 * 1024
+    background_deadline: float = 1800.0
+    background_after: float | None = None
     # Permission rules (`--allow`), after the policy's own.
     allow: tuple[str, ...] = ()
     # Compaction ([compaction] in the config; docs/compaction.md).

@@ -10,8 +10,10 @@ Records are folded by `fold_task_record` into a `TaskRecord` per task, live and 
 alike. `tasks/<id>.json` files are views of these records for people and tools; resume
 never reads them.
 
-A later kind of task (a long-running tool call in the background) fits the same tree: it
-is a record with an owner, a state and messages, without a context of its own.
+A task of kind `tool` is a call running in the background (`shell` with
+`background: true`; team/background.py): the same record in the same tree, owned by the
+agent whose call started it, with its output in a file of the session, and no context of
+its own. It is never counted for the live-subagent limit or for write-scope conflicts.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ and for write-scope conflicts. `waiting_deps` (delegated, waiting for its depend
 for a scope conflict to clear) is neither live nor settled."""
 
 CreatedState = Literal["pending", "waiting_deps"]
+TaskKind = Literal["agent", "tool"]
 
 
 def now_ms() -> int:
@@ -78,6 +81,11 @@ class TaskCreated(EventBase, frozen=True, tag="task_created"):
     after_plan: tuple[str, ...] = ()
     serialise: bool = False  # a plan task: it waits out a scope conflict, not refused
     state: CreatedState = "pending"  # `waiting_deps` when it must wait at once
+    # `tool`: a call in the background, whose `agent_type` is its tool and `output` the
+    # file (relative to the session's directory) its output goes to. (Not `kind`: every
+    # record's `kind` is its tag.)
+    task_kind: TaskKind = "agent"
+    output: str = ""
 
 
 class TaskChanged(EventBase, frozen=True, tag="task_changed"):
@@ -150,6 +158,8 @@ class TaskRecord(msgspec.Struct, kw_only=True):
     after_plan: list[str] = msgspec.field(default_factory=list)  # plan refs it waits for
     serialise: bool = False  # a plan task: a scope conflict makes it wait, not refused
     dependency: str = ""  # cancelled because this dependency failed or was cancelled
+    kind: TaskKind = "agent"  # `tool`: a call in the background (see the module)
+    output: str = ""  # a tool task's output file, relative to the session's directory
 
     @property
     def live(self) -> bool:
@@ -276,7 +286,7 @@ class Registry:
         if scope is not None and not scope:
             return None
         for task in self.live():
-            if task.task_id in exclude or task.read_only:
+            if task.task_id in exclude or task.read_only or task.kind == "tool":
                 continue
             if not serialised and task.serialise:
                 continue
@@ -348,6 +358,8 @@ def _created(registry: Registry, seq: int, record: TaskCreated) -> None:
             after_plan=list(record.after_plan),
             serialise=record.serialise,
             state=record.state,
+            kind=record.task_kind,
+            output=record.output,
         )
     )
 

@@ -255,6 +255,11 @@ class Delegation:
         again = self._state.mailbox.by_call(sender, ref)
         if again is None:
             task = self._own_task(sender, args.task)
+            if task.kind == "tool":
+                raise ToolFailed(
+                    f"task {task.task_id} is a call in the background: it reads no messages "
+                    "(cancel_task stops it, read_task_output reads its output)"
+                )
             in_reply_to = self._replies_to(sender, task, args)
             was = task.state
             revives = was in SETTLED

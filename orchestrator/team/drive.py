@@ -353,6 +353,7 @@ async def _drive(live: LiveSession, settings: RunSettings, sink: EventSink) -> R
         approve_plan=settings.approve_plan,
         answer=settings.answer,
         instructions=settings.instructions,
+        directory=live.directory,
     )
     check_definitions(team_settings)  # before any model call
     state = live.state

@@ -269,7 +269,11 @@ async def resume_tasks(team: Team) -> str:
     Returns the one message that tells the main agent what became of its tasks ("" when
     there were none live)."""
     revived, stopped, waiting = [], [], []
+    # Calls that were running in the background: interrupted, never run again.
+    interrupted = await team.background.recover() if team.background is not None else []
     for task in list(team.state.tasks.tasks.values()):
+        if task.kind == "tool":
+            continue
         if task.state in SETTLED:
             await _close_settled(team, task.task_id)
             continue
@@ -296,12 +300,18 @@ async def resume_tasks(team: Team) -> str:
     # stopped): the tasks waiting for them start now, or are cancelled.
     await team.scheduler.check_waiting()
     team.scheduler.start_waiting()
-    return _restart_note(team, revived, waiting, stopped)
+    return _restart_note(team, revived, waiting, stopped, interrupted)
 
 
-def _restart_note(team: Team, revived: list[str], waiting: list[str], stopped: list[str]) -> str:
+def _restart_note(
+    team: Team,
+    revived: list[str],
+    waiting: list[str],
+    stopped: list[str],
+    interrupted: list[str],
+) -> str:
     deps = [t.task_id for t in team.state.tasks.waiting()]
-    if not (revived or stopped or waiting or deps):
+    if not (revived or stopped or waiting or deps or interrupted):
         return ""
     finished = sorted(
         {m.task_id for m in team.state.mailbox.undelivered(MAIN) if m.kind == "completed"}
@@ -315,6 +325,11 @@ def _restart_note(team: Team, revived: list[str], waiting: list[str], stopped: l
         lines.append("Not revived (their resume policy): " + ", ".join(stopped) + ".")
     if deps:
         lines.append("Waiting for their dependencies: " + ", ".join(deps) + ".")
+    if interrupted:
+        lines.append(
+            "Calls in the background interrupted, and not run again (their owners are told, "
+            "with their output so far): " + ", ".join(interrupted) + "."
+        )
     if finished:
         lines.append("Finished while it was down: " + ", ".join(finished) + ".")
     return " ".join(lines)

@@ -31,6 +31,7 @@ from orchestrator.state.fold import USER, SessionState
 from orchestrator.state.mailbox import Mail, MailKind, Priority
 from orchestrator.state.tasks import TaskState
 from orchestrator.team import queries
+from orchestrator.team.background import BackgroundCalls
 from orchestrator.team.compactor import Compactor
 from orchestrator.team.definitions import AgentDefinition
 from orchestrator.team.delegation import Delegation
@@ -68,7 +69,7 @@ class Team:
             self.changes,
             settings.limits.max_live,
             launch=self._launch,
-            stop=runner.cancel,
+            stop=self._stop,
             tell=lambda task_id, owner, summary, data: self.postbox.post(
                 task_id, owner, task_id, "risk_alert", summary, data=dict(data)
             ),
@@ -110,10 +111,24 @@ class Team:
             files=writes.files_written,
             nursery=nursery,  # background summaries (None: every summary is waited for)
         )
+        # Calls in the background run in the team's nursery (none: no call may).
+        self.background = (
+            BackgroundCalls(session, sink, settings, self.scheduler, self.postbox, nursery)
+            if nursery is not None
+            else None
+        )
         rounds = Rounds(session, self.postbox, self.oversight, self.compactor)
         self.planning = Planning(session, sink, self.scheduler.cancel)
         self.turns = Turns(
-            settings, session, sink, rounds, self.delegation, self.oversight, writes, self.planning
+            settings,
+            session,
+            sink,
+            rounds,
+            self.delegation,
+            self.oversight,
+            writes,
+            self.planning,
+            self.background,
         )
         self.port = _Port(
             session, settings, self.postbox, self.scheduler, self.turns, self.oversight
@@ -130,6 +145,15 @@ class Team:
 
     def _launch(self, task_id: str) -> None:
         self.runner.start(task_id, self.port)
+
+    def _stop(self, task_id: str) -> None:
+        """Stop a task being cancelled: a call in the background, or a subagent."""
+        task = self.state.tasks.get(task_id)
+        if task is not None and task.kind == "tool":
+            if self.background is not None:
+                self.background.cancel(task_id)
+            return
+        self.runner.cancel(task_id)
 
     def turn_deps(self, agent: str) -> TurnDeps:
         return self.turns.turn_deps(agent)
@@ -159,6 +183,8 @@ class Team:
         task = self.state.tasks.get(task_id)
         if task is None:
             raise ValueError(f"no task {task_id!r} in this session")
+        if task.kind == "tool":
+            raise ValueError(f"task {task_id} is a call in the background: it reads no messages")
         if not task.live:
             raise ValueError(f"task {task_id} is {task.state}: its owner may revive it")
         return await self.postbox.post(

@@ -65,8 +65,11 @@ class Scheduler:
         self._scope_blocked: dict[str, None] = {}
         self._resumed: set[str] = set()  # of those, the ones live before a restart
         # Pending tasks in the order they became pending (queued for a live slot).
+        # (A call in the background is no subagent: it never queues.)
         self._queue: collections.deque[str] = collections.deque(
-            t.task_id for t in session.state.tasks.tasks.values() if t.state == "pending"
+            t.task_id
+            for t in session.state.tasks.tasks.values()
+            if t.state == "pending" and t.kind == "agent"
         )
         self._loops_ended = trio.Event()
 
@@ -156,7 +159,7 @@ class Scheduler:
         """Run a settled task again over its own context (a follow-up, or a retry): at
         once, or once its dependencies have completed (`waiting_deps`)."""
         task = queries.task(self._session.state, task_id)
-        if task.state not in SETTLED:
+        if task.state not in SETTLED or task.kind == "tool":  # a call is never run again
             return
         verdict = self._verdict(task)
         if verdict.action == "start":

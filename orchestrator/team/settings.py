@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from orchestrator.errors import ConfigError
 from orchestrator.loop.assessment import Budgets
@@ -78,6 +79,9 @@ class TeamSettings:
     answer: QuestionAnswerer | None = None
     # Said to the main agent (and the builder) after its own system prompt.
     instructions: str = ""
+    # The session's directory, where background calls keep their output (None: a
+    # temporary directory, for a session that is not on disk).
+    directory: Path | None = None
 
     def __post_init__(self) -> None:
         self.base_tools = session_tools(self.base_tools, self.definitions)

@@ -21,6 +21,7 @@ from orchestrator.models.base import Model
 from orchestrator.state.events import EventSink, MessageAdded, TurnEnded, TurnEndReason
 from orchestrator.state.tasks import in_scope
 from orchestrator.team import queries
+from orchestrator.team.background import BackgroundCalls
 from orchestrator.team.definitions import AgentDefinition
 from orchestrator.team.delegation import Delegation
 from orchestrator.team.oversight import Oversight
@@ -29,11 +30,19 @@ from orchestrator.team.port import SessionLike
 from orchestrator.team.queries import BUILDER, MAIN, PLANNER, is_planner
 from orchestrator.team.settings import TeamSettings
 from orchestrator.team.writes import Writes
-from orchestrator.tools.base import ToolContext, ToolRegistry
-from orchestrator.tools.coordination import ReportBlockedMain, main_tools, subagent_tools
+from orchestrator.tools.base import AnyTool, ToolContext, ToolRegistry
+from orchestrator.tools.coordination import (
+    CancelTask,
+    ListTasks,
+    ReportBlockedMain,
+    WaitTasks,
+    main_tools,
+    subagent_tools,
+)
 from orchestrator.tools.permissions import Approver, PermissionPolicy, parse_rules
 from orchestrator.tools.planning import Replan, SubmitPlan
 from orchestrator.tools.recall import Recall
+from orchestrator.tools.task_output import ReadTaskOutput
 from orchestrator.tools.todos import todo_tools
 from orchestrator.tools.watch import Watched
 
@@ -53,8 +62,10 @@ class Turns:
         oversight: Oversight,
         writes: Writes,
         planning: Planning,
+        background: BackgroundCalls | None = None,
     ) -> None:
         self._settings = settings
+        self._background = background
         self._planning = planning
         self._session = session
         self._sink = sink
@@ -90,6 +101,7 @@ class Turns:
                 agent=agent,
                 session=s.session_id,
                 write_scope=self._write_scope(agent),
+                background=self._background,
             ),
             events=self._sink,
             policy=policy,
@@ -154,7 +166,9 @@ class Turns:
             blocked = ReportBlockedMain(self._oversight)
             # The builder (the main agent of a session with a plan) may send a task back.
             plans = [Replan(self._planning)] if self._session.state.plans.versions else []
-            tools = ToolRegistry([*base, *main_tools(self._delegation), *todos, blocked, *plans])
+            delegating = main_tools(self._delegation)
+            later = self._background_tools(base, delegating)
+            tools = ToolRegistry([*base, *delegating, *later, *todos, blocked, *plans])
         else:
             own = [
                 Watched(t, self._writes.note_writes) if t.name in WRITERS else t
@@ -162,9 +176,20 @@ class Turns:
                 if t.name in definition.tools
             ]
             extra = subagent_tools(self._delegation, may_delegate=definition.may_delegate)
-            tools = ToolRegistry([*own, *extra, *todos])
+            later = self._background_tools(own, extra)
+            tools = ToolRegistry([*own, *extra, *later, *todos])
         self._role_tools[role] = tools
         return tools
+
+    def _background_tools(self, own: list[AnyTool], coordination: list[AnyTool]) -> list[AnyTool]:
+        """For an agent with a tool that may run in the background: reading such a call's
+        output, and waiting for, cancelling and listing its tasks (the delegating tools,
+        which it may lack)."""
+        if self._background is None or not any(t.background for t in own):
+            return []
+        have = {t.name for t in coordination}
+        lacking = [t for t in (WaitTasks, CancelTask, ListTasks) if t.name not in have]
+        return [ReadTaskOutput(self._background), *(t(self._delegation) for t in lacking)]
 
     def _who(self, agent: str) -> str:
         task = self._session.state.tasks.get(agent)

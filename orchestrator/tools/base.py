@@ -8,9 +8,9 @@ from __future__ import annotations
 import functools
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel
 
@@ -34,6 +34,12 @@ class ToolContext:
     tool: str = ""  # the running call's tool
     # Where the call's progress goes (the session's sink); None: nowhere.
     events: EventSink | None = None
+    # Who runs a call in the background (the team; None: no call may), and, for a call
+    # running there, its task and where its output goes as it comes (a file of the
+    # session's: `read_task_output` reads it while the call runs).
+    background: Backgrounder | None = None
+    background_task: str = ""
+    output: Callable[[bytes], None] | None = None
 
     @property
     def task(self) -> str | None:
@@ -59,6 +65,13 @@ class ToolContext:
     def call_marker(self) -> str:
         """Names the running call in the processes it starts (see tools/shell.py)."""
         return call_marker(self.session, self.agent, self.call) if self.session else ""
+
+
+class Backgrounder(Protocol):
+    """Runs a call in the background (team/background.py): `start` records it as a task
+    of kind `tool`, starts it, and returns at once with the handle the model reads."""
+
+    async def start(self, tool: AnyTool, args: BaseModel, ctx: ToolContext) -> ToolOutput: ...
 
 
 def task_of(agent: str) -> str | None:
@@ -117,6 +130,11 @@ class Tool(ABC, Generic[ArgsT]):
     # Whether an `interrupt` message to the calling agent may stop a call in flight (its
     # result then says so); tools that change nothing can always stop safely.
     interruptible: bool = False
+    # Whether a call may run in the background (its arguments say `background: true`): it
+    # is then a task of kind `tool`, and the agent goes on meanwhile (docs/tools.md).
+    # `reports_progress`: it says how far it has got (`ctx.report_progress`).
+    background: bool = False
+    reports_progress: bool = False
     # Whether all it changes is the session, through the records it journals (delegating,
     # messaging, todos): its call needs no flush before it runs, since those records follow
     # its reply in the journal (write-ahead rule 1 of docs/session-format.md).

@@ -57,7 +57,10 @@ class FunctionTool(Tool[Any], Generic[P, R]):
     (`await word_count("a.txt", ctx)` in a test), bypassing the argument model.
 
     `read_only`, `idempotent` and `approval` are `Tool`'s flags; a read-only one is
-    also `interruptible` (it changes nothing, so an interrupting message may stop it)."""
+    also `interruptible` (it changes nothing, so an interrupting message may stop it).
+    `background`: the model may run a call in the background (its arguments get a
+    `background` flag; docs/tools.md); one that takes a `ToolContext` reports progress
+    through it."""
 
     def __init__(
         self,
@@ -68,6 +71,7 @@ class FunctionTool(Tool[Any], Generic[P, R]):
         read_only: bool = False,
         idempotent: bool = False,
         approval: bool | None = None,
+        background: bool = False,
     ) -> None:
         self.fn = fn
         self.name = name if name is not None else getattr(fn, "__name__", "")
@@ -88,7 +92,9 @@ class FunctionTool(Tool[Any], Generic[P, R]):
                 f"tool {self.name!r} has no description: {missing} (its text before `Args:` "
                 "is what the model reads), or pass description="
             )
-        self.args_model, self._params = _args_model(fn, self.name, documented)
+        self.args_model, self._params = _args_model(fn, self.name, documented, background)
+        self.background = background
+        self.reports_progress = any(param.field is None for param in self._params)
         self._async = _is_async(fn)
         self.read_only = read_only
         self.idempotent = idempotent
@@ -141,6 +147,7 @@ def tool(
     read_only: bool = False,
     idempotent: bool = False,
     approval: bool | None = None,
+    background: bool = False,
 ) -> Callable[[Callable[P, R]], FunctionTool[P, R]]: ...
 
 
@@ -152,13 +159,15 @@ def tool(
     read_only: bool = False,
     idempotent: bool = False,
     approval: bool | None = None,
+    background: bool = False,
 ) -> FunctionTool[P, R] | Callable[[Callable[P, R]], FunctionTool[P, R]]:
     """Make a tool of a function, `@tool` or `@tool(read_only=True, ...)`.
 
     `name`: the function's unless given. `description`: the docstring's text before its
     first section (`Args:`, `Returns:`, `Raises:`, ...) unless given. `read_only`,
     `idempotent`, `approval` (None: `Tool`'s default, asked about under the policy's
-    default): the flags of `Tool`. A function the tool cannot be made of (no
+    default): the flags of `Tool`; `background`: the model may run a call in the
+    background (docs/tools.md). A function the tool cannot be made of (no
     description, `*args` or `**kwargs`, a parameter without an annotation, an `Args:`
     entry for no parameter, a type with no JSON schema) is a `TypeError` here."""
 
@@ -170,6 +179,7 @@ def tool(
             read_only=read_only,
             idempotent=idempotent,
             approval=approval,
+            background=background,
         )
 
     return make if fn is None else make(fn)
@@ -217,10 +227,21 @@ class _Param:
     positional_only: bool
 
 
+BACKGROUND_FIELD = (
+    bool,
+    Field(
+        False,
+        description="Run it in the background: you get a task id at once and go on; its "
+        "end comes to you as a message (wait_tasks waits for it).",
+    ),
+)
+
+
 def _args_model(
-    fn: Callable[..., Any], tool_name: str, documented: dict[str, str]
+    fn: Callable[..., Any], tool_name: str, documented: dict[str, str], background: bool
 ) -> tuple[type[BaseModel], tuple[_Param, ...]]:
-    """The argument model of `fn`'s parameters, and how to pass each to it."""
+    """The argument model of `fn`'s parameters (and the `background` flag, for a tool
+    that may run there), and how to pass each to it."""
     where = _where(fn)
     try:
         signature = inspect.signature(fn)
@@ -269,6 +290,8 @@ def _args_model(
             extra["description"] = documented[param.name]
         fields[field] = (hint, Field(default, **extra))
         params.append(_Param(param.name, field, positional_only))
+    if background:
+        _add_background(fields, tool_name, where)
     model_name = "".join(part.title() for part in tool_name.replace("-", "_").split("_"))
     config = ConfigDict(extra="forbid", protected_namespaces=())
     try:
@@ -281,6 +304,15 @@ def _args_model(
     except (pydantic.PydanticUserError, pydantic.PydanticSchemaGenerationError) as exc:
         raise TypeError(f"tool {tool_name!r}: no argument model for {where}: {exc}") from exc
     return model, tuple(params)
+
+
+def _add_background(fields: dict[str, Any], tool_name: str, where: str) -> None:
+    if "background" in fields:
+        raise TypeError(
+            f"tool {tool_name!r}: {where} has a parameter named 'background', the flag a "
+            "tool that may run in the background gets: rename it"
+        )
+    fields["background"] = BACKGROUND_FIELD
 
 
 def _is_async(fn: Callable[..., Any]) -> bool:

@@ -20,6 +20,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import trio
@@ -35,6 +36,7 @@ DEFAULT_TIMEOUT = 120.0
 # background process it started may hold it, and the command is done all the same.
 GRACE_SECONDS = 0.3
 LEFTOVERS = "[processes the command left running were stopped when it exited]"
+GROUP_POLL_SECONDS = 0.25  # how often a background call looks whether its group is gone
 
 
 class ShellArgs(BaseModel):
@@ -47,6 +49,14 @@ class ShellArgs(BaseModel):
         description="Whether the command needs the network (closed by the sandbox "
         "otherwise); the user is asked each time.",
     )
+    background: bool = Field(
+        False,
+        description="Run it in the background (a build, a test suite, a server): you get "
+        "a task id at once and go on working; its end (exit code, the last lines of its "
+        "output) comes to you as a message. wait_tasks, cancel_task and read_task_output "
+        "work on it. Its limit is the session's deadline for background calls, not "
+        "`timeout`; processes it starts run until it ends.",
+    )
 
 
 class Shell(Tool[ShellArgs]):
@@ -56,6 +66,7 @@ class Shell(Tool[ShellArgs]):
         f"stdout/stderr (capped at {OUTPUT_CAP_BYTES // 1024} KiB)."
     )
     args_model = ShellArgs
+    background = True
 
     def __init__(
         self,
@@ -119,6 +130,12 @@ class Shell(Tool[ShellArgs]):
         finally:
             os.close(report)
         assert process.stdout is not None
+        output = _Output(self.output_cap, copy=ctx.output)
+        if ctx.output is not None:  # in the background: until its group is gone
+            await _in_background(process, output, heard)
+            code = process.returncode
+            text = f"exit code {code}\n{output.text()}"
+            return ToolOutput(text, exit_code=code) if code == 0 else ToolOutput.error(text, code)
         leftovers = False
         try:
             async with trio.open_nursery() as nursery:
@@ -152,18 +169,52 @@ class Shell(Tool[ShellArgs]):
         return ToolOutput(text, exit_code=code) if code == 0 else ToolOutput.error(text, code)
 
 
+async def _in_background(process: trio.Process, output: _Output, heard: int) -> None:
+    """A background call's command: it runs until the shell has exited, its output pipe
+    has closed and no process of its group is left (what it started in the background
+    runs on, as asked); cancelled (its task cancelled, its deadline passed, the session
+    stopping), the whole group is killed."""
+    assert process.stdout is not None
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(output.read, process.stdout)
+            await process.wait()
+            await output.closed.wait()
+            while _group_alive(process.pid):  # noqa: ASYNC110 (another program: polled)
+                await trio.sleep(GROUP_POLL_SECONDS)
+    finally:
+        _kill_group(process.pid)
+        with trio.CancelScope(shield=True):
+            if process.returncode is None:
+                await process.wait()
+            await process.stdout.aclose()
+        _heard(heard)
+
+
+def _group_alive(pid: int) -> bool:
+    try:
+        os.killpg(pid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
 class _Output:
     """A command's combined output, the first `cap` bytes kept, and when its pipe closed
-    (every process holding it has exited or closed it)."""
+    (every process holding it has exited or closed it); each chunk also given to `copy`
+    as it comes, when there is one (a background call's output file)."""
 
-    def __init__(self, cap: int) -> None:
+    def __init__(self, cap: int, copy: Callable[[bytes], None] | None = None) -> None:
         self.cap = cap
         self.kept = bytearray()
         self.total = 0
         self.closed = trio.Event()
+        self._copy = copy
 
     async def read(self, stream: trio.abc.ReceiveStream) -> None:
         async for chunk in stream:
+            if self._copy is not None:
+                self._copy(bytes(chunk))
             self.total += len(chunk)
             if len(self.kept) < self.cap:
                 self.kept += chunk[: self.cap - len(self.kept)]

@@ -86,6 +86,8 @@ class Watched(Tool[Any]):
         self.idempotent = tool.idempotent
         self.approval = tool.approval
         self.interruptible = tool.interruptible
+        self.background = tool.background
+        self.reports_progress = tool.reports_progress
 
     async def run(self, args: Any, ctx: ToolContext) -> ToolOutput:
         if self.tool.name != "shell":

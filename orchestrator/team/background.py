@@ -1,0 +1,342 @@
+"""Calls in the background: a tool call that asked for it (`shell` with `background:
+true`) becomes a task of kind `tool`, owned by the agent that made the call, and the
+agent goes on meanwhile (docs/tools.md).
+
+- **Write-ahead.** The task's `task_created` record is on disk before its process
+  starts; its output goes to `tasks/<id>.output` in the session's directory as it comes
+  (the first `background_output` bytes, and a line saying how much was cut).
+- **Its end reaches its owner once, through the mailbox**: the task's state first (the
+  outcome in its reason: `exit code 2`), then a message from the task (`completed`, or a
+  `risk_alert` when it failed or its deadline passed) with the last lines of its output
+  and where the whole of it is. A restart between the two posts the message then: a
+  settled tool task whose latest message from it is older than its state has not told.
+- **It is never run again by itself.** A tool task found running after a crash is
+  `failed` as `interrupted`, its processes killed, its owner told with its output so
+  far; the model decides what to do.
+- **Limits**: `background_per_agent` and `background_per_session` calls at once (a call
+  past them is refused with the running ones named), `background_deadline` seconds each
+  (then cancelled, and its owner told). They count for neither the live-subagent limit
+  nor write-scope conflicts: a shell command's writes are its sandbox's to keep.
+- Cancelled by its owner (`cancel_task`), by the person, or with the session when it
+  stops: its whole process group is killed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import tempfile
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import trio
+from pydantic import BaseModel
+
+from orchestrator.errors import ToolFailed, WorkspaceEscape
+from orchestrator.layout import TASKS_DIR
+from orchestrator.session.shown import duration
+from orchestrator.state.events import Event, EventSink, ToolProgress
+from orchestrator.state.mailbox import MailKind
+from orchestrator.state.tasks import SETTLED, TaskCreated, TaskRecord, TaskState, now_ms
+from orchestrator.team import queries
+from orchestrator.team.port import SessionLike
+from orchestrator.team.postbox import Postbox
+from orchestrator.team.scheduler import Scheduler
+from orchestrator.team.settings import TeamSettings
+from orchestrator.text import label
+from orchestrator.tools.base import AnyTool, ToolContext, ToolOutput, call_marker
+from orchestrator.tools.shell import kill_marked
+
+TAIL_CHARS = 2000  # of a call's output, in the message that tells its end
+INTERRUPTED = "interrupted: the session stopped while it ran; it was not run again"
+STOPPED = "stopped with the session"
+
+
+class BackgroundCalls:
+    """The session's calls in the background: `start` one (the `Backgrounder` the
+    tools' context carries), `cancel` one, `read` one's output, `recover` them after a
+    restart."""
+
+    def __init__(
+        self,
+        session: SessionLike,
+        sink: EventSink,
+        settings: TeamSettings,
+        scheduler: Scheduler,
+        postbox: Postbox,
+        nursery: trio.Nursery,
+    ) -> None:
+        self._session = session
+        self._sink = sink
+        self._settings = settings
+        self._scheduler = scheduler
+        self._postbox = postbox
+        self._nursery = nursery
+        self._scopes: dict[str, trio.CancelScope] = {}
+        self._directory = settings.directory or Path(tempfile.mkdtemp(prefix="orchestrator-"))
+
+    # --- starting -----------------------------------------------------------------------
+
+    async def start(self, tool: AnyTool, args: BaseModel, ctx: ToolContext) -> ToolOutput:
+        state = self._session.state
+        again = state.tasks.by_call(ctx.agent, ctx.call)
+        if again is not None:  # the call ran before a restart: its task is there
+            return ToolOutput(self._handle(again))
+        self._check_limits(ctx.agent)
+        settings = self._settings.session
+        owner = state.tasks.get(ctx.agent)
+        with self._scheduler.new_task_id() as task_id:
+            created = TaskCreated(
+                agent=ctx.agent,
+                task=task_id,
+                agent_type=tool.name,
+                description=describe(tool, args),
+                owner_task=owner.task_id if owner is not None else "",
+                depth=owner.depth + 1 if owner is not None else 1,
+                write_scope=ctx.write_scope,
+                resume="never",
+                ref=ctx.call,
+                deadline=now_ms() + int(settings.background_deadline * 1000),
+                at=now_ms(),
+                task_kind="tool",
+                output=f"{TASKS_DIR}/{task_id}.output",
+            )
+            # Write-ahead: on disk before anything runs.
+            await self._sink.emit(created, durable=True)
+        await self._scheduler.set_state(task_id, "running", by=task_id, instance=f"{task_id}.1")
+        task = queries.task(state, task_id)
+        self._nursery.start_soon(self._run, task, tool, args, ctx, name=f"background {task_id}")
+        return ToolOutput(self._handle(task))
+
+    def _check_limits(self, agent: str) -> None:
+        settings = self._settings.session
+        running = [t for t in self._session.state.tasks.live() if t.kind == "tool"]
+        mine = [t.task_id for t in running if t.owner == agent]
+        if len(mine) >= settings.background_per_agent:
+            raise ToolFailed(
+                f"you have {len(mine)} calls running in the background ({', '.join(mine)}), "
+                f"as many as an agent may (background_per_agent = "
+                f"{settings.background_per_agent}): wait for one (wait_tasks) or cancel one "
+                "(cancel_task) first, or run this one in the foreground"
+            )
+        if len(running) >= settings.background_per_session:
+            raise ToolFailed(
+                f"the session has {len(running)} calls running in the background, as many "
+                f"as it may (background_per_session = {settings.background_per_session}): "
+                "wait for one of yours, or run this one in the foreground"
+            )
+
+    def _handle(self, task: TaskRecord) -> str:
+        deadline = duration(self._settings.session.background_deadline)
+        return (
+            f"started in the background as task {task.task_id} ({task.description}); "
+            "go on with your work. Its end (how it ended, the last lines of its output) "
+            "comes to you as a message; wait_tasks waits for it, read_task_output reads its "
+            f"output so far, cancel_task stops it. It is cancelled if it runs past {deadline}."
+        )
+
+    # --- running ------------------------------------------------------------------------
+
+    async def _run(
+        self, task: TaskRecord, tool: AnyTool, args: BaseModel, ctx: ToolContext
+    ) -> None:
+        task_id = task.task_id
+        output = _OutputFile(
+            self._directory / task.output, self._settings.session.background_output
+        )
+        context = dataclasses.replace(
+            ctx,
+            output=output.write,
+            background_task=task_id,
+            events=_Progress(self, task_id, ctx.events),
+        )
+        outcome: ToolOutput | None = None
+        failure = ""
+        scope = trio.CancelScope()
+        self._scopes[task_id] = scope
+        returned = False
+        try:
+            with scope, trio.move_on_after(max(0.0, (task.deadline - now_ms()) / 1000)) as timer:
+                try:
+                    outcome = await tool.run(args, context)
+                except (ToolFailed, WorkspaceEscape) as exc:
+                    failure = str(exc)
+                except Exception as exc:  # a tool's bug ends its call, not the session
+                    failure = f"{tool.name} crashed: {type(exc).__name__}: {exc}"
+            if outcome is not None and output.written == 0:
+                output.write(outcome.content.encode())  # a tool that returned, not streamed
+            returned = True
+        finally:
+            self._scopes.pop(task_id, None)
+            output.close()
+            if not returned:  # cancelled from outside: the session stops, so does the call
+                with trio.CancelScope(shield=True):
+                    await self._end(task_id, "cancelled", STOPPED)
+        if scope.cancelled_caught:
+            return  # cancelled by its owner or the person: its state says so already
+        if timer.cancelled_caught:
+            ran = duration(self._settings.session.background_deadline)
+            await self._end(task_id, "failed", f"cancelled: its deadline passed after {ran}")
+        elif failure:
+            await self._end(task_id, "failed", failure)
+        else:
+            assert outcome is not None
+            first = outcome.content.split("\n", 1)[0] if outcome.exit_code is not None else ""
+            if outcome.status == "ok":
+                await self._end(task_id, "completed", first or "done")
+            else:
+                await self._end(task_id, "failed", first or "failed")
+
+    async def _end(self, task_id: str, state: TaskState, reason: str) -> None:
+        task = queries.task(self._session.state, task_id)
+        if task.state in SETTLED:
+            return
+        await self._scheduler.set_state(task_id, state, by=task_id, reason=reason)
+        await self.tell(task_id)
+
+    async def progress(self, task_id: str, message: str, percent: float | None) -> None:
+        """A running call's progress: a `progress` message from its task to its owner."""
+        owner = queries.task(self._session.state, task_id).owner
+        data: dict[str, Any] = {} if percent is None else {"percent": int(percent)}
+        await self._postbox.post(task_id, owner, task_id, "progress", message, data=data)
+
+    async def tell(self, task_id: str) -> None:
+        """Tell the task's owner how it ended, once (see the module)."""
+        task = queries.task(self._session.state, task_id)
+        if task.state not in SETTLED or task.progress_seq > task.changed_seq:
+            return
+        if task.state == "cancelled" and task.reason != STOPPED:
+            return  # whoever cancelled it knows
+        path = self._directory / task.output
+        size = path.stat().st_size if path.exists() else 0
+        tail = _tail(path)
+        how = "finished" if task.state == "completed" else task.state
+        summary = (
+            f"background call {task_id} ({task.description}) {how}: {task.reason}\n"
+            + (f"last of its output:\n{tail}\n" if tail else "it wrote no output\n")
+            + f"(all of it: read_task_output task={task_id}; {size} bytes)"
+        )
+        kind: MailKind = "completed" if task.state == "completed" else "risk_alert"
+        data: dict[str, Any] = {"output": task.output, "bytes": size}
+        await self._postbox.post(task_id, task.owner, task_id, kind, summary, data=data)
+
+    # --- from outside -------------------------------------------------------------------
+
+    def cancel(self, task_id: str) -> None:
+        """Stop a running call (its state is its canceller's to set)."""
+        scope = self._scopes.get(task_id)
+        if scope is not None:
+            scope.cancel()
+
+    def running(self, task_id: str) -> bool:
+        return task_id in self._scopes
+
+    def read(self, agent: str, task_id: str, offset: int, limit: int) -> ToolOutput:
+        """`read_task_output`: the output of `agent`'s tool task from byte `offset`."""
+        task = queries.own_task(self._session.state, agent, task_id)
+        if task.kind != "tool":
+            raise ToolFailed(f"task {task_id} is a subagent's, not a call's: it has no output")
+        path = self._directory / task.output
+        data = b""
+        with contextlib.suppress(FileNotFoundError), path.open("rb") as file:
+            file.seek(offset)
+            data = file.read(limit)
+        size = path.stat().st_size if path.exists() else 0
+        end = offset + len(data)
+        state = f"task {task_id} [{task.state}]" + (f" {task.reason}" if task.reason else "")
+        more = f"; more from offset={end}" if end < size else "; that is all so far"
+        head = f"{state}: bytes {offset}-{end} of {size}{more}"
+        return ToolOutput(head + "\n" + data.decode("utf-8", errors="replace"))
+
+    async def recover(self) -> list[str]:
+        """After a restart: every tool task that was running is `failed` as interrupted,
+        its processes killed, its owner told (with its output so far); a settled one
+        whose owner was not told yet is told now. Returns the interrupted ones."""
+        interrupted = []
+        for task in list(self._session.state.tasks.tasks.values()):
+            if task.kind != "tool":
+                continue
+            if not task.settled:
+                marker = call_marker(self._settings.session_id, task.owner, task.created_by)
+                if self._settings.session_id:
+                    await trio.to_thread.run_sync(kill_marked, marker)
+                await self._scheduler.set_state(
+                    task.task_id, "failed", by=task.task_id, reason=INTERRUPTED
+                )
+                interrupted.append(task.task_id)
+            await self.tell(task.task_id)
+        return interrupted
+
+
+def describe(tool: AnyTool, args: BaseModel) -> str:
+    """The task's description: a shell call's command, else the tool and its arguments."""
+    command = getattr(args, "command", None)
+    if tool.name == "shell" and isinstance(command, str):
+        return f"shell: {label(command, 200)}"
+    shown = args.model_dump(exclude={"background"}, exclude_defaults=True)
+    return label(f"{tool.name} {shown}", 200)
+
+
+class _OutputFile:
+    """A background call's output on disk: the first `cap` bytes, then one line saying
+    how many more there were."""
+
+    def __init__(self, path: Path, cap: int) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._file: BinaryIO | None = path.open("ab")
+        self._cap = cap
+        self.written = 0
+        self._cut = 0
+
+    def write(self, data: bytes) -> None:
+        if self._file is None:
+            return
+        room = self._cap - self.written
+        kept = data[: max(room, 0)]
+        if kept:
+            self._file.write(kept)
+            self._file.flush()
+            self.written += len(kept)
+        self._cut += len(data) - len(kept)
+
+    def close(self) -> None:
+        if self._file is None:
+            return
+        if self._cut:
+            self._file.write(f"\n[output cut at {self._cap} bytes: {self._cut} more]\n".encode())
+        self._file.close()
+        self._file = None
+
+
+class _Progress:
+    """A background call's context's event sink: its progress becomes a `progress`
+    message from its task to its owner (the owner reads it with its next mail), and is
+    shown as the event it is too."""
+
+    def __init__(self, calls: BackgroundCalls, task_id: str, inner: EventSink | None) -> None:
+        self._calls = calls
+        self._task_id = task_id
+        self._inner = inner
+
+    async def emit(self, event: Event, *, durable: bool = False) -> None:
+        if isinstance(event, ToolProgress):
+            await self._calls.progress(self._task_id, event.message, event.percent)
+        if self._inner is not None:
+            await self._inner.emit(event, durable=durable)
+
+
+def _tail(path: Path) -> str:
+    """The last `TAIL_CHARS` of a call's output (whole lines where it can)."""
+    try:
+        with path.open("rb") as file:
+            file.seek(0, 2)
+            size = file.tell()
+            file.seek(max(0, size - TAIL_CHARS * 2))
+            text = file.read().decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        return ""
+    if len(text) > TAIL_CHARS:
+        text = text[-TAIL_CHARS:]
+        text = text.split("\n", 1)[1] if "\n" in text else text
+        text = "…\n" + text
+    return text.rstrip("\n")
