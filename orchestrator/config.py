@@ -182,6 +182,17 @@ class CompactionConfig(_Strict, frozen=True):
     min_freed: float = Field(default=0.2, ge=0, lt=1)
 
 
+class ToolsConfig(_Strict, frozen=True):
+    """`[tools]`: calls in the background (docs/tools.md); unset keys keep their
+    defaults (journaled with each session as its settings)."""
+
+    background_per_agent: int | None = Field(default=None, ge=1)
+    background_per_session: int | None = Field(default=None, ge=1)
+    background_output: int | None = Field(default=None, ge=1024)  # bytes kept on disk
+    background_deadline: float | None = Field(default=None, gt=0)  # seconds
+    background_after: float | None = Field(default=None, gt=0)  # seconds (unset: never)
+
+
 class ViewConfig(_Strict, frozen=True):
     """`[view]`: the live view at a terminal (docs/live-view.md)."""
 
@@ -196,6 +207,7 @@ class Config(_Strict, frozen=True):
     session: SessionConfig = Field(default_factory=SessionConfig)
     compaction: CompactionConfig = Field(default_factory=CompactionConfig)
     view: ViewConfig = Field(default_factory=ViewConfig)
+    tools: ToolsConfig = Field(default_factory=ToolsConfig)
     providers: dict[str, ProviderConfig] = Field(default_factory=dict)
     agents: dict[str, AgentConfig] = Field(default_factory=dict)
     prices: dict[str, Price] = Field(default_factory=dict)

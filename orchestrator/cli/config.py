@@ -13,7 +13,7 @@ import orjson
 
 from orchestrator.cli.env import config_layers
 from orchestrator.cli.settings import DEFAULT, UNTRUSTED, Layered, effective_values, shown
-from orchestrator.config import CompactionConfig, SessionConfig, TeamConfig, ViewConfig
+from orchestrator.config import CompactionConfig, SessionConfig, TeamConfig, ToolsConfig, ViewConfig
 from orchestrator.text import visible
 
 
@@ -33,13 +33,14 @@ def run_config(
 
 def config_report(found: Layered) -> dict[str, dict[str, Any]]:
     """`{key: {"value": ..., "source": ...}}` for the model, every `[session]`, `[team]`,
-    `[compaction]` and `[view]` key and each role's model that is set; a project setting
+    `[tools]`, `[compaction]` and `[view]` key and each role's model that is set; a project setting
     left out for want of trust adds `"ignored": {"value": ..., "source": ..., "reason":
     ...}` to its key."""
     values = effective_values(found.config)
     keys = ["model"]
     keys += [f"session.{name}" for name in SessionConfig.model_fields]
     keys += [f"team.{name}" for name in TeamConfig.model_fields]
+    keys += [f"tools.{name}" for name in ToolsConfig.model_fields]
     keys += [f"compaction.{name}" for name in CompactionConfig.model_fields]
     keys += [f"view.{name}" for name in ViewConfig.model_fields]
     keys += [f"agents.{role}.model" for role, a in sorted(found.config.agents.items()) if a.model]

@@ -91,6 +91,7 @@ def session_settings(config: Config, args: argparse.Namespace) -> SessionSetting
     values = {
         **config.session.model_dump(),  # the [session] keys are settings of the same names
         **config.team.model_dump(),  # and so are the [team] keys (None: not set)
+        **config.tools.model_dump(),  # and the [tools] keys
         # and the [compaction] keys, but `at`, which is `compact_at` beside the others
         "compact_at": compaction.pop("at"),
         **compaction,

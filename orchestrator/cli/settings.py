@@ -27,7 +27,7 @@ from typing import Any, Final, Literal
 import orjson
 from pydantic import ValidationError
 
-from orchestrator.config import Config, TeamConfig, problems, validate_config
+from orchestrator.config import Config, TeamConfig, ToolsConfig, problems, validate_config
 from orchestrator.errors import ConfigError
 from orchestrator.state.settings import SessionSettings
 from orchestrator.team.trust import TrustStore, fingerprint
@@ -79,6 +79,15 @@ TEAM_DEFAULTS: Final[Mapping[str, Any]] = MappingProxyType(
 )
 """What an unset `[team]` key means: the session settings' default of that name."""
 
+TOOLS_DEFAULTS: Final[Mapping[str, Any]] = MappingProxyType(
+    {name: getattr(SessionSettings(), name) for name in ToolsConfig.model_fields}
+)
+"""What an unset `[tools]` key means, as for `[team]`."""
+
+_SESSION_TABLES: Final[Mapping[str, Mapping[str, Any]]] = MappingProxyType(
+    {"team": TEAM_DEFAULTS, "tools": TOOLS_DEFAULTS}
+)
+
 
 def layered(
     layers: Sequence[Layer],
@@ -121,9 +130,10 @@ def effective_values(config: Config) -> dict[str, Any]:
     """Every leaf of `config` by its dotted key, as JSON values (an unset `[team]` key
     as its default)."""
     values = {dotted(k): v for k, v in _leaves(config.model_dump(mode="json")).items()}
-    for name, default in TEAM_DEFAULTS.items():
-        if values.get(f"team.{name}") is None:
-            values[f"team.{name}"] = default
+    for table, defaults in _SESSION_TABLES.items():
+        for name, default in defaults.items():
+            if values.get(f"{table}.{name}") is None:
+                values[f"{table}.{name}"] = default
     return values
 
 
@@ -177,6 +187,7 @@ _LOWER_IS_NARROWER: Final = frozenset(
         ("session", "max_auto_continues"),
         ("session", "stall_rounds"),
         *(("team", name) for name in TEAM_DEFAULTS),
+        *(("tools", name) for name in TOOLS_DEFAULTS if name != "background_after"),
     }
 )
 _BUDGETS: Final = frozenset(
@@ -188,8 +199,8 @@ def _below(key: Key, merged: Leaves) -> Any:
     """The value of `key` that the layers applied so far give (or the default)."""
     if key in merged:
         return merged[key]
-    if key[0] == "team" and len(key) == 2:
-        return TEAM_DEFAULTS.get(key[1])
+    if key[0] in _SESSION_TABLES and len(key) == 2:
+        return _SESSION_TABLES[key[0]].get(key[1])
     return _DEFAULT_LEAVES.get(key)
 
 
@@ -204,7 +215,7 @@ def _narrows(key: Key, value: Any, merged: Leaves) -> bool:
     match key:
         case ("session", "serial"):
             return value is True
-        case ("session", "continuation_note") | ("view", "fps"):
+        case ("session", "continuation_note") | ("view", "fps") | ("tools", "background_after"):
             return True
         case ("session", "verify"):
             return set(value) <= set(base or ())

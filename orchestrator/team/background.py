@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import tempfile
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -77,12 +78,41 @@ class BackgroundCalls:
 
     # --- starting -----------------------------------------------------------------------
 
+    @property
+    def after(self) -> float | None:
+        """Seconds past which a foreground shell call moves here (None: never)."""
+        return self._settings.session.background_after
+
     async def start(self, tool: AnyTool, args: BaseModel, ctx: ToolContext) -> ToolOutput:
-        state = self._session.state
-        again = state.tasks.by_call(ctx.agent, ctx.call)
+        again = self._session.state.tasks.by_call(ctx.agent, ctx.call)
         if again is not None:  # the call ran before a restart: its task is there
             return ToolOutput(self._handle(again))
         self._check_limits(ctx.agent)
+        task = await self._begin(tool, args, ctx, lambda context: tool.run(args, context))
+        return ToolOutput(self._handle(task))
+
+    async def adopt(
+        self,
+        tool: AnyTool,
+        args: BaseModel,
+        ctx: ToolContext,
+        go_on: Callable[[ToolContext], Awaitable[ToolOutput]],
+        *,
+        after: float,
+    ) -> ToolOutput:
+        """A foreground call that ran past `after` seconds, carried on here by `go_on`
+        (past the limits too: it runs already; stopping it would lose its work)."""
+        task = await self._begin(tool, args, ctx, go_on)
+        return ToolOutput(f"still running after {duration(after)}, so it was {self._handle(task)}")
+
+    async def _begin(
+        self,
+        tool: AnyTool,
+        args: BaseModel,
+        ctx: ToolContext,
+        run: Callable[[ToolContext], Awaitable[ToolOutput]],
+    ) -> TaskRecord:
+        state = self._session.state
         settings = self._settings.session
         owner = state.tasks.get(ctx.agent)
         with self._scheduler.new_task_id() as task_id:
@@ -105,8 +135,8 @@ class BackgroundCalls:
             await self._sink.emit(created, durable=True)
         await self._scheduler.set_state(task_id, "running", by=task_id, instance=f"{task_id}.1")
         task = queries.task(state, task_id)
-        self._nursery.start_soon(self._run, task, tool, args, ctx, name=f"background {task_id}")
-        return ToolOutput(self._handle(task))
+        self._nursery.start_soon(self._run, task, tool.name, run, ctx, name=f"background {task_id}")
+        return task
 
     def _check_limits(self, agent: str) -> None:
         settings = self._settings.session
@@ -138,7 +168,11 @@ class BackgroundCalls:
     # --- running ------------------------------------------------------------------------
 
     async def _run(
-        self, task: TaskRecord, tool: AnyTool, args: BaseModel, ctx: ToolContext
+        self,
+        task: TaskRecord,
+        tool: str,
+        run: Callable[[ToolContext], Awaitable[ToolOutput]],
+        ctx: ToolContext,
     ) -> None:
         task_id = task.task_id
         output = _OutputFile(
@@ -158,11 +192,11 @@ class BackgroundCalls:
         try:
             with scope, trio.move_on_after(max(0.0, (task.deadline - now_ms()) / 1000)) as timer:
                 try:
-                    outcome = await tool.run(args, context)
+                    outcome = await run(context)
                 except (ToolFailed, WorkspaceEscape) as exc:
                     failure = str(exc)
                 except Exception as exc:  # a tool's bug ends its call, not the session
-                    failure = f"{tool.name} crashed: {type(exc).__name__}: {exc}"
+                    failure = f"{tool} crashed: {type(exc).__name__}: {exc}"
             if outcome is not None and output.written == 0:
                 output.write(outcome.content.encode())  # a tool that returned, not streamed
             returned = True

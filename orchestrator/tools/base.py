@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
@@ -69,9 +69,25 @@ class ToolContext:
 
 class Backgrounder(Protocol):
     """Runs a call in the background (team/background.py): `start` records it as a task
-    of kind `tool`, starts it, and returns at once with the handle the model reads."""
+    of kind `tool`, starts it, and returns at once with the handle the model reads;
+    `adopt` does the same for a call already running in the foreground, which `go_on`
+    carries on (with the task's context: its `output` is the task's file). `after`: the
+    seconds past which a foreground shell call moves there (None: never)."""
+
+    @property
+    def after(self) -> float | None: ...
 
     async def start(self, tool: AnyTool, args: BaseModel, ctx: ToolContext) -> ToolOutput: ...
+
+    async def adopt(
+        self,
+        tool: AnyTool,
+        args: BaseModel,
+        ctx: ToolContext,
+        go_on: Callable[[ToolContext], Awaitable[ToolOutput]],
+        *,
+        after: float,
+    ) -> ToolOutput: ...
 
 
 def task_of(agent: str) -> str | None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 import os
 import signal
 import subprocess
@@ -105,12 +106,71 @@ class Shell(Tool[ShellArgs]):
         return sandbox.command(argv, writable, report)
 
     async def run(self, args: ShellArgs, ctx: ToolContext) -> ToolOutput:
+        process, heard = await self._spawn(args, ctx)
+        assert process.stdout is not None
+        output = _Output(self.output_cap, copy=ctx.output)
+        if ctx.output is not None:  # in the background: until its group is gone
+            await _in_background(process, output, heard)
+            return _result(process, output.text())
+        # Past `after` seconds (the session's `background_after`, when it is shorter than
+        # the call's own timeout), a command still running moves to the background.
+        after = ctx.background.after if ctx.background is not None else None
+        moves = after is not None and after < args.timeout
+        leftovers = moved = False
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(output.read, process.stdout)
+                with trio.move_on_after(args.timeout) as scope:
+                    with trio.move_on_after(after if moves and after else math.inf) as early:
+                        await process.wait()
+                    if early.cancelled_caught:
+                        moved = True  # its reader stops here; the task's goes on
+                        nursery.cancel_scope.cancel()
+                    else:
+                        # The shell is done; what it started may still hold the pipe open.
+                        with trio.move_on_after(GRACE_SECONDS):
+                            await output.closed.wait()
+                if not moved:
+                    # Whatever is left in the group is stopped; its output, already in
+                    # the pipe, is still read (bounded: a process outside the group may
+                    # hold it).
+                    leftovers = _kill_group(process.pid)
+                    with trio.move_on_after(GRACE_SECONDS):
+                        await output.closed.wait()
+                    nursery.cancel_scope.cancel()
+        finally:
+            if not moved:
+                # Always the whole group: the shell may be gone while what it started
+                # is not.
+                _kill_group(process.pid)
+                with trio.CancelScope(shield=True):
+                    if process.returncode is None:
+                        await process.wait()
+                    await process.stdout.aclose()  # a process outside the group may hold it
+                leftovers = _heard(heard) or leftovers
+        if moved:
+            assert ctx.background is not None
+            assert after is not None
+
+            async def go_on(task_ctx: ToolContext) -> ToolOutput:
+                assert task_ctx.output is not None
+                output.redirect(task_ctx.output)
+                await _in_background(process, output, heard)
+                return _result(process, output.text())
+
+            return await ctx.background.adopt(self, args, ctx, go_on, after=after)
+        text = output.text()
+        if scope.cancelled_caught:
+            return ToolOutput.error(f"timed out after {args.timeout:g}s; killed\n{text}")
+        return _result(process, text + (f"\n{LEFTOVERS}" if leftovers else ""))
+
+    async def _spawn(self, args: ShellArgs, ctx: ToolContext) -> tuple[trio.Process, int]:
+        """The command's process, in a group of its own, and the pipe on which the
+        sandbox says it stopped what the command left running."""
         env = self.env_policy.apply(os.environ)
         env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
         if ctx.call_marker:
             env[MARKER] = ctx.call_marker
-        output = _Output(self.output_cap)
-        # The sandbox says on this pipe when it stopped what the command left running.
         heard, report = os.pipe()
         try:
             argv = self._argv(args.command, ctx, env, report, args.network)
@@ -129,44 +189,13 @@ class Shell(Tool[ShellArgs]):
             raise
         finally:
             os.close(report)
-        assert process.stdout is not None
-        output = _Output(self.output_cap, copy=ctx.output)
-        if ctx.output is not None:  # in the background: until its group is gone
-            await _in_background(process, output, heard)
-            code = process.returncode
-            text = f"exit code {code}\n{output.text()}"
-            return ToolOutput(text, exit_code=code) if code == 0 else ToolOutput.error(text, code)
-        leftovers = False
-        try:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(output.read, process.stdout)
-                with trio.move_on_after(args.timeout) as scope:
-                    await process.wait()
-                    # The shell is done; what it started may still hold the pipe open.
-                    with trio.move_on_after(GRACE_SECONDS):
-                        await output.closed.wait()
-                # Whatever is left in the group is stopped; its output, already in the
-                # pipe, is still read (bounded: a process outside the group may hold it).
-                leftovers = _kill_group(process.pid)
-                with trio.move_on_after(GRACE_SECONDS):
-                    await output.closed.wait()
-                nursery.cancel_scope.cancel()
-        finally:
-            # Always the whole group: the shell may be gone while what it started is not.
-            _kill_group(process.pid)
-            with trio.CancelScope(shield=True):
-                if process.returncode is None:
-                    await process.wait()
-                await process.stdout.aclose()  # a process outside the group may hold it
-            leftovers = _heard(heard) or leftovers
-        text = output.text()
-        if scope.cancelled_caught:
-            return ToolOutput.error(f"timed out after {args.timeout:g}s; killed\n{text}")
-        if leftovers:
-            text += f"\n{LEFTOVERS}"
-        code = process.returncode
-        text = f"exit code {code}\n{text}"
-        return ToolOutput(text, exit_code=code) if code == 0 else ToolOutput.error(text, code)
+        return process, heard
+
+
+def _result(process: trio.Process, text: str) -> ToolOutput:
+    code = process.returncode
+    text = f"exit code {code}\n{text}"
+    return ToolOutput(text, exit_code=code) if code == 0 else ToolOutput.error(text, code)
 
 
 async def _in_background(process: trio.Process, output: _Output, heard: int) -> None:
@@ -209,6 +238,12 @@ class _Output:
         self.kept = bytearray()
         self.total = 0
         self.closed = trio.Event()
+        self._copy = copy
+
+    def redirect(self, copy: Callable[[bytes], None]) -> None:
+        """From now on each chunk goes to `copy` too, what was kept so far first (a call
+        moved to the background: its task's output file)."""
+        copy(bytes(self.kept))
         self._copy = copy
 
     async def read(self, stream: trio.abc.ReceiveStream) -> None:

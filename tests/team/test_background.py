@@ -4,7 +4,12 @@ by message. Real sessions on disk, the scripted model, real processes."""
 
 from __future__ import annotations
 
+import os
 import re
+import signal
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -17,7 +22,10 @@ from orchestrator.state.events import AssistantReplied
 from orchestrator.state.mailbox import MessagePosted
 from orchestrator.state.tasks import TaskChanged, TaskCreated
 from orchestrator.tools.base import ToolContext
+from orchestrator.view.history import journal_events
 from tests.team.test_team import all_text, c, reply
+
+ROOT = Path(__file__).parents[2]
 
 
 @pytest.fixture
@@ -336,3 +344,106 @@ async def test_a_background_call_takes_no_messages(workspace: Path, tmp_path: Pa
     )
     assert result.output is not None
     assert result.output.startswith("task t1 is a call in the background: it reads no messages")
+
+
+async def test_past_background_after_a_foreground_command_moves_to_the_background(
+    workspace: Path, tmp_path: Path
+) -> None:
+    # It prints, then waits for a file the agent writes only once the call has moved.
+    command = "echo first; while [ ! -f go ]; do sleep 0.02; done; echo second"
+
+    def main(request: ModelRequest) -> ScriptedReply:
+        text = all_text(request)
+        if request.step == 0:
+            return reply("", c("shell", command=command))
+        if request.step == 1:
+            moved = results(request)[-1]
+            assert moved.startswith("still running after 0.3s, so it was started in the ")
+            return reply("", c("write_file", path="go", content=""))
+        if "background call t1" not in text:
+            return reply("", c("wait_tasks", tasks=["t1"]))
+        return reply("told")
+
+    result = await orc.run(
+        "slow",
+        model=ScriptedModel(main),
+        workspace=workspace,
+        sessions_dir=tmp_path / "s",
+        approve=yes,
+        settings=orc.SessionSettings(background_after=0.3),
+    )
+    assert (result.status, result.output) == ("completed", "told")
+    # What it printed before it moved is in its output file, before what came after.
+    output = result.session_dir / "tasks" / "t1.output"  # type: ignore[operator]
+    assert output.read_text() == "first\nsecond\n"
+
+
+CHILD = textwrap.dedent(
+    """
+    import sys, trio
+    import orchestrator as orc
+    from orchestrator.models.scripted import ScriptedModel, ScriptedReply, ScriptedCall
+
+    workspace = sys.argv[1]
+    build = "echo half; touch started; sleep 61.75; echo never"
+
+    async def main(request):
+        if request.step == 0:
+            call = ScriptedCall(name="shell", arguments={"command": build, "background": True})
+            return ScriptedReply(tool_calls=(call,))
+        if request.step == 1:
+            until = "until [ -f started ]; do sleep 0.02; done"
+            call = ScriptedCall(name="shell", arguments={"command": until})
+            return ScriptedReply(tool_calls=(call,))
+        print("running", flush=True)
+        await trio.sleep_forever()
+
+    async def yes(request):
+        return True
+
+    trio.run(lambda: orc.run("build", model=ScriptedModel(main), workspace=workspace,
+                             sessions_dir=sys.argv[2], approve=yes))
+    """
+)
+
+
+def test_a_call_running_when_the_session_is_killed_is_interrupted_not_run_again(
+    tmp_path: Path,
+) -> None:
+    workspace, root = tmp_path / "w", tmp_path / "s"
+    workspace.mkdir()
+    with subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(workspace), str(root)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    ) as child:
+        assert child.stdout is not None
+        assert child.stdout.readline() == "running\n"  # the build runs, the agent waits
+        child.send_signal(signal.SIGKILL)
+    assert sleeping("61.75")  # its orchestrator is gone; the build is not, yet
+    [directory] = root.iterdir()
+
+    def main(request: ModelRequest) -> ScriptedReply:
+        told = re.findall(r"background call t1 \(shell: [^)]*\) (\w+): ([^\n]*)", all_text(request))
+        return reply(f"told {len(told)} time(s): {told}")
+
+    result = trio.run(lambda: orc.resume(directory, model=ScriptedModel(main), approve=yes))
+    assert result.status == "completed"
+    assert result.output == (
+        "told 1 time(s): [('failed', 'interrupted: the session stopped while it ran; it was "
+        "not run again')]"
+    )
+    assert sleeping("61.75") == []  # killed on resume, never started again
+    output = (directory / "tasks" / "t1.output").read_text()
+    assert output == "half\n"  # its output so far, once: nothing ran it again
+    # The owner is told once, whatever happens next: a second resume tells nobody again.
+    again = trio.run(lambda: orc.resume(directory, model=ScriptedModel(main), message="and?"))
+    assert again.output == result.output
+    from_t1 = [
+        record
+        for _, record in journal_events(directory)
+        if isinstance(record, MessagePosted) and record.agent == "t1"
+    ]
+    assert [m.mail for m in from_t1] == ["risk_alert"]
+    assert "last of its output:\nhalf\n" in from_t1[0].summary
