@@ -265,6 +265,25 @@ class BackgroundCalls:
     def running(self, task_id: str) -> bool:
         return task_id in self._scopes
 
+    def note(self, agent: str) -> str:
+        """What each of `agent`'s model requests says after its context while it has
+        calls running in the background (`ModelRequest.note`): which, for how long, how
+        much output so far. "" when it has none."""
+        running = [
+            t for t in self._session.state.tasks.children(agent) if t.kind == "tool" and t.live
+        ]
+        if not running:
+            return ""
+        now = now_ms()
+        lines = ["[running in the background]"]
+        for task in running:
+            path = self._directory / task.output
+            size = path.stat().st_size if path.exists() else 0
+            took = duration((now - task.created) / 1000)
+            lines.append(f"{task.task_id} {task.description} (for {took}, {size} bytes of output)")
+        lines.append("Their ends come as messages; read_task_output reads one's output so far.")
+        return "\n".join(lines)
+
     def read(self, agent: str, task_id: str, offset: int, limit: int) -> ToolOutput:
         """`read_task_output`: the output of `agent`'s tool task from byte `offset`."""
         task = queries.own_task(self._session.state, agent, task_id)
