@@ -326,7 +326,8 @@ def build_parser() -> argparse.ArgumentParser:
         "are done; the demo kills the process (SIGKILL) while they work and resumes the "
         "session from its journal; one worker asks a question the builder answers, one "
         "reports blocked and its task is re-planned (plan v2), one fails its acceptance "
-        "check once; the builder's context is compacted once; the plan's checks verify the "
+        "check once; one worker runs its test in the background while it documents its "
+        "module; the builder's context is compacted once; the plan's checks verify the "
         "end. Needs no network and no key.",
     )
     demo.add_argument(
