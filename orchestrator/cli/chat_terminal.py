@@ -23,8 +23,8 @@ from orchestrator.cli.chat_input import InputLine, Key, ToolbarView, Typed, hist
 from orchestrator.cli.env import sessions_root
 from orchestrator.cli.parser import EXIT_OK
 from orchestrator.cli.render import TranscriptSink
-from orchestrator.cli.run import (
-    EXIT_CODES,
+from orchestrator.cli.run import EXIT_CODES
+from orchestrator.cli.setup import (
     NewSession,
     default_workspace,
     new_session,

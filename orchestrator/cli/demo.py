@@ -28,8 +28,9 @@ import trio
 
 from orchestrator.cli.env import effective_config, sessions_root
 from orchestrator.cli.out import People, session_line
-from orchestrator.cli.run import run_kept, session_settings
+from orchestrator.cli.run import run_kept
 from orchestrator.cli.screen import Screen, screen_for
+from orchestrator.cli.setup import session_settings
 from orchestrator.session.live import create_session
 from orchestrator.state.events import Event, EventSink, ToolCallStarted, event_from_json
 from orchestrator.store import Durability

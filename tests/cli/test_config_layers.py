@@ -14,8 +14,8 @@ import pytest
 
 from orchestrator.cli.env import effective_config
 from orchestrator.cli.parser import build_parser
-from orchestrator.cli.run import session_settings
 from orchestrator.cli.settings import TEAM_DEFAULTS, TOOLS_DEFAULTS, UNTRUSTED
+from orchestrator.cli.setup import session_settings
 from orchestrator.config import CompactionConfig, Config, SessionConfig
 from orchestrator.errors import ConfigError
 from orchestrator.state.mailbox import Caps
