@@ -161,10 +161,13 @@ class DbosRunner:
         handle: WorkflowHandle[str] | None = None
         try:
             await self._launched.wait()
-            handle = await trio.to_thread.run_sync(
-                _begin, self._session_id, task_id, limiter=self._threads
+            # Its id first, so that the step, which may call in at once, is known as its.
+            run.workflow_id, resume = await trio.to_thread.run_sync(
+                _next_workflow, self._session_id, task_id, limiter=self._threads
             )
-            run.workflow_id = handle.get_workflow_id()
+            handle = await trio.to_thread.run_sync(
+                _begin, self._session_id, task_id, run.workflow_id, resume, limiter=self._threads
+            )
             with run.waiting:
                 await run.begun.wait()  # at once for a new workflow; a recovered one is queued
             await work_task(port, task_id, run.scope)
@@ -188,8 +191,9 @@ class DbosRunner:
             await port.task_ended(task_id)
 
 
-def _begin(session_id: str, task_id: str) -> WorkflowHandle[str]:
-    """The task's workflow, started (or re-entered): in a worker thread."""
+def _next_workflow(session_id: str, task_id: str) -> tuple[str, bool]:
+    """The id of the task's workflow to run now, and whether it is one to re-enter (left
+    open by a process that was killed); in a worker thread."""
     base = f"{session_id}/{task_id}"
     runs = sorted(
         (
@@ -202,10 +206,15 @@ def _begin(session_id: str, task_id: str) -> WorkflowHandle[str]:
     if runs and runs[-1].status in OPEN:
         last = runs[-1].workflow_id
         if not _loop_ended(last):
-            # Left open by a process that was killed: its step runs again here.
-            return DBOS.resume_workflow(last)
+            return last, True  # its step runs again here
         DBOS.resume_workflow(last).get_result()  # its loop had ended: only its record is left
-    workflow_id = base if not runs else f"{base}/{len(runs) + 1}"
+    return (base if not runs else f"{base}/{len(runs) + 1}"), False
+
+
+def _begin(session_id: str, task_id: str, workflow_id: str, resume: bool) -> WorkflowHandle[str]:
+    """The task's workflow `workflow_id`, started or re-entered; in a worker thread."""
+    if resume:
+        return DBOS.resume_workflow(workflow_id)
     with SetWorkflowID(workflow_id):
         return DBOS.start_workflow(_task_workflow, session_id, task_id)
 

@@ -57,4 +57,3 @@ async def test_a_delegated_task_runs_as_a_workflow(tmp_path: Path) -> None:
     assert result.status == "completed", result
     state = load_state(directory, warn=pytest.fail)
     assert state.tasks.get("t1").state == "completed"
-
