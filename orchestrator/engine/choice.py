@@ -5,7 +5,6 @@ line naming it when it is not), and the factory of the DBOS runner, which import
 from __future__ import annotations
 
 import functools
-import importlib.util
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -24,8 +23,10 @@ EXTRA = "pip install 'orchestrator[dbos]'"
 
 def require_dbos() -> None:
     """Nothing when DBOS can be imported, else a `ConfigError` naming the extra."""
-    if importlib.util.find_spec("dbos") is None:
-        raise ConfigError(f"the dbos engine needs the dbos extra: {EXTRA}")
+    try:
+        import dbos  # noqa: F401
+    except ImportError:
+        raise ConfigError(f"the dbos engine needs the dbos extra: {EXTRA}") from None
 
 
 def sqlite_url(path: Path) -> str:

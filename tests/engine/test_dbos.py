@@ -57,3 +57,19 @@ async def test_a_delegated_task_runs_as_a_workflow(tmp_path: Path) -> None:
     assert result.status == "completed", result
     state = load_state(directory, warn=pytest.fail)
     assert state.tasks.get("t1").state == "completed"
+
+
+async def test_a_delegated_task_runs_as_a_workflow_on_postgres(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    import psycopg
+
+    root = tmp_path / "sessions"
+    session_id, directory = create_session(root, goal="g", model="x:y", workspace=None)
+    url = postgres_url.rsplit("/", 1)[0] + "/orchestrator_engine"  # DBOS makes it
+    result = await run_on_dbos(root, session_id, url, SCRIPT)
+    assert result.status == "completed", result
+    assert load_state(directory, warn=pytest.fail).tasks.get("t1").state == "completed"
+    with psycopg.connect(url) as db:
+        rows = db.execute("select workflow_uuid, status from dbos.workflow_status").fetchall()
+    assert rows == [(f"{session_id}/t1", "SUCCESS")]
