@@ -91,6 +91,14 @@ def _agent_options(parser: argparse.ArgumentParser, *, model_required_note: str)
         "(default: 50; on resume, the session's); a subagent's limit is its type's",
     )
     parser.add_argument(
+        "--engine",
+        choices=["local", "dbos"],
+        default=None,
+        help="where delegated tasks run: local (in this process, the default) or dbos (each "
+        "task a durable DBOS workflow; needs pip install 'orchestrator[dbos]'); default: "
+        "[engine] kind (docs/engine.md)",
+    )
+    parser.add_argument(
         "--durability",
         choices=["always", "batch", "off"],
         default="batch",

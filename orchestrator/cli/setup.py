@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 import trio
 
+from orchestrator.cli.engine import chosen_engine, runner_for
 from orchestrator.cli.env import SESSION_FLAGS, effective_config, sessions_root
 from orchestrator.cli.guards import guards
 from orchestrator.cli.out import session_line
@@ -172,6 +173,7 @@ async def run_settings(
         windows=model_windows(config),
         ask_resume=_ask_resume(args.yes, hold, read),
         message=getattr(args, "message", None) or "",
+        runner=runner_for(args, config, directory),
         **_plan_settings(args, hold, read),
     )
 
@@ -259,6 +261,7 @@ def new_session(
     resolve_model(spec, env=os.environ, config=config, role="main")
     assert spec is not None
     session_settings(config, args)  # settings out of their bounds: refused now
+    chosen_engine(args, config)  # an engine that is not installed: refused now
     redact = guards(config, args).redact  # a required sandbox that is missing refuses
     definitions = agent_definitions(workspace, interactive=not args.yes)
     return NewSession(args, workspace, config, spec, sessions_root(args), definitions, redact)
