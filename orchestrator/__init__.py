@@ -108,6 +108,9 @@ if TYPE_CHECKING:  # events, what they carry, and the command line's renderers
     from orchestrator.tools import deny_all
     from orchestrator.tools.permissions import Grant, Rule, Unasked
 
+if TYPE_CHECKING:  # the engine setting (docs/engine.md)
+    from orchestrator.engine import dbos_runner
+
 _HOMES = {
     "AgentContext": "orchestrator.state",
     "AgentDefinition": "orchestrator.team",
@@ -243,6 +246,8 @@ _HOMES = {
     "Unasked": "orchestrator.tools.permissions",
     "JsonLinesSink": "orchestrator.cli.render",
     "TranscriptSink": "orchestrator.cli.render",
+    # the engine setting (docs/engine.md)
+    "dbos_runner": "orchestrator.engine",
 }
 
 __all__ = [
@@ -350,6 +355,7 @@ __all__ = [
     "approve_all",
     "assess",
     "create_session",
+    "dbos_runner",
     "deny_all",
     "drive",
     "event_json",

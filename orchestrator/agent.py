@@ -111,6 +111,9 @@ class TurnDeps:
     durable_turn_end: bool = True
     # The usable input of the model's window, for the `usage` event (0: not known).
     usable: Callable[[], int] = int
+    # What each request says after the context, for that request only (its agent's
+    # calls running in the background): "" for nothing.
+    note: Callable[[str], str] = lambda agent: ""
 
 
 @dataclass(frozen=True)
@@ -177,6 +180,7 @@ async def _ask_model(state: AgentContext, deps: TurnDeps) -> AssistantMessage | 
         max_tokens=deps.max_tokens,
         temperature=deps.temperature,
         cache_key=cache_key(deps.context.session, state.role),
+        note=deps.note(state.id),
     )
     scope = deps.hooks.model_call(state.id) if deps.hooks else contextlib.nullcontext()
     reply = None

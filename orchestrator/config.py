@@ -200,6 +200,15 @@ class ViewConfig(_Strict, frozen=True):
     fps: float = Field(default=10.0, ge=1, le=60)
 
 
+class EngineConfig(_Strict, frozen=True):
+    """`[engine]`: where delegated tasks run (docs/engine.md); `--engine` wins over
+    `kind`. `database_url` is the dbos engine's database (`sqlite:///PATH` or
+    `postgresql://...`); None: a SQLite file in the session's directory."""
+
+    kind: Literal["local", "dbos"] = "local"
+    database_url: str | None = None
+
+
 class Config(_Strict, frozen=True):
     model: str | None = None
     shell: ShellConfig = Field(default_factory=ShellConfig)
@@ -208,6 +217,7 @@ class Config(_Strict, frozen=True):
     compaction: CompactionConfig = Field(default_factory=CompactionConfig)
     view: ViewConfig = Field(default_factory=ViewConfig)
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
+    engine: EngineConfig = Field(default_factory=EngineConfig)
     providers: dict[str, ProviderConfig] = Field(default_factory=dict)
     agents: dict[str, AgentConfig] = Field(default_factory=dict)
     prices: dict[str, Price] = Field(default_factory=dict)

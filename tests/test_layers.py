@@ -13,8 +13,10 @@ PACKAGE = Path(__file__).parents[1] / "orchestrator"
 BELOW: dict[str, set[str]] = {
     # The live view (`view`) is a surface's, read by the command line only.
     "cli": {"host", "view", "team", "agent", "session", "tools", "state", "loop", "models"}
-    | {"store"},
-    "host": {"team", "agent", "session", "tools", "state", "loop", "models", "store"},
+    | {"store", "engine"},
+    "host": {"engine", "team", "agent", "session", "tools", "state", "loop", "models", "store"},
+    # Where delegated tasks run durably (DBOS): a runner of the team's, chosen above it.
+    "engine": {"team", "agent", "session", "tools", "state", "loop", "models", "store"},
     "team": {"agent", "session", "tools", "state", "loop", "models", "store"},
     "agent": {"tools", "state", "loop", "models", "store"},
     "view": {"session", "state", "loop", "store"},

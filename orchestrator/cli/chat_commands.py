@@ -99,18 +99,24 @@ class Commands:
         self.chat.say(plain_frame(model, model.now()).rstrip("\n"))
 
     async def _send(self, rest: str) -> None:
-        if len(rest.split(maxsplit=1)) < 2:
-            self.chat.say("usage: /send TASK TEXT")
-            return
-        task, text = rest.split(maxsplit=1)
-        self.chat.with_team(lambda team: _sent(team.send(task, text), f"to {task}"))
+        parts = self._two(rest, "usage: /send TASK TEXT")
+        if parts is not None:
+            task, text = parts
+            self.chat.with_team(lambda team: _sent(team.send(task, text), f"to {task}"))
 
     async def _answer(self, rest: str) -> None:
-        if len(rest.split(maxsplit=1)) < 2:
-            self.chat.say("usage: /answer ID TEXT")
-            return
-        asked, text = rest.split(maxsplit=1)
-        self.chat.with_team(lambda team: _sent(team.answer(asked, text), f"to {asked}"))
+        parts = self._two(rest, "usage: /answer ID TEXT")
+        if parts is not None:
+            asked, text = parts
+            self.chat.with_team(lambda team: _sent(team.answer(asked, text), f"to {asked}"))
+
+    def _two(self, rest: str, usage: str) -> tuple[str, str] | None:
+        """A command's target and its text, or None (its usage said)."""
+        parts = rest.split(maxsplit=1)
+        if len(parts) < 2:
+            self.chat.say(usage)
+            return None
+        return parts[0], parts[1]
 
     async def _cancel(self, rest: str) -> None:
         if not rest:

@@ -23,14 +23,16 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+import orjson
 import trio
 
 from orchestrator.cli.env import effective_config, sessions_root
 from orchestrator.cli.out import People, session_line
-from orchestrator.cli.run import run_kept, session_settings
+from orchestrator.cli.run import run_kept
 from orchestrator.cli.screen import Screen, screen_for
+from orchestrator.cli.setup import session_settings
 from orchestrator.session.live import create_session
-from orchestrator.state.events import EventSink, ToolCallStarted, event_from_json
+from orchestrator.state.events import Event, EventSink, ToolCallStarted, event_from_json
 from orchestrator.store import Durability
 
 VERIFY = "python -m doctest README.md"  # the README's example must be right
@@ -101,7 +103,7 @@ async def run_until_crash(
     say: Callable[[str], None] = print,
 ) -> bool:
     """Run the session in a child process and SIGKILL it when a worker's first shell call
-    starts (said with `say`).
+    in the foreground starts (said with `say`).
     Returns True if the kill happened (False if the child finished first)."""
     command = [
         sys.executable,
@@ -127,11 +129,7 @@ async def run_until_crash(
             for line in lines:
                 event = event_from_json(line)
                 await ui.emit(event)
-                if (
-                    isinstance(event, ToolCallStarted)
-                    and event.call.name == "shell"
-                    and event.agent != "main"
-                ):
+                if _foreground_shell(event) and event.agent != "main":
                     process.send_signal(signal.SIGKILL)
                     await process.wait()
                     if not json_mode:
@@ -148,3 +146,14 @@ async def run_until_crash(
                 await process.wait()
     await process.wait()
     return False
+
+
+def _foreground_shell(event: Event) -> bool:
+    """A shell call that holds its agent's turn (one in the background returns at once)."""
+    if not isinstance(event, ToolCallStarted) or event.call.name != "shell":
+        return False
+    try:
+        arguments = orjson.loads(event.call.arguments or "{}")
+    except orjson.JSONDecodeError:
+        return True
+    return not (isinstance(arguments, dict) and arguments.get("background") is True)

@@ -29,24 +29,17 @@ def _dispatch(args: argparse.Namespace) -> int:
             from orchestrator.cli.chat_terminal import chat
 
             return chat(args)
-        case "run":
-            from orchestrator.cli import run as cli_run
-
-            workspace = (
-                None if args.session_workspace else (args.workspace or cli_run.default_workspace())
-            )
-            return cli_run.start(args, goal=args.goal, model=args.model, workspace=workspace)
         case "chat":
             from orchestrator.cli.chat_terminal import chat
 
             return chat(args)
-        case "plan":
+        case "run" | "plan":
             from orchestrator.cli import run as cli_run
+            from orchestrator.cli.setup import default_workspace
 
-            args.plan = args.plan_only = True
-            workspace = (
-                None if args.session_workspace else (args.workspace or cli_run.default_workspace())
-            )
+            if args.command == "plan":
+                args.plan = args.plan_only = True
+            workspace = None if args.session_workspace else (args.workspace or default_workspace())
             return cli_run.start(args, goal=args.goal, model=args.model, workspace=workspace)
         case "execute":
             from orchestrator.cli import run as cli_run

@@ -91,6 +91,14 @@ def _agent_options(parser: argparse.ArgumentParser, *, model_required_note: str)
         "(default: 50; on resume, the session's); a subagent's limit is its type's",
     )
     parser.add_argument(
+        "--engine",
+        choices=["local", "dbos"],
+        default=None,
+        help="where delegated tasks run: local (in this process, the default) or dbos (each "
+        "task a durable DBOS workflow; needs pip install 'orchestrator[dbos]'); default: "
+        "[engine] kind (docs/engine.md)",
+    )
+    parser.add_argument(
         "--durability",
         choices=["always", "batch", "off"],
         default="batch",
@@ -326,7 +334,8 @@ def build_parser() -> argparse.ArgumentParser:
         "are done; the demo kills the process (SIGKILL) while they work and resumes the "
         "session from its journal; one worker asks a question the builder answers, one "
         "reports blocked and its task is re-planned (plan v2), one fails its acceptance "
-        "check once; the builder's context is compacted once; the plan's checks verify the "
+        "check once; one worker runs its test in the background while it documents its "
+        "module; the builder's context is compacted once; the plan's checks verify the "
         "end. Needs no network and no key.",
     )
     demo.add_argument(

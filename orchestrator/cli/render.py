@@ -242,10 +242,15 @@ class TranscriptSink:
                 scope = _scope(event.write_scope)
                 deps = [*event.after, *(f"plan task {p}" for p in event.after_plan)]
                 after = f", after {label(', '.join(deps), ARG_WIDTH)}" if deps else ""
+                whose = (
+                    f"in the background, for {label(event.agent, 40)}"
+                    if event.task_kind == "tool"
+                    else f"from {label(event.agent, 40)}, writes {scope}{after}"
+                )
                 self._line(
                     s.bold(f"⇢ {label(task, 40)}")
                     + f" {label(kind, 40)}: {label(description, ARG_WIDTH)}"
-                    + s.dim(f" (from {label(event.agent, 40)}, writes {scope}{after})")
+                    + s.dim(f" ({whose})")
                 )
             case TaskChanged(task=task, state=state, reason=reason):
                 marks = {"completed": s.green("✔"), "failed": s.red("✗"), "cancelled": s.red("✗")}

@@ -124,6 +124,8 @@ def to_wire(
         body["tool_choice"] = _tool_choice(request.tool_choice)
     if caching == "auto" and turns:
         _mark_moving(turns)
+    if request.note:  # after the breakpoints: this request's only, not a cached prefix
+        _add_note(turns, request.note)
     if thinking_budget:
         # max_tokens counts thinking too and must exceed the budget.
         if max_tokens <= thinking_budget:
@@ -152,6 +154,15 @@ def _mark_moving(turns: list[dict[str, Any]]) -> None:
     if previous >= 0 and sum(len(t["content"]) for t in turns[previous + 1 :]) > _LOOKBACK // 2:
         _mark(turns, previous)
     _mark(turns, newest)
+
+
+def _add_note(turns: list[dict[str, Any]], note: str) -> None:
+    """The request's note as a text block of its last user turn (or a user turn of its
+    own after an assistant one): turns alternate."""
+    if turns and turns[-1]["role"] == "user":
+        turns[-1] = {**turns[-1], "content": [*turns[-1]["content"], *_text(note)]}
+    else:
+        turns.append({"role": "user", "content": _text(note)})
 
 
 def _mark(turns: list[dict[str, Any]], index: int) -> None:

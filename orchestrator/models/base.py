@@ -44,7 +44,8 @@ class ModelRequest:
     the wire form of what they translated before), and any sequence of messages works.
     `agent` and `role` name who is asking (the scripted model picks its replies by
     them); `step` counts this agent's earlier model calls, so a scripted model knows its
-    place even after a resume or a compaction.
+    place even after a resume or a compaction. `note` is a user message sent after them
+    for this request only.
     """
 
     messages: Sequence[Message]
@@ -57,6 +58,10 @@ class ModelRequest:
     temperature: float | None = None
     stop: tuple[str, ...] = ()
     cache_key: str = ""  # the same for every request sharing a prefix (session and role)
+    # Said to the model after `messages`, for this request only (never part of the
+    # context, so the prefix the provider caches stays as it was): the agent's calls
+    # running in the background, as they stand now.
+    note: str = ""
 
 
 class TextDelta(Value, frozen=True, kw_only=True):

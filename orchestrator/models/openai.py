@@ -109,6 +109,8 @@ def to_wire(
         "stream": True,
         "stream_options": {"include_usage": True},
     }
+    if request.note:  # this request's only: after the cached wire form, never in it
+        body["messages"].append({"role": "user", "content": request.note})
     if request.tools:
         body["tools"] = [
             {

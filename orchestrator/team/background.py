@@ -159,7 +159,8 @@ class BackgroundCalls:
     def _handle(self, task: TaskRecord) -> str:
         deadline = duration(self._settings.session.background_deadline)
         return (
-            f"started in the background as task {task.task_id} ({task.description}); "
+            f"started in the background as task {task.task_id} ({task.agent_type}: "
+            f"{task.description}); "
             "go on with your work. Its end (how it ended, the last lines of its output) "
             "comes to you as a message; wait_tasks waits for it, read_task_output reads its "
             f"output so far, cancel_task stops it. It is cancelled if it runs past {deadline}."
@@ -246,7 +247,8 @@ class BackgroundCalls:
         tail = _tail(path)
         how = "finished" if task.state == "completed" else task.state
         summary = (
-            f"background call {task_id} ({task.description}) {how}: {task.reason}\n"
+            f"background call {task_id} ({task.agent_type}: {task.description}) {how}: "
+            f"{task.reason}\n"
             + (f"last of its output:\n{tail}\n" if tail else "it wrote no output\n")
             + f"(all of it: read_task_output task={task_id}; {size} bytes)"
         )
@@ -264,6 +266,28 @@ class BackgroundCalls:
 
     def running(self, task_id: str) -> bool:
         return task_id in self._scopes
+
+    def note(self, agent: str) -> str:
+        """What each of `agent`'s model requests says after its context while it has
+        calls running in the background (`ModelRequest.note`): which, for how long, how
+        much output so far. "" when it has none."""
+        running = [
+            t for t in self._session.state.tasks.children(agent) if t.kind == "tool" and t.live
+        ]
+        if not running:
+            return ""
+        now = now_ms()
+        lines = ["[running in the background]"]
+        for task in running:
+            path = self._directory / task.output
+            size = path.stat().st_size if path.exists() else 0
+            took = duration((now - task.created) / 1000)
+            lines.append(
+                f"{task.task_id} {task.agent_type}: {task.description} (for {took}, {size} "
+                "bytes of output)"
+            )
+        lines.append("Their ends come as messages; read_task_output reads one's output so far.")
+        return "\n".join(lines)
 
     def read(self, agent: str, task_id: str, offset: int, limit: int) -> ToolOutput:
         """`read_task_output`: the output of `agent`'s tool task from byte `offset`."""
@@ -303,12 +327,13 @@ class BackgroundCalls:
 
 
 def describe(tool: AnyTool, args: BaseModel) -> str:
-    """The task's description: a shell call's command, else the tool and its arguments."""
+    """The task's description (its `agent_type` is the tool's name): a shell call's
+    command, else the call's arguments (`steps=2`)."""
     command = getattr(args, "command", None)
     if tool.name == "shell" and isinstance(command, str):
-        return f"shell: {label(command, 200)}"
+        return label(command, 200)
     shown = args.model_dump(exclude={"background"}, exclude_defaults=True)
-    return label(f"{tool.name} {shown}", 200)
+    return label(", ".join(f"{k}={v!r}" for k, v in shown.items()) or "(no arguments)", 200)
 
 
 class _OutputFile:

@@ -318,6 +318,10 @@ class _Port:
     def state(self) -> SessionState:
         return self._session.state
 
+    @property
+    def session_id(self) -> str:
+        return self._settings.session_id
+
     def definition(self, task_id: str) -> AgentDefinition:
         agent_type = queries.task(self._session.state, task_id).agent_type
         return self._settings.definitions.get(agent_type)

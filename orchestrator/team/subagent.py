@@ -144,6 +144,22 @@ async def _within_deadline(port: TaskPort, task_id: str) -> None:
         await fail(port, task_id, "its deadline passed before it finished", retry=False)
 
 
+async def work_task(port: TaskPort, task_id: str, scope: trio.CancelScope) -> None:
+    """What a runner runs for a task: its loop within its deadline, in `scope` (the
+    runner's handle to cancel it), a model's failure or a crash made the task's failure
+    (a bug in one subagent must not end the session), a cancellation ending its turn."""
+    with scope:
+        try:
+            await _within_deadline(port, task_id)
+        except ModelError as exc:
+            await fail(port, task_id, port.redact(f"model call failed: {exc}"))
+        except Exception as exc:
+            detail = port.redact(f"{type(exc).__name__}: {exc}")
+            await fail(port, task_id, f"crashed: {detail}")
+    if scope.cancelled_caught:
+        await port.end_open_turn(task_id, "cancelled")
+
+
 class InProcessRunner:
     """Runs each task's loop in one nursery, each in its own cancel scope."""
 
@@ -163,16 +179,7 @@ class InProcessRunner:
 
     async def _run(self, port: TaskPort, task_id: str, scope: trio.CancelScope) -> None:
         try:
-            with scope:
-                try:
-                    await _within_deadline(port, task_id)
-                except ModelError as exc:
-                    await fail(port, task_id, port.redact(f"model call failed: {exc}"))
-                except Exception as exc:  # a bug in one subagent must not end the session
-                    detail = port.redact(f"{type(exc).__name__}: {exc}")
-                    await fail(port, task_id, f"crashed: {detail}")
-            if scope.cancelled_caught:
-                await port.end_open_turn(task_id, "cancelled")
+            await work_task(port, task_id, scope)
         finally:
             if self._scopes.get(task_id) is scope:
                 del self._scopes[task_id]

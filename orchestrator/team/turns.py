@@ -114,6 +114,7 @@ class Turns:
             guard=self._guard(agent),
             durable_turn_end=agent == MAIN,
             usable=lambda: self._usable(role),
+            note=self._background.note if self._background is not None else lambda agent: "",
         )
         self._deps[agent] = deps
         return deps

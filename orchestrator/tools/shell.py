@@ -79,6 +79,15 @@ class Shell(Tool[ShellArgs]):
         self.env_policy = env_policy or EnvPolicy()
         self.sandbox = sandbox or Sandbox()
 
+    async def recover(self, args: ShellArgs, ctx: ToolContext) -> ToolOutput | None:
+        """A call in the background cut off by a crash: its handle, when its task was
+        made (the task itself is reported interrupted on its own); it is started now when
+        it was not (its task is made before anything runs). A foreground call: None
+        (interrupted)."""
+        if not args.background or ctx.background is None:
+            return None
+        return await ctx.background.start(self, args, ctx)
+
     def asks_anyway(self, args: ShellArgs) -> str | None:
         if args.network and self.sandbox.active and not self.sandbox.network:
             return "it asks for the network, which the sandbox closes"

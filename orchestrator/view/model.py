@@ -305,6 +305,8 @@ class ViewModel:
         match event:
             case TaskCreated():
                 task.kind, task.description = event.agent_type, event.description
+                if event.task_kind == "tool":  # a call in the background: its tool's name
+                    task.description = f"{event.agent_type}: {event.description}"
                 if not task.owner:
                     task.owner = event.agent
                     self.agents[event.agent].children.append(task.id)

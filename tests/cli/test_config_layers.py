@@ -14,8 +14,8 @@ import pytest
 
 from orchestrator.cli.env import effective_config
 from orchestrator.cli.parser import build_parser
-from orchestrator.cli.run import session_settings
-from orchestrator.cli.settings import TEAM_DEFAULTS, UNTRUSTED
+from orchestrator.cli.settings import TEAM_DEFAULTS, TOOLS_DEFAULTS, UNTRUSTED
+from orchestrator.cli.setup import session_settings
 from orchestrator.config import CompactionConfig, Config, SessionConfig
 from orchestrator.errors import ConfigError
 from orchestrator.state.mailbox import Caps
@@ -588,6 +588,11 @@ def test_config_show_prints_every_setting_and_its_source(setup: Setup) -> None:
         ["team.park_limit", "600.0", "default"],
         ["team.message_chars", "4000", "default"],
         ["team.delivery_chars", "16000", "default"],
+        ["tools.background_per_agent", "4", "default"],
+        ["tools.background_per_session", "16", "default"],
+        ["tools.background_output", "10485760", "default"],
+        ["tools.background_deadline", "1800.0", "default"],
+        ["tools.background_after", "none", "default"],
         ["compaction.at", "0.8", "default"],
         ["compaction.anchor_share", "0.25", "default"],
         ["compaction.keep_recent", "8000", "default"],
@@ -618,6 +623,7 @@ def test_config_show_json(setup: Setup) -> None:
         {"model"}
         | {f"session.{k}" for k in SessionConfig.model_fields}
         | {f"team.{k}" for k in TEAM_DEFAULTS}
+        | {f"tools.{k}" for k in TOOLS_DEFAULTS}
         | {f"compaction.{k}" for k in CompactionConfig.model_fields}
         | {"view.fps"}
     )

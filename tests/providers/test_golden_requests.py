@@ -264,3 +264,33 @@ def _marker_paths(body: dict[str, Any]) -> list[str]:
         if "cache_control" in turn["content"][-1]:
             paths.append(f"messages[{i}].content[-1]")
     return paths
+
+
+@pytest.mark.parametrize("adapter", ["openai", "anthropic"])
+def test_a_note_follows_the_context_for_one_request_and_leaves_the_cache_as_it_was(
+    adapter: str,
+) -> None:
+    from orchestrator.messages import MessageView
+    from orchestrator.models.base import WireCache
+
+    make = openai.to_wire if adapter == "openai" else anthropic.to_wire
+    fresh = list if adapter == "openai" else anthropic._Turns
+    cache: WireCache[Any] = WireCache(fresh)  # type: ignore[arg-type]
+    context = list(CONVERSATION)
+    view = MessageView(context, len(context))
+    noted = make(  # type: ignore[operator]
+        ModelRequest(messages=view, tools=TOOLS, note="[running] t3"), model="m", cache=cache
+    )
+    plain = make(ModelRequest(messages=view, tools=TOOLS), model="m", cache=cache)  # type: ignore[operator]
+    # The note is the request's last words, and only that request's.
+    last = noted["messages"][-1]
+    if adapter == "openai":
+        assert last == {"role": "user", "content": "[running] t3"}
+        assert noted["messages"][:-1] == plain["messages"]
+    else:  # a text block of the last user turn: turns alternate
+        assert last["role"] == "user"
+        assert last["content"][-1] == {"type": "text", "text": "[running] t3"}
+        assert last["content"][:-1] == plain["messages"][-1]["content"]
+    assert plain == make(ModelRequest(messages=tuple(context), tools=TOOLS), model="m")  # type: ignore[operator]
+    check = check_openai_request if adapter == "openai" else check_anthropic_request
+    check(noted)

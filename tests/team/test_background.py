@@ -56,9 +56,13 @@ async def test_a_background_build_runs_while_the_agent_writes_and_its_end_comes_
             return reply("", c("shell", command=build, background=True))
         if request.step == 1:
             assert "started in the background as task t1" in results(request)[-1]
+            # Each request says what runs, after the context, for that request only.
+            assert request.note.startswith("[running in the background]\nt1 shell: while")
+            assert not any(request.note in str(m) for m in request.messages)
             return reply("", c("write_file", path="go", content="now\n"))
         if "background call t1" not in text:
             return reply("", c("wait_tasks", tasks=["t1"]))
+        assert request.note == ""  # nothing runs any more
         return reply(f"heard: {text.count('background call t1 (shell: ')} time(s)")
 
     events: list[object] = []

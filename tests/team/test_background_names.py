@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 import orchestrator as orc
 from orchestrator.models.base import ModelRequest
 from orchestrator.models.scripted import ScriptedModel, ScriptedReply
@@ -17,11 +15,6 @@ async def yes(request: orc.ApprovalRequest) -> bool:
     return True
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="team/background.describe() puts `shell: ` before the command, and every "
-    "listing puts the task's agent_type (`shell`) before its description again",
-)
 async def test_list_tasks_names_a_background_shell_call_by_its_tool_once(
     tmp_path: Path,
 ) -> None:

@@ -1009,7 +1009,7 @@ async def test_a_notify_answer_still_wakes_a_parked_task(workspace: Workspace) -
 def test_the_config_team_table_sets_the_limits() -> None:
     import argparse
 
-    from orchestrator.cli.run import session_settings
+    from orchestrator.cli.setup import session_settings
     from orchestrator.config import parse_config
     from orchestrator.errors import ConfigError
     from orchestrator.team.settings import limits_of

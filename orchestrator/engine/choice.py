@@ -1,0 +1,44 @@
+"""Choosing the engine: the names, the check that the `dbos` extra is installed (one
+line naming it when it is not), and the factory of the DBOS runner, which imports
+`engine/dbos.py` (and DBOS) only when it is called."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from orchestrator.errors import ConfigError
+
+if TYPE_CHECKING:
+    import trio
+
+    from orchestrator.team.port import Runner
+
+Engine = Literal["local", "dbos"]
+ENGINES: tuple[Engine, ...] = ("local", "dbos")
+EXTRA = "pip install 'orchestrator[dbos]'"
+
+
+def require_dbos() -> None:
+    """Nothing when DBOS can be imported, else a `ConfigError` naming the extra."""
+    try:
+        import dbos  # noqa: F401
+    except ImportError:
+        raise ConfigError(f"the dbos engine needs the dbos extra: {EXTRA}") from None
+
+
+def sqlite_url(path: Path) -> str:
+    """The database URL of a SQLite file at `path`."""
+    return f"sqlite:///{path}"
+
+
+def dbos_runner(url: str, *, max_threads: int = 64) -> Callable[[trio.Nursery], Runner]:
+    """`RunSettings.runner` for the dbos engine: each delegated task a DBOS workflow in
+    the database at `url` (`sqlite:///PATH`, or `postgresql://...`), at most
+    `max_threads` of them running at once in DBOS's threads (docs/engine.md)."""
+    require_dbos()
+    from orchestrator.engine.dbos import DbosRunner
+
+    return functools.partial(DbosRunner, url=url, max_threads=max_threads)

@@ -1,0 +1,234 @@
+"""Delegated tasks as DBOS workflows: the runner of the `dbos` engine (docs/engine.md).
+
+One delegated task = one workflow, named `<session id>/<task id>` (its later runs, after
+it settled and was revived, `.../2`, `.../3`), whose one step is the task's whole loop.
+Starting a task whose workflow is already recorded is no second run: a workflow left
+open by a killed process is re-entered by its id (DBOS runs its step again), one whose
+step had ended is only finished.
+
+The loop itself runs on trio, in the team's nursery and the task's cancel scope, exactly
+as the local runner runs it; the step, in a DBOS thread, calls into trio
+(`trio.from_thread.run` with the loop's token) and returns when the loop has ended. So
+the journal stays the truth: every side effect is journaled write-ahead by the turn
+loop, and a step run again after a kill re-enters `run_task`, which resumes from the
+journal (an interrupted call is reported as such, never run again silently).
+
+DBOS's sync API runs in worker threads only (never on the trio thread), under a limiter
+of its own; DBOS's executor is capped at `max_threads`. DBOS is one per process, so one
+session at a time runs on this engine in a process; each process is an executor of its
+own (its id names host and process), so DBOS never recovers another's workflows by
+itself: the session's resume re-enters them, when its journal says the task still runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import uuid
+from dataclasses import dataclass, field
+
+import trio
+from dbos import DBOS, DBOSConfig, SetWorkflowID, WorkflowHandle
+from sqlalchemy.engine import make_url
+
+from orchestrator._version import __version__
+from orchestrator.errors import ConfigError, OrchestratorError
+from orchestrator.team import queries
+from orchestrator.team.port import TaskPort
+from orchestrator.team.subagent import work_task
+
+WORKFLOW = "orchestrator.task"
+LOOP_STEP = "orchestrator.task_loop"
+OPEN = ("PENDING", "ENQUEUED", "DELAYED")  # a workflow's states before it has ended
+FINISH_WAIT = 10.0  # seconds a run waits, once its loop ended, for the workflow's record
+
+# The runners by session id: DBOS calls a workflow by its name with its recorded
+# arguments only, so the step finds the live session's runner here.
+_RUNNERS: dict[str, DbosRunner] = {}
+
+
+@DBOS.workflow(name=WORKFLOW)
+def _task_workflow(session_id: str, task_id: str) -> str:
+    return _task_loop(session_id, task_id)
+
+
+@DBOS.step(name=LOOP_STEP)
+def _task_loop(session_id: str, task_id: str) -> str:
+    """The task's loop, run on trio; its outcome (the task's state, or `stopped`)."""
+    runner = _RUNNERS.get(session_id)
+    if runner is None:
+        raise OrchestratorError(f"session {session_id} does not run in this process")
+    workflow_id = DBOS.workflow_id or ""
+    return trio.from_thread.run(runner.step, task_id, workflow_id, trio_token=runner.token)
+
+
+@dataclass
+class _Run:
+    """One task's run on this engine: its workflow and the trio side of its step."""
+
+    scope: trio.CancelScope = field(default_factory=trio.CancelScope)  # its loop's
+    waiting: trio.CancelScope = field(default_factory=trio.CancelScope)  # for its step
+    workflow_id: str = ""
+    begun: trio.Event = field(default_factory=trio.Event)  # the step has called in
+    ended: trio.Event = field(default_factory=trio.Event)  # the loop has returned
+    outcome: str = "stopped"
+
+
+class DbosRunner:
+    """A `Runner` whose tasks are DBOS workflows in the database at `url`."""
+
+    def __init__(self, nursery: trio.Nursery, *, url: str, max_threads: int = 64) -> None:
+        self._nursery = nursery
+        self._url = url
+        self._max_threads = max_threads
+        self._runs: dict[str, _Run] = {}
+        self._threads = trio.CapacityLimiter(8)  # apart from trio's, which the journal uses
+        self._session_id = ""
+        self._launched = trio.Event()
+        self._idle = trio.Event()
+        self.token = trio.lowlevel.current_trio_token()
+
+    def start(self, task_id: str, port: TaskPort) -> None:
+        if task_id in self._runs:
+            return  # its run is live: starting it twice is a no-op
+        if not self._session_id:
+            self._begin_session(port.session_id)
+        self._runs[task_id] = _Run()
+        self._idle = trio.Event()
+        self._nursery.start_soon(self._run, task_id, port, name=f"task {task_id} (dbos)")
+
+    def cancel(self, task_id: str) -> None:
+        run = self._runs.get(task_id)
+        if run is not None:
+            run.waiting.cancel()
+            run.scope.cancel()
+
+    async def step(self, task_id: str, workflow_id: str) -> str:
+        """The trio side of a task's step: let its loop run, and wait for its end."""
+        run = self._runs.get(task_id)
+        if run is None or run.workflow_id != workflow_id or run.ended.is_set():
+            return "stopped"  # a stale workflow, or a run already gone: nothing to do
+        run.begun.set()
+        await run.ended.wait()
+        return run.outcome
+
+    def _begin_session(self, session_id: str) -> None:
+        if not session_id:
+            raise ConfigError("the dbos engine runs the tasks of a session on disk only")
+        if _RUNNERS:
+            raise ConfigError("the dbos engine runs one session at a time in a process")
+        self._session_id = session_id
+        _RUNNERS[session_id] = self
+        self._nursery.start_soon(self._engine, name="dbos engine")
+
+    async def _engine(self) -> None:
+        """DBOS, launched for the team's life; destroyed once no run is left."""
+        try:
+            try:
+                await trio.to_thread.run_sync(self._launch, limiter=self._threads)
+            except Exception as exc:
+                where = make_url(self._url).render_as_string(hide_password=True)
+                raise ConfigError(f"the dbos engine could not start on {where}: {exc}") from exc
+            self._launched.set()
+            await trio.sleep_forever()
+        finally:
+            with trio.CancelScope(shield=True):
+                if self._runs:
+                    await self._idle.wait()
+                if self._launched.is_set():
+                    await trio.to_thread.run_sync(DBOS.destroy, limiter=self._threads)
+                _RUNNERS.pop(self._session_id, None)
+
+    def _launch(self) -> None:
+        config: DBOSConfig = {
+            "name": "orchestrator",
+            "system_database_url": self._url,
+            # The package's version, not a hash of the code: a resume by the same
+            # version finds the workflows it left.
+            "application_version": __version__,
+            # An executor per process (where a task ran), so DBOS's own start-up
+            # recovery never takes another process's workflows (see the module's doc).
+            "executor_id": f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}",
+            "max_executor_threads": self._max_threads,
+            "log_level": "WARNING",
+        }
+        DBOS(config=config)
+        DBOS.launch()
+
+    async def _run(self, task_id: str, port: TaskPort) -> None:
+        run = self._runs[task_id]
+        handle: WorkflowHandle[str] | None = None
+        try:
+            await self._launched.wait()
+            # Its id first, so that the step, which may call in at once, is known as its.
+            run.workflow_id, resume = await trio.to_thread.run_sync(
+                _next_workflow, self._session_id, task_id, limiter=self._threads
+            )
+            handle = await trio.to_thread.run_sync(
+                _begin, self._session_id, task_id, run.workflow_id, resume, limiter=self._threads
+            )
+            with run.waiting:
+                await run.begun.wait()  # at once for a new workflow; a recovered one is queued
+            await work_task(port, task_id, run.scope)
+            run.outcome = queries.task(port.state, task_id).state
+        finally:
+            run.ended.set()
+            if handle is not None:
+                # Its end recorded before the task may start again (a new workflow).
+                # (An error of the workflow is no news: the journal holds the outcome.)
+                with (
+                    trio.CancelScope(shield=True),
+                    trio.move_on_after(FINISH_WAIT),
+                    contextlib.suppress(Exception),
+                ):
+                    await trio.to_thread.run_sync(
+                        handle.get_result, limiter=self._threads, abandon_on_cancel=True
+                    )
+            del self._runs[task_id]
+            if not self._runs:
+                self._idle.set()
+            await port.task_ended(task_id)
+
+
+def _next_workflow(session_id: str, task_id: str) -> tuple[str, bool]:
+    """The id of the task's workflow to run now, and whether it is one to re-enter (left
+    open by a process that was killed); in a worker thread."""
+    base = f"{session_id}/{task_id}"
+    runs = sorted(
+        (
+            w
+            for w in DBOS.list_workflows(workflow_id_prefix=base, load_input=False)
+            if _number(base, w.workflow_id)
+        ),
+        key=lambda w: _number(base, w.workflow_id),
+    )
+    if runs and runs[-1].status in OPEN:
+        last = runs[-1].workflow_id
+        if not _loop_ended(last):
+            return last, True  # its step runs again here
+        DBOS.resume_workflow(last).get_result()  # its loop had ended: only its record is left
+    return (base if not runs else f"{base}/{len(runs) + 1}"), False
+
+
+def _begin(session_id: str, task_id: str, workflow_id: str, resume: bool) -> WorkflowHandle[str]:
+    """The task's workflow `workflow_id`, started or re-entered; in a worker thread."""
+    if resume:
+        return DBOS.resume_workflow(workflow_id)
+    with SetWorkflowID(workflow_id):
+        return DBOS.start_workflow(_task_workflow, session_id, task_id)
+
+
+def _number(base: str, workflow_id: str) -> int:
+    """1 for `base`, N for `base/N`, 0 for another task's workflow (`base` a prefix)."""
+    if workflow_id == base:
+        return 1
+    rest = workflow_id.removeprefix(base + "/")
+    return int(rest) if rest != workflow_id and rest.isdigit() else 0
+
+
+def _loop_ended(workflow_id: str) -> bool:
+    return any(
+        step["function_name"] == LOOP_STEP and step["error"] is None
+        for step in DBOS.list_workflow_steps(workflow_id)
+    )

@@ -1,0 +1,39 @@
+"""Choosing the engine from the command line: `local` stays the default; `dbos` without
+its extra installed is a one-line usage error naming the extra, before a session exists."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from orchestrator.cli.parser import EXIT_USAGE, build_parser
+from orchestrator.config import parse_config
+
+# The command line in a fresh interpreter where `import dbos` fails, as without the extra.
+WITHOUT_DBOS = (
+    "import sys; sys.modules['dbos'] = None; "
+    "from orchestrator.cli.main import main; sys.exit(main(sys.argv[1:]))"
+)
+
+
+def test_local_is_the_default() -> None:
+    args = build_parser().parse_args(["run", "g", "-m", "scripted:x"])
+    assert args.engine is None
+    assert parse_config("").engine.kind == "local"
+    config = parse_config('[engine]\nkind = "dbos"\ndatabase_url = "postgresql://h/db"\n')
+    assert (config.engine.kind, config.engine.database_url) == ("dbos", "postgresql://h/db")
+
+
+def test_dbos_without_the_extra_is_a_usage_error_naming_it(tmp_path: Path) -> None:
+    sessions = tmp_path / "sessions"
+    script = tmp_path / "script.json"
+    script.write_text('{"agents": {"main": [{"text": "hi"}]}}')
+    command = [sys.executable, "-c", WITHOUT_DBOS, "run", "g", "-m", f"scripted:{script}"]
+    command += ["-w", str(tmp_path), "--engine", "dbos", "--sessions-dir", str(sessions)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert done.returncode == EXIT_USAGE
+    assert done.stderr == (
+        "error: the dbos engine needs the dbos extra: pip install 'orchestrator[dbos]'\n"
+    )
+    assert not sessions.exists() or not list(sessions.iterdir())  # no session was made
