@@ -2,7 +2,8 @@
 `.venv/bin/python tests/recordings/record.py`). Each recording is a sessions root holding
 one session made by the real CLI with `--session-workspace`, so it is relocatable.
 
-The script is the demo's, with one call in the background added (format 9): as it
+The script is the demo's (whose text worker runs its test in the background, t6), with
+one more call in the background added (format 9): as it
 delegates, the builder starts the whole check in the background (`shell`, `background:
 true`): it waits for the last file the plan asks for, then runs every test. The builder's
 first `wait_tasks` names its four workers (a check that waits for `wordstats.py` would

@@ -113,8 +113,9 @@ def test_recorded_killed_session_resumes_anywhere(tmp_path: Path, version: int) 
     if version >= 9:
         # The builder's check in the background (a task of kind tool) was running at the
         # kill: it is reported interrupted, to the builder, once, and never run again.
-        [check] = [t for t in tasks if t.kind == "tool"]
-        assert (check.task_id, check.state) == ("t5", "failed")
+        check = state.tasks.get("t5")
+        assert check is not None
+        assert (check.kind, check.state) == ("tool", "failed")
         assert check.reason.startswith("interrupted: ")
         told = [
             (fields["mail"], fields["to"])
@@ -156,9 +157,13 @@ def test_list_and_show(killed_copy: Path) -> None:
     state = load_state(killed_copy / session_id, warn=pytest.fail)
     assert info["agents"]["main"]["model_calls"] == state.agents["main"].steps
     assert info["last_events"][-1]["seq"] == state.seq
-    # The four workers, and the builder's check in the background (format 9).
-    assert [t["task_id"] for t in info["tasks"]] == ["t1", "t2", "t3", "t4", "t5"]
-    assert {m["message_id"] for m in info["mailbox"]} == set(state.mailbox.messages)
+    # The four workers, the builder's check in the background (format 9), and the text
+    # worker's test in the background.
+    assert [t["task_id"] for t in info["tasks"]] == ["t1", "t2", "t3", "t4", "t5", "t6"]
+    # Every message posted (the live ones, and t6's end, which t2 has read).
+    shown_mail = {m["message_id"] for m in info["mailbox"]}
+    assert shown_mail == {f"m{n}" for n in range(1, state.mailbox.posted_count + 1)}
+    assert set(state.mailbox.messages) <= shown_mail
     text = cli("sessions", "show", session_id, root=killed_copy)
     rows = text.stdout.splitlines()
     assert any(row.split()[:2] == ["main", "builder"] for row in rows)

@@ -1,4 +1,4 @@
-"""Small text helpers."""
+"""Small text helpers: slugify() for URLs, word_count() for prose."""
 
 
 def slugify(text):
