@@ -233,6 +233,21 @@ def v7_to_v8(directory: Path) -> None:
     return None
 
 
+def v8_to_v9(directory: Path) -> None:
+    """Format 9 adds calls in the background: `task_kind` (`tool`) and `output` (the file
+    under `tasks/` that holds the call's output) on `task_created`, so a task may be a
+    call's rather than a subagent's; `kind` and `output` on the snapshot's task records;
+    and the `background_*` settings in the `settings` record. Every format-8 record,
+    manifest and snapshot is already a valid format-9 one (every task a subagent's), and a
+    format-8 `settings` record reads with the new settings at their defaults, as the
+    settings added by earlier formats did (`park_limit`, the compaction keys, `plan`): a
+    format-8 session has no background call those settings could have governed. Nothing
+    is rewritten; the step lets the manifest say 9, so an older orchestrator refuses the
+    session instead of failing on the settings it does not know (`SessionSettings`
+    forbids unknown fields)."""
+    return None
+
+
 MIGRATIONS: dict[int, Migration] = {
     1: v1_to_v2,
     2: v2_to_v3,
@@ -241,6 +256,7 @@ MIGRATIONS: dict[int, Migration] = {
     5: v5_to_v6,
     6: v6_to_v7,
     7: v7_to_v8,
+    8: v8_to_v9,
 }
 
 

@@ -34,7 +34,7 @@ import orjson
 import pyte
 import pytest
 
-from orchestrator.layout import JOURNAL, LOCK
+from orchestrator.layout import FORMAT_VERSION, JOURNAL, LOCK
 from orchestrator.store import SessionLock
 from tests.cli.test_live_terminal import COLS, ROWS, run_on_screen
 
@@ -282,7 +282,7 @@ def test_json_lines_are_run_json_lines_with_the_times_the_records_were_written(
 def test_a_session_whose_process_is_gone_is_replayed_and_ends_as_stopped(
     tmp_path: Path,
 ) -> None:
-    [recorded] = (RECORDED / "v8-killed-mid-turn").iterdir()
+    [recorded] = (RECORDED / f"v{FORMAT_VERSION}-killed-mid-turn").iterdir()
     shutil.copytree(recorded, tmp_path / recorded.name)
     watched = orchestrator("sessions", "watch", "--last", "--instant", sessions=tmp_path)
     assert watched.returncode == 0, watched.stderr

@@ -167,3 +167,32 @@ def test_a_v3_session_loses_only_its_snapshot_to_the_v4_step(tmp_path: Path) -> 
     assert state.todos == {}
     assert verify(directory) == []
     v3_to_v4(directory)  # a step run again (cut short before the manifest) is no error
+
+
+@pytest.mark.parametrize("name", ["completed", "killed-mid-turn"])
+def test_a_v8_session_becomes_v9_untouched_its_tasks_subagents_and_calls_in_the_foreground(
+    tmp_path: Path, name: str
+) -> None:
+    root = tmp_path / "sessions"
+    shutil.copytree(RECORDED / f"v8-{name}", root)
+    [directory] = [p for p in root.iterdir() if p.is_dir()]
+    files = {p.name: p.read_bytes() for p in directory.iterdir() if p.is_file()}
+    before = load_state(directory, warn=pytest.fail)
+    manifest = migrate(directory, read_manifest(directory))
+    assert manifest.format_version == FORMAT_VERSION == 9
+    # Nothing but the manifest's version is rewritten.
+    after = {p.name: p.read_bytes() for p in directory.iterdir() if p.is_file()}
+    assert after.keys() == files.keys()
+    assert {k for k in files if files[k] != after[k]} == {"session.json"}
+    state = load_state(directory, warn=pytest.fail)
+    assert state.describe() == before.describe()
+    assert state.tasks.tasks
+    assert all(t.kind == "agent" for t in state.tasks.tasks.values())
+    # Its journaled settings read with the background settings at their defaults.
+    assert state.settings is not None
+    assert (
+        state.settings.background_per_agent,
+        state.settings.background_per_session,
+        state.settings.background_after,
+    ) == (4, 16, None)
+    assert verify(directory) == []

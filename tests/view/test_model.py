@@ -155,8 +155,10 @@ def test_a_finished_session_is_its_journal_folded() -> None:
         (0, "main", "done"),
         (1, "t1", "done"),
         (1, "t2", "done"),
+        (2, "t6", "done"),  # t2's test in the background
         (1, "t3", "done"),
         (1, "t4", "done"),
+        (1, "t5", "done"),  # the builder's check in the background (format 9)
         (0, "planner-2", "done"),
     ]
     assert model.agents["planner-2"].activity == "plan v2: 4 task(s)"
@@ -164,5 +166,5 @@ def test_a_finished_session_is_its_journal_folded() -> None:
     assert model.started is not None
     assert model.ended is not None
     assert model.started < model.ended  # the journal's own times
-    assert model.status_line().startswith("7 done · ")
+    assert model.status_line().startswith("9 done · ")
     assert model.verdicts[-1].action == "completed"
