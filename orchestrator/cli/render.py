@@ -123,6 +123,7 @@ class TranscriptSink:
         # when given (it is folded before the screen sees the event), else folded here.
         self._todos_of = todos_of
         self._todos: dict[str, TodoList] = {}
+        self._listed: set[str] = set()  # agents whose whole list was shown once
 
     def _line(self, text: str) -> None:
         # Everything shown comes from models and tools: it is made visible as it is
@@ -273,11 +274,7 @@ class TranscriptSink:
         s = self.style
         match event:
             case TodosChanged():
-                todos = self._todo_list(event)
-                done, total = todos.progress()
-                self._line(who + s.bold(f"☰ Tasks {done}/{total}"))
-                for item in todos.items.values():
-                    self._line(who + "    " + self._todo(todos, item))
+                self._todo_change(event, who)
             case Assessed(action=action, reasons=reasons, count=count, limit=limit):
                 why = label("; ".join(reasons), REASON_WIDTH)
                 agent = label(event.agent, 40)
@@ -298,6 +295,23 @@ class TranscriptSink:
             case BlockedReported(category=category, reason=reason):
                 why = label(reason, REASON_WIDTH)
                 self._line(who + s.red(f"■ blocked ({label(category, 40)}): {why}"))
+
+    def _todo_change(self, event: TodosChanged, who: str) -> None:
+        """A list as a diff: the whole list when it is new or replaced, else the items
+        the change touched (one on the progress line itself)."""
+        todos = self._todo_list(event)
+        done, total = todos.progress()
+        head = who + self.style.bold(f"☰ Tasks {done}/{total}")
+        whole = event.replace or event.agent not in self._listed
+        self._listed.add(event.agent)
+        changed = [todos.items[i.id] for i in event.items if i.id in todos.items]
+        items = list(todos.items.values()) if whole else changed
+        if not whole and len(items) == 1:
+            self._line(f"{head}: {self._todo(todos, items[0])}")
+            return
+        self._line(head)
+        for item in items:
+            self._line(who + "    " + self._todo(todos, item))
 
     def _todo_list(self, event: TodosChanged) -> TodoList:
         if self._todos_of is not None:

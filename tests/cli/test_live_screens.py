@@ -140,3 +140,49 @@ def test_ctrl_c_at_the_terminal_leaves_the_frame_and_a_resumable_session(
     )  # fmt: skip
     assert resumed.returncode == 0, resumed.stderr
     assert f"session {session.name} completed" in resumed.stdout
+
+
+PLAIN = {
+    "main": [
+        {
+            "text": "I'll plan it, then write it.",
+            "tool_calls": [
+                call("todo_write", todos=[{"content": "write a.txt"}, {"content": "check it"}]),
+            ],
+        },
+        {
+            "tool_calls": [
+                call("write_file", path="a.txt", content="hello\n"),
+                call("todo_update", id="1", status="completed"),
+            ]
+        },
+        {
+            "tool_calls": [
+                call("shell", command="cat a.txt"),
+                call("todo_update", id="2", status="completed"),
+            ]
+        },
+        {"text": "a.txt says hello."},
+    ],
+}
+
+
+def test_the_plain_mode_is_the_golden_transcript_byte_for_byte(tmp_path: Path) -> None:
+    # Without a terminal (a pipe) and with NO_COLOR: the transcript alone, the session
+    # line first and the summary last, every byte as the golden file has it (what moves
+    # from run to run masked: the session's id and directory, its durations).
+    result = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "run", "write a", *scripted(tmp_path, PLAIN)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    text = masked(result.stdout, tmp_path)
+    text = re.sub(r"(?m)^(  main +completed +)\d+\.\ds", r"\1N.Ns", text)
+    text = re.sub(r"this run \d+\.\ds", "this run N.Ns", text)
+    assert "\x1b[" not in text  # no colour: NO_COLOR, and no terminal
+    matches_golden("plain-run", text)
