@@ -20,7 +20,6 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
-from orchestrator.cli.chat_commands import Commands
 from orchestrator.cli.chat_input import Key, Typed
 from orchestrator.session.live import LiveSession
 from orchestrator.session.shown import cost as shown_cost
@@ -34,6 +33,7 @@ from orchestrator.text import label
 PROMPT = "› "
 ANSWER_PROMPT = "answer› "
 Action = Callable[[Team], Awaitable[str]]
+Command = Callable[[str], Awaitable[bool]]  # a `/` line done; False: leave
 
 
 class Focus:
@@ -130,10 +130,16 @@ class Chat:
     def running(self) -> bool:
         return self._running
 
-    async def run(self, typed: trio.MemoryReceiveChannel[Typed], message: str = "") -> None:
+    async def run(
+        self,
+        typed: trio.MemoryReceiveChannel[Typed],
+        commands: Command,
+        message: str = "",
+    ) -> None:
         """Drive the session (from `message`, "" to go on where it stands) and take what is
-        typed until the person leaves; a turn running then is stopped (interrupted)."""
-        commands = Commands(self)
+        typed until the person leaves; a line that starts with `/` goes to `commands`
+        (`chat_commands.Commands(chat).run`: False, leave). A turn running when the
+        person leaves is stopped (interrupted)."""
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             self._start(message)
@@ -143,7 +149,7 @@ class Chat:
             self.left = True
             nursery.cancel_scope.cancel()
 
-    async def _take(self, item: Typed, commands: Commands) -> bool:
+    async def _take(self, item: Typed, commands: Command) -> bool:
         """What one typed thing does; False: leave."""
         if item is Key.END:
             return False
@@ -157,7 +163,7 @@ class Chat:
         if not text:
             return True
         if text.startswith("/"):
-            return await commands.run(text)
+            return await commands(text)
         await self.tell(text)
         return True
 

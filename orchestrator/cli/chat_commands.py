@@ -35,6 +35,7 @@ from orchestrator.tools.todos import TodoSpec
 from orchestrator.usage import call_cost
 from orchestrator.view.frame import plain_frame
 from orchestrator.view.history import journal_events, session_view
+from orchestrator.view.model import ViewModel
 
 if TYPE_CHECKING:
     from orchestrator.cli.chat import Chat
@@ -62,10 +63,12 @@ _Make = Callable[[TodoList, int], list[TodoItem]]  # the items a change makes of
 
 
 class Commands:
-    """The `/` commands of one chat."""
+    """The `/` commands of one chat. `model`: the live view's, for `/tasks` (None: the
+    session's journal is folded for each)."""
 
-    def __init__(self, chat: Chat) -> None:
+    def __init__(self, chat: Chat, model: ViewModel | None = None) -> None:
         self.chat = chat
+        self.model = model
 
     async def run(self, line: str) -> bool:
         """Do the command `line`; False: leave."""
@@ -95,7 +98,9 @@ class Commands:
         self.chat.say(HELP)
 
     async def _tasks(self, rest: str) -> None:
-        model = session_view(self.chat.live.directory, prices=self.chat.settings.prices)
+        model = self.model or session_view(
+            self.chat.live.directory, prices=self.chat.settings.prices
+        )
         self.chat.say(plain_frame(model, model.now()).rstrip("\n"))
 
     async def _send(self, rest: str) -> None:

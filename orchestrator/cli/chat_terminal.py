@@ -19,6 +19,7 @@ from typing import TextIO, cast
 import trio
 
 from orchestrator.cli.chat import PROMPT, Chat, Focus, Questions
+from orchestrator.cli.chat_commands import Commands
 from orchestrator.cli.chat_input import InputLine, Key, ToolbarView, Typed, history_file
 from orchestrator.cli.engine import chosen_engine
 from orchestrator.cli.env import sessions_root
@@ -178,7 +179,7 @@ async def _chatting(
         async with trio.open_nursery() as nursery:
             await nursery.start(view.run)
             nursery.start_soon(_on_resize, view)
-            await chat.run(typed)
+            await chat.run(typed, Commands(chat, model).run)
             nursery.cancel_scope.cancel()
         print(plain_frame(model, model.now(), width=shutil.get_terminal_size().columns - 1))
     result = chat.result

@@ -17,7 +17,7 @@ import pytest
 import trio
 
 from orchestrator.cli.chat import Chat, Focus, Questions
-from orchestrator.cli.chat_commands import HELP
+from orchestrator.cli.chat_commands import HELP, Commands
 from orchestrator.cli.chat_input import Key, Typed
 from orchestrator.cli.prompt import make_prompt
 from orchestrator.cli.render import TranscriptSink
@@ -114,7 +114,7 @@ async def chatting(
         ended = trio.Event()
 
         async def run() -> None:
-            await chat.run(receive)
+            await chat.run(receive, Commands(chat).run)
             ended.set()
 
         async with trio.open_nursery() as nursery:
