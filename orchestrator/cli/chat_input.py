@@ -3,8 +3,9 @@ thread of its own with its own asyncio loop), the live view drawn under it as it
 toolbar, and everything the run prints shown above it.
 
 trio never waits for the terminal: each typed line (or Ctrl+C, or Ctrl+D) is handed to
-trio through a memory channel; the view is drawn on trio's side into a list of styled
-fragments at a bounded rate, and the input thread only shows the latest list. What the
+trio through a memory channel; the view is drawn on trio's side (the live view's own
+coloured lines, `view.frame.terminal_lines`) at a bounded rate, and the input thread
+only shows the latest text. What the
 run prints goes through prompt_toolkit's `patch_stdout`, above the input line.
 """
 
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from orchestrator.state.events import Event
-from orchestrator.view.frame import lines
+from orchestrator.view.frame import at_most, terminal_lines
 from orchestrator.view.model import ViewModel
 
 if TYPE_CHECKING:
@@ -36,48 +37,13 @@ class Key(enum.Enum):
 
 
 Typed = str | Key
-Fragments = list[tuple[str, str]]  # prompt_toolkit's formatted text: (style, text)
-
-# The frame's rich styles as prompt_toolkit's (which has no `dim`).
-_STYLES = {
-    "": "",
-    "bold": "bold",
-    "italic": "italic",
-    "dim": "fg:ansibrightblack",
-    "cyan": "fg:ansicyan",
-    "green": "fg:ansigreen",
-    "red": "fg:ansired",
-    "dim red": "fg:ansired",
-    "bold red": "bold fg:ansired",
-    "bold yellow": "bold fg:ansiyellow",
-}
-
-
-def fragments(model: ViewModel, now: float, width: int, height: int) -> Fragments:
-    """The live view's frame as styled fragments, `width` columns, at most `height`
-    lines (the status line always; rows past the room left are counted, not drawn)."""
-    shown = lines(model, now, max(width - 1, 20))
-    if len(shown) > height:
-        cut = len(shown) - max(height - 1, 1)
-        shown = [*shown[: max(height - 2, 0)], (f"… {cut} more lines (/tasks)", []), shown[-1]]
-    found: Fragments = []
-    for n, (line, spans) in enumerate(shown):
-        at = 0
-        for start, end, style in sorted(spans):
-            if start < at or start >= len(line):
-                continue
-            if start > at:
-                found.append(("", line[at:start]))
-            found.append((_STYLES.get(style, ""), line[start:end]))
-            at = min(end, len(line))
-        found.append(("", line[at:] + ("\n" if n < len(shown) - 1 else "")))
-    return found
 
 
 class ToolbarView:
     """An `EventSink` that folds each event into `model` and redraws the frame (into
-    `frame`, the input line's toolbar) at most `fps` times a second, and every `tick`
-    seconds while agents run (spinners, elapsed times)."""
+    `frame`, the input line's toolbar: the live view's lines, SGR-coloured, in half the
+    window) at most `fps` times a second, and every `tick` seconds while agents run
+    (spinners, elapsed times)."""
 
     def __init__(
         self,
@@ -89,7 +55,7 @@ class ToolbarView:
         size: Callable[[], tuple[int, int]] = lambda: shutil.get_terminal_size(),
     ) -> None:
         self.model = model
-        self.frame: Fragments = []
+        self.frame = ""
         self.frames = 0
         self._redraw = redraw
         self._interval = 1 / fps
@@ -106,7 +72,8 @@ class ToolbarView:
 
     def draw(self) -> None:
         columns, rows = self._size()
-        self.frame = fragments(self.model, self.model.now(), columns, max(rows // 2, 3))
+        shown = terminal_lines(self.model, self.model.now(), max(columns - 1, 20))
+        self.frame = "\n".join(at_most(shown, rows // 2))
         self.frames += 1
         self._redraw()
 
@@ -128,7 +95,7 @@ class InputLine:
 
     def __init__(self, *, history: Path | None = None, prompt: str = "› ") -> None:
         self.prompt = prompt
-        self.toolbar: Callable[[], Fragments] = list
+        self.toolbar: Callable[[], str] = str  # SGR-coloured text
         self._history = history
         self._session: PromptSession[str] | None = None
         self._stopping = False
@@ -161,14 +128,14 @@ class InputLine:
 
     def _loop(self, send: trio.MemorySendChannel[Typed], token: trio.lowlevel.TrioToken) -> None:
         from prompt_toolkit import PromptSession
-        from prompt_toolkit.formatted_text import FormattedText
+        from prompt_toolkit.formatted_text import ANSI
         from prompt_toolkit.history import FileHistory, InMemoryHistory
         from prompt_toolkit.styles import Style
 
         history = FileHistory(str(self._history)) if self._history else InMemoryHistory()
         self._session = PromptSession(
             history=history,
-            bottom_toolbar=lambda: FormattedText(self.toolbar()),
+            bottom_toolbar=lambda: ANSI(self.toolbar()),
             style=Style.from_dict({"bottom-toolbar": "noreverse"}),
         )
         while not self._stopping:

@@ -36,8 +36,7 @@ from orchestrator.state.events import Event
 from orchestrator.state.settings import SessionSettings
 from orchestrator.team.asking import HostApprover, QuestionAnswerer
 from orchestrator.team.definitions import AgentDefinition
-from orchestrator.team.drive import RunResult
-from orchestrator.team.runtime import Team
+from orchestrator.team.drive import RunResult, TeamHook
 from orchestrator.tools.base import AnyTool
 from orchestrator.usage import Price
 
@@ -183,7 +182,7 @@ async def stream(
     instructions: str = "",
     settings: SessionSettings | None = None,
     prices: Mapping[str, Price] | None = None,
-    on_team: Callable[[Team], None] | None = None,
+    on_team: TeamHook | None = None,
     buffer: int = 16,
 ) -> AsyncIterator[EventStream]:
     """`run(goal, ...)` as an `EventStream` of its events: the keywords are `run`'s;
@@ -227,7 +226,7 @@ async def stream_resume(
     instructions: str = "",
     settings: SessionSettings | None = None,
     prices: Mapping[str, Price] | None = None,
-    on_team: Callable[[Team], None] | None = None,
+    on_team: TeamHook | None = None,
     buffer: int = 16,
 ) -> AsyncIterator[EventStream]:
     """`resume(session, ...)` as an `EventStream` of its events: the keywords are

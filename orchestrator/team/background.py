@@ -74,6 +74,7 @@ class BackgroundCalls:
         self._postbox = postbox
         self._nursery = nursery
         self._scopes: dict[str, trio.CancelScope] = {}
+        self._outputs: dict[str, _OutputFile] = {}  # of the calls running here
         self._directory = settings.directory or Path(tempfile.mkdtemp(prefix="orchestrator-"))
 
     # --- starting -----------------------------------------------------------------------
@@ -182,13 +183,13 @@ class BackgroundCalls:
         context = dataclasses.replace(
             ctx,
             output=output.write,
-            background_task=task_id,
             events=_Progress(self, task_id, ctx.events),
         )
         outcome: ToolOutput | None = None
         failure = ""
         scope = trio.CancelScope()
         self._scopes[task_id] = scope
+        self._outputs[task_id] = output
         returned = False
         try:
             with scope, trio.move_on_after(max(0.0, (task.deadline - now_ms()) / 1000)) as timer:
@@ -203,6 +204,7 @@ class BackgroundCalls:
             returned = True
         finally:
             self._scopes.pop(task_id, None)
+            self._outputs.pop(task_id, None)
             output.close()
             if not returned:  # cancelled from outside: the session stops, so does the call
                 with trio.CancelScope(shield=True):
@@ -279,8 +281,8 @@ class BackgroundCalls:
         now = now_ms()
         lines = ["[running in the background]"]
         for task in running:
-            path = self._directory / task.output
-            size = path.stat().st_size if path.exists() else 0
+            output = self._outputs.get(task.task_id)  # counted as written: no disk read
+            size = output.received if output is not None else 0
             took = duration((now - task.created) / 1000)
             lines.append(
                 f"{task.task_id} {task.agent_type}: {task.description} (for {took}, {size} "
@@ -344,12 +346,14 @@ class _OutputFile:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._file: BinaryIO | None = path.open("ab")
         self._cap = cap
-        self.written = 0
+        self.written = 0  # kept on disk
+        self.received = 0  # given, kept or cut
         self._cut = 0
 
     def write(self, data: bytes) -> None:
         if self._file is None:
             return
+        self.received += len(data)
         room = self._cap - self.written
         kept = data[: max(room, 0)]
         if kept:

@@ -35,10 +35,10 @@ class ToolContext:
     # Where the call's progress goes (the session's sink); None: nowhere.
     events: EventSink | None = None
     # Who runs a call in the background (the team; None: no call may), and, for a call
-    # running there, its task and where its output goes as it comes (a file of the
-    # session's: `read_task_output` reads it while the call runs).
+    # running there, where its output goes as it comes (a file of the session's:
+    # `read_task_output` reads it while the call runs). A call has one when it runs in
+    # the background.
     background: Backgrounder | None = None
-    background_task: str = ""
     output: Callable[[bytes], None] | None = None
 
     @property

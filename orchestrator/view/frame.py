@@ -230,6 +230,16 @@ def terminal_lines(model: ViewModel, now: float, width: int, *, color: bool = Tr
     return found
 
 
+def at_most(frame: list[str], room: int) -> list[str]:
+    """A frame's lines in `room` lines (at least 2): the first ones, a line saying how
+    many are left out, and the status line."""
+    room = max(room, 2)
+    if len(frame) <= room:
+        return frame
+    left_out = len(frame) - room + 1
+    return [*frame[: room - 2], f"… {left_out} more lines", frame[-1]]
+
+
 def _fit(line: str, width: int) -> str:
     """`line` cut to `width` columns (a wide character takes two)."""
     from rich.cells import cell_len, set_cell_size

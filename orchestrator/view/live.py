@@ -26,7 +26,7 @@ import trio
 from rich.console import Console
 
 from orchestrator.state.events import Event
-from orchestrator.view.frame import terminal_lines
+from orchestrator.view.frame import at_most, terminal_lines
 from orchestrator.view.model import ViewModel
 
 HIDE_CURSOR, SHOW_CURSOR = "\x1b[?25l", "\x1b[?25h"
@@ -132,7 +132,9 @@ class LiveView:
                 self._write("".join(line + "\n" for line in above))
             return
         width, height = self.console.size
-        frame = _cut(terminal_lines(self.model, self.model.now(), width, color=self._color), height)
+        frame = at_most(
+            terminal_lines(self.model, self.model.now(), width, color=self._color), height - 1
+        )
         text = "".join(line + "\n" for line in (*above, *frame))
         if self._terminal:
             up = f"\x1b[{self._height}A" if self._height else ""
@@ -149,16 +151,6 @@ class LiveView:
         file = self.console.file
         file.write(text)
         file.flush()
-
-
-def _cut(frame: list[str], height: int) -> list[str]:
-    """At most `height - 1` lines (the cursor's line below them): the first ones, a line
-    saying how many are left out, the status line."""
-    room = max(height - 1, 2)
-    if len(frame) <= room:
-        return frame
-    left_out = len(frame) - room + 1
-    return [*frame[: room - 2], f"… {left_out} more lines", frame[-1]]
 
 
 @asynccontextmanager
