@@ -207,6 +207,8 @@ class EngineConfig(_Strict, frozen=True):
 
     kind: Literal["local", "dbos"] = "local"
     database_url: str | None = None
+    # dbos: delegated tasks run on `orchestrator worker` processes, not the session's.
+    workers: bool = False
 
 
 class Config(_Strict, frozen=True):

@@ -11,7 +11,14 @@ from pathlib import Path
 import trio
 
 from orchestrator.config import Config
-from orchestrator.engine.choice import Engine, dbos_runner, require_dbos, sqlite_url
+from orchestrator.engine.choice import (
+    Engine,
+    dbos_runner,
+    dbos_workers,
+    require_dbos,
+    sqlite_url,
+)
+from orchestrator.errors import ConfigError
 from orchestrator.team.port import Runner
 from orchestrator.team.subagent import InProcessRunner
 
@@ -29,12 +36,20 @@ def chosen_engine(args: argparse.Namespace, config: Config) -> Engine:
 
 
 def runner_for(
-    args: argparse.Namespace, config: Config, directory: Path
+    args: argparse.Namespace, config: Config, directory: Path, *, model: str, workspace: Path
 ) -> Callable[[trio.Nursery], Runner]:
-    """`RunSettings.runner` for the session in `directory`."""
+    """`RunSettings.runner` for the session in `directory` (whose model spec and
+    workspace a worker is given, when its tasks run on workers)."""
     if chosen_engine(args, config) == "local":
         return InProcessRunner
     url = config.engine.database_url
+    workers = getattr(args, "workers", None)
+    if workers if workers is not None else config.engine.workers:
+        if url is None:
+            raise ConfigError(
+                "tasks on workers need a database the workers reach: [engine] database_url"
+            )
+        return dbos_workers(url, model=model, workspace=workspace)
     if url is None:
         (directory / ENGINE_DB.parent).mkdir(mode=0o700, exist_ok=True)
         (directory / ENGINE_DB).touch(mode=0o600)  # private, as every file of a session

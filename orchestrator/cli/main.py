@@ -63,6 +63,11 @@ def _dispatch(args: argparse.Namespace) -> int:
             from orchestrator.cli.models import run_models
 
             return run_models(args, os.environ, config=load_user_config(args))
+        case "worker":
+            from orchestrator.cli.env import load_user_config
+            from orchestrator.cli.worker import serve
+
+            return serve(args, load_user_config(args))
         case "config":
             from orchestrator.cli.config import run_config
 

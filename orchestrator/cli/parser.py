@@ -21,6 +21,7 @@ from orchestrator.cli.options import (
     sessions_option,
 )
 from orchestrator.cli.parser_sessions import add_sessions_parser
+from orchestrator.cli.parser_worker import add_worker_parser
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BLOCKED, EXIT_BUDGET = 0, 1, 2, 3, 4
 EXIT_STORAGE = 5  # the disk refused a write: the session is kept, resume it once it has room
@@ -97,6 +98,14 @@ def _agent_options(parser: argparse.ArgumentParser, *, model_required_note: str)
         help="where delegated tasks run: local (in this process, the default) or dbos (each "
         "task a durable DBOS workflow; needs pip install 'orchestrator[dbos]'); default: "
         "[engine] kind (docs/engine.md)",
+    )
+    parser.add_argument(
+        "--workers",
+        action="store_true",
+        default=None,
+        help="with --engine dbos: run delegated tasks on `orchestrator worker` processes "
+        "(any host that reaches the database and the workspace), not in this one; "
+        "default: [engine] workers",
     )
     parser.add_argument(
         "--durability",
@@ -358,6 +367,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_sessions_parser(commands)
     add_models_parser(commands)
     _add_config_parser(commands)
+    add_worker_parser(commands)
     return parser
 
 

@@ -173,7 +173,7 @@ async def run_settings(
         windows=model_windows(config),
         ask_resume=_ask_resume(args.yes, hold, read),
         message=getattr(args, "message", None) or "",
-        runner=runner_for(args, config, directory),
+        runner=runner_for(args, config, directory, model=spec, workspace=workspace),
         **_plan_settings(args, hold, read),
     )
 

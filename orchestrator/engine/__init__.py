@@ -11,15 +11,22 @@ from typing import TYPE_CHECKING
 from orchestrator._face import lazy
 
 if TYPE_CHECKING:
-    from orchestrator.engine.choice import ENGINES, dbos_runner, require_dbos, sqlite_url
+    from orchestrator.engine.choice import (
+        ENGINES,
+        dbos_runner,
+        dbos_workers,
+        require_dbos,
+        sqlite_url,
+    )
 
 _HOMES = {
     "ENGINES": "choice",
     "dbos_runner": "choice",
+    "dbos_workers": "choice",
     "require_dbos": "choice",
     "sqlite_url": "choice",
 }
 
-__all__ = ["ENGINES", "dbos_runner", "require_dbos", "sqlite_url"]
+__all__ = ["ENGINES", "dbos_runner", "dbos_workers", "require_dbos", "sqlite_url"]
 
 __getattr__, __dir__ = lazy(__name__, _HOMES)

@@ -42,3 +42,14 @@ def dbos_runner(url: str, *, max_threads: int = 64) -> Callable[[trio.Nursery], 
     from orchestrator.engine.dbos import DbosRunner
 
     return functools.partial(DbosRunner, url=url, max_threads=max_threads)
+
+
+def dbos_workers(url: str, *, model: str, workspace: Path) -> Callable[[trio.Nursery], Runner]:
+    """`RunSettings.runner` for the dbos engine with its tasks on workers (`orchestrator
+    worker` processes on the database at `url`): `model` is the session's model spec,
+    which each worker resolves with its own keys, and `workspace` a path every worker
+    reaches (docs/engine.md)."""
+    require_dbos()
+    from orchestrator.engine.remote import RemoteRunner
+
+    return functools.partial(RemoteRunner, url=url, model=model, workspace=str(workspace))

@@ -61,6 +61,7 @@ from orchestrator.team.settings import TeamSettings, check_definitions, claimed_
 from orchestrator.team.subagent import InProcessRunner
 from orchestrator.tools import Approver, PermissionPolicy, ToolRegistry, Workspace, workspace_tools
 from orchestrator.tools.permissions import parse_rules
+from orchestrator.tools.recall import Lookup
 from orchestrator.usage import Price, call_cost
 
 TeamHook = Callable[[Team], Awaitable[None] | None]
@@ -323,20 +324,28 @@ def _awaiting_approval(detail: str) -> RunResult:
     )
 
 
-async def _drive(live: LiveSession, settings: RunSettings, sink: EventSink) -> RunResult:
-    root = live.manifest.workspace_path(live.directory)
-    if not await trio.Path(root).is_dir():
-        raise ConfigError(f"the session's workspace {root} does not exist (moved or deleted?)")
-    chosen = await _chosen_settings(live, settings.session, sink)
+def settings_of_team(
+    settings: RunSettings,
+    chosen: SessionSettings,
+    *,
+    root: Path,
+    session_id: str,
+    recall: Lookup | None = None,
+    goal: str = "",
+    directory: Path | None = None,
+) -> TeamSettings:
+    """What a team over the session `session_id` runs with: `settings`, with the session's
+    settings `chosen` (its permission rules a `ConfigError` when they do not parse). A
+    worker (engine/) runs a task's team with it too."""
     try:
         allowed = parse_rules(list(chosen.allow))
     except ValueError as exc:
         raise ConfigError(f"the session's permission rules: {exc}") from exc
-    team_settings = TeamSettings(
+    return TeamSettings(
         models=settings.models or (lambda role: settings.model),
         base_tools=settings.tools,
         workspace=Workspace(root),
-        session_id=live.id,
+        session_id=session_id,
         definitions=settings.definitions,
         policy=PermissionPolicy([*settings.policy.rules, *allowed], settings.policy.default),
         approve=no_approver,
@@ -348,11 +357,27 @@ async def _drive(live: LiveSession, settings: RunSettings, sink: EventSink) -> R
         prices=settings.prices,
         interactive=settings.interactive,
         windows=settings.windows or claimed_window,
-        recall=live.recall,
-        goal=live.manifest.goal,
+        recall=recall,
+        goal=goal,
         approve_plan=settings.approve_plan,
         answer=settings.answer,
         instructions=settings.instructions,
+        directory=directory,
+    )
+
+
+async def _drive(live: LiveSession, settings: RunSettings, sink: EventSink) -> RunResult:
+    root = live.manifest.workspace_path(live.directory)
+    if not await trio.Path(root).is_dir():
+        raise ConfigError(f"the session's workspace {root} does not exist (moved or deleted?)")
+    chosen = await _chosen_settings(live, settings.session, sink)
+    team_settings = settings_of_team(
+        settings,
+        chosen,
+        root=root,
+        session_id=live.id,
+        recall=live.recall,
+        goal=live.manifest.goal,
         directory=live.directory,
     )
     check_definitions(team_settings)  # before any model call

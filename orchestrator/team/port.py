@@ -5,13 +5,14 @@ A durable-execution engine implements `Runner` and drives tasks through a `TaskP
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any, Protocol
 
 from orchestrator.agent import TurnDeps
 from orchestrator.loop.assessment import Assessment
 from orchestrator.state.events import TurnEndReason
 from orchestrator.state.fold import SessionState
-from orchestrator.state.mailbox import Mail, MailKind, Priority
+from orchestrator.state.mailbox import Mail, MailKind, MessagePosted, Priority
 from orchestrator.state.tasks import TaskState
 from orchestrator.team.definitions import AgentDefinition
 
@@ -59,7 +60,14 @@ class TaskPort(Protocol):
         self, task_id: str, state: TaskState, *, by: str, reason: str = "", instance: str = ""
     ) -> None: ...
 
-    async def deliver(self, agent: str, *, at_least: Priority = "notify") -> list[Mail]: ...
+    async def deliver(
+        self, agent: str, *, at_least: Priority = "notify", only: Collection[str] | None = None
+    ) -> list[Mail]: ...
+
+    async def receive(self, record: MessagePosted) -> Mail | None:
+        """A message posted in another process under its own id, posted here once (a
+        runner on other processes passes mail on with it)."""
+        ...
 
     async def wait_for_mail(self, agent: str, *, at_least: Priority = "urgent") -> None: ...
 

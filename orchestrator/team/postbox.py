@@ -10,7 +10,7 @@ interrupt would cancel, and the `Changes` event `wait_tasks` sleeps on.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,12 +64,15 @@ class Postbox:
         caps: Caps,
         changes: Changes,
         revive: Callable[[str, str], Awaitable[None]],
+        *,
+        prefix: str = "m",
     ) -> None:
         self._session = session
         self._sink = sink
         self._caps = caps
         self._changes = changes
         self._revive = revive
+        self._prefix = prefix
         self._agents: dict[str, _Agent] = {}
         # Ids of posts on their way to the journal (several may wait for room at once).
         self._reserved: set[str] = set()
@@ -123,8 +126,18 @@ class Postbox:
         """A message id no message has: the first free one of the fold, past those of
         posts on their way (derived, not counted: a post that fails takes no id)."""
         posted = self._session.state.mailbox.posted_ids
-        with free_id("m", posted.upto + 1, posted, self._reserved) as message_id:
+        start = posted.upto + 1 if self._prefix == "m" else 1
+        with free_id(self._prefix, start, posted, self._reserved) as message_id:
             yield message_id
+
+    async def receive(self, record: MessagePosted) -> Mail | None:
+        """A message posted in another process (a task on a worker, or the session that
+        owns it), under the id it was given there: posted here once, and its recipient
+        woken; None when that id is known already (so a message passed on twice, after
+        a crash, arrives once)."""
+        if record.id in self._session.state.mailbox.posted_ids:
+            return None
+        return await self._post(record)
 
     async def _post(self, record: MessagePosted) -> Mail:
         sender, to = record.agent, record.to
@@ -145,12 +158,17 @@ class Postbox:
                 scope.cancel()
         return mail
 
-    async def deliver(self, agent: str, *, at_least: Priority = "notify") -> list[Mail]:
-        """Put `agent`'s waiting mail (of at least that priority) into its context, as one
-        record that is also the acknowledgement. Several progress reports from one task
-        arrive as its latest only (the rest stay in the task's timeline)."""
+    async def deliver(
+        self, agent: str, *, at_least: Priority = "notify", only: Collection[str] | None = None
+    ) -> list[Mail]:
+        """Put `agent`'s waiting mail (of at least that priority; of the ids `only`, when
+        given) into its context, as one record that is also the acknowledgement. Several
+        progress reports from one task arrive as its latest only (the rest stay in the
+        task's timeline)."""
         state = self._session.state
         waiting = state.mailbox.undelivered(agent, at_least=at_least)
+        if only is not None:
+            waiting = [mail for mail in waiting if mail.message_id in only]
         if not waiting:
             return []
         context = state.agents.get(agent)

@@ -14,7 +14,7 @@ the same place. A runner works a task through a `TaskPort` (port.py), not the te
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +28,7 @@ from orchestrator.loop.todos import TodoItem, TodosChanged, render
 from orchestrator.state.context import AgentContext
 from orchestrator.state.events import EventSink, TurnEndReason
 from orchestrator.state.fold import USER, SessionState
-from orchestrator.state.mailbox import Mail, MailKind, Priority
+from orchestrator.state.mailbox import Mail, MailKind, MessagePosted, Priority
 from orchestrator.state.tasks import TaskState
 from orchestrator.team import queries
 from orchestrator.team.background import BackgroundCalls
@@ -80,6 +80,7 @@ class Team:
             settings.limits.caps,
             self.changes,
             lambda task_id, by: self.scheduler.revive(task_id, by=by),
+            prefix=settings.mail_prefix,
         )
         self.oversight = Oversight(
             session,
@@ -352,8 +353,13 @@ class _Port:
     ) -> None:
         await self._scheduler.set_state(task_id, state, by=by, reason=reason, instance=instance)
 
-    async def deliver(self, agent: str, *, at_least: Priority = "notify") -> list[Mail]:
-        return await self._postbox.deliver(agent, at_least=at_least)
+    async def deliver(
+        self, agent: str, *, at_least: Priority = "notify", only: Collection[str] | None = None
+    ) -> list[Mail]:
+        return await self._postbox.deliver(agent, at_least=at_least, only=only)
+
+    async def receive(self, record: MessagePosted) -> Mail | None:
+        return await self._postbox.receive(record)
 
     async def wait_for_mail(self, agent: str, *, at_least: Priority = "urgent") -> None:
         await self._postbox.wait_for_mail(agent, at_least=at_least)

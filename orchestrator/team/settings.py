@@ -82,6 +82,10 @@ class TeamSettings:
     # The session's directory, where background calls keep their output (None: a
     # temporary directory, for a session that is not on disk).
     directory: Path | None = None
+    # The ids of the messages its agents post: `m1`, `m2`, ... in a session; a task run
+    # on a worker (engine/) posts `t3.m1`, ... so that its messages keep their ids in the
+    # session that owns it, among the session's own.
+    mail_prefix: str = "m"
 
     def __post_init__(self) -> None:
         self.base_tools = session_tools(self.base_tools, self.definitions)

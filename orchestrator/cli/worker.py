@@ -1,0 +1,96 @@
+"""`orchestrator worker`: run the delegated tasks that sessions on the dbos engine put on
+its queue, here (docs/engine.md). Models, keys, the sandbox and the environment policy
+are this process's own: its config and environment, never the database's."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import functools
+from pathlib import Path
+
+import httpx
+import trio
+
+from orchestrator.cli.guards import guards
+from orchestrator.cli.roles import RoleModels, agent_definitions, model_windows
+from orchestrator.config import Config
+from orchestrator.engine.choice import require_dbos
+from orchestrator.errors import ConfigError
+from orchestrator.state.fold import SessionState
+from orchestrator.state.settings import SessionSettings
+from orchestrator.team.drive import RunSettings, settings_of_team
+from orchestrator.team.settings import TeamSettings
+from orchestrator.tools import approve_all, workspace_tools
+
+
+def serve(args: argparse.Namespace, config: Config) -> int:
+    """Serve until Ctrl+C (a clean stop: the worker's tasks go on elsewhere)."""
+    require_dbos()
+    url = args.database_url or config.engine.database_url
+    if not url:
+        raise ConfigError(
+            "a worker needs the engine's database: --database-url URL or [engine] "
+            "database_url (the URL the sessions use)"
+        )
+    try:
+        trio.run(_serve, args, config, url)
+    except KeyboardInterrupt:
+        print("worker stopped", flush=True)
+    return 0
+
+
+async def _serve(args: argparse.Namespace, config: Config, url: str) -> None:
+    from orchestrator.engine.store import Run
+    from orchestrator.engine.worker import Worker
+
+    async with httpx.AsyncClient(timeout=httpx.Timeout(600.0, connect=30.0)) as http:
+
+        async def settings_for(run: Run, state: SessionState) -> TeamSettings:
+            return await task_settings(
+                args, config, http, run.task, run.workspace, run.model, state
+            )
+
+        worker = Worker(
+            url,
+            settings_for,
+            concurrency=args.concurrency,
+            beat=args.beat,
+            silent=args.silent,
+            say=lambda text: print(text, flush=True),
+        )
+        await worker.serve()
+
+
+async def task_settings(
+    args: argparse.Namespace,
+    config: Config,
+    http: httpx.AsyncClient,
+    key: str,
+    workspace: str,
+    model: str,
+    state: SessionState,
+) -> TeamSettings:
+    """What the team of remote task `key` runs with here: the session's model spec and
+    settings (from the database), this worker's keys, agent types (the workspace's),
+    tools and guards; nobody to approve a call the policy asks about (refused)."""
+    root = Path(workspace)
+    definitions = await trio.to_thread.run_sync(
+        functools.partial(agent_definitions, root, interactive=False)
+    )
+    guarded = guards(config, args)
+    models = RoleModels(main=model, cli=None, config=config, definitions=definitions, http=http)
+    run = RunSettings(
+        model=models("main"),
+        models=models,
+        definitions=definitions,
+        tools=workspace_tools(guarded.env, guarded.sandbox),
+        redact=guarded.redact,
+        prices=dict(config.prices),
+        windows=model_windows(config),
+        approve=approve_all if args.yes else None,
+    )
+    session_id, task_id = key.rsplit("/", 1)
+    chosen = state.settings or SessionSettings()
+    team = settings_of_team(run, chosen, root=root, session_id=session_id)
+    return dataclasses.replace(team, mail_prefix=f"{task_id}.m")

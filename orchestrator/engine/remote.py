@@ -1,0 +1,305 @@
+"""Delegated tasks on workers: the runner of the dbos engine whose tasks run on
+`orchestrator worker` processes, on this host or others (docs/engine.md).
+
+Starting a task puts it on the engine's queue as a DBOS workflow (`<session>/<task>`, its
+later runs `/2`, `/3`...), and a worker takes it (engine/worker.py). The task's records
+live in the engine's database; a new task's are seeded there from this session's state
+(its settings, its context's start, its record). While it runs this runner follows them:
+
+- a message the task posts (its progress, its completion, a question) is posted in this
+  session under the id the worker gave it (`t3.m1`...), once, so a follower started
+  again after a crash passes on only what this session does not have;
+- the task's state is mirrored here (the scheduler's own `set_state`), so its owner,
+  the dependants and the live view see it as they see a local task's; a cancellation
+  is this session's and is never undone by the mirror;
+- mail to the task is put in the database's inbox (the message id its key), then
+  delivered here, which is this session's acknowledgement: put twice, taken once.
+
+The main session's journal stays the truth for the main agent; the task's journal in
+the database is the truth for the task.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+import trio
+from dbos import DBOS, DBOSConfig, EnqueueOptions
+
+from orchestrator._version import __version__
+from orchestrator.engine.dbos import OPEN, _number
+from orchestrator.engine.store import Run, Store
+from orchestrator.engine.task_session import fold, line_of
+from orchestrator.engine.worker import QUEUE, WORKFLOW
+from orchestrator.errors import ConfigError
+from orchestrator.state.events import AgentStarted, Record, record_decoder
+from orchestrator.state.fold import SessionState
+from orchestrator.state.mailbox import Mail, MessagePosted
+from orchestrator.state.settings import SessionSettings, SettingsChosen
+from orchestrator.state.tasks import SETTLED, TaskChanged, TaskCreated, TaskRecord, now_ms
+from orchestrator.team.port import TaskPort
+
+FOLLOW = 0.2  # seconds between two looks at a running task's records
+ENDED = ("SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED")
+
+_RUNNERS: list[RemoteRunner] = []  # DBOS is one per process
+
+
+@dataclass
+class _Remote:
+    workflow_id: str = ""
+    cancelled: bool = False
+    put: set[str] = field(default_factory=set)  # message ids put in its inbox
+
+
+class RemoteRunner:
+    """A `Runner` whose tasks run on workers, through the database at `url`. `model` is
+    the session's model spec (a worker makes the model with its own keys); `workspace`
+    is the session's workspace, a path every worker must reach."""
+
+    def __init__(self, nursery: trio.Nursery, *, url: str, model: str, workspace: str) -> None:
+        self._nursery = nursery
+        self._url = url
+        self._model = model
+        self._workspace = workspace
+        self._store = Store(url)
+        self._runs: dict[str, _Remote] = {}
+        self._threads = trio.CapacityLimiter(8)
+        self._session_id = ""
+        self._launched = trio.Event()
+        self._idle = trio.Event()
+
+    def start(self, task_id: str, port: TaskPort) -> None:
+        if task_id in self._runs:
+            return
+        if not self._session_id:
+            self._begin_session(port.session_id)
+        self._runs[task_id] = _Remote()
+        self._idle = trio.Event()
+        self._nursery.start_soon(self._run, task_id, port, name=f"task {task_id} (on workers)")
+
+    def cancel(self, task_id: str) -> None:
+        run = self._runs.get(task_id)
+        if run is not None and not run.cancelled:
+            run.cancelled = True
+            if run.workflow_id:
+                self._nursery.start_soon(self._cancel, run.workflow_id)
+
+    async def _cancel(self, workflow_id: str) -> None:
+        await trio.to_thread.run_sync(self._store.cancel_run, workflow_id, limiter=self._threads)
+
+    def _begin_session(self, session_id: str) -> None:
+        if not session_id:
+            raise ConfigError("tasks on workers need a session on disk")
+        if _RUNNERS:
+            raise ConfigError("the dbos engine runs one session at a time in a process")
+        self._session_id = session_id
+        _RUNNERS.append(self)
+        self._nursery.start_soon(self._engine, name="dbos engine (workers)")
+
+    async def _engine(self) -> None:
+        try:
+            await trio.to_thread.run_sync(self._launch, limiter=self._threads)
+            self._launched.set()
+            await trio.sleep_forever()
+        finally:
+            with trio.CancelScope(shield=True):
+                if self._runs:
+                    await self._idle.wait()
+                if self._launched.is_set():
+                    await trio.to_thread.run_sync(DBOS.destroy, limiter=self._threads)
+                self._store.close()
+                _RUNNERS.remove(self)
+
+    def _launch(self) -> None:
+        config: DBOSConfig = {
+            "name": "orchestrator",
+            "system_database_url": self._url,
+            "application_version": __version__,
+            "executor_id": f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}",
+            "log_level": "WARNING",
+        }
+        DBOS(config=config)
+        DBOS.listen_queues([])  # the session only puts tasks on the queue: workers run them
+        DBOS.launch()
+
+    async def _thread(self, call: Any, *args: Any) -> Any:
+        return await trio.to_thread.run_sync(call, *args, limiter=self._threads)
+
+    async def _run(self, task_id: str, port: TaskPort) -> None:
+        run = self._runs[task_id]
+        key = f"{self._session_id}/{task_id}"
+        try:
+            await self._launched.wait()
+            rows = await self._thread(self._store.records, key)
+            mirror = fold(key, rows)
+            start = _start_records(port.state, mirror, task_id)
+            if start:
+                first = mirror.seq + 1
+                lines = [(seq, line_of(seq, r)) for seq, r in enumerate(start, first)]
+                await self._thread(self._store.append, key, lines)
+                fold(key, lines, mirror)
+            run.workflow_id, queued = await self._thread(_next_run, key)
+            if run.cancelled:
+                await self._cancel(run.workflow_id)
+            if not queued:
+                await self._thread(
+                    self._store.add_run,
+                    Run(run.workflow_id, key, __version__, self._workspace, self._model),
+                )
+                await self._thread(_enqueue, run.workflow_id, key)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._forward, port, task_id, key, run)
+                status = await self._follow(port, task_id, key, run, mirror)
+                nursery.cancel_scope.cancel()
+            if status.status != "SUCCESS":
+                await self._ended_badly(port, task_id, status)
+        finally:
+            del self._runs[task_id]
+            if not self._runs:
+                self._idle.set()
+            await port.task_ended(task_id)
+
+    async def _follow(
+        self, port: TaskPort, task_id: str, key: str, run: _Remote, mirror: SessionState
+    ) -> Any:
+        """Pass on what the task does until its workflow ends; its status then."""
+        decode = record_decoder().decode
+        while True:
+            status = await self._thread(DBOS.get_workflow_status, run.workflow_id)
+            rows = await self._thread(self._store.records, key, mirror.seq)
+            fold(key, rows, mirror)
+            for _, line in rows:
+                record = decode(line.rstrip(b"\n"))
+                if isinstance(record, MessagePosted) and record.agent == task_id:
+                    await port.receive(record)
+            await _mirror_state(port, mirror, task_id)
+            if status is not None and status.status in ENDED:
+                return status
+            await trio.sleep(FOLLOW)
+
+    async def _forward(self, port: TaskPort, task_id: str, key: str, run: _Remote) -> None:
+        """Put the mail to the task in its inbox, then deliver it here (the ack)."""
+        encode = msgspec.json.Encoder().encode
+        while True:
+            await port.wait_for_mail(task_id, at_least="notify")
+            waiting = port.state.mailbox.undelivered(task_id)
+            lines = [(mail.message_id, encode(_posted(mail))) for mail in waiting]
+            await self._thread(self._store.put_mail, key, lines)
+            run.put.update(mail.message_id for mail in waiting)
+            await port.deliver(task_id, only=run.put)
+
+    async def _ended_badly(self, port: TaskPort, task_id: str, status: Any) -> None:
+        """The workflow ended without the task's loop returning (an error of the worker,
+        DBOS's own cancellation): the task fails, and its owner is told."""
+        task = port.state.tasks.get(task_id)
+        if task is None or task.state in SETTLED:
+            return
+        error = status.error or status.status
+        reason = port.redact(f"its run on a worker ended: {error}")
+        await port.set_state(task_id, "failed", by=task_id, reason=reason)
+        await port.post(task_id, task.owner, task_id, "risk_alert", f"task failed: {reason}")
+
+
+def _start_records(state: SessionState, mirror: SessionState, task_id: str) -> list[Record]:
+    """What the task's journal in the database needs before a run: the task itself, from
+    this session (its first run), or its revival (a run after it had settled)."""
+    task = state.tasks.tasks[task_id]
+    if task_id not in mirror.tasks.tasks:
+        context = state.agents[task_id]
+        settings = state.settings or SessionSettings()
+        return [
+            # Nothing deeper: a task on a worker delegates no further (docs/engine.md).
+            SettingsChosen(
+                agent=task.owner,
+                settings=msgspec.structs.replace(settings, max_depth=task.depth),
+                source="start",
+            ),
+            AgentStarted(agent=task_id, role=context.role, messages=tuple(context.messages)),
+            _created(task),
+        ]
+    there = mirror.tasks.tasks[task_id]
+    if there.state in SETTLED and task.state == "pending":
+        return [
+            TaskChanged(
+                agent=task.owner, task=task_id, state="pending", reason="revived", at=now_ms()
+            )
+        ]
+    return []
+
+
+def _created(task: TaskRecord) -> TaskCreated:
+    return TaskCreated(
+        agent=task.owner,
+        task=task.task_id,
+        agent_type=task.agent_type,
+        description=task.description,
+        owner_task=task.owner_task,
+        depth=task.depth,
+        plan_ref=task.plan_ref,
+        write_scope=None if task.write_scope is None else tuple(task.write_scope),
+        resume=task.resume,
+        deadline=task.deadline,
+        round_budget=task.round_budget,
+        token_budget=task.token_budget,
+        at=task.created,
+    )
+
+
+async def _mirror_state(port: TaskPort, mirror: SessionState, task_id: str) -> None:
+    """The task's state here as the worker's records have it (a cancellation here stays)."""
+    there = mirror.tasks.tasks.get(task_id)
+    here = port.state.tasks.get(task_id)
+    if there is None or here is None or here.state == there.state or here.state == "cancelled":
+        return
+    if there.state == "pending" and here.state in SETTLED:
+        return  # its revival written for this run: this session has it already
+    instance = there.instances[-1] if len(there.instances) > len(here.instances) else ""
+    await port.set_state(task_id, there.state, by=task_id, reason=there.reason, instance=instance)
+
+
+def _posted(mail: Mail) -> MessagePosted:
+    return MessagePosted(
+        agent=mail.sender,
+        id=mail.message_id,
+        to=mail.recipient,
+        task=mail.task_id,
+        mail=mail.kind,
+        priority=mail.priority,
+        summary=mail.summary,
+        data=mail.data,
+        requires_ack=mail.requires_ack,
+        in_reply_to=mail.in_reply_to,
+        at=mail.at,
+    )
+
+
+def _next_run(key: str) -> tuple[str, bool]:
+    """The task's workflow to follow now and whether it is queued already (an open one,
+    left by a session that stopped), else a new one, the next number; in a thread."""
+    runs = sorted(
+        (
+            w
+            for w in DBOS.list_workflows(workflow_id_prefix=key, load_input=False)
+            if _number(key, w.workflow_id)
+        ),
+        key=lambda w: _number(key, w.workflow_id),
+    )
+    if runs and runs[-1].status in OPEN:
+        return runs[-1].workflow_id, True
+    return (key if not runs else f"{key}/{len(runs) + 1}"), False
+
+
+def _enqueue(workflow_id: str, key: str) -> None:
+    options: EnqueueOptions = {
+        "workflow_name": WORKFLOW,
+        "queue_name": QUEUE,
+        "workflow_id": workflow_id,
+        "app_version": __version__,
+    }
+    DBOS.enqueue_workflow_with_options(options, key)

@@ -1,0 +1,260 @@
+"""What the dbos engine keeps in its database beside DBOS's own tables, for the tasks that
+run on workers (docs/engine.md): each remote task's journal, the mail on its way into it,
+and the workers' heartbeats. Plain SQL through SQLAlchemy (DBOS's own dependency), on
+SQLite or Postgres alike; every function is blocking: from trio, call it in a thread.
+
+A task's journal is keyed by `<session id>/<task id>` (all its runs append to it) and
+holds the same framed lines as a session's `journal.jsonl`, one row per record. Its key
+`(task, seq)` fences writers: a second process that believes it runs the task fails on its
+first record, before any side effect that record would have preceded.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+from sqlalchemy.exc import IntegrityError
+
+from orchestrator.errors import OrchestratorError
+
+METADATA = sa.MetaData()
+
+RECORDS = sa.Table(
+    "orchestrator_task_records",
+    METADATA,
+    sa.Column("task", sa.String(300), primary_key=True),
+    sa.Column("seq", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("line", sa.LargeBinary, nullable=False),
+)
+INBOX = sa.Table(
+    "orchestrator_task_inbox",
+    METADATA,
+    sa.Column("task", sa.String(300), primary_key=True),
+    sa.Column("message_id", sa.String(100), primary_key=True),
+    sa.Column("number", sa.Integer, nullable=False),  # the order it was put in
+    sa.Column("line", sa.LargeBinary, nullable=False),
+)
+RUNS = sa.Table(
+    "orchestrator_task_runs",
+    METADATA,
+    sa.Column("workflow_id", sa.String(300), primary_key=True),
+    sa.Column("task", sa.String(300), nullable=False),
+    sa.Column("version", sa.String(50), nullable=False),
+    sa.Column("workspace", sa.Text, nullable=False),
+    sa.Column("model", sa.Text, nullable=False),
+    sa.Column("cancelled", sa.Boolean, nullable=False, default=False),
+)
+WORKERS = sa.Table(
+    "orchestrator_workers",
+    METADATA,
+    sa.Column("worker_id", sa.String(200), primary_key=True),
+    sa.Column("host", sa.String(200), nullable=False),
+    sa.Column("pid", sa.Integer, nullable=False),
+    sa.Column("version", sa.String(50), nullable=False),
+    sa.Column("beat_ms", sa.BigInteger, nullable=False),
+    sa.Column("stopped", sa.Boolean, nullable=False, default=False),
+)
+
+
+class Fenced(OrchestratorError):
+    """Another process wrote the task's journal first: this one must stop working it."""
+
+
+@dataclass(frozen=True)
+class Run:
+    """What a worker needs to know of one run of a task, beyond its journal."""
+
+    workflow_id: str
+    task: str  # `<session id>/<task id>`
+    version: str
+    workspace: str
+    model: str
+
+
+@dataclass(frozen=True)
+class Worker:
+    worker_id: str
+    host: str
+    pid: int
+    version: str
+    beat_ms: int
+    stopped: bool
+
+
+class Store:
+    """The engine's tables in the database at `url` (made on first use)."""
+
+    def __init__(self, url: str) -> None:
+        sqlite = url.startswith("sqlite")
+        self._engine = sa.create_engine(
+            url,
+            # SQLite: several processes share the file; wait for its lock, not fail.
+            connect_args={"timeout": 60} if sqlite else {},
+            pool_pre_ping=not sqlite,
+        )
+        self._made = threading.Lock()
+        self._ready = False
+
+    def close(self) -> None:
+        self._engine.dispose()
+
+    @contextmanager
+    def _begin(self) -> Iterator[sa.Connection]:
+        if not self._ready:
+            with self._made:
+                if not self._ready:
+                    METADATA.create_all(self._engine, checkfirst=True)
+                    self._ready = True
+        with self._engine.begin() as connection:
+            yield connection
+
+    # A task's journal.
+
+    def append(self, task: str, lines: Iterable[tuple[int, bytes]]) -> None:
+        """Add records (seq, line) to `task`'s journal in one transaction; `Fenced` when
+        one of those seqs is taken (another process works the task)."""
+        rows = [{"task": task, "seq": seq, "line": line} for seq, line in lines]
+        if not rows:
+            return
+        try:
+            with self._begin() as db:
+                db.execute(RECORDS.insert(), rows)
+        except IntegrityError as exc:
+            raise Fenced(f"task {task}: record {rows[0]['seq']} was written by another") from exc
+
+    def records(self, task: str, after: int = 0) -> list[tuple[int, bytes]]:
+        """`task`'s journal after seq `after`, in order."""
+        query = (
+            sa.select(RECORDS.c.seq, RECORDS.c.line)
+            .where(RECORDS.c.task == task, RECORDS.c.seq > after)
+            .order_by(RECORDS.c.seq)
+        )
+        with self._begin() as db:
+            return [(seq, bytes(line)) for seq, line in db.execute(query)]
+
+    # Mail into a task: put by the session, taken by the worker, each message once.
+
+    def put_mail(self, task: str, mail: Iterable[tuple[str, bytes]]) -> None:
+        """Put messages (id, line) on their way into `task`; one already there is kept
+        as it is (the message id is the idempotency key)."""
+        for message_id, line in mail:
+            try:
+                with self._begin() as db:
+                    number = db.execute(
+                        sa.select(sa.func.count()).select_from(INBOX).where(INBOX.c.task == task)
+                    ).scalar_one()
+                    db.execute(
+                        INBOX.insert().values(
+                            task=task, message_id=message_id, number=number + 1, line=line
+                        )
+                    )
+            except IntegrityError:
+                continue  # put before (a session resumed after putting it)
+
+    def mail(self, task: str, after: int = 0) -> list[tuple[int, bytes]]:
+        """The messages put for `task` after number `after`, in the order they were put."""
+        query = (
+            sa.select(INBOX.c.number, INBOX.c.line)
+            .where(INBOX.c.task == task, INBOX.c.number > after)
+            .order_by(INBOX.c.number)
+        )
+        with self._begin() as db:
+            return [(number, bytes(line)) for number, line in db.execute(query)]
+
+    # Runs.
+
+    def add_run(self, run: Run) -> None:
+        """Record `run` (nothing when it is recorded already)."""
+        try:
+            with self._begin() as db:
+                db.execute(
+                    RUNS.insert().values(
+                        workflow_id=run.workflow_id,
+                        task=run.task,
+                        version=run.version,
+                        workspace=run.workspace,
+                        model=run.model,
+                        cancelled=False,
+                    )
+                )
+        except IntegrityError:
+            pass
+
+    def run(self, workflow_id: str) -> Run | None:
+        query = sa.select(
+            RUNS.c.workflow_id, RUNS.c.task, RUNS.c.version, RUNS.c.workspace, RUNS.c.model
+        ).where(RUNS.c.workflow_id == workflow_id)
+        with self._begin() as db:
+            row = db.execute(query).first()
+        return None if row is None else Run(*row)
+
+    def cancel_run(self, workflow_id: str) -> None:
+        with self._begin() as db:
+            db.execute(
+                RUNS.update().where(RUNS.c.workflow_id == workflow_id).values(cancelled=True)
+            )
+
+    def is_cancelled(self, workflow_id: str) -> bool:
+        query = sa.select(RUNS.c.cancelled).where(RUNS.c.workflow_id == workflow_id)
+        with self._begin() as db:
+            return bool(db.execute(query).scalar())
+
+    # Workers.
+
+    def beat(self, worker_id: str, version: str, pid: int, *, stopped: bool = False) -> None:
+        """`worker_id` is alive now (or has stopped, cleanly)."""
+        now = now_ms()
+        with self._begin() as db:
+            changed = db.execute(
+                WORKERS.update()
+                .where(WORKERS.c.worker_id == worker_id)
+                .values(beat_ms=now, stopped=stopped)
+            ).rowcount
+            if not changed:
+                db.execute(
+                    WORKERS.insert().values(
+                        worker_id=worker_id,
+                        host=socket.gethostname(),
+                        pid=pid,
+                        version=version,
+                        beat_ms=now,
+                        stopped=stopped,
+                    )
+                )
+
+    def workers(self) -> list[Worker]:
+        query = sa.select(
+            WORKERS.c.worker_id,
+            WORKERS.c.host,
+            WORKERS.c.pid,
+            WORKERS.c.version,
+            WORKERS.c.beat_ms,
+            WORKERS.c.stopped,
+        ).order_by(WORKERS.c.worker_id)
+        with self._begin() as db:
+            return [Worker(*row) for row in db.execute(query)]
+
+    def claim_silent(self, worker_id: str, silent_ms: int) -> bool:
+        """Mark `worker_id`, silent `silent_ms` or more, as stopped; True for the one
+        caller that did (so one worker recovers its workflows)."""
+        with self._begin() as db:
+            changed = db.execute(
+                WORKERS.update()
+                .where(
+                    WORKERS.c.worker_id == worker_id,
+                    WORKERS.c.stopped.is_(False),
+                    WORKERS.c.beat_ms <= now_ms() - silent_ms,
+                )
+                .values(stopped=True)
+            ).rowcount
+        return bool(changed)
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)

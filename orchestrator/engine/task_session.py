@@ -1,0 +1,99 @@
+"""A remote task's session: the records of one delegated task that runs on a worker, kept
+in the engine's database (`Store`) instead of a session's journal file, and folded into a
+`SessionState` of its own, as a `LiveSession` folds a session's.
+
+It is a `SessionLike` (team/port.py): a worker runs a team over it, and the task's loop
+journals and folds through it exactly as it does in a session on disk. Every record is in
+the database before `emit` returns (several agents' records share one write: the one
+that writes takes everything waiting), so a side effect is never ahead of its record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import trio
+
+from orchestrator.engine.store import Store
+from orchestrator.errors import JournalCorrupt
+from orchestrator.state.events import Event, Record, record_decoder
+from orchestrator.state.fold import SessionState
+from orchestrator.state.tasks import now_ms
+from orchestrator.store._line import encode, line_fault
+
+
+class TaskSession:
+    """The session of remote task `key` (`<session id>/<task id>`) in `store`."""
+
+    def __init__(
+        self, store: Store, key: str, state: SessionState, threads: trio.CapacityLimiter
+    ) -> None:
+        self.state = state
+        self.key = key
+        self._store = store
+        self._threads = threads
+        self._waiting: list[tuple[int, bytes]] = []  # encoded, folded, not yet written
+        self._written = state.seq
+        self._writing = trio.Lock()
+
+    @classmethod
+    async def load(cls, store: Store, key: str, threads: trio.CapacityLimiter) -> TaskSession:
+        """The task's session as its records in `store` leave it."""
+        rows = await trio.to_thread.run_sync(store.records, key, limiter=threads)
+        return cls(store, key, fold(key, rows), threads)
+
+    async def emit(self, event: Event, *, durable: bool = False) -> None:
+        """Write the event's record, then return (it is folded at once, in order)."""
+        record = event.record()
+        if record is None:
+            if durable:
+                await self._write_through(self.state.seq)
+            return
+        seq = self.state.seq + 1
+        self._waiting.append((seq, line_of(seq, record)))
+        self.state.apply(seq, record)
+        await self._write_through(seq)
+
+    async def seed(self, records: Sequence[Record]) -> None:
+        """Write `records` first, as one batch (a new task's start)."""
+        for record in records:
+            seq = self.state.seq + 1
+            self._waiting.append((seq, line_of(seq, record)))
+            self.state.apply(seq, record)
+        await self._write_through(self.state.seq)
+
+    async def _write_through(self, seq: int) -> None:
+        async with self._writing:
+            if self._written >= seq or not self._waiting:
+                return
+            batch, self._waiting = self._waiting, []
+            with trio.CancelScope(shield=True):  # records folded are records written
+                await trio.to_thread.run_sync(
+                    self._store.append, self.key, batch, limiter=self._threads
+                )
+            self._written = batch[-1][0]
+
+
+def line_of(seq: int, record: Record) -> bytes:
+    return encode(seq, now_ms(), record.kind, record.agent, record.journal_body(), end=True)
+
+
+def fold(
+    key: str, rows: Sequence[tuple[int, bytes]], state: SessionState | None = None
+) -> SessionState:
+    """`rows` (seq, line) of task `key`'s journal folded into `state` (a new one when
+    None); a line that does not check or decode is corruption, named by task and seq."""
+    state = state or SessionState()
+    decode = record_decoder().decode
+    for seq, line in rows:
+        body = line[:-1] if line.endswith(b"\n") else line
+        fault = line_fault(body)
+        if fault is None and seq != state.seq + 1:
+            fault = f"follows record {state.seq}"
+        if fault is not None:
+            raise JournalCorrupt(f"remote task {key}: record {seq} {fault}", seq=seq)
+        try:
+            state.apply(seq, decode(body))
+        except Exception as exc:
+            raise JournalCorrupt(f"remote task {key}: record {seq}: {exc}", seq=seq) from exc
+    return state

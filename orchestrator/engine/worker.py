@@ -1,0 +1,233 @@
+"""A worker of the dbos engine: a process that runs the delegated tasks sessions put on
+the engine's queue (`orchestrator worker`; docs/engine.md).
+
+A task run on a worker is one DBOS workflow, `<session id>/<task id>[/n]`, taken from the
+queue by one worker. Its one step runs the task's loop here, on trio, in a team of its
+own over the task's session in the database (`TaskSession`), so the loop, its write-ahead
+records and its resume after a crash are the ones a session on disk has: a call cut off
+by a kill is reported `interrupted` to the model, never run again silently.
+
+Mail into the task comes from the database's inbox (put there by the owning session) and
+is posted in the task's session under its own id, once. The worker beats (a row of its
+own, every `beat` seconds) and looks at the others': one silent for `silent` seconds is
+marked stopped by the first worker that sees it, which has DBOS recover its workflows
+(they are queued again, and a worker takes each: its step runs again, and the task goes
+on from its records).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from collections.abc import Awaitable, Callable
+
+import msgspec
+import trio
+from dbos import DBOS, DBOSConfig
+
+from orchestrator._version import __version__
+from orchestrator.engine.store import Run, Store, now_ms
+from orchestrator.engine.task_session import TaskSession
+from orchestrator.errors import ConfigError, OrchestratorError
+from orchestrator.state.events import EventSink, FanOut
+from orchestrator.state.fold import SessionState
+from orchestrator.state.mailbox import MessagePosted
+from orchestrator.state.tasks import SETTLED
+from orchestrator.team.main_agent import open_team
+from orchestrator.team.runtime import Team
+from orchestrator.team.settings import TeamSettings
+
+QUEUE = "orchestrator_tasks"
+WORKFLOW = "orchestrator.remote_task"
+STEP = "orchestrator.remote_task_loop"
+POLL = 0.2  # seconds between two looks at a running task's inbox and cancellation
+
+SettingsFor = Callable[[Run, SessionState], Awaitable[TeamSettings]]
+"""What a worker runs a task's team with, from the run and the task's folded state (the
+worker's own config and environment: its models' keys never travel)."""
+
+_SERVING: list[Worker] = []  # the process's worker: DBOS calls the step by name only
+
+
+@DBOS.workflow(name=WORKFLOW)
+def _remote_task(key: str) -> str:
+    return _remote_loop(key)
+
+
+@DBOS.step(name=STEP)
+def _remote_loop(key: str) -> str:
+    """The task's loop, on the worker's trio loop; its state when it stopped."""
+    if not _SERVING:
+        raise OrchestratorError("no worker serves in this process")
+    worker = _SERVING[0]
+    workflow_id = DBOS.workflow_id or ""
+    return trio.from_thread.run(worker.work, workflow_id, trio_token=worker.token)
+
+
+def worker_id() -> str:
+    """A new worker's id: its host, its process, and a random part."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+class Worker:
+    """Takes tasks from the queue of the database at `url` and runs them, at most
+    `concurrency` at once."""
+
+    def __init__(
+        self,
+        url: str,
+        settings_for: SettingsFor,
+        *,
+        concurrency: int = 8,
+        beat: float = 5.0,
+        silent: float = 30.0,
+        ui: EventSink | None = None,
+        say: Callable[[str], None] = print,
+    ) -> None:
+        self.url = url
+        self.id = worker_id()
+        self.token = trio.lowlevel.current_trio_token()
+        self._settings_for = settings_for
+        self._concurrency = concurrency
+        self._beat = beat
+        self._silent = silent
+        self._ui = ui
+        self._say = say
+        self._store = Store(url)
+        self._threads = trio.CapacityLimiter(8)
+        self._nursery: trio.Nursery | None = None
+
+    async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Run tasks until cancelled (Ctrl+C): DBOS launched, the queue listened to."""
+        if _SERVING:
+            raise ConfigError("a process runs one worker")
+        _SERVING.append(self)
+        try:
+            await self._thread(self._launch)
+            try:
+                await self._thread(self._store.beat, self.id, __version__, os.getpid())
+                self._say(
+                    f"worker {self.id} (version {__version__}) takes tasks from {self._where()}"
+                )
+                async with trio.open_nursery() as nursery:
+                    self._nursery = nursery
+                    nursery.start_soon(self._keep_beating)
+                    task_status.started()
+                    await trio.sleep_forever()
+            finally:
+                with trio.CancelScope(shield=True):
+                    await self._thread(
+                        self._store.beat, self.id, __version__, os.getpid(), stopped=True
+                    )
+                    await self._thread(DBOS.destroy)
+                    self._store.close()
+        finally:
+            _SERVING.clear()
+
+    def _where(self) -> str:
+        from sqlalchemy.engine import make_url
+
+        return make_url(self.url).render_as_string(hide_password=True)
+
+    async def _thread(self, call: Callable[..., object], *args: object, **kwargs: object) -> object:
+        def bound() -> object:
+            return call(*args, **kwargs)
+
+        return await trio.to_thread.run_sync(bound, limiter=self._threads)
+
+    def _launch(self) -> None:
+        config: DBOSConfig = {
+            "name": "orchestrator",
+            "system_database_url": self.url,
+            "application_version": __version__,  # sessions of another version: not ours
+            "executor_id": self.id,
+            "max_executor_threads": self._concurrency + 8,
+            "log_level": "WARNING",
+        }
+        DBOS(config=config)
+        DBOS.launch()
+        DBOS.register_queue(QUEUE, worker_concurrency=self._concurrency, polling_interval_sec=0.2)
+
+    async def _keep_beating(self) -> None:
+        while True:
+            await trio.sleep(self._beat)
+            await self._thread(self._store.beat, self.id, __version__, os.getpid())
+            await self._recover_silent()
+
+    async def _recover_silent(self) -> None:
+        """Workers silent too long: stopped, and their workflows queued again."""
+        workers = await self._thread(self._store.workers)
+        assert isinstance(workers, list)
+        silent_ms = round(self._silent * 1000)
+        for other in workers:
+            if other.worker_id == self.id or other.stopped:
+                continue
+            if now_ms() - other.beat_ms < silent_ms:
+                continue
+            if await self._thread(self._store.claim_silent, other.worker_id, silent_ms):
+                self._say(f"worker {other.worker_id} is silent: its tasks are queued again")
+                await self._thread(DBOS._recover_pending_workflows, [other.worker_id])
+
+    async def work(self, workflow_id: str) -> str:
+        """Run the task of `workflow_id` until it settles; its state then."""
+        run = await self._thread(self._store.run, workflow_id)
+        if not isinstance(run, Run):
+            raise OrchestratorError(f"no run {workflow_id} in the engine's database")
+        if run.version != __version__:
+            raise OrchestratorError(
+                f"task {run.task} belongs to a session of version {run.version}; worker "
+                f"{self.id} runs version {__version__} and does not take it"
+            )
+        if not await trio.Path(run.workspace).is_dir():
+            raise OrchestratorError(
+                f"the workspace {run.workspace} is not reachable from worker {self.id}: "
+                "a task on workers needs a path every worker reaches (a shared file system)"
+            )
+        session = await TaskSession.load(self._store, run.task, self._threads)
+        task_id = run.task.rsplit("/", 1)[1]
+        settings = await self._settings_for(run, session.state)
+        sink: EventSink = session if self._ui is None else FanOut([session, self._ui])
+        async with open_team(session, sink, settings) as team, trio.open_nursery() as nursery:
+            nursery.start_soon(self._follow_inbox, team, run)
+            nursery.start_soon(self._watch_cancel, team, run, task_id)
+            await _run_task(team, task_id)
+            nursery.cancel_scope.cancel()
+        return session.state.tasks.tasks[task_id].state
+
+    async def _follow_inbox(self, team: Team, run: Run) -> None:
+        """Post the mail the owning session puts for the task, each message once."""
+        decode = msgspec.json.Decoder(MessagePosted).decode
+        seen = 0
+        while True:
+            rows = await self._thread(self._store.mail, run.task, seen)
+            assert isinstance(rows, list)
+            for number, line in rows:
+                await team.port.receive(decode(line))
+                seen = number
+            await trio.sleep(POLL)
+
+    async def _watch_cancel(self, team: Team, run: Run, task_id: str) -> None:
+        """Cancelled by its owner (in the owning session): cancelled here too."""
+        while True:
+            if await self._thread(self._store.is_cancelled, run.workflow_id):
+                break
+            await trio.sleep(POLL)  # (another process's change: nothing to wait on here)
+        task = team.state.tasks.tasks[task_id]
+        await team.scheduler.cancel(task.owner, task_id, "cancelled by its owner")
+
+
+async def _run_task(team: Team, task_id: str) -> None:
+    """Start the task (or go on with it, after a crash) and wait for its loop's end."""
+    task = team.state.tasks.tasks[task_id]
+    if task.state == "pending":
+        team.scheduler.enqueue(task_id)
+    elif task.state not in SETTLED:
+        team.scheduler.resume(task_id)
+    while True:
+        if team.state.tasks.tasks[task_id].live:
+            await team.changed.wait()
+            continue
+        await team.scheduler.settled_loops_ended()  # its last records written
+        if not team.state.tasks.tasks[task_id].live:
+            return
