@@ -17,10 +17,13 @@ from orchestrator.cli.roles import RoleModels, agent_definitions, model_windows
 from orchestrator.config import Config
 from orchestrator.engine.choice import require_dbos
 from orchestrator.errors import ConfigError
+from orchestrator.state.events import Event, ToolCallStarted
 from orchestrator.state.fold import SessionState
 from orchestrator.state.settings import SessionSettings
+from orchestrator.state.tasks import TaskChanged
 from orchestrator.team.drive import RunSettings, settings_of_team
 from orchestrator.team.settings import TeamSettings
+from orchestrator.text import visible
 from orchestrator.tools import approve_all, workspace_tools
 
 
@@ -35,7 +38,9 @@ def serve(args: argparse.Namespace, config: Config) -> int:
         )
     try:
         trio.run(_serve, args, config, url)
-    except KeyboardInterrupt:
+    except* KeyboardInterrupt:
+        # (Its tasks' workflows stay open: another worker, or this one started again,
+        # takes them once it is found silent.)
         print("worker stopped", flush=True)
     return 0
 
@@ -58,8 +63,22 @@ async def _serve(args: argparse.Namespace, config: Config, url: str) -> None:
             beat=args.beat,
             silent=args.silent,
             say=lambda text: print(text, flush=True),
+            ui=WorkerLog(),
         )
         await worker.serve()
+
+
+class WorkerLog:
+    """What the worker's tasks do, one line each to standard output: the calls they start
+    (already journaled when the line is printed) and the states they reach."""
+
+    async def emit(self, event: Event, *, durable: bool = False) -> None:
+        match event:
+            case ToolCallStarted(agent=agent, call=call, ref=ref):
+                print(visible(f"task {agent}: {call.name} ({ref})"), flush=True)
+            case TaskChanged(task=task, state=state, reason=reason):
+                said = f"task {task}: {state}{f' ({reason})' if reason else ''}"
+                print(visible(said), flush=True)
 
 
 async def task_settings(

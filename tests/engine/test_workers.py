@@ -5,44 +5,43 @@ do comes back to the session as mail and task states."""
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
+import trio
 
 pytest.importorskip("dbos")
 
 from orchestrator.engine import dbos_workers, sqlite_url
+from orchestrator.engine.store import Store
 from orchestrator.models.scripted import ScriptedModel, parse_script
 from orchestrator.session.live import create_session, load_state, open_session
 from orchestrator.state.events import ListSink
 from orchestrator.team.drive import RunResult, RunSettings, drive
 from orchestrator.tools import PermissionPolicy, approve_all, workspace_tools
+from tests.engine.workers import start_worker
 
 
 def call(name: str, **arguments: Any) -> dict[str, Any]:
     return {"name": name, "arguments": arguments}
 
 
-SCRIPT: dict[str, Any] = {
+def main_script(*delegations: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        {"tool_calls": list(delegations)},
+        *[{"tool_calls": [call("wait_tasks")]} for _ in range(3)],
+        *[{"text": f"done ({n})"} for n in range(4)],
+    ]
+
+
+TWO_TASKS: dict[str, Any] = {
     "agents": {
-        "main": [
-            {
-                "tool_calls": [
-                    call("delegate", description="a", prompt="write a", write_scope=["a.txt"]),
-                    call("delegate", description="b", prompt="write b", write_scope=["b.txt"]),
-                ]
-            },
-            {"tool_calls": [call("wait_tasks")]},
-            {"tool_calls": [call("wait_tasks")]},
-            *[{"text": f"done ({n})"} for n in range(4)],
-        ],
+        "main": main_script(
+            call("delegate", description="a", prompt="write a", write_scope=["a.txt"]),
+            call("delegate", description="b", prompt="write b", write_scope=["b.txt"]),
+        ),
         "t1": [
             {"tool_calls": [call("write_file", path="a.txt", content="A")]},
             {"tool_calls": [call("complete", summary="wrote a")]},
@@ -55,84 +54,113 @@ SCRIPT: dict[str, Any] = {
 }
 
 
-@contextmanager
-def worker(url: str, tmp: Path, name: str = "worker") -> Iterator[subprocess.Popen[bytes]]:
-    """`orchestrator worker` on `url`, stopped (Ctrl+C) at the block's end."""
-    config = tmp / "worker.toml"
-    config.write_text("")
-    log = (tmp / f"{name}.log").open("wb")
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "orchestrator",
-            "worker",
-            "--database-url",
-            url,
-            "--config",
-            str(config),
-            "--beat",
-            "0.5",
-            "--silent",
-            "3",
-            "--yes",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-        env={**os.environ, "NO_COLOR": "1"},
-    )
-    try:
-        yield process
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGINT)
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-        log.close()
+class Setup:
+    def __init__(self, tmp: Path, script: dict[str, Any]) -> None:
+        self.tmp = tmp
+        self.script = script
+        self.root, self.workspace = tmp / "sessions", tmp / "ws"
+        self.workspace.mkdir()
+        self.script_file = tmp / "script.json"
+        self.script_file.write_bytes(orjson.dumps(script))
+        self.session_id, self.directory = create_session(
+            self.root, goal="g", model=f"scripted:{self.script_file}", workspace=self.workspace
+        )
+        self.url = sqlite_url(tmp / "engine.sqlite")
 
+    async def run(self) -> RunResult:
+        settings = RunSettings(
+            model=ScriptedModel(parse_script(self.script)),
+            tools=workspace_tools(),
+            ui=ListSink(),
+            policy=PermissionPolicy(),
+            approve=approve_all,
+            runner=dbos_workers(
+                self.url, model=f"scripted:{self.script_file}", workspace=self.workspace
+            ),
+        )
+        async with open_session(self.root, self.session_id, warn=lambda _: None) as live:
+            return await drive(live, settings)
 
-async def run_on_workers(
-    root: Path, session_id: str, url: str, script_file: Path, workspace: Path
-) -> RunResult:
-    settings = RunSettings(
-        model=ScriptedModel(parse_script(SCRIPT)),
-        tools=workspace_tools(),
-        ui=ListSink(),
-        policy=PermissionPolicy(),
-        approve=approve_all,
-        runner=dbos_workers(url, model=f"scripted:{script_file}", workspace=workspace),
-    )
-    async with open_session(root, session_id, warn=lambda _: None) as live:
-        return await drive(live, settings)
+    def journal_lines(self, *needles: str) -> list[str]:
+        text = (self.directory / "journal.jsonl").read_text()
+        return [line for line in text.splitlines() if all(n in line for n in needles)]
 
 
 async def test_tasks_run_on_a_worker_and_report_back(tmp_path: Path) -> None:
-    root, workspace = tmp_path / "sessions", tmp_path / "ws"
-    workspace.mkdir()
-    script_file = tmp_path / "script.json"
-    script_file.write_bytes(orjson.dumps(SCRIPT))
-    session_id, directory = create_session(
-        root, goal="g", model=f"scripted:{script_file}", workspace=workspace
-    )
-    url = sqlite_url(tmp_path / "engine.sqlite")
-    with worker(url, tmp_path):
-        result = await run_on_workers(root, session_id, url, script_file, workspace)
-    log = (tmp_path / "worker.log").read_text()
-    assert result.status == "completed", (result, log)
-    assert (workspace / "a.txt").read_text() == "A"
-    assert (workspace / "b.txt").read_text() == "B"
-    state = load_state(directory, warn=pytest.fail)
+    setup = Setup(tmp_path, TWO_TASKS)
+    async with trio.open_nursery() as nursery:
+        worker = await start_worker(nursery, setup.url, tmp_path)
+        with trio.fail_after(120):
+            result = await setup.run()
+        await worker.stop()
+    assert result.status == "completed", (result, worker.lines)
+    assert (setup.workspace / "a.txt").read_text() == "A"
+    assert (setup.workspace / "b.txt").read_text() == "B"
+    state = load_state(setup.directory, warn=pytest.fail)
     assert {t.task_id: t.state for t in state.tasks.tasks.values()} == {
         "t1": "completed",
         "t2": "completed",
     }
-    completions = (
-        [m for m in state.mailbox.history() if m.kind == "completed"]
-        if hasattr(state.mailbox, "history")
-        else []
-    )
-    del completions
+    # Each completion reached the main agent once, under the id the worker gave it.
+    completed = setup.journal_lines('"k":"message_posted"', '"mail":"completed"')
+    assert len(completed) == 2
+    assert '"id":"t1.m1"' in completed[0] + completed[1]
+    assert '"id":"t2.m1"' in completed[0] + completed[1]
+    # The tasks' own records are in the engine's database, not the session's journal.
+    assert not setup.journal_lines('"k":"assistant_replied","a":"t1"')
+    store = Store(setup.url)
+    assert any(b'"write_file"' in line for _, line in store.records(f"{setup.session_id}/t1"))
+    store.close()
+    assert any("task t1: write_file" in line for line in worker.lines)
+
+
+async def test_a_killed_worker_s_task_is_taken_over_and_nothing_runs_twice(
+    tmp_path: Path,
+) -> None:
+    """A worker SIGKILLed while its task's shell call runs: another worker sees it silent,
+    has its workflow queued again and takes it; the call cut off is reported interrupted
+    (never run again), and the task goes on from its records to completion."""
+    script = {
+        "agents": {
+            "main": main_script(call("delegate", description="rounds", prompt="do rounds")),
+            "t1": [
+                {
+                    "tool_calls": [
+                        call("shell", command="echo one >> log.txt; echo x > ready; sleep 60")
+                    ]
+                },
+                {"tool_calls": [call("shell", command="echo two >> log.txt")]},
+                {"tool_calls": [call("complete", summary="rounds done")]},
+            ],
+        }
+    }
+    setup = Setup(tmp_path, script)
+    ready = setup.workspace / "ready"
+    os.mkfifo(ready)
+    outcome: list[RunResult] = []
+    ended = trio.Event()
+
+    async def session() -> None:
+        outcome.append(await setup.run())
+        ended.set()
+
+    async with trio.open_nursery() as nursery:
+        first = await start_worker(nursery, setup.url, tmp_path, "first")
+        nursery.start_soon(session)
+        with trio.fail_after(120):
+            # Its shell call has begun (and its start is journaled).
+            await trio.to_thread.run_sync(ready.read_text, abandon_on_cancel=True)
+            first.kill()
+            await first.process.wait()
+            second = await start_worker(nursery, setup.url, tmp_path, "second")
+            await second.see("is silent: its tasks are queued again")
+            await ended.wait()
+        await second.stop()
+    (result,) = outcome
+    assert result.status == "completed", (result, second.lines)
+    assert (setup.workspace / "log.txt").read_text() == "one\ntwo\n"
+    store = Store(setup.url)
+    records = b"".join(line for _, line in store.records(f"{setup.session_id}/t1"))
+    store.close()
+    assert b'"status":"interrupted"' in records
+    assert len(setup.journal_lines('"mail":"completed"')) == 1

@@ -1,0 +1,93 @@
+"""`orchestrator worker` processes for the tests: started on a database, their output
+read as it comes (a test waits for a line, never for time), stopped with Ctrl+C or
+killed with SIGKILL."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import trio
+
+
+class WorkerProcess:
+    """One `orchestrator worker` (with --yes), its output lines kept."""
+
+    def __init__(self, process: trio.Process, log: Path) -> None:
+        self.process = process
+        self.lines: list[str] = []
+        self._log = log
+        self._changed = trio.Event()
+
+    async def read(self) -> None:
+        assert self.process.stdout is not None
+        pending = b""
+        with self._log.open("ab") as log:
+            async for chunk in self.process.stdout:
+                log.write(chunk)
+                log.flush()
+                pending += chunk
+                *whole, pending = pending.split(b"\n")
+                self.lines.extend(line.decode(errors="replace") for line in whole)
+                self._changed.set()
+                self._changed = trio.Event()
+        self._changed.set()
+
+    async def see(self, text: str) -> str:
+        """The first line holding `text`, once it is printed."""
+        while True:
+            for line in self.lines:
+                if text in line:
+                    return line
+            if self.process.returncode is not None:
+                raise AssertionError(
+                    f"the worker ended ({self.process.returncode}) before {text!r}"
+                )
+            await self._changed.wait()
+
+    def kill(self) -> None:
+        self.process.send_signal(signal.SIGKILL)
+
+    async def stop(self) -> None:
+        if self.process.returncode is None:
+            self.process.send_signal(signal.SIGINT)
+            with trio.move_on_after(30):
+                await self.process.wait()
+            if self.process.returncode is None:
+                self.kill()
+                await self.process.wait()
+
+
+async def start_worker(
+    nursery: trio.Nursery, url: str, tmp: Path, name: str = "worker", *extra: str
+) -> WorkerProcess:
+    config = tmp / "worker.toml"
+    config.touch()
+    process = await trio.lowlevel.open_process(
+        [
+            sys.executable,
+            "-m",
+            "orchestrator",
+            "worker",
+            "--database-url",
+            url,
+            "--config",
+            str(config),
+            "--beat",
+            "0.5",
+            "--silent",
+            "3",
+            "--yes",
+            *extra,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    worker = WorkerProcess(process, tmp / f"{name}.log")
+    nursery.start_soon(worker.read)
+    return worker
