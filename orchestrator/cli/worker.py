@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
+import os
+import sys
 from pathlib import Path
 
 import httpx
@@ -39,9 +41,11 @@ def serve(args: argparse.Namespace, config: Config) -> int:
     try:
         trio.run(_serve, args, config, url)
     except* KeyboardInterrupt:
-        # (Its tasks' workflows stay open: another worker, or this one started again,
-        # takes them once it is found silent.)
         print("worker stopped", flush=True)
+        sys.stderr.flush()
+        # Threads of tasks it ran hold on, so that DBOS records no outcome for them (their
+        # workflows are taken over elsewhere): the process ends without them.
+        os._exit(0)
     return 0
 
 

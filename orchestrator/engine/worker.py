@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
 import uuid
 from collections.abc import Awaitable, Callable
 
@@ -62,7 +63,15 @@ def _remote_loop(key: str) -> str:
         raise OrchestratorError("no worker serves in this process")
     worker = _SERVING[0]
     workflow_id = DBOS.workflow_id or ""
-    return trio.from_thread.run(worker.work, workflow_id, trio_token=worker.token)
+    try:
+        return trio.from_thread.run(worker.work, workflow_id, trio_token=worker.token)
+    except BaseException:
+        if worker.stopping:
+            # The worker stops (Ctrl+C) while the task runs: no outcome is recorded, so
+            # its workflow stays open and another worker takes it over (the process
+            # ends without this thread).
+            threading.Event().wait()
+        raise
 
 
 def worker_id() -> str:
@@ -96,7 +105,8 @@ class Worker:
         self._say = say
         self._store = Store(url)
         self._threads = trio.CapacityLimiter(8)
-        self._nursery: trio.Nursery | None = None
+        self.stopping = False
+        self.running: set[str] = set()  # the workflows of the tasks it runs
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Run tasks until cancelled (Ctrl+C): DBOS launched, the queue listened to."""
@@ -111,19 +121,32 @@ class Worker:
                     f"worker {self.id} (version {__version__}) takes tasks from {self._where()}"
                 )
                 async with trio.open_nursery() as nursery:
-                    self._nursery = nursery
                     nursery.start_soon(self._keep_beating)
                     task_status.started()
                     await trio.sleep_forever()
+            except BaseException:
+                self.stopping = True
+                raise
             finally:
                 with trio.CancelScope(shield=True):
-                    await self._thread(
-                        self._store.beat, self.id, __version__, os.getpid(), stopped=True
-                    )
-                    await self._thread(DBOS.destroy)
-                    self._store.close()
+                    await self._stop()
         finally:
             _SERVING.clear()
+
+    async def _stop(self) -> None:
+        """Stopped with no task running: said so in the database (nobody takes anything
+        over). With tasks running: as if killed (their workflows stay open, and the
+        worker that finds this one silent takes them over); the process must end
+        without waiting for their threads."""
+        if self.running:
+            self._say(
+                f"stopped with {len(self.running)} task(s) running: another worker takes "
+                f"them over once it finds this one silent ({self._silent:g} s)"
+            )
+            return
+        await self._thread(self._store.beat, self.id, __version__, os.getpid(), stopped=True)
+        await self._thread(DBOS.destroy)
+        self._store.close()
 
     def _where(self) -> str:
         from sqlalchemy.engine import make_url
@@ -184,6 +207,13 @@ class Worker:
                 f"the workspace {run.workspace} is not reachable from worker {self.id}: "
                 "a task on workers needs a path every worker reaches (a shared file system)"
             )
+        self.running.add(workflow_id)
+        try:
+            return await self._work(run)
+        finally:
+            self.running.discard(workflow_id)
+
+    async def _work(self, run: Run) -> str:
         session = await TaskSession.load(self._store, run.task, self._threads)
         task_id = run.task.rsplit("/", 1)[1]
         settings = await self._settings_for(run, session.state)
