@@ -110,6 +110,7 @@ if TYPE_CHECKING:  # events, what they carry, and the command line's renderers
 
 if TYPE_CHECKING:  # the engine setting (docs/engine.md)
     from orchestrator.engine import dbos_runner
+    from orchestrator.state import RanOn
 
 _HOMES = {
     "AgentContext": "orchestrator.state",
@@ -248,6 +249,7 @@ _HOMES = {
     "TranscriptSink": "orchestrator.cli.render",
     # the engine setting (docs/engine.md)
     "dbos_runner": "orchestrator.engine",
+    "RanOn": "orchestrator.state",
 }
 
 __all__ = [
@@ -304,6 +306,7 @@ __all__ = [
     "Price",
     "Question",
     "QuestionAnswerer",
+    "RanOn",
     "ReplanRequested",
     "Rule",
     "RunResult",

@@ -21,7 +21,7 @@ import trio
 from orchestrator.cli.chat import PROMPT, Chat, Focus, Questions
 from orchestrator.cli.chat_commands import Commands
 from orchestrator.cli.chat_input import InputLine, Key, ToolbarView, Typed, history_file
-from orchestrator.cli.engine import chosen_engine
+from orchestrator.cli.engine import check_resumed_engine
 from orchestrator.cli.env import sessions_root
 from orchestrator.cli.parser import EXIT_OK
 from orchestrator.cli.render import TranscriptSink
@@ -65,7 +65,7 @@ def chat(args: argparse.Namespace) -> int:
             raise ConfigError("give a goal for a new session, or --resume/--last (not both)")
         directory = session_dir(root, resumed)
         config = run_config(args, read_manifest(directory).workspace_path(directory))
-        chosen_engine(args, config)  # an engine that is not installed: refused now
+        check_resumed_engine(args)  # an engine that is not installed: refused now
         _say(f"chatting in session {resumed}")
         run = functools.partial(_chat, args, root, config, resumed, None, overrides(args))
         return kept_on_full_disk(lambda: trio.run(run), resumed, args)

@@ -13,7 +13,15 @@ import orjson
 
 from orchestrator.cli.env import config_layers
 from orchestrator.cli.settings import DEFAULT, UNTRUSTED, Layered, effective_values, shown
-from orchestrator.config import CompactionConfig, SessionConfig, TeamConfig, ToolsConfig, ViewConfig
+from orchestrator.config import (
+    CompactionConfig,
+    EngineConfig,
+    SessionConfig,
+    TeamConfig,
+    ToolsConfig,
+    ViewConfig,
+)
+from orchestrator.engine.choice import hide_password
 from orchestrator.text import visible
 
 
@@ -33,7 +41,8 @@ def run_config(
 
 def config_report(found: Layered) -> dict[str, dict[str, Any]]:
     """`{key: {"value": ..., "source": ...}}` for the model, every `[session]`, `[team]`,
-    `[tools]`, `[compaction]` and `[view]` key and each role's model that is set; a project setting
+    `[tools]`, `[compaction]`, `[view]` and `[engine]` key (a database URL with its
+    password hidden) and each role's model that is set; a project setting
     left out for want of trust adds `"ignored": {"value": ..., "source": ..., "reason":
     ...}` to its key."""
     values = effective_values(found.config)
@@ -43,13 +52,19 @@ def config_report(found: Layered) -> dict[str, dict[str, Any]]:
     keys += [f"tools.{name}" for name in ToolsConfig.model_fields]
     keys += [f"compaction.{name}" for name in CompactionConfig.model_fields]
     keys += [f"view.{name}" for name in ViewConfig.model_fields]
+    keys += [f"engine.{name}" for name in EngineConfig.model_fields]
     keys += [f"agents.{role}.model" for role, a in sorted(found.config.agents.items()) if a.model]
     keys += [key for key in found.ignored if key not in keys]
+    if url := values.get(DATABASE_URL):
+        values[DATABASE_URL] = hide_password(url)
     report: dict[str, dict[str, Any]] = {}
     for key in keys:
         entry = {"value": values.get(key), "source": found.sources.get(key, DEFAULT)}
         if key in found.ignored:
             value, source = found.ignored[key]
+            value = (
+                hide_password(value) if key == DATABASE_URL and isinstance(value, str) else value
+            )
             entry["ignored"] = {"value": value, "source": source, "reason": UNTRUSTED}
         report[key] = entry
     return report
@@ -77,3 +92,4 @@ def format_report(report: Mapping[str, Mapping[str, Any]]) -> str:
 
 
 _VALUE_WIDTH = 32
+DATABASE_URL = "engine.database_url"

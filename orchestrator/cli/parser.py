@@ -97,15 +97,25 @@ def _agent_options(parser: argparse.ArgumentParser, *, model_required_note: str)
         default=None,
         help="where delegated tasks run: local (in this process, the default) or dbos (each "
         "task a durable DBOS workflow; needs pip install 'orchestrator[dbos]'); default: "
-        "[engine] kind (docs/engine.md)",
+        "[engine] kind (docs/engine.md); journaled with the session: a resume without it "
+        "runs on the session's engine",
+    )
+    parser.add_argument(
+        "--database-url",
+        default=None,
+        metavar="URL",
+        help="the dbos engine's database (sqlite:///PATH or postgresql://...); default: "
+        "[engine] database_url, else a SQLite file in the session; journaled with its "
+        "password hidden, so a resume of a session whose URL had one needs it again",
     )
     parser.add_argument(
         "--workers",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
         default=None,
         help="with --engine dbos: run delegated tasks on `orchestrator worker` processes "
-        "(any host that reaches the database and the workspace), not in this one; "
-        "default: [engine] workers",
+        "(any host that reaches the database and the workspace) instead of this one; "
+        "needs --database-url or [engine] database_url; default: [engine] workers; "
+        "journaled with the session",
     )
     parser.add_argument(
         "--durability",

@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 import trio
 
-from orchestrator.cli.engine import chosen_engine
+from orchestrator.cli.engine import check_resumed_engine
 from orchestrator.cli.env import sessions_root
 from orchestrator.cli.out import People, command, session_line
 from orchestrator.cli.parser import (
@@ -292,6 +292,6 @@ def resume(args: argparse.Namespace) -> int:
         return EXIT_OK
     people.say(session_line(session_id, root, args, resuming=True))
     config = run_config(args, manifest.workspace_path(directory))
-    chosen_engine(args, config)  # an engine that is not installed: refused now
+    check_resumed_engine(args)  # an engine that is not installed: refused now
     # The session's journaled settings, but for what this command gives explicitly.
     return run_kept(root, session_id, args, config, overrides(args), people=people)

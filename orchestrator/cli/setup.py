@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import trio
 
-from orchestrator.cli.engine import chosen_engine, runner_for
+from orchestrator.cli.engine import chosen_engine, database_change, engine_settings, runner_for
 from orchestrator.cli.env import SESSION_FLAGS, effective_config, sessions_root
 from orchestrator.cli.guards import guards
 from orchestrator.cli.out import session_line
@@ -62,8 +62,8 @@ def default_workspace() -> Path:
 def session_settings(config: Config, args: argparse.Namespace) -> SessionSettings:
     """The settings a new session runs with: the layered config (its [session] table with
     the session flags over it, [team], [compaction], the main agent's [agents.main]) and
-    `--max-rounds` and `--allow`. The one place where configuration and flags become
-    settings."""
+    `--max-rounds` and `--allow`, and the engine (`--engine`, `--database-url`, [engine]).
+    The one place where configuration and flags become settings."""
     main = config.agent("main")
     compaction = config.compaction.model_dump()
     values = {
@@ -78,16 +78,20 @@ def session_settings(config: Config, args: argparse.Namespace) -> SessionSetting
         "temperature": main.temperature,
         "allow": tuple(args.allow or ()),
         "plan": True if getattr(args, "plan", False) else None,
+        **engine_settings(args, config),
     }
     return SessionSettings(**{key: value for key, value in values.items() if value is not None})
 
 
 def overrides(args: argparse.Namespace) -> dict[str, Any]:
     """The settings a `resume` gives explicitly (its session flags, `--max-rounds`,
-    `--allow`), by setting name: they replace the journaled ones."""
+    `--allow`, `--engine`, `--workers`), by setting name: they replace the journaled ones. (The
+    database of a session on dbos is `run_settings`'s: it depends on the engine.)"""
     given = {key: getattr(args, dest) for dest, _, key in SESSION_FLAGS}
     given["max_rounds"] = args.max_rounds
     given["allow"] = tuple(args.allow) if args.allow else None
+    given["engine"] = getattr(args, "engine", None)
+    given["engine_workers"] = getattr(args, "workers", None)
     if given.get("verify") is not None:
         given["verify"] = tuple(given["verify"])
     return {key: value for key, value in given.items() if value is not None}
@@ -141,6 +145,9 @@ async def run_settings(
     standard input when None), the session's settings with `changes`, and `ui`; its
     notes (no sandbox here, calls that will be refused) are `say`'s."""
     directory = live.directory
+    session = _session_for(live, config, args, changes or {})
+    running = session or live.state.settings
+    assert running is not None  # (a session without settings gets a new session's)
     spec = args.model or live.manifest.model_spec(directory)
     guarded = guards(config, args, say=say)
     workspace = live.manifest.workspace_path(directory)
@@ -151,8 +158,7 @@ async def run_settings(
     approve, approve_for = approvers(args.yes, guarded.sandbox.describe(), hold, read)
     tools = workspace_tools(guarded.env, guarded.sandbox)
     if approve is deny_all:
-        rules = _session_for(live, config, args, changes or {}) or live.state.settings
-        policy = check_rules(list(rules.allow if rules is not None else ()))
+        policy = check_rules(list(running.allow))
         notice = refusal_notice(tools, policy, live.state.grants)
         if notice:
             say(notice)
@@ -168,12 +174,12 @@ async def run_settings(
         redact=guarded.redact,
         ui=ui,
         policy=PermissionPolicy(),
-        session=_session_for(live, config, args, changes or {}),
+        session=session,
         prices=dict(config.prices),
         windows=model_windows(config),
         ask_resume=_ask_resume(args.yes, hold, read),
         message=getattr(args, "message", None) or "",
-        runner=runner_for(args, config, directory, model=spec, workspace=workspace),
+        runner=runner_for(running, args, config, directory, model=spec, workspace=workspace),
         **_plan_settings(args, hold, read),
     )
 
@@ -200,10 +206,12 @@ def _session_for(
 ) -> SessionSettings | None:
     """What `drive` is given: nothing when the journal's settings stand unchanged; for a
     session with none yet, those a new one would get (`changes` come from `args`, which
-    `session_settings` reads already)."""
+    `session_settings` reads already). A session on dbos is given the database the
+    command names (`database_change`)."""
     journaled = live.state.settings
     if journaled is None:
         return session_settings(config, args)
+    changes = {**changes, **database_change(journaled.but(**changes), args, config)}
     return journaled.but(**changes) if changes else None
 
 

@@ -34,6 +34,7 @@ from sqlalchemy.engine import make_url
 
 from orchestrator._version import __version__
 from orchestrator.errors import ConfigError, OrchestratorError
+from orchestrator.state.tasks import RanOn
 from orchestrator.team import queries
 from orchestrator.team.port import TaskPort
 from orchestrator.team.subagent import work_task
@@ -88,6 +89,7 @@ class DbosRunner:
         self._launched = trio.Event()
         self._idle = trio.Event()
         self.token = trio.lowlevel.current_trio_token()
+        self.where = RanOn.here(f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}")
 
     def start(self, task_id: str, port: TaskPort) -> None:
         if task_id in self._runs:
@@ -149,7 +151,7 @@ class DbosRunner:
             "application_version": __version__,
             # An executor per process (where a task ran), so DBOS's own start-up
             # recovery never takes another process's workflows (see the module's doc).
-            "executor_id": f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}",
+            "executor_id": self.where.worker,
             "max_executor_threads": self._max_threads,
             "log_level": "WARNING",
         }
@@ -170,7 +172,7 @@ class DbosRunner:
             )
             with run.waiting:
                 await run.begun.wait()  # at once for a new workflow; a recovered one is queued
-            await work_task(port, task_id, run.scope)
+            await work_task(port, task_id, run.scope, where=self.where)
             run.outcome = queries.task(port.state, task_id).state
         finally:
             run.ended.set()

@@ -259,8 +259,15 @@ async def _mirror_state(port: TaskPort, mirror: SessionState, task_id: str) -> N
         return
     if there.state == "pending" and here.state in SETTLED:
         return  # its revival written for this run: this session has it already
-    instance = there.instances[-1] if len(there.instances) > len(here.instances) else ""
-    await port.set_state(task_id, there.state, by=task_id, reason=there.reason, instance=instance)
+    new = len(there.instances) > len(here.instances)  # a run began there: where, too
+    await port.set_state(
+        task_id,
+        there.state,
+        by=task_id,
+        reason=there.reason,
+        instance=there.instances[-1] if new else "",
+        ran_on=there.ran_on if new else None,
+    )
 
 
 def _posted(mail: Mail) -> MessagePosted:

@@ -17,6 +17,7 @@ on from its records).
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 import threading
@@ -34,10 +35,11 @@ from orchestrator.errors import ConfigError, OrchestratorError
 from orchestrator.state.events import EventSink, FanOut
 from orchestrator.state.fold import SessionState
 from orchestrator.state.mailbox import MessagePosted
-from orchestrator.state.tasks import SETTLED
+from orchestrator.state.tasks import SETTLED, RanOn
 from orchestrator.team.main_agent import open_team
 from orchestrator.team.runtime import Team
 from orchestrator.team.settings import TeamSettings
+from orchestrator.team.subagent import InProcessRunner
 
 QUEUE = "orchestrator_tasks"
 WORKFLOW = "orchestrator.remote_task"
@@ -218,7 +220,11 @@ class Worker:
         task_id = run.task.rsplit("/", 1)[1]
         settings = await self._settings_for(run, session.state)
         sink: EventSink = session if self._ui is None else FanOut([session, self._ui])
-        async with open_team(session, sink, settings) as team, trio.open_nursery() as nursery:
+        runner = functools.partial(InProcessRunner, where=RanOn.here(self.id))
+        async with (
+            open_team(session, sink, settings, runner=runner) as team,
+            trio.open_nursery() as nursery,
+        ):
             nursery.start_soon(self._follow_inbox, team, run)
             nursery.start_soon(self._watch_cancel, team, run, task_id)
             await _run_task(team, task_id)

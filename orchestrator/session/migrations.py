@@ -248,6 +248,19 @@ def v8_to_v9(directory: Path) -> None:
     return None
 
 
+def v9_to_v10(directory: Path) -> None:
+    """Format 10 journals where a session's tasks run: the `engine` and
+    `engine_database` settings in the `settings` record, and `ran_on` (where a run of a
+    task ran) on `task_changed` and on the snapshot's task records. Every format-9
+    record, manifest and snapshot is already a valid format-10 one: a format-9 `settings`
+    record reads with the local engine, which is where a resume without `--engine` ran
+    its tasks until now, and a task record without `ran_on` says nothing of where it
+    ran. Nothing is rewritten; the step lets the manifest say 10, so an older
+    orchestrator refuses the session instead of failing on the settings it does not know
+    (`SessionSettings` forbids unknown fields)."""
+    return None
+
+
 MIGRATIONS: dict[int, Migration] = {
     1: v1_to_v2,
     2: v2_to_v3,
@@ -257,6 +270,7 @@ MIGRATIONS: dict[int, Migration] = {
     6: v6_to_v7,
     7: v7_to_v8,
     8: v8_to_v9,
+    9: v9_to_v10,
 }
 
 

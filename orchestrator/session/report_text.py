@@ -15,6 +15,7 @@ from orchestrator.session.shown import (
     NONE,
     TASK_HEADER,
     USAGE_HEADER,
+    any_ran_on,
     duration,
     moment,
     one_line,
@@ -74,6 +75,7 @@ def header_lines(info: dict[str, Any]) -> list[str]:
         ("journal", records),
         ("spent", spent),
         ("settings", settings_line(info["settings"])),
+        ("engine", engine_line(info["settings"])),
     ]
     return [f"{name:<10} {value}" for name, value in fields if value]
 
@@ -174,8 +176,12 @@ def tree_lines(info: dict[str, Any]) -> list[str]:
         totals_cost(session),
         "the session",
     ]
-    rows = task_rows(info["tasks"], now_ms=last * 1000, usage=info["usage"]["by_subtree"])
-    header = (*TASK_HEADER, *USAGE_HEADER, "WHAT")
+    usage = info["usage"]["by_subtree"]
+    where = any_ran_on(info["tasks"])
+    rows = task_rows(info["tasks"], now_ms=last * 1000, usage=usage, where=where)
+    header = (*TASK_HEADER, *USAGE_HEADER, *(("WHERE",) if where else ()), "WHAT")
+    if where:
+        main.insert(-1, NONE)
     return ["", "tasks", *table(header, [main, *rows], right={2, 3, 4, 5})]
 
 
@@ -210,9 +216,27 @@ def settings_line(settings: dict[str, Any] | None) -> str:
     changed = [
         f"{key} {visible(orjson.dumps(value).decode())}"
         for key, value in settings.items()
-        if value != defaults.get(key)
+        if value != defaults.get(key) and key not in ENGINE_KEYS
     ]
     return "the defaults, but " + ", ".join(changed) if changed else "the defaults"
+
+
+ENGINE_KEYS = ("engine", "engine_database")
+"""The settings `engine_line` shows, on a line of their own."""
+
+
+def engine_line(settings: dict[str, Any] | None) -> str:
+    """Where the session's delegated tasks run: its engine, and the dbos engine's
+    database (its password hidden, as journaled)."""
+    if settings is None:
+        return ""
+    engine = settings.get("engine", "local")
+    if engine == "local":
+        return "local (in the session's process)"
+    database = (
+        settings.get("engine_database") or "the SQLite file engine/dbos.sqlite in the session"
+    )
+    return f"{visible(engine)} on {label(database, 200)}"
 
 
 def todo_lines(lists: dict[str, dict[str, Any]]) -> list[str]:

@@ -168,12 +168,14 @@ def task_rows(
     *,
     now_ms: float,
     usage: Mapping[str, Mapping[str, Any]] | None = None,
+    where: bool = False,
 ) -> list[list[str]]:
     """The delegated tasks (`TaskRecord`s as plain data) as rows of the tree under the
     main agent: the task drawn in its place, its state, how long it ran (an open task:
     until `now_ms`), with `usage` (a ledger's `by_subtree`) its subtree's calls, tokens
-    and cost, and what it is: its type and description, then its latest word (its
-    result, progress or reason, or what it waits for)."""
+    and cost, with `where` where its latest run ran (`ran_on`), and what it is: its type
+    and description, then its latest word (its result, progress or reason, or what it
+    waits for)."""
     by_id = {task["task_id"]: task for task in tasks}
     rows = []
     for glyphs, task_id in branches({t: by_id[t]["owner"] for t in by_id}, "main"):
@@ -190,8 +192,27 @@ def task_rows(
                 if totals is None
                 else [str(totals["calls"]), tokens(totals_tokens(totals)), totals_cost(totals)]
             )
+        if where:
+            row.append(ran_on(task.get("ran_on")))
         rows.append([*row, _what(task)])
     return rows
+
+
+def ran_on(where: Mapping[str, Any] | None) -> str:
+    """Where a task's latest run ran, `host:pid`, with its engine's worker when there is
+    one (a worker id that starts with `host:pid:`, as a DBOS executor's here, alone)."""
+    if not where:
+        return NONE
+    place = f"{label(where['host'], 60)}:{where['pid']}"
+    worker = where.get("worker", "")
+    if not worker:
+        return place
+    return label(worker, 80) if worker.startswith(place + ":") else f"{place} {label(worker, 60)}"
+
+
+def any_ran_on(tasks: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether any task says where it ran (journals before that was recorded do not)."""
+    return any(task.get("ran_on") for task in tasks)
 
 
 def _what(task: Mapping[str, Any]) -> str:

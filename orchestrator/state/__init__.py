@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from orchestrator.state.mailbox import Caps, Mail, Mailbox, MailKind, Priority
     from orchestrator.state.manifest import Manifest, SessionStatus, read_manifest, write_manifest
     from orchestrator.state.settings import SessionSettings
-    from orchestrator.state.tasks import Registry, TaskRecord, TaskState
+    from orchestrator.state.tasks import RanOn, Registry, TaskRecord, TaskState
 
 _HOMES = {
     "AgentContext": "context",
@@ -39,6 +39,7 @@ _HOMES = {
     "Manifest": "manifest",
     "NullSink": "events",
     "Priority": "mailbox",
+    "RanOn": "tasks",
     "Record": "events",
     "Registry": "tasks",
     "SessionSettings": "settings",
@@ -68,6 +69,7 @@ __all__ = [
     "Manifest",
     "NullSink",
     "Priority",
+    "RanOn",
     "Record",
     "Registry",
     "SessionSettings",

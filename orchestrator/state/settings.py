@@ -7,6 +7,8 @@ with, whichever command or program continues it."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 import msgspec
 
 from orchestrator.eventbase import EventBase
@@ -64,6 +66,14 @@ class SessionSettings(
     # it out (`run --plan`, `plan`; docs/plans.md). Journaled with the session's start,
     # so a session killed before its planner began still plans when resumed.
     plan: bool = False
+    # Where delegated tasks run (`--engine`, `--database-url`, [engine] in the config;
+    # docs/engine.md): the engine, and the dbos engine's database as a URL whose password
+    # is hidden (`***`: never journaled; a resume is given it again), "" for the SQLite
+    # file in the session's directory. So a resume runs on the engine the session chose.
+    engine: Literal["local", "dbos"] = "local"
+    engine_database: str = ""
+    # dbos: its delegated tasks run on `orchestrator worker` processes (`--workers`).
+    engine_workers: bool = False
 
     def but(self, **changes: object) -> SessionSettings:
         """These settings with `changes` (field names) instead."""

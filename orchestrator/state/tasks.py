@@ -19,6 +19,8 @@ its own. It is never counted for the live-subagent limit or for write-scope conf
 from __future__ import annotations
 
 import copy
+import os
+import socket
 import time
 from collections.abc import Callable, Collection, Iterable
 from typing import Any, Literal
@@ -88,9 +90,24 @@ class TaskCreated(EventBase, frozen=True, tag="task_created"):
     output: str = ""
 
 
+class RanOn(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=False):
+    """Where a run of a task ran: the host, the process, and the engine's worker (a DBOS
+    executor id; "" for the local engine, whose process is the session's). Said by the
+    runner that runs the task, which may be a process on another host."""
+
+    host: str
+    pid: int
+    worker: str = ""
+
+    @classmethod
+    def here(cls, worker: str = "") -> RanOn:
+        """This process, as the engine's `worker` (if any)."""
+        return cls(host=socket.gethostname(), pid=os.getpid(), worker=worker)
+
+
 class TaskChanged(EventBase, frozen=True, tag="task_changed"):
     """Record: task `task` moved to `state` (because of `agent`, e.g. its owner cancelling
-    it). Starting to run names the new instance."""
+    it). Starting to run names the new instance, and where it runs (`ran_on`)."""
 
     task: str
     state: TaskState
@@ -100,6 +117,7 @@ class TaskChanged(EventBase, frozen=True, tag="task_changed"):
     # Cancelled because a dependency failed or was cancelled: the task that did first
     # (the root of the cascade).
     dependency: str = ""
+    ran_on: RanOn | None = None  # with a new instance: where that run runs
 
 
 TaskRecords = TaskCreated | TaskChanged
@@ -160,6 +178,7 @@ class TaskRecord(msgspec.Struct, kw_only=True):
     dependency: str = ""  # cancelled because this dependency failed or was cancelled
     kind: TaskKind = "agent"  # `tool`: a call in the background (see the module)
     output: str = ""  # a tool task's output file, relative to the session's directory
+    ran_on: RanOn | None = None  # where its latest run ran (None: not known, or never ran)
 
     @property
     def live(self) -> bool:
@@ -380,6 +399,8 @@ def _changed(registry: Registry, seq: int, record: TaskChanged) -> None:
     task.state = record.state
     if record.instance:
         task.instances.append(record.instance)
+    if record.ran_on is not None:
+        task.ran_on = record.ran_on
     task.reason = record.reason if record.state != "running" else ""
     task.dependency = record.dependency
     task.updated = record.at or task.updated

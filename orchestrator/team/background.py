@@ -38,7 +38,7 @@ from orchestrator.layout import TASKS_DIR
 from orchestrator.session.shown import duration
 from orchestrator.state.events import Event, EventSink, ToolProgress
 from orchestrator.state.mailbox import MailKind
-from orchestrator.state.tasks import SETTLED, TaskCreated, TaskRecord, TaskState, now_ms
+from orchestrator.state.tasks import SETTLED, RanOn, TaskCreated, TaskRecord, TaskState, now_ms
 from orchestrator.team import queries
 from orchestrator.team.port import SessionLike
 from orchestrator.team.postbox import Postbox
@@ -134,7 +134,9 @@ class BackgroundCalls:
             )
             # Write-ahead: on disk before anything runs.
             await self._sink.emit(created, durable=True)
-        await self._scheduler.set_state(task_id, "running", by=task_id, instance=f"{task_id}.1")
+        await self._scheduler.set_state(
+            task_id, "running", by=task_id, instance=f"{task_id}.1", ran_on=RanOn.here()
+        )
         task = queries.task(state, task_id)
         self._nursery.start_soon(self._run, task, tool.name, run, ctx, name=f"background {task_id}")
         return task

@@ -13,7 +13,7 @@ from orchestrator.loop.assessment import Assessment
 from orchestrator.state.events import TurnEndReason
 from orchestrator.state.fold import SessionState
 from orchestrator.state.mailbox import Mail, MailKind, MessagePosted, Priority
-from orchestrator.state.tasks import TaskState
+from orchestrator.state.tasks import RanOn, TaskState
 from orchestrator.team.definitions import AgentDefinition
 
 
@@ -57,8 +57,19 @@ class TaskPort(Protocol):
     ) -> Mail: ...
 
     async def set_state(
-        self, task_id: str, state: TaskState, *, by: str, reason: str = "", instance: str = ""
-    ) -> None: ...
+        self,
+        task_id: str,
+        state: TaskState,
+        *,
+        by: str,
+        reason: str = "",
+        instance: str = "",
+        ran_on: RanOn | None = None,
+    ) -> None:
+        """Journal the task's new state (`task_changed`). A change that names a new
+        `instance` starts a run, and says where it runs (`ran_on`, the runner's `where`):
+        so a port on another process reports its own host, process and worker."""
+        ...
 
     async def deliver(
         self, agent: str, *, at_least: Priority = "notify", only: Collection[str] | None = None
@@ -87,8 +98,12 @@ class TaskPort(Protocol):
 
 
 class Runner(Protocol):
-    """Where subagents run. In-process on trio today (subagent.InProcessRunner); a
-    durable-execution engine later, behind the same two calls."""
+    """Where subagents run: in-process on trio (subagent.InProcessRunner), or on a
+    durable-execution engine (engine/dbos.py), behind the same two calls. A runner says
+    where each run of a task runs by the `where` it gives `work_task`, journaled with the
+    change that starts the run (`TaskPort.set_state(..., ran_on=where)`): this process
+    (`RanOn.here()`), its engine's worker id, or, for a runner whose loop runs in another
+    process, that process's own `RanOn`."""
 
     def start(self, task_id: str, port: TaskPort) -> None: ...
 

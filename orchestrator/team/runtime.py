@@ -29,7 +29,7 @@ from orchestrator.state.context import AgentContext
 from orchestrator.state.events import EventSink, TurnEndReason
 from orchestrator.state.fold import USER, SessionState
 from orchestrator.state.mailbox import Mail, MailKind, MessagePosted, Priority
-from orchestrator.state.tasks import TaskState
+from orchestrator.state.tasks import RanOn, TaskState
 from orchestrator.team import queries
 from orchestrator.team.background import BackgroundCalls
 from orchestrator.team.compactor import Compactor
@@ -349,9 +349,18 @@ class _Port:
         )
 
     async def set_state(
-        self, task_id: str, state: TaskState, *, by: str, reason: str = "", instance: str = ""
+        self,
+        task_id: str,
+        state: TaskState,
+        *,
+        by: str,
+        reason: str = "",
+        instance: str = "",
+        ran_on: RanOn | None = None,
     ) -> None:
-        await self._scheduler.set_state(task_id, state, by=by, reason=reason, instance=instance)
+        await self._scheduler.set_state(
+            task_id, state, by=by, reason=reason, instance=instance, ran_on=ran_on
+        )
 
     async def deliver(
         self, agent: str, *, at_least: Priority = "notify", only: Collection[str] | None = None

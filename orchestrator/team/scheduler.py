@@ -25,7 +25,7 @@ import trio
 
 from orchestrator.loop.deps import Verdict
 from orchestrator.state.events import EventSink
-from orchestrator.state.tasks import SETTLED, TaskChanged, TaskRecord, TaskState, now_ms
+from orchestrator.state.tasks import SETTLED, RanOn, TaskChanged, TaskRecord, TaskState, now_ms
 from orchestrator.team import queries
 from orchestrator.team.ids import free_id
 from orchestrator.team.port import SessionLike
@@ -84,9 +84,16 @@ class Scheduler:
             yield task_id
 
     async def set_state(
-        self, task_id: str, state: TaskState, *, by: str, reason: str = "", instance: str = ""
+        self,
+        task_id: str,
+        state: TaskState,
+        *,
+        by: str,
+        reason: str = "",
+        instance: str = "",
+        ran_on: RanOn | None = None,
     ) -> None:
-        await self._set(task_id, state, by=by, reason=reason, instance=instance)
+        await self._set(task_id, state, by=by, reason=reason, instance=instance, ran_on=ran_on)
         # A completion starts the tasks waiting for it at once. A failure or cancellation
         # of a task whose loop runs waits for the loop's end (`task_ended`): a failure may
         # yet be retried.
@@ -102,6 +109,7 @@ class Scheduler:
         reason: str = "",
         instance: str = "",
         dependency: str = "",
+        ran_on: RanOn | None = None,
     ) -> None:
         # Not waited for on disk: whatever acts on the change (the task's loop, its owner's
         # next record) is journaled after it, so no journal holds one without the other,
@@ -115,6 +123,7 @@ class Scheduler:
                 instance=instance,
                 dependency=dependency,
                 at=now_ms(),
+                ran_on=ran_on,
             )
         )
         self._changes.notify()

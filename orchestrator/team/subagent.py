@@ -12,23 +12,27 @@ import trio
 from orchestrator.agent import run_turn, settle_pending_calls
 from orchestrator.errors import ModelError
 from orchestrator.state.mailbox import Priority
-from orchestrator.state.tasks import SETTLED, TaskRecord, now_ms
+from orchestrator.state.tasks import SETTLED, RanOn, TaskRecord, now_ms
 from orchestrator.team import queries
 from orchestrator.team.port import TaskPort
 
 
-async def run_task(port: TaskPort, task_id: str) -> None:
-    """Work task `task_id` until it settles: completed, failed or cancelled."""
+async def run_task(port: TaskPort, task_id: str, *, where: RanOn | None = None) -> None:
+    """Work task `task_id` until it settles: completed, failed or cancelled. Each run it
+    starts (a new instance) is journaled as running `where` (None: this process)."""
+    where = where or RanOn.here()
     definition = port.definition(task_id)
     context = port.state.agents[task_id]
     deps = port.turn_deps(task_id)
-    await _begin(port, task_id)
+    await _begin(port, task_id, where)
     while True:
         task = queries.task(port.state, task_id)
         if task.state in SETTLED:
             if task.state == "completed" and queries.mail_from_owner(port.state, task_id):
                 # Its owner wrote while its last call (complete) ran: act on that too.
-                await port.set_state(task_id, "running", by=task_id, instance=_next(task))
+                await port.set_state(
+                    task_id, "running", by=task_id, instance=_next(task), ran_on=where
+                )
                 continue
             return
         if task.state == "waiting_deps":
@@ -86,16 +90,21 @@ async def _blocked(port: TaskPort, task_id: str, reasons: str) -> None:
     await port.set_state(task_id, "waiting_decision", by=task_id, reason=reasons)
 
 
-async def _begin(port: TaskPort, task_id: str) -> None:
-    """A new instance of the task (a start, a revival, a restart), and the calls its last
-    reply left without a result settled."""
+async def _begin(port: TaskPort, task_id: str, where: RanOn) -> None:
+    """A new instance of the task (a start, a revival, a restart), running `where`, and
+    the calls its last reply left without a result settled."""
     task = queries.task(port.state, task_id)
     if task.state == "pending":
-        await port.set_state(task_id, "running", by=task_id, instance=_next(task))
+        await port.set_state(task_id, "running", by=task_id, instance=_next(task), ran_on=where)
     elif port.take_resumed(task_id):
         # Running again in a new process (after a restart): a new instance, same context.
         await port.set_state(
-            task_id, task.state, by=task_id, reason=task.reason, instance=_next(task)
+            task_id,
+            task.state,
+            by=task_id,
+            reason=task.reason,
+            instance=_next(task),
+            ran_on=where,
         )
     ended = await settle_pending_calls(port.state.agents[task_id], port.turn_deps(task_id))
     if ended or queries.repeating(port.state, task_id):
@@ -131,26 +140,29 @@ async def fail(port: TaskPort, task_id: str, reason: str, *, retry: bool = True)
             await port.revive(task_id, by=task_id)
 
 
-async def _within_deadline(port: TaskPort, task_id: str) -> None:
+async def _within_deadline(port: TaskPort, task_id: str, where: RanOn | None) -> None:
     """`run_task`, failed when the task's deadline (wall time, kept across restarts)
     passes first."""
     deadline = queries.task(port.state, task_id).deadline
     if not deadline:
-        await run_task(port, task_id)
+        await run_task(port, task_id, where=where)
         return
     with trio.move_on_after(max(0.0, (deadline - now_ms()) / 1000)) as timer:
-        await run_task(port, task_id)
+        await run_task(port, task_id, where=where)
     if timer.cancelled_caught:
         await fail(port, task_id, "its deadline passed before it finished", retry=False)
 
 
-async def work_task(port: TaskPort, task_id: str, scope: trio.CancelScope) -> None:
+async def work_task(
+    port: TaskPort, task_id: str, scope: trio.CancelScope, *, where: RanOn | None = None
+) -> None:
     """What a runner runs for a task: its loop within its deadline, in `scope` (the
     runner's handle to cancel it), a model's failure or a crash made the task's failure
-    (a bug in one subagent must not end the session), a cancellation ending its turn."""
+    (a bug in one subagent must not end the session), a cancellation ending its turn.
+    `where` is where the runner runs it (None: this process; see `Runner`)."""
     with scope:
         try:
-            await _within_deadline(port, task_id)
+            await _within_deadline(port, task_id, where)
         except ModelError as exc:
             await fail(port, task_id, port.redact(f"model call failed: {exc}"))
         except Exception as exc:
@@ -161,11 +173,14 @@ async def work_task(port: TaskPort, task_id: str, scope: trio.CancelScope) -> No
 
 
 class InProcessRunner:
-    """Runs each task's loop in one nursery, each in its own cancel scope."""
+    """Runs each task's loop in one nursery, each in its own cancel scope, in this
+    process (its `where`: the host and process, and no worker but on a worker of the
+    dbos engine, engine/worker.py)."""
 
-    def __init__(self, nursery: trio.Nursery) -> None:
+    def __init__(self, nursery: trio.Nursery, *, where: RanOn | None = None) -> None:
         self._nursery = nursery
         self._scopes: dict[str, trio.CancelScope] = {}
+        self.where = where or RanOn.here()
 
     def start(self, task_id: str, port: TaskPort) -> None:
         scope = trio.CancelScope()
@@ -179,7 +194,7 @@ class InProcessRunner:
 
     async def _run(self, port: TaskPort, task_id: str, scope: trio.CancelScope) -> None:
         try:
-            await work_task(port, task_id, scope)
+            await work_task(port, task_id, scope, where=self.where)
         finally:
             if self._scopes.get(task_id) is scope:
                 del self._scopes[task_id]

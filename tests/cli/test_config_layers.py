@@ -556,7 +556,8 @@ def test_config_show_prints_every_setting_and_its_source(setup: Setup) -> None:
     setup.write(
         setup.user,
         "model = 'anthropic:claude-sonnet-4-5'\n[agents.planner]\nmodel = 'openai:gpt-4.1'\n"
-        "[session]\nbudget_rounds = 200\n",
+        "[session]\nbudget_rounds = 200\n"
+        "[engine]\nkind = 'dbos'\ndatabase_url = 'postgresql://me:s3cret@db/orch'\n",
     )
     setup.write(
         setup.project,
@@ -599,10 +600,15 @@ def test_config_show_prints_every_setting_and_its_source(setup: Setup) -> None:
         ["compaction.keep_outputs", "20000", "default"],
         ["compaction.min_freed", "0.2", "default"],
         ["view.fps", "10.0", "default"],
+        ["engine.kind", '"dbos"', user],
+        # Its password is never shown.
+        ["engine.database_url", '"postgresql://me:***@db/orch"', user],
+        ["engine.workers", "false", "default"],
         ["agents.planner.model", '"openai:gpt-4.1"', user],
         ["2", "setting(s)", rows[-1][2]],
     ]
     assert "need your trust: run orchestrator in the project once at a terminal" in (result.stdout)
+    assert "s3cret" not in result.stdout
 
 
 def test_config_show_json(setup: Setup) -> None:
@@ -626,7 +632,9 @@ def test_config_show_json(setup: Setup) -> None:
         | {f"tools.{k}" for k in TOOLS_DEFAULTS}
         | {f"compaction.{k}" for k in CompactionConfig.model_fields}
         | {"view.fps"}
+        | {"engine.kind", "engine.database_url", "engine.workers"}
     )
+    assert report["engine.database_url"] == {"value": None, "source": "default"}
 
 
 def test_config_show_reports_a_bad_file(setup: Setup) -> None:

@@ -7,8 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from orchestrator.cli.parser import EXIT_USAGE, build_parser
 from orchestrator.config import parse_config
+from orchestrator.engine.choice import has_password, hide_password
 
 # The command line in a fresh interpreter where `import dbos` fails, as without the extra.
 WITHOUT_DBOS = (
@@ -37,3 +40,22 @@ def test_dbos_without_the_extra_is_a_usage_error_naming_it(tmp_path: Path) -> No
         "error: the dbos engine needs the dbos extra: pip install 'orchestrator[dbos]'\n"
     )
     assert not sessions.exists() or not list(sessions.iterdir())  # no session was made
+
+
+@pytest.mark.parametrize(
+    ("url", "journaled"),
+    [
+        ("postgresql://me:s3cr%40t@db:5432/orch", "postgresql://me:***@db:5432/orch"),
+        ("postgresql+psycopg://:pw@db/orch", "postgresql+psycopg://:***@db/orch"),
+        (
+            "postgresql://db/orch?sslmode=require&password=pw",
+            "postgresql://db/orch?sslmode=require&password=***",
+        ),
+        ("postgresql://me@db/orch", "postgresql://me@db/orch"),
+        ("sqlite:////tmp/x/dbos.sqlite", "sqlite:////tmp/x/dbos.sqlite"),
+    ],
+)
+def test_the_journal_keeps_a_url_without_its_password(url: str, journaled: str) -> None:
+    assert hide_password(url) == journaled
+    assert has_password(url) == has_password(journaled) == ("***" in journaled)
+    assert hide_password(journaled) == journaled

@@ -102,6 +102,10 @@ async def test_tasks_run_on_a_worker_and_report_back(tmp_path: Path) -> None:
         "t1": "completed",
         "t2": "completed",
     }
+    # Where each ran: the worker (its id is in its first line), another process.
+    (worker_id,) = {line.split()[1] for line in worker.lines[:1]}
+    assert {t.ran_on.worker for t in state.tasks.tasks.values() if t.ran_on} == {worker_id}
+    assert all(t.ran_on and t.ran_on.pid == worker.process.pid for t in state.tasks.tasks.values())
     # Each completion reached the main agent once, under the id the worker gave it.
     completed = setup.journal_lines('"k":"message_posted"', '"mail":"completed"')
     assert len(completed) == 2

@@ -179,7 +179,7 @@ def test_a_v8_session_becomes_v9_untouched_its_tasks_subagents_and_calls_in_the_
     files = {p.name: p.read_bytes() for p in directory.iterdir() if p.is_file()}
     before = load_state(directory, warn=pytest.fail)
     manifest = migrate(directory, read_manifest(directory))
-    assert manifest.format_version == FORMAT_VERSION == 9
+    assert manifest.format_version == FORMAT_VERSION
     # Nothing but the manifest's version is rewritten.
     after = {p.name: p.read_bytes() for p in directory.iterdir() if p.is_file()}
     assert after.keys() == files.keys()
@@ -195,4 +195,27 @@ def test_a_v8_session_becomes_v9_untouched_its_tasks_subagents_and_calls_in_the_
         state.settings.background_per_session,
         state.settings.background_after,
     ) == (4, 16, None)
+    assert verify(directory) == []
+
+
+@pytest.mark.parametrize("name", ["completed", "killed-mid-turn"])
+def test_a_v9_session_becomes_v10_untouched_on_the_local_engine(tmp_path: Path, name: str) -> None:
+    root = tmp_path / "sessions"
+    shutil.copytree(RECORDED / f"v9-{name}", root)
+    [directory] = [p for p in root.iterdir() if p.is_dir()]
+    files = {p.name: p.read_bytes() for p in directory.iterdir() if p.is_file()}
+    before = load_state(directory, warn=pytest.fail)
+    manifest = migrate(directory, read_manifest(directory))
+    assert manifest.format_version == FORMAT_VERSION == 10
+    # Nothing but the manifest's version is rewritten.
+    after = {p.name: p.read_bytes() for p in directory.iterdir() if p.is_file()}
+    assert after.keys() == files.keys()
+    assert {k for k in files if files[k] != after[k]} == {"session.json"}
+    state = load_state(directory, warn=pytest.fail)
+    assert state.describe() == before.describe()
+    # Its settings read with the local engine, and no task says where it ran.
+    assert state.settings is not None
+    assert (state.settings.engine, state.settings.engine_database) == ("local", "")
+    assert state.tasks.tasks
+    assert all(t.ran_on is None for t in state.tasks.tasks.values())
     assert verify(directory) == []

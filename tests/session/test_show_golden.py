@@ -25,6 +25,7 @@ from tests.session.test_inspection import finished_tree, no_user_config  # noqa:
 GOLDEN = Path(__file__).parent / "golden"
 RECORDED = Path(__file__).parents[2] / "sessions"
 FIXED_ID = "20311127T060612-5e55a0"
+FIXED_HOST = {"host": "box", "pid": 4242}  # where each run of a task ran
 START_MS = 1953439572000  # 2031-11-27 06:06:12 UTC, the fixed id's time
 STEP_MS = 7  # between two records
 
@@ -64,13 +65,15 @@ async def test_a_fresh_tree_with_prices(
 
 def fixed(directory: Path) -> Path:
     """The session in `directory` under the fixed id, created at its time, its records
-    `STEP_MS` apart from then (each record's `at` its own time), and its snapshot and
-    manifest written again to match."""
+    `STEP_MS` apart from then (each record's `at` its own time), each run of a task on
+    `FIXED_HOST`, and its snapshot and manifest written again to match."""
     lines = []
     for line in (directory / JOURNAL).read_bytes().splitlines():
         fields = orjson.loads(line)
         at = START_MS + (fields["seq"] - 1) * STEP_MS
         body = {k: at if k == "at" else v for k, v in fields.items() if k not in FRAME_KEYS}
+        if "ran_on" in body:
+            body["ran_on"] = FIXED_HOST
         end = "more" not in fields
         lines.append(encode(fields["seq"], at, fields["k"], fields["a"], body, end=end))
     (directory / JOURNAL).write_bytes(b"".join(lines))
