@@ -12,14 +12,16 @@ from orchestrator._face import lazy
 
 if TYPE_CHECKING:
     from orchestrator.engine.choice import ENGINES, dbos_runner, require_dbos, sqlite_url
+    from orchestrator.engine.retry import EngineUnreachable
 
 _HOMES = {
     "ENGINES": "choice",
+    "EngineUnreachable": "retry",
     "dbos_runner": "choice",
     "require_dbos": "choice",
     "sqlite_url": "choice",
 }
 
-__all__ = ["ENGINES", "dbos_runner", "require_dbos", "sqlite_url"]
+__all__ = ["ENGINES", "EngineUnreachable", "dbos_runner", "require_dbos", "sqlite_url"]
 
 __getattr__, __dir__ = lazy(__name__, _HOMES)

@@ -22,7 +22,6 @@ itself: the session's resume re-enters them, when its journal says the task stil
 
 from __future__ import annotations
 
-import contextlib
 import os
 import socket
 import uuid
@@ -33,7 +32,9 @@ from dbos import DBOS, DBOSConfig, SetWorkflowID, WorkflowHandle
 from sqlalchemy.engine import make_url
 
 from orchestrator._version import __version__
+from orchestrator.engine.retry import PATIENCE, EngineUnreachable, Patience
 from orchestrator.errors import ConfigError, OrchestratorError
+from orchestrator.state.events import Notice
 from orchestrator.team import queries
 from orchestrator.team.port import TaskPort
 from orchestrator.team.subagent import work_task
@@ -42,6 +43,7 @@ WORKFLOW = "orchestrator.task"
 LOOP_STEP = "orchestrator.task_loop"
 OPEN = ("PENDING", "ENQUEUED", "DELAYED")  # a workflow's states before it has ended
 FINISH_WAIT = 10.0  # seconds a run waits, once its loop ended, for the workflow's record
+# (while the database answers: an outage adds up to the engine's patience)
 
 # The runners by session id: DBOS calls a workflow by its name with its recorded
 # arguments only, so the step finds the live session's runner here.
@@ -78,12 +80,22 @@ class _Run:
 class DbosRunner:
     """A `Runner` whose tasks are DBOS workflows in the database at `url`."""
 
-    def __init__(self, nursery: trio.Nursery, *, url: str, max_threads: int = 64) -> None:
+    def __init__(
+        self,
+        nursery: trio.Nursery,
+        *,
+        url: str,
+        max_threads: int = 64,
+        patience: float = PATIENCE,
+    ) -> None:
         self._nursery = nursery
         self._url = url
         self._max_threads = max_threads
         self._runs: dict[str, _Run] = {}
         self._threads = trio.CapacityLimiter(8)  # apart from trio's, which the journal uses
+        # Every call to DBOS goes through it: it waits while the database is unreachable.
+        self._db = Patience(self._tell, seconds=patience, limiter=self._threads)
+        self._port: TaskPort | None = None
         self._session_id = ""
         self._launched = trio.Event()
         self._idle = trio.Event()
@@ -93,6 +105,7 @@ class DbosRunner:
         if task_id in self._runs:
             return  # its run is live: starting it twice is a no-op
         if not self._session_id:
+            self._port = port
             self._begin_session(port.session_id)
         self._runs[task_id] = _Run()
         self._idle = trio.Event()
@@ -120,25 +133,39 @@ class DbosRunner:
             raise ConfigError("the dbos engine runs one session at a time in a process")
         self._session_id = session_id
         _RUNNERS[session_id] = self
+        self._nursery.start_soon(self._db.run, name="dbos engine's notices")
         self._nursery.start_soon(self._engine, name="dbos engine")
+
+    async def _tell(self, notice: Notice) -> None:
+        if self._port is not None:
+            await self._port.tell(notice)
 
     async def _engine(self) -> None:
         """DBOS, launched for the team's life; destroyed once no run is left."""
-        try:
+        with self._db.watch_dbos():  # DBOS's own waits for its database are told too
             try:
-                await trio.to_thread.run_sync(self._launch, limiter=self._threads)
-            except Exception as exc:
-                where = make_url(self._url).render_as_string(hide_password=True)
-                raise ConfigError(f"the dbos engine could not start on {where}: {exc}") from exc
-            self._launched.set()
-            await trio.sleep_forever()
-        finally:
-            with trio.CancelScope(shield=True):
-                if self._runs:
-                    await self._idle.wait()
-                if self._launched.is_set():
-                    await trio.to_thread.run_sync(DBOS.destroy, limiter=self._threads)
-                _RUNNERS.pop(self._session_id, None)
+                try:
+                    await self._db.call(self._launch)
+                except EngineUnreachable:
+                    raise
+                except Exception as exc:
+                    where = make_url(self._url).render_as_string(hide_password=True)
+                    raise ConfigError(f"the dbos engine could not start on {where}: {exc}") from exc
+                self._launched.set()
+                await trio.sleep_forever()
+            finally:
+                with trio.CancelScope(shield=True):
+                    if self._runs:
+                        await self._idle.wait()
+                    if self._launched.is_set():
+                        await self._destroy()
+                    _RUNNERS.pop(self._session_id, None)
+
+    async def _destroy(self) -> None:
+        if self._db.gave_up:  # (it needs no answer of the database: it lets go of it)
+            await trio.to_thread.run_sync(DBOS.destroy, limiter=self._threads)
+        else:
+            await self._db.call(DBOS.destroy)
 
     def _launch(self) -> None:
         config: DBOSConfig = {
@@ -162,33 +189,31 @@ class DbosRunner:
         try:
             await self._launched.wait()
             # Its id first, so that the step, which may call in at once, is known as its.
-            run.workflow_id, resume = await trio.to_thread.run_sync(
-                _next_workflow, self._session_id, task_id, limiter=self._threads
-            )
-            handle = await trio.to_thread.run_sync(
-                _begin, self._session_id, task_id, run.workflow_id, resume, limiter=self._threads
-            )
+            run.workflow_id, resume = await self._db.call(_next_workflow, self._session_id, task_id)
+            handle = await self._db.call(_begin, self._session_id, task_id, run.workflow_id, resume)
             with run.waiting:
                 await run.begun.wait()  # at once for a new workflow; a recovered one is queued
             await work_task(port, task_id, run.scope)
             run.outcome = queries.task(port.state, task_id).state
         finally:
             run.ended.set()
+            gave_up: EngineUnreachable | None = None
             if handle is not None:
                 # Its end recorded before the task may start again (a new workflow).
                 # (An error of the workflow is no news: the journal holds the outcome.)
-                with (
-                    trio.CancelScope(shield=True),
-                    trio.move_on_after(FINISH_WAIT),
-                    contextlib.suppress(Exception),
-                ):
-                    await trio.to_thread.run_sync(
-                        handle.get_result, limiter=self._threads, abandon_on_cancel=True
-                    )
+                with trio.CancelScope(shield=True):
+                    try:
+                        await self._db.call(handle.get_result, bound=FINISH_WAIT)
+                    except EngineUnreachable as exc:
+                        gave_up = exc
+                    except Exception:
+                        pass
             del self._runs[task_id]
             if not self._runs:
                 self._idle.set()
             await port.task_ended(task_id)
+            if gave_up is not None:
+                raise gave_up
 
 
 def _next_workflow(session_id: str, task_id: str) -> tuple[str, bool]:
