@@ -22,6 +22,7 @@ itself: the session's resume re-enters them, when its journal says the task stil
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import uuid
@@ -163,7 +164,7 @@ class DbosRunner:
 
     async def _destroy(self) -> None:
         if self._db.gave_up:  # (it needs no answer of the database: it lets go of it)
-            await trio.to_thread.run_sync(DBOS.destroy, limiter=self._threads)
+            await trio.to_thread.run_sync(_destroy_unreachable, limiter=self._threads)
         else:
             await self._db.call(DBOS.destroy)
 
@@ -179,6 +180,7 @@ class DbosRunner:
             "executor_id": f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}",
             "max_executor_threads": self._max_threads,
             "log_level": "WARNING",
+            "console_log_level": "ERROR",  # its waits for the database: notices (retry.py)
         }
         DBOS(config=config)
         DBOS.launch()
@@ -214,6 +216,22 @@ class DbosRunner:
             await port.task_ended(task_id)
             if gave_up is not None:
                 raise gave_up
+
+
+def _destroy_unreachable() -> None:
+    """DBOS destroyed once its database was given up: its threads still waiting for the
+    database (DBOS's own retry loop, `dbos._sys_db.db_retry`) stop at their next attempt
+    instead of never, so that the process can end (it joins them as it exits). DBOS 3.4
+    has this switch (`retry_connection_errors`) but does not let its `DBOS` set it."""
+    from dbos import _dbos
+
+    system_database = getattr(_dbos._dbos_global_instance, "_sys_db_field", None)
+    if system_database is not None:
+        system_database._retry_connection_errors = False
+    # Their last words (a workflow that could not record its end) are no news: the error
+    # said it all. DBOS's next launch sets its log level again.
+    logging.getLogger("dbos").setLevel(logging.CRITICAL)
+    DBOS.destroy()
 
 
 def _next_workflow(session_id: str, task_id: str) -> tuple[str, bool]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -133,5 +134,73 @@ async def test_a_database_away_while_a_task_works_is_waited_for(
         capture_stdout=True,
         capture_stderr=True,
         check=False,
+    )
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+
+
+def test_past_its_patience_the_run_ends_with_an_error_and_resumes(
+    tmp_path: Path, postgres: Postgres
+) -> None:
+    """The command line, with `[engine] patience = 3`: the database stays away, the run
+    ends with one clear error (and the process ends: DBOS's threads stop waiting), and
+    once the database is back the session resumes and completes."""
+    sessions = tmp_path / "sessions"
+    fifo = tmp_path / "release"
+    os.mkfifo(fifo)
+    path = tmp_path / "script.json"
+    path.write_bytes(orjson.dumps({"version": 1, **script(fifo)}))
+    url = postgres.url.rsplit("/", 1)[0] + "/orchestrator_engine"
+    config = tmp_path / "config.toml"
+    config.write_text(f'[engine]\nkind = "dbos"\ndatabase_url = "{url}"\npatience = 3\n')
+    env = {**os.environ, "NO_COLOR": "1", "ORCHESTRATOR_CONFIG": str(config)}
+    run = cli(
+        "run",
+        "g",
+        "-m",
+        f"scripted:{path}",
+        "--session-workspace",
+        "--yes",
+        "--json",
+        sessions=sessions,
+    )
+    kinds: list[str] = []
+    log = tmp_path / "stderr.txt"
+    with (
+        log.open("wb") as stderr,
+        subprocess.Popen(
+            run, stdout=subprocess.PIPE, stderr=stderr, stdin=subprocess.DEVNULL, env=env
+        ) as proc,
+    ):
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            event = orjson.loads(line)
+            kinds.append(event["kind"])
+            if event["kind"] == "tool_call_started" and event["call"]["name"] == "shell":
+                postgres.stop()
+                fifo.write_text("released\n")  # the task goes on; its end is not recorded
+        code = proc.wait(timeout=120)
+    errors = log.read_text()
+    assert code == 1, errors
+    assert "engine_waiting" in kinds
+    assert "error: the engine's database was unreachable for 3s" in errors
+    assert "the session can be resumed" in errors
+    [directory] = sessions.iterdir()
+    assert load_state(directory, warn=pytest.fail).status == "failed"
+
+    postgres.start()
+    resume = subprocess.run(
+        cli("resume", directory.name, "--yes", sessions=sessions),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert resume.returncode == 0, resume.stdout + resume.stderr
+    state = load_state(directory, warn=pytest.fail)
+    assert state.status == "completed"
+    assert state.tasks.get("t1").state == "completed"
+    assert (directory / "workspace" / "got.txt").read_text() == "released\n"  # ran once
+    verify = subprocess.run(
+        cli("sessions", "verify", directory.name, sessions=sessions), capture_output=True, text=True
     )
     assert verify.returncode == 0, verify.stdout + verify.stderr
