@@ -76,6 +76,8 @@ class _Run:
     begun: trio.Event = field(default_factory=trio.Event)  # the step has called in
     ended: trio.Event = field(default_factory=trio.Event)  # the loop has returned
     outcome: str = "stopped"
+    # Its wait for the workflow's end, after the loop's: through the team's end too.
+    finishing: trio.CancelScope = field(default_factory=lambda: trio.CancelScope(shield=True))
 
 
 class DbosRunner:
@@ -156,6 +158,12 @@ class DbosRunner:
                 await trio.sleep_forever()
             finally:
                 with trio.CancelScope(shield=True):
+                    # The team ends (its work done, or Ctrl+C): a run waits for its
+                    # workflow's end FINISH_WAIT more at most, outage or not (a resume
+                    # finishes a workflow left open).
+                    for run in self._runs.values():
+                        until = trio.current_time() + FINISH_WAIT
+                        run.finishing.deadline = min(run.finishing.deadline, until)
                     if self._runs:
                         await self._idle.wait()
                     if self._launched.is_set():
@@ -163,7 +171,7 @@ class DbosRunner:
                     _RUNNERS.pop(self._session_id, None)
 
     async def _destroy(self) -> None:
-        if self._db.gave_up:  # (it needs no answer of the database: it lets go of it)
+        if self._db.waiting:  # (it needs no answer of the database: it lets go of it)
             await trio.to_thread.run_sync(_destroy_unreachable, limiter=self._threads)
         else:
             await self._db.call(DBOS.destroy)
@@ -203,7 +211,7 @@ class DbosRunner:
             if handle is not None:
                 # Its end recorded before the task may start again (a new workflow).
                 # (An error of the workflow is no news: the journal holds the outcome.)
-                with trio.CancelScope(shield=True):
+                with run.finishing:
                     try:
                         await self._db.call(handle.get_result, bound=FINISH_WAIT)
                     except EngineUnreachable as exc:
@@ -219,8 +227,8 @@ class DbosRunner:
 
 
 def _destroy_unreachable() -> None:
-    """DBOS destroyed once its database was given up: its threads still waiting for the
-    database (DBOS's own retry loop, `dbos._sys_db.db_retry`) stop at their next attempt
+    """DBOS destroyed while its database cannot be reached: its threads still waiting for
+    the database (DBOS's own retry loop, `dbos._sys_db.db_retry`) stop at their next attempt
     instead of never, so that the process can end (it joins them as it exits). DBOS 3.4
     has this switch (`retry_connection_errors`) but does not let its `DBOS` set it."""
     from dbos import _dbos

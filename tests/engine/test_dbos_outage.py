@@ -39,12 +39,16 @@ def call(name: str, **arguments: Any) -> dict[str, Any]:
     return {"name": name, "arguments": arguments}
 
 
-def script(fifo: Path) -> dict[str, Any]:
+def script(fifo: Path, *, then: Path | None = None) -> dict[str, Any]:
+    """A main agent that delegates one task and waits for it (then, given `then`, reads
+    that FIFO: the session runs on until the test writes to it)."""
+    last = [{"tool_calls": [call("shell", command=f"cat {then}")]}] if then else []
     return {
         "agents": {
             "main": [
                 {"tool_calls": [call("delegate", description="w", prompt="wait, then write")]},
                 {"tool_calls": [call("wait_tasks")]},
+                *last,
                 {"text": "done"},
             ],
             "t1": [
@@ -63,6 +67,7 @@ class Watch:
         self.events: list[Event] = []
         self.blocked = trio.Event()  # the task's shell call runs
         self.waiting = trio.Event()  # the engine said it waits for its database
+        self.back = trio.Event()  # and that it answers again
 
     async def emit(self, event: Event, *, durable: bool = False) -> None:
         self.events.append(event)
@@ -70,6 +75,8 @@ class Watch:
             self.blocked.set()
         if isinstance(event, EngineWaiting):
             self.waiting.set()
+        if isinstance(event, EngineBack):
+            self.back.set()
 
 
 async def test_a_database_away_while_a_task_works_is_waited_for(
@@ -77,12 +84,13 @@ async def test_a_database_away_while_a_task_works_is_waited_for(
 ) -> None:
     root = tmp_path / "sessions"
     session_id, directory = create_session(root, goal="g", model="x:y", workspace=None)
-    fifo = tmp_path / "release"
+    fifo, end = tmp_path / "release", tmp_path / "end"
     os.mkfifo(fifo)
+    os.mkfifo(end)
     url = postgres.url.rsplit("/", 1)[0] + "/orchestrator_engine"
     watch = Watch()
     settings = RunSettings(
-        model=ScriptedModel(parse_script(script(fifo))),
+        model=ScriptedModel(parse_script(script(fifo, then=end))),
         tools=workspace_tools(),
         ui=watch,
         policy=PermissionPolicy(),
@@ -103,6 +111,8 @@ async def test_a_database_away_while_a_task_works_is_waited_for(
             await trio.to_thread.run_sync(fifo.write_text, "released\n")  # the task goes on
             await watch.waiting.wait()  # DBOS could not record the task's end
             await trio.to_thread.run_sync(postgres.start)
+            await watch.back.wait()  # DBOS recorded it: the session may end
+            await trio.to_thread.run_sync(end.write_text, "end\n")
 
     [outcome] = result
     assert outcome.status == "completed", outcome
