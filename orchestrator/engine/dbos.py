@@ -14,7 +14,9 @@ loop, and a step run again after a kill re-enters `run_task`, which resumes from
 journal (an interrupted call is reported as such, never run again silently).
 
 DBOS's sync API runs in worker threads only (never on the trio thread), under a limiter
-of its own; DBOS's executor is capped at `max_threads`. DBOS is one per process, so one
+of its own, each call through the engine's `Patience` (retry.py): while the database
+cannot be reached it waits, says so, and gives up after `patience` seconds. DBOS's
+executor is capped at `max_threads`. DBOS is one per process, so one
 session at a time runs on this engine in a process; each process is an executor of its
 own (its id names host and process), so DBOS never recovers another's workflows by
 itself: the session's resume re-enters them, when its journal says the task still runs.
