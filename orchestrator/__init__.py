@@ -109,8 +109,9 @@ if TYPE_CHECKING:  # events, what they carry, and the command line's renderers
     from orchestrator.tools.permissions import Grant, Rule, Unasked
 
 if TYPE_CHECKING:  # the engine setting (docs/engine.md)
-    from orchestrator.engine import dbos_runner
+    from orchestrator.engine import EngineUnreachable, dbos_runner
     from orchestrator.state import RanOn
+    from orchestrator.state.events import EngineBack, EngineWaiting
 
 _HOMES = {
     "AgentContext": "orchestrator.state",
@@ -249,6 +250,9 @@ _HOMES = {
     "TranscriptSink": "orchestrator.cli.render",
     # the engine setting (docs/engine.md)
     "dbos_runner": "orchestrator.engine",
+    "EngineBack": "orchestrator.state.events",
+    "EngineUnreachable": "orchestrator.engine",
+    "EngineWaiting": "orchestrator.state.events",
     "RanOn": "orchestrator.state",
 }
 
@@ -267,6 +271,9 @@ __all__ = [
     "ContextCompacted",
     "Definitions",
     "Denied",
+    "EngineBack",
+    "EngineUnreachable",
+    "EngineWaiting",
     "Event",
     "EventHandler",
     "EventSink",

@@ -203,10 +203,12 @@ class ViewConfig(_Strict, frozen=True):
 class EngineConfig(_Strict, frozen=True):
     """`[engine]`: where delegated tasks run (docs/engine.md); `--engine` wins over
     `kind`. `database_url` is the dbos engine's database (`sqlite:///PATH` or
-    `postgresql://...`); None: a SQLite file in the session's directory."""
+    `postgresql://...`); None: a SQLite file in the session's directory. `patience`:
+    the seconds the engine waits for that database while it cannot be reached."""
 
     kind: Literal["local", "dbos"] = "local"
     database_url: str | None = None
+    patience: float = Field(default=600.0, gt=0)
     # dbos: delegated tasks run on `orchestrator worker` processes, not the session's.
     workers: bool = False
 

@@ -111,4 +111,4 @@ def runner_for(
         (directory / ENGINE_DB.parent).mkdir(mode=0o700, exist_ok=True)
         (directory / ENGINE_DB).touch(mode=0o600)  # private, as every file of a session
         url = sqlite_url(directory / ENGINE_DB)
-    return dbos_runner(url)
+    return dbos_runner(url, patience=config.engine.patience)

@@ -18,15 +18,24 @@ if TYPE_CHECKING:
         require_dbos,
         sqlite_url,
     )
+    from orchestrator.engine.retry import EngineUnreachable
 
 _HOMES = {
     "ENGINES": "choice",
+    "EngineUnreachable": "retry",
     "dbos_runner": "choice",
     "dbos_workers": "choice",
     "require_dbos": "choice",
     "sqlite_url": "choice",
 }
 
-__all__ = ["ENGINES", "dbos_runner", "dbos_workers", "require_dbos", "sqlite_url"]
+__all__ = [
+    "ENGINES",
+    "EngineUnreachable",
+    "dbos_runner",
+    "dbos_workers",
+    "require_dbos",
+    "sqlite_url",
+]
 
 __getattr__, __dir__ = lazy(__name__, _HOMES)

@@ -57,14 +57,17 @@ def has_password(url: str) -> bool:
     return bool(_USERINFO.match(url) or _QUERY_PASSWORD.search(url))
 
 
-def dbos_runner(url: str, *, max_threads: int = 64) -> Callable[[trio.Nursery], Runner]:
+def dbos_runner(
+    url: str, *, max_threads: int = 64, patience: float = 600.0
+) -> Callable[[trio.Nursery], Runner]:
     """`RunSettings.runner` for the dbos engine: each delegated task a DBOS workflow in
     the database at `url` (`sqlite:///PATH`, or `postgresql://...`), at most
-    `max_threads` of them running at once in DBOS's threads (docs/engine.md)."""
+    `max_threads` of them running at once in DBOS's threads; the database waited for up
+    to `patience` seconds when it cannot be reached (docs/engine.md)."""
     require_dbos()
     from orchestrator.engine.dbos import DbosRunner
 
-    return functools.partial(DbosRunner, url=url, max_threads=max_threads)
+    return functools.partial(DbosRunner, url=url, max_threads=max_threads, patience=patience)
 
 
 def dbos_workers(url: str, *, model: str, workspace: Path) -> Callable[[trio.Nursery], Runner]:

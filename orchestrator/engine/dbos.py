@@ -14,7 +14,9 @@ loop, and a step run again after a kill re-enters `run_task`, which resumes from
 journal (an interrupted call is reported as such, never run again silently).
 
 DBOS's sync API runs in worker threads only (never on the trio thread), under a limiter
-of its own; DBOS's executor is capped at `max_threads`. DBOS is one per process, so one
+of its own, each call through the engine's `Patience` (retry.py): while the database
+cannot be reached it waits, says so, and gives up after `patience` seconds. DBOS's
+executor is capped at `max_threads`. DBOS is one per process, so one
 session at a time runs on this engine in a process; each process is an executor of its
 own (its id names host and process), so DBOS never recovers another's workflows by
 itself: the session's resume re-enters them, when its journal says the task still runs.
@@ -22,7 +24,7 @@ itself: the session's resume re-enters them, when its journal says the task stil
 
 from __future__ import annotations
 
-import contextlib
+import logging
 import os
 import socket
 import uuid
@@ -33,7 +35,9 @@ from dbos import DBOS, DBOSConfig, SetWorkflowID, WorkflowHandle
 from sqlalchemy.engine import make_url
 
 from orchestrator._version import __version__
+from orchestrator.engine.retry import PATIENCE, EngineUnreachable, Patience
 from orchestrator.errors import ConfigError, OrchestratorError
+from orchestrator.state.events import Notice
 from orchestrator.state.tasks import RanOn
 from orchestrator.team import queries
 from orchestrator.team.port import TaskPort
@@ -43,6 +47,7 @@ WORKFLOW = "orchestrator.task"
 LOOP_STEP = "orchestrator.task_loop"
 OPEN = ("PENDING", "ENQUEUED", "DELAYED")  # a workflow's states before it has ended
 FINISH_WAIT = 10.0  # seconds a run waits, once its loop ended, for the workflow's record
+# (while the database answers: an outage adds up to the engine's patience)
 
 # The runners by session id: DBOS calls a workflow by its name with its recorded
 # arguments only, so the step finds the live session's runner here.
@@ -74,17 +79,29 @@ class _Run:
     begun: trio.Event = field(default_factory=trio.Event)  # the step has called in
     ended: trio.Event = field(default_factory=trio.Event)  # the loop has returned
     outcome: str = "stopped"
+    # Its wait for the workflow's end, after the loop's: through the team's end too.
+    finishing: trio.CancelScope = field(default_factory=lambda: trio.CancelScope(shield=True))
 
 
 class DbosRunner:
     """A `Runner` whose tasks are DBOS workflows in the database at `url`."""
 
-    def __init__(self, nursery: trio.Nursery, *, url: str, max_threads: int = 64) -> None:
+    def __init__(
+        self,
+        nursery: trio.Nursery,
+        *,
+        url: str,
+        max_threads: int = 64,
+        patience: float = PATIENCE,
+    ) -> None:
         self._nursery = nursery
         self._url = url
         self._max_threads = max_threads
         self._runs: dict[str, _Run] = {}
         self._threads = trio.CapacityLimiter(8)  # apart from trio's, which the journal uses
+        # Every call to DBOS goes through it: it waits while the database is unreachable.
+        self._db = Patience(self._tell, seconds=patience, limiter=self._threads)
+        self._port: TaskPort | None = None
         self._session_id = ""
         self._launched = trio.Event()
         self._idle = trio.Event()
@@ -95,6 +112,7 @@ class DbosRunner:
         if task_id in self._runs:
             return  # its run is live: starting it twice is a no-op
         if not self._session_id:
+            self._port = port
             self._begin_session(port.session_id)
         self._runs[task_id] = _Run()
         self._idle = trio.Event()
@@ -122,25 +140,45 @@ class DbosRunner:
             raise ConfigError("the dbos engine runs one session at a time in a process")
         self._session_id = session_id
         _RUNNERS[session_id] = self
+        self._nursery.start_soon(self._db.run, name="dbos engine's notices")
         self._nursery.start_soon(self._engine, name="dbos engine")
+
+    async def _tell(self, notice: Notice) -> None:
+        if self._port is not None:
+            await self._port.tell(notice)
 
     async def _engine(self) -> None:
         """DBOS, launched for the team's life; destroyed once no run is left."""
-        try:
+        with self._db.watch_dbos():  # DBOS's own waits for its database are told too
             try:
-                await trio.to_thread.run_sync(self._launch, limiter=self._threads)
-            except Exception as exc:
-                where = make_url(self._url).render_as_string(hide_password=True)
-                raise ConfigError(f"the dbos engine could not start on {where}: {exc}") from exc
-            self._launched.set()
-            await trio.sleep_forever()
-        finally:
-            with trio.CancelScope(shield=True):
-                if self._runs:
-                    await self._idle.wait()
-                if self._launched.is_set():
-                    await trio.to_thread.run_sync(DBOS.destroy, limiter=self._threads)
-                _RUNNERS.pop(self._session_id, None)
+                try:
+                    await self._db.call(self._launch)
+                except EngineUnreachable:
+                    raise
+                except Exception as exc:
+                    where = make_url(self._url).render_as_string(hide_password=True)
+                    raise ConfigError(f"the dbos engine could not start on {where}: {exc}") from exc
+                self._launched.set()
+                await trio.sleep_forever()
+            finally:
+                with trio.CancelScope(shield=True):
+                    # The team ends (its work done, or Ctrl+C): a run waits for its
+                    # workflow's end FINISH_WAIT more at most, outage or not (a resume
+                    # finishes a workflow left open).
+                    for run in self._runs.values():
+                        until = trio.current_time() + FINISH_WAIT
+                        run.finishing.deadline = min(run.finishing.deadline, until)
+                    if self._runs:
+                        await self._idle.wait()
+                    if self._launched.is_set():
+                        await self._destroy()
+                    _RUNNERS.pop(self._session_id, None)
+
+    async def _destroy(self) -> None:
+        if self._db.waiting:  # (it needs no answer of the database: it lets go of it)
+            await trio.to_thread.run_sync(_destroy_unreachable, limiter=self._threads)
+        else:
+            await self._db.call(DBOS.destroy)
 
     def _launch(self) -> None:
         config: DBOSConfig = {
@@ -154,6 +192,7 @@ class DbosRunner:
             "executor_id": self.where.worker,
             "max_executor_threads": self._max_threads,
             "log_level": "WARNING",
+            "console_log_level": "ERROR",  # its waits for the database: notices (retry.py)
         }
         DBOS(config=config)
         DBOS.launch()
@@ -164,33 +203,47 @@ class DbosRunner:
         try:
             await self._launched.wait()
             # Its id first, so that the step, which may call in at once, is known as its.
-            run.workflow_id, resume = await trio.to_thread.run_sync(
-                _next_workflow, self._session_id, task_id, limiter=self._threads
-            )
-            handle = await trio.to_thread.run_sync(
-                _begin, self._session_id, task_id, run.workflow_id, resume, limiter=self._threads
-            )
+            run.workflow_id, resume = await self._db.call(_next_workflow, self._session_id, task_id)
+            handle = await self._db.call(_begin, self._session_id, task_id, run.workflow_id, resume)
             with run.waiting:
                 await run.begun.wait()  # at once for a new workflow; a recovered one is queued
             await work_task(port, task_id, run.scope, where=self.where)
             run.outcome = queries.task(port.state, task_id).state
         finally:
             run.ended.set()
+            gave_up: EngineUnreachable | None = None
             if handle is not None:
                 # Its end recorded before the task may start again (a new workflow).
                 # (An error of the workflow is no news: the journal holds the outcome.)
-                with (
-                    trio.CancelScope(shield=True),
-                    trio.move_on_after(FINISH_WAIT),
-                    contextlib.suppress(Exception),
-                ):
-                    await trio.to_thread.run_sync(
-                        handle.get_result, limiter=self._threads, abandon_on_cancel=True
-                    )
+                with run.finishing:
+                    try:
+                        await self._db.call(handle.get_result, bound=FINISH_WAIT)
+                    except EngineUnreachable as exc:
+                        gave_up = exc
+                    except Exception:
+                        pass
             del self._runs[task_id]
             if not self._runs:
                 self._idle.set()
             await port.task_ended(task_id)
+            if gave_up is not None:
+                raise gave_up
+
+
+def _destroy_unreachable() -> None:
+    """DBOS destroyed while its database cannot be reached: its threads still waiting for
+    the database (DBOS's own retry loop, `dbos._sys_db.db_retry`) stop at their next attempt
+    instead of never, so that the process can end (it joins them as it exits). DBOS 3.4
+    has this switch (`retry_connection_errors`) but does not let its `DBOS` set it."""
+    from dbos import _dbos
+
+    system_database = getattr(_dbos._dbos_global_instance, "_sys_db_field", None)
+    if system_database is not None:
+        system_database._retry_connection_errors = False
+    # Their last words (a workflow that could not record its end) are no news: the error
+    # said it all. DBOS's next launch sets its log level again.
+    logging.getLogger("dbos").setLevel(logging.CRITICAL)
+    DBOS.destroy()
 
 
 def _next_workflow(session_id: str, task_id: str) -> tuple[str, bool]:

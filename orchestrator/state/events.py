@@ -179,6 +179,21 @@ class Notice(_Event, frozen=True, tag="notice"):
     message: str
 
 
+class EngineWaiting(Notice, frozen=True, tag="engine_waiting"):
+    """The engine's database cannot be reached: the engine waits and tries again, until
+    its patience runs out (docs/engine.md). Said once an outage, not journaled."""
+
+    error: str  # the error's first line
+    attempt: int  # the attempts that failed so far
+    wait: float  # seconds until the next
+
+
+class EngineBack(Notice, frozen=True, tag="engine_back"):
+    """The engine's database answers again after an outage (`EngineWaiting`)."""
+
+    waited: float  # seconds the outage lasted, as far as the engine saw it
+
+
 Conversation = (
     AgentStarted
     | MessageAdded
@@ -210,6 +225,8 @@ Event = (
     | ToolProgress
     | UsageUpdated
     | Notice
+    | EngineWaiting
+    | EngineBack
     | CompactionStarted
     | Concepts
 )

@@ -10,7 +10,7 @@ from typing import Any, Protocol
 
 from orchestrator.agent import TurnDeps
 from orchestrator.loop.assessment import Assessment
-from orchestrator.state.events import TurnEndReason
+from orchestrator.state.events import Notice, TurnEndReason
 from orchestrator.state.fold import SessionState
 from orchestrator.state.mailbox import Mail, MailKind, MessagePosted, Priority
 from orchestrator.state.tasks import RanOn, TaskState
@@ -95,6 +95,11 @@ class TaskPort(Protocol):
     def take_resumed(self, task_id: str) -> bool: ...
 
     async def task_ended(self, task_id: str) -> None: ...
+
+    async def tell(self, notice: Notice) -> None:
+        """Show people a notice of the runner's own (the engine waiting for its database):
+        to the session's screen and `--json`, not journaled."""
+        ...
 
 
 class Runner(Protocol):

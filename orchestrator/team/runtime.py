@@ -26,7 +26,7 @@ from orchestrator.loop.assessment import Assessment
 from orchestrator.loop.compaction import ContextCompacted
 from orchestrator.loop.todos import TodoItem, TodosChanged, render
 from orchestrator.state.context import AgentContext
-from orchestrator.state.events import EventSink, TurnEndReason
+from orchestrator.state.events import EventSink, Notice, TurnEndReason
 from orchestrator.state.fold import USER, SessionState
 from orchestrator.state.mailbox import Mail, MailKind, MessagePosted, Priority
 from orchestrator.state.tasks import RanOn, TaskState
@@ -132,7 +132,7 @@ class Team:
             self.background,
         )
         self.port = _Port(
-            session, settings, self.postbox, self.scheduler, self.turns, self.oversight
+            session, sink, settings, self.postbox, self.scheduler, self.turns, self.oversight
         )
 
     @property
@@ -302,6 +302,7 @@ class _Port:
     def __init__(
         self,
         session: SessionLike,
+        sink: EventSink,
         settings: TeamSettings,
         postbox: Postbox,
         scheduler: Scheduler,
@@ -309,6 +310,7 @@ class _Port:
         oversight: Oversight,
     ) -> None:
         self._session = session
+        self._sink = sink
         self._settings = settings
         self._postbox = postbox
         self._scheduler = scheduler
@@ -395,3 +397,6 @@ class _Port:
 
     async def task_ended(self, task_id: str) -> None:
         await self._scheduler.task_ended(task_id)
+
+    async def tell(self, notice: Notice) -> None:
+        await self._sink.emit(notice)

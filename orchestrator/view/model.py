@@ -27,6 +27,8 @@ from orchestrator.state.events import (
     AgentStarted,
     AssistantReplied,
     CallResult,
+    EngineBack,
+    EngineWaiting,
     Event,
     Notice,
     PermissionGranted,
@@ -64,7 +66,7 @@ if TYPE_CHECKING:
 WAITING_TOOLS = frozenset({"wait_tasks"})
 SESSION_EVENTS: frozenset[type] = frozenset(
     {SessionStatusChanged, PlanSubmitted, PlanDecided, ReplanRequested, MessagePosted}
-    | {SettingsChosen, PermissionGranted, Notice}
+    | {SettingsChosen, PermissionGranted, Notice, EngineWaiting, EngineBack}
 )
 """The events of the session itself (`_session_event`): they make no agent appear. Told
 apart by their type before any `match`, which costs a test per case."""

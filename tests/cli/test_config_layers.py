@@ -603,6 +603,7 @@ def test_config_show_prints_every_setting_and_its_source(setup: Setup) -> None:
         ["engine.kind", '"dbos"', user],
         # Its password is never shown.
         ["engine.database_url", '"postgresql://me:***@db/orch"', user],
+        ["engine.patience", "600.0", "default"],
         ["engine.workers", "false", "default"],
         ["agents.planner.model", '"openai:gpt-4.1"', user],
         ["2", "setting(s)", rows[-1][2]],
@@ -632,7 +633,7 @@ def test_config_show_json(setup: Setup) -> None:
         | {f"tools.{k}" for k in TOOLS_DEFAULTS}
         | {f"compaction.{k}" for k in CompactionConfig.model_fields}
         | {"view.fps"}
-        | {"engine.kind", "engine.database_url", "engine.workers"}
+        | {"engine.kind", "engine.database_url", "engine.patience", "engine.workers"}
     )
     assert report["engine.database_url"] == {"value": None, "source": "default"}
 

@@ -6,6 +6,7 @@ machine without it skips the tests that need it, saying why."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import shutil
@@ -32,36 +33,22 @@ def _free_port() -> int:
         return port
 
 
-@pytest.fixture(scope="session")
-def postgres_url() -> Iterator[str]:
-    """The URL of a fresh Postgres server (user `postgres`, no password, loopback only)
-    that lives as long as the test session."""
-    bindir = _bindir()
-    if bindir is None:
-        pytest.skip(f"no Postgres here (no {POSTGRES_BINS}/*/bin/initdb; .ci/run installs it)")
-    base = Path(tempfile.mkdtemp(prefix="orchestrator-pg-"))
-    as_user: list[str] = []
-    if os.geteuid() == 0:
-        nobody = pwd.getpwnam("nobody")
-        os.chown(base, nobody.pw_uid, nobody.pw_gid)
-        as_user = ["runuser", "-u", "nobody", "--"]
-    data, port = base / "data", _free_port()
-    options = f"-p {port} -k {base} -c listen_addresses=127.0.0.1 -c fsync=off"
+class Postgres:
+    """A Postgres server of the tests' own, in `base`, on `port`: `start()` and `stop()`
+    it on the same data directory (a database that goes away and comes back)."""
 
-    def run(*command: str | Path) -> None:
-        subprocess.run(
-            [*as_user, *map(str, command)],
-            check=True,
-            capture_output=True,
-            stdin=subprocess.DEVNULL,
-            timeout=120,
-        )
-
-    try:
-        run(
+    def __init__(self, bindir: Path, base: Path) -> None:
+        self.bindir, self.base = bindir, base
+        self.data, self.port = base / "data", _free_port()
+        self.as_user: list[str] = []
+        if os.geteuid() == 0:
+            nobody = pwd.getpwnam("nobody")
+            os.chown(base, nobody.pw_uid, nobody.pw_gid)
+            self.as_user = ["runuser", "-u", "nobody", "--"]
+        self.run(
             bindir / "initdb",
             "-D",
-            data,
+            self.data,
             "-A",
             "trust",
             "-U",
@@ -70,10 +57,61 @@ def postgres_url() -> Iterator[str]:
             "UTF8",
             "--no-sync",
         )
-        run(bindir / "pg_ctl", "-D", data, "-l", base / "server.log", "-o", options, "-w", "start")
+
+    @property
+    def url(self) -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+
+    def run(self, *command: str | Path) -> None:
+        subprocess.run(
+            [*self.as_user, *map(str, command)],
+            check=True,
+            capture_output=True,
+            stdin=subprocess.DEVNULL,
+            timeout=120,
+        )
+
+    def start(self) -> None:
+        options = f"-p {self.port} -k {self.base} -c listen_addresses=127.0.0.1 -c fsync=off"
+        log = self.base / "server.log"
+        self.run(self.bindir / "pg_ctl", "-D", self.data, "-l", log, "-o", options, "-w", "start")
+
+    def stop(self, mode: str = "fast") -> None:
+        self.run(self.bindir / "pg_ctl", "-D", self.data, "-m", mode, "-w", "stop")
+
+    def running(self) -> bool:
+        return (self.data / "postmaster.pid").exists()
+
+
+@contextlib.contextmanager
+def postgres_server() -> Iterator[Postgres]:
+    """A started `Postgres` in a temporary directory, stopped and removed after."""
+    bindir = _bindir()
+    if bindir is None:
+        pytest.skip(f"no Postgres here (no {POSTGRES_BINS}/*/bin/initdb; .ci/run installs it)")
+    base = Path(tempfile.mkdtemp(prefix="orchestrator-pg-"))
+    try:
+        server = Postgres(bindir, base)
+        server.start()
         try:
-            yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
+            yield server
         finally:
-            run(bindir / "pg_ctl", "-D", data, "-m", "immediate", "-w", "stop")
+            if server.running():
+                server.stop("immediate")
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """The URL of a fresh Postgres server (user `postgres`, no password, loopback only)
+    that lives as long as the test session."""
+    with postgres_server() as server:
+        yield server.url
+
+
+@pytest.fixture
+def postgres() -> Iterator[Postgres]:
+    """A Postgres server of this test's own, which it may stop and start again."""
+    with postgres_server() as server:
+        yield server

@@ -3,15 +3,19 @@ its extra installed is a one-line usage error naming the extra, before a session
 
 from __future__ import annotations
 
+import functools
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from orchestrator.cli.engine import runner_for
 from orchestrator.cli.parser import EXIT_USAGE, build_parser
 from orchestrator.config import parse_config
 from orchestrator.engine.choice import has_password, hide_password
+from orchestrator.errors import ConfigError
+from orchestrator.state.settings import SessionSettings
 
 # The command line in a fresh interpreter where `import dbos` fails, as without the extra.
 WITHOUT_DBOS = (
@@ -26,6 +30,19 @@ def test_local_is_the_default() -> None:
     assert parse_config("").engine.kind == "local"
     config = parse_config('[engine]\nkind = "dbos"\ndatabase_url = "postgresql://h/db"\n')
     assert (config.engine.kind, config.engine.database_url) == ("dbos", "postgresql://h/db")
+    assert config.engine.patience == 600  # seconds the database is waited for
+
+
+def test_the_patience_is_a_positive_number_given_to_the_runner(tmp_path: Path) -> None:
+    pytest.importorskip("dbos")
+    args = build_parser().parse_args(["run", "g", "-m", "scripted:x", "--engine", "dbos"])
+    config = parse_config("[engine]\npatience = 30\n")
+    settings = SessionSettings(engine="dbos")
+    runner = runner_for(settings, args, config, tmp_path, model="scripted:x", workspace=tmp_path)
+    assert isinstance(runner, functools.partial)
+    assert runner.keywords["patience"] == 30
+    with pytest.raises(ConfigError, match="patience"):
+        parse_config("[engine]\npatience = 0\n")
 
 
 def test_dbos_without_the_extra_is_a_usage_error_naming_it(tmp_path: Path) -> None:
