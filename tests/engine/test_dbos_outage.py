@@ -32,7 +32,7 @@ from orchestrator.state.events import (
 from orchestrator.team.drive import RunResult, RunSettings, drive
 from orchestrator.tools import PermissionPolicy, approve_all, workspace_tools
 from tests.crash.harness import cli
-from tests.engine.conftest import Postgres
+from tests.engine.postgres import Postgres
 
 
 def call(name: str, **arguments: Any) -> dict[str, Any]:
