@@ -21,6 +21,7 @@ the database is the truth for the task.
 
 from __future__ import annotations
 
+import itertools
 import os
 import socket
 import uuid
@@ -44,7 +45,8 @@ from orchestrator.state.settings import SessionSettings, SettingsChosen
 from orchestrator.state.tasks import SETTLED, TaskChanged, TaskCreated, TaskRecord, now_ms
 from orchestrator.team.port import TaskPort
 
-FOLLOW = 0.2  # seconds between two looks at a running task's records
+FOLLOW = 0.2  # seconds between two looks at the running tasks' journals
+STATUS_EVERY = 5  # looks at the journals per look at their workflows' states
 ENDED = ("SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED")
 
 _RUNNERS: list[RemoteRunner] = []  # DBOS is one per process
@@ -52,9 +54,15 @@ _RUNNERS: list[RemoteRunner] = []  # DBOS is one per process
 
 @dataclass
 class _Remote:
+    task_id: str
+    key: str  # `<session id>/<task id>`, its journal's in the database
+    port: TaskPort
     workflow_id: str = ""
     cancelled: bool = False
     put: set[str] = field(default_factory=set)  # message ids put in its inbox
+    mirror: SessionState | None = None  # its journal as far as read (once it is queued)
+    ended: trio.Event = field(default_factory=trio.Event)  # its workflow has ended
+    status: Any = None  # the workflow's, once ended
 
 
 class RemoteRunner:
@@ -79,7 +87,7 @@ class RemoteRunner:
             return
         if not self._session_id:
             self._begin_session(port.session_id)
-        self._runs[task_id] = _Remote()
+        self._runs[task_id] = _Remote(task_id, f"{self._session_id}/{task_id}", port)
         self._idle = trio.Event()
         self._nursery.start_soon(self._run, task_id, port, name=f"task {task_id} (on workers)")
 
@@ -101,6 +109,7 @@ class RemoteRunner:
         self._session_id = session_id
         _RUNNERS.append(self)
         self._nursery.start_soon(self._engine, name="dbos engine (workers)")
+        self._nursery.start_soon(self._follow, name="tasks on workers")
 
     async def _engine(self) -> None:
         try:
@@ -133,7 +142,7 @@ class RemoteRunner:
 
     async def _run(self, task_id: str, port: TaskPort) -> None:
         run = self._runs[task_id]
-        key = f"{self._session_id}/{task_id}"
+        key = run.key
         try:
             await self._launched.wait()
             rows = await self._thread(self._store.records, key)
@@ -153,35 +162,55 @@ class RemoteRunner:
                     Run(run.workflow_id, key, __version__, self._workspace, self._model),
                 )
                 await self._thread(_enqueue, run.workflow_id, key)
+            run.mirror = mirror
+            await self._pass_on(run, rows)  # what it did before this session stopped
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._forward, port, task_id, key, run)
-                status = await self._follow(port, task_id, key, run, mirror)
+                await run.ended.wait()  # (the follower's)
                 nursery.cancel_scope.cancel()
-            if status.status != "SUCCESS":
-                await self._ended_badly(port, task_id, status)
+            if run.status.status != "SUCCESS":
+                await self._ended_badly(port, task_id, run.status)
         finally:
             del self._runs[task_id]
             if not self._runs:
                 self._idle.set()
             await port.task_ended(task_id)
 
-    async def _follow(
-        self, port: TaskPort, task_id: str, key: str, run: _Remote, mirror: SessionState
-    ) -> Any:
-        """Pass on what the task does until its workflow ends; its status then."""
-        decode = record_decoder().decode
-        while True:
-            status = await self._thread(DBOS.get_workflow_status, run.workflow_id)
-            rows = await self._thread(self._store.records, key, mirror.seq)
-            fold(key, rows, mirror)
-            for _, line in rows:
-                record = decode(line.rstrip(b"\n"))
-                if isinstance(record, MessagePosted) and record.agent == task_id:
-                    await port.receive(record)
-            await _mirror_state(port, mirror, task_id)
-            if status is not None and status.status in ENDED:
-                return status
+    async def _follow(self) -> None:
+        """Pass on what the tasks do, for all of them at once: every `FOLLOW` seconds one
+        look at their journals' heads (then the new records of those that moved), and
+        every `STATUS_EVERY` looks one at their workflows' states (first, so that the
+        records of a workflow found ended are all read)."""
+        for tick in itertools.count():
             await trio.sleep(FOLLOW)
+            live = [r for r in self._runs.values() if r.mirror is not None and not r.ended.is_set()]
+            if not live:
+                continue
+            statuses: dict[str, Any] = {}
+            if tick % STATUS_EVERY == 0:
+                statuses = await self._thread(_statuses, [r.workflow_id for r in live])
+            heads = await self._thread(self._store.heads, self._session_id)
+            for run in live:
+                assert run.mirror is not None
+                if heads.get(run.key, 0) > run.mirror.seq:
+                    rows = await self._thread(self._store.records, run.key, run.mirror.seq)
+                    fold(run.key, rows, run.mirror)
+                    await self._pass_on(run, rows)
+                status = statuses.get(run.workflow_id)
+                if status is not None and status.status in ENDED:
+                    run.status = status
+                    run.ended.set()
+
+    async def _pass_on(self, run: _Remote, rows: list[tuple[int, bytes]]) -> None:
+        """The task's messages among `rows`, posted here under their own ids (once), and
+        its state as its journal has it now."""
+        decode = record_decoder().decode
+        for _, line in rows:
+            record = decode(line.rstrip(b"\n"))
+            if isinstance(record, MessagePosted) and record.agent == run.task_id:
+                await run.port.receive(record)
+        assert run.mirror is not None
+        await _mirror_state(run.port, run.mirror, run.task_id)
 
     async def _forward(self, port: TaskPort, task_id: str, key: str, run: _Remote) -> None:
         """Put the mail to the task in its inbox, then deliver it here (the ack)."""
@@ -284,6 +313,12 @@ def _posted(mail: Mail) -> MessagePosted:
         in_reply_to=mail.in_reply_to,
         at=mail.at,
     )
+
+
+def _statuses(workflow_ids: list[str]) -> dict[str, Any]:
+    """The DBOS status of each of `workflow_ids` (in a thread)."""
+    found = DBOS.list_workflows(workflow_ids=workflow_ids, load_input=False, load_output=False)
+    return {w.workflow_id: w for w in found}
 
 
 def _next_run(key: str) -> tuple[str, bool]:

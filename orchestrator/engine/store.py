@@ -32,6 +32,15 @@ RECORDS = sa.Table(
     sa.Column("seq", sa.Integer, primary_key=True, autoincrement=False),
     sa.Column("line", sa.LargeBinary, nullable=False),
 )
+HEADS = sa.Table(
+    "orchestrator_task_heads",
+    METADATA,
+    sa.Column("task", sa.String(300), primary_key=True),
+    sa.Column("session", sa.String(100), nullable=False, index=True),
+    sa.Column("last_seq", sa.Integer, nullable=False),
+)
+"""The last seq of each task's journal, written with its records: a session looks here
+(one small query for all its tasks) before it reads any task's new records."""
 INBOX = sa.Table(
     "orchestrator_task_inbox",
     METADATA,
@@ -122,9 +131,16 @@ class Store:
         rows = [{"task": task, "seq": seq, "line": line} for seq, line in lines]
         if not rows:
             return
+        last = rows[-1]["seq"]
         try:
             with self._begin() as db:
                 db.execute(RECORDS.insert(), rows)
+                moved = db.execute(
+                    HEADS.update().where(HEADS.c.task == task).values(last_seq=last)
+                ).rowcount
+                if not moved:
+                    session = task.rsplit("/", 1)[0]
+                    db.execute(HEADS.insert().values(task=task, session=session, last_seq=last))
         except IntegrityError as exc:
             raise Fenced(f"task {task}: record {rows[0]['seq']} was written by another") from exc
 
@@ -137,6 +153,12 @@ class Store:
         )
         with self._begin() as db:
             return [(seq, bytes(line)) for seq, line in db.execute(query)]
+
+    def heads(self, session: str) -> dict[str, int]:
+        """The last seq of each journal of `session`'s tasks, by task key."""
+        query = sa.select(HEADS.c.task, HEADS.c.last_seq).where(HEADS.c.session == session)
+        with self._begin() as db:
+            return {task: last for task, last in db.execute(query)}
 
     # Mail into a task: put by the session, taken by the worker, each message once.
 
@@ -157,15 +179,19 @@ class Store:
             except IntegrityError:
                 continue  # put before (a session resumed after putting it)
 
-    def mail(self, task: str, after: int = 0) -> list[tuple[int, bytes]]:
-        """The messages put for `task` after number `after`, in the order they were put."""
+    def mail(self, after: dict[str, int]) -> list[tuple[str, int, bytes]]:
+        """The messages put for each task of `after` past the number given for it:
+        (task, number, line), each task's in the order they were put."""
+        if not after:
+            return []
         query = (
-            sa.select(INBOX.c.number, INBOX.c.line)
-            .where(INBOX.c.task == task, INBOX.c.number > after)
-            .order_by(INBOX.c.number)
+            sa.select(INBOX.c.task, INBOX.c.number, INBOX.c.line)
+            .where(INBOX.c.task.in_(list(after)))
+            .order_by(INBOX.c.task, INBOX.c.number)
         )
         with self._begin() as db:
-            return [(number, bytes(line)) for number, line in db.execute(query)]
+            rows = db.execute(query).all()
+        return [(task, n, bytes(line)) for task, n, line in rows if n > after[task]]
 
     # Runs.
 
@@ -200,10 +226,15 @@ class Store:
                 RUNS.update().where(RUNS.c.workflow_id == workflow_id).values(cancelled=True)
             )
 
-    def is_cancelled(self, workflow_id: str) -> bool:
-        query = sa.select(RUNS.c.cancelled).where(RUNS.c.workflow_id == workflow_id)
+    def cancelled(self, workflow_ids: list[str]) -> set[str]:
+        """Which of `workflow_ids` their sessions cancelled."""
+        if not workflow_ids:
+            return set()
+        query = sa.select(RUNS.c.workflow_id).where(
+            RUNS.c.workflow_id.in_(workflow_ids), RUNS.c.cancelled.is_(True)
+        )
         with self._begin() as db:
-            return bool(db.execute(query).scalar())
+            return set(db.execute(query).scalars())
 
     # Workers.
 

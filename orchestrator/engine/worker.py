@@ -23,6 +23,7 @@ import socket
 import threading
 import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 import msgspec
 import trio
@@ -109,6 +110,7 @@ class Worker:
         self._threads = trio.CapacityLimiter(8)
         self.stopping = False
         self.running: set[str] = set()  # the workflows of the tasks it runs
+        self._teams: dict[str, _Running] = {}  # of those, the ones whose team runs
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Run tasks until cancelled (Ctrl+C): DBOS launched, the queue listened to."""
@@ -124,6 +126,7 @@ class Worker:
                 )
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(self._keep_beating)
+                    nursery.start_soon(self._poll)
                     task_status.started()
                     await trio.sleep_forever()
             except BaseException:
@@ -221,36 +224,53 @@ class Worker:
         settings = await self._settings_for(run, session.state)
         sink: EventSink = session if self._ui is None else FanOut([session, self._ui])
         runner = functools.partial(InProcessRunner, where=RanOn.here(self.id))
-        async with (
-            open_team(session, sink, settings, runner=runner) as team,
-            trio.open_nursery() as nursery,
-        ):
-            nursery.start_soon(self._follow_inbox, team, run)
-            nursery.start_soon(self._watch_cancel, team, run, task_id)
-            await _run_task(team, task_id)
-            nursery.cancel_scope.cancel()
+        async with open_team(session, sink, settings, runner=runner) as team:
+            self._teams[run.workflow_id] = _Running(team, run, task_id)
+            try:
+                await _run_task(team, task_id)
+            finally:
+                del self._teams[run.workflow_id]
         return session.state.tasks.tasks[task_id].state
 
-    async def _follow_inbox(self, team: Team, run: Run) -> None:
-        """Post the mail the owning session puts for the task, each message once."""
+    async def _poll(self) -> None:
+        """For all the tasks it runs at once: post the mail their sessions put for them
+        (each message once), and cancel those their sessions cancelled. Another
+        process's changes: nothing to wait on but the database."""
         decode = msgspec.json.Decoder(MessagePosted).decode
-        seen = 0
         while True:
-            rows = await self._thread(self._store.mail, run.task, seen)
-            assert isinstance(rows, list)
-            for number, line in rows:
-                await team.port.receive(decode(line))
-                seen = number
             await trio.sleep(POLL)
+            running = list(self._teams.values())
+            if not running:
+                continue
+            seen = {r.run.task: r.seen for r in running}
+            rows = await self._thread(self._store.mail, seen)
+            assert isinstance(rows, list)
+            by_task = {r.run.task: r for r in running}
+            for task, number, line in rows:
+                found = by_task[task]
+                await found.team.port.receive(decode(line))
+                found.seen = number
+            watched = [r.run.workflow_id for r in running if not r.cancelled]
+            cancelled = await self._thread(self._store.cancelled, watched)
+            assert isinstance(cancelled, set)
+            for found in running:
+                if found.run.workflow_id in cancelled and not found.cancelled:
+                    found.cancelled = True
+                    owner = found.team.state.tasks.tasks[found.task_id].owner
+                    await found.team.scheduler.cancel(
+                        owner, found.task_id, "cancelled by its owner"
+                    )
 
-    async def _watch_cancel(self, team: Team, run: Run, task_id: str) -> None:
-        """Cancelled by its owner (in the owning session): cancelled here too."""
-        while True:
-            if await self._thread(self._store.is_cancelled, run.workflow_id):
-                break
-            await trio.sleep(POLL)  # (another process's change: nothing to wait on here)
-        task = team.state.tasks.tasks[task_id]
-        await team.scheduler.cancel(task.owner, task_id, "cancelled by its owner")
+
+@dataclass
+class _Running:
+    """A task this worker runs: its team, and how far it has read the task's inbox."""
+
+    team: Team
+    run: Run
+    task_id: str
+    seen: int = 0
+    cancelled: bool = False
 
 
 async def _run_task(team: Team, task_id: str) -> None:
