@@ -153,22 +153,30 @@ class RemoteRunner:
                 lines = [(seq, line_of(seq, r)) for seq, r in enumerate(start, first)]
                 await self._thread(self._store.append, key, lines)
                 fold(key, lines, mirror)
-            run.workflow_id, queued = await self._thread(_next_run, key)
-            if run.cancelled:
-                await self._cancel(run.workflow_id)
+            if not start and mirror.tasks.tasks[task_id].state in SETTLED:
+                # It ended on a worker while this session was stopped: only its news.
+                run.mirror = mirror
+                await self._pass_on(run, rows)
+                return
+            workflow_id, queued = await self._thread(_next_run, key)
+            if run.cancelled and not queued:
+                return  # cancelled before it was queued: no worker need hear of it
             if not queued:
                 await self._thread(
                     self._store.add_run,
-                    Run(run.workflow_id, key, __version__, self._workspace, self._model),
+                    Run(workflow_id, key, __version__, self._workspace, self._model),
                 )
-                await self._thread(_enqueue, run.workflow_id, key)
+                await self._thread(_enqueue, workflow_id, key)
+            run.workflow_id = workflow_id  # from here on, `cancel` tells the worker
+            if run.cancelled:
+                await self._cancel(workflow_id)
             run.mirror = mirror
             await self._pass_on(run, rows)  # what it did before this session stopped
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._forward, port, task_id, key, run)
                 await run.ended.wait()  # (the follower's)
                 nursery.cancel_scope.cancel()
-            if run.status.status != "SUCCESS":
+            if run.status.status != "SUCCESS":  # (its loop's outcome is in its journal)
                 await self._ended_badly(port, task_id, run.status)
         finally:
             del self._runs[task_id]

@@ -20,7 +20,9 @@ from orchestrator.engine.store import Store
 from orchestrator.models.scripted import ScriptedModel, parse_script
 from orchestrator.session.live import create_session, load_state, open_session
 from orchestrator.state.events import ListSink
-from orchestrator.team.drive import RunResult, RunSettings, drive
+from orchestrator.state.fold import USER
+from orchestrator.team.drive import RunResult, RunSettings, TeamHook, drive
+from orchestrator.team.runtime import Team
 from orchestrator.tools import PermissionPolicy, approve_all, workspace_tools
 from tests.engine.workers import start_worker
 
@@ -68,8 +70,9 @@ class Setup:
         )
         self.url = sqlite_url(tmp / "engine.sqlite")
 
-    async def run(self) -> RunResult:
+    async def run(self, on_team: TeamHook | None = None) -> RunResult:
         settings = RunSettings(
+            on_team=on_team,
             model=ScriptedModel(parse_script(self.script)),
             tools=workspace_tools(),
             ui=ListSink(),
@@ -173,3 +176,117 @@ async def test_a_stopped_worker_s_task_is_taken_over_and_nothing_runs_twice(
     cut = b"interrupted" if stop == signal.SIGKILL else b"cancelled"
     assert b'"ref":"6.0","status":"%s"' % cut in records
     assert len(setup.journal_lines('"mail":"completed"')) == 1
+
+
+async def test_an_answer_reaches_a_task_on_a_worker_and_it_goes_on(tmp_path: Path) -> None:
+    """Mail into a task on a worker: its question reaches the main agent under the id
+    the worker gave it, the answer goes into the task's inbox, and the task acts on it."""
+    script = {
+        "agents": {
+            "main": [
+                {"tool_calls": [call("delegate", description="ask", prompt="ask first")]},
+                {"tool_calls": [call("wait_tasks")]},
+                {
+                    "tool_calls": [
+                        call(
+                            "send_message", task="t1", kind="answer", in_reply_to="t1.m1", text="x"
+                        )
+                    ]
+                },
+                *[{"tool_calls": [call("wait_tasks")]} for _ in range(2)],
+                *[{"text": f"done ({n})"} for n in range(4)],
+            ],
+            "t1": [
+                {"tool_calls": [call("ask_decision", question="x or y?", options=["x", "y"])]},
+                {"tool_calls": [call("write_file", path="choice.txt", content="x")]},
+                {"tool_calls": [call("complete", summary="chose x")]},
+            ],
+        }
+    }
+    setup = Setup(tmp_path, script)
+    async with trio.open_nursery() as nursery:
+        worker = await start_worker(nursery, setup.url, tmp_path)
+        with trio.fail_after(120):
+            result = await setup.run()
+        await worker.stop()
+    assert result.status == "completed", (result, worker.lines)
+    assert (setup.workspace / "choice.txt").read_text() == "x"
+    store = Store(setup.url)
+    records = b"".join(line for _, line in store.records(f"{setup.session_id}/t1"))
+    store.close()
+    # The answer entered the task's context once, under the session's id for it.
+    (answer,) = setup.journal_lines('"mail":"answer"')
+    answer_id = orjson.loads(answer)["id"]
+    assert records.count(b'"k":"message_posted","a":"main","id":"%s"' % answer_id.encode()) == 1
+    assert b'"k":"messages_delivered","a":"t1","ids":["%s"]' % answer_id.encode() in records
+    assert len(setup.journal_lines('"mail":"completed"')) == 1
+
+
+async def test_a_task_on_a_worker_is_cancelled_there(tmp_path: Path) -> None:
+    """Cancelled (by the person, through the team) while its shell call runs on a
+    worker: the worker stops it, its process killed, and it never completes."""
+    script = {
+        "agents": {
+            "main": [
+                {"tool_calls": [call("delegate", description="long", prompt="work long")]},
+                *[{"tool_calls": [call("wait_tasks")]} for _ in range(3)],
+                *[{"text": f"done ({n})"} for n in range(4)],
+            ],
+            "t1": [
+                {
+                    "tool_calls": [
+                        call("shell", command="echo x > ready; sleep 60; echo late > late")
+                    ]
+                },
+                {"tool_calls": [call("complete", summary="too late")]},
+            ],
+        }
+    }
+    setup = Setup(tmp_path, script)
+    os.mkfifo(setup.workspace / "ready")
+    teams: list[Team] = []
+    async with trio.open_nursery() as nursery:
+        worker = await start_worker(nursery, setup.url, tmp_path)
+        ended = trio.Event()
+
+        async def session() -> None:
+            await setup.run(on_team=teams.append)
+            ended.set()
+
+        nursery.start_soon(session)
+        with trio.fail_after(120):
+            await trio.to_thread.run_sync(
+                (setup.workspace / "ready").read_text, abandon_on_cancel=True
+            )
+            await teams[0].cancel(USER, "t1", "not needed")
+            await worker.see("task t1: cancelled")
+            await ended.wait()
+        await worker.stop()
+    state = load_state(setup.directory, warn=pytest.fail)
+    assert state.status == "completed"
+    assert state.tasks.get("t1").state == "cancelled"
+    assert not (setup.workspace / "late").exists()
+    assert not setup.journal_lines('"mail":"completed"')
+
+
+async def test_a_task_cancelled_before_a_worker_took_it_never_runs(tmp_path: Path) -> None:
+    script = {
+        "agents": {
+            "main": [
+                {"tool_calls": [call("delegate", description="long", prompt="work long")]},
+                {"tool_calls": [call("cancel_task", task="t1", reason="not needed")]},
+                *[{"text": f"done ({n})"} for n in range(4)],
+            ],
+            "t1": [{"tool_calls": [call("write_file", path="late", content="late")]}],
+        }
+    }
+    setup = Setup(tmp_path, script)
+    async with trio.open_nursery() as nursery:
+        worker = await start_worker(nursery, setup.url, tmp_path)
+        with trio.fail_after(120):
+            result = await setup.run()
+        await worker.stop()
+    assert result.status == "completed", (result, worker.lines)
+    assert load_state(setup.directory, warn=pytest.fail).tasks.get("t1").state == "cancelled"
+    assert not [line for line in worker.lines if "task t1" in line]
+    assert not (setup.workspace / "late").exists()
