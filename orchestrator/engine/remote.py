@@ -261,7 +261,10 @@ def _start_records(state: SessionState, mirror: SessionState, task_id: str) -> l
             _created(task),
         ]
     there = mirror.tasks.tasks[task_id]
-    if there.state in SETTLED and task.state == "pending":
+    # Pending here and settled there: revived here, once this session had caught up with
+    # its runs (else it is only behind: killed before it heard the task run and end).
+    caught_up = len(task.instances) >= len(there.instances)
+    if there.state in SETTLED and task.state == "pending" and caught_up:
         return [
             TaskChanged(
                 agent=task.owner, task=task_id, state="pending", reason="revived", at=now_ms()
