@@ -121,7 +121,7 @@ async def test_tasks_run_on_a_worker_and_report_back(tmp_path: Path) -> None:
     store = Store(setup.url)
     assert any(b'"write_file"' in line for _, line in store.records(f"{setup.session_id}/t1"))
     store.close()
-    assert any("task t1: write_file" in line for line in worker.lines)
+    assert any("task t1: call write_file" in line for line in worker.lines)
 
 
 @pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGINT], ids=["kill", "ctrl-c"])
