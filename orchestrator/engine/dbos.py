@@ -175,10 +175,7 @@ class DbosRunner:
                     _RUNNERS.pop(self._session_id, None)
 
     async def _destroy(self) -> None:
-        if self._db.waiting:  # (it needs no answer of the database: it lets go of it)
-            await trio.to_thread.run_sync(_destroy_unreachable, limiter=self._threads)
-        else:
-            await self._db.call(DBOS.destroy)
+        await destroy(self._db, self._threads)
 
     def _launch(self) -> None:
         config: DBOSConfig = {
@@ -228,6 +225,15 @@ class DbosRunner:
             await port.task_ended(task_id)
             if gave_up is not None:
                 raise gave_up
+
+
+async def destroy(db: Patience, threads: trio.CapacityLimiter) -> None:
+    """DBOS destroyed, through `db` (an engine's patience), or at once while its database
+    cannot be reached (it needs no answer of the database: it lets go of it)."""
+    if db.waiting:
+        await trio.to_thread.run_sync(_destroy_unreachable, limiter=threads)
+    else:
+        await db.call(DBOS.destroy)
 
 
 def _destroy_unreachable() -> None:
