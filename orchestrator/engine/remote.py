@@ -35,7 +35,7 @@ from sqlalchemy.engine import make_url
 
 from orchestrator._version import __version__
 from orchestrator.engine.dbos import OPEN, _number, destroy
-from orchestrator.engine.retry import PATIENCE, EngineUnreachable, Patience
+from orchestrator.engine.retry import ENGINE, PATIENCE, EngineUnreachable, Patience
 from orchestrator.engine.store import Run, Store
 from orchestrator.engine.task_session import fold, line_of
 from orchestrator.engine.worker import QUEUE, WORKFLOW
@@ -49,6 +49,7 @@ from orchestrator.team.port import TaskPort
 
 FOLLOW = 0.2  # seconds between two looks at the running tasks' journals
 STATUS_EVERY = 5  # looks at the journals per look at their workflows' states
+ALIVE = 60.0  # seconds since a worker's last beat within which it counts as alive
 ENDED = ("SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED")
 
 _RUNNERS: list[RemoteRunner] = []  # DBOS is one per process
@@ -65,6 +66,7 @@ class _Remote:
     mirror: SessionState | None = None  # its journal as far as read (once it is queued)
     ended: trio.Event = field(default_factory=trio.Event)  # its workflow has ended
     status: Any = None  # the workflow's, once ended
+    told_queued: bool = False  # that no worker was there to take it
 
 
 class RemoteRunner:
@@ -225,6 +227,7 @@ class RemoteRunner:
             statuses: dict[str, Any] = {}
             if tick % STATUS_EVERY == 0:
                 statuses = await self._thread(_statuses, [r.workflow_id for r in live])
+                await self._no_worker(live, statuses)
             heads = await self._thread(self._store.heads, self._session_id)
             for run in live:
                 assert run.mirror is not None
@@ -236,6 +239,36 @@ class RemoteRunner:
                 if status is not None and status.status in ENDED:
                     run.status = status
                     run.ended.set()
+
+    async def _no_worker(self, live: list[_Remote], statuses: dict[str, Any]) -> None:
+        """Tasks queued while no worker of this version is alive: said once."""
+        queued = [
+            r
+            for r in live
+            if not r.told_queued
+            and getattr(statuses.get(r.workflow_id), "status", "") == "ENQUEUED"
+        ]
+        if not queued:
+            return
+        workers = await self._thread(self._store.workers)
+        alive = [
+            w
+            for w in workers
+            if w.version == __version__ and not w.stopped and now_ms() - w.beat_ms < ALIVE * 1000
+        ]
+        if alive:
+            return
+        for run in queued:
+            run.told_queued = True
+        where = make_url(self._url).render_as_string(hide_password=True)
+        names = ", ".join(r.task_id for r in queued)
+        await self._tell(
+            Notice(
+                agent=ENGINE,
+                message=f"{names} wait(s) on the queue: no worker of version {__version__} is "
+                f"alive on {where}; start one: orchestrator worker --database-url URL",
+            )
+        )
 
     async def _pass_on(self, run: _Remote, rows: list[tuple[int, bytes]]) -> None:
         """The task's messages among `rows`, posted here under their own ids (once), and

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import socket
 import threading
-import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
 from orchestrator.errors import OrchestratorError
+from orchestrator.state.tasks import now_ms
 
 METADATA = sa.MetaData()
 
@@ -285,7 +285,3 @@ class Store:
                 .values(stopped=True)
             ).rowcount
         return bool(changed)
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)

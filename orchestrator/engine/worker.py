@@ -33,13 +33,13 @@ from dbos import DBOS, DBOSConfig
 from orchestrator._version import __version__
 from orchestrator.engine.dbos import destroy
 from orchestrator.engine.retry import Patience
-from orchestrator.engine.store import Run, Store, now_ms
+from orchestrator.engine.store import Run, Store
 from orchestrator.engine.task_session import TaskSession
 from orchestrator.errors import ConfigError, OrchestratorError
 from orchestrator.state.events import EventSink, FanOut, Notice
 from orchestrator.state.fold import SessionState
 from orchestrator.state.mailbox import MessagePosted
-from orchestrator.state.tasks import SETTLED, RanOn
+from orchestrator.state.tasks import SETTLED, RanOn, now_ms
 from orchestrator.team.main_agent import open_team
 from orchestrator.team.runtime import Team
 from orchestrator.team.settings import TeamSettings
@@ -80,6 +80,18 @@ def _remote_loop(key: str) -> str:
         raise
 
 
+def _queued_versions() -> dict[str, int]:
+    """How many tasks wait on the queue, by the version of the session that queued them."""
+    queued = DBOS.list_queued_workflows(
+        queue_name=QUEUE, status="ENQUEUED", load_input=False, load_output=False
+    )
+    counts: dict[str, int] = {}
+    for workflow in queued:
+        version = workflow.app_version or ""
+        counts[version] = counts.get(version, 0) + 1
+    return counts
+
+
 def worker_id() -> str:
     """A new worker's id: its host, its process, and a random part."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -118,6 +130,7 @@ class Worker:
         # by default as long as it takes (a worker has nobody to hand its work back to).
         self._db = Patience(self._tell, seconds=patience, limiter=self._threads)
         self._teams: dict[str, _Running] = {}  # of those, the ones whose team runs
+        self._versions_told: set[str] = set()
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Run tasks until cancelled (Ctrl+C): DBOS launched, the queue listened to."""
@@ -194,9 +207,23 @@ class Worker:
 
     async def _keep_beating(self) -> None:
         while True:
+            await self._look_at_versions()
             await trio.sleep(self._beat)
             await self._thread(self._store.beat, self.id, __version__, os.getpid())
             await self._recover_silent()
+
+    async def _look_at_versions(self) -> None:
+        """Tasks queued by sessions of another version are never this worker's (DBOS
+        gives a worker only its own version's): said once per version."""
+        queued = await self._thread(_queued_versions)
+        assert isinstance(queued, dict)
+        for version, count in queued.items():
+            if version != __version__ and version not in self._versions_told:
+                self._versions_told.add(version)
+                self._say(
+                    f"worker {self.id} runs version {__version__} and leaves the {count} "
+                    f"queued task(s) of sessions of version {version} to workers of that version"
+                )
 
     async def _recover_silent(self) -> None:
         """Workers silent too long: stopped, and their workflows queued again."""

@@ -21,7 +21,7 @@ from orchestrator.engine import dbos_workers, sqlite_url
 from orchestrator.engine.store import Store
 from orchestrator.models.scripted import ScriptedModel, parse_script
 from orchestrator.session.live import create_session, load_state, open_session
-from orchestrator.state.events import ListSink
+from orchestrator.state.events import Event, ListSink, Notice
 from orchestrator.state.fold import USER
 from orchestrator.team.drive import RunResult, RunSettings, TeamHook, drive
 from orchestrator.team.runtime import Team
@@ -59,6 +59,17 @@ TWO_TASKS: dict[str, Any] = {
 }
 
 
+class Notices:
+    """The people's notices of a run, as text."""
+
+    def __init__(self, into: list[str]) -> None:
+        self.into = into
+
+    async def emit(self, event: Event, *, durable: bool = False) -> None:
+        if isinstance(event, Notice):
+            self.into.append(event.message)
+
+
 class Setup:
     def __init__(self, tmp: Path, script: dict[str, Any]) -> None:
         self.tmp = tmp
@@ -72,12 +83,13 @@ class Setup:
         )
         self.url = sqlite_url(tmp / "engine.sqlite")
 
-    async def run(self, on_team: TeamHook | None = None) -> RunResult:
+    async def run(self, on_team: TeamHook | None = None, ui: list[str] | None = None) -> RunResult:
+        sink = ListSink()
         settings = RunSettings(
             on_team=on_team,
             model=ScriptedModel(parse_script(self.script)),
             tools=workspace_tools(),
-            ui=ListSink(),
+            ui=sink if ui is None else Notices(ui),
             policy=PermissionPolicy(),
             approve=approve_all,
             runner=dbos_workers(
@@ -370,3 +382,32 @@ async def test_the_session_killed_while_its_task_works_on_a_worker_resumes_and_f
         check=False,
     )
     assert verify.returncode == 0, verify.stdout
+
+
+async def test_a_worker_of_another_version_leaves_the_task_and_the_session_says_so(
+    tmp_path: Path,
+) -> None:
+    """DBOS gives a worker only the tasks of sessions of its own version: another
+    version's worker says it leaves them, the session says no worker of its version is
+    alive, and one of its version, once started, runs the task."""
+    setup = Setup(tmp_path, TWO_TASKS)
+    notices: list[str] = []
+    ended = trio.Event()
+
+    async def session() -> None:
+        await setup.run(ui=notices)
+        ended.set()
+
+    async with trio.open_nursery() as nursery:
+        other = await start_worker(nursery, setup.url, tmp_path, "other", version="0.0.1")
+        await other.see("takes tasks from")
+        nursery.start_soon(session)
+        with trio.fail_after(120):
+            await other.see("leaves the 2 queued task(s) of sessions of version")
+            right = await start_worker(nursery, setup.url, tmp_path, "right")
+            await ended.wait()
+        await other.stop()
+        await right.stop()
+    assert not [line for line in other.lines if "task t" in line]
+    assert [line for line in right.lines if "task t1: completed" in line]
+    assert any("no worker of version" in text for text in notices)

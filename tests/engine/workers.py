@@ -12,6 +12,14 @@ from pathlib import Path
 
 import trio
 
+# `python -c PRETEND VERSION worker ...`: the command line, taking itself for VERSION.
+PRETEND = (
+    "import sys, orchestrator._version as v\n"
+    "v.__version__ = sys.argv[1]\n"
+    "from orchestrator.cli.main import main\n"
+    "sys.exit(main(sys.argv[2:]))\n"
+)
+
 
 class WorkerProcess:
     """One `orchestrator worker` (with --yes), its output lines kept."""
@@ -65,27 +73,21 @@ class WorkerProcess:
 
 
 async def start_worker(
-    nursery: trio.Nursery, url: str, tmp: Path, name: str = "worker", *extra: str
+    nursery: trio.Nursery,
+    url: str,
+    tmp: Path,
+    name: str = "worker",
+    *extra: str,
+    version: str | None = None,
 ) -> WorkerProcess:
+    """An `orchestrator worker` on `url` (one that takes itself for `version`, when
+    given: to see what a worker of another version does)."""
     config = tmp / "worker.toml"
     config.touch()
+    program = ["-m", "orchestrator"] if version is None else ["-c", PRETEND, version]
+    flags = ["--config", str(config), "--beat", "0.5", "--silent", "3", "--yes"]
     process = await trio.lowlevel.open_process(
-        [
-            sys.executable,
-            "-m",
-            "orchestrator",
-            "worker",
-            "--database-url",
-            url,
-            "--config",
-            str(config),
-            "--beat",
-            "0.5",
-            "--silent",
-            "3",
-            "--yes",
-            *extra,
-        ],
+        [sys.executable, *program, "worker", "--database-url", url, *flags, *extra],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,
