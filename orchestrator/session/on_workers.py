@@ -88,24 +88,17 @@ def fold(key: str, rows: Rows, state: SessionState | None = None) -> SessionStat
 
 
 def task_states(
-    session_id: str,
-    records: WorkerRecords,
-    each: Callable[[str, int, Record], None] = lambda task_id, seq, record: None,
+    session_id: str, records: WorkerRecords
 ) -> tuple[dict[str, SessionState], list[str]]:
-    """Each task's journal folded, by task id (`each` is given every record, with its
-    task and seq, as it folds), and the problems of those that would not fold (they are
-    left out, and `each` may have seen some of their records)."""
+    """Each task's journal folded, by task id, and the problems of those that would not
+    fold (left out)."""
     states: dict[str, SessionState] = {}
     problems: list[str] = []
     for task_id, rows in records.journals.items():
-        state = SessionState()
         try:
-            for seq, record in folded_rows(f"{session_id}/{task_id}", rows, state):
-                each(task_id, seq, record)
+            states[task_id] = fold(f"{session_id}/{task_id}", rows)
         except JournalCorrupt as exc:
             problems.append(str(exc))
-        else:
-            states[task_id] = state
     return states, problems
 
 
@@ -116,33 +109,35 @@ def with_workers(
     reader: WorkersReader | None,
 ) -> tuple[dict[str, Any] | None, dict[str, AgentSummary], dict[str, TodosSummary]]:
     """The session's agents and todos, those of its tasks on workers as their own
-    journals have them (each of their records given to `read_calls`, for their model
+    journals have them (each task's own records given to `read_calls`, for their model
     calls), and what the report says of where they were read, or why not (None: its
-    tasks ran in its own process)."""
+    tasks ran in its own process). A journal that would not fold is left out, and said."""
     found = read_workers(session_id, snapshot.settings, reader)
     if found is None:
         return None, snapshot.agents, snapshot.todos
-
-    own: dict[str, list[Record]] = {}  # each task's own records (not its owner's seed, mail)
-
-    def each(task_id: str, seq: int, record: Record) -> None:
-        if record.agent == task_id:
-            own.setdefault(task_id, []).append(record)
-
-    states, problems = task_states(session_id, found, each)
     agents, todos = dict(snapshot.agents), dict(snapshot.todos)
-    for task_id, state in states.items():
-        for record in own.get(task_id, ()):
-            read_calls(record)
+    read: list[str] = []
+    problems: list[str] = []
+    for task_id, rows in found.journals.items():
+        state = SessionState()
+        try:
+            records = [r for _, r in folded_rows(f"{session_id}/{task_id}", rows, state)]
+        except JournalCorrupt as exc:
+            problems.append(str(exc))
+            continue
+        for record in records:
+            if record.agent == task_id:  # (its owner's seed and mail are the session's)
+                read_calls(record)
         there = state.snapshot()
         if task_id in there.agents:
             agents[task_id] = there.agents[task_id]
         if task_id in there.todos:
             todos[task_id] = there.todos[task_id]
+        read.append(task_id)
     order = {task.task_id: n for n, task in enumerate(snapshot.tasks)}
     info = {
         "database": found.database,
-        "tasks": sorted(states, key=lambda task_id: order.get(task_id, len(order))),
+        "tasks": sorted(read, key=lambda task_id: order.get(task_id, len(order))),
         "unread": "; ".join(filter(None, [found.unread, *problems])),
     }
     return info, agents, todos

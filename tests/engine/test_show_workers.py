@@ -6,7 +6,9 @@ when the database cannot be read, the session's own report, and one line saying 
 from __future__ import annotations
 
 import os
+import shutil
 import socket
+import sqlite3
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -257,3 +259,21 @@ def test_the_library_s_report_reads_them_with_a_reader(ran: Ran) -> None:
     assert [report.agents[task].model_calls for task in ("t1", "t2")] == [2, 2]
     assert [node.usage.calls for node in report.task_tree] == [2, 2]
     assert "on workers t1, t2: their transcripts and usage read from" in report.text()
+
+
+def test_a_task_journal_that_does_not_check_is_named_and_the_others_shown(
+    tmp_path: Path, ran: Ran
+) -> None:
+    copy = tmp_path / "copy.sqlite"
+    shutil.copyfile(ran.database, copy)
+    with sqlite3.connect(copy) as db:
+        db.execute(
+            "update orchestrator_task_records "
+            "set line = cast(replace(line, 'wrote', 'WROTE') as blob) where task = ? and seq = 7",
+            (f"{ran.session_id}/t1",),
+        )
+    report = orjson.loads(ran.show("--json", "--database-url", f"sqlite:///{copy}").stdout)
+    assert report["on_workers"]["tasks"] == ["t2"]
+    assert report["on_workers"]["unread"].startswith(f"remote task {ran.session_id}/t1: record 7 ")
+    assert report["agents"]["t1"]["model_calls"] == 0
+    assert report["agents"]["t2"]["model_calls"] == 2
