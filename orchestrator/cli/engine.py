@@ -78,6 +78,19 @@ def database_change(
     return {"engine_database": hide_password(url)} if url else {}
 
 
+def session_database(settings: SessionSettings, args: argparse.Namespace, config: Config) -> str:
+    """The database of a session on dbos: `--database-url`, else `[engine] database_url`,
+    else the journaled one ("" for none: the SQLite file in the session). A journaled URL
+    whose password was hidden needs it given again: a `ConfigError` naming the flag."""
+    url = _given_url(args, config) or settings.engine_database
+    if url and url == settings.engine_database and has_password(url):
+        raise ConfigError(
+            f"the session's engine database {url} needs its password, which is never "
+            "journaled: give --database-url URL or [engine] database_url"
+        )
+    return url
+
+
 def runner_for(
     settings: SessionSettings,
     args: argparse.Namespace,
@@ -94,12 +107,7 @@ def runner_for(
     if settings.engine == "local":
         return InProcessRunner
     require_dbos()
-    url = _given_url(args, config) or settings.engine_database
-    if url and url == settings.engine_database and has_password(url):
-        raise ConfigError(
-            f"the session's engine database {url} needs its password, which is never "
-            "journaled: give --database-url URL or [engine] database_url"
-        )
+    url = session_database(settings, args, config)
     if settings.engine_workers:
         if not url:
             raise ConfigError(

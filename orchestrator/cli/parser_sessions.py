@@ -56,6 +56,14 @@ def add_sessions_parser(commands: Any) -> None:
         help="with --transcript: the whole history from the journal, every message before "
         "each compaction too, and where each checkpoint started the context again",
     )
+    show.add_argument(
+        "--database-url",
+        default=None,
+        metavar="URL",
+        help="for a session whose tasks ran on workers: the engine's database, where their "
+        "transcripts and usage are (default: [engine] database_url, else the session's "
+        "journaled one, which needs this flag when its password was hidden)",
+    )
     _add_watch(actions)
     compact = _session_action(
         actions,

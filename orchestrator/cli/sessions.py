@@ -19,6 +19,8 @@ from orchestrator.store.ids import session_dir
 from orchestrator.text import abbreviate, visible
 
 if TYPE_CHECKING:
+    from orchestrator.session.on_workers import WorkerRecords, WorkersReader
+    from orchestrator.state.settings import SessionSettings
     from orchestrator.usage import Price
 
 # Folding journals (and pydantic, which verify and repair may need) is imported by the
@@ -97,13 +99,41 @@ def _verify(root: Path, session_id: str) -> int:
 
 
 def _show(
-    root: Path, session_id: str, *, as_json: bool, last: int, prices: Mapping[str, Price]
+    root: Path,
+    session_id: str,
+    *,
+    as_json: bool,
+    last: int,
+    prices: Mapping[str, Price],
+    workers: WorkersReader,
 ) -> int:
     from orchestrator.session.inspection import session_report
 
-    report = session_report(root, session_id, prices, last=last, warn=_note)
+    report = session_report(root, session_id, prices, last=last, warn=_note, workers=workers)
     sys.stdout.write(report.to_json() if as_json else report.text())
     return 0
+
+
+def _workers_reader(args: argparse.Namespace) -> WorkersReader:
+    """Reads the records of a session's tasks on workers from the engine's database:
+    `--database-url`, else `[engine] database_url`, else the journaled one (the config
+    is loaded only for a session on workers)."""
+
+    def read(session_id: str, settings: SessionSettings) -> WorkerRecords:
+        from orchestrator.cli.engine import session_database
+        from orchestrator.cli.env import load_user_config
+        from orchestrator.engine.shown import read_worker_records
+        from orchestrator.session.on_workers import WorkerRecords
+
+        try:
+            url = session_database(settings, args, load_user_config(args))
+        except ConfigError as exc:
+            return WorkerRecords(database=settings.engine_database, unread=str(exc))
+        if not url:
+            return WorkerRecords(unread="no database journaled: give --database-url URL")
+        return read_worker_records(url, session_id)
+
+    return read
 
 
 def _repair(root: Path, session_id: str) -> int:
@@ -131,108 +161,6 @@ def _read_only_tools() -> frozenset[str]:
     )
 
 
-def _transcript(root: Path, session_id: str, *, full: bool = False) -> int:
-    """Every agent's live context (what its next model call would be sent), or with
-    `full` its whole history from the journal: every message before each compaction
-    too, and where each checkpoint made the context start again."""
-    from orchestrator.session.replay import load_state
-
-    directory = session_dir(root, session_id)
-    _current(directory)
-    if full:
-        for agent_id, role, items in _full_history(directory):
-            print(f"── {agent_id} ({role}) " + "─" * 40)
-            for item in items:
-                if isinstance(item, str):
-                    print(f"{item}\n")
-                else:
-                    _print_message(item)
-        return 0
-    state = load_state(directory, warn=lambda text: print(f"warning: {text}", file=sys.stderr))
-    for agent in state.agents.values():
-        print(f"── {agent.id} ({agent.role}) " + "─" * 40)
-        if agent.compactions:
-            times = f"{agent.compactions} time{'' if agent.compactions == 1 else 's'}"
-            print(
-                f"(its live context, from its checkpoint at seq {agent.start}: compacted "
-                f"{times}; --full shows everything before)\n"
-            )
-        for message in agent.messages:
-            _print_message(message)
-    return 0
-
-
-def _full_history(directory: Path) -> list[tuple[str, str, list[Any]]]:
-    """Each agent's id, role and every message its context ever held, in order, from
-    the whole journal; a line (a `str`) where a compaction made it start again, followed
-    by what the checkpoint brought (its summary and anchors; the turns it kept verbatim
-    are those shown just before)."""
-    from orchestrator.layout import JOURNAL
-    from orchestrator.loop.anchors import HEADER
-    from orchestrator.loop.compaction import ContextCompacted
-    from orchestrator.messages import UserMessage
-    from orchestrator.session.replay import folded, gc_paused
-    from orchestrator.state.events import AgentStarted
-    from orchestrator.state.fold import SessionState
-    from orchestrator.store.scan import scan_journal
-    from orchestrator.team.anchoring import SUMMARY_HEADER
-
-    brought = (SUMMARY_HEADER, HEADER)  # what a checkpoint adds to the turns it keeps
-
-    state = SessionState()
-    history: dict[str, list[Any]] = {}
-    shown: dict[str, int] = {}  # of each context's messages, those already in `history`
-    carried: dict[str, set[str]] = {}  # the summaries and anchors in each live context
-    with gc_paused():
-        for seq, record in folded(state, scan_journal(directory / JOURNAL, mark=None)):
-            context = state.agents.get(record.agent)
-            if context is None:
-                continue
-            items = history.setdefault(context.id, [])
-            if isinstance(record, ContextCompacted):
-                items.append(_checkpoint_line(seq, record))
-                kept = carried.get(context.id, set())
-                new = [
-                    m.content
-                    for m in record.messages
-                    if isinstance(m, UserMessage) and m.content.startswith(brought)
-                ]
-                brings = [UserMessage(content=text) for text in new if text not in kept]
-                items.extend(brings or ["(its summary and anchors read as the last ones)"])
-                carried[context.id] = set(new)
-            elif isinstance(record, AgentStarted):
-                items.extend(context.messages)
-            else:
-                items.extend(context.messages[shown.get(context.id, 0) :])
-            shown[context.id] = len(context.messages)
-    return [(a.id, a.role, history.get(a.id, [])) for a in state.agents.values()]
-
-
-def _checkpoint_line(seq: int, record: Any) -> str:
-    """Where a compaction made an agent's context start again, in a line."""
-    why = {"fraction": "near its window", "too_long": "too long for the provider"}
-    return (
-        f"══ checkpoint (seq {seq}): compacted {why.get(record.reason, 'by hand')}, "
-        f"{record.method}, {record.before:,} → {record.after:,} tokens, {record.pruned} tool "
-        "outputs pruned; the context starts again here, from its summary and anchors ══"
-    )
-
-
-def _print_message(message: Any) -> None:
-    from orchestrator.messages import AssistantMessage, SystemMessage, ToolResult, UserMessage
-
-    match message:
-        case SystemMessage(content=text) | UserMessage(content=text):
-            print(f"[{message.role}]\n{visible(text)}\n")
-        case AssistantMessage(text=text, tool_calls=calls):
-            print("[assistant]" + (f"\n{visible(text)}" if text else ""))
-            for call in calls:
-                print(f"  → {visible(call.name)} ({call.id}) {visible(call.arguments)}")
-            print()
-        case ToolResult(name=name, call_id=call_id, status=status, content=text):
-            print(f"[{visible(name)} {status} ({call_id})]\n{visible(text)}\n")
-
-
 def _delete(root: Path, session_id: str) -> int:
     import shutil
 
@@ -256,12 +184,23 @@ def run_sessions(
         case "delete":
             return _delete(root, args.session_id)
         case "show" if args.transcript:
-            return _transcript(root, args.session_id, full=args.full)
+            from orchestrator.cli.transcript import transcript
+
+            return transcript(
+                root, args.session_id, full=args.full, workers=_workers_reader(args), warn=_note
+            )
         case "show" if args.full:
             raise ConfigError("--full goes with --transcript (the whole history)")
         case "show":
             prices = load_prices()
-            return _show(root, args.session_id, as_json=args.json, last=args.events, prices=prices)
+            return _show(
+                root,
+                args.session_id,
+                as_json=args.json,
+                last=args.events,
+                prices=prices,
+                workers=_workers_reader(args),
+            )
         case "compact":
             from orchestrator.cli.compact import compact
 

@@ -24,6 +24,7 @@ from orchestrator.errors import OrchestratorError
 from orchestrator.state.tasks import now_ms
 
 METADATA = sa.MetaData()
+READER_WAIT = 10  # seconds a reader waits for a connection to Postgres
 
 RECORDS = sa.Table(
     "orchestrator_task_records",
@@ -97,18 +98,16 @@ class Worker:
 
 
 class Store:
-    """The engine's tables in the database at `url` (made on first use)."""
+    """The engine's tables in the database at `url` (made on first use). A `reader`
+    (`sessions show`) makes none, and waits at most `READER_WAIT` seconds to connect."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, reader: bool = False) -> None:
         sqlite = url.startswith("sqlite")
-        self._engine = sa.create_engine(
-            url,
-            # SQLite: several processes share the file; wait for its lock, not fail.
-            connect_args={"timeout": 60} if sqlite else {},
-            pool_pre_ping=not sqlite,
-        )
+        # SQLite: several processes share the file; wait for its lock, not fail.
+        wait = {"timeout": 60} if sqlite else {"connect_timeout": READER_WAIT} if reader else {}
+        self._engine = sa.create_engine(url, connect_args=wait, pool_pre_ping=not sqlite)
         self._made = threading.Lock()
-        self._ready = False
+        self._ready = reader
 
     def close(self) -> None:
         self._engine.dispose()
@@ -153,6 +152,22 @@ class Store:
         )
         with self._begin() as db:
             return [(seq, bytes(line)) for seq, line in db.execute(query)]
+
+    def session_records(self, session: str) -> dict[str, list[tuple[int, bytes]]]:
+        """Every journal of `session`'s tasks, by task key, each in order (none when the
+        table was never made)."""
+        query = (
+            sa.select(RECORDS.c.task, RECORDS.c.seq, RECORDS.c.line)
+            .where(RECORDS.c.task.startswith(f"{session}/", autoescape=True))
+            .order_by(RECORDS.c.task, RECORDS.c.seq)
+        )
+        found: dict[str, list[tuple[int, bytes]]] = {}
+        with self._begin() as db:
+            if not sa.inspect(db).has_table(RECORDS.name):
+                return found
+            for task, seq, line in db.execute(query):
+                found.setdefault(task, []).append((seq, bytes(line)))
+        return found
 
     def heads(self, session: str) -> dict[str, int]:
         """The last seq of each journal of `session`'s tasks, by task key."""

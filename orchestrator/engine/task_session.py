@@ -16,11 +16,13 @@ import trio
 
 from orchestrator.engine.retry import Patience
 from orchestrator.engine.store import Store
-from orchestrator.errors import JournalCorrupt
-from orchestrator.state.events import Event, Record, record_decoder
+from orchestrator.session.on_workers import fold
+from orchestrator.state.events import Event, Record
 from orchestrator.state.fold import SessionState
 from orchestrator.state.tasks import now_ms
-from orchestrator.store._line import encode, line_fault
+from orchestrator.store._line import encode
+
+__all__ = ["TaskSession", "fold", "line_of"]  # `fold` is the report's too (session/)
 
 
 class TaskSession:
@@ -73,24 +75,3 @@ class TaskSession:
 
 def line_of(seq: int, record: Record) -> bytes:
     return encode(seq, now_ms(), record.kind, record.agent, record.journal_body(), end=True)
-
-
-def fold(
-    key: str, rows: Sequence[tuple[int, bytes]], state: SessionState | None = None
-) -> SessionState:
-    """`rows` (seq, line) of task `key`'s journal folded into `state` (a new one when
-    None); a line that does not check or decode is corruption, named by task and seq."""
-    state = state or SessionState()
-    decode = record_decoder().decode
-    for seq, line in rows:
-        body = line[:-1] if line.endswith(b"\n") else line
-        fault = line_fault(body)
-        if fault is None and seq != state.seq + 1:
-            fault = f"follows record {state.seq}"
-        if fault is not None:
-            raise JournalCorrupt(f"remote task {key}: record {seq} {fault}", seq=seq)
-        try:
-            state.apply(seq, decode(body))
-        except Exception as exc:
-            raise JournalCorrupt(f"remote task {key}: record {seq}: {exc}", seq=seq) from exc
-    return state

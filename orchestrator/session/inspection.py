@@ -20,6 +20,7 @@ from orchestrator.loop.todos import TodoItem, TodoList
 from orchestrator.messages import Usage
 from orchestrator.session.listing import session_info
 from orchestrator.session.migrations import bring_up_to_date
+from orchestrator.session.on_workers import WorkersReader
 from orchestrator.session.report import Windows, describe, quick_describe
 from orchestrator.session.report_text import report_text
 from orchestrator.session.status import ShownStatus
@@ -143,6 +144,15 @@ class JournalEvent(msgspec.Struct, frozen=True):
     agent: str
 
 
+class OnWorkers(msgspec.Struct, frozen=True):
+    """Where the records of a session's tasks on workers were read (`database`, its
+    password hidden), the tasks read, and why any were not (`unread`, "" when all were)."""
+
+    database: str
+    tasks: tuple[str, ...]
+    unread: str
+
+
 @dataclass(frozen=True)
 class TaskNode:
     """A task of the tree, its subtasks, and the usage of its subtree."""
@@ -182,6 +192,7 @@ class SessionReport:
     plan: PlanReport | None
     last_events: tuple[JournalEvent, ...]
     warnings: tuple[str, ...]
+    on_workers: OnWorkers | None  # None: its tasks ran in its own process
 
     @classmethod
     def of(cls, data: dict[str, Any], directory: Path) -> SessionReport:
@@ -218,6 +229,7 @@ class SessionReport:
             plan=typed("plan", PlanReport | None),
             last_events=typed("last_events", tuple[JournalEvent, ...]),
             warnings=tuple(data["warnings"]),
+            on_workers=typed("on_workers", OnWorkers | None),
         )
 
     def text(self) -> str:
@@ -263,6 +275,7 @@ def session_report(
     last: int = 10,
     windows: Windows | None = None,
     warn: Callable[[str], None] = lambda _: None,
+    workers: WorkersReader | None = None,
 ) -> SessionReport:
     """The report of session `session_id` under the sessions root `where` (or, without
     an id, of the session directory `where`), as `orchestrator sessions show` makes it:
@@ -270,9 +283,11 @@ def session_report(
     records are listed, `windows` gives a model's context window (by default: only a
     scripted model's, from its script). Raises `SessionNotFound` (a `SessionError`) for
     no such session. A session of an older format is migrated first (under its lock;
-    `warn` is told); a running one is read as far as it is on disk."""
+    `warn` is told); a running one is read as far as it is on disk. The records of its
+    tasks on workers, if it has some, are read by `workers` (without: the report says
+    they are not read)."""
     directory = Path(where) if session_id is None else session_dir(Path(where), session_id)
-    data = read_report(directory, last, prices or {}, windows, warn)
+    data = read_report(directory, last, prices or {}, windows, warn, workers)
     return SessionReport.of(data, directory)
 
 
@@ -282,15 +297,16 @@ def read_report(
     prices: Mapping[str, Price],
     windows: Windows | None,
     warn: Callable[[str], None],
+    workers: WorkersReader | None = None,
 ) -> dict[str, Any]:
     """The report's data: read from the snapshot when it covers the journal, else
     folded (after migrating an older format)."""
     session_info(directory)  # (a manifest left behind by a kill catches up, if it can)
     windows = windows or claimed_windows(directory)
-    data = quick_describe(directory, last, prices, windows)
+    data = quick_describe(directory, last, prices, windows, workers)
     if data is None:
         bring_up_to_date(directory, warn)
-        data = describe(directory, last, prices, windows)
+        data = describe(directory, last, prices, windows, workers)
     return data
 
 

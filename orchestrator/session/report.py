@@ -10,6 +10,10 @@ A session that ended cleanly has a snapshot naming the journal's last record: th
 snapshot is read as written, and only the journal's lines of the kinds `History` wants are
 decoded (`quick_describe`), without folding and without importing pydantic. Otherwise
 `describe` folds the whole journal, and takes the snapshot of that fold.
+
+A session whose tasks ran on workers has their records in the engine's database: read by
+the `WorkersReader` handed in (session/on_workers.py), each task's context, usage and
+todos are reported as a local task's are (`on_workers` says from where, or why not).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from orchestrator.loop.compaction import ContextCompacted, Window
 from orchestrator.loop.plan_run import todo_status
 from orchestrator.messages import plain
 from orchestrator.session.ledger import Call, cache_share, usage_ledger
+from orchestrator.session.on_workers import WorkersReader, with_workers
 from orchestrator.session.status import resumable, shown_status
 from orchestrator.state.events import (
     AssistantReplied,
@@ -53,7 +58,11 @@ measured against, with those the session learned from context-too-long errors.""
 
 
 def quick_describe(
-    directory: Path, last: int, prices: Mapping[str, Price], windows: Windows | None = None
+    directory: Path,
+    last: int,
+    prices: Mapping[str, Price],
+    windows: Windows | None = None,
+    workers: WorkersReader | None = None,
 ) -> dict[str, Any] | None:
     """The report read from the snapshot, when the snapshot covers the whole journal of a
     session of this format (one that ended cleanly); else None (`describe` says why)."""
@@ -77,11 +86,15 @@ def quick_describe(
                 history.read(seq, _decoder().decode(line))
     except ValueError:  # a line without its kind, or not of its kind's schema (DecodeError)
         return None
-    return _report(directory, manifest, snapshot, scan, history, last, prices, windows)
+    return _report(directory, manifest, snapshot, scan, history, last, prices, windows, workers)
 
 
 def describe(
-    directory: Path, last: int, prices: Mapping[str, Price], windows: Windows | None = None
+    directory: Path,
+    last: int,
+    prices: Mapping[str, Price],
+    windows: Windows | None = None,
+    workers: WorkersReader | None = None,
 ) -> dict[str, Any]:
     """The report folded from the whole journal (of a session of this format)."""
     from orchestrator.session.replay import folded, gc_paused, read_snapshot
@@ -97,7 +110,7 @@ def describe(
         for seq, record in folded(state, scan):
             history.read(seq, record)
         snapshot = state.snapshot()
-    return _report(directory, manifest, snapshot, scan, history, last, prices, windows)
+    return _report(directory, manifest, snapshot, scan, history, last, prices, windows, workers)
 
 
 def _kind(line: bytes) -> bytes:
@@ -114,7 +127,9 @@ def _report(
     last: int,
     prices: Mapping[str, Price],
     windows: Windows | None,
+    workers: WorkersReader | None,
 ) -> dict[str, Any]:
+    on_workers, agents, todos = with_workers(manifest.id, snapshot, history.read_calls, workers)
     owners = {task.task_id: task.owner for task in snapshot.tasks}
     ledger = usage_ledger(history.calls, prices, owners)
     notes = [f"the journal ends in a torn tail: {scan.cut.describe()}"] if scan.cut else []
@@ -143,12 +158,12 @@ def _report(
                 "usage": plain(agent.usage),
                 **_context(agent, history.models.get(agent_id, manifest.model), snapshot, windows),
             }
-            for agent_id, agent in snapshot.agents.items()
+            for agent_id, agent in agents.items()
         },
         "compactions": history.compactions,
         "tasks": msgspec.to_builtins(snapshot.tasks),
         "mailbox": history.mail.dump(),
-        "todos": {agent: todos.load().view() for agent, todos in snapshot.todos.items()},
+        "todos": {agent: listed.load().view() for agent, listed in todos.items()},
         "plan": plan_report(snapshot),
         "assessments": [
             {"seq": seq, "agent": v.agent, "action": v.action, "reasons": list(v.reasons)}
@@ -157,6 +172,9 @@ def _report(
         "verifications": history.verifications,
         "last_events": [_frame_summary(line) for line in scan.lines[-last:]] if last > 0 else [],
         "warnings": notes,
+        # Where the records of its tasks on workers were read, or why not (None: its
+        # tasks ran in its own process).
+        "on_workers": on_workers,
     }
 
 
@@ -275,11 +293,8 @@ class History:
 
     def read(self, seq: int, record: Record | Read) -> None:
         match record:
-            case AssistantReplied(message=message):
-                model = record.model or self.model
-                self.models[record.agent] = model
-                if message.usage is not None:
-                    self.calls.append((record.agent, model, message.usage))
+            case AssistantReplied():
+                self.read_calls(record)
             case ContextCompacted():
                 self._compacted(seq, record)
             case MessagePosted() | MessagesDelivered() | CallResult():
@@ -303,9 +318,22 @@ class History:
             case _:
                 pass
 
+    def read_calls(self, record: Record | Read) -> None:
+        """The model calls of `record` alone (a reply's, a compaction's summary calls), and
+        the model its agent last called: what a task's journal elsewhere adds."""
+        match record:
+            case AssistantReplied(message=message):
+                model = record.model or self.model
+                self.models[record.agent] = model
+                if message.usage is not None:
+                    self.calls.append((record.agent, model, message.usage))
+            case ContextCompacted(usage=usage) if usage is not None:
+                self.calls.append((record.agent, record.model or self.model, usage))
+            case _:
+                pass
+
     def _compacted(self, seq: int, record: ContextCompacted) -> None:
-        if record.usage is not None:
-            self.calls.append((record.agent, record.model or self.model, record.usage))
+        self.read_calls(record)
         self.compactions.append({"seq": seq, **record.figures()})
 
 

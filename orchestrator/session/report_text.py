@@ -76,6 +76,7 @@ def header_lines(info: dict[str, Any]) -> list[str]:
         ("spent", spent),
         ("settings", settings_line(info["settings"])),
         ("engine", engine_line(info["settings"])),
+        ("on workers", workers_line(info.get("on_workers"))),
     ]
     return [f"{name:<10} {value}" for name, value in fields if value]
 
@@ -221,13 +222,13 @@ def settings_line(settings: dict[str, Any] | None) -> str:
     return "the defaults, but " + ", ".join(changed) if changed else "the defaults"
 
 
-ENGINE_KEYS = ("engine", "engine_database")
+ENGINE_KEYS = ("engine", "engine_database", "engine_workers")
 """The settings `engine_line` shows, on a line of their own."""
 
 
 def engine_line(settings: dict[str, Any] | None) -> str:
-    """Where the session's delegated tasks run: its engine, and the dbos engine's
-    database (its password hidden, as journaled)."""
+    """Where the session's delegated tasks run: its engine, the dbos engine's database
+    (its password hidden, as journaled), and whether on workers."""
     if settings is None:
         return ""
     engine = settings.get("engine", "local")
@@ -236,7 +237,29 @@ def engine_line(settings: dict[str, Any] | None) -> str:
     database = (
         settings.get("engine_database") or "the SQLite file engine/dbos.sqlite in the session"
     )
-    return f"{visible(engine)} on {label(database, 200)}"
+    workers = ", its tasks on workers" if settings.get("engine_workers") else ""
+    return f"{visible(engine)} on {label(database, 200)}{workers}"
+
+
+SHOWN_IDS = 6
+"""The tasks on workers named on their line (more are counted)."""
+
+
+def workers_line(shown: dict[str, Any] | None) -> str:
+    """Where the records of the session's tasks on workers were read, or why not: their
+    transcripts and usage are in the engine's database (`on_workers` of the report)."""
+    if shown is None:
+        return ""
+    where = label(shown["database"], 200) if shown["database"] else "the engine's database"
+    read, unread = shown["tasks"], visible(shown["unread"])
+    if not read:
+        why = f", not shown: {unread}" if unread else ": none of its tasks has any yet"
+        return f"its tasks' transcripts and usage are in {where}{why}"
+    named = ", ".join(label(task, 40) for task in read[:SHOWN_IDS])
+    if len(read) > SHOWN_IDS:
+        named = f"{len(read)} tasks ({named}, …)"
+    line = f"{named}: their transcripts and usage read from {where}"
+    return line + (f"; not all: {unread}" if unread else "")
 
 
 def todo_lines(lists: dict[str, dict[str, Any]]) -> list[str]:
