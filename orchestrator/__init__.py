@@ -104,7 +104,7 @@ if TYPE_CHECKING:  # events, what they carry, and the command line's renderers
     from orchestrator.state.mailbox import MessagePosted, MessagesDelivered
     from orchestrator.state.plans import PlanDecided, PlanSubmitted, ReplanRequested
     from orchestrator.state.settings import SettingsChosen
-    from orchestrator.state.tasks import TaskChanged, TaskCreated
+    from orchestrator.state.tasks import TaskChanged, TaskCreated, TaskUsed
     from orchestrator.tools import deny_all
     from orchestrator.tools.permissions import Grant, Rule, Unasked
 
@@ -222,6 +222,7 @@ _HOMES = {
     "event_json": "orchestrator.state.events",
     "TaskChanged": "orchestrator.state.tasks",
     "TaskCreated": "orchestrator.state.tasks",
+    "TaskUsed": "orchestrator.state.tasks",
     "MessagePosted": "orchestrator.state.mailbox",
     "MessagesDelivered": "orchestrator.state.mailbox",
     "TodosChanged": "orchestrator.loop.todos",
@@ -334,6 +335,7 @@ __all__ = [
     "TaskCreated",
     "TaskPort",
     "TaskRecord",
+    "TaskUsed",
     "Team",
     "TeamSettings",
     "TextStreamed",

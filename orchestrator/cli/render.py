@@ -38,7 +38,7 @@ from orchestrator.state.events import (
 from orchestrator.state.mailbox import MAIN, MessagePosted, MessagesDelivered
 from orchestrator.state.plans import PlanDecided, PlanSubmitted, ReplanRequested
 from orchestrator.state.settings import SettingsChosen
-from orchestrator.state.tasks import TaskChanged, TaskCreated
+from orchestrator.state.tasks import TaskChanged, TaskCreated, TaskUsed
 from orchestrator.text import abbreviate, label, visible
 
 ARG_WIDTH = 60
@@ -180,8 +180,10 @@ class TranscriptSink:
                 | UsageUpdated()
                 | SessionStatusChanged()
                 | SettingsChosen()
+                | TaskUsed()
             ):
-                # The command line says how the session ended, once, in its summary.
+                # The command line says how the session ended, once, in its summary (and
+                # a task on a worker's tokens there, counted by `task_usage`).
                 pass
             case _:
                 assert_never(event)

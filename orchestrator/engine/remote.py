@@ -40,11 +40,26 @@ from orchestrator.engine.store import Run, Store
 from orchestrator.engine.task_session import fold, line_of
 from orchestrator.engine.worker import QUEUE, WORKFLOW
 from orchestrator.errors import ConfigError
-from orchestrator.state.events import AgentStarted, Notice, Record, record_decoder
+from orchestrator.loop.compaction import ContextCompacted
+from orchestrator.messages import Usage
+from orchestrator.state.events import (
+    AgentStarted,
+    AssistantReplied,
+    Notice,
+    Record,
+    record_decoder,
+)
 from orchestrator.state.fold import SessionState
 from orchestrator.state.mailbox import Mail, MessagePosted
 from orchestrator.state.settings import SessionSettings, SettingsChosen
-from orchestrator.state.tasks import SETTLED, TaskChanged, TaskCreated, TaskRecord, now_ms
+from orchestrator.state.tasks import (
+    SETTLED,
+    TaskChanged,
+    TaskCreated,
+    TaskRecord,
+    TaskUsed,
+    now_ms,
+)
 from orchestrator.team.port import TaskPort
 
 FOLLOW = 0.2  # seconds between two looks at the running tasks' journals
@@ -274,10 +289,29 @@ class RemoteRunner:
         """The task's messages among `rows`, posted here under their own ids (once), and
         its state as its journal has it now."""
         decode = record_decoder().decode
-        for _, line in rows:
+        task = run.port.state.tasks.get(run.task_id)
+        counted = task.remote_seq if task is not None else 0
+        used: dict[str, tuple[Usage, int]] = {}  # by model: tokens, calls
+        for seq, line in rows:
             record = decode(line.rstrip(b"\n"))
             if isinstance(record, MessagePosted) and record.agent == run.task_id:
                 await run.port.receive(record)
+            elif seq > counted and (spent := _spent(record)) is not None:
+                model, usage, calls = spent
+                before, made = used.get(model, (Usage(), 0))
+                used[model] = (before + usage, made + calls)
+        upto = rows[-1][0] if rows else 0
+        for model, (usage, calls) in used.items():
+            await run.port.count(
+                TaskUsed(
+                    agent=run.task_id,
+                    task=run.task_id,
+                    model=model,
+                    usage=usage,
+                    calls=calls,
+                    upto=upto,
+                )
+            )
         assert run.mirror is not None
         await _mirror_state(run.port, run.mirror, run.task_id)
 
@@ -302,6 +336,16 @@ class RemoteRunner:
         reason = port.redact(f"its run on a worker ended: {error}")
         await port.set_state(task_id, "failed", by=task_id, reason=reason)
         await port.post(task_id, task.owner, task_id, "risk_alert", f"task failed: {reason}")
+
+
+def _spent(record: Record) -> tuple[str, Usage, int] | None:
+    """The model, tokens and model calls a record of a task's journal says were spent."""
+    if isinstance(record, AssistantReplied):
+        usage = record.message.usage
+        return (record.model, usage or Usage(), 1)
+    if isinstance(record, ContextCompacted) and record.usage is not None:
+        return (record.model, record.usage, 0)
+    return None
 
 
 def _start_records(state: SessionState, mirror: SessionState, task_id: str) -> list[Record]:

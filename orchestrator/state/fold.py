@@ -61,6 +61,7 @@ from orchestrator.state.tasks import (
     TaskChanged,
     TaskCreated,
     TaskRecord,
+    TaskUsed,
 )
 from orchestrator.store.scan import JournalMark
 
@@ -380,6 +381,18 @@ def _granted(state: SessionState, seq: int, record: PermissionGranted) -> None:
     state.grants.append(record)
 
 
+def _task_used(state: SessionState, seq: int, record: TaskUsed) -> None:
+    """A task on a worker's model calls, counted as if its replies were journaled here."""
+    TASK_FOLDS[TaskUsed](state.tasks, seq, record)
+    context = state.agent(record.task)
+    context.steps += record.calls
+    context.usage += record.usage
+    state.rounds += record.calls
+    by_model = state.usage_by_model
+    before = by_model.get(record.model)
+    by_model[record.model] = record.usage if before is None else before + record.usage
+
+
 def _task(state: SessionState, seq: int, record: TaskCreated | TaskChanged) -> None:
     TASK_FOLDS[type(record)](state.tasks, seq, record)
     task = state.tasks.get(record.task)
@@ -519,6 +532,7 @@ _SMALL_FOLDS: dict[type, Callable[[SessionState, int, Any], None]] = {
     PermissionGranted: _granted,
     TaskCreated: _task,
     TaskChanged: _task,
+    TaskUsed: _task_used,
     MessagePosted: _posted,
     MessagesDelivered: _delivered,
     CallResult: _call_result,

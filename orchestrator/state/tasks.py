@@ -30,6 +30,7 @@ import msgspec
 from orchestrator.eventbase import EventBase, FoldError
 from orchestrator.loop.scopes import in_scope as in_scope
 from orchestrator.loop.scopes import scopes_overlap
+from orchestrator.messages import Usage
 from orchestrator.state.mailbox import Mail
 
 TaskState = Literal[
@@ -120,7 +121,20 @@ class TaskChanged(EventBase, frozen=True, tag="task_changed"):
     ran_on: RanOn | None = None  # with a new instance: where that run runs
 
 
-TaskRecords = TaskCreated | TaskChanged
+class TaskUsed(EventBase, frozen=True, tag="task_usage"):
+    """Record: task `task`, run on a worker (engine/remote.py), made `calls` model calls of
+    `model` that spent `usage`, as its journal in the engine's database says up to its
+    record `upto`. Its owner's session counts them here (the budgets, the cost), once:
+    `TaskRecord.remote_seq` says how far they are counted."""
+
+    task: str
+    model: str
+    usage: Usage
+    calls: int
+    upto: int
+
+
+TaskRecords = TaskCreated | TaskChanged | TaskUsed
 """The task registry's records; the journal's `Record` union is assembled from each
 concept's (state/events.py)."""
 
@@ -179,6 +193,9 @@ class TaskRecord(msgspec.Struct, kw_only=True):
     kind: TaskKind = "agent"  # `tool`: a call in the background (see the module)
     output: str = ""  # a tool task's output file, relative to the session's directory
     ran_on: RanOn | None = None  # where its latest run ran (None: not known, or never ran)
+    # Run on workers: the record of its journal in the engine's database up to which its
+    # model calls are counted in this session (`task_usage`).
+    remote_seq: int = 0
 
     @property
     def live(self) -> bool:
@@ -408,9 +425,17 @@ def _changed(registry: Registry, seq: int, record: TaskChanged) -> None:
     registry.changed(task)
 
 
+def _used(registry: Registry, seq: int, record: TaskUsed) -> None:
+    task = registry.get(record.task)
+    if task is None:
+        raise FoldError(f"task_usage of unknown task {record.task}")
+    task.remote_seq = max(task.remote_seq, record.upto)
+
+
 TASK_FOLDS: dict[type, Callable[[Registry, int, Any], None]] = {
     TaskCreated: _created,
     TaskChanged: _changed,
+    TaskUsed: _used,
 }
 """How each task record changes the registry (the mailbox's messages about a task update
 its progress and completion: see `mailbox.py`)."""

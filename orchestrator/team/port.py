@@ -13,7 +13,7 @@ from orchestrator.loop.assessment import Assessment
 from orchestrator.state.events import Notice, TurnEndReason
 from orchestrator.state.fold import SessionState
 from orchestrator.state.mailbox import Mail, MailKind, MessagePosted, Priority
-from orchestrator.state.tasks import RanOn, TaskState
+from orchestrator.state.tasks import RanOn, TaskState, TaskUsed
 from orchestrator.team.definitions import AgentDefinition
 
 
@@ -99,6 +99,11 @@ class TaskPort(Protocol):
     async def tell(self, notice: Notice) -> None:
         """Show people a notice of the runner's own (the engine waiting for its database):
         to the session's screen and `--json`, not journaled."""
+        ...
+
+    async def count(self, used: TaskUsed) -> None:
+        """Journal the model calls of a task that ran elsewhere (on a worker), so that
+        this session's budgets and cost include them."""
         ...
 
 

@@ -29,7 +29,7 @@ from orchestrator.state.context import AgentContext
 from orchestrator.state.events import EventSink, Notice, TurnEndReason
 from orchestrator.state.fold import USER, SessionState
 from orchestrator.state.mailbox import Mail, MailKind, MessagePosted, Priority
-from orchestrator.state.tasks import RanOn, TaskState
+from orchestrator.state.tasks import RanOn, TaskState, TaskUsed
 from orchestrator.team import queries
 from orchestrator.team.background import BackgroundCalls
 from orchestrator.team.compactor import Compactor
@@ -400,3 +400,6 @@ class _Port:
 
     async def tell(self, notice: Notice) -> None:
         await self._sink.emit(notice)
+
+    async def count(self, used: TaskUsed) -> None:
+        await self._sink.emit(used)

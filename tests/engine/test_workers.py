@@ -119,6 +119,18 @@ async def test_tasks_run_on_a_worker_and_report_back(tmp_path: Path) -> None:
         "t1": "completed",
         "t2": "completed",
     }
+    # Their model calls count here (budgets, cost): once each, as their journals say.
+    store = Store(setup.url)
+    for task in ("t1", "t2"):
+        replies = [
+            orjson.loads(line)
+            for _, line in store.records(f"{setup.session_id}/{task}")
+            if b'"k":"assistant_replied"' in line
+        ]
+        spent = sum(r["message"]["usage"]["output_tokens"] for r in replies)
+        assert state.agents[task].usage.output_tokens == spent > 0
+        assert state.agents[task].steps == len(replies) == 2
+    store.close()
     # Where each ran: the worker (its id is in its first line), another process.
     (worker_id,) = {line.split()[1] for line in worker.lines[:1]}
     assert {t.ran_on.worker for t in state.tasks.tasks.values() if t.ran_on} == {worker_id}
