@@ -154,7 +154,9 @@ def test_without_the_database_the_session_s_own_report_and_why(ran: Ran) -> None
         away.rename(ran.database)
     assert report["on_workers"]["unread"] == f"no database file {ran.database}"
     assert report["on_workers"]["tasks"] == []
-    assert report["agents"]["t1"]["model_calls"] == 0  # its start alone, in the session
+    # Its start alone in the session, and its model calls as the session counted them
+    # (`task_usage`): no transcript.
+    assert report["agents"]["t1"]["model_calls"] == 2
     assert report["status"] == "completed"
     assert (
         f"on workers its tasks' transcripts and usage are in sqlite:///{ran.database}, not "
@@ -251,7 +253,7 @@ def test_the_library_s_report_reads_them_with_a_reader(ran: Ran) -> None:
     url = f"sqlite:///{ran.database}"
     unread = session_report(ran.root, ran.session_id)
     assert unread.on_workers == OnWorkers(url, (), NO_READER)
-    assert unread.agents["t1"].model_calls == 0
+    assert unread.agents["t1"].model_calls == 2  # as the session counted them (task_usage)
     report = session_report(
         ran.root, ran.session_id, workers=lambda session_id, _: read_worker_records(url, session_id)
     )
