@@ -12,8 +12,12 @@ live in the engine's database; a new task's are seeded there from this session's
 - the task's state is mirrored here (the scheduler's own `set_state`), so its owner,
   the dependants and the live view see it as they see a local task's; a cancellation
   is this session's and is never undone by the mirror;
+- its model calls are counted here (`task_usage`, up to a record of its journal), so
+  this session's budgets and cost include them, once;
 - mail to the task is put in the database's inbox (the message id its key), then
   delivered here, which is this session's acknowledgement: put twice, taken once.
+
+What those records are is engine/handover.py's.
 
 The main session's journal stays the truth for the main agent; the task's journal in
 the database is the truth for the task.
@@ -35,28 +39,21 @@ from sqlalchemy.engine import make_url
 
 from orchestrator._version import __version__
 from orchestrator.engine.dbos import OPEN, _number, destroy
+from orchestrator.engine.handover import mirror_state, posted, spent, start_records
 from orchestrator.engine.retry import ENGINE, PATIENCE, EngineUnreachable, Patience
 from orchestrator.engine.store import Run, Store
 from orchestrator.engine.task_session import fold, line_of
 from orchestrator.engine.worker import QUEUE, WORKFLOW
 from orchestrator.errors import ConfigError
-from orchestrator.loop.compaction import ContextCompacted
 from orchestrator.messages import Usage
 from orchestrator.state.events import (
-    AgentStarted,
-    AssistantReplied,
     Notice,
-    Record,
     record_decoder,
 )
 from orchestrator.state.fold import SessionState
-from orchestrator.state.mailbox import Mail, MessagePosted
-from orchestrator.state.settings import SessionSettings, SettingsChosen
+from orchestrator.state.mailbox import MessagePosted
 from orchestrator.state.tasks import (
     SETTLED,
-    TaskChanged,
-    TaskCreated,
-    TaskRecord,
     TaskUsed,
     now_ms,
 )
@@ -192,7 +189,7 @@ class RemoteRunner:
             await self._launched.wait()
             rows = await self._thread(self._store.records, key)
             mirror = fold(key, rows)
-            start = _start_records(port.state, mirror, task_id)
+            start = start_records(port.state, mirror, task_id)
             if start:
                 first = mirror.seq + 1
                 lines = [(seq, line_of(seq, r)) for seq, r in enumerate(start, first)]
@@ -296,8 +293,8 @@ class RemoteRunner:
             record = decode(line.rstrip(b"\n"))
             if isinstance(record, MessagePosted) and record.agent == run.task_id:
                 await run.port.receive(record)
-            elif seq > counted and (spent := _spent(record)) is not None:
-                model, usage, calls = spent
+            elif seq > counted and (cost := spent(record)) is not None:
+                model, usage, calls = cost
                 before, made = used.get(model, (Usage(), 0))
                 used[model] = (before + usage, made + calls)
         upto = rows[-1][0] if rows else 0
@@ -313,7 +310,7 @@ class RemoteRunner:
                 )
             )
         assert run.mirror is not None
-        await _mirror_state(run.port, run.mirror, run.task_id)
+        await mirror_state(run.port, run.mirror, run.task_id)
 
     async def _forward(self, port: TaskPort, task_id: str, key: str, run: _Remote) -> None:
         """Put the mail to the task in its inbox, then deliver it here (the ack)."""
@@ -321,7 +318,7 @@ class RemoteRunner:
         while True:
             await port.wait_for_mail(task_id, at_least="notify")
             waiting = port.state.mailbox.undelivered(task_id)
-            lines = [(mail.message_id, encode(_posted(mail))) for mail in waiting]
+            lines = [(mail.message_id, encode(posted(mail))) for mail in waiting]
             await self._thread(self._store.put_mail, key, lines)
             run.put.update(mail.message_id for mail in waiting)
             await port.deliver(task_id, only=run.put)
@@ -336,99 +333,6 @@ class RemoteRunner:
         reason = port.redact(f"its run on a worker ended: {error}")
         await port.set_state(task_id, "failed", by=task_id, reason=reason)
         await port.post(task_id, task.owner, task_id, "risk_alert", f"task failed: {reason}")
-
-
-def _spent(record: Record) -> tuple[str, Usage, int] | None:
-    """The model, tokens and model calls a record of a task's journal says were spent."""
-    if isinstance(record, AssistantReplied):
-        usage = record.message.usage
-        return (record.model, usage or Usage(), 1)
-    if isinstance(record, ContextCompacted) and record.usage is not None:
-        return (record.model, record.usage, 0)
-    return None
-
-
-def _start_records(state: SessionState, mirror: SessionState, task_id: str) -> list[Record]:
-    """What the task's journal in the database needs before a run: the task itself, from
-    this session (its first run), or its revival (a run after it had settled)."""
-    task = state.tasks.tasks[task_id]
-    if task_id not in mirror.tasks.tasks:
-        context = state.agents[task_id]
-        settings = state.settings or SessionSettings()
-        return [
-            # Nothing deeper: a task on a worker delegates no further (docs/engine.md).
-            SettingsChosen(
-                agent=task.owner,
-                settings=msgspec.structs.replace(settings, max_depth=task.depth),
-                source="start",
-            ),
-            AgentStarted(agent=task_id, role=context.role, messages=tuple(context.messages)),
-            _created(task),
-        ]
-    there = mirror.tasks.tasks[task_id]
-    # Pending here and settled there: revived here, once this session had caught up with
-    # its runs (else it is only behind: killed before it heard the task run and end).
-    caught_up = len(task.instances) >= len(there.instances)
-    if there.state in SETTLED and task.state == "pending" and caught_up:
-        return [
-            TaskChanged(
-                agent=task.owner, task=task_id, state="pending", reason="revived", at=now_ms()
-            )
-        ]
-    return []
-
-
-def _created(task: TaskRecord) -> TaskCreated:
-    return TaskCreated(
-        agent=task.owner,
-        task=task.task_id,
-        agent_type=task.agent_type,
-        description=task.description,
-        owner_task=task.owner_task,
-        depth=task.depth,
-        plan_ref=task.plan_ref,
-        write_scope=None if task.write_scope is None else tuple(task.write_scope),
-        resume=task.resume,
-        deadline=task.deadline,
-        round_budget=task.round_budget,
-        token_budget=task.token_budget,
-        at=task.created,
-    )
-
-
-async def _mirror_state(port: TaskPort, mirror: SessionState, task_id: str) -> None:
-    """The task's state here as the worker's records have it (a cancellation here stays)."""
-    there = mirror.tasks.tasks.get(task_id)
-    here = port.state.tasks.get(task_id)
-    if there is None or here is None or here.state == there.state or here.state == "cancelled":
-        return
-    if there.state == "pending" and here.state in SETTLED:
-        return  # its revival written for this run: this session has it already
-    new = len(there.instances) > len(here.instances)  # a run began there: where, too
-    await port.set_state(
-        task_id,
-        there.state,
-        by=task_id,
-        reason=there.reason,
-        instance=there.instances[-1] if new else "",
-        ran_on=there.ran_on if new else None,
-    )
-
-
-def _posted(mail: Mail) -> MessagePosted:
-    return MessagePosted(
-        agent=mail.sender,
-        id=mail.message_id,
-        to=mail.recipient,
-        task=mail.task_id,
-        mail=mail.kind,
-        priority=mail.priority,
-        summary=mail.summary,
-        data=mail.data,
-        requires_ack=mail.requires_ack,
-        in_reply_to=mail.in_reply_to,
-        at=mail.at,
-    )
 
 
 def _statuses(workflow_ids: list[str]) -> dict[str, Any]:

@@ -1,0 +1,109 @@
+"""What passes between a session and the journal of its task on a worker, as records
+(engine/remote.py follows it): the records a run begins with, the task's state and its
+model calls as this session takes them, the mail it passes into the task."""
+
+from __future__ import annotations
+
+import msgspec
+
+from orchestrator.loop.compaction import ContextCompacted
+from orchestrator.messages import Usage
+from orchestrator.state.events import AgentStarted, AssistantReplied, Record
+from orchestrator.state.fold import SessionState
+from orchestrator.state.mailbox import Mail, MessagePosted
+from orchestrator.state.settings import SessionSettings, SettingsChosen
+from orchestrator.state.tasks import SETTLED, TaskChanged, TaskCreated, TaskRecord, now_ms
+from orchestrator.team.port import TaskPort
+
+
+def spent(record: Record) -> tuple[str, Usage, int] | None:
+    """The model, tokens and model calls a record of a task's journal says were spent."""
+    if isinstance(record, AssistantReplied):
+        usage = record.message.usage
+        return (record.model, usage or Usage(), 1)
+    if isinstance(record, ContextCompacted) and record.usage is not None:
+        return (record.model, record.usage, 0)
+    return None
+
+
+def start_records(state: SessionState, mirror: SessionState, task_id: str) -> list[Record]:
+    """What the task's journal in the database needs before a run: the task itself, from
+    this session (its first run), or its revival (a run after it had settled)."""
+    task = state.tasks.tasks[task_id]
+    if task_id not in mirror.tasks.tasks:
+        context = state.agents[task_id]
+        settings = state.settings or SessionSettings()
+        return [
+            # Nothing deeper: a task on a worker delegates no further (docs/engine.md).
+            SettingsChosen(
+                agent=task.owner,
+                settings=msgspec.structs.replace(settings, max_depth=task.depth),
+                source="start",
+            ),
+            AgentStarted(agent=task_id, role=context.role, messages=tuple(context.messages)),
+            created(task),
+        ]
+    there = mirror.tasks.tasks[task_id]
+    # Pending here and settled there: revived here, once this session had caught up with
+    # its runs (else it is only behind: killed before it heard the task run and end).
+    caught_up = len(task.instances) >= len(there.instances)
+    if there.state in SETTLED and task.state == "pending" and caught_up:
+        return [
+            TaskChanged(
+                agent=task.owner, task=task_id, state="pending", reason="revived", at=now_ms()
+            )
+        ]
+    return []
+
+
+def created(task: TaskRecord) -> TaskCreated:
+    return TaskCreated(
+        agent=task.owner,
+        task=task.task_id,
+        agent_type=task.agent_type,
+        description=task.description,
+        owner_task=task.owner_task,
+        depth=task.depth,
+        plan_ref=task.plan_ref,
+        write_scope=None if task.write_scope is None else tuple(task.write_scope),
+        resume=task.resume,
+        deadline=task.deadline,
+        round_budget=task.round_budget,
+        token_budget=task.token_budget,
+        at=task.created,
+    )
+
+
+async def mirror_state(port: TaskPort, mirror: SessionState, task_id: str) -> None:
+    """The task's state here as the worker's records have it (a cancellation here stays)."""
+    there = mirror.tasks.tasks.get(task_id)
+    here = port.state.tasks.get(task_id)
+    if there is None or here is None or here.state == there.state or here.state == "cancelled":
+        return
+    if there.state == "pending" and here.state in SETTLED:
+        return  # its revival written for this run: this session has it already
+    new = len(there.instances) > len(here.instances)  # a run began there: where, too
+    await port.set_state(
+        task_id,
+        there.state,
+        by=task_id,
+        reason=there.reason,
+        instance=there.instances[-1] if new else "",
+        ran_on=there.ran_on if new else None,
+    )
+
+
+def posted(mail: Mail) -> MessagePosted:
+    return MessagePosted(
+        agent=mail.sender,
+        id=mail.message_id,
+        to=mail.recipient,
+        task=mail.task_id,
+        mail=mail.kind,
+        priority=mail.priority,
+        summary=mail.summary,
+        data=mail.data,
+        requires_ack=mail.requires_ack,
+        in_reply_to=mail.in_reply_to,
+        at=mail.at,
+    )
