@@ -4,6 +4,7 @@ do comes back to the session as mail and task states."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -356,11 +357,23 @@ async def test_the_session_killed_while_its_task_works_on_a_worker_resumes_and_f
         str(tmp_path / "cli-sessions"),
     ]
     command = [sys.executable, "-m", "orchestrator"]
+    log = (tmp_path / "main.log").open("ab")
+    tidy = contextlib.closing(log)
     quiet = {
-        "stdout": subprocess.DEVNULL,
-        "stderr": subprocess.DEVNULL,
+        "stdout": log,
+        "stderr": subprocess.STDOUT,
         "stdin": subprocess.DEVNULL,
+        "env": {**os.environ, "PYTHONFAULTHANDLER": "1", "NO_COLOR": "1"},
     }
+    with tidy:
+        await _kill_and_resume(tmp_path, setup, command, flags, quiet)
+    directory = next((tmp_path / "cli-sessions").iterdir())
+    _check_killed_and_resumed(directory, setup)
+
+
+async def _kill_and_resume(
+    tmp_path: Path, setup: Setup, command: list[str], flags: list[str], quiet: dict[str, Any]
+) -> None:
     async with trio.open_nursery() as nursery:
         worker = await start_worker(nursery, setup.url, tmp_path)
         with trio.fail_after(120):
@@ -378,22 +391,39 @@ async def test_the_session_killed_while_its_task_works_on_a_worker_resumes_and_f
             await trio.to_thread.run_sync(
                 (setup.workspace / "gate").write_text, "go\n", abandon_on_cancel=True
             )
-            assert await resumed.wait() == 0
+            with trio.move_on_after(60) as late:
+                assert await resumed.wait() == 0
+            if late.cancelled_caught:
+                resumed.send_signal(signal.SIGABRT)  # its threads' stacks, to main.log
+                await resumed.wait()
+                raise AssertionError((tmp_path / "main.log").read_text()[-6000:])
         await worker.stop()
+    assert [line for line in worker.lines if "task t1: running" in line] == ["task t1: running"]
+
+
+def _check_killed_and_resumed(directory: Path, setup: Setup) -> None:
     state = load_state(directory, warn=pytest.fail)
     assert state.status == "completed"
     assert state.tasks.get("t1").state == "completed"
     assert (setup.workspace / "log").read_text() == "one\n"
     journal = (directory / "journal.jsonl").read_text()
     assert journal.count('"mail":"completed"') == 1
-    assert [line for line in worker.lines if "task t1: running" in line] == ["task t1: running"]
-    verify = await trio.run_process(
-        [*command, "sessions", "verify", directory.name, "--sessions-dir", str(directory.parent)],
-        capture_stdout=True,
-        stderr=subprocess.STDOUT,
+    verify = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "orchestrator",
+            "sessions",
+            "verify",
+            directory.name,
+            "--sessions-dir",
+            str(directory.parent),
+        ],
+        capture_output=True,
+        text=True,
         check=False,
     )
-    assert verify.returncode == 0, verify.stdout
+    assert verify.returncode == 0, verify.stdout + verify.stderr
 
 
 async def test_a_worker_of_another_version_leaves_the_task_and_the_session_says_so(
