@@ -212,12 +212,15 @@ async def recovery(root: Path, url: str, *, beat: float, silent: float) -> Recov
             victim = next(w for w in workers if any("task t1: shell" in x for x in w.lines))
             (survivor,) = (w for w in workers if w is not victim)
             survivor_id = (await survivor.see("takes tasks from")).split()[1]
+            victim_id = (await victim.see("takes tasks from")).split()[1]
             head = (await trio.to_thread.run_sync(store.heads, session_id))[key]
             victim.kill()
             killed = time.perf_counter()
 
             async def detect() -> None:
-                await survivor.see("is silent: its tasks are queued again")
+                # (Its line, not another's: a worker of an earlier run may be found
+                # silent too, one that stopped with a task running.)
+                await survivor.see(f"worker {victim_id} is silent: its tasks are queued again")
                 marks["detected"] = time.perf_counter()
 
             def look() -> tuple[Any, int]:
