@@ -106,7 +106,7 @@ def runner_for(
                 "tasks on workers need a database every worker reaches: --database-url URL "
                 "or [engine] database_url"
             )
-        return dbos_workers(url, model=model, workspace=workspace)
+        return dbos_workers(url, model=model, workspace=workspace, patience=config.engine.patience)
     if not url:
         (directory / ENGINE_DB.parent).mkdir(mode=0o700, exist_ok=True)
         (directory / ENGINE_DB).touch(mode=0o600)  # private, as every file of a session

@@ -79,7 +79,7 @@ class WorkerLog:
     async def emit(self, event: Event, *, durable: bool = False) -> None:
         match event:
             case ToolCallStarted(agent=agent, call=call, ref=ref):
-                print(visible(f"task {agent}: {call.name} ({ref})"), flush=True)
+                print(visible(f"task {agent}: call {call.name} ({ref})"), flush=True)
             case TaskChanged(task=task, state=state, reason=reason):
                 said = f"task {task}: {state}{f' ({reason})' if reason else ''}"
                 print(visible(said), flush=True)

@@ -70,12 +70,17 @@ def dbos_runner(
     return functools.partial(DbosRunner, url=url, max_threads=max_threads, patience=patience)
 
 
-def dbos_workers(url: str, *, model: str, workspace: Path) -> Callable[[trio.Nursery], Runner]:
+def dbos_workers(
+    url: str, *, model: str, workspace: Path, patience: float = 600.0
+) -> Callable[[trio.Nursery], Runner]:
     """`RunSettings.runner` for the dbos engine with its tasks on workers (`orchestrator
     worker` processes on the database at `url`): `model` is the session's model spec,
     which each worker resolves with its own keys, and `workspace` a path every worker
-    reaches (docs/engine.md)."""
+    reaches; `patience`, the seconds an outage of the database is waited for
+    (docs/engine.md)."""
     require_dbos()
     from orchestrator.engine.remote import RemoteRunner
 
-    return functools.partial(RemoteRunner, url=url, model=model, workspace=str(workspace))
+    return functools.partial(
+        RemoteRunner, url=url, model=model, workspace=str(workspace), patience=patience
+    )

@@ -189,10 +189,7 @@ class DbosRunner:
                     _RUNNERS.pop(self._session_id, None)
 
     async def _destroy(self) -> None:
-        if self._db.waiting:  # (it needs no answer of the database: it lets go of it)
-            await trio.to_thread.run_sync(_destroy_unreachable, limiter=self._threads)
-        else:
-            await self._db.call(DBOS.destroy)
+        await destroy(self._db, self._threads)
 
     def _launch(self) -> None:
         config: DBOSConfig = {
@@ -272,6 +269,15 @@ class DbosRunner:
     def _check_idle(self) -> None:
         if not self._runs and not self._finishing:
             self._idle.set()
+
+
+async def destroy(db: Patience, threads: trio.CapacityLimiter) -> None:
+    """DBOS destroyed, through `db` (an engine's patience), or at once while its database
+    cannot be reached (it needs no answer of the database: it lets go of it)."""
+    if db.waiting:
+        await trio.to_thread.run_sync(_destroy_unreachable, limiter=threads)
+    else:
+        await db.call(DBOS.destroy)
 
 
 def _destroy_unreachable() -> None:

@@ -31,14 +31,16 @@ from typing import Any
 import msgspec
 import trio
 from dbos import DBOS, DBOSConfig, EnqueueOptions
+from sqlalchemy.engine import make_url
 
 from orchestrator._version import __version__
-from orchestrator.engine.dbos import OPEN, _number
+from orchestrator.engine.dbos import OPEN, _number, destroy
+from orchestrator.engine.retry import PATIENCE, EngineUnreachable, Patience
 from orchestrator.engine.store import Run, Store
 from orchestrator.engine.task_session import fold, line_of
 from orchestrator.engine.worker import QUEUE, WORKFLOW
 from orchestrator.errors import ConfigError
-from orchestrator.state.events import AgentStarted, Record, record_decoder
+from orchestrator.state.events import AgentStarted, Notice, Record, record_decoder
 from orchestrator.state.fold import SessionState
 from orchestrator.state.mailbox import Mail, MessagePosted
 from orchestrator.state.settings import SessionSettings, SettingsChosen
@@ -70,7 +72,15 @@ class RemoteRunner:
     the session's model spec (a worker makes the model with its own keys); `workspace`
     is the session's workspace, a path every worker must reach."""
 
-    def __init__(self, nursery: trio.Nursery, *, url: str, model: str, workspace: str) -> None:
+    def __init__(
+        self,
+        nursery: trio.Nursery,
+        *,
+        url: str,
+        model: str,
+        workspace: str,
+        patience: float = PATIENCE,
+    ) -> None:
         self._nursery = nursery
         self._url = url
         self._model = model
@@ -81,12 +91,20 @@ class RemoteRunner:
         self._session_id = ""
         self._launched = trio.Event()
         self._idle = trio.Event()
+        self._port: TaskPort | None = None  # to tell the session of an outage
+        # Every call to the database waits while it cannot be reached (engine/retry.py).
+        self._db = Patience(self._tell, seconds=patience, limiter=self._threads)
+
+    async def _tell(self, notice: Notice) -> None:
+        if self._port is not None:
+            await self._port.tell(notice)
 
     def start(self, task_id: str, port: TaskPort) -> None:
         if task_id in self._runs:
             return
         if not self._session_id:
             self._begin_session(port.session_id)
+        self._port = port
         self._runs[task_id] = _Remote(task_id, f"{self._session_id}/{task_id}", port)
         self._idle = trio.Event()
         self._nursery.start_soon(self._run, task_id, port, name=f"task {task_id} (on workers)")
@@ -99,7 +117,7 @@ class RemoteRunner:
                 self._nursery.start_soon(self._cancel, run.workflow_id)
 
     async def _cancel(self, workflow_id: str) -> None:
-        await trio.to_thread.run_sync(self._store.cancel_run, workflow_id, limiter=self._threads)
+        await self._db.call(self._store.cancel_run, workflow_id)
 
     def _begin_session(self, session_id: str) -> None:
         if not session_id:
@@ -108,22 +126,32 @@ class RemoteRunner:
             raise ConfigError("the dbos engine runs one session at a time in a process")
         self._session_id = session_id
         _RUNNERS.append(self)
+        self._nursery.start_soon(self._db.run, name="dbos engine's notices")
         self._nursery.start_soon(self._engine, name="dbos engine (workers)")
         self._nursery.start_soon(self._follow, name="tasks on workers")
 
     async def _engine(self) -> None:
-        try:
-            await trio.to_thread.run_sync(self._launch, limiter=self._threads)
-            self._launched.set()
-            await trio.sleep_forever()
-        finally:
-            with trio.CancelScope(shield=True):
-                if self._runs:
-                    await self._idle.wait()
-                if self._launched.is_set():
-                    await trio.to_thread.run_sync(DBOS.destroy, limiter=self._threads)
-                self._store.close()
-                _RUNNERS.remove(self)
+        """DBOS, launched for the team's life (to put tasks on the queue and read their
+        workflows' states); destroyed once no run is left."""
+        with self._db.watch_dbos():  # DBOS's own waits for its database are told too
+            try:
+                try:
+                    await self._db.call(self._launch)
+                except EngineUnreachable:
+                    raise
+                except Exception as exc:
+                    where = make_url(self._url).render_as_string(hide_password=True)
+                    raise ConfigError(f"the dbos engine could not start on {where}: {exc}") from exc
+                self._launched.set()
+                await trio.sleep_forever()
+            finally:
+                with trio.CancelScope(shield=True):
+                    if self._runs:
+                        await self._idle.wait()
+                    if self._launched.is_set():
+                        await destroy(self._db, self._threads)
+                    self._store.close()
+                    _RUNNERS.remove(self)
 
     def _launch(self) -> None:
         config: DBOSConfig = {
@@ -138,7 +166,7 @@ class RemoteRunner:
         DBOS.launch()
 
     async def _thread(self, call: Any, *args: Any) -> Any:
-        return await trio.to_thread.run_sync(call, *args, limiter=self._threads)
+        return await self._db.call(call, *args)
 
     async def _run(self, task_id: str, port: TaskPort) -> None:
         run = self._runs[task_id]
@@ -261,7 +289,10 @@ def _start_records(state: SessionState, mirror: SessionState, task_id: str) -> l
             _created(task),
         ]
     there = mirror.tasks.tasks[task_id]
-    if there.state in SETTLED and task.state == "pending":
+    # Pending here and settled there: revived here, once this session had caught up with
+    # its runs (else it is only behind: killed before it heard the task run and end).
+    caught_up = len(task.instances) >= len(there.instances)
+    if there.state in SETTLED and task.state == "pending" and caught_up:
         return [
             TaskChanged(
                 agent=task.owner, task=task_id, state="pending", reason="revived", at=now_ms()

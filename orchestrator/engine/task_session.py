@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 import trio
 
+from orchestrator.engine.retry import Patience
 from orchestrator.engine.store import Store
 from orchestrator.errors import JournalCorrupt
 from orchestrator.state.events import Event, Record, record_decoder
@@ -25,22 +26,20 @@ from orchestrator.store._line import encode, line_fault
 class TaskSession:
     """The session of remote task `key` (`<session id>/<task id>`) in `store`."""
 
-    def __init__(
-        self, store: Store, key: str, state: SessionState, threads: trio.CapacityLimiter
-    ) -> None:
+    def __init__(self, store: Store, key: str, state: SessionState, db: Patience) -> None:
         self.state = state
         self.key = key
         self._store = store
-        self._threads = threads
+        self._db = db  # its writes wait while the database cannot be reached
         self._waiting: list[tuple[int, bytes]] = []  # encoded, folded, not yet written
         self._written = state.seq
         self._writing = trio.Lock()
 
     @classmethod
-    async def load(cls, store: Store, key: str, threads: trio.CapacityLimiter) -> TaskSession:
+    async def load(cls, store: Store, key: str, db: Patience) -> TaskSession:
         """The task's session as its records in `store` leave it."""
-        rows = await trio.to_thread.run_sync(store.records, key, limiter=threads)
-        return cls(store, key, fold(key, rows), threads)
+        rows = await db.call(store.records, key)
+        return cls(store, key, fold(key, rows), db)
 
     async def emit(self, event: Event, *, durable: bool = False) -> None:
         """Write the event's record, then return (it is folded at once, in order)."""
@@ -68,9 +67,7 @@ class TaskSession:
                 return
             batch, self._waiting = self._waiting, []
             with trio.CancelScope(shield=True):  # records folded are records written
-                await trio.to_thread.run_sync(
-                    self._store.append, self.key, batch, limiter=self._threads
-                )
+                await self._db.call(self._store.append, self.key, batch)
             self._written = batch[-1][0]
 
 

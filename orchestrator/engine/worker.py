@@ -18,6 +18,7 @@ on from its records).
 from __future__ import annotations
 
 import functools
+import math
 import os
 import socket
 import threading
@@ -30,10 +31,12 @@ import trio
 from dbos import DBOS, DBOSConfig
 
 from orchestrator._version import __version__
+from orchestrator.engine.dbos import destroy
+from orchestrator.engine.retry import Patience
 from orchestrator.engine.store import Run, Store, now_ms
 from orchestrator.engine.task_session import TaskSession
 from orchestrator.errors import ConfigError, OrchestratorError
-from orchestrator.state.events import EventSink, FanOut
+from orchestrator.state.events import EventSink, FanOut, Notice
 from orchestrator.state.fold import SessionState
 from orchestrator.state.mailbox import MessagePosted
 from orchestrator.state.tasks import SETTLED, RanOn
@@ -96,6 +99,7 @@ class Worker:
         silent: float = 30.0,
         ui: EventSink | None = None,
         say: Callable[[str], None] = print,
+        patience: float = math.inf,
     ) -> None:
         self.url = url
         self.id = worker_id()
@@ -110,6 +114,9 @@ class Worker:
         self._threads = trio.CapacityLimiter(8)
         self.stopping = False
         self.running: set[str] = set()  # the workflows of the tasks it runs
+        # Every call to the database waits while it cannot be reached (engine/retry.py):
+        # by default as long as it takes (a worker has nobody to hand its work back to).
+        self._db = Patience(self._tell, seconds=patience, limiter=self._threads)
         self._teams: dict[str, _Running] = {}  # of those, the ones whose team runs
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -118,25 +125,30 @@ class Worker:
             raise ConfigError("a process runs one worker")
         _SERVING.append(self)
         try:
-            await self._thread(self._launch)
-            try:
-                await self._thread(self._store.beat, self.id, __version__, os.getpid())
-                self._say(
-                    f"worker {self.id} (version {__version__}) takes tasks from {self._where()}"
-                )
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(self._keep_beating)
-                    nursery.start_soon(self._poll)
-                    task_status.started()
-                    await trio.sleep_forever()
-            except BaseException:
-                self.stopping = True
-                raise
-            finally:
-                with trio.CancelScope(shield=True):
-                    await self._stop()
+            async with trio.open_nursery() as notices:
+                notices.start_soon(self._db.run)
+                with self._db.watch_dbos():
+                    await self._serve(task_status)
+                notices.cancel_scope.cancel()
         finally:
             _SERVING.clear()
+
+    async def _serve(self, task_status: trio.TaskStatus[None]) -> None:
+        await self._thread(self._launch)
+        try:
+            await self._thread(self._store.beat, self.id, __version__, os.getpid())
+            self._say(f"worker {self.id} (version {__version__}) takes tasks from {self._where()}")
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._keep_beating)
+                nursery.start_soon(self._poll)
+                task_status.started()
+                await trio.sleep_forever()
+        except BaseException:
+            self.stopping = True
+            raise
+        finally:
+            with trio.CancelScope(shield=True):
+                await self._stop()
 
     async def _stop(self) -> None:
         """Stopped with no task running: said so in the database (nobody takes anything
@@ -150,7 +162,7 @@ class Worker:
             )
             return
         await self._thread(self._store.beat, self.id, __version__, os.getpid(), stopped=True)
-        await self._thread(DBOS.destroy)
+        await destroy(self._db, self._threads)
         self._store.close()
 
     def _where(self) -> str:
@@ -162,7 +174,10 @@ class Worker:
         def bound() -> object:
             return call(*args, **kwargs)
 
-        return await trio.to_thread.run_sync(bound, limiter=self._threads)
+        return await self._db.call(bound)
+
+    async def _tell(self, notice: Notice) -> None:
+        self._say(f"worker {self.id}: {notice.message}")
 
     def _launch(self) -> None:
         config: DBOSConfig = {
@@ -219,7 +234,7 @@ class Worker:
             self.running.discard(workflow_id)
 
     async def _work(self, run: Run) -> str:
-        session = await TaskSession.load(self._store, run.task, self._threads)
+        session = await TaskSession.load(self._store, run.task, self._db)
         task_id = run.task.rsplit("/", 1)[1]
         settings = await self._settings_for(run, session.state)
         sink: EventSink = session if self._ui is None else FanOut([session, self._ui])

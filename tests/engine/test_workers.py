@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -119,7 +121,7 @@ async def test_tasks_run_on_a_worker_and_report_back(tmp_path: Path) -> None:
     store = Store(setup.url)
     assert any(b'"write_file"' in line for _, line in store.records(f"{setup.session_id}/t1"))
     store.close()
-    assert any("task t1: write_file" in line for line in worker.lines)
+    assert any("task t1: call write_file" in line for line in worker.lines)
 
 
 @pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGINT], ids=["kill", "ctrl-c"])
@@ -290,3 +292,81 @@ async def test_a_task_cancelled_before_a_worker_took_it_never_runs(tmp_path: Pat
     assert load_state(setup.directory, warn=pytest.fail).tasks.get("t1").state == "cancelled"
     assert not [line for line in worker.lines if "task t1" in line]
     assert not (setup.workspace / "late").exists()
+
+
+async def test_the_session_killed_while_its_task_works_on_a_worker_resumes_and_follows_it(
+    tmp_path: Path,
+) -> None:
+    """The main process SIGKILLed while a worker runs its task: the task goes on there;
+    the resumed session finds its workflow still open, follows it, and gets its news
+    once; nothing is run twice."""
+    script = {
+        "agents": {
+            "main": main_script(call("delegate", description="gated", prompt="wait for the gate")),
+            "t1": [
+                {
+                    "tool_calls": [
+                        call("shell", command="echo one >> log; echo x > ready; cat gate")
+                    ]
+                },
+                {"tool_calls": [call("complete", summary="through the gate")]},
+            ],
+        }
+    }
+    setup = Setup(tmp_path, script)
+    for fifo in ("ready", "gate"):
+        os.mkfifo(setup.workspace / fifo)
+    flags = [
+        "-m",
+        f"scripted:{setup.script_file}",
+        "-w",
+        str(setup.workspace),
+        "--yes",
+        "--plain",
+        "--engine",
+        "dbos",
+        "--workers",
+        "--database-url",
+        setup.url,
+        "--sessions-dir",
+        str(tmp_path / "cli-sessions"),
+    ]
+    command = [sys.executable, "-m", "orchestrator"]
+    quiet = {
+        "stdout": subprocess.DEVNULL,
+        "stderr": subprocess.DEVNULL,
+        "stdin": subprocess.DEVNULL,
+    }
+    async with trio.open_nursery() as nursery:
+        worker = await start_worker(nursery, setup.url, tmp_path)
+        with trio.fail_after(120):
+            main = await trio.lowlevel.open_process([*command, "run", "go", *flags], **quiet)
+            await trio.to_thread.run_sync(
+                (setup.workspace / "ready").read_text, abandon_on_cancel=True
+            )
+            main.send_signal(signal.SIGKILL)
+            await main.wait()
+            (directory,) = (tmp_path / "cli-sessions").iterdir()
+            resumed = await trio.lowlevel.open_process(
+                [*command, "resume", directory.name, *flags[4:]], **quiet
+            )
+            # The resumed session follows the open workflow; then the gate opens.
+            await trio.to_thread.run_sync(
+                (setup.workspace / "gate").write_text, "go\n", abandon_on_cancel=True
+            )
+            assert await resumed.wait() == 0
+        await worker.stop()
+    state = load_state(directory, warn=pytest.fail)
+    assert state.status == "completed"
+    assert state.tasks.get("t1").state == "completed"
+    assert (setup.workspace / "log").read_text() == "one\n"
+    journal = (directory / "journal.jsonl").read_text()
+    assert journal.count('"mail":"completed"') == 1
+    assert [line for line in worker.lines if "task t1: running" in line] == ["task t1: running"]
+    verify = await trio.run_process(
+        [*command, "sessions", "verify", directory.name, "--sessions-dir", str(directory.parent)],
+        capture_stdout=True,
+        stderr=subprocess.STDOUT,
+        check=False,
+    )
+    assert verify.returncode == 0, verify.stdout

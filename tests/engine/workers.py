@@ -48,6 +48,9 @@ class WorkerProcess:
                 )
             await self._changed.wait()
 
+    def count(self, text: str) -> int:
+        return sum(text in line for line in self.lines)
+
     def kill(self) -> None:
         self.process.send_signal(signal.SIGKILL)
 
@@ -91,3 +94,16 @@ async def start_worker(
     worker = WorkerProcess(process, tmp / f"{name}.log")
     nursery.start_soon(worker.read)
     return worker
+
+
+async def printed(workers: list[WorkerProcess], text: str, times: int) -> None:
+    """Return once the workers have printed lines holding `text` `times` times in all."""
+    while sum(w.count(text) for w in workers) < times:
+        async with trio.open_nursery() as nursery:
+            for worker in workers:
+                nursery.start_soon(_then_cancel, worker._changed, nursery.cancel_scope)
+
+
+async def _then_cancel(event: trio.Event, scope: trio.CancelScope) -> None:
+    await event.wait()
+    scope.cancel()
