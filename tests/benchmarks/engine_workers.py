@@ -209,7 +209,7 @@ async def recovery(root: Path, url: str, *, beat: float, silent: float) -> Recov
             nursery.start_soon(session)
             # Its shell call has begun (journaled before it began): on which worker?
             await trio.to_thread.run_sync((space / "ready").read_text, abandon_on_cancel=True)
-            victim = next(w for w in workers if any("task t1: shell" in x for x in w.lines))
+            victim = next(w for w in workers if any("task t1: call shell" in x for x in w.lines))
             (survivor,) = (w for w in workers if w is not victim)
             survivor_id = (await survivor.see("takes tasks from")).split()[1]
             victim_id = (await victim.see("takes tasks from")).split()[1]
