@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 import trio
 from dbos import DBOS, DBOSConfig, SetWorkflowID, WorkflowHandle
+from dbos._core import WorkflowHandlePolling
 from sqlalchemy.engine import make_url
 
 from orchestrator._version import __version__
@@ -48,6 +49,8 @@ LOOP_STEP = "orchestrator.task_loop"
 OPEN = ("PENDING", "ENQUEUED", "DELAYED")  # a workflow's states before it has ended
 FINISH_WAIT = 10.0  # seconds a run waits, once its loop ended, for the workflow's record
 # (while the database answers: an outage adds up to the engine's patience)
+SQLITE_POLL = 0.1  # seconds between DBOS's looks for notifications on SQLite (its default,
+# 1 s, is how long its close may wait for the poller; the engine uses no notifications)
 
 # The runners by session id: DBOS calls a workflow by its name with its recorded
 # arguments only, so the step finds the live session's runner here.
@@ -79,8 +82,17 @@ class _Run:
     begun: trio.Event = field(default_factory=trio.Event)  # the step has called in
     ended: trio.Event = field(default_factory=trio.Event)  # the loop has returned
     outcome: str = "stopped"
-    # Its wait for the workflow's end, after the loop's: through the team's end too.
-    finishing: trio.CancelScope = field(default_factory=lambda: trio.CancelScope(shield=True))
+
+
+@dataclass
+class _Finish:
+    """A task's workflow whose loop has ended, its end not recorded yet: the task has
+    ended (its scheduler told), and this is waited for only before the task's next
+    workflow starts, and when the engine closes."""
+
+    # The wait, through the team's end too (bounded then by FINISH_WAIT).
+    scope: trio.CancelScope = field(default_factory=lambda: trio.CancelScope(shield=True))
+    done: trio.Event = field(default_factory=trio.Event)
 
 
 class DbosRunner:
@@ -98,6 +110,8 @@ class DbosRunner:
         self._url = url
         self._max_threads = max_threads
         self._runs: dict[str, _Run] = {}
+        self._finishing: dict[str, _Finish] = {}
+        self._closing = float("inf")  # from the engine's close: FINISH_WAIT more at most
         self._threads = trio.CapacityLimiter(8)  # apart from trio's, which the journal uses
         # Every call to DBOS goes through it: it waits while the database is unreachable.
         self._db = Patience(self._tell, seconds=patience, limiter=self._threads)
@@ -165,10 +179,10 @@ class DbosRunner:
                     # The team ends (its work done, or Ctrl+C): a run waits for its
                     # workflow's end FINISH_WAIT more at most, outage or not (a resume
                     # finishes a workflow left open).
-                    for run in self._runs.values():
-                        until = trio.current_time() + FINISH_WAIT
-                        run.finishing.deadline = min(run.finishing.deadline, until)
-                    if self._runs:
+                    self._closing = trio.current_time() + FINISH_WAIT
+                    for finish in self._finishing.values():
+                        finish.scope.deadline = min(finish.scope.deadline, self._closing)
+                    if self._runs or self._finishing:
                         await self._idle.wait()
                     if self._launched.is_set():
                         await self._destroy()
@@ -191,6 +205,8 @@ class DbosRunner:
             "log_level": "WARNING",
             "console_log_level": "ERROR",  # its waits for the database: notices (retry.py)
         }
+        if self._url.startswith("sqlite"):
+            config["notification_listener_polling_interval_sec"] = SQLITE_POLL
         DBOS(config=config)
         DBOS.launch()
 
@@ -199,32 +215,60 @@ class DbosRunner:
         handle: WorkflowHandle[str] | None = None
         try:
             await self._launched.wait()
-            # Its id first, so that the step, which may call in at once, is known as its.
-            run.workflow_id, resume = await self._db.call(_next_workflow, self._session_id, task_id)
-            handle = await self._db.call(_begin, self._session_id, task_id, run.workflow_id, resume)
+            earlier = self._finishing.get(task_id)
+            if earlier is not None:
+                await earlier.done.wait()  # its last workflow's end recorded first
+            handle = await self._begin_run(task_id, port, run)
             with run.waiting:
                 await run.begun.wait()  # at once for a new workflow; a recovered one is queued
             await work_task(port, task_id, run.scope, where=self.where)
             run.outcome = queries.task(port.state, task_id).state
         finally:
             run.ended.set()
-            gave_up: EngineUnreachable | None = None
-            if handle is not None:
-                # Its end recorded before the task may start again (a new workflow).
-                # (An error of the workflow is no news: the journal holds the outcome.)
-                with run.finishing:
-                    try:
-                        await self._db.call(handle.get_result, bound=FINISH_WAIT)
-                    except EngineUnreachable as exc:
-                        gave_up = exc
-                    except Exception:
-                        pass
             del self._runs[task_id]
-            if not self._runs:
-                self._idle.set()
+            if handle is not None:
+                # The task has ended; its workflow's end is recorded behind it.
+                finish = self._finishing[task_id] = _Finish()
+                finish.scope.deadline = self._closing
+                self._nursery.start_soon(self._finish, task_id, handle, finish)
+            self._check_idle()
             await port.task_ended(task_id)
-            if gave_up is not None:
-                raise gave_up
+
+    async def _begin_run(self, task_id: str, port: TaskPort, run: _Run) -> WorkflowHandle[str]:
+        """The task's workflow started (or re-entered), its id in `run` before its step
+        may call in. A task that never ran (no instance in the journal) is started as
+        its first workflow without a look at the database: DBOS starts nothing for an id
+        it has recorded (a process killed between the workflow's start and the task's,
+        a task cancelled before its step called in), and then the look decides."""
+        if not queries.task(port.state, task_id).instances:
+            run.workflow_id = f"{self._session_id}/{task_id}"
+            handle = await self._db.call(_begin, self._session_id, task_id, run.workflow_id, False)
+            if not isinstance(handle, WorkflowHandlePolling):
+                return handle
+        run.workflow_id, resume = await self._db.call(_next_workflow, self._session_id, task_id)
+        return await self._db.call(_begin, self._session_id, task_id, run.workflow_id, resume)
+
+    async def _finish(self, task_id: str, handle: WorkflowHandle[str], finish: _Finish) -> None:
+        """Wait for the workflow's recorded end. (An error of the workflow is no news: the
+        journal holds the outcome.) The database unreachable past the engine's patience
+        ends the team, as any call to DBOS does."""
+        try:
+            with finish.scope:
+                try:
+                    await self._db.call(handle.get_result, bound=FINISH_WAIT)
+                except EngineUnreachable:
+                    raise
+                except Exception:
+                    pass
+        finally:
+            finish.done.set()
+            if self._finishing.get(task_id) is finish:
+                del self._finishing[task_id]
+            self._check_idle()
+
+    def _check_idle(self) -> None:
+        if not self._runs and not self._finishing:
+            self._idle.set()
 
 
 async def destroy(db: Patience, threads: trio.CapacityLimiter) -> None:

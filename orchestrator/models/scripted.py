@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import orjson
+import trio
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from orchestrator.errors import ScriptError
@@ -65,6 +66,9 @@ class Script(BaseModel):
     version: Literal[1] = 1
     description: str = ""
     window: ScriptedWindow | None = None
+    latency: float = Field(default=0.0, ge=0.0, le=60.0)
+    """Seconds each reply waits before it comes (on trio), to stand for a real model's
+    time: so that a benchmark's subagents on workers take their time too."""
     agents: dict[str, tuple[ScriptedReply, ...]]
 
 
@@ -135,6 +139,8 @@ class ScriptedModel:
 
     async def _reply_for(self, request: ModelRequest) -> ScriptedReply:
         if isinstance(self._script, Script):
+            if self._script.latency:
+                await trio.sleep(self._script.latency)
             return self._scripted_reply(self._script, request)
         produced = self._script(request)
         if inspect.isawaitable(produced):

@@ -1,9 +1,11 @@
 """What the dbos engine costs (issue 26, "Measure"): its overhead per delegated task
 against the local runner, on SQLite and on Postgres, and W3 with a model that takes its
-time, on each engine, all in this one process.
+time, on each engine, in this one process and with its subagents on worker processes,
+and the time a task takes to go on after its worker is killed.
 
     .venv/bin/python tests/benchmarks/bench_engine.py [--quick] [--runs N]
         [--tasks N1 N2] [--w3 N] [--latency S] [--no-postgres] [--workers 1 2]
+        [--concurrency N] [--silent 30 3] [--recovery-runs N] [--parts ...]
 
 Every run is a real session on disk (`create_session` / `open_session` / `drive`, the
 journal's `batch` policy), driven by a scripted model (a Python responder). Subagents
@@ -32,16 +34,30 @@ without Postgres skips it, saying why.
   each running task holds one of DBOS's threads) and with the cap at N. The wall time
   against the floor (6 calls of the latency: 5 rounds and the main agent's delegating
   reply) and against `local`'s, in one run each (`--runs` for W3 too in a full run).
-- **Workers** (`--workers 1 2`): W3 with the tasks run by worker processes on Postgres
-  is where `w3_on_workers` stands; there are no workers yet (issue 26, Build 6), so it
-  says so and measures nothing.
+- **W3 on workers** (`--workers 1 2`): the same W3 session with its subagents on 1 and
+  2 `orchestrator worker` processes (engine_workers.py; `--concurrency`, W3's N by
+  default) on Postgres (a database of their own), next to the session with its
+  subagents in this process (`local`). A worker makes its model from the session's model
+  spec, a script file whose `latency` makes each reply wait as `Work`'s does here, and
+  knows only the built-in agent types: these subagents are `explorer`s reading a file
+  of 200 bytes each round (`local` too, so the two compare). The workers' CPU during the
+  session is printed beside this process's. Without Postgres, on a SQLite file.
+- **Recovery** (`--silent 30 3`): two workers (`--silent S --beat S/6`, as the CLI's
+  defaults 30 and 5), a session's one task in a long shell call on one of them, which is
+  killed (SIGKILL); the seconds from the kill to the other worker saying it is silent,
+  to the task's workflow queued again and taken by the other (DBOS's record, polled every
+  10 ms), and to the task's next record in the database.
 
-`--quick` (under a minute): N1, N2 = 2, 8, 3 runs, W3 at 50 subagents, once.
+`--parts` runs some of `overhead w3 workers recovery` only.
+`--quick` (under two minutes): N1, N2 = 2, 8, 3 runs, W3 at 50 subagents, once;
+recovery at `--silent 3` only.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
+import math
 import os
 import platform
 import shutil
@@ -73,6 +89,7 @@ from orchestrator.team.port import Runner  # noqa: E402
 from orchestrator.team.queries import MAIN  # noqa: E402
 from orchestrator.team.subagent import InProcessRunner  # noqa: E402
 from orchestrator.tools import PermissionPolicy, ToolRegistry, approve_all  # noqa: E402
+from tests.benchmarks import engine_workers  # noqa: E402
 from tests.benchmarks.bench_team import DEFINITIONS, Fixed  # noqa: E402
 from tests.engine import postgres  # noqa: E402
 
@@ -110,9 +127,16 @@ class Work:
     which calls `complete`. Every call is answered after `latency` seconds."""
 
     def __init__(
-        self, tasks: int, *, rounds: int = 1, shape: str = "parallel", latency: float = 0.0
+        self,
+        tasks: int,
+        *,
+        rounds: int = 1,
+        shape: str = "parallel",
+        latency: float = 0.0,
+        files: bool = False,
     ):
         self.tasks, self.rounds, self.shape, self.latency = tasks, rounds, shape, latency
+        self.files = files  # subagents of type `explorer` reading files, as on workers
         self.marks: list[tuple[float, float]] = []  # at the main agent's first and last call
 
     async def __call__(self, request: ModelRequest) -> ScriptedReply:
@@ -122,6 +146,8 @@ class Work:
             await trio.sleep(self.latency)
         if request.agent != MAIN:
             if request.step < self.rounds - 1:
+                if self.files:
+                    return _reply(**engine_workers.read_round(request.step))
                 return _reply("fixed", n=request.step)
             return _reply("complete", summary=f"{request.agent} done")
         if self.shape == "serial":
@@ -131,7 +157,8 @@ class Work:
                 return ScriptedReply(tool_calls=(_delegate(request.step // 2),))
             return ScriptedReply(text="all done")
         if request.step == 0:
-            return ScriptedReply(tool_calls=tuple(_delegate(i) for i in range(self.tasks)))
+            kind = engine_workers.AGENT_TYPE if self.files else "bench"
+            return ScriptedReply(tool_calls=tuple(_delegate(i, kind) for i in range(self.tasks)))
         if request.step == 1:
             return _reply("wait_tasks", timeout=600)
         return ScriptedReply(text="all done")
@@ -142,18 +169,19 @@ class Work:
         return 2 * self.tasks if self.shape == "serial" else 2
 
 
-def _delegate(i: int) -> ScriptedCall:
+def _delegate(i: int, agent_type: str = "bench") -> ScriptedCall:
     arguments = {
         "description": f"job {i}",
         "prompt": "go",
-        "agent_type": "bench",
+        "agent_type": agent_type,
         "write_scope": [],
     }
     return ScriptedCall(name="delegate", arguments=arguments)
 
 
-def _reply(name: str, **arguments: Any) -> ScriptedReply:
-    return ScriptedReply(tool_calls=(ScriptedCall(name=name, arguments=arguments),))
+def _reply(name: str, arguments: dict[str, Any] | None = None, **more: Any) -> ScriptedReply:
+    call = ScriptedCall(name=name, arguments={**(arguments or {}), **more})
+    return ScriptedReply(tool_calls=(call,))
 
 
 @dataclass(frozen=True)
@@ -283,14 +311,97 @@ def w3(engines: list[Engine], tasks: int, latency: float, runs: int) -> None:
         )
 
 
-def w3_on_workers(workers: int) -> None:
-    """W3 with the session in this process and its tasks run by `workers` worker
-    processes on Postgres. Not measurable yet: there is no `orchestrator worker` (issue
-    26, Build 6). When there is, start `workers` processes (`orchestrator worker --engine
-    dbos --database-url URL`) on the Postgres of this run before the session, drive the
-    same W3 session with the engine's queue, and report the wall time against the
-    in-process run's; stop the workers after."""
-    print(f"  on {workers} worker process(es): not measured yet (no `orchestrator worker`)")
+def w3_on_workers(
+    url: str, counts: list[int], tasks: int, latency: float, runs: int, concurrency: int
+) -> None:
+    """W3 with the session in this process and its subagents on 1, 2... worker processes
+    (`orchestrator worker --concurrency N` on the database at `url`), next to the same
+    session with its subagents in this process (`local`): the subagents of the built-in
+    `explorer` type, each round a file read (engine_workers.py), the runs interleaved."""
+    floor = (W3_ROUNDS + 1) * latency
+    print(
+        f"\nW3 on workers: {tasks} subagents (explorer, reading a file each round) x "
+        f"{W3_ROUNDS} rounds, {latency * 1000:.0f} ms per model call (floor {floor:.2f} s), "
+        f"workers at --concurrency {concurrency}; median of {runs}; s from the main "
+        f"agent's first model call to its last"
+    )
+    times: dict[int, list[tuple[Times, float]]] = {}
+    for _ in range(runs):
+        for count in [0, *counts]:
+            times.setdefault(count, []).append(_on_workers(url, count, tasks, latency, concurrency))
+    local = statistics.median(t.work for t, _ in times[0])
+    for count, mine in times.items():
+        wall = statistics.median(t.work for t, _ in mine)
+        cpu = statistics.median(t.work_cpu for t, _ in mine)
+        workers_cpu = statistics.median(c for _, c in mine)
+        label = "local (in process)" if not count else f"on {count} worker(s)"
+        print(
+            f"  {label:<20} {wall:6.2f} s (CPU {cpu:5.2f} s here, {workers_cpu:5.2f} s in "
+            f"the workers), / floor {wall / floor:5.2f}, / local {wall / local:5.2f}; runs "
+            f"{', '.join(f'{t.work:.2f}' for t, _ in mine)}"
+        )
+
+
+def _on_workers(
+    url: str, count: int, tasks: int, latency: float, concurrency: int
+) -> tuple[Times, float]:
+    root = Path(tempfile.mkdtemp(prefix="bench-workers-"))
+    work = Work(tasks, rounds=W3_ROUNDS, latency=latency, files=True)
+    try:
+        ended, workers_cpu = trio.run(
+            functools.partial(
+                engine_workers.w3_session,
+                root,
+                url,
+                count,
+                work,
+                tasks=tasks,
+                rounds=W3_ROUNDS,
+                latency=latency,
+                concurrency=concurrency,
+            )
+        )
+    finally:
+        shutil.rmtree(root)
+    (first, first_cpu), (last, last_cpu) = work.marks
+    return Times(work=last - first, work_cpu=last_cpu - first_cpu, end=ended - last), workers_cpu
+
+
+def recovery(url: str, silents: list[float], runs: int) -> None:
+    """The time a task takes to go on after its worker is killed, for each `--silent`
+    (the workers beating every sixth of it, as the CLI's defaults do: 5 s and 30 s)."""
+    print(
+        "\nRecovery: two workers, a task's shell call running on one, which is killed "
+        "(SIGKILL); s from the kill to ..."
+    )
+    for silent in silents:
+        beat = silent / 6
+        found = []
+        for _ in range(runs):
+            root = Path(tempfile.mkdtemp(prefix="bench-recovery-"))
+            try:
+                found.append(
+                    trio.run(
+                        functools.partial(
+                            engine_workers.recovery, root, url, beat=beat, silent=silent
+                        )
+                    )
+                )
+            finally:
+                shutil.rmtree(root)
+        parts = ", ".join(
+            f"{name} {_seen(statistics.median(getattr(r, name) for r in found))}"
+            for name in engine_workers.Recovery.__annotations__
+        )
+        each = "; ".join(f"{r.record:.2f}" for r in found)
+        print(
+            f"  --silent {silent:g} --beat {beat:g}: {parts} (median of {runs}; the "
+            f"task's next record after {each})"
+        )
+
+
+def _seen(seconds: float) -> str:
+    return "not seen" if math.isnan(seconds) else f"{seconds:.2f}"
 
 
 # --- main -------------------------------------------------------------------------------
@@ -321,18 +432,27 @@ def _engines(stack: ExitStack, use_postgres: bool) -> Iterator[Engine]:
     yield Engine("postgres", server.rsplit("/", 1)[0] + "/orchestrator_bench")  # DBOS makes it
 
 
+PARTS = ("overhead", "w3", "workers", "recovery")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--quick", action="store_true", help="small sizes, under a minute")
+    parser.add_argument("--quick", action="store_true", help="small sizes, under two minutes")
+    parser.add_argument("--parts", nargs="+", choices=PARTS, default=PARTS, help="(all)")
     parser.add_argument("--runs", type=int, help="runs per engine and size (5; --quick 3)")
     parser.add_argument("--tasks", type=int, nargs=2, metavar=("N1", "N2"), help="(10 50)")
     parser.add_argument("--w3", type=int, metavar="N", help="W3's subagents (1000; --quick 50)")
     parser.add_argument("--w3-runs", type=int, help="W3's runs per engine (3; --quick 1)")
     parser.add_argument("--latency", type=float, default=0.05, help="W3's seconds per model call")
     parser.add_argument("--no-postgres", action="store_true")
-    parser.add_argument("--workers", type=int, nargs="*", default=[1, 2], help="(not built)")
+    parser.add_argument("--workers", type=int, nargs="*", default=[1, 2], help="(1 2)")
+    parser.add_argument("--concurrency", type=int, help="each worker's (default: W3's N)")
+    parser.add_argument(
+        "--silent", type=float, nargs="*", help="recovery's worker --silent (30 3; --quick 3)"
+    )
+    parser.add_argument("--recovery-runs", type=int, default=1, help="(1)")
     args = parser.parse_args(argv)
     try:
         require_dbos()
@@ -340,18 +460,31 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(str(exc))
     low, high = args.tasks or ((2, 8) if args.quick else (10, 50))
     runs = args.runs or (3 if args.quick else 5)
+    tasks = args.w3 or (50 if args.quick else 1000)
+    w3_runs = args.w3_runs or (1 if args.quick else 3)
+    silents = args.silent if args.silent is not None else ([3.0] if args.quick else [30.0, 3.0])
+    # The workers are other processes: they import this worktree's package too.
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
+    )
     print(_machine())
     with ExitStack() as stack:
         engines = list(_engines(stack, not args.no_postgres))
-        overhead(engines, (low, high), runs)
-        w3(
-            engines,
-            args.w3 or (50 if args.quick else 1000),
-            args.latency,
-            args.w3_runs or (1 if args.quick else 3),
-        )
-        for workers in args.workers:
-            w3_on_workers(workers)
+        if "overhead" in args.parts:
+            overhead(engines, (low, high), runs)
+        if "w3" in args.parts:
+            w3(engines, tasks, args.latency, w3_runs)
+        # Workers on Postgres, a database of their own; on SQLite (a file here) without it.
+        if engines[-1].kind == "postgres":
+            url = engines[-1].url.rsplit("/", 1)[0] + "/orchestrator_workers"
+        else:
+            url = sqlite_url(Path(stack.enter_context(tempfile.TemporaryDirectory())) / "w.sqlite")
+            print(f"\nworkers: on SQLite ({url}), not the issue's Postgres")
+        if "workers" in args.parts and args.workers:
+            concurrency = args.concurrency or tasks
+            w3_on_workers(url, args.workers, tasks, args.latency, w3_runs, concurrency)
+        if "recovery" in args.parts and silents:
+            recovery(url, silents, args.recovery_runs)
     print(f"\nload average at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 

@@ -14,19 +14,22 @@ pytest.importorskip("dbos")
 
 from tests.benchmarks import bench_engine
 
+WORKERS = ["--workers", "1", "--silent", "1"]  # on SQLite, without Postgres
 SMALLEST = ["--tasks", "1", "2", "--runs", "1", "--w3", "3", "--w3-runs", "1", "--latency", "0.01"]
 
 
 def test_the_engine_benchmark_runs() -> None:
     out = subprocess.run(
-        [sys.executable, bench_engine.__file__, *SMALLEST, "--no-postgres", "--workers", "1"],
+        [sys.executable, bench_engine.__file__, *SMALLEST, "--no-postgres", *WORKERS],
         capture_output=True,
         text=True,
         check=True,
-        timeout=120,
+        timeout=180,
     ).stdout
     assert "postgres: skipped (--no-postgres)" in out
     for shape in bench_engine.SHAPES:
         assert f"{shape:<8} sqlite   overhead" in out
     assert "sqlite (cap 3)" in out
-    assert "on 1 worker process(es): not measured yet" in out
+    assert "local (in process)" in out
+    assert "on 1 worker(s)" in out
+    assert "--silent 1 --beat 0.166667: detected" in out

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+import trio
 
 from orchestrator.demo import script_path
 from orchestrator.errors import ScriptError
@@ -128,3 +129,14 @@ def test_empty_or_repeated_call_ids_are_made_unique_within_a_reply() -> None:
     assert ids[0] == "call_0"  # ids that are fine stay as they are
     assert ids[3] == "call_0_1"
     assert [c.name for c in unique_call_ids(calls)] == ["a", "b", "c", "d"]
+
+
+async def test_latency_delays_each_reply(autojump_clock: object) -> None:
+    """A script's `latency`: each reply comes that many seconds after its request."""
+    model = ScriptedModel(parse_script({"latency": 0.25, "agents": {"*": [{"text": "late"}] * 2}}))
+    start = trio.current_time()
+    assert (await reply_to(model, request(step=0))).text == "late"
+    assert (await reply_to(model, request(step=1))).text == "late"
+    assert trio.current_time() - start == pytest.approx(0.5)
+    with pytest.raises(ScriptError, match="latency"):
+        parse_script({"latency": -1, "agents": {}})
