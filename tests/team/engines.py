@@ -4,7 +4,9 @@ and `dbos`, each delegated task a DBOS workflow in a SQLite file of the test's o
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +27,16 @@ class Engine:
 
     name: EngineName
     runner: Callable[[trio.Nursery], Runner]
+    database: Path | None = None  # dbos's SQLite file
+
+    def workflows(self) -> list[tuple[str, str]]:
+        """The workflows DBOS recorded, (id, status) in the order they started: none on
+        `local`, nor before a task started."""
+        if self.database is None or not self.database.exists():
+            return []
+        with closing(sqlite3.connect(self.database)) as db:
+            query = "select workflow_uuid, status from workflow_status order by created_at"
+            return db.execute(query).fetchall()
 
 
 LOCAL = Engine("local", InProcessRunner)
@@ -39,4 +51,5 @@ def engine_named(name: EngineName, directory: Path) -> Engine:
         require_dbos()
     except ConfigError as exc:
         pytest.skip(str(exc))
-    return Engine("dbos", dbos_runner(sqlite_url(directory / "engine.sqlite")))
+    database = directory / "engine.sqlite"
+    return Engine("dbos", dbos_runner(sqlite_url(database)), database)

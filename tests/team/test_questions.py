@@ -256,6 +256,7 @@ async def test_park_limit_zero_means_no_limit(
 
 async def test_a_library_host_reads_the_unanswered_question_and_answers_it(
     tmp_path: Path,
+    engine: Engine,
 ) -> None:
     """The main agent never answers t1's question: `RunResult` says which task asks
     what, and the next `drive` with a message takes the answer to t1."""
@@ -285,6 +286,7 @@ async def test_a_library_host_reads_the_unanswered_question_and_answers_it(
                 policy=PermissionPolicy(),
                 approve=approve_all,
                 message=message,
+                runner=engine.runner,
             )
             return await drive(live, settings)
 

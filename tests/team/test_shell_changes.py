@@ -98,14 +98,14 @@ RESUMED: dict[str, Any] = {
 }
 
 
-async def test_real_changes_are_counted_after_a_resume(tmp_path: Path) -> None:
+async def test_real_changes_are_counted_after_a_resume(tmp_path: Path, engine: Engine) -> None:
     script = tmp_path / "script.json"
     script.write_bytes(orjson.dumps(RESUMED))
     root = tmp_path / "sessions"
     session_id, directory = create_session(
         root, goal="g", model=f"scripted:{script}", workspace=None
     )
-    assert await run(root, session_id, ScriptedModel(parse_script(RESUMED))) == RunResult(
+    assert await run(root, session_id, ScriptedModel(parse_script(RESUMED)), engine) == RunResult(
         "completed"
     )
     # Cut the journal just after the shell's result, as a crash there would leave it.
@@ -119,7 +119,7 @@ async def test_real_changes_are_counted_after_a_resume(tmp_path: Path) -> None:
     assert load_state(directory, warn=lambda _: None).tasks.get("t1").completion is None
 
     resumed = ScriptedModel(parse_script(RESUMED))
-    assert await run(root, session_id, resumed) == RunResult("completed")
+    assert await run(root, session_id, resumed, engine) == RunResult("completed")
     assert [r.step for r in resumed.requests if r.agent == "t1"] == [1]  # only `complete`
     envelope = load_state(directory, warn=lambda _: None).tasks.get("t1").completion
     assert envelope.unlisted_changes == ("src/real.py",)

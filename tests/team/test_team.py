@@ -218,6 +218,9 @@ async def test_delegated_tasks_complete_and_their_envelopes_reach_the_main_agent
     assert scene.state.mailbox.messages == {}
     assert scene.state.mailbox.posted_count == len(scene.mail) == 2
     assert sum("wrote a" in getattr(m, "content", "") for m in main.messages) == 1
+    # On dbos, each task ran as a workflow named by the session and the task.
+    ran = [("scene/t1", "SUCCESS"), ("scene/t2", "SUCCESS")]
+    assert sorted(engine.workflows()) == (ran if engine.name == "dbos" else [])
 
 
 async def test_subagents_really_run_in_parallel(workspace: Workspace, engine: Engine) -> None:
