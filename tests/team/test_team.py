@@ -69,6 +69,7 @@ class Scene:
         *,
         policy: Policy | None = None,
         sandbox: Sandbox | None = None,
+        # Tests on `autojump_clock` leave it `local` (tests/team/conftest.py says why).
         engine: Engine = LOCAL,
         **limits: Any,
     ) -> None:
