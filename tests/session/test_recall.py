@@ -35,6 +35,7 @@ from orchestrator.state.events import (
 from orchestrator.state.mailbox import MessagePosted, MessagesDelivered
 from orchestrator.store import scan_journal
 from orchestrator.store._line import encode
+from tests.team.engines import LOCAL
 from tests.team.test_drive import RunResult, run
 
 LONG = "".join(f"{n}\n" for n in range(1, 5001))  # 23,893 characters
@@ -317,7 +318,7 @@ async def test_a_scripted_run_is_recalled_as_it_was_folded(tmp_path: Path) -> No
         root, goal="g", model=f"scripted:{script}", workspace=None
     )
     (directory / "workspace" / "notes.txt").write_text("remember the milk\n")
-    assert await run(root, session_id, ScriptedModel(parse_script(SCRIPT))) == RunResult(
+    assert await run(root, session_id, ScriptedModel(parse_script(SCRIPT)), LOCAL) == RunResult(
         "completed"
     )
     scan = scan_journal(directory / JOURNAL)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from orchestrator.team.queries import MAIN
 from orchestrator.tools import Workspace
+from tests.team.engines import Engine
 from tests.team.test_team import Scene, c, reply, steps
 
 
@@ -17,7 +18,7 @@ def results(scene: Scene, agent: str) -> list[tuple[str, str, str]]:
     ]
 
 
-async def test_calls_after_complete_never_run(workspace: Workspace) -> None:
+async def test_calls_after_complete_never_run(workspace: Workspace, engine: Engine) -> None:
     scene = Scene(
         workspace,
         {
@@ -36,6 +37,7 @@ async def test_calls_after_complete_never_run(workspace: Workspace) -> None:
                 ),
             ),
         },
+        engine=engine,
     )
     outcome = await scene.run()
     assert outcome.reason == "completed"
@@ -57,7 +59,9 @@ async def test_calls_after_complete_never_run(workspace: Workspace) -> None:
     assert [kind for kind, _, _ in scene.kinds()] == ["completed"]
 
 
-async def test_calls_after_a_question_wait_for_the_answer(workspace: Workspace) -> None:
+async def test_calls_after_a_question_wait_for_the_answer(
+    workspace: Workspace, engine: Engine
+) -> None:
     scene = Scene(
         workspace,
         {
@@ -87,6 +91,7 @@ async def test_calls_after_a_question_wait_for_the_answer(workspace: Workspace) 
                 reply("", c("complete", summary="asked, then done")),
             ),
         },
+        engine=engine,
     )
     await scene.run()
     task = scene.state.tasks.tasks["t1"]

@@ -1,6 +1,9 @@
 """Calls in the background (issue 25): a shell command or a function tool that asked for
 it becomes a task of kind `tool`; the agent goes on meanwhile, and hears of its end once,
-by message. Real sessions on disk, the scripted model, real processes."""
+by message. Real sessions on disk, the scripted model, real processes.
+
+On the local engine only: `orc.run` takes no runner, and these sessions delegate
+nothing (a call in the background is run by the team's backgrounder, not the runner)."""
 
 from __future__ import annotations
 

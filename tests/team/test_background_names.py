@@ -1,5 +1,8 @@
 """How a call in the background is named where tasks are listed: its tool once, then its
-command (`shell: make`), as a subagent's task is `worker: its title`."""
+command (`shell: make`), as a subagent's task is `worker: its title`.
+
+On the local engine only: `orc.run` takes no runner, and these sessions delegate
+nothing (a call in the background is run by the team's backgrounder, not the runner)."""
 
 from __future__ import annotations
 

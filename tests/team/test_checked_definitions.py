@@ -10,17 +10,19 @@ import pytest
 import orchestrator as orc
 from orchestrator.errors import ConfigError
 from orchestrator.models.scripted import ScriptedModel, parse_script
+from tests.team.engines import Engine
 
 SCRIPT = {"agents": {"main": [{"text": "done"}]}}
 
 
-def settings(model: ScriptedModel, **more: object) -> orc.RunSettings:
+def settings(model: ScriptedModel, engine: Engine, **more: object) -> orc.RunSettings:
     return orc.RunSettings(
         model=model,
         tools=orc.workspace_tools(),
         ui=orc.ListSink(),
         policy=orc.PermissionPolicy(),
         approve=orc.approve_all,
+        runner=engine.runner,
         **more,  # type: ignore[arg-type]
     )
 
@@ -34,6 +36,7 @@ async def run(tmp_path: Path, run_settings: orc.RunSettings) -> None:
 
 async def test_a_type_naming_an_unknown_tool_is_refused_before_any_model_call(
     tmp_path: Path,
+    engine: Engine,
 ) -> None:
     model = ScriptedModel(parse_script(SCRIPT))
     weather = orc.AgentDefinition(
@@ -41,12 +44,13 @@ async def test_a_type_naming_an_unknown_tool_is_refused_before_any_model_call(
     )
     definitions = orc.Definitions([*orc.Definitions.builtin(), weather])
     with pytest.raises(ConfigError, match="agent type 'weather' names unknown tool"):
-        await run(tmp_path, settings(model, definitions=definitions))
+        await run(tmp_path, settings(model, engine, definitions=definitions))
     assert model.requests == []
 
 
 async def test_a_type_whose_model_does_not_resolve_is_refused_naming_it(
     tmp_path: Path,
+    engine: Engine,
 ) -> None:
     model = ScriptedModel(parse_script(SCRIPT))
 
@@ -56,5 +60,5 @@ async def test_a_type_whose_model_does_not_resolve_is_refused_naming_it(
         return model
 
     with pytest.raises(ConfigError, match="agent type 'explorer': unknown provider 'nosuch'"):
-        await run(tmp_path, settings(model, models=models))
+        await run(tmp_path, settings(model, engine, models=models))
     assert model.requests == []

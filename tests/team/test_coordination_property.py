@@ -207,6 +207,9 @@ def check(directory: Path, live_state: bytes) -> None:
     then=replies(main_call(), min_size=1, min_calls=1),
     tasks=st.lists(replies(task_call()), max_size=3),
 )
+# On the local engine only: its 40 examples run two sessions each, and DBOS's launch
+# (about a second a session) would add over a minute; the Scene and drive tests take the
+# coordination calls' paths through the dbos engine.
 def test_any_sequence_of_coordination_calls_leaves_a_session_that_verifies_and_resumes(
     first: list[ScriptedReply], then: list[ScriptedReply], tasks: list[list[ScriptedReply]]
 ) -> None:

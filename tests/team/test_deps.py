@@ -1,6 +1,10 @@
 """Dependencies kept by the runtime: `delegate(after=...)`, the `waiting_deps` state, a
 waiting task starting by itself when its dependencies complete, and the cascade that
-cancels it when one fails (end to end with scripted models, on a session in memory)."""
+cancels it when one fails (end to end with scripted models, on a session in memory).
+
+On the local engine only: the scenes run on trio's virtual clock, which would jump ahead
+while trio waits on DBOS's threads (tests/team/conftest.py); the rest fold records into
+a session in memory, with no team and no runner."""
 
 from __future__ import annotations
 

@@ -20,6 +20,7 @@ from orchestrator.state.events import ListSink
 from orchestrator.state.fold import SessionState
 from orchestrator.team.drive import RunResult, RunSettings, drive
 from orchestrator.tools import PermissionPolicy, approve_all, workspace_tools
+from tests.team.engines import Engine
 
 
 def call(name: str, **arguments: Any) -> dict[str, Any]:
@@ -57,13 +58,14 @@ FAILING: dict[str, Any] = {
 }
 
 
-async def run(root: Path, session_id: str, script: dict[str, Any]) -> RunResult:
+async def run(root: Path, session_id: str, script: dict[str, Any], engine: Engine) -> RunResult:
     settings = RunSettings(
         model=ScriptedModel(parse_script(script)),
         tools=workspace_tools(),
         ui=ListSink(),
         policy=PermissionPolicy(),
         approve=approve_all,
+        runner=engine.runner,
     )
     # A task that never starts would hang the run: fail it instead.
     with trio.fail_after(30):
@@ -71,13 +73,15 @@ async def run(root: Path, session_id: str, script: dict[str, Any]) -> RunResult:
             return await drive(live, settings)
 
 
-async def finished(tmp_path: Path, script: dict[str, Any]) -> tuple[Path, str, Path]:
+async def finished(
+    tmp_path: Path, script: dict[str, Any], engine: Engine
+) -> tuple[Path, str, Path]:
     """A session of `script` run to its end: (root, id, directory)."""
     path = tmp_path / "script.json"
     path.write_bytes(orjson.dumps(script))
     root = tmp_path / "sessions"
     session_id, directory = create_session(root, goal="g", model=f"scripted:{path}", workspace=None)
-    assert await run(root, session_id, script) == RunResult("completed")
+    assert await run(root, session_id, script, engine) == RunResult("completed")
     return root, session_id, directory
 
 
@@ -116,8 +120,9 @@ def main_text(state: SessionState) -> str:
 
 async def test_tasks_whose_dependency_completed_before_the_crash_start_on_resume(
     tmp_path: Path,
+    engine: Engine,
 ) -> None:
-    root, session_id, directory = await finished(tmp_path, CHAIN)
+    root, session_id, directory = await finished(tmp_path, CHAIN, engine)
     cut = cut_after(directory, changed_to("t1", "completed"))
     # The fold alone says which tasks wait, and for what.
     before = state_of(directory).tasks
@@ -126,7 +131,7 @@ async def test_tasks_whose_dependency_completed_before_the_crash_start_on_resume
         ("t3", "waiting_deps"),
     ]
     assert before.get("t3").after == ["t2"]
-    assert await run(root, session_id, CHAIN) == RunResult("completed")
+    assert await run(root, session_id, CHAIN, engine) == RunResult("completed")
     state = state_of(directory)
     assert {t.task_id: t.state for t in state.tasks.tasks.values()} == {
         "t1": "completed",
@@ -145,25 +150,26 @@ async def test_tasks_whose_dependency_completed_before_the_crash_start_on_resume
 
 async def test_a_dependency_failed_before_the_crash_cancels_its_dependants_on_resume(
     tmp_path: Path,
+    engine: Engine,
 ) -> None:
-    root, session_id, directory = await finished(tmp_path, FAILING)
+    root, session_id, directory = await finished(tmp_path, FAILING, engine)
     cut_after(directory, changed_to("t1", "failed"))
     assert [t.task_id for t in state_of(directory).tasks.waiting()] == ["t2", "t3"]
-    assert await run(root, session_id, FAILING) == RunResult("completed")
+    assert await run(root, session_id, FAILING, engine) == RunResult("completed")
     check_cancelled_and_told_once(directory)
 
 
 @pytest.mark.parametrize("task", ["t2", "t3"])
 async def test_a_notice_cut_off_by_the_crash_is_posted_on_resume_once(
-    tmp_path: Path, task: str
+    tmp_path: Path, task: str, engine: Engine
 ) -> None:
     """Killed after the cancellation's record, before the risk_alert that tells the
     owner: the fold shows the notice missing, and the resume posts it."""
-    root, session_id, directory = await finished(tmp_path, FAILING)
+    root, session_id, directory = await finished(tmp_path, FAILING, engine)
     check_cancelled_and_told_once(directory)
     cut_after(directory, changed_to(task, "cancelled"))
     assert state_of(directory).tasks.get(task).state == "cancelled"
-    assert await run(root, session_id, FAILING) == RunResult("completed")
+    assert await run(root, session_id, FAILING, engine) == RunResult("completed")
     check_cancelled_and_told_once(directory)
 
 

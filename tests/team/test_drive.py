@@ -20,6 +20,7 @@ from orchestrator.state.events import ListSink, SessionStatusChanged
 from orchestrator.store import JournalMark, scan_journal, write_atomic
 from orchestrator.team.drive import RunResult, RunSettings, drive
 from orchestrator.tools import PermissionPolicy, approve_all, workspace_tools
+from tests.team.engines import Engine
 
 SCRIPT: dict[str, Any] = {
     "agents": {
@@ -36,19 +37,20 @@ SCRIPT: dict[str, Any] = {
 }
 
 
-def settings(model: ScriptedModel) -> RunSettings:
+def settings(model: ScriptedModel, engine: Engine) -> RunSettings:
     return RunSettings(
         model=model,
         tools=workspace_tools(),
         ui=ListSink(),
         policy=PermissionPolicy(),
         approve=approve_all,
+        runner=engine.runner,
     )
 
 
-async def run(root: Path, session_id: str, model: ScriptedModel) -> RunResult:
+async def run(root: Path, session_id: str, model: ScriptedModel, engine: Engine) -> RunResult:
     async with open_session(root, session_id, warn=lambda _: None) as live:
-        return await drive(live, settings(model))
+        return await drive(live, settings(model, engine))
 
 
 @pytest.fixture
@@ -91,10 +93,10 @@ def results(directory: Path) -> list[tuple[str, str]]:
     return [(m.name, m.status) for m in state.agents["main"].messages if isinstance(m, ToolResult)]
 
 
-async def test_a_whole_run(finished: tuple[Path, str, Path]) -> None:
+async def test_a_whole_run(finished: tuple[Path, str, Path], engine: Engine) -> None:
     root, session_id, directory = finished
     live_model = model()
-    assert await run(root, session_id, live_model) == RunResult("completed")
+    assert await run(root, session_id, live_model, engine) == RunResult("completed")
     # The context folded from the journal is exactly what the model was shown live.
     folded = load_state(directory, warn=lambda _: None).agents["main"].messages
     assert tuple(folded[:-1]) == live_model.requests[-1].messages
@@ -108,17 +110,19 @@ async def test_a_whole_run(finished: tuple[Path, str, Path]) -> None:
     assert (scan.head.nbytes, scan.tail) == (scan.end_offset, [])
     # Resuming a finished session does nothing at all.
     again = model()
-    assert await run(root, session_id, again) == RunResult("completed", "already finished")
+    assert await run(root, session_id, again, engine) == RunResult("completed", "already finished")
     assert again.requests == []
 
 
-async def test_call_that_never_started_runs_on_resume(finished: tuple[Path, str, Path]) -> None:
+async def test_call_that_never_started_runs_on_resume(
+    finished: tuple[Path, str, Path], engine: Engine
+) -> None:
     root, session_id, directory = finished
-    await run(root, session_id, model())
+    await run(root, session_id, model(), engine)
     cut_after(directory, "assistant_replied", 2)  # the shell reply, before its start
     (directory / "workspace" / "log.txt").unlink()
     resumed = model()
-    assert await run(root, session_id, resumed) == RunResult("completed")
+    assert await run(root, session_id, resumed, engine) == RunResult("completed")
     assert results(directory) == [("write_file", "ok"), ("shell", "ok")]
     assert (directory / "workspace" / "log.txt").read_text() == "x\n"
     assert [r.step for r in resumed.requests] == [2]  # the model picks up at its next step
@@ -126,34 +130,38 @@ async def test_call_that_never_started_runs_on_resume(finished: tuple[Path, str,
 
 async def test_started_side_effect_is_interrupted_not_repeated(
     finished: tuple[Path, str, Path],
+    engine: Engine,
 ) -> None:
     root, session_id, directory = finished
-    await run(root, session_id, model())
+    await run(root, session_id, model(), engine)
     cut_after(directory, "call_started", 1)  # shell started; its result never journaled
-    assert await run(root, session_id, model()) == RunResult("completed")
+    assert await run(root, session_id, model(), engine) == RunResult("completed")
     assert results(directory) == [("write_file", "ok"), ("shell", "interrupted")]
     assert (directory / "workspace" / "log.txt").read_text() == "x\n"  # ran once, not twice
 
 
-async def test_started_idempotent_call_runs_again(finished: tuple[Path, str, Path]) -> None:
+async def test_started_idempotent_call_runs_again(
+    finished: tuple[Path, str, Path], engine: Engine
+) -> None:
     root, session_id, directory = finished
-    await run(root, session_id, model())
+    await run(root, session_id, model(), engine)
     # write_file's start is not journaled at all (it is idempotent): cut after its reply.
     cut_after(directory, "assistant_replied", 1)
     (directory / "workspace" / "a.txt").unlink()
-    assert await run(root, session_id, model()) == RunResult("completed")
+    assert await run(root, session_id, model(), engine) == RunResult("completed")
     assert results(directory) == [("write_file", "ok"), ("shell", "ok")]
     assert (directory / "workspace" / "a.txt").read_text() == "A"
 
 
 async def test_final_reply_without_turn_end_closes_the_turn(
     finished: tuple[Path, str, Path],
+    engine: Engine,
 ) -> None:
     root, session_id, directory = finished
-    await run(root, session_id, model())
+    await run(root, session_id, model(), engine)
     cut_after(directory, "assistant_replied", 3)  # "done" journaled, turn end not
     resumed = model()
-    assert await run(root, session_id, resumed) == RunResult("completed")
+    assert await run(root, session_id, resumed, engine) == RunResult("completed")
     assert resumed.requests == []  # the model is not asked again
     kinds = [f.parsed().kind for f in scan_journal(directory / JOURNAL).records]
     assert kinds[-3:] == ["turn_ended", "assessed", "session_status"]
@@ -161,29 +169,33 @@ async def test_final_reply_without_turn_end_closes_the_turn(
 
 async def test_model_failure_marks_the_session_failed_and_resumable(
     finished: tuple[Path, str, Path],
+    engine: Engine,
 ) -> None:
     root, session_id, directory = finished
     short = ScriptedModel(parse_script({"agents": {"main": SCRIPT["agents"]["main"][:1]}}))
-    result = await run(root, session_id, short)
+    result = await run(root, session_id, short, engine)
     assert result.status == "failed"
     assert "script ran out" in result.detail
     assert load_state(directory, warn=lambda _: None).status == "failed"
-    assert await run(root, session_id, model()) == RunResult("completed")
+    assert await run(root, session_id, model(), engine) == RunResult("completed")
     assert results(directory) == [("write_file", "ok"), ("shell", "ok")]
 
 
-async def test_a_vanished_workspace_is_a_clear_error(finished: tuple[Path, str, Path]) -> None:
+async def test_a_vanished_workspace_is_a_clear_error(
+    finished: tuple[Path, str, Path], engine: Engine
+) -> None:
     from orchestrator.errors import ConfigError
 
     root, session_id, directory = finished
     (directory / "workspace").rmdir()
     with pytest.raises(ConfigError, match=r"workspace .* does not exist"):
-        await run(root, session_id, model())
+        await run(root, session_id, model(), engine)
     assert load_state(directory, warn=lambda _: None).status == "failed"
 
 
 async def test_a_provider_reusing_call_ids_still_gets_one_result_per_call(
     tmp_path: Path,
+    engine: Engine,
 ) -> None:
     # Local servers number calls per reply ("call_0" every time); the journal keys calls by
     # ref, so an interrupted call is found even though an earlier call had the same id.
@@ -202,11 +214,11 @@ async def test_a_provider_reusing_call_ids_still_gets_one_result_per_call(
     path.write_bytes(orjson.dumps(script))
     root = tmp_path / "sessions"
     session_id, directory = create_session(root, goal="g", model=f"scripted:{path}", workspace=None)
-    assert await run(root, session_id, ScriptedModel(parse_script(script))) == RunResult(
+    assert await run(root, session_id, ScriptedModel(parse_script(script)), engine) == RunResult(
         "completed"
     )
     cut_after(directory, "call_started", 2)  # the second shell call started, no result
-    assert await run(root, session_id, ScriptedModel(parse_script(script))) == RunResult(
+    assert await run(root, session_id, ScriptedModel(parse_script(script)), engine) == RunResult(
         "completed"
     )
     state = load_state(directory, warn=lambda _: None)
@@ -224,7 +236,7 @@ async def test_a_provider_reusing_call_ids_still_gets_one_result_per_call(
     assert (directory / "workspace" / "b.txt").read_text() == "b\n"  # not run twice
 
 
-async def test_task_views_are_written_beside_the_journal(tmp_path: Path) -> None:
+async def test_task_views_are_written_beside_the_journal(tmp_path: Path, engine: Engine) -> None:
     script = {
         "agents": {
             "main": [
@@ -248,7 +260,7 @@ async def test_task_views_are_written_beside_the_journal(tmp_path: Path) -> None
     }
     root = tmp_path / "sessions"
     session_id, directory = create_session(root, goal="g", model="x:y", workspace=None)
-    result = await run(root, session_id, ScriptedModel(parse_script(script)))
+    result = await run(root, session_id, ScriptedModel(parse_script(script)), engine)
     assert result.status == "completed"
     view = orjson.loads((directory / "tasks" / "t1.json").read_bytes())
     state = load_state(directory, warn=pytest.fail)
@@ -259,6 +271,8 @@ async def test_task_views_are_written_beside_the_journal(tmp_path: Path) -> None
         "all done",
     )
     assert oct((directory / "tasks" / "t1.json").stat().st_mode & 0o777) == "0o600"
+    ran = [(f"{session_id}/t1", "SUCCESS")]
+    assert engine.workflows() == (ran if engine.name == "dbos" else [])
 
 
 class Exploding:
@@ -268,11 +282,12 @@ class Exploding:
 
 async def test_a_failing_event_sink_is_a_warning_not_a_failed_call(
     finished: tuple[Path, str, Path],
+    engine: Engine,
 ) -> None:
     root, session_id, directory = finished
     warnings: list[str] = []
     async with open_session(root, session_id, warn=warnings.append) as live:
-        run_settings = settings(ScriptedModel(parse_script(SCRIPT)))
+        run_settings = settings(ScriptedModel(parse_script(SCRIPT)), engine)
         run_settings.ui = Exploding()
         result = await drive(live, run_settings)
     assert result.status == "completed"
@@ -285,6 +300,7 @@ async def test_a_failing_event_sink_is_a_warning_not_a_failed_call(
 
 async def test_the_library_gets_the_team_and_can_speak_to_the_main_agent(
     finished: tuple[Path, str, Path],
+    engine: Engine,
 ) -> None:
     from orchestrator.models.base import ModelRequest
     from orchestrator.models.scripted import ScriptedReply
@@ -300,7 +316,7 @@ async def test_the_library_gets_the_team_and_can_speak_to_the_main_agent(
 
     root, session_id, directory = finished
     async with open_session(root, session_id, warn=pytest.fail) as live:
-        run_settings = settings(ScriptedModel(answer))
+        run_settings = settings(ScriptedModel(answer), engine)
         run_settings.on_team = teams.append
         result = await drive(live, run_settings)
     assert result.status == "completed"
@@ -370,7 +386,7 @@ EDIT_SCRIPT: dict[str, Any] = {
     ],
 )
 async def test_a_cut_off_edit_is_settled_by_what_the_file_holds(
-    tmp_path: Path, left: str, status: str, says: str, after: str
+    tmp_path: Path, left: str, status: str, says: str, after: str, engine: Engine
 ) -> None:
     script = tmp_path / "script.json"
     script.write_bytes(orjson.dumps(EDIT_SCRIPT))
@@ -379,12 +395,12 @@ async def test_a_cut_off_edit_is_settled_by_what_the_file_holds(
         root, goal="g", model=f"scripted:{script}", workspace=None
     )
     edit_model = ScriptedModel(parse_script(EDIT_SCRIPT))
-    assert await run(root, session_id, edit_model) == RunResult("completed")
+    assert await run(root, session_id, edit_model, engine) == RunResult("completed")
     cut_after(directory, "call_started", 1)  # the edit started; its result never journaled
     (directory / "workspace" / "a.txt").write_text(left)
-    assert await run(root, session_id, ScriptedModel(parse_script(EDIT_SCRIPT))) == RunResult(
-        "completed"
-    )
+    assert await run(
+        root, session_id, ScriptedModel(parse_script(EDIT_SCRIPT)), engine
+    ) == RunResult("completed")
     state = load_state(directory, warn=lambda _: None)
     [edit] = [m for m in state.agents["main"].messages if isinstance(m, ToolResult)][1:]
     assert (edit.name, edit.status) == ("edit_file", status)

@@ -12,6 +12,7 @@ from orchestrator.models.base import ModelRequest
 from orchestrator.models.scripted import ScriptedReply
 from orchestrator.team.queries import MAIN
 from orchestrator.tools import Workspace
+from tests.team.engines import Engine
 from tests.team.test_team import Scene, c, reply, steps
 
 
@@ -27,7 +28,7 @@ from tests.team.test_team import Scene, c, reply, steps
     ],
 )
 async def test_a_delegate_with_an_absurd_number_records_nothing(
-    workspace: Workspace, absurd: dict[str, Any], refusal: str
+    workspace: Workspace, absurd: dict[str, Any], refusal: str, engine: Engine
 ) -> None:
     results: list[str] = []
 
@@ -46,6 +47,7 @@ async def test_a_delegate_with_an_absurd_number_records_nothing(
             ),
             "t1": steps(reply("", c("complete", summary="b done"))),
         },
+        engine=engine,
     )
     outcome = await scene.run()
     assert outcome.reason == "completed"

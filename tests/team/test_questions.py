@@ -22,6 +22,7 @@ from orchestrator.team.definitions import WORKER, Definitions
 from orchestrator.team.drive import RunResult, RunSettings, drive
 from orchestrator.team.queries import MAIN
 from orchestrator.tools import PermissionPolicy, Workspace, approve_all, workspace_tools
+from tests.team.engines import Engine
 from tests.team.test_team import Scene, all_text, c, reply, steps
 
 EXPLORE = {"agent_type": "explorer", "prompt": "find out"}
@@ -42,7 +43,7 @@ def result_of(request: ModelRequest, call: int = -1) -> str:
 
 @pytest.mark.parametrize("kind", ["answer", "instruction"])
 async def test_a_reply_to_another_tasks_question_is_refused_naming_the_asker(
-    workspace: Workspace, kind: str
+    workspace: Workspace, kind: str, engine: Engine
 ) -> None:
     shown: list[str] = []
 
@@ -95,6 +96,7 @@ async def test_a_reply_to_another_tasks_question_is_refused_naming_the_asker(
             "t1": asker,
             "t2": asker,
         },
+        engine=engine,
     )
     with trio.fail_after(10):
         outcome = await scene.run()
@@ -116,7 +118,7 @@ async def test_a_reply_to_another_tasks_question_is_refused_naming_the_asker(
     ],
 )
 async def test_an_answer_to_a_closed_or_unknown_question_is_refused(
-    workspace: Workspace, target: str, expected: str
+    workspace: Workspace, target: str, expected: str, engine: Engine
 ) -> None:
     shown: list[str] = []
     question = ""
@@ -152,6 +154,7 @@ async def test_an_answer_to_a_closed_or_unknown_question_is_refused(
                 reply("", c("complete", summary="chose")),
             ),
         },
+        engine=engine,
     )
     with trio.fail_after(10):
         outcome = await scene.run()
@@ -253,6 +256,7 @@ async def test_park_limit_zero_means_no_limit(
 
 async def test_a_library_host_reads_the_unanswered_question_and_answers_it(
     tmp_path: Path,
+    engine: Engine,
 ) -> None:
     """The main agent never answers t1's question: `RunResult` says which task asks
     what, and the next `drive` with a message takes the answer to t1."""
@@ -282,6 +286,7 @@ async def test_a_library_host_reads_the_unanswered_question_and_answers_it(
                 policy=PermissionPolicy(),
                 approve=approve_all,
                 message=message,
+                runner=engine.runner,
             )
             return await drive(live, settings)
 

@@ -24,6 +24,7 @@ from orchestrator.team.queries import MAIN
 from orchestrator.team.runtime import Team
 from orchestrator.team.settings import TeamSettings
 from orchestrator.tools import Sandbox, Workspace, workspace_tools
+from tests.team.engines import LOCAL, Engine
 
 Reply = ScriptedReply | Awaitable[ScriptedReply]
 
@@ -57,7 +58,9 @@ class HistorySession(MemorySession):
 
 
 class Scene:
-    """One session in memory with a main agent and scripted brains per agent id."""
+    """One session in memory with a main agent and scripted brains per agent id, its
+    delegated tasks run on `engine` (`local` unless a test asks for `engine`: conftest.py).
+    Its session has an id, as on disk: the dbos engine names each task's workflow by it."""
 
     def __init__(
         self,
@@ -66,9 +69,12 @@ class Scene:
         *,
         policy: Policy | None = None,
         sandbox: Sandbox | None = None,
+        # Tests on `autojump_clock` leave it `local` (tests/team/conftest.py says why).
+        engine: Engine = LOCAL,
         **limits: Any,
     ) -> None:
         self.brains = brains
+        self.engine = engine
         self.session = HistorySession()
         self.events = ListSink()
         self.model = ScriptedModel(self._answer)
@@ -78,6 +84,7 @@ class Scene:
             models=lambda role: self.model,
             base_tools=workspace_tools(sandbox=sandbox),
             workspace=workspace,
+            session_id="scene",
             # The test's assessment policy and limits, as the session's settings.
             session=SessionSettings(
                 max_auto_continues=policy.max_auto_continues,
@@ -114,7 +121,7 @@ class Scene:
         sink = FanOut([self.session, self.events])
         if MAIN not in self.state.agents:
             await sink.emit(AgentStarted(agent=MAIN, role="main", messages=messages))
-        async with open_team(self.session, sink, self.settings) as team:
+        async with open_team(self.session, sink, self.settings, runner=self.engine.runner) as team:
             self.team = team
             return await run_main(team)
 
@@ -154,6 +161,7 @@ def question_id(request: ModelRequest) -> str:
 
 async def test_delegated_tasks_complete_and_their_envelopes_reach_the_main_agent(
     workspace: Workspace,
+    engine: Engine,
 ) -> None:
     worker = steps(
         reply("", c("write_file", path="a.txt", content="A")),
@@ -187,6 +195,7 @@ async def test_delegated_tasks_complete_and_their_envelopes_reach_the_main_agent
                 reply("", c("complete", summary="wrote b", files_changed=["b.txt", "c.txt"])),
             ),
         },
+        engine=engine,
     )
     outcome = await scene.run()
     assert outcome.reason == "completed"
@@ -210,9 +219,12 @@ async def test_delegated_tasks_complete_and_their_envelopes_reach_the_main_agent
     assert scene.state.mailbox.messages == {}
     assert scene.state.mailbox.posted_count == len(scene.mail) == 2
     assert sum("wrote a" in getattr(m, "content", "") for m in main.messages) == 1
+    # On dbos, each task ran as a workflow named by the session and the task.
+    ran = [("scene/t1", "SUCCESS"), ("scene/t2", "SUCCESS")]
+    assert sorted(engine.workflows()) == (ran if engine.name == "dbos" else [])
 
 
-async def test_subagents_really_run_in_parallel(workspace: Workspace) -> None:
+async def test_subagents_really_run_in_parallel(workspace: Workspace, engine: Engine) -> None:
     both_asking = trio.Event()
     asking = 0
 
@@ -236,6 +248,7 @@ async def test_subagents_really_run_in_parallel(workspace: Workspace) -> None:
             MAIN: steps(reply("", *delegate), reply("", c("wait_tasks")), reply("done")),
             "explorer": steps(meet),
         },
+        engine=engine,
     )
     outcome = await scene.run()
     assert outcome.reason == "completed"
@@ -244,6 +257,7 @@ async def test_subagents_really_run_in_parallel(workspace: Workspace) -> None:
 
 async def test_a_question_parks_the_task_until_the_answer_starts_its_next_turn(
     workspace: Workspace,
+    engine: Engine,
 ) -> None:
     def answer(request: ModelRequest) -> ScriptedReply:
         return reply(
@@ -274,6 +288,7 @@ async def test_a_question_parks_the_task_until_the_answer_starts_its_next_turn(
                 ),
             ),
         },
+        engine=engine,
     )
     outcome = await scene.run()
     assert outcome.reason == "completed"
@@ -298,7 +313,9 @@ async def test_a_question_parks_the_task_until_the_answer_starts_its_next_turn(
     assert t1.open_calls == {}
 
 
-async def test_an_unanswered_question_does_not_hang_the_session(workspace: Workspace) -> None:
+async def test_an_unanswered_question_does_not_hang_the_session(
+    workspace: Workspace, engine: Engine
+) -> None:
     scene = Scene(
         workspace,
         {
@@ -308,6 +325,7 @@ async def test_an_unanswered_question_does_not_hang_the_session(workspace: Works
             ),
             "t1": steps(reply("", c("ask_decision", question="x or y?"))),
         },
+        engine=engine,
     )
     with trio.fail_after(10):
         outcome = await scene.run()
@@ -325,6 +343,7 @@ async def test_an_unanswered_question_does_not_hang_the_session(workspace: Works
 
 async def test_a_message_to_a_finished_task_revives_it_with_its_context(
     workspace: Workspace,
+    engine: Engine,
 ) -> None:
     scene = Scene(
         workspace,
@@ -343,6 +362,7 @@ async def test_a_message_to_a_finished_task_revives_it_with_its_context(
                 ),
             ),
         },
+        engine=engine,
     )
     outcome = await scene.run()
     assert outcome.reason == "completed"
@@ -353,7 +373,9 @@ async def test_a_message_to_a_finished_task_revives_it_with_its_context(
     assert task.completion.summary == "second, after 5 messages"
 
 
-async def test_interrupt_cancels_the_model_call_in_flight(workspace: Workspace) -> None:
+async def test_interrupt_cancels_the_model_call_in_flight(
+    workspace: Workspace, engine: Engine
+) -> None:
     thinking = trio.Event()
     calls = 0
 
@@ -380,6 +402,7 @@ async def test_interrupt_cancels_the_model_call_in_flight(workspace: Workspace) 
             ),
             "t1": slow,
         },
+        engine=engine,
     )
     with trio.fail_after(10):
         outcome = await scene.run()
@@ -396,7 +419,7 @@ async def forever(request: ModelRequest) -> ScriptedReply:
     raise AssertionError
 
 
-async def test_overlapping_write_scopes_are_refused(workspace: Workspace) -> None:
+async def test_overlapping_write_scopes_are_refused(workspace: Workspace, engine: Engine) -> None:
     scene = Scene(
         workspace,
         {
@@ -417,6 +440,7 @@ async def test_overlapping_write_scopes_are_refused(workspace: Workspace) -> Non
             "worker": steps(reply("", c("complete", summary="wrote"))),
             "explorer": steps(reply("", c("complete", summary="read"))),
         },
+        engine=engine,
     )
     await scene.run()
     results = [m.content for m in scene.state.agents[MAIN].messages if m.role == "tool"]
@@ -427,7 +451,9 @@ async def test_overlapping_write_scopes_are_refused(workspace: Workspace) -> Non
     assert results[4].startswith("delegated")  # readers conflict with nothing
 
 
-async def test_writes_outside_the_write_scope_are_refused(workspace: Workspace) -> None:
+async def test_writes_outside_the_write_scope_are_refused(
+    workspace: Workspace, engine: Engine
+) -> None:
     scene = Scene(
         workspace,
         {
@@ -445,6 +471,7 @@ async def test_writes_outside_the_write_scope_are_refused(workspace: Workspace) 
                 reply("", c("complete", summary="ok")),
             ),
         },
+        engine=engine,
     )
     await scene.run()
     results = [m for m in scene.state.agents["t1"].messages if m.role == "tool"]
@@ -454,7 +481,7 @@ async def test_writes_outside_the_write_scope_are_refused(workspace: Workspace) 
     assert not (workspace.root / "b.txt").exists()
 
 
-async def test_depth_and_live_limits(workspace: Workspace) -> None:
+async def test_depth_and_live_limits(workspace: Workspace, engine: Engine) -> None:
     started = trio.Event()
     release = trio.Event()
 
@@ -484,6 +511,7 @@ async def test_depth_and_live_limits(workspace: Workspace) -> None:
             "explorer": hold,
         },
         max_live=2,
+        engine=engine,
     )
     outcome = await scene.run()
     assert outcome.reason == "completed"
@@ -493,7 +521,9 @@ async def test_depth_and_live_limits(workspace: Workspace) -> None:
     assert {t.state for t in scene.state.tasks.tasks.values()} == {"completed"}
 
 
-async def test_a_subagent_that_never_completes_is_nudged_then_failed(workspace: Workspace) -> None:
+async def test_a_subagent_that_never_completes_is_nudged_then_failed(
+    workspace: Workspace, engine: Engine
+) -> None:
     scene = Scene(
         workspace,
         {
@@ -504,6 +534,7 @@ async def test_a_subagent_that_never_completes_is_nudged_then_failed(workspace: 
             ),
             "t1": steps(*[reply(f"I think it is done ({n})") for n in range(4)]),
         },
+        engine=engine,
     )
     outcome = await scene.run()
     assert outcome.reason == "completed"
@@ -521,7 +552,9 @@ async def test_a_subagent_that_never_completes_is_nudged_then_failed(workspace: 
     assert ("risk_alert", "t1", MAIN) in scene.kinds()
 
 
-async def test_a_subagent_repeating_itself_is_reported_blocked(workspace: Workspace) -> None:
+async def test_a_subagent_repeating_itself_is_reported_blocked(
+    workspace: Workspace, engine: Engine
+) -> None:
     scene = Scene(
         workspace,
         {
@@ -533,6 +566,7 @@ async def test_a_subagent_repeating_itself_is_reported_blocked(workspace: Worksp
             ),
             "t1": steps(*[reply("I think it is done")] * 3),
         },
+        engine=engine,
     )
     outcome = await scene.run()
     assert outcome.reason == "completed"
@@ -543,7 +577,7 @@ async def test_a_subagent_repeating_itself_is_reported_blocked(workspace: Worksp
     assert scene.state.tasks.get("t1").state == "cancelled"
 
 
-async def test_cancelling_a_task_cancels_its_subtree(workspace: Workspace) -> None:
+async def test_cancelling_a_task_cancels_its_subtree(workspace: Workspace, engine: Engine) -> None:
     scene = Scene(
         workspace,
         {
@@ -559,6 +593,7 @@ async def test_cancelling_a_task_cancels_its_subtree(workspace: Workspace) -> No
             ),
             "t2": forever,
         },
+        engine=engine,
     )
     from orchestrator.team.definitions import WORKER, Definitions
 
@@ -582,7 +617,7 @@ async def _when_child_exists(scene: Scene) -> ScriptedReply:
 
 @pytest.mark.parametrize("depth_limit", [1])
 async def test_delegation_past_the_depth_limit_is_refused(
-    workspace: Workspace, depth_limit: int
+    workspace: Workspace, depth_limit: int, engine: Engine
 ) -> None:
     from orchestrator.team.definitions import WORKER, Definitions
 
@@ -600,6 +635,7 @@ async def test_delegation_past_the_depth_limit_is_refused(
             ),
         },
         max_depth=depth_limit,
+        engine=engine,
     )
     lead = WORKER.model_copy(update={"name": "lead", "may_delegate": True})
     scene.settings.definitions = Definitions([*Definitions.builtin(), lead])
@@ -609,7 +645,9 @@ async def test_delegation_past_the_depth_limit_is_refused(
     assert scene.state.tasks.get("t2") is None
 
 
-async def test_a_message_sent_while_the_task_completes_is_not_lost(workspace: Workspace) -> None:
+async def test_a_message_sent_while_the_task_completes_is_not_lost(
+    workspace: Workspace, engine: Engine
+) -> None:
     thinking = trio.Event()
 
     async def complete_once_written_to(request: ModelRequest) -> ScriptedReply:
@@ -637,6 +675,7 @@ async def test_a_message_sent_while_the_task_completes_is_not_lost(workspace: Wo
                 lambda request: reply("", c("complete", summary=f"then: {last_text(request)}")),
             ),
         },
+        engine=engine,
     )
     with trio.fail_after(10):
         outcome = await scene.run()
@@ -648,7 +687,9 @@ async def test_a_message_sent_while_the_task_completes_is_not_lost(workspace: Wo
     assert all(m.delivered for m in scene.mail.values())
 
 
-async def test_a_subtask_cannot_widen_its_parents_write_scope(workspace: Workspace) -> None:
+async def test_a_subtask_cannot_widen_its_parents_write_scope(
+    workspace: Workspace, engine: Engine
+) -> None:
     from orchestrator.team.definitions import WORKER, Definitions
 
     scene = Scene(
@@ -673,6 +714,7 @@ async def test_a_subtask_cannot_widen_its_parents_write_scope(workspace: Workspa
                 lambda request: reply("", c("complete", summary=last_text(request))),
             ),
         },
+        engine=engine,
     )
     lead = WORKER.model_copy(update={"name": "lead", "may_delegate": True})
     scene.settings.definitions = Definitions([*Definitions.builtin(), lead])
@@ -712,6 +754,7 @@ async def test_a_stalled_task_is_reported_to_its_owner(
 
 async def test_the_user_can_tell_the_main_agent_something_while_it_runs(
     workspace: Workspace,
+    engine: Engine,
 ) -> None:
     async def tell_while_waiting(request: ModelRequest) -> ScriptedReply:
         assert scene.team is not None
@@ -728,6 +771,7 @@ async def test_the_user_can_tell_the_main_agent_something_while_it_runs(
             ),
             "t1": steps(reply("", c("complete", summary="done"))),
         },
+        engine=engine,
     )
     outcome = await scene.run()
     assert outcome.reason == "completed"
@@ -738,7 +782,9 @@ async def test_the_user_can_tell_the_main_agent_something_while_it_runs(
     assert "NOTES.md" in final.text
 
 
-async def test_blocked_risk_and_direction_change_reach_the_owner(workspace: Workspace) -> None:
+async def test_blocked_risk_and_direction_change_reach_the_owner(
+    workspace: Workspace, engine: Engine
+) -> None:
     def answer_the_block(request: ModelRequest) -> ScriptedReply:
         assert "<blocked id=" in all_text(request)
         return reply("", c("send_message", task="t1", kind="answer", text="token is in .env"))
@@ -765,6 +811,7 @@ async def test_blocked_risk_and_direction_change_reach_the_owner(workspace: Work
                 ),
             ),
         },
+        engine=engine,
     )
     outcome = await scene.run()
     assert outcome.reason == "completed"
@@ -787,7 +834,9 @@ async def test_blocked_risk_and_direction_change_reach_the_owner(workspace: Work
     assert results[2].startswith("your owner is told you are blocked; your turn ends")
 
 
-async def test_a_types_allow_rules_apply_to_its_agents_only(workspace: Workspace) -> None:
+async def test_a_types_allow_rules_apply_to_its_agents_only(
+    workspace: Workspace, engine: Engine
+) -> None:
     from orchestrator.team.definitions import WORKER, Definitions
     from orchestrator.tools.permissions import deny_all
 
@@ -805,6 +854,7 @@ async def test_a_types_allow_rules_apply_to_its_agents_only(workspace: Workspace
                 reply("", c("complete", summary="ok")),
             ),
         },
+        engine=engine,
     )
     builder = WORKER.model_copy(update={"name": "builder", "allow": ("write_file=allow",)})
     scene.settings.definitions = Definitions([*Definitions.builtin(), builder])
@@ -816,7 +866,7 @@ async def test_a_types_allow_rules_apply_to_its_agents_only(workspace: Workspace
 
 @pytest.mark.parametrize("sandboxed", [False, True], ids=["unsandboxed", "sandboxed"])
 async def test_shell_writes_are_seen_checked_against_the_scope_and_the_envelope(
-    workspace: Workspace, sandboxed: bool
+    workspace: Workspace, sandboxed: bool, engine: Engine
 ) -> None:
     """What a command changed is seen after it and checked against the task's scope and
     envelope; in the sandbox, a change outside the scope's directories does not happen."""
@@ -853,6 +903,7 @@ async def test_shell_writes_are_seen_checked_against_the_scope_and_the_envelope(
             "t2": steps(reply("", c("complete", summary="nothing"))),
         },
         sandbox=Sandbox(level="workspace" if sandboxed else "off"),
+        engine=engine,
     )
     await scene.run()
     shell = next(m for m in scene.state.agents["t1"].messages if m.role == "tool")
@@ -879,7 +930,9 @@ async def test_shell_writes_are_seen_checked_against_the_scope_and_the_envelope(
     assert envelope.outside_scope == ("docs/old.md",)
 
 
-async def test_a_file_changed_by_two_live_tasks_is_reported(workspace: Workspace) -> None:
+async def test_a_file_changed_by_two_live_tasks_is_reported(
+    workspace: Workspace, engine: Engine
+) -> None:
     first_wrote, second_wrote = trio.Event(), trio.Event()
 
     async def first(request: ModelRequest) -> ScriptedReply:
@@ -913,6 +966,7 @@ async def test_a_file_changed_by_two_live_tasks_is_reported(workspace: Workspace
         },
         # Unsandboxed: the check after each command is what sees a shared file then.
         sandbox=Sandbox(level="off"),
+        engine=engine,
     )
     with trio.fail_after(10):
         await scene.run()
@@ -924,7 +978,9 @@ async def test_a_file_changed_by_two_live_tasks_is_reported(workspace: Workspace
     )
 
 
-async def test_interrupt_stops_a_tool_call_that_can_stop_safely(workspace: Workspace) -> None:
+async def test_interrupt_stops_a_tool_call_that_can_stop_safely(
+    workspace: Workspace, engine: Engine
+) -> None:
     from pydantic import BaseModel
 
     from orchestrator.tools import Tool, ToolContext, ToolOutput
@@ -971,6 +1027,7 @@ async def test_interrupt_stops_a_tool_call_that_can_stop_safely(workspace: Works
                 lambda request: reply("", c("complete", summary=f"saw: {last_text(request)}")),
             ),
         },
+        engine=engine,
     )
     scene.settings.base_tools.add(Watch())
     scene.settings.definitions = Definitions([*Definitions.builtin(), watcher])
@@ -983,7 +1040,9 @@ async def test_interrupt_stops_a_tool_call_that_can_stop_safely(workspace: Works
     assert "stop watching" in scene.state.tasks.get("t1").completion.summary
 
 
-async def test_a_notify_answer_still_wakes_a_parked_task(workspace: Workspace) -> None:
+async def test_a_notify_answer_still_wakes_a_parked_task(
+    workspace: Workspace, engine: Engine
+) -> None:
     scene = Scene(
         workspace,
         {
@@ -999,6 +1058,7 @@ async def test_a_notify_answer_still_wakes_a_parked_task(workspace: Workspace) -
                 reply("", c("complete", summary="went with x")),
             ),
         },
+        engine=engine,
     )
     with trio.fail_after(10):
         outcome = await scene.run()
@@ -1027,6 +1087,7 @@ def test_the_config_team_table_sets_the_limits() -> None:
 
 async def test_a_type_with_retries_gets_another_attempt_after_failing(
     workspace: Workspace,
+    engine: Engine,
 ) -> None:
     from orchestrator.team.definitions import WORKER, Definitions
 
@@ -1043,6 +1104,7 @@ async def test_a_type_with_retries_gets_another_attempt_after_failing(
                 lambda request: reply("", c("complete", summary=last_text(request)[:60])),
             ),
         },
+        engine=engine,
     )
     flaky = WORKER.model_copy(update={"name": "flaky", "max_rounds": 1, "retries": 1})
     scene.settings.definitions = Definitions([*Definitions.builtin(), flaky])
@@ -1084,7 +1146,7 @@ async def test_a_task_past_its_deadline_fails(
     ],
 )
 async def test_a_task_that_spends_its_budget_fails(
-    workspace: Workspace, budget: dict[str, int], reason: str
+    workspace: Workspace, budget: dict[str, int], reason: str, engine: Engine
 ) -> None:
     from orchestrator.messages import Usage
 
@@ -1103,6 +1165,7 @@ async def test_a_task_that_spends_its_budget_fails(
             ),
             "t1": busy,
         },
+        engine=engine,
     )
     with trio.fail_after(10):
         outcome = await scene.run()
@@ -1164,7 +1227,7 @@ async def test_a_task_with_resume_policy_ask_is_revived_only_if_the_person_says_
         assert "not to be revived" in task.reason
 
 
-async def test_a_task_budget_covers_its_subtree(workspace: Workspace) -> None:
+async def test_a_task_budget_covers_its_subtree(workspace: Workspace, engine: Engine) -> None:
     """t1 (budget 4 model calls) delegates t2, whose calls count against t1's budget:
     t2 fails once the subtree has used 4, though t2 has no budget of its own."""
     from orchestrator.team.definitions import WORKER, Definitions
@@ -1196,6 +1259,7 @@ async def test_a_task_budget_covers_its_subtree(workspace: Workspace) -> None:
             ),
             "t2": busy,
         },
+        engine=engine,
     )
     lead = WORKER.model_copy(update={"name": "lead", "may_delegate": True})
     scene.settings.definitions = Definitions([*Definitions.builtin(), lead])
@@ -1210,6 +1274,7 @@ async def test_a_task_budget_covers_its_subtree(workspace: Workspace) -> None:
 
 async def test_a_type_with_verify_completes_only_once_its_checks_pass(
     workspace: Workspace,
+    engine: Engine,
 ) -> None:
     import sys
 
@@ -1230,6 +1295,7 @@ async def test_a_type_with_verify_completes_only_once_its_checks_pass(
                 reply("", c("complete", summary="done, checked")),
             ),
         },
+        engine=engine,
     )
     checked = WORKER.model_copy(update={"name": "checked", "verify": (check,)})
     scene.settings.definitions = Definitions([*Definitions.builtin(), checked])
@@ -1249,6 +1315,7 @@ async def test_a_type_with_verify_completes_only_once_its_checks_pass(
 
 
 async def test_a_runner_gets_a_task_id_and_a_port_not_the_team(workspace: Workspace) -> None:
+    # Its own runner: on no engine.
     from orchestrator.team.port import TaskPort
     from orchestrator.team.subagent import InProcessRunner
 

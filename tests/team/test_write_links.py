@@ -8,6 +8,7 @@ import pytest
 
 from orchestrator.team.queries import MAIN
 from orchestrator.tools import Workspace
+from tests.team.engines import Engine
 from tests.team.test_team import Scene, c, reply, steps
 
 
@@ -20,7 +21,7 @@ from tests.team.test_team import Scene, c, reply, steps
     ],
 )
 async def test_a_worker_cannot_write_through_a_link_it_made_out_of_its_scope(
-    workspace: Workspace, command: str, path: str, resolved: str
+    workspace: Workspace, command: str, path: str, resolved: str, engine: Engine
 ) -> None:
     (workspace.root / "a").mkdir()
     (workspace.root / "b").mkdir()
@@ -43,6 +44,7 @@ async def test_a_worker_cannot_write_through_a_link_it_made_out_of_its_scope(
                 reply("", c("complete", summary="tried")),
             ),
         },
+        engine=engine,
     )
     await scene.run()
     assert (workspace.root / "b" / "f.txt").read_text() == "keep\n"
@@ -64,7 +66,9 @@ async def test_a_worker_cannot_write_through_a_link_it_made_out_of_its_scope(
     assert scene.state.tasks.get("t1").completion.unlisted_changes == ()
 
 
-async def test_a_link_out_of_the_workspace_is_refused_and_reported(workspace: Workspace) -> None:
+async def test_a_link_out_of_the_workspace_is_refused_and_reported(
+    workspace: Workspace, engine: Engine
+) -> None:
     outside = workspace.root.parent / "outside"
     outside.mkdir()
     (workspace.root / "a").mkdir()
@@ -82,6 +86,7 @@ async def test_a_link_out_of_the_workspace_is_refused_and_reported(workspace: Wo
                 reply("", c("complete", summary="tried")),
             ),
         },
+        engine=engine,
     )
     await scene.run()
     assert list(outside.iterdir()) == []
