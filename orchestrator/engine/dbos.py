@@ -28,6 +28,7 @@ import logging
 import os
 import socket
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import trio
@@ -120,7 +121,7 @@ class DbosRunner:
         self._launched = trio.Event()
         self._idle = trio.Event()
         self.token = trio.lowlevel.current_trio_token()
-        self.where = RanOn.here(f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}")
+        self.where = RanOn.here(executor_id())
 
     def start(self, task_id: str, port: TaskPort) -> None:
         if task_id in self._runs:
@@ -165,13 +166,7 @@ class DbosRunner:
         """DBOS, launched for the team's life; destroyed once no run is left."""
         with self._db.watch_dbos():  # DBOS's own waits for its database are told too
             try:
-                try:
-                    await self._db.call(self._launch)
-                except EngineUnreachable:
-                    raise
-                except Exception as exc:
-                    where = make_url(self._url).render_as_string(hide_password=True)
-                    raise ConfigError(f"the dbos engine could not start on {where}: {exc}") from exc
+                await launched(self._db, self._url, self._launch)
                 self._launched.set()
                 await trio.sleep_forever()
             finally:
@@ -192,22 +187,7 @@ class DbosRunner:
         await destroy(self._db, self._threads)
 
     def _launch(self) -> None:
-        config: DBOSConfig = {
-            "name": "orchestrator",
-            "system_database_url": self._url,
-            # The package's version, not a hash of the code: a resume by the same
-            # version finds the workflows it left.
-            "application_version": __version__,
-            # An executor per process (where a task ran), so DBOS's own start-up
-            # recovery never takes another process's workflows (see the module's doc).
-            "executor_id": self.where.worker,
-            "max_executor_threads": self._max_threads,
-            "log_level": "WARNING",
-            "console_log_level": "ERROR",  # its waits for the database: notices (retry.py)
-        }
-        if self._url.startswith("sqlite"):
-            config["notification_listener_polling_interval_sec"] = SQLITE_POLL
-        DBOS(config=config)
+        launch_dbos(self._url, self.where.worker, max_threads=self._max_threads)
         DBOS.launch()
 
     async def _run(self, task_id: str, port: TaskPort) -> None:
@@ -269,6 +249,45 @@ class DbosRunner:
     def _check_idle(self) -> None:
         if not self._runs and not self._finishing:
             self._idle.set()
+
+
+def executor_id() -> str:
+    """A new DBOS executor's id, which names where tasks run: its host, its process, and
+    a random part (a process is a new executor each time)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def launch_dbos(url: str, executor: str, *, max_threads: int | None = None) -> None:
+    """DBOS on the database at `url`, as executor `executor`, launched; in a thread.
+    Its version is the package's, not a hash of the code: a process of the same version
+    finds the workflows another left, and workers take only their own version's tasks.
+    Each process is an executor of its own, so DBOS's start-up recovery never takes
+    another process's workflows."""
+    config: DBOSConfig = {
+        "name": "orchestrator",
+        "system_database_url": url,
+        "application_version": __version__,
+        "executor_id": executor,
+        "log_level": "WARNING",
+        "console_log_level": "ERROR",  # its waits for the database: notices (retry.py)
+    }
+    if max_threads is not None:
+        config["max_executor_threads"] = max_threads
+    if url.startswith("sqlite"):
+        config["notification_listener_polling_interval_sec"] = SQLITE_POLL
+    DBOS(config=config)
+
+
+async def launched(db: Patience, url: str, launch: Callable[[], None]) -> None:
+    """`launch()` through `db` (waiting while the database cannot be reached); any other
+    failure a `ConfigError` naming the database (its password hidden)."""
+    try:
+        await db.call(launch)
+    except EngineUnreachable:
+        raise
+    except Exception as exc:
+        where = make_url(url).render_as_string(hide_password=True)
+        raise ConfigError(f"the dbos engine could not start on {where}: {exc}") from exc
 
 
 async def destroy(db: Patience, threads: trio.CapacityLimiter) -> None:

@@ -26,21 +26,18 @@ the database is the truth for the task.
 from __future__ import annotations
 
 import itertools
-import os
-import socket
-import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 import trio
-from dbos import DBOS, DBOSConfig, EnqueueOptions
+from dbos import DBOS, EnqueueOptions
 from sqlalchemy.engine import make_url
 
 from orchestrator._version import __version__
-from orchestrator.engine.dbos import OPEN, _number, destroy
+from orchestrator.engine.dbos import OPEN, _number, destroy, executor_id, launch_dbos, launched
 from orchestrator.engine.handover import mirror_state, posted, spent, start_records
-from orchestrator.engine.retry import ENGINE, PATIENCE, EngineUnreachable, Patience
+from orchestrator.engine.retry import ENGINE, PATIENCE, Patience
 from orchestrator.engine.store import Run, Store
 from orchestrator.engine.task_session import fold, line_of
 from orchestrator.engine.worker import QUEUE, WORKFLOW
@@ -149,13 +146,7 @@ class RemoteRunner:
         workflows' states); destroyed once no run is left."""
         with self._db.watch_dbos():  # DBOS's own waits for its database are told too
             try:
-                try:
-                    await self._db.call(self._launch)
-                except EngineUnreachable:
-                    raise
-                except Exception as exc:
-                    where = make_url(self._url).render_as_string(hide_password=True)
-                    raise ConfigError(f"the dbos engine could not start on {where}: {exc}") from exc
+                await launched(self._db, self._url, self._launch)
                 self._launched.set()
                 await trio.sleep_forever()
             finally:
@@ -168,14 +159,7 @@ class RemoteRunner:
                     _RUNNERS.remove(self)
 
     def _launch(self) -> None:
-        config: DBOSConfig = {
-            "name": "orchestrator",
-            "system_database_url": self._url,
-            "application_version": __version__,
-            "executor_id": f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}",
-            "log_level": "WARNING",
-        }
-        DBOS(config=config)
+        launch_dbos(self._url, executor_id())
         DBOS.listen_queues([])  # the session only puts tasks on the queue: workers run them
         DBOS.launch()
 

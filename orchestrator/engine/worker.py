@@ -20,18 +20,16 @@ from __future__ import annotations
 import functools
 import math
 import os
-import socket
 import threading
-import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import msgspec
 import trio
-from dbos import DBOS, DBOSConfig
+from dbos import DBOS
 
 from orchestrator._version import __version__
-from orchestrator.engine.dbos import destroy
+from orchestrator.engine.dbos import destroy, executor_id, launch_dbos, launched
 from orchestrator.engine.retry import Patience
 from orchestrator.engine.store import Run, Store
 from orchestrator.engine.task_session import TaskSession
@@ -94,7 +92,7 @@ def _queued_versions() -> dict[str, int]:
 
 def worker_id() -> str:
     """A new worker's id: its host, its process, and a random part."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+    return executor_id()
 
 
 class Worker:
@@ -147,7 +145,7 @@ class Worker:
             _SERVING.clear()
 
     async def _serve(self, task_status: trio.TaskStatus[None]) -> None:
-        await self._thread(self._launch)
+        await launched(self._db, self.url, self._launch)
         try:
             await self._thread(self._store.beat, self.id, __version__, os.getpid())
             self._say(f"worker {self.id} (version {__version__}) takes tasks from {self._where()}")
@@ -193,15 +191,7 @@ class Worker:
         self._say(f"worker {self.id}: {notice.message}")
 
     def _launch(self) -> None:
-        config: DBOSConfig = {
-            "name": "orchestrator",
-            "system_database_url": self.url,
-            "application_version": __version__,  # sessions of another version: not ours
-            "executor_id": self.id,
-            "max_executor_threads": self._concurrency + 8,
-            "log_level": "WARNING",
-        }
-        DBOS(config=config)
+        launch_dbos(self.url, self.id, max_threads=self._concurrency + 8)
         DBOS.launch()
         DBOS.register_queue(QUEUE, worker_concurrency=self._concurrency, polling_interval_sec=0.2)
 
