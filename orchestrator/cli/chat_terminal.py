@@ -178,7 +178,7 @@ async def _chatting(
         print("Type a message, /help for the commands; Ctrl+C stops a turn.", flush=True)
         async with trio.open_nursery() as nursery:
             await nursery.start(view.run)
-            nursery.start_soon(_on_resize, view)
+            await nursery.start(_on_resize, view)
             await chat.run(typed, Commands(chat, model).run)
             nursery.cancel_scope.cancel()
         print(plain_frame(model, model.now(), width=shutil.get_terminal_size().columns - 1))
@@ -193,10 +193,15 @@ def _say(text: str) -> None:
     print(visible(text), flush=True)
 
 
-async def _on_resize(view: ToolbarView) -> None:
+async def _on_resize(
+    view: ToolbarView, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+) -> None:
     """The view laid out again at the terminal's new size (the input line's thread is
-    not the main one, which alone is told of a resize)."""
+    not the main one, which alone is told of a resize). Once as the receiver is set up
+    too: a resize before it (a busy machine starts this task late) was not heard."""
     with trio.open_signal_receiver(signal.SIGWINCH) as resized:
+        view.changed()
+        task_status.started()
         async for _ in resized:
             view.changed()
 
