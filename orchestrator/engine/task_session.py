@@ -10,8 +10,6 @@ that writes takes everything waiting), so a side effect is never ahead of its re
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import trio
 
 from orchestrator.engine.retry import Patience
@@ -54,14 +52,6 @@ class TaskSession:
         self._waiting.append((seq, line_of(seq, record)))
         self.state.apply(seq, record)
         await self._write_through(seq)
-
-    async def seed(self, records: Sequence[Record]) -> None:
-        """Write `records` first, as one batch (a new task's start)."""
-        for record in records:
-            seq = self.state.seq + 1
-            self._waiting.append((seq, line_of(seq, record)))
-            self.state.apply(seq, record)
-        await self._write_through(self.state.seq)
 
     async def _write_through(self, seq: int) -> None:
         async with self._writing:
