@@ -34,9 +34,9 @@ from dataclasses import dataclass, field
 import trio
 from dbos import DBOS, DBOSConfig, SetWorkflowID, WorkflowHandle
 from dbos._core import WorkflowHandlePolling
-from sqlalchemy.engine import make_url
 
 from orchestrator._version import __version__
+from orchestrator.engine.choice import hide_password
 from orchestrator.engine.retry import PATIENCE, EngineUnreachable, Patience
 from orchestrator.errors import ConfigError, OrchestratorError
 from orchestrator.state.events import Notice
@@ -286,8 +286,9 @@ async def launched(db: Patience, url: str, launch: Callable[[], None]) -> None:
     except EngineUnreachable:
         raise
     except Exception as exc:
-        where = make_url(url).render_as_string(hide_password=True)
-        raise ConfigError(f"the dbos engine could not start on {where}: {exc}") from exc
+        raise ConfigError(
+            f"the dbos engine could not start on {hide_password(url)}: {exc}"
+        ) from exc
 
 
 async def destroy(db: Patience, threads: trio.CapacityLimiter) -> None:

@@ -32,9 +32,9 @@ from typing import Any
 import msgspec
 import trio
 from dbos import DBOS, EnqueueOptions
-from sqlalchemy.engine import make_url
 
 from orchestrator._version import __version__
+from orchestrator.engine.choice import hide_password
 from orchestrator.engine.dbos import OPEN, _number, destroy, executor_id, launch_dbos, launched
 from orchestrator.engine.handover import mirror_state, posted, spent, start_records
 from orchestrator.engine.retry import ENGINE, PATIENCE, Patience
@@ -118,7 +118,7 @@ class RemoteRunner:
         self._port = port
         self._runs[task_id] = _Remote(task_id, f"{self._session_id}/{task_id}", port)
         self._idle = trio.Event()
-        self._nursery.start_soon(self._run, task_id, port, name=f"task {task_id} (on workers)")
+        self._nursery.start_soon(self._run, task_id, name=f"task {task_id} (on workers)")
 
     def cancel(self, task_id: str) -> None:
         run = self._runs.get(task_id)
@@ -163,47 +163,44 @@ class RemoteRunner:
         DBOS.listen_queues([])  # the session only puts tasks on the queue: workers run them
         DBOS.launch()
 
-    async def _thread(self, call: Any, *args: Any) -> Any:
-        return await self._db.call(call, *args)
-
-    async def _run(self, task_id: str, port: TaskPort) -> None:
+    async def _run(self, task_id: str) -> None:
         run = self._runs[task_id]
-        key = run.key
+        key, port = run.key, run.port
         try:
             await self._launched.wait()
-            rows = await self._thread(self._store.records, key)
+            rows = await self._db.call(self._store.records, key)
             mirror = fold(key, rows)
             start = start_records(port.state, mirror, task_id)
             if start:
                 first = mirror.seq + 1
                 lines = [(seq, line_of(seq, r)) for seq, r in enumerate(start, first)]
-                await self._thread(self._store.append, key, lines)
+                await self._db.call(self._store.append, key, lines)
                 fold(key, lines, mirror)
             if not start and mirror.tasks.tasks[task_id].state in SETTLED:
                 # It ended on a worker while this session was stopped: only its news.
                 run.mirror = mirror
                 await self._pass_on(run, rows)
                 return
-            workflow_id, queued = await self._thread(_next_run, key)
+            workflow_id, queued = await self._db.call(_next_run, key)
             if run.cancelled and not queued:
                 return  # cancelled before it was queued: no worker need hear of it
             if not queued:
-                await self._thread(
+                await self._db.call(
                     self._store.add_run,
                     Run(workflow_id, key, __version__, self._workspace, self._model),
                 )
-                await self._thread(_enqueue, workflow_id, key)
+                await self._db.call(_enqueue, workflow_id, key)
             run.workflow_id = workflow_id  # from here on, `cancel` tells the worker
             if run.cancelled:
                 await self._cancel(workflow_id)
             run.mirror = mirror
             await self._pass_on(run, rows)  # what it did before this session stopped
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._forward, port, task_id, key, run)
+                nursery.start_soon(self._forward, run)
                 await run.ended.wait()  # (the follower's)
                 nursery.cancel_scope.cancel()
             if run.status.status != "SUCCESS":  # (its loop's outcome is in its journal)
-                await self._ended_badly(port, task_id, run.status)
+                await self._ended_badly(run)
         finally:
             del self._runs[task_id]
             if not self._runs:
@@ -222,13 +219,13 @@ class RemoteRunner:
                 continue
             statuses: dict[str, Any] = {}
             if tick % STATUS_EVERY == 0:
-                statuses = await self._thread(_statuses, [r.workflow_id for r in live])
+                statuses = await self._db.call(_statuses, [r.workflow_id for r in live])
                 await self._no_worker(live, statuses)
-            heads = await self._thread(self._store.heads, self._session_id)
+            heads = await self._db.call(self._store.heads, self._session_id)
             for run in live:
                 assert run.mirror is not None
                 if heads.get(run.key, 0) > run.mirror.seq:
-                    rows = await self._thread(self._store.records, run.key, run.mirror.seq)
+                    rows = await self._db.call(self._store.records, run.key, run.mirror.seq)
                     fold(run.key, rows, run.mirror)
                     await self._pass_on(run, rows)
                 status = statuses.get(run.workflow_id)
@@ -246,7 +243,7 @@ class RemoteRunner:
         ]
         if not queued:
             return
-        workers = await self._thread(self._store.workers)
+        workers = await self._db.call(self._store.workers)
         alive = [
             w
             for w in workers
@@ -256,7 +253,7 @@ class RemoteRunner:
             return
         for run in queued:
             run.told_queued = True
-        where = make_url(self._url).render_as_string(hide_password=True)
+        where = hide_password(self._url)
         names = ", ".join(r.task_id for r in queued)
         await self._tell(
             Notice(
@@ -296,20 +293,22 @@ class RemoteRunner:
         assert run.mirror is not None
         await mirror_state(run.port, run.mirror, run.task_id)
 
-    async def _forward(self, port: TaskPort, task_id: str, key: str, run: _Remote) -> None:
+    async def _forward(self, run: _Remote) -> None:
         """Put the mail to the task in its inbox, then deliver it here (the ack)."""
         encode = msgspec.json.Encoder().encode
+        port, task_id = run.port, run.task_id
         while True:
             await port.wait_for_mail(task_id, at_least="notify")
             waiting = port.state.mailbox.undelivered(task_id)
             lines = [(mail.message_id, encode(posted(mail))) for mail in waiting]
-            await self._thread(self._store.put_mail, key, lines)
+            await self._db.call(self._store.put_mail, run.key, lines)
             run.put.update(mail.message_id for mail in waiting)
             await port.deliver(task_id, only=run.put)
 
-    async def _ended_badly(self, port: TaskPort, task_id: str, status: Any) -> None:
+    async def _ended_badly(self, run: _Remote) -> None:
         """The workflow ended without the task's loop returning (an error of the worker,
         DBOS's own cancellation): the task fails, and its owner is told."""
+        port, task_id, status = run.port, run.task_id, run.status
         task = port.state.tasks.get(task_id)
         if task is None or task.state in SETTLED:
             return

@@ -29,6 +29,7 @@ import trio
 from dbos import DBOS
 
 from orchestrator._version import __version__
+from orchestrator.engine.choice import hide_password
 from orchestrator.engine.dbos import destroy, executor_id, launch_dbos, launched
 from orchestrator.engine.retry import Patience
 from orchestrator.engine.store import Run, Store
@@ -90,11 +91,6 @@ def _queued_versions() -> dict[str, int]:
     return counts
 
 
-def worker_id() -> str:
-    """A new worker's id: its host, its process, and a random part."""
-    return executor_id()
-
-
 class Worker:
     """Takes tasks from the queue of the database at `url` and runs them, at most
     `concurrency` at once."""
@@ -112,7 +108,7 @@ class Worker:
         patience: float = math.inf,
     ) -> None:
         self.url = url
-        self.id = worker_id()
+        self.id = executor_id()  # its DBOS executor's: where its tasks ran
         self.token = trio.lowlevel.current_trio_token()
         self._settings_for = settings_for
         self._concurrency = concurrency
@@ -147,8 +143,9 @@ class Worker:
     async def _serve(self, task_status: trio.TaskStatus[None]) -> None:
         await launched(self._db, self.url, self._launch)
         try:
-            await self._thread(self._store.beat, self.id, __version__, os.getpid())
-            self._say(f"worker {self.id} (version {__version__}) takes tasks from {self._where()}")
+            await self._db.call(self._store.beat, self.id, __version__, os.getpid())
+            where = hide_password(self.url)
+            self._say(f"worker {self.id} (version {__version__}) takes tasks from {where}")
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._keep_beating)
                 nursery.start_soon(self._poll)
@@ -172,20 +169,10 @@ class Worker:
                 f"them over once it finds this one silent ({self._silent:g} s)"
             )
             return
-        await self._thread(self._store.beat, self.id, __version__, os.getpid(), stopped=True)
+        stopped = functools.partial(self._store.beat, stopped=True)
+        await self._db.call(stopped, self.id, __version__, os.getpid())
         await destroy(self._db, self._threads)
         self._store.close()
-
-    def _where(self) -> str:
-        from sqlalchemy.engine import make_url
-
-        return make_url(self.url).render_as_string(hide_password=True)
-
-    async def _thread(self, call: Callable[..., object], *args: object, **kwargs: object) -> object:
-        def bound() -> object:
-            return call(*args, **kwargs)
-
-        return await self._db.call(bound)
 
     async def _tell(self, notice: Notice) -> None:
         self._say(f"worker {self.id}: {notice.message}")
@@ -199,14 +186,13 @@ class Worker:
         while True:
             await self._look_at_versions()
             await trio.sleep(self._beat)
-            await self._thread(self._store.beat, self.id, __version__, os.getpid())
+            await self._db.call(self._store.beat, self.id, __version__, os.getpid())
             await self._recover_silent()
 
     async def _look_at_versions(self) -> None:
         """Tasks queued by sessions of another version are never this worker's (DBOS
         gives a worker only its own version's): said once per version."""
-        queued = await self._thread(_queued_versions)
-        assert isinstance(queued, dict)
+        queued = await self._db.call(_queued_versions)
         for version, count in queued.items():
             if version != __version__ and version not in self._versions_told:
                 self._versions_told.add(version)
@@ -217,22 +203,21 @@ class Worker:
 
     async def _recover_silent(self) -> None:
         """Workers silent too long: stopped, and their workflows queued again."""
-        workers = await self._thread(self._store.workers)
-        assert isinstance(workers, list)
+        workers = await self._db.call(self._store.workers)
         silent_ms = round(self._silent * 1000)
         for other in workers:
             if other.worker_id == self.id or other.stopped:
                 continue
             if now_ms() - other.beat_ms < silent_ms:
                 continue
-            if await self._thread(self._store.claim_silent, other.worker_id, silent_ms):
+            if await self._db.call(self._store.claim_silent, other.worker_id, silent_ms):
                 self._say(f"worker {other.worker_id} is silent: its tasks are queued again")
-                await self._thread(DBOS._recover_pending_workflows, [other.worker_id])
+                await self._db.call(DBOS._recover_pending_workflows, [other.worker_id])
 
     async def work(self, workflow_id: str) -> str:
         """Run the task of `workflow_id` until it settles; its state then."""
-        run = await self._thread(self._store.run, workflow_id)
-        if not isinstance(run, Run):
+        run = await self._db.call(self._store.run, workflow_id)
+        if run is None:
             raise OrchestratorError(f"no run {workflow_id} in the engine's database")
         if run.version != __version__:
             raise OrchestratorError(
@@ -275,16 +260,14 @@ class Worker:
             if not running:
                 continue
             seen = {r.run.task: r.seen for r in running}
-            rows = await self._thread(self._store.mail, seen)
-            assert isinstance(rows, list)
+            rows = await self._db.call(self._store.mail, seen)
             by_task = {r.run.task: r for r in running}
             for task, number, line in rows:
                 found = by_task[task]
                 await found.team.port.receive(decode(line))
                 found.seen = number
             watched = [r.run.workflow_id for r in running if not r.cancelled]
-            cancelled = await self._thread(self._store.cancelled, watched)
-            assert isinstance(cancelled, set)
+            cancelled = await self._db.call(self._store.cancelled, watched)
             for found in running:
                 if found.run.workflow_id in cancelled and not found.cancelled:
                     found.cancelled = True

@@ -87,21 +87,6 @@ def fold(key: str, rows: Rows, state: SessionState | None = None) -> SessionStat
     return state
 
 
-def task_states(
-    session_id: str, records: WorkerRecords
-) -> tuple[dict[str, SessionState], list[str]]:
-    """Each task's journal folded, by task id, and the problems of those that would not
-    fold (left out)."""
-    states: dict[str, SessionState] = {}
-    problems: list[str] = []
-    for task_id, rows in records.journals.items():
-        try:
-            states[task_id] = fold(f"{session_id}/{task_id}", rows)
-        except JournalCorrupt as exc:
-            problems.append(str(exc))
-    return states, problems
-
-
 def with_workers(
     session_id: str,
     snapshot: Snapshot,

@@ -362,10 +362,7 @@ def _replied(state: SessionState, seq: int, record: AssistantReplied) -> None:
     state.rounds += 1
     usage = record.message.usage
     if usage is not None:
-        context.usage += usage
-        by_model = state.usage_by_model
-        before = by_model.get(record.model)
-        by_model[record.model] = usage if before is None else before + usage
+        _spent(state, context, record.model, usage)
     state.progress_of(record.agent).replied(seq, record.message)
 
 
@@ -386,11 +383,16 @@ def _task_used(state: SessionState, seq: int, record: TaskUsed) -> None:
     TASK_FOLDS[TaskUsed](state.tasks, seq, record)
     context = state.agent(record.task)
     context.steps += record.calls
-    context.usage += record.usage
     state.rounds += record.calls
+    _spent(state, context, record.model, record.usage)
+
+
+def _spent(state: SessionState, context: AgentContext, model: str, usage: Usage) -> None:
+    """`usage` of `model` counted to `context` and to the session's usage by model."""
+    context.usage += usage
     by_model = state.usage_by_model
-    before = by_model.get(record.model)
-    by_model[record.model] = record.usage if before is None else before + record.usage
+    before = by_model.get(model)
+    by_model[model] = usage if before is None else before + usage
 
 
 def _task(state: SessionState, seq: int, record: TaskCreated | TaskChanged) -> None:
@@ -504,10 +506,7 @@ def _compacted(state: SessionState, seq: int, record: ContextCompacted) -> None:
             before=record.before, after=after, at_round=context.steps, min_freed=record.min_freed
         )
     if record.usage is not None:
-        context.usage += record.usage
-        by_model = state.usage_by_model
-        before = by_model.get(record.model)
-        by_model[record.model] = record.usage if before is None else before + record.usage
+        _spent(state, context, record.model, record.usage)
     if record.window:
         state.windows[record.window_model] = record.window
 
