@@ -19,12 +19,10 @@ from tests.crash.harness import cli
 
 pytest.importorskip("dbos")
 
+from tests.engine.test_dbos import call
+
 ROUNDS = 6
 KILL_AT = 3  # the task's shell call of this round has started (durably) when it is killed
-
-
-def call(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"name": name, "arguments": arguments}
 
 
 def script() -> dict[str, Any]:

@@ -22,24 +22,7 @@ from orchestrator.state.settings import SessionSettings
 
 pytest.importorskip("dbos")
 
-
-def call(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"name": name, "arguments": arguments}
-
-
-SCRIPT: dict[str, Any] = {
-    "agents": {
-        "main": [
-            {"tool_calls": [call("delegate", description="w", prompt="write a")]},
-            {"tool_calls": [call("wait_tasks")]},
-            {"text": "done"},
-        ],
-        "t1": [
-            {"tool_calls": [call("write_file", path="a.txt", content="A")]},
-            {"tool_calls": [call("complete", summary="wrote a")]},
-        ],
-    }
-}
+from tests.engine.test_dbos import SCRIPT
 
 
 @pytest.fixture(autouse=True)

@@ -27,11 +27,8 @@ from orchestrator.state.fold import USER
 from orchestrator.team.drive import RunResult, RunSettings, TeamHook, drive
 from orchestrator.team.runtime import Team
 from orchestrator.tools import PermissionPolicy, approve_all, workspace_tools
+from tests.engine.test_dbos import call
 from tests.engine.workers import start_worker
-
-
-def call(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"name": name, "arguments": arguments}
 
 
 def main_script(*delegations: dict[str, Any]) -> list[dict[str, Any]]:
