@@ -117,6 +117,16 @@ class Patience:
         async for notice in self._outbox:
             await self._tell(notice)
 
+    async def flush(self) -> None:
+        """Send the notices `run` has not sent yet (the engine ends: `run` is cancelled
+        with it, perhaps before the notice of the outage it gives up on)."""
+        while True:
+            try:
+                notice = self._outbox.receive_nowait()
+            except trio.WouldBlock:
+                return
+            await self._tell(notice)
+
     async def call(self, fn: Callable[..., T], *args: Any, bound: float | None = None) -> T:
         """`fn(*args)` in a worker thread, tried again while the database is unreachable
         (see `retry`)."""
