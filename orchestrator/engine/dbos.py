@@ -56,6 +56,21 @@ SQLITE_POLL = 0.1  # seconds between DBOS's looks for notifications on SQLite (i
 # The runners by session id: DBOS calls a workflow by its name with its recorded
 # arguments only, so the step finds the live session's runner here.
 _RUNNERS: dict[str, DbosRunner] = {}
+# What launched DBOS in this process: DBOS is one per process, whichever of the engine's
+# parts launches it (this runner, the runner of tasks on workers, a worker).
+_HOLDER: list[object] = []
+
+
+def hold_dbos(holder: object) -> None:
+    """DBOS taken for `holder`; a `ConfigError` when another part of this process has it."""
+    if _HOLDER:
+        raise ConfigError("the dbos engine runs one session (or one worker) at a time in a process")
+    _HOLDER.append(holder)
+
+
+def release_dbos(holder: object) -> None:
+    if holder in _HOLDER:
+        _HOLDER.remove(holder)
 
 
 @DBOS.workflow(name=WORKFLOW)
@@ -151,8 +166,7 @@ class DbosRunner:
     def _begin_session(self, session_id: str) -> None:
         if not session_id:
             raise ConfigError("the dbos engine runs the tasks of a session on disk only")
-        if _RUNNERS:
-            raise ConfigError("the dbos engine runs one session at a time in a process")
+        hold_dbos(self)
         self._session_id = session_id
         _RUNNERS[session_id] = self
         self._nursery.start_soon(self._db.run, name="dbos engine's notices")
@@ -171,6 +185,7 @@ class DbosRunner:
                 await trio.sleep_forever()
             finally:
                 with trio.CancelScope(shield=True):
+                    await self._db.flush()  # an outage given up on is said first
                     # The team ends (its work done, or Ctrl+C): a run waits for its
                     # workflow's end FINISH_WAIT more at most, outage or not (a resume
                     # finishes a workflow left open).
@@ -180,11 +195,9 @@ class DbosRunner:
                     if self._runs or self._finishing:
                         await self._idle.wait()
                     if self._launched.is_set():
-                        await self._destroy()
+                        await destroy(self._db, self._threads)
                     _RUNNERS.pop(self._session_id, None)
-
-    async def _destroy(self) -> None:
-        await destroy(self._db, self._threads)
+                    release_dbos(self)
 
     def _launch(self) -> None:
         launch_dbos(self._url, self.where.worker, max_threads=self._max_threads)

@@ -35,7 +35,16 @@ from dbos import DBOS, EnqueueOptions
 
 from orchestrator._version import __version__
 from orchestrator.engine.choice import hide_password
-from orchestrator.engine.dbos import OPEN, _number, destroy, executor_id, launch_dbos, launched
+from orchestrator.engine.dbos import (
+    OPEN,
+    _number,
+    destroy,
+    executor_id,
+    hold_dbos,
+    launch_dbos,
+    launched,
+    release_dbos,
+)
 from orchestrator.engine.handover import mirror_state, posted, spent, start_records
 from orchestrator.engine.retry import ENGINE, PATIENCE, Patience
 from orchestrator.engine.store import Run, Store
@@ -60,8 +69,6 @@ FOLLOW = 0.2  # seconds between two looks at the running tasks' journals
 STATUS_EVERY = 5  # looks at the journals per look at their workflows' states
 ALIVE = 60.0  # seconds since a worker's last beat within which it counts as alive
 ENDED = ("SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED")
-
-_RUNNERS: list[RemoteRunner] = []  # DBOS is one per process
 
 
 @dataclass
@@ -133,10 +140,8 @@ class RemoteRunner:
     def _begin_session(self, session_id: str) -> None:
         if not session_id:
             raise ConfigError("tasks on workers need a session on disk")
-        if _RUNNERS:
-            raise ConfigError("the dbos engine runs one session at a time in a process")
+        hold_dbos(self)
         self._session_id = session_id
-        _RUNNERS.append(self)
         self._nursery.start_soon(self._db.run, name="dbos engine's notices")
         self._nursery.start_soon(self._engine, name="dbos engine (workers)")
         self._nursery.start_soon(self._follow, name="tasks on workers")
@@ -151,12 +156,13 @@ class RemoteRunner:
                 await trio.sleep_forever()
             finally:
                 with trio.CancelScope(shield=True):
+                    await self._db.flush()  # an outage given up on is said first
                     if self._runs:
                         await self._idle.wait()
                     if self._launched.is_set():
                         await destroy(self._db, self._threads)
                     self._store.close()
-                    _RUNNERS.remove(self)
+                    release_dbos(self)
 
     def _launch(self) -> None:
         launch_dbos(self._url, executor_id())

@@ -30,11 +30,18 @@ from dbos import DBOS
 
 from orchestrator._version import __version__
 from orchestrator.engine.choice import hide_password
-from orchestrator.engine.dbos import destroy, executor_id, launch_dbos, launched
+from orchestrator.engine.dbos import (
+    destroy,
+    executor_id,
+    hold_dbos,
+    launch_dbos,
+    launched,
+    release_dbos,
+)
 from orchestrator.engine.retry import Patience
 from orchestrator.engine.store import Run, Store
 from orchestrator.engine.task_session import TaskSession
-from orchestrator.errors import ConfigError, OrchestratorError
+from orchestrator.errors import OrchestratorError
 from orchestrator.state.events import EventSink, FanOut, Notice
 from orchestrator.state.fold import SessionState
 from orchestrator.state.mailbox import MessagePosted
@@ -128,8 +135,7 @@ class Worker:
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Run tasks until cancelled (Ctrl+C): DBOS launched, the queue listened to."""
-        if _SERVING:
-            raise ConfigError("a process runs one worker")
+        hold_dbos(self)
         _SERVING.append(self)
         try:
             async with trio.open_nursery() as notices:
@@ -139,6 +145,7 @@ class Worker:
                 notices.cancel_scope.cancel()
         finally:
             _SERVING.clear()
+            release_dbos(self)
 
     async def _serve(self, task_status: trio.TaskStatus[None]) -> None:
         await launched(self._db, self.url, self._launch)
