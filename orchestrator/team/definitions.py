@@ -292,6 +292,12 @@ class Definitions:
     def names(self) -> tuple[str, ...]:
         return tuple(sorted(self._definitions))
 
+    def live_limit(self, name: str) -> int | None:
+        """The type's own limit on its live tasks (none for a type no longer defined: its
+        task fails when it starts, saying so)."""
+        definition = self._definitions.get(name)
+        return definition.max_live if definition is not None else None
+
     def sources(self, name: str) -> tuple[str, ...]:
         self.get(name)
         return self._sources[name]

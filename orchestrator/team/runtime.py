@@ -33,7 +33,7 @@ from orchestrator.state.tasks import RanOn, TaskState, TaskUsed
 from orchestrator.team import queries
 from orchestrator.team.background import BackgroundCalls
 from orchestrator.team.compactor import Compactor
-from orchestrator.team.definitions import AgentDefinition, Definitions
+from orchestrator.team.definitions import AgentDefinition
 from orchestrator.team.delegation import Delegation
 from orchestrator.team.oversight import Oversight
 from orchestrator.team.plan_host import Planning
@@ -73,7 +73,7 @@ class Team:
             tell=lambda task_id, owner, summary, data: self.postbox.post(
                 task_id, owner, task_id, "risk_alert", summary, data=dict(data)
             ),
-            role_limit=functools.partial(_role_limit, settings.definitions),
+            role_limit=settings.definitions.live_limit,
         )
         self.postbox = Postbox(
             session,
@@ -405,8 +405,3 @@ class _Port:
     async def count(self, used: TaskUsed) -> None:
         await self._sink.emit(used)
 
-
-def _role_limit(definitions: Definitions, role: str) -> int | None:
-    """The role's own limit on its live tasks (none for a role no longer defined: the
-    task fails when it starts, saying so)."""
-    return definitions.get(role).max_live if role in definitions else None
