@@ -62,8 +62,6 @@ class Team:
     ) -> None:
         self.session = session
         self.sink = sink  # journals (via the session) and shows every event
-        # Shows, never journals: the events of tasks journaled elsewhere (`TaskPort.show`).
-        self.screen = screen if screen is not None else NullSink()
         self.settings = settings
         self.runner = runner
         self.changes = Changes()
@@ -144,7 +142,7 @@ class Team:
             self.scheduler,
             self.turns,
             self.oversight,
-            screen=self.screen,
+            screen,
         )
 
     @property
@@ -320,12 +318,11 @@ class _Port:
         scheduler: Scheduler,
         turns: Turns,
         oversight: Oversight,
-        *,
-        screen: EventSink,
+        screen: EventSink | None,  # shows, never journals: tasks journaled elsewhere
     ) -> None:
         self._session = session
         self._sink = sink
-        self._screen = screen
+        self._screen = screen if screen is not None else NullSink()
         self._settings = settings
         self._postbox = postbox
         self._scheduler = scheduler
