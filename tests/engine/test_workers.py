@@ -95,17 +95,17 @@ class Setup:
     ) -> RunResult:
         """The session run to its end; its notices into `ui`, or its events to `sink`;
         its tasks on workers, or in this process (`local`)."""
-        runner = dbos_workers(
-            self.url, model=f"scripted:{self.script_file}", workspace=self.workspace
-        )
+        spec = f"scripted:{self.script_file}"
         settings = RunSettings(
             on_team=on_team,
             model=ScriptedModel(parse_script(self.script)),
             tools=workspace_tools(),
-            ui=sink or (ListSink() if ui is None else Notices(ui)),
+            ui=sink if sink is not None else ListSink() if ui is None else Notices(ui),
             policy=PermissionPolicy(),
             approve=approve_all,
-            runner=InProcessRunner if local else runner,
+            runner=InProcessRunner
+            if local
+            else dbos_workers(self.url, model=spec, workspace=self.workspace),
         )
         async with open_session(self.root, self.session_id, warn=lambda _: None) as live:
             return await drive(live, settings)
@@ -172,6 +172,11 @@ ONE_TASK: dict[str, Any] = {
 }
 
 
+SHOWN_KINDS = frozenset(
+    {"turn_started", "assistant_replied", "tool_call_started", "tool_call_finished", "turn_ended"}
+)
+
+
 def shown(events: list[Event], agent: str) -> list[tuple[str, str]]:
     """What the live view and the transcript show of `agent`'s work: its turns, its
     replies (their text) and its calls (their tool, their outcome)."""
@@ -188,10 +193,6 @@ def shown(events: list[Event], agent: str) -> list[tuple[str, str]]:
 def of_t1(transcript: str) -> list[str]:
     """The lines of a plain transcript about task t1's work."""
     return [line for line in transcript.splitlines() if line[:4] == "[t1]" or " t1 turn" in line]
-
-
-SHOWN_KINDS = {"turn_started", "assistant_replied", "tool_call_started", "tool_call_finished"}
-SHOWN_KINDS |= {"turn_ended"}
 
 
 async def test_a_task_on_a_worker_is_shown_as_a_local_task_is(tmp_path: Path) -> None:
