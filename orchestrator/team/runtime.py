@@ -26,7 +26,7 @@ from orchestrator.loop.assessment import Assessment
 from orchestrator.loop.compaction import ContextCompacted
 from orchestrator.loop.todos import TodoItem, TodosChanged, render
 from orchestrator.state.context import AgentContext
-from orchestrator.state.events import EventSink, Notice, TurnEndReason
+from orchestrator.state.events import Event, EventSink, Notice, NullSink, TurnEndReason
 from orchestrator.state.fold import USER, SessionState
 from orchestrator.state.mailbox import Mail, MailKind, MessagePosted, Priority
 from orchestrator.state.tasks import RanOn, TaskState, TaskUsed
@@ -57,6 +57,8 @@ class Team:
         settings: TeamSettings,
         runner: Runner,
         nursery: trio.Nursery | None = None,
+        *,
+        screen: EventSink | None = None,
     ) -> None:
         self.session = session
         self.sink = sink  # journals (via the session) and shows every event
@@ -133,7 +135,14 @@ class Team:
             self.background,
         )
         self.port = _Port(
-            session, sink, settings, self.postbox, self.scheduler, self.turns, self.oversight
+            session,
+            sink,
+            settings,
+            self.postbox,
+            self.scheduler,
+            self.turns,
+            self.oversight,
+            screen,
         )
 
     @property
@@ -309,9 +318,11 @@ class _Port:
         scheduler: Scheduler,
         turns: Turns,
         oversight: Oversight,
+        screen: EventSink | None,  # shows, never journals: tasks journaled elsewhere
     ) -> None:
         self._session = session
         self._sink = sink
+        self._screen = screen if screen is not None else NullSink()
         self._settings = settings
         self._postbox = postbox
         self._scheduler = scheduler
@@ -405,3 +416,5 @@ class _Port:
     async def count(self, used: TaskUsed) -> None:
         await self._sink.emit(used)
 
+    async def show(self, event: Event) -> None:
+        await self._screen.emit(event)
