@@ -82,7 +82,8 @@ class Writes:
         A shell command's changes come from comparing the whole workspace before and
         after it (it started at `since`), so a change another task may have made meanwhile
         is not counted: one inside another task's write scope, or to a file another task
-        wrote since the command started. Writes of a shell command outside the task's
+        wrote since the command started (the team's tasks, and the `others` given, read
+        once for a command that changed anything). Writes of a shell command outside the task's
         scope, and a file changed by two live tasks, are reported to the owner (the file
         tools were refused outside the scope before they ran)."""
         task = self._session.state.tasks.get(agent)
