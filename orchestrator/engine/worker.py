@@ -21,6 +21,7 @@ import functools
 import math
 import os
 import threading
+import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -38,6 +39,7 @@ from orchestrator.engine.dbos import (
     launched,
     release_dbos,
 )
+from orchestrator.engine.other_tasks import SessionTasks
 from orchestrator.engine.retry import Patience
 from orchestrator.engine.store import Run, Store
 from orchestrator.engine.task_session import TaskSession
@@ -132,6 +134,11 @@ class Worker:
         self._db = Patience(self._tell, seconds=patience, limiter=self._threads)
         self._teams: dict[str, _Running] = {}  # of those, the ones whose team runs
         self._versions_told: set[str] = set()
+        # The other tasks of each session it runs tasks of, shared by their teams (and
+        # gone with the last of them).
+        self._sessions: weakref.WeakValueDictionary[str, SessionTasks] = (
+            weakref.WeakValueDictionary()
+        )
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Run tasks until cancelled (Ctrl+C): DBOS launched, the queue listened to."""
@@ -246,6 +253,7 @@ class Worker:
         session = await TaskSession.load(self._store, run.task, self._db)
         task_id = run.task.rsplit("/", 1)[1]
         settings = await self._settings_for(run, session.state)
+        settings.other_tasks = self._other_tasks(run)
         sink: EventSink = session if self._ui is None else FanOut([session, self._ui])
         runner = functools.partial(InProcessRunner, where=RanOn.here(self.id))
         async with open_team(session, sink, settings, runner=runner) as team:
@@ -255,6 +263,15 @@ class Worker:
             finally:
                 del self._teams[run.workflow_id]
         return session.state.tasks.tasks[task_id].state
+
+    def _other_tasks(self, run: Run) -> SessionTasks:
+        """The tasks of `run`'s session, whose writes its shell commands must not take
+        for its own (wherever they run: other workers, or teams of this one)."""
+        session_id = run.task.rsplit("/", 1)[0]
+        found = self._sessions.get(session_id)
+        if found is None:
+            found = self._sessions[session_id] = SessionTasks(self._store, session_id, self._db)
+        return found
 
     async def _poll(self) -> None:
         """For all the tasks it runs at once: post the mail their sessions put for them

@@ -95,7 +95,7 @@ class Team:
             session_id=settings.session_id,
             redact=settings.redact,
         )
-        writes = Writes(session, self.postbox)
+        writes = Writes(session, self.postbox, settings.other_tasks)
         self.delegation = Delegation(
             settings,
             session,
