@@ -118,7 +118,7 @@ class Store:
         if not self._ready:
             with self._made:
                 if not self._ready:
-                    METADATA.create_all(self._engine, checkfirst=True)
+                    _make_tables(self._engine)
                     self._ready = True
         with self._engine.begin() as connection:
             yield connection
@@ -327,3 +327,17 @@ class Store:
                 .values(stopped=True)
             ).rowcount
         return bool(changed)
+
+
+def _make_tables(engine: sa.Engine) -> None:
+    """The engine's tables, made if missing. Several processes may make them at once on a
+    new database (a session and its workers): `checkfirst` looks, then creates, so the
+    second to create finds the table there ("already exists", or Postgres's duplicate
+    type): then it looks again, and finds them all."""
+    for attempt in range(3):
+        try:
+            METADATA.create_all(engine, checkfirst=True)
+            return
+        except (sa.exc.OperationalError, sa.exc.ProgrammingError, IntegrityError):
+            if attempt == 2:
+                raise
