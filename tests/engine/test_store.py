@@ -22,14 +22,14 @@ def test_processes_making_the_tables_at_once_all_get_them(tmp_path: Path) -> Non
         start = threading.Barrier(len(stores))
         failed: list[BaseException] = []
 
-        def first_use(store: Store) -> None:
+        def first_use(store: Store, start: threading.Barrier, failed: list[BaseException]) -> None:
             start.wait()
             try:
                 store.heads("s")
             except BaseException as exc:
                 failed.append(exc)
 
-        threads = [threading.Thread(target=first_use, args=(s,)) for s in stores]
+        threads = [threading.Thread(target=first_use, args=(s, start, failed)) for s in stores]
         for thread in threads:
             thread.start()
         for thread in threads:
