@@ -124,7 +124,8 @@ the transcript's lines. A session running in another process is followed (what i
 far at once, then each step as it is written) until it ends, or until Ctrl+C, which stops
 the watching, not the session. A finished session (or one whose process is gone) is
 replayed at --speed. A watch only reads: it never takes the session's lock, and writes
-nothing.
+nothing. The tasks of a session on workers (--engine dbos --workers) are read from the
+engine's database, merged with the journal by the time each record was written.
 """
 
 WATCH_EXAMPLES = """\
@@ -173,6 +174,14 @@ def _add_watch(actions: Any) -> None:
         action="store_true",
         help="print the events as JSON lines, in `run --json`'s shape, each with the seq "
         "and time of its journal record",
+    )
+    watch.add_argument(
+        "--database-url",
+        default=None,
+        metavar="URL",
+        help="for a session whose tasks run on workers: the engine's database, where their "
+        "turns and calls are read from (default: [engine] database_url, else the session's "
+        "journaled one, which needs this flag when its password was hidden)",
     )
     config_option(watch)
     sessions_option(watch)

@@ -32,6 +32,7 @@ import trio
 from orchestrator.cli.out import People
 from orchestrator.cli.render import TranscriptSink
 from orchestrator.cli.screen import Screen, live_screen, live_view_wanted
+from orchestrator.cli.watch_workers import WorkerTasks
 from orchestrator.errors import ConfigError, SessionError
 from orchestrator.layout import FORMAT_VERSION, JOURNAL, LOCK
 from orchestrator.session.listing import latest_session_id
@@ -80,7 +81,7 @@ def watch(
     people.say(f"watching session {session_id} ({how}); Ctrl+C stops watching")
     prices = load_prices()
     try:
-        watched = trio.run(_watch, directory, session_id, args, prices, speed, live)
+        watched = trio.run(_watch, directory, session_id, args, prices, speed, live, people.say)
     except KeyboardInterrupt:  # before the watch listened for it
         watched = Watched(interrupted=True)
     except BaseExceptionGroup as group:
@@ -107,12 +108,28 @@ async def _watch(
     prices: Mapping[str, Price],
     speed: float,
     live: bool,
+    say: Callable[[str], None],
 ) -> Watched:
     pace = Pace(speed)
     clock = _Clock(time.time if live else pace.now)
     screen, json_lines = _screen(args, prices, clock, session_id)
     told = RecordEvents()
     watched = Watched()
+
+    async def show(events: list[tuple[int | None, Event]], written: float) -> None:
+        await pace.until(written)
+        clock.showing = written
+        for seq, event in events:
+            if json_lines is not None:
+                json_lines.write(event, seq, written)
+            else:
+                await screen.sink.emit(event)
+        clock.showing = None
+
+    async def show_task(event: Event, written: float) -> None:
+        await show([(None, event)], written)  # (its seq is its journal's, not the session's)
+
+    workers = WorkerTasks(args, session_id, show_task, say)
     with trio.open_signal_receiver(signal.SIGINT) as signals:
         async with trio.open_nursery() as nursery:
 
@@ -126,18 +143,17 @@ async def _watch(
                 screen.shown(),
                 contextlib.aclosing(follow_journal(directory)) as entries,
             ):
-                async for entry in entries:
-                    await pace.until(entry.time)
-                    clock.showing = entry.time
-                    for seq, event in told.of(entry.seq, entry.record):
-                        if json_lines is not None:
-                            json_lines.write(event, seq, entry.time)
-                        else:
-                            await screen.sink.emit(event)
-                    clock.showing = None
-                    if isinstance(entry.record, SessionStatusChanged):
-                        watched.status = entry.record.status
-                        watched.detail = entry.record.detail
+                try:
+                    async for entry in entries:
+                        await workers.until(entry.time)
+                        await show(told.of(entry.seq, entry.record), entry.time)
+                        await workers.notice(entry.record, nursery, live=live)
+                        if isinstance(entry.record, SessionStatusChanged):
+                            watched.status = entry.record.status
+                            watched.detail = entry.record.detail
+                    await workers.finish()
+                finally:
+                    workers.close()
             nursery.cancel_scope.cancel()
     return watched
 

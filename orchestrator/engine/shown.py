@@ -10,6 +10,8 @@ from pathlib import Path
 from orchestrator.engine.choice import EXTRA, hide_password
 from orchestrator.session.on_workers import WorkerRecords
 
+NO_FILE = "no database file"
+
 
 def read_worker_records(url: str, session_id: str) -> WorkerRecords:
     """The journals of `session_id`'s tasks on workers in the database at `url` (blocking:
@@ -28,7 +30,7 @@ def read_worker_records(url: str, session_id: str) -> WorkerRecords:
         return WorkerRecords(database=shown, unread=f"not a database URL: {exc}")
     sqlite = parsed.get_backend_name() == "sqlite"
     if sqlite and not Path(parsed.database or "").is_file():  # (connecting makes one)
-        return WorkerRecords(database=shown, unread=f"no database file {parsed.database}")
+        return WorkerRecords(database=shown, unread=f"{NO_FILE} {parsed.database}")
     try:
         store = Store(url, reader=True)
         try:
@@ -49,3 +51,60 @@ def _cannot_read(error: BaseException, password: object) -> str:
     if isinstance(password, str) and password:
         line = line.replace(password, "***")
     return f"it cannot be read ({line})"
+
+
+class WorkerJournals:
+    """The journals of a session's tasks on workers, read as they grow, for `sessions
+    watch`: each `new()` gives the records written since the last (all of them the first
+    time), as (task id, seq, framed line), in each task's order. Only reads, as
+    `read_worker_records` does; blocking: call it in a thread. A database it cannot read
+    is `WorkersUnread`, with the reason; a SQLite file not there yet is nothing yet when
+    `patient` (a running session's first task makes it)."""
+
+    def __init__(self, url: str, session_id: str, *, patient: bool = False) -> None:
+        from orchestrator.engine.store import Store
+
+        self.database = hide_password(url)
+        self._url = url
+        self._session = session_id
+        self._patient = patient
+        self._store: Store | None = None
+        self._seen: dict[str, int] = {}  # task key -> its last seq read
+
+    def new(self) -> list[tuple[str, int, bytes]]:
+        from sqlalchemy.exc import SQLAlchemyError
+
+        from orchestrator.engine.store import Store
+
+        try:
+            if not self._seen:  # nothing yet: the whole read, which makes nothing
+                found = read_worker_records(self._url, self._session)
+                if found.unread.startswith(NO_FILE) and self._patient:
+                    return []
+                if found.unread:
+                    raise WorkersUnread(found.unread)
+                prefix = f"{self._session}/"
+                rows = [(prefix + task, rows) for task, rows in found.journals.items()]
+            else:
+                if self._store is None:
+                    self._store = Store(self._url, reader=True)
+                heads = self._store.heads(self._session)
+                moved = [k for k, last in heads.items() if last > self._seen.get(k, 0)]
+                rows = [(k, self._store.records(k, self._seen.get(k, 0))) for k in moved]
+        except (SQLAlchemyError, ImportError) as exc:
+            raise WorkersUnread(_cannot_read(exc, None)) from exc
+        new: list[tuple[str, int, bytes]] = []
+        for key, journal in rows:
+            if journal:
+                self._seen[key] = journal[-1][0]
+            task_id = key.rsplit("/", 1)[1]
+            new += [(task_id, seq, line) for seq, line in journal]
+        return new
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+
+
+class WorkersUnread(Exception):
+    """The engine's database could not be read (the reason is the message)."""
