@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from orchestrator.engine.choice import EXTRA, hide_password
+from orchestrator.errors import OrchestratorError
 from orchestrator.session.on_workers import WorkerRecords
 
 NO_FILE = "no database file"
@@ -106,5 +107,6 @@ class WorkerJournals:
             self._store.close()
 
 
-class WorkersUnread(Exception):
-    """The engine's database could not be read (the reason is the message)."""
+class WorkersUnread(OrchestratorError):
+    """The engine's database could not be read (the reason is the message): said by
+    `sessions watch`, which goes on without it."""
