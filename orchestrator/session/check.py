@@ -13,7 +13,7 @@ import msgspec
 import orjson
 
 from orchestrator.errors import JournalCorrupt
-from orchestrator.state.fold import Snapshot
+from orchestrator.state.snapshot import Snapshot
 
 
 def verify(directory: Path) -> list[str]:

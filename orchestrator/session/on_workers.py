@@ -18,8 +18,9 @@ from typing import Any
 
 from orchestrator.errors import JournalCorrupt
 from orchestrator.state.events import Record, record_decoder
-from orchestrator.state.fold import AgentSummary, SessionState, Snapshot, TodosSummary
+from orchestrator.state.fold import SessionState
 from orchestrator.state.settings import SessionSettings
+from orchestrator.state.snapshot import AgentSummary, Snapshot, TodosSummary
 from orchestrator.store._line import line_fault
 
 Rows = Sequence[tuple[int, bytes]]

@@ -20,8 +20,9 @@ from orchestrator.layout import JOURNAL as JOURNAL
 from orchestrator.layout import SNAPSHOT as SNAPSHOT
 from orchestrator.state.context import CONTEXT_FOLDS, FoldError
 from orchestrator.state.events import Record, record_decoder
-from orchestrator.state.fold import SNAPSHOT_LAYOUT, SessionState, Snapshot, decode_snapshot
+from orchestrator.state.fold import SNAPSHOT_LAYOUT, SessionState
 from orchestrator.state.mailbox import Mail, MailHistory
+from orchestrator.state.snapshot import Snapshot, decode_snapshot
 from orchestrator.store.scan import JournalScan, scan_journal
 
 

@@ -1,7 +1,7 @@
 """The report of a session: what `sessions show` prints (as text and `--json`), and what
 the library's inspection reads.
 
-It is made of one snapshot (`state.fold.Snapshot`) and what the snapshot does not keep,
+It is made of one snapshot (`state.snapshot.Snapshot`) and what the snapshot does not keep,
 read from the journal's records (`History`: every message, not only the live ones; the
 usage of each model call, a compaction's summary calls included; the assessment
 verdicts; each compaction; the model each agent last used; the status's reason; the last
@@ -41,9 +41,10 @@ from orchestrator.state.events import (
     Record,
     SessionStatusChanged,
 )
-from orchestrator.state.fold import AgentSummary, SessionState, Snapshot, decode_snapshot
+from orchestrator.state.fold import SessionState
 from orchestrator.state.mailbox import MailHistory, MessagePosted, MessagesDelivered
 from orchestrator.state.manifest import Manifest, read_manifest
+from orchestrator.state.snapshot import AgentSummary, Snapshot, decode_snapshot
 from orchestrator.state.tasks import TaskRecord
 from orchestrator.store.scan import JournalScan, scan_journal
 

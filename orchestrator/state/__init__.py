@@ -20,10 +20,11 @@ if TYPE_CHECKING:
         decode_record,
         event_json,
     )
-    from orchestrator.state.fold import USER, SessionState, Snapshot
+    from orchestrator.state.fold import USER, SessionState
     from orchestrator.state.mailbox import Caps, Mail, Mailbox, MailKind, Priority
     from orchestrator.state.manifest import Manifest, SessionStatus, read_manifest, write_manifest
     from orchestrator.state.settings import SessionSettings
+    from orchestrator.state.snapshot import Snapshot
     from orchestrator.state.tasks import RanOn, Registry, TaskRecord, TaskState
 
 _HOMES = {
@@ -45,7 +46,7 @@ _HOMES = {
     "SessionSettings": "settings",
     "SessionState": "fold",
     "SessionStatus": "manifest",
-    "Snapshot": "fold",
+    "Snapshot": "snapshot",
     "TaskRecord": "tasks",
     "TaskState": "tasks",
     "USER": "fold",

@@ -32,9 +32,10 @@ from orchestrator.state.events import (
     TurnStarted,
     decode_record,
 )
-from orchestrator.state.fold import _SMALL_FOLDS, SessionState, Snapshot
+from orchestrator.state.fold import _SMALL_FOLDS, SessionState
 from orchestrator.state.mailbox import MailHistory, MessagePosted, MessagesDelivered
 from orchestrator.state.plans import PlanDecided, PlanSubmitted
+from orchestrator.state.snapshot import Snapshot
 from orchestrator.state.tasks import LIVE, SETTLED, TaskChanged, TaskCreated
 from orchestrator.store._line import encode
 
