@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +23,13 @@ from orchestrator.engine import dbos_workers, sqlite_url
 from orchestrator.engine.store import Store
 from orchestrator.models.scripted import ScriptedModel, parse_script
 from orchestrator.session.live import create_session, load_state, open_session
-from orchestrator.state.events import Event, ListSink, Notice
+from orchestrator.state.events import Event, EventSink, ListSink, Notice
 from orchestrator.state.fold import USER
 from orchestrator.team.drive import RunResult, RunSettings, TeamHook, drive
 from orchestrator.team.runtime import Team
 from orchestrator.tools import PermissionPolicy, approve_all, workspace_tools
 from tests.engine.test_dbos import call
-from tests.engine.workers import start_worker
+from tests.engine.workers import mail_sent, start_worker
 
 
 def main_script(*delegations: dict[str, Any]) -> list[dict[str, Any]]:
@@ -81,13 +82,18 @@ class Setup:
         )
         self.url = sqlite_url(tmp / "engine.sqlite")
 
-    async def run(self, on_team: TeamHook | None = None, ui: list[str] | None = None) -> RunResult:
-        sink = ListSink()
+    async def run(
+        self,
+        on_team: TeamHook | None = None,
+        ui: list[str] | None = None,
+        sink: EventSink | None = None,
+    ) -> RunResult:
+        """The session run on workers; its notices into `ui`, its events into `sink`."""
         settings = RunSettings(
             on_team=on_team,
             model=ScriptedModel(parse_script(self.script)),
             tools=workspace_tools(),
-            ui=sink if ui is None else Notices(ui),
+            ui=sink or (ListSink() if ui is None else Notices(ui)),
             policy=PermissionPolicy(),
             approve=approve_all,
             runner=dbos_workers(
@@ -202,32 +208,39 @@ async def test_a_stopped_worker_s_task_is_taken_over_and_nothing_runs_twice(
     assert len(setup.journal_lines('"mail":"completed"')) == 1
 
 
-async def test_an_answer_reaches_a_task_on_a_worker_and_it_goes_on(tmp_path: Path) -> None:
-    """Mail into a task on a worker: its question reaches the main agent under the id
-    the worker gave it, the answer goes into the task's inbox, and the task acts on it."""
-    script = {
-        "agents": {
-            "main": [
-                {"tool_calls": [call("delegate", description="ask", prompt="ask first")]},
-                {"tool_calls": [call("wait_tasks")]},
-                {
-                    "tool_calls": [
-                        call(
-                            "send_message", task="t1", kind="answer", in_reply_to="t1.m1", text="x"
-                        )
-                    ]
-                },
-                *[{"tool_calls": [call("wait_tasks")]} for _ in range(2)],
-                *[{"text": f"done ({n})"} for n in range(4)],
-            ],
-            "t1": [
-                {"tool_calls": [call("ask_decision", question="x or y?", options=["x", "y"])]},
-                {"tool_calls": [call("write_file", path="choice.txt", content="x")]},
-                {"tool_calls": [call("complete", summary="chose x")]},
-            ],
-        }
+ANSWERED: dict[str, Any] = {
+    "agents": {
+        "main": [
+            {"tool_calls": [call("delegate", description="ask", prompt="ask first")]},
+            {"tool_calls": [call("wait_tasks")]},
+            {
+                "tool_calls": [
+                    call("send_message", task="t1", kind="answer", in_reply_to="t1.m1", text="x")
+                ]
+            },
+            *[{"tool_calls": [call("wait_tasks")]} for _ in range(2)],
+            *[{"text": f"done ({n})"} for n in range(4)],
+        ],
+        "t1": [
+            {"tool_calls": [call("ask_decision", question="x or y?", options=["x", "y"])]},
+            {"tool_calls": [call("write_file", path="choice.txt", content="x")]},
+            {"tool_calls": [call("complete", summary="chose x")]},
+        ],
     }
-    setup = Setup(tmp_path, script)
+}
+
+
+@pytest.mark.parametrize("database", ["sqlite", "postgres"])
+async def test_an_answer_reaches_a_task_on_a_worker_and_it_goes_on(
+    tmp_path: Path, database: str, request: pytest.FixtureRequest
+) -> None:
+    """Mail into a task on a worker: its question reaches the main agent under the id
+    the worker gave it, the answer is sent to the task's workflow (DBOS's `send`, under
+    its key) and received there, and the task acts on it; on SQLite and on Postgres."""
+    setup = Setup(tmp_path, ANSWERED)
+    if database == "postgres":
+        server = request.getfixturevalue("postgres_url")
+        setup.url = server.rsplit("/", 1)[0] + f"/answer_{uuid.uuid4().hex}"
     async with trio.open_nursery() as nursery:
         worker = await start_worker(nursery, setup.url, tmp_path)
         with trio.fail_after(120):
@@ -244,6 +257,9 @@ async def test_an_answer_reaches_a_task_on_a_worker_and_it_goes_on(tmp_path: Pat
     assert records.count(b'"k":"message_posted","a":"main","id":"%s"' % answer_id.encode()) == 1
     assert b'"k":"messages_delivered","a":"t1","ids":["%s"]' % answer_id.encode() in records
     assert len(setup.journal_lines('"mail":"completed"')) == 1
+    # It went by DBOS's messages, under its key, and was received.
+    workflow = f"{setup.session_id}/t1"
+    assert mail_sent(setup.url, workflow)[f"{workflow}:{answer_id}"] is True
 
 
 async def test_a_task_on_a_worker_is_cancelled_there(tmp_path: Path) -> None:
