@@ -339,10 +339,17 @@ class RemoteRunner:
         task = port.state.tasks.get(task_id)
         if task is None or task.state in SETTLED:
             return
-        error = status.error or status.status
+        # (The follower reads states without outputs: the error is read here, once.)
+        error = await self._db.call(_error_of, run.workflow_id) or status.status
         reason = port.redact(f"its run on a worker ended: {error}")
         await port.set_state(task_id, "failed", by=task_id, reason=reason)
         await port.post(task_id, task.owner, task_id, "risk_alert", f"task failed: {reason}")
+
+
+def _error_of(workflow_id: str) -> str:
+    """The error the workflow `workflow_id` ended with ("" for none); in a thread."""
+    found = DBOS.list_workflows(workflow_ids=[workflow_id], load_input=False)
+    return str(found[0].error) if found and found[0].error is not None else ""
 
 
 def _statuses(workflow_ids: list[str]) -> dict[str, Any]:

@@ -81,6 +81,7 @@ class Setup:
             self.root, goal="g", model=f"scripted:{self.script_file}", workspace=self.workspace
         )
         self.url = sqlite_url(tmp / "engine.sqlite")
+        self.task_workspace = self.workspace  # where the session says its tasks work
 
     async def run(
         self,
@@ -97,7 +98,7 @@ class Setup:
             policy=PermissionPolicy(),
             approve=approve_all,
             runner=dbos_workers(
-                self.url, model=f"scripted:{self.script_file}", workspace=self.workspace
+                self.url, model=f"scripted:{self.script_file}", workspace=self.task_workspace
             ),
         )
         async with open_session(self.root, self.session_id, warn=lambda _: None) as live:
@@ -466,3 +467,25 @@ async def test_a_worker_of_another_version_leaves_the_task_and_the_session_says_
     assert not [line for line in other.lines if "task t" in line]
     assert [line for line in right.lines if "task t1: completed" in line]
     assert any("no worker of version" in text for text in notices)
+
+
+async def test_a_worker_that_cannot_reach_the_workspace_fails_the_task_saying_so(
+    tmp_path: Path,
+) -> None:
+    """The task's workspace is no directory on the worker: its workflow ends in error
+    with the reason, and the session fails the task with it, never running it."""
+    setup = Setup(tmp_path, TWO_TASKS)
+    setup.task_workspace = tmp_path / "elsewhere"
+    async with trio.open_nursery() as nursery:
+        worker = await start_worker(nursery, setup.url, tmp_path)
+        with trio.fail_after(120):
+            await setup.run()
+        await worker.stop()
+    state = load_state(setup.directory, warn=pytest.fail)
+    for task in ("t1", "t2"):
+        record = state.tasks.get(task)
+        assert record.state == "failed", record
+        assert f"the workspace {setup.task_workspace} is not reachable from worker" in (
+            record.reason
+        )
+    assert not [line for line in worker.lines if "task t" in line]
