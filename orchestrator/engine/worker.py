@@ -26,7 +26,7 @@ import math
 import os
 import threading
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import msgspec
@@ -308,7 +308,10 @@ class Worker:
             async with open_team(session, sink, settings, runner=runner) as team:
                 running.team = team
                 task_status.started()
-                await _run_task(team, task_id, cancelled)
+                with running.scope:
+                    await _run_task(team, task_id, cancelled)
+            if running.scope.cancelled_caught:
+                return  # its workflow has ended (`forget`): nothing to wake
             running.state = session.state.tasks.tasks[task_id].state
         except Exception as exc:
             if running.team is None:  # its start failed: `begin` raises it
@@ -339,8 +342,13 @@ class Worker:
         return ""
 
     async def forget(self, workflow_id: str) -> None:
-        """The workflow of `workflow_id` has ended here (or failed)."""
-        self._tasks.pop(workflow_id, None)
+        """The workflow of `workflow_id` has ended here (or failed). Its task's loop
+        still running (a workflow recovered here whose end DBOS had recorded but for the
+        workflow's own: its steps are not run again) is stopped."""
+        running = self._tasks.pop(workflow_id, None)
+        if running is not None and not running.ended:
+            running.scope.cancel()
+            self.running.discard(workflow_id)
 
 
 _decode = msgspec.json.Decoder(MessagePosted).decode
@@ -357,6 +365,7 @@ class _Running:
     ended: bool = False
     state: str = ""  # the task's, once its loop has ended
     error: Exception | None = None  # the loop's, when it failed
+    scope: trio.CancelScope = field(default_factory=trio.CancelScope)  # its wait for it
 
 
 async def _run_task(team: Team, task_id: str, cancelled: bool) -> None:

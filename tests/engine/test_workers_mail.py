@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import Any
 
 import msgspec
 import pytest
@@ -22,8 +21,9 @@ from orchestrator.engine.worker import MAIL
 from orchestrator.session.live import load_state
 from orchestrator.state.events import Event
 from orchestrator.state.mailbox import MessagePosted
+from orchestrator.team.drive import RunResult
 from tests.engine.test_workers import ANSWERED, Setup
-from tests.engine.workers import mail_sent, start_worker
+from tests.engine.workers import WorkerProcess, mail_sent, start_worker
 
 # Run in a worker before its command line: it kills itself (SIGKILL) once its workflow
 # has received a message (`recv`, recorded by DBOS) and before the step that hands it
@@ -37,6 +37,20 @@ def dying(workflow_id, message):
         print("killed between recv and hand-over", flush=True)
         os.kill(os.getpid(), signal.SIGKILL)
     return hand_over(workflow_id, message)
+worker._hand_over = dying
+"""
+# Likewise, once the step that found the task's loop ended has recorded the task's
+# state, and before the workflow's end is recorded.
+DIE_BEFORE_THE_END = """
+import os, signal
+import orchestrator.engine.worker as worker
+hand_over = worker._hand_over
+def dying(workflow_id, message):
+    state = hand_over(workflow_id, message)
+    if state:
+        print("killed before the workflow's end", flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+    return state
 worker._hand_over = dying
 """
 
@@ -104,9 +118,33 @@ async def test_a_message_received_before_its_worker_is_killed_is_posted_once(
     Another worker takes the workflow over; replayed, the `recv` gives the answer again
     (the session does not send it twice), the step posts it once, and the task goes on."""
     setup = Setup(tmp_path, ANSWERED)
+    dying, second = await killed_and_taken_over(setup, DIE_AFTER_RECV, "between recv")
+    assert not [line for line in dying.lines if "task t1: completed" in line]
+    assert [line for line in second.lines if "task t1: completed" in line]
+
+
+async def test_a_workflow_replayed_to_its_recorded_end_runs_nothing_again(
+    tmp_path: Path,
+) -> None:
+    """The worker is killed after the last step recorded the task's state and before the
+    workflow's end: the worker that takes it over replays every recorded `recv` and step
+    (nothing handed over twice), runs none of the task's calls, and ends the workflow."""
+    setup = Setup(tmp_path, ANSWERED)
+    dying, second = await killed_and_taken_over(setup, DIE_BEFORE_THE_END, "before the")
+    assert [line for line in dying.lines if "task t1: completed" in line]
+    assert not [line for line in second.lines if "task t1" in line]
+
+
+async def killed_and_taken_over(
+    setup: Setup, before: str, killed: str
+) -> tuple[WorkerProcess, WorkerProcess]:
+    """`setup`'s session run on a worker that runs `before` (and kills itself, saying
+    `killed`), then on another that takes its workflow over; checked: the session
+    completed, the answer reached the task once, the task completed once."""
+    tmp = setup.tmp
+    outcome: list[RunResult] = []
     async with trio.open_nursery() as nursery:
-        dying = await start_worker(nursery, setup.url, tmp_path, "dying", before=DIE_AFTER_RECV)
-        outcome: list[Any] = []
+        dying = await start_worker(nursery, setup.url, tmp, "dying", before=before)
         ended = trio.Event()
 
         async def session() -> None:
@@ -115,9 +153,9 @@ async def test_a_message_received_before_its_worker_is_killed_is_posted_once(
 
         nursery.start_soon(session)
         with trio.fail_after(120):
-            await dying.see("killed between recv and hand-over")
+            await dying.see(killed)
             await dying.process.wait()
-            second = await start_worker(nursery, setup.url, tmp_path, "second")
+            second = await start_worker(nursery, setup.url, tmp, "second")
             await second.see("is silent: its tasks are queued again")
             await ended.wait()
         await second.stop()
@@ -129,6 +167,6 @@ async def test_a_message_received_before_its_worker_is_killed_is_posted_once(
     records = task_records(setup)
     assert records.count(b'"k":"message_posted","a":"main","id":"%s"' % answer_id) == 1
     assert records.count(b'"k":"messages_delivered","a":"t1","ids":["%s"]' % answer_id) == 1
-    assert not [line for line in dying.lines if "task t1: completed" in line]
-    assert [line for line in second.lines if "task t1: completed" in line]
+    assert records.count(b'"k":"call_result","a":"t1"') == 3  # ask, write, complete
     assert len(setup.journal_lines('"mail":"completed"')) == 1
+    return dying, second
