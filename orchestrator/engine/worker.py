@@ -291,37 +291,42 @@ class Worker:
             )
         cancelled = bool(await self._db.call(self._store.cancelled, [workflow_id]))
         assert self._nursery is not None
-        await self._nursery.start(self._work, run, cancelled)
+        await self._nursery.start(self._run, run, cancelled)
 
-    async def _work(self, run: Run, cancelled: bool, *, task_status: trio.TaskStatus[None]) -> None:
+    async def _run(self, run: Run, cancelled: bool, *, task_status: trio.TaskStatus[None]) -> None:
         """The task's loop, started (`task_status` once its team is open: a failure before
         is `begin`'s), until it ends; then its workflow is woken. Cancelled (the worker
         stops), it leaves no outcome: its workflow is taken over elsewhere."""
         running = self._tasks[run.workflow_id] = _Running(run, run.task.rsplit("/", 1)[1])
         self.running.add(run.workflow_id)
         try:
-            session = await TaskSession.load(self._store, run.task, self._db)
-            task_id = running.task_id
-            settings = await self._settings_for(run, session.state)
-            sink: EventSink = session if self._ui is None else FanOut([session, self._ui])
-            runner = functools.partial(InProcessRunner, where=RanOn.here(self.id))
-            async with open_team(session, sink, settings, runner=runner) as team:
-                running.team = team
-                task_status.started()
-                with running.scope:
-                    await _run_task(team, task_id, cancelled)
-            if running.scope.cancelled_caught:
-                return  # its workflow has ended (`forget`): nothing to wake
-            running.state = session.state.tasks.tasks[task_id].state
+            running.state = await self._work(run, running, cancelled, task_status)
         except Exception as exc:
             if running.team is None:  # its start failed: `begin` raises it
                 del self._tasks[run.workflow_id]
                 self.running.discard(run.workflow_id)
                 raise
             running.error = exc
+        if running.scope.cancelled_caught:
+            return  # its workflow has ended (`forget`): nothing to wake
         self.running.discard(run.workflow_id)
         running.ended = True
         await self._db.call(_wake, run.workflow_id, f"{run.workflow_id}:{END}:{self.id}")
+
+    async def _work(
+        self, run: Run, running: _Running, cancelled: bool, started: trio.TaskStatus[None]
+    ) -> str:
+        session = await TaskSession.load(self._store, run.task, self._db)
+        task_id = run.task.rsplit("/", 1)[1]
+        settings = await self._settings_for(run, session.state)
+        sink: EventSink = session if self._ui is None else FanOut([session, self._ui])
+        runner = functools.partial(InProcessRunner, where=RanOn.here(self.id))
+        async with open_team(session, sink, settings, runner=runner) as team:
+            running.team = team
+            started.started()
+            with running.scope:
+                await _run_task(team, task_id, cancelled)
+        return session.state.tasks.tasks[task_id].state
 
     async def hand_over(self, workflow_id: str, message: str | None) -> str:
         """What the workflow of a task running here received, handed to it: mail posted
