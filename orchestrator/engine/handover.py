@@ -1,6 +1,7 @@
 """What passes between a session and the journal of its task on a worker, as records
 (engine/remote.py follows it): the records a run begins with, the task's state and its
-model calls as this session takes them, the mail it passes into the task."""
+model calls as this session takes them, the mail it passes into the task, and what the
+session shows of the task's work (`TaskEvents`)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,21 @@ import msgspec
 
 from orchestrator.loop.compaction import ContextCompacted
 from orchestrator.messages import Usage
-from orchestrator.state.events import AgentStarted, AssistantReplied, Record
+from orchestrator.state.events import (
+    AgentStarted,
+    AssistantReplied,
+    Event,
+    Record,
+    TextStreamed,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnEnded,
+    TurnStarted,
+    record_decoder,
+)
 from orchestrator.state.fold import SessionState
 from orchestrator.state.mailbox import Mail, MessagePosted
+from orchestrator.state.retell import RecordEvents
 from orchestrator.state.settings import SessionSettings, SettingsChosen
 from orchestrator.state.tasks import SETTLED, TaskChanged, TaskCreated, TaskRecord, now_ms
 from orchestrator.team.port import TaskPort
@@ -107,3 +120,37 @@ def posted(mail: Mail) -> MessagePosted:
         in_reply_to=mail.in_reply_to,
         at=mail.at,
     )
+
+
+SHOWN = (TurnStarted, TextStreamed, AssistantReplied, ToolCallStarted, ToolCallFinished, TurnEnded)
+"""What a session shows of its task on a worker as it shows a local task's: its turns, its
+replies (their text, their tokens in the live view) and its calls. Not the task's copies
+of messages or its state changes, nor its usage: the session journals those itself (the
+messages passed on, the state mirrored, the calls counted by `task_usage`)."""
+
+
+class TaskEvents:
+    """A task on a worker's records, as the session following it reads them, told again
+    as the events a local task emits (`SHOWN`, by `RecordEvents`), to be shown, never
+    journaled: they are the task's records. The first rows given are what the task's
+    journal held when the session took it up (none for a new task; a resumed session's
+    catch-up): they are read, for the calls their replies make, and not told, since they
+    were shown before the session stopped, or done while nobody watched. So a resumed
+    session's view is not flooded with its tasks' past; it shows what they do from then on."""
+
+    def __init__(self) -> None:
+        self._told: RecordEvents | None = None
+
+    def of(self, rows: list[tuple[int, bytes]]) -> list[Event]:
+        """The events of `rows` (seq, framed line), the task's next records in order."""
+        catching_up = self._told is None
+        if self._told is None:
+            self._told = RecordEvents()
+        decode, told = record_decoder().decode, self._told
+        events: list[Event] = [
+            event
+            for seq, line in rows
+            for _, event in told.of(seq, decode(line.rstrip(b"\n")))
+            if isinstance(event, SHOWN)
+        ]
+        return [] if catching_up else events

@@ -14,6 +14,9 @@ live in the engine's database; a new task's are seeded there from this session's
   is this session's and is never undone by the mirror;
 - its model calls are counted here (`task_usage`, up to a record of its journal), so
   this session's budgets and cost include them, once;
+- its turns, replies and calls are shown here as a local task's are (`TaskPort.show`:
+  the live view, the transcript, `--json`), never journaled here, from the records read
+  after it was taken up (`TaskEvents`: not a resumed session's catch-up);
 - mail to the task is sent to its workflow (DBOS's `send`, under the key
   `<workflow id>:<message id>`: sent twice, received once), and delivered here, which
   is this session's acknowledgement, once the task's journal has it.
@@ -46,7 +49,13 @@ from orchestrator.engine.dbos import (
     launched,
     release_dbos,
 )
-from orchestrator.engine.handover import mirror_state, posted, spent, start_records
+from orchestrator.engine.handover import (
+    TaskEvents,
+    mirror_state,
+    posted,
+    spent,
+    start_records,
+)
 from orchestrator.engine.retry import ENGINE, PATIENCE, Patience
 from orchestrator.engine.store import Run, Store
 from orchestrator.engine.task_session import fold, line_of
@@ -84,6 +93,7 @@ class _Remote:
     ended: trio.Event = field(default_factory=trio.Event)  # its workflow has ended
     status: Any = None  # the workflow's, once ended
     told_queued: bool = False  # that no worker was there to take it
+    shown: TaskEvents = field(default_factory=TaskEvents)  # its work, as shown here
 
 
 class RemoteRunner:
@@ -276,6 +286,7 @@ class RemoteRunner:
     async def _pass_on(self, run: _Remote, rows: list[tuple[int, bytes]]) -> None:
         """The task's messages among `rows`, posted here under their own ids (once), and
         its state as its journal has it now."""
+        await _show(run, rows)
         decode = record_decoder().decode
         task = run.port.state.tasks.get(run.task_id)
         counted = task.remote_seq if task is not None else 0
@@ -344,6 +355,12 @@ class RemoteRunner:
         reason = port.redact(f"its run on a worker ended: {error}")
         await port.set_state(task_id, "failed", by=task_id, reason=reason)
         await port.post(task_id, task.owner, task_id, "risk_alert", f"task failed: {reason}")
+
+
+async def _show(run: _Remote, rows: list[tuple[int, bytes]]) -> None:
+    """The task's turns, replies and calls among `rows`, shown here (`TaskEvents`)."""
+    for event in run.shown.of(rows):
+        await run.port.show(event)
 
 
 def _error_of(workflow_id: str) -> str:

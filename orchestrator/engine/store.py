@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import socket
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -26,6 +26,7 @@ from orchestrator.state.tasks import now_ms
 
 METADATA = sa.MetaData()
 READER_WAIT = 10  # seconds a reader waits for a connection to Postgres
+TAIL_CHUNK = 100  # tasks whose new records one statement reads (`session_tail`)
 
 RECORDS = sa.Table(
     "orchestrator_task_records",
@@ -110,7 +111,7 @@ class Store:
         if not self._ready:
             with self._made:
                 if not self._ready:
-                    METADATA.create_all(self._engine, checkfirst=True)
+                    _make_tables(self._engine)
                     self._ready = True
         with self._engine.begin() as connection:
             yield connection
@@ -160,6 +161,32 @@ class Store:
                 return found
             for task, seq, line in db.execute(query):
                 found.setdefault(task, []).append((seq, bytes(line)))
+        return found
+
+    def session_tail(
+        self, session: str, after: Mapping[str, int]
+    ) -> dict[str, list[tuple[int, bytes]]]:
+        """The records of `session`'s tasks past the seq `after` gives for each (all of a
+        task it does not name), by task key, each in order: in one transaction, the
+        tasks' heads, then the new records of those that moved."""
+        heads = sa.select(HEADS.c.task, HEADS.c.last_seq).where(HEADS.c.session == session)
+        found: dict[str, list[tuple[int, bytes]]] = {}
+        with self._begin() as db:
+            moved = [
+                (t, after.get(t, 0)) for t, last in db.execute(heads) if last > after.get(t, 0)
+            ]
+            # (a few tasks a statement: SQLite nests each OR one level deeper)
+            for start in range(0, len(moved), TAIL_CHUNK):
+                chunk = moved[start : start + TAIL_CHUNK]
+                query = (
+                    sa.select(RECORDS.c.task, RECORDS.c.seq, RECORDS.c.line)
+                    .where(
+                        sa.or_(*(sa.and_(RECORDS.c.task == t, RECORDS.c.seq > s) for t, s in chunk))
+                    )
+                    .order_by(RECORDS.c.task, RECORDS.c.seq)
+                )
+                for task, seq, line in db.execute(query):
+                    found.setdefault(task, []).append((seq, bytes(line)))
         return found
 
     def heads(self, session: str) -> dict[str, int]:
@@ -260,3 +287,17 @@ class Store:
                 .values(stopped=True)
             ).rowcount
         return bool(changed)
+
+
+def _make_tables(engine: sa.Engine) -> None:
+    """The engine's tables, made if missing. Several processes may make them at once on a
+    new database (a session and its workers): `checkfirst` looks, then creates, so the
+    second to create finds the table there ("already exists", or Postgres's duplicate
+    type): then it looks again, and finds them all."""
+    for attempt in range(3):
+        try:
+            METADATA.create_all(engine, checkfirst=True)
+            return
+        except (sa.exc.OperationalError, sa.exc.ProgrammingError, IntegrityError):
+            if attempt == 2:
+                raise

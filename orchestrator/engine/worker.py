@@ -25,6 +25,7 @@ import functools
 import math
 import os
 import threading
+import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -43,6 +44,7 @@ from orchestrator.engine.dbos import (
     launched,
     release_dbos,
 )
+from orchestrator.engine.other_tasks import SessionTasks
 from orchestrator.engine.retry import Patience
 from orchestrator.engine.store import Run, Store
 from orchestrator.engine.task_session import TaskSession
@@ -176,6 +178,11 @@ class Worker:
         self._tasks: dict[str, _Running] = {}  # by workflow, those whose workflow runs here
         self._nursery: trio.Nursery | None = None  # where their loops run
         self._versions_told: set[str] = set()
+        # The other tasks of each session it runs tasks of, shared by their teams (and
+        # gone with the last of them).
+        self._sessions: weakref.WeakValueDictionary[str, SessionTasks] = (
+            weakref.WeakValueDictionary()
+        )
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Run tasks until cancelled (Ctrl+C): DBOS launched, the queue listened to."""
@@ -319,6 +326,7 @@ class Worker:
         session = await TaskSession.load(self._store, run.task, self._db)
         task_id = run.task.rsplit("/", 1)[1]
         settings = await self._settings_for(run, session.state)
+        settings.other_tasks = self._other_tasks(run)
         sink: EventSink = session if self._ui is None else FanOut([session, self._ui])
         runner = functools.partial(InProcessRunner, where=RanOn.here(self.id))
         async with open_team(session, sink, settings, runner=runner) as team:
@@ -354,6 +362,15 @@ class Worker:
         if running is not None and not running.ended:
             running.scope.cancel()
             self.running.discard(workflow_id)
+
+    def _other_tasks(self, run: Run) -> SessionTasks:
+        """The tasks of `run`'s session, whose writes its shell commands must not take
+        for its own (wherever they run: other workers, or teams of this one)."""
+        session_id = run.task.rsplit("/", 1)[0]
+        found = self._sessions.get(session_id)
+        if found is None:
+            found = self._sessions[session_id] = SessionTasks(self._store, session_id, self._db)
+        return found
 
 
 _decode = msgspec.json.Decoder(MessagePosted).decode

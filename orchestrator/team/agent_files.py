@@ -197,6 +197,10 @@ def _widening(new: AgentDefinition, base: AgentDefinition | None) -> dict[str, A
         for limit in ("max_rounds", "max_continues", "retries"):
             if getattr(new, limit) > getattr(base, limit):
                 items[limit] = getattr(new, limit)
+        if new.max_live != base.max_live and (
+            new.max_live is None or (base.max_live is not None and new.max_live > base.max_live)
+        ):
+            items["max_live"] = new.max_live
         if new.may_delegate and not base.may_delegate:
             items["may_delegate"] = True
         if new.model != base.model:

@@ -57,6 +57,9 @@ class AgentDefinition(BaseModel, frozen=True, extra="forbid"):
     tools: tuple[str, ...] = ()  # none: the coordination tools only (complete, ...)
     model: str | None = None  # None: the config's model for this role
     max_rounds: int = Field(default=50, gt=0)
+    # Agents of this role running at once in a session (beside `[team] max_live` for all);
+    # None: no limit of the role's own.
+    max_live: int | None = Field(default=None, gt=0)
     may_delegate: bool = False
     max_continues: int = Field(default=3, ge=0)  # nudges after a turn ends without complete
     retries: int = Field(default=0, ge=0, le=10)  # attempts after a failed one, automatically
@@ -288,6 +291,12 @@ class Definitions:
 
     def names(self) -> tuple[str, ...]:
         return tuple(sorted(self._definitions))
+
+    def live_limit(self, name: str) -> int | None:
+        """The type's own limit on its live tasks (none for a type no longer defined: its
+        task fails when it starts, saying so)."""
+        definition = self._definitions.get(name)
+        return definition.max_live if definition is not None else None
 
     def sources(self, name: str) -> tuple[str, ...]:
         self.get(name)

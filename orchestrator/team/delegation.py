@@ -163,11 +163,14 @@ class Delegation:
         record = self._task(task_id)
         if record.state == "waiting_deps":
             return ToolOutput(f"delegated; {verdict.reason}. {_handle(record)}")
-        queued = (
-            ""
-            if self._scheduler.is_running(task_id)
-            else " (queued: the live-subagent limit is reached)"
-        )
+        queued = ""
+        if self._scheduler.is_running(task_id):
+            pass
+        elif self._scheduler.waits_for_role(task_id):
+            limit = definition.max_live
+            queued = f" (queued: {limit} {record.agent_type} task(s) run, its type's limit)"
+        else:
+            queued = " (queued: the live-subagent limit is reached)"
         return ToolOutput(f"delegated{queued}. {_handle(record)}")
 
     def _scope(

@@ -74,7 +74,8 @@ class RunSettings:
     # The session's tools (each agent type gets those its definition names; tools given
     # to a definition as objects are added).
     tools: ToolRegistry = field(default_factory=workspace_tools)
-    ui: EventSink = field(default_factory=NullSink)  # sees every event, once journaled
+    # Sees every event, once journaled (a task on a worker's calls: once read, not journaled).
+    ui: EventSink = field(default_factory=NullSink)
     policy: PermissionPolicy = field(default_factory=PermissionPolicy)
     # Answers a call the policy asks about, given an `ApprovalRequest` (team/asking.py).
     # None: nobody is asked, and such a call is refused as "no approver given".
@@ -185,7 +186,9 @@ def _duration(seconds: float) -> str:
 async def drive(live: LiveSession, settings: RunSettings) -> RunResult:
     """Run (or go on running) the main agent until its turn ends; record the status."""
     # Every event, before the journal, the state and the screen: no secret in any.
-    sink = Scrubbed(FanOut([live, _Watcher(settings.ui, live.warn)]), settings.redact)
+    watcher = _Watcher(settings.ui, live.warn)
+    sink = Scrubbed(FanOut([live, watcher]), settings.redact)
+    screen = Scrubbed(watcher, settings.redact)  # what is journaled elsewhere: only shown
     if (
         live.state.status == "completed"
         and not settings.message
@@ -193,7 +196,7 @@ async def drive(live: LiveSession, settings: RunSettings) -> RunResult:
     ):
         return _finished(RunResult("completed", "already finished"), live, settings)
     try:
-        result = await _drive(live, settings, sink)
+        result = await _drive(live, settings, sink, screen)
     except ModelError as exc:
         result = _model_failure(exc, settings.redact)
     except BaseException as exc:
@@ -366,7 +369,9 @@ def settings_of_team(
     )
 
 
-async def _drive(live: LiveSession, settings: RunSettings, sink: EventSink) -> RunResult:
+async def _drive(
+    live: LiveSession, settings: RunSettings, sink: EventSink, screen: EventSink
+) -> RunResult:
     root = live.manifest.workspace_path(live.directory)
     if not await trio.Path(root).is_dir():
         raise ConfigError(f"the session's workspace {root} does not exist (moved or deleted?)")
@@ -389,7 +394,7 @@ async def _drive(live: LiveSession, settings: RunSettings, sink: EventSink) -> R
         or PLANNER in state.agents
         or state.plans.versions
     )
-    async with open_team(live, sink, team_settings, runner=settings.runner) as team:
+    async with open_team(live, sink, team_settings, runner=settings.runner, screen=screen) as team:
         if MAIN not in state.agents and not planning:
             tools = team.turn_deps(MAIN).tools.names()
             types = [(d.name, d.description) for d in settings.definitions]

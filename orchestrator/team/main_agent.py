@@ -46,12 +46,15 @@ async def open_team(
     settings: TeamSettings,
     *,
     runner: Callable[[trio.Nursery], Runner] = InProcessRunner,
+    screen: EventSink | None = None,
 ) -> AsyncIterator[Team]:
     """A team whose subagents run in a nursery that lives as long as the block. An error
-    of the block arrives bare, not grouped by the nursery (subagents catch their own)."""
+    of the block arrives bare, not grouped by the nursery (subagents catch their own).
+    `screen` shows what is journaled elsewhere (a task on a worker's calls): the sinks
+    of `sink` after the session's, without it (None: they are not shown)."""
     try:
         async with trio.open_nursery() as nursery:
-            team = Team(session, sink, settings, runner(nursery), nursery)
+            team = Team(session, sink, settings, runner(nursery), nursery, screen=screen)
             nursery.start_soon(team.watch_stalls)
             try:
                 yield team

@@ -10,7 +10,7 @@ from typing import Any, Protocol
 
 from orchestrator.agent import TurnDeps
 from orchestrator.loop.assessment import Assessment
-from orchestrator.state.events import Notice, TurnEndReason
+from orchestrator.state.events import Event, Notice, TurnEndReason
 from orchestrator.state.fold import SessionState
 from orchestrator.state.mailbox import Mail, MailKind, MessagePosted, Priority
 from orchestrator.state.tasks import RanOn, TaskState, TaskUsed
@@ -99,6 +99,12 @@ class TaskPort(Protocol):
     async def tell(self, notice: Notice) -> None:
         """Show people a notice of the runner's own (the engine waiting for its database):
         to the session's screen and `--json`, not journaled."""
+        ...
+
+    async def show(self, event: Event) -> None:
+        """Show people an event this session does not journal, because it is journaled
+        elsewhere: a task on a worker's reply or call, told again from that task's own
+        journal (engine/remote.py). To the session's screen and `--json` only."""
         ...
 
     async def count(self, used: TaskUsed) -> None:

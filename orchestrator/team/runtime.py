@@ -26,7 +26,7 @@ from orchestrator.loop.assessment import Assessment
 from orchestrator.loop.compaction import ContextCompacted
 from orchestrator.loop.todos import TodoItem, TodosChanged, render
 from orchestrator.state.context import AgentContext
-from orchestrator.state.events import EventSink, Notice, TurnEndReason
+from orchestrator.state.events import Event, EventSink, Notice, NullSink, TurnEndReason
 from orchestrator.state.fold import USER, SessionState
 from orchestrator.state.mailbox import Mail, MailKind, MessagePosted, Priority
 from orchestrator.state.tasks import RanOn, TaskState, TaskUsed
@@ -57,6 +57,8 @@ class Team:
         settings: TeamSettings,
         runner: Runner,
         nursery: trio.Nursery | None = None,
+        *,
+        screen: EventSink | None = None,
     ) -> None:
         self.session = session
         self.sink = sink  # journals (via the session) and shows every event
@@ -73,6 +75,7 @@ class Team:
             tell=lambda task_id, owner, summary, data: self.postbox.post(
                 task_id, owner, task_id, "risk_alert", summary, data=dict(data)
             ),
+            role_limit=settings.definitions.live_limit,
         )
         self.postbox = Postbox(
             session,
@@ -92,7 +95,7 @@ class Team:
             session_id=settings.session_id,
             redact=settings.redact,
         )
-        writes = Writes(session, self.postbox)
+        writes = Writes(session, self.postbox, settings.other_tasks)
         self.delegation = Delegation(
             settings,
             session,
@@ -132,7 +135,14 @@ class Team:
             self.background,
         )
         self.port = _Port(
-            session, sink, settings, self.postbox, self.scheduler, self.turns, self.oversight
+            session,
+            sink,
+            settings,
+            self.postbox,
+            self.scheduler,
+            self.turns,
+            self.oversight,
+            screen,
         )
 
     @property
@@ -308,9 +318,11 @@ class _Port:
         scheduler: Scheduler,
         turns: Turns,
         oversight: Oversight,
+        screen: EventSink | None,  # shows, never journals: tasks journaled elsewhere
     ) -> None:
         self._session = session
         self._sink = sink
+        self._screen = screen if screen is not None else NullSink()
         self._settings = settings
         self._postbox = postbox
         self._scheduler = scheduler
@@ -403,3 +415,6 @@ class _Port:
 
     async def count(self, used: TaskUsed) -> None:
         await self._sink.emit(used)
+
+    async def show(self, event: Event) -> None:
+        await self._screen.emit(event)

@@ -1,6 +1,7 @@
 """The scheduler: task states and which task loops run. It journals each change of a
 task's state, keeps the pending tasks in order, and starts them (through the runner)
-while fewer than `max_live` run; it resumes tasks after a restart, revives settled ones,
+while fewer than `max_live` run (and, for a role with a limit of its own, fewer of that
+role: `AgentDefinition.max_live`); it resumes tasks after a restart, revives settled ones,
 and cancels a task's subtree.
 
 It also keeps dependencies (`delegate(after=...)`): a task in `waiting_deps` becomes
@@ -49,6 +50,7 @@ class Scheduler:
         launch: Callable[[str], None],
         stop: Callable[[str], None],
         tell: Tell | None = None,
+        role_limit: Callable[[str], int | None] = lambda role: None,
     ) -> None:
         self._session = session
         self._sink = sink
@@ -57,6 +59,7 @@ class Scheduler:
         self._launch = launch
         self._stop = stop
         self._tell = tell
+        self._role_limit = role_limit  # an agent type's own limit on its live tasks
         # Ids given to delegations whose records are still on their way to the fold.
         self._reserved: set[str] = set()
         self._started: set[str] = set()  # tasks whose loops run (or wait for mail)
@@ -135,19 +138,45 @@ class Scheduler:
 
     def start_waiting(self) -> None:
         """Start pending tasks, oldest first, while there is room under the live-subagent
-        limit."""
-        later: list[str] = []  # pending again while its old loop still ends (a retry)
+        limit; a task whose role has no room left waits in its place, and younger tasks of
+        other roles go first."""
+        # Back in the queue, in order: a task pending again while its old loop still ends
+        # (a retry), and those of roles at their own limit.
+        back: list[str] = []
+        full: set[str] = set()
         while self._queue and len(self._started) < self._max_live:
             task_id = self._queue.popleft()
             task = self._session.state.tasks.get(task_id)
             if task is None or task.state != "pending":
                 continue
             if task_id in self._started:
-                later.append(task_id)
+                back.append(task_id)
+                continue
+            if task.agent_type in full or not self._role_has_room(task.agent_type):
+                full.add(task.agent_type)
+                back.append(task_id)
                 continue
             self._started.add(task_id)
             self._launch(task_id)
-        self._queue.extendleft(reversed(later))
+        self._queue.extendleft(reversed(back))
+
+    def _role_has_room(self, role: str) -> bool:
+        limit = self._role_limit(role)
+        if limit is None:
+            return True
+        tasks = self._session.state.tasks
+        live = sum(1 for t in self._started if (r := tasks.get(t)) and r.agent_type == role)
+        return live < limit
+
+    def waits_for_role(self, task_id: str) -> bool:
+        """Whether pending `task_id` waits because its role is at its own limit (not the
+        session's)."""
+        task = self._session.state.tasks.get(task_id)
+        return (
+            task is not None
+            and len(self._started) < self._max_live
+            and not self._role_has_room(task.agent_type)
+        )
 
     def is_running(self, task_id: str) -> bool:
         return task_id in self._started

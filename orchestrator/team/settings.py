@@ -18,6 +18,7 @@ from orchestrator.team.asking import QuestionAnswerer
 from orchestrator.team.definitions import Definitions
 from orchestrator.team.oversight import Policy
 from orchestrator.team.plan_host import PlanApprover
+from orchestrator.team.writes import OtherTasks
 from orchestrator.tools.base import ToolRegistry
 from orchestrator.tools.permissions import Approver, PermissionPolicy, approve_all
 from orchestrator.tools.recall import Lookup
@@ -86,6 +87,11 @@ class TeamSettings:
     # on a worker (engine/) posts `t3.m1`, ... so that its messages keep their ids in the
     # session that owns it, among the session's own.
     mail_prefix: str = "m"
+    # The session's tasks that run beyond this team, whose writes a shell command's
+    # changes are checked against too: a task on a worker runs in a team of its own
+    # (engine/other_tasks.py reads the others from the engine's database). None: the
+    # team's tasks are all the session's.
+    other_tasks: OtherTasks | None = None
 
     def __post_init__(self) -> None:
         self.base_tools = session_tools(self.base_tools, self.definitions)

@@ -1,28 +1,63 @@
 """The checks on what a task writes: which task changed which file in this run (kept in
 memory only), the writes a task reports against those its tools made, and a shell
 command's changes outside its task's write scope or to a file another live task wrote,
-reported to the task's owner."""
+reported to the task's owner.
+
+A team knows its own tasks. A task whose team runs beside others (a task on a worker of
+the dbos engine, in a team of its own) is also told of the others by an `OtherTasks`
+(engine/other_tasks.py reads them from the engine's database)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import trio
 
 from orchestrator.messages import AssistantMessage, ToolResult
-from orchestrator.state.tasks import in_scope
+from orchestrator.state.tasks import in_scope, now_ms
 from orchestrator.team.port import SessionLike
 from orchestrator.team.postbox import Postbox
 from orchestrator.tools.permissions import string_argument
 
 
-class Writes:
-    """Who wrote what, for the tasks of one team."""
+@dataclass(frozen=True)
+class OtherWrites:
+    """What tasks beyond a team's own are known to write: each one's write scope (by task
+    id, the tasks that have one), and the files each changed, with when (by path, then
+    task id: the wall time, in ms, of the record of its latest change)."""
 
-    def __init__(self, session: SessionLike, postbox: Postbox) -> None:
+    scopes: Mapping[str, tuple[str, ...]]
+    wrote: Mapping[str, Mapping[str, int]]
+
+    def claims(self, path: str, agent: str, since_ms: int) -> bool:
+        """Whether a task other than `agent` may have made a change to `path` seen after
+        a command that started at `since_ms` (wall time): the path is in its write scope,
+        or it changed the file since then."""
+        wrote = self.wrote.get(_rel(path), {})
+        if any(task != agent and at >= since_ms for task, at in wrote.items()):
+            return True
+        return any(task != agent and in_scope(path, s) for task, s in self.scopes.items())
+
+
+class OtherTasks(Protocol):
+    """The other tasks of a team's session, wherever they run, as far as they are known
+    now (read once per shell command that changed anything: it may take a query)."""
+
+    async def writes(self) -> OtherWrites: ...
+
+
+class Writes:
+    """Who wrote what, for the tasks of one team (and the `others` of its session, when
+    they run beyond it)."""
+
+    def __init__(
+        self, session: SessionLike, postbox: Postbox, others: OtherTasks | None = None
+    ) -> None:
         self._session = session
         self._postbox = postbox
+        self._others = others
         # path -> the tasks that changed it in this run, and when (trio time)
         self._writers: dict[str, dict[str, float]] = {}
 
@@ -47,7 +82,8 @@ class Writes:
         A shell command's changes come from comparing the whole workspace before and
         after it (it started at `since`), so a change another task may have made meanwhile
         is not counted: one inside another task's write scope, or to a file another task
-        wrote since the command started. Writes of a shell command outside the task's
+        wrote since the command started (the team's tasks, and the `others` given, read
+        once for a command that changed anything). Writes of a shell command outside the task's
         scope, and a file changed by two live tasks, are reported to the owner (the file
         tools were refused outside the scope before they ran)."""
         task = self._session.state.tasks.get(agent)
@@ -56,7 +92,11 @@ class Writes:
         now = trio.current_time()
         problems = []
         if tool == "shell":
-            paths = [p for p in paths if not self._someone_elses(p, agent, since or now)]
+            started = since or now
+            claimed = await self._claimed_elsewhere(agent, paths, now - started)
+            paths = [
+                p for p in paths if not self._someone_elses(p, agent, started) and not claimed(p)
+            ]
             outside = [p for p in paths if not in_scope(p, task.write_scope)]
             if outside:
                 problems.append(
@@ -90,6 +130,19 @@ class Writes:
             f"({scope}) as written but {where} (a symlink or `..`)"
         )
         await self._postbox.post(agent, task.owner, agent, "risk_alert", summary)
+
+    async def _claimed_elsewhere(
+        self, agent: str, paths: Sequence[str], took: float
+    ) -> Callable[[str], bool]:
+        """Which paths a task beyond the team may have changed during `agent`'s shell
+        command that ended now, after `took` seconds: its start in wall time, since their
+        records are timed by other processes' clocks. One look at them, when a source
+        of them was given and there is something to check."""
+        if self._others is None or not paths:
+            return lambda path: False
+        since_ms = now_ms() - round(took * 1000)
+        others = await self._others.writes()
+        return lambda path: others.claims(path, agent, since_ms)
 
     def _someone_elses(self, path: str, agent: str, since: float) -> bool:
         """Whether another task may have made a change to `path` seen after a shell

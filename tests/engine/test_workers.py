@@ -5,6 +5,7 @@ do comes back to the session as mail and task states."""
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import signal
 import subprocess
@@ -19,15 +20,18 @@ import trio
 
 pytest.importorskip("dbos")
 
+from orchestrator.cli.render import TranscriptSink
 from orchestrator.engine import dbos_workers, sqlite_url
 from orchestrator.engine.store import Store
 from orchestrator.models.scripted import ScriptedModel, parse_script
 from orchestrator.session.live import create_session, load_state, open_session
-from orchestrator.state.events import Event, EventSink, ListSink, Notice
+from orchestrator.state.events import Event, EventSink, FanOut, ListSink, Notice, event_json
 from orchestrator.state.fold import USER
 from orchestrator.team.drive import RunResult, RunSettings, TeamHook, drive
 from orchestrator.team.runtime import Team
+from orchestrator.team.subagent import InProcessRunner
 from orchestrator.tools import PermissionPolicy, approve_all, workspace_tools
+from orchestrator.view.model import ViewModel
 from tests.engine.test_dbos import call
 from tests.engine.workers import mail_sent, start_worker
 
@@ -87,19 +91,23 @@ class Setup:
         self,
         on_team: TeamHook | None = None,
         ui: list[str] | None = None,
+        *,
         sink: EventSink | None = None,
+        local: bool = False,
     ) -> RunResult:
-        """The session run on workers; its notices into `ui`, its events into `sink`."""
+        """The session run to its end; its notices into `ui`, or its events to `sink`;
+        its tasks on workers, or in this process (`local`)."""
+        spec = f"scripted:{self.script_file}"
         settings = RunSettings(
             on_team=on_team,
             model=ScriptedModel(parse_script(self.script)),
             tools=workspace_tools(),
-            ui=sink or (ListSink() if ui is None else Notices(ui)),
+            ui=sink if sink is not None else ListSink() if ui is None else Notices(ui),
             policy=PermissionPolicy(),
             approve=approve_all,
-            runner=dbos_workers(
-                self.url, model=f"scripted:{self.script_file}", workspace=self.task_workspace
-            ),
+            runner=InProcessRunner
+            if local
+            else dbos_workers(self.url, model=spec, workspace=self.task_workspace),
         )
         async with open_session(self.root, self.session_id, warn=lambda _: None) as live:
             return await drive(live, settings)
@@ -151,6 +159,98 @@ async def test_tasks_run_on_a_worker_and_report_back(tmp_path: Path) -> None:
     assert any(b'"write_file"' in line for _, line in store.records(f"{setup.session_id}/t1"))
     store.close()
     assert any("task t1: call write_file" in line for line in worker.lines)
+
+
+ONE_TASK: dict[str, Any] = {
+    "agents": {
+        "main": main_script(
+            call("delegate", description="a", prompt="write a", write_scope=["a.txt"])
+        ),
+        "t1": [
+            {"text": "writing a", "tool_calls": [call("write_file", path="a.txt", content="A")]},
+            {"tool_calls": [call("complete", summary="wrote a")]},
+        ],
+    }
+}
+
+
+SHOWN_KINDS = frozenset(
+    {"turn_started", "assistant_replied", "tool_call_started", "tool_call_finished", "turn_ended"}
+)
+
+
+def shown(events: list[Event], agent: str) -> list[tuple[str, str]]:
+    """What the live view and the transcript show of `agent`'s work: its turns, its
+    replies (their text) and its calls (their tool, their outcome)."""
+    told = []
+    for event in events:
+        fields = event_json(event)
+        if event.agent != agent or fields["kind"] not in SHOWN_KINDS:
+            continue
+        what = fields.get("call", {}).get("name") or fields.get("result", {}).get("status")
+        told.append((fields["kind"], what or fields.get("message", {}).get("text", "")))
+    return told
+
+
+def of_t1(transcript: str) -> list[str]:
+    """The lines of a plain transcript about task t1's work."""
+    return [line for line in transcript.splitlines() if line[:4] == "[t1]" or " t1 turn" in line]
+
+
+async def test_a_task_on_a_worker_is_shown_as_a_local_task_is(tmp_path: Path) -> None:
+    """The session shows what its task on a worker does as it shows a local task's work
+    (the live view, the transcript, --json): its turns, replies and calls, each once, read
+    from the task's journal and never journaled in the session."""
+    for name in ("local", "workers"):
+        (tmp_path / name).mkdir()
+    local = Setup(tmp_path / "local", ONE_TASK)
+    here, here_transcript = ListSink(), io.StringIO()
+    result = await local.run(sink=FanOut([here, TranscriptSink(here_transcript)]), local=True)
+    assert result.status == "completed"
+    setup = Setup(tmp_path / "workers", ONE_TASK)
+    events, transcript = ListSink(), io.StringIO()
+    async with trio.open_nursery() as nursery:
+        worker = await start_worker(nursery, setup.url, tmp_path)
+        with trio.fail_after(120):
+            result = await setup.run(sink=FanOut([events, TranscriptSink(transcript)]))
+        await worker.stop()
+    assert result.status == "completed", (result, worker.lines)
+    assert (
+        shown(events.events, "t1")
+        == shown(here.events, "t1")
+        == [
+            ("turn_started", ""),
+            ("assistant_replied", "writing a"),
+            ("tool_call_started", "write_file"),
+            ("tool_call_finished", "ok"),
+            ("assistant_replied", ""),
+            ("tool_call_started", "complete"),
+            ("tool_call_finished", "ok"),
+            ("turn_ended", ""),
+        ]
+    )
+    # The plain transcript's lines of the task are a local task's (its message's id aside).
+    lines = of_t1(transcript.getvalue())
+    assert lines == [line.replace("(m1)", "(t1.m1)") for line in of_t1(here_transcript.getvalue())]
+    assert lines == [
+        "[t1] writing a",
+        "[t1]   → write_file path='a.txt' content='A'",
+        "[t1]     ✓ write_file: wrote 1 bytes to a.txt",
+        "[t1]   → complete summary='wrote a'",
+        "[t1]     ✓ complete: completion handed to your owner; your task is complete and your "
+        "turn ends here (t1.m1)",
+        "■ t1 turn yielded after 2 rounds",
+    ]
+    # The live view counts its model calls once, as the session does (`task_usage`).
+    view = ViewModel()
+    for event in events.events:
+        view.apply(event)
+    counted = load_state(setup.directory, warn=pytest.fail).agents["t1"]
+    assert view.agents["t1"].own.usage == counted.usage
+    assert view.agents["t1"].own.calls == counted.steps == 2
+    # They are the task's records, in the engine's database: none in the session's journal.
+    assert not setup.journal_lines('"a":"t1"', '"k":"call_result"')
+    assert not setup.journal_lines('"a":"t1"', '"k":"turn_started"')
 
 
 @pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGINT], ids=["kill", "ctrl-c"])
