@@ -17,8 +17,9 @@ live in the engine's database; a new task's are seeded there from this session's
 - its turns, replies and calls are shown here as a local task's are (`TaskPort.show`:
   the live view, the transcript, `--json`), never journaled here, from the records read
   after it was taken up (`TaskEvents`: not a resumed session's catch-up);
-- mail to the task is put in the database's inbox (the message id its key), then
-  delivered here, which is this session's acknowledgement: put twice, taken once.
+- mail to the task is sent to its workflow (DBOS's `send`, under the key
+  `<workflow id>:<message id>`: sent twice, received once), and delivered here, which
+  is this session's acknowledgement, once the task's journal has it.
 
 What those records are is engine/handover.py's.
 
@@ -58,7 +59,7 @@ from orchestrator.engine.handover import (
 from orchestrator.engine.retry import ENGINE, PATIENCE, Patience
 from orchestrator.engine.store import Run, Store
 from orchestrator.engine.task_session import fold, line_of
-from orchestrator.engine.worker import QUEUE, WORKFLOW
+from orchestrator.engine.worker import CANCEL, MAIL, QUEUE, WORKFLOW
 from orchestrator.errors import ConfigError
 from orchestrator.messages import Usage
 from orchestrator.state.events import (
@@ -87,7 +88,7 @@ class _Remote:
     port: TaskPort
     workflow_id: str = ""
     cancelled: bool = False
-    put: set[str] = field(default_factory=set)  # message ids put in its inbox
+    sent: set[str] = field(default_factory=set)  # message ids sent to its workflow
     mirror: SessionState | None = None  # its journal as far as read (once it is queued)
     ended: trio.Event = field(default_factory=trio.Event)  # its workflow has ended
     status: Any = None  # the workflow's, once ended
@@ -145,7 +146,10 @@ class RemoteRunner:
                 self._nursery.start_soon(self._cancel, run.workflow_id)
 
     async def _cancel(self, workflow_id: str) -> None:
+        """Written on the run (a worker that takes it later only cancels it), and sent to
+        its workflow (the worker that runs it cancels it now)."""
         await self._db.call(self._store.cancel_run, workflow_id)
+        await self._db.call(_send, workflow_id, [(f"{workflow_id}:{CANCEL}", CANCEL)])
 
     def _begin_session(self, session_id: str) -> None:
         if not session_id:
@@ -287,10 +291,13 @@ class RemoteRunner:
         task = run.port.state.tasks.get(run.task_id)
         counted = task.remote_seq if task is not None else 0
         used: dict[str, tuple[Usage, int]] = {}  # by model: tokens, calls
+        into: set[str] = set()  # mail to the task that its journal has: acknowledged here
         for seq, line in rows:
             record = decode(line.rstrip(b"\n"))
             if isinstance(record, MessagePosted) and record.agent == run.task_id:
                 await run.port.receive(record)
+            elif isinstance(record, MessagePosted) and record.to == run.task_id:
+                into.add(record.id)
             elif seq > counted and (cost := spent(record)) is not None:
                 model, usage, calls = cost
                 before, made = used.get(model, (Usage(), 0))
@@ -307,20 +314,34 @@ class RemoteRunner:
                     upto=upto,
                 )
             )
+        if into:
+            await run.port.deliver(run.task_id, only=into)
         assert run.mirror is not None
         await mirror_state(run.port, run.mirror, run.task_id)
 
     async def _forward(self, run: _Remote) -> None:
-        """Put the mail to the task in its inbox, then deliver it here (the ack)."""
+        """Send the mail to the task to its workflow, each message once a run (under the
+        key `<workflow id>:<message id>`, so a session resumed that sends it again sends
+        nothing). It is delivered here (the acknowledgement) when the follower finds it
+        in the task's journal (`_pass_on`): mail sent to a run that ends before it
+        receives it stays undelivered here, and goes to the task's next run."""
         encode = msgspec.json.Encoder().encode
         port, task_id = run.port, run.task_id
         while True:
             await port.wait_for_mail(task_id, at_least="notify")
-            waiting = port.state.mailbox.undelivered(task_id)
-            lines = [(mail.message_id, encode(posted(mail))) for mail in waiting]
-            await self._db.call(self._store.put_mail, run.key, lines)
-            run.put.update(mail.message_id for mail in waiting)
-            await port.deliver(task_id, only=run.put)
+            waiting = [
+                m for m in port.state.mailbox.undelivered(task_id) if m.message_id not in run.sent
+            ]
+            if not waiting:
+                # All sent, not yet in the task's journal: look again after the follower.
+                await trio.sleep(FOLLOW)
+                continue
+            lines = [
+                (f"{run.workflow_id}:{mail.message_id}", encode(posted(mail)).decode())
+                for mail in waiting
+            ]
+            await self._db.call(_send, run.workflow_id, lines)
+            run.sent.update(mail.message_id for mail in waiting)
 
     async def _ended_badly(self, run: _Remote) -> None:
         """The workflow ended without the task's loop returning (an error of the worker,
@@ -329,7 +350,8 @@ class RemoteRunner:
         task = port.state.tasks.get(task_id)
         if task is None or task.state in SETTLED:
             return
-        error = status.error or status.status
+        # (The follower reads states without outputs: the error is read here, once.)
+        error = await self._db.call(_error_of, run.workflow_id) or status.status
         reason = port.redact(f"its run on a worker ended: {error}")
         await port.set_state(task_id, "failed", by=task_id, reason=reason)
         await port.post(task_id, task.owner, task_id, "risk_alert", f"task failed: {reason}")
@@ -339,6 +361,12 @@ async def _show(run: _Remote, rows: list[tuple[int, bytes]]) -> None:
     """The task's turns, replies and calls among `rows`, shown here (`TaskEvents`)."""
     for event in run.shown.of(rows):
         await run.port.show(event)
+
+
+def _error_of(workflow_id: str) -> str:
+    """The error the workflow `workflow_id` ended with ("" for none); in a thread."""
+    found = DBOS.list_workflows(workflow_ids=[workflow_id], load_input=False)
+    return str(found[0].error) if found and found[0].error is not None else ""
 
 
 def _statuses(workflow_ids: list[str]) -> dict[str, Any]:
@@ -361,6 +389,13 @@ def _next_run(key: str) -> tuple[str, bool]:
     if runs and runs[-1].status in OPEN:
         return runs[-1].workflow_id, True
     return (key if not runs else f"{key}/{len(runs) + 1}"), False
+
+
+def _send(workflow_id: str, messages: list[tuple[str, str]]) -> None:
+    """Messages (idempotency key, text) sent to the workflow `workflow_id`, in order; in
+    a thread."""
+    for key, message in messages:
+        DBOS.send(workflow_id, message, MAIL, idempotency_key=key)
 
 
 def _enqueue(workflow_id: str, key: str) -> None:

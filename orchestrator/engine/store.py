@@ -1,7 +1,8 @@
 """What the dbos engine keeps in its database beside DBOS's own tables, for the tasks that
-run on workers (docs/engine.md): each remote task's journal, the mail on its way into it,
-and the workers' heartbeats. Plain SQL through SQLAlchemy (DBOS's own dependency), on
-SQLite or Postgres alike; every function is blocking: from trio, call it in a thread.
+run on workers (docs/engine.md): each remote task's journal, its runs, and the workers'
+heartbeats (mail into a task travels by DBOS's own messages). Plain SQL through
+SQLAlchemy (DBOS's own dependency), on SQLite or Postgres alike; every function is
+blocking: from trio, call it in a thread.
 
 A task's journal is keyed by `<session id>/<task id>` (all its runs append to it) and
 holds the same framed lines as a session's `journal.jsonl`, one row per record. Its key
@@ -43,14 +44,6 @@ HEADS = sa.Table(
 )
 """The last seq of each task's journal, written with its records: a session looks here
 (one small query for all its tasks) before it reads any task's new records."""
-INBOX = sa.Table(
-    "orchestrator_task_inbox",
-    METADATA,
-    sa.Column("task", sa.String(300), primary_key=True),
-    sa.Column("message_id", sa.String(100), primary_key=True),
-    sa.Column("number", sa.Integer, nullable=False),  # the order it was put in
-    sa.Column("line", sa.LargeBinary, nullable=False),
-)
 RUNS = sa.Table(
     "orchestrator_task_runs",
     METADATA,
@@ -201,39 +194,6 @@ class Store:
         query = sa.select(HEADS.c.task, HEADS.c.last_seq).where(HEADS.c.session == session)
         with self._begin() as db:
             return {task: last for task, last in db.execute(query)}
-
-    # Mail into a task: put by the session, taken by the worker, each message once.
-
-    def put_mail(self, task: str, mail: Iterable[tuple[str, bytes]]) -> None:
-        """Put messages (id, line) on their way into `task`; one already there is kept
-        as it is (the message id is the idempotency key)."""
-        for message_id, line in mail:
-            try:
-                with self._begin() as db:
-                    number = db.execute(
-                        sa.select(sa.func.count()).select_from(INBOX).where(INBOX.c.task == task)
-                    ).scalar_one()
-                    db.execute(
-                        INBOX.insert().values(
-                            task=task, message_id=message_id, number=number + 1, line=line
-                        )
-                    )
-            except IntegrityError:
-                continue  # put before (a session resumed after putting it)
-
-    def mail(self, after: dict[str, int]) -> list[tuple[str, int, bytes]]:
-        """The messages put for each task of `after` past the number given for it:
-        (task, number, line), each task's in the order they were put."""
-        if not after:
-            return []
-        query = (
-            sa.select(INBOX.c.task, INBOX.c.number, INBOX.c.line)
-            .where(INBOX.c.task.in_(list(after)))
-            .order_by(INBOX.c.task, INBOX.c.number)
-        )
-        with self._begin() as db:
-            rows = db.execute(query).all()
-        return [(task, n, bytes(line)) for task, n, line in rows if n > after[task]]
 
     # Runs.
 

@@ -2,28 +2,33 @@
 the engine's queue (`orchestrator worker`; docs/engine.md).
 
 A task run on a worker is one DBOS workflow, `<session id>/<task id>[/n]`, taken from the
-queue by one worker. Its one step runs the task's loop here, on trio, in a team of its
-own over the task's session in the database (`TaskSession`), so the loop, its write-ahead
-records and its resume after a crash are the ones a session on disk has: a call cut off
-by a kill is reported `interrupted` to the model, never run again silently.
+queue by one worker. The workflow makes sure the task's loop runs here, on trio, in a
+team of its own over the task's session in the database (`TaskSession`), so the loop,
+its write-ahead records and its resume after a crash are the ones a session on disk
+has: a call cut off by a kill is reported `interrupted` to the model, never run again
+silently. Then it receives: each message sent to it (DBOS's `recv`, recorded by DBOS) is
+handed to the task by a step that posts it in the task's session under its own id,
+once; the task's loop, when it ends, wakes its workflow with a message of its own, and
+the workflow ends with the task's state.
 
-Mail into the task comes from the database's inbox (put there by the owning session) and
-is posted in the task's session under its own id, once. The worker beats (a row of its
-own, every `beat` seconds) and looks at the others': one silent for `silent` seconds is
-marked stopped by the first worker that sees it, which has DBOS recover its workflows
-(they are queued again, and a worker takes each: its step runs again, and the task goes
-on from its records).
+The worker beats (a row of its own, every `beat` seconds) and looks at the others': one
+silent for `silent` seconds is marked stopped by the first worker that sees it, which
+has DBOS recover its workflows (they are queued again, and a worker takes each: the
+workflow runs again from its start, DBOS giving back what it had received, and the task
+goes on from its records).
 """
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import math
 import os
 import threading
 import weakref
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 import msgspec
 import trio
@@ -55,37 +60,75 @@ from orchestrator.team.subagent import InProcessRunner
 
 QUEUE = "orchestrator_tasks"
 WORKFLOW = "orchestrator.remote_task"
-STEP = "orchestrator.remote_task_loop"
-POLL = 0.2  # seconds between two looks at a running task's inbox and cancellation
+STEP = "orchestrator.remote_task_mail"
+MAIL = "mail"  # the topic of what is sent to a task's workflow: a `MessagePosted` line,
+CANCEL = "cancel"  # or its session's cancellation,
+END = "end"  # or its loop's end (sent by the worker that ran it)
+WAIT = 60.0  # seconds a workflow waits for a message before it looks at its task again
+# (each wait is recorded by DBOS: an idle task records three rows a minute)
 
 SettingsFor = Callable[[Run, SessionState], Awaitable[TeamSettings]]
 """What a worker runs a task's team with, from the run and the task's folded state (the
 worker's own config and environment: its models' keys never travel)."""
 
-_SERVING: list[Worker] = []  # the process's worker: DBOS calls the step by name only
+T = TypeVar("T")
+_SERVING: list[Worker] = []  # the process's worker: DBOS calls the workflow by name only
 
 
 @DBOS.workflow(name=WORKFLOW)
 def _remote_task(key: str) -> str:
-    return _remote_loop(key)
+    """The task of run `key`: its loop running here, what is sent to it handed over,
+    until the loop has ended; the task's state then. Run again from its start after a
+    recovery, it gets the same messages from DBOS's record in the same order, and each
+    step already recorded is not run again: a message the task had is not posted twice,
+    and one received before a kill and not yet handed over is handed over now."""
+    worker = _worker()
+    workflow_id = DBOS.workflow_id or ""
+    _in_trio(worker, worker.begin, workflow_id)
+    try:
+        while True:
+            state = _hand_over(workflow_id, DBOS.recv(MAIL, timeout_seconds=WAIT))
+            if state:
+                return state
+    finally:
+        _in_trio(worker, worker.forget, workflow_id)
 
 
 @DBOS.step(name=STEP)
-def _remote_loop(key: str) -> str:
-    """The task's loop, on the worker's trio loop; its state when it stopped."""
+def _hand_over(workflow_id: str, message: str | None) -> str:
+    """`message` handed to the task of `workflow_id` (posted in its journal before the
+    step's output is recorded); "" while its loop runs, else the task's state."""
+    worker = _worker()
+    return _in_trio(worker, worker.hand_over, workflow_id, message)
+
+
+def _worker() -> Worker:
     if not _SERVING:
         raise OrchestratorError("no worker serves in this process")
-    worker = _SERVING[0]
-    workflow_id = DBOS.workflow_id or ""
-    try:
-        return trio.from_thread.run(worker.work, workflow_id, trio_token=worker.token)
-    except BaseException:
-        if worker.stopping:
-            # The worker stops (Ctrl+C) while the task runs: no outcome is recorded, so
-            # its workflow stays open and another worker takes it over (the process
-            # ends without this thread).
-            threading.Event().wait()
-        raise
+    return _SERVING[0]
+
+
+def _in_trio(worker: Worker, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
+    """`fn(*args)` on the worker's trio loop, from the workflow's thread. Once the worker
+    stops (Ctrl+C) the thread holds on instead: DBOS records no outcome, so the workflow
+    stays open and another worker takes it over (the process ends without this thread).
+    `fn` runs without the workflow's DBOS context (trio would carry this thread's context
+    into it and the task's loop it starts): a call to DBOS from the loop's side, the
+    wake-up at its end, is no operation of the workflow."""
+    if not worker.stopping:
+        try:
+            call = functools.partial(trio.from_thread.run, fn, *args, trio_token=worker.token)
+            return contextvars.Context().run(call)
+        except BaseException:
+            if not worker.stopping:
+                raise
+    threading.Event().wait()
+    raise AssertionError("unreachable")
+
+
+def _wake(workflow_id: str, key: str) -> None:
+    """The workflow of a task whose loop has ended, woken; in a thread."""
+    DBOS.send(workflow_id, END, MAIL, idempotency_key=key)
 
 
 def _queued_versions() -> dict[str, int]:
@@ -132,7 +175,8 @@ class Worker:
         # Every call to the database waits while it cannot be reached (engine/retry.py):
         # by default as long as it takes (a worker has nobody to hand its work back to).
         self._db = Patience(self._tell, seconds=patience, limiter=self._threads)
-        self._teams: dict[str, _Running] = {}  # of those, the ones whose team runs
+        self._tasks: dict[str, _Running] = {}  # by workflow, those whose workflow runs here
+        self._nursery: trio.Nursery | None = None  # where their loops run
         self._versions_told: set[str] = set()
         # The other tasks of each session it runs tasks of, shared by their teams (and
         # gone with the last of them).
@@ -155,16 +199,20 @@ class Worker:
             release_dbos(self)
 
     async def _serve(self, task_status: trio.TaskStatus[None]) -> None:
-        await launched(self._db, self.url, self._launch)
         try:
-            await self._db.call(self._store.beat, self.id, __version__, os.getpid())
-            where = hide_password(self.url)
-            self._say(f"worker {self.id} (version {__version__}) takes tasks from {where}")
             async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                await launched(self._db, self.url, self._launch)
+                await self._db.call(self._store.beat, self.id, __version__, os.getpid())
+                where = hide_password(self.url)
+                self._say(f"worker {self.id} (version {__version__}) takes tasks from {where}")
                 nursery.start_soon(self._keep_beating)
-                nursery.start_soon(self._poll)
                 task_status.started()
-                await trio.sleep_forever()
+                try:
+                    await trio.sleep_forever()
+                except BaseException:
+                    self.stopping = True  # before the tasks' loops are cancelled
+                    raise
         except BaseException:
             self.stopping = True
             raise
@@ -228,8 +276,13 @@ class Worker:
                 self._say(f"worker {other.worker_id} is silent: its tasks are queued again")
                 await self._db.call(DBOS._recover_pending_workflows, [other.worker_id])
 
-    async def work(self, workflow_id: str) -> str:
-        """Run the task of `workflow_id` until it settles; its state then."""
+    async def begin(self, workflow_id: str) -> None:
+        """The task of `workflow_id` running here: its loop started (on a first run, or
+        the first time a recovered workflow runs here) in a team opened over its journal,
+        unless it runs here already. Its run, of another version, or its workspace out
+        of reach: raised (its workflow ends in error)."""
+        if workflow_id in self._tasks:
+            return
         run = await self._db.call(self._store.run, workflow_id)
         if run is None:
             raise OrchestratorError(f"no run {workflow_id} in the engine's database")
@@ -243,13 +296,33 @@ class Worker:
                 f"the workspace {run.workspace} is not reachable from worker {self.id}: "
                 "a task on workers needs a path every worker reaches (a shared file system)"
             )
-        self.running.add(workflow_id)
-        try:
-            return await self._work(run)
-        finally:
-            self.running.discard(workflow_id)
+        cancelled = bool(await self._db.call(self._store.cancelled, [workflow_id]))
+        assert self._nursery is not None
+        await self._nursery.start(self._run, run, cancelled)
 
-    async def _work(self, run: Run) -> str:
+    async def _run(self, run: Run, cancelled: bool, *, task_status: trio.TaskStatus[None]) -> None:
+        """The task's loop, started (`task_status` once its team is open: a failure before
+        is `begin`'s), until it ends; then its workflow is woken. Cancelled (the worker
+        stops), it leaves no outcome: its workflow is taken over elsewhere."""
+        running = self._tasks[run.workflow_id] = _Running(run, run.task.rsplit("/", 1)[1])
+        self.running.add(run.workflow_id)
+        try:
+            running.state = await self._work(run, running, cancelled, task_status)
+        except Exception as exc:
+            if running.team is None:  # its start failed: `begin` raises it
+                del self._tasks[run.workflow_id]
+                self.running.discard(run.workflow_id)
+                raise
+            running.error = exc
+        if running.scope.cancelled_caught:
+            return  # its workflow has ended (`forget`): nothing to wake
+        self.running.discard(run.workflow_id)
+        running.ended = True
+        await self._db.call(_wake, run.workflow_id, f"{run.workflow_id}:{END}:{self.id}")
+
+    async def _work(
+        self, run: Run, running: _Running, cancelled: bool, started: trio.TaskStatus[None]
+    ) -> str:
         session = await TaskSession.load(self._store, run.task, self._db)
         task_id = run.task.rsplit("/", 1)[1]
         settings = await self._settings_for(run, session.state)
@@ -257,12 +330,38 @@ class Worker:
         sink: EventSink = session if self._ui is None else FanOut([session, self._ui])
         runner = functools.partial(InProcessRunner, where=RanOn.here(self.id))
         async with open_team(session, sink, settings, runner=runner) as team:
-            self._teams[run.workflow_id] = _Running(team, run, task_id)
-            try:
-                await _run_task(team, task_id)
-            finally:
-                del self._teams[run.workflow_id]
+            running.team = team
+            started.started()
+            with running.scope:
+                await _run_task(team, task_id, cancelled)
         return session.state.tasks.tasks[task_id].state
+
+    async def hand_over(self, workflow_id: str, message: str | None) -> str:
+        """What the workflow of a task running here received, handed to it: mail posted
+        in its journal (once: by its id), a cancellation done. "" while its loop runs;
+        once it has ended, the task's state (mail then is not posted: it stays the
+        session's), or the loop's error raised."""
+        running = self._tasks[workflow_id]
+        if running.ended:
+            if running.error is not None:
+                raise running.error
+            return running.state
+        assert running.team is not None
+        if message == CANCEL:
+            owner = running.team.state.tasks.tasks[running.task_id].owner
+            await running.team.scheduler.cancel(owner, running.task_id, "cancelled by its owner")
+        elif message is not None and message != END:
+            await running.team.port.receive(_decode(message))
+        return ""
+
+    async def forget(self, workflow_id: str) -> None:
+        """The workflow of `workflow_id` has ended here (or failed). Its task's loop
+        still running (a workflow recovered here whose end DBOS had recorded but for the
+        workflow's own: its steps are not run again) is stopped."""
+        running = self._tasks.pop(workflow_id, None)
+        if running is not None and not running.ended:
+            running.scope.cancel()
+            self.running.discard(workflow_id)
 
     def _other_tasks(self, run: Run) -> SessionTasks:
         """The tasks of `run`'s session, whose writes its shell commands must not take
@@ -273,49 +372,31 @@ class Worker:
             found = self._sessions[session_id] = SessionTasks(self._store, session_id, self._db)
         return found
 
-    async def _poll(self) -> None:
-        """For all the tasks it runs at once: post the mail their sessions put for them
-        (each message once), and cancel those their sessions cancelled. Another
-        process's changes: nothing to wait on but the database."""
-        decode = msgspec.json.Decoder(MessagePosted).decode
-        while True:
-            await trio.sleep(POLL)
-            running = list(self._teams.values())
-            if not running:
-                continue
-            seen = {r.run.task: r.seen for r in running}
-            rows = await self._db.call(self._store.mail, seen)
-            by_task = {r.run.task: r for r in running}
-            for task, number, line in rows:
-                found = by_task[task]
-                await found.team.port.receive(decode(line))
-                found.seen = number
-            watched = [r.run.workflow_id for r in running if not r.cancelled]
-            cancelled = await self._db.call(self._store.cancelled, watched)
-            for found in running:
-                if found.run.workflow_id in cancelled and not found.cancelled:
-                    found.cancelled = True
-                    owner = found.team.state.tasks.tasks[found.task_id].owner
-                    await found.team.scheduler.cancel(
-                        owner, found.task_id, "cancelled by its owner"
-                    )
+
+_decode = msgspec.json.Decoder(MessagePosted).decode
 
 
 @dataclass
 class _Running:
-    """A task this worker runs: its team, and how far it has read the task's inbox."""
+    """A task whose workflow runs on this worker: its team while its loop runs, and how
+    the loop ended."""
 
-    team: Team
     run: Run
     task_id: str
-    seen: int = 0
-    cancelled: bool = False
+    team: Team | None = None
+    ended: bool = False
+    state: str = ""  # the task's, once its loop has ended
+    error: Exception | None = None  # the loop's, when it failed
+    scope: trio.CancelScope = field(default_factory=trio.CancelScope)  # its wait for it
 
 
-async def _run_task(team: Team, task_id: str) -> None:
-    """Start the task (or go on with it, after a crash) and wait for its loop's end."""
+async def _run_task(team: Team, task_id: str, cancelled: bool) -> None:
+    """Start the task (or go on with it, after a crash) and wait for its loop's end; a
+    task its session cancelled before this worker took it is only cancelled."""
     task = team.state.tasks.tasks[task_id]
-    if task.state == "pending":
+    if cancelled:
+        await team.scheduler.cancel(task.owner, task_id, "cancelled by its owner")
+    elif task.state == "pending":
         team.scheduler.enqueue(task_id)
     elif task.state not in SETTLED:
         team.scheduler.resume(task_id)

@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ from orchestrator.team.subagent import InProcessRunner
 from orchestrator.tools import PermissionPolicy, approve_all, workspace_tools
 from orchestrator.view.model import ViewModel
 from tests.engine.test_dbos import call
-from tests.engine.workers import start_worker
+from tests.engine.workers import mail_sent, start_worker
 
 
 def main_script(*delegations: dict[str, Any]) -> list[dict[str, Any]]:
@@ -84,6 +85,7 @@ class Setup:
             self.root, goal="g", model=f"scripted:{self.script_file}", workspace=self.workspace
         )
         self.url = sqlite_url(tmp / "engine.sqlite")
+        self.task_workspace = self.workspace  # where the session says its tasks work
 
     async def run(
         self,
@@ -105,7 +107,7 @@ class Setup:
             approve=approve_all,
             runner=InProcessRunner
             if local
-            else dbos_workers(self.url, model=spec, workspace=self.workspace),
+            else dbos_workers(self.url, model=spec, workspace=self.task_workspace),
         )
         async with open_session(self.root, self.session_id, warn=lambda _: None) as live:
             return await drive(live, settings)
@@ -307,32 +309,39 @@ async def test_a_stopped_worker_s_task_is_taken_over_and_nothing_runs_twice(
     assert len(setup.journal_lines('"mail":"completed"')) == 1
 
 
-async def test_an_answer_reaches_a_task_on_a_worker_and_it_goes_on(tmp_path: Path) -> None:
-    """Mail into a task on a worker: its question reaches the main agent under the id
-    the worker gave it, the answer goes into the task's inbox, and the task acts on it."""
-    script = {
-        "agents": {
-            "main": [
-                {"tool_calls": [call("delegate", description="ask", prompt="ask first")]},
-                {"tool_calls": [call("wait_tasks")]},
-                {
-                    "tool_calls": [
-                        call(
-                            "send_message", task="t1", kind="answer", in_reply_to="t1.m1", text="x"
-                        )
-                    ]
-                },
-                *[{"tool_calls": [call("wait_tasks")]} for _ in range(2)],
-                *[{"text": f"done ({n})"} for n in range(4)],
-            ],
-            "t1": [
-                {"tool_calls": [call("ask_decision", question="x or y?", options=["x", "y"])]},
-                {"tool_calls": [call("write_file", path="choice.txt", content="x")]},
-                {"tool_calls": [call("complete", summary="chose x")]},
-            ],
-        }
+ANSWERED: dict[str, Any] = {
+    "agents": {
+        "main": [
+            {"tool_calls": [call("delegate", description="ask", prompt="ask first")]},
+            {"tool_calls": [call("wait_tasks")]},
+            {
+                "tool_calls": [
+                    call("send_message", task="t1", kind="answer", in_reply_to="t1.m1", text="x")
+                ]
+            },
+            *[{"tool_calls": [call("wait_tasks")]} for _ in range(2)],
+            *[{"text": f"done ({n})"} for n in range(4)],
+        ],
+        "t1": [
+            {"tool_calls": [call("ask_decision", question="x or y?", options=["x", "y"])]},
+            {"tool_calls": [call("write_file", path="choice.txt", content="x")]},
+            {"tool_calls": [call("complete", summary="chose x")]},
+        ],
     }
-    setup = Setup(tmp_path, script)
+}
+
+
+@pytest.mark.parametrize("database", ["sqlite", "postgres"])
+async def test_an_answer_reaches_a_task_on_a_worker_and_it_goes_on(
+    tmp_path: Path, database: str, request: pytest.FixtureRequest
+) -> None:
+    """Mail into a task on a worker: its question reaches the main agent under the id
+    the worker gave it, the answer is sent to the task's workflow (DBOS's `send`, under
+    its key) and received there, and the task acts on it; on SQLite and on Postgres."""
+    setup = Setup(tmp_path, ANSWERED)
+    if database == "postgres":
+        server = request.getfixturevalue("postgres_url")
+        setup.url = server.rsplit("/", 1)[0] + f"/answer_{uuid.uuid4().hex}"
     async with trio.open_nursery() as nursery:
         worker = await start_worker(nursery, setup.url, tmp_path)
         with trio.fail_after(120):
@@ -349,6 +358,9 @@ async def test_an_answer_reaches_a_task_on_a_worker_and_it_goes_on(tmp_path: Pat
     assert records.count(b'"k":"message_posted","a":"main","id":"%s"' % answer_id.encode()) == 1
     assert b'"k":"messages_delivered","a":"t1","ids":["%s"]' % answer_id.encode() in records
     assert len(setup.journal_lines('"mail":"completed"')) == 1
+    # It went by DBOS's messages, under its key, and was received.
+    workflow = f"{setup.session_id}/t1"
+    assert mail_sent(setup.url, workflow)[f"{workflow}:{answer_id}"] is True
 
 
 async def test_a_task_on_a_worker_is_cancelled_there(tmp_path: Path) -> None:
@@ -555,3 +567,25 @@ async def test_a_worker_of_another_version_leaves_the_task_and_the_session_says_
     assert not [line for line in other.lines if "task t" in line]
     assert [line for line in right.lines if "task t1: completed" in line]
     assert any("no worker of version" in text for text in notices)
+
+
+async def test_a_worker_that_cannot_reach_the_workspace_fails_the_task_saying_so(
+    tmp_path: Path,
+) -> None:
+    """The task's workspace is no directory on the worker: its workflow ends in error
+    with the reason, and the session fails the task with it, never running it."""
+    setup = Setup(tmp_path, TWO_TASKS)
+    setup.task_workspace = tmp_path / "elsewhere"
+    async with trio.open_nursery() as nursery:
+        worker = await start_worker(nursery, setup.url, tmp_path)
+        with trio.fail_after(120):
+            await setup.run()
+        await worker.stop()
+    state = load_state(setup.directory, warn=pytest.fail)
+    for task in ("t1", "t2"):
+        record = state.tasks.get(task)
+        assert record.state == "failed", record
+        assert f"the workspace {setup.task_workspace} is not reachable from worker" in (
+            record.reason
+        )
+    assert not [line for line in worker.lines if "task t" in line]

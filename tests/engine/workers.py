@@ -12,12 +12,15 @@ from pathlib import Path
 
 import trio
 
-# `python -c PRETEND VERSION worker ...`: the command line, taking itself for VERSION.
+# `python -c PRETEND VERSION CODE worker ...`: the command line, taking itself for
+# VERSION (unless ""), after running CODE (a test's change to the worker, such as a kill).
 PRETEND = (
     "import sys, orchestrator._version as v\n"
-    "v.__version__ = sys.argv[1]\n"
+    "if sys.argv[1]:\n"
+    "    v.__version__ = sys.argv[1]\n"
+    "exec(sys.argv[2])\n"
     "from orchestrator.cli.main import main\n"
-    "sys.exit(main(sys.argv[2:]))\n"
+    "sys.exit(main(sys.argv[3:]))\n"
 )
 
 
@@ -79,12 +82,15 @@ async def start_worker(
     name: str = "worker",
     *extra: str,
     version: str | None = None,
+    before: str = "",
 ) -> WorkerProcess:
     """An `orchestrator worker` on `url` (one that takes itself for `version`, when
-    given: to see what a worker of another version does)."""
+    given: to see what a worker of another version does; that runs the Python code
+    `before` first, when given)."""
     config = tmp / "worker.toml"
     config.touch()
-    program = ["-m", "orchestrator"] if version is None else ["-c", PRETEND, version]
+    pretend = version is not None or before
+    program = ["-c", PRETEND, version or "", before] if pretend else ["-m", "orchestrator"]
     flags = ["--config", str(config), "--beat", "0.5", "--silent", "3", "--yes"]
     process = await trio.lowlevel.open_process(
         [sys.executable, *program, "worker", "--database-url", url, *flags, *extra],
@@ -109,3 +115,23 @@ async def printed(workers: list[WorkerProcess], text: str, times: int) -> None:
 async def _then_cancel(event: trio.Event, scope: trio.CancelScope) -> None:
     await event.wait()
     scope.cancel()
+
+
+def mail_sent(url: str, workflow_id: str) -> dict[str, bool]:
+    """The messages DBOS holds for the workflow `workflow_id` on the topic of mail, by
+    their key (`<idempotency key>::<workflow id>`): whether each was received."""
+    import sqlalchemy as sa
+
+    table = "notifications" if url.startswith("sqlite") else "dbos.notifications"
+    query = sa.text(
+        f"SELECT message_uuid, consumed FROM {table} "
+        "WHERE destination_uuid = :workflow AND topic = 'mail'"
+    )
+    engine = sa.create_engine(url)
+    try:
+        with engine.connect() as db:
+            rows = db.execute(query, {"workflow": workflow_id}).all()
+    finally:
+        engine.dispose()
+    suffix = f"::{workflow_id}"
+    return {key.removesuffix(suffix): bool(consumed) for key, consumed in rows}
