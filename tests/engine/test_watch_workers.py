@@ -44,14 +44,30 @@ async def run_on_workers(setup: Setup) -> RunResult:
         return await drive(live, settings)
 
 
-def watch(setup: Setup, *flags: str) -> subprocess.CompletedProcess[str]:
+async def ran_on_a_worker(tmp_path: Path) -> Setup:
+    """ONE_TASK's session, run to its end with its task on a worker."""
+    setup = Setup(tmp_path, ONE_TASK)
+    async with trio.open_nursery() as nursery:
+        worker = await start_worker(nursery, setup.url, tmp_path)
+        with trio.fail_after(120):
+            result = await run_on_workers(setup)
+        await worker.stop()
+    assert result.status == "completed", (result, worker.lines)
+    return setup
+
+
+def environment(setup: Setup) -> dict[str, str]:
     env = {**os.environ, "NO_COLOR": "1", "ORCHESTRATOR_SESSIONS_DIR": str(setup.root)}
     env.pop("ORCHESTRATOR_CONFIG", None)
+    return env
+
+
+def watch(setup: Setup, *flags: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "orchestrator", "sessions", "watch", setup.session_id, *flags],
         capture_output=True,
         text=True,
-        env=env,
+        env=environment(setup),
         stdin=subprocess.DEVNULL,
         timeout=120,
         check=False,
@@ -61,13 +77,7 @@ def watch(setup: Setup, *flags: str) -> subprocess.CompletedProcess[str]:
 async def test_a_watch_shows_the_task_on_a_worker_among_the_session_s_records(
     tmp_path: Path,
 ) -> None:
-    setup = Setup(tmp_path, ONE_TASK)
-    async with trio.open_nursery() as nursery:
-        worker = await start_worker(nursery, setup.url, tmp_path)
-        with trio.fail_after(120):
-            result = await run_on_workers(setup)
-        await worker.stop()
-    assert result.status == "completed", (result, worker.lines)
+    setup = await ran_on_a_worker(tmp_path)
 
     watched = watch(setup, "--json", "--instant", "--database-url", setup.url)
     assert watched.returncode == 0, watched.stderr
@@ -108,12 +118,7 @@ async def test_a_watch_shows_the_task_on_a_worker_among_the_session_s_records(
 async def test_a_watch_that_cannot_read_the_database_says_so_and_shows_the_journal(
     tmp_path: Path,
 ) -> None:
-    setup = Setup(tmp_path, ONE_TASK)
-    async with trio.open_nursery() as nursery:
-        worker = await start_worker(nursery, setup.url, tmp_path)
-        with trio.fail_after(120):
-            await run_on_workers(setup)
-        await worker.stop()
+    setup = await ran_on_a_worker(tmp_path)
     missing = f"sqlite:///{tmp_path / 'elsewhere.sqlite'}"
     watched = watch(setup, "--plain", "--instant", "--database-url", missing)
     assert watched.returncode == 0, watched.stderr
@@ -141,8 +146,6 @@ async def test_a_watch_follows_a_running_session_s_task_on_a_worker(tmp_path: Pa
     setup = Setup(tmp_path, script)
     os.mkfifo(setup.workspace / "go")
     os.mkfifo(setup.workspace / "again")
-    env = {**os.environ, "NO_COLOR": "1", "ORCHESTRATOR_SESSIONS_DIR": str(setup.root)}
-    env.pop("ORCHESTRATOR_CONFIG", None)
     async with trio.open_nursery() as nursery:
         worker = await start_worker(nursery, setup.url, tmp_path)
         ended = trio.Event()
@@ -157,7 +160,10 @@ async def test_a_watch_follows_a_running_session_s_task_on_a_worker(tmp_path: Pa
             command = [sys.executable, "-m", "orchestrator", "sessions", "watch"]
             flags = [setup.session_id, "--plain", "--database-url", setup.url]
             watch = await trio.lowlevel.open_process(
-                [*command, *flags], stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env
+                [*command, *flags],
+                stdout=subprocess.PIPE,
+                stdin=subprocess.DEVNULL,
+                env=environment(setup),
             )
             assert watch.stdout is not None
             seen = b""
