@@ -66,7 +66,8 @@ def add_worker_parser(commands: Any) -> None:
         "-y",
         "--yes",
         action="store_true",
-        help="approve every call the permission policy would ask about (nobody is there "
-        "to ask: without it, such calls are refused and the task's model told so)",
+        help="approve here every call the permission policy would ask about; without it, "
+        "such a call is put to the task's session, whose approver (the person at its "
+        "terminal, or its --yes) answers it while the call waits",
     )
     config_option(worker)

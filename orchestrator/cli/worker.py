@@ -66,6 +66,7 @@ async def _serve(args: argparse.Namespace, config: Config, url: str) -> None:
             concurrency=args.concurrency,
             beat=args.beat,
             silent=args.silent,
+            ask_session=not args.yes,
             say=lambda text: print(text, flush=True),
             ui=WorkerLog(),
         )
@@ -96,7 +97,8 @@ async def task_settings(
 ) -> TeamSettings:
     """What the team of remote task `key` runs with here: the session's model spec and
     settings (from the database), this worker's keys, agent types (the workspace's),
-    tools and guards; nobody to approve a call the policy asks about (refused)."""
+    tools and guards; a call the policy asks about is approved here (`--yes`), else put to
+    the session (engine/approvals.py, set by the worker)."""
     root = Path(workspace)
     definitions = await trio.to_thread.run_sync(
         functools.partial(agent_definitions, root, interactive=False)

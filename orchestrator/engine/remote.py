@@ -14,6 +14,8 @@ live in the engine's database; a new task's are seeded there from this session's
   is this session's and is never undone by the mirror;
 - its model calls are counted here (`task_usage`, up to a record of its journal), so
   this session's budgets and cost include them, once;
+- a call of its that its rules ask about is put to this session's approver, and the
+  answer written for the worker (engine/approvals.py);
 - its turns, replies and calls are shown here as a local task's are (`TaskPort.show`:
   the live view, the transcript, `--json`), never journaled here, from the records read
   after it was taken up (`TaskEvents`: not a resumed session's catch-up);
@@ -38,6 +40,7 @@ import trio
 from dbos import DBOS, EnqueueOptions
 
 from orchestrator._version import __version__
+from orchestrator.engine.approvals import Questions
 from orchestrator.engine.choice import hide_password
 from orchestrator.engine.dbos import (
     OPEN,
@@ -123,6 +126,7 @@ class RemoteRunner:
         self._port: TaskPort | None = None  # to tell the session of an outage
         # Every call to the database waits while it cannot be reached (engine/retry.py).
         self._db = Patience(self._tell, seconds=patience, limiter=self._threads)
+        self._questions = Questions(self._store, self._db, nursery)  # its tasks' approvals
 
     async def _tell(self, notice: Notice) -> None:
         if self._port is not None:
@@ -241,6 +245,7 @@ class RemoteRunner:
             if tick % STATUS_EVERY == 0:
                 statuses = await self._db.call(_statuses, [r.workflow_id for r in live])
                 await self._no_worker(live, statuses)
+                await self._questions.look(self._session_id, self._port_of)
             heads = await self._db.call(self._store.heads, self._session_id)
             for run in live:
                 assert run.mirror is not None
@@ -252,6 +257,10 @@ class RemoteRunner:
                 if status is not None and status.status in ENDED:
                     run.status = status
                     run.ended.set()
+
+    def _port_of(self, task_id: str) -> TaskPort | None:
+        run = self._runs.get(task_id)
+        return None if run is None else run.port
 
     async def _no_worker(self, live: list[_Remote], statuses: dict[str, Any]) -> None:
         """Tasks queued while no worker of this version is alive: said once."""

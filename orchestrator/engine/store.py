@@ -54,6 +54,18 @@ RUNS = sa.Table(
     sa.Column("model", sa.Text, nullable=False),
     sa.Column("cancelled", sa.Boolean, nullable=False, default=False),
 )
+APPROVALS = sa.Table(
+    "orchestrator_approvals",
+    METADATA,
+    sa.Column("id", sa.String(400), primary_key=True),  # `<task key>:<call id>`
+    sa.Column("session", sa.String(100), nullable=False, index=True),
+    sa.Column("task", sa.String(300), nullable=False),
+    sa.Column("request", sa.LargeBinary, nullable=False),  # the call, as JSON
+    sa.Column("answer", sa.LargeBinary, nullable=True),  # none until the session answers
+    sa.Column("asked_ms", sa.BigInteger, nullable=False),
+)
+"""A task on a worker's calls that its permission rules ask about, put to its session,
+which asks its own approver (the person) and writes the answer here."""
 WORKERS = sa.Table(
     "orchestrator_workers",
     METADATA,
@@ -237,6 +249,48 @@ class Store:
         )
         with self._begin() as db:
             return set(db.execute(query).scalars())
+
+    # Approvals: a question of a task on a worker to its session, and the answer.
+
+    def ask(self, approval: str, session: str, task: str, request: bytes) -> bytes | None:
+        """Put the question `approval` (nothing when it is there already: a worker that
+        took the task over asks the same call again); its answer, if given."""
+        try:
+            with self._begin() as db:
+                db.execute(
+                    APPROVALS.insert().values(
+                        id=approval, session=session, task=task, request=request, asked_ms=now_ms()
+                    )
+                )
+        except IntegrityError:
+            pass
+        return self.answer_of(approval)
+
+    def answer_of(self, approval: str) -> bytes | None:
+        query = sa.select(APPROVALS.c.answer).where(APPROVALS.c.id == approval)
+        with self._begin() as db:
+            answer = db.execute(query).scalar()
+        return None if answer is None else bytes(answer)
+
+    def unanswered(self, session: str) -> list[tuple[str, str, bytes]]:
+        """The questions of `session`'s tasks on workers still to answer: (id, task key,
+        request), oldest first."""
+        query = (
+            sa.select(APPROVALS.c.id, APPROVALS.c.task, APPROVALS.c.request)
+            .where(APPROVALS.c.session == session, APPROVALS.c.answer.is_(None))
+            .order_by(APPROVALS.c.asked_ms, APPROVALS.c.id)
+        )
+        with self._begin() as db:
+            return [(i, task, bytes(request)) for i, task, request in db.execute(query)]
+
+    def answer(self, approval: str, answer: bytes) -> None:
+        """The session's answer to `approval` (the first one given stands)."""
+        with self._begin() as db:
+            db.execute(
+                APPROVALS.update()
+                .where(APPROVALS.c.id == approval, APPROVALS.c.answer.is_(None))
+                .values(answer=answer)
+            )
 
     # Workers.
 

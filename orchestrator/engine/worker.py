@@ -35,6 +35,7 @@ import trio
 from dbos import DBOS
 
 from orchestrator._version import __version__
+from orchestrator.engine.approvals import ask_the_session
 from orchestrator.engine.choice import hide_password
 from orchestrator.engine.dbos import (
     destroy,
@@ -155,6 +156,7 @@ class Worker:
         concurrency: int = 8,
         beat: float = 5.0,
         silent: float = 30.0,
+        ask_session: bool = False,
         ui: EventSink | None = None,
         say: Callable[[str], None] = print,
         patience: float = math.inf,
@@ -166,6 +168,7 @@ class Worker:
         self._concurrency = concurrency
         self._beat = beat
         self._silent = silent
+        self._ask_session = ask_session  # a call the rules ask about: to the task's session
         self._ui = ui
         self._say = say
         self._store = Store(url)
@@ -327,6 +330,8 @@ class Worker:
         task_id = run.task.rsplit("/", 1)[1]
         settings = await self._settings_for(run, session.state)
         settings.other_tasks = self._other_tasks(run)
+        if self._ask_session:
+            settings.approve_for = ask_the_session(self._store, self._db, run.task)
         sink: EventSink = session if self._ui is None else FanOut([session, self._ui])
         runner = functools.partial(InProcessRunner, where=RanOn.here(self.id))
         async with open_team(session, sink, settings, runner=runner) as team:

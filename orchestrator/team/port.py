@@ -10,11 +10,13 @@ from typing import Any, Protocol
 
 from orchestrator.agent import TurnDeps
 from orchestrator.loop.assessment import Assessment
+from orchestrator.messages import ToolCall
 from orchestrator.state.events import Event, Notice, TurnEndReason
 from orchestrator.state.fold import SessionState
 from orchestrator.state.mailbox import Mail, MailKind, MessagePosted, Priority
 from orchestrator.state.tasks import RanOn, TaskState, TaskUsed
 from orchestrator.team.definitions import AgentDefinition
+from orchestrator.tools.permissions import Answer
 
 
 class SessionLike(Protocol):
@@ -105,6 +107,11 @@ class TaskPort(Protocol):
         """Show people an event this session does not journal, because it is journaled
         elsewhere: a task on a worker's reply or call, told again from that task's own
         journal (engine/remote.py). To the session's screen and `--json` only."""
+        ...
+
+    async def approve(self, agent: str, call: ToolCall) -> Answer:
+        """Ask this session's approver about a call of `agent`'s that the permission
+        rules leave to ask about, made elsewhere (a task on a worker)."""
         ...
 
     async def count(self, used: TaskUsed) -> None:

@@ -25,6 +25,7 @@ from orchestrator.errors import CompactionFailed, NothingToCompact
 from orchestrator.loop.assessment import Assessment
 from orchestrator.loop.compaction import ContextCompacted
 from orchestrator.loop.todos import TodoItem, TodosChanged, render
+from orchestrator.messages import ToolCall
 from orchestrator.state.context import AgentContext
 from orchestrator.state.events import Event, EventSink, Notice, NullSink, TurnEndReason
 from orchestrator.state.fold import USER, SessionState
@@ -45,6 +46,7 @@ from orchestrator.team.scheduler import Scheduler
 from orchestrator.team.settings import TeamSettings
 from orchestrator.team.turns import Turns
 from orchestrator.team.writes import Writes
+from orchestrator.tools.permissions import Answer
 
 
 class Team:
@@ -415,6 +417,9 @@ class _Port:
 
     async def count(self, used: TaskUsed) -> None:
         await self._sink.emit(used)
+
+    async def approve(self, agent: str, call: ToolCall) -> Answer:
+        return await self._turns.approver(agent)(call)
 
     async def show(self, event: Event) -> None:
         await self._screen.emit(event)

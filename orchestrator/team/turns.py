@@ -87,7 +87,6 @@ class Turns:
         role = self._role(agent, definition)
         tools = self._planner_tools() if is_planner(agent) else self._tools(definition)
         max_rounds = s.session.max_rounds if definition is None else definition.max_rounds
-        approve = s.approve_for(agent, self._who(agent)) if s.approve_for else s.approve
         policy = s.policy
         if definition is not None and definition.allow:
             # The type's own rules, after the session's (a later rule wins among equals).
@@ -105,7 +104,7 @@ class Turns:
             ),
             events=self._sink,
             policy=policy,
-            approve=self._one_at_a_time(approve),
+            approve=self.approver(agent),
             grants=lambda: self._session.state.grants,
             max_rounds=max_rounds,
             max_tokens=s.session.max_tokens,
@@ -197,6 +196,13 @@ class Turns:
         if task is None:
             return "the main agent"
         return f"task {agent} ({task.agent_type}: {task.description})"
+
+    def approver(self, agent: str) -> Approver:
+        """Who answers `agent`'s calls that the rules ask about (one question at a time
+        for the whole team): the host's approver, told whose call it is."""
+        s = self._settings
+        approve = s.approve_for(agent, self._who(agent)) if s.approve_for else s.approve
+        return self._one_at_a_time(approve)
 
     def _one_at_a_time(self, approve: Approver) -> Approver:
         async def ask(call: ToolCall) -> Any:

@@ -83,15 +83,17 @@ async def start_worker(
     *extra: str,
     version: str | None = None,
     before: str = "",
+    yes: bool = True,
 ) -> WorkerProcess:
     """An `orchestrator worker` on `url` (one that takes itself for `version`, when
     given: to see what a worker of another version does; that runs the Python code
-    `before` first, when given)."""
+    `before` first, when given). Without `yes`, it puts the calls the rules ask about
+    to the task's session."""
     config = tmp / "worker.toml"
     config.touch()
     pretend = version is not None or before
     program = ["-c", PRETEND, version or "", before] if pretend else ["-m", "orchestrator"]
-    flags = ["--config", str(config), "--beat", "0.5", "--silent", "3", "--yes"]
+    flags = ["--config", str(config), "--beat", "0.5", "--silent", "3", *(["--yes"] if yes else [])]
     process = await trio.lowlevel.open_process(
         [sys.executable, *program, "worker", "--database-url", url, *flags, *extra],
         stdout=subprocess.PIPE,
