@@ -49,6 +49,8 @@ class WorkerTasks:
         self._order = 0  # (ties in the heap keep their order of reading)
         self._told: dict[str, RecordEvents] = {}
         self._showing = trio.Lock()  # the heap is emptied by one at a time, in order
+        self._reading = trio.Lock()  # and the database read by one at a time
+        self._unread = False  # the database could not be read
 
     async def notice(self, record: Record, nursery: trio.Nursery, *, live: bool) -> None:
         """The session's `record` (each, in order): its first settings on workers start
@@ -84,7 +86,7 @@ class WorkerTasks:
 
     async def finish(self) -> None:
         """The session's journal has ended: its tasks' last records read, and shown."""
-        if self._journals is not None:
+        if self._journals is not None and not self._unread:
             await self._read(self._journals)
         await self.rest()
 
@@ -100,8 +102,10 @@ class WorkerTasks:
     async def _read(self, journals: WorkerJournals) -> bool:
         """The new records, into the heap; False when the database cannot be read (said)."""
         try:
-            rows = await trio.to_thread.run_sync(journals.new, abandon_on_cancel=True)
+            async with self._reading:
+                rows = await trio.to_thread.run_sync(journals.new, abandon_on_cancel=True)
         except WorkersUnread as exc:
+            self._unread = True  # (said once: no look again)
             self._say(f"its tasks on workers are not shown: {journals.database}: {exc}")
             return False
         for task, seq, line in rows:

@@ -126,6 +126,7 @@ async def test_a_watch_that_cannot_read_the_database_says_so_and_shows_the_journ
         f"its tasks on workers are not shown: {missing}: no database file "
         f"{tmp_path / 'elsewhere.sqlite'}" in watched.stdout
     ), watched.stdout
+    assert watched.stdout.count("its tasks on workers are not shown") == 1
     assert "write_file" not in watched.stdout  # (the task's calls are not in the journal)
     assert f"session {setup.session_id} completed" in watched.stdout
 
