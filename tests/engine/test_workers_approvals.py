@@ -17,7 +17,7 @@ from orchestrator.engine.store import Store
 from orchestrator.models.scripted import ScriptedModel, parse_script
 from orchestrator.session.live import load_state, open_session
 from orchestrator.team.asking import ApprovalRequest
-from orchestrator.team.drive import RunSettings, drive
+from orchestrator.team.drive import RunResult, RunSettings, drive
 from orchestrator.tools import PermissionPolicy, workspace_tools
 from orchestrator.tools.permissions import Denied, Grant, Unasked
 from tests.engine.test_dbos import call
@@ -78,6 +78,55 @@ async def test_a_worker_puts_its_task_s_questions_to_the_session(tmp_path: Path)
     assert b"not b, today" in records  # what the task's model read of the refusal
     state = load_state(setup.directory, warn=pytest.fail)
     assert state.tasks.get("t1").state == "completed"
+
+
+async def test_a_question_outlives_the_worker_that_asked_it(tmp_path: Path) -> None:
+    """The worker waiting for its session's answer is killed: the worker that takes the
+    task over asks the same call again, finds the answer given meanwhile, and the call
+    runs once; the person was asked once."""
+    setup = Setup(tmp_path, SCRIPT)
+    asked: list[ApprovalRequest] = []
+    first_asked, answer_now = trio.Event(), trio.Event()
+
+    async def approve(request: ApprovalRequest) -> bool:
+        asked.append(request)
+        first_asked.set()
+        await answer_now.wait()
+        return True
+
+    settings = RunSettings(
+        model=ScriptedModel(parse_script(setup.script)),
+        tools=workspace_tools(),
+        policy=PermissionPolicy(),
+        approve=approve,
+        runner=dbos_workers(
+            setup.url, model=f"scripted:{setup.script_file}", workspace=setup.workspace
+        ),
+    )
+    outcome: list[RunResult] = []
+    ended = trio.Event()
+
+    async def session() -> None:
+        async with open_session(setup.root, setup.session_id, warn=lambda _: None) as live:
+            outcome.append(await drive(live, settings))
+        ended.set()
+
+    async with trio.open_nursery() as nursery:
+        first = await start_worker(nursery, setup.url, tmp_path, "first", yes=False)
+        nursery.start_soon(session)
+        with trio.fail_after(120):
+            await first_asked.wait()
+            first.kill()
+            await first.process.wait()
+            second = await start_worker(nursery, setup.url, tmp_path, "second", yes=False)
+            await second.see("is silent: its tasks are queued again")
+            answer_now.set()
+            await ended.wait()
+        await second.stop()
+    assert outcome[0].status == "completed", (outcome, second.lines)
+    assert [r.arguments["path"] for r in asked] == ["a.txt", "b.txt"]  # a.txt once
+    assert (setup.workspace / "a.txt").read_text() == "A"
+    assert second.count("task t1: call write_file") == 2  # a.txt (asked again), b.txt
 
 
 def test_an_answer_crosses_the_database_as_it_was_given() -> None:
