@@ -21,7 +21,7 @@ from orchestrator.config import (
     ToolsConfig,
     ViewConfig,
 )
-from orchestrator.engine.choice import hide_password
+from orchestrator.engine.urls import hide_password
 from orchestrator.text import visible
 
 

@@ -15,15 +15,8 @@ from typing import Any
 import trio
 
 from orchestrator.config import Config
-from orchestrator.engine.choice import (
-    Engine,
-    dbos_runner,
-    dbos_workers,
-    has_password,
-    hide_password,
-    require_dbos,
-    sqlite_url,
-)
+from orchestrator.engine.choice import Engine, dbos_runner, dbos_workers, require_dbos
+from orchestrator.engine.urls import has_password, hide_password, sqlite_url
 from orchestrator.errors import ConfigError
 from orchestrator.state.settings import SessionSettings
 from orchestrator.team.port import Runner

@@ -16,9 +16,9 @@ if TYPE_CHECKING:
         dbos_runner,
         dbos_workers,
         require_dbos,
-        sqlite_url,
     )
     from orchestrator.engine.retry import EngineUnreachable
+    from orchestrator.engine.urls import sqlite_url
 
 _HOMES = {
     "ENGINES": "choice",
@@ -26,7 +26,7 @@ _HOMES = {
     "dbos_runner": "choice",
     "dbos_workers": "choice",
     "require_dbos": "choice",
-    "sqlite_url": "choice",
+    "sqlite_url": "urls",
 }
 
 __all__ = [

@@ -1,12 +1,11 @@
 """Choosing the engine: the names, the check that the `dbos` extra is installed (one
-line naming it when it is not), a database URL as the journal keeps it (its password
-hidden), and the factory of the DBOS runner, which imports `engine/dbos.py` (and DBOS)
-only when it is called."""
+line naming it when it is not), and the factories of the runners, which import
+`engine/dbos.py` or `engine/remote.py` (and DBOS) only when called. A database URL as
+the journal keeps it is urls.py's."""
 
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -29,32 +28,6 @@ def require_dbos() -> None:
         import dbos  # noqa: F401
     except ImportError:
         raise ConfigError(f"the dbos engine needs the dbos extra: {EXTRA}") from None
-
-
-def sqlite_url(path: Path) -> str:
-    """The database URL of a SQLite file at `path`."""
-    return f"sqlite:///{path}"
-
-
-HIDDEN = "***"
-"""What stands for a database URL's password in the journal."""
-
-# As sqlalchemy's `make_url` reads a URL (which DBOS uses): `name://user:password@...`.
-_USERINFO = re.compile(r"^(?P<scheme>[\w+]+://)(?P<user>[^:/]*):[^@]*@")
-_QUERY_PASSWORD = re.compile(r"(?P<key>[?&]password=)[^&#]*")
-
-
-def hide_password(url: str) -> str:
-    """`url` with its password, if any, as `***`: the password in `user:password@` and a
-    `password=` query parameter (libpq's). The journal keeps this form, never the
-    password."""
-    url = _USERINFO.sub(rf"\g<scheme>\g<user>:{HIDDEN}@", url, count=1)
-    return _QUERY_PASSWORD.sub(rf"\g<key>{HIDDEN}", url)
-
-
-def has_password(url: str) -> bool:
-    """Whether `url` holds a password (hidden or not)."""
-    return bool(_USERINFO.match(url) or _QUERY_PASSWORD.search(url))
 
 
 def dbos_runner(

@@ -36,8 +36,8 @@ from dbos import DBOS, DBOSConfig, SetWorkflowID, WorkflowHandle
 from dbos._core import WorkflowHandlePolling
 
 from orchestrator._version import __version__
-from orchestrator.engine.choice import hide_password
 from orchestrator.engine.retry import PATIENCE, EngineUnreachable, Patience
+from orchestrator.engine.urls import hide_password
 from orchestrator.errors import ConfigError, OrchestratorError
 from orchestrator.state.events import Notice
 from orchestrator.state.tasks import RanOn

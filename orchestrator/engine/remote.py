@@ -41,7 +41,6 @@ from dbos import DBOS, EnqueueOptions
 
 from orchestrator._version import __version__
 from orchestrator.engine.approvals import Questions
-from orchestrator.engine.choice import hide_password
 from orchestrator.engine.dbos import (
     OPEN,
     _number,
@@ -62,6 +61,7 @@ from orchestrator.engine.handover import (
 from orchestrator.engine.retry import ENGINE, PATIENCE, Patience
 from orchestrator.engine.store import Run, Store
 from orchestrator.engine.task_session import fold, line_of
+from orchestrator.engine.urls import hide_password
 from orchestrator.engine.worker import CANCEL, MAIL, QUEUE, WORKFLOW
 from orchestrator.errors import ConfigError
 from orchestrator.messages import Usage

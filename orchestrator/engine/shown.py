@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from orchestrator.engine.choice import EXTRA, hide_password
+from orchestrator.engine.choice import EXTRA
+from orchestrator.engine.urls import hide_password
 from orchestrator.errors import OrchestratorError
 from orchestrator.session.on_workers import WorkerRecords
 

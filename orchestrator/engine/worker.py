@@ -36,7 +36,6 @@ from dbos import DBOS
 
 from orchestrator._version import __version__
 from orchestrator.engine.approvals import ask_the_session
-from orchestrator.engine.choice import hide_password
 from orchestrator.engine.dbos import (
     destroy,
     executor_id,
@@ -49,6 +48,7 @@ from orchestrator.engine.other_tasks import SessionTasks
 from orchestrator.engine.retry import Patience
 from orchestrator.engine.store import Run, Store
 from orchestrator.engine.task_session import TaskSession
+from orchestrator.engine.urls import hide_password
 from orchestrator.errors import OrchestratorError
 from orchestrator.state.events import EventSink, FanOut, Notice
 from orchestrator.state.fold import SessionState

@@ -13,7 +13,7 @@ import pytest
 from orchestrator.cli.engine import runner_for
 from orchestrator.cli.parser import EXIT_USAGE, build_parser
 from orchestrator.config import parse_config
-from orchestrator.engine.choice import has_password, hide_password
+from orchestrator.engine.urls import has_password, hide_password
 from orchestrator.errors import ConfigError
 from orchestrator.state.settings import SessionSettings
 
