@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import trio
-from dbos import DBOS, DBOSConfig, SetWorkflowID, WorkflowHandle
+from dbos import DBOS, DBOSConfig, SetWorkflowID, WorkflowHandle, WorkflowStatus
 from dbos._core import WorkflowHandlePolling
 
 from orchestrator._version import __version__
@@ -333,20 +333,26 @@ def _next_workflow(session_id: str, task_id: str) -> tuple[str, bool]:
     """The id of the task's workflow to run now, and whether it is one to re-enter (left
     open by a process that was killed); in a worker thread."""
     base = f"{session_id}/{task_id}"
-    runs = sorted(
-        (
-            w
-            for w in DBOS.list_workflows(workflow_id_prefix=base, load_input=False)
-            if _number(base, w.workflow_id)
-        ),
-        key=lambda w: _number(base, w.workflow_id),
-    )
+    runs = task_workflows(base)
     if runs and runs[-1].status in OPEN:
         last = runs[-1].workflow_id
         if not _loop_ended(last):
             return last, True  # its step runs again here
         DBOS.resume_workflow(last).get_result()  # its loop had ended: only its record is left
-    return (base if not runs else f"{base}/{len(runs) + 1}"), False
+    return next_workflow_id(base, runs), False
+
+
+def task_workflows(base: str) -> list[WorkflowStatus]:
+    """The workflows of the task whose first is `base` (`<session>/<task>`), in order:
+    `base`, `base/2`, ...; in a worker thread."""
+    found = DBOS.list_workflows(workflow_id_prefix=base, load_input=False)
+    numbered = [(n, w) for w in found if (n := _number(base, w.workflow_id))]
+    return [w for _, w in sorted(numbered, key=lambda pair: pair[0])]
+
+
+def next_workflow_id(base: str, runs: list[WorkflowStatus]) -> str:
+    """The id of the task's workflow after `runs` (`task_workflows`)."""
+    return base if not runs else f"{base}/{len(runs) + 1}"
 
 
 def _begin(session_id: str, task_id: str, workflow_id: str, resume: bool) -> WorkflowHandle[str]:

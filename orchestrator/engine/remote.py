@@ -43,13 +43,14 @@ from orchestrator._version import __version__
 from orchestrator.engine.approvals import Questions
 from orchestrator.engine.dbos import (
     OPEN,
-    _number,
     destroy,
     executor_id,
     hold_dbos,
     launch_dbos,
     launched,
+    next_workflow_id,
     release_dbos,
+    task_workflows,
 )
 from orchestrator.engine.handover import (
     TaskEvents,
@@ -387,17 +388,10 @@ def _statuses(workflow_ids: list[str]) -> dict[str, Any]:
 def _next_run(key: str) -> tuple[str, bool]:
     """The task's workflow to follow now and whether it is queued already (an open one,
     left by a session that stopped), else a new one, the next number; in a thread."""
-    runs = sorted(
-        (
-            w
-            for w in DBOS.list_workflows(workflow_id_prefix=key, load_input=False)
-            if _number(key, w.workflow_id)
-        ),
-        key=lambda w: _number(key, w.workflow_id),
-    )
+    runs = task_workflows(key)
     if runs and runs[-1].status in OPEN:
         return runs[-1].workflow_id, True
-    return (key if not runs else f"{key}/{len(runs) + 1}"), False
+    return next_workflow_id(key, runs), False
 
 
 def _send(workflow_id: str, messages: list[tuple[str, str]]) -> None:
