@@ -31,6 +31,7 @@ the database is the truth for the task.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from dataclasses import dataclass, field
 from typing import Any
@@ -234,7 +235,8 @@ class RemoteRunner:
 
     async def _follow(self) -> None:
         """Pass on what the tasks do, for all of them at once: every `FOLLOW` seconds one
-        look at their journals' heads (then the new records of those that moved), and
+        look at their journals (their heads, then the new records of those that moved, in
+        one transaction), and
         every `STATUS_EVERY` looks one at their workflows' states (first, so that the
         records of a workflow found ended are all read)."""
         for tick in itertools.count():
@@ -247,11 +249,12 @@ class RemoteRunner:
                 statuses = await self._db.call(_statuses, [r.workflow_id for r in live])
                 await self._no_worker(live, statuses)
                 await self._questions.look(self._session_id, self._port_of)
-            heads = await self._db.call(self._store.heads, self._session_id)
+            after = {r.key: r.mirror.seq for r in live if r.mirror is not None}
+            tail = functools.partial(self._store.session_tail, named_only=True)
+            new = await self._db.call(tail, self._session_id, after)
             for run in live:
                 assert run.mirror is not None
-                if heads.get(run.key, 0) > run.mirror.seq:
-                    rows = await self._db.call(self._store.records, run.key, run.mirror.seq)
+                if rows := new.get(run.key):
                     fold(run.key, rows, run.mirror)
                     await self._pass_on(run, rows)
                 status = statuses.get(run.workflow_id)

@@ -90,9 +90,7 @@ class WorkerJournals:
             else:
                 if self._store is None:
                     self._store = Store(self._url, reader=True)
-                heads = self._store.heads(self._session)
-                moved = [k for k, last in heads.items() if last > self._seen.get(k, 0)]
-                rows = [(k, self._store.records(k, self._seen.get(k, 0))) for k in moved]
+                rows = list(self._store.session_tail(self._session, self._seen).items())
         except (SQLAlchemyError, ImportError) as exc:
             raise WorkersUnread(_cannot_read(exc, None)) from exc
         new: list[tuple[str, int, bytes]] = []

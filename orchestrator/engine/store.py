@@ -176,16 +176,18 @@ class Store:
         return found
 
     def session_tail(
-        self, session: str, after: Mapping[str, int]
+        self, session: str, after: Mapping[str, int], *, named_only: bool = False
     ) -> dict[str, list[tuple[int, bytes]]]:
         """The records of `session`'s tasks past the seq `after` gives for each (all of a
-        task it does not name), by task key, each in order: in one transaction, the
-        tasks' heads, then the new records of those that moved."""
+        task it does not name, none with `named_only`), by task key, each in order: in
+        one transaction, the tasks' heads, then the new records of those that moved."""
         heads = sa.select(HEADS.c.task, HEADS.c.last_seq).where(HEADS.c.session == session)
         found: dict[str, list[tuple[int, bytes]]] = {}
         with self._begin() as db:
             moved = [
-                (t, after.get(t, 0)) for t, last in db.execute(heads) if last > after.get(t, 0)
+                (t, after.get(t, 0))
+                for t, last in db.execute(heads)
+                if last > after.get(t, 0) and (t in after or not named_only)
             ]
             # (a few tasks a statement: SQLite nests each OR one level deeper)
             for start in range(0, len(moved), TAIL_CHUNK):
@@ -200,12 +202,6 @@ class Store:
                 for task, seq, line in db.execute(query):
                     found.setdefault(task, []).append((seq, bytes(line)))
         return found
-
-    def heads(self, session: str) -> dict[str, int]:
-        """The last seq of each journal of `session`'s tasks, by task key."""
-        query = sa.select(HEADS.c.task, HEADS.c.last_seq).where(HEADS.c.session == session)
-        with self._begin() as db:
-            return {task: last for task, last in db.execute(query)}
 
     # Runs.
 
@@ -345,13 +341,15 @@ class Store:
 
 def _make_tables(engine: sa.Engine) -> None:
     """The engine's tables, made if missing. Several processes may make them at once on a
-    new database (a session and its workers): `checkfirst` looks, then creates, so the
-    second to create finds the table there ("already exists", or Postgres's duplicate
-    type): then it looks again, and finds them all."""
-    for attempt in range(3):
+    new database (a session and its workers): `checkfirst` looks, then creates, so one
+    may find a table or an index made by another meanwhile ("already exists", or
+    Postgres's duplicate type), and looks again. Each such failure means another made
+    one of the objects, so there are at most as many as there are objects."""
+    objects = sum(1 + len(table.indexes) for table in METADATA.sorted_tables)
+    for attempt in range(objects + 1):
         try:
             METADATA.create_all(engine, checkfirst=True)
             return
         except (sa.exc.OperationalError, sa.exc.ProgrammingError, IntegrityError):
-            if attempt == 2:
+            if attempt == objects:
                 raise

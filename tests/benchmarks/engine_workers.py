@@ -213,7 +213,7 @@ async def recovery(root: Path, url: str, *, beat: float, silent: float) -> Recov
             (survivor,) = (w for w in workers if w is not victim)
             survivor_id = (await survivor.see("takes tasks from")).split()[1]
             victim_id = (await victim.see("takes tasks from")).split()[1]
-            head = (await trio.to_thread.run_sync(store.heads, session_id))[key]
+            head = (await trio.to_thread.run_sync(store.records, key))[-1][0]
             victim.kill()
             killed = time.perf_counter()
 
@@ -223,20 +223,20 @@ async def recovery(root: Path, url: str, *, beat: float, silent: float) -> Recov
                 await survivor.see(f"worker {victim_id} is silent: its tasks are queued again")
                 marks["detected"] = time.perf_counter()
 
-            def look() -> tuple[Any, int]:
+            def look() -> tuple[Any, bool]:
                 with database.connect() as db:
                     row = db.execute(status, {"w": key}).first()
-                return row, store.heads(session_id)[key]
+                return row, bool(store.records(key, head))  # (a record past `head`)
 
             nursery.start_soon(detect)
             while "record" not in marks:
-                (state, executor), last = await trio.to_thread.run_sync(look)
+                (state, executor), moved = await trio.to_thread.run_sync(look)
                 now = time.perf_counter()
                 if state == "ENQUEUED":
                     marks.setdefault("queued", now)
                 if state == "PENDING" and executor == survivor_id:
                     marks.setdefault("dequeued", now)
-                if last > head:
+                if moved:
                     marks["record"] = now
                 await trio.sleep(0.01)  # a look at another process's database, no event to wait on
             await victim.process.wait()

@@ -25,7 +25,7 @@ def test_processes_making_the_tables_at_once_all_get_them(tmp_path: Path) -> Non
         def first_use(store: Store, start: threading.Barrier, failed: list[BaseException]) -> None:
             start.wait()
             try:
-                store.heads("s")
+                store.session_tail("s", {})
             except BaseException as exc:
                 failed.append(exc)
 
