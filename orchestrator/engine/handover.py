@@ -19,7 +19,6 @@ from orchestrator.state.events import (
     ToolCallStarted,
     TurnEnded,
     TurnStarted,
-    record_decoder,
 )
 from orchestrator.state.fold import SessionState
 from orchestrator.state.mailbox import Mail, MessagePosted
@@ -141,16 +140,16 @@ class TaskEvents:
     def __init__(self) -> None:
         self._told: RecordEvents | None = None
 
-    def of(self, rows: list[tuple[int, bytes]]) -> list[Event]:
-        """The events of `rows` (seq, framed line), the task's next records in order."""
+    def of(self, records: list[tuple[int, Record]]) -> list[Event]:
+        """The events of `records` (seq, record), the task's next records in order."""
         catching_up = self._told is None
         if self._told is None:
             self._told = RecordEvents()
-        decode, told = record_decoder().decode, self._told
+        told = self._told
         events: list[Event] = [
             event
-            for seq, line in rows
-            for _, event in told.of(seq, decode(line.rstrip(b"\n")))
+            for seq, record in records
+            for _, event in told.of(seq, record)
             if isinstance(event, SHOWN)
         ]
         return [] if catching_up else events

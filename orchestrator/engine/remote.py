@@ -67,10 +67,8 @@ from orchestrator.engine.urls import hide_password
 from orchestrator.engine.worker import CANCEL, MAIL, QUEUE, WORKFLOW
 from orchestrator.errors import ConfigError
 from orchestrator.messages import Usage
-from orchestrator.state.events import (
-    Notice,
-    record_decoder,
-)
+from orchestrator.session.on_workers import folded_rows
+from orchestrator.state.events import Notice, Record
 from orchestrator.state.fold import SessionState
 from orchestrator.state.mailbox import MessagePosted
 from orchestrator.state.tasks import (
@@ -195,7 +193,8 @@ class RemoteRunner:
         try:
             await self._launched.wait()
             rows = await self._db.call(self._store.records, key)
-            mirror = fold(key, rows)
+            mirror = SessionState()
+            records = list(folded_rows(key, rows, mirror))
             start = start_records(port.state, mirror, task_id)
             if start:
                 first = mirror.seq + 1
@@ -205,7 +204,7 @@ class RemoteRunner:
             if not start and mirror.tasks.tasks[task_id].state in SETTLED:
                 # It ended on a worker while this session was stopped: only its news.
                 run.mirror = mirror
-                await self._pass_on(run, rows)
+                await self._pass_on(run, records)
                 return
             workflow_id, queued = await self._db.call(_next_run, key)
             if run.cancelled and not queued:
@@ -220,7 +219,7 @@ class RemoteRunner:
             if run.cancelled:
                 await self._cancel(workflow_id)
             run.mirror = mirror
-            await self._pass_on(run, rows)  # what it did before this session stopped
+            await self._pass_on(run, records)  # what it did before this session stopped
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._forward, run)
                 await run.ended.wait()  # (the follower's)
@@ -255,8 +254,7 @@ class RemoteRunner:
             for run in live:
                 assert run.mirror is not None
                 if rows := new.get(run.key):
-                    fold(run.key, rows, run.mirror)
-                    await self._pass_on(run, rows)
+                    await self._pass_on(run, list(folded_rows(run.key, rows, run.mirror)))
                 status = statuses.get(run.workflow_id)
                 if status is not None and status.status in ENDED:
                     run.status = status
@@ -296,17 +294,16 @@ class RemoteRunner:
             )
         )
 
-    async def _pass_on(self, run: _Remote, rows: list[tuple[int, bytes]]) -> None:
-        """The task's messages among `rows`, posted here under their own ids (once), and
-        its state as its journal has it now."""
-        await _show(run, rows)
-        decode = record_decoder().decode
+    async def _pass_on(self, run: _Remote, records: list[tuple[int, Record]]) -> None:
+        """The task's messages among `records` (seq, record: its journal's next, folded
+        into its mirror), posted here under their own ids (once), and its state as its
+        journal has it now."""
+        await _show(run, records)
         task = run.port.state.tasks.get(run.task_id)
         counted = task.remote_seq if task is not None else 0
         used: dict[str, tuple[Usage, int]] = {}  # by model: tokens, calls
         into: set[str] = set()  # mail to the task that its journal has: acknowledged here
-        for seq, line in rows:
-            record = decode(line.rstrip(b"\n"))
+        for seq, record in records:
             if isinstance(record, MessagePosted) and record.agent == run.task_id:
                 await run.port.receive(record)
             elif isinstance(record, MessagePosted) and record.to == run.task_id:
@@ -315,7 +312,7 @@ class RemoteRunner:
                 model, usage, calls = cost
                 before, made = used.get(model, (Usage(), 0))
                 used[model] = (before + usage, made + calls)
-        upto = rows[-1][0] if rows else 0
+        upto = records[-1][0] if records else 0
         for model, (usage, calls) in used.items():
             await run.port.count(
                 TaskUsed(
@@ -370,9 +367,9 @@ class RemoteRunner:
         await port.post(task_id, task.owner, task_id, "risk_alert", f"task failed: {reason}")
 
 
-async def _show(run: _Remote, rows: list[tuple[int, bytes]]) -> None:
-    """The task's turns, replies and calls among `rows`, shown here (`TaskEvents`)."""
-    for event in run.shown.of(rows):
+async def _show(run: _Remote, records: list[tuple[int, Record]]) -> None:
+    """The task's turns, replies and calls among `records`, shown here (`TaskEvents`)."""
+    for event in run.shown.of(records):
         await run.port.show(event)
 
 

@@ -6,7 +6,6 @@ journals itself (the task's messages, its states)."""
 from __future__ import annotations
 
 from orchestrator.engine.handover import TaskEvents
-from orchestrator.engine.task_session import line_of
 from orchestrator.messages import AssistantMessage, ToolCall, ToolResult, Usage
 from orchestrator.state.events import (
     AssistantReplied,
@@ -41,7 +40,7 @@ JOURNAL: list[Record] = [
     CallResult(agent="t1", ref="5.0", content="handed over"),  # 8
     TurnEnded(agent="t1", reason="yielded", rounds=2),  # 9
 ]
-ROWS = [(seq, line_of(seq, record)) for seq, record in enumerate(JOURNAL, 1)]
+ROWS = list(enumerate(JOURNAL, 1))  # (seq, record), as the follower folds them
 
 SHELL_FINISHED = ToolCallFinished(
     agent="t1", ref="2.0", result=ToolResult(call_id="c1", name="shell", content="built")
