@@ -194,6 +194,7 @@ class DbosRunner:
                         finish.scope.deadline = min(finish.scope.deadline, self._closing)
                     if self._runs or self._finishing:
                         await self._idle.wait()
+                    await self._db.flush()  # and one found while the runs finished
                     if self._launched.is_set():
                         await destroy(self._db, self._threads)
                     _RUNNERS.pop(self._session_id, None)

@@ -177,6 +177,7 @@ class RemoteRunner:
                     await self._db.flush()  # an outage given up on is said first
                     if self._runs:
                         await self._idle.wait()
+                    await self._db.flush()  # and one found while the runs ended
                     if self._launched.is_set():
                         await destroy(self._db, self._threads)
                     self._store.close()
