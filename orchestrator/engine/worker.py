@@ -54,7 +54,7 @@ from orchestrator.state.events import EventSink, FanOut, Notice
 from orchestrator.state.fold import SessionState
 from orchestrator.state.mailbox import MessagePosted
 from orchestrator.state.tasks import SETTLED, RanOn, now_ms
-from orchestrator.team.main_agent import open_team
+from orchestrator.team.main_agent import close_settled, open_team
 from orchestrator.team.runtime import Team
 from orchestrator.team.settings import TeamSettings
 from orchestrator.team.subagent import InProcessRunner
@@ -405,6 +405,8 @@ async def _run_task(team: Team, task_id: str, cancelled: bool) -> None:
         team.scheduler.enqueue(task_id)
     elif task.state not in SETTLED:
         team.scheduler.resume(task_id)
+    else:  # settled, its last call perhaps cut off by a kill: its context made whole
+        await close_settled(team, task_id)
     while True:
         if team.state.tasks.tasks[task_id].live:
             await team.changed.wait()

@@ -224,7 +224,7 @@ async def _sleep(team: Team, parking: ParkWatch, orphans: list[TaskRecord]) -> M
             return None
 
 
-async def _close_settled(team: Team, task_id: str) -> None:
+async def close_settled(team: Team, task_id: str) -> None:
     """A task that settled with its last call cut off by the crash (its `complete` was
     journaled, the call's result was not): give the call its result and end the turn, so
     its context is whole (the re-run finds its report made and changes nothing)."""
@@ -278,7 +278,7 @@ async def resume_tasks(team: Team) -> str:
         if task.kind == "tool":
             continue
         if task.state in SETTLED:
-            await _close_settled(team, task.task_id)
+            await close_settled(team, task.task_id)
             continue
         if team.scheduler.is_running(task.task_id):
             continue
