@@ -95,17 +95,18 @@ async def test_workers_killed_at_random_calls_lose_nothing(
     assert {t.state for t in state.tasks.tasks.values()} == {"completed"}
     journal = (setup.directory / "journal.jsonl").read_text()
     store = Store(setup.url)
-    for n in range(1, TASKS + 1):
-        # Its completion posted here once, and read by the main agent once.
-        assert journal.count(f'"id":"t{n}.m1"') == 1
-        assert journal.count(f'"t{n}.m1"') == 2  # posted, then delivered
-        for r in range(1, ROUNDS + 1):
-            assert (setup.workspace / f"t{n}" / f"r{r}.txt").read_text() == f"t{n} r{r}\n"
-        # Every call has one result: one cut off by a kill was run again (its tool is
-        # idempotent), never answered twice. (Shell calls are not used: across processes,
-        # one is shown the files other workers' tasks changed meanwhile; docs/engine.md.
-        # test_workers.py kills a worker in a shell call.)
-        records = [orjson.loads(line) for _, line in store.records(f"{setup.session_id}/t{n}")]
-        results = [r["ref"] for r in records if r["k"] == "call_result"]
-        assert len(results) == len(set(results)) == ROUNDS + 1
-    store.close()
+    try:
+        for n in range(1, TASKS + 1):
+            # Its completion posted here once, and read by the main agent once.
+            assert journal.count(f'"id":"t{n}.m1"') == 1
+            assert journal.count(f'"t{n}.m1"') == 2  # posted, then delivered
+            for r in range(1, ROUNDS + 1):
+                assert (setup.workspace / f"t{n}" / f"r{r}.txt").read_text() == f"t{n} r{r}\n"
+            # Every call has one result: one cut off by a kill was run again (its tool is
+            # idempotent), never answered twice. (test_workers.py kills a worker in a shell
+            # call, which is not run again.)
+            records = [orjson.loads(line) for _, line in store.records(f"{setup.session_id}/t{n}")]
+            results = [r["ref"] for r in records if r["k"] == "call_result"]
+            assert len(results) == len(set(results)) == ROUNDS + 1
+    finally:
+        store.close()  # (a failure would leave its connection to a later test)
