@@ -109,7 +109,7 @@ async def _compact(
             approve=deny_all,
             redact=redact,
             session=live.state.settings or SessionSettings(),
-            windows=model_windows(config),
+            windows=model_windows(config, roles),
         )
         team = Team(live, _sink(live, redact), settings, _NoRunner())
         records: list[ContextCompacted | NothingToCompact] = []

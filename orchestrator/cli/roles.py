@@ -40,6 +40,7 @@ class RoleModels:
         self._main, self._cli, self._config = main, cli, config
         self._definitions, self._http = definitions, http
         self._models: dict[str, Model] = {}
+        self._outputs: dict[int, int] = {}  # id of a model made here -> its role's max_tokens
         self._backoff = Backoff()  # one rate limit holds every role on that provider
 
     def spec(self, role: str) -> str:
@@ -60,12 +61,24 @@ class RoleModels:
                 backoff=self._backoff,
             )
             self._models[role] = model
+            limit = self._config.agent(role).max_tokens
+            if limit:
+                self._outputs[id(model)] = limit
         return model
 
+    def output(self, model: Model) -> int | None:
+        """The output limit the role of `model` sets (`[agents.ROLE] max_tokens`), for a
+        model made here."""
+        return self._outputs.get(id(model))
 
-def model_windows(config: Config) -> Callable[[Model], Window | None]:
+
+def model_windows(
+    config: Config, roles: RoleModels | None = None
+) -> Callable[[Model], Window | None]:
     """A model's context window: what it claims itself (a script's), else the config's
-    `[windows]` entry or the table of known models (docs/compaction.md)."""
+    `[windows]` entry or the table of known models (docs/compaction.md). Where the entry
+    does not say how much a model may write, the output limit of the role the model is
+    `roles`' for (`[agents.ROLE] max_tokens`) is kept free for it, at most a quarter."""
 
     known: dict[str, Window | None] = {}  # by model name: asked before every model call
 
@@ -76,7 +89,11 @@ def model_windows(config: Config) -> Callable[[Model], Window | None]:
         if model.name not in known:
             found = window_for(config, model.name)
             known[model.name] = None if found is None else Window(found.context, found.output)
-        return known[model.name]
+        window = known[model.name]
+        limit = roles.output(model) if roles is not None else None
+        if window is not None and not window.output and limit:
+            return Window(window.context, min(limit, window.context // 4))
+        return window
 
     return window
 

@@ -61,10 +61,10 @@ def default_workspace() -> Path:
 
 def session_settings(config: Config, args: argparse.Namespace) -> SessionSettings:
     """The settings a new session runs with: the layered config (its [session] table with
-    the session flags over it, [team], [compaction], the main agent's [agents.main]) and
-    `--max-rounds` and `--allow`, and the engine (`--engine`, `--database-url`, [engine]).
-    The one place where configuration and flags become settings."""
-    main = config.agent("main")
+    the session flags over it, [team], [compaction]) and `--max-rounds` and `--allow`, and
+    the engine (`--engine`, `--database-url`, [engine]). The one place where configuration
+    and flags become settings. (A role's `max_tokens` and `temperature`, under
+    `[agents.ROLE]`, are its model's: `RoleModels`.)"""
     compaction = config.compaction.model_dump()
     values = {
         **config.session.model_dump(),  # the [session] keys are settings of the same names
@@ -74,8 +74,6 @@ def session_settings(config: Config, args: argparse.Namespace) -> SessionSetting
         "compact_at": compaction.pop("at"),
         **compaction,
         "max_rounds": args.max_rounds,
-        "max_tokens": main.max_tokens,
-        "temperature": main.temperature,
         "allow": tuple(args.allow or ()),
         "plan": True if getattr(args, "plan", False) else None,
         **engine_settings(args, config),
@@ -176,7 +174,7 @@ async def run_settings(
         policy=PermissionPolicy(),
         session=session,
         prices=dict(config.prices),
-        windows=model_windows(config),
+        windows=model_windows(config, models),
         ask_resume=_ask_resume(args.yes, hold, read),
         message=getattr(args, "message", None) or "",
         runner=runner_for(running, args, config, directory, model=spec, workspace=workspace),

@@ -112,7 +112,7 @@ async def task_settings(
         tools=workspace_tools(guarded.env, guarded.sandbox),
         redact=guarded.redact,
         prices=dict(config.prices),
-        windows=model_windows(config),
+        windows=model_windows(config, models),
         approve=approve_all if args.yes else None,
     )
     session_id, task_id = key.rsplit("/", 1)

@@ -73,6 +73,7 @@ class OpenAIEndpoint:
     headers: Mapping[str, str] = field(default_factory=dict)
     max_tokens_field: MaxTokensField = "max_tokens"
     max_tokens: int | None = None
+    temperature: float | None = None  # when the request gives none (a role's own)
     prompt_cache_key: bool = False  # send the request's cache key (on for OpenAI itself)
 
     @property
@@ -96,6 +97,7 @@ def to_wire(
     model: str,
     max_tokens_field: MaxTokensField = "max_tokens",
     default_max_tokens: int | None = None,
+    default_temperature: float | None = None,
     cache: WireCache[list[dict[str, Any]]] | None = None,
     prompt_cache_key: bool = False,
 ) -> dict[str, Any]:
@@ -127,8 +129,9 @@ def to_wire(
     max_tokens = request.max_tokens or default_max_tokens
     if max_tokens is not None:
         body[max_tokens_field] = max_tokens
-    if request.temperature is not None:
-        body["temperature"] = request.temperature
+    temperature = request.temperature if request.temperature is not None else default_temperature
+    if temperature is not None:
+        body["temperature"] = temperature
     if request.stop:
         body["stop"] = list(request.stop)
     if prompt_cache_key and request.cache_key:
@@ -356,6 +359,7 @@ class OpenAIChatModel:
             model=ep.model,
             max_tokens_field=ep.max_tokens_field,
             default_max_tokens=ep.max_tokens,
+            default_temperature=ep.temperature,
             cache=self._wire[request.agent],
             prompt_cache_key=ep.prompt_cache_key,
         )

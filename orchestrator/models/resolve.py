@@ -119,10 +119,10 @@ def resolve_model(
     `backoff`, shared by the session's models, makes a rate limit told to one call hold
     every call to the same provider and key.
 
-    With a `role`, that role's prompt-caching settings under `[agents.ROLE]` (`cache`,
-    `cache_ttl`, `prompt_cache_key`) win over the provider's where they are set; the
-    settings live in the model, so agents whose roles differ in them need models of
-    their own."""
+    With a `role`, that role's settings under `[agents.ROLE]` win over the provider's
+    where they are set: its output limit `max_tokens`, its `temperature` and its
+    prompt caching (`cache`, `cache_ttl`, `prompt_cache_key`). They live in the model,
+    so agents whose roles differ in them have models of their own."""
     if not spec:
         raise ConfigError(f"no model given: {USAGE_HINT}")
     prefix, sep, rest = spec.partition(":")
@@ -147,7 +147,9 @@ def resolve_model(
         )
     options = _http_options(info.settings, http, backoff)
     s = info.settings
-    cache = _caching(s, (config or Config()).agent(role) if role else None)
+    own = (config or Config()).agent(role) if role else AgentConfig()
+    cache = _caching(s, own)
+    max_tokens = own.max_tokens or s.max_tokens
     if info.kind == "anthropic":
         endpoint = AnthropicEndpoint(
             model=rest,
@@ -156,7 +158,7 @@ def resolve_model(
                 info.base_url or ANTHROPIC_URL, spec, key=key, allow_http=s.allow_key_over_http
             ),
             headers=dict(s.headers),
-            max_tokens=s.max_tokens or DEFAULT_MAX_TOKENS,
+            max_tokens=max_tokens or DEFAULT_MAX_TOKENS,
             thinking_budget=s.thinking_budget,
             provider=prefix,
             cache=cache.cache or "auto",
@@ -190,7 +192,8 @@ def resolve_model(
         headers=dict(s.headers),
         max_tokens_field=s.max_tokens_field
         or ("max_completion_tokens" if prefix == "openai" else "max_tokens"),
-        max_tokens=s.max_tokens,
+        max_tokens=max_tokens,
+        temperature=own.temperature,
         prompt_cache_key=cache.prompt_cache_key
         if cache.prompt_cache_key is not None
         else prefix == "openai",
@@ -205,10 +208,9 @@ class _Caching:
     prompt_cache_key: bool | None
 
 
-def _caching(provider: ProviderConfig, role: AgentConfig | None) -> _Caching:
+def _caching(provider: ProviderConfig, r: AgentConfig) -> _Caching:
     """The prompt-caching settings in force: each of the role's that is set, else the
     provider's (None where neither says: the adapter's default)."""
-    r = role or AgentConfig()
     return _Caching(
         cache=provider.cache if r.cache is None else r.cache,
         cache_ttl=provider.cache_ttl if r.cache_ttl is None else r.cache_ttl,

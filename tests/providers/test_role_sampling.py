@@ -1,0 +1,142 @@
+"""A role's own sampling settings reach that role's requests and no other's: `orchestrator
+run` as a subprocess whose main agent delegates a task to a `worker`, against a loopback
+server of each provider's wire format, with `[agents.worker] temperature` and
+`max_tokens` in the config. (They were read from `[agents.main]` only, and applied to
+every agent.)"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+import trio
+from provider_server import LoopbackServer, Recorded, Reply
+from sdk_types import (
+    MESSAGE_STOP,
+    OPENAI_DONE,
+    block_delta,
+    block_start,
+    block_stop,
+    message_delta,
+    message_start,
+    openai_call_delta,
+    openai_chunk,
+    openai_usage,
+)
+
+CONFIG = """
+[agents.main]
+max_tokens = 900
+
+[agents.worker]
+temperature = 0.1
+max_tokens = 321
+"""
+
+
+def _is_worker(body: dict[str, Any]) -> bool:
+    names = {(t.get("function") or t)["name"] for t in body.get("tools", ())}
+    return "complete" in names
+
+
+def _next_call(body: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """What the scripted team does next, read from the request: the main agent delegates
+    once, then waits for its task, then answers; the worker completes at once."""
+    made = orjson.dumps([m for m in body["messages"] if m["role"] == "assistant"]).decode()
+    if _is_worker(body):
+        return None if "complete" in made else ("complete", {"summary": "counted"})
+    if "wait_tasks" in made:
+        return None
+    if "delegate" in made:
+        return ("wait_tasks", {})
+    return ("delegate", {"description": "count", "prompt": "Count the files."})
+
+
+def openai_reply(request: Recorded) -> Reply:
+    call = _next_call(request.json())
+    if call is None:
+        text = openai_chunk({"role": "assistant", "content": "done"})
+        chunks = [text, openai_chunk({}, finish="stop")]
+    else:
+        name, arguments = call
+        delta = openai_call_delta(
+            0, id=f"call_{name}", name=name, arguments=orjson.dumps(arguments).decode()
+        )
+        chunks = [
+            openai_chunk({"role": "assistant", "content": None}),
+            openai_chunk({"tool_calls": [delta]}),
+            openai_chunk({}, finish="tool_calls"),
+        ]
+    return Reply.sse([*chunks, openai_usage(prompt=50, completion=5), OPENAI_DONE])
+
+
+def anthropic_reply(request: Recorded) -> Reply:
+    call = _next_call(request.json())
+    if call is None:
+        blocks = [
+            block_start(0, {"type": "text", "text": ""}),
+            block_delta(0, {"type": "text_delta", "text": "done"}),
+            block_stop(0),
+        ]
+        stop = "end_turn"
+    else:
+        name, arguments = call
+        use = {"type": "tool_use", "id": f"toolu_{name}", "name": name, "input": {}}
+        json = {"type": "input_json_delta", "partial_json": orjson.dumps(arguments).decode()}
+        blocks = [block_start(0, use), block_delta(0, json), block_stop(0)]
+        stop = "tool_use"
+    return Reply.sse([message_start(), *blocks, message_delta(stop, 5), MESSAGE_STOP])
+
+
+async def run_cli(tmp_path: Path, model: str, config: str, env: dict[str, str]) -> str:
+    workspace, sessions = tmp_path / "ws", tmp_path / "sessions"
+    workspace.mkdir()
+    (tmp_path / "config.toml").write_text(config)
+    environ = {**os.environ, "NO_COLOR": "1", **env}
+    environ.pop("ORCHESTRATOR_MODEL", None)
+    with trio.fail_after(60):
+        result = await trio.run_process(
+            [
+                sys.executable, "-m", "orchestrator", "run", "Count the files",
+                "--model", model, "--config", str(tmp_path / "config.toml"),
+                "--workspace", str(workspace), "--sessions-dir", str(sessions), "--yes",
+            ],
+            capture_stdout=True, capture_stderr=True, stdin=subprocess.DEVNULL,
+            env=environ, check=False,
+        )  # fmt: skip
+    assert result.returncode == 0, result.stdout.decode() + result.stderr.decode()
+    return result.stdout.decode()
+
+
+async def test_a_worker_samples_with_its_own_settings_on_openai(
+    server: LoopbackServer, tmp_path: Path
+) -> None:
+    server.handler = openai_reply
+    model = f"openai-compatible:test-model@{server.url}/v1"
+    await run_cli(tmp_path, model, CONFIG, {"OPENAI_API_KEY": "sk-test"})
+    bodies = [r.json() for r in server.requests]
+    workers = [b for b in bodies if _is_worker(b)]
+    mains = [b for b in bodies if not _is_worker(b)]
+    assert workers, "the worker made no request"
+    assert len(mains) >= 3
+    assert {(b.get("temperature"), b.get("max_tokens")) for b in workers} == {(0.1, 321)}
+    assert {(b.get("temperature"), b.get("max_tokens")) for b in mains} == {(None, 900)}
+
+
+async def test_a_worker_writes_with_its_own_limit_on_anthropic(
+    server: LoopbackServer, tmp_path: Path
+) -> None:
+    server.handler = anthropic_reply
+    config = f'{CONFIG}\n[providers.anthropic]\nbase_url = "{server.url}"\n'
+    await run_cli(tmp_path, "anthropic:claude-test", config, {"ANTHROPIC_API_KEY": "sk-ant"})
+    bodies = [r.json() for r in server.requests]
+    workers = [b for b in bodies if _is_worker(b)]
+    mains = [b for b in bodies if not _is_worker(b)]
+    assert workers, "the worker made no request"
+    assert {b["max_tokens"] for b in workers} == {321}
+    assert {b["max_tokens"] for b in mains} == {900}
+    assert all("temperature" not in b for b in bodies)  # the Messages API takes none here
