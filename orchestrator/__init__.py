@@ -47,14 +47,14 @@ if TYPE_CHECKING:
         QuestionAnswerer,
     )
     from orchestrator.team.definitions import AgentDefinition, Definitions
-    from orchestrator.team.drive import RunResult, RunSettings, drive
+    from orchestrator.team.drive import RunResult, drive
     from orchestrator.team.main_agent import MainOutcome, open_team, run_main
     from orchestrator.team.oversight import Policy
     from orchestrator.team.plan_calls import approve, execute, plan, seed_todos
     from orchestrator.team.plan_host import PlanApprover, PlanVerdict
     from orchestrator.team.port import Runner, TaskPort
     from orchestrator.team.runtime import Team
-    from orchestrator.team.settings import Limits, TeamSettings
+    from orchestrator.team.settings import Limits, RunSettings
     from orchestrator.team.subagent import InProcessRunner
     from orchestrator.tools import (
         FunctionTool,
@@ -161,7 +161,6 @@ _HOMES = {
     "TaskPort": "orchestrator.team",
     "TaskRecord": "orchestrator.state",
     "Team": "orchestrator.team",
-    "TeamSettings": "orchestrator.team",
     "TodoItem": "orchestrator.loop",
     "TodoList": "orchestrator.loop",
     "Tool": "orchestrator.tools",
@@ -337,7 +336,6 @@ __all__ = [
     "TaskRecord",
     "TaskUsed",
     "Team",
-    "TeamSettings",
     "TextStreamed",
     "Thinking",
     "TodoItem",

@@ -38,7 +38,6 @@ LIBRARY = {
     "SessionReport",
     "TaskRecord",
     "Team",
-    "TeamSettings",
     "Tool",
     "ToolContext",
     "ToolOutput",

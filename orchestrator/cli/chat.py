@@ -25,9 +25,10 @@ from orchestrator.session.live import LiveSession
 from orchestrator.session.shown import cost as shown_cost
 from orchestrator.session.shown import tokens
 from orchestrator.state.events import Event, EventSink
-from orchestrator.team.drive import RunResult, RunSettings, drive
+from orchestrator.team.drive import RunResult, drive
 from orchestrator.team.queries import MAIN
 from orchestrator.team.runtime import Team
+from orchestrator.team.settings import RunSettings
 from orchestrator.text import label
 
 PROMPT = "› "

@@ -37,11 +37,12 @@ from orchestrator.state.manifest import read_manifest
 from orchestrator.state.scrub import Scrubbed
 from orchestrator.state.settings import SessionSettings
 from orchestrator.store import session_dir
+from orchestrator.team.drive import seat_of
 from orchestrator.team.port import TaskPort
 from orchestrator.team.runtime import Team
-from orchestrator.team.settings import TeamSettings
+from orchestrator.team.settings import RunSettings
 from orchestrator.text import label
-from orchestrator.tools import PermissionPolicy, ToolRegistry, Workspace, deny_all
+from orchestrator.tools import ToolRegistry
 
 ALL = "all"
 """`--agent all`: every agent that has a context."""
@@ -99,19 +100,16 @@ async def _compact(
             )
             models = _with_writer(roles, writer)
         redact = Redactor.for_environment(key_variables(env=os.environ, config=config), os.environ)
-        settings = TeamSettings(
+        run = RunSettings(
+            model=models("main"),
             models=models,
-            base_tools=ToolRegistry(),
-            workspace=Workspace(workspace),
-            session_id=live.id,
+            tools=ToolRegistry(),
             definitions=definitions,
-            policy=PermissionPolicy(),
-            approve=deny_all,
             redact=redact,
-            session=live.state.settings or SessionSettings(),
             windows=model_windows(config, roles),
         )
-        team = Team(live, _sink(live, redact), settings, _NoRunner())
+        seat = seat_of(live, live.state.settings or SessionSettings())
+        team = Team(live, _sink(live, redact), run, seat, _NoRunner())
         records: list[ContextCompacted | NothingToCompact] = []
         for agent in agents:
             try:

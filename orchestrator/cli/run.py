@@ -52,7 +52,8 @@ from orchestrator.session.status import current_status
 from orchestrator.state.manifest import read_manifest
 from orchestrator.store import Durability, session_dir
 from orchestrator.team.definitions import Definitions
-from orchestrator.team.drive import RunResult, RunSettings, drive
+from orchestrator.team.drive import RunResult, drive
+from orchestrator.team.settings import RunSettings
 
 EXIT_CODES = {"blocked": EXIT_BLOCKED, "budget_exhausted": EXIT_BUDGET}
 

@@ -33,7 +33,7 @@ from orchestrator.session.live import LiveSession, create_session
 from orchestrator.state.events import EventSink
 from orchestrator.state.settings import SessionSettings
 from orchestrator.team.definitions import Definitions
-from orchestrator.team.drive import RunSettings
+from orchestrator.team.settings import RunSettings
 from orchestrator.text import label
 from orchestrator.tools import (
     PermissionPolicy,

@@ -5,7 +5,6 @@ are this process's own: its config and environment, never the database's."""
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import functools
 import os
 import sys
@@ -21,10 +20,8 @@ from orchestrator.engine.choice import require_dbos
 from orchestrator.errors import ConfigError
 from orchestrator.state.events import Event, ToolCallStarted
 from orchestrator.state.fold import SessionState
-from orchestrator.state.settings import SessionSettings
 from orchestrator.state.tasks import TaskChanged
-from orchestrator.team.drive import RunSettings, settings_of_team
-from orchestrator.team.settings import TeamSettings
+from orchestrator.team.settings import RunSettings
 from orchestrator.text import visible
 from orchestrator.tools import approve_all, workspace_tools
 
@@ -55,7 +52,7 @@ async def _serve(args: argparse.Namespace, config: Config, url: str) -> None:
 
     async with httpx.AsyncClient(timeout=httpx.Timeout(600.0, connect=30.0)) as http:
 
-        async def settings_for(run: Run, state: SessionState) -> TeamSettings:
+        async def settings_for(run: Run, state: SessionState) -> RunSettings:
             return await task_settings(
                 args, config, http, run.task, run.workspace, run.model, state
             )
@@ -94,18 +91,18 @@ async def task_settings(
     workspace: str,
     model: str,
     state: SessionState,
-) -> TeamSettings:
-    """What the team of remote task `key` runs with here: the session's model spec and
-    settings (from the database), this worker's keys, agent types (the workspace's),
-    tools and guards; a call the policy asks about is approved here (`--yes`), else put to
-    the session (engine/approvals.py, set by the worker)."""
+) -> RunSettings:
+    """What the team of remote task `key` runs with here: the session's model spec (from
+    the database), this worker's keys, agent types (the workspace's), tools and guards; a
+    call the policy asks about is approved here (`--yes`), else put to the session
+    (engine/approvals.py, set by the worker)."""
     root = Path(workspace)
     definitions = await trio.to_thread.run_sync(
         functools.partial(agent_definitions, root, interactive=False)
     )
     guarded = guards(config, args)
     models = RoleModels(main=model, cli=None, config=config, definitions=definitions, http=http)
-    run = RunSettings(
+    return RunSettings(
         model=models("main"),
         models=models,
         definitions=definitions,
@@ -115,7 +112,3 @@ async def task_settings(
         windows=model_windows(config, models),
         approve=approve_all if args.yes else None,
     )
-    session_id, task_id = key.rsplit("/", 1)
-    chosen = state.settings or SessionSettings()
-    team = settings_of_team(run, chosen, root=root, session_id=session_id)
-    return dataclasses.replace(team, mail_prefix=f"{task_id}.m")

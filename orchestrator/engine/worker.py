@@ -21,6 +21,7 @@ goes on from its records).
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import functools
 import math
 import os
@@ -28,6 +29,7 @@ import threading
 import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar
 
 import msgspec
@@ -53,11 +55,13 @@ from orchestrator.errors import OrchestratorError
 from orchestrator.state.events import EventSink, FanOut, Notice
 from orchestrator.state.fold import SessionState
 from orchestrator.state.mailbox import MessagePosted
+from orchestrator.state.settings import SessionSettings
 from orchestrator.state.tasks import SETTLED, RanOn, now_ms
 from orchestrator.team.main_agent import close_settled, open_team
 from orchestrator.team.runtime import Team
-from orchestrator.team.settings import TeamSettings
+from orchestrator.team.settings import RunSettings, Seat
 from orchestrator.team.subagent import InProcessRunner
+from orchestrator.tools.workspace import Workspace
 
 QUEUE = "orchestrator_tasks"
 WORKFLOW = "orchestrator.remote_task"
@@ -68,7 +72,7 @@ END = "end"  # or its loop's end (sent by the worker that ran it)
 WAIT = 60.0  # seconds a workflow waits for a message before it looks at its task again
 # (each wait is recorded by DBOS: an idle task records three rows a minute)
 
-SettingsFor = Callable[[Run, SessionState], Awaitable[TeamSettings]]
+SettingsFor = Callable[[Run, SessionState], Awaitable[RunSettings]]
 """What a worker runs a task's team with, from the run and the task's folded state (the
 worker's own config and environment: its models' keys never travel)."""
 
@@ -329,12 +333,19 @@ class Worker:
         session = await TaskSession.load(self._store, run.task, self._db)
         task_id = run.task.rsplit("/", 1)[1]
         settings = await self._settings_for(run, session.state)
-        settings.other_tasks = self._other_tasks(run)
         if self._ask_session:
-            settings.approve_for = ask_the_session(self._store, self._db, run.task)
+            asked = ask_the_session(self._store, self._db, run.task)
+            settings = dataclasses.replace(settings, approve_for=asked)
+        seat = Seat(
+            workspace=Workspace(Path(run.workspace)),
+            settings=session.state.settings or SessionSettings(),
+            session_id=run.task.rsplit("/", 1)[0],
+            mail_prefix=f"{task_id}.m",  # its messages keep their ids in the session
+            other_tasks=self._other_tasks(run),
+        )
         sink: EventSink = session if self._ui is None else FanOut([session, self._ui])
         runner = functools.partial(InProcessRunner, where=RanOn.here(self.id))
-        async with open_team(session, sink, settings, runner=runner) as team:
+        async with open_team(session, sink, settings, seat, runner=runner) as team:
             running.team = team
             started.started()
             with running.scope:

@@ -32,7 +32,8 @@ from orchestrator.state.manifest import read_manifest
 from orchestrator.state.settings import SessionSettings
 from orchestrator.team.asking import HostApprover, QuestionAnswerer
 from orchestrator.team.definitions import AgentDefinition, Definitions
-from orchestrator.team.drive import RunResult, RunSettings, TeamHook, drive
+from orchestrator.team.drive import RunResult, drive
+from orchestrator.team.settings import RunSettings, TeamHook
 from orchestrator.tools import workspace_tools
 from orchestrator.tools.base import AnyTool
 from orchestrator.usage import Price

@@ -36,7 +36,8 @@ from orchestrator.state.events import Event
 from orchestrator.state.settings import SessionSettings
 from orchestrator.team.asking import HostApprover, QuestionAnswerer
 from orchestrator.team.definitions import AgentDefinition
-from orchestrator.team.drive import RunResult, TeamHook
+from orchestrator.team.drive import RunResult
+from orchestrator.team.settings import TeamHook
 from orchestrator.tools.base import AnyTool
 from orchestrator.usage import Price
 

@@ -13,12 +13,12 @@ if TYPE_CHECKING:
     from orchestrator.team.agent_files import load_definitions
     from orchestrator.team.definitions import AgentDefinition, Definitions
     from orchestrator.team.delegation import Delegation
-    from orchestrator.team.drive import RunResult, RunSettings, drive
+    from orchestrator.team.drive import RunResult, drive
     from orchestrator.team.main_agent import MainOutcome, open_team, resume_tasks, run_main
     from orchestrator.team.oversight import Oversight, Policy
     from orchestrator.team.port import Runner, TaskPort
     from orchestrator.team.runtime import Team
-    from orchestrator.team.settings import Limits, TeamSettings
+    from orchestrator.team.settings import Limits, RunSettings, Seat
     from orchestrator.team.subagent import InProcessRunner, run_task
 
 _HOMES = {
@@ -31,11 +31,11 @@ _HOMES = {
     "Oversight": "oversight",
     "Policy": "oversight",
     "RunResult": "drive",
-    "RunSettings": "drive",
+    "RunSettings": "settings",
     "Runner": "port",
+    "Seat": "settings",
     "TaskPort": "port",
     "Team": "runtime",
-    "TeamSettings": "settings",
     "drive": "drive",
     "load_definitions": "agent_files",
     "open_team": "main_agent",
@@ -56,9 +56,9 @@ __all__ = [
     "RunResult",
     "RunSettings",
     "Runner",
+    "Seat",
     "TaskPort",
     "Team",
-    "TeamSettings",
     "drive",
     "load_definitions",
     "open_team",

@@ -43,7 +43,7 @@ from orchestrator.team import queries
 from orchestrator.team.port import SessionLike
 from orchestrator.team.postbox import Postbox
 from orchestrator.team.scheduler import Scheduler
-from orchestrator.team.settings import TeamSettings
+from orchestrator.team.settings import Seat
 from orchestrator.text import label
 from orchestrator.tools.base import AnyTool, ToolContext, ToolOutput, call_marker
 from orchestrator.tools.shell import kill_marked
@@ -62,27 +62,27 @@ class BackgroundCalls:
         self,
         session: SessionLike,
         sink: EventSink,
-        settings: TeamSettings,
+        seat: Seat,
         scheduler: Scheduler,
         postbox: Postbox,
         nursery: trio.Nursery,
     ) -> None:
         self._session = session
         self._sink = sink
-        self._settings = settings
+        self._seat = seat
         self._scheduler = scheduler
         self._postbox = postbox
         self._nursery = nursery
         self._scopes: dict[str, trio.CancelScope] = {}
         self._outputs: dict[str, _OutputFile] = {}  # of the calls running here
-        self._directory = settings.directory or Path(tempfile.mkdtemp(prefix="orchestrator-"))
+        self._directory = seat.directory or Path(tempfile.mkdtemp(prefix="orchestrator-"))
 
     # --- starting -----------------------------------------------------------------------
 
     @property
     def after(self) -> float | None:
         """Seconds past which a foreground shell call moves here (None: never)."""
-        return self._settings.session.background_after
+        return self._seat.settings.background_after
 
     async def start(self, tool: AnyTool, args: BaseModel, ctx: ToolContext) -> ToolOutput:
         again = self._session.state.tasks.by_call(ctx.agent, ctx.call)
@@ -114,7 +114,7 @@ class BackgroundCalls:
         run: Callable[[ToolContext], Awaitable[ToolOutput]],
     ) -> TaskRecord:
         state = self._session.state
-        settings = self._settings.session
+        settings = self._seat.settings
         owner = state.tasks.get(ctx.agent)
         with self._scheduler.new_task_id() as task_id:
             created = TaskCreated(
@@ -142,7 +142,7 @@ class BackgroundCalls:
         return task
 
     def _check_limits(self, agent: str) -> None:
-        settings = self._settings.session
+        settings = self._seat.settings
         running = [t for t in self._session.state.tasks.live() if t.kind == "tool"]
         mine = [t.task_id for t in running if t.owner == agent]
         if len(mine) >= settings.background_per_agent:
@@ -160,7 +160,7 @@ class BackgroundCalls:
             )
 
     def _handle(self, task: TaskRecord) -> str:
-        deadline = duration(self._settings.session.background_deadline)
+        deadline = duration(self._seat.settings.background_deadline)
         return (
             f"started in the background as task {task.task_id} ({task.agent_type}: "
             f"{task.description}); "
@@ -179,9 +179,7 @@ class BackgroundCalls:
         ctx: ToolContext,
     ) -> None:
         task_id = task.task_id
-        output = _OutputFile(
-            self._directory / task.output, self._settings.session.background_output
-        )
+        output = _OutputFile(self._directory / task.output, self._seat.settings.background_output)
         context = dataclasses.replace(
             ctx,
             output=output.write,
@@ -214,7 +212,7 @@ class BackgroundCalls:
         if scope.cancelled_caught:
             return  # cancelled by its owner or the person: its state says so already
         if timer.cancelled_caught:
-            ran = duration(self._settings.session.background_deadline)
+            ran = duration(self._seat.settings.background_deadline)
             await self._end(task_id, "failed", f"cancelled: its deadline passed after {ran}")
         elif failure:
             await self._end(task_id, "failed", failure)
@@ -319,8 +317,8 @@ class BackgroundCalls:
             if task.kind != "tool":
                 continue
             if not task.settled:
-                marker = call_marker(self._settings.session_id, task.owner, task.created_by)
-                if self._settings.session_id:
+                marker = call_marker(self._seat.session_id, task.owner, task.created_by)
+                if self._seat.session_id:
                     await trio.to_thread.run_sync(kill_marked, marker)
                 await self._scheduler.set_state(
                     task.task_id, "failed", by=task.task_id, reason=INTERRUPTED

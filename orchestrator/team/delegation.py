@@ -36,7 +36,7 @@ from orchestrator.team.port import SessionLike
 from orchestrator.team.postbox import Changes, Postbox
 from orchestrator.team.reports import Reports
 from orchestrator.team.scheduler import Scheduler
-from orchestrator.team.settings import TeamSettings
+from orchestrator.team.settings import Limits, RunSettings
 from orchestrator.team.writes import Writes
 from orchestrator.tools.base import ToolOutput
 from orchestrator.tools.coordination import DelegateArgs, SendMessageArgs
@@ -47,7 +47,8 @@ class Delegation:
 
     def __init__(
         self,
-        settings: TeamSettings,
+        run: RunSettings,
+        limits: Limits,
         session: SessionLike,
         sink: EventSink,
         changes: Changes,
@@ -56,7 +57,8 @@ class Delegation:
         oversight: Oversight,
         writes: Writes,
     ) -> None:
-        self._settings = settings
+        self._run = run
+        self._limits = limits
         self._session = session
         self._sink = sink
         self._changes = changes
@@ -65,7 +67,7 @@ class Delegation:
         self._oversight = oversight
         self._writes = writes
         # A subagent's reports (the tools' `Coordinator.report`) are `Reports`' to make.
-        self.report = Reports(settings, session, postbox, scheduler, oversight, writes).report
+        self.report = Reports(run, session, postbox, scheduler, oversight, writes).report
 
     @property
     def _state(self) -> SessionState:
@@ -78,17 +80,17 @@ class Delegation:
         again = self._state.tasks.by_call(owner, ref)
         if again is not None:  # this call ran before a crash: the task exists
             return ToolOutput(f"delegated. {_handle(again)}")
-        s = self._settings
-        if args.agent_type not in s.definitions:
-            known = ", ".join(s.definitions.names())
+        definitions = self._run.definitions
+        if args.agent_type not in definitions:
+            known = ", ".join(definitions.names())
             raise ToolFailed(f"unknown agent_type {args.agent_type!r}; the types are: {known}")
-        definition = s.definitions.get(args.agent_type)
+        definition = definitions.get(args.agent_type)
         owner_task = self._state.tasks.get(owner)
         depth = 1 if owner_task is None else owner_task.depth + 1
-        if depth > s.limits.max_depth:
+        if depth > self._limits.max_depth:
             raise ToolFailed(
                 f"delegation refused: it would be depth {depth}, past the limit of "
-                f"{s.limits.max_depth}; do this work yourself"
+                f"{self._limits.max_depth}; do this work yourself"
             )
         plan = self._state.plans.task(args.plan_ref)
         existing = self._state.tasks.by_plan_ref(args.plan_ref)
@@ -364,7 +366,7 @@ class Delegation:
         if not tasks:
             return ToolOutput("you have no live tasks to wait for")
         ids = {t.task_id for t in tasks}
-        limit = min(seconds, self._settings.limits.wait_timeout)
+        limit = min(seconds, self._limits.wait_timeout)
         with trio.move_on_after(limit) as waited:
             while True:
                 changed = self._changes.event
@@ -378,7 +380,7 @@ class Delegation:
             lines.append(self._status_line(self._task(task_id)))
         mail = [m for m in self._state.mailbox.undelivered(agent) if m.task_id in ids]
         if mail:
-            lines.append(render(latest_progress_only(mail), self._settings.limits.caps))
+            lines.append(render(latest_progress_only(mail), self._limits.caps))
         return ToolOutput("\n".join(lines), delivers=tuple(m.message_id for m in mail))
 
     def _settled_for(self, agent: str, task_id: str) -> bool:
@@ -402,7 +404,7 @@ class Delegation:
     def _read_only(self, definition: AgentDefinition) -> bool:
         """Whether an agent type changes nothing: every tool it has is read-only (a
         custom tool counts by its own flag)."""
-        tools = self._settings.base_tools
+        tools = self._run.all_tools
         return all(
             (tool := tools.get(name)) is not None and tool.read_only for name in definition.tools
         )

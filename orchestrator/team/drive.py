@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,104 +22,32 @@ from orchestrator.errors import (
     ProviderRateLimited,
     ScriptError,
 )
-from orchestrator.loop.compaction import Window
-from orchestrator.loop.plan import Plan, check
+from orchestrator.loop.plan import check
 from orchestrator.messages import SystemMessage, Usage, UserMessage
-from orchestrator.models.base import Model
-from orchestrator.redaction import Redactor
 from orchestrator.session.live import LiveSession
 from orchestrator.state.events import (
     AgentStarted,
     Event,
     EventSink,
     FanOut,
-    NullSink,
     SessionStatusChanged,
 )
 from orchestrator.state.mailbox import Mail
 from orchestrator.state.manifest import SessionStatus
-from orchestrator.state.plans import PlanSource
 from orchestrator.state.scrub import Scrubbed
 from orchestrator.state.settings import SessionSettings, SettingsChosen
 from orchestrator.team import queries
 from orchestrator.team.asking import (
-    HostApprover,
-    QuestionAnswerer,
-    approvers,
-    no_approver,
     offer_open_questions,
 )
-from orchestrator.team.definitions import Definitions
 from orchestrator.team.main_agent import MainOutcome, open_team, run_main
-from orchestrator.team.plan_host import PlanApprover
 from orchestrator.team.planning import run_planning
-from orchestrator.team.port import Runner
 from orchestrator.team.prompts import main_agent_prompt, with_instructions
 from orchestrator.team.queries import MAIN, PLANNER
 from orchestrator.team.runtime import Team
-from orchestrator.team.settings import TeamSettings, check_definitions, claimed_window
-from orchestrator.team.subagent import InProcessRunner
-from orchestrator.tools import Approver, PermissionPolicy, ToolRegistry, Workspace, workspace_tools
-from orchestrator.tools.permissions import parse_rules
-from orchestrator.tools.recall import Lookup
-from orchestrator.usage import Price, call_cost
-
-TeamHook = Callable[[Team], Awaitable[None] | None]
-"""`RunSettings.on_team`: a function of the running team, plain or async."""
-
-
-@dataclass
-class RunSettings:
-    model: Model
-    # The session's tools (each agent type gets those its definition names; tools given
-    # to a definition as objects are added).
-    tools: ToolRegistry = field(default_factory=workspace_tools)
-    # Sees every event, once journaled (a task on a worker's calls: once read, not journaled).
-    ui: EventSink = field(default_factory=NullSink)
-    policy: PermissionPolicy = field(default_factory=PermissionPolicy)
-    # Answers a call the policy asks about, given an `ApprovalRequest` (team/asking.py).
-    # None: nobody is asked, and such a call is refused as "no approver given".
-    approve: HostApprover | None = None
-    # The host's answer to a subagent's question before its owner is told (None: the
-    # owner answers), and instructions added to the main agent's system prompt.
-    answer: QuestionAnswerer | None = None
-    instructions: str = ""
-    # The session's settings as data (journaled): None runs with those its journal holds
-    # (the defaults, journaled, for a session that has none); given and different from
-    # the journal's, they are journaled and used from here on (an override).
-    session: SessionSettings | None = None
-    # The secret values kept out of every record and every printed line (state/scrub.py).
-    redact: Redactor = field(default_factory=Redactor)
-    # Called with the session's team once it is running, before the main agent takes
-    # its turn (a library user keeps it to `say` something to the main agent or cancel a
-    # task while the session runs); a coroutine function is awaited there.
-    on_team: TeamHook | None = None
-    # Where subagents run (default: in this process, on trio).
-    runner: Callable[[trio.Nursery], Runner] = InProcessRunner
-    ask_resume: Callable[[str], Awaitable[bool]] | None = None  # see TeamSettings
-    # Said to the main agent as the run starts (a resume's answer to a blocked session).
-    message: str = ""
-    # Prices per model, for the cost budget and `RunResult.cost`; whether a person
-    # answers at a terminal.
-    prices: dict[str, Price] = field(default_factory=dict)
-    interactive: bool = False
-    # Subagents: their types, the model of each role (else `model` for all), and the
-    # turn loop's approver per agent, of bare calls (the CLI's; else `approve`).
-    definitions: Definitions = field(default_factory=Definitions.builtin)
-    models: Callable[[str], Model] | None = None
-    approve_for: Callable[[str, str], Approver] | None = None  # (agent, who): wins over approve
-    # A model's context window, when known (the config's `[windows]`, the table of known
-    # models); None: only what a model claims itself (a scripted one's script).
-    windows: Callable[[Model], Window | None] | None = None
-    # Plans (docs/plans.md): `plan` runs a planner first, whose plan is decided on by
-    # `approve_plan` (None: nobody decides now, and the run stops blocked until one does);
-    # `plan_only` stops once a plan is submitted; `seed_plan` is a plan given whole (a
-    # file, a program), submitted as the first version instead of asking a planner.
-    plan: bool = False
-    plan_only: bool = False
-    approve_plan: PlanApprover | None = None
-    seed_plan: Plan | None = None
-    seed_source: PlanSource = "file"
+from orchestrator.team.settings import RunSettings, Seat, check_definitions
+from orchestrator.tools import Workspace
+from orchestrator.usage import call_cost
 
 
 @dataclass(frozen=True)
@@ -327,45 +255,16 @@ def _awaiting_approval(detail: str) -> RunResult:
     )
 
 
-def settings_of_team(
-    settings: RunSettings,
-    chosen: SessionSettings,
-    *,
-    root: Path,
-    session_id: str,
-    recall: Lookup | None = None,
-    goal: str = "",
-    directory: Path | None = None,
-) -> TeamSettings:
-    """What a team over the session `session_id` runs with: `settings`, with the session's
-    settings `chosen` (its permission rules a `ConfigError` when they do not parse). A
-    worker (engine/) runs a task's team with it too."""
-    try:
-        allowed = parse_rules(list(chosen.allow))
-    except ValueError as exc:
-        raise ConfigError(f"the session's permission rules: {exc}") from exc
-    return TeamSettings(
-        models=settings.models or (lambda role: settings.model),
-        base_tools=settings.tools,
-        workspace=Workspace(root),
-        session_id=session_id,
-        definitions=settings.definitions,
-        policy=PermissionPolicy([*settings.policy.rules, *allowed], settings.policy.default),
-        approve=no_approver,
-        approve_for=settings.approve_for
-        or (approvers(settings.approve) if settings.approve is not None else None),
-        redact=settings.redact,
-        ask_resume=settings.ask_resume,
-        session=chosen,
-        prices=settings.prices,
-        interactive=settings.interactive,
-        windows=settings.windows or claimed_window,
-        recall=recall,
-        goal=goal,
-        approve_plan=settings.approve_plan,
-        answer=settings.answer,
-        instructions=settings.instructions,
-        directory=directory,
+def seat_of(live: LiveSession, settings: SessionSettings) -> Seat:
+    """Where a team over `live` sits: its workspace, id, directory, goal and recall, and
+    the settings its journal holds."""
+    return Seat(
+        workspace=Workspace(live.manifest.workspace_path(live.directory)),
+        settings=settings,
+        session_id=live.id,
+        directory=live.directory,
+        goal=live.manifest.goal,
+        recall=live.recall,
     )
 
 
@@ -376,16 +275,9 @@ async def _drive(
     if not await trio.Path(root).is_dir():
         raise ConfigError(f"the session's workspace {root} does not exist (moved or deleted?)")
     chosen = await _chosen_settings(live, settings.session, sink)
-    team_settings = settings_of_team(
-        settings,
-        chosen,
-        root=root,
-        session_id=live.id,
-        recall=live.recall,
-        goal=live.manifest.goal,
-        directory=live.directory,
-    )
-    check_definitions(team_settings)  # before any model call
+    seat = seat_of(live, chosen)
+    seat.policy(settings)  # the session's rules parse, else a ConfigError now
+    check_definitions(settings)  # before any model call
     state = live.state
     planning = bool(
         settings.plan
@@ -394,7 +286,7 @@ async def _drive(
         or PLANNER in state.agents
         or state.plans.versions
     )
-    async with open_team(live, sink, team_settings, runner=settings.runner, screen=screen) as team:
+    async with open_team(live, sink, settings, seat, screen=screen) as team:
         if MAIN not in state.agents and not planning:
             tools = team.turn_deps(MAIN).tools.names()
             types = [(d.name, d.description) for d in settings.definitions]

@@ -25,8 +25,7 @@ from orchestrator.team.planning import hand_over, replan
 from orchestrator.team.port import Runner, SessionLike
 from orchestrator.team.queries import MAIN
 from orchestrator.team.runtime import Team
-from orchestrator.team.settings import TeamSettings
-from orchestrator.team.subagent import InProcessRunner
+from orchestrator.team.settings import RunSettings, Seat
 
 MAX_REMINDERS = 3
 
@@ -43,18 +42,21 @@ class MainOutcome:
 async def open_team(
     session: SessionLike,
     sink: EventSink,
-    settings: TeamSettings,
+    run: RunSettings,
+    seat: Seat,
     *,
-    runner: Callable[[trio.Nursery], Runner] = InProcessRunner,
+    runner: Callable[[trio.Nursery], Runner] | None = None,
     screen: EventSink | None = None,
 ) -> AsyncIterator[Team]:
-    """A team whose subagents run in a nursery that lives as long as the block. An error
-    of the block arrives bare, not grouped by the nursery (subagents catch their own).
+    """A team whose subagents run in a nursery that lives as long as the block, on
+    `runner` (None: the run's). An error of the block arrives bare, not grouped by the
+    nursery (subagents catch their own).
     `screen` shows what is journaled elsewhere (a task on a worker's calls): the sinks
     of `sink` after the session's, without it (None: they are not shown)."""
     try:
         async with trio.open_nursery() as nursery:
-            team = Team(session, sink, settings, runner(nursery), nursery, screen=screen)
+            runs = (runner or run.runner)(nursery)
+            team = Team(session, sink, run, seat, runs, nursery, screen=screen)
             nursery.start_soon(team.watch_stalls)
             try:
                 yield team
@@ -80,7 +82,7 @@ async def run_main(team: Team) -> MainOutcome:
     oversight = team.oversight
     await _begin(team, context, deps)
     reminders = 0  # sent since the main agent last had mail (`_await_tasks`)
-    parking = ParkWatch(team.settings.limits.park_limit)
+    parking = ParkWatch(team.seat.limits.park_limit)
     while True:
         replanned = await _replan(team)
         if replanned is not None:
@@ -124,8 +126,7 @@ async def _replan(team: Team) -> MainOutcome | None:
     outcome when a version waits for a decision nobody gives now."""
     if team.state.plans.replanning is None:
         return None
-    s = team.settings
-    outcome = await replan(team, s.approve_plan, goal=s.goal)
+    outcome = await replan(team, team.run.approve_plan, goal=team.seat.goal)
     if outcome.state == "build":
         return None
     return MainOutcome("blocked", f"plan v{outcome.version} awaits approval")
@@ -238,7 +239,7 @@ async def close_settled(team: Team, task_id: str) -> None:
 async def _asked(team: Team, task: TaskRecord) -> bool:
     """For a task whose resume policy is `ask`: the person's answer, or no when there is
     nobody to ask."""
-    ask = team.settings.ask_resume
+    ask = team.run.ask_resume
     if ask is None:
         return False
     question = (

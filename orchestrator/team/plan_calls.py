@@ -23,9 +23,10 @@ from orchestrator.loop.plan import Plan, check
 from orchestrator.loop.todos import TodoItem, TodoList, TodosChanged, now_ms, write
 from orchestrator.session.live import LiveSession
 from orchestrator.state.plans import PlanVersion
-from orchestrator.team.drive import RunResult, RunSettings, drive
+from orchestrator.team.drive import RunResult, drive
 from orchestrator.team.plan_host import PlanVerdict
 from orchestrator.team.queries import MAIN
+from orchestrator.team.settings import RunSettings
 
 
 async def plan(live: LiveSession, settings: RunSettings) -> RunResult:

@@ -192,7 +192,7 @@ async def start_builder(team: Team, goal: str, plan: Plan) -> None:
         )
     )
     deps = team.turn_deps(MAIN)
-    types = [(d.name, d.description) for d in team.settings.definitions]
+    types = [(d.name, d.description) for d in team.run.definitions]
     await team.sink.emit(
         AgentStarted(
             agent=MAIN,
@@ -200,7 +200,7 @@ async def start_builder(team: Team, goal: str, plan: Plan) -> None:
             messages=(
                 SystemMessage(
                     content=with_instructions(
-                        builder_prompt(deps.tools.names(), types), team.settings.instructions
+                        builder_prompt(deps.tools.names(), types), team.run.instructions
                     )
                 ),
                 UserMessage(content=builder_brief(goal, plan)),

@@ -18,7 +18,7 @@ from orchestrator.team.oversight import Oversight
 from orchestrator.team.port import SessionLike
 from orchestrator.team.postbox import Postbox
 from orchestrator.team.scheduler import Scheduler
-from orchestrator.team.settings import TeamSettings
+from orchestrator.team.settings import RunSettings
 from orchestrator.team.writes import Writes
 from orchestrator.tools.base import ToolOutput
 
@@ -28,14 +28,14 @@ class Reports:
 
     def __init__(
         self,
-        settings: TeamSettings,
+        run: RunSettings,
         session: SessionLike,
         postbox: Postbox,
         scheduler: Scheduler,
         oversight: Oversight,
         writes: Writes,
     ) -> None:
-        self._settings = settings
+        self._run = run
         self._session = session
         self._postbox = postbox
         self._scheduler = scheduler
@@ -125,7 +125,7 @@ class Reports:
     ) -> str | None:
         """The host program's answer to a question the task is about to ask its owner
         (None: no host answers questions, or it leaves this one to the owner)."""
-        answer = self._settings.answer
+        answer = self._run.answer
         if answer is None or kind not in queries.PARKING:
             return None
         return await ask_host(answer, question(task, kind, summary, data))
@@ -133,7 +133,7 @@ class Reports:
     async def _verify_completion(self, agent: str) -> None:
         """A type with `verify` commands completes only once they pass: a failure
         refuses the `complete` call, with the failing output, and the task goes on."""
-        definition = queries.definition(self._state, self._settings.definitions, agent)
+        definition = queries.definition(self._state, self._run.definitions, agent)
         if definition is None or not definition.verify:
             return
         failure = await self._oversight.verify_in_call(agent, definition.verify)

@@ -43,7 +43,7 @@ from orchestrator.team.postbox import Changes, Postbox, watch_stalls
 from orchestrator.team.queries import MAIN
 from orchestrator.team.rounds import Rounds
 from orchestrator.team.scheduler import Scheduler
-from orchestrator.team.settings import TeamSettings
+from orchestrator.team.settings import RunSettings, Seat
 from orchestrator.team.turns import Turns
 from orchestrator.team.writes import Writes
 from orchestrator.tools.permissions import Answer
@@ -56,7 +56,8 @@ class Team:
         self,
         session: SessionLike,
         sink: EventSink,
-        settings: TeamSettings,
+        run: RunSettings,
+        seat: Seat,
         runner: Runner,
         nursery: trio.Nursery | None = None,
         *,
@@ -64,42 +65,45 @@ class Team:
     ) -> None:
         self.session = session
         self.sink = sink  # journals (via the session) and shows every event
-        self.settings = settings
+        self.run = run  # the run's wiring
+        self.seat = seat  # the session: workspace, id, its journaled settings
         self.runner = runner
         self.changes = Changes()
+        limits = seat.limits
         self.scheduler = Scheduler(
             session,
             sink,
             self.changes,
-            settings.limits.max_live,
+            limits.max_live,
             launch=self._launch,
             stop=self._stop,
             tell=lambda task_id, owner, summary, data: self.postbox.post(
                 task_id, owner, task_id, "risk_alert", summary, data=dict(data)
             ),
-            role_limit=settings.definitions.live_limit,
+            role_limit=run.definitions.live_limit,
         )
         self.postbox = Postbox(
             session,
             sink,
-            settings.limits.caps,
+            limits.caps,
             self.changes,
             lambda task_id, by: self.scheduler.revive(task_id, by=by),
-            prefix=settings.mail_prefix,
+            prefix=seat.mail_prefix,
         )
         self.oversight = Oversight(
             session,
             sink,
-            settings.assess,
-            definitions=settings.definitions,
-            workspace=settings.workspace,
-            base_tools=settings.base_tools,
-            session_id=settings.session_id,
-            redact=settings.redact,
+            seat.assess(run),
+            definitions=run.definitions,
+            workspace=seat.workspace,
+            base_tools=run.all_tools,
+            session_id=seat.session_id,
+            redact=run.redact,
         )
-        writes = Writes(session, self.postbox, settings.other_tasks)
+        writes = Writes(session, self.postbox, seat.other_tasks)
         self.delegation = Delegation(
-            settings,
+            run,
+            limits,
             session,
             sink,
             self.changes,
@@ -111,22 +115,23 @@ class Team:
         self.compactor = _Compactor(
             session,
             sink,
-            settings.workspace,
+            seat.workspace,
             models=lambda role: self.turns.model(role),  # in the turns' model-call slots
-            window=settings.window,
+            window=run.window,
             files=writes.files_written,
             nursery=nursery,  # background summaries (None: every summary is waited for)
         )
         # Calls in the background run in the team's nursery (none: no call may).
         self.background = (
-            BackgroundCalls(session, sink, settings, self.scheduler, self.postbox, nursery)
+            BackgroundCalls(session, sink, seat, self.scheduler, self.postbox, nursery)
             if nursery is not None
             else None
         )
         rounds = Rounds(session, self.postbox, self.oversight, self.compactor)
         self.planning = Planning(session, sink, self.scheduler.cancel)
         self.turns = Turns(
-            settings,
+            run,
+            seat,
             session,
             sink,
             rounds,
@@ -139,7 +144,8 @@ class Team:
         self.port = _Port(
             session,
             sink,
-            settings,
+            run,
+            seat,
             self.postbox,
             self.scheduler,
             self.turns,
@@ -240,7 +246,7 @@ class Team:
         as long as the team (`open_team` starts and ends it): when it ends, so do the
         compactions still asked for (`compact` returns None)."""
         try:
-            await watch_stalls(self.session, self.postbox, self.settings.limits.stall_after)
+            await watch_stalls(self.session, self.postbox, self.seat.limits.stall_after)
         finally:
             self.compactor.close()
 
@@ -315,7 +321,8 @@ class _Port:
         self,
         session: SessionLike,
         sink: EventSink,
-        settings: TeamSettings,
+        run: RunSettings,
+        seat: Seat,
         postbox: Postbox,
         scheduler: Scheduler,
         turns: Turns,
@@ -325,7 +332,8 @@ class _Port:
         self._session = session
         self._sink = sink
         self._screen = screen if screen is not None else NullSink()
-        self._settings = settings
+        self._run = run
+        self._seat = seat
         self._postbox = postbox
         self._scheduler = scheduler
         self._turns = turns
@@ -337,17 +345,17 @@ class _Port:
 
     @property
     def session_id(self) -> str:
-        return self._settings.session_id
+        return self._seat.session_id
 
     def definition(self, task_id: str) -> AgentDefinition:
         agent_type = queries.task(self._session.state, task_id).agent_type
-        return self._settings.definitions.get(agent_type)
+        return self._run.definitions.get(agent_type)
 
     def turn_deps(self, agent: str) -> TurnDeps:
         return self._turns.turn_deps(agent)
 
     def redact(self, text: str) -> str:
-        return self._settings.redact(text)
+        return self._run.redact(text)
 
     async def post(
         self,

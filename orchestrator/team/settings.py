@@ -1,5 +1,11 @@
-"""What a team is given: how far delegation may go (`Limits`) and what every agent's
-turns share (`TeamSettings`)."""
+"""What a team is given, as two values built once: `RunSettings`, the run's wiring (the
+models, tools, approvers and sinks a command or a program chose: the CLI builds it in
+cli/setup.py, the library in host/run.py, and `drive` hands the same value down), and
+`Seat`, the session the team works in (its workspace, id and directory, and its settings
+as its journal holds them). Nothing here is copied from one into the other: a part reads
+what it uses from the value that owns it, and what is derived (the delegation `Limits`,
+the assessment's `Policy`, the session's tools with the agent types' own) is derived here,
+once."""
 
 from __future__ import annotations
 
@@ -7,23 +13,167 @@ import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+import trio
 
 from orchestrator.errors import ConfigError
 from orchestrator.loop.assessment import Budgets
 from orchestrator.loop.compaction import Window
+from orchestrator.loop.plan import Plan
 from orchestrator.models.base import Model
+from orchestrator.redaction import Redactor
+from orchestrator.state.events import EventSink, NullSink
 from orchestrator.state.mailbox import Caps
+from orchestrator.state.plans import PlanSource
 from orchestrator.state.settings import SessionSettings
-from orchestrator.team.asking import QuestionAnswerer
+from orchestrator.team.asking import HostApprover, QuestionAnswerer, approvers, no_approver
 from orchestrator.team.definitions import Definitions
 from orchestrator.team.oversight import Policy
 from orchestrator.team.plan_host import PlanApprover
+from orchestrator.team.port import Runner
+from orchestrator.team.subagent import InProcessRunner
 from orchestrator.team.writes import OtherTasks
+from orchestrator.tools import workspace_tools
 from orchestrator.tools.base import ToolRegistry
-from orchestrator.tools.permissions import Approver, PermissionPolicy, approve_all
+from orchestrator.tools.permissions import Approver, PermissionPolicy, parse_rules
 from orchestrator.tools.recall import Lookup
 from orchestrator.tools.workspace import Workspace
 from orchestrator.usage import Price
+
+if TYPE_CHECKING:
+    from orchestrator.team.runtime import Team
+
+TeamHook = Callable[["Team"], Awaitable[None] | None]
+"""`RunSettings.on_team`: a function of the running team, plain or async."""
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """The run's wiring: what `drive` runs a session with besides its journal. Built
+    once per run, and read by reference by every part below (never copied)."""
+
+    model: Model
+    # The session's tools (each agent type gets those its definition names; tools given
+    # to a definition as objects are added).
+    tools: ToolRegistry = field(default_factory=workspace_tools)
+    # Sees every event, once journaled (a task on a worker's calls: once read, not journaled).
+    ui: EventSink = field(default_factory=NullSink)
+    policy: PermissionPolicy = field(default_factory=PermissionPolicy)
+    # Answers a call the policy asks about, given an `ApprovalRequest` (team/asking.py).
+    # None: nobody is asked, and such a call is refused as "no approver given".
+    approve: HostApprover | None = None
+    # The host's answer to a subagent's question before its owner is told (None: the
+    # owner answers), and instructions added to the main agent's system prompt.
+    answer: QuestionAnswerer | None = None
+    instructions: str = ""
+    # The session's settings as data (journaled): None runs with those its journal holds
+    # (the defaults, journaled, for a session that has none); given and different from
+    # the journal's, they are journaled and used from here on (an override).
+    session: SessionSettings | None = None
+    # The secret values kept out of every record and every printed line (state/scrub.py).
+    redact: Redactor = field(default_factory=Redactor)
+    # Called with the session's team once it is running, before the main agent takes
+    # its turn (a library user keeps it to `say` something to the main agent or cancel a
+    # task while the session runs); a coroutine function is awaited there.
+    on_team: TeamHook | None = None
+    # Where subagents run (default: in this process, on trio).
+    runner: Callable[[trio.Nursery], Runner] = InProcessRunner
+    # Asks the person whether to revive a task whose resume policy is `ask` (None: no one
+    # to ask, such a task stays stopped until its owner writes to it).
+    ask_resume: Callable[[str], Awaitable[bool]] | None = None
+    # Said to the main agent as the run starts (a resume's answer to a blocked session).
+    message: str = ""
+    # Prices per model, for the cost budget and `RunResult.cost`; whether a person
+    # answers at a terminal (the assessment may then wait for the user).
+    prices: dict[str, Price] = field(default_factory=dict)
+    interactive: bool = False
+    # Subagents: their types, the model of each role (else `model` for all), and the
+    # turn loop's approver per agent, of bare calls (the CLI's; else `approve`).
+    definitions: Definitions = field(default_factory=Definitions.builtin)
+    models: Callable[[str], Model] | None = None
+    approve_for: Callable[[str, str], Approver] | None = None  # (agent, who): wins over approve
+    # A model's context window, when known (the config's `[windows]`, the table of known
+    # models); None: only what a model claims itself (a scripted one's script), and
+    # compaction otherwise waits for a provider's context-too-long error to learn it.
+    windows: Callable[[Model], Window | None] | None = None
+    # Plans (docs/plans.md): `plan` runs a planner first, whose plan is decided on by
+    # `approve_plan` (None: nobody decides now, and the run stops blocked until one does);
+    # `plan_only` stops once a plan is submitted; `seed_plan` is a plan given whole (a
+    # file, a program), submitted as the first version instead of asking a planner.
+    plan: bool = False
+    plan_only: bool = False
+    approve_plan: PlanApprover | None = None
+    seed_plan: Plan | None = None
+    seed_source: PlanSource = "file"
+
+    def model_for(self, role: str) -> Model:
+        """The model of a role ("main", "worker", ...)."""
+        return self.model if self.models is None else self.models(role)
+
+    def window(self, role: str) -> Window | None:
+        """The context window of `role`'s model, when known."""
+        model = self.model_for(role)
+        return claimed_window(model) if self.windows is None else self.windows(model)
+
+    def approver(self) -> Callable[[str, str], Approver]:
+        """The turn loop's approver of each agent's bare calls: `approve_for`, else
+        `approve` asked with a request that names the agent, else nobody (refused)."""
+        if self.approve_for is not None:
+            return self.approve_for
+        if self.approve is not None:
+            return approvers(self.approve)
+        return lambda agent, who: no_approver
+
+    @functools.cached_property
+    def all_tools(self) -> ToolRegistry:
+        """`tools` and the tools the agent definitions were given as objects."""
+        return session_tools(self.tools, self.definitions)
+
+
+@dataclass(frozen=True)
+class Seat:
+    """The session a team works in: its workspace, id and directory, its goal, its
+    journal's `recall`, and its settings as the journal holds them (`SessionSettings`,
+    read only from here)."""
+
+    workspace: Workspace
+    settings: SessionSettings = field(default_factory=SessionSettings)
+    session_id: str = ""
+    # Where background calls keep their output (None: a temporary directory, for a
+    # session that is not on disk).
+    directory: Path | None = None
+    goal: str = ""
+    # Reads an agent's own history back from the journal (the `recall` tool, which a
+    # compaction's stubs name): `LiveSession.recall`; None, no such tool.
+    recall: Lookup | None = None
+    # The ids of the messages its agents post: `m1`, `m2`, ... in a session; a task run
+    # on a worker (engine/) posts `t3.m1`, ... so that its messages keep their ids in the
+    # session that owns it, among the session's own.
+    mail_prefix: str = "m"
+    # The session's tasks that run beyond this team, whose writes a shell command's
+    # changes are checked against too: a task on a worker runs in a team of its own
+    # (engine/other_tasks.py reads the others from the engine's database). None: the
+    # team's tasks are all the session's.
+    other_tasks: OtherTasks | None = None
+
+    @functools.cached_property
+    def limits(self) -> Limits:
+        """How far delegation may go, from the session's settings."""
+        return limits_of(self.settings)
+
+    def policy(self, run: RunSettings) -> PermissionPolicy:
+        """The run's permission policy with the session's own rules (`--allow`) after
+        it; a `ConfigError` when they do not parse."""
+        try:
+            allowed = parse_rules(list(self.settings.allow))
+        except ValueError as exc:
+            raise ConfigError(f"the session's permission rules: {exc}") from exc
+        return PermissionPolicy([*run.policy.rules, *allowed], run.policy.default)
+
+    def assess(self, run: RunSettings) -> Policy:
+        """How turn ends are assessed, from the session's settings and the run's prices."""
+        return policy_of(self.settings, run.prices, interactive=run.interactive)
 
 
 @dataclass(frozen=True)
@@ -40,86 +190,15 @@ class Limits:
     park_limit: float  # a parked task nobody can answer this long: session blocked (0: never)
 
 
-@dataclass
-class TeamSettings:
-    """What every agent's turns share: the session's settings (data, journaled) and the
-    wiring that is not data (models, tools, approvers)."""
-
-    models: Callable[[str], Model]  # the model for a role ("main", "worker", ...)
-    # The session's tools (the workspace tools, custom ones); each role gets its subset.
-    # The tools the definitions were given as objects are added (`session_tools`).
-    base_tools: ToolRegistry
-    workspace: Workspace
-    session_id: str = ""
-    definitions: Definitions = field(default_factory=Definitions.builtin)
-    policy: PermissionPolicy = field(default_factory=PermissionPolicy)
-    approve: Approver = approve_all
-    # Names the agent asking (the terminal shows whose call it is), else `approve` is used.
-    approve_for: Callable[[str, str], Approver] | None = None
-    redact: Callable[[str], str] = str
-    # Asks the person whether to revive a task whose resume policy is `ask` (None: no one
-    # to ask, such a task stays stopped until its owner writes to it).
-    ask_resume: Callable[[str], Awaitable[bool]] | None = None
-    # The session's settings: limits, budgets, verification, a turn's rounds, sampling.
-    session: SessionSettings = field(default_factory=SessionSettings)
-    prices: dict[str, Price] = field(default_factory=dict)  # for the cost budget
-    interactive: bool = False  # a person answers (the assessment may wait for the user)
-    # A model's context window, when known (config, a table of known models, or the model
-    # itself: a scripted one may claim one); None: compaction waits for a provider's
-    # context-too-long error to learn it.
-    windows: Callable[[Model], Window | None] = field(default=lambda model: claimed_window(model))
-    # Reads an agent's own history back from the journal (the `recall` tool, which a
-    # compaction's stubs name): `LiveSession.recall`; None, no such tool.
-    recall: Lookup | None = None
-    # The session's goal, and who decides on a re-planned version of its plan (None:
-    # nobody now, and the session stops blocked until someone does; team/planning.py).
-    goal: str = ""
-    approve_plan: PlanApprover | None = None
-    # The host program's answer to a subagent's question, asked before the task's owner
-    # is told (None: questions go to owners only; team/asking.py).
-    answer: QuestionAnswerer | None = None
-    # Said to the main agent (and the builder) after its own system prompt.
-    instructions: str = ""
-    # The session's directory, where background calls keep their output (None: a
-    # temporary directory, for a session that is not on disk).
-    directory: Path | None = None
-    # The ids of the messages its agents post: `m1`, `m2`, ... in a session; a task run
-    # on a worker (engine/) posts `t3.m1`, ... so that its messages keep their ids in the
-    # session that owns it, among the session's own.
-    mail_prefix: str = "m"
-    # The session's tasks that run beyond this team, whose writes a shell command's
-    # changes are checked against too: a task on a worker runs in a team of its own
-    # (engine/other_tasks.py reads the others from the engine's database). None: the
-    # team's tasks are all the session's.
-    other_tasks: OtherTasks | None = None
-
-    def __post_init__(self) -> None:
-        self.base_tools = session_tools(self.base_tools, self.definitions)
-
-    def window(self, role: str) -> Window | None:
-        """The context window of `role`'s model, when known."""
-        return self.windows(self.models(role))
-
-    @functools.cached_property
-    def limits(self) -> Limits:
-        """How far delegation may go, from the session's settings."""
-        return limits_of(self.session)
-
-    @functools.cached_property
-    def assess(self) -> Policy:
-        """How turn ends are assessed, from the session's settings."""
-        return policy_of(self.session, self.prices, interactive=self.interactive)
-
-
-def check_definitions(settings: TeamSettings) -> None:
+def check_definitions(run: RunSettings) -> None:
     """Every tool an agent type names is one of the session's, and its model resolves: a
     `ConfigError` naming the type and the tool (or the model's error) otherwise, before
     any agent runs (a misspelt tool would leave the type without it, its calls answered
     "unknown tool", and its tasks ending all the same)."""
-    known = set(settings.base_tools.names())
-    for definition in settings.definitions:
+    known = set(run.all_tools.names())
+    for definition in run.definitions:
         try:
-            settings.models(definition.name)
+            run.model_for(definition.name)
         except ConfigError as exc:  # an unknown model or provider
             raise ConfigError(f"agent type {definition.name!r}: {exc}") from exc
         unknown = [name for name in definition.tools if name not in known]
@@ -144,7 +223,7 @@ def session_tools(base: ToolRegistry, definitions: Definitions) -> ToolRegistry:
         elif have is not tool:
             raise ConfigError(
                 f"two different tools are named {name!r}: one in the session's tools "
-                f"(RunSettings.tools, TeamSettings.base_tools), another given in agent "
+                f"(RunSettings.tools), another given in agent "
                 f"type {role!r}"
             )
     return ToolRegistry([*base.tools(), *added]) if added else base

@@ -28,7 +28,7 @@ from orchestrator.team.oversight import Oversight
 from orchestrator.team.plan_host import Planning
 from orchestrator.team.port import SessionLike
 from orchestrator.team.queries import BUILDER, MAIN, PLANNER, is_planner
-from orchestrator.team.settings import TeamSettings
+from orchestrator.team.settings import RunSettings, Seat
 from orchestrator.team.writes import Writes
 from orchestrator.tools.base import AnyTool, ToolContext, ToolRegistry
 from orchestrator.tools.coordination import (
@@ -54,7 +54,8 @@ class Turns:
 
     def __init__(
         self,
-        settings: TeamSettings,
+        run: RunSettings,
+        seat: Seat,
         session: SessionLike,
         sink: EventSink,
         hooks: RoundHooks,
@@ -64,7 +65,10 @@ class Turns:
         planning: Planning,
         background: BackgroundCalls | None = None,
     ) -> None:
-        self._settings = settings
+        self._run = run
+        self._seat = seat
+        self._policy = seat.policy(run)  # the run's rules, then the session's own
+        self._approve_for = run.approver()
         self._background = background
         self._planning = planning
         self._session = session
@@ -74,7 +78,7 @@ class Turns:
         self._oversight = oversight
         self._writes = writes
         self._approval = trio.Lock()  # one question at a time on the one terminal
-        self._model_slots = trio.Semaphore(settings.limits.max_model_calls)
+        self._model_slots = trio.Semaphore(seat.limits.max_model_calls)
         self._deps: dict[str, TurnDeps] = {}
         self._role_tools: dict[str, ToolRegistry] = {}  # one registry (and schema) per role
 
@@ -82,12 +86,12 @@ class Turns:
         deps = self._deps.get(agent)
         if deps is not None:
             return deps
-        s = self._settings
-        definition = queries.definition(self._session.state, s.definitions, agent)
+        run, seat = self._run, self._seat
+        definition = queries.definition(self._session.state, run.definitions, agent)
         role = self._role(agent, definition)
         tools = self._planner_tools() if is_planner(agent) else self._tools(definition)
-        max_rounds = s.session.max_rounds if definition is None else definition.max_rounds
-        policy = s.policy
+        max_rounds = seat.settings.max_rounds if definition is None else definition.max_rounds
+        policy = self._policy
         if definition is not None and definition.allow:
             # The type's own rules, after the session's (a later rule wins among equals).
             rules = [*policy.rules, *parse_rules(list(definition.allow))]
@@ -96,9 +100,9 @@ class Turns:
             model=self.model(role),
             tools=tools,
             context=ToolContext(
-                workspace=s.workspace,
+                workspace=seat.workspace,
                 agent=agent,
-                session=s.session_id,
+                session=seat.session_id,
                 write_scope=self._write_scope(agent),
                 background=self._background,
             ),
@@ -107,8 +111,8 @@ class Turns:
             approve=self.approver(agent),
             grants=lambda: self._session.state.grants,
             max_rounds=max_rounds,
-            max_tokens=s.session.max_tokens,
-            temperature=s.session.temperature,
+            max_tokens=seat.settings.max_tokens,
+            temperature=seat.settings.temperature,
             hooks=self._hooks,
             guard=self._guard(agent),
             durable_turn_end=agent == MAIN,
@@ -131,8 +135,8 @@ class Turns:
         """The planner's: the read-only workspace tools, `recall` and `submit_plan`."""
         tools = self._role_tools.get(PLANNER)
         if tools is None:
-            readers = [t for t in self._settings.base_tools.tools() if t.read_only]
-            recall = self._settings.recall
+            readers = [t for t in self._run.all_tools.tools() if t.read_only]
+            recall = self._seat.recall
             extra = [Recall(recall)] if recall is not None else []
             tools = ToolRegistry([*readers, *extra, SubmitPlan(self._planning)])
             self._role_tools[PLANNER] = tools
@@ -140,15 +144,13 @@ class Turns:
 
     def _usable(self, role: str) -> int:
         """The usable input of `role`'s model's window, as compaction measures it."""
-        state = self._session.state
-        learned = state.windows.get(self._settings.models(role).name, 0)
-        max_tokens = state.settings.max_tokens if state.settings is not None else None
-        window = window_of(self._settings.window(role), learned, max_tokens)
+        learned = self._session.state.windows.get(self._run.model_for(role).name, 0)
+        window = window_of(self._run.window(role), learned, self._seat.settings.max_tokens)
         return window.usable if window is not None else 0
 
     def model(self, role: str) -> Model:
         """`role`'s model, its calls taking one of the session's model-call slots."""
-        return _Limited(self._settings.models(role), self._model_slots)
+        return _Limited(self._run.model_for(role), self._model_slots)
 
     def _tools(self, definition: AgentDefinition | None) -> ToolRegistry:
         """The tools of a role, built once for all its agents: the same objects, so
@@ -157,9 +159,9 @@ class Turns:
         tools = self._role_tools.get(role)
         if tools is not None:
             return tools
-        base = self._settings.base_tools.tools()
+        base = self._run.all_tools.tools()
         todos = todo_tools(self._oversight)
-        recall = self._settings.recall
+        recall = self._seat.recall
         if recall is not None:  # every agent may read back what a compaction pruned
             todos = [*todos, Recall(recall)]
         if definition is None:
@@ -200,9 +202,7 @@ class Turns:
     def approver(self, agent: str) -> Approver:
         """Who answers `agent`'s calls that the rules ask about (one question at a time
         for the whole team): the host's approver, told whose call it is."""
-        s = self._settings
-        approve = s.approve_for(agent, self._who(agent)) if s.approve_for else s.approve
-        return self._one_at_a_time(approve)
+        return self._one_at_a_time(self._approve_for(agent, self._who(agent)))
 
     def _one_at_a_time(self, approve: Approver) -> Approver:
         async def ask(call: ToolCall) -> Any:
@@ -227,7 +227,7 @@ class Turns:
             if task is None or call.name not in ("write_file", "edit_file") or path is None:
                 return None
             try:
-                self._settings.workspace.writable(str(path), task.write_scope)
+                self._seat.workspace.writable(str(path), task.write_scope)
             except ScopeEscape as exc:
                 if exc.resolved:
                     await self._writes.note_escape(agent, call.name, exc.written, exc.resolved)

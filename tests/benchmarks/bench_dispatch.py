@@ -55,7 +55,7 @@ from orchestrator.team.drive import RunSettings, drive  # noqa: E402
 from orchestrator.team.main_agent import open_team, run_main  # noqa: E402
 from orchestrator.team.plan_host import PlanVerdict  # noqa: E402
 from orchestrator.team.queries import MAIN  # noqa: E402
-from orchestrator.team.settings import TeamSettings  # noqa: E402
+from orchestrator.team.settings import Seat  # noqa: E402
 from orchestrator.tools import PermissionPolicy, ToolRegistry, Workspace, approve_all  # noqa: E402
 
 LEVELS, WIDTH = 10, 5
@@ -176,19 +176,17 @@ async def run_on_disk(root: Path, clock: Clock, durability: Durability) -> None:
 async def run_in_memory(root: Path, clock: Clock) -> None:
     session = MemorySession()
     model = ScriptedModel(clock, name="scripted:bench")
-    settings = TeamSettings(
-        models=lambda role: model,
-        base_tools=ToolRegistry([]),
-        workspace=Workspace(root),
-        session=SESSION,
+    run = RunSettings(
+        model=model, tools=ToolRegistry([]), approve_for=lambda agent, who: approve_all
     )
+    seat = Seat(workspace=Workspace(root), settings=SESSION)
     sink = FanOut([session, clock])
     messages = (SystemMessage(content="main"), UserMessage(content="bench"))
     await sink.emit(AgentStarted(agent=MAIN, role="main", messages=messages))
     if clock.plan:
         await sink.emit(PlanSubmitted(agent=MAIN, version=1, plan=PLAN, source="library"))
         await sink.emit(PlanDecided(agent=MAIN, version=1, decision="approved", by="library"))
-    async with open_team(session, sink, settings) as team:
+    async with open_team(session, sink, run, seat) as team:
         outcome = await run_main(team)
     _check(session.state, outcome.reason)
 

@@ -74,7 +74,7 @@ from orchestrator.team.definitions import AgentDefinition, Definitions  # noqa: 
 from orchestrator.team.drive import RunSettings, drive  # noqa: E402
 from orchestrator.team.main_agent import open_team, run_main  # noqa: E402
 from orchestrator.team.queries import MAIN  # noqa: E402
-from orchestrator.team.settings import TeamSettings  # noqa: E402
+from orchestrator.team.settings import Seat  # noqa: E402
 from orchestrator.tools import PermissionPolicy, ToolRegistry, Workspace, approve_all  # noqa: E402
 from tests.benchmarks.shape import Fixed as _Fixed  # noqa: E402
 
@@ -208,17 +208,17 @@ async def run_in_memory(root: Path, brain: Brain) -> Timing:
     """The team over a `MemorySession` (no journal); returns the times of the run."""
     session = MemorySession()
     model = ScriptedModel(brain, name="scripted:bench")
-    settings = TeamSettings(
-        models=lambda role: model,
-        base_tools=ToolRegistry([Fixed()]),
-        workspace=Workspace(root),
+    run = RunSettings(
+        model=model,
+        tools=ToolRegistry([Fixed()]),
         definitions=DEFINITIONS,
-        session=_session(brain),
+        approve_for=lambda agent, who: approve_all,
     )
+    seat = Seat(workspace=Workspace(root), settings=_session(brain))
     with Timing() as timing:
         messages = (SystemMessage(content="main"), UserMessage(content="bench"))
         await session.emit(AgentStarted(agent=MAIN, role="main", messages=messages))
-        async with open_team(session, session, settings) as team:
+        async with open_team(session, session, run, seat) as team:
             outcome = await run_main(team)
     _check(session.state, brain.tasks, outcome.reason)
     return timing

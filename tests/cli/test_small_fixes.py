@@ -90,7 +90,7 @@ async def test_an_unknown_task_id_names_only_the_callers_own_tasks(workspace: Wo
         },
     )
     lead = WORKER.model_copy(update={"name": "lead", "may_delegate": True})
-    scene.settings.definitions = Definitions([*Definitions.builtin(), lead])
+    scene.wire(definitions=Definitions([*Definitions.builtin(), lead]))
     await scene.run()
     errors = [
         m.content

@@ -444,7 +444,7 @@ async def test_a_failure_that_is_retried_does_not_doom_the_dependants(
     )
     watch.scene = scene
     flaky = WORKER.model_copy(update={"name": "flaky", "max_rounds": 1, "retries": 1})
-    scene.settings.definitions = Definitions([*Definitions.builtin(), flaky])
+    scene.wire(definitions=Definitions([*Definitions.builtin(), flaky]))
     assert await run(scene) == "completed"
     t1 = scene.state.tasks.get("t1")
     assert (t1.state, t1.attempts) == ("completed", 2)
@@ -671,7 +671,7 @@ async def test_cancelling_a_subtree_cancels_its_waiting_tasks_too(
         },
     )
     lead = WORKER.model_copy(update={"name": "lead", "may_delegate": True})
-    scene.settings.definitions = Definitions([*Definitions.builtin(), lead])
+    scene.wire(definitions=Definitions([*Definitions.builtin(), lead]))
     assert await run(scene) == "completed"
     assert tool_results(scene)[-1] == "cancelled: t3, t2, t1"
     tasks = scene.state.tasks

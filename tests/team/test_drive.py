@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from pathlib import Path
 from typing import Any
@@ -287,8 +288,8 @@ async def test_a_failing_event_sink_is_a_warning_not_a_failed_call(
     root, session_id, directory = finished
     warnings: list[str] = []
     async with open_session(root, session_id, warn=warnings.append) as live:
-        run_settings = settings(ScriptedModel(parse_script(SCRIPT)), engine)
-        run_settings.ui = Exploding()
+        model = ScriptedModel(parse_script(SCRIPT))
+        run_settings = dataclasses.replace(settings(model, engine), ui=Exploding())
         result = await drive(live, run_settings)
     assert result.status == "completed"
     assert len(warnings) == 1
@@ -316,8 +317,9 @@ async def test_the_library_gets_the_team_and_can_speak_to_the_main_agent(
 
     root, session_id, directory = finished
     async with open_session(root, session_id, warn=pytest.fail) as live:
-        run_settings = settings(ScriptedModel(answer), engine)
-        run_settings.on_team = teams.append
+        run_settings = dataclasses.replace(
+            settings(ScriptedModel(answer), engine), on_team=teams.append
+        )
         result = await drive(live, run_settings)
     assert result.status == "completed"
     main = load_state(directory, warn=pytest.fail).agents["main"]

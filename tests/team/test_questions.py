@@ -222,7 +222,7 @@ def parked_under_an_idle_owner(workspace: Workspace, park_limit: float) -> Scene
         },
         park_limit=park_limit,
     )
-    scene.settings.definitions = Definitions([*Definitions.builtin(), LEAD])
+    scene.wire(definitions=Definitions([*Definitions.builtin(), LEAD]))
     return scene
 
 

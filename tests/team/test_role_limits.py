@@ -65,8 +65,10 @@ async def test_a_type_at_its_own_limit_waits_while_other_types_start(
         engine=engine,
     )
     one_at_a_time = EXPLORER.model_copy(update={"max_live": 1})
-    scene.settings.definitions = Definitions(
-        [d if d.name != "explorer" else one_at_a_time for d in Definitions.builtin()]
+    scene.wire(
+        definitions=Definitions(
+            [d if d.name != "explorer" else one_at_a_time for d in Definitions.builtin()]
+        )
     )
     outcome = await scene.run()
     assert outcome.reason == "completed"

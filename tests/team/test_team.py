@@ -3,6 +3,7 @@ real team, turn loop, tools and fold, on a session in memory)."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -22,8 +23,8 @@ from orchestrator.team.main_agent import MainOutcome, open_team, run_main
 from orchestrator.team.oversight import Policy
 from orchestrator.team.queries import MAIN
 from orchestrator.team.runtime import Team
-from orchestrator.team.settings import TeamSettings
-from orchestrator.tools import Sandbox, Workspace, workspace_tools
+from orchestrator.team.settings import RunSettings, Seat
+from orchestrator.tools import Sandbox, Workspace, approve_all, workspace_tools
 from tests.team.engines import LOCAL, Engine
 
 Reply = ScriptedReply | Awaitable[ScriptedReply]
@@ -80,13 +81,19 @@ class Scene:
         self.model = ScriptedModel(self._answer)
         policy = policy or Policy()
         budgets = policy.budgets
-        self.settings = TeamSettings(
-            models=lambda role: self.model,
-            base_tools=workspace_tools(sandbox=sandbox),
+        # The run's wiring: every call the rules ask about is approved.
+        self.wiring = RunSettings(
+            model=self.model,
+            tools=workspace_tools(sandbox=sandbox),
+            approve_for=lambda agent, who: approve_all,
+            prices=dict(policy.prices),
+            interactive=policy.interactive,
+        )
+        self.seat = Seat(
             workspace=workspace,
             session_id="scene",
             # The test's assessment policy and limits, as the session's settings.
-            session=SessionSettings(
+            settings=SessionSettings(
                 max_auto_continues=policy.max_auto_continues,
                 stall_rounds=policy.stall_rounds,
                 verify=policy.verify,
@@ -98,10 +105,12 @@ class Scene:
                 budget_wall=budgets.wall,
                 **limits,
             ),
-            prices=dict(policy.prices),
-            interactive=policy.interactive,
         )
         self.team: Team | None = None
+
+    def wire(self, **changes: Any) -> None:
+        """The run's wiring with `changes` (`definitions=...`, `ask_resume=...`)."""
+        self.wiring = dataclasses.replace(self.wiring, **changes)
 
     def _answer(self, request: ModelRequest) -> Reply:
         key = request.agent if request.agent in self.brains else request.role
@@ -121,7 +130,9 @@ class Scene:
         sink = FanOut([self.session, self.events])
         if MAIN not in self.state.agents:
             await sink.emit(AgentStarted(agent=MAIN, role="main", messages=messages))
-        async with open_team(self.session, sink, self.settings, runner=self.engine.runner) as team:
+        async with open_team(
+            self.session, sink, self.wiring, self.seat, runner=self.engine.runner
+        ) as team:
             self.team = team
             return await run_main(team)
 
@@ -598,7 +609,7 @@ async def test_cancelling_a_task_cancels_its_subtree(workspace: Workspace, engin
     from orchestrator.team.definitions import WORKER, Definitions
 
     lead = WORKER.model_copy(update={"name": "lead", "may_delegate": True})
-    scene.settings.definitions = Definitions([*Definitions.builtin(), lead])
+    scene.wire(definitions=Definitions([*Definitions.builtin(), lead]))
     with trio.fail_after(10):
         outcome = await scene.run()
     assert outcome.reason == "completed"
@@ -638,7 +649,7 @@ async def test_delegation_past_the_depth_limit_is_refused(
         engine=engine,
     )
     lead = WORKER.model_copy(update={"name": "lead", "may_delegate": True})
-    scene.settings.definitions = Definitions([*Definitions.builtin(), lead])
+    scene.wire(definitions=Definitions([*Definitions.builtin(), lead]))
     await scene.run()
     summary = scene.state.tasks.get("t1").completion.summary
     assert "past the limit of 1" in summary
@@ -717,7 +728,7 @@ async def test_a_subtask_cannot_widen_its_parents_write_scope(
         engine=engine,
     )
     lead = WORKER.model_copy(update={"name": "lead", "may_delegate": True})
-    scene.settings.definitions = Definitions([*Definitions.builtin(), lead])
+    scene.wire(definitions=Definitions([*Definitions.builtin(), lead]))
     await scene.run()
     summary = scene.state.tasks.get("t1").completion.summary
     assert "is not inside your own write scope (src)" in summary
@@ -857,8 +868,8 @@ async def test_a_types_allow_rules_apply_to_its_agents_only(
         engine=engine,
     )
     builder = WORKER.model_copy(update={"name": "builder", "allow": ("write_file=allow",)})
-    scene.settings.definitions = Definitions([*Definitions.builtin(), builder])
-    scene.settings.approve = deny_all  # every "ask" is refused
+    scene.wire(definitions=Definitions([*Definitions.builtin(), builder]))
+    scene.wire(approve_for=lambda agent, who: deny_all)  # every "ask" is refused
     await scene.run()
     assert (workspace.root / "t1.txt").exists()
     assert not (workspace.root / "main.txt").exists()
@@ -1029,8 +1040,8 @@ async def test_interrupt_stops_a_tool_call_that_can_stop_safely(
         },
         engine=engine,
     )
-    scene.settings.base_tools.add(Watch())
-    scene.settings.definitions = Definitions([*Definitions.builtin(), watcher])
+    scene.wiring.tools.add(Watch())
+    scene.wire(definitions=Definitions([*Definitions.builtin(), watcher]))
     with trio.fail_after(10):
         outcome = await scene.run()
     assert outcome.reason == "completed"
@@ -1107,7 +1118,7 @@ async def test_a_type_with_retries_gets_another_attempt_after_failing(
         engine=engine,
     )
     flaky = WORKER.model_copy(update={"name": "flaky", "max_rounds": 1, "retries": 1})
-    scene.settings.definitions = Definitions([*Definitions.builtin(), flaky])
+    scene.wire(definitions=Definitions([*Definitions.builtin(), flaky]))
     outcome = await scene.run()
     assert outcome.reason == "completed"
     task = scene.state.tasks.get("t1")
@@ -1202,7 +1213,7 @@ async def test_a_task_with_resume_policy_ask_is_revived_only_if_the_person_says_
         },
     )
     careful = WORKER.model_copy(update={"name": "careful", "resume": "ask"})
-    scene.settings.definitions = Definitions([*Definitions.builtin(), careful])
+    scene.wire(definitions=Definitions([*Definitions.builtin(), careful]))
     with trio.move_on_after(60):
         await scene.run()
     first_run = False
@@ -1212,7 +1223,7 @@ async def test_a_task_with_resume_policy_ask_is_revived_only_if_the_person_says_
         questions.append(question)
         return answer
 
-    scene.settings.ask_resume = ask
+    scene.wire(ask_resume=ask)
     outcome = await scene.run()
     assert outcome.reason == "completed"
     assert questions == [
@@ -1262,7 +1273,7 @@ async def test_a_task_budget_covers_its_subtree(workspace: Workspace, engine: En
         engine=engine,
     )
     lead = WORKER.model_copy(update={"name": "lead", "may_delegate": True})
-    scene.settings.definitions = Definitions([*Definitions.builtin(), lead])
+    scene.wire(definitions=Definitions([*Definitions.builtin(), lead]))
     with trio.fail_after(10):
         outcome = await scene.run()
     assert outcome.reason == "completed"
@@ -1298,7 +1309,7 @@ async def test_a_type_with_verify_completes_only_once_its_checks_pass(
         engine=engine,
     )
     checked = WORKER.model_copy(update={"name": "checked", "verify": (check,)})
-    scene.settings.definitions = Definitions([*Definitions.builtin(), checked])
+    scene.wire(definitions=Definitions([*Definitions.builtin(), checked]))
     with trio.fail_after(20):
         outcome = await scene.run()
     assert outcome.reason == "completed"
@@ -1340,7 +1351,7 @@ async def test_a_runner_gets_a_task_id_and_a_port_not_the_team(workspace: Worksp
     sink = FanOut([scene.session, scene.events])
     messages = (SystemMessage(content="main"), UserMessage(content="the goal"))
     await sink.emit(AgentStarted(agent=MAIN, role="main", messages=messages))
-    async with open_team(scene.session, sink, scene.settings, runner=Recording) as team:
+    async with open_team(scene.session, sink, scene.wiring, scene.seat, runner=Recording) as team:
         outcome = await run_main(team)
     assert outcome.reason == "completed"
     [(task_id, port)] = started

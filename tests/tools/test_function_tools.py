@@ -29,7 +29,6 @@ from orchestrator.session.live import create_session, load_state, open_session
 from orchestrator.state.events import ListSink
 from orchestrator.team.definitions import AgentDefinition, Definitions
 from orchestrator.team.drive import RunSettings, drive
-from orchestrator.team.settings import TeamSettings
 from orchestrator.tools import (
     FunctionTool,
     PermissionPolicy,
@@ -571,29 +570,24 @@ def test_two_different_tools_of_one_name_are_refused(workspace: Workspace) -> No
     twice = Definitions([counter, counter.model_copy(update={"name": "again"})])
     assert dict(twice.given_tools()) == {"word_count": (word_count, "counter")}
 
-    def settings(base: ToolRegistry) -> TeamSettings:
-        return TeamSettings(
-            models=lambda role: scripted(),
-            base_tools=base,
-            workspace=workspace,
-            definitions=Definitions([counter]),
-        )
+    def settings(base: ToolRegistry) -> RunSettings:
+        return RunSettings(model=scripted(), tools=base, definitions=Definitions([counter]))
 
     with pytest.raises(
         ConfigError,
         match=re.escape(
             "two different tools are named 'word_count': one in the session's tools "
-            "(RunSettings.tools, TeamSettings.base_tools), another given in agent type "
+            "(RunSettings.tools), another given in agent type "
             "'counter'"
         ),
     ):
-        settings(ToolRegistry([impostor]))
+        settings(ToolRegistry([impostor])).all_tools  # noqa: B018 (made when first read)
     # The tool itself in the session's tools too: nothing to add, the registry as given.
     base = ToolRegistry([word_count])
-    assert settings(base).base_tools is base
+    assert settings(base).all_tools is base
     # Added to a new registry: the caller's may be shared by other sessions.
     given = workspace_tools()
-    added = settings(given).base_tools
+    added = settings(given).all_tools
     assert added.names() == [*given.names(), "word_count"]
     assert "word_count" not in given
 
