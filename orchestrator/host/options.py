@@ -127,41 +127,46 @@ class StreamResumeOptions(Resuming):
 
 def takes(options: Callable[P, K]) -> Callable[[Callable[[K], R]], Callable[P, R]]:
     """`body` called with `options(...)`, taking the options' parameters as its own."""
-    assert isinstance(options, type)  # a dataclass, whose docs are read too
+    kind: object = options  # `options` itself stays the constructor, for the types
+    assert isinstance(kind, type)  # a dataclass, whose classes' docs are read too
     parameters = inspect.signature(options).parameters.values()
     shared = {field.name for field in dataclasses.fields(Options)}
     # The call's own keywords first (`model` before `agents`), in their classes' order.
     ordered = sorted(parameters, key=lambda parameter: parameter.name in shared)
     # Their docs in the same order: the classes below `Options` from the top, then it.
-    own = options.__mro__[: options.__mro__.index(Options)]
-    keywords_doc = "\n\n".join(
-        inspect.cleandoc(kind.__doc__ or "") for kind in [*reversed(own), Options]
-    )
+    own = kind.__mro__[: kind.__mro__.index(Options)]
+    keywords_doc = "\n\n".join(inspect.cleandoc(c.__doc__ or "") for c in [*reversed(own), Options])
 
     def made(body: Callable[[K], R]) -> Callable[P, R]:
+        returns = inspect.signature(body).return_annotation
+        signature = inspect.Signature(ordered, return_annotation=returns)
+
+        def given(*args: P.args, **kwargs: P.kwargs) -> K:
+            try:
+                signature.bind(*args, **kwargs)
+            except TypeError as exc:  # named as a plain `def` names itself, not by the class
+                raise TypeError(f"{body.__name__}() {exc}") from None
+            return options(*args, **kwargs)
+
         call: Callable[P, R]
         if inspect.iscoroutinefunction(body):
             coroutine = cast(Callable[[K], Awaitable[Any]], body)
 
             async def awaited(*args: P.args, **kwargs: P.kwargs) -> Any:
-                return await coroutine(options(*args, **kwargs))
+                return await coroutine(given(*args, **kwargs))
 
             call = cast(Callable[P, R], awaited)  # a coroutine function still, for `help`
         else:
 
             def call(*args: P.args, **kwargs: P.kwargs) -> R:
-                return body(options(*args, **kwargs))
+                return body(given(*args, **kwargs))
 
         # Not `functools.wraps`: its `__wrapped__` would lead `inspect` to `body`'s own
         # parameter (the options value) rather than to the signature made here.
         functools.update_wrapper(call, body, ("__module__", "__name__", "__qualname__"), ())
         # As `help` shows them: the annotations as written, like a plain `def`'s (a
         # function's `__signature__` is unknown to mypy).
-        setattr(  # noqa: B010
-            call,
-            "__signature__",
-            inspect.Signature(ordered, return_annotation=inspect.signature(body).return_annotation),
-        )
+        setattr(call, "__signature__", signature)  # noqa: B010
         call.__doc__ = f"{inspect.cleandoc(body.__doc__ or '')}\n\n{keywords_doc}"
         # For `typing.get_type_hints(run)`, evaluated here where the options' names are.
         call.__annotations__ = {
