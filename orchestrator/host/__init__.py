@@ -8,11 +8,12 @@ from typing import TYPE_CHECKING
 from orchestrator._face import lazy
 
 if TYPE_CHECKING:
-    from orchestrator.host.run import EventHandler, resume, run
+    from orchestrator.host.options import EventHandler
+    from orchestrator.host.run import resume, run
     from orchestrator.host.stream import EventStream, stream, stream_resume
 
 _HOMES = {
-    "EventHandler": "run",
+    "EventHandler": "options",
     "EventStream": "stream",
     "resume": "run",
     "run": "run",

@@ -14,7 +14,6 @@ import inspect
 import os
 import tempfile
 import warnings
-from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -23,134 +22,97 @@ import httpx
 
 from orchestrator.errors import ConfigError, SessionNotFound
 from orchestrator.host.aio import CallerLoop, from_asyncio, in_trio
+from orchestrator.host.options import (
+    EventHandler as EventHandler,  # its home on the faces
+)
+from orchestrator.host.options import (
+    Making,
+    Options,
+    ResumeOptions,
+    RunOptions,
+    takes,
+)
 from orchestrator.models.base import Model
 from orchestrator.models.http import make_client
 from orchestrator.models.resolve import provider_names, resolve_model
 from orchestrator.session.live import create_session, open_session
 from orchestrator.state.events import Event, EventSink, NullSink
 from orchestrator.state.manifest import read_manifest
-from orchestrator.state.settings import SessionSettings
-from orchestrator.team.asking import HostApprover, QuestionAnswerer
-from orchestrator.team.definitions import AgentDefinition, Definitions
+from orchestrator.team.definitions import Definitions
 from orchestrator.team.drive import RunResult, drive
 from orchestrator.team.settings import RunSettings, TeamHook
 from orchestrator.tools import workspace_tools
-from orchestrator.tools.base import AnyTool
-from orchestrator.usage import Price
-
-EventHandler = Callable[[Event], Awaitable[None] | None]
-"""What `on_event` may be besides an `EventSink`: a function (plain or async) of one
-event."""
 
 
-@dataclass(frozen=True)
-class _Wiring:
-    """What a run and a resume take alike."""
+@dataclass(frozen=True, kw_only=True)
+class _Wiring(Options):
+    """The shared keywords as the drive takes them, with where the events go."""
 
-    agents: Iterable[AgentDefinition]
-    tools: Iterable[AnyTool]
     on_event: EventSink | EventHandler | None
-    approve: HostApprover | None
-    answer: QuestionAnswerer | None
-    instructions: str
-    settings: SessionSettings | None
-    prices: Mapping[str, Price] | None
-    on_team: TeamHook | None
     # The callbacks are bridged to the calling asyncio program's loop (`_for_caller`):
     # the drive runs under trio in a thread of its own.
     from_asyncio: bool = False
 
-
-async def run(
-    goal: str,
-    *,
-    model: Model | str,
-    agents: Iterable[AgentDefinition] = (),
-    tools: Iterable[AnyTool] = (),
-    workspace: Path | str | None = None,
-    sessions_dir: Path | str | None = None,
-    on_event: EventSink | EventHandler | None = None,
-    approve: HostApprover | None = None,
-    answer: QuestionAnswerer | None = None,
-    instructions: str = "",
-    settings: SessionSettings | None = None,
-    prices: Mapping[str, Price] | None = None,
-    on_team: TeamHook | None = None,
-) -> RunResult:
-    """Make a session for `goal` and run it until the main agent is done.
-
-    `model`: a `Model`, or a spec as the command line takes it ("openai:gpt-4.1",
-    "scripted:script.json"; keys from the environment). `agents`: agent types besides the
-    built-in `worker` and `explorer`. `tools`: tools besides the workspace's six, for
-    every agent. `workspace`: where the agents' tools work (None: the current
-    directory). `sessions_dir`: where the session is kept (None: a new temporary
-    directory, kept, named in `RunResult.session_dir`). `approve`: answers the calls the
-    permission rules ask about (None: read-only tools run, the others are refused with
-    "no approver given"). `answer`: answers subagents' questions first (None: their
-    owners do). `instructions`: added to the main agent's system prompt. `on_team`:
-    called with the running `Team` before the main agent starts, and awaited when it is
-    a coroutine function (trio only: its methods are trio's)."""
-    wiring = _for_caller(
-        _Wiring(agents, tools, on_event, approve, answer, instructions, settings, prices, on_team)
-    )
-    directory = new_session(
-        goal, model=model, workspace=workspace, sessions_dir=sessions_dir, settings=settings
-    )
-    return await _drive(directory.parent, directory.name, model, wiring, message="")
+    @classmethod
+    def of(cls, given: Options, on_event: EventSink | EventHandler | None) -> _Wiring:
+        shared = {field.name: getattr(given, field.name) for field in dataclasses.fields(Options)}
+        return cls(**shared, on_event=on_event)
 
 
-def new_session(
-    goal: str,
-    *,
-    model: Model | str,
-    workspace: Path | str | None,
-    sessions_dir: Path | str | None,
-    settings: SessionSettings | None,
-) -> Path:
-    """The directory of a new session for `goal`, not yet run (`run`'s first half)."""
-    root = Path(sessions_dir) if sessions_dir is not None else _new_root()
-    where = Path(workspace) if workspace is not None else Path.cwd()
+@takes(RunOptions)
+async def run(given: RunOptions) -> RunResult:
+    """Make a session for `goal` and run it until the main agent is done."""
+    wiring = _for_caller(_Wiring.of(given, given.on_event))
+    directory = new_session(given)
+    return await _drive(directory.parent, directory.name, given.model, wiring, message="")
+
+
+def new_session(given: Making) -> Path:
+    """The directory of a new session for `given.goal`, not yet run (`run`'s first half)."""
+    root = Path(given.sessions_dir) if given.sessions_dir is not None else _new_root()
+    where = Path(given.workspace) if given.workspace is not None else Path.cwd()
     if not where.is_dir():
         raise ConfigError(f"the workspace {where} is not a directory")
+    model = given.model
     label = model if isinstance(model, str) else _label(model)
-    _, directory = create_session(root, goal=goal, model=label, workspace=where, settings=settings)
+    _, directory = create_session(
+        root, goal=given.goal, model=label, workspace=where, settings=given.settings
+    )
     return directory
 
 
-async def resume(
-    session: Path | str,
-    *,
-    sessions_dir: Path | str | None = None,
-    model: Model | str | None = None,
-    message: str = "",
-    agents: Iterable[AgentDefinition] = (),
-    tools: Iterable[AnyTool] = (),
-    on_event: EventSink | EventHandler | None = None,
-    approve: HostApprover | None = None,
-    answer: QuestionAnswerer | None = None,
-    instructions: str = "",
-    settings: SessionSettings | None = None,
-    prices: Mapping[str, Price] | None = None,
-    on_team: TeamHook | None = None,
-) -> RunResult:
+@takes(ResumeOptions)
+async def resume(given: ResumeOptions) -> RunResult:
     """Go on with a session that stopped (killed, interrupted, failed, blocked), from
     where its journal left it; a completed one returns at once ("already finished")
-    unless `message` says something new to its main agent.
-
-    `session`: its directory (`RunResult.session_dir`), or its id with `sessions_dir`.
-    `model`: None takes the one the session was made with, when that is a spec (a
-    `Model` object given to `run` has to be given again). `message`: said to the main
-    agent, or the answer to the oldest question nobody answered (a `blocked` session).
-    The agent types and tools must be those the session ran with (they are not kept in
-    it); `settings`, when given and different, replace the journaled ones."""
-    wiring = _for_caller(
-        _Wiring(agents, tools, on_event, approve, answer, instructions, settings, prices, on_team)
+    unless `message` says something new to its main agent."""
+    return await resumed(
+        given,
+        given.session,
+        given.sessions_dir,
+        model=given.model,
+        message=given.message,
+        on_event=given.on_event,
     )
+
+
+async def resumed(
+    given: Options,
+    session: Path | str,
+    sessions_dir: Path | str | None,
+    *,
+    model: Model | str | None,
+    message: str,
+    on_event: EventSink | EventHandler | None,
+) -> RunResult:
+    """`resume`'s body, which `stream` and `stream_resume` go through with their own
+    keywords and their own `on_event`."""
+    wiring = _for_caller(_Wiring.of(given, on_event))
     root, session_id = locate(session, sessions_dir)
-    given = model is not None
+    asked = model is not None
     if model is None:
         model = read_manifest(root / session_id).model_spec(root / session_id)
-    return await _drive(root, session_id, model, wiring, message=message, asked=given)
+    return await _drive(root, session_id, model, wiring, message=message, asked=asked)
 
 
 def _label(model: Model) -> str:

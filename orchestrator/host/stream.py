@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import NoReturn, final
@@ -30,16 +30,10 @@ from typing import NoReturn, final
 import trio
 
 from orchestrator.host.aio import from_asyncio, outlast
-from orchestrator.host.run import EventHandler, check_on_team, locate, new_session, resume
-from orchestrator.models.base import Model
+from orchestrator.host.options import EventHandler, StreamOptions, StreamResumeOptions, takes
+from orchestrator.host.run import check_on_team, locate, new_session, resumed
 from orchestrator.state.events import Event
-from orchestrator.state.settings import SessionSettings
-from orchestrator.team.asking import HostApprover, QuestionAnswerer
-from orchestrator.team.definitions import AgentDefinition
 from orchestrator.team.drive import RunResult
-from orchestrator.team.settings import TeamHook
-from orchestrator.tools.base import AnyTool
-from orchestrator.usage import Price
 
 Start = Callable[[EventHandler], Awaitable[RunResult]]
 """A run, given where its events go."""
@@ -170,85 +164,37 @@ async def _pulled(start: Start, session_dir: Path, buffer: int) -> AsyncIterator
 
 
 @asynccontextmanager
-async def stream(
-    goal: str,
-    *,
-    model: Model | str,
-    agents: Iterable[AgentDefinition] = (),
-    tools: Iterable[AnyTool] = (),
-    workspace: Path | str | None = None,
-    sessions_dir: Path | str | None = None,
-    approve: HostApprover | None = None,
-    answer: QuestionAnswerer | None = None,
-    instructions: str = "",
-    settings: SessionSettings | None = None,
-    prices: Mapping[str, Price] | None = None,
-    on_team: TeamHook | None = None,
-    buffer: int = 16,
-) -> AsyncIterator[EventStream]:
-    """`run(goal, ...)` as an `EventStream` of its events: the keywords are `run`'s;
-    `buffer`, how many events may wait unread before the run waits for the reader."""
-    check_on_team(on_team)  # before a session is made for nothing
-    directory = new_session(
-        goal, model=model, workspace=workspace, sessions_dir=sessions_dir, settings=settings
-    )
+@takes(StreamOptions)
+async def stream(given: StreamOptions) -> AsyncIterator[EventStream]:
+    """`run(goal, ...)` as an `EventStream` of its events: the keywords are `run`'s but
+    `on_event`, and `buffer`."""
+    check_on_team(given.on_team)  # before a session is made for nothing
+    directory = new_session(given)
 
     def start(on_event: EventHandler) -> Awaitable[RunResult]:
         # A session made and not yet run resumes from its start: that is `run`.
-        return resume(
-            directory,
-            model=model,
-            agents=agents,
-            tools=tools,
-            on_event=on_event,
-            approve=approve,
-            answer=answer,
-            instructions=instructions,
-            settings=settings,
-            prices=prices,
-            on_team=on_team,
-        )
+        return resumed(given, directory, None, model=given.model, message="", on_event=on_event)
 
-    async with _pulled(start, directory, buffer) as events:
+    async with _pulled(start, directory, given.buffer) as events:
         yield events
 
 
 @asynccontextmanager
-async def stream_resume(
-    session: Path | str,
-    *,
-    sessions_dir: Path | str | None = None,
-    model: Model | str | None = None,
-    message: str = "",
-    agents: Iterable[AgentDefinition] = (),
-    tools: Iterable[AnyTool] = (),
-    approve: HostApprover | None = None,
-    answer: QuestionAnswerer | None = None,
-    instructions: str = "",
-    settings: SessionSettings | None = None,
-    prices: Mapping[str, Price] | None = None,
-    on_team: TeamHook | None = None,
-    buffer: int = 16,
-) -> AsyncIterator[EventStream]:
+@takes(StreamResumeOptions)
+async def stream_resume(given: StreamResumeOptions) -> AsyncIterator[EventStream]:
     """`resume(session, ...)` as an `EventStream` of its events: the keywords are
-    `resume`'s, and `buffer` as for `stream`."""
-    root, session_id = locate(session, sessions_dir)
+    `resume`'s but `on_event`, and `buffer` as for `stream`."""
+    root, session_id = locate(given.session, given.sessions_dir)
 
     def start(on_event: EventHandler) -> Awaitable[RunResult]:
-        return resume(
+        return resumed(
+            given,
             root / session_id,
-            model=model,
-            message=message,
-            agents=agents,
-            tools=tools,
+            None,
+            model=given.model,
+            message=given.message,
             on_event=on_event,
-            approve=approve,
-            answer=answer,
-            instructions=instructions,
-            settings=settings,
-            prices=prices,
-            on_team=on_team,
         )
 
-    async with _pulled(start, root / session_id, buffer) as events:
+    async with _pulled(start, root / session_id, given.buffer) as events:
         yield events
