@@ -26,7 +26,7 @@ from orchestrator.state.events import Event, EventSink
 from orchestrator.state.settings import SessionSettings
 from orchestrator.team.asking import HostApprover, QuestionAnswerer
 from orchestrator.team.definitions import AgentDefinition
-from orchestrator.team.settings import TeamHook
+from orchestrator.team.runtime import TeamHook
 from orchestrator.tools.base import AnyTool
 from orchestrator.usage import Price
 

@@ -40,7 +40,8 @@ from orchestrator.state.events import Event, EventSink, NullSink
 from orchestrator.state.manifest import read_manifest
 from orchestrator.team.definitions import Definitions
 from orchestrator.team.drive import RunResult, drive
-from orchestrator.team.settings import RunSettings, TeamHook
+from orchestrator.team.runtime import TeamHook
+from orchestrator.team.settings import RunSettings
 from orchestrator.tools import workspace_tools
 
 

@@ -14,7 +14,7 @@ the same place. A runner works a task through a `TaskPort` (port.py), not the te
 from __future__ import annotations
 
 import functools
-from collections.abc import Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -249,6 +249,10 @@ class Team:
             await watch_stalls(self.session, self.postbox, self.seat.limits.stall_after)
         finally:
             self.compactor.close()
+
+
+TeamHook = Callable[[Team], Awaitable[None] | None]
+"""`RunSettings.on_team`: a function of the running team, plain or async."""
 
 
 @dataclass

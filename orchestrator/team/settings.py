@@ -42,10 +42,7 @@ from orchestrator.tools.workspace import Workspace
 from orchestrator.usage import Price
 
 if TYPE_CHECKING:
-    from orchestrator.team.runtime import Team
-
-TeamHook = Callable[["Team"], Awaitable[None] | None]
-"""`RunSettings.on_team`: a function of the running team, plain or async."""
+    from orchestrator.team.runtime import TeamHook
 
 
 @dataclass(frozen=True)

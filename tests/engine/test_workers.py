@@ -28,8 +28,8 @@ from orchestrator.session.live import create_session, load_state, open_session
 from orchestrator.state.events import Event, EventSink, FanOut, ListSink, Notice, event_json
 from orchestrator.state.fold import USER
 from orchestrator.team.drive import RunResult, drive
-from orchestrator.team.runtime import Team
-from orchestrator.team.settings import RunSettings, TeamHook
+from orchestrator.team.runtime import Team, TeamHook
+from orchestrator.team.settings import RunSettings
 from orchestrator.team.subagent import InProcessRunner
 from orchestrator.tools import PermissionPolicy, approve_all, workspace_tools
 from orchestrator.view.model import ViewModel
