@@ -397,7 +397,7 @@ async def _drive(
     async with open_team(live, sink, team_settings, runner=settings.runner, screen=screen) as team:
         if MAIN not in state.agents and not planning:
             tools = team.turn_deps(MAIN).tools.names()
-            types = [(d.name, d.description) for d in settings.definitions]
+            types = [(d.name, d.description) for d in team_settings.definitions]
             messages = (
                 SystemMessage(
                     content=with_instructions(

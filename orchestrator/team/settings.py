@@ -95,6 +95,8 @@ class TeamSettings:
 
     def __post_init__(self) -> None:
         self.base_tools = session_tools(self.base_tools, self.definitions)
+        # A built-in type the session's tools cannot serve is no type of this team's.
+        self.definitions = self.definitions.usable(self.base_tools.names())
 
     def window(self, role: str) -> Window | None:
         """The context window of `role`'s model, when known."""
@@ -112,7 +114,8 @@ class TeamSettings:
 
 
 def check_definitions(settings: TeamSettings) -> None:
-    """Every tool an agent type names is one of the session's, and its model resolves: a
+    """Every tool an agent type names is one of the session's (a built-in type that names
+    one it lacks is left out already, `Definitions.usable`), and its model resolves: a
     `ConfigError` naming the type and the tool (or the model's error) otherwise, before
     any agent runs (a misspelt tool would leave the type without it, its calls answered
     "unknown tool", and its tasks ending all the same)."""
