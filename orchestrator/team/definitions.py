@@ -280,11 +280,12 @@ class Definitions:
 
     def usable(self, tool_names: Iterable[str]) -> Definitions:
         """These definitions less the built-in types (unchanged by any file) that name a
-        tool not among `tool_names`, the session's: a session given tools of its own
+        tool not among `tool_names` (the session's, with those given in a definition):
+        `drive`'s team has them. A session given tools of its own
         (a registry without the workspace tools) has no `worker` or `explorer`, rather
         than refusing to run. A type that is not a built-in keeps an unknown tool, which
         the run refuses, naming it (team/settings.py `check_definitions`)."""
-        known = set(tool_names)
+        known = {*tool_names, *self._given}  # a tool given as an object is the session's
         left_out = {
             d.name for d in self if d == _BUILTINS.get(d.name) and not known.issuperset(d.tools)
         }

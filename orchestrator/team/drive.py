@@ -349,7 +349,7 @@ def settings_of_team(
         base_tools=settings.tools,
         workspace=Workspace(root),
         session_id=session_id,
-        definitions=settings.definitions,
+        definitions=settings.definitions.usable(settings.tools.names()),  # no built-in refused
         policy=PermissionPolicy([*settings.policy.rules, *allowed], settings.policy.default),
         approve=no_approver,
         approve_for=settings.approve_for

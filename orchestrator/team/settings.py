@@ -95,8 +95,6 @@ class TeamSettings:
 
     def __post_init__(self) -> None:
         self.base_tools = session_tools(self.base_tools, self.definitions)
-        # A built-in type the session's tools cannot serve is no type of this team's.
-        self.definitions = self.definitions.usable(self.base_tools.names())
 
     def window(self, role: str) -> Window | None:
         """The context window of `role`'s model, when known."""
