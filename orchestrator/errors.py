@@ -6,6 +6,7 @@ values, not exceptions.
 
 from __future__ import annotations
 
+import functools
 import re
 from datetime import datetime
 from pathlib import Path
@@ -84,7 +85,7 @@ class ContextTooLong(ModelError):
         Mistral, DeepSeek, Gemini, xAI and Cerebras (tests/providers/test_context_errors.py
         holds each one's real text); None for a figure the message does not state."""
         text = " ".join(message.lower().split())
-        return _first(_LIMITS, text), _requested(text)
+        return _first(_patterns(_LIMITS), text), _requested(text)
 
 
 class CompactionFailed(ContextTooLong):
@@ -230,53 +231,55 @@ class JournalCorrupt(SessionError):
 
 _N = r"(\d(?:[\d,]*\d)?)"  # 8192, 32,768, 1,048,576
 
+# The wordings are compiled on the first message read (`_patterns`), not when the module
+# is imported: every command imports this module, `--help` too.
+
 # The window, in the order tried: specific wordings before general ones.
-_LIMITS = tuple(
-    re.compile(wording)
-    for wording in (
-        rf"maximum context length is {_N}",  # OpenAI, vLLM, DeepSeek, OpenRouter
-        rf"context length is only {_N}",  # vLLM: "You passed N input tokens ..."
-        rf"context length of only {_N}",  # LM Studio: "... loaded with context length of only N"
-        rf"(?:tokens|\d) ?> ?{_N}",  # Anthropic: "N tokens > M maximum", "N + M > L"
-        rf"maximum prompt length is {_N}",  # xAI
-        rf"maximum number of tokens allowed \({_N}\)",  # Gemini
-        rf"too large for model with {_N} maximum context",  # Mistral
-        rf"context length \({_N}(?: tokens)?\)",  # Together: "... context length (N tokens)"
-        rf"must be <= {_N}",  # TGI, Together: "`inputs` tokens + `max_new_tokens` must be <= N"
-        rf"available context size \({_N} tokens\)",  # llama.cpp, Ollama
-        rf"n_ctx: ?{_N}",  # LM Studio: "(n_keep: N>= n_ctx: M)"
-        rf"while limit is {_N}",  # Cerebras
-        rf"context (?:window|length|limit) of {_N}",  # "exceeds the context window of N tokens"
-    )
+_LIMITS = (
+    rf"maximum context length is {_N}",  # OpenAI, vLLM, DeepSeek, OpenRouter
+    rf"context length is only {_N}",  # vLLM: "You passed N input tokens ..."
+    rf"context length of only {_N}",  # LM Studio: "... loaded with context length of only N"
+    rf"(?:tokens|\d) ?> ?{_N}",  # Anthropic: "N tokens > M maximum", "N + M > L"
+    rf"maximum prompt length is {_N}",  # xAI
+    rf"maximum number of tokens allowed \({_N}\)",  # Gemini
+    rf"too large for model with {_N} maximum context",  # Mistral
+    rf"context length \({_N}(?: tokens)?\)",  # Together: "... context length (N tokens)"
+    rf"must be <= {_N}",  # TGI, Together: "`inputs` tokens + `max_new_tokens` must be <= N"
+    rf"available context size \({_N} tokens\)",  # llama.cpp, Ollama
+    rf"n_ctx: ?{_N}",  # LM Studio: "(n_keep: N>= n_ctx: M)"
+    rf"while limit is {_N}",  # Cerebras
+    rf"context (?:window|length|limit) of {_N}",  # "exceeds the context window of N tokens"
 )
 
 # The request's input. "you requested T tokens (A in the messages, C in the completion)"
 # is read first, as T - C: the completion asked for is not the context's size.
-_REQUESTED_TOTAL = re.compile(rf"you requested (?:about )?{_N} tokens \(([^)]*)\)")
-_COMPLETION_PART = re.compile(rf"{_N} (?:in|for) the (?:completion|output)")
-_REQUESTED = tuple(
-    re.compile(wording)
-    for wording in (
-        rf"your messages resulted in {_N} tokens",  # OpenAI
-        rf"you requested (?:about )?{_N} tokens",  # OpenAI, vLLM, OpenRouter, no parts given
-        rf"prompt contains (?:at least )?{_N} (?:input )?tokens",  # vLLM, Mistral
-        rf"you passed {_N} input tokens",  # vLLM
-        rf"prompt is too long:? {_N} tokens",  # Anthropic
-        rf"context limit: {_N} \+",  # Anthropic: "input length and `max_tokens` exceed ..."
-        rf"input token count \({_N}\)",  # Gemini
-        rf"request contains {_N} tokens",  # xAI
-        rf"given: {_N} \W*inputs\W* tokens",  # TGI, Together
-        rf"the input \({_N} tokens\)",  # Together
-        rf"request \({_N} tokens\)",  # llama.cpp, Ollama
-        rf"n_keep: ?{_N}",  # LM Studio
-        rf"keep the first {_N} tokens",  # LM Studio
-        rf"current length is {_N}",  # Cerebras
-    )
+_REQUESTED_TOTAL = rf"you requested (?:about )?{_N} tokens \(([^)]*)\)"
+_COMPLETION_PART = rf"{_N} (?:in|for) the (?:completion|output)"
+_REQUESTED = (
+    rf"your messages resulted in {_N} tokens",  # OpenAI
+    rf"you requested (?:about )?{_N} tokens",  # OpenAI, vLLM, OpenRouter, no parts given
+    rf"prompt contains (?:at least )?{_N} (?:input )?tokens",  # vLLM, Mistral
+    rf"you passed {_N} input tokens",  # vLLM
+    rf"prompt is too long:? {_N} tokens",  # Anthropic
+    rf"context limit: {_N} \+",  # Anthropic: "input length and `max_tokens` exceed ..."
+    rf"input token count \({_N}\)",  # Gemini
+    rf"request contains {_N} tokens",  # xAI
+    rf"given: {_N} \W*inputs\W* tokens",  # TGI, Together
+    rf"the input \({_N} tokens\)",  # Together
+    rf"request \({_N} tokens\)",  # llama.cpp, Ollama
+    rf"n_keep: ?{_N}",  # LM Studio
+    rf"keep the first {_N} tokens",  # LM Studio
+    rf"current length is {_N}",  # Cerebras
 )
 
 
 def _number(digits: str) -> int:
     return int(digits.replace(",", ""))
+
+
+@functools.cache
+def _patterns(wordings: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
+    return tuple(map(re.compile, wordings))
 
 
 def _first(patterns: tuple[re.Pattern[str], ...], text: str) -> int | None:
@@ -288,8 +291,9 @@ def _first(patterns: tuple[re.Pattern[str], ...], text: str) -> int | None:
 
 
 def _requested(text: str) -> int | None:
-    total = _REQUESTED_TOTAL.search(text)
-    completion = _COMPLETION_PART.search(total.group(2)) if total else None
+    [total_pattern, completion_pattern] = _patterns((_REQUESTED_TOTAL, _COMPLETION_PART))
+    total = total_pattern.search(text)
+    completion = completion_pattern.search(total.group(2)) if total else None
     if total and completion:
         return _number(total.group(1)) - _number(completion.group(1))
-    return _first(_REQUESTED, text)
+    return _first(_patterns(_REQUESTED), text)

@@ -19,7 +19,6 @@ from orchestrator.errors import (
     OrchestratorError,
     SessionNotFound,
 )
-from orchestrator.loop.plan import PlanError
 
 
 def _dispatch(args: argparse.Namespace) -> int:
@@ -75,6 +74,14 @@ def _dispatch(args: argparse.Namespace) -> int:
     raise AssertionError(f"unhandled command {args.command}")
 
 
+def _plan_error(exc: OrchestratorError) -> bool:
+    """A plan that cannot be read or built (a usage error, like a bad config). Imported
+    here, on an error only: `loop.plan` pulls in msgspec, which `--help` has no use for."""
+    from orchestrator.loop.plan import PlanError
+
+    return isinstance(exc, PlanError)
+
+
 class _QuietWhenClosed:
     """stdout that a reader may close (`orchestrator run ... | head -1`): the first write
     that finds the pipe closed points stdout at /dev/null, and the command carries on; a
@@ -115,7 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return _dispatch(args)
-    except (ConfigError, InvalidSessionId, SessionNotFound, PlanError) as exc:
+    except (ConfigError, InvalidSessionId, SessionNotFound) as exc:
         _note(f"error: {exc}")
         return EXIT_USAGE
     except JournalCorrupt as exc:
@@ -131,7 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_FAILED
     except OrchestratorError as exc:
         _note(f"error: {exc}")
-        return EXIT_FAILED
+        return EXIT_USAGE if _plan_error(exc) else EXIT_FAILED
     except OSError as exc:
         # The machine said no (a full disk, a read-only place, ...): one line, no traceback.
         _note(f"error: {exc}")

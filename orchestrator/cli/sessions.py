@@ -13,7 +13,6 @@ import orjson
 
 from orchestrator.errors import ConfigError, SessionNotFound
 from orchestrator.layout import LOCK, MANIFEST
-from orchestrator.session.check import repair, verify
 from orchestrator.session.listing import SessionInfo, list_sessions
 from orchestrator.store.ids import session_dir
 from orchestrator.text import abbreviate, visible
@@ -25,7 +24,8 @@ if TYPE_CHECKING:
 
 # Folding journals (and pydantic, which verify and repair may need) is imported by the
 # commands that need it, so that `sessions list` (and `show`, from a snapshot) starts
-# without it.
+# without it: `verify` and `repair` too (session/check.py reads snapshots, whose types
+# import every record's).
 
 
 def _human(size: int) -> str:
@@ -87,6 +87,8 @@ def _note(text: str) -> None:
 
 
 def _verify(root: Path, session_id: str) -> int:
+    from orchestrator.session.check import verify
+
     directory = session_dir(root, session_id)
     _current(directory)
     problems = verify(directory)
@@ -137,6 +139,7 @@ def _workers_reader(args: argparse.Namespace) -> WorkersReader:
 
 
 def _repair(root: Path, session_id: str) -> int:
+    from orchestrator.session.check import repair
     from orchestrator.state.manifest import read_manifest
     from orchestrator.store import SessionLock
 

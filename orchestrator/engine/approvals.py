@@ -70,7 +70,7 @@ def decode_call(request: bytes) -> ToolCall:
 
 def ask_the_session(store: Store, db: Patience, key: str) -> Callable[[str, str], Approver]:
     """The approvers of the team of task `key` (`<session>/<task>`) on a worker
-    (`TeamSettings.approve_for`): each call is put to the session, and waited for."""
+    (`RunSettings.approve_for`): each call is put to the session, and waited for."""
     session = key.rsplit("/", 1)[0]
 
     def approver_for(agent: str, who: str) -> Approver:

@@ -60,7 +60,7 @@ async def no_approver(call: ToolCall) -> Answer:
 
 
 def approvers(approve: HostApprover) -> Callable[[str, str], Approver]:
-    """The turn loop's approver for each agent (`TeamSettings.approve_for`), asking
+    """The turn loop's approver for each agent (`RunSettings.approve_for`), asking
     `approve` with a request that names the agent."""
 
     def approver_for(agent: str, who: str) -> Approver:

@@ -235,6 +235,8 @@ EXPLORER: Final = AgentDefinition(
     tools=("read_file", "list_files", "grep"),
 )
 
+_BUILTINS: Final = MappingProxyType({WORKER.name: WORKER, EXPLORER.name: EXPLORER})
+
 
 # --- the set of definitions -------------------------------------------------------------
 
@@ -274,7 +276,25 @@ class Definitions:
 
     @classmethod
     def builtin(cls) -> Definitions:
-        return cls([WORKER, EXPLORER], sources={"worker": [BUILTIN], "explorer": [BUILTIN]})
+        return cls(_BUILTINS.values(), sources={name: [BUILTIN] for name in _BUILTINS})
+
+    def usable(self, tool_names: Iterable[str]) -> Definitions:
+        """These definitions less the built-in types (unchanged by any file) that name a
+        tool not among `tool_names` (the session's, with those given in a definition):
+        `drive`'s team has them. A session given tools of its own
+        (a registry without the workspace tools) has no `worker` or `explorer`, rather
+        than refusing to run. A type that is not a built-in keeps an unknown tool, which
+        the run refuses, naming it (team/settings.py `check_definitions`)."""
+        known = {*tool_names, *self._given}  # a tool given as an object is the session's
+        left_out = {
+            d.name for d in self if d == _BUILTINS.get(d.name) and not known.issuperset(d.tools)
+        }
+        if not left_out:
+            return self
+        return Definitions(
+            (d for d in self if d.name not in left_out),
+            sources={name: self._sources[name] for name in self.names() if name not in left_out},
+        )
 
     def given_tools(self) -> Mapping[str, tuple[AnyTool, str]]:
         """The tool objects the definitions were given, by name, each with the first

@@ -275,6 +275,9 @@ async def _drive(
     if not await trio.Path(root).is_dir():
         raise ConfigError(f"the session's workspace {root} does not exist (moved or deleted?)")
     chosen = await _chosen_settings(live, settings.session, sink)
+    usable = settings.definitions.usable(settings.tools.names())
+    if usable is not settings.definitions:  # built-in types the session's tools cannot serve
+        settings = dataclasses.replace(settings, definitions=usable)
     seat = seat_of(live, chosen)
     seat.policy(settings)  # the session's rules parse, else a ConfigError now
     check_definitions(settings)  # before any model call

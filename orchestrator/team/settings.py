@@ -188,7 +188,8 @@ class Limits:
 
 
 def check_definitions(run: RunSettings) -> None:
-    """Every tool an agent type names is one of the session's, and its model resolves: a
+    """Every tool an agent type names is one of the session's (a built-in type that names
+    one it lacks is left out already, `Definitions.usable`), and its model resolves: a
     `ConfigError` naming the type and the tool (or the model's error) otherwise, before
     any agent runs (a misspelt tool would leave the type without it, its calls answered
     "unknown tool", and its tasks ending all the same)."""

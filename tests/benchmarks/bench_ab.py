@@ -44,7 +44,7 @@ def run(tree: Path, code: str, *args: str) -> str:
     ).stdout
 
 
-def w1(tree: Path) -> dict[str, float]:
+def w1(tree: Path, sizes: argparse.Namespace) -> dict[str, float]:
     out = run(tree, "from tests.benchmarks import bench_team; bench_team.w1(1)")
     line = next(x for x in out.splitlines() if x.startswith("W1  batch") and "subagents" in x)
     figure = re.search(r"([\d.]+) ms/round wall", line)
@@ -52,28 +52,34 @@ def w1(tree: Path) -> dict[str, float]:
     return {"W1 ms/round": float(figure[1])}
 
 
-def w3(tree: Path) -> dict[str, float]:
+def w3(tree: Path, tasks: int) -> dict[str, float]:
     script = str(tree / "tests" / "benchmarks" / "bench_team.py")
     code = (
         "sys.argv = [sys.argv[0], *sys.argv[1:]]; runpy.run_path(sys.argv[1], run_name='__main__')"
     )
-    out = run(tree, code.replace("sys.argv[1]", repr(script)), "--w3-child", "memory", "1000")
+    out = run(tree, code.replace("sys.argv[1]", repr(script)), "--w3-child", "memory", str(tasks))
     figures = json.loads(out.strip().splitlines()[-1])
     return {"W3 wall s": figures["wall"], "W3 peak RSS MB": figures["hwm_kb"] / 1024}
 
 
-def load(tree: Path) -> dict[str, float]:
+def load(tree: Path, messages: int) -> dict[str, float]:
     code = (
-        "sys.argv = ['bench_load', '--messages', '100000', '--runs', '1']; "
+        f"sys.argv = ['bench_load', '--messages', '{messages}', '--runs', '1']; "
         "runpy.run_module('tests.benchmarks.bench_load', run_name='__main__')"
     )
     out = run(tree, code)
     ratio = re.search(r"load\s+([\d.]+) ms, floor\s+([\d.]+) ms, ratio ([\d.]+)", out)
     assert ratio is not None, out
-    return {"load ms (100k)": float(ratio[1]), "load/floor (100k)": float(ratio[3])}
+    size = f"{messages // 1000}k" if messages >= 1000 else str(messages)
+    return {f"load ms ({size})": float(ratio[1]), f"load/floor ({size})": float(ratio[3])}
 
 
-BENCHES: tuple[Callable[[Path], dict[str, float]], ...] = (w1, w3, load)
+BENCHES: tuple[Callable[[Path, argparse.Namespace], dict[str, float]], ...] = (
+    w1,
+    lambda tree, sizes: w3(tree, sizes.w3),
+    lambda tree, sizes: load(tree, sizes.messages),
+)
+NAMES = ("w1", "w3", "load")
 
 
 def main() -> None:
@@ -81,15 +87,17 @@ def main() -> None:
     parser.add_argument("--before", type=Path, required=True)
     parser.add_argument("--after", type=Path, default=ROOT)
     parser.add_argument("--runs", type=int, default=5)
-    parser.add_argument("--only", choices=[b.__name__ for b in BENCHES], action="append")
+    parser.add_argument("--only", choices=NAMES, action="append")
+    parser.add_argument("--w3", type=int, default=1000, help="W3's subagents (1000)")
+    parser.add_argument("--messages", type=int, default=100_000, help="load's (100000)")
     args = parser.parse_args()
     trees = {"before": args.before.resolve(), "after": args.after.resolve()}
     samples: dict[str, dict[str, list[float]]] = {"before": {}, "after": {}}
-    benches = [b for b in BENCHES if not args.only or b.__name__ in args.only]
+    benches = [b for b, n in zip(BENCHES, NAMES, strict=True) if not args.only or n in args.only]
     for n in range(args.runs):
         for bench in benches:
             for name, tree in trees.items():  # A B, then A B again next round
-                for figure, value in bench(tree).items():
+                for figure, value in bench(tree, args).items():
                     samples[name].setdefault(figure, []).append(value)
         print(f"round {n + 1}/{args.runs} done", file=sys.stderr, flush=True)
     print(

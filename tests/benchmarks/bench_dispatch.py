@@ -51,6 +51,7 @@ from orchestrator.state.plans import PlanDecided, PlanSubmitted, PlanVersion  # 
 from orchestrator.state.settings import SessionSettings  # noqa: E402
 from orchestrator.state.tasks import TaskChanged, TaskCreated  # noqa: E402
 from orchestrator.store import Durability  # noqa: E402
+from orchestrator.team.definitions import WORKER, Definitions  # noqa: E402
 from orchestrator.team.drive import RunSettings, drive  # noqa: E402
 from orchestrator.team.main_agent import open_team, run_main  # noqa: E402
 from orchestrator.team.plan_host import PlanVerdict  # noqa: E402
@@ -152,6 +153,9 @@ def _call(name: str, **arguments: Any) -> ScriptedReply:
 
 
 SESSION = SessionSettings(max_live=64, max_model_calls=64)  # the limits are not measured
+# The built-in worker with no tools of its own, as the session has none: the built-in one,
+# whose workspace tools it lacks, is no type of a session driven with these tools.
+DEFINITIONS = Definitions([WORKER.model_copy(update={"tools": ()})])
 
 
 async def run_on_disk(root: Path, clock: Clock, durability: Durability) -> None:
@@ -161,6 +165,7 @@ async def run_on_disk(root: Path, clock: Clock, durability: Durability) -> None:
     settings = RunSettings(
         model=ScriptedModel(clock, name="scripted:bench"),
         tools=ToolRegistry([]),
+        definitions=DEFINITIONS,
         ui=clock,
         policy=PermissionPolicy(),
         approve=approve_all,
@@ -177,7 +182,10 @@ async def run_in_memory(root: Path, clock: Clock) -> None:
     session = MemorySession()
     model = ScriptedModel(clock, name="scripted:bench")
     run = RunSettings(
-        model=model, tools=ToolRegistry([]), approve_for=lambda agent, who: approve_all
+        model=model,
+        tools=ToolRegistry([]),
+        definitions=DEFINITIONS,
+        approve_for=lambda agent, who: approve_all,
     )
     seat = Seat(workspace=Workspace(root), settings=SESSION)
     sink = FanOut([session, clock])

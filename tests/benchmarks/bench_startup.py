@@ -56,6 +56,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--tree", type=Path, action="append", default=[])
+    # The listing of many sessions, one with a large workspace (smaller: the suite's run).
+    parser.add_argument("--many", type=int, default=1000, help="sessions listed (1000)")
+    parser.add_argument("--files", type=int, default=100, help="thousands of files (100)")
     args = parser.parse_args()
     trees = [ROOT, *args.tree]
     work = Path(tempfile.mkdtemp(prefix="bench-startup-"))
@@ -120,28 +123,29 @@ def main() -> None:
                 for other in medians[1:]
             ]
             print(f"{name:<24}" + "".join(cells) + "  " + " | ".join(ratios))
-        many = _many_sessions(work / "many", recorded)
+        many = _many_sessions(work / "many", recorded, args.many, args.files)
         listed = statistics.median(
             [timed(ROOT, ["sessions", "list", "--sessions-dir", str(many)]) for _ in range(5)]
         )
         print(
-            f"sessions list over 1,000 sessions, one with a 100,000-file workspace: "
+            f"sessions list over {args.many:,} sessions, one with a "
+            f"{args.files * 1000:,}-file workspace: "
             f"{listed * 1000:.0f} ms (this checkout)"
         )
     finally:
         shutil.rmtree(work)
 
 
-def _many_sessions(root: Path, recorded: Path) -> Path:
-    """1,000 copies of a recorded session (ids made unique), the first with a workspace
-    inside it of 100,000 files, which listing must not walk."""
+def _many_sessions(root: Path, recorded: Path, sessions: int, thousands: int) -> Path:
+    """`sessions` copies of a recorded session (ids made unique), the first with a
+    workspace inside it of `thousands` times 1,000 files, which listing must not walk."""
     [source] = list(recorded.iterdir())
     root.mkdir()
-    for number in range(1000):
+    for number in range(sessions):
         target = root / f"{source.name[:-6]}{number:06x}"
         shutil.copytree(source, target)
     workspace = next(iter(sorted(root.iterdir()))) / "workspace"
-    for number in range(100):
+    for number in range(thousands):
         directory = workspace / f"d{number}"
         directory.mkdir()
         for item in range(1000):

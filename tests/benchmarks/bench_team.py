@@ -428,6 +428,8 @@ def main() -> None:
     parser.add_argument(
         "--modes", nargs="+", default=list(MODES), choices=MODES, help="W3's configurations"
     )
+    parser.add_argument("--w1-runs", type=int, help="W1's runs (5; --quick 3)")
+    parser.add_argument("--sizes", type=int, nargs="+", help="W3's numbers of subagents")
     parser.add_argument("--w3-child", nargs=2, metavar=("MODE", "TASKS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.w3_child:
@@ -441,9 +443,10 @@ def main() -> None:
         f"{platform.system()} {platform.release()}, {platform.machine()}, "
         f"{os.cpu_count()} CPUs"
     )
-    w1(3 if args.quick else 5)
+    w1(args.w1_runs or (3 if args.quick else 5))
     repeats = args.repeats or (1 if args.quick else 3)
-    w3((100, 1000) if args.quick else W3_SIZES, repeats, tuple(args.modes))
+    sizes = args.sizes or ((100, 1000) if args.quick else W3_SIZES)
+    w3(tuple(sizes), repeats, tuple(args.modes))
 
 
 if __name__ == "__main__":

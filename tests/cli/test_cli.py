@@ -301,7 +301,10 @@ def call_of(name: str, **arguments: object) -> dict[str, object]:
 @pytest.mark.parametrize(
     ("args", "absent"),
     [
-        (["--help"], ["httpx", "trio", "pydantic", "orchestrator.models"]),
+        (
+            ["--help"],
+            ["httpx", "trio", "pydantic", "msgspec", "orchestrator.models", "orchestrator.loop"],
+        ),
         (
             ["sessions", "list"],
             ["httpx", "trio", "pydantic", "orchestrator.models", "orchestrator.config"],
@@ -328,7 +331,8 @@ def test_commands_that_run_no_model_do_not_import_its_machinery(
         "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
         f"    main({argv!r})\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('httpx', 'trio', "
-        "'pydantic') or m.startswith(('orchestrator.models', 'orchestrator.config'))))\n"
+        "'pydantic', 'msgspec') or m.startswith(('orchestrator.models', 'orchestrator.config', "
+        "'orchestrator.loop'))))\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True

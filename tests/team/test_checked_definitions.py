@@ -1,5 +1,6 @@
 """A run refuses, before any model call, an agent type that names an unknown tool or a
-model that does not resolve, naming the type and what is wrong (issue 23, item 3)."""
+model that does not resolve, naming the type and what is wrong (issue 23, item 3). A
+built-in type whose tools the session lacks is left out instead (issue 36, item 9)."""
 
 from __future__ import annotations
 
@@ -9,21 +10,23 @@ import pytest
 
 import orchestrator as orc
 from orchestrator.errors import ConfigError
+from orchestrator.messages import SystemMessage, ToolResult
 from orchestrator.models.scripted import ScriptedModel, parse_script
+from orchestrator.tools import Grep, ListFiles, ReadFile
 from tests.team.engines import Engine
 
 SCRIPT = {"agents": {"main": [{"text": "done"}]}}
 
 
 def settings(model: ScriptedModel, engine: Engine, **more: object) -> orc.RunSettings:
+    given: dict[str, object] = {"tools": orc.workspace_tools(), **more}
     return orc.RunSettings(
         model=model,
-        tools=orc.workspace_tools(),
         ui=orc.ListSink(),
         policy=orc.PermissionPolicy(),
         approve=orc.approve_all,
         runner=engine.runner,
-        **more,  # type: ignore[arg-type]
+        **given,  # type: ignore[arg-type]
     )
 
 
@@ -61,4 +64,57 @@ async def test_a_type_whose_model_does_not_resolve_is_refused_naming_it(
 
     with pytest.raises(ConfigError, match="agent type 'explorer': unknown provider 'nosuch'"):
         await run(tmp_path, settings(model, engine, models=models))
+    assert model.requests == []
+
+
+async def test_a_built_in_type_the_sessions_tools_cannot_serve_is_left_out(
+    tmp_path: Path,
+    engine: Engine,
+) -> None:
+    # Tools of the session's own, the read-only ones: the explorer has its tools, the
+    # worker lacks write_file, edit_file and shell, and is no type of this session's.
+    script = {
+        "agents": {
+            "main": [
+                {
+                    "tool_calls": [
+                        {
+                            "name": "delegate",
+                            "arguments": {
+                                "description": "d",
+                                "prompt": ".",
+                                "agent_type": "worker",
+                            },
+                        }
+                    ]
+                },
+                {"text": "done"},
+            ]
+        }
+    }
+    model = ScriptedModel(parse_script(script))
+    read_only = orc.ToolRegistry([ReadFile(), ListFiles(), Grep()])
+    await run(tmp_path, settings(model, engine, tools=read_only))
+    system = model.requests[0].messages[0]
+    assert isinstance(system, SystemMessage)
+    assert "Subagent types: explorer: " in system.content
+    assert "worker" not in system.content
+    result = model.requests[1].messages[-1]
+    assert isinstance(result, ToolResult)
+    assert (result.status, result.content) == (
+        "error",
+        "unknown agent_type 'worker'; the types are: explorer",
+    )
+
+
+async def test_a_built_in_type_changed_by_the_user_still_names_its_tools(
+    tmp_path: Path,
+    engine: Engine,
+) -> None:
+    model = ScriptedModel(parse_script(SCRIPT))
+    worker = orc.Definitions.builtin().get("worker").model_copy(update={"max_rounds": 7})
+    definitions = orc.Definitions([worker])
+    read_only = orc.ToolRegistry([ReadFile(), ListFiles(), Grep()])
+    with pytest.raises(ConfigError, match="agent type 'worker' names unknown tool"):
+        await run(tmp_path, settings(model, engine, tools=read_only, definitions=definitions))
     assert model.requests == []
