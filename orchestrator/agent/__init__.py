@@ -10,22 +10,18 @@ from typing import TYPE_CHECKING
 from orchestrator._face import lazy
 
 if TYPE_CHECKING:
-    from orchestrator.agent.turn import (
-        RoundHooks,
-        TurnDeps,
-        TurnOutcome,
-        run_tool_calls,
-        run_turn,
-        settle_pending_calls,
-    )
+    from orchestrator.agent.calls import run_tool_calls
+    from orchestrator.agent.deps import RoundHooks, TurnDeps
+    from orchestrator.agent.settle import settle_pending_calls
+    from orchestrator.agent.turn import TurnOutcome, run_turn
 
 _HOMES = {
-    "RoundHooks": "turn",
-    "TurnDeps": "turn",
+    "RoundHooks": "deps",
+    "TurnDeps": "deps",
     "TurnOutcome": "turn",
-    "run_tool_calls": "turn",
+    "run_tool_calls": "calls",
     "run_turn": "turn",
-    "settle_pending_calls": "turn",
+    "settle_pending_calls": "settle",
 }
 
 __all__ = [
