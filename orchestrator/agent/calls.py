@@ -7,12 +7,14 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from collections.abc import Sequence
+from typing import assert_never
 
+import msgspec
 import trio
 from pydantic import BaseModel
 
 from orchestrator.agent.deps import TurnDeps
-from orchestrator.agent.parsing import Parsed, Unapproved, parse_call
+from orchestrator.agent.parsing import Parsed, Ready, Refused, Unapproved, parse_call
 from orchestrator.errors import HostCallbackFailed, ToolFailed, WorkspaceEscape
 from orchestrator.messages import ToolCall, ToolResult, ToolStatus
 from orchestrator.state.context import AgentContext
@@ -41,6 +43,15 @@ def _segments(
     return groups
 
 
+class Outcome(msgspec.Struct, frozen=True):
+    """How a call ended: its result, the mailbox messages it delivers (journaled with the
+    result, as their delivery: see mailbox.py), and whether it ends the agent's turn."""
+
+    result: ToolResult
+    delivers: tuple[str, ...] = ()
+    ends_turn: bool = False
+
+
 async def run_tool_calls(
     state: AgentContext, calls: Sequence[tuple[str, ToolCall]], deps: TurnDeps
 ) -> list[ToolResult]:
@@ -63,15 +74,16 @@ async def run_calls(
     ends_turn = False
     ended_by = ""  # the call that ended the turn, for the calls after it
 
-    async def record(ref: str, call: ToolCall, outcome: _Outcome) -> None:
+    async def record(ref: str, call: ToolCall, outcome: Outcome) -> None:
         nonlocal ends_turn, ended_by
-        result, delivers, ends = outcome
-        finished[ref] = result
-        if ends and not ends_turn:
+        finished[ref] = outcome.result
+        if outcome.ends_turn and not ends_turn:
             ended_by = f"{call.name} (call {call.id})"
-        ends_turn = ends_turn or ends
+        ends_turn = ends_turn or outcome.ends_turn
         await deps.events.emit(
-            ToolCallFinished(agent=state.id, ref=ref, result=result, delivers=delivers)
+            ToolCallFinished(
+                agent=state.id, ref=ref, result=outcome.result, delivers=outcome.delivers
+            )
         )
 
     try:
@@ -109,29 +121,25 @@ async def run_calls(
                     cancelled = ToolResult(
                         call_id=call.id, name=call.name, status="cancelled", content=why
                     )
-                    await record(ref, call, (cancelled, (), False))
+                    await record(ref, call, Outcome(cancelled))
     return [finished[ref] for ref, _ in calls], ends_turn
-
-
-_Outcome = tuple[ToolResult, tuple[str, ...], bool]
-"""A call's result, the mailbox messages it delivers, and whether it ends the turn."""
 
 
 async def _start_call(state: AgentContext, ref: str, call: ToolCall, deps: TurnDeps) -> Parsed:
     """Parse the call, settle its permission, and record its start. Asking comes first,
     so a crash while the user thinks is never mistaken for a half-run side effect."""
-    parsed = parse_call(call, deps.tools)
-    if isinstance(parsed, tuple) and deps.guard is not None:
-        refused = await deps.guard(call, parsed[1])
+    parsed: Parsed = parse_call(call, deps.tools)
+    if isinstance(parsed, Ready) and deps.guard is not None:
+        refused = await deps.guard(call, parsed.args)
         if refused is not None:
-            parsed = refused
-    if isinstance(parsed, tuple):
+            parsed = Refused(refused)
+    if isinstance(parsed, Ready):
         parsed = await _permit(call, parsed, deps)
     read_only = _is_read_only(call, deps.tools)
     # A call that will not run (malformed, refused) has no effect to repeat: after a
     # crash it is simply dispatched again, and asked about again.
-    idempotent = parsed[0].idempotent if isinstance(parsed, tuple) else True
-    outside = isinstance(parsed, tuple) and not parsed[0].journaled
+    idempotent = parsed.tool.idempotent if isinstance(parsed, Ready) else True
+    outside = isinstance(parsed, Ready) and not parsed.tool.journaled
     # Write-ahead: before a tool that changes anything outside the journal runs, its reply
     # is on disk, and so is its start when it must not be repeated (only such starts are
     # journaled at all: every other call is simply run again after a crash). What a
@@ -145,11 +153,11 @@ async def _start_call(state: AgentContext, ref: str, call: ToolCall, deps: TurnD
     return parsed
 
 
-async def _permit(call: ToolCall, parsed: tuple[AnyTool, BaseModel], deps: TurnDeps) -> Parsed:
-    tool = parsed[0]
+async def _permit(call: ToolCall, parsed: Ready, deps: TurnDeps) -> Parsed:
+    tool = parsed.tool
     unasked = tool.read_only or not tool.approval
     decision = deps.policy.decide(call, read_only=unasked, grants=deps.grants())
-    if decision == "allow" and tool.asks_anyway(parsed[1]) is not None:
+    if decision == "allow" and tool.asks_anyway(parsed.args) is not None:
         decision = "ask"  # (a shell command asking for the network: each time)
     if decision == "allow":
         return parsed
@@ -169,28 +177,28 @@ async def _permit(call: ToolCall, parsed: tuple[AnyTool, BaseModel], deps: TurnD
     if answer:
         return parsed
     if isinstance(answer, Denied):
-        return f"{tool.name} was not approved: {answer.reason}; do not retry it"
+        return Refused(f"{tool.name} was not approved: {answer.reason}; do not retry it")
     how = "denied by the permission policy" if decision == "deny" else "not approved"
-    return f"{tool.name} was {how}; do not retry it"
+    return Refused(f"{tool.name} was {how}; do not retry it")
 
 
-async def _execute(ref: str, call: ToolCall, parsed: Parsed, deps: TurnDeps) -> _Outcome:
-    """The call's result, the mailbox messages it delivers (see mailbox.py), and whether
-    it ends the turn."""
+async def _execute(ref: str, call: ToolCall, parsed: Parsed, deps: TurnDeps) -> Outcome:
+    """How the call ends: run when it is ready, else its error."""
 
-    def result(status: ToolStatus, content: str, changed: tuple[str, ...] = ()) -> _Outcome:
-        return (
-            ToolResult(
-                call_id=call.id, name=call.name, status=status, content=content, changed=changed
-            ),
-            (),
-            False,
+    def result(status: ToolStatus, content: str, changed: tuple[str, ...] = ()) -> ToolResult:
+        return ToolResult(
+            call_id=call.id, name=call.name, status=status, content=content, changed=changed
         )
 
-    if isinstance(parsed, str):
-        status: ToolStatus = "unapproved" if isinstance(parsed, Unapproved) else "error"
-        return result(status, str(parsed))  # a plain str: the record's codec takes no subclass
-    tool, args = parsed
+    match parsed:
+        case Ready(tool, args):
+            pass
+        case Refused(error):
+            return Outcome(result("error", error))
+        case Unapproved(error):
+            return Outcome(result("unapproved", error))
+        case _:
+            assert_never(parsed)
     hooks = deps.hooks
     scope = (
         hooks.tool_call(deps.context.agent)
@@ -209,15 +217,16 @@ async def _execute(ref: str, call: ToolCall, parsed: Parsed, deps: TurnDeps) -> 
             else:
                 output = await tool.run(args, context)
     except (ToolFailed, WorkspaceEscape) as exc:
-        return result("error", str(exc))
+        return Outcome(result("error", str(exc)))
     except HostCallbackFailed:
         raise  # the host program's bug, not the tool's: it stops the agent, as an approver's
     except Exception as exc:  # a tool bug must not kill the agent
-        return result("error", f"{tool.name} crashed: {type(exc).__name__}: {exc}")
+        return Outcome(result("error", f"{tool.name} crashed: {type(exc).__name__}: {exc}"))
     if output is None:
-        return result("cancelled", "stopped by an interrupting message before it finished")
-    outcome = result(output.status, output.content, output.changed)
-    return outcome[0], output.delivers, output.ends_turn
+        return Outcome(result("cancelled", "stopped by an interrupting message before it finished"))
+    return Outcome(
+        result(output.status, output.content, output.changed), output.delivers, output.ends_turn
+    )
 
 
 def _in_background(tool: AnyTool, args: BaseModel, context: ToolContext) -> bool:
