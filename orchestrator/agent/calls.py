@@ -231,6 +231,10 @@ async def _execute(ref: str, call: ToolCall, parsed: Parsed, deps: TurnDeps) -> 
 
 def _in_background(tool: AnyTool, args: BaseModel, context: ToolContext) -> bool:
     """Whether the call asked for the background and may go there (a turn without a
-    team to run it there runs it in the foreground)."""
-    asked = bool(getattr(args, "background", False))
-    return tool.background and asked and context.background is not None
+    team to run it there runs it in the foreground). The tool's flag first: most tools
+    have none, and reading the arguments costs more."""
+    return (
+        tool.background
+        and context.background is not None
+        and bool(getattr(args, "background", False))
+    )
