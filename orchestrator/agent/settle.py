@@ -4,18 +4,16 @@ asked again."""
 from __future__ import annotations
 
 import dataclasses
-
-import trio
+from typing import assert_never
 
 from orchestrator.agent.calls import run_calls
 from orchestrator.agent.deps import TurnDeps
-from orchestrator.agent.parsing import parse_call
+from orchestrator.agent.parsing import Ready, Refused, parse_call
 from orchestrator.errors import ToolFailed, WorkspaceEscape
 from orchestrator.messages import ToolCall, ToolResult
 from orchestrator.state.context import AgentContext
 from orchestrator.state.events import ToolCallFinished
-from orchestrator.tools.base import ToolOutput, call_marker
-from orchestrator.tools.shell import kill_marked
+from orchestrator.tools.base import ToolOutput
 
 INTERRUPTED = (
     "interrupted: the session stopped while this call was running, so it may or may not "
@@ -32,10 +30,6 @@ async def settle_pending_calls(agent: AgentContext, deps: TurnDeps) -> bool:
     rerun = []
     for ref, call in agent.pending_calls():
         if ref in agent.effects:
-            # What the call started may still be running (orchestrator was killed, its
-            # command was not): stop it before anything else happens in the workspace.
-            marker = call_marker(deps.context.session, agent.id, ref)
-            await trio.to_thread.run_sync(kill_marked, marker)
             settled = await _recover(ref, call, deps)
             result = (
                 ToolResult(
@@ -60,13 +54,17 @@ async def settle_pending_calls(agent: AgentContext, deps: TurnDeps) -> bool:
 
 
 async def _recover(ref: str, call: ToolCall, deps: TurnDeps) -> ToolOutput | None:
-    """Let the tool of a cut-off call clean up what it left half done, and settle the
-    call if it can tell how it went (`Tool.recover`); None when it cannot (best effort: a
-    failure here must not stop the resume)."""
+    """Let the tool of a cut-off call stop and clean up what it left running or half
+    done, and settle the call if it can tell how it went (`Tool.recover`); None when it
+    cannot (best effort: a failure here must not stop the resume)."""
     parsed = parse_call(call, deps.tools)
-    if isinstance(parsed, str):
-        return None
-    tool, args = parsed
+    match parsed:
+        case Ready(tool, args):
+            pass
+        case Refused():
+            return None
+        case _:
+            assert_never(parsed)
     try:
         return await tool.recover(args, dataclasses.replace(deps.context, call=ref))
     except (ToolFailed, WorkspaceEscape) as exc:
