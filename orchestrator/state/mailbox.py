@@ -45,7 +45,7 @@ MailKind = Literal[
 ]
 Priority = Literal["notify", "urgent", "interrupt"]
 
-FROM_TASK: frozenset[str] = frozenset(
+FROM_TASK: frozenset[MailKind] = frozenset(
     {
         "progress",
         "completed",
@@ -56,7 +56,7 @@ FROM_TASK: frozenset[str] = frozenset(
     }
 )
 
-DEFAULT_PRIORITY: dict[str, Priority] = {
+DEFAULT_PRIORITY: dict[MailKind, Priority] = {
     "progress": "notify",
     "completed": "urgent",
     "blocked": "urgent",

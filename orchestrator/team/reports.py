@@ -11,6 +11,7 @@ from typing import Any
 
 from orchestrator.errors import ToolFailed
 from orchestrator.state.fold import USER, SessionState
+from orchestrator.state.mailbox import MailKind
 from orchestrator.state.tasks import TaskRecord, TaskState
 from orchestrator.team import queries
 from orchestrator.team.asking import ask_host, question
@@ -49,7 +50,7 @@ class Reports:
     async def report(
         self,
         agent: str,
-        kind: str,
+        kind: MailKind,
         summary: str,
         *,
         ref: str = "",
@@ -86,7 +87,7 @@ class Reports:
                 agent,
                 task.owner,
                 agent,
-                kind,  # type: ignore[arg-type]
+                kind,
                 summary,
                 data=data,
                 requires_ack=requires_ack,

@@ -166,7 +166,8 @@ class Tool(ABC, Generic[ArgsT]):
 
     async def recover(self, args: ArgsT, ctx: ToolContext) -> ToolOutput | None:
         """Settle a call of this tool that a crash cut off after its side effect started:
-        clean up what it left half done (a temporary file), then return its output if
+        stop what it left running (the shell tool kills the call's processes) and clean
+        up what it left half done (a temporary file), then return its output if
         the tool can tell from the workspace that the effect took place whole, or that
         it did not start and runs now; None reports it `interrupted` (the default: the
         model decides). `ctx.call` is the cut-off call's ref."""

@@ -14,6 +14,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from orchestrator.state.mailbox import MailKind
 from orchestrator.state.tasks import TaskState
 from orchestrator.tools.base import AnyTool, Tool, ToolContext, ToolOutput
 
@@ -36,7 +37,7 @@ class Coordinator(Protocol):
     async def report(
         self,
         agent: str,
-        kind: str,
+        kind: MailKind,
         summary: str,
         *,
         ref: str,

@@ -10,7 +10,8 @@ output pipe open; the result says when processes were left to stop.
 
 Each command's environment carries `ORCHESTRATOR_CALL=<marker>` (the session and the
 call's ref), so that after a crash of orchestrator itself, `kill_marked` finds the
-processes of an interrupted call and kills them before the session resumes."""
+processes of an interrupted call and kills them before the session resumes (the tool's
+`recover`, which the turn loop asks of every call a crash cut off)."""
 
 from __future__ import annotations
 
@@ -80,10 +81,14 @@ class Shell(Tool[ShellArgs]):
         self.sandbox = sandbox or Sandbox()
 
     async def recover(self, args: ShellArgs, ctx: ToolContext) -> ToolOutput | None:
-        """A call in the background cut off by a crash: its handle, when its task was
-        made (the task itself is reported interrupted on its own); it is started now when
-        it was not (its task is made before anything runs). A foreground call: None
-        (interrupted)."""
+        """A call cut off by a crash. What its command started may still be running
+        (orchestrator was killed, the command was not): its processes, found by the
+        call's marker, are killed before anything else happens in the workspace. Then a
+        call in the background: its handle, when its task was made (the task itself is
+        reported interrupted on its own); it is started now when it was not (its task is
+        made before anything runs). A foreground call: None (interrupted)."""
+        if ctx.call_marker:
+            await trio.to_thread.run_sync(kill_marked, ctx.call_marker)
         if not args.background or ctx.background is None:
             return None
         return await ctx.background.start(self, args, ctx)

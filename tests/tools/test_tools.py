@@ -255,3 +255,29 @@ def test_kill_marked_finds_the_processes_of_a_call(workspace: Workspace, ctx: To
         other.wait()
         orphan.kill()
         orphan.wait()
+
+
+def test_shell_recover_kills_what_a_cut_off_call_left_running(
+    workspace: Workspace, ctx: ToolContext
+) -> None:
+    # The turn loop names no tool: stopping a cut-off command is the shell tool's recover.
+    import dataclasses
+    import subprocess
+
+    import trio
+
+    from orchestrator.tools.shell import MARKER
+
+    cut_off = dataclasses.replace(ctx, session="S", call="7.0")
+    env = {MARKER: cut_off.call_marker, "PATH": "/usr/bin:/bin"}
+    orphan = subprocess.Popen(["sleep", "30"], env=env, start_new_session=True)
+    other = subprocess.Popen(["sleep", "30"], env={**env, MARKER: "S/main/8.0"})
+    try:
+        # A foreground call: its processes killed, and the call left `interrupted`.
+        assert trio.run(Shell().recover, ShellArgs(command="sleep 30"), cut_off) is None
+        assert orphan.wait(timeout=10) == -9
+        assert other.poll() is None
+    finally:
+        for process in (other, orphan):
+            process.kill()
+            process.wait()

@@ -1,0 +1,78 @@
+"""What a turn needs (`TurnDeps`) and what the multi-agent layer adds to its rounds
+(`RoundHooks`)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import trio
+from pydantic import BaseModel
+
+from orchestrator.errors import ContextTooLong
+from orchestrator.messages import ToolCall
+from orchestrator.models.base import Model
+from orchestrator.state.context import AgentContext
+from orchestrator.state.events import EventSink
+from orchestrator.tools.base import ToolContext, ToolRegistry
+from orchestrator.tools.permissions import Approver, GrantLike, PermissionPolicy, approve_all
+
+
+class RoundHooks(Protocol):
+    """What the multi-agent layer adds to a turn (see team/rounds.py): mail delivered at
+    round boundaries, budgets that stop a turn, a model call an `interrupt` may cancel."""
+
+    async def before_round(self, context: AgentContext) -> str | None:
+        """Runs before each model call, with no call of the agent open. Returns why the
+        turn must stop now (a spent budget), or None to go on."""
+        ...
+
+    def model_call(self, agent: str) -> AbstractContextManager[trio.CancelScope]:
+        """The scope a model call runs in; cancelling it preempts that call."""
+        ...
+
+    def repeating(self, agent: str) -> bool:
+        """Whether the agent makes the same call again and again: its turn ends, for the
+        assessment to stop it."""
+        ...
+
+    def tool_call(self, agent: str) -> AbstractContextManager[trio.CancelScope]:
+        """The scope an interruptible tool call runs in; an interrupt cancels it."""
+        ...
+
+    async def too_long(self, context: AgentContext, error: ContextTooLong) -> None:
+        """The provider refused the agent's request as too long: compact its context
+        (raises `CompactionFailed` when that cannot make it fit)."""
+        ...
+
+
+@dataclass
+class TurnDeps:
+    """What a turn needs. `events` must fold what it is given into the agent's context
+    (a session, possibly fanned out to a screen after it)."""
+
+    model: Model
+    tools: ToolRegistry
+    context: ToolContext
+    events: EventSink
+    policy: PermissionPolicy = field(default_factory=PermissionPolicy)
+    approve: Approver = approve_all
+    grants: Callable[[], Sequence[GrantLike]] = tuple  # the session's grants, as folded
+    max_rounds: int = 50
+    max_tokens: int | None = None
+    temperature: float | None = None
+    hooks: RoundHooks | None = None
+    # Refuses a parsed call before it runs (a write outside the agent's write scope):
+    # the reason the model should see, or None to let it run.
+    guard: Callable[[ToolCall, BaseModel], Awaitable[str | None]] | None = None
+    # Whether the turn's end waits for the disk. The main agent's does: its last reply is
+    # what a person reads and acts on once the turn ends. A subagent's need not: nothing
+    # outside the journal acts on it (session-format.md, write-ahead rule 3).
+    durable_turn_end: bool = True
+    # The usable input of the model's window, for the `usage` event (0: not known).
+    usable: Callable[[], int] = int
+    # What each request says after the context, for that request only (its agent's
+    # calls running in the background): "" for nothing.
+    note: Callable[[str], str] = lambda agent: ""

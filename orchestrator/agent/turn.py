@@ -1,0 +1,138 @@
+"""The turn loop shared by the main agent and every subagent: model ⇄ tools until the
+model answers without calling a tool, or the round limit is hit.
+
+Everything a turn needs arrives in `TurnDeps`. The loop reads the agent's context
+(`AgentContext`) and never writes it: it emits events to `deps.events`, a session (a
+`LiveSession`, or a `MemorySession` off disk) that journals each event's record and folds
+it into that same context. So the context after a crash, folded from the journal, is the
+context the run had, by construction.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from orchestrator.agent.calls import run_calls
+from orchestrator.agent.deps import TurnDeps
+from orchestrator.errors import CompactionFailed, ContextTooLong
+from orchestrator.messages import AssistantMessage
+from orchestrator.models.base import ModelEvent, ModelRequest, TextDelta, collect
+from orchestrator.state.context import AgentContext
+from orchestrator.state.events import (
+    AssistantReplied,
+    TextStreamed,
+    TurnEnded,
+    TurnEndReason,
+    TurnStarted,
+    UsageUpdated,
+)
+
+
+@dataclass(frozen=True)
+class TurnOutcome:
+    reason: TurnEndReason
+    rounds: int
+    final: AssistantMessage | None = None
+    # Why the hooks stopped the turn before a round (a spent budget), with reason
+    # `failed`; the turn is left open, for its caller to end as it acts on this.
+    stopped: str = ""
+
+
+async def run_turn(state: AgentContext, deps: TurnDeps) -> TurnOutcome:
+    """Run one turn. Model errors propagate; tool errors become results the model sees."""
+    await deps.events.emit(TurnStarted(agent=state.id))
+    hooks = deps.hooks
+    rounds = too_long = 0
+    while rounds < deps.max_rounds:
+        if hooks is not None:
+            stopped = await hooks.before_round(state)
+            if stopped is not None:
+                return TurnOutcome("failed", rounds, stopped=stopped)
+        try:
+            reply = await _ask_model(state, deps)
+        except ContextTooLong as exc:
+            # Compact and ask again; twice in a row for one round means compaction does
+            # not help (each must shrink the request, or the task fails).
+            too_long += 1
+            if hooks is None or isinstance(exc, CompactionFailed) or too_long > 2:
+                raise
+            await hooks.too_long(state, exc)
+            continue
+        too_long = 0
+        if reply is None:
+            continue  # preempted by an interrupt, which the next round starts with
+        rounds += 1
+        if not reply.tool_calls:
+            await deps.events.emit(
+                TurnEnded(agent=state.id, reason="completed", rounds=rounds),
+                durable=deps.durable_turn_end,
+            )
+            return TurnOutcome("completed", rounds, reply)
+        _, ends_turn = await run_calls(state, state.pending_calls(), deps)
+        if ends_turn or (hooks is not None and hooks.repeating(state.id)):
+            await deps.events.emit(
+                TurnEnded(agent=state.id, reason="yielded", rounds=rounds),
+                durable=deps.durable_turn_end,
+            )
+            return TurnOutcome("yielded", rounds, reply)
+    await deps.events.emit(
+        TurnEnded(agent=state.id, reason="max_rounds", rounds=rounds), durable=deps.durable_turn_end
+    )
+    return TurnOutcome("max_rounds", rounds)
+
+
+async def _ask_model(state: AgentContext, deps: TurnDeps) -> AssistantMessage | None:
+    """The model's reply, journaled; None when an interrupt cancelled the call."""
+    request = ModelRequest(
+        messages=state.view(),
+        tools=deps.tools.specs(),
+        agent=state.id,
+        role=state.role,
+        step=state.steps,
+        max_tokens=deps.max_tokens,
+        temperature=deps.temperature,
+        cache_key=cache_key(deps.context.session, state.role),
+        note=deps.note(state.id),
+    )
+    scope = deps.hooks.model_call(state.id) if deps.hooks else contextlib.nullcontext()
+    reply = None
+    with scope as preemptible:
+        async with deps.model.stream(request) as stream:
+
+            async def forward_text() -> AsyncIterator[ModelEvent]:
+                async for event in stream:
+                    if isinstance(event, TextDelta):
+                        await deps.events.emit(TextStreamed(agent=state.id, text=event.text))
+                    yield event
+
+            reply = await collect(forward_text())
+    if reply is None:
+        assert preemptible is not None
+        assert preemptible.cancelled_caught
+        return None
+    # Write-ahead: the reply is journaled before any of its tool calls runs.
+    await deps.events.emit(AssistantReplied(agent=state.id, message=reply, model=deps.model.name))
+    if reply.usage is not None:
+        context, usable = state.count().tokens, deps.usable()
+        usage = UsageUpdated(
+            agent=state.id, usage=reply.usage, total=state.usage, context=context, usable=usable
+        )
+        await deps.events.emit(usage)
+    # The reply as folded, which is what its calls run from: a sink that scrubs secrets
+    # (state/scrub.py) folds a redacted copy, and the calls run redacted, as they are
+    # journaled, so a call run again after a crash does what the first run did.
+    folded = state.messages[-1] if state.messages else None
+    return folded if isinstance(folded, AssistantMessage) else reply
+
+
+@functools.lru_cache(maxsize=64)
+def cache_key(session: str, role: str) -> str:
+    """A provider's prompt-cache key for the agents of `role` in `session`: stable, and
+    made of nothing but those two names (hashed), so it carries no secret."""
+    if not session:
+        return ""
+    return "orch-" + hashlib.sha256(f"{session}/{role}".encode()).hexdigest()[:24]
