@@ -24,20 +24,21 @@ itself: the session's resume re-enters them, when its journal says the task stil
 
 from __future__ import annotations
 
-import logging
-import os
-import socket
-import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import trio
-from dbos import DBOS, DBOSConfig, SetWorkflowID, WorkflowHandle, WorkflowStatus
+from dbos import DBOS, SetWorkflowID, WorkflowHandle, WorkflowStatus
 from dbos._core import WorkflowHandlePolling
 
-from orchestrator._version import __version__
+from orchestrator.engine.launch import (
+    destroy,
+    executor_id,
+    hold_dbos,
+    launch_dbos,
+    launched,
+    release_dbos,
+)
 from orchestrator.engine.retry import PATIENCE, EngineUnreachable, Patience
-from orchestrator.engine.urls import hide_password
 from orchestrator.errors import ConfigError, OrchestratorError
 from orchestrator.state.events import Notice
 from orchestrator.state.tasks import RanOn
@@ -50,27 +51,10 @@ LOOP_STEP = "orchestrator.task_loop"
 OPEN = ("PENDING", "ENQUEUED", "DELAYED")  # a workflow's states before it has ended
 FINISH_WAIT = 10.0  # seconds a run waits, once its loop ended, for the workflow's record
 # (while the database answers: an outage adds up to the engine's patience)
-SQLITE_POLL = 0.1  # seconds between DBOS's looks for notifications on SQLite (its default,
-# 1 s, is how long its close may wait for the poller; the engine uses no notifications)
 
 # The runners by session id: DBOS calls a workflow by its name with its recorded
 # arguments only, so the step finds the live session's runner here.
 _RUNNERS: dict[str, DbosRunner] = {}
-# What launched DBOS in this process: DBOS is one per process, whichever of the engine's
-# parts launches it (this runner, the runner of tasks on workers, a worker).
-_HOLDER: list[object] = []
-
-
-def hold_dbos(holder: object) -> None:
-    """DBOS taken for `holder`; a `ConfigError` when another part of this process has it."""
-    if _HOLDER:
-        raise ConfigError("the dbos engine runs one session (or one worker) at a time in a process")
-    _HOLDER.append(holder)
-
-
-def release_dbos(holder: object) -> None:
-    if holder in _HOLDER:
-        _HOLDER.remove(holder)
 
 
 @DBOS.workflow(name=WORKFLOW)
@@ -263,71 +247,6 @@ class DbosRunner:
     def _check_idle(self) -> None:
         if not self._runs and not self._finishing:
             self._idle.set()
-
-
-def executor_id() -> str:
-    """A new DBOS executor's id, which names where tasks run: its host, its process, and
-    a random part (a process is a new executor each time)."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-
-
-def launch_dbos(url: str, executor: str, *, max_threads: int | None = None) -> None:
-    """DBOS on the database at `url`, as executor `executor`, launched; in a thread.
-    Its version is the package's, not a hash of the code: a process of the same version
-    finds the workflows another left, and workers take only their own version's tasks.
-    Each process is an executor of its own, so DBOS's start-up recovery never takes
-    another process's workflows."""
-    config: DBOSConfig = {
-        "name": "orchestrator",
-        "system_database_url": url,
-        "application_version": __version__,
-        "executor_id": executor,
-        "log_level": "WARNING",
-        "console_log_level": "ERROR",  # its waits for the database: notices (retry.py)
-    }
-    if max_threads is not None:
-        config["max_executor_threads"] = max_threads
-    if url.startswith("sqlite"):
-        config["notification_listener_polling_interval_sec"] = SQLITE_POLL
-    DBOS(config=config)
-
-
-async def launched(db: Patience, url: str, launch: Callable[[], None]) -> None:
-    """`launch()` through `db` (waiting while the database cannot be reached); any other
-    failure a `ConfigError` naming the database (its password hidden)."""
-    try:
-        await db.call(launch)
-    except EngineUnreachable:
-        raise
-    except Exception as exc:
-        raise ConfigError(
-            f"the dbos engine could not start on {hide_password(url)}: {exc}"
-        ) from exc
-
-
-async def destroy(db: Patience, threads: trio.CapacityLimiter) -> None:
-    """DBOS destroyed, through `db` (an engine's patience), or at once while its database
-    cannot be reached (it needs no answer of the database: it lets go of it)."""
-    if db.waiting:
-        await trio.to_thread.run_sync(_destroy_unreachable, limiter=threads)
-    else:
-        await db.call(DBOS.destroy)
-
-
-def _destroy_unreachable() -> None:
-    """DBOS destroyed while its database cannot be reached: its threads still waiting for
-    the database (DBOS's own retry loop, `dbos._sys_db.db_retry`) stop at their next attempt
-    instead of never, so that the process can end (it joins them as it exits). DBOS 3.4
-    has this switch (`retry_connection_errors`) but does not let its `DBOS` set it."""
-    from dbos import _dbos
-
-    system_database = getattr(_dbos._dbos_global_instance, "_sys_db_field", None)
-    if system_database is not None:
-        system_database._retry_connection_errors = False
-    # Their last words (a workflow that could not record its end) are no news: the error
-    # said it all. DBOS's next launch sets its log level again.
-    logging.getLogger("dbos").setLevel(logging.CRITICAL)
-    DBOS.destroy()
 
 
 def _next_workflow(session_id: str, task_id: str) -> tuple[str, bool]:

@@ -42,23 +42,21 @@ from dbos import DBOS, EnqueueOptions
 
 from orchestrator._version import __version__
 from orchestrator.engine.approvals import Questions
-from orchestrator.engine.dbos import (
-    OPEN,
-    destroy,
-    executor_id,
-    hold_dbos,
-    launch_dbos,
-    launched,
-    next_workflow_id,
-    release_dbos,
-    task_workflows,
-)
+from orchestrator.engine.dbos import OPEN, next_workflow_id, task_workflows
 from orchestrator.engine.handover import (
     TaskEvents,
     mirror_state,
     posted,
     spent,
     start_records,
+)
+from orchestrator.engine.launch import (
+    destroy,
+    executor_id,
+    hold_dbos,
+    launch_dbos,
+    launched,
+    release_dbos,
 )
 from orchestrator.engine.retry import ENGINE, PATIENCE, Patience
 from orchestrator.engine.store import Run, Store
