@@ -13,33 +13,28 @@ the journal stays the truth: every side effect is journaled write-ahead by the t
 loop, and a step run again after a kill re-enters `run_task`, which resumes from the
 journal (an interrupted call is reported as such, never run again silently).
 
-DBOS's sync API runs in worker threads only (never on the trio thread), under a limiter
-of its own, each call through the engine's `Patience` (retry.py): while the database
-cannot be reached it waits, says so, and gives up after `patience` seconds. DBOS's
-executor is capped at `max_threads`. DBOS is one per process, so one
-session at a time runs on this engine in a process; each process is an executor of its
-own (its id names host and process), so DBOS never recovers another's workflows by
-itself: the session's resume re-enters them, when its journal says the task still runs.
+Its start, the following of each run to its end, its cancellation and its close are
+the two runners' (engine/runner.py): DBOS's sync API runs in worker threads only (never
+on the trio thread), under a limiter of its own, each call through the engine's
+`Patience` (retry.py). DBOS's executor is capped at `max_threads`. DBOS is one per
+process, so one session at a time runs on this engine in a process; each process is an
+executor of its own (its id names host and process), so DBOS never recovers another's
+workflows by itself: the session's resume re-enters them, when its journal says the task
+still runs.
 """
 
 from __future__ import annotations
 
-import logging
-import os
-import socket
-import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import trio
-from dbos import DBOS, DBOSConfig, SetWorkflowID, WorkflowHandle, WorkflowStatus
+from dbos import DBOS, SetWorkflowID, WorkflowHandle
 from dbos._core import WorkflowHandlePolling
 
-from orchestrator._version import __version__
-from orchestrator.engine.retry import PATIENCE, EngineUnreachable, Patience
-from orchestrator.engine.urls import hide_password
-from orchestrator.errors import ConfigError, OrchestratorError
-from orchestrator.state.events import Notice
+from orchestrator.engine.launch import executor_id, launch_dbos
+from orchestrator.engine.retry import PATIENCE, EngineUnreachable
+from orchestrator.engine.runner import OPEN, EngineRunner, next_workflow_id, task_workflows
+from orchestrator.errors import OrchestratorError
 from orchestrator.state.tasks import RanOn
 from orchestrator.team import queries
 from orchestrator.team.port import TaskPort
@@ -47,30 +42,12 @@ from orchestrator.team.subagent import work_task
 
 WORKFLOW = "orchestrator.task"
 LOOP_STEP = "orchestrator.task_loop"
-OPEN = ("PENDING", "ENQUEUED", "DELAYED")  # a workflow's states before it has ended
 FINISH_WAIT = 10.0  # seconds a run waits, once its loop ended, for the workflow's record
 # (while the database answers: an outage adds up to the engine's patience)
-SQLITE_POLL = 0.1  # seconds between DBOS's looks for notifications on SQLite (its default,
-# 1 s, is how long its close may wait for the poller; the engine uses no notifications)
 
 # The runners by session id: DBOS calls a workflow by its name with its recorded
 # arguments only, so the step finds the live session's runner here.
 _RUNNERS: dict[str, DbosRunner] = {}
-# What launched DBOS in this process: DBOS is one per process, whichever of the engine's
-# parts launches it (this runner, the runner of tasks on workers, a worker).
-_HOLDER: list[object] = []
-
-
-def hold_dbos(holder: object) -> None:
-    """DBOS taken for `holder`; a `ConfigError` when another part of this process has it."""
-    if _HOLDER:
-        raise ConfigError("the dbos engine runs one session (or one worker) at a time in a process")
-    _HOLDER.append(holder)
-
-
-def release_dbos(holder: object) -> None:
-    if holder in _HOLDER:
-        _HOLDER.remove(holder)
 
 
 @DBOS.workflow(name=WORKFLOW)
@@ -98,6 +75,7 @@ class _Run:
     begun: trio.Event = field(default_factory=trio.Event)  # the step has called in
     ended: trio.Event = field(default_factory=trio.Event)  # the loop has returned
     outcome: str = "stopped"
+    handle: WorkflowHandle[str] | None = None  # its workflow's, once started
 
 
 @dataclass
@@ -111,8 +89,11 @@ class _Finish:
     done: trio.Event = field(default_factory=trio.Event)
 
 
-class DbosRunner:
+class DbosRunner(EngineRunner[_Run]):
     """A `Runner` whose tasks are DBOS workflows in the database at `url`."""
+
+    kind = "dbos"
+    no_session = "the dbos engine runs the tasks of a session on disk only"
 
     def __init__(
         self,
@@ -122,37 +103,12 @@ class DbosRunner:
         max_threads: int = 64,
         patience: float = PATIENCE,
     ) -> None:
-        self._nursery = nursery
-        self._url = url
+        super().__init__(nursery, url=url, patience=patience)
         self._max_threads = max_threads
-        self._runs: dict[str, _Run] = {}
         self._finishing: dict[str, _Finish] = {}
-        self._closing = float("inf")  # from the engine's close: FINISH_WAIT more at most
-        self._threads = trio.CapacityLimiter(8)  # apart from trio's, which the journal uses
-        # Every call to DBOS goes through it: it waits while the database is unreachable.
-        self._db = Patience(self._tell, seconds=patience, limiter=self._threads)
-        self._port: TaskPort | None = None
-        self._session_id = ""
-        self._launched = trio.Event()
-        self._idle = trio.Event()
+        self._close_by = float("inf")  # from the engine's close: FINISH_WAIT more at most
         self.token = trio.lowlevel.current_trio_token()
         self.where = RanOn.here(executor_id())
-
-    def start(self, task_id: str, port: TaskPort) -> None:
-        if task_id in self._runs:
-            return  # its run is live: starting it twice is a no-op
-        if not self._session_id:
-            self._port = port
-            self._begin_session(port.session_id)
-        self._runs[task_id] = _Run()
-        self._idle = trio.Event()
-        self._nursery.start_soon(self._run, task_id, port, name=f"task {task_id} (dbos)")
-
-    def cancel(self, task_id: str) -> None:
-        run = self._runs.get(task_id)
-        if run is not None:
-            run.waiting.cancel()
-            run.scope.cancel()
 
     async def step(self, task_id: str, workflow_id: str) -> str:
         """The trio side of a task's step: let its loop run, and wait for its end."""
@@ -163,70 +119,50 @@ class DbosRunner:
         await run.ended.wait()
         return run.outcome
 
-    def _begin_session(self, session_id: str) -> None:
-        if not session_id:
-            raise ConfigError("the dbos engine runs the tasks of a session on disk only")
-        hold_dbos(self)
-        self._session_id = session_id
-        _RUNNERS[session_id] = self
-        self._nursery.start_soon(self._db.run, name="dbos engine's notices")
-        self._nursery.start_soon(self._engine, name="dbos engine")
+    def _new_run(self, task_id: str, port: TaskPort) -> _Run:
+        return _Run()
 
-    async def _tell(self, notice: Notice) -> None:
-        if self._port is not None:
-            await self._port.tell(notice)
+    def _cancel_run(self, run: _Run) -> None:
+        run.waiting.cancel()
+        run.scope.cancel()
 
-    async def _engine(self) -> None:
-        """DBOS, launched for the team's life; destroyed once no run is left."""
-        with self._db.watch_dbos():  # DBOS's own waits for its database are told too
-            try:
-                await launched(self._db, self._url, self._launch)
-                self._launched.set()
-                await trio.sleep_forever()
-            finally:
-                with trio.CancelScope(shield=True):
-                    await self._db.flush()  # an outage given up on is said first
-                    # The team ends (its work done, or Ctrl+C): a run waits for its
-                    # workflow's end FINISH_WAIT more at most, outage or not (a resume
-                    # finishes a workflow left open).
-                    self._closing = trio.current_time() + FINISH_WAIT
-                    for finish in self._finishing.values():
-                        finish.scope.deadline = min(finish.scope.deadline, self._closing)
-                    if self._runs or self._finishing:
-                        await self._idle.wait()
-                    await self._db.flush()  # and one found while the runs finished
-                    if self._launched.is_set():
-                        await destroy(self._db, self._threads)
-                    _RUNNERS.pop(self._session_id, None)
-                    release_dbos(self)
+    def _session_begun(self) -> None:
+        _RUNNERS[self._session_id] = self
 
     def _launch(self) -> None:
         launch_dbos(self._url, self.where.worker, max_threads=self._max_threads)
         DBOS.launch()
 
-    async def _run(self, task_id: str, port: TaskPort) -> None:
-        run = self._runs[task_id]
-        handle: WorkflowHandle[str] | None = None
-        try:
-            await self._launched.wait()
-            earlier = self._finishing.get(task_id)
-            if earlier is not None:
-                await earlier.done.wait()  # its last workflow's end recorded first
-            handle = await self._begin_run(task_id, port, run)
-            with run.waiting:
-                await run.begun.wait()  # at once for a new workflow; a recovered one is queued
-            await work_task(port, task_id, run.scope, where=self.where)
-            run.outcome = queries.task(port.state, task_id).state
-        finally:
-            run.ended.set()
-            del self._runs[task_id]
-            if handle is not None:
-                # The task has ended; its workflow's end is recorded behind it.
-                finish = self._finishing[task_id] = _Finish()
-                finish.scope.deadline = self._closing
-                self._nursery.start_soon(self._finish, task_id, handle, finish)
-            self._check_idle()
-            await port.task_ended(task_id)
+    def _closing(self) -> None:
+        # The team ends (its work done, or Ctrl+C): a run waits for its workflow's end
+        # FINISH_WAIT more at most, outage or not (a resume finishes a workflow left open).
+        self._close_by = trio.current_time() + FINISH_WAIT
+        for finish in self._finishing.values():
+            finish.scope.deadline = min(finish.scope.deadline, self._close_by)
+
+    def _closed(self) -> None:
+        _RUNNERS.pop(self._session_id, None)
+
+    def _busy(self) -> bool:
+        return bool(self._runs or self._finishing)
+
+    async def _work(self, task_id: str, port: TaskPort, run: _Run) -> None:
+        earlier = self._finishing.get(task_id)
+        if earlier is not None:
+            await earlier.done.wait()  # its last workflow's end recorded first
+        run.handle = await self._begin_run(task_id, port, run)
+        with run.waiting:
+            await run.begun.wait()  # at once for a new workflow; a recovered one is queued
+        await work_task(port, task_id, run.scope, where=self.where)
+        run.outcome = queries.task(port.state, task_id).state
+
+    def _run_ended(self, task_id: str, run: _Run) -> None:
+        run.ended.set()
+        if run.handle is not None:
+            # The task has ended; its workflow's end is recorded behind it.
+            finish = self._finishing[task_id] = _Finish()
+            finish.scope.deadline = self._close_by
+            self._nursery.start_soon(self._finish, task_id, run.handle, finish)
 
     async def _begin_run(self, task_id: str, port: TaskPort, run: _Run) -> WorkflowHandle[str]:
         """The task's workflow started (or re-entered), its id in `run` before its step
@@ -260,75 +196,6 @@ class DbosRunner:
                 del self._finishing[task_id]
             self._check_idle()
 
-    def _check_idle(self) -> None:
-        if not self._runs and not self._finishing:
-            self._idle.set()
-
-
-def executor_id() -> str:
-    """A new DBOS executor's id, which names where tasks run: its host, its process, and
-    a random part (a process is a new executor each time)."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-
-
-def launch_dbos(url: str, executor: str, *, max_threads: int | None = None) -> None:
-    """DBOS on the database at `url`, as executor `executor`, launched; in a thread.
-    Its version is the package's, not a hash of the code: a process of the same version
-    finds the workflows another left, and workers take only their own version's tasks.
-    Each process is an executor of its own, so DBOS's start-up recovery never takes
-    another process's workflows."""
-    config: DBOSConfig = {
-        "name": "orchestrator",
-        "system_database_url": url,
-        "application_version": __version__,
-        "executor_id": executor,
-        "log_level": "WARNING",
-        "console_log_level": "ERROR",  # its waits for the database: notices (retry.py)
-    }
-    if max_threads is not None:
-        config["max_executor_threads"] = max_threads
-    if url.startswith("sqlite"):
-        config["notification_listener_polling_interval_sec"] = SQLITE_POLL
-    DBOS(config=config)
-
-
-async def launched(db: Patience, url: str, launch: Callable[[], None]) -> None:
-    """`launch()` through `db` (waiting while the database cannot be reached); any other
-    failure a `ConfigError` naming the database (its password hidden)."""
-    try:
-        await db.call(launch)
-    except EngineUnreachable:
-        raise
-    except Exception as exc:
-        raise ConfigError(
-            f"the dbos engine could not start on {hide_password(url)}: {exc}"
-        ) from exc
-
-
-async def destroy(db: Patience, threads: trio.CapacityLimiter) -> None:
-    """DBOS destroyed, through `db` (an engine's patience), or at once while its database
-    cannot be reached (it needs no answer of the database: it lets go of it)."""
-    if db.waiting:
-        await trio.to_thread.run_sync(_destroy_unreachable, limiter=threads)
-    else:
-        await db.call(DBOS.destroy)
-
-
-def _destroy_unreachable() -> None:
-    """DBOS destroyed while its database cannot be reached: its threads still waiting for
-    the database (DBOS's own retry loop, `dbos._sys_db.db_retry`) stop at their next attempt
-    instead of never, so that the process can end (it joins them as it exits). DBOS 3.4
-    has this switch (`retry_connection_errors`) but does not let its `DBOS` set it."""
-    from dbos import _dbos
-
-    system_database = getattr(_dbos._dbos_global_instance, "_sys_db_field", None)
-    if system_database is not None:
-        system_database._retry_connection_errors = False
-    # Their last words (a workflow that could not record its end) are no news: the error
-    # said it all. DBOS's next launch sets its log level again.
-    logging.getLogger("dbos").setLevel(logging.CRITICAL)
-    DBOS.destroy()
-
 
 def _next_workflow(session_id: str, task_id: str) -> tuple[str, bool]:
     """The id of the task's workflow to run now, and whether it is one to re-enter (left
@@ -343,33 +210,12 @@ def _next_workflow(session_id: str, task_id: str) -> tuple[str, bool]:
     return next_workflow_id(base, runs), False
 
 
-def task_workflows(base: str) -> list[WorkflowStatus]:
-    """The workflows of the task whose first is `base` (`<session>/<task>`), in order:
-    `base`, `base/2`, ...; in a worker thread."""
-    found = DBOS.list_workflows(workflow_id_prefix=base, load_input=False)
-    numbered = [(n, w) for w in found if (n := _number(base, w.workflow_id))]
-    return [w for _, w in sorted(numbered, key=lambda pair: pair[0])]
-
-
-def next_workflow_id(base: str, runs: list[WorkflowStatus]) -> str:
-    """The id of the task's workflow after `runs` (`task_workflows`)."""
-    return base if not runs else f"{base}/{len(runs) + 1}"
-
-
 def _begin(session_id: str, task_id: str, workflow_id: str, resume: bool) -> WorkflowHandle[str]:
     """The task's workflow `workflow_id`, started or re-entered; in a worker thread."""
     if resume:
         return DBOS.resume_workflow(workflow_id)
     with SetWorkflowID(workflow_id):
         return DBOS.start_workflow(_task_workflow, session_id, task_id)
-
-
-def _number(base: str, workflow_id: str) -> int:
-    """1 for `base`, N for `base/N`, 0 for another task's workflow (`base` a prefix)."""
-    if workflow_id == base:
-        return 1
-    rest = workflow_id.removeprefix(base + "/")
-    return int(rest) if rest != workflow_id and rest.isdigit() else 0
 
 
 def _loop_ended(workflow_id: str) -> bool:

@@ -42,17 +42,6 @@ from dbos import DBOS, EnqueueOptions
 
 from orchestrator._version import __version__
 from orchestrator.engine.approvals import Questions
-from orchestrator.engine.dbos import (
-    OPEN,
-    destroy,
-    executor_id,
-    hold_dbos,
-    launch_dbos,
-    launched,
-    next_workflow_id,
-    release_dbos,
-    task_workflows,
-)
 from orchestrator.engine.handover import (
     TaskEvents,
     mirror_state,
@@ -60,12 +49,13 @@ from orchestrator.engine.handover import (
     spent,
     start_records,
 )
-from orchestrator.engine.retry import ENGINE, PATIENCE, Patience
+from orchestrator.engine.launch import executor_id, launch_dbos
+from orchestrator.engine.retry import ENGINE, PATIENCE
+from orchestrator.engine.runner import OPEN, EngineRunner, next_workflow_id, task_workflows
 from orchestrator.engine.store import Run, Store
 from orchestrator.engine.task_session import fold, line_of
 from orchestrator.engine.urls import hide_password
 from orchestrator.engine.worker import CANCEL, MAIL, QUEUE, WORKFLOW
-from orchestrator.errors import ConfigError
 from orchestrator.messages import Usage
 from orchestrator.session.on_workers import folded_rows
 from orchestrator.state.events import Notice, Record
@@ -99,10 +89,13 @@ class _Remote:
     shown: TaskEvents = field(default_factory=TaskEvents)  # its work, as shown here
 
 
-class RemoteRunner:
+class RemoteRunner(EngineRunner[_Remote]):
     """A `Runner` whose tasks run on workers, through the database at `url`. `model` is
     the session's model spec (a worker makes the model with its own keys); `workspace`
     is the session's workspace, a path every worker must reach."""
+
+    kind = "on workers"
+    no_session = "tasks on workers need a session on disk"
 
     def __init__(
         self,
@@ -113,38 +106,17 @@ class RemoteRunner:
         workspace: str,
         patience: float = PATIENCE,
     ) -> None:
-        self._nursery = nursery
-        self._url = url
+        super().__init__(nursery, url=url, patience=patience)
         self._model = model
         self._workspace = workspace
         self._store = Store(url)
-        self._runs: dict[str, _Remote] = {}
-        self._threads = trio.CapacityLimiter(8)
-        self._session_id = ""
-        self._launched = trio.Event()
-        self._idle = trio.Event()
-        self._port: TaskPort | None = None  # to tell the session of an outage
-        # Every call to the database waits while it cannot be reached (engine/retry.py).
-        self._db = Patience(self._tell, seconds=patience, limiter=self._threads)
         self._questions = Questions(self._store, self._db, nursery)  # its tasks' approvals
 
-    async def _tell(self, notice: Notice) -> None:
-        if self._port is not None:
-            await self._port.tell(notice)
+    def _new_run(self, task_id: str, port: TaskPort) -> _Remote:
+        return _Remote(task_id, f"{self._session_id}/{task_id}", port)
 
-    def start(self, task_id: str, port: TaskPort) -> None:
-        if task_id in self._runs:
-            return
-        if not self._session_id:
-            self._begin_session(port.session_id)
-        self._port = port
-        self._runs[task_id] = _Remote(task_id, f"{self._session_id}/{task_id}", port)
-        self._idle = trio.Event()
-        self._nursery.start_soon(self._run, task_id, name=f"task {task_id} (on workers)")
-
-    def cancel(self, task_id: str) -> None:
-        run = self._runs.get(task_id)
-        if run is not None and not run.cancelled:
+    def _cancel_run(self, run: _Remote) -> None:
+        if not run.cancelled:
             run.cancelled = True
             if run.workflow_id:
                 self._nursery.start_soon(self._cancel, run.workflow_id)
@@ -155,83 +127,56 @@ class RemoteRunner:
         await self._db.call(self._store.cancel_run, workflow_id)
         await self._db.call(_send, workflow_id, [(f"{workflow_id}:{CANCEL}", CANCEL)])
 
-    def _begin_session(self, session_id: str) -> None:
-        if not session_id:
-            raise ConfigError("tasks on workers need a session on disk")
-        hold_dbos(self)
-        self._session_id = session_id
-        self._nursery.start_soon(self._db.run, name="dbos engine's notices")
-        self._nursery.start_soon(self._engine, name="dbos engine (workers)")
+    def _session_begun(self) -> None:
         self._nursery.start_soon(self._follow, name="tasks on workers")
-
-    async def _engine(self) -> None:
-        """DBOS, launched for the team's life (to put tasks on the queue and read their
-        workflows' states); destroyed once no run is left."""
-        with self._db.watch_dbos():  # DBOS's own waits for its database are told too
-            try:
-                await launched(self._db, self._url, self._launch)
-                self._launched.set()
-                await trio.sleep_forever()
-            finally:
-                with trio.CancelScope(shield=True):
-                    await self._db.flush()  # an outage given up on is said first
-                    if self._runs:
-                        await self._idle.wait()
-                    await self._db.flush()  # and one found while the runs ended
-                    if self._launched.is_set():
-                        await destroy(self._db, self._threads)
-                    self._store.close()
-                    release_dbos(self)
 
     def _launch(self) -> None:
         launch_dbos(self._url, executor_id())
         DBOS.listen_queues([])  # the session only puts tasks on the queue: workers run them
         DBOS.launch()
 
-    async def _run(self, task_id: str) -> None:
-        run = self._runs[task_id]
-        key, port = run.key, run.port
-        try:
-            await self._launched.wait()
-            rows = await self._db.call(self._store.records, key)
-            mirror = SessionState()
-            records = list(folded_rows(key, rows, mirror))
-            start = start_records(port.state, mirror, task_id)
-            if start:
-                first = mirror.seq + 1
-                lines = [(seq, line_of(seq, r)) for seq, r in enumerate(start, first)]
-                await self._db.call(self._store.append, key, lines)
-                fold(key, lines, mirror)
-            if not start and mirror.tasks.tasks[task_id].state in SETTLED:
-                # It ended on a worker while this session was stopped: only its news.
-                run.mirror = mirror
-                await self._pass_on(run, records)
-                return
-            workflow_id, queued = await self._db.call(_next_run, key)
-            if run.cancelled and not queued:
-                return  # cancelled before it was queued: no worker need hear of it
-            if not queued:
-                await self._db.call(
-                    self._store.add_run,
-                    Run(workflow_id, key, __version__, self._workspace, self._model),
-                )
-                await self._db.call(_enqueue, workflow_id, key)
-            run.workflow_id = workflow_id  # from here on, `cancel` tells the worker
-            if run.cancelled:
-                await self._cancel(workflow_id)
+    def _closed(self) -> None:
+        self._store.close()
+
+    async def _work(self, task_id: str, port: TaskPort, run: _Remote) -> None:
+        """The task put on the queue (its journal seeded first, unless it has begun) and
+        followed until its workflow has ended; a task that ended while this session was
+        stopped only caught up with."""
+        key = run.key
+        rows = await self._db.call(self._store.records, key)
+        mirror = SessionState()
+        records = list(folded_rows(key, rows, mirror))
+        start = start_records(port.state, mirror, task_id)
+        if start:
+            first = mirror.seq + 1
+            lines = [(seq, line_of(seq, r)) for seq, r in enumerate(start, first)]
+            await self._db.call(self._store.append, key, lines)
+            fold(key, lines, mirror)
+        if not start and mirror.tasks.tasks[task_id].state in SETTLED:
+            # It ended on a worker while this session was stopped: only its news.
             run.mirror = mirror
-            await self._pass_on(run, records)  # what it did before this session stopped
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._forward, run)
-                await run.ended.wait()  # (the follower's)
-                nursery.cancel_scope.cancel()
-            if run.status.status != "SUCCESS":  # (its loop's outcome is in its journal)
-                await self._ended_badly(run)
-        finally:
-            del self._runs[task_id]
-            if not self._runs:
-                self._idle.set()
-            await port.task_ended(task_id)
+            await self._pass_on(run, records)
+            return
+        workflow_id, queued = await self._db.call(_next_run, key)
+        if run.cancelled and not queued:
+            return  # cancelled before it was queued: no worker need hear of it
+        if not queued:
+            await self._db.call(
+                self._store.add_run,
+                Run(workflow_id, key, __version__, self._workspace, self._model),
+            )
+            await self._db.call(_enqueue, workflow_id, key)
+        run.workflow_id = workflow_id  # from here on, `cancel` tells the worker
+        if run.cancelled:
+            await self._cancel(workflow_id)
+        run.mirror = mirror
+        await self._pass_on(run, records)  # what it did before this session stopped
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._forward, run)
+            await run.ended.wait()  # (the follower's)
+            nursery.cancel_scope.cancel()
+        if run.status.status != "SUCCESS":  # (its loop's outcome is in its journal)
+            await self._ended_badly(run)
 
     async def _follow(self) -> None:
         """Pass on what the tasks do, for all of them at once: every `FOLLOW` seconds one

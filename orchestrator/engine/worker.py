@@ -38,7 +38,7 @@ from dbos import DBOS
 
 from orchestrator._version import __version__
 from orchestrator.engine.approvals import ask_the_session
-from orchestrator.engine.dbos import (
+from orchestrator.engine.launch import (
     destroy,
     executor_id,
     hold_dbos,
