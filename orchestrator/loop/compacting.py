@@ -21,7 +21,14 @@ import msgspec
 
 from orchestrator.loop import anchors as anchor_text
 from orchestrator.loop.anchors import Anchors
-from orchestrator.loop.compaction import Count, Method, Reason, Window
+from orchestrator.loop.compaction import (
+    Count,
+    Method,
+    Reason,
+    Window,
+    learned_window,
+    window_of,
+)
 from orchestrator.loop.pruning import Pruned, cut_points, prune, recent_start
 from orchestrator.loop.summary import SUMMARY_HEADER
 from orchestrator.messages import Message, SystemMessage, UserMessage
@@ -43,6 +50,14 @@ class Limits(msgspec.Struct, frozen=True):
     outputs: int  # the newest tool outputs kept whole by pruning
 
 
+class Refused(msgspec.Struct, frozen=True):
+    """What a provider's context-too-long error said: the window's `limit`, the size of
+    the request it refused (`requested`), each when it said so."""
+
+    limit: int | None = None
+    requested: int | None = None
+
+
 class Situation(msgspec.Struct, frozen=True, kw_only=True):
     """What is known of one agent's context when it compacts."""
 
@@ -50,26 +65,39 @@ class Situation(msgspec.Struct, frozen=True, kw_only=True):
     reason: Reason
     messages: Sequence[Message]  # the context now
     count: Count  # its size in tokens, and the ratio of its characters to them
-    window: Window | None  # the window it is measured against (None: not known)
+    known: Window | None  # its model's window: configured, in the table, or claimed
+    learned: int = 0  # the window a context-too-long error taught before (0: none)
+    max_tokens: int | None = None  # the session's, kept free where the output is not known
+    refused: Refused | None = None  # the error this compaction answers (`too_long`)
     anchors: Anchors  # what the checkpoint restores, as the fold has it now
     anchor_share: float  # of the usable input, for the anchors
     keep_recent: int  # tokens of last turns kept verbatim, at most
     keep_outputs: int  # tokens of newest tool outputs kept whole, at most
 
 
-class _Decided(msgspec.Struct, frozen=True, kw_only=True):
+class Figures(msgspec.Struct, frozen=True):
+    """What every decision says of the context: why it compacts, its size now, and the
+    window it is measured against."""
+
     reason: Reason
+    tokens: int
+    usable: int  # the usable input of the window (0: not known)
+    learned: Window | None  # the window a context-too-long error taught, for the record
+
+
+class _Compacts(msgspec.Struct, frozen=True, kw_only=True):
+    figures: Figures
     limits: Limits
     ratio: float  # characters a token
-    usable: int  # tokens the checkpoint must fit in
+    aim: int  # tokens the checkpoint must fit in (`usable`, else the context's size)
     pruned: Pruned  # the context with old outputs pruned, its old anchors left out
 
 
-class PruneOnly(_Decided, frozen=True, kw_only=True):
+class PruneOnly(_Compacts, frozen=True, kw_only=True):
     """Old tool outputs pruned are enough: no summary."""
 
 
-class Summarise(_Decided, frozen=True, kw_only=True):
+class Summarise(_Compacts, frozen=True, kw_only=True):
     """A summary replaces the pruned context's head, after the system prompt and before
     its last turns (from `recent`)."""
 
@@ -82,10 +110,11 @@ class Summarise(_Decided, frozen=True, kw_only=True):
         return self.pruned.messages[len(self.system) : self.recent]
 
 
-class Refuse(msgspec.Struct, frozen=True):
+class Refuse(msgspec.Struct, frozen=True, kw_only=True):
     """No compaction: `too_small`, even the smallest checkpoint would not fit the window;
     `nothing`, a compaction by hand of a context that is all last turns."""
 
+    figures: Figures
     why: Literal["too_small", "nothing"]
     message: str
 
@@ -104,31 +133,37 @@ Decision = PruneOnly | Summarise | Refuse
 
 def plan(s: Situation) -> Decision:
     """How to compact the context `s` describes (see the module's docstring)."""
+    tokens = s.count.tokens
+    window = window_of(s.known, s.learned, s.max_tokens)
+    learned = None
+    if s.refused is not None:  # the provider's word on the window wins
+        window = learned = learned_window(window, tokens, s.refused.limit, s.refused.requested)
+    usable = window.usable if window is not None else 0
+    figures = Figures(s.reason, tokens, usable, learned)
     ratio = s.count.chars_per_token
-    usable = s.window.usable if s.window is not None else 0
-    if usable == 0:  # no window known (by hand): aim at half the context
-        usable = max(s.count.tokens, 1)
-    limits = limits_of(usable, ratio, s.anchor_share, s.keep_recent, s.keep_outputs)
+    aim = usable or max(tokens, 1)  # no window known (by hand): aim at half the context
+    limits = limits_of(aim, ratio, s.anchor_share, s.keep_recent, s.keep_outputs)
     pruned = prune([m for m in s.messages if not is_anchor(m)], keep_chars=limits.outputs)
     anchor = _anchor(s.anchors, limits)
     if chars([*pruned.messages, anchor]) <= limits.pruned_enough and s.reason != "by_hand":
-        return PruneOnly(reason=s.reason, limits=limits, ratio=ratio, usable=usable, pruned=pruned)
+        return PruneOnly(figures=figures, limits=limits, ratio=ratio, aim=aim, pruned=pruned)
     system = tuple(m for m in pruned.messages[:1] if isinstance(m, SystemMessage))
     floor = chars([*system, anchor]) + FLOOR_SUMMARY
     if floor > limits.usable:  # no summary can help: said before paying for one
-        return too_small(s.agent, round(floor / ratio), usable)
+        return too_small(figures, s.agent, round(floor / ratio), aim)
     recent = max(recent_start(pruned.messages, limits.recent), len(system))
     if s.reason == "by_hand" and recent == len(system) and not pruned.refs:
         return Refuse(
-            "nothing",
-            f"the context of {s.agent} is all last turns ({s.count.tokens:,} tokens) "
+            figures=figures,
+            why="nothing",
+            message=f"the context of {s.agent} is all last turns ({tokens:,} tokens) "
             "with no old output to prune: a summary would only add to it",
         )
     return Summarise(
-        reason=s.reason,
+        figures=figures,
         limits=limits,
         ratio=ratio,
-        usable=usable,
+        aim=aim,
         pruned=pruned,
         system=system,
         recent=recent,
@@ -154,7 +189,8 @@ def fit(
             candidate = [*decision.pruned.messages, *added, anchor]
             method = "pruned"
         case Summarise():
-            head = [*decision.system, UserMessage(content=f"{SUMMARY_HEADER}\n\n{summary}"), anchor]
+            said = UserMessage(content=f"{SUMMARY_HEADER}\n\n{summary}")
+            head = [*decision.system, said, anchor]
             tail = [*decision.pruned.messages[decision.recent :], *added]
             candidate = [*head, *tail]
             while chars(candidate) > limits.usable and tail:
@@ -167,7 +203,7 @@ def fit(
             assert_never(decision)
     size = chars(candidate)
     if size > limits.usable:
-        return too_small(agent, round(size / decision.ratio), decision.usable)
+        return too_small(decision.figures, agent, round(size / decision.ratio), decision.aim)
     return Checkpoint(tuple(candidate), method, round(size / decision.ratio), dropped)
 
 
@@ -184,11 +220,12 @@ def limits_of(
     )
 
 
-def too_small(agent: str, tokens: int, usable: int) -> Refuse:
+def too_small(figures: Figures, agent: str, tokens: int, aim: int) -> Refuse:
     return Refuse(
-        "too_small",
-        f"the context of {agent} does not fit its model's window even compacted: "
-        f"{tokens} tokens (system prompt, summary and anchors) for {usable} usable",
+        figures=figures,
+        why="too_small",
+        message=f"the context of {agent} does not fit its model's window even compacted: "
+        f"{tokens} tokens (system prompt, summary and anchors) for {aim} usable",
     )
 
 

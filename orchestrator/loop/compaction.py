@@ -8,7 +8,8 @@ compaction's record.
   and an estimate of what was added since, calibrated on the provider's own counts.
 - `Breaker`: compactions that failed or freed too little, in a row, pause the fraction
   trigger for some rounds (never the one a context-too-long error pulls).
-- `due`: whether to compact now, and why; `learned_window`, what a context-too-long
+- `due`: whether to compact now, and why; `trigger`, the same at a round boundary,
+  from what is known of the model's window; `learned_window`, what a context-too-long
   error teaches of the window.
 - `ContextCompacted`: the record of a compaction, a checkpoint: the agent's live context
   starts again from its messages (state/context.py folds it).
@@ -176,6 +177,37 @@ def due(
     if share >= 1.0 or (share >= fraction and not breaker.paused(at_round)):
         return "fraction"
     return None
+
+
+class Due(msgspec.Struct, frozen=True):
+    """A compaction due at a round boundary: why, and whether the agent waits for its
+    checkpoint (`wait`: the context holds the whole usable input) or goes on while its
+    summary is written."""
+
+    reason: Reason
+    wait: bool
+
+
+def trigger(
+    count: Count,
+    known: Window | None,
+    learned: int,
+    max_tokens: int | None,
+    breaker: Breaker,
+    at_round: int,
+    *,
+    fraction: float = DEFAULT_FRACTION,
+) -> Due | None:
+    """The automatic trigger, at a round boundary: whether the context of `count`
+    tokens is `due` against its model's window (`window_of` the `known` one, the
+    `learned` one and `max_tokens`), and whether the agent waits for the checkpoint."""
+    window = window_of(known, learned, max_tokens)
+    if window is None:
+        return None
+    reason = due(count, window, breaker, at_round, fraction=fraction)
+    if reason is None:
+        return None
+    return Due(reason, wait=count.share_of(window) >= 1.0)
 
 
 Method = Literal["pruned", "summary", "fallback", "truncated"]

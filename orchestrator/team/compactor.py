@@ -26,6 +26,7 @@ from orchestrator.loop.compacting import (
     Checkpoint,
     PruneOnly,
     Refuse,
+    Refused,
     Situation,
     Summarise,
     fit,
@@ -36,9 +37,7 @@ from orchestrator.loop.compaction import (
     ContextCompacted,
     Reason,
     Window,
-    due,
-    learned_window,
-    window_of,
+    trigger,
 )
 from orchestrator.messages import Message
 from orchestrator.models.base import COMPACTOR, Model
@@ -86,15 +85,13 @@ class Compactor:
         self._asked: dict[str, _Asked] = {}  # agent -> its compaction asked for by hand
         self._closed = False  # the team closed: no agent takes another round
 
-    def window(self, role: str) -> tuple[Window | None, str]:
-        """The window of `role`'s model (a learned one, if smaller), and its name. Where
-        the output a model may write is not known, the session's `max_tokens` is kept
-        free for it (a server such as vLLM counts it against the window)."""
-        name = self._models(role).name
+    def _known(self, role: str) -> tuple[Window | None, int, int | None]:
+        """What is known of the window of `role`'s model: the configured or known one,
+        the one learned from a context-too-long error (0: none), and the session's
+        `max_tokens`."""
         settings = self._session.state.settings
-        learned = self._session.state.windows.get(name, 0)
-        max_tokens = settings.max_tokens if settings is not None else None
-        return window_of(self._window(role), learned, max_tokens), name
+        learned = self._session.state.windows.get(self._models(role).name, 0)
+        return self._window(role), learned, settings.max_tokens if settings is not None else None
 
     async def maybe(self, context: AgentContext) -> None:
         """At a round boundary, with none of the agent's calls open: make the compaction
@@ -110,15 +107,13 @@ class Compactor:
             if pending.summary is not None and pending.still_fits(context):
                 await self._finish(context, pending.job, pending.summary)
                 return
-        window, _ = self.window(context.role)
-        if window is None:
-            return
         settings = self._session.state.settings
         fraction = settings.compact_at if settings is not None else 0.8
-        count = context.count()
-        reason = due(count, window, context.breaker, context.steps, fraction=fraction)
-        if reason is not None:
-            await self.compact(context, reason, background=count.share_of(window) < 1.0)
+        known, learned, max_tokens = self._known(context.role)
+        count, breaker = context.count(), context.breaker
+        due = trigger(count, known, learned, max_tokens, breaker, context.steps, fraction=fraction)
+        if due is not None:
+            await self.compact(context, due.reason, background=not due.wait)
 
     async def ask(self, agent: str) -> ContextCompacted | None:
         """Have `agent`'s context compacted at its next round boundary (several askers
@@ -181,24 +176,22 @@ class Compactor:
         """The provider refused the agent's request as too long: learn the window it
         stated (else the failed request's size is an upper bound), then compact."""
         self.drop_pending(context.id)  # it aimed at a window that proved too large
-        known, name = self.window(context.role)
-        tokens = context.count().tokens
-        learned = learned_window(known, tokens, error.limit, error.requested)
-        await self.compact(context, "too_long", learned=(name, learned))
+        await self.compact(context, "too_long", refused=Refused(error.limit, error.requested))
 
     async def compact(
         self,
         context: AgentContext,
         reason: Reason,
         *,
-        learned: tuple[str, Window] | None = None,
+        refused: Refused | None = None,
         background: bool = False,
     ) -> ContextCompacted | None:
         """Compact `context` and journal the checkpoint; with `background`, a summary
         runs while the agent goes on and the checkpoint waits for its next round
-        boundary (None is returned). Raises `CompactionFailed` when even the smallest
+        boundary (None is returned). `refused`: what the provider's context-too-long
+        error said of the window. Raises `CompactionFailed` when even the smallest
         context it can make does not fit the window."""
-        job = await self._plan(context, reason, learned)
+        job = await self._plan(context, reason, refused)
         if not isinstance(job.decision, Summarise):
             return await self._finish(context, job, None)
         if background and self._nursery is not None:
@@ -207,17 +200,10 @@ class Compactor:
             return None
         return await self._finish(context, job, await self._summary(context, job))
 
-    async def _plan(
-        self, context: AgentContext, reason: Reason, learned: tuple[str, Window] | None
-    ) -> _Job:
+    async def _plan(self, context: AgentContext, reason: Reason, refused: Refused | None) -> _Job:
         """The situation gathered and `loop/`'s decision on it."""
-        window = learned[1] if learned is not None else self.window(context.role)[0]
-        count = context.count()
-        usable = window.usable if window is not None else 0
-        await self._sink.emit(
-            CompactionStarted(agent=context.id, reason=reason, tokens=count.tokens, usable=usable)
-        )
-        messages, length = context.view(), len(context.messages)
+        known, learned, max_tokens = self._known(context.role)
+        count, messages, length = context.count(), context.view(), len(context.messages)
         files = tuple(sorted(self._files(context.id)))
         anchors = await gather(self._session.state, context, files, self._workspace.root)
         settings = self._session.state.settings
@@ -227,16 +213,26 @@ class Compactor:
                 reason=reason,
                 messages=messages,
                 count=count,
-                window=window,
+                known=known,
+                learned=learned,
+                max_tokens=max_tokens,
+                refused=refused,
                 anchors=anchors,
                 anchor_share=settings.anchor_share if settings is not None else 0.25,
                 keep_recent=settings.keep_recent if settings is not None else 8_000,
                 keep_outputs=settings.keep_outputs if settings is not None else 20_000,
             )
         )
+        said = decision.figures
+        await self._sink.emit(
+            CompactionStarted(
+                agent=context.id, reason=reason, tokens=said.tokens, usable=said.usable
+            )
+        )
         if isinstance(decision, Refuse):
             raise _refused(decision)
-        return _Job(decision, learned, files, anchors, context.start, context.messages, length)
+        model = self._models(context.role).name
+        return _Job(decision, model, files, anchors, context.start, context.messages, length)
 
     async def _in_background(self, context: AgentContext, pending: _Background) -> None:
         try:
@@ -293,11 +289,11 @@ class Compactor:
         anchors: Anchors,
     ) -> ContextCompacted:
         settings = self._session.state.settings
-        learned = job.learned
+        learned = job.decision.figures.learned
         return ContextCompacted(
             agent=context.id,
             messages=made.messages,
-            reason=job.decision.reason,
+            reason=job.decision.figures.reason,
             method=made.method,
             before=context.count().tokens,
             after=made.after,
@@ -307,8 +303,8 @@ class Compactor:
             attempts=summary.attempts,
             usage=summary.usage,
             model=summary.model,
-            window_model=learned[0] if learned is not None else "",
-            window=learned[1].context if learned is not None else 0,
+            window_model=job.model if learned is not None else "",
+            window=learned.context if learned is not None else 0,
             files=tuple(files),
             read=tuple(anchors.read),
             goal=context.goal,
@@ -331,7 +327,7 @@ class _Job:
     """A compaction decided: `loop/`'s decision, and what its checkpoint is made with."""
 
     decision: PruneOnly | Summarise
-    learned: tuple[str, Window] | None  # the window a context-too-long error taught
+    model: str  # the agent's model, whose window the decision may have learned
     files: tuple[str, ...]  # the files the agent changed, and its anchors, when decided
     anchors: Anchors
     start: int  # the context it was made of: its checkpoint's

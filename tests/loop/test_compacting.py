@@ -4,19 +4,30 @@ contexts built here, with no runtime (the runtime's side is in tests/compaction/
 from __future__ import annotations
 
 import pytest
+from msgspec.structs import replace
 
 from orchestrator.loop.anchors import HEADER, Anchors
 from orchestrator.loop.compacting import (
     Checkpoint,
     PruneOnly,
     Refuse,
+    Refused,
     Situation,
     Summarise,
     chars,
     fit,
     plan,
 )
-from orchestrator.loop.compaction import MARGIN_TOKENS, Count, Reason, Window, learned_window
+from orchestrator.loop.compaction import (
+    MARGIN_TOKENS,
+    Breaker,
+    Count,
+    Due,
+    Reason,
+    Window,
+    learned_window,
+    trigger,
+)
 from orchestrator.loop.summary import SUMMARY_HEADER
 from orchestrator.messages import (
     AssistantMessage,
@@ -56,14 +67,18 @@ def replies(turns: int, size: int = 2_000, system: int = 20) -> list[Message]:
 
 
 def situation(
-    messages: list[Message], usable: int | None, reason: Reason = "fraction"
+    messages: list[Message],
+    usable: int | None,
+    reason: Reason = "fraction",
+    refused: Refused | None = None,
 ) -> Situation:
     return Situation(
         agent="main",
         reason=reason,
         messages=messages,
         count=Count(chars_since=chars(messages)),  # 4 characters a token
-        window=window(usable) if usable is not None else None,
+        known=window(usable) if usable is not None else None,
+        refused=refused,
         anchors=ANCHORS,
         anchor_share=0.25,
         keep_recent=8_000,
@@ -79,6 +94,12 @@ CASES: list[tuple[str, Situation, type, str]] = [
     ("replies cannot be pruned", situation(replies(40), 20_000), Summarise, ""),
     ("a context-too-long error", situation(replies(40), 20_000, "too_long"), Summarise, ""),
     ("by hand with no window", situation(replies(40), None, "by_hand"), Summarise, ""),
+    (
+        "a window the provider stated, smaller than known",
+        situation(replies(40), 80_000, "too_long", Refused(limit=30_000)),
+        Summarise,
+        "",
+    ),
     (
         "no summary could fit beside the system prompt",
         situation(replies(40, system=90_000), 20_000),
@@ -102,15 +123,16 @@ def test_each_rule(situation: Situation, decision: type, phrase: str) -> None:
     assert type(made) is decision
     if isinstance(made, Refuse):
         assert phrase in made.message
-    else:
-        assert made.reason == situation.reason
+    assert made.figures.reason == situation.reason
+    assert made.figures.tokens == situation.count.tokens
 
 
 def test_the_budgets_are_shares_of_the_usable_input_in_characters() -> None:
     made = plan(situation(replies(40), 20_000))
     assert isinstance(made, Summarise)
     assert made.ratio == 4.0
-    assert made.usable == 20_000
+    assert made.figures.usable == made.aim == 20_000
+    assert made.figures.learned is None
     limits = made.limits
     assert (limits.usable, limits.pruned_enough, limits.anchors) == (80_000, 40_000, 20_000)
     assert (limits.recent, limits.outputs) == (20_000, 20_000)  # a quarter, at most
@@ -124,7 +146,8 @@ def test_with_no_window_the_aim_is_the_context_itself() -> None:
     messages = replies(40)
     made = plan(situation(messages, None, "by_hand"))
     assert isinstance(made, Summarise)
-    assert made.usable == round(chars(messages) / 4)
+    assert made.figures.usable == 0
+    assert made.aim == round(chars(messages) / 4)
 
 
 def test_pruning_keeps_the_newest_outputs_and_the_anchors_of_the_last_checkpoint_go() -> None:
@@ -207,3 +230,69 @@ def test_a_context_too_long_error_teaches_a_window(
     known: Window | None, tokens: int, limit: int | None, requested: int | None, learned: Window
 ) -> None:
     assert learned_window(known, tokens, limit, requested) == learned
+
+
+def test_a_context_too_long_error_sets_the_window_the_checkpoint_aims_at() -> None:
+    made = plan(situation(replies(40), 80_000, "too_long", Refused(limit=30_000)))
+    assert isinstance(made, Summarise)
+    assert made.figures.learned == Window(30_000)
+    assert made.aim == made.figures.usable == 30_000 - MARGIN_TOKENS
+    # Nothing stated: the size of the request refused bounds it.
+    made = plan(situation(replies(40), 80_000, "too_long", Refused(requested=21_000)))
+    assert made.figures.learned == Window(21_000)
+
+
+def test_a_learned_window_and_max_tokens_narrow_the_known_one() -> None:
+    messages = replies(40)
+    base = situation(messages, 80_000)
+    made = plan(replace(base, learned=30_000))
+    assert made.figures.usable == 30_000 - MARGIN_TOKENS
+    assert made.figures.learned is None  # learned before: not this compaction's to journal
+    made = plan(replace(base, known=Window(100_000), max_tokens=4_000))
+    assert made.figures.usable == 100_000 - 4_000 - MARGIN_TOKENS
+
+
+USABLE = window(10_000)
+TRIGGERS: list[tuple[str, Count, Window | None, Breaker, Due | None]] = [
+    # (name, count, known window, breaker, verdict) at round 5, at 0.8 of the usable input
+    ("no window known", Count(reported=9_000, reported_chars=1), None, Breaker(), None),
+    ("below the fraction", Count(reported=7_999, reported_chars=1), USABLE, Breaker(), None),
+    (
+        "at the fraction: the summary in the background",
+        Count(reported=8_000, reported_chars=1),
+        USABLE,
+        Breaker(),
+        Due("fraction", wait=False),
+    ),
+    (
+        "paused by the breaker",
+        Count(reported=9_000, reported_chars=1),
+        USABLE,
+        Breaker(paused_until=6),
+        None,
+    ),
+    (
+        "the whole window, paused or not: the agent waits",
+        Count(reported=10_000, reported_chars=1),
+        USABLE,
+        Breaker(paused_until=6),
+        Due("fraction", wait=True),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("count", "known", "breaker", "verdict"),
+    [t[1:] for t in TRIGGERS],
+    ids=[t[0] for t in TRIGGERS],
+)
+def test_the_trigger_at_a_round_boundary(
+    count: Count, known: Window | None, breaker: Breaker, verdict: Due | None
+) -> None:
+    assert trigger(count, known, 0, None, breaker, 5, fraction=0.8) == verdict
+
+
+def test_the_trigger_measures_against_the_learned_window() -> None:
+    count = Count(reported=8_000, reported_chars=1)
+    assert trigger(count, window(100_000), 0, None, Breaker(), 1) is None
+    assert trigger(count, window(100_000), 9_000, None, Breaker(), 1) == Due("fraction", True)
