@@ -8,12 +8,15 @@ compaction's record.
   and an estimate of what was added since, calibrated on the provider's own counts.
 - `Breaker`: compactions that failed or freed too little, in a row, pause the fraction
   trigger for some rounds (never the one a context-too-long error pulls).
-- `due`: whether to compact now, and why.
+- `due`: whether to compact now, and why; `trigger`, the same at a round boundary,
+  from what is known of the model's window; `learned_window`, what a context-too-long
+  error teaches of the window.
 - `ContextCompacted`: the record of a compaction, a checkpoint: the agent's live context
   starts again from its messages (state/context.py folds it).
 
-The summary's request, sections and fallback are in `summary.py`, pruning in
-`pruning.py`, the anchors in `anchors.py`. No clock, no I/O: a resumed session judges
+What a compaction does once due (prune only, summarise, truncate or refuse) is decided in
+`compacting.py`; the summary's request, sections and fallback are in `summary.py`,
+pruning in `pruning.py`, the anchors in `anchors.py`. No clock, no I/O: a resumed session judges
 as the uninterrupted one would.
 """
 
@@ -81,6 +84,21 @@ def window_of(known: Window | None, learned: int, max_tokens: int | None) -> Win
     if known is not None and not known.output and max_tokens:
         known = Window(known.context, min(max_tokens, known.context // 4))
     return known
+
+
+def learned_window(
+    known: Window | None, tokens: int, limit: int | None, requested: int | None
+) -> Window:
+    """The window a provider's context-too-long error teaches, for a context of `tokens`
+    (the runtime's count) measured against `known`: the `limit` it stated, else the size
+    of the request it refused (`requested`, else `tokens`), an upper bound. It keeps
+    `known`'s output, but never most of a small window; and when the provider refused
+    what `known` should hold, the count runs low, so what failed is the bound."""
+    stated = Window.from_failure(limit, requested or tokens)
+    output = min(known.output if known is not None else 0, stated.context // 4)
+    if known is not None and known.context <= stated.context:
+        return Window(min(known.context, tokens), output)
+    return Window(stated.context, output)
 
 
 class Count(msgspec.Struct, frozen=True):
@@ -159,6 +177,37 @@ def due(
     if share >= 1.0 or (share >= fraction and not breaker.paused(at_round)):
         return "fraction"
     return None
+
+
+class Due(msgspec.Struct, frozen=True):
+    """A compaction due at a round boundary: why, and whether the agent waits for its
+    checkpoint (`wait`: the context holds the whole usable input) or goes on while its
+    summary is written."""
+
+    reason: Reason
+    wait: bool
+
+
+def trigger(
+    count: Count,
+    known: Window | None,
+    learned: int,
+    max_tokens: int | None,
+    breaker: Breaker,
+    at_round: int,
+    *,
+    fraction: float = DEFAULT_FRACTION,
+) -> Due | None:
+    """The automatic trigger, at a round boundary: whether the context of `count`
+    tokens is `due` against its model's window (`window_of` the `known` one, the
+    `learned` one and `max_tokens`), and whether the agent waits for the checkpoint."""
+    window = window_of(known, learned, max_tokens)
+    if window is None:
+        return None
+    reason = due(count, window, breaker, at_round, fraction=fraction)
+    if reason is None:
+        return None
+    return Due(reason, wait=count.share_of(window) >= 1.0)
 
 
 Method = Literal["pruned", "summary", "fallback", "truncated"]

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 import msgspec
 
+from orchestrator.loop.pruning import cut_points, prune
 from orchestrator.messages import (
     AssistantMessage,
     Message,
@@ -17,6 +18,9 @@ from orchestrator.messages import (
     ToolResult,
     UserMessage,
 )
+
+SUMMARY_HEADER = "[Summary of the conversation before this point, written at a compaction]"
+"""What the summary's message in a checkpoint starts with."""
 
 SECTIONS: tuple[str, ...] = (
     "Goal and constraints",
@@ -129,6 +133,18 @@ def repair_request(
             + ", ".join(SECTIONS)
         ),
     ]
+
+
+def shrink(head: Sequence[Message]) -> list[Message] | None:
+    """`head` made smaller for a summariser that found it too long: every tool output
+    pruned, else its older half dropped; None when nothing is left to drop."""
+    pruned = prune(head, keep_chars=0)
+    if pruned.refs:
+        return pruned.messages
+    points = [p for p in cut_points(head) if p > 0]
+    if not points:
+        return None
+    return list(head[points[len(points) // 2] :])
 
 
 def transcript(messages: Sequence[Message]) -> str:

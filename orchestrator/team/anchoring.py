@@ -16,14 +16,13 @@ import trio
 from orchestrator.loop.anchors import Anchors, FileAnchor, TaskAnchor, TodoAnchor
 from orchestrator.loop.plan_markdown import TITLE, render
 from orchestrator.loop.pruning import is_stub
+from orchestrator.loop.summary import SUMMARY_HEADER as SUMMARY_HEADER
 from orchestrator.loop.summary import Facts
 from orchestrator.messages import AssistantMessage, Message, ToolResult, UserMessage
 from orchestrator.state.context import AgentContext
 from orchestrator.state.fold import SessionState
 from orchestrator.team.queries import MAIN, is_planner
 from orchestrator.tools.permissions import string_argument
-
-SUMMARY_HEADER = "[Summary of the conversation before this point, written at a compaction]"
 
 
 def files_read(context: AgentContext) -> tuple[tuple[str, str], ...]:

@@ -1,8 +1,11 @@
 """Compaction at work: when an agent's context nears its model's window (or the provider
 says it is too long), prune old tool outputs, or ask the compactor model for a summary,
 and journal a checkpoint the agent's context starts again from, with its anchors (goal,
-todos, tasks, mail, files) rebuilt from the fold. The judgement is `loop/`'s; this
-module gathers the values, makes the model calls and emits the record.
+todos, tasks, mail, files) rebuilt from the fold. The judgement is `loop/`'s
+(`loop/compacting.py` decides what a compaction does); this module gathers the situation,
+performs the decision (the summary calls, in the background or not) and emits the
+record. It also serves the compactions asked for by hand on a live session
+(`Team.compact`).
 
 A compaction is one record (`ContextCompacted`): a crash before it leaves the old
 context, and the retry makes the same checkpoint (the summary calls are numbered by the
@@ -12,50 +15,39 @@ agent's journaled count) or a new one, never half of one.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import assert_never
 
 import trio
 
-from orchestrator.errors import CompactionFailed, ContextTooLong, ModelError, NothingToCompact
-from orchestrator.loop import anchors as anchor_text
+from orchestrator.errors import CompactionFailed, ContextTooLong, NothingToCompact
 from orchestrator.loop.anchors import Anchors
+from orchestrator.loop.compacting import (
+    Checkpoint,
+    PruneOnly,
+    Refuse,
+    Refused,
+    Situation,
+    Summarise,
+    fit,
+    plan,
+)
 from orchestrator.loop.compaction import (
     CompactionStarted,
     ContextCompacted,
-    Method,
     Reason,
     Window,
-    due,
-    window_of,
+    trigger,
 )
-from orchestrator.loop.pruning import Pruned, cut_points, prune, recent_start
-from orchestrator.loop.summary import (
-    fallback_summary,
-    missing_sections,
-    repair_request,
-    summary_request,
-)
-from orchestrator.messages import (
-    AssistantMessage,
-    Message,
-    MessageView,
-    SystemMessage,
-    Usage,
-    UserMessage,
-)
-from orchestrator.models.base import COMPACTOR, Model, ModelRequest, collect
+from orchestrator.messages import Message
+from orchestrator.models.base import COMPACTOR, Model
 from orchestrator.state.context import AgentContext
 from orchestrator.state.events import EventSink, Notice
-from orchestrator.team.anchoring import SUMMARY_HEADER, facts, gather
+from orchestrator.state.settings import SessionSettings
+from orchestrator.team.anchoring import gather
 from orchestrator.team.port import SessionLike
+from orchestrator.team.summaries import Summary, summarise
 from orchestrator.tools.workspace import Workspace
-
-PRUNED_ENOUGH = 0.5
-"""Pruning alone will do when it leaves the context under this share of the usable
-input."""
-FLOOR_SUMMARY = 400
-"""Characters at least of any summary, for the check that one could fit at all."""
-ATTEMPTS = 2
-"""Summary calls that fail (an error, or sections missing) before the fallback."""
 
 
 class Compactor:
@@ -66,7 +58,12 @@ class Compactor:
     for the summary if it is not done. Always the next boundary, so a session compacts
     at the same place however fast the summary comes (a resumed one, a scripted one).
     Pruning alone, a context at its whole window, a context-too-long error and a
-    compaction by hand do not wait: the checkpoint is made at once."""
+    compaction by hand do not wait: the checkpoint is made at once.
+
+    A compaction asked for by hand on a live session (`ask`) is made where `maybe` runs:
+    in the agent's own task, at a round boundary, before mail is delivered (made anywhere
+    else, a reply, a delivery or a note added meanwhile would be lost with the old
+    context)."""
 
     def __init__(
         self,
@@ -77,45 +74,85 @@ class Compactor:
         window: Callable[[str], Window | None],
         files: Callable[[str], set[str]],
         nursery: trio.Nursery | None = None,
+        *,
+        settings: SessionSettings,
     ) -> None:
         self._session = session
+        self._settings = settings  # the session's, as journaled (the team's `Seat`)
         self._sink = sink
         self._workspace = workspace
         self._models = models  # by role, each call taking a model slot
         self._window = window  # the configured or known window of a role's model
         self._files = files  # the files an agent's tools changed (team/writes.py)
         self._nursery = nursery  # where summaries run in the background (None: never)
-        self._pending: dict[str, _Plan] = {}  # agent -> its summary in the background
+        self._pending: dict[str, _Background] = {}  # agent -> its summary in the background
+        self._asked: dict[str, _Asked] = {}  # agent -> its compaction asked for by hand
+        self._closed = False  # the team closed: no agent takes another round
 
-    def window(self, role: str) -> tuple[Window | None, str]:
-        """The window of `role`'s model (a learned one, if smaller), and its name. Where
-        the output a model may write is not known, the session's `max_tokens` is kept
-        free for it (a server such as vLLM counts it against the window)."""
-        name = self._models(role).name
-        settings = self._session.state.settings
-        learned = self._session.state.windows.get(name, 0)
-        max_tokens = settings.max_tokens if settings is not None else None
-        return window_of(self._window(role), learned, max_tokens), name
+    def _known(self, role: str) -> tuple[Window | None, int, int | None]:
+        """What is known of the window of `role`'s model: the configured or known one,
+        the one learned from a context-too-long error (0: none), and the session's
+        `max_tokens`."""
+        learned = self._session.state.windows.get(self._models(role).name, 0)
+        return self._window(role), learned, self._settings.max_tokens
 
     async def maybe(self, context: AgentContext) -> None:
-        """At a round boundary, with none of the agent's calls open: make the checkpoint
-        of a summary started at the last one, or compact `context` if it reached its
-        share of the window."""
+        """At a round boundary, with none of the agent's calls open: make the compaction
+        asked for by hand, or the checkpoint of a summary started at the last boundary,
+        or compact `context` if it reached its share of the window."""
+        asked = self._asked.pop(context.id, None)
+        if asked is not None:
+            await self._by_hand(context, asked)
+            return
         pending = self._pending.pop(context.id, None)
         if pending is not None:
             await pending.done.wait()
-            if pending.still_fits(context):
-                await self._finish(context, pending)
+            if pending.summary is not None and pending.still_fits(context):
+                await self._finish(context, pending.job, pending.summary)
                 return
-        window, _ = self.window(context.role)
-        if window is None:
-            return
-        settings = self._session.state.settings
-        fraction = settings.compact_at if settings is not None else 0.8
-        count = context.count()
-        reason = due(count, window, context.breaker, context.steps, fraction=fraction)
-        if reason is not None:
-            await self.compact(context, reason, background=count.share_of(window) < 1.0)
+        fraction = self._settings.compact_at
+        known, learned, max_tokens = self._known(context.role)
+        count, breaker = context.count(), context.breaker
+        due = trigger(count, known, learned, max_tokens, breaker, context.steps, fraction=fraction)
+        if due is not None:
+            await self.compact(context, due.reason, background=not due.wait)
+
+    async def ask(self, agent: str) -> ContextCompacted | None:
+        """Have `agent`'s context compacted at its next round boundary (several askers
+        share one compaction); None if the team closes first. An asker cancelled before
+        the compaction began takes its ask back (unless another still waits)."""
+        if self._closed:
+            return None
+        asked = self._asked.setdefault(agent, _Asked())
+        asked.waiting += 1
+        try:
+            await asked.done.wait()
+        finally:
+            asked.waiting -= 1
+            if not asked.waiting and self._asked.get(agent) is asked:
+                del self._asked[agent]  # (not begun: `maybe` pops it when it begins)
+        if asked.error is not None:
+            raise asked.error
+        return asked.record
+
+    async def _by_hand(self, context: AgentContext, asked: _Asked) -> None:
+        self.drop_pending(context.id)  # a summary under way: this compaction supersedes it
+        try:
+            asked.record = await self.compact(context, "by_hand")
+        except Exception as exc:
+            asked.error = exc
+            if not isinstance(exc, CompactionFailed | NothingToCompact):
+                raise  # (the agent's round fails as it would have)
+        finally:
+            asked.done.set()
+
+    def close(self) -> None:
+        """The team is closing: no agent takes another round, so the compactions still
+        asked for by hand are not made (their askers get None)."""
+        self._closed = True
+        for asked in self._asked.values():
+            asked.done.set()
+        self._asked.clear()
 
     def drop_pending(self, agent: str) -> None:
         """Cancel the summary under way for `agent`, if any: a compaction made now
@@ -141,141 +178,97 @@ class Compactor:
         """The provider refused the agent's request as too long: learn the window it
         stated (else the failed request's size is an upper bound), then compact."""
         self.drop_pending(context.id)  # it aimed at a window that proved too large
-        known, name = self.window(context.role)
-        tokens = context.count().tokens
-        stated = Window.from_failure(error.limit, error.requested or tokens)
-        # The output the model may write, but never most of a small window learned.
-        output = min(known.output if known is not None else 0, stated.context // 4)
-        learned = Window(stated.context, output)
-        if known is not None and known.context <= learned.context:
-            # The provider refused what the window should hold: the estimate runs low,
-            # so what failed is the bound.
-            learned = Window(min(known.context, tokens), output)
-        await self.compact(context, "too_long", learned=(name, learned))
+        await self.compact(context, "too_long", refused=Refused(error.limit, error.requested))
 
     async def compact(
         self,
         context: AgentContext,
         reason: Reason,
         *,
-        learned: tuple[str, Window] | None = None,
+        refused: Refused | None = None,
         background: bool = False,
     ) -> ContextCompacted | None:
         """Compact `context` and journal the checkpoint; with `background`, a summary
         runs while the agent goes on and the checkpoint waits for its next round
-        boundary (None is returned). Raises `CompactionFailed` when even the smallest
+        boundary (None is returned). `refused`: what the provider's context-too-long
+        error said of the window. Raises `CompactionFailed` when even the smallest
         context it can make does not fit the window."""
-        plan = await self._plan(context, reason, learned)
-        if plan.summarised:
-            if background and self._nursery is not None:
-                self._pending[context.id] = plan
-                self._nursery.start_soon(self._summary_of, context, plan)
-                return None
-            await self._summary_of(context, plan)
-        return await self._finish(context, plan)
+        job = await self._plan(context, reason, refused)
+        if not isinstance(job.decision, Summarise):
+            return await self._finish(context, job, None)
+        if background and self._nursery is not None:
+            pending = self._pending[context.id] = _Background(job)
+            self._nursery.start_soon(self._in_background, context, pending)
+            return None
+        return await self._finish(context, job, await self._summary(context, job))
 
-    async def _plan(
-        self, context: AgentContext, reason: Reason, learned: tuple[str, Window] | None
-    ) -> _Plan:
-        """What the compaction will do, decided now: the pruned context, and whether it
-        is enough or which part a summary replaces."""
-        window = learned[1] if learned is not None else self.window(context.role)[0]
-        count = context.count()
-        ratio = count.chars_per_token
-        before = count.tokens
-        usable = window.usable if window is not None else 0
-        await self._sink.emit(
-            CompactionStarted(agent=context.id, reason=reason, tokens=before, usable=usable)
-        )
-        if usable == 0:  # no window known (by hand): aim at half the context
-            usable = max(before, 1)
-        limits = self._limits(usable, ratio)
-        messages = [m for m in context.view() if not _is_anchor(m)]
-        pruned = prune(messages, keep_chars=limits.outputs)
-        plan = _Plan(context, reason, learned, limits, ratio, usable, pruned)
-        plan.files = sorted(self._files(context.id))
-        plan.anchor, plan.anchors = await self._anchor(context, plan.files, limits)
-        anchor = plan.anchor
-        if _chars([*pruned.messages, anchor]) <= limits.pruned_enough and reason != "by_hand":
-            return plan
-        system: list[Message] = [m for m in pruned.messages[:1] if isinstance(m, SystemMessage)]
-        if _chars([*system, anchor]) + FLOOR_SUMMARY > limits.usable:
-            # No summary can help: say so before paying for one.
-            floor = _chars([*system, anchor]) + FLOOR_SUMMARY
-            raise _too_small(context, round(floor / ratio), usable)
-        plan.system = system
-        plan.recent = max(recent_start(pruned.messages, limits.recent), len(system))
-        if reason == "by_hand" and plan.recent == len(system) and not pruned.refs:
-            raise NothingToCompact(
-                f"the context of {context.id} is all last turns ({count.tokens:,} tokens) "
-                "with no old output to prune: a summary would only add to it"
+    async def _plan(self, context: AgentContext, reason: Reason, refused: Refused | None) -> _Job:
+        """The situation gathered and `loop/`'s decision on it."""
+        known, learned, max_tokens = self._known(context.role)
+        count, messages, length = context.count(), context.view(), len(context.messages)
+        files = tuple(sorted(self._files(context.id)))
+        anchors = await gather(self._session.state, context, files, self._workspace.root)
+        settings = self._settings
+        decision = plan(
+            Situation(
+                agent=context.id,
+                reason=reason,
+                messages=messages,
+                count=count,
+                known=known,
+                learned=learned,
+                max_tokens=max_tokens,
+                refused=refused,
+                anchors=anchors,
+                anchor_share=settings.anchor_share,
+                keep_recent=settings.keep_recent,
+                keep_outputs=settings.keep_outputs,
             )
-        plan.summarised = True
-        return plan
-
-    async def _summary_of(self, context: AgentContext, plan: _Plan) -> None:
-        """The summary of the plan's head: the model's, else the fallback."""
-        head = plan.pruned.messages[len(plan.system) : plan.recent]
-        try:
-            with plan.scope:
-                summary, plan.attempts, plan.usage, plan.model = await self._summarise(
-                    context, head
-                )
-                plan.method = "summary"
-                if summary is None:
-                    summary = fallback_summary(facts(context, head, plan.files))
-                    plan.method = "fallback"
-                plan.summary = summary
-        finally:
-            plan.done.set()
-
-    async def _finish(self, context: AgentContext, plan: _Plan) -> ContextCompacted:
-        """The checkpoint of `plan`, with the anchors as they are now and whatever the
-        agent added since the plan was made, journaled."""
-        limits, ratio = plan.limits, plan.ratio
-        if plan.summarised:  # a summary takes a while: the anchors as they are now
-            plan.files = sorted(self._files(context.id))
-            plan.anchor, plan.anchors = await self._anchor(context, plan.files, limits)
-        anchor = plan.anchor
-        added = context.messages[plan.length :]
-        dropped = 0
-        if not plan.summarised:
-            candidate = [*plan.pruned.messages, *added, anchor]
-        else:
-            said = UserMessage(content=f"{SUMMARY_HEADER}\n\n{plan.summary}")
-            tail = [*plan.pruned.messages[plan.recent :], *added]
-            candidate = [*plan.system, said, anchor, *tail]
-            while _chars(candidate) > limits.usable and tail:
-                cut = next((p for p in cut_points(tail) if p > 0), len(tail))
-                dropped += cut
-                tail = tail[cut:]
-                candidate = [*plan.system, said, anchor, *tail]
-                plan.method = "truncated"
-        size = _chars(candidate)
-        if size > limits.usable:
-            raise _too_small(context, round(size / ratio), plan.usable)
-        settings = self._session.state.settings
-        learned = plan.learned
-        record = ContextCompacted(
-            agent=context.id,
-            messages=tuple(candidate),
-            reason=plan.reason,
-            method=plan.method,
-            before=context.count().tokens,
-            after=round(size / ratio),
-            pruned=len(plan.pruned.refs),
-            dropped=dropped,
-            summary_chars=len(plan.summary),
-            attempts=plan.attempts,
-            usage=plan.usage,
-            model=plan.model,
-            window_model=learned[0] if learned is not None else "",
-            window=learned[1].context if learned is not None else 0,
-            files=tuple(plan.files),
-            read=tuple(plan.anchors.read),
-            goal=context.goal,
-            min_freed=settings.min_freed if settings is not None else 0.2,
         )
+        said = decision.figures
+        await self._sink.emit(
+            CompactionStarted(
+                agent=context.id, reason=reason, tokens=said.tokens, usable=said.usable
+            )
+        )
+        if isinstance(decision, Refuse):
+            raise _refused(decision)
+        model = self._models(context.role).name
+        return _Job(decision, model, files, anchors, context.start, context.messages, length)
+
+    async def _in_background(self, context: AgentContext, pending: _Background) -> None:
+        try:
+            with pending.scope:
+                pending.summary = await self._summary(context, pending.job)
+        finally:
+            pending.done.set()
+
+    async def _summary(self, context: AgentContext, job: _Job) -> Summary:
+        """The summary of the decision's head, in the compactor model's slots."""
+        assert isinstance(job.decision, Summarise)
+        return await summarise(self._models(COMPACTOR), context, job.decision.head, job.files)
+
+    async def _finish(
+        self, context: AgentContext, job: _Job, summary: Summary | None
+    ) -> ContextCompacted:
+        """The checkpoint of `job`, with the anchors as they are now and whatever the
+        agent added since it was planned, journaled."""
+        files, anchors = job.files, job.anchors
+        if summary is not None:  # a summary takes a while: the anchors as they are now
+            files = tuple(sorted(self._files(context.id)))
+            anchors = await gather(self._session.state, context, files, self._workspace.root)
+        said = summary if summary is not None else Summary("", "summary")
+        made = fit(
+            context.id,
+            job.decision,
+            anchors,
+            context.messages[job.length :],
+            said.text,
+            said.method,
+        )
+        if isinstance(made, Refuse):
+            raise _refused(made)
+        record = self._record(context, job, made, said, files, anchors)
         await self._sink.emit(record, durable=True)
         if context.breaker.paused(context.steps):
             await self._sink.emit(
@@ -288,156 +281,89 @@ class Compactor:
             )
         return record
 
-    async def _anchor(
-        self, context: AgentContext, files: Sequence[str], limits: _Limits
-    ) -> tuple[UserMessage, Anchors]:
-        """The anchors of `context` as the fold has them now, and their message."""
-        found = await gather(self._session.state, context, files, self._workspace.root)
-        return UserMessage(content=anchor_text.render(found, limits.anchors)), found
-
-    def _limits(self, usable: int, ratio: float) -> _Limits:
-        settings = self._session.state.settings
-        anchor_share = settings.anchor_share if settings is not None else 0.25
-        recent = settings.keep_recent if settings is not None else 8_000
-        outputs = settings.keep_outputs if settings is not None else 20_000
-        return _Limits(
-            usable=int(usable * ratio),
-            pruned_enough=int(usable * PRUNED_ENOUGH * ratio),
-            anchors=int(usable * anchor_share * ratio),
-            recent=int(min(recent, usable * 0.25) * ratio),
-            outputs=int(min(outputs, usable * 0.25) * ratio),
-        )
-
-    async def _summarise(
-        self, context: AgentContext, head: Sequence[Message]
-    ) -> tuple[str | None, int, Usage | None, str]:
-        """The compactor model's summary of `head` (None after `ATTEMPTS` failures), the
-        calls made, what they spent and the model's name."""
-        model = self._models(COMPACTOR)
-        calls, failures, usage = 0, 0, None
-        request = summary_request(head)
-        while failures < ATTEMPTS:
-            try:
-                reply = await self._ask(model, context, request, step=context.summary_calls + calls)
-            except ContextTooLong:
-                # The summariser's own request is too long: its oldest outputs first.
-                calls += 1
-                shorter = _shrink(head)
-                if shorter is None:
-                    return None, calls, usage, model.name
-                head = shorter
-                request = summary_request(head)
-                continue
-            except ModelError:
-                calls += 1
-                failures += 1
-                continue
-            calls += 1
-            if reply.usage is not None:
-                usage = reply.usage if usage is None else usage + reply.usage
-            missing = missing_sections(reply.text)
-            if not missing:
-                return reply.text.strip(), calls, usage, model.name
-            failures += 1
-            request = repair_request(summary_request(head), reply.text, missing)
-        return None, calls, usage, model.name
-
-    async def _ask(
-        self, model: Model, context: AgentContext, messages: list[Message], step: int
-    ) -> AssistantMessage:
-        request = ModelRequest(
-            messages=MessageView.of(messages), tools=(), agent=context.id, role=COMPACTOR, step=step
-        )
-        async with model.stream(request) as stream:
-            return await collect(stream)
-
-
-def _too_small(context: AgentContext, tokens: int, usable: int) -> CompactionFailed:
-    return CompactionFailed(
-        f"the context of {context.id} does not fit its model's window even compacted: "
-        f"{tokens} tokens (system prompt, summary and anchors) for {usable} usable",
-        provider="compaction",
-    )
-
-
-class _Plan:
-    """A compaction decided at a round boundary: the context pruned, and, when a summary
-    is needed, the part it replaces (after the system prompt, before `recent`) and, once
-    `done`, the summary."""
-
-    def __init__(
+    def _record(
         self,
         context: AgentContext,
-        reason: Reason,
-        learned: tuple[str, Window] | None,
-        limits: _Limits,
-        ratio: float,
-        usable: int,
-        pruned: Pruned,
-    ) -> None:
-        self.reason = reason
-        self.learned = learned
-        self.limits = limits
-        self.ratio = ratio
-        self.usable = usable
-        self.pruned = pruned
-        self.start = context.start  # the context it was made of: this checkpoint's
-        self.messages = context.messages  # list, as long as `length` then
-        self.length = len(context.messages)
-        self.summarised = False
-        self.files: list[str] = []  # the files the agent changed, and its anchors
-        self.anchors = Anchors(goal="")
-        self.anchor = UserMessage(content="")
-        self.system: list[Message] = []
-        self.recent = 0
-        self.method: Method = "pruned"
-        self.summary = ""
-        self.attempts = 0
-        self.usage: Usage | None = None
-        self.model = ""
+        job: _Job,
+        made: Checkpoint,
+        summary: Summary,
+        files: Sequence[str],
+        anchors: Anchors,
+    ) -> ContextCompacted:
+        learned = job.decision.figures.learned
+        return ContextCompacted(
+            agent=context.id,
+            messages=made.messages,
+            reason=job.decision.figures.reason,
+            method=made.method,
+            before=context.count().tokens,
+            after=made.after,
+            pruned=len(job.decision.pruned.refs),
+            dropped=made.dropped,
+            summary_chars=len(summary.text),
+            attempts=summary.attempts,
+            usage=summary.usage,
+            model=summary.model,
+            window_model=job.model if learned is not None else "",
+            window=learned.context if learned is not None else 0,
+            files=tuple(files),
+            read=tuple(anchors.read),
+            goal=context.goal,
+            min_freed=self._settings.min_freed,
+        )
+
+
+def _refused(refusal: Refuse) -> CompactionFailed | NothingToCompact:
+    match refusal.why:
+        case "too_small":
+            return CompactionFailed(refusal.message, provider="compaction")
+        case "nothing":
+            return NothingToCompact(refusal.message)
+        case _:
+            assert_never(refusal.why)
+
+
+@dataclass(frozen=True)
+class _Job:
+    """A compaction decided: `loop/`'s decision, and what its checkpoint is made with."""
+
+    decision: PruneOnly | Summarise
+    model: str  # the agent's model, whose window the decision may have learned
+    files: tuple[str, ...]  # the files the agent changed, and its anchors, when decided
+    anchors: Anchors
+    start: int  # the context it was made of: its checkpoint's
+    messages: list[Message]  # list, as long as `length` then
+    length: int
+
+
+class _Background:
+    """A summary under way while the agent goes on; its checkpoint waits for the agent's
+    next round boundary."""
+
+    def __init__(self, job: _Job) -> None:
+        self.job = job
         self.done = trio.Event()
         self.scope = trio.CancelScope()
+        self.summary: Summary | None = None  # once done, unless it was cancelled
 
     def still_fits(self, context: AgentContext) -> bool:
         """Whether the context is still the one planned on, with messages appended only
         (no checkpoint made meanwhile), and the summary came."""
         return (
-            context.start == self.start
-            and context.messages is self.messages
-            and len(context.messages) >= self.length
+            context.start == self.job.start
+            and context.messages is self.job.messages
+            and len(context.messages) >= self.job.length
             and not self.scope.cancelled_caught
-            and bool(self.summary)
+            and self.summary is not None
+            and bool(self.summary.text)
         )
 
 
-class _Limits:
-    """A compaction's budgets, in characters."""
+@dataclass
+class _Asked:
+    """A compaction asked for by hand, until the agent's next round boundary makes it."""
 
-    def __init__(
-        self, *, usable: int, pruned_enough: int, anchors: int, recent: int, outputs: int
-    ) -> None:
-        self.usable = usable
-        self.pruned_enough = pruned_enough
-        self.anchors = anchors
-        self.recent = recent
-        self.outputs = outputs
-
-
-def _chars(messages: Sequence[Message]) -> int:
-    return sum(m.chars() for m in messages)
-
-
-def _is_anchor(message: Message) -> bool:
-    return isinstance(message, UserMessage) and message.content.startswith(anchor_text.HEADER)
-
-
-def _shrink(head: Sequence[Message]) -> list[Message] | None:
-    """`head` made smaller for a summariser that found it too long: every tool output
-    pruned, else its older half dropped; None when nothing is left to drop."""
-    pruned = prune(head, keep_chars=0)
-    if pruned.refs:
-        return pruned.messages
-    points = [p for p in cut_points(head) if p > 0]
-    if not points:
-        return None
-    return list(head[points[len(points) // 2] :])
+    done: trio.Event = field(default_factory=trio.Event)
+    record: ContextCompacted | None = None
+    error: Exception | None = None
+    waiting: int = 0  # askers still waiting: when the last gives up, the ask is dropped

@@ -67,6 +67,7 @@ async def open_team(
                     await team.scheduler.settled_loops_ended()
             finally:
                 nursery.cancel_scope.cancel()
+                team.close()
     except BaseExceptionGroup as group:
         if len(group.exceptions) == 1:
             raise group.exceptions[0] from None

@@ -13,20 +13,16 @@ the same place. A runner works a task through a `TaskPort` (port.py), not the te
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Awaitable, Callable, Collection, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import trio
 
 from orchestrator.agent import TurnDeps
-from orchestrator.errors import CompactionFailed, NothingToCompact
 from orchestrator.loop.assessment import Assessment
 from orchestrator.loop.compaction import ContextCompacted
 from orchestrator.loop.todos import TodoItem, TodosChanged, render
 from orchestrator.messages import ToolCall
-from orchestrator.state.context import AgentContext
 from orchestrator.state.events import Event, EventSink, Notice, NullSink, TurnEndReason
 from orchestrator.state.fold import USER, SessionState
 from orchestrator.state.mailbox import Mail, MailKind, MessagePosted, Priority
@@ -112,7 +108,7 @@ class Team:
             self.oversight,
             writes,
         )
-        self.compactor = _Compactor(
+        self.compactor = Compactor(
             session,
             sink,
             seat.workspace,
@@ -120,6 +116,7 @@ class Team:
             window=run.window,
             files=writes.files_written,
             nursery=nursery,  # background summaries (None: every summary is waited for)
+            settings=seat.settings,
         )
         # Calls in the background run in the team's nursery (none: no call may).
         self.background = (
@@ -243,79 +240,17 @@ class Team:
 
     async def watch_stalls(self) -> None:
         """Report each running task that made no progress for `stall_after` seconds. It runs
-        as long as the team (`open_team` starts and ends it): when it ends, so do the
-        compactions still asked for (`compact` returns None)."""
-        try:
-            await watch_stalls(self.session, self.postbox, self.seat.limits.stall_after)
-        finally:
-            self.compactor.close()
+        as long as the team (`open_team` starts and ends it)."""
+        await watch_stalls(self.session, self.postbox, self.seat.limits.stall_after)
+
+    def close(self) -> None:
+        """The team ends (`open_team` closes it): no agent takes another round, so the
+        compactions still asked for are not made (`compact` returns None)."""
+        self.compactor.close()
 
 
 TeamHook = Callable[[Team], Awaitable[None] | None]
 """`RunSettings.on_team`: a function of the running team, plain or async."""
-
-
-@dataclass
-class _Asked:
-    """A compaction asked for by hand, until the agent's next round boundary makes it."""
-
-    done: trio.Event = field(default_factory=trio.Event)
-    record: ContextCompacted | None = None
-    error: Exception | None = None
-    waiting: int = 0  # askers still waiting: when the last gives up, the ask is dropped
-
-
-class _Compactor(Compactor):
-    """The team's compactor: the automatic triggers, and the compactions asked for by hand
-    on a live session (`Team.compact`), each made where `maybe` runs: in the agent's own
-    task, at a round boundary, before mail is delivered (made anywhere else, a reply, a
-    delivery or a note added meanwhile would be lost with the old context)."""
-
-    _closed = False
-
-    @functools.cached_property
-    def _asked(self) -> dict[str, _Asked]:
-        return {}
-
-    async def ask(self, agent: str) -> ContextCompacted | None:
-        """Have `agent`'s context compacted at its next round boundary (several askers
-        share one compaction); None if the team closes first. An asker cancelled before
-        the compaction began takes its ask back (unless another still waits)."""
-        if self._closed:
-            return None
-        asked = self._asked.setdefault(agent, _Asked())
-        asked.waiting += 1
-        try:
-            await asked.done.wait()
-        finally:
-            asked.waiting -= 1
-            if not asked.waiting and self._asked.get(agent) is asked:
-                del self._asked[agent]  # (not begun: `maybe` pops it when it begins)
-        if asked.error is not None:
-            raise asked.error
-        return asked.record
-
-    async def maybe(self, context: AgentContext) -> None:
-        asked = self._asked.pop(context.id, None)
-        if asked is None:
-            await super().maybe(context)
-            return
-        self.drop_pending(context.id)  # a summary under way: this compaction supersedes it
-        try:
-            asked.record = await self.compact(context, "by_hand")
-        except Exception as exc:
-            asked.error = exc
-            if not isinstance(exc, CompactionFailed | NothingToCompact):
-                raise  # (the agent's round fails as it would have)
-        finally:
-            asked.done.set()
-
-    def close(self) -> None:
-        """The team is closing: no agent takes another round."""
-        self._closed = True
-        for asked in self._asked.values():
-            asked.done.set()
-        self._asked.clear()
 
 
 class _Port:

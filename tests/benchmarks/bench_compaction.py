@@ -56,6 +56,7 @@ from orchestrator.messages import Message  # noqa: E402
 from orchestrator.models.scripted import ScriptedModel, ScriptedReply  # noqa: E402
 from orchestrator.session.live import MemorySession, load_state, open_session  # noqa: E402
 from orchestrator.state.context import AgentContext  # noqa: E402
+from orchestrator.state.settings import SessionSettings  # noqa: E402
 from orchestrator.store import Durability  # noqa: E402
 from orchestrator.team.compactor import Compactor  # noqa: E402
 from orchestrator.team.port import SessionLike  # noqa: E402
@@ -199,6 +200,7 @@ async def _compactions(
         models=lambda role: model,
         window=lambda role: window,
         files=lambda agent: set(),
+        settings=SessionSettings(),
     )
     times = []
     record = None
@@ -224,6 +226,7 @@ async def _journaled(root: Path, session_id: str, messages: list[Message], runs:
             models=lambda role: model,
             window=lambda role: window,
             files=lambda agent: set(),
+            settings=live.state.settings or SessionSettings(),
         )
         times = []
         for _ in range(runs):
