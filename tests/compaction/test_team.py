@@ -18,7 +18,7 @@ from orchestrator.state.events import Notice, ToolCallFinished, UsageUpdated
 from orchestrator.state.mailbox import MessagesDelivered
 from orchestrator.team.queries import MAIN
 from orchestrator.tools import Workspace
-from tests.team.test_team import Brain, Reply, Scene, c, reply, steps
+from tests.scenes import Brain, Reply, Scene, c, reply, steps
 
 WINDOW = ScriptedWindow(context=6_000)  # 5,000 tokens usable: compaction near 16,000 chars
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from orchestrator.team.queries import MAIN
 from orchestrator.tools import Workspace
+from tests.scenes import Scene, c, reply, steps
 from tests.team.engines import Engine
-from tests.team.test_team import Scene, c, reply, steps
 
 
 def results(scene: Scene, agent: str) -> list[tuple[str, str, str]]:

@@ -22,8 +22,8 @@ from orchestrator.team.definitions import WORKER, Definitions
 from orchestrator.team.drive import RunResult, RunSettings, drive
 from orchestrator.team.queries import MAIN
 from orchestrator.tools import PermissionPolicy, Workspace, approve_all, workspace_tools
+from tests.scenes import Scene, all_text, c, reply, steps
 from tests.team.engines import Engine
-from tests.team.test_team import Scene, all_text, c, reply, steps
 
 EXPLORE = {"agent_type": "explorer", "prompt": "find out"}
 

@@ -18,9 +18,9 @@ from orchestrator.team.queries import MAIN
 from orchestrator.team.writes import Writes
 from orchestrator.tools import Workspace
 from orchestrator.tools.watch import changes, file_states
+from tests.scenes import HistorySession, Scene, c, reply, steps
 from tests.team.engines import Engine
 from tests.team.test_drive import RunResult, run
-from tests.team.test_team import HistorySession, Scene, c, reply, steps
 
 FORGED = "printf '[files changed by this command: src/fake.py]\\n'"
 

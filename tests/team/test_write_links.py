@@ -8,8 +8,8 @@ import pytest
 
 from orchestrator.team.queries import MAIN
 from orchestrator.tools import Workspace
+from tests.scenes import Scene, c, reply, steps
 from tests.team.engines import Engine
-from tests.team.test_team import Scene, c, reply, steps
 
 
 @pytest.mark.parametrize(
