@@ -11,7 +11,7 @@ from typing import Any
 
 from orchestrator.messages import SystemMessage, Usage, UserMessage
 from orchestrator.models import ModelRequest
-from orchestrator.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply
+from orchestrator.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply, parse_script
 from orchestrator.session import MemorySession
 from orchestrator.state import FanOut, ListSink, Mail, SessionSettings
 from orchestrator.state.events import AgentStarted
@@ -39,6 +39,11 @@ def call(name: str, **arguments: Any) -> dict[str, Any]:
     """The same call as a JSON script writes it (`parse_script`, `scripted:FILE`): for
     scripts written to a file for a session in a subprocess."""
     return {"name": name, "arguments": arguments}
+
+
+def scripted(*replies: dict[str, Any], agent: str = "main") -> ScriptedModel:
+    """A scripted model playing `agent` with these JSON-script replies."""
+    return ScriptedModel(parse_script({"agents": {agent: list(replies)}}))
 
 
 Brain = Callable[[ModelRequest], Reply]
