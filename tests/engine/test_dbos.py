@@ -21,11 +21,7 @@ from orchestrator.session.live import create_session, load_state, open_session
 from orchestrator.state.events import ListSink
 from orchestrator.team.drive import RunResult, RunSettings, drive
 from orchestrator.tools import PermissionPolicy, approve_all, workspace_tools
-
-
-def call(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"name": name, "arguments": arguments}
-
+from tests.scenes import call
 
 SCRIPT: dict[str, Any] = {
     "agents": {
