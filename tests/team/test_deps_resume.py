@@ -20,12 +20,8 @@ from orchestrator.state.events import ListSink
 from orchestrator.state.fold import SessionState
 from orchestrator.team.drive import RunResult, RunSettings, drive
 from orchestrator.tools import PermissionPolicy, approve_all, workspace_tools
+from tests.scenes import call
 from tests.team.engines import Engine
-
-
-def call(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"name": name, "arguments": arguments}
-
 
 SPARE = [{"text": f"All done, or will be ({n})."} for n in range(8)]
 
