@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from orchestrator.team.queries import MAIN
 from orchestrator.tools import Workspace
-from tests.scenes import Scene, c, reply, steps
+from tests.scenes import Scene, c, delegates_and_waits, reply, steps
 from tests.team.engines import Engine
 
 
@@ -22,11 +22,7 @@ async def test_calls_after_complete_never_run(workspace: Workspace, engine: Engi
     scene = Scene(
         workspace,
         {
-            MAIN: steps(
-                reply("", c("delegate", description="a", prompt=".", write_scope=["a/"])),
-                reply("", c("wait_tasks")),
-                reply("done"),
-            ),
+            MAIN: delegates_and_waits(description="a", prompt=".", write_scope=["a/"]),
             "t1": steps(
                 reply(
                     "",

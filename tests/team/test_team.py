@@ -20,6 +20,7 @@ from tests.scenes import (
     Scene,
     all_text,
     c,
+    delegates_and_waits,
     last_text,
     question_id,
     reply,
@@ -326,11 +327,7 @@ async def test_writes_outside_the_write_scope_are_refused(
     scene = Scene(
         workspace,
         {
-            MAIN: steps(
-                reply("", c("delegate", description="a", prompt=".", write_scope=["a/"])),
-                reply("", c("wait_tasks")),
-                reply("done"),
-            ),
+            MAIN: delegates_and_waits(description="a", prompt=".", write_scope=["a/"]),
             "t1": steps(
                 reply(
                     "",
@@ -396,11 +393,7 @@ async def test_a_subagent_that_never_completes_is_nudged_then_failed(
     scene = Scene(
         workspace,
         {
-            MAIN: steps(
-                reply("", c("delegate", description="lazy", prompt=".")),
-                reply("", c("wait_tasks")),
-                reply("noted"),
-            ),
+            MAIN: delegates_and_waits(then="noted", description="lazy", prompt="."),
             "t1": steps(*[reply(f"I think it is done ({n})") for n in range(4)]),
         },
         engine=engine,
@@ -493,11 +486,7 @@ async def test_delegation_past_the_depth_limit_is_refused(
     scene = Scene(
         workspace,
         {
-            MAIN: steps(
-                reply("", c("delegate", description="lead", prompt=".", agent_type="lead")),
-                reply("", c("wait_tasks")),
-                reply("done"),
-            ),
+            MAIN: delegates_and_waits(description="lead", prompt=".", agent_type="lead"),
             "t1": steps(
                 reply("", c("delegate", description="child", prompt=".")),
                 lambda request: reply("", c("complete", summary=last_text(request))),
@@ -963,11 +952,7 @@ async def test_a_type_with_retries_gets_another_attempt_after_failing(
     scene = Scene(
         workspace,
         {
-            MAIN: steps(
-                reply("", c("delegate", description="flaky", prompt=".", agent_type="flaky")),
-                reply("", c("wait_tasks")),
-                reply("done"),
-            ),
+            MAIN: delegates_and_waits(description="flaky", prompt=".", agent_type="flaky"),
             "t1": steps(
                 reply("", c("list_files")),  # past its one round: the attempt fails
                 lambda request: reply("", c("complete", summary=last_text(request)[:60])),
@@ -1027,11 +1012,7 @@ async def test_a_task_that_spends_its_budget_fails(
     scene = Scene(
         workspace,
         {
-            MAIN: steps(
-                reply("", c("delegate", description="busy", prompt=".", **budget)),
-                reply("", c("wait_tasks")),
-                reply("stopped"),
-            ),
+            MAIN: delegates_and_waits(then="stopped", description="busy", prompt=".", **budget),
             "t1": busy,
         },
         engine=engine,
@@ -1198,11 +1179,7 @@ async def test_a_runner_gets_a_task_id_and_a_port_not_the_team(workspace: Worksp
     scene = Scene(
         workspace,
         {
-            MAIN: steps(
-                reply("", c("delegate", description="look", prompt="look around")),
-                reply("", c("wait_tasks")),
-                reply("all done"),
-            ),
+            MAIN: delegates_and_waits(then="all done", description="look", prompt="look around"),
             "t1": steps(reply("", c("complete", summary="looked"))),
         },
     )
