@@ -1,30 +1,25 @@
 """The scripted-scene helpers every test shares: `c` and `reply` to script a model,
 `call` for the same call in a JSON script, `Scene` (a session in memory with a main
 agent and a scripted brain per agent), `steps` to answer a brain's nth call with its nth
-reply, what reads a request (`last_text`, `all_text`, `question_id`), and
-`orchestrator`, the command in a subprocess."""
+reply, and what reads a request (`last_text`, `all_text`, `question_id`)."""
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 from orchestrator.messages import SystemMessage, Usage, UserMessage
-from orchestrator.models import ModelRequest
+from orchestrator.models import Model, ModelRequest
 from orchestrator.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply, parse_script
 from orchestrator.session import MemorySession
 from orchestrator.state import FanOut, ListSink, Mail, SessionSettings
 from orchestrator.state.events import AgentStarted
 from orchestrator.state.mailbox import MailHistory
-from orchestrator.team import MainOutcome, Policy, Team, open_team, run_main
+from orchestrator.team import MainOutcome, Policy, RunSettings, Team, open_team, run_main
 from orchestrator.team.queries import MAIN
 from orchestrator.team.settings import TeamSettings
-from orchestrator.tools import Sandbox, Workspace, workspace_tools
+from orchestrator.tools import PermissionPolicy, Sandbox, Workspace, approve_all, workspace_tools
 from tests.team.engines import LOCAL, Engine
 
 Reply = ScriptedReply | Awaitable[ScriptedReply]
@@ -52,6 +47,19 @@ def scripted(*replies: dict[str, Any], agent: str = "main") -> ScriptedModel:
 
 
 Brain = Callable[[ModelRequest], Reply]
+
+
+def run_settings(model: Model, **more: Any) -> RunSettings:
+    """What most tests give `drive`: `model`, the workspace tools, events into a list, the
+    default permission policy with every asked call approved, and `more`."""
+    return RunSettings(
+        model=model,
+        tools=workspace_tools(),
+        ui=ListSink(),
+        policy=PermissionPolicy(),
+        approve=approve_all,
+        **more,
+    )
 
 
 class HistorySession(MemorySession):
@@ -179,27 +187,3 @@ def question_id(request: ModelRequest) -> str:
     found = re.findall(r"<decision_required id=(m\d+)", all_text(request))
     assert found, all_text(request)
     return found[-1]
-
-
-def orchestrator(
-    *args: str,
-    module: str = "orchestrator",
-    cwd: Path | None = None,
-    timeout: float = 120,
-    **env: str,
-) -> subprocess.CompletedProcess[str]:
-    """`python -m orchestrator ARGS` in a subprocess with no terminal (stdin /dev/null),
-    `env` added to ours, NO_COLOR, and no ORCHESTRATOR_MODEL (a developer's own must not
-    choose the model). `timeout` bounds a broken test; it is never what is asserted."""
-    full_env = {**os.environ, "NO_COLOR": "1", **env}
-    full_env.pop("ORCHESTRATOR_MODEL", None)
-    return subprocess.run(
-        [sys.executable, "-m", module, *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=full_env,
-        stdin=subprocess.DEVNULL,
-        timeout=timeout,
-        check=False,
-    )

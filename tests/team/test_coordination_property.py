@@ -20,10 +20,9 @@ from orchestrator.models.base import ModelRequest
 from orchestrator.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply
 from orchestrator.session.check import verify
 from orchestrator.session.live import SNAPSHOT, create_session, load_state, open_session
-from orchestrator.state.events import ListSink
 from orchestrator.store.journal import Durability
-from orchestrator.team.drive import RunSettings, drive
-from orchestrator.tools import PermissionPolicy, approve_all, workspace_tools
+from orchestrator.team.drive import drive
+from tests.scenes import run_settings
 
 TASKS = ["t1", "t2", "t3", "t4", "main", "nobody"]
 MESSAGES = ["", "m1", "m2", "m3", "m4", "m5", "m6", "m9", "x"]
@@ -153,12 +152,8 @@ async def play(root: Path, session_id: str, players: Players, message: str = "")
     ) as live:
         await drive(
             live,
-            RunSettings(
-                model=ScriptedModel(players),
-                tools=workspace_tools(),
-                ui=ListSink(),
-                policy=PermissionPolicy(),
-                approve=approve_all,
+            run_settings(
+                ScriptedModel(players),
                 message=message,
             ),
         )
