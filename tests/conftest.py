@@ -14,7 +14,7 @@ import pytest
 
 from orchestrator.agent import TurnDeps
 from orchestrator.messages import SystemMessage, UserMessage
-from orchestrator.models.scripted import ScriptedModel, parse_script
+from orchestrator.models.scripted import ScriptedModel
 from orchestrator.session.live import MemorySession
 from orchestrator.state.context import AgentContext
 from orchestrator.state.events import AgentStarted, FanOut, ListSink
@@ -46,14 +46,6 @@ def workspace(tmp_path: Path) -> Workspace:
     root = tmp_path / "ws"
     root.mkdir()
     return Workspace(root)
-
-
-def scripted(*replies: dict[str, Any], agent: str = "main") -> ScriptedModel:
-    return ScriptedModel(parse_script({"agents": {agent: list(replies)}}))
-
-
-def call(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"name": name, "arguments": arguments}
 
 
 MakeDeps = Callable[..., tuple[AgentContext, TurnDeps, ListSink]]

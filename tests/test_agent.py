@@ -16,7 +16,8 @@ from orchestrator.state.context import AgentContext
 from orchestrator.state.events import ToolCallFinished, ToolCallStarted
 from orchestrator.tools import Tool, ToolContext, ToolOutput, ToolRegistry, Workspace, deny_all
 from orchestrator.tools.permissions import PermissionPolicy, Rule
-from tests.conftest import MakeDeps, call, scripted
+from tests.conftest import MakeDeps
+from tests.scenes import call, scripted
 
 
 def results(messages: list) -> list[ToolResult]:  # type: ignore[type-arg]

@@ -45,7 +45,6 @@ from orchestrator.messages import (
 )
 from orchestrator.models.base import COMPACTOR, ModelRequest
 from orchestrator.models.scripted import (
-    ScriptedCall,
     ScriptedModel,
     ScriptedReply,
     ScriptedWindow,
@@ -59,6 +58,7 @@ from orchestrator.team.drive import RunResult, RunSettings, drive
 from orchestrator.team.queries import MAIN
 from orchestrator.team.runtime import Team
 from orchestrator.tools import PermissionPolicy, approve_all, workspace_tools
+from tests.scenes import c, reply
 
 GOAL = "Port the billing service to the ledger API v2; keep every public endpoint unchanged."
 CORRECTION = (
@@ -278,14 +278,6 @@ def missing(request: ModelRequest, state: SessionState) -> list[str]:
 # --- the session ----------------------------------------------------------------------------
 
 
-def call(name: str, **arguments: Any) -> ScriptedCall:
-    return ScriptedCall(name=name, arguments=arguments)
-
-
-def reply(*calls: ScriptedCall, text: str = "") -> ScriptedReply:
-    return ScriptedReply(text=text, tool_calls=calls)
-
-
 @dataclass
 class Check:
     """The first request of the main agent after its `compactions`th compaction."""
@@ -366,35 +358,36 @@ class Scene:
             )
         step = request.step
         if step == 0:
-            return reply(call("todo_write", goal=GOAL, todos=[_spec(t) for t in TODOS]))
+            return reply("", c("todo_write", goal=GOAL, todos=[_spec(t) for t in TODOS]))
         if step == 1:
             return reply(
+                "",
                 *(
-                    call(
+                    c(
                         "delegate",
                         description=b.description,
                         prompt=b.description,
                         write_scope=[b.scope],
                     )
                     for b in TASKS
-                )
+                ),
             )
         if step == 2:
             await self._planted()
-            return reply(*(call("write_file", path=p, content=f"# {p}: ported\n") for p in EDITS))
+            return reply("", *(c("write_file", path=p, content=f"# {p}: ported\n") for p in EDITS))
         if step == 3:
             assert self.team is not None
             await self.team.say(CORRECTION)
-            return reply(call("read_file", path="fill/f0.txt"))
+            return reply("", c("read_file", path="fill/f0.txt"))
         if self._ending < 0:
             chosen = None if compactions >= self.compactions else self.work(self, request)
             if chosen is not None:
                 return chosen
             self._ending = step
         if step == self._ending:  # the end: the tasks cancelled, the list closed
-            cancel = [call("cancel_task", task=b.task_id, reason="done") for b in TASKS]
-            return reply(*cancel, call("todo_write", todos=[_spec(t, closed=True) for t in TODOS]))
-        return reply(text="done")
+            cancel = [c("cancel_task", task=b.task_id, reason="done") for b in TASKS]
+            return reply("", *cancel, c("todo_write", todos=[_spec(t, closed=True) for t in TODOS]))
+        return reply("done")
 
     async def _planted(self) -> None:
         """Wait until every task has reported progress and t1 and t2 have asked."""
@@ -418,16 +411,15 @@ class Scene:
     async def _subagent(self, request: ModelRequest) -> ScriptedReply:
         brief = next(b for b in TASKS if b.task_id == request.agent)
         if request.step == 0:
-            return reply(call("report_progress", summary=brief.progress))
+            return reply("", c("report_progress", summary=brief.progress))
         if request.step == 1 and brief.question:
             return reply(
-                call("ask_decision", question=brief.question, options=["keep", "renumber"])
+                "", c("ask_decision", question=brief.question, options=["keep", "renumber"])
             )
         if request.step == 1 and brief.proposal:
             return reply(
-                call(
-                    "request_direction_change", proposal=brief.proposal, reason="unused since 2023"
-                )
+                "",
+                c("request_direction_change", proposal=brief.proposal, reason="unused since 2023"),
             )
         await trio.sleep_forever()  # works on, until the main agent cancels it
         raise AssertionError("unreachable")
@@ -473,7 +465,7 @@ def _key(arguments: dict[str, Any] | str) -> str:
 
 def filler(scene: Scene, request: ModelRequest) -> ScriptedReply:
     """Reads the big files in turn (a different one each round)."""
-    return reply(call("read_file", path=f"fill/f{request.step % FILLERS}.txt"))
+    return reply("", c("read_file", path=f"fill/f{request.step % FILLERS}.txt"))
 
 
 def worker(scene: Scene, request: ModelRequest) -> ScriptedReply | None:
@@ -493,8 +485,8 @@ def worker(scene: Scene, request: ModelRequest) -> ScriptedReply | None:
         module, test = source(todo_id), test_of(todo_id)
         for path in (module, test):
             if path not in read and path not in said:
-                return reply(call("read_file", path=path))
+                return reply("", c("read_file", path=path))
         if module not in written and module not in touched:
-            return reply(call("write_file", path=module, content=f"# {module}: on ledger v2\n"))
-        return reply(call("todo_update", id=todo_id, status="completed"))
+            return reply("", c("write_file", path=module, content=f"# {module}: on ledger v2\n"))
+        return reply("", c("todo_update", id=todo_id, status="completed"))
     return None

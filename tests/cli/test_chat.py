@@ -26,7 +26,7 @@ from orchestrator.models.scripted import ScriptedModel, ScriptedReply
 from orchestrator.session.live import LiveSession, create_session, open_session
 from orchestrator.state.events import FanOut
 from orchestrator.team.drive import RunSettings
-from tests.team.test_team import all_text, c, reply
+from tests.scenes import all_text, c, reply
 
 Respond = Callable[[ModelRequest], object]
 

@@ -16,6 +16,7 @@ import pytest
 from orchestrator.state.manifest import FORMAT_VERSION
 from orchestrator.tools.sandbox import Sandbox
 from tests.conftest import run_on_terminal
+from tests.scenes import call
 
 ROOT = Path(__file__).parents[2]
 
@@ -269,8 +270,8 @@ def test_ask_prompts_on_a_terminal(tmp_path: Path) -> None:
             {
                 "agents": {
                     "main": [
-                        {"tool_calls": [call_of("write_file", path="a.txt", content="hi")]},
-                        {"tool_calls": [call_of("shell", command="touch ran.txt")]},
+                        {"tool_calls": [call("write_file", path="a.txt", content="hi")]},
+                        {"tool_calls": [call("shell", command="touch ran.txt")]},
                         {"text": "done"},
                     ]
                 }
@@ -292,10 +293,6 @@ def test_ask_prompts_on_a_terminal(tmp_path: Path) -> None:
     assert (ws / "a.txt").read_text() == "hi"
     assert not (ws / "ran.txt").exists()
     assert "✗ shell error: shell was not approved" in result.stdout
-
-
-def call_of(name: str, **arguments: object) -> dict[str, object]:
-    return {"name": name, "arguments": arguments}
 
 
 @pytest.mark.parametrize(

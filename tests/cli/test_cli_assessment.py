@@ -10,16 +10,13 @@ from typing import Any
 import orjson
 
 from tests.cli.test_cli import orchestrator, sessions_root  # noqa: F401  (an autouse fixture)
+from tests.scenes import call
 
 
 def script(tmp_path: Path, *replies: dict[str, Any]) -> str:
     path = tmp_path / "script.json"
     path.write_bytes(orjson.dumps({"agents": {"main": list(replies)}}))
     return f"scripted:{path}"
-
-
-def call(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"name": name, "arguments": arguments}
 
 
 def workspace(tmp_path: Path) -> Path:

@@ -12,7 +12,8 @@ import pytest
 
 from orchestrator.session.live import load_state
 from tests.cli.test_cli import orchestrator, sessions_root  # noqa: F401  (an autouse fixture)
-from tests.cli.test_cli_assessment import call, session_id, workspace
+from tests.cli.test_cli_assessment import session_id, workspace
+from tests.scenes import call
 
 ASK = {"tool_calls": [call("ask_decision", question="which database?")]}
 DONE = {"tool_calls": [call("complete", summary="done with the answer")]}

@@ -18,12 +18,9 @@ from typing import Any
 import orjson
 
 from tests.cli.terminal import Terminal, masked
+from tests.scenes import call
 
 GOLDEN = Path(__file__).parent / "golden"
-
-
-def call(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"name": name, "arguments": arguments}
 
 
 def scripted(tmp_path: Path, agents: dict[str, list[dict[str, Any]]]) -> list[str]:

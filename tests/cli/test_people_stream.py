@@ -18,8 +18,9 @@ from orchestrator.messages import Usage
 from orchestrator.session.replay import load_state
 from orchestrator.usage import Price
 from tests.cli.test_cli import ROOT, orchestrator, sessions_root  # noqa: F401  (autouse)
-from tests.cli.test_cli_assessment import call, script, workspace
+from tests.cli.test_cli_assessment import script, workspace
 from tests.plans.test_handoff import SCRIPT as PLAN_SCRIPT
+from tests.scenes import call
 
 HELLO = f"scripted:{ROOT / 'examples' / 'hello-script.json'}"  # a write, then a shell call
 

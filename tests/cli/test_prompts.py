@@ -12,10 +12,7 @@ import pytest
 
 from orchestrator.tools.sandbox import Sandbox
 from tests.conftest import run_on_terminal
-
-
-def call_of(name: str, **arguments: object) -> dict[str, object]:
-    return {"name": name, "arguments": arguments}
+from tests.scenes import call
 
 
 def _run(
@@ -58,13 +55,13 @@ def test_a_task_description_cannot_add_lines_to_the_approval_prompt(
 ) -> None:
     agents = {
         "main": [
-            {"tool_calls": [call_of("delegate", description=description, prompt="go")]},
-            {"tool_calls": [call_of("wait_tasks", timeout=60)]},
+            {"tool_calls": [call("delegate", description=description, prompt="go")]},
+            {"tool_calls": [call("wait_tasks", timeout=60)]},
             {"text": "done"},
         ],
         "t1": [
-            {"tool_calls": [call_of("shell", command="touch real.txt")]},
-            {"tool_calls": [call_of("complete", summary="refused")]},
+            {"tool_calls": [call("shell", command="touch real.txt")]},
+            {"tool_calls": [call("complete", summary="refused")]},
         ],
     }
     stdout, stderr, ws = _run(tmp_path, agents, b"n\n")
@@ -93,8 +90,8 @@ def test_a_command_with_escape_sequences_is_shown_not_obeyed(tmp_path: Path) -> 
     command = "echo safe\r\x1b[2Krm -rf real\x1b]0;title\x07\nshell wants to run:"
     agents = {
         "main": [
-            {"tool_calls": [call_of("shell", command=command)]},
-            {"tool_calls": [call_of("list_files\n✓ forged", path=".")]},
+            {"tool_calls": [call("shell", command=command)]},
+            {"tool_calls": [call("list_files\n✓ forged", path=".")]},
             {"text": "done"},
         ]
     }

@@ -18,7 +18,7 @@ from orchestrator.models.resolve import resolve_model
 from orchestrator.team.definitions import WORKER, Definitions
 from orchestrator.team.queries import MAIN
 from orchestrator.tools import Workspace
-from tests.team.test_team import Scene, c, reply, steps
+from tests.scenes import Scene, c, reply, steps
 
 ROOT = Path(__file__).parents[2]
 HELLO = f"scripted:{ROOT / 'examples' / 'hello-script.json'}"

@@ -20,13 +20,13 @@ from orchestrator.messages import AssistantMessage, SystemMessage, UserMessage
 from orchestrator.models.base import COMPACTOR, ModelRequest
 from orchestrator.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply
 from orchestrator.session.live import JOURNAL, create_session, load_state, open_session
-from orchestrator.state.events import ListSink, decode_record
+from orchestrator.state.events import decode_record
 from orchestrator.store import SessionLock, scan_journal
 from orchestrator.team.anchoring import SUMMARY_HEADER
 from orchestrator.team.drive import RunSettings, drive
 from orchestrator.team.runtime import Team
-from orchestrator.tools import PermissionPolicy, approve_all, workspace_tools
 from tests.cli.test_cli import ROOT, orchestrator, sessions_root  # noqa: F401  (an autouse fixture)
+from tests.scenes import run_settings
 
 SUMMARY = "\n\n".join(
     [
@@ -348,12 +348,8 @@ def reader(requests: list[ModelRequest], asked: trio.Event) -> ScriptedModel:
 
 
 def settings_of(model: ScriptedModel, teams: list[Team]) -> RunSettings:
-    return RunSettings(
-        model=model,
-        tools=workspace_tools(),
-        ui=ListSink(),
-        policy=PermissionPolicy(),
-        approve=approve_all,
+    return run_settings(
+        model,
         on_team=teams.append,
     )
 

@@ -22,11 +22,10 @@ from orchestrator.models.scripted import (
 )
 from orchestrator.session.live import JOURNAL, create_session, load_state, open_session
 from orchestrator.session.replay import fold_records, read_snapshot
-from orchestrator.state.events import ListSink
 from orchestrator.state.fold import SessionState
 from orchestrator.store import scan_journal
-from orchestrator.team.drive import RunResult, RunSettings, drive
-from orchestrator.tools import PermissionPolicy, approve_all, workspace_tools
+from orchestrator.team.drive import RunResult, drive
+from tests.scenes import run_settings
 
 WINDOW = Window(6_000)
 CLAIMED = ScriptedWindow(
@@ -52,12 +51,8 @@ def reader(rounds: int, requests: list[ModelRequest]) -> ScriptedModel:
 
 
 async def run(root: Path, session_id: str, model: ScriptedModel) -> RunResult:
-    settings = RunSettings(
-        model=model,
-        tools=workspace_tools(),
-        ui=ListSink(),
-        policy=PermissionPolicy(),
-        approve=approve_all,
+    settings = run_settings(
+        model,
     )
     async with open_session(root, session_id, warn=pytest.fail) as live:
         return await drive(live, settings)

@@ -18,7 +18,7 @@ from orchestrator.state.events import Notice, ToolCallFinished, UsageUpdated
 from orchestrator.state.mailbox import MessagesDelivered
 from orchestrator.team.queries import MAIN
 from orchestrator.tools import Workspace
-from tests.team.test_team import Brain, Reply, Scene, c, reply, steps
+from tests.scenes import Brain, Reply, Scene, c, delegates_and_waits, reply, steps
 
 WINDOW = ScriptedWindow(context=6_000)  # 5,000 tokens usable: compaction near 16,000 chars
 
@@ -66,11 +66,7 @@ async def test_a_subagent_compacts_with_the_anchors_of_its_own_task(workspace: W
     scene = CompactingScene(
         workspace,
         {
-            MAIN: steps(
-                reply("", c("delegate", description="survey", prompt="read big.txt often")),
-                reply("", c("wait_tasks")),
-                reply("done"),
-            ),
+            MAIN: delegates_and_waits(description="survey", prompt="read big.txt often"),
             "t1": reads(12, reply("", c("complete", summary="read it 12 times"))),
         },
     )

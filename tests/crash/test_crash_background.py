@@ -39,14 +39,11 @@ import pytest
 from orchestrator.messages import ToolResult
 from orchestrator.tools.shell import marked
 from tests.crash.test_crash_team import TeamCrashRun, m_text, rewind
+from tests.scenes import call
 
 KILLS = int(os.environ.get("CRASH_BACKGROUND_KILLS", "20"))
 FIRST = "build started"
 BUILD = f"echo {FIRST}; until [ -f go ]; do sleep 0.02; done; echo build finished"
-
-
-def call(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"name": name, "arguments": arguments}
 
 
 def script() -> dict[str, Any]:

@@ -29,14 +29,11 @@ import pytest
 
 from orchestrator.messages import AssistantMessage
 from tests.crash.test_crash_team import TeamCrashRun, completed_record_of, m_text, rewind
+from tests.scenes import call
 
 SEEDS = [int(s) for s in os.environ.get("CRASH_DEPS_SEEDS", "11,22,33,44,55").split(",") if s]
 KILLS = int(os.environ.get("CRASH_DEPS_KILLS", "4"))
 GRAPH: dict[str, list[str]] = {"t1": [], "t2": ["t1"], "t3": ["t1"], "t4": ["t2", "t3"]}
-
-
-def call(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"name": name, "arguments": arguments}
 
 
 def script() -> dict[str, Any]:

@@ -54,6 +54,7 @@ from orchestrator.state.mailbox import Mail
 from orchestrator.state.manifest import read_manifest, write_manifest
 from orchestrator.store import open_journal, scan_journal
 from tests.crash.harness import CrashRun, cli, snapshot_workspace
+from tests.scenes import call
 
 ROUNDS = 4
 TASKS = (1, 2, 3)
@@ -70,10 +71,6 @@ class Effect:
     task: int
     round: int
     line: str = ""  # the log line a shell call appends
-
-
-def call(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"name": name, "arguments": arguments}
 
 
 def log_line(task: int, r: int) -> str:

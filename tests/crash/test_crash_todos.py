@@ -24,10 +24,7 @@ from orchestrator.session.replay import JOURNAL, decode_records, load_state
 from orchestrator.state.fold import SessionState
 from orchestrator.store import scan_journal
 from tests.crash.harness import CrashRun
-
-
-def call(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"name": name, "arguments": arguments}
+from tests.scenes import call
 
 
 def todo_script() -> dict[str, Any]:

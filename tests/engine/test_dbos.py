@@ -18,14 +18,8 @@ from orchestrator.engine import dbos_runner, sqlite_url
 from orchestrator.errors import OrchestratorError
 from orchestrator.models.scripted import ScriptedModel, parse_script
 from orchestrator.session.live import create_session, load_state, open_session
-from orchestrator.state.events import ListSink
-from orchestrator.team.drive import RunResult, RunSettings, drive
-from orchestrator.tools import PermissionPolicy, approve_all, workspace_tools
-
-
-def call(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"name": name, "arguments": arguments}
-
+from orchestrator.team.drive import RunResult, drive
+from tests.scenes import call, run_settings
 
 SCRIPT: dict[str, Any] = {
     "agents": {
@@ -43,12 +37,8 @@ SCRIPT: dict[str, Any] = {
 
 
 async def run_on_dbos(root: Path, session_id: str, url: str, script: dict[str, Any]) -> RunResult:
-    settings = RunSettings(
-        model=ScriptedModel(parse_script(script)),
-        tools=workspace_tools(),
-        ui=ListSink(),
-        policy=PermissionPolicy(),
-        approve=approve_all,
+    settings = run_settings(
+        ScriptedModel(parse_script(script)),
         runner=dbos_runner(url),
     )
     async with open_session(root, session_id, warn=lambda _: None) as live:

@@ -33,10 +33,7 @@ from orchestrator.team.drive import RunResult, RunSettings, drive
 from orchestrator.tools import PermissionPolicy, approve_all, workspace_tools
 from tests.crash.harness import cli
 from tests.engine.postgres import Postgres
-
-
-def call(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"name": name, "arguments": arguments}
+from tests.scenes import call
 
 
 def script(fifo: Path, *, then: Path | None = None) -> dict[str, Any]:

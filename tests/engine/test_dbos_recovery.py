@@ -19,7 +19,7 @@ from tests.crash.harness import cli
 
 pytest.importorskip("dbos")
 
-from tests.engine.test_dbos import call
+from tests.scenes import call
 
 ROUNDS = 6
 KILL_AT = 3  # the task's shell call of this round has started (durably) when it is killed

@@ -22,9 +22,9 @@ from orchestrator.session.live import open_session
 from orchestrator.state.settings import SessionSettings
 from orchestrator.team.drive import RunResult, RunSettings, drive
 from orchestrator.tools import PermissionPolicy, approve_all, workspace_tools
-from tests.engine.test_dbos import call
 from tests.engine.test_workers import ONE_TASK, SHOWN_KINDS, Setup
 from tests.engine.workers import start_worker
+from tests.scenes import call
 
 
 async def run_on_workers(setup: Setup) -> RunResult:

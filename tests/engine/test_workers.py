@@ -33,8 +33,8 @@ from orchestrator.team.settings import RunSettings
 from orchestrator.team.subagent import InProcessRunner
 from orchestrator.tools import PermissionPolicy, approve_all, workspace_tools
 from orchestrator.view.model import ViewModel
-from tests.engine.test_dbos import call
 from tests.engine.workers import mail_sent, start_worker
+from tests.scenes import call
 
 
 def main_script(*delegations: dict[str, Any]) -> list[dict[str, Any]]:

@@ -20,9 +20,9 @@ from orchestrator.team.asking import ApprovalRequest
 from orchestrator.team.drive import RunResult, RunSettings, drive
 from orchestrator.tools import PermissionPolicy, workspace_tools
 from orchestrator.tools.permissions import Denied, Grant, Unasked
-from tests.engine.test_dbos import call
 from tests.engine.test_workers import Setup, main_script
 from tests.engine.workers import start_worker
+from tests.scenes import call
 
 SCRIPT: dict[str, Any] = {
     "agents": {

@@ -17,8 +17,9 @@ pytest.importorskip("dbos")
 
 from orchestrator.engine.store import Store
 from orchestrator.session.live import load_state
-from tests.engine.test_workers import Setup, call
+from tests.engine.test_workers import Setup
 from tests.engine.workers import WorkerProcess, printed, start_worker
+from tests.scenes import call
 
 TASKS = 6
 ROUNDS = 4

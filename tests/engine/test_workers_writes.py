@@ -17,9 +17,9 @@ pytest.importorskip("dbos")
 
 from orchestrator.engine.store import Store
 from orchestrator.session.live import load_state
-from tests.engine.test_dbos import call
 from tests.engine.test_workers import Setup, main_script
 from tests.engine.workers import start_worker
+from tests.scenes import call
 
 SCRIPT: dict[str, Any] = {
     "agents": {

@@ -19,13 +19,14 @@ from orchestrator.errors import ConfigError
 from orchestrator.models.base import ModelRequest
 from orchestrator.models.scripted import ScriptedModel, ScriptedReply
 from tests.host.test_host_loop import respond as choose_a_license
-from tests.host.test_run import call, results, writer
+from tests.host.test_run import results, writer
+from tests.scenes import c
 
 
 def one_write(request: ModelRequest) -> ScriptedReply:
     """Writes a file, then answers with what became of the call."""
     if request.step == 0:
-        return ScriptedReply(tool_calls=(call("write_file", path="out.txt", content="x"),))
+        return ScriptedReply(tool_calls=(c("write_file", path="out.txt", content="x"),))
     told = "; ".join(f"{m.name}: {m.status}: {m.content}" for m in results(request))
     return ScriptedReply(text=f"done. {told}")
 

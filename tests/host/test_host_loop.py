@@ -21,7 +21,7 @@ from orchestrator.models.scripted import ScriptedModel, ScriptedReply
 from orchestrator.state.events import ListSink
 from orchestrator.state.mailbox import Mail, MessagePosted
 from orchestrator.state.mailtext import render
-from tests.team.test_team import all_text, c, reply
+from tests.scenes import all_text, c, reply
 
 ROOT = Path(__file__).parents[2]
 

@@ -15,12 +15,9 @@ import orchestrator as orc
 from orchestrator.errors import ConfigError, SessionNotFound
 from orchestrator.messages import ToolResult
 from orchestrator.models.base import ModelRequest
-from orchestrator.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply
+from orchestrator.models.scripted import ScriptedModel, ScriptedReply
 from orchestrator.usage import Price
-
-
-def call(name: str, **arguments: object) -> ScriptedCall:
-    return ScriptedCall(name=name, arguments=arguments)
+from tests.scenes import c
 
 
 def results(request: ModelRequest) -> list[ToolResult]:
@@ -32,9 +29,9 @@ def writer(request: ModelRequest) -> ScriptedReply:
     if request.step == 0:
         return ScriptedReply(
             tool_calls=(
-                call("read_file", path="in.txt"),
-                call("write_file", path="out.txt", content="x"),
-                call("shell", command="echo hi > hi.txt"),
+                c("read_file", path="in.txt"),
+                c("write_file", path="out.txt", content="x"),
+                c("shell", command="echo hi > hi.txt"),
             )
         )
     told = "; ".join(f"{m.name}: {m.status}: {m.content}" for m in results(request))
@@ -228,8 +225,8 @@ async def test_a_function_tool_reports_its_progress_through_its_context(
         if request.role == "main" and request.step == 0:
             return ScriptedReply(
                 tool_calls=(
-                    call("index"),
-                    call(
+                    c("index"),
+                    c(
                         "delegate",
                         description="index",
                         prompt="Index.",
@@ -239,12 +236,12 @@ async def test_a_function_tool_reports_its_progress_through_its_context(
                 )
             )
         if request.role == "main" and request.step == 1:
-            return ScriptedReply(tool_calls=(call("wait_tasks"),))
+            return ScriptedReply(tool_calls=(c("wait_tasks"),))
         if request.role == "main":
             return ScriptedReply(text="ok")
         if request.step == 0:
-            return ScriptedReply(tool_calls=(call("index"),))
-        return ScriptedReply(tool_calls=(call("complete", summary="indexed"),))
+            return ScriptedReply(tool_calls=(c("index"),))
+        return ScriptedReply(tool_calls=(c("complete", summary="indexed"),))
 
     seen: list[orc.Event] = []
     worker = orc.AgentDefinition(name="indexer", prompt="Index.", tools=(index,))

@@ -33,7 +33,7 @@ from orchestrator.team.queries import MAIN
 from orchestrator.tools import Workspace
 from orchestrator.tools.todos import TodoSpec
 from orchestrator.usage import Price
-from tests.team.test_team import Scene, c, last_text, reply, steps
+from tests.scenes import Scene, c, last_text, reply, steps
 
 
 def todos(*statuses: str, blocked: dict[str, tuple[str, ...]] | None = None) -> TodoList:

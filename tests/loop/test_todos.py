@@ -18,11 +18,12 @@ from orchestrator.loop.todos import (
     update,
     write,
 )
+from orchestrator.models.scripted import ScriptedCall
 from orchestrator.team.oversight import Policy
 from orchestrator.team.queries import MAIN
 from orchestrator.tools import Workspace
 from orchestrator.tools.todos import TodoSpec
-from tests.team.test_team import Scene, c, last_text, reply, steps
+from tests.scenes import Scene, c, last_text, reply, steps
 
 
 def listing(*items: TodoSpec) -> TodoList:
@@ -217,7 +218,7 @@ async def test_the_todo_tools_change_the_folded_list_and_show_it(workspace: Work
 
 
 async def test_an_empty_argument_object_lists(workspace: Workspace) -> None:
-    scene = Scene(workspace, {MAIN: steps(reply("", ("todo_list", {})), reply("ok"))})
+    scene = Scene(workspace, {MAIN: steps(reply("", c("todo_list")), reply("ok"))})
     await scene.run()
     result = scene.state.agents[MAIN].messages[-2]
     assert (result.status, result.content) == ("ok", "The todo list is empty.")
@@ -349,9 +350,11 @@ BAD_CALLS = [
 ]
 
 
-@pytest.mark.parametrize(("call", "error"), BAD_CALLS, ids=[f"{c[0][0]}-{c[1]}" for c in BAD_CALLS])
+@pytest.mark.parametrize(
+    ("call", "error"), BAD_CALLS, ids=[f"{bad.name}-{error}" for bad, error in BAD_CALLS]
+)
 async def test_each_tool_refuses_bad_input_and_leaves_the_list(
-    workspace: Workspace, call: tuple[str, dict[str, object]], error: str
+    workspace: Workspace, call: ScriptedCall, error: str
 ) -> None:
     plan = c("todo_write", todos=[{"content": "a"}, {"content": "b", "blocked_by": ["1"]}])
     scene = Scene(

@@ -13,11 +13,10 @@ from orchestrator.loop.plan import Plan, PlanTask, parse_plan_json
 from orchestrator.loop.plan_markdown import parse_markdown
 from orchestrator.models.scripted import ScriptedModel, parse_script
 from orchestrator.session.live import create_session, load_state, open_session
-from orchestrator.state.events import ListSink
 from orchestrator.state.plans import PlanVersion
-from orchestrator.team.drive import RunResult, RunSettings, drive
+from orchestrator.team.drive import RunResult, drive
 from orchestrator.team.plan_host import PlanApprover, PlanVerdict
-from orchestrator.tools import PermissionPolicy, approve_all, workspace_tools
+from tests.scenes import run_settings
 from tests.team.test_drive import cut_after
 
 
@@ -94,12 +93,8 @@ async def run(
     **more: Any,
 ) -> RunResult:
     model = ScriptedModel(parse_script(script))
-    settings = RunSettings(
-        model=model,
-        tools=workspace_tools(),
-        ui=ListSink(),
-        policy=PermissionPolicy(),
-        approve=approve_all,
+    settings = run_settings(
+        model,
         plan=True,
         approve_plan=approve,
         **more,

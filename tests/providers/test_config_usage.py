@@ -110,7 +110,7 @@ def test_cost_per_million_tokens_with_cache_prices() -> None:
     assert Price(input=1.0, output=0).cost(Usage(cache_read_tokens=1_000_000)) == 1.0
 
 
-def call(agent: str, model: str, usage: Usage) -> Call:
+def used(agent: str, model: str, usage: Usage) -> Call:
     return (agent, model, usage)
 
 
@@ -118,9 +118,9 @@ def test_ledger_totals_per_agent_model_and_session() -> None:
     prices = parse_config(EXAMPLE).prices
     ledger = usage_ledger(
         [
-            call("main", "openai:gpt-4.1", Usage(input_tokens=1000, output_tokens=100)),
-            call("worker-1", "ollama:qwen3:8b", Usage(input_tokens=500)),
-            call("main", "openai:gpt-4.1", Usage(input_tokens=2000)),
+            used("main", "openai:gpt-4.1", Usage(input_tokens=1000, output_tokens=100)),
+            used("worker-1", "ollama:qwen3:8b", Usage(input_tokens=500)),
+            used("main", "openai:gpt-4.1", Usage(input_tokens=2000)),
         ],
         prices,
     )
@@ -146,8 +146,8 @@ def test_ledger_totals_per_agent_model_and_session() -> None:
 def test_the_cache_share_per_agent_and_session() -> None:
     first = Usage(input_tokens=100, cache_write_tokens=900, output_tokens=10)  # writes
     later = Usage(input_tokens=100, cache_read_tokens=900, output_tokens=10)  # reads
-    calls = [call("main", "anthropic:claude-sonnet-4-5", u) for u in (first, later, later, later)]
-    calls.append(call("w1", "openai:gpt-4.1", Usage(input_tokens=50)))
+    calls = [used("main", "anthropic:claude-sonnet-4-5", u) for u in (first, later, later, later)]
+    calls.append(used("w1", "openai:gpt-4.1", Usage(input_tokens=50)))
     ledger = usage_ledger(calls, {})
     assert cache_share(ledger["by_agent"]["main"]) == pytest.approx(2700 / 4000)
     assert cache_share(ledger["by_agent"]["w1"]) == 0

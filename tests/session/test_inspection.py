@@ -21,20 +21,13 @@ from orchestrator.session.listing import latest_session_id, session_ids
 from orchestrator.state.manifest import Manifest, read_manifest, write_manifest
 from orchestrator.store import SessionLock
 from orchestrator.usage import Price
+from tests.scenes import c, reply
 
 RECORDED = Path(__file__).parents[2] / "sessions"
 SPENT = Usage(input_tokens=100, output_tokens=10)  # every reply's usage: figures to check
 LEAD = orc.AgentDefinition(
     name="lead", description="delegates a part", prompt="Lead.", tools=(), may_delegate=True
 )
-
-
-def call(name: str, **arguments: object) -> orc.ScriptedCall:
-    return orc.ScriptedCall(name=name, arguments=arguments)
-
-
-def reply(*calls: orc.ScriptedCall, text: str = "") -> orc.ScriptedReply:
-    return orc.ScriptedReply(text=text, tool_calls=calls, usage=SPENT)
 
 
 def respond(request: orc.ModelRequest) -> orc.ScriptedReply:
@@ -45,21 +38,23 @@ def respond(request: orc.ModelRequest) -> orc.ScriptedReply:
     waited = last.role == "tool" and last.name == "wait_tasks" and last.status == "ok"
     if request.agent == "main":
         if request.step == 0:
-            return reply(call("delegate", description="lead the part", prompt="Lead it.",
-                              agent_type="lead", write_scope=[]))  # fmt: skip
+            return reply("", c("delegate", description="lead the part", prompt="Lead it.",
+                                 agent_type="lead", write_scope=[]), usage=SPENT)  # fmt: skip
         if last.role == "tool" and last.name == "todo_update":
-            return reply(text="The tree is done.")
+            return reply("The tree is done.", usage=SPENT)
         if waited:
-            return reply(call("todo_update", id="2", status="completed", result="said"))
-        return reply(call("wait_tasks"))
+            return reply(
+                "", c("todo_update", id="2", status="completed", result="said"), usage=SPENT
+            )
+        return reply("", c("wait_tasks"), usage=SPENT)
     if request.agent == "t1":
         if request.step == 0:
-            return reply(call("delegate", description="do the leaf", prompt="Do it.",
-                              agent_type="worker", write_scope=[]))  # fmt: skip
+            return reply("", c("delegate", description="do the leaf", prompt="Do it.",
+                                 agent_type="worker", write_scope=[]), usage=SPENT)  # fmt: skip
         if waited:
-            return reply(call("complete", summary="the part is led"))
-        return reply(call("wait_tasks"))
-    return reply(call("complete", summary="the leaf is done"))
+            return reply("", c("complete", summary="the part is led"), usage=SPENT)
+        return reply("", c("wait_tasks"), usage=SPENT)
+    return reply("", c("complete", summary="the leaf is done"), usage=SPENT)
 
 
 def run_settings() -> orc.RunSettings:

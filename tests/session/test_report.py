@@ -28,7 +28,8 @@ from orchestrator.state.manifest import Manifest, read_manifest, write_manifest
 from orchestrator.store import scan_journal
 from orchestrator.usage import Price
 from tests.cli.test_cli import ROOT, orchestrator, sessions_root  # noqa: F401  (an autouse fixture)
-from tests.cli.test_cli_assessment import call, script, session_id, workspace
+from tests.cli.test_cli_assessment import script, session_id, workspace
+from tests.scenes import call
 from tests.state.test_fold import Drawn, fold, journals, write_journal
 
 RECORDINGS = sorted(p.name for p in (ROOT / "sessions").iterdir())

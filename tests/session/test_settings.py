@@ -23,12 +23,12 @@ from orchestrator.session.live import (
     open_session,
 )
 from orchestrator.session.migrations import v4_to_v5
-from orchestrator.state.events import ListSink, decode_record
+from orchestrator.state.events import decode_record
 from orchestrator.state.manifest import read_manifest
 from orchestrator.state.settings import SessionSettings, SettingsChosen
 from orchestrator.store import scan_journal
-from orchestrator.team.drive import RunSettings, drive
-from orchestrator.tools import PermissionPolicy, approve_all, workspace_tools
+from orchestrator.team.drive import drive
+from tests.scenes import run_settings
 
 RECORDED = Path(__file__).parents[2] / "sessions"
 VERIFY = "python -m doctest README.md"
@@ -103,12 +103,8 @@ async def run(
     async with open_session(root, session_id, warn=lambda _: None) as live:
         await drive(
             live,
-            RunSettings(
-                model=ScriptedModel(parse_script(SCRIPT)),
-                tools=workspace_tools(),
-                ui=ListSink(),
-                policy=PermissionPolicy(),
-                approve=approve_all,
+            run_settings(
+                ScriptedModel(parse_script(SCRIPT)),
                 session=session,
                 message=message,
             ),

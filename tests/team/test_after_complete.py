@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from orchestrator.team.queries import MAIN
 from orchestrator.tools import Workspace
+from tests.scenes import Scene, c, delegates_and_waits, reply, steps
 from tests.team.engines import Engine
-from tests.team.test_team import Scene, c, reply, steps
 
 
 def results(scene: Scene, agent: str) -> list[tuple[str, str, str]]:
@@ -22,11 +22,7 @@ async def test_calls_after_complete_never_run(workspace: Workspace, engine: Engi
     scene = Scene(
         workspace,
         {
-            MAIN: steps(
-                reply("", c("delegate", description="a", prompt=".", write_scope=["a/"])),
-                reply("", c("wait_tasks")),
-                reply("done"),
-            ),
+            MAIN: delegates_and_waits(description="a", prompt=".", write_scope=["a/"]),
             "t1": steps(
                 reply(
                     "",

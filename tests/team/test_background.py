@@ -26,7 +26,7 @@ from orchestrator.state.mailbox import MessagePosted
 from orchestrator.state.tasks import TaskChanged, TaskCreated
 from orchestrator.tools.base import ToolContext
 from orchestrator.view.history import journal_events
-from tests.team.test_team import all_text, c, reply
+from tests.scenes import all_text, c, reply
 
 ROOT = Path(__file__).parents[2]
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import orchestrator as orc
 from orchestrator.models.base import ModelRequest
 from orchestrator.models.scripted import ScriptedModel, ScriptedReply
-from tests.team.test_team import c, reply
+from tests.scenes import c, reply
 
 
 async def yes(request: orc.ApprovalRequest) -> bool:

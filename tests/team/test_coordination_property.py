@@ -20,10 +20,9 @@ from orchestrator.models.base import ModelRequest
 from orchestrator.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply
 from orchestrator.session.check import verify
 from orchestrator.session.live import SNAPSHOT, create_session, load_state, open_session
-from orchestrator.state.events import ListSink
 from orchestrator.store.journal import Durability
-from orchestrator.team.drive import RunSettings, drive
-from orchestrator.tools import PermissionPolicy, approve_all, workspace_tools
+from orchestrator.team.drive import drive
+from tests.scenes import run_settings
 
 TASKS = ["t1", "t2", "t3", "t4", "main", "nobody"]
 MESSAGES = ["", "m1", "m2", "m3", "m4", "m5", "m6", "m9", "x"]
@@ -37,7 +36,8 @@ numbers = st.one_of(
 )
 
 
-def call(name: str, **arguments: Any) -> ScriptedCall:
+def drawn(name: str, **arguments: Any) -> ScriptedCall:
+    """A drawn call: an argument drawn as None is left out (the model omitted it)."""
     return ScriptedCall(name=name, arguments={k: v for k, v in arguments.items() if v is not None})
 
 
@@ -49,7 +49,7 @@ def main_call(draw: st.DrawFn) -> ScriptedCall:
     ):
         case "delegate":
             absurd = draw(st.booleans())  # else the numbers are sane (or left out)
-            return call(
+            return drawn(
                 "delegate",
                 description=draw(texts),
                 prompt=draw(texts),
@@ -61,7 +61,7 @@ def main_call(draw: st.DrawFn) -> ScriptedCall:
                 token_budget=draw(numbers if absurd else st.sampled_from([None, 10**6])),
             )
         case "send":
-            return call(
+            return drawn(
                 "send_message",
                 task=task,
                 text=draw(texts),
@@ -70,18 +70,18 @@ def main_call(draw: st.DrawFn) -> ScriptedCall:
                 priority=draw(st.sampled_from([None, "notify", "urgent", "interrupt"])),
             )
         case "cancel":
-            return call("cancel_task", task=task, reason=draw(texts))
+            return drawn("cancel_task", task=task, reason=draw(texts))
         case "wait":
             tasks = draw(st.lists(st.sampled_from(TASKS), max_size=2))
-            return call("wait_tasks", tasks=tasks, timeout=draw(numbers))
+            return drawn("wait_tasks", tasks=tasks, timeout=draw(numbers))
         case "list":
-            return call("list_tasks")
+            return drawn("list_tasks")
         case "todo":
             statuses = draw(st.lists(st.sampled_from(["pending", "completed", "x"]), max_size=2))
             todos = [{"content": draw(texts) or "a", "status": s} for s in statuses]
-            return call("todo_write", todos=todos)
+            return drawn("todo_write", todos=todos)
         case "report":
-            return call("report_progress", summary=draw(texts), percent=draw(numbers))
+            return drawn("report_progress", summary=draw(texts), percent=draw(numbers))
         case _:
             return ScriptedCall(name="delegate", arguments='{"description": 1')
 
@@ -93,21 +93,21 @@ def task_call(draw: st.DrawFn) -> ScriptedCall:
     ):
         case "complete":
             files = draw(st.lists(st.sampled_from(["a", "b"]), max_size=1))
-            return call("complete", summary=draw(texts), files_changed=files)
+            return drawn("complete", summary=draw(texts), files_changed=files)
         case "ask":
             options = draw(st.lists(texts, max_size=2))
-            return call("ask_decision", question=draw(texts), options=options)
+            return drawn("ask_decision", question=draw(texts), options=options)
         case "progress":
-            return call("report_progress", summary=draw(texts), percent=draw(numbers))
+            return drawn("report_progress", summary=draw(texts), percent=draw(numbers))
         case "risk":
-            return call("raise_risk", risk=draw(texts))
+            return drawn("raise_risk", risk=draw(texts))
         case "direction":
-            return call("request_direction_change", proposal=draw(texts), reason=draw(texts))
+            return drawn("request_direction_change", proposal=draw(texts), reason=draw(texts))
         case "blocked":
             category = draw(st.sampled_from(["input", "decision", "bogus"]))
-            return call("report_blocked", category=category, reason=draw(texts))
+            return drawn("report_blocked", category=category, reason=draw(texts))
         case _:
-            return call("wait_tasks", timeout=draw(numbers))
+            return drawn("wait_tasks", timeout=draw(numbers))
 
 
 def replies(
@@ -142,7 +142,7 @@ class Players:
             return script[index]
         if request.agent == "main":
             return ScriptedReply(text=f"done ({request.step})")
-        return ScriptedReply(tool_calls=(call("complete", summary="done"),))
+        return ScriptedReply(tool_calls=(drawn("complete", summary="done"),))
 
 
 async def play(root: Path, session_id: str, players: Players, message: str = "") -> bytes:
@@ -152,12 +152,8 @@ async def play(root: Path, session_id: str, players: Players, message: str = "")
     ) as live:
         await drive(
             live,
-            RunSettings(
-                model=ScriptedModel(players),
-                tools=workspace_tools(),
-                ui=ListSink(),
-                policy=PermissionPolicy(),
-                approve=approve_all,
+            run_settings(
+                ScriptedModel(players),
                 message=message,
             ),
         )
@@ -194,12 +190,12 @@ def check(directory: Path, live_state: bytes) -> None:
     first=[
         ScriptedReply(
             tool_calls=(
-                call("delegate", description="a", prompt="p", deadline_seconds=1e300),
-                call("delegate", description="b", prompt="p", agent_type="explorer"),
+                drawn("delegate", description="a", prompt="p", deadline_seconds=1e300),
+                drawn("delegate", description="b", prompt="p", agent_type="explorer"),
             )
         )
     ],
-    then=[ScriptedReply(tool_calls=(call("delegate", description="c", prompt="p"),))],
+    then=[ScriptedReply(tool_calls=(drawn("delegate", description="c", prompt="p"),))],
     tasks=[],
 )
 @given(

@@ -23,7 +23,7 @@ from orchestrator.team.postbox import Changes
 from orchestrator.team.queries import MAIN
 from orchestrator.team.scheduler import Scheduler
 from orchestrator.tools import Workspace
-from tests.team.test_team import Brain, Reply, Scene, all_text, c, reply, steps
+from tests.scenes import Brain, Reply, Scene, all_text, c, reply, steps
 
 
 class Watch:

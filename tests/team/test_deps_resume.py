@@ -16,16 +16,10 @@ import trio
 from orchestrator.models.scripted import ScriptedModel, parse_script
 from orchestrator.session.live import JOURNAL, SNAPSHOT, create_session, load_state, open_session
 from orchestrator.session.replay import mail_history
-from orchestrator.state.events import ListSink
 from orchestrator.state.fold import SessionState
-from orchestrator.team.drive import RunResult, RunSettings, drive
-from orchestrator.tools import PermissionPolicy, approve_all, workspace_tools
+from orchestrator.team.drive import RunResult, drive
+from tests.scenes import call, run_settings
 from tests.team.engines import Engine
-
-
-def call(name: str, **arguments: Any) -> dict[str, Any]:
-    return {"name": name, "arguments": arguments}
-
 
 SPARE = [{"text": f"All done, or will be ({n})."} for n in range(8)]
 
@@ -59,12 +53,8 @@ FAILING: dict[str, Any] = {
 
 
 async def run(root: Path, session_id: str, script: dict[str, Any], engine: Engine) -> RunResult:
-    settings = RunSettings(
-        model=ScriptedModel(parse_script(script)),
-        tools=workspace_tools(),
-        ui=ListSink(),
-        policy=PermissionPolicy(),
-        approve=approve_all,
+    settings = run_settings(
+        ScriptedModel(parse_script(script)),
         runner=engine.runner,
     )
     # A task that never starts would hang the run: fail it instead.

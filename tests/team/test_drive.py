@@ -17,10 +17,10 @@ from orchestrator.messages import ToolResult
 from orchestrator.models.scripted import ScriptedModel, parse_script
 from orchestrator.session.live import JOURNAL, SNAPSHOT, create_session, load_state, open_session
 from orchestrator.session.replay import read_snapshot
-from orchestrator.state.events import ListSink, SessionStatusChanged
+from orchestrator.state.events import SessionStatusChanged
 from orchestrator.store import JournalMark, scan_journal, write_atomic
 from orchestrator.team.drive import RunResult, RunSettings, drive
-from orchestrator.tools import PermissionPolicy, approve_all, workspace_tools
+from tests.scenes import run_settings
 from tests.team.engines import Engine
 
 SCRIPT: dict[str, Any] = {
@@ -39,12 +39,8 @@ SCRIPT: dict[str, Any] = {
 
 
 def settings(model: ScriptedModel, engine: Engine) -> RunSettings:
-    return RunSettings(
-        model=model,
-        tools=workspace_tools(),
-        ui=ListSink(),
-        policy=PermissionPolicy(),
-        approve=approve_all,
+    return run_settings(
+        model,
         runner=engine.runner,
     )
 

@@ -12,8 +12,8 @@ from orchestrator.models.base import ModelRequest
 from orchestrator.models.scripted import ScriptedReply
 from orchestrator.team.queries import MAIN
 from orchestrator.tools import Workspace
+from tests.scenes import Scene, c, reply, steps
 from tests.team.engines import Engine
-from tests.team.test_team import Scene, c, reply, steps
 
 
 @pytest.mark.parametrize(

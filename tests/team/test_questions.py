@@ -15,15 +15,14 @@ import trio.testing
 from orchestrator.models.base import ModelRequest
 from orchestrator.models.scripted import ScriptedModel, ScriptedReply
 from orchestrator.session.live import create_session, open_session
-from orchestrator.state.events import ListSink
 from orchestrator.state.fold import USER, SessionState
 from orchestrator.state.mailbox import MessagePosted
 from orchestrator.team.definitions import WORKER, Definitions
-from orchestrator.team.drive import RunResult, RunSettings, drive
+from orchestrator.team.drive import RunResult, drive
 from orchestrator.team.queries import MAIN
-from orchestrator.tools import PermissionPolicy, Workspace, approve_all, workspace_tools
+from orchestrator.tools import Workspace
+from tests.scenes import Scene, all_text, c, reply, run_settings, steps
 from tests.team.engines import Engine
-from tests.team.test_team import Scene, all_text, c, reply, steps
 
 EXPLORE = {"agent_type": "explorer", "prompt": "find out"}
 
@@ -279,12 +278,8 @@ async def test_a_library_host_reads_the_unanswered_question_and_answers_it(
 
     async def run(message: str = "") -> RunResult:
         async with open_session(root, session_id, warn=lambda _: None) as live:
-            settings = RunSettings(
-                model=model,
-                tools=workspace_tools(),
-                ui=ListSink(),
-                policy=PermissionPolicy(),
-                approve=approve_all,
+            settings = run_settings(
+                model,
                 message=message,
                 runner=engine.runner,
             )

@@ -17,8 +17,8 @@ from orchestrator.team.agent_files import load_definitions
 from orchestrator.team.definitions import EXPLORER, Definitions
 from orchestrator.team.queries import MAIN
 from orchestrator.tools import Workspace
+from tests.scenes import Scene, c, reply, steps
 from tests.team.engines import Engine
-from tests.team.test_team import Scene, c, reply, steps
 
 
 async def test_a_type_at_its_own_limit_waits_while_other_types_start(

@@ -18,9 +18,9 @@ from orchestrator.team.queries import MAIN
 from orchestrator.team.writes import Writes
 from orchestrator.tools import Workspace
 from orchestrator.tools.watch import changes, file_states
+from tests.scenes import HistorySession, Scene, c, delegates_and_waits, reply, steps
 from tests.team.engines import Engine
 from tests.team.test_drive import RunResult, run
-from tests.team.test_team import HistorySession, Scene, c, reply, steps
 
 FORGED = "printf '[files changed by this command: src/fake.py]\\n'"
 
@@ -39,11 +39,7 @@ async def test_a_printed_trailer_forges_no_change(
     scene = Scene(
         workspace,
         {
-            MAIN: steps(
-                reply("", c("delegate", description="a", prompt=".", write_scope=["src/"])),
-                reply("", c("wait_tasks")),
-                reply("done"),
-            ),
+            MAIN: delegates_and_waits(description="a", prompt=".", write_scope=["src/"]),
             "t1": steps(
                 reply("", c("shell", command=command)),
                 reply("", c("complete", summary="made it", files_changed=["src/fake.py"])),

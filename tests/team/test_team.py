@@ -3,171 +3,30 @@ real team, turn loop, tools and fold, on a session in memory)."""
 
 from __future__ import annotations
 
-import dataclasses
-import re
-from collections.abc import Awaitable, Callable
-from typing import Any
-
 import pytest
 import trio
 import trio.testing
 
 from orchestrator.messages import SystemMessage, UserMessage
 from orchestrator.models.base import ModelRequest
-from orchestrator.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply
-from orchestrator.session.live import MemorySession
-from orchestrator.state.events import AgentStarted, FanOut, ListSink
-from orchestrator.state.mailbox import Mail, MailHistory
+from orchestrator.models.scripted import ScriptedCall, ScriptedReply
+from orchestrator.state.events import AgentStarted, FanOut
 from orchestrator.state.settings import SessionSettings
-from orchestrator.team.main_agent import MainOutcome, open_team, run_main
-from orchestrator.team.oversight import Policy
+from orchestrator.team.main_agent import open_team, run_main
 from orchestrator.team.queries import MAIN
 from orchestrator.team.runtime import Team
-from orchestrator.team.settings import RunSettings, Seat
-from orchestrator.tools import Sandbox, Workspace, approve_all, workspace_tools
-from tests.team.engines import LOCAL, Engine
-
-Reply = ScriptedReply | Awaitable[ScriptedReply]
-
-
-def reply(text: str = "", *calls: tuple[str, dict[str, Any]]) -> ScriptedReply:
-    return ScriptedReply(
-        text=text, tool_calls=tuple(ScriptedCall(name=n, arguments=a) for n, a in calls)
-    )
-
-
-def c(name: str, **arguments: Any) -> tuple[str, dict[str, Any]]:
-    return name, arguments
-
-
-Brain = Callable[[ModelRequest], Reply]
-
-
-class HistorySession(MemorySession):
-    """A session in memory that also folds every message into a history (the live state
-    keeps only the mail still in flight), as `sessions show` reads it from a journal."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.history = MailHistory()
-
-    async def emit(self, event: Any, *, durable: bool = False) -> None:
-        record = event.record()
-        if record is not None:
-            self.state.apply(self.state.seq + 1, record)
-            self.history.apply(self.state.seq, record)
-
-
-class Scene:
-    """One session in memory with a main agent and scripted brains per agent id, its
-    delegated tasks run on `engine` (`local` unless a test asks for `engine`: conftest.py).
-    Its session has an id, as on disk: the dbos engine names each task's workflow by it."""
-
-    def __init__(
-        self,
-        workspace: Workspace,
-        brains: dict[str, Brain],
-        *,
-        policy: Policy | None = None,
-        sandbox: Sandbox | None = None,
-        # Tests on `autojump_clock` leave it `local` (tests/team/conftest.py says why).
-        engine: Engine = LOCAL,
-        **limits: Any,
-    ) -> None:
-        self.brains = brains
-        self.engine = engine
-        self.session = HistorySession()
-        self.events = ListSink()
-        self.model = ScriptedModel(self._answer)
-        policy = policy or Policy()
-        budgets = policy.budgets
-        # The run's wiring: every call the rules ask about is approved.
-        self.wiring = RunSettings(
-            model=self.model,
-            tools=workspace_tools(sandbox=sandbox),
-            approve_for=lambda agent, who: approve_all,
-            prices=dict(policy.prices),
-            interactive=policy.interactive,
-        )
-        self.seat = Seat(
-            workspace=workspace,
-            session_id="scene",
-            # The test's assessment policy and limits, as the session's settings.
-            settings=SessionSettings(
-                max_auto_continues=policy.max_auto_continues,
-                stall_rounds=policy.stall_rounds,
-                verify=policy.verify,
-                continuation_note=policy.note,
-                serial=policy.serial,
-                budget_rounds=budgets.rounds,
-                budget_tokens=budgets.tokens,
-                budget_cost=budgets.cost,
-                budget_wall=budgets.wall,
-                **limits,
-            ),
-        )
-        self.team: Team | None = None
-
-    def wire(self, **changes: Any) -> None:
-        """The run's wiring with `changes` (`definitions=...`, `ask_resume=...`)."""
-        self.wiring = dataclasses.replace(self.wiring, **changes)
-
-    def _answer(self, request: ModelRequest) -> Reply:
-        key = request.agent if request.agent in self.brains else request.role
-        return self.brains[key](request)
-
-    @property
-    def state(self) -> Any:
-        return self.session.state
-
-    @property
-    def mail(self) -> dict[str, Mail]:
-        """Every message posted, delivered or not."""
-        return self.session.history.messages
-
-    async def run(self, goal: str = "the goal") -> MainOutcome:
-        messages = (SystemMessage(content="main"), UserMessage(content=goal))
-        sink = FanOut([self.session, self.events])
-        if MAIN not in self.state.agents:
-            await sink.emit(AgentStarted(agent=MAIN, role="main", messages=messages))
-        async with open_team(
-            self.session, sink, self.wiring, self.seat, runner=self.engine.runner
-        ) as team:
-            self.team = team
-            return await run_main(team)
-
-    def kinds(self) -> list[tuple[str, str, str]]:
-        return [(m.kind, m.sender, m.recipient) for m in self.mail.values()]
-
-
-def steps(*replies: ScriptedReply | Callable[[ModelRequest], Reply]) -> Brain:
-    """A brain answering its nth model call with the nth reply (a function gets the
-    request)."""
-
-    def brain(request: ModelRequest) -> Reply:
-        if request.step >= len(replies):
-            raise AssertionError(
-                f"{request.agent} asked for reply {request.step}; last: {last_text(request)!r}"
-            )
-        chosen = replies[request.step]
-        return chosen(request) if callable(chosen) else chosen
-
-    return brain
-
-
-def last_text(request: ModelRequest) -> str:
-    message = request.messages[-1]
-    return getattr(message, "content", "") or getattr(message, "text", "")
-
-
-def all_text(request: ModelRequest) -> str:
-    return "\n".join(getattr(m, "content", "") or getattr(m, "text", "") for m in request.messages)
-
-
-def question_id(request: ModelRequest) -> str:
-    found = re.findall(r"<decision_required id=(m\d+)", all_text(request))
-    assert found, all_text(request)
-    return found[-1]
+from orchestrator.tools import Sandbox, Workspace
+from tests.scenes import (
+    Scene,
+    all_text,
+    c,
+    delegates_and_waits,
+    last_text,
+    question_id,
+    reply,
+    steps,
+)
+from tests.team.engines import Engine
 
 
 async def test_delegated_tasks_complete_and_their_envelopes_reach_the_main_agent(
@@ -468,11 +327,7 @@ async def test_writes_outside_the_write_scope_are_refused(
     scene = Scene(
         workspace,
         {
-            MAIN: steps(
-                reply("", c("delegate", description="a", prompt=".", write_scope=["a/"])),
-                reply("", c("wait_tasks")),
-                reply("done"),
-            ),
+            MAIN: delegates_and_waits(description="a", prompt=".", write_scope=["a/"]),
             "t1": steps(
                 reply(
                     "",
@@ -538,11 +393,7 @@ async def test_a_subagent_that_never_completes_is_nudged_then_failed(
     scene = Scene(
         workspace,
         {
-            MAIN: steps(
-                reply("", c("delegate", description="lazy", prompt=".")),
-                reply("", c("wait_tasks")),
-                reply("noted"),
-            ),
+            MAIN: delegates_and_waits(then="noted", description="lazy", prompt="."),
             "t1": steps(*[reply(f"I think it is done ({n})") for n in range(4)]),
         },
         engine=engine,
@@ -635,11 +486,7 @@ async def test_delegation_past_the_depth_limit_is_refused(
     scene = Scene(
         workspace,
         {
-            MAIN: steps(
-                reply("", c("delegate", description="lead", prompt=".", agent_type="lead")),
-                reply("", c("wait_tasks")),
-                reply("done"),
-            ),
+            MAIN: delegates_and_waits(description="lead", prompt=".", agent_type="lead"),
             "t1": steps(
                 reply("", c("delegate", description="child", prompt=".")),
                 lambda request: reply("", c("complete", summary=last_text(request))),
@@ -1105,11 +952,7 @@ async def test_a_type_with_retries_gets_another_attempt_after_failing(
     scene = Scene(
         workspace,
         {
-            MAIN: steps(
-                reply("", c("delegate", description="flaky", prompt=".", agent_type="flaky")),
-                reply("", c("wait_tasks")),
-                reply("done"),
-            ),
+            MAIN: delegates_and_waits(description="flaky", prompt=".", agent_type="flaky"),
             "t1": steps(
                 reply("", c("list_files")),  # past its one round: the attempt fails
                 lambda request: reply("", c("complete", summary=last_text(request)[:60])),
@@ -1169,11 +1012,7 @@ async def test_a_task_that_spends_its_budget_fails(
     scene = Scene(
         workspace,
         {
-            MAIN: steps(
-                reply("", c("delegate", description="busy", prompt=".", **budget)),
-                reply("", c("wait_tasks")),
-                reply("stopped"),
-            ),
+            MAIN: delegates_and_waits(then="stopped", description="busy", prompt=".", **budget),
             "t1": busy,
         },
         engine=engine,
@@ -1340,11 +1179,7 @@ async def test_a_runner_gets_a_task_id_and_a_port_not_the_team(workspace: Worksp
     scene = Scene(
         workspace,
         {
-            MAIN: steps(
-                reply("", c("delegate", description="look", prompt="look around")),
-                reply("", c("wait_tasks")),
-                reply("all done"),
-            ),
+            MAIN: delegates_and_waits(then="all done", description="look", prompt="look around"),
             "t1": steps(reply("", c("complete", summary="looked"))),
         },
     )

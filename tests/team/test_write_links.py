@@ -8,8 +8,8 @@ import pytest
 
 from orchestrator.team.queries import MAIN
 from orchestrator.tools import Workspace
+from tests.scenes import Scene, c, delegates_and_waits, reply, steps
 from tests.team.engines import Engine
-from tests.team.test_team import Scene, c, reply, steps
 
 
 @pytest.mark.parametrize(
@@ -29,11 +29,7 @@ async def test_a_worker_cannot_write_through_a_link_it_made_out_of_its_scope(
     scene = Scene(
         workspace,
         {
-            MAIN: steps(
-                reply("", c("delegate", description="a", prompt=".", write_scope=["a/"])),
-                reply("", c("wait_tasks")),
-                reply("done"),
-            ),
+            MAIN: delegates_and_waits(description="a", prompt=".", write_scope=["a/"]),
             "t1": steps(
                 reply("", c("shell", command=command)),
                 reply(
@@ -75,11 +71,7 @@ async def test_a_link_out_of_the_workspace_is_refused_and_reported(
     scene = Scene(
         workspace,
         {
-            MAIN: steps(
-                reply("", c("delegate", description="a", prompt=".", write_scope=["a/"])),
-                reply("", c("wait_tasks")),
-                reply("done"),
-            ),
+            MAIN: delegates_and_waits(description="a", prompt=".", write_scope=["a/"]),
             "t1": steps(
                 reply("", c("shell", command=f"ln -s {outside} a/out")),
                 reply("", c("write_file", path="a/out/f.txt", content="x")),

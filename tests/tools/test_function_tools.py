@@ -41,7 +41,8 @@ from orchestrator.tools import (
     workspace_tools,
 )
 from orchestrator.tools.functions import DONE, as_output
-from tests.conftest import MakeDeps, call, scripted
+from tests.conftest import MakeDeps
+from tests.scenes import call, scripted
 
 # (Module level, and this module has `from __future__ import annotations`: the decorator
 # resolves the string annotations with `typing.get_type_hints`.)

@@ -18,7 +18,8 @@ from orchestrator.tools import Shell, ToolContext, ToolRegistry, Workspace
 from orchestrator.tools.permissions import PermissionPolicy, Rule
 from orchestrator.tools.sandbox import Sandbox, scope_directories, scratch_directory
 from orchestrator.tools.shell import LEFTOVERS, ShellArgs, marked
-from tests.conftest import MakeDeps, call, scripted
+from tests.conftest import MakeDeps
+from tests.scenes import call, scripted
 
 SANDBOXED = Shell(sandbox=Sandbox())
 UNSANDBOXED = Shell(sandbox=Sandbox(level="off"))

@@ -17,7 +17,7 @@ from orchestrator.models.scripted import ScriptedModel, ScriptedReply
 from orchestrator.state.events import Event
 from orchestrator.usage import Price
 from orchestrator.view import ViewModel, session_view
-from tests.team.test_team import all_text, c, reply
+from tests.scenes import all_text, c, reply
 
 RECORDED = Path(__file__).parents[2] / "sessions"
 PRICES = {"scripted": Price(input=1.0, output=2.0)}

@@ -1,0 +1,198 @@
+"""The scripted-scene helpers every test shares: `c` and `reply` to script a model,
+`call` for the same call in a JSON script, `Scene` (a session in memory with a main
+agent and a scripted brain per agent), `steps` to answer a brain's nth call with its nth
+reply, and what reads a request (`last_text`, `all_text`, `question_id`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from orchestrator.messages import SystemMessage, Usage, UserMessage
+from orchestrator.models import Model, ModelRequest
+from orchestrator.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply, parse_script
+from orchestrator.session import MemorySession
+from orchestrator.state import FanOut, ListSink, Mail, SessionSettings
+from orchestrator.state.events import AgentStarted
+from orchestrator.state.mailbox import MailHistory
+from orchestrator.team import MainOutcome, Policy, RunSettings, Seat, Team, open_team, run_main
+from orchestrator.team.queries import MAIN
+from orchestrator.tools import PermissionPolicy, Sandbox, Workspace, approve_all, workspace_tools
+from tests.team.engines import LOCAL, Engine
+
+Reply = ScriptedReply | Awaitable[ScriptedReply]
+
+
+def c(name: str, **arguments: Any) -> ScriptedCall:
+    """A tool call in a scripted reply: `reply("", c("read_file", path="a.txt"))`."""
+    return ScriptedCall(name=name, arguments=arguments)
+
+
+def reply(text: str = "", *calls: ScriptedCall, usage: Usage | None = None) -> ScriptedReply:
+    """A scripted model's reply: its text, then its tool calls."""
+    return ScriptedReply(text=text, tool_calls=calls, usage=usage)
+
+
+def call(name: str, **arguments: Any) -> dict[str, Any]:
+    """The same call as a JSON script writes it (`parse_script`, `scripted:FILE`): for
+    scripts written to a file for a session in a subprocess."""
+    return {"name": name, "arguments": arguments}
+
+
+def scripted(*replies: dict[str, Any], agent: str = "main") -> ScriptedModel:
+    """A scripted model playing `agent` with these JSON-script replies."""
+    return ScriptedModel(parse_script({"agents": {agent: list(replies)}}))
+
+
+Brain = Callable[[ModelRequest], Reply]
+
+
+def run_settings(model: Model, **more: Any) -> RunSettings:
+    """What most tests give `drive`: `model`, the workspace tools, events into a list, the
+    default permission policy with every asked call approved, and `more`."""
+    return RunSettings(
+        model=model,
+        tools=workspace_tools(),
+        ui=ListSink(),
+        policy=PermissionPolicy(),
+        approve=approve_all,
+        **more,
+    )
+
+
+class HistorySession(MemorySession):
+    """A session in memory that also folds every message into a history (the live state
+    keeps only the mail still in flight), as `sessions show` reads it from a journal."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.history = MailHistory()
+
+    async def emit(self, event: Any, *, durable: bool = False) -> None:
+        record = event.record()
+        if record is not None:
+            self.state.apply(self.state.seq + 1, record)
+            self.history.apply(self.state.seq, record)
+
+
+class Scene:
+    """One session in memory with a main agent and scripted brains per agent id, its
+    delegated tasks run on `engine` (`local` unless a test asks for `engine`: conftest.py).
+    Its session has an id, as on disk: the dbos engine names each task's workflow by it."""
+
+    def __init__(
+        self,
+        workspace: Workspace,
+        brains: dict[str, Brain],
+        *,
+        policy: Policy | None = None,
+        sandbox: Sandbox | None = None,
+        # Tests on `autojump_clock` leave it `local` (tests/team/conftest.py says why).
+        engine: Engine = LOCAL,
+        **limits: Any,
+    ) -> None:
+        self.brains = brains
+        self.engine = engine
+        self.session = HistorySession()
+        self.events = ListSink()
+        self.model = ScriptedModel(self._answer)
+        policy = policy or Policy()
+        budgets = policy.budgets
+        # The run's wiring: every call the rules ask about is approved.
+        self.wiring = RunSettings(
+            model=self.model,
+            tools=workspace_tools(sandbox=sandbox),
+            approve_for=lambda agent, who: approve_all,
+            prices=dict(policy.prices),
+            interactive=policy.interactive,
+        )
+        self.seat = Seat(
+            workspace=workspace,
+            session_id="scene",
+            # The test's assessment policy and limits, as the session's settings.
+            settings=SessionSettings(
+                max_auto_continues=policy.max_auto_continues,
+                stall_rounds=policy.stall_rounds,
+                verify=policy.verify,
+                continuation_note=policy.note,
+                serial=policy.serial,
+                budget_rounds=budgets.rounds,
+                budget_tokens=budgets.tokens,
+                budget_cost=budgets.cost,
+                budget_wall=budgets.wall,
+                **limits,
+            ),
+        )
+        self.team: Team | None = None
+
+    def wire(self, **changes: Any) -> None:
+        """The run's wiring with `changes` (`definitions=...`, `ask_resume=...`)."""
+        self.wiring = dataclasses.replace(self.wiring, **changes)
+
+    def _answer(self, request: ModelRequest) -> Reply:
+        key = request.agent if request.agent in self.brains else request.role
+        return self.brains[key](request)
+
+    @property
+    def state(self) -> Any:
+        return self.session.state
+
+    @property
+    def mail(self) -> dict[str, Mail]:
+        """Every message posted, delivered or not."""
+        return self.session.history.messages
+
+    async def run(self, goal: str = "the goal") -> MainOutcome:
+        messages = (SystemMessage(content="main"), UserMessage(content=goal))
+        sink = FanOut([self.session, self.events])
+        if MAIN not in self.state.agents:
+            await sink.emit(AgentStarted(agent=MAIN, role="main", messages=messages))
+        runner = self.engine.runner
+        async with open_team(self.session, sink, self.wiring, self.seat, runner=runner) as team:
+            self.team = team
+            return await run_main(team)
+
+    def kinds(self) -> list[tuple[str, str, str]]:
+        return [(m.kind, m.sender, m.recipient) for m in self.mail.values()]
+
+
+def steps(*replies: ScriptedReply | Callable[[ModelRequest], Reply]) -> Brain:
+    """A brain answering its nth model call with the nth reply (a function gets the
+    request)."""
+
+    def brain(request: ModelRequest) -> Reply:
+        if request.step >= len(replies):
+            raise AssertionError(
+                f"{request.agent} asked for reply {request.step}; last: {last_text(request)!r}"
+            )
+        chosen = replies[request.step]
+        return chosen(request) if callable(chosen) else chosen
+
+    return brain
+
+
+def delegates_and_waits(then: str = "done", **delegate: Any) -> Brain:
+    """The main agent's brain that delegates one task, waits for it, and ends saying
+    `then`."""
+    return steps(
+        reply("", c("delegate", **delegate)),
+        reply("", c("wait_tasks")),
+        reply(then),
+    )
+
+
+def last_text(request: ModelRequest) -> str:
+    message = request.messages[-1]
+    return getattr(message, "content", "") or getattr(message, "text", "")
+
+
+def all_text(request: ModelRequest) -> str:
+    return "\n".join(getattr(m, "content", "") or getattr(m, "text", "") for m in request.messages)
+
+
+def question_id(request: ModelRequest) -> str:
+    found = re.findall(r"<decision_required id=(m\d+)", all_text(request))
+    assert found, all_text(request)
+    return found[-1]
