@@ -1,12 +1,17 @@
 """The scripted-scene helpers every test shares: `c` and `reply` to script a model,
 `call` for the same call in a JSON script, `Scene` (a session in memory with a main
 agent and a scripted brain per agent), `steps` to answer a brain's nth call with its nth
-reply, and what reads a request (`last_text`, `all_text`, `question_id`)."""
+reply, what reads a request (`last_text`, `all_text`, `question_id`), and
+`orchestrator`, the command in a subprocess."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from orchestrator.messages import SystemMessage, Usage, UserMessage
@@ -187,3 +192,27 @@ def question_id(request: ModelRequest) -> str:
     found = re.findall(r"<decision_required id=(m\d+)", all_text(request))
     assert found, all_text(request)
     return found[-1]
+
+
+def orchestrator(
+    *args: str,
+    module: str = "orchestrator",
+    cwd: Path | None = None,
+    timeout: float = 120,
+    **env: str,
+) -> subprocess.CompletedProcess[str]:
+    """`python -m orchestrator ARGS` in a subprocess with no terminal (stdin /dev/null),
+    `env` added to ours, NO_COLOR, and no ORCHESTRATOR_MODEL (a developer's own must not
+    choose the model). `timeout` bounds a broken test; it is never what is asserted."""
+    full_env = {**os.environ, "NO_COLOR": "1", **env}
+    full_env.pop("ORCHESTRATOR_MODEL", None)
+    return subprocess.run(
+        [sys.executable, "-m", module, *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=full_env,
+        stdin=subprocess.DEVNULL,
+        timeout=timeout,
+        check=False,
+    )

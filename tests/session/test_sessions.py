@@ -29,6 +29,7 @@ from orchestrator.session.replay import read_snapshot
 from orchestrator.state.manifest import FORMAT_VERSION
 from orchestrator.store import SessionLock, scan_journal
 from orchestrator.tools.shell import marked
+from tests.scenes import orchestrator as command
 
 ROOT = Path(__file__).parents[2]
 RECORDED = ROOT / "sessions"
@@ -37,16 +38,7 @@ RECORDED = ROOT / "sessions"
 def cli(*args: str, root: Path) -> subprocess.CompletedProcess[str]:
     # (Resumes pass --approve: the recordings since format 8 are the demo's, which plans
     # first and re-plans once; a plan is approved only by --approve or a person.)
-    env = {**os.environ, "NO_COLOR": "1"}
-    return subprocess.run(
-        [sys.executable, "-m", "orchestrator", *args, "--sessions-dir", str(root)],
-        capture_output=True,
-        text=True,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        timeout=120,
-        check=False,
-    )
+    return command(*args, "--sessions-dir", str(root))
 
 
 def only_session(root: Path) -> str:
