@@ -1,8 +1,8 @@
 """The scripted-scene helpers every test shares: `c` and `reply` to script a model,
 `call` for the same call in a JSON script, `Scene` (a session in memory with a main
 agent and a scripted brain per agent), `steps` to answer a brain's nth call with its nth
-reply, what reads a request (`last_text`, `all_text`, `question_id`), and
-`orchestrator`, the command in a subprocess."""
+reply, what reads a request (`last_text`, `all_text`, `question_id`),
+`orchestrator`, the command in a subprocess, and `matches_golden`."""
 
 from __future__ import annotations
 
@@ -216,3 +216,13 @@ def orchestrator(
         timeout=timeout,
         check=False,
     )
+
+
+def matches_golden(path: Path, text: str) -> None:
+    """`text` is the golden file at `path`; `ORCHESTRATOR_GOLDEN=1` writes it instead
+    (then read it before committing it)."""
+    if os.environ.get("ORCHESTRATOR_GOLDEN") == "1":
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(text)
+    assert path.exists(), f"no {path}: write it with ORCHESTRATOR_GOLDEN=1, then read it"
+    assert text == path.read_text()
