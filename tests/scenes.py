@@ -14,10 +14,12 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from orchestrator.messages import SystemMessage, Usage, UserMessage
 from orchestrator.models import Model, ModelRequest
 from orchestrator.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply, parse_script
-from orchestrator.session import MemorySession
+from orchestrator.session import MemorySession, create_session
 from orchestrator.state import FanOut, ListSink, Mail, SessionSettings
 from orchestrator.state.events import AgentStarted
 from orchestrator.state.mailbox import MailHistory
@@ -65,6 +67,20 @@ def run_settings(model: Model, **more: Any) -> RunSettings:
         approve=approve_all,
         **more,
     )
+
+
+def scripted_session(
+    tmp_path: Path, script: dict[str, Any], goal: str = "g"
+) -> tuple[Path, str, Path]:
+    """A session made, not run, under `tmp_path`/sessions, its model `script` (written to
+    `tmp_path`/script.json): (the sessions root, its id, its directory)."""
+    path = tmp_path / "script.json"
+    path.write_bytes(orjson.dumps(script))
+    root = tmp_path / "sessions"
+    session_id, directory = create_session(
+        root, goal=goal, model=f"scripted:{path}", workspace=None
+    )
+    return root, session_id, directory
 
 
 class HistorySession(MemorySession):
