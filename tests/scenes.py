@@ -2,12 +2,14 @@
 `call` for the same call in a JSON script, `Scene` (a session in memory with a main
 agent and a scripted brain per agent), `steps` to answer a brain's nth call with its nth
 reply, what reads a request (`last_text`, `all_text`, `question_id`),
-`orchestrator`, the command in a subprocess, and `matches_golden`."""
+`orchestrator`, the command in a subprocess, `first_line_then_kill` for a child
+killed at a point it reports, and `matches_golden`."""
 
 from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
@@ -28,6 +30,8 @@ from orchestrator.team.queries import MAIN
 from orchestrator.team.settings import TeamSettings
 from orchestrator.tools import PermissionPolicy, Sandbox, Workspace, approve_all, workspace_tools
 from tests.team.engines import LOCAL, Engine
+
+CHECKOUT = Path(__file__).parents[1]
 
 Reply = ScriptedReply | Awaitable[ScriptedReply]
 
@@ -242,3 +246,16 @@ def matches_golden(path: Path, text: str) -> None:
         path.write_text(text)
     assert path.exists(), f"no {path}: write it with ORCHESTRATOR_GOLDEN=1, then read it"
     assert text == path.read_text()
+
+
+def first_line_then_kill(code: str, *args: str) -> str:
+    """Runs the Python `code` in a child process (`args` its `sys.argv[1:]`, this checkout
+    importable), waits for the first line it prints, SIGKILLs it, and returns the line."""
+    env = {**os.environ, "PYTHONPATH": str(CHECKOUT)}
+    with subprocess.Popen(
+        [sys.executable, "-c", code, *args], stdout=subprocess.PIPE, text=True, env=env
+    ) as child:
+        assert child.stdout is not None
+        line = child.stdout.readline()
+        child.send_signal(signal.SIGKILL)
+    return line
