@@ -1,19 +1,28 @@
 """The scripted-scene helpers every test shares: `c` and `reply` to script a model,
 `call` for the same call in a JSON script, `Scene` (a session in memory with a main
 agent and a scripted brain per agent), `steps` to answer a brain's nth call with its nth
-reply, and what reads a request (`last_text`, `all_text`, `question_id`)."""
+reply, what reads a request (`last_text`, `all_text`, `question_id`),
+`orchestrator`, the command in a subprocess, `first_line_then_kill` for a child
+killed at a point it reports, and `matches_golden`."""
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
+import signal
+import subprocess
+import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
+
+import orjson
 
 from orchestrator.messages import SystemMessage, Usage, UserMessage
 from orchestrator.models import Model, ModelRequest
 from orchestrator.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply, parse_script
-from orchestrator.session import MemorySession
+from orchestrator.session import MemorySession, create_session
 from orchestrator.state import FanOut, ListSink, Mail, SessionSettings
 from orchestrator.state.events import AgentStarted
 from orchestrator.state.mailbox import MailHistory
@@ -21,6 +30,8 @@ from orchestrator.team import MainOutcome, Policy, RunSettings, Seat, Team, open
 from orchestrator.team.queries import MAIN
 from orchestrator.tools import PermissionPolicy, Sandbox, Workspace, approve_all, workspace_tools
 from tests.team.engines import LOCAL, Engine
+
+CHECKOUT = Path(__file__).parents[1]
 
 Reply = ScriptedReply | Awaitable[ScriptedReply]
 
@@ -60,6 +71,20 @@ def run_settings(model: Model, **more: Any) -> RunSettings:
         approve=approve_all,
         **more,
     )
+
+
+def scripted_session(
+    tmp_path: Path, script: dict[str, Any], goal: str = "g"
+) -> tuple[Path, str, Path]:
+    """A session made, not run, under `tmp_path`/sessions, its model `script` (written to
+    `tmp_path`/script.json): (the sessions root, its id, its directory)."""
+    path = tmp_path / "script.json"
+    path.write_bytes(orjson.dumps(script))
+    root = tmp_path / "sessions"
+    session_id, directory = create_session(
+        root, goal=goal, model=f"scripted:{path}", workspace=None
+    )
+    return root, session_id, directory
 
 
 class HistorySession(MemorySession):
@@ -196,3 +221,50 @@ def question_id(request: ModelRequest) -> str:
     found = re.findall(r"<decision_required id=(m\d+)", all_text(request))
     assert found, all_text(request)
     return found[-1]
+
+
+def orchestrator(
+    *args: str,
+    module: str = "orchestrator",
+    cwd: Path | None = None,
+    timeout: float = 120,
+    **env: str,
+) -> subprocess.CompletedProcess[str]:
+    """`python -m orchestrator ARGS` in a subprocess with no terminal (stdin /dev/null),
+    `env` added to ours, NO_COLOR, and no ORCHESTRATOR_MODEL (a developer's own must not
+    choose the model). `timeout` bounds a broken test; it is never what is asserted."""
+    full_env = {**os.environ, "NO_COLOR": "1", **env}
+    full_env.pop("ORCHESTRATOR_MODEL", None)
+    return subprocess.run(
+        [sys.executable, "-m", module, *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=full_env,
+        stdin=subprocess.DEVNULL,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def matches_golden(path: Path, text: str) -> None:
+    """`text` is the golden file at `path`; `ORCHESTRATOR_GOLDEN=1` writes it instead
+    (then read it before committing it)."""
+    if os.environ.get("ORCHESTRATOR_GOLDEN") == "1":
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(text)
+    assert path.exists(), f"no {path}: write it with ORCHESTRATOR_GOLDEN=1, then read it"
+    assert text == path.read_text()
+
+
+def first_line_then_kill(code: str, *args: str) -> str:
+    """Runs the Python `code` in a child process (`args` its `sys.argv[1:]`, this checkout
+    importable), waits for the first line it prints, SIGKILLs it, and returns the line."""
+    env = {**os.environ, "PYTHONPATH": str(CHECKOUT)}
+    with subprocess.Popen(
+        [sys.executable, "-c", code, *args], stdout=subprocess.PIPE, text=True, env=env
+    ) as child:
+        assert child.stdout is not None
+        line = child.stdout.readline()
+        child.send_signal(signal.SIGKILL)
+    return line

@@ -16,7 +16,7 @@ import pytest
 from orchestrator.state.manifest import FORMAT_VERSION
 from orchestrator.tools.sandbox import Sandbox
 from tests.conftest import run_on_terminal
-from tests.scenes import call
+from tests.scenes import call, orchestrator
 
 ROOT = Path(__file__).parents[2]
 
@@ -27,23 +27,6 @@ def sessions_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     root = tmp_path / "sessions"
     monkeypatch.setenv("ORCHESTRATOR_SESSIONS_DIR", str(root))
     return root
-
-
-def orchestrator(
-    *args: str, cwd: Path | None = None, **env: str
-) -> subprocess.CompletedProcess[str]:
-    full_env = {**os.environ, "NO_COLOR": "1", **env}
-    full_env.pop("ORCHESTRATOR_MODEL", None)
-    return subprocess.run(
-        [sys.executable, "-m", "orchestrator", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=full_env,
-        stdin=subprocess.DEVNULL,
-        timeout=120,
-        check=False,
-    )
 
 
 def test_help_explains_every_command() -> None:

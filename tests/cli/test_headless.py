@@ -7,13 +7,13 @@ journal."""
 from __future__ import annotations
 
 import itertools
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import orjson
 import pytest
+
+from tests.scenes import orchestrator as command
 
 ROOT = Path(__file__).parents[2]
 HELLO = f"scripted:{ROOT / 'examples' / 'hello-script.json'}"  # a write, then a shell call
@@ -23,16 +23,7 @@ LISTED = "refused for want of approval"
 
 def orchestrator(*args: str, sessions: Path) -> subprocess.CompletedProcess[str]:
     """The command with no terminal: stdin is /dev/null."""
-    env = {**os.environ, "NO_COLOR": "1", "ORCHESTRATOR_SESSIONS_DIR": str(sessions)}
-    return subprocess.run(
-        [sys.executable, "-m", "orchestrator", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        timeout=120,
-        check=False,
-    )
+    return command(*args, ORCHESTRATOR_SESSIONS_DIR=str(sessions))
 
 
 def _refused(out: str) -> list[str]:

@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 
 from tests.cli.terminal import Terminal, masked
-from tests.scenes import call
+from tests.scenes import call, matches_golden
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -32,15 +32,6 @@ def scripted(tmp_path: Path, agents: dict[str, list[dict[str, Any]]]) -> list[st
     ws.mkdir()
     return ["-m", f"scripted:{script}", "-w", str(ws), "--yes", "--sandbox", "off",
             "--sessions-dir", str(tmp_path / "s")]  # fmt: skip
-
-
-def matches_golden(name: str, text: str) -> None:
-    path = GOLDEN / f"{name}.txt"
-    if os.environ.get("ORCHESTRATOR_GOLDEN") == "1":
-        path.parent.mkdir(exist_ok=True)
-        path.write_text(text)
-    assert path.exists(), f"no {path}: write it with ORCHESTRATOR_GOLDEN=1, then read it"
-    assert text == path.read_text()
 
 
 DELEGATING = {
@@ -75,7 +66,7 @@ def test_the_final_screen_of_a_delegating_run_is_the_golden_one(tmp_path: Path) 
     # The summary's times are the session's own, not the view's clock.
     below = re.sub(r"(?m)^(  .*? completed +)\d+\.\ds", r"\1N.Ns", below)
     below = re.sub(r"this run \d+\.\ds", "this run N.Ns", below)
-    matches_golden("live-delegated", below)
+    matches_golden(GOLDEN / "live-delegated.txt", below)
 
 
 def waiting_for(path: Path) -> str:
@@ -182,4 +173,4 @@ def test_the_plain_mode_is_the_golden_transcript_byte_for_byte(tmp_path: Path) -
     text = re.sub(r"(?m)^(  main +completed +)\d+\.\ds", r"\1N.Ns", text)
     text = re.sub(r"this run \d+\.\ds", "this run N.Ns", text)
     assert "\x1b[" not in text  # no colour: NO_COLOR, and no terminal
-    matches_golden("plain-run", text)
+    matches_golden(GOLDEN / "plain-run.txt", text)

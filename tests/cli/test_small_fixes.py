@@ -5,9 +5,7 @@ example."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,27 +17,15 @@ from orchestrator.team.definitions import WORKER, Definitions
 from orchestrator.team.queries import MAIN
 from orchestrator.tools import Workspace
 from tests.scenes import Scene, c, reply, steps
+from tests.scenes import orchestrator as command
 
 ROOT = Path(__file__).parents[2]
 HELLO = f"scripted:{ROOT / 'examples' / 'hello-script.json'}"
 
 
 def orchestrator(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "NO_COLOR": "1",
-        "ORCHESTRATOR_SESSIONS_DIR": str(home / "sessions"),
-        "ORCHESTRATOR_CONFIG_DIR": str(home / "config"),
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "orchestrator", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        timeout=120,
-        check=False,
-    )
+    sessions, config = str(home / "sessions"), str(home / "config")
+    return command(*args, ORCHESTRATOR_SESSIONS_DIR=sessions, ORCHESTRATOR_CONFIG_DIR=config)
 
 
 @pytest.mark.parametrize(

@@ -37,6 +37,7 @@ import pytest
 from orchestrator.layout import FORMAT_VERSION, JOURNAL, LOCK
 from orchestrator.store import SessionLock
 from tests.cli.test_live_terminal import COLS, ROWS, run_on_screen
+from tests.scenes import orchestrator as command
 
 ROOT = Path(__file__).parents[2]
 HELLO = f"scripted:{ROOT / 'examples' / 'hello-script.json'}"
@@ -56,16 +57,7 @@ def orchestrator_process(*args: str, sessions: Path) -> subprocess.Popen[bytes]:
 
 
 def orchestrator(*args: str, sessions: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "NO_COLOR": "1", "ORCHESTRATOR_SESSIONS_DIR": str(sessions)}
-    return subprocess.run(
-        [sys.executable, "-m", "orchestrator", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        timeout=DEADLINE,
-        check=False,
-    )
+    return command(*args, timeout=DEADLINE, ORCHESTRATOR_SESSIONS_DIR=str(sessions))
 
 
 def run_transcript(out: str, session_id: str) -> str:

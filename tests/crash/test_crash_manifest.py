@@ -13,10 +13,8 @@ small tmpfs where this machine lets us mount one) ends the run with one line and
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,6 +26,7 @@ from orchestrator.cli.parser import EXIT_FAILED, EXIT_STORAGE
 from orchestrator.layout import JOURNAL, MANIFEST
 from orchestrator.store import scan_journal
 from tests.crash.harness import crash_script
+from tests.scenes import orchestrator as command
 
 ROOT = Path(__file__).parents[2]
 TIMEOUT = 120  # a generous bound on each process; never what is asserted
@@ -36,21 +35,9 @@ TIMEOUT = 120  # a generous bound on each process; never what is asserted
 def run(*args: str, root: Path, fault: str | None = None) -> subprocess.CompletedProcess[str]:
     """The command line on the sessions under `root`, with `fault` (fault_child.py)."""
     if fault is None:
-        command = [sys.executable, "-m", "orchestrator", *args, "--sessions-dir", str(root)]
-    else:
-        command = [sys.executable, "-m", "tests.crash.fault_child", fault, str(root), *args]
-    env = {**os.environ, "NO_COLOR": "1"}
-    env.pop("ORCHESTRATOR_MODEL", None)
-    return subprocess.run(
-        command,
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        timeout=TIMEOUT,
-        check=False,
-    )
+        return command(*args, "--sessions-dir", str(root), cwd=ROOT, timeout=TIMEOUT)
+    module = "tests.crash.fault_child"
+    return command(fault, str(root), *args, module=module, cwd=ROOT, timeout=TIMEOUT)
 
 
 def start(tmp_path: Path, steps: int, *extra: str, root: Path, fault: str | None = None) -> Any:

@@ -46,7 +46,7 @@ import pytest
 import trio
 
 from orchestrator.messages import AssistantMessage, ToolResult, UserMessage
-from orchestrator.session.live import JOURNAL, LiveSession, create_session
+from orchestrator.session.live import JOURNAL, LiveSession
 from orchestrator.session.replay import load_state, mail_history
 from orchestrator.state.events import AgentStarted, MessageAdded
 from orchestrator.state.fold import SessionState
@@ -54,7 +54,7 @@ from orchestrator.state.mailbox import Mail
 from orchestrator.state.manifest import read_manifest, write_manifest
 from orchestrator.store import open_journal, scan_journal
 from tests.crash.harness import CrashRun, cli, snapshot_workspace
-from tests.scenes import call
+from tests.scenes import call, scripted_session
 
 ROUNDS = 4
 TASKS = (1, 2, 3)
@@ -794,11 +794,7 @@ def test_a_snapshot_never_reflects_records_the_journal_does_not_hold(tmp_path: P
 async def snapshot_while_another_agent_emits(tmp_path: Path) -> Path:
     """A snapshot written while another agent emits; returns a copy of the session's
     files as they were on disk just after (what a SIGKILL would have left)."""
-    script = tmp_path / "script.json"
-    script.write_bytes(orjson.dumps(ONE_TASK_SCRIPT))
-    _, directory = create_session(
-        tmp_path / "sessions", goal="g", model=f"scripted:{script}", workspace=None
-    )
+    _, _, directory = scripted_session(tmp_path, ONE_TASK_SCRIPT)
     state = load_state(directory, warn=lambda _: None)
     async with open_journal(directory / JOURNAL, max_delay=30) as journal:
         live = LiveSession(directory.name, directory, read_manifest(directory), state, journal)

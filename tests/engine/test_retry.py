@@ -59,6 +59,13 @@ def failing(
     return attempt, tried
 
 
+def refused_waiting(wait: float) -> EngineWaiting:
+    """The notice of a first refused connection, trying again in `wait` seconds."""
+    first = f"(psycopg.OperationalError) {REFUSED}"
+    message = f"the engine's database is unreachable ({first}); trying again in {wait}s"
+    return EngineWaiting(agent="engine", message=message, error=first, attempt=1, wait=wait)
+
+
 async def test_an_outage_is_waited_for_with_backoff_and_told_once(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
@@ -66,15 +73,8 @@ async def test_an_outage_is_waited_for_with_backoff_and_told_once(
     async with patience() as (db, notices):
         assert await db.retry(attempt) == "answer"
     assert tried == [0.0, 0.5, 1.5, 3.5]  # waits of 0.5 s, doubling
-    first = f"(psycopg.OperationalError) {REFUSED}"
     assert notices == [
-        EngineWaiting(
-            agent="engine",
-            message=f"the engine's database is unreachable ({first}); trying again in 0.5s",
-            error=first,
-            attempt=1,
-            wait=0.5,
-        ),
+        refused_waiting(0.5),
         EngineBack(
             agent="engine",
             message="the engine's database answers again (after 3.5s)",
@@ -164,16 +164,7 @@ async def test_a_call_blocked_in_dbos_is_bounded_by_the_outage_dbos_logs(
                 with pytest.raises(EngineUnreachable):
                     await db.retry(blocked)
         assert trio.current_time() == 30.0  # from the first failure DBOS logged
-    first = f"(psycopg.OperationalError) {REFUSED}"
-    assert notices == [
-        EngineWaiting(
-            agent="engine",
-            message=f"the engine's database is unreachable ({first}); trying again in 0.73s",
-            error=first,
-            attempt=1,
-            wait=0.73,
-        )
-    ]
+    assert notices == [refused_waiting(0.73)]
 
 
 def dbos_logs_a_failure() -> None:

@@ -35,14 +35,6 @@ def hello() -> ScriptedModel:
     return ScriptedModel(lambda r: ScriptedReply(text="Hello."))
 
 
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    where = tmp_path / "work"
-    where.mkdir()
-    (where / "in.txt").write_text("hello")
-    return where
-
-
 def test_a_run_completes_and_its_events_arrive_on_the_callers_thread(workspace: Path) -> None:
     threads: set[int] = set()
     kinds: list[str] = []

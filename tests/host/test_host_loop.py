@@ -5,11 +5,7 @@ asked again after the resume (a real SIGKILL)."""
 
 from __future__ import annotations
 
-import os
 import re
-import signal
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -21,9 +17,7 @@ from orchestrator.models.scripted import ScriptedModel, ScriptedReply
 from orchestrator.state.events import ListSink
 from orchestrator.state.mailbox import Mail, MessagePosted
 from orchestrator.state.mailtext import render
-from tests.scenes import all_text, c, reply
-
-ROOT = Path(__file__).parents[2]
+from tests.scenes import all_text, c, first_line_then_kill, reply
 
 
 def main_agent(request: ModelRequest) -> ScriptedReply:
@@ -206,15 +200,8 @@ CHILD = textwrap.dedent(
 def test_a_question_cut_short_by_a_kill_is_asked_again_on_resume(tmp_path: Path) -> None:
     workspace, root = tmp_path / "w", tmp_path / "s"
     workspace.mkdir()
-    with subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(workspace), str(root)],
-        stdout=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    ) as child:
-        assert child.stdout is not None
-        assert child.stdout.readline() == "asked write_file\n"  # the question is waiting
-        child.send_signal(signal.SIGKILL)
+    first = first_line_then_kill(CHILD, str(workspace), str(root))
+    assert first == "asked write_file\n"  # the question is waiting
     [directory] = root.iterdir()
     asked: list[str] = []
 

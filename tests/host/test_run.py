@@ -38,14 +38,6 @@ def writer(request: ModelRequest) -> ScriptedReply:
     return ScriptedReply(text=f"done. {told}")
 
 
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    where = tmp_path / "work"
-    where.mkdir()
-    (where / "in.txt").write_text("hello")
-    return where
-
-
 async def test_run_returns_the_answer_the_usage_and_where_the_session_is(
     workspace: Path,
 ) -> None:

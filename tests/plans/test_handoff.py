@@ -12,11 +12,11 @@ import pytest
 from orchestrator.loop.plan import Plan, PlanTask, parse_plan_json
 from orchestrator.loop.plan_markdown import parse_markdown
 from orchestrator.models.scripted import ScriptedModel, parse_script
-from orchestrator.session.live import create_session, load_state, open_session
+from orchestrator.session.live import load_state, open_session
 from orchestrator.state.plans import PlanVersion
 from orchestrator.team.drive import RunResult, drive
 from orchestrator.team.plan_host import PlanApprover, PlanVerdict
-from tests.scenes import run_settings
+from tests.scenes import run_settings, scripted_session
 from tests.team.test_drive import cut_after
 
 
@@ -76,13 +76,7 @@ class Approver:
 
 
 def new_session(tmp_path: Path, script: dict[str, Any]) -> tuple[Path, str, Path]:
-    path = tmp_path / "script.json"
-    path.write_bytes(orjson.dumps(script))
-    root = tmp_path / "sessions"
-    session_id, directory = create_session(
-        root, goal="write two files", model=f"scripted:{path}", workspace=None
-    )
-    return root, session_id, directory
+    return scripted_session(tmp_path, script, goal="write two files")
 
 
 async def run(

@@ -169,23 +169,29 @@ def test_a_v3_session_loses_only_its_snapshot_to_the_v4_step(tmp_path: Path) -> 
     v3_to_v4(directory)  # a step run again (cut short before the manifest) is no error
 
 
-@pytest.mark.parametrize("name", ["completed", "killed-mid-turn"])
-def test_a_v8_session_becomes_v9_untouched_its_tasks_subagents_and_calls_in_the_foreground(
-    tmp_path: Path, name: str
-) -> None:
+def migrated_untouched(tmp_path: Path, recorded: str) -> Path:
+    """The recorded session copied and migrated: checks that nothing but the manifest's
+    version is rewritten and that it folds to what it folded to before; its directory."""
     root = tmp_path / "sessions"
-    shutil.copytree(RECORDED / f"v8-{name}", root)
+    shutil.copytree(RECORDED / recorded, root)
     [directory] = [p for p in root.iterdir() if p.is_dir()]
     files = {p.name: p.read_bytes() for p in directory.iterdir() if p.is_file()}
     before = load_state(directory, warn=pytest.fail)
     manifest = migrate(directory, read_manifest(directory))
     assert manifest.format_version == FORMAT_VERSION
-    # Nothing but the manifest's version is rewritten.
     after = {p.name: p.read_bytes() for p in directory.iterdir() if p.is_file()}
     assert after.keys() == files.keys()
     assert {k for k in files if files[k] != after[k]} == {"session.json"}
+    assert load_state(directory, warn=pytest.fail).describe() == before.describe()
+    return directory
+
+
+@pytest.mark.parametrize("name", ["completed", "killed-mid-turn"])
+def test_a_v8_session_becomes_v9_untouched_its_tasks_subagents_and_calls_in_the_foreground(
+    tmp_path: Path, name: str
+) -> None:
+    directory = migrated_untouched(tmp_path, f"v8-{name}")
     state = load_state(directory, warn=pytest.fail)
-    assert state.describe() == before.describe()
     assert state.tasks.tasks
     assert all(t.kind == "agent" for t in state.tasks.tasks.values())
     # Its journaled settings read with the background settings at their defaults.
@@ -200,19 +206,9 @@ def test_a_v8_session_becomes_v9_untouched_its_tasks_subagents_and_calls_in_the_
 
 @pytest.mark.parametrize("name", ["completed", "killed-mid-turn"])
 def test_a_v9_session_becomes_v10_untouched_on_the_local_engine(tmp_path: Path, name: str) -> None:
-    root = tmp_path / "sessions"
-    shutil.copytree(RECORDED / f"v9-{name}", root)
-    [directory] = [p for p in root.iterdir() if p.is_dir()]
-    files = {p.name: p.read_bytes() for p in directory.iterdir() if p.is_file()}
-    before = load_state(directory, warn=pytest.fail)
-    manifest = migrate(directory, read_manifest(directory))
-    assert manifest.format_version == FORMAT_VERSION == 10
-    # Nothing but the manifest's version is rewritten.
-    after = {p.name: p.read_bytes() for p in directory.iterdir() if p.is_file()}
-    assert after.keys() == files.keys()
-    assert {k for k in files if files[k] != after[k]} == {"session.json"}
+    assert FORMAT_VERSION == 10
+    directory = migrated_untouched(tmp_path, f"v9-{name}")
     state = load_state(directory, warn=pytest.fail)
-    assert state.describe() == before.describe()
     # Its settings read with the local engine, and no task says where it ran.
     assert state.settings is not None
     assert (state.settings.engine, state.settings.engine_database) == ("local", "")

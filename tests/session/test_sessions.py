@@ -29,6 +29,7 @@ from orchestrator.session.replay import read_snapshot
 from orchestrator.state.manifest import FORMAT_VERSION
 from orchestrator.store import SessionLock, scan_journal
 from orchestrator.tools.shell import marked
+from tests.scenes import call, orchestrator
 
 ROOT = Path(__file__).parents[2]
 RECORDED = ROOT / "sessions"
@@ -37,16 +38,7 @@ RECORDED = ROOT / "sessions"
 def cli(*args: str, root: Path) -> subprocess.CompletedProcess[str]:
     # (Resumes pass --approve: the recordings since format 8 are the demo's, which plans
     # first and re-plans once; a plan is approved only by --approve or a person.)
-    env = {**os.environ, "NO_COLOR": "1"}
-    return subprocess.run(
-        [sys.executable, "-m", "orchestrator", *args, "--sessions-dir", str(root)],
-        capture_output=True,
-        text=True,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        timeout=120,
-        check=False,
-    )
+    return orchestrator(*args, "--sessions-dir", str(root))
 
 
 def only_session(root: Path) -> str:
@@ -309,38 +301,25 @@ def test_snapshot_small_state_is_trusted_and_contexts_come_from_the_journal(
     assert snapshot["agents"]["main"]["message_count"] == len(replayed.agents["main"].messages)
 
 
-def test_ctrl_c_stops_cleanly_and_resumes(tmp_path: Path) -> None:
+def slow_run(tmp_path: Path, command: str) -> tuple[Path, subprocess.Popen[bytes]]:
+    """`orchestrator run --json` started on the sessions under tmp_path/sessions, its main
+    agent's first call `shell COMMAND`: (the sessions root, the process)."""
     script = tmp_path / "slow.json"
-    script.write_bytes(
-        orjson.dumps(
-            {
-                "agents": {
-                    "main": [
-                        {"tool_calls": [{"name": "shell", "arguments": {"command": "sleep 30"}}]},
-                        {"text": "finished"},
-                    ]
-                }
-            }
-        )
-    )
+    replies = [{"tool_calls": [call("shell", command=command)]}, {"text": "finished"}]
+    script.write_bytes(orjson.dumps({"agents": {"main": replies}}))
     root = tmp_path / "sessions"
-    command = [
-        sys.executable,
-        "-m",
-        "orchestrator",
-        "run",
-        "slow",
-        "--model",
-        f"scripted:{script}",
-        "--session-workspace",
-        "--yes",
-        "--json",
-        "--sessions-dir",
-        str(root),
-    ]
+    argv = [
+        sys.executable, "-m", "orchestrator", "run", "slow", "--model", f"scripted:{script}",
+        "--session-workspace", "--yes", "--json", "--sessions-dir", str(root),
+    ]  # fmt: skip
     proc = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL
     )
+    return root, proc
+
+
+def test_ctrl_c_stops_cleanly_and_resumes(tmp_path: Path) -> None:
+    root, proc = slow_run(tmp_path, "sleep 30")
     assert proc.stdout is not None
     for line in proc.stdout:
         if orjson.loads(line)["kind"] == "tool_call_started":
@@ -389,34 +368,7 @@ def test_older_format_is_migrated_step_by_step(
 
 
 def test_sigterm_stops_cleanly_and_kills_running_commands(tmp_path: Path) -> None:
-    script = tmp_path / "slow.json"
-    script.write_bytes(
-        orjson.dumps(
-            {
-                "agents": {
-                    "main": [
-                        {
-                            "tool_calls": [
-                                {
-                                    "name": "shell",
-                                    "arguments": {"command": "echo $$ > pid.txt; sleep 30"},
-                                }
-                            ]
-                        },
-                        {"text": "finished"},
-                    ]
-                }
-            }
-        )
-    )
-    root = tmp_path / "sessions"
-    command = [
-        sys.executable, "-m", "orchestrator", "run", "slow", "--model", f"scripted:{script}",
-        "--session-workspace", "--yes", "--json", "--sessions-dir", str(root),
-    ]  # fmt: skip
-    proc = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL
-    )
+    root, proc = slow_run(tmp_path, "echo $$ > pid.txt; sleep 30")
     assert proc.stdout is not None
     directory: Path | None = None
     for line in proc.stdout:

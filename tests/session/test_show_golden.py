@@ -7,7 +7,6 @@ read them by eye before committing)."""
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from orchestrator.layout import FORMAT_VERSION, JOURNAL, SNAPSHOT
 from orchestrator.session.replay import load_state
 from orchestrator.state.manifest import read_manifest, write_manifest
 from orchestrator.store._line import FRAME_KEYS, encode
+from tests.scenes import matches_golden
 from tests.session.test_inspection import finished_tree, no_user_config  # noqa: F401
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -35,21 +35,12 @@ def show(capsys: pytest.CaptureFixture[str], root: Path, session_id: str) -> str
     return capsys.readouterr().out
 
 
-def matches_golden(name: str, text: str) -> None:
-    path = GOLDEN / f"{name}.txt"
-    if os.environ.get("ORCHESTRATOR_GOLDEN") == "1":
-        path.parent.mkdir(exist_ok=True)
-        path.write_text(text)
-    assert path.exists(), f"no {path}: write it with ORCHESTRATOR_GOLDEN=1, then read it"
-    assert text == path.read_text()
-
-
 @pytest.mark.parametrize("name", ["completed", "killed-mid-turn"])
 def test_a_recorded_session(tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str) -> None:
     root = tmp_path / "recorded"
     shutil.copytree(RECORDED / f"v{FORMAT_VERSION}-{name}", root)
     [session_id] = [p.name for p in root.iterdir()]
-    matches_golden(f"recorded-{name}", show(capsys, root, session_id))
+    matches_golden(GOLDEN / f"recorded-{name}.txt", show(capsys, root, session_id))
 
 
 async def test_a_fresh_tree_with_prices(
@@ -60,7 +51,7 @@ async def test_a_fresh_tree_with_prices(
     config = tmp_path / "config.toml"
     config.write_text("[prices.scripted]\ninput = 2.5\noutput = 10.0\n")
     monkeypatch.setenv("ORCHESTRATOR_CONFIG", str(config))
-    matches_golden("fresh-tree", show(capsys, root, directory.name))
+    matches_golden(GOLDEN / "fresh-tree.txt", show(capsys, root, directory.name))
 
 
 def fixed(directory: Path) -> Path:

@@ -7,11 +7,7 @@ nothing (a call in the background is run by the team's backgrounder, not the run
 
 from __future__ import annotations
 
-import os
 import re
-import signal
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -26,9 +22,7 @@ from orchestrator.state.mailbox import MessagePosted
 from orchestrator.state.tasks import TaskChanged, TaskCreated
 from orchestrator.tools.base import ToolContext
 from orchestrator.view.history import journal_events
-from tests.scenes import all_text, c, reply
-
-ROOT = Path(__file__).parents[2]
+from tests.scenes import all_text, c, first_line_then_kill, reply
 
 
 @pytest.fixture
@@ -419,15 +413,8 @@ def test_a_call_running_when_the_session_is_killed_is_interrupted_not_run_again(
 ) -> None:
     workspace, root = tmp_path / "w", tmp_path / "s"
     workspace.mkdir()
-    with subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(workspace), str(root)],
-        stdout=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    ) as child:
-        assert child.stdout is not None
-        assert child.stdout.readline() == "running\n"  # the build runs, the agent waits
-        child.send_signal(signal.SIGKILL)
+    first = first_line_then_kill(CHILD, str(workspace), str(root))
+    assert first == "running\n"  # the build runs, the agent waits
     assert sleeping("61.75")  # its orchestrator is gone; the build is not, yet
     [directory] = root.iterdir()
 

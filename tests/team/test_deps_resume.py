@@ -14,11 +14,11 @@ import pytest
 import trio
 
 from orchestrator.models.scripted import ScriptedModel, parse_script
-from orchestrator.session.live import JOURNAL, SNAPSHOT, create_session, load_state, open_session
+from orchestrator.session.live import JOURNAL, SNAPSHOT, load_state, open_session
 from orchestrator.session.replay import mail_history
 from orchestrator.state.fold import SessionState
 from orchestrator.team.drive import RunResult, drive
-from tests.scenes import call, run_settings
+from tests.scenes import call, run_settings, scripted_session
 from tests.team.engines import Engine
 
 SPARE = [{"text": f"All done, or will be ({n})."} for n in range(8)]
@@ -67,10 +67,7 @@ async def finished(
     tmp_path: Path, script: dict[str, Any], engine: Engine
 ) -> tuple[Path, str, Path]:
     """A session of `script` run to its end: (root, id, directory)."""
-    path = tmp_path / "script.json"
-    path.write_bytes(orjson.dumps(script))
-    root = tmp_path / "sessions"
-    session_id, directory = create_session(root, goal="g", model=f"scripted:{path}", workspace=None)
+    root, session_id, directory = scripted_session(tmp_path, script)
     assert await run(root, session_id, script, engine) == RunResult("completed")
     return root, session_id, directory
 

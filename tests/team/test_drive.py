@@ -20,7 +20,7 @@ from orchestrator.session.replay import read_snapshot
 from orchestrator.state.events import SessionStatusChanged
 from orchestrator.store import JournalMark, scan_journal, write_atomic
 from orchestrator.team.drive import RunResult, RunSettings, drive
-from tests.scenes import run_settings
+from tests.scenes import run_settings, scripted_session
 from tests.team.engines import Engine
 
 SCRIPT: dict[str, Any] = {
@@ -53,13 +53,7 @@ async def run(root: Path, session_id: str, model: ScriptedModel, engine: Engine)
 @pytest.fixture
 def finished(tmp_path: Path) -> tuple[Path, str, Path]:
     """A session run to completion; returns (root, id, directory)."""
-    script = tmp_path / "script.json"
-    script.write_bytes(orjson.dumps(SCRIPT))
-    root = tmp_path / "sessions"
-    session_id, directory = create_session(
-        root, goal="g", model=f"scripted:{script}", workspace=None
-    )
-    return root, session_id, directory
+    return scripted_session(tmp_path, SCRIPT)
 
 
 def cut_after(directory: Path, kind: str, occurrence: int = 1) -> None:
@@ -207,10 +201,7 @@ async def test_a_provider_reusing_call_ids_still_gets_one_result_per_call(
         {"text": "done"},
     ]
     script = {"agents": {"main": replies}}
-    path = tmp_path / "script.json"
-    path.write_bytes(orjson.dumps(script))
-    root = tmp_path / "sessions"
-    session_id, directory = create_session(root, goal="g", model=f"scripted:{path}", workspace=None)
+    root, session_id, directory = scripted_session(tmp_path, script)
     assert await run(root, session_id, ScriptedModel(parse_script(script)), engine) == RunResult(
         "completed"
     )
@@ -386,12 +377,7 @@ EDIT_SCRIPT: dict[str, Any] = {
 async def test_a_cut_off_edit_is_settled_by_what_the_file_holds(
     tmp_path: Path, left: str, status: str, says: str, after: str, engine: Engine
 ) -> None:
-    script = tmp_path / "script.json"
-    script.write_bytes(orjson.dumps(EDIT_SCRIPT))
-    root = tmp_path / "sessions"
-    session_id, directory = create_session(
-        root, goal="g", model=f"scripted:{script}", workspace=None
-    )
+    root, session_id, directory = scripted_session(tmp_path, EDIT_SCRIPT)
     edit_model = ScriptedModel(parse_script(EDIT_SCRIPT))
     assert await run(root, session_id, edit_model, engine) == RunResult("completed")
     cut_after(directory, "call_started", 1)  # the edit started; its result never journaled

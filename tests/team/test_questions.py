@@ -14,14 +14,14 @@ import trio.testing
 
 from orchestrator.models.base import ModelRequest
 from orchestrator.models.scripted import ScriptedModel, ScriptedReply
-from orchestrator.session.live import create_session, open_session
+from orchestrator.session.live import open_session
 from orchestrator.state.fold import USER, SessionState
 from orchestrator.state.mailbox import MessagePosted
 from orchestrator.team.definitions import WORKER, Definitions
 from orchestrator.team.drive import RunResult, drive
 from orchestrator.team.queries import MAIN
 from orchestrator.tools import Workspace
-from tests.scenes import Scene, all_text, c, reply, run_settings, steps
+from tests.scenes import Scene, all_text, c, reply, run_settings, scripted_session, steps
 from tests.team.engines import Engine
 
 EXPLORE = {"agent_type": "explorer", "prompt": "find out"}
@@ -271,10 +271,7 @@ async def test_a_library_host_reads_the_unanswered_question_and_answers_it(
         ),
     }
     model = ScriptedModel(lambda request: brains[request.agent](request))
-    script = tmp_path / "script.json"
-    script.write_text('{"agents": {"main": []}}')
-    root = tmp_path / "sessions"
-    session_id, _ = create_session(root, goal="g", model=f"scripted:{script}", workspace=None)
+    root, session_id, _ = scripted_session(tmp_path, {"agents": {"main": []}})
 
     async def run(message: str = "") -> RunResult:
         async with open_session(root, session_id, warn=lambda _: None) as live:

@@ -12,13 +12,21 @@ import pytest
 
 from orchestrator.messages import AssistantMessage, SystemMessage, ToolCall, ToolResult
 from orchestrator.models.scripted import ScriptedModel, parse_script
-from orchestrator.session.live import JOURNAL, SNAPSHOT, create_session, load_state
+from orchestrator.session.live import JOURNAL, SNAPSHOT, load_state
 from orchestrator.state.events import AgentStarted, AssistantReplied, CallResult
 from orchestrator.team.queries import MAIN
 from orchestrator.team.writes import Writes
 from orchestrator.tools import Workspace
 from orchestrator.tools.watch import changes, file_states
-from tests.scenes import HistorySession, Scene, c, delegates_and_waits, reply, steps
+from tests.scenes import (
+    HistorySession,
+    Scene,
+    c,
+    delegates_and_waits,
+    reply,
+    scripted_session,
+    steps,
+)
 from tests.team.engines import Engine
 from tests.team.test_drive import RunResult, run
 
@@ -95,12 +103,7 @@ RESUMED: dict[str, Any] = {
 
 
 async def test_real_changes_are_counted_after_a_resume(tmp_path: Path, engine: Engine) -> None:
-    script = tmp_path / "script.json"
-    script.write_bytes(orjson.dumps(RESUMED))
-    root = tmp_path / "sessions"
-    session_id, directory = create_session(
-        root, goal="g", model=f"scripted:{script}", workspace=None
-    )
+    root, session_id, directory = scripted_session(tmp_path, RESUMED)
     assert await run(root, session_id, ScriptedModel(parse_script(RESUMED)), engine) == RunResult(
         "completed"
     )

@@ -17,6 +17,7 @@ from orchestrator.models.scripted import ScriptedModel, ScriptedReply
 from orchestrator.state.events import Event
 from orchestrator.usage import Price
 from orchestrator.view import ViewModel, session_view
+from tests.host.test_host_loop import worker
 from tests.scenes import all_text, c, reply
 
 RECORDED = Path(__file__).parents[2] / "sessions"
@@ -38,13 +39,6 @@ def main_agent(request: ModelRequest) -> ScriptedReply:
     if done and "task failed" in text:
         return reply(f"The worker chose {done[-1]}; the counter failed.")
     return reply("", c("wait_tasks"))
-
-
-def worker(request: ModelRequest) -> ScriptedReply:
-    answers = re.findall(r"<answer id=m\d+ from=\w+ in_reply_to=m\d+>\n(.*)", all_text(request))
-    if not answers:
-        return reply("", c("ask_decision", question="MIT or Apache?", options=["MIT", "Apache"]))
-    return reply("", c("complete", summary=answers[-1]))
 
 
 def counter(request: ModelRequest) -> ScriptedReply:
