@@ -13,7 +13,7 @@ import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 import trio
 
@@ -40,9 +40,6 @@ from orchestrator.tools.permissions import Approver, PermissionPolicy, parse_rul
 from orchestrator.tools.recall import Lookup
 from orchestrator.tools.workspace import Workspace
 from orchestrator.usage import Price
-
-if TYPE_CHECKING:
-    from orchestrator.team.runtime import TeamHook
 
 
 @dataclass(frozen=True)
@@ -73,7 +70,9 @@ class RunSettings:
     # Called with the session's team once it is running, before the main agent takes
     # its turn (a library user keeps it to `say` something to the main agent or cancel a
     # task while the session runs); a coroutine function is awaited there.
-    on_team: TeamHook | None = None
+    # (A `TeamHook` of team/runtime.py; its argument is typed `Any` here, so that the
+    # settings a team is built from do not import the team: runtime.py imports this.)
+    on_team: Callable[[Any], Awaitable[None] | None] | None = None
     # Where subagents run (default: in this process, on trio).
     runner: Callable[[trio.Nursery], Runner] = InProcessRunner
     # Asks the person whether to revive a task whose resume policy is `ask` (None: no one
