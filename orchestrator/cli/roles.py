@@ -40,7 +40,6 @@ class RoleModels:
         self._main, self._cli, self._config = main, cli, config
         self._definitions, self._http = definitions, http
         self._models: dict[str, Model] = {}
-        self._outputs: dict[int, int] = {}  # id of a model made here -> its role's max_tokens
         self._backoff = Backoff()  # one rate limit holds every role on that provider
 
     def spec(self, role: str) -> str:
@@ -61,15 +60,13 @@ class RoleModels:
                 backoff=self._backoff,
             )
             self._models[role] = model
-            limit = self._config.agent(role).max_tokens
-            if limit:
-                self._outputs[id(model)] = limit
         return model
 
     def output(self, model: Model) -> int | None:
         """The output limit the role of `model` sets (`[agents.ROLE] max_tokens`), for a
-        model made here."""
-        return self._outputs.get(id(model))
+        model made here (each role's is its own object)."""
+        role = next((r for r, made in self._models.items() if made is model), None)
+        return None if role is None else self._config.agent(role).max_tokens
 
 
 def model_windows(
