@@ -196,11 +196,8 @@ class CrashRun:
         missing = self.durable_starts - started
         assert not missing, f"acknowledged durable starts lost: {missing}"
         # The session loads: the state folds without error.
-        state = load_state(directory, warn=lambda _: None)
-        for agent in state.agents.values():
-            for m in agent.messages:
-                if isinstance(m, ToolResult) and m.status == "interrupted":
-                    self.interrupted.add(m.call_id)
+        load_state(directory, warn=lambda _: None)
+        self.interrupted |= interrupted_calls(fields)
 
     def check_final(self, expected: dict[str, str]) -> None:
         directory = self.sessions / self.session_id
@@ -211,9 +208,10 @@ class CrashRun:
             calls = [c.id for m in agent.messages if m.role == "assistant" for c in m.tool_calls]  # type: ignore[union-attr]
             results = [m.call_id for m in agent.messages if isinstance(m, ToolResult)]
             assert sorted(calls) == sorted(results), "every call has exactly one result"
-            for m in agent.messages:
-                if isinstance(m, ToolResult) and m.status == "interrupted":
-                    self.interrupted.add(m.call_id)
+        # From the journal, not the fold: a later compaction may summarise the result away.
+        self.interrupted |= interrupted_calls(
+            [f.fields() for f in scan_journal(directory / JOURNAL).records]
+        )
         actual = snapshot_workspace(self.workspace)
         effects = actual.pop("effects.log", "").splitlines()
         expected_effects = expected.get("effects.log", "").splitlines()
@@ -229,3 +227,19 @@ class CrashRun:
             actual.pop("counter.txt", None)
             expected_rest.pop("counter.txt", None)
         assert actual == expected_rest
+
+
+def interrupted_calls(records: list[dict[str, Any]]) -> set[str]:
+    """The ids of the calls the journal `records` settled as `interrupted`: a result's
+    ref is `SEQ.INDEX`, the INDEXth call of the reply journaled at SEQ."""
+    calls = {
+        f"{r['seq']}.{i}": call["id"]
+        for r in records
+        if r["k"] == "assistant_replied"
+        for i, call in enumerate(r["message"].get("tool_calls", ()))
+    }
+    return {
+        calls[r["ref"]]
+        for r in records
+        if r["k"] == "call_result" and r.get("status") == "interrupted" and r["ref"] in calls
+    }

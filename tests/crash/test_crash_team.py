@@ -53,7 +53,7 @@ from orchestrator.state.fold import SessionState
 from orchestrator.state.mailbox import Mail
 from orchestrator.state.manifest import read_manifest, write_manifest
 from orchestrator.store import open_journal, scan_journal
-from tests.crash.harness import CrashRun, cli, snapshot_workspace
+from tests.crash.harness import CrashRun, cli, interrupted_calls, snapshot_workspace
 from tests.scenes import call, scripted_session
 
 ROUNDS = 4
@@ -215,12 +215,8 @@ class TeamCrashRun(CrashRun):
         return [frame.fields() for frame in scan_journal(self.directory / JOURNAL).records]
 
     def final_state(self) -> SessionState:
-        state = load_state(self.directory, warn=lambda _: None)
-        for agent in state.agents.values():
-            for m in agent.messages:
-                if isinstance(m, ToolResult) and m.status == "interrupted":
-                    self.interrupted.add(m.call_id)
-        return state
+        self.interrupted |= interrupted_calls(self.journal())
+        return load_state(self.directory, warn=lambda _: None)
 
 
 def drive(run: TeamCrashRun, rng: random.Random, kills: int) -> None:
