@@ -107,5 +107,5 @@ class Questions:
                 self._nursery.start_soon(self._ask, port, task_id, approval, decode_call(request))
 
     async def _ask(self, port: TaskPort, task_id: str, approval: str, call: ToolCall) -> None:
-        answer = await port.approve(task_id, call)
+        answer = await port.turns.approve(task_id, call)
         await self._db.call(self._store.answer, approval, encode_answer(answer))

@@ -95,7 +95,7 @@ async def mirror_state(port: TaskPort, mirror: SessionState, task_id: str) -> No
     if there.state == "pending" and here.state in SETTLED:
         return  # its revival written for this run: this session has it already
     new = len(there.instances) > len(here.instances)  # a run began there: where, too
-    await port.set_state(
+    await port.tasks.set_state(
         task_id,
         there.state,
         by=task_id,

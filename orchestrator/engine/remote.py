@@ -251,7 +251,7 @@ class RemoteRunner(EngineRunner[_Remote]):
         into: set[str] = set()  # mail to the task that its journal has: acknowledged here
         for seq, record in records:
             if isinstance(record, MessagePosted) and record.agent == run.task_id:
-                await run.port.receive(record)
+                await run.port.mail.receive(record)
             elif isinstance(record, MessagePosted) and record.to == run.task_id:
                 into.add(record.id)
             elif seq > counted and (cost := spent(record)) is not None:
@@ -260,7 +260,7 @@ class RemoteRunner(EngineRunner[_Remote]):
                 used[model] = (before + usage, made + calls)
         upto = records[-1][0] if records else 0
         for model, (usage, calls) in used.items():
-            await run.port.count(
+            await run.port.events.count(
                 TaskUsed(
                     agent=run.task_id,
                     task=run.task_id,
@@ -271,7 +271,7 @@ class RemoteRunner(EngineRunner[_Remote]):
                 )
             )
         if into:
-            await run.port.deliver(run.task_id, only=into)
+            await run.port.mail.deliver(run.task_id, only=into)
         assert run.mirror is not None
         await mirror_state(run.port, run.mirror, run.task_id)
 
@@ -284,7 +284,7 @@ class RemoteRunner(EngineRunner[_Remote]):
         encode = msgspec.json.Encoder().encode
         port, task_id = run.port, run.task_id
         while True:
-            await port.wait_for_mail(task_id, at_least="notify")
+            await port.mail.wait_for_mail(task_id, at_least="notify")
             waiting = [
                 m for m in port.state.mailbox.undelivered(task_id) if m.message_id not in run.sent
             ]
@@ -308,15 +308,15 @@ class RemoteRunner(EngineRunner[_Remote]):
             return
         # (The follower reads states without outputs: the error is read here, once.)
         error = await self._db.call(_error_of, run.workflow_id) or status.status
-        reason = port.redact(f"its run on a worker ended: {error}")
-        await port.set_state(task_id, "failed", by=task_id, reason=reason)
-        await port.post(task_id, task.owner, task_id, "risk_alert", f"task failed: {reason}")
+        reason = port.turns.redact(f"its run on a worker ended: {error}")
+        await port.tasks.set_state(task_id, "failed", by=task_id, reason=reason)
+        await port.mail.post(task_id, task.owner, task_id, "risk_alert", f"task failed: {reason}")
 
 
 async def _show(run: _Remote, records: list[tuple[int, Record]]) -> None:
     """The task's turns, replies and calls among `records`, shown here (`TaskEvents`)."""
     for event in run.shown.of(records):
-        await run.port.show(event)
+        await run.port.events.show(event)
 
 
 def _error_of(workflow_id: str) -> str:

@@ -115,7 +115,7 @@ class EngineRunner(abc.ABC, Generic[R]):
 
     async def _tell(self, notice: Notice) -> None:
         if self._port is not None:
-            await self._port.tell(notice)
+            await self._port.events.tell(notice)
 
     async def _engine(self) -> None:
         """DBOS, launched for the team's life; destroyed once no run is left."""
@@ -145,7 +145,7 @@ class EngineRunner(abc.ABC, Generic[R]):
             self._run_ended(task_id, run)
             del self._runs[task_id]
             self._check_idle()
-            await port.task_ended(task_id)
+            await port.tasks.task_ended(task_id)
 
     def _check_idle(self) -> None:
         if not self._busy():

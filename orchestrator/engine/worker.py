@@ -367,7 +367,7 @@ class Worker:
             owner = running.team.state.tasks.tasks[running.task_id].owner
             await running.team.scheduler.cancel(owner, running.task_id, "cancelled by its owner")
         elif message is not None and message != END:
-            await running.team.port.receive(_decode(message))
+            await running.team.port.mail.receive(_decode(message))
         return ""
 
     async def forget(self, workflow_id: str) -> None:

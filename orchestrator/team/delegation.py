@@ -21,6 +21,7 @@ from orchestrator.loop.plan import PlanTask
 from orchestrator.messages import SystemMessage, UserMessage
 from orchestrator.state.events import AgentStarted, Event, EventSink
 from orchestrator.state.fold import SessionState
+from orchestrator.state.mailbox import Mail, MailKind, Priority
 from orchestrator.state.mailtext import latest_progress_only, render
 from orchestrator.state.tasks import (
     SETTLED,
@@ -239,12 +240,37 @@ class Delegation:
                 f"retry refused: plan task {args.plan_ref} (task {existing.task_id}) could "
                 f"never start: {verdict.reason}; retry that first"
             )
-        await self._postbox.post(
-            owner, existing.task_id, existing.task_id, "instruction", args.prompt
-        )
+        await self._write(owner, existing, "instruction", args.prompt)
         record = self._task(existing.task_id)
         waits = f"; {verdict.reason}" if record.state == "waiting_deps" else ""
         return ToolOutput(f"retrying plan task {args.plan_ref}{waits}: {_handle(record)}")
+
+    async def _write(
+        self,
+        owner: str,
+        task: TaskRecord,
+        kind: MailKind,
+        text: str,
+        *,
+        priority: Priority | None = None,
+        in_reply_to: str = "",
+        ref: str = "",
+    ) -> Mail:
+        """A message to `task` from `owner`: the task's owner revives it by writing if it
+        has settled (at once, or once its dependencies have completed)."""
+        mail = await self._postbox.post(
+            owner,
+            task.task_id,
+            task.task_id,
+            kind,
+            text,
+            priority=priority,
+            in_reply_to=in_reply_to,
+            ref=ref,
+        )
+        if self._task(task.task_id).state in SETTLED and owner == task.owner:
+            await self._scheduler.revive(task.task_id, by=owner)
+        return mail
 
     async def _emit_together(self, *events: Event) -> None:
         """Emit the records of one transition: each is encoded first, so one that cannot
@@ -268,10 +294,9 @@ class Delegation:
             in_reply_to = self._replies_to(sender, task, args)
             was = task.state
             revives = was in SETTLED
-            again = await self._postbox.post(
+            again = await self._write(
                 sender,
-                task.task_id,
-                task.task_id,
+                task,
                 args.kind,
                 args.text,
                 priority=args.priority,

@@ -310,7 +310,7 @@ async def _drive(
                 await called
         message = settings.message
         if planning and MAIN not in state.agents and PLANNER in state.agents and message:
-            await team.turns.nudge(PLANNER, message)  # said before a build: the planner's
+            await team.port.turns.nudge(PLANNER, message)  # said before a build: the planner's
             message = ""
         if planning:
             planned = await _plan_first(team, settings, live.manifest.goal)

@@ -60,11 +60,7 @@ async def open_team(
             nursery.start_soon(team.watch_stalls)
             try:
                 yield team
-                await team.compactor.abandon()
-                # Done: tasks that settled a moment ago may still be writing their last
-                # records (a turn's end); let them, then stop whatever else is left.
-                with trio.move_on_after(10):
-                    await team.scheduler.settled_loops_ended()
+                await team.wind_down()  # then whatever else is left is stopped
             finally:
                 nursery.cancel_scope.cancel()
                 team.close()
@@ -88,13 +84,13 @@ async def run_main(team: Team) -> MainOutcome:
         replanned = await _replan(team)
         if replanned is not None:
             return replanned
-        if await team.postbox.deliver(MAIN):
+        if await team.port.mail.deliver(MAIN):
             reminders = 0
         if not oversight.turn_over(MAIN):
             stopped = await _turn(team, context, deps)
             if stopped is not None:
                 return stopped
-        await team.turns.end_open_turn(MAIN, "completed")
+        await team.port.turns.end_open_turn(MAIN, "completed")
         if _before_assessing(team):
             continue
         verdict = await oversight.assess(MAIN)
@@ -104,7 +100,7 @@ async def run_main(team: Team) -> MainOutcome:
             case "verify":
                 await oversight.verify(MAIN)  # passed: assessed again; failed: a new turn
             case "await_user":
-                await team.postbox.wait_for_mail(MAIN, at_least="notify")
+                await team.port.mail.wait_for_mail(MAIN, at_least="notify")
             case "await_tasks":
                 stuck, reminders = await _await_tasks(team, reminders, parking)
                 if stuck is not None:
@@ -140,7 +136,7 @@ async def _begin(team: Team, context: AgentContext, deps: TurnDeps) -> None:
     await hand_over(team)  # a version approved just before a crash, not handed over yet
     await settle_pending_calls(context, deps)
     if restarted:
-        await team.turns.nudge(MAIN, restarted)
+        await team.port.turns.nudge(MAIN, restarted)
 
 
 def _ended(team: Team, action: str, reasons: tuple[str, ...]) -> MainOutcome:
@@ -162,7 +158,7 @@ async def _turn(team: Team, context: AgentContext, deps: TurnDeps) -> MainOutcom
     """Run one turn of the main agent; what ends the session now, if anything."""
     outcome = await run_turn(context, deps)
     if outcome.stopped:  # the session's budget is spent
-        await team.turns.end_open_turn(MAIN, "failed")  # the assessment says why
+        await team.port.turns.end_open_turn(MAIN, "failed")  # the assessment says why
         return None
     if outcome.reason == "max_rounds":
         return MainOutcome("max_rounds", f"stopped after {outcome.rounds} rounds")
@@ -191,7 +187,7 @@ async def _await_tasks(
     if reminders >= MAX_REMINDERS:
         questions = [m for m in team.state.mailbox.unanswered(MAIN) if m.kind in queries.PARKING]
         return _unanswered(team, questions, "the main agent did not answer"), reminders
-    await team.turns.nudge(MAIN, _waiting_note(team, [t.task_id for t in waiting]))
+    await team.port.turns.nudge(MAIN, _waiting_note(team, [t.task_id for t in waiting]))
     return None, reminders + 1
 
 
@@ -215,7 +211,7 @@ async def _sleep(team: Team, parking: ParkWatch, orphans: list[TaskRecord]) -> M
                     nursery.cancel_scope.cancel()
 
                 nursery.start_soon(
-                    first, lambda: team.postbox.wait_for_mail(MAIN, at_least="urgent")
+                    first, lambda: team.port.mail.wait_for_mail(MAIN, at_least="urgent")
                 )
                 if parking.limit or watched:
                     nursery.start_soon(first, changed.wait)
@@ -234,7 +230,7 @@ async def close_settled(team: Team, task_id: str) -> None:
     if context is None or not (context.open_calls or context.turn_open):
         return
     await settle_pending_calls(context, team.turn_deps(task_id))
-    await team.turns.end_open_turn(task_id, "yielded")
+    await team.port.turns.end_open_turn(task_id, "yielded")
 
 
 async def _asked(team: Team, task: TaskRecord) -> bool:
@@ -275,14 +271,14 @@ async def resume_tasks(team: Team) -> str:
     there were none live)."""
     revived, stopped, waiting = [], [], []
     # Calls that were running in the background: interrupted, never run again.
-    interrupted = await team.background.recover() if team.background is not None else []
+    interrupted = await team.recover_calls()
     for task in list(team.state.tasks.tasks.values()):
         if task.kind == "tool":
             continue
         if task.state in SETTLED:
             await close_settled(team, task.task_id)
             continue
-        if team.scheduler.is_running(task.task_id):
+        if team.is_running(task.task_id):
             continue
         if task.state in ("pending", "waiting_deps"):
             continue  # queued, or waiting: started below, as the limit and their deps allow
@@ -291,7 +287,7 @@ async def resume_tasks(team: Team) -> str:
                 waiting.append(task.task_id)
             else:
                 revived.append(task.task_id)
-            team.scheduler.resume(task.task_id)
+            team.restart(task.task_id)
         else:
             why = (
                 "it was not to be revived"
@@ -299,12 +295,11 @@ async def resume_tasks(team: Team) -> str:
                 else "its resume policy is 'never'"
             )
             reason = f"interrupted by a restart ({why}): send it a message to go on"
-            await team.scheduler.set_state(task.task_id, "cancelled", by=MAIN, reason=reason)
+            await team.port.tasks.set_state(task.task_id, "cancelled", by=MAIN, reason=reason)
             stopped.append(task.task_id)
     # Dependencies may have settled while the session was down (or just before it
     # stopped): the tasks waiting for them start now, or are cancelled.
-    await team.scheduler.check_waiting()
-    team.scheduler.start_waiting()
+    await team.start_ready()
     return _restart_note(team, revived, waiting, stopped, interrupted)
 
 

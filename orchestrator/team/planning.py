@@ -141,14 +141,14 @@ async def _plan(team: Team, planner: str, brief: str) -> None:
         # The person's feedback, once, even when a crash came between it and the planner.
         note = rejection_note(latest)
         if not any(isinstance(m, UserMessage) and m.content == note for m in context.messages):
-            await team.turns.nudge(planner, note)
+            await team.port.turns.nudge(planner, note)
     for _ in range(PLANNER_TURNS):
         if state.plans.pending is not None:
             return
         await run_turn(context, deps)
         if state.plans.pending is not None:
             return
-        await team.turns.nudge(
+        await team.port.turns.nudge(
             planner,
             "Your turn ended without a plan. Call submit_plan with the whole plan; fix "
             "whatever it reports and call it again.",
@@ -233,7 +233,7 @@ async def hand_over(team: Team) -> None:
     news = msgspec.structs.replace(
         version.plan, constraints=(), tasks=tuple(t for t in version.plan.tasks if t.id in fresh)
     )
-    await team.turns.nudge(
+    await team.port.turns.nudge(
         MAIN,
         f"Plan v{version.version} is approved ({change.describe()}). Your plan todos are "
         "its tasks now; delegate each that has no completed task, with plan_ref set to its "

@@ -10,7 +10,7 @@ interrupt would cancel, and the `Changes` event `wait_tasks` sleeps on.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Awaitable, Callable, Collection, Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +28,7 @@ from orchestrator.state.mailbox import (
     Priority,
 )
 from orchestrator.state.mailtext import latest_progress_only, render
-from orchestrator.state.tasks import SETTLED, now_ms
+from orchestrator.state.tasks import now_ms
 from orchestrator.team.ids import free_id
 from orchestrator.team.port import SessionLike
 
@@ -54,8 +54,7 @@ class _Agent:
 
 
 class Postbox:
-    """Posts, wake-ups, interrupts and deliveries for the agents of one session.
-    `revive` runs a settled task again when its owner writes to it (the scheduler's)."""
+    """Posts, wake-ups, interrupts and deliveries for the agents of one session."""
 
     def __init__(
         self,
@@ -63,7 +62,6 @@ class Postbox:
         sink: EventSink,
         caps: Caps,
         changes: Changes,
-        revive: Callable[[str, str], Awaitable[None]],
         *,
         prefix: str = "m",
     ) -> None:
@@ -71,7 +69,6 @@ class Postbox:
         self._sink = sink
         self._caps = caps
         self._changes = changes
-        self._revive = revive
         self._prefix = prefix
         self._agents: dict[str, _Agent] = {}
         # Ids of posts on their way to the journal (several may wait for room at once).
@@ -97,8 +94,8 @@ class Postbox:
         in_reply_to: str = "",
         ref: str = "",
     ) -> Mail:
-        """Journal a message, then wake its recipient as its priority says (and revive a
-        settled task that its owner writes to)."""
+        """Journal a message, then wake its recipient as its priority says. (A settled
+        task its owner writes to is revived by the delegation that wrote.)"""
         with self._new_id() as message_id:
             mail = await self._post(
                 MessagePosted(
@@ -116,9 +113,6 @@ class Postbox:
                     at=now_ms(),
                 )
             )
-        target = self._session.state.tasks.get(to)
-        if target is not None and target.state in SETTLED and sender == target.owner:
-            await self._revive(to, sender)
         return mail
 
     @contextlib.contextmanager

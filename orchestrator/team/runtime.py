@@ -13,36 +13,29 @@ the same place. A runner works a task through a `TaskPort` (port.py), not the te
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Collection, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
 
 import trio
 
 from orchestrator.agent import TurnDeps
-from orchestrator.loop.assessment import Assessment
 from orchestrator.loop.compaction import ContextCompacted
 from orchestrator.loop.todos import TodoItem, TodosChanged, render
-from orchestrator.messages import ToolCall
-from orchestrator.state.events import Event, EventSink, Notice, NullSink, TurnEndReason
+from orchestrator.state.events import EventSink
 from orchestrator.state.fold import USER, SessionState
-from orchestrator.state.mailbox import Mail, MailKind, MessagePosted, Priority
-from orchestrator.state.tasks import RanOn, TaskState, TaskUsed
-from orchestrator.team import queries
+from orchestrator.state.mailbox import Mail, Priority
 from orchestrator.team.background import BackgroundCalls
 from orchestrator.team.compactor import Compactor
-from orchestrator.team.definitions import AgentDefinition
 from orchestrator.team.delegation import Delegation
 from orchestrator.team.oversight import Oversight
 from orchestrator.team.plan_host import Planning
-from orchestrator.team.port import Runner, SessionLike
+from orchestrator.team.port import Outlet, Runner, SessionLike, TeamPort
 from orchestrator.team.postbox import Changes, Postbox, watch_stalls
 from orchestrator.team.queries import MAIN
 from orchestrator.team.rounds import Rounds
 from orchestrator.team.scheduler import Scheduler
 from orchestrator.team.settings import RunSettings, Seat
-from orchestrator.team.turns import Turns
+from orchestrator.team.turns import ModelCalls, Turns
 from orchestrator.team.writes import Writes
-from orchestrator.tools.permissions import Answer
 
 
 class Team:
@@ -66,25 +59,17 @@ class Team:
         self.runner = runner
         self.changes = Changes()
         limits = seat.limits
+        # Each part is made after what it needs, and given it. The one loop (a task's
+        # turns may delegate, and a delegation starts a task's loop through the port,
+        # which holds the scheduler) is closed last: `scheduler.run_with(runner, port)`.
+        self.postbox = Postbox(session, sink, limits.caps, self.changes, prefix=seat.mail_prefix)
         self.scheduler = Scheduler(
             session,
             sink,
             self.changes,
+            self.postbox,
             limits.max_live,
-            launch=self._launch,
-            stop=self._stop,
-            tell=lambda task_id, owner, summary, data: self.postbox.post(
-                task_id, owner, task_id, "risk_alert", summary, data=dict(data)
-            ),
             role_limit=run.definitions.live_limit,
-        )
-        self.postbox = Postbox(
-            session,
-            sink,
-            limits.caps,
-            self.changes,
-            lambda task_id, by: self.scheduler.revive(task_id, by=by),
-            prefix=seat.mail_prefix,
         )
         self.oversight = Oversight(
             session,
@@ -108,11 +93,12 @@ class Team:
             self.oversight,
             writes,
         )
+        models = ModelCalls(run, limits.max_model_calls)
         self.compactor = Compactor(
             session,
             sink,
             seat.workspace,
-            models=lambda role: self.turns.model(role),  # in the turns' model-call slots
+            models=models.model,  # the summaries take model-call slots as the turns do
             window=run.window,
             files=writes.files_written,
             nursery=nursery,  # background summaries (None: every summary is waited for)
@@ -136,19 +122,19 @@ class Team:
             self.oversight,
             writes,
             self.planning,
+            models,
             self.background,
         )
-        self.port = _Port(
+        self.port = TeamPort(
             session,
-            sink,
-            run,
-            seat,
-            self.postbox,
-            self.scheduler,
-            self.turns,
-            self.oversight,
-            screen,
+            seat.session_id,
+            mail=self.postbox,
+            tasks=self.scheduler,
+            turns=self.turns,
+            oversight=self.oversight,
+            events=Outlet(sink, screen),
         )
+        self.scheduler.run_with(runner, self.port, self.background)
 
     @property
     def state(self) -> SessionState:
@@ -159,20 +145,37 @@ class Team:
         """A `trio.Event` set at the next change of a task or of the mail."""
         return self.changes.event
 
-    def _launch(self, task_id: str) -> None:
-        self.runner.start(task_id, self.port)
-
-    def _stop(self, task_id: str) -> None:
-        """Stop a task being cancelled: a call in the background, or a subagent."""
-        task = self.state.tasks.get(task_id)
-        if task is not None and task.kind == "tool":
-            if self.background is not None:
-                self.background.cancel(task_id)
-            return
-        self.runner.cancel(task_id)
-
     def turn_deps(self, agent: str) -> TurnDeps:
         return self.turns.turn_deps(agent)
+
+    def is_running(self, task_id: str) -> bool:
+        """Whether `task_id`'s loop runs (or waits for mail) in this team."""
+        return self.scheduler.is_running(task_id)
+
+    def restart(self, task_id: str) -> None:
+        """Run again a task that was live when the session stopped (its loop starts as a
+        new instance over the same context)."""
+        self.scheduler.resume(task_id)
+
+    async def start_ready(self) -> None:
+        """After a restart: act on every task waiting for its dependencies (they may have
+        settled while the session was down), then start pending tasks as the limits
+        allow."""
+        await self.scheduler.check_waiting()
+        self.scheduler.start_waiting()
+
+    async def recover_calls(self) -> list[str]:
+        """After a restart: the calls that ran in the background, each settled as
+        interrupted (never run again); their task ids."""
+        return await self.background.recover() if self.background is not None else []
+
+    async def wind_down(self) -> None:
+        """The host is done with the team: compactions asked for are dropped, and tasks
+        that settled a moment ago write their last records (a turn's end), for up to 10
+        seconds."""
+        await self.compactor.abandon()
+        with trio.move_on_after(10):
+            await self.scheduler.settled_loops_ended()
 
     async def say(self, text: str, *, priority: Priority = "urgent") -> Mail:
         """A message from the user to the main agent while the session runs: `urgent`
@@ -251,122 +254,3 @@ class Team:
 
 TeamHook = Callable[[Team], Awaitable[None] | None]
 """`RunSettings.on_team`: a function of the running team, plain or async."""
-
-
-class _Port:
-    """The `TaskPort` of a team: only what a task's loop needs, from the parts."""
-
-    def __init__(
-        self,
-        session: SessionLike,
-        sink: EventSink,
-        run: RunSettings,
-        seat: Seat,
-        postbox: Postbox,
-        scheduler: Scheduler,
-        turns: Turns,
-        oversight: Oversight,
-        screen: EventSink | None,  # shows, never journals: tasks journaled elsewhere
-    ) -> None:
-        self._session = session
-        self._sink = sink
-        self._screen = screen if screen is not None else NullSink()
-        self._run = run
-        self._seat = seat
-        self._postbox = postbox
-        self._scheduler = scheduler
-        self._turns = turns
-        self._oversight = oversight
-
-    @property
-    def state(self) -> SessionState:
-        return self._session.state
-
-    @property
-    def session_id(self) -> str:
-        return self._seat.session_id
-
-    def definition(self, task_id: str) -> AgentDefinition:
-        agent_type = queries.task(self._session.state, task_id).agent_type
-        return self._run.definitions.get(agent_type)
-
-    def turn_deps(self, agent: str) -> TurnDeps:
-        return self._turns.turn_deps(agent)
-
-    def redact(self, text: str) -> str:
-        return self._run.redact(text)
-
-    async def post(
-        self,
-        sender: str,
-        to: str,
-        task_id: str,
-        kind: MailKind,
-        summary: str,
-        *,
-        data: dict[str, Any] | None = None,
-        requires_ack: bool = False,
-    ) -> Mail:
-        return await self._postbox.post(
-            sender, to, task_id, kind, summary, data=data, requires_ack=requires_ack
-        )
-
-    async def set_state(
-        self,
-        task_id: str,
-        state: TaskState,
-        *,
-        by: str,
-        reason: str = "",
-        instance: str = "",
-        ran_on: RanOn | None = None,
-    ) -> None:
-        await self._scheduler.set_state(
-            task_id, state, by=by, reason=reason, instance=instance, ran_on=ran_on
-        )
-
-    async def deliver(
-        self, agent: str, *, at_least: Priority = "notify", only: Collection[str] | None = None
-    ) -> list[Mail]:
-        return await self._postbox.deliver(agent, at_least=at_least, only=only)
-
-    async def receive(self, record: MessagePosted) -> Mail | None:
-        return await self._postbox.receive(record)
-
-    async def wait_for_mail(self, agent: str, *, at_least: Priority = "urgent") -> None:
-        await self._postbox.wait_for_mail(agent, at_least=at_least)
-
-    def turn_over(self, agent: str) -> bool:
-        return self._oversight.turn_over(agent)
-
-    async def assess(self, agent: str, *, max_continues: int, must_report: bool) -> Assessment:
-        return await self._oversight.assess(
-            agent, max_continues=max_continues, must_report=must_report
-        )
-
-    async def end_open_turn(self, agent: str, reason: TurnEndReason) -> None:
-        await self._turns.end_open_turn(agent, reason)
-
-    async def nudge(self, agent: str, text: str) -> None:
-        await self._turns.nudge(agent, text)
-
-    async def revive(self, task_id: str, *, by: str) -> None:
-        await self._scheduler.revive(task_id, by=by)
-
-    def take_resumed(self, task_id: str) -> bool:
-        return self._scheduler.take_resumed(task_id)
-
-    async def task_ended(self, task_id: str) -> None:
-        await self._scheduler.task_ended(task_id)
-
-    async def tell(self, notice: Notice) -> None:
-        await self._sink.emit(notice)
-
-    async def count(self, used: TaskUsed) -> None:
-        await self._sink.emit(used)
-
-    async def approve(self, agent: str, call: ToolCall) -> Answer:
-        return await self._turns.approver(agent)(call)
-
-    async def show(self, event: Event) -> None:
-        await self._screen.emit(event)

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import collections
 import contextlib
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Protocol
 
 import trio
 
@@ -29,37 +30,39 @@ from orchestrator.state.events import EventSink
 from orchestrator.state.tasks import SETTLED, RanOn, TaskChanged, TaskRecord, TaskState, now_ms
 from orchestrator.team import queries
 from orchestrator.team.ids import free_id
-from orchestrator.team.port import SessionLike
-from orchestrator.team.postbox import Changes
+from orchestrator.team.port import Runner, SessionLike, TaskPort
+from orchestrator.team.postbox import Changes, Postbox
 
-Tell = Callable[[str, str, str, dict[str, str]], Awaitable[object]]
-"""Post a `risk_alert` from a task to its owner: (task, owner, summary, data)."""
+
+class Cancels(Protocol):
+    """What stops a task's run: the runner, or the calls in the background."""
+
+    def cancel(self, task_id: str) -> None: ...
 
 
 class Scheduler:
-    """Task states, the pending queue, and the task loops of one session. `launch`
-    starts a task's loop (the runner's `start`), `stop` cancels it."""
+    """Task states, the pending queue, and the task loops of one session. Task loops
+    start once the team is whole (`run_with`): each is given the team's port, which
+    holds this scheduler, so the port is made after it."""
 
     def __init__(
         self,
         session: SessionLike,
         sink: EventSink,
         changes: Changes,
+        postbox: Postbox,
         max_live: int,
         *,
-        launch: Callable[[str], None],
-        stop: Callable[[str], None],
-        tell: Tell | None = None,
         role_limit: Callable[[str], int | None] = lambda role: None,
     ) -> None:
         self._session = session
         self._sink = sink
         self._changes = changes
+        self._postbox = postbox  # tells an owner its task was cancelled for a dependency
         self._max_live = max_live
-        self._launch = launch
-        self._stop = stop
-        self._tell = tell
         self._role_limit = role_limit  # an agent type's own limit on its live tasks
+        self._runs: tuple[Runner, TaskPort] | None = None  # where loops run, given what
+        self._calls: Cancels | None = None  # the calls in the background, if any run
         # Ids given to delegations whose records are still on their way to the fold.
         self._reserved: set[str] = set()
         self._started: set[str] = set()  # tasks whose loops run (or wait for mail)
@@ -75,6 +78,25 @@ class Scheduler:
             if t.state == "pending" and t.kind == "agent"
         )
         self._loops_ended = trio.Event()
+
+    def run_with(self, runner: Runner, port: TaskPort, calls: Cancels | None = None) -> None:
+        """Start task loops from now on on `runner`, each given `port`; `calls` stops a
+        call in the background being cancelled (None: none runs)."""
+        self._runs, self._calls = (runner, port), calls
+
+    def _launch(self, task_id: str) -> None:
+        assert self._runs is not None, "no task loop starts before run_with"
+        runner, port = self._runs
+        runner.start(task_id, port)
+
+    def _stop(self, task_id: str) -> None:
+        """Stop a task being cancelled: a call in the background, or a subagent."""
+        task = self._session.state.tasks.get(task_id)
+        if task is not None and task.kind == "tool":
+            if self._calls is not None:
+                self._calls.cancel(task_id)
+        elif self._runs is not None:
+            self._runs[0].cancel(task_id)
 
     @contextlib.contextmanager
     def new_task_id(self) -> Iterator[str]:
@@ -291,10 +313,11 @@ class Scheduler:
         fold tells whether it was posted (`progress_seq` past `changed_seq`), and a
         restart between the two records posts it then (`check_waiting`)."""
         task = queries.task(self._session.state, task_id)
-        if self._tell is None or task.progress_seq > task.changed_seq:
+        if task.progress_seq > task.changed_seq:
             return
         summary = f"task cancelled: {task.reason}"
-        await self._tell(task_id, task.owner, summary, {"dependency": task.dependency})
+        data = {"dependency": task.dependency}
+        await self._postbox.post(task_id, task.owner, task_id, "risk_alert", summary, data=data)
 
     async def check_waiting(self) -> None:
         """After a restart: act on every waiting task (its dependencies may have settled

@@ -21,16 +21,16 @@ async def run_task(port: TaskPort, task_id: str, *, where: RanOn | None = None) 
     """Work task `task_id` until it settles: completed, failed or cancelled. Each run it
     starts (a new instance) is journaled as running `where` (None: this process)."""
     where = where or RanOn.here()
-    definition = port.definition(task_id)
+    definition = port.turns.definition(task_id)
     context = port.state.agents[task_id]
-    deps = port.turn_deps(task_id)
+    deps = port.turns.turn_deps(task_id)
     await _begin(port, task_id, where)
     while True:
         task = queries.task(port.state, task_id)
         if task.state in SETTLED:
             if task.state == "completed" and queries.mail_from_owner(port.state, task_id):
                 # Its owner wrote while its last call (complete) ran: act on that too.
-                await port.set_state(
+                await port.tasks.set_state(
                     task_id, "running", by=task_id, instance=_next(task), ran_on=where
                 )
                 continue
@@ -43,18 +43,18 @@ async def run_task(port: TaskPort, task_id: str, *, where: RanOn | None = None) 
             # Parked without holding a call open: the owner's answer (or a child's news)
             # starts the next turn.
             floor: Priority = "notify" if task.state == "waiting_decision" else "urgent"
-            await port.wait_for_mail(task_id, at_least=floor)
-            await port.set_state(task_id, "running", by=task_id)
+            await port.mail.wait_for_mail(task_id, at_least=floor)
+            await port.tasks.set_state(task_id, "running", by=task_id)
             continue
-        await port.deliver(task_id)
-        if port.turn_over(task_id):
-            await port.end_open_turn(task_id, "completed")
-            verdict = await port.assess(
+        await port.mail.deliver(task_id)
+        if port.oversight.turn_over(task_id):
+            await port.turns.end_open_turn(task_id, "completed")
+            verdict = await port.oversight.assess(
                 task_id, max_continues=definition.max_continues, must_report=True
             )
             reasons = "; ".join(verdict.reasons)
             if verdict.action == "await_tasks":
-                await port.set_state(
+                await port.tasks.set_state(
                     task_id, "waiting_children", by=task_id, reason="waits for its own tasks"
                 )
                 continue
@@ -78,7 +78,7 @@ async def _blocked(port: TaskPort, task_id: str, reasons: str) -> None:
     failed work): its owner is told, as if it had reported itself blocked, and it waits
     for the answer."""
     task = queries.task(port.state, task_id)
-    await port.post(
+    await port.mail.post(
         task_id,
         task.owner,
         task_id,
@@ -87,7 +87,7 @@ async def _blocked(port: TaskPort, task_id: str, reasons: str) -> None:
         data={"category": "stalled"},
         requires_ack=True,
     )
-    await port.set_state(task_id, "waiting_decision", by=task_id, reason=reasons)
+    await port.tasks.set_state(task_id, "waiting_decision", by=task_id, reason=reasons)
 
 
 async def _begin(port: TaskPort, task_id: str, where: RanOn) -> None:
@@ -95,10 +95,12 @@ async def _begin(port: TaskPort, task_id: str, where: RanOn) -> None:
     the calls its last reply left without a result settled."""
     task = queries.task(port.state, task_id)
     if task.state == "pending":
-        await port.set_state(task_id, "running", by=task_id, instance=_next(task), ran_on=where)
-    elif port.take_resumed(task_id):
+        await port.tasks.set_state(
+            task_id, "running", by=task_id, instance=_next(task), ran_on=where
+        )
+    elif port.tasks.take_resumed(task_id):
         # Running again in a new process (after a restart): a new instance, same context.
-        await port.set_state(
+        await port.tasks.set_state(
             task_id,
             task.state,
             by=task_id,
@@ -106,10 +108,10 @@ async def _begin(port: TaskPort, task_id: str, where: RanOn) -> None:
             instance=_next(task),
             ran_on=where,
         )
-    ended = await settle_pending_calls(port.state.agents[task_id], port.turn_deps(task_id))
+    ended = await settle_pending_calls(port.state.agents[task_id], port.turns.turn_deps(task_id))
     if ended or queries.repeating(port.state, task_id):
         # A call cut off by the crash ended the turn when it ran again (ask_decision).
-        await port.end_open_turn(task_id, "yielded")
+        await port.turns.end_open_turn(task_id, "yielded")
 
 
 def _next(task: TaskRecord) -> str:
@@ -122,22 +124,24 @@ async def fail(port: TaskPort, task_id: str, reason: str, *, retry: bool = True)
     and some are left (and `retry`: not for a spent budget or deadline), start its next
     attempt over the same context."""
     task = queries.task(port.state, task_id)
-    retries = port.definition(task_id).retries
+    retries = port.turns.definition(task_id).retries
     again = retry and task.attempts <= retries
     with trio.CancelScope(shield=True):
-        await port.end_open_turn(task_id, "failed")
-        await port.set_state(task_id, "failed", by=task_id, reason=reason)
+        await port.turns.end_open_turn(task_id, "failed")
+        await port.tasks.set_state(task_id, "failed", by=task_id, reason=reason)
         note = f"; retrying (attempt {task.attempts + 1} of {retries + 1})" if again else ""
-        await port.post(task_id, task.owner, task_id, "risk_alert", f"task failed: {reason}{note}")
+        await port.mail.post(
+            task_id, task.owner, task_id, "risk_alert", f"task failed: {reason}{note}"
+        )
         if again:
             context = port.state.agents[task_id]
             if not context.open_calls:
-                await port.nudge(
+                await port.turns.nudge(
                     task_id,
                     f"Your previous attempt failed: {reason}. This is attempt "
                     f"{task.attempts + 1} of {retries + 1}: go on from where you are.",
                 )
-            await port.revive(task_id, by=task_id)
+            await port.tasks.revive(task_id, by=task_id)
 
 
 async def _within_deadline(port: TaskPort, task_id: str, where: RanOn | None) -> None:
@@ -164,12 +168,12 @@ async def work_task(
         try:
             await _within_deadline(port, task_id, where)
         except ModelError as exc:
-            await fail(port, task_id, port.redact(f"model call failed: {exc}"))
+            await fail(port, task_id, port.turns.redact(f"model call failed: {exc}"))
         except Exception as exc:
-            detail = port.redact(f"{type(exc).__name__}: {exc}")
+            detail = port.turns.redact(f"{type(exc).__name__}: {exc}")
             await fail(port, task_id, f"crashed: {detail}")
     if scope.cancelled_caught:
-        await port.end_open_turn(task_id, "cancelled")
+        await port.turns.end_open_turn(task_id, "cancelled")
 
 
 class InProcessRunner:
@@ -200,4 +204,4 @@ class InProcessRunner:
                 del self._scopes[task_id]
             # (A task it left failed or cancelled settles the tasks waiting for it here:
             # cut off by the team's end, that is done on resume.)
-            await port.task_ended(task_id)
+            await port.tasks.task_ended(task_id)

@@ -39,7 +39,7 @@ from orchestrator.tools.coordination import (
     main_tools,
     subagent_tools,
 )
-from orchestrator.tools.permissions import Approver, PermissionPolicy, parse_rules
+from orchestrator.tools.permissions import Answer, Approver, PermissionPolicy, parse_rules
 from orchestrator.tools.planning import Replan, SubmitPlan
 from orchestrator.tools.recall import Recall
 from orchestrator.tools.task_output import ReadTaskOutput
@@ -63,6 +63,7 @@ class Turns:
         oversight: Oversight,
         writes: Writes,
         planning: Planning,
+        models: ModelCalls,
         background: BackgroundCalls | None = None,
     ) -> None:
         self._run = run
@@ -78,7 +79,7 @@ class Turns:
         self._oversight = oversight
         self._writes = writes
         self._approval = trio.Lock()  # one question at a time on the one terminal
-        self._model_slots = trio.Semaphore(seat.limits.max_model_calls)
+        self._models = models
         self._deps: dict[str, TurnDeps] = {}
         self._role_tools: dict[str, ToolRegistry] = {}  # one registry (and schema) per role
 
@@ -97,7 +98,7 @@ class Turns:
             rules = [*policy.rules, *parse_rules(list(definition.allow))]
             policy = PermissionPolicy(rules=rules, default=policy.default)
         deps = TurnDeps(
-            model=self.model(role),
+            model=self._models.model(role),
             tools=tools,
             context=ToolContext(
                 workspace=seat.workspace,
@@ -148,10 +149,6 @@ class Turns:
         window = window_of(self._run.window(role), learned, self._seat.settings.max_tokens)
         return window.usable if window is not None else 0
 
-    def model(self, role: str) -> Model:
-        """`role`'s model, its calls taking one of the session's model-call slots."""
-        return _Limited(self._run.model_for(role), self._model_slots)
-
     def _tools(self, definition: AgentDefinition | None) -> ToolRegistry:
         """The tools of a role, built once for all its agents: the same objects, so
         their JSON schemas are made once (and the request prefix is the same)."""
@@ -198,6 +195,17 @@ class Turns:
         if task is None:
             return "the main agent"
         return f"task {agent} ({task.agent_type}: {task.description})"
+
+    def definition(self, task_id: str) -> AgentDefinition:
+        """The type of the agent working task `task_id`."""
+        agent_type = queries.task(self._session.state, task_id).agent_type
+        return self._run.definitions.get(agent_type)
+
+    def redact(self, text: str) -> str:
+        return self._run.redact(text)
+
+    async def approve(self, agent: str, call: ToolCall) -> Answer:
+        return await self.approver(agent)(call)
 
     def approver(self, agent: str) -> Approver:
         """Who answers `agent`'s calls that the rules ask about (one question at a time
@@ -256,6 +264,19 @@ class Turns:
                 await self._sink.emit(
                     TurnEnded(agent=agent, reason=reason, rounds=0), durable=agent == MAIN
                 )
+
+
+class ModelCalls:
+    """The run's models, each call taking one of the session's model-call slots: the
+    turns' calls and the compactor's summaries alike."""
+
+    def __init__(self, run: RunSettings, slots: int) -> None:
+        self._run = run
+        self._slots = trio.Semaphore(slots)
+
+    def model(self, role: str) -> Model:
+        """`role`'s model, its calls taking one of the slots."""
+        return _Limited(self._run.model_for(role), self._slots)
 
 
 class _Limited:

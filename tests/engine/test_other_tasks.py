@@ -78,17 +78,13 @@ async def writes_of(
     other tasks read from there (unless `others` is False: what a team knew before)."""
     db = Patience(_ignore)
     session = await TaskSession.load(journals.store, f"{SESSION}/{task}", db)
-    postbox = Postbox(session, session, Caps(), Changes(), _no_revival)
+    postbox = Postbox(session, session, Caps(), Changes())
     source = SessionTasks(journals.store, SESSION, db) if others else None
     return Writes(session, postbox, source), session
 
 
 async def _ignore(notice: object) -> None:
     pass
-
-
-async def _no_revival(task_id: str, by: str) -> None:
-    raise AssertionError("nothing is revived here")
 
 
 def alerts(session: TaskSession) -> list[str]:

@@ -8,7 +8,7 @@ a session in memory, with no team and no runner."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import trio
 import trio.testing
@@ -18,8 +18,10 @@ from orchestrator.models.base import ModelRequest
 from orchestrator.models.scripted import ScriptedReply
 from orchestrator.session.live import MemorySession
 from orchestrator.state.events import AgentStarted, decode_record
+from orchestrator.state.mailbox import Caps
 from orchestrator.state.tasks import TaskChanged, TaskCreated
-from orchestrator.team.postbox import Changes
+from orchestrator.team.port import TaskPort
+from orchestrator.team.postbox import Changes, Postbox
 from orchestrator.team.queries import MAIN
 from orchestrator.team.scheduler import Scheduler
 from orchestrator.tools import Workspace
@@ -690,9 +692,17 @@ async def test_cancelling_a_subtree_cancels_its_waiting_tasks_too(
 async def test_a_plan_task_waits_out_a_scope_conflict_then_starts() -> None:
     session = MemorySession()
     launched: list[str] = []
-    scheduler = Scheduler(
-        session, session, Changes(), 8, launch=launched.append, stop=lambda task_id: None
-    )
+
+    class Launches:
+        def start(self, task_id: str, port: TaskPort) -> None:
+            launched.append(task_id)
+
+        def cancel(self, task_id: str) -> None:
+            pass
+
+    changes = Changes()
+    scheduler = Scheduler(session, session, changes, Postbox(session, session, Caps(), changes), 8)
+    scheduler.run_with(Launches(), cast(TaskPort, None))  # no loop runs: no port is used
 
     async def create(task: str, scope: list[str], **fields: Any) -> None:
         await session.emit(

@@ -1193,4 +1193,7 @@ async def test_a_runner_gets_a_task_id_and_a_port_not_the_team(workspace: Worksp
     assert task_id == "t1"
     assert port is team.port
     assert not isinstance(port, Team)
+    # The port is the team's parts themselves, nothing forwarded.
+    parts = (port.mail, port.tasks, port.turns, port.oversight)
+    assert parts == (team.postbox, team.scheduler, team.turns, team.oversight)
     assert port.state.tasks.tasks["t1"].state == "completed"
