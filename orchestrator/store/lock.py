@@ -13,7 +13,10 @@ and nothing is ever broken by hand. The file itself stays (removing it would let
 processes lock two different files of the same name); releasing empties it.
 
 The descriptor is close-on-exec, so a child process (a shell tool's command) does not
-inherit the lock and keep it after we exit. `flock` is advisory and local: it does not
+inherit the lock and keep it after we exit. A child forked a moment before its parent was
+killed holds it until it execs (on a loaded machine, that moment can last): a lock whose
+named holder is a process of this host that no longer runs is waited for, up to `wait`
+seconds (5 by default), before it counts as held. `flock` is advisory and local: it does not
 protect a session directory on a network file system shared by two machines.
 """
 
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -67,10 +71,15 @@ class SessionLock:
     """The lock on one session; `path` is its lock file (created if missing)."""
 
     def __init__(
-        self, path: os.PathLike[str] | str, *, now: Callable[[], datetime] = _utc_now
+        self,
+        path: os.PathLike[str] | str,
+        *,
+        now: Callable[[], datetime] = _utc_now,
+        wait: float = 5.0,
     ) -> None:
         self._path = Path(path)
         self._now = now
+        self._wait = wait  # for a lock whose named holder has died (module docstring)
         self._fd: int | None = None
 
     @property
@@ -86,17 +95,24 @@ class SessionLock:
         naming the current holder if another holds it."""
         if self._fd is not None:
             raise RuntimeError(f"{self._path} is already held by this SessionLock")
-        fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = LockHolder.parse(os.pread(fd, 4096, 0))
-            os.close(fd)
-            raise _locked_error(self._path, holder) from None
-        except BaseException:
-            os.close(fd)
-            raise
         import socket  # here, not above: reading a lock (sessions list, show) never needs it
+
+        fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        deadline = time.monotonic() + self._wait
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                holder = LockHolder.parse(os.pread(fd, 4096, 0))
+                if _gone(holder, socket.gethostname()) and time.monotonic() < deadline:
+                    time.sleep(0.02)  # its forked child is about to exec (or exit)
+                    continue
+                os.close(fd)
+                raise _locked_error(self._path, holder) from None
+            except BaseException:
+                os.close(fd)
+                raise
 
         pid, host, since = os.getpid(), socket.gethostname(), self._now().astimezone(UTC)
         try:
@@ -149,6 +165,19 @@ def lock_holder(path: os.PathLike[str] | str) -> LockHolder | None:
         return None
     finally:
         os.close(fd)
+
+
+def _gone(holder: LockHolder, host: str) -> bool:
+    """Whether the lock's named holder is a process of this host that no longer runs."""
+    if holder.pid is None or holder.host != host:
+        return False
+    try:
+        os.kill(holder.pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
 
 
 def _locked_error(path: Path, holder: LockHolder) -> SessionLocked:

@@ -123,3 +123,46 @@ async def test_a_child_process_does_not_inherit_the_lock(tmp_path: Path) -> None
             assert process.returncode is None
     finally:
         await kill(process)
+
+
+async def test_a_lock_held_by_the_fork_of_a_dead_holder_is_waited_for(tmp_path: Path) -> None:
+    # The demo's kill can land as the shell tool forks: the fork holds the lock until it
+    # execs. The named holder is dead, so the next acquire waits rather than failing.
+    path = tmp_path / "lock"
+    command = [sys.executable, str(CHILD), str(path), "--forked"]
+    process = await trio.lowlevel.open_process(
+        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    assert process.stdin is not None
+    assert process.stdout is not None
+    with trio.fail_after(30):
+        line = await process.stdout.receive_some()
+        await process.wait()  # the named holder is gone; its fork holds on
+    pid = int(line.split()[1])
+    with pytest.raises(SessionLocked, match=f"in use by pid {pid}@"):
+        SessionLock(path, wait=0.05).acquire()  # not released within the wait: held
+    async with trio.open_nursery() as nursery:
+        taken = trio.Event()
+
+        async def take() -> None:
+            lock = SessionLock(path, wait=60)
+            holder = await trio.to_thread.run_sync(lock.acquire)
+            assert holder.pid == os.getpid()
+            lock.release()
+            taken.set()
+
+        nursery.start_soon(take)
+        await process.stdin.aclose()  # the fork exits, and the lock is free
+        with trio.fail_after(30):
+            await taken.wait()
+    await process.stdout.aclose()
+
+
+async def test_a_live_holder_is_not_waited_for(tmp_path: Path) -> None:
+    path = tmp_path / "lock"
+    process, pid = await start_holder(path)
+    try:
+        with pytest.raises(SessionLocked, match=f"in use by pid {pid}@"):
+            SessionLock(path, wait=3600).acquire()  # would hang if it waited
+    finally:
+        await kill(process)
