@@ -12,12 +12,17 @@ from typing import Any
 
 import pytest
 
+from orchestrator import (
+    AgentContext,
+    AgentStarted,
+    FanOut,
+    ListSink,
+    MemorySession,
+    ScriptedModel,
+    SystemMessage,
+    UserMessage,
+)
 from orchestrator.agent import TurnDeps
-from orchestrator.messages import SystemMessage, UserMessage
-from orchestrator.models.scripted import ScriptedModel
-from orchestrator.session.live import MemorySession
-from orchestrator.state.context import AgentContext
-from orchestrator.state.events import AgentStarted, FanOut, ListSink
 from orchestrator.tools import ToolContext, ToolRegistry, Workspace, workspace_tools
 
 _real_connect = socket.socket.connect

@@ -19,12 +19,19 @@ from typing import Any
 
 import orjson
 
-from orchestrator.messages import SystemMessage, Usage, UserMessage
+from orchestrator import (
+    AgentStarted,
+    ScriptedCall,
+    ScriptedModel,
+    ScriptedReply,
+    SystemMessage,
+    Usage,
+    UserMessage,
+)
 from orchestrator.models import Model, ModelRequest
-from orchestrator.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply, parse_script
+from orchestrator.models.scripted import parse_script
 from orchestrator.session import MemorySession, create_session
 from orchestrator.state import FanOut, ListSink, Mail, SessionSettings
-from orchestrator.state.events import AgentStarted
 from orchestrator.state.mailbox import MailHistory
 from orchestrator.team import MainOutcome, Policy, RunSettings, Seat, Team, open_team, run_main
 from orchestrator.team.queries import MAIN

@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from orchestrator.state.manifest import FORMAT_VERSION
-from orchestrator.tools.sandbox import Sandbox
+from orchestrator.tools import Sandbox
 from tests.conftest import run_on_terminal
 from tests.scenes import call, orchestrator
 
@@ -337,9 +337,7 @@ async def test_the_transcript_shows_control_characters_instead_of_obeying_them(
 ) -> None:
     import io
 
-    from orchestrator.cli.render import TranscriptSink
-    from orchestrator.messages import ToolResult
-    from orchestrator.state.events import Notice, TextStreamed, ToolCallFinished
+    from orchestrator import Notice, TextStreamed, ToolCallFinished, ToolResult, TranscriptSink
 
     for color in (True, False):
         out = io.StringIO()
@@ -541,8 +539,7 @@ def test_a_snapshot_that_cannot_be_written_is_a_warning_not_a_failure(
 async def test_a_tools_progress_is_one_dim_line_under_its_agent() -> None:
     import io
 
-    from orchestrator.cli.render import TranscriptSink
-    from orchestrator.state.events import ToolProgress
+    from orchestrator import ToolProgress, TranscriptSink
 
     out = io.StringIO()
     sink = TranscriptSink(out, color=False)

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator import Definitions, ToolResult
 from orchestrator.errors import ConfigError
-from orchestrator.messages import ToolResult
 from orchestrator.models.resolve import resolve_model
-from orchestrator.team.definitions import WORKER, Definitions
+from orchestrator.team.definitions import WORKER
 from orchestrator.team.queries import MAIN
 from orchestrator.tools import Workspace
 from tests.scenes import Scene, c, reply, steps

@@ -12,19 +12,30 @@ import orjson
 import pytest
 import trio
 
+from orchestrator import (
+    AssistantMessage,
+    ContextCompacted,
+    ModelRequest,
+    RunSettings,
+    ScriptedCall,
+    ScriptedModel,
+    ScriptedReply,
+    SystemMessage,
+    Team,
+    UserMessage,
+    create_session,
+    drive,
+    load_state,
+    open_session,
+)
 from orchestrator.errors import CompactionFailed
 from orchestrator.layout import FORMAT_VERSION, LOCK
 from orchestrator.loop.anchors import HEADER
-from orchestrator.loop.compaction import ContextCompacted
-from orchestrator.messages import AssistantMessage, SystemMessage, UserMessage
-from orchestrator.models.base import COMPACTOR, ModelRequest
-from orchestrator.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply
-from orchestrator.session.live import JOURNAL, create_session, load_state, open_session
-from orchestrator.state.events import decode_record
+from orchestrator.models.base import COMPACTOR
+from orchestrator.session.live import JOURNAL
+from orchestrator.state import decode_record
 from orchestrator.store import SessionLock, scan_journal
 from orchestrator.team.anchoring import SUMMARY_HEADER
-from orchestrator.team.drive import RunSettings, drive
-from orchestrator.team.runtime import Team
 from tests.cli.test_cli import ROOT, orchestrator, sessions_root  # noqa: F401  (an autouse fixture)
 from tests.scenes import run_settings
 

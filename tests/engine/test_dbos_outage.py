@@ -17,19 +17,24 @@ pytest.importorskip("dbos")
 
 import psycopg
 
-from orchestrator.cli.render import TranscriptSink
-from orchestrator.engine import dbos_runner
-from orchestrator.models.scripted import ScriptedModel, parse_script
-from orchestrator.session.live import create_session, load_state, open_session
-from orchestrator.state.events import (
+from orchestrator import (
     EngineBack,
     EngineWaiting,
     Event,
+    RunResult,
+    RunSettings,
+    ScriptedModel,
     ToolCallStarted,
-    event_from_json,
+    TranscriptSink,
+    create_session,
+    drive,
     event_json,
+    load_state,
+    open_session,
 )
-from orchestrator.team.drive import RunResult, RunSettings, drive
+from orchestrator.engine import dbos_runner
+from orchestrator.models.scripted import parse_script
+from orchestrator.state.events import event_from_json
 from orchestrator.tools import PermissionPolicy, approve_all, workspace_tools
 from tests.crash.harness import cli
 from tests.engine.postgres import Postgres

@@ -15,10 +15,9 @@ from typing import Any
 import orjson
 import pytest
 
-from orchestrator.cli.main import main
+from orchestrator import SessionSettings, create_session, load_state
+from orchestrator.cli import main
 from orchestrator.cli.parser import EXIT_USAGE
-from orchestrator.session.live import create_session, load_state
-from orchestrator.state.settings import SessionSettings
 
 pytest.importorskip("dbos")
 

@@ -21,8 +21,7 @@ import trio
 
 pytest.importorskip("dbos")
 
-from orchestrator.session.live import create_session
-from orchestrator.state.settings import SessionSettings
+from orchestrator import SessionSettings, create_session
 from tests.crash.harness import cli
 from tests.engine.test_workers import TWO_TASKS
 from tests.engine.workers import start_worker
@@ -246,8 +245,9 @@ def test_a_hidden_password_is_asked_for_by_its_flag(tmp_path: Path, ran: Ran) ->
 def test_the_library_s_report_reads_them_with_a_reader(ran: Ran) -> None:
     """`session_report(..., workers=...)`: the reader of the engine's database is handed
     in (session/ reads none); without one, the report says they are not read."""
+    from orchestrator import session_report
     from orchestrator.engine.shown import read_worker_records
-    from orchestrator.session.inspection import OnWorkers, session_report
+    from orchestrator.session.inspection import OnWorkers
     from orchestrator.session.on_workers import NO_READER
 
     url = f"sqlite:///{ran.database}"

@@ -12,27 +12,26 @@ import trio
 import trio.testing
 from msgspec.structs import replace
 
-from orchestrator.loop.assessment import (
-    AgentProgress,
+from orchestrator import (
     Assessed,
     Budgets,
-    RefusedCall,
+    ModelRequest,
+    Policy,
+    Price,
+    ScriptedReply,
     Situation,
-    Spent,
+    TodoList,
+    TodosChanged,
+    Usage,
     Verified,
     assess,
-    continuation_note,
-    over_budget,
 )
-from orchestrator.loop.todos import TodoList, TodosChanged, write
-from orchestrator.messages import Usage
-from orchestrator.models.base import ModelRequest
-from orchestrator.models.scripted import ScriptedReply
-from orchestrator.team.oversight import Policy
+from orchestrator.loop import continuation_note
+from orchestrator.loop.assessment import AgentProgress, RefusedCall, Spent, over_budget
+from orchestrator.loop.todos import write
 from orchestrator.team.queries import MAIN
 from orchestrator.tools import Workspace
 from orchestrator.tools.todos import TodoSpec
-from orchestrator.usage import Price
 from tests.scenes import Scene, c, last_text, reply, steps
 
 

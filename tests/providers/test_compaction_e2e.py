@@ -26,8 +26,9 @@ from sdk_types import (
     openai_usage,
 )
 
+from orchestrator import load_state
 from orchestrator.loop.summary import SECTIONS
-from orchestrator.session.live import JOURNAL, load_state
+from orchestrator.session.live import JOURNAL
 from orchestrator.store import scan_journal
 
 FILE_CHARS = 6_000

@@ -25,10 +25,10 @@ from sdk_types import (
     openai_chunk,
 )
 
+from orchestrator import AssistantMessage, Model, ModelRequest, UserMessage
 from orchestrator.errors import ContextTooLong
-from orchestrator.messages import AssistantMessage, UserMessage
+from orchestrator.models import collect
 from orchestrator.models.anthropic import AnthropicEndpoint, AnthropicModel
-from orchestrator.models.base import Model, ModelRequest, collect
 from orchestrator.models.failures import classify, error_from_response
 from orchestrator.models.http import HttpOptions, RetryPolicy, Timeouts
 from orchestrator.models.openai import OpenAIChatModel, OpenAIEndpoint

@@ -23,6 +23,7 @@ from sdk_types import (
     openai_chunk,
 )
 
+from orchestrator import AssistantMessage, Model, ModelRequest, UserMessage
 from orchestrator.errors import (
     ContextTooLong,
     ModelError,
@@ -32,9 +33,8 @@ from orchestrator.errors import (
     ProviderRateLimited,
     ProviderTransient,
 )
-from orchestrator.messages import AssistantMessage, UserMessage
+from orchestrator.models import ModelEvent, TextDelta, collect
 from orchestrator.models.anthropic import AnthropicEndpoint, AnthropicModel
-from orchestrator.models.base import Model, ModelEvent, ModelRequest, TextDelta, collect
 from orchestrator.models.http import HttpOptions, RetryPolicy, Timeouts
 from orchestrator.models.openai import OpenAIChatModel, OpenAIEndpoint
 

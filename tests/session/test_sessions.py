@@ -16,15 +16,9 @@ import msgspec
 import orjson
 import pytest
 
-from orchestrator.messages import ToolResult
-from orchestrator.session.check import verify
-from orchestrator.session.live import (
-    JOURNAL,
-    LOCK,
-    SNAPSHOT,
-    load_state,
-    read_manifest,
-)
+from orchestrator import ToolResult, load_state
+from orchestrator.session import verify
+from orchestrator.session.live import JOURNAL, LOCK, SNAPSHOT, read_manifest
 from orchestrator.session.replay import read_snapshot
 from orchestrator.state.manifest import FORMAT_VERSION
 from orchestrator.store import SessionLock, scan_journal

@@ -13,13 +13,21 @@ import pytest
 import trio
 
 import orchestrator.session.live as session_module
-from orchestrator.messages import ToolResult
-from orchestrator.models.scripted import ScriptedModel, parse_script
-from orchestrator.session.live import JOURNAL, SNAPSHOT, create_session, load_state, open_session
+from orchestrator import (
+    RunResult,
+    RunSettings,
+    ScriptedModel,
+    SessionStatusChanged,
+    ToolResult,
+    create_session,
+    drive,
+    load_state,
+    open_session,
+)
+from orchestrator.models.scripted import parse_script
+from orchestrator.session.live import JOURNAL, SNAPSHOT
 from orchestrator.session.replay import read_snapshot
-from orchestrator.state.events import SessionStatusChanged
 from orchestrator.store import JournalMark, scan_journal, write_atomic
-from orchestrator.team.drive import RunResult, RunSettings, drive
 from tests.scenes import run_settings, scripted_session
 from tests.team.engines import Engine
 
@@ -290,9 +298,7 @@ async def test_the_library_gets_the_team_and_can_speak_to_the_main_agent(
     finished: tuple[Path, str, Path],
     engine: Engine,
 ) -> None:
-    from orchestrator.models.base import ModelRequest
-    from orchestrator.models.scripted import ScriptedReply
-    from orchestrator.team.runtime import Team
+    from orchestrator import ModelRequest, ScriptedReply, Team
 
     teams: list[Team] = []
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import orjson
 import pytest
 
+from orchestrator import Grant, PermissionPolicy, Rule, ToolCall
 from orchestrator.cli.prompt import describe_call, make_prompt
-from orchestrator.messages import ToolCall
-from orchestrator.tools.permissions import Grant, PermissionPolicy, Rule, parse_rules
+from orchestrator.tools.permissions import parse_rules
 from tests.conftest import run_on_terminal
 
 
@@ -106,7 +106,7 @@ async def test_answers(typed: list[str], expected: object) -> None:
 
 def test_a_grant_is_journaled_and_kept_by_a_resume(tmp_path: Path) -> None:
 
-    from orchestrator.session.replay import load_state
+    from orchestrator import load_state
 
     script = tmp_path / "script.json"
     calls = [{"name": "shell", "arguments": {"command": f"echo {i} >> log"}} for i in range(3)]

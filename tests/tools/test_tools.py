@@ -12,6 +12,7 @@ from orchestrator.tools import (
     Grep,
     ListFiles,
     ReadFile,
+    Sandbox,
     Shell,
     ToolContext,
     Workspace,
@@ -24,7 +25,6 @@ from orchestrator.tools.files import (
     ReadFileArgs,
     WriteFileArgs,
 )
-from orchestrator.tools.sandbox import Sandbox
 from orchestrator.tools.shell import ShellArgs
 
 

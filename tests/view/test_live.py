@@ -11,8 +11,7 @@ import pytest
 import trio
 from rich.console import Console
 
-from orchestrator.state.events import AgentStarted, SessionStatusChanged, ToolProgress
-from orchestrator.state.tasks import TaskCreated
+from orchestrator import AgentStarted, SessionStatusChanged, TaskCreated, ToolProgress
 from orchestrator.view import ViewModel, open_live_view
 
 
