@@ -13,6 +13,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -92,6 +93,20 @@ def scripted_session(
         root, goal=goal, model=f"scripted:{path}", workspace=None
     )
     return root, session_id, directory
+
+
+def journaled_session(root: Path, script: Path, goal: str = "g", **settings: Any) -> str:
+    """A session made under `root`, never run, whose model plays the script file `script`,
+    with `settings` journaled as `run` journals them: its id."""
+    session_id, _ = create_session(
+        root,
+        goal=goal,
+        model=f"scripted:{script}",
+        workspace=None,
+        settings=SessionSettings(**settings),
+        source="run",
+    )
+    return session_id
 
 
 class HistorySession(MemorySession):
@@ -230,6 +245,12 @@ def question_id(request: ModelRequest) -> str:
     return found[-1]
 
 
+def assert_in(text: str, *pieces: str) -> None:
+    """Each of `pieces` is in `text`; a failure names every piece missing, then the text."""
+    missing = [piece for piece in pieces if piece not in text]
+    assert not missing, f"missing {missing} from:\n{text}"
+
+
 def orchestrator(
     *args: str,
     module: str = "orchestrator",
@@ -275,3 +296,22 @@ def first_line_then_kill(code: str, *args: str) -> str:
         line = child.stdout.readline()
         child.send_signal(signal.SIGKILL)
     return line
+
+
+def alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie waiting for its reaper does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def gone_soon(pid: int) -> bool:
+    """Whether `pid` dies within 10 s: a SIGKILL is delivered, not awaited."""
+    deadline = time.monotonic() + 10
+    while alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        os.sched_yield()
+    return True

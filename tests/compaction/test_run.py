@@ -63,15 +63,6 @@ async def run(root: Path, session_id: str, model: ScriptedModel) -> RunResult:
         return await drive(live, settings)
 
 
-@pytest.fixture
-def files(tmp_path: Path) -> Path:
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    for index in range(4):
-        (workspace / f"f{index}.txt").write_text(f"line {index}\n" * 500)  # 3,500 characters
-    return workspace
-
-
 async def test_a_session_crossing_its_window_compacts_and_completes(
     tmp_path: Path, files: Path
 ) -> None:

@@ -21,10 +21,10 @@ import trio
 
 pytest.importorskip("dbos")
 
-from orchestrator import SessionSettings, create_session
 from tests.crash.harness import cli
 from tests.engine.test_workers import TWO_TASKS
 from tests.engine.workers import start_worker
+from tests.scenes import journaled_session
 
 
 @dataclass(frozen=True)
@@ -225,14 +225,7 @@ def test_a_hidden_password_is_asked_for_by_its_flag(tmp_path: Path, ran: Ran) ->
         "engine_database": "postgresql://me:***@db.invalid/orch",
         "engine_workers": True,
     }
-    session_id, _ = create_session(
-        root,
-        goal="g",
-        model=f"scripted:{script}",
-        workspace=None,
-        settings=SessionSettings(**settings),
-        source="run",
-    )
+    session_id = journaled_session(root, script, **settings)
     shown = Ran(root, session_id, ran.database, ran.env).show().stdout
     assert (
         "on workers its tasks' transcripts and usage are in postgresql://me:***@db.invalid/"

@@ -23,7 +23,7 @@ from orchestrator.session.replay import read_snapshot
 from orchestrator.state.manifest import FORMAT_VERSION
 from orchestrator.store import SessionLock, scan_journal
 from orchestrator.tools.shell import marked
-from tests.scenes import call, orchestrator
+from tests.scenes import alive, call, gone_soon, orchestrator
 
 ROOT = Path(__file__).parents[2]
 RECORDED = ROOT / "sessions"
@@ -472,24 +472,6 @@ def start_until_shell_runs(
     raise AssertionError("no shell call started")
 
 
-def running(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, IndexError):
-        return False
-    return state not in ("Z", "X")
-
-
-def gone_soon(pid: int) -> bool:
-    """Whether `pid` dies within 10 s: a SIGKILL is delivered, not awaited."""
-    deadline = time.monotonic() + 10
-    while running(pid):
-        if time.monotonic() > deadline:
-            return False
-        os.sched_yield()
-    return True
-
-
 def test_after_a_sigkill_resume_kills_what_the_interrupted_call_left_running(
     tmp_path: Path,
 ) -> None:
@@ -500,7 +482,7 @@ def test_after_a_sigkill_resume_kills_what_the_interrupted_call_left_running(
     try:
         # Orphaned, sandboxed or not: it would go on writing into the workspace.
         assert started
-        assert all(running(pid) for pid in started)
+        assert all(alive(pid) for pid in started)
         session_id = only_session(root)
         resumed = cli("resume", session_id, "--yes", "--approve", root=root)
         assert resumed.returncode == 0, resumed.stderr
