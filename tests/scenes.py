@@ -70,15 +70,15 @@ Brain = Callable[[ModelRequest], Reply]
 
 def run_settings(model: Model, **more: Any) -> RunSettings:
     """What most tests give `drive`: `model`, the workspace tools, events into a list, the
-    default permission policy with every asked call approved, and `more`."""
-    return RunSettings(
-        model=model,
-        tools=workspace_tools(),
-        ui=ListSink(),
-        policy=PermissionPolicy(),
-        approve=approve_all,
-        **more,
-    )
+    default permission policy with every asked call approved, and `more` (which may
+    replace any of them)."""
+    wiring: dict[str, Any] = {
+        "tools": workspace_tools(),
+        "ui": ListSink(),
+        "policy": PermissionPolicy(),
+        "approve": approve_all,
+    }
+    return RunSettings(model=model, **(wiring | more))
 
 
 def scripted_session(

@@ -295,9 +295,9 @@ def test_snapshot_small_state_is_trusted_and_contexts_come_from_the_journal(
     assert snapshot["agents"]["main"]["message_count"] == len(replayed.agents["main"].messages)
 
 
-def slow_run(tmp_path: Path, command: str) -> tuple[Path, subprocess.Popen[bytes]]:
-    """`orchestrator run --json` started on the sessions under tmp_path/sessions, its main
-    agent's first call `shell COMMAND`: (the sessions root, the process)."""
+def slow_command(tmp_path: Path, command: str) -> tuple[Path, list[str]]:
+    """`orchestrator run --json` on the sessions under tmp_path/sessions, its main agent's
+    first call `shell COMMAND`: (the sessions root, the command line)."""
     script = tmp_path / "slow.json"
     replies = [{"tool_calls": [call("shell", command=command)]}, {"text": "finished"}]
     script.write_bytes(orjson.dumps({"agents": {"main": replies}}))
@@ -306,6 +306,12 @@ def slow_run(tmp_path: Path, command: str) -> tuple[Path, subprocess.Popen[bytes
         sys.executable, "-m", "orchestrator", "run", "slow", "--model", f"scripted:{script}",
         "--session-workspace", "--yes", "--json", "--sessions-dir", str(root),
     ]  # fmt: skip
+    return root, argv
+
+
+def slow_run(tmp_path: Path, command: str) -> tuple[Path, subprocess.Popen[bytes]]:
+    """`slow_command` started: (the sessions root, the process)."""
+    root, argv = slow_command(tmp_path, command)
     proc = subprocess.Popen(
         argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL
     )
@@ -437,17 +443,8 @@ def snapshot_workspace(root: Path) -> dict[str, bytes]:
 
 
 def slow_shell_session(tmp_path: Path) -> tuple[Path, list[str]]:
-    script = tmp_path / "slow.json"
-    shell = "echo $$ > pid.txt; sleep 30; echo late > late.txt"
-    call = {"name": "shell", "arguments": {"command": shell}}
-    replies = [{"tool_calls": [call]}, {"text": "finished"}]
-    script.write_bytes(orjson.dumps({"agents": {"main": replies}}))
-    root = tmp_path / "sessions"
-    command = [
-        sys.executable, "-m", "orchestrator", "run", "slow", "--model", f"scripted:{script}",
-        "--session-workspace", "--yes", "--json", "--sessions-dir", str(root),
-    ]  # fmt: skip
-    return root, command
+    """`slow_command` whose shell writes its pid, sleeps, then writes late.txt."""
+    return slow_command(tmp_path, "echo $$ > pid.txt; sleep 30; echo late > late.txt")
 
 
 def start_until_shell_runs(
