@@ -3,7 +3,8 @@
 agent and a scripted brain per agent), `steps` to answer a brain's nth call with its nth
 reply, what reads a request (`last_text`, `all_text`, `question_id`),
 `orchestrator`, the command in a subprocess, `first_line_then_kill` for a child
-killed at a point it reports, and `matches_golden`."""
+killed at a point it reports, `matches_golden`, `assert_in` for many pieces of one
+text, and `alive` / `gone_soon` for a process."""
 
 from __future__ import annotations
 
