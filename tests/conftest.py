@@ -1,23 +1,29 @@
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import os
 import pty
 import socket
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from orchestrator import (
+    AgentContext,
+    AgentStarted,
+    FanOut,
+    ListSink,
+    MemorySession,
+    ScriptedModel,
+    SystemMessage,
+    UserMessage,
+)
 from orchestrator.agent import TurnDeps
-from orchestrator.messages import SystemMessage, UserMessage
-from orchestrator.models.scripted import ScriptedModel
-from orchestrator.session.live import MemorySession
-from orchestrator.state.context import AgentContext
-from orchestrator.state.events import AgentStarted, FanOut, ListSink
 from orchestrator.tools import ToolContext, ToolRegistry, Workspace, workspace_tools
 
 _real_connect = socket.socket.connect
@@ -88,5 +94,36 @@ def run_on_terminal(args: list[str], typed: bytes) -> subprocess.CompletedProces
             env={**os.environ, "NO_COLOR": "1"},
         )
     finally:
+        os.close(master)
+        os.close(slave)
+
+
+@contextlib.contextmanager
+def waiting_on_terminal(args: list[str], until: bytes) -> Iterator[subprocess.Popen[bytes]]:
+    """`orchestrator ARGS` with a pseudo-terminal on stdin that nobody types on and stderr
+    a pipe, given once its stderr says `until` (a question it waits on); killed if still
+    running, and its terminal closed, on the way out."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "orchestrator", *args],
+        stdin=slave,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    try:
+        assert proc.stderr is not None
+        seen = b""
+        while until not in seen:
+            chunk = os.read(proc.stderr.fileno(), 4096)
+            assert chunk, seen.decode()
+            seen += chunk
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(timeout=30)
+        if proc.stderr is not None:
+            proc.stderr.close()
         os.close(master)
         os.close(slave)

@@ -3,7 +3,8 @@
 agent and a scripted brain per agent), `steps` to answer a brain's nth call with its nth
 reply, what reads a request (`last_text`, `all_text`, `question_id`),
 `orchestrator`, the command in a subprocess, `first_line_then_kill` for a child
-killed at a point it reports, and `matches_golden`."""
+killed at a point it reports, `matches_golden`, `assert_in` for many pieces of one
+text, and `alive` / `gone_soon` for a process."""
 
 from __future__ import annotations
 
@@ -13,18 +14,26 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from orchestrator.messages import SystemMessage, Usage, UserMessage
+from orchestrator import (
+    AgentStarted,
+    ScriptedCall,
+    ScriptedModel,
+    ScriptedReply,
+    SystemMessage,
+    Usage,
+    UserMessage,
+)
 from orchestrator.models import Model, ModelRequest
-from orchestrator.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply, parse_script
+from orchestrator.models.scripted import parse_script
 from orchestrator.session import MemorySession, create_session
 from orchestrator.state import FanOut, ListSink, Mail, SessionSettings
-from orchestrator.state.events import AgentStarted
 from orchestrator.state.mailbox import MailHistory
 from orchestrator.team import MainOutcome, Policy, RunSettings, Seat, Team, open_team, run_main
 from orchestrator.team.queries import MAIN
@@ -62,15 +71,15 @@ Brain = Callable[[ModelRequest], Reply]
 
 def run_settings(model: Model, **more: Any) -> RunSettings:
     """What most tests give `drive`: `model`, the workspace tools, events into a list, the
-    default permission policy with every asked call approved, and `more`."""
-    return RunSettings(
-        model=model,
-        tools=workspace_tools(),
-        ui=ListSink(),
-        policy=PermissionPolicy(),
-        approve=approve_all,
-        **more,
-    )
+    default permission policy with every asked call approved, and `more` (which may
+    replace any of them)."""
+    wiring: dict[str, Any] = {
+        "tools": workspace_tools(),
+        "ui": ListSink(),
+        "policy": PermissionPolicy(),
+        "approve": approve_all,
+    }
+    return RunSettings(model=model, **(wiring | more))
 
 
 def scripted_session(
@@ -85,6 +94,20 @@ def scripted_session(
         root, goal=goal, model=f"scripted:{path}", workspace=None
     )
     return root, session_id, directory
+
+
+def journaled_session(root: Path, script: Path, goal: str = "g", **settings: Any) -> str:
+    """A session made under `root`, never run, whose model plays the script file `script`,
+    with `settings` journaled as `run` journals them: its id."""
+    session_id, _ = create_session(
+        root,
+        goal=goal,
+        model=f"scripted:{script}",
+        workspace=None,
+        settings=SessionSettings(**settings),
+        source="run",
+    )
+    return session_id
 
 
 class HistorySession(MemorySession):
@@ -223,6 +246,12 @@ def question_id(request: ModelRequest) -> str:
     return found[-1]
 
 
+def assert_in(text: str, *pieces: str) -> None:
+    """Each of `pieces` is in `text`; a failure names every piece missing, then the text."""
+    missing = [piece for piece in pieces if piece not in text]
+    assert not missing, f"missing {missing} from:\n{text}"
+
+
 def orchestrator(
     *args: str,
     module: str = "orchestrator",
@@ -268,3 +297,22 @@ def first_line_then_kill(code: str, *args: str) -> str:
         line = child.stdout.readline()
         child.send_signal(signal.SIGKILL)
     return line
+
+
+def alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie waiting for its reaper does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def gone_soon(pid: int) -> bool:
+    """Whether `pid` dies within 10 s: a SIGKILL is delivered, not awaited."""
+    deadline = time.monotonic() + 10
+    while alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        os.sched_yield()
+    return True

@@ -10,12 +10,17 @@ import trio
 import trio.testing
 from pydantic import BaseModel
 
+from orchestrator import (
+    AgentContext,
+    AssistantMessage,
+    PermissionPolicy,
+    Rule,
+    ToolCallFinished,
+    ToolCallStarted,
+    ToolResult,
+)
 from orchestrator.agent import run_turn
-from orchestrator.messages import AssistantMessage, ToolResult
-from orchestrator.state.context import AgentContext
-from orchestrator.state.events import ToolCallFinished, ToolCallStarted
 from orchestrator.tools import Tool, ToolContext, ToolOutput, ToolRegistry, Workspace, deny_all
-from orchestrator.tools.permissions import PermissionPolicy, Rule
 from tests.conftest import MakeDeps
 from tests.scenes import call, scripted
 

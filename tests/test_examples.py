@@ -9,6 +9,8 @@ from pathlib import Path
 
 import orjson
 
+from tests.scenes import assert_in
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
@@ -25,24 +27,34 @@ def run_example(name: str, *args: str) -> str:
     return done.stdout
 
 
+def example_parts(name: str, *args: str) -> list[str]:
+    """What the example prints under each of its `== ...` headings."""
+    return re.split(r"^== .*$", run_example(name, *args), flags=re.M)[1:]
+
+
 def test_team_offline_runs_cancels_and_resumes(tmp_path: Path) -> None:
-    out = run_example("team_offline.py", str(tmp_path))
-    first, cancelled, resumed = re.split(r"^== .*$", out, flags=re.M)[1:]
+    first, cancelled, resumed = example_parts("team_offline.py", str(tmp_path))
 
     # Run 1: a custom agent type, its custom tool, events watched, state read back.
-    assert "task t1 created (counter): count words in a.txt" in first
-    assert "mail m1, m2, m3, m4 delivered to main by its wait_tasks call" in first
-    assert "run 1: completed; read back from disk with load_state:" in first
-    assert "t1 completed instances=['t1.1'] a.txt: 5 words" in first
-    assert "t2 completed instances=['t2.1'] b.txt: 6 words" in first
+    assert_in(
+        first,
+        "task t1 created (counter): count words in a.txt",
+        "mail m1, m2, m3, m4 delivered to main by its wait_tasks call",
+        "run 1: completed; read back from disk with load_state:",
+        "t1 completed instances=['t1.1'] a.txt: 5 words",
+        "t2 completed instances=['t2.1'] b.txt: 6 words",
+    )
     # (Which task completes last depends on how the two interleave.)
     assert re.search(r"m4 completed t[12] -> main posted@\d+ delivered@\d+", first)
 
     # Run 2: stopped from outside at the first progress report, nothing lost.
-    assert "mail m1 progress" in cancelled
-    assert "session interrupted stopped by the user" in cancelled
-    assert "run 2: cancelled: True" in cancelled
-    assert "delivered@None" in cancelled
+    assert_in(
+        cancelled,
+        "mail m1 progress",
+        "session interrupted stopped by the user",
+        "run 2: cancelled: True",
+        "delivered@None",
+    )
 
     # Resumed: the live tasks are revived (a new instance each) and finish.
     assert "note to main: The session was restarted. Revived and running again:" in resumed
@@ -59,8 +71,7 @@ def test_team_offline_runs_cancels_and_resumes(tmp_path: Path) -> None:
 
 
 def test_plan_offline_plans_approves_and_builds_in_dependency_order(tmp_path: Path) -> None:
-    out = run_example("plan_offline.py", str(tmp_path))
-    planned, approved, executed = re.split(r"^== .*$", out, flags=re.M)[1:]
+    planned, approved, executed = example_parts("plan_offline.py", str(tmp_path))
 
     # plan(): the planner's plan waits for a decision; its markdown is printed.
     assert "plan v1 submitted (planner)" in planned
@@ -75,10 +86,13 @@ def test_plan_offline_plans_approves_and_builds_in_dependency_order(tmp_path: Pa
     assert lines.index("  task t2 -> completed") < started
     assert "approve: completed; todos a=completed, b=completed, index=completed" in approved
     # execute(): a plan written in code, decided by the program's callback.
-    assert "plan v1 submitted (library)" in executed
-    assert "asked about plan v1: 1 tasks" in executed
-    assert "plan v1 approved by my program" in executed
-    assert "execute: completed; todos a=completed" in executed
+    assert_in(
+        executed,
+        "plan v1 submitted (library)",
+        "asked about plan v1: 1 tasks",
+        "plan v1 approved by my program",
+        "execute: completed; todos a=completed",
+    )
 
 
 def test_research_team_runs_researchers_in_parallel_with_function_tools() -> None:

@@ -45,7 +45,7 @@ from orchestrator.loop.plan import Plan, PlanTask  # noqa: E402
 from orchestrator.messages import SystemMessage, UserMessage  # noqa: E402
 from orchestrator.models.base import ModelRequest  # noqa: E402
 from orchestrator.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply  # noqa: E402
-from orchestrator.session.live import MemorySession, create_session, open_session  # noqa: E402
+from orchestrator.session.live import MemorySession, open_session  # noqa: E402
 from orchestrator.state.events import AgentStarted, Event, FanOut  # noqa: E402
 from orchestrator.state.plans import PlanDecided, PlanSubmitted, PlanVersion  # noqa: E402
 from orchestrator.state.settings import SessionSettings  # noqa: E402
@@ -57,7 +57,8 @@ from orchestrator.team.main_agent import open_team, run_main  # noqa: E402
 from orchestrator.team.plan_host import PlanVerdict  # noqa: E402
 from orchestrator.team.queries import MAIN  # noqa: E402
 from orchestrator.team.settings import Seat  # noqa: E402
-from orchestrator.tools import PermissionPolicy, ToolRegistry, Workspace, approve_all  # noqa: E402
+from orchestrator.tools import ToolRegistry, Workspace, approve_all  # noqa: E402
+from tests.benchmarks.shape import bench_session, bench_settings  # noqa: E402
 
 LEVELS, WIDTH = 10, 5
 MODES = ("memory", "off", "batch")
@@ -159,16 +160,12 @@ DEFINITIONS = Definitions([WORKER.model_copy(update={"tools": ()})])
 
 
 async def run_on_disk(root: Path, clock: Clock, durability: Durability) -> None:
-    script = root / "unused-script.json"
-    script.write_text('{"agents": {}}')
-    session_id, _ = create_session(root, goal="bench", model=f"scripted:{script}", workspace=None)
-    settings = RunSettings(
-        model=ScriptedModel(clock, name="scripted:bench"),
+    session_id, _ = bench_session(root)
+    settings = bench_settings(
+        clock,
         tools=ToolRegistry([]),
         definitions=DEFINITIONS,
         ui=clock,
-        policy=PermissionPolicy(),
-        approve=approve_all,
         session=SESSION,
         seed_plan=PLAN if clock.plan else None,
         approve_plan=_approve,

@@ -82,18 +82,18 @@ sys.path.insert(0, str(ROOT))
 from orchestrator.engine import dbos_runner, require_dbos, sqlite_url  # noqa: E402
 from orchestrator.errors import ConfigError  # noqa: E402
 from orchestrator.models.base import ModelRequest  # noqa: E402
-from orchestrator.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply  # noqa: E402
-from orchestrator.session.live import create_session, open_session  # noqa: E402
-from orchestrator.state.events import NullSink  # noqa: E402
+from orchestrator.models.scripted import ScriptedCall, ScriptedReply  # noqa: E402
+from orchestrator.session.live import open_session  # noqa: E402
 from orchestrator.state.settings import SessionSettings  # noqa: E402
 from orchestrator.store import Durability  # noqa: E402
-from orchestrator.team.drive import RunSettings, drive  # noqa: E402
+from orchestrator.team.drive import drive  # noqa: E402
 from orchestrator.team.port import Runner  # noqa: E402
 from orchestrator.team.queries import MAIN  # noqa: E402
 from orchestrator.team.subagent import InProcessRunner  # noqa: E402
-from orchestrator.tools import PermissionPolicy, ToolRegistry, approve_all  # noqa: E402
+from orchestrator.tools import ToolRegistry  # noqa: E402
 from tests.benchmarks import engine_workers  # noqa: E402
 from tests.benchmarks.bench_team import DEFINITIONS, Fixed  # noqa: E402
+from tests.benchmarks.shape import bench_session, bench_settings  # noqa: E402
 from tests.engine import postgres  # noqa: E402
 
 SHAPES = ("serial", "parallel")
@@ -200,16 +200,11 @@ class Times:
 
 
 async def _session(root: Path, engine: Engine, work: Work) -> Times:
-    script = root / "unused-script.json"
-    script.write_text('{"agents": {}}')
-    session_id, _ = create_session(root, goal="bench", model=f"scripted:{script}", workspace=None)
+    session_id, _ = bench_session(root)
     live_cap = max(work.tasks, 8)
-    settings = RunSettings(
-        model=ScriptedModel(work, name="scripted:bench"),
+    settings = bench_settings(
+        work,
         tools=ToolRegistry([Fixed()]),
-        ui=NullSink(),
-        policy=PermissionPolicy(),
-        approve=approve_all,
         definitions=DEFINITIONS,
         session=SessionSettings(
             max_rounds=2 * work.tasks + 3, max_live=live_cap, max_model_calls=max(live_cap, 16)

@@ -48,7 +48,7 @@ from orchestrator.models.scripted import (  # noqa: E402
     ScriptedReply,
     ScriptedWindow,
 )
-from orchestrator.session.live import JOURNAL, create_session, open_session  # noqa: E402
+from orchestrator.session.live import JOURNAL, open_session  # noqa: E402
 from orchestrator.state.events import Event  # noqa: E402
 from orchestrator.state.settings import SessionSettings  # noqa: E402
 from orchestrator.store import Durability  # noqa: E402
@@ -58,6 +58,7 @@ from orchestrator.team.queries import MAIN  # noqa: E402
 from orchestrator.tools import PermissionPolicy, ToolRegistry, approve_all  # noqa: E402
 from tests.benchmarks.bench_compaction import SUMMARY  # noqa: E402
 from tests.benchmarks.shape import Fixed as _Fixed  # noqa: E402
+from tests.benchmarks.shape import bench_session  # noqa: E402
 
 MEASURE = """
 import sys, time
@@ -147,11 +148,7 @@ class _Checkpoints:
 def make(root: Path, before: int, after: int, subagent: bool) -> Path:
     """Run one session; its directory."""
     root.mkdir()
-    script = root / "unused-script.json"
-    script.write_text('{"agents": {}}')
-    session_id, directory = create_session(
-        root, goal="bench", model=f"scripted:{script}", workspace=None
-    )
+    session_id, directory = bench_session(root)
     trio.run(run, root, session_id, before, after, subagent)
     return directory
 

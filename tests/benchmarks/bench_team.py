@@ -66,8 +66,8 @@ sys.path.insert(0, str(ROOT))
 from orchestrator.messages import SystemMessage, UserMessage  # noqa: E402
 from orchestrator.models.base import ModelRequest  # noqa: E402
 from orchestrator.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply  # noqa: E402
-from orchestrator.session.live import MemorySession, create_session, open_session  # noqa: E402
-from orchestrator.state.events import AgentStarted, NullSink  # noqa: E402
+from orchestrator.session.live import MemorySession, open_session  # noqa: E402
+from orchestrator.state.events import AgentStarted  # noqa: E402
 from orchestrator.state.settings import SessionSettings  # noqa: E402
 from orchestrator.store import Durability  # noqa: E402
 from orchestrator.team.definitions import AgentDefinition, Definitions  # noqa: E402
@@ -75,8 +75,9 @@ from orchestrator.team.drive import RunSettings, drive  # noqa: E402
 from orchestrator.team.main_agent import open_team, run_main  # noqa: E402
 from orchestrator.team.queries import MAIN  # noqa: E402
 from orchestrator.team.settings import Seat  # noqa: E402
-from orchestrator.tools import PermissionPolicy, ToolRegistry, Workspace, approve_all  # noqa: E402
+from orchestrator.tools import ToolRegistry, Workspace, approve_all  # noqa: E402
 from tests.benchmarks.shape import Fixed as _Fixed  # noqa: E402
+from tests.benchmarks.shape import bench_session, bench_settings  # noqa: E402
 
 BENCH = AgentDefinition(
     name="bench",
@@ -185,17 +186,9 @@ def _session(brain: Brain) -> SessionSettings:
 
 async def run_on_disk(root: Path, brain: Brain, durability: Durability) -> Timing:
     """A real session: made, opened and driven; returns the times of `drive`."""
-    script = root / "unused-script.json"
-    script.write_text('{"agents": {}}')
-    session_id, _ = create_session(root, goal="bench", model=f"scripted:{script}", workspace=None)
-    settings = RunSettings(
-        model=ScriptedModel(brain, name="scripted:bench"),
-        tools=ToolRegistry([Fixed()]),
-        ui=NullSink(),
-        policy=PermissionPolicy(),
-        approve=approve_all,
-        definitions=DEFINITIONS,
-        session=_session(brain),
+    session_id, _ = bench_session(root)
+    settings = bench_settings(
+        brain, tools=ToolRegistry([Fixed()]), definitions=DEFINITIONS, session=_session(brain)
     )
     async with open_session(root, session_id, durability=durability, warn=print) as live:
         with Timing() as timing:

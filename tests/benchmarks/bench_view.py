@@ -46,12 +46,11 @@ from rich.console import Console  # noqa: E402
 
 from orchestrator.cli.render import TranscriptSink  # noqa: E402
 from orchestrator.cli.screen import Screen, live_screen  # noqa: E402
-from orchestrator.models.scripted import ScriptedModel  # noqa: E402
-from orchestrator.session.live import create_session, open_session  # noqa: E402
+from orchestrator.session.live import open_session  # noqa: E402
 from orchestrator.state.events import NullSink  # noqa: E402
 from orchestrator.store import Durability  # noqa: E402
-from orchestrator.team.drive import RunSettings, drive  # noqa: E402
-from orchestrator.tools import PermissionPolicy, ToolRegistry, approve_all  # noqa: E402
+from orchestrator.team.drive import drive  # noqa: E402
+from orchestrator.tools import ToolRegistry  # noqa: E402
 from orchestrator.view import LiveView, ViewModel  # noqa: E402
 from tests.benchmarks.bench_team import (  # noqa: E402
     DEFINITIONS,
@@ -63,6 +62,7 @@ from tests.benchmarks.bench_team import (  # noqa: E402
     _check,
     _session,
 )
+from tests.benchmarks.shape import bench_session, bench_settings  # noqa: E402
 
 COLS, ROWS = 120, 50
 WAYS = ("none", "view", "plain", "screen")
@@ -108,17 +108,13 @@ def _screen(way: str, terminal: Terminal, directory: Path) -> Screen:
 
 async def run_w1(root: Path, way: str, terminal: Terminal) -> tuple[Timing, int]:
     brain = Brain(W1_TASKS, W1_ROUNDS)
-    script = root / "unused-script.json"
-    script.write_text('{"agents": {}}')
-    session_id, _ = create_session(root, goal="bench", model=f"scripted:{script}", workspace=None)
+    session_id, _ = bench_session(root)
     async with open_session(root, session_id, durability=Durability.BATCH, warn=print) as live:
         screen = _screen(way, terminal, live.directory)
-        settings = RunSettings(
-            model=ScriptedModel(brain, name="scripted:bench"),
+        settings = bench_settings(
+            brain,
             tools=ToolRegistry([Fixed()]),
             ui=screen.sink,
-            policy=PermissionPolicy(),
-            approve=approve_all,
             definitions=DEFINITIONS,
             session=_session(brain),
         )

@@ -17,7 +17,7 @@ import orchestrator.session.live
 from orchestrator.models.base import ModelRequest
 from orchestrator.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply
 from orchestrator.session.live import create_session, open_session
-from orchestrator.state.events import AssistantReplied, Event
+from orchestrator.state.events import AssistantReplied, Event, NullSink
 from orchestrator.state.settings import SessionSettings
 from orchestrator.store import Durability
 from orchestrator.team.drive import RunSettings, drive
@@ -86,21 +86,35 @@ class RoundClock:
         return [(b - a) * 1000 for a, b in itertools.pairwise(marks)]
 
 
+def bench_session(root: Path) -> tuple[str, Path]:
+    """A session made under `root` for a benchmark, whose model is given in code (the
+    script file it names stays empty): its id and directory."""
+    script = root / "unused-script.json"
+    script.write_text('{"agents": {}}')
+    return create_session(root, goal="bench", model=f"scripted:{script}", workspace=None)
+
+
+def bench_settings(respond: Callable[[ModelRequest], Any], **more: Any) -> RunSettings:
+    """A benchmark's run: a scripted model named `scripted:bench` answering with
+    `respond`, the fixed tool, no events shown, every call allowed, and `more` (which may
+    replace any of them)."""
+    wiring: dict[str, Any] = {
+        "tools": ToolRegistry([Fixed()]),
+        "ui": NullSink(),
+        "policy": PermissionPolicy(),
+        "approve": approve_all,
+    }
+    return RunSettings(model=ScriptedModel(respond, name="scripted:bench"), **(wiring | more))
+
+
 async def run_session(
     root: Path, rounds: int, durability: Durability, clock: RoundClock | None = None
 ) -> Path:
     """Make and run one session of `rounds` rounds; returns its directory."""
-    script = root / "unused-script.json"
-    script.write_text('{"agents": {}}')
-    session_id, directory = create_session(
-        root, goal="bench", model=f"scripted:{script}", workspace=None
-    )
-    settings = RunSettings(
-        model=ScriptedModel(responder(rounds), name="scripted:bench"),
-        tools=ToolRegistry([Fixed()]),
+    session_id, directory = bench_session(root)
+    settings = bench_settings(
+        responder(rounds),
         ui=clock or RoundClock(),
-        policy=PermissionPolicy(),
-        approve=approve_all,
         session=SessionSettings(max_rounds=rounds + 1),
     )
     async with open_session(root, session_id, durability=durability, warn=print) as live:

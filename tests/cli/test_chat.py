@@ -16,16 +16,21 @@ from pathlib import Path
 import pytest
 import trio
 
+from orchestrator import (
+    FanOut,
+    LiveSession,
+    ModelRequest,
+    RunSettings,
+    ScriptedModel,
+    ScriptedReply,
+    TranscriptSink,
+    create_session,
+    open_session,
+)
 from orchestrator.cli.chat import Chat, Focus, Questions
 from orchestrator.cli.chat_commands import HELP, Commands
 from orchestrator.cli.chat_input import Key, Typed
 from orchestrator.cli.prompt import make_prompt
-from orchestrator.cli.render import TranscriptSink
-from orchestrator.models.base import ModelRequest
-from orchestrator.models.scripted import ScriptedModel, ScriptedReply
-from orchestrator.session.live import LiveSession, create_session, open_session
-from orchestrator.state.events import FanOut
-from orchestrator.team.drive import RunSettings
 from tests.scenes import all_text, c, reply
 
 Respond = Callable[[ModelRequest], object]

@@ -14,11 +14,12 @@ import orjson
 import pytest
 
 from orchestrator.state.manifest import FORMAT_VERSION
-from orchestrator.tools.sandbox import Sandbox
+from orchestrator.tools import Sandbox
 from tests.conftest import run_on_terminal
-from tests.scenes import call, orchestrator
+from tests.scenes import assert_in, call, orchestrator
 
 ROOT = Path(__file__).parents[2]
+HELLO = f"scripted:{ROOT / 'examples' / 'hello-script.json'}"  # a write, then a shell call
 
 
 @pytest.fixture(autouse=True)
@@ -51,13 +52,16 @@ def _check_demo_outcome(ws: Path, info: dict[str, Any], out: str) -> None:
     # The whole product: a plan, approved, built by four workers in dependency order; one
     # asks, one is blocked and re-planned (its task retried), one fails its acceptance
     # check once; one compaction.
-    assert "◆ plan v1 by the planner: 4 task(s)" in out
-    assert "◆ plan v1 approved (--approve)" in out
-    assert "delegated; waits for plan task stats (t1), plan task text (t2)" in out
-    assert "◆ re-planning task cli: the task says to read a file" in out
-    assert "◆ plan v2 approved (--approve)" in out
-    assert "complete refused: the plan's acceptance check for task readme did not pass" in out
-    assert "⧉ compacted main" in out
+    assert_in(
+        out,
+        "◆ plan v1 by the planner: 4 task(s)",
+        "◆ plan v1 approved (--approve)",
+        "delegated; waits for plan task stats (t1), plan task text (t2)",
+        "◆ re-planning task cli: the task says to read a file",
+        "◆ plan v2 approved (--approve)",
+        "complete refused: the plan's acceptance check for task readme did not pass",
+        "⧉ compacted main",
+    )
     agents = [t for t in info["tasks"] if t["kind"] == "agent"]
     assert [(t["task_id"], t["state"], t["attempts"]) for t in agents] == [
         ("t1", "completed", 1),
@@ -146,16 +150,7 @@ def test_demo_without_crash_sees_the_test_fail_then_pass(tmp_path: Path) -> None
 
 
 def test_run_with_json_output(tmp_path: Path) -> None:
-    result = orchestrator(
-        "run",
-        "hello",
-        "--model",
-        f"scripted:{ROOT / 'examples' / 'hello-script.json'}",
-        "--workspace",
-        str(tmp_path),
-        "--yes",
-        "--json",
-    )
+    result = orchestrator("run", "hello", "--model", HELLO, "-w", str(tmp_path), "--yes", "--json")
     assert result.returncode == 0, result.stderr
     events = [orjson.loads(line) for line in result.stdout.splitlines()]
     kinds = [e["kind"] for e in events]
@@ -337,9 +332,7 @@ async def test_the_transcript_shows_control_characters_instead_of_obeying_them(
 ) -> None:
     import io
 
-    from orchestrator.cli.render import TranscriptSink
-    from orchestrator.messages import ToolResult
-    from orchestrator.state.events import Notice, TextStreamed, ToolCallFinished
+    from orchestrator import Notice, TextStreamed, ToolCallFinished, ToolResult, TranscriptSink
 
     for color in (True, False):
         out = io.StringIO()
@@ -358,8 +351,7 @@ async def test_the_transcript_shows_control_characters_instead_of_obeying_them(
 
 
 def test_session_files_are_private_to_the_user(tmp_path: Path, sessions_root: Path) -> None:
-    script = f"scripted:{ROOT / 'examples' / 'hello-script.json'}"
-    result = orchestrator("run", "hello", "--model", script, "--session-workspace", "--yes")
+    result = orchestrator("run", "hello", "--model", HELLO, "--session-workspace", "--yes")
     assert result.returncode == 0, result.stderr
     [session] = list(sessions_root.iterdir())
     assert sessions_root.stat().st_mode & 0o777 == 0o700
@@ -375,14 +367,13 @@ def test_home_or_root_is_never_the_workspace_by_default(tmp_path: Path, where: s
     home = tmp_path / "home"
     home.mkdir()
     cwd = home if where == "home" else Path("/")
-    script = f"scripted:{ROOT / 'examples' / 'hello-script.json'}"
-    result = orchestrator("run", "hello", "--model", script, "--yes", cwd=cwd, HOME=str(home))
+    result = orchestrator("run", "hello", "--model", HELLO, "--yes", cwd=cwd, HOME=str(home))
     assert result.returncode == 2
     assert "refusing to use" in result.stderr
     assert "-w DIR" in result.stderr
     # Said explicitly, it is allowed.
     allowed = orchestrator(
-        "run", "hello", "--model", script, "--yes", "-w", str(home), cwd=cwd, HOME=str(home)
+        "run", "hello", "--model", HELLO, "--yes", "-w", str(home), cwd=cwd, HOME=str(home)
     )
     assert allowed.returncode == 0, allowed.stderr
 
@@ -423,14 +414,7 @@ def test_global_options_go_before_or_after_the_command(tmp_path: Path) -> None:
 
 
 def test_the_final_status_is_said_once(tmp_path: Path) -> None:
-    result = orchestrator(
-        "run",
-        "hello",
-        "--model",
-        f"scripted:{ROOT / 'examples' / 'hello-script.json'}",
-        "--session-workspace",
-        "--yes",
-    )
+    result = orchestrator("run", "hello", "--model", HELLO, "--session-workspace", "--yes")
     assert result.returncode == 0, result.stderr
     assert (result.stdout + result.stderr).count("completed") == 2  # the turn, the session
     session = result.stdout.split()[1]
@@ -541,8 +525,7 @@ def test_a_snapshot_that_cannot_be_written_is_a_warning_not_a_failure(
 async def test_a_tools_progress_is_one_dim_line_under_its_agent() -> None:
     import io
 
-    from orchestrator.cli.render import TranscriptSink
-    from orchestrator.state.events import ToolProgress
+    from orchestrator import ToolProgress, TranscriptSink
 
     out = io.StringIO()
     sink = TranscriptSink(out, color=False)

@@ -10,15 +10,19 @@ import msgspec
 import orjson
 import pytest
 
-from orchestrator.cli.render import TranscriptSink, compaction_line
+from orchestrator import (
+    CompactionStarted,
+    ContextCompacted,
+    Definitions,
+    Notice,
+    TranscriptSink,
+    UserMessage,
+)
+from orchestrator.cli.render import compaction_line
 from orchestrator.cli.roles import RoleModels
 from orchestrator.config import AgentConfig, Config
-from orchestrator.loop.compaction import CompactionStarted, ContextCompacted
-from orchestrator.messages import UserMessage
 from orchestrator.models.base import COMPACTOR
 from orchestrator.models.http import make_client
-from orchestrator.state.events import Notice
-from orchestrator.team.definitions import Definitions
 from tests.cli.test_cli import orchestrator, sessions_root  # noqa: F401  (an autouse fixture)
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 import pytest
 
-from orchestrator.session.live import load_state
+from orchestrator import load_state
 from tests.cli.test_cli import orchestrator, sessions_root  # noqa: F401  (an autouse fixture)
 from tests.cli.test_cli_assessment import session_id, workspace
 from tests.scenes import call

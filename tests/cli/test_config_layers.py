@@ -12,14 +12,14 @@ from typing import Any
 import orjson
 import pytest
 
+from orchestrator import SessionSettings
 from orchestrator.cli.env import effective_config
 from orchestrator.cli.parser import build_parser
 from orchestrator.cli.settings import TEAM_DEFAULTS, TOOLS_DEFAULTS, UNTRUSTED
 from orchestrator.cli.setup import session_settings
 from orchestrator.config import CompactionConfig, Config, SessionConfig
 from orchestrator.errors import ConfigError
-from orchestrator.state.mailbox import Caps
-from orchestrator.state.settings import SessionSettings
+from orchestrator.state import Caps
 from orchestrator.team.settings import limits_of
 from orchestrator.team.trust import TRUST_FILE
 from tests.cli.test_cli import ROOT, orchestrator

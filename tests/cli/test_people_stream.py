@@ -12,11 +12,9 @@ from pathlib import Path
 import orjson
 import pytest
 
+from orchestrator import Price, Usage, load_state
 from orchestrator.cli.summary import spent, summary
 from orchestrator.loop.plan_markdown import parse_markdown
-from orchestrator.messages import Usage
-from orchestrator.session.replay import load_state
-from orchestrator.usage import Price
 from tests.cli.test_cli import ROOT, orchestrator, sessions_root  # noqa: F401  (autouse)
 from tests.cli.test_cli_assessment import script, workspace
 from tests.plans.test_handoff import SCRIPT as PLAN_SCRIPT

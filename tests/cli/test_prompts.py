@@ -10,7 +10,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from orchestrator.tools.sandbox import Sandbox
+from orchestrator.tools import Sandbox
 from tests.conftest import run_on_terminal
 from tests.scenes import call
 
@@ -136,12 +136,16 @@ async def test_every_transcript_line_keeps_a_hostile_label_on_it() -> None:
     each event is one line, whatever its names hold."""
     import io
 
-    from orchestrator.cli.render import TranscriptSink
-    from orchestrator.loop.assessment import Assessed, BlockedReported
-    from orchestrator.loop.todos import TodoItem, TodosChanged
-    from orchestrator.messages import ToolCall
-    from orchestrator.state.events import ToolCallStarted
-    from orchestrator.state.tasks import TaskCreated
+    from orchestrator import (
+        Assessed,
+        BlockedReported,
+        TaskCreated,
+        TodoItem,
+        TodosChanged,
+        ToolCall,
+        ToolCallStarted,
+        TranscriptSink,
+    )
 
     events = [
         TaskCreated(

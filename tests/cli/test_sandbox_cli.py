@@ -12,9 +12,9 @@ from pathlib import Path
 import orjson
 import pytest
 
+from orchestrator import ToolCall
 from orchestrator.cli.prompt import describe_call
-from orchestrator.messages import ToolCall
-from orchestrator.tools.sandbox import Sandbox
+from orchestrator.tools import Sandbox
 
 if not Sandbox().active:  # pragma: no cover - this machine class has what it takes
     pytest.skip(f"no sandbox here: {Sandbox().unavailable()}", allow_module_level=True)

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator import Definitions, ToolResult
 from orchestrator.errors import ConfigError
-from orchestrator.messages import ToolResult
 from orchestrator.models.resolve import resolve_model
-from orchestrator.team.definitions import WORKER, Definitions
+from orchestrator.team.definitions import WORKER
 from orchestrator.team.queries import MAIN
 from orchestrator.tools import Workspace
-from tests.scenes import Scene, c, reply, steps
+from tests.scenes import Scene, assert_in, c, reply, steps
 from tests.scenes import orchestrator as command
 
 ROOT = Path(__file__).parents[2]
@@ -94,11 +94,14 @@ def test_run_help_describes_what_the_flags_do_today(tmp_path: Path) -> None:
     flat = " ".join(out.split())
     assert "one subagent at a time" not in flat
     assert "until it answers without tool calls" not in flat
-    assert "--serial, --no-serial the serial todo hand-off: completing a todo item starts" in flat
-    assert "It does not limit how many subagents run at once" in flat
-    assert "auto-continue" in flat
-    assert "the --verify commands run before it may complete" in flat
-    assert "the main agent's turn stops after N model calls" in flat
+    assert_in(
+        flat,
+        "--serial, --no-serial the serial todo hand-off: completing a todo item starts",
+        "It does not limit how many subagents run at once",
+        "auto-continue",
+        "the --verify commands run before it may complete",
+        "the main agent's turn stops after N model calls",
+    )
 
 
 @pytest.mark.parametrize(

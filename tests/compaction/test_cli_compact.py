@@ -5,6 +5,7 @@ afterwards, and `Team.compact` on a live one."""
 from __future__ import annotations
 
 import shutil
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,19 +13,30 @@ import orjson
 import pytest
 import trio
 
+from orchestrator import (
+    AssistantMessage,
+    ContextCompacted,
+    ModelRequest,
+    RunResult,
+    ScriptedCall,
+    ScriptedModel,
+    ScriptedReply,
+    SystemMessage,
+    Team,
+    UserMessage,
+    create_session,
+    drive,
+    load_state,
+    open_session,
+)
 from orchestrator.errors import CompactionFailed
 from orchestrator.layout import FORMAT_VERSION, LOCK
 from orchestrator.loop.anchors import HEADER
-from orchestrator.loop.compaction import ContextCompacted
-from orchestrator.messages import AssistantMessage, SystemMessage, UserMessage
-from orchestrator.models.base import COMPACTOR, ModelRequest
-from orchestrator.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply
-from orchestrator.session.live import JOURNAL, create_session, load_state, open_session
-from orchestrator.state.events import decode_record
+from orchestrator.models.base import COMPACTOR
+from orchestrator.session.live import JOURNAL
+from orchestrator.state import decode_record
 from orchestrator.store import SessionLock, scan_journal
 from orchestrator.team.anchoring import SUMMARY_HEADER
-from orchestrator.team.drive import RunSettings, drive
-from orchestrator.team.runtime import Team
 from tests.cli.test_cli import ROOT, orchestrator, sessions_root  # noqa: F401  (an autouse fixture)
 from tests.scenes import run_settings
 
@@ -43,15 +55,6 @@ SUMMARY = "\n\n".join(
 
 def read(path: str) -> dict[str, Any]:
     return {"tool_calls": [{"name": "read_file", "arguments": {"path": path}}]}
-
-
-@pytest.fixture
-def files(tmp_path: Path) -> Path:
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    for index in range(3):
-        (workspace / f"f{index}.txt").write_text(f"line {index}\n" * 500)  # 3,500 characters
-    return workspace
 
 
 def write_script(path: Path, main: list[dict[str, Any]], **more: Any) -> str:
@@ -347,32 +350,43 @@ def reader(requests: list[ModelRequest], asked: trio.Event) -> ScriptedModel:
     return ScriptedModel(respond)
 
 
-def settings_of(model: ScriptedModel, teams: list[Team]) -> RunSettings:
-    return run_settings(
-        model,
-        on_team=teams.append,
-    )
+async def drive_asking(
+    root: Path,
+    files: Path,
+    model: ScriptedModel,
+    ready: trio.Event,
+    ask: Callable[[Team], Awaitable[None]],
+    goal: str = "read the files",
+) -> tuple[RunResult, Path]:
+    """A session in `files` driven with `model`, and beside it `ask(team)` once `ready` is
+    set (by the model): the result and the session's directory."""
+    sid, directory = create_session(root, goal=goal, model="m", workspace=files)
+    teams: list[Team] = []
+
+    async def asker() -> None:
+        await ready.wait()
+        await ask(teams[0])
+
+    async with open_session(root, sid, warn=pytest.fail) as live, trio.open_nursery() as nursery:
+        nursery.start_soon(asker)
+        result = await drive(live, run_settings(model, on_team=teams.append))
+    return result, directory
 
 
 async def test_team_compact_compacts_a_live_agent_at_its_next_round(
     tmp_path: Path, files: Path
 ) -> None:
-    root = tmp_path / "sessions"
-    sid, directory = create_session(root, goal="read the files", model="m", workspace=files)
     requests: list[ModelRequest] = []
     asked = trio.Event()
-    teams: list[Team] = []
     got: list[ContextCompacted | None] = []
 
-    async def ask() -> None:
-        await asked.wait()
+    async def ask(team: Team) -> None:
         with pytest.raises(ValueError, match="no agent 'nobody' has a context"):
-            await teams[0].compact("nobody")
-        got.append(await teams[0].compact("main"))
+            await team.compact("nobody")
+        got.append(await team.compact("main"))
 
-    async with open_session(root, sid, warn=pytest.fail) as live, trio.open_nursery() as nursery:
-        nursery.start_soon(ask)
-        result = await drive(live, settings_of(reader(requests, asked), teams))
+    model = reader(requests, asked)
+    result, directory = await drive_asking(tmp_path / "sessions", files, model, asked, ask)
     assert result.status == "completed", result.detail
     [record] = got
     assert record is not None
@@ -390,22 +404,18 @@ async def test_team_compact_compacts_a_live_agent_at_its_next_round(
 
 
 async def test_an_asker_that_gives_up_takes_its_ask_back(tmp_path: Path, files: Path) -> None:
-    root = tmp_path / "sessions"
-    sid, directory = create_session(root, goal="read the files", model="m", workspace=files)
     requests: list[ModelRequest] = []
     asked = trio.Event()
-    teams: list[Team] = []
     outcomes: list[ContextCompacted | None] = []
 
-    async def ask_then_give_up() -> None:
-        await asked.wait()
+    async def ask_then_give_up(team: Team) -> None:
         with trio.move_on_after(0) as scope:
-            outcomes.append(await teams[0].compact("main"))
+            outcomes.append(await team.compact("main"))
         assert scope.cancelled_caught
 
-    async with open_session(root, sid, warn=pytest.fail) as live, trio.open_nursery() as nursery:
-        nursery.start_soon(ask_then_give_up)
-        result = await drive(live, settings_of(reader(requests, asked), teams))
+    model = reader(requests, asked)
+    root = tmp_path / "sessions"
+    result, directory = await drive_asking(root, files, model, asked, ask_then_give_up)
     assert result.status == "completed", result.detail
     assert outcomes == []
     assert not [r for r in requests if r.role == COMPACTOR]
@@ -415,9 +425,6 @@ async def test_an_asker_that_gives_up_takes_its_ask_back(tmp_path: Path, files: 
 async def test_team_compact_returns_none_when_the_agent_takes_no_more_rounds(
     tmp_path: Path, files: Path
 ) -> None:
-    root = tmp_path / "sessions"
-    sid, _ = create_session(root, goal="read the files", model="m", workspace=files)
-    teams: list[Team] = []
     got: list[ContextCompacted | None] = []
     last = trio.Event()
 
@@ -425,13 +432,11 @@ async def test_team_compact_returns_none_when_the_agent_takes_no_more_rounds(
         last.set()  # its only call: the turn ends with it, and so does the session
         return ScriptedReply(text="done")
 
-    async def ask() -> None:
-        await last.wait()
-        got.append(await teams[0].compact())
+    async def ask(team: Team) -> None:
+        got.append(await team.compact())
 
-    async with open_session(root, sid, warn=pytest.fail) as live, trio.open_nursery() as nursery:
-        nursery.start_soon(ask)
-        result = await drive(live, settings_of(ScriptedModel(respond), teams))
+    model = ScriptedModel(respond)
+    result, _ = await drive_asking(tmp_path / "sessions", files, model, last, ask)
     assert result.status == "completed"
     assert got == [None]
 
@@ -442,9 +447,6 @@ async def test_a_compaction_by_hand_that_cannot_fit_fails_to_the_asker_not_the_a
     """With no window known, a compaction by hand aims at the context's own size; a
     context hardly bigger than its system prompt cannot shrink below it: the asker gets
     `CompactionFailed`, and the agent goes on with its context as it was."""
-    root = tmp_path / "sessions"
-    sid, directory = create_session(root, goal="list the files", model="m", workspace=files)
-    teams: list[Team] = []
     asked = trio.Event()
     errors: list[Exception] = []
     steps: list[int] = []
@@ -456,16 +458,15 @@ async def test_a_compaction_by_hand_that_cannot_fit_fails_to_the_asker_not_the_a
             return ScriptedReply(tool_calls=(ScriptedCall(name="list_files", arguments={}),))
         return ScriptedReply(text="done")
 
-    async def ask() -> None:
-        await asked.wait()
+    async def ask(team: Team) -> None:
         try:
-            await teams[0].compact()
+            await team.compact()
         except CompactionFailed as exc:
             errors.append(exc)
 
-    async with open_session(root, sid, warn=pytest.fail) as live, trio.open_nursery() as nursery:
-        nursery.start_soon(ask)
-        result = await drive(live, settings_of(ScriptedModel(respond), teams))
+    result, directory = await drive_asking(
+        tmp_path / "sessions", files, ScriptedModel(respond), asked, ask, goal="list the files"
+    )
     [error] = errors
     assert "does not fit" in str(error)
     assert result.status == "completed"

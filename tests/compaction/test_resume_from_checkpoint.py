@@ -10,8 +10,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from orchestrator.session.check import verify
-from orchestrator.session.live import JOURNAL, create_session, load_state
+from orchestrator import create_session, load_state
+from orchestrator.session import verify
+from orchestrator.session.live import JOURNAL
 from orchestrator.session.replay import read_snapshot
 from orchestrator.store import scan_journal
 from tests.compaction.test_run import reader, run

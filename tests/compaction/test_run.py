@@ -8,23 +8,28 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.loop.anchors import HEADER
-from orchestrator.loop.compaction import Window
-from orchestrator.loop.pruning import STUB_PREFIX
-from orchestrator.messages import ToolResult, UserMessage
-from orchestrator.models.base import COMPACTOR, ModelRequest
-from orchestrator.models.scripted import (
+from orchestrator import (
+    ModelRequest,
+    RunResult,
     ScriptedCall,
     ScriptedModel,
     ScriptedReply,
-    ScriptedWindow,
-    default_summary,
+    SessionState,
+    ToolResult,
+    UserMessage,
+    create_session,
+    drive,
+    load_state,
+    open_session,
 )
-from orchestrator.session.live import JOURNAL, create_session, load_state, open_session
+from orchestrator.loop.anchors import HEADER
+from orchestrator.loop.compaction import Window
+from orchestrator.loop.pruning import STUB_PREFIX
+from orchestrator.models.base import COMPACTOR
+from orchestrator.models.scripted import ScriptedWindow, default_summary
+from orchestrator.session.live import JOURNAL
 from orchestrator.session.replay import fold_records, read_snapshot
-from orchestrator.state.fold import SessionState
 from orchestrator.store import scan_journal
-from orchestrator.team.drive import RunResult, drive
 from tests.scenes import run_settings
 
 WINDOW = Window(6_000)
@@ -56,15 +61,6 @@ async def run(root: Path, session_id: str, model: ScriptedModel) -> RunResult:
     )
     async with open_session(root, session_id, warn=pytest.fail) as live:
         return await drive(live, settings)
-
-
-@pytest.fixture
-def files(tmp_path: Path) -> Path:
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    for index in range(4):
-        (workspace / f"f{index}.txt").write_text(f"line {index}\n" * 500)  # 3,500 characters
-    return workspace
 
 
 async def test_a_session_crossing_its_window_compacts_and_completes(

@@ -9,13 +9,20 @@ from collections.abc import Callable
 
 import trio
 
+from orchestrator import (
+    CompactionStarted,
+    ContextCompacted,
+    MessagesDelivered,
+    ModelRequest,
+    Notice,
+    ScriptedReply,
+    ToolCallFinished,
+    UsageUpdated,
+    UserMessage,
+)
 from orchestrator.loop.anchors import HEADER
-from orchestrator.loop.compaction import CompactionStarted, ContextCompacted
-from orchestrator.messages import UserMessage
-from orchestrator.models.base import COMPACTOR, ModelRequest
-from orchestrator.models.scripted import ScriptedReply, ScriptedWindow, default_summary
-from orchestrator.state.events import Notice, ToolCallFinished, UsageUpdated
-from orchestrator.state.mailbox import MessagesDelivered
+from orchestrator.models.base import COMPACTOR
+from orchestrator.models.scripted import ScriptedWindow, default_summary
 from orchestrator.team.queries import MAIN
 from orchestrator.tools import Workspace
 from tests.scenes import Brain, Reply, Scene, c, delegates_and_waits, reply, steps

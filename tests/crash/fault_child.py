@@ -28,7 +28,7 @@ from pathlib import Path
 
 import orjson
 
-from orchestrator.cli.main import main
+from orchestrator.cli import main
 
 
 def _path_of(fd: int) -> str:

@@ -21,8 +21,8 @@ from typing import Any
 
 import orjson
 
-from orchestrator.messages import ToolResult
-from orchestrator.session.live import JOURNAL, load_state
+from orchestrator import ToolResult, load_state
+from orchestrator.session.live import JOURNAL
 from orchestrator.store import scan_journal
 
 

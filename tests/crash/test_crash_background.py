@@ -36,7 +36,7 @@ from typing import Any
 import orjson
 import pytest
 
-from orchestrator.messages import ToolResult
+from orchestrator import ToolResult
 from orchestrator.tools.shell import marked
 from tests.crash.test_crash_team import TeamCrashRun, m_text, rewind
 from tests.scenes import call

@@ -12,7 +12,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from orchestrator.session.live import JOURNAL, load_state
+from orchestrator import load_state
+from orchestrator.session.live import JOURNAL
 from orchestrator.store import scan_journal
 from tests.crash.harness import CrashRun, crash_script, snapshot_workspace
 

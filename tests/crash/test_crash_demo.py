@@ -26,8 +26,9 @@ from typing import Any
 import orjson
 import pytest
 
+from orchestrator import load_state
 from orchestrator.loop.plan_run import todo_status
-from orchestrator.session.live import JOURNAL, load_state
+from orchestrator.session.live import JOURNAL
 from orchestrator.store import scan_journal
 
 KILLS = int(os.environ.get("CRASH_DEMO_KILLS", "20"))

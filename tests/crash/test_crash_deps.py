@@ -27,7 +27,7 @@ from typing import Any
 import orjson
 import pytest
 
-from orchestrator.messages import AssistantMessage
+from orchestrator import AssistantMessage
 from tests.crash.test_crash_team import TeamCrashRun, completed_record_of, m_text, rewind
 from tests.scenes import call
 
@@ -149,7 +149,7 @@ def test_a_session_stopped_while_tasks_wait_resumes_and_runs_them(
 ) -> None:
     """Stopped right after t1 completed: t2, t3 and t4 wait (the fold says so), and the
     resumed process starts t2 and t3 at once, and t4 after both."""
-    from orchestrator.session.replay import load_state
+    from orchestrator import load_state
 
     run = TeamCrashRun(tmp_path / "sessions", script_path, tmp_path, random.Random(0))
     assert run.step(kill_after_events=None) == 0

@@ -45,13 +45,20 @@ import orjson
 import pytest
 import trio
 
-from orchestrator.messages import AssistantMessage, ToolResult, UserMessage
-from orchestrator.session.live import JOURNAL, LiveSession
-from orchestrator.session.replay import load_state, mail_history
-from orchestrator.state.events import AgentStarted, MessageAdded
-from orchestrator.state.fold import SessionState
-from orchestrator.state.mailbox import Mail
-from orchestrator.state.manifest import read_manifest, write_manifest
+from orchestrator import (
+    AgentStarted,
+    AssistantMessage,
+    LiveSession,
+    Mail,
+    MessageAdded,
+    SessionState,
+    ToolResult,
+    UserMessage,
+    load_state,
+    mail_history,
+)
+from orchestrator.session.live import JOURNAL
+from orchestrator.state import read_manifest, write_manifest
 from orchestrator.store import open_journal, scan_journal
 from tests.crash.harness import CrashRun, cli, interrupted_calls, snapshot_workspace
 from tests.scenes import call, scripted_session

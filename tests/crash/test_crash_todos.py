@@ -19,9 +19,8 @@ from typing import Any
 
 import orjson
 
-from orchestrator.loop.assessment import Assessed
-from orchestrator.session.replay import JOURNAL, decode_records, load_state
-from orchestrator.state.fold import SessionState
+from orchestrator import Assessed, SessionState, load_state
+from orchestrator.session.replay import JOURNAL, decode_records
 from orchestrator.store import scan_journal
 from tests.crash.harness import CrashRun
 from tests.scenes import call

@@ -14,11 +14,10 @@ pytest.importorskip("dbos")
 if TYPE_CHECKING:
     from dbos import DBOSConfig
 
+from orchestrator import RunResult, ScriptedModel, create_session, drive, load_state, open_session
 from orchestrator.engine import dbos_runner, sqlite_url
 from orchestrator.errors import OrchestratorError
-from orchestrator.models.scripted import ScriptedModel, parse_script
-from orchestrator.session.live import create_session, load_state, open_session
-from orchestrator.team.drive import RunResult, drive
+from orchestrator.models.scripted import parse_script
 from tests.scenes import call, run_settings
 
 SCRIPT: dict[str, Any] = {

@@ -17,23 +17,13 @@ pytest.importorskip("dbos")
 
 import psycopg
 
-from orchestrator.cli.render import TranscriptSink
+import orchestrator as orc
 from orchestrator.engine import dbos_runner
-from orchestrator.models.scripted import ScriptedModel, parse_script
-from orchestrator.session.live import create_session, load_state, open_session
-from orchestrator.state.events import (
-    EngineBack,
-    EngineWaiting,
-    Event,
-    ToolCallStarted,
-    event_from_json,
-    event_json,
-)
-from orchestrator.team.drive import RunResult, RunSettings, drive
-from orchestrator.tools import PermissionPolicy, approve_all, workspace_tools
+from orchestrator.models.scripted import parse_script
+from orchestrator.state.events import event_from_json
 from tests.crash.harness import cli
 from tests.engine.postgres import Postgres
-from tests.scenes import call
+from tests.scenes import call, run_settings
 
 
 def script(fifo: Path, *, then: Path | None = None) -> dict[str, Any]:
@@ -61,18 +51,18 @@ class Watch:
     """The events people would see, with the moments the test waits for."""
 
     def __init__(self) -> None:
-        self.events: list[Event] = []
+        self.events: list[orc.Event] = []
         self.blocked = trio.Event()  # the task's shell call runs
         self.waiting = trio.Event()  # the engine said it waits for its database
         self.back = trio.Event()  # and that it answers again
 
-    async def emit(self, event: Event, *, durable: bool = False) -> None:
+    async def emit(self, event: orc.Event, *, durable: bool = False) -> None:
         self.events.append(event)
-        if isinstance(event, ToolCallStarted) and event.agent == "t1":
+        if isinstance(event, orc.ToolCallStarted) and event.agent == "t1":
             self.blocked.set()
-        if isinstance(event, EngineWaiting):
+        if isinstance(event, orc.EngineWaiting):
             self.waiting.set()
-        if isinstance(event, EngineBack):
+        if isinstance(event, orc.EngineBack):
             self.back.set()
 
 
@@ -80,25 +70,19 @@ async def test_a_database_away_while_a_task_works_is_waited_for(
     tmp_path: Path, postgres: Postgres
 ) -> None:
     root = tmp_path / "sessions"
-    session_id, directory = create_session(root, goal="g", model="x:y", workspace=None)
+    session_id, directory = orc.create_session(root, goal="g", model="x:y", workspace=None)
     fifo, end = tmp_path / "release", tmp_path / "end"
     os.mkfifo(fifo)
     os.mkfifo(end)
     url = postgres.url.rsplit("/", 1)[0] + "/orchestrator_engine"
     watch = Watch()
-    settings = RunSettings(
-        model=ScriptedModel(parse_script(script(fifo, then=end))),
-        tools=workspace_tools(),
-        ui=watch,
-        policy=PermissionPolicy(),
-        approve=approve_all,
-        runner=dbos_runner(url, patience=120),
-    )
-    result: list[RunResult] = []
+    model = orc.ScriptedModel(parse_script(script(fifo, then=end)))
+    settings = run_settings(model, ui=watch, runner=dbos_runner(url, patience=120))
+    result: list[orc.RunResult] = []
 
     async def run() -> None:
-        async with open_session(root, session_id, warn=lambda _: None) as live:
-            result.append(await drive(live, settings))
+        async with orc.open_session(root, session_id, warn=lambda _: None) as live:
+            result.append(await orc.drive(live, settings))
 
     with trio.fail_after(120):
         async with trio.open_nursery() as nursery:
@@ -113,19 +97,19 @@ async def test_a_database_away_while_a_task_works_is_waited_for(
 
     [outcome] = result
     assert outcome.status == "completed", outcome
-    waited = [e for e in watch.events if isinstance(e, EngineWaiting | EngineBack)]
-    assert [type(e) for e in waited] == [EngineWaiting, EngineBack]  # once for the outage
+    waited = [e for e in watch.events if isinstance(e, orc.EngineWaiting | orc.EngineBack)]
+    assert [type(e) for e in waited] == [orc.EngineWaiting, orc.EngineBack]  # once for the outage
     # One line each in the transcript (and above the live view), and in --json.
     out = io.StringIO()
-    transcript = TranscriptSink(out, color=False)
+    transcript = orc.TranscriptSink(out, color=False)
     for event in waited:
         await transcript.emit(event)
     lost, back = out.getvalue().splitlines()
     assert lost.startswith("! the engine's database is unreachable ((psycopg.OperationalError)")
     assert "Connection refused); trying again in " in lost
     assert back.startswith("! the engine's database answers again (after ")
-    assert [event_from_json(orjson.dumps(event_json(e))) for e in waited] == waited
-    state = load_state(directory, warn=pytest.fail)
+    assert [event_from_json(orjson.dumps(orc.event_json(e))) for e in waited] == waited
+    state = orc.load_state(directory, warn=pytest.fail)
     assert state.tasks.get("t1").state == "completed"
     records = [
         orjson.loads(line) for line in (directory / "journal.jsonl").read_bytes().splitlines()
@@ -192,7 +176,7 @@ def test_past_its_patience_the_run_ends_with_an_error_and_resumes(
     assert "error: the engine's database was unreachable for 3s" in errors
     assert "the session can be resumed" in errors
     [directory] = sessions.iterdir()
-    assert load_state(directory, warn=pytest.fail).status == "failed"
+    assert orc.load_state(directory, warn=pytest.fail).status == "failed"
 
     postgres.start()
     resume = subprocess.run(
@@ -203,7 +187,7 @@ def test_past_its_patience_the_run_ends_with_an_error_and_resumes(
         timeout=120,
     )
     assert resume.returncode == 0, resume.stdout + resume.stderr
-    state = load_state(directory, warn=pytest.fail)
+    state = orc.load_state(directory, warn=pytest.fail)
     assert state.status == "completed"
     assert state.tasks.get("t1").state == "completed"
     assert (directory / "workspace" / "got.txt").read_text() == "released\n"  # ran once

@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 import pytest
 
-from orchestrator.session.live import load_state
+from orchestrator import load_state
 from tests.crash.harness import cli
 
 pytest.importorskip("dbos")

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator import SessionSettings
 from orchestrator.cli.engine import runner_for
 from orchestrator.cli.parser import EXIT_USAGE, build_parser
 from orchestrator.config import parse_config
 from orchestrator.engine.urls import has_password, hide_password
 from orchestrator.errors import ConfigError
-from orchestrator.state.settings import SessionSettings
 
 # The command line in a fresh interpreter where `import dbos` fails, as without the extra.
 WITHOUT_DBOS = (

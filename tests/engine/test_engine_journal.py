@@ -15,14 +15,14 @@ from typing import Any
 import orjson
 import pytest
 
-from orchestrator.cli.main import main
+from orchestrator import load_state
+from orchestrator.cli import main
 from orchestrator.cli.parser import EXIT_USAGE
-from orchestrator.session.live import create_session, load_state
-from orchestrator.state.settings import SessionSettings
 
 pytest.importorskip("dbos")
 
 from tests.engine.test_dbos import SCRIPT
+from tests.scenes import journaled_session
 
 
 @pytest.fixture(autouse=True)
@@ -40,19 +40,6 @@ def script(tmp_path: Path) -> Path:
 
 def orchestrator(root: Path, *args: str) -> int:
     return main([*args, "--sessions-dir", str(root)])
-
-
-def new_session(root: Path, script: Path, **settings: Any) -> str:
-    """A session made, never run, with `settings` journaled (as `run` journals them)."""
-    session_id, _ = create_session(
-        root,
-        goal="write a",
-        model=f"scripted:{script}",
-        workspace=None,
-        settings=SessionSettings(**settings),
-        source="run",
-    )
-    return session_id
 
 
 def settings_records(directory: Path) -> list[dict[str, Any]]:
@@ -88,7 +75,7 @@ def test_a_resume_without_engine_runs_on_the_journaled_one(
     tmp_path: Path, script: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     root = tmp_path / "sessions"
-    session_id = new_session(root, script, engine="dbos")
+    session_id = journaled_session(root, script, "write a", engine="dbos")
     directory = root / session_id
     assert orchestrator(root, "resume", session_id, "--yes", "--json") == 0
     state = load_state(directory, warn=pytest.fail)
@@ -118,7 +105,7 @@ def test_a_local_task_says_its_host_and_process(
     tmp_path: Path, script: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     root = tmp_path / "sessions"
-    session_id = new_session(root, script)
+    session_id = journaled_session(root, script, "write a")
     assert orchestrator(root, "resume", session_id, "--yes", "--json") == 0
     directory = root / session_id
     view = orjson.loads((directory / "tasks" / "t1.json").read_bytes())
@@ -134,7 +121,7 @@ def test_engine_on_a_resume_is_an_override_journaled_for_the_next(
     tmp_path: Path, script: Path
 ) -> None:
     root = tmp_path / "sessions"
-    session_id = new_session(root, script)  # local
+    session_id = journaled_session(root, script, "write a")  # local
     directory = root / session_id
     assert orchestrator(root, "resume", session_id, "--yes", "--json", "--engine", "dbos") == 0
     made, override = settings_records(directory)
@@ -154,7 +141,7 @@ def test_a_journaled_password_must_be_given_again(
 ) -> None:
     root = tmp_path / "sessions"
     hidden = "postgresql://me:***@db.invalid/orch"
-    session_id = new_session(root, script, engine="dbos", engine_database=hidden)
+    session_id = journaled_session(root, script, "write a", engine="dbos", engine_database=hidden)
     capsys.readouterr()
     assert orchestrator(root, "resume", session_id, "--yes", "--json") == EXIT_USAGE
     said = capsys.readouterr().err.splitlines()
@@ -185,7 +172,7 @@ def test_a_password_never_reaches_the_journal(
         assert not path.is_file() or b"s3cret" not in path.read_bytes(), path
     # A resume given the URL again runs, and the same URL (its password hidden) is no
     # override.
-    session_id = new_session(root, script, engine="dbos", engine_database=hidden)
+    session_id = journaled_session(root, script, "write a", engine="dbos", engine_database=hidden)
     resume = ["resume", session_id, "--yes", "--json", "--database-url", url]
     assert orchestrator(root, *resume) == 0
     assert len(settings_records(root / session_id)) == 1

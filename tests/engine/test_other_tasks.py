@@ -14,15 +14,22 @@ import trio
 
 pytest.importorskip("dbos")
 
+from orchestrator import (
+    AgentStarted,
+    AssistantMessage,
+    AssistantReplied,
+    SystemMessage,
+    TaskCreated,
+    ToolCall,
+)
 from orchestrator.engine import sqlite_url
 from orchestrator.engine.other_tasks import SessionTasks
 from orchestrator.engine.retry import Patience
 from orchestrator.engine.store import TAIL_CHUNK, Store
 from orchestrator.engine.task_session import TaskSession
-from orchestrator.messages import AssistantMessage, SystemMessage, ToolCall
-from orchestrator.state.events import AgentStarted, AssistantReplied, CallResult, Record
-from orchestrator.state.mailbox import Caps
-from orchestrator.state.tasks import TaskCreated, now_ms
+from orchestrator.state import Caps, Record
+from orchestrator.state.events import CallResult
+from orchestrator.state.tasks import now_ms
 from orchestrator.store._line import encode
 from orchestrator.team.postbox import Changes, Postbox
 from orchestrator.team.writes import Writes

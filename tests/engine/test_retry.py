@@ -20,8 +20,8 @@ pytest.importorskip("dbos")
 import psycopg
 from sqlalchemy import exc
 
-from orchestrator.engine.retry import EngineUnreachable, Patience, unreachable
-from orchestrator.state.events import EngineBack, EngineWaiting, ListSink, Notice
+from orchestrator import EngineBack, EngineUnreachable, EngineWaiting, ListSink, Notice
+from orchestrator.engine.retry import Patience, unreachable
 
 REFUSED = 'connection failed: connection to server at "127.0.0.1", port 5 failed: refused'
 

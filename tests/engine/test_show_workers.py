@@ -21,11 +21,10 @@ import trio
 
 pytest.importorskip("dbos")
 
-from orchestrator.session.live import create_session
-from orchestrator.state.settings import SessionSettings
 from tests.crash.harness import cli
 from tests.engine.test_workers import TWO_TASKS
 from tests.engine.workers import start_worker
+from tests.scenes import journaled_session
 
 
 @dataclass(frozen=True)
@@ -226,14 +225,7 @@ def test_a_hidden_password_is_asked_for_by_its_flag(tmp_path: Path, ran: Ran) ->
         "engine_database": "postgresql://me:***@db.invalid/orch",
         "engine_workers": True,
     }
-    session_id, _ = create_session(
-        root,
-        goal="g",
-        model=f"scripted:{script}",
-        workspace=None,
-        settings=SessionSettings(**settings),
-        source="run",
-    )
+    session_id = journaled_session(root, script, **settings)
     shown = Ran(root, session_id, ran.database, ran.env).show().stdout
     assert (
         "on workers its tasks' transcripts and usage are in postgresql://me:***@db.invalid/"
@@ -246,8 +238,9 @@ def test_a_hidden_password_is_asked_for_by_its_flag(tmp_path: Path, ran: Ran) ->
 def test_the_library_s_report_reads_them_with_a_reader(ran: Ran) -> None:
     """`session_report(..., workers=...)`: the reader of the engine's database is handed
     in (session/ reads none); without one, the report says they are not read."""
+    from orchestrator import session_report
     from orchestrator.engine.shown import read_worker_records
-    from orchestrator.session.inspection import OnWorkers, session_report
+    from orchestrator.session.inspection import OnWorkers
     from orchestrator.session.on_workers import NO_READER
 
     url = f"sqlite:///{ran.database}"

@@ -9,8 +9,8 @@ import pytest
 
 pytest.importorskip("dbos")
 
+from orchestrator.engine import sqlite_url
 from orchestrator.engine.store import Store
-from orchestrator.engine.urls import sqlite_url
 
 
 def test_processes_making_the_tables_at_once_all_get_them(tmp_path: Path) -> None:

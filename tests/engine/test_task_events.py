@@ -5,21 +5,23 @@ journals itself (the task's messages, its states)."""
 
 from __future__ import annotations
 
-from orchestrator.engine.handover import TaskEvents
-from orchestrator.messages import AssistantMessage, ToolCall, ToolResult, Usage
-from orchestrator.state.events import (
+from orchestrator import (
+    AssistantMessage,
     AssistantReplied,
-    CallResult,
-    EffectStarted,
-    Record,
+    MessagePosted,
+    TaskChanged,
     TextStreamed,
+    ToolCall,
     ToolCallFinished,
     ToolCallStarted,
+    ToolResult,
     TurnEnded,
     TurnStarted,
+    Usage,
 )
-from orchestrator.state.mailbox import MessagePosted
-from orchestrator.state.tasks import TaskChanged
+from orchestrator.engine.handover import TaskEvents
+from orchestrator.state import Record
+from orchestrator.state.events import CallResult, EffectStarted
 
 SHELL = ToolCall(id="c1", name="shell", arguments='{"command": "make"}')
 COMPLETE = ToolCall(id="c2", name="complete", arguments='{"summary": "built"}')

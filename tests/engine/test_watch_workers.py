@@ -16,11 +16,9 @@ import trio
 
 pytest.importorskip("dbos")
 
+from orchestrator import RunResult, RunSettings, ScriptedModel, SessionSettings, drive, open_session
 from orchestrator.engine import dbos_workers
-from orchestrator.models.scripted import ScriptedModel, parse_script
-from orchestrator.session.live import open_session
-from orchestrator.state.settings import SessionSettings
-from orchestrator.team.drive import RunResult, RunSettings, drive
+from orchestrator.models.scripted import parse_script
 from orchestrator.tools import PermissionPolicy, approve_all, workspace_tools
 from tests.engine.test_workers import ONE_TASK, SHOWN_KINDS, Setup
 from tests.engine.workers import start_worker

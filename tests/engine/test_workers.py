@@ -20,19 +20,31 @@ import trio
 
 pytest.importorskip("dbos")
 
-from orchestrator.cli.render import TranscriptSink
+from orchestrator import (
+    Event,
+    EventSink,
+    FanOut,
+    InProcessRunner,
+    ListSink,
+    Notice,
+    RunResult,
+    RunSettings,
+    ScriptedModel,
+    Team,
+    TranscriptSink,
+    create_session,
+    drive,
+    event_json,
+    load_state,
+    open_session,
+)
 from orchestrator.engine import dbos_workers, sqlite_url
 from orchestrator.engine.store import Store
-from orchestrator.models.scripted import ScriptedModel, parse_script
-from orchestrator.session.live import create_session, load_state, open_session
-from orchestrator.state.events import Event, EventSink, FanOut, ListSink, Notice, event_json
-from orchestrator.state.fold import USER
-from orchestrator.team.drive import RunResult, drive
-from orchestrator.team.runtime import Team, TeamHook
-from orchestrator.team.settings import RunSettings
-from orchestrator.team.subagent import InProcessRunner
+from orchestrator.models.scripted import parse_script
+from orchestrator.state import USER
+from orchestrator.team.runtime import TeamHook
 from orchestrator.tools import PermissionPolicy, approve_all, workspace_tools
-from orchestrator.view.model import ViewModel
+from orchestrator.view import ViewModel
 from tests.engine.workers import mail_sent, start_worker
 from tests.scenes import call
 

@@ -11,15 +11,23 @@ import trio
 
 pytest.importorskip("dbos")
 
+from orchestrator import (
+    ApprovalRequest,
+    Denied,
+    Grant,
+    RunResult,
+    RunSettings,
+    ScriptedModel,
+    Unasked,
+    drive,
+    load_state,
+    open_session,
+)
 from orchestrator.engine import dbos_workers
 from orchestrator.engine.approvals import decode_answer, encode_answer
 from orchestrator.engine.store import Store
-from orchestrator.models.scripted import ScriptedModel, parse_script
-from orchestrator.session.live import load_state, open_session
-from orchestrator.team.asking import ApprovalRequest
-from orchestrator.team.drive import RunResult, RunSettings, drive
+from orchestrator.models.scripted import parse_script
 from orchestrator.tools import PermissionPolicy, workspace_tools
-from orchestrator.tools.permissions import Denied, Grant, Unasked
 from tests.engine.test_workers import Setup, main_script
 from tests.engine.workers import start_worker
 from tests.scenes import call

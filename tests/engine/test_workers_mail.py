@@ -16,12 +16,9 @@ pytest.importorskip("dbos")
 
 from dbos import DBOS
 
+from orchestrator import Event, MessagePosted, RunResult, load_state
 from orchestrator.engine.store import Store
 from orchestrator.engine.worker import MAIL
-from orchestrator.session.live import load_state
-from orchestrator.state.events import Event
-from orchestrator.state.mailbox import MessagePosted
-from orchestrator.team.drive import RunResult
 from tests.engine.test_workers import ANSWERED, Setup
 from tests.engine.workers import WorkerProcess, mail_sent, start_worker
 

@@ -15,8 +15,8 @@ import trio
 
 pytest.importorskip("dbos")
 
+from orchestrator import load_state
 from orchestrator.engine.store import Store
-from orchestrator.session.live import load_state
 from tests.engine.test_workers import Setup, main_script
 from tests.engine.workers import start_worker
 from tests.scenes import call

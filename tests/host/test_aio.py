@@ -15,9 +15,8 @@ import anyio
 import pytest
 
 import orchestrator as orc
+from orchestrator import ModelRequest, ScriptedModel, ScriptedReply
 from orchestrator.errors import ConfigError
-from orchestrator.models.base import ModelRequest
-from orchestrator.models.scripted import ScriptedModel, ScriptedReply
 from tests.host.test_host_loop import respond as choose_a_license
 from tests.host.test_run import results, writer
 from tests.scenes import c

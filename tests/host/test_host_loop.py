@@ -12,10 +12,7 @@ from pathlib import Path
 import pytest
 
 import orchestrator as orc
-from orchestrator.models.base import ModelRequest
-from orchestrator.models.scripted import ScriptedModel, ScriptedReply
-from orchestrator.state.events import ListSink
-from orchestrator.state.mailbox import Mail, MessagePosted
+from orchestrator import ListSink, Mail, MessagePosted, ModelRequest, ScriptedModel, ScriptedReply
 from orchestrator.state.mailtext import render
 from tests.scenes import all_text, c, first_line_then_kill, reply
 

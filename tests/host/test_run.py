@@ -12,11 +12,8 @@ import pytest
 import trio
 
 import orchestrator as orc
+from orchestrator import ModelRequest, Price, ScriptedModel, ScriptedReply, ToolResult
 from orchestrator.errors import ConfigError, SessionNotFound
-from orchestrator.messages import ToolResult
-from orchestrator.models.base import ModelRequest
-from orchestrator.models.scripted import ScriptedModel, ScriptedReply
-from orchestrator.usage import Price
 from tests.scenes import c
 
 

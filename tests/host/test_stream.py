@@ -15,10 +15,9 @@ import trio
 import trio.testing
 
 import orchestrator as orc
+from orchestrator import ModelRequest, ScriptedModel, ScriptedReply
 from orchestrator.errors import ConfigError
 from orchestrator.host.stream import _pulled
-from orchestrator.models.base import ModelRequest
-from orchestrator.models.scripted import ScriptedModel, ScriptedReply
 
 
 def hello() -> ScriptedModel:

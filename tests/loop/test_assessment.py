@@ -12,28 +12,27 @@ import trio
 import trio.testing
 from msgspec.structs import replace
 
-from orchestrator.loop.assessment import (
-    AgentProgress,
+from orchestrator import (
     Assessed,
     Budgets,
-    RefusedCall,
+    ModelRequest,
+    Policy,
+    Price,
+    ScriptedReply,
     Situation,
-    Spent,
+    TodoList,
+    TodosChanged,
+    Usage,
     Verified,
     assess,
-    continuation_note,
-    over_budget,
 )
-from orchestrator.loop.todos import TodoList, TodosChanged, write
-from orchestrator.messages import Usage
-from orchestrator.models.base import ModelRequest
-from orchestrator.models.scripted import ScriptedReply
-from orchestrator.team.oversight import Policy
+from orchestrator.loop import continuation_note
+from orchestrator.loop.assessment import AgentProgress, RefusedCall, Spent, over_budget
+from orchestrator.loop.todos import write
 from orchestrator.team.queries import MAIN
 from orchestrator.tools import Workspace
 from orchestrator.tools.todos import TodoSpec
-from orchestrator.usage import Price
-from tests.scenes import Scene, c, last_text, reply, steps
+from tests.scenes import Scene, assert_in, c, last_text, reply, steps
 
 
 def todos(*statuses: str, blocked: dict[str, tuple[str, ...]] | None = None) -> TodoList:
@@ -277,12 +276,15 @@ def test_the_continuation_note_restates_goal_progress_items_and_reasons() -> Non
     listing.goal = "ship the parser"
     verdict = assess(Situation(todos=listing, progress=progress(continues=2)))
     note = continuation_note(listing, verdict, count=3, limit=10, live_tasks=("t1",))
-    assert "(auto-continue 3 of 10)" in note
-    assert "Goal: ship the parser" in note
-    assert "Tasks 1/3" in note
-    assert "[3] [blocked by 2] item 3" in note
-    assert "Live tasks: t1" in note
-    assert "Why: 2 todos remain" in note
+    assert_in(
+        note,
+        "(auto-continue 3 of 10)",
+        "Goal: ship the parser",
+        "Tasks 1/3",
+        "[3] [blocked by 2] item 3",
+        "Live tasks: t1",
+        "Why: 2 todos remain",
+    )
     assert continuation_note(listing, verdict, count=1, limit=2, text="GO ON").startswith("GO ON\n")
 
 

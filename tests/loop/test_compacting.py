@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from msgspec.structs import replace
 
+from orchestrator import AssistantMessage, Message, SystemMessage, ToolCall, ToolResult, UserMessage
 from orchestrator.loop.anchors import HEADER, Anchors
 from orchestrator.loop.compacting import (
     Checkpoint,
@@ -29,14 +30,6 @@ from orchestrator.loop.compaction import (
     trigger,
 )
 from orchestrator.loop.summary import SUMMARY_HEADER
-from orchestrator.messages import (
-    AssistantMessage,
-    Message,
-    SystemMessage,
-    ToolCall,
-    ToolResult,
-    UserMessage,
-)
 
 ANCHORS = Anchors(goal="port the parser")
 

@@ -13,17 +13,8 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from orchestrator.loop.plan import (
-    PLAN_VERSION,
-    Plan,
-    PlanError,
-    PlanTask,
-    Problem,
-    check,
-    parse_plan_json,
-    plan_json,
-    validate,
-)
+from orchestrator import Plan, PlanError, PlanTask, parse_plan_json
+from orchestrator.loop.plan import PLAN_VERSION, Problem, check, plan_json, validate
 from orchestrator.loop.plan_markdown import parse_markdown, render
 
 SCHEMA = Path(__file__).parents[2] / "docs" / "plan.schema.json"

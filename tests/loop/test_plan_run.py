@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orchestrator.loop.plan import Plan, PlanTask, scopes_overlap, validate
+from orchestrator import Plan, PlanTask
+from orchestrator.loop.plan import scopes_overlap, validate
 from orchestrator.loop.plan_run import TODO_STATUS, doomed, ready, todo_status
 
 
@@ -72,7 +73,7 @@ def test_a_todo_shows_its_tasks_state(state: str, status: str) -> None:
 def test_every_task_state_has_a_todo_status() -> None:
     from typing import get_args
 
-    from orchestrator.state.tasks import TaskState
+    from orchestrator.state import TaskState
 
     assert set(get_args(TaskState)) | {"", "waiting_deps"} == set(TODO_STATUS)
 

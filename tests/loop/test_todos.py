@@ -6,11 +6,10 @@ from __future__ import annotations
 import orjson
 import pytest
 
+from orchestrator import Policy, ScriptedCall, TodoList, TodosChanged
 from orchestrator.loop.todos import (
     Change,
     TodoError,
-    TodoList,
-    TodosChanged,
     TodoStatus,
     create,
     hand_off,
@@ -18,8 +17,6 @@ from orchestrator.loop.todos import (
     update,
     write,
 )
-from orchestrator.models.scripted import ScriptedCall
-from orchestrator.team.oversight import Policy
 from orchestrator.team.queries import MAIN
 from orchestrator.tools import Workspace
 from orchestrator.tools.todos import TodoSpec
@@ -266,7 +263,7 @@ async def test_a_repeated_todo_call_after_a_crash_changes_nothing_twice(
     assert list(todos.items) == ["1"]
     assert todos.refs  # the ref of the call that made it
     tool = scene.team.turn_deps(MAIN).tools.get("todo_create")  # type: ignore[union-attr]
-    from orchestrator.tools.base import ToolContext
+    from orchestrator import ToolContext
 
     again = await tool.run(
         tool.args_model(content="a"),

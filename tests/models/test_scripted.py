@@ -8,11 +8,11 @@ import orjson
 import pytest
 import trio
 
+from orchestrator import ScriptedModel, ScriptedReply, UserMessage
 from orchestrator.demo import script_path
 from orchestrator.errors import ScriptError
-from orchestrator.messages import UserMessage
 from orchestrator.models import ModelRequest, collect
-from orchestrator.models.scripted import ScriptedModel, ScriptedReply, load_script, parse_script
+from orchestrator.models.scripted import load_script, parse_script
 
 
 def request(agent: str = "main", role: str = "main", step: int = 0) -> ModelRequest:
@@ -115,7 +115,7 @@ def test_documented_example_is_valid() -> None:
 
 
 def test_empty_or_repeated_call_ids_are_made_unique_within_a_reply() -> None:
-    from orchestrator.messages import ToolCall
+    from orchestrator import ToolCall
     from orchestrator.models.base import unique_call_ids
 
     calls = [

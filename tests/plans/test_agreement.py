@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from orchestrator import SessionState
 from orchestrator.layout import FORMAT_VERSION
 from orchestrator.loop.plan_run import todo_status
-from orchestrator.state.events import decode_record
-from orchestrator.state.fold import SessionState
+from orchestrator.state import decode_record
 
 RECORDED = Path(__file__).resolve().parents[2] / "sessions" / f"v{FORMAT_VERSION}-completed"
 

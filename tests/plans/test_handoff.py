@@ -9,13 +9,21 @@ from typing import Any
 import orjson
 import pytest
 
-from orchestrator.loop.plan import Plan, PlanTask, parse_plan_json
+from orchestrator import (
+    Plan,
+    PlanApprover,
+    PlanTask,
+    PlanVerdict,
+    PlanVersion,
+    RunResult,
+    ScriptedModel,
+    drive,
+    load_state,
+    open_session,
+    parse_plan_json,
+)
 from orchestrator.loop.plan_markdown import parse_markdown
-from orchestrator.models.scripted import ScriptedModel, parse_script
-from orchestrator.session.live import load_state, open_session
-from orchestrator.state.plans import PlanVersion
-from orchestrator.team.drive import RunResult, drive
-from orchestrator.team.plan_host import PlanApprover, PlanVerdict
+from orchestrator.models.scripted import parse_script
 from tests.scenes import run_settings, scripted_session
 from tests.team.test_drive import cut_after
 

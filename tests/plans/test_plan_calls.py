@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 
 import orchestrator as orc
+from orchestrator import ScriptedModel
 from orchestrator.errors import ConfigError
 from orchestrator.loop.todos import TodoError
-from orchestrator.models.scripted import ScriptedModel, parse_script
+from orchestrator.models.scripted import parse_script
 from tests.plans.test_handoff import PLAN_ARGS, SCRIPT, new_session
 
 

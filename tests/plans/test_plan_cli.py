@@ -9,8 +9,8 @@ from pathlib import Path
 import orjson
 import pytest
 
+from orchestrator import load_state
 from orchestrator.loop.plan_markdown import parse_markdown
-from orchestrator.session.live import load_state
 from tests.cli.test_headless import orchestrator  # the command with no terminal
 from tests.plans.test_handoff import SCRIPT
 

@@ -7,10 +7,8 @@ import io
 from collections.abc import Callable
 from pathlib import Path
 
+from orchestrator import Plan, PlanTask, PlanVerdict, PlanVersion
 from orchestrator.cli.plan_prompt import PlanPrompt, plan_approver
-from orchestrator.loop.plan import Plan, PlanTask
-from orchestrator.state.plans import PlanVersion
-from orchestrator.team.plan_host import PlanVerdict
 
 PLAN = Plan(goal="g", tasks=(PlanTask(id="a", title="do a", acceptance="true"),))
 VERSION = PlanVersion(version=1, plan=PLAN, warnings=["a warning"])

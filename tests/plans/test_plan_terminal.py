@@ -3,8 +3,6 @@ rejects; a kill while the question waits decides nothing, and a resume asks agai
 
 from __future__ import annotations
 
-import os
-import pty
 import signal
 import subprocess
 import sys
@@ -14,8 +12,8 @@ from typing import Any
 import orjson
 import pytest
 
-from orchestrator.session.live import load_state
-from tests.conftest import run_on_terminal
+from orchestrator import load_state
+from tests.conftest import run_on_terminal, waiting_on_terminal
 from tests.plans.test_handoff import PLAN_ARGS, SCRIPT
 
 
@@ -53,32 +51,10 @@ def test_the_person_rejects_then_approves(tmp_path: Path, model: str) -> None:
 def test_a_kill_at_the_question_decides_nothing(tmp_path: Path, model: str) -> None:
     sessions, workspace = tmp_path / "sessions", tmp_path / "ws"
     workspace.mkdir()
-    master, slave = pty.openpty()
-    command = [sys.executable, "-m", "orchestrator", "run", "write two files", "--plan", "--yes"]
-    proc = subprocess.Popen(
-        [*command, "-m", model, "-w", str(workspace), "--sessions-dir", str(sessions)],
-        stdin=slave,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env={**os.environ, "NO_COLOR": "1"},
-    )
-    try:
-        assert proc.stderr is not None
-        seen = b""
-        while b"Approve plan v1?" not in seen:
-            chunk = proc.stderr.read1(4096)
-            assert chunk, seen.decode()
-            seen += chunk
+    args = ["run", "write two files", "--plan", "--yes", "-m", model, "-w", str(workspace)]
+    with waiting_on_terminal([*args, "--sessions-dir", str(sessions)], b"Approve plan v1?") as proc:
         proc.send_signal(signal.SIGKILL)  # as the question waits
         proc.wait(timeout=30)
-    finally:
-        os.close(master)
-        os.close(slave)
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=30)
-        if proc.stderr is not None:
-            proc.stderr.close()
     directory = the_session(sessions)
     state = load_state(directory, warn=lambda _: None)
     pending = state.plans.pending

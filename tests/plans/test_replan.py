@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import trio
 
-from orchestrator.session.live import load_state
+from orchestrator import load_state
 from tests.plans.test_handoff import APPROVE, Approver, new_session, run, task, worker
 
 V1 = {

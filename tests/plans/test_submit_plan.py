@@ -7,12 +7,11 @@ from typing import Any
 
 import pytest
 
+from orchestrator import MemorySession, ToolContext
 from orchestrator.errors import ToolFailed
-from orchestrator.session.live import MemorySession
 from orchestrator.team.plan_host import Planning
-from orchestrator.tools.base import ToolContext
+from orchestrator.tools import Workspace
 from orchestrator.tools.planning import SubmitPlan, SubmitPlanArgs
-from orchestrator.tools.workspace import Workspace
 
 
 def task(tid: str, **more: Any) -> dict[str, Any]:

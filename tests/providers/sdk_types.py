@@ -153,3 +153,60 @@ def openai_call_delta(
     if id is not None:
         delta |= {"id": id, "type": "function"}
     return delta
+
+
+# --- whole replies: a text, or one tool call -----------------------------------------
+
+
+def openai_text(text: str, *, usage: tuple[int, int] | None = None) -> list[bytes]:
+    """An OpenAI stream saying `text` (its role first, then the text, then the finish),
+    with a usage chunk of (prompt, completion) tokens when given."""
+    return [
+        openai_chunk({"role": "assistant", "content": ""}),
+        openai_chunk({"content": text}),
+        openai_chunk({}, finish="stop"),
+        *([openai_usage(*usage)] if usage else []),
+        OPENAI_DONE,
+    ]
+
+
+def openai_tool_call(
+    call_id: str, name: str, arguments: str, *, usage: tuple[int, int] | None = None
+) -> list[bytes]:
+    """An OpenAI stream calling one tool with `arguments` (JSON text)."""
+    delta = openai_call_delta(0, id=call_id, name=name, arguments=arguments)
+    return [
+        openai_chunk({"role": "assistant", "content": None}),
+        openai_chunk({"tool_calls": [delta]}),
+        openai_chunk({}, finish="tool_calls"),
+        *([openai_usage(*usage)] if usage else []),
+        OPENAI_DONE,
+    ]
+
+
+def anthropic_text(text: str, *, input_tokens: int = 10, output_tokens: int = 3) -> list[bytes]:
+    """An Anthropic stream of one text block saying `text`."""
+    return [
+        message_start(input_tokens=input_tokens),
+        block_start(0, {"type": "text", "text": ""}),
+        block_delta(0, {"type": "text_delta", "text": text}),
+        block_stop(0),
+        message_delta("end_turn", output_tokens),
+        MESSAGE_STOP,
+    ]
+
+
+def anthropic_tool_use(
+    call_id: str, name: str, arguments: str, *, input_tokens: int = 10, output_tokens: int = 10
+) -> list[bytes]:
+    """An Anthropic stream of one tool_use block calling `name` with `arguments` (JSON
+    text, in one delta)."""
+    use = {"type": "tool_use", "id": call_id, "name": name, "input": {}}
+    return [
+        message_start(input_tokens=input_tokens),
+        block_start(0, use),
+        block_delta(0, {"type": "input_json_delta", "partial_json": arguments}),
+        block_stop(0),
+        message_delta("tool_use", output_tokens),
+        MESSAGE_STOP,
+    ]

@@ -16,19 +16,17 @@ from sdk_types import (
     message_start,
 )
 
-from orchestrator.messages import Thinking, ToolCall, Usage, UserMessage
-from orchestrator.models.anthropic import AnthropicEndpoint, AnthropicModel, to_wire
-from orchestrator.models.base import (
+from orchestrator import ModelRequest, Thinking, ToolCall, ToolSpec, Usage, UserMessage
+from orchestrator.models import (
     ModelEvent,
-    ModelRequest,
     StreamEnded,
     TextDelta,
     ThinkingDelta,
     ThinkingDone,
     ToolCallReady,
-    ToolSpec,
     UsageReported,
 )
+from orchestrator.models.anthropic import AnthropicEndpoint, AnthropicModel, to_wire
 from orchestrator.models.http import HttpOptions, RetryPolicy, Timeouts
 
 REQUEST = ModelRequest(

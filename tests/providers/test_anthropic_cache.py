@@ -10,22 +10,19 @@ import pytest
 from anthropic_cache import CacheUsage, CachingMessagesServer, PromptCache, ToolUse
 from provider_server import LoopbackServer
 
-from orchestrator.messages import (
+from orchestrator import (
     AssistantMessage,
+    ModelRequest,
     SystemMessage,
     ToolCall,
     ToolResult,
+    ToolSpec,
     Usage,
     UserMessage,
 )
+from orchestrator.models import ToolCallReady, UsageReported
 from orchestrator.models.anthropic import AnthropicEndpoint, AnthropicModel, _Turns, to_wire
-from orchestrator.models.base import (
-    ModelRequest,
-    ToolCallReady,
-    ToolSpec,
-    UsageReported,
-    WireCache,
-)
+from orchestrator.models.base import WireCache
 from orchestrator.models.http import HttpOptions
 
 # 400 characters: 100 tokens a block (a quarter of its canonical JSON, rounded up).

@@ -13,21 +13,11 @@ import orjson
 import pytest
 import trio
 from provider_server import LoopbackServer, Recorded, Reply, request_chars
-from sdk_types import (
-    MESSAGE_STOP,
-    OPENAI_DONE,
-    block_delta,
-    block_start,
-    block_stop,
-    message_delta,
-    message_start,
-    openai_call_delta,
-    openai_chunk,
-    openai_usage,
-)
+from sdk_types import anthropic_text, anthropic_tool_use, openai_text, openai_tool_call
 
+from orchestrator import load_state
 from orchestrator.loop.summary import SECTIONS
-from orchestrator.session.live import JOURNAL, load_state
+from orchestrator.session.live import JOURNAL
 from orchestrator.store import scan_journal
 
 FILE_CHARS = 6_000
@@ -57,57 +47,14 @@ class Agent:
 
     def _text(self, text: str, prompt: int) -> Reply:
         if self.shape == "openai":
-            return Reply.sse(
-                [
-                    openai_chunk({"role": "assistant", "content": text}),
-                    openai_chunk({}, finish="stop"),
-                    openai_usage(prompt=prompt, completion=len(text) // 4),
-                    OPENAI_DONE,
-                ]
-            )
-        return Reply.sse(
-            [
-                message_start(input_tokens=prompt),
-                block_start(0, {"type": "text", "text": ""}),
-                block_delta(0, {"type": "text_delta", "text": text}),
-                block_stop(0),
-                message_delta("end_turn", len(text) // 4),
-                MESSAGE_STOP,
-            ]
-        )
+            return Reply.sse(openai_text(text, usage=(prompt, len(text) // 4)))
+        return Reply.sse(anthropic_text(text, input_tokens=prompt, output_tokens=len(text) // 4))
 
     def _read(self, path: str, call_id: str, prompt: int) -> Reply:
         arguments = orjson.dumps({"path": path}).decode()
         if self.shape == "openai":
-            return Reply.sse(
-                [
-                    openai_chunk({"role": "assistant", "content": None}),
-                    openai_chunk(
-                        {
-                            "tool_calls": [
-                                openai_call_delta(
-                                    0, id=call_id, name="read_file", arguments=arguments
-                                )
-                            ]
-                        }
-                    ),
-                    openai_chunk({}, finish="tool_calls"),
-                    openai_usage(prompt=prompt, completion=10),
-                    OPENAI_DONE,
-                ]
-            )
-        return Reply.sse(
-            [
-                message_start(input_tokens=prompt),
-                block_start(
-                    0, {"type": "tool_use", "id": call_id, "name": "read_file", "input": {}}
-                ),
-                block_delta(0, {"type": "input_json_delta", "partial_json": arguments}),
-                block_stop(0),
-                message_delta("tool_use", 10),
-                MESSAGE_STOP,
-            ]
-        )
+            return Reply.sse(openai_tool_call(call_id, "read_file", arguments, usage=(prompt, 10)))
+        return Reply.sse(anthropic_tool_use(call_id, "read_file", arguments, input_tokens=prompt))
 
 
 @pytest.mark.parametrize("shape", ["openai", "anthropic"])

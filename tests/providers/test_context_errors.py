@@ -14,21 +14,12 @@ import httpx
 import orjson
 import pytest
 from provider_server import ContextShape, LoopbackServer, Reply, Sleeps, context_too_long
-from sdk_types import (
-    MESSAGE_STOP,
-    OPENAI_DONE,
-    block_delta,
-    block_start,
-    block_stop,
-    message_delta,
-    message_start,
-    openai_chunk,
-)
+from sdk_types import anthropic_text, openai_text
 
+from orchestrator import AssistantMessage, Model, ModelRequest, UserMessage
 from orchestrator.errors import ContextTooLong
-from orchestrator.messages import AssistantMessage, UserMessage
+from orchestrator.models import collect
 from orchestrator.models.anthropic import AnthropicEndpoint, AnthropicModel
-from orchestrator.models.base import Model, ModelRequest, collect
 from orchestrator.models.failures import classify, error_from_response
 from orchestrator.models.http import HttpOptions, RetryPolicy, Timeouts
 from orchestrator.models.openai import OpenAIChatModel, OpenAIEndpoint
@@ -428,22 +419,7 @@ def test_errors_that_only_sound_like_it_are_not_context_errors(status: int, mess
 
 # --- through the adapters, against a server on 127.0.0.1 -----------------------------------
 
-OK_EVENTS = {
-    "openai": [
-        openai_chunk({"role": "assistant", "content": ""}),
-        openai_chunk({"content": "fine"}),
-        openai_chunk({}, finish="stop"),
-        OPENAI_DONE,
-    ],
-    "anthropic": [
-        message_start(),
-        block_start(0, {"type": "text", "text": ""}),
-        block_delta(0, {"type": "text_delta", "text": "fine"}),
-        block_stop(0),
-        message_delta("end_turn", 3),
-        MESSAGE_STOP,
-    ],
-}
+OK_EVENTS = {"openai": openai_text("fine"), "anthropic": anthropic_text("fine")}
 
 
 def make_model(

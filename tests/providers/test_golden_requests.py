@@ -15,16 +15,17 @@ import orjson
 import pytest
 from sdk_types import check_anthropic_request, check_openai_request
 
-from orchestrator.messages import (
+from orchestrator import (
     AssistantMessage,
+    ModelRequest,
     SystemMessage,
     Thinking,
     ToolCall,
     ToolResult,
+    ToolSpec,
     UserMessage,
 )
 from orchestrator.models import anthropic, openai
-from orchestrator.models.base import ModelRequest, ToolSpec
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -150,7 +151,7 @@ def test_request_is_valid_for_the_official_sdk(name: str) -> None:
 def test_a_growing_context_is_translated_once_and_sent_the_same(adapter: str) -> None:
     # The conversation grows a message at a time, as a live agent's does; each request,
     # made from a view of it with the agent's cache, must equal a translation from scratch.
-    from orchestrator.messages import MessageView
+    from orchestrator import MessageView
     from orchestrator.models.base import WireCache
 
     make = openai.to_wire if adapter == "openai" else anthropic.to_wire
@@ -200,11 +201,10 @@ async def test_requests_of_a_scripted_session_keep_a_prefix_that_never_moves(
 ) -> None:
     # A real turn loop (scripted model, real tools) sends its requests; each adapter
     # renders them as it would live (one wire cache per agent), caching markers on.
+    from orchestrator import AgentStarted, MemorySession, ScriptedModel
     from orchestrator.agent import TurnDeps, run_turn
     from orchestrator.models.base import WireCache
-    from orchestrator.models.scripted import ScriptedModel, parse_script
-    from orchestrator.session.live import MemorySession
-    from orchestrator.state.events import AgentStarted
+    from orchestrator.models.scripted import parse_script
     from orchestrator.tools import ToolContext, Workspace, workspace_tools
 
     calls = [
@@ -270,7 +270,7 @@ def _marker_paths(body: dict[str, Any]) -> list[str]:
 def test_a_note_follows_the_context_for_one_request_and_leaves_the_cache_as_it_was(
     adapter: str,
 ) -> None:
-    from orchestrator.messages import MessageView
+    from orchestrator import MessageView
     from orchestrator.models.base import WireCache
 
     make = openai.to_wire if adapter == "openai" else anthropic.to_wire

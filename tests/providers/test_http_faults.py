@@ -11,18 +11,14 @@ import pytest
 import trio
 from provider_server import Drop, LoopbackServer, Reply, Sleeps, Stall
 from sdk_types import (
-    MESSAGE_STOP,
-    OPENAI_DONE,
     anthropic_error,
     anthropic_event,
-    block_delta,
-    block_start,
-    block_stop,
-    message_delta,
+    anthropic_text,
     message_start,
-    openai_chunk,
+    openai_text,
 )
 
+from orchestrator import AssistantMessage, Model, ModelRequest, UserMessage
 from orchestrator.errors import (
     ContextTooLong,
     ModelError,
@@ -32,29 +28,16 @@ from orchestrator.errors import (
     ProviderRateLimited,
     ProviderTransient,
 )
-from orchestrator.messages import AssistantMessage, UserMessage
+from orchestrator.models import ModelEvent, TextDelta, collect
 from orchestrator.models.anthropic import AnthropicEndpoint, AnthropicModel
-from orchestrator.models.base import Model, ModelEvent, ModelRequest, TextDelta, collect
 from orchestrator.models.http import HttpOptions, RetryPolicy, Timeouts
 from orchestrator.models.openai import OpenAIChatModel, OpenAIEndpoint
 
 REQUEST = ModelRequest(messages=(UserMessage(content="hi"),))
 KEY = "sk-secret-never-shown"
 
-OPENAI_OK = [
-    openai_chunk({"role": "assistant", "content": ""}),
-    openai_chunk({"content": "fine"}),
-    openai_chunk({}, finish="stop"),
-    OPENAI_DONE,
-]
-ANTHROPIC_OK = [
-    message_start(),
-    block_start(0, {"type": "text", "text": ""}),
-    block_delta(0, {"type": "text_delta", "text": "fine"}),
-    block_stop(0),
-    message_delta("end_turn", 3),
-    MESSAGE_STOP,
-]
+OPENAI_OK = openai_text("fine")
+ANTHROPIC_OK = anthropic_text("fine")
 
 MakeModel = Callable[..., Model]
 

@@ -10,16 +10,14 @@ import pytest
 from provider_server import LoopbackServer, Reply, Sleeps, Stall
 from sdk_types import OPENAI_DONE, openai_call_delta, openai_chunk, openai_usage
 
-from orchestrator.messages import Thinking, ToolCall, Usage, UserMessage
-from orchestrator.models.base import (
+from orchestrator import ModelRequest, Thinking, ToolCall, ToolSpec, Usage, UserMessage
+from orchestrator.models import (
     ModelEvent,
-    ModelRequest,
     StreamEnded,
     TextDelta,
     ThinkingDelta,
     ThinkingDone,
     ToolCallReady,
-    ToolSpec,
     UsageReported,
 )
 from orchestrator.models.http import HttpOptions, RetryPolicy, Timeouts

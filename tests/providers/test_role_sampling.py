@@ -15,18 +15,7 @@ from typing import Any
 import orjson
 import trio
 from provider_server import LoopbackServer, Recorded, Reply
-from sdk_types import (
-    MESSAGE_STOP,
-    OPENAI_DONE,
-    block_delta,
-    block_start,
-    block_stop,
-    message_delta,
-    message_start,
-    openai_call_delta,
-    openai_chunk,
-    openai_usage,
-)
+from sdk_types import anthropic_text, anthropic_tool_use, openai_text, openai_tool_call
 
 CONFIG = """
 [agents.main]
@@ -59,37 +48,19 @@ def _next_call(body: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
 def openai_reply(request: Recorded) -> Reply:
     call = _next_call(request.json())
     if call is None:
-        text = openai_chunk({"role": "assistant", "content": "done"})
-        chunks = [text, openai_chunk({}, finish="stop")]
-    else:
-        name, arguments = call
-        delta = openai_call_delta(
-            0, id=f"call_{name}", name=name, arguments=orjson.dumps(arguments).decode()
-        )
-        chunks = [
-            openai_chunk({"role": "assistant", "content": None}),
-            openai_chunk({"tool_calls": [delta]}),
-            openai_chunk({}, finish="tool_calls"),
-        ]
-    return Reply.sse([*chunks, openai_usage(prompt=50, completion=5), OPENAI_DONE])
+        return Reply.sse(openai_text("done", usage=(50, 5)))
+    name, arguments = call
+    json = orjson.dumps(arguments).decode()
+    return Reply.sse(openai_tool_call(f"call_{name}", name, json, usage=(50, 5)))
 
 
 def anthropic_reply(request: Recorded) -> Reply:
     call = _next_call(request.json())
     if call is None:
-        blocks = [
-            block_start(0, {"type": "text", "text": ""}),
-            block_delta(0, {"type": "text_delta", "text": "done"}),
-            block_stop(0),
-        ]
-        stop = "end_turn"
-    else:
-        name, arguments = call
-        use = {"type": "tool_use", "id": f"toolu_{name}", "name": name, "input": {}}
-        json = {"type": "input_json_delta", "partial_json": orjson.dumps(arguments).decode()}
-        blocks = [block_start(0, use), block_delta(0, json), block_stop(0)]
-        stop = "tool_use"
-    return Reply.sse([message_start(), *blocks, message_delta(stop, 5), MESSAGE_STOP])
+        return Reply.sse(anthropic_text("done", output_tokens=5))
+    name, arguments = call
+    json = orjson.dumps(arguments).decode()
+    return Reply.sse(anthropic_tool_use(f"toolu_{name}", name, json, output_tokens=5))
 
 
 async def run_cli(tmp_path: Path, model: str, config: str, env: dict[str, str]) -> str:

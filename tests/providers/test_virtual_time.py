@@ -10,9 +10,9 @@ import pytest
 import trio
 from sdk_types import OPENAI_DONE, openai_chunk
 
+from orchestrator import ModelRequest, UserMessage
 from orchestrator.errors import ProviderTransient
-from orchestrator.messages import UserMessage
-from orchestrator.models.base import ModelRequest, collect
+from orchestrator.models import collect
 from orchestrator.models.http import HttpOptions, RetryPolicy, Timeouts
 from orchestrator.models.openai import OpenAIChatModel, OpenAIEndpoint
 

@@ -13,14 +13,13 @@ import pytest
 import trio
 
 import orchestrator as orc
-from orchestrator.cli.main import main
+from orchestrator import Price, Usage
+from orchestrator.cli import main
 from orchestrator.errors import SessionError, SessionNotFound
 from orchestrator.layout import FORMAT_VERSION, JOURNAL, LOCK
-from orchestrator.messages import Usage
 from orchestrator.session.listing import latest_session_id, session_ids
-from orchestrator.state.manifest import Manifest, read_manifest, write_manifest
+from orchestrator.state import Manifest, read_manifest, write_manifest
 from orchestrator.store import SessionLock
-from orchestrator.usage import Price
 from tests.scenes import c, reply
 
 RECORDED = Path(__file__).parents[2] / "sessions"

@@ -10,10 +10,11 @@ import msgspec
 import orjson
 import pytest
 
+from orchestrator import Message, ToolResult, load_state
 from orchestrator.errors import JournalCorrupt
-from orchestrator.messages import Message, ToolResult, plain
-from orchestrator.session.check import verify
-from orchestrator.session.live import JOURNAL, SNAPSHOT, load_state, migrate, read_manifest
+from orchestrator.messages import plain
+from orchestrator.session import migrate, verify
+from orchestrator.session.live import JOURNAL, SNAPSHOT, read_manifest
 from orchestrator.session.migrations import v1_to_v2, v3_to_v4
 from orchestrator.state.manifest import FORMAT_VERSION
 

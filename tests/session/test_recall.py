@@ -10,29 +10,32 @@ import orjson
 import pytest
 import trio
 
-from orchestrator.errors import RecallRefused
-from orchestrator.loop.assessment import Assessed
-from orchestrator.messages import (
-    AssistantMessage,
-    SystemMessage,
-    ToolCall,
-    ToolResult,
-    ToolStatus,
-    UserMessage,
-)
-from orchestrator.models.scripted import ScriptedModel, parse_script
-from orchestrator.session.live import JOURNAL, LiveSession, create_session, open_session
-from orchestrator.session.recall import REF_FORMS, recall_text
-from orchestrator.session.replay import decode_records
-from orchestrator.state.events import (
+from orchestrator import (
     AgentStarted,
+    Assessed,
+    AssistantMessage,
     AssistantReplied,
     Event,
+    LiveSession,
     MessageAdded,
+    MessagePosted,
+    MessagesDelivered,
+    ScriptedModel,
+    SystemMessage,
+    ToolCall,
     ToolCallFinished,
+    ToolResult,
     TurnEnded,
+    UserMessage,
+    create_session,
+    open_session,
 )
-from orchestrator.state.mailbox import MessagePosted, MessagesDelivered
+from orchestrator.errors import RecallRefused
+from orchestrator.messages import ToolStatus
+from orchestrator.models.scripted import parse_script
+from orchestrator.session.live import JOURNAL
+from orchestrator.session.recall import REF_FORMS, recall_text
+from orchestrator.session.replay import decode_records
 from orchestrator.store import scan_journal
 from orchestrator.store._line import encode
 from tests.team.engines import LOCAL

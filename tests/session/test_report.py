@@ -16,17 +16,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from orchestrator.cli.main import main
+from orchestrator import Price, SessionState, load_state
+from orchestrator.cli import main
 from orchestrator.layout import FORMAT_VERSION
+from orchestrator.session import describe, quick_describe
 from orchestrator.session.ledger import usage_table
 from orchestrator.session.live import JOURNAL, SNAPSHOT
-from orchestrator.session.replay import load_state
-from orchestrator.session.report import describe, quick_describe
-from orchestrator.state.events import decode_record
-from orchestrator.state.fold import SessionState
-from orchestrator.state.manifest import Manifest, read_manifest, write_manifest
+from orchestrator.state import Manifest, decode_record, read_manifest, write_manifest
 from orchestrator.store import scan_journal
-from orchestrator.usage import Price
 from tests.cli.test_cli import ROOT, orchestrator, sessions_root  # noqa: F401  (an autouse fixture)
 from tests.cli.test_cli_assessment import script, session_id, workspace
 from tests.scenes import call

@@ -16,20 +16,14 @@ import msgspec
 import orjson
 import pytest
 
-from orchestrator.messages import ToolResult
-from orchestrator.session.check import verify
-from orchestrator.session.live import (
-    JOURNAL,
-    LOCK,
-    SNAPSHOT,
-    load_state,
-    read_manifest,
-)
+from orchestrator import ToolResult, load_state
+from orchestrator.session import verify
+from orchestrator.session.live import JOURNAL, LOCK, SNAPSHOT, read_manifest
 from orchestrator.session.replay import read_snapshot
 from orchestrator.state.manifest import FORMAT_VERSION
 from orchestrator.store import SessionLock, scan_journal
 from orchestrator.tools.shell import marked
-from tests.scenes import call, orchestrator
+from tests.scenes import alive, call, gone_soon, orchestrator
 
 ROOT = Path(__file__).parents[2]
 RECORDED = ROOT / "sessions"
@@ -301,9 +295,9 @@ def test_snapshot_small_state_is_trusted_and_contexts_come_from_the_journal(
     assert snapshot["agents"]["main"]["message_count"] == len(replayed.agents["main"].messages)
 
 
-def slow_run(tmp_path: Path, command: str) -> tuple[Path, subprocess.Popen[bytes]]:
-    """`orchestrator run --json` started on the sessions under tmp_path/sessions, its main
-    agent's first call `shell COMMAND`: (the sessions root, the process)."""
+def slow_command(tmp_path: Path, command: str) -> tuple[Path, list[str]]:
+    """`orchestrator run --json` on the sessions under tmp_path/sessions, its main agent's
+    first call `shell COMMAND`: (the sessions root, the command line)."""
     script = tmp_path / "slow.json"
     replies = [{"tool_calls": [call("shell", command=command)]}, {"text": "finished"}]
     script.write_bytes(orjson.dumps({"agents": {"main": replies}}))
@@ -312,6 +306,12 @@ def slow_run(tmp_path: Path, command: str) -> tuple[Path, subprocess.Popen[bytes
         sys.executable, "-m", "orchestrator", "run", "slow", "--model", f"scripted:{script}",
         "--session-workspace", "--yes", "--json", "--sessions-dir", str(root),
     ]  # fmt: skip
+    return root, argv
+
+
+def slow_run(tmp_path: Path, command: str) -> tuple[Path, subprocess.Popen[bytes]]:
+    """`slow_command` started: (the sessions root, the process)."""
+    root, argv = slow_command(tmp_path, command)
     proc = subprocess.Popen(
         argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL
     )
@@ -443,17 +443,8 @@ def snapshot_workspace(root: Path) -> dict[str, bytes]:
 
 
 def slow_shell_session(tmp_path: Path) -> tuple[Path, list[str]]:
-    script = tmp_path / "slow.json"
-    shell = "echo $$ > pid.txt; sleep 30; echo late > late.txt"
-    call = {"name": "shell", "arguments": {"command": shell}}
-    replies = [{"tool_calls": [call]}, {"text": "finished"}]
-    script.write_bytes(orjson.dumps({"agents": {"main": replies}}))
-    root = tmp_path / "sessions"
-    command = [
-        sys.executable, "-m", "orchestrator", "run", "slow", "--model", f"scripted:{script}",
-        "--session-workspace", "--yes", "--json", "--sessions-dir", str(root),
-    ]  # fmt: skip
-    return root, command
+    """`slow_command` whose shell writes its pid, sleeps, then writes late.txt."""
+    return slow_command(tmp_path, "echo $$ > pid.txt; sleep 30; echo late > late.txt")
 
 
 def start_until_shell_runs(
@@ -478,24 +469,6 @@ def start_until_shell_runs(
     raise AssertionError("no shell call started")
 
 
-def running(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, IndexError):
-        return False
-    return state not in ("Z", "X")
-
-
-def gone_soon(pid: int) -> bool:
-    """Whether `pid` dies within 10 s: a SIGKILL is delivered, not awaited."""
-    deadline = time.monotonic() + 10
-    while running(pid):
-        if time.monotonic() > deadline:
-            return False
-        os.sched_yield()
-    return True
-
-
 def test_after_a_sigkill_resume_kills_what_the_interrupted_call_left_running(
     tmp_path: Path,
 ) -> None:
@@ -506,7 +479,7 @@ def test_after_a_sigkill_resume_kills_what_the_interrupted_call_left_running(
     try:
         # Orphaned, sandboxed or not: it would go on writing into the workspace.
         assert started
-        assert all(running(pid) for pid in started)
+        assert all(alive(pid) for pid in started)
         session_id = only_session(root)
         resumed = cli("resume", session_id, "--yes", "--approve", root=root)
         assert resumed.returncode == 0, resumed.stderr

@@ -11,23 +11,24 @@ from typing import Any
 import orjson
 import pytest
 
+from orchestrator import (
+    ScriptedModel,
+    SessionSettings,
+    SettingsChosen,
+    create_session,
+    drive,
+    load_state,
+    open_session,
+)
 from orchestrator.errors import SessionError
 from orchestrator.layout import FORMAT_VERSION
 from orchestrator.messages import plain
-from orchestrator.models.scripted import ScriptedModel, parse_script
-from orchestrator.session.live import (
-    JOURNAL,
-    create_session,
-    load_state,
-    migrate,
-    open_session,
-)
+from orchestrator.models.scripted import parse_script
+from orchestrator.session import migrate
+from orchestrator.session.live import JOURNAL
 from orchestrator.session.migrations import v4_to_v5
-from orchestrator.state.events import decode_record
-from orchestrator.state.manifest import read_manifest
-from orchestrator.state.settings import SessionSettings, SettingsChosen
+from orchestrator.state import decode_record, read_manifest
 from orchestrator.store import scan_journal
-from orchestrator.team.drive import drive
 from tests.scenes import run_settings
 
 RECORDED = Path(__file__).parents[2] / "sessions"
@@ -141,7 +142,7 @@ async def test_a_session_made_without_settings_journals_the_defaults_as_it_start
 def test_sessions_show_says_what_the_session_runs_with(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from orchestrator.cli.main import main
+    from orchestrator.cli import main
 
     root = tmp_path / "sessions"
     shutil.copytree(RECORDED / f"v{FORMAT_VERSION}-completed", root)

@@ -14,10 +14,10 @@ import msgspec
 import orjson
 import pytest
 
-from orchestrator.cli.main import main
+from orchestrator import load_state
+from orchestrator.cli import main
 from orchestrator.layout import FORMAT_VERSION, JOURNAL, SNAPSHOT
-from orchestrator.session.replay import load_state
-from orchestrator.state.manifest import read_manifest, write_manifest
+from orchestrator.state import read_manifest, write_manifest
 from orchestrator.store._line import FRAME_KEYS, encode
 from tests.scenes import matches_golden
 from tests.session.test_inspection import finished_tree, no_user_config  # noqa: F401

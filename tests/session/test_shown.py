@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.messages import Usage
-from orchestrator.session.ledger import usage_ledger, usage_table
+from orchestrator import Price, Usage
+from orchestrator.session import usage_ledger
+from orchestrator.session.ledger import usage_table
 from orchestrator.session.report_text import agent_lines
 from orchestrator.session.shown import (
     branches,
@@ -19,7 +20,6 @@ from orchestrator.session.shown import (
     totals_cost,
     width,
 )
-from orchestrator.usage import Price
 
 LONG_MODEL = "openai-compatible:qwen2.5-coder-32b-instruct@http://localhost:8000/v1"
 

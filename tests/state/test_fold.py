@@ -13,30 +13,42 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from orchestrator.errors import JournalCorrupt
-from orchestrator.loop.assessment import Assessed, BlockedReported, Verified
-from orchestrator.loop.plan import Plan, PlanTask
-from orchestrator.loop.todos import TodoItem, TodosChanged
-from orchestrator.messages import AssistantMessage, SystemMessage, ToolCall, Usage, UserMessage
-from orchestrator.session.live import JOURNAL, SNAPSHOT, load_state
-from orchestrator.state.context import CONTEXT_FOLDS
-from orchestrator.state.events import (
+from orchestrator import (
     AgentStarted,
+    Assessed,
+    AssistantMessage,
     AssistantReplied,
-    CallResult,
-    EffectStarted,
+    BlockedReported,
     MessageAdded,
-    Record,
+    MessagePosted,
+    MessagesDelivered,
+    Plan,
+    PlanDecided,
+    PlanSubmitted,
+    PlanTask,
+    SessionState,
     SessionStatusChanged,
+    SystemMessage,
+    TaskChanged,
+    TaskCreated,
+    TodoItem,
+    TodosChanged,
+    ToolCall,
     TurnEnded,
     TurnStarted,
-    decode_record,
+    Usage,
+    UserMessage,
+    Verified,
+    load_state,
 )
-from orchestrator.state.fold import _SMALL_FOLDS, SessionState
-from orchestrator.state.mailbox import MailHistory, MessagePosted, MessagesDelivered
-from orchestrator.state.plans import PlanDecided, PlanSubmitted
-from orchestrator.state.snapshot import Snapshot
-from orchestrator.state.tasks import LIVE, SETTLED, TaskChanged, TaskCreated
+from orchestrator.errors import JournalCorrupt
+from orchestrator.session.live import JOURNAL, SNAPSHOT
+from orchestrator.state import Record, Snapshot, decode_record
+from orchestrator.state.context import CONTEXT_FOLDS
+from orchestrator.state.events import CallResult, EffectStarted
+from orchestrator.state.fold import _SMALL_FOLDS
+from orchestrator.state.mailbox import MailHistory
+from orchestrator.state.tasks import LIVE, SETTLED
 from orchestrator.store._line import encode
 
 STATUSES = ["pending", "in_progress", "completed", "failed"]

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from orchestrator import Plan, PlanDecided, PlanSubmitted, PlanTask, SessionState
 from orchestrator.eventbase import FoldError
-from orchestrator.loop.plan import Plan, PlanTask
-from orchestrator.state.fold import SessionState
-from orchestrator.state.plans import PlanDecided, PlanSubmitted
 
 PLAN = Plan(goal="g", tasks=(PlanTask(id="a", title="A", acceptance="true"),))
 

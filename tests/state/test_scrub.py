@@ -8,20 +8,25 @@ from pathlib import Path
 
 import orjson
 
-from orchestrator.messages import AssistantMessage, ToolCall, UserMessage
-from orchestrator.models.scripted import ScriptedModel, parse_script
-from orchestrator.redaction import Redactor
-from orchestrator.session.live import create_session, open_session
-from orchestrator.state.events import (
+from orchestrator import (
     AgentStarted,
+    ApprovalRequest,
+    AssistantMessage,
     AssistantReplied,
     ListSink,
+    RunSettings,
+    ScriptedModel,
     TextStreamed,
+    ToolCall,
     TurnEnded,
+    UserMessage,
+    create_session,
+    drive,
+    open_session,
 )
+from orchestrator.models.scripted import parse_script
+from orchestrator.redaction import Redactor
 from orchestrator.state.scrub import Scrubbed
-from orchestrator.team.asking import ApprovalRequest
-from orchestrator.team.drive import RunSettings, drive
 from orchestrator.tools import PermissionPolicy, workspace_tools
 
 KEY = "sk-test-0123456789abcdef"

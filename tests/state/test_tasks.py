@@ -4,16 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from orchestrator import TaskChanged, TaskCreated
 from orchestrator.eventbase import FoldError
-from orchestrator.state.tasks import (
-    TASK_FOLDS,
-    Registry,
-    TaskChanged,
-    TaskCreated,
-    in_scope,
-    scope_within,
-    scopes_overlap,
-)
+from orchestrator.state import Registry
+from orchestrator.state.tasks import TASK_FOLDS, in_scope, scope_within, scopes_overlap
 
 
 @pytest.mark.parametrize(

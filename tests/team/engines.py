@@ -13,11 +13,10 @@ from pathlib import Path
 import pytest
 import trio
 
+from orchestrator import InProcessRunner, Runner
 from orchestrator.engine import dbos_runner, require_dbos, sqlite_url
 from orchestrator.engine.choice import Engine as EngineName
 from orchestrator.errors import ConfigError
-from orchestrator.team.port import Runner
-from orchestrator.team.subagent import InProcessRunner
 
 
 @dataclass(frozen=True)

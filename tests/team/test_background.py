@@ -15,13 +15,17 @@ import pytest
 import trio
 
 import orchestrator as orc
-from orchestrator.models.base import ModelRequest
-from orchestrator.models.scripted import ScriptedModel, ScriptedReply
-from orchestrator.state.events import AssistantReplied
-from orchestrator.state.mailbox import MessagePosted
-from orchestrator.state.tasks import TaskChanged, TaskCreated
-from orchestrator.tools.base import ToolContext
-from orchestrator.view.history import journal_events
+from orchestrator import (
+    AssistantReplied,
+    MessagePosted,
+    ModelRequest,
+    ScriptedModel,
+    ScriptedReply,
+    TaskChanged,
+    TaskCreated,
+    ToolContext,
+)
+from orchestrator.view import journal_events
 from tests.scenes import all_text, c, first_line_then_kill, reply
 
 

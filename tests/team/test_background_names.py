@@ -9,8 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import orchestrator as orc
-from orchestrator.models.base import ModelRequest
-from orchestrator.models.scripted import ScriptedModel, ScriptedReply
+from orchestrator import ModelRequest, ScriptedModel, ScriptedReply
 from tests.scenes import c, reply
 
 

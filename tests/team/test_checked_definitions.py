@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 import orchestrator as orc
+from orchestrator import ScriptedModel, SystemMessage, ToolResult
 from orchestrator.errors import ConfigError
-from orchestrator.messages import SystemMessage, ToolResult
-from orchestrator.models.scripted import ScriptedModel, parse_script
+from orchestrator.models.scripted import parse_script
 from orchestrator.tools import Grep, ListFiles, ReadFile
 from tests.team.engines import Engine
 

@@ -16,12 +16,19 @@ import trio.testing
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from orchestrator.models.base import ModelRequest
-from orchestrator.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply
-from orchestrator.session.check import verify
-from orchestrator.session.live import SNAPSHOT, create_session, load_state, open_session
-from orchestrator.store.journal import Durability
-from orchestrator.team.drive import drive
+from orchestrator import (
+    ModelRequest,
+    ScriptedCall,
+    ScriptedModel,
+    ScriptedReply,
+    create_session,
+    drive,
+    load_state,
+    open_session,
+)
+from orchestrator.session import verify
+from orchestrator.session.live import SNAPSHOT
+from orchestrator.store import Durability
 from tests.scenes import run_settings
 
 TASKS = ["t1", "t2", "t3", "t4", "main", "nobody"]

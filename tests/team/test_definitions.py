@@ -10,16 +10,9 @@ from pathlib import Path
 import orjson
 import pytest
 
+from orchestrator import AgentDefinition, Definitions, load_definitions
 from orchestrator.errors import ConfigError
-from orchestrator.team.agent_files import load_definitions
-from orchestrator.team.definitions import (
-    EXPLORER,
-    READ_ONLY_TOOLS,
-    WORKER,
-    WORKSPACE_TOOLS,
-    AgentDefinition,
-    Definitions,
-)
+from orchestrator.team.definitions import EXPLORER, READ_ONLY_TOOLS, WORKER, WORKSPACE_TOOLS
 from orchestrator.team.trust import MAX_FINGERPRINTS, TRUST_FILE, TrustStore, fingerprint
 from orchestrator.tools import workspace_tools
 

@@ -13,14 +13,18 @@ from typing import Any, cast
 import trio
 import trio.testing
 
+from orchestrator import (
+    AgentStarted,
+    MemorySession,
+    ModelRequest,
+    ScriptedReply,
+    TaskChanged,
+    TaskCreated,
+    TaskPort,
+)
 from orchestrator.errors import ProviderFatal
-from orchestrator.models.base import ModelRequest
-from orchestrator.models.scripted import ScriptedReply
-from orchestrator.session.live import MemorySession
-from orchestrator.state.events import AgentStarted, decode_record
+from orchestrator.state import decode_record
 from orchestrator.state.mailbox import Caps
-from orchestrator.state.tasks import TaskChanged, TaskCreated
-from orchestrator.team.port import TaskPort
 from orchestrator.team.postbox import Changes, Postbox
 from orchestrator.team.queries import MAIN
 from orchestrator.team.scheduler import Scheduler
@@ -419,7 +423,8 @@ async def test_a_cancelled_waiting_task_revived_early_waits_again(
 async def test_a_failure_that_is_retried_does_not_doom_the_dependants(
     workspace: Workspace, autojump_clock: trio.testing.MockClock
 ) -> None:
-    from orchestrator.team.definitions import WORKER, Definitions
+    from orchestrator import Definitions
+    from orchestrator.team.definitions import WORKER
 
     watch = Watch()
     scene = Scene(
@@ -511,7 +516,7 @@ async def test_a_task_waiting_for_a_plan_task_nobody_delegated_is_the_owners_to_
 ) -> None:
     """Nothing would ever start it: the main agent is reminded (not left asleep), with
     what is missing, like a task waiting for its answer."""
-    from orchestrator.messages import SystemMessage, UserMessage
+    from orchestrator import SystemMessage, UserMessage
     from orchestrator.team import queries
 
     notes: list[str] = []
@@ -557,9 +562,7 @@ async def test_a_task_waiting_for_a_plan_task_nobody_delegated_is_the_owners_to_
 async def test_plan_tasks_wait_for_their_plan_dependencies_and_for_each_others_scopes(
     workspace: Workspace, autojump_clock: trio.testing.MockClock
 ) -> None:
-    from orchestrator.loop.plan import Plan, PlanTask
-    from orchestrator.messages import SystemMessage, UserMessage
-    from orchestrator.state.plans import PlanDecided, PlanSubmitted
+    from orchestrator import Plan, PlanDecided, PlanSubmitted, PlanTask, SystemMessage, UserMessage
 
     release = trio.Event()
 
@@ -641,7 +644,8 @@ async def test_plan_tasks_wait_for_their_plan_dependencies_and_for_each_others_s
 async def test_cancelling_a_subtree_cancels_its_waiting_tasks_too(
     workspace: Workspace, autojump_clock: trio.testing.MockClock
 ) -> None:
-    from orchestrator.team.definitions import WORKER, Definitions
+    from orchestrator import Definitions
+    from orchestrator.team.definitions import WORKER
 
     async def cancel_once_both_exist(request: ModelRequest) -> ScriptedReply:
         assert scene.team is not None
@@ -755,9 +759,8 @@ async def test_the_live_view_and_sessions_show_say_what_a_task_waits_for() -> No
 
     import msgspec
 
-    from orchestrator.cli.render import TranscriptSink
+    from orchestrator import TaskRecord, TranscriptSink
     from orchestrator.session.shown import task_rows
-    from orchestrator.state.tasks import TaskRecord
 
     out = io.StringIO()
     sink = TranscriptSink(out, color=False)

@@ -13,11 +13,17 @@ import orjson
 import pytest
 import trio
 
-from orchestrator.models.scripted import ScriptedModel, parse_script
-from orchestrator.session.live import JOURNAL, SNAPSHOT, load_state, open_session
-from orchestrator.session.replay import mail_history
-from orchestrator.state.fold import SessionState
-from orchestrator.team.drive import RunResult, drive
+from orchestrator import (
+    RunResult,
+    ScriptedModel,
+    SessionState,
+    drive,
+    load_state,
+    mail_history,
+    open_session,
+)
+from orchestrator.models.scripted import parse_script
+from orchestrator.session.live import JOURNAL, SNAPSHOT
 from tests.scenes import call, run_settings, scripted_session
 from tests.team.engines import Engine
 
@@ -184,8 +190,7 @@ def check_cancelled_and_told_once(directory: Path) -> None:
 async def test_a_snapshot_keeps_what_waiting_tasks_wait_for() -> None:
     """Resume from a snapshot: the records and the registry's indexes (waiting tasks,
     dependants) come back as the fold made them."""
-    from orchestrator.session.live import MemorySession
-    from orchestrator.state.tasks import TaskChanged, TaskCreated
+    from orchestrator import MemorySession, TaskChanged, TaskCreated
 
     session = MemorySession()
     for task, fields in (

@@ -13,13 +13,21 @@ import pytest
 import trio
 
 import orchestrator.session.live as session_module
-from orchestrator.messages import ToolResult
-from orchestrator.models.scripted import ScriptedModel, parse_script
-from orchestrator.session.live import JOURNAL, SNAPSHOT, create_session, load_state, open_session
+from orchestrator import (
+    RunResult,
+    RunSettings,
+    ScriptedModel,
+    SessionStatusChanged,
+    ToolResult,
+    create_session,
+    drive,
+    load_state,
+    open_session,
+)
+from orchestrator.models.scripted import parse_script
+from orchestrator.session.live import JOURNAL, SNAPSHOT
 from orchestrator.session.replay import read_snapshot
-from orchestrator.state.events import SessionStatusChanged
 from orchestrator.store import JournalMark, scan_journal, write_atomic
-from orchestrator.team.drive import RunResult, RunSettings, drive
 from tests.scenes import run_settings, scripted_session
 from tests.team.engines import Engine
 
@@ -52,8 +60,16 @@ async def run(root: Path, session_id: str, model: ScriptedModel, engine: Engine)
 
 @pytest.fixture
 def finished(tmp_path: Path) -> tuple[Path, str, Path]:
-    """A session run to completion; returns (root, id, directory)."""
+    """A session of SCRIPT, made and not yet run; returns (root, id, directory)."""
     return scripted_session(tmp_path, SCRIPT)
+
+
+@pytest.fixture
+async def ran(finished: tuple[Path, str, Path], engine: Engine) -> tuple[Path, str, Path]:
+    """`finished`, run once to completion on `engine`."""
+    root, session_id, _ = finished
+    await run(root, session_id, model(), engine)
+    return finished
 
 
 def cut_after(directory: Path, kind: str, occurrence: int = 1) -> None:
@@ -106,10 +122,9 @@ async def test_a_whole_run(finished: tuple[Path, str, Path], engine: Engine) -> 
 
 
 async def test_call_that_never_started_runs_on_resume(
-    finished: tuple[Path, str, Path], engine: Engine
+    ran: tuple[Path, str, Path], engine: Engine
 ) -> None:
-    root, session_id, directory = finished
-    await run(root, session_id, model(), engine)
+    root, session_id, directory = ran
     cut_after(directory, "assistant_replied", 2)  # the shell reply, before its start
     (directory / "workspace" / "log.txt").unlink()
     resumed = model()
@@ -120,11 +135,10 @@ async def test_call_that_never_started_runs_on_resume(
 
 
 async def test_started_side_effect_is_interrupted_not_repeated(
-    finished: tuple[Path, str, Path],
+    ran: tuple[Path, str, Path],
     engine: Engine,
 ) -> None:
-    root, session_id, directory = finished
-    await run(root, session_id, model(), engine)
+    root, session_id, directory = ran
     cut_after(directory, "call_started", 1)  # shell started; its result never journaled
     assert await run(root, session_id, model(), engine) == RunResult("completed")
     assert results(directory) == [("write_file", "ok"), ("shell", "interrupted")]
@@ -132,10 +146,9 @@ async def test_started_side_effect_is_interrupted_not_repeated(
 
 
 async def test_started_idempotent_call_runs_again(
-    finished: tuple[Path, str, Path], engine: Engine
+    ran: tuple[Path, str, Path], engine: Engine
 ) -> None:
-    root, session_id, directory = finished
-    await run(root, session_id, model(), engine)
+    root, session_id, directory = ran
     # write_file's start is not journaled at all (it is idempotent): cut after its reply.
     cut_after(directory, "assistant_replied", 1)
     (directory / "workspace" / "a.txt").unlink()
@@ -145,11 +158,10 @@ async def test_started_idempotent_call_runs_again(
 
 
 async def test_final_reply_without_turn_end_closes_the_turn(
-    finished: tuple[Path, str, Path],
+    ran: tuple[Path, str, Path],
     engine: Engine,
 ) -> None:
-    root, session_id, directory = finished
-    await run(root, session_id, model(), engine)
+    root, session_id, directory = ran
     cut_after(directory, "assistant_replied", 3)  # "done" journaled, turn end not
     resumed = model()
     assert await run(root, session_id, resumed, engine) == RunResult("completed")
@@ -290,9 +302,7 @@ async def test_the_library_gets_the_team_and_can_speak_to_the_main_agent(
     finished: tuple[Path, str, Path],
     engine: Engine,
 ) -> None:
-    from orchestrator.models.base import ModelRequest
-    from orchestrator.models.scripted import ScriptedReply
-    from orchestrator.team.runtime import Team
+    from orchestrator import ModelRequest, ScriptedReply, Team
 
     teams: list[Team] = []
 

@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator.models.base import ModelRequest
-from orchestrator.models.scripted import ScriptedReply
+from orchestrator import ModelRequest, ScriptedReply
 from orchestrator.team.queries import MAIN
 from orchestrator.tools import Workspace
 from tests.scenes import Scene, c, reply, steps

@@ -12,13 +12,19 @@ import pytest
 import trio
 import trio.testing
 
-from orchestrator.models.base import ModelRequest
-from orchestrator.models.scripted import ScriptedModel, ScriptedReply
-from orchestrator.session.live import open_session
-from orchestrator.state.fold import USER, SessionState
-from orchestrator.state.mailbox import MessagePosted
-from orchestrator.team.definitions import WORKER, Definitions
-from orchestrator.team.drive import RunResult, drive
+from orchestrator import (
+    Definitions,
+    MessagePosted,
+    ModelRequest,
+    RunResult,
+    ScriptedModel,
+    ScriptedReply,
+    SessionState,
+    drive,
+    open_session,
+)
+from orchestrator.state import USER
+from orchestrator.team.definitions import WORKER
 from orchestrator.team.queries import MAIN
 from orchestrator.tools import Workspace
 from tests.scenes import Scene, all_text, c, reply, run_settings, scripted_session, steps

@@ -10,11 +10,9 @@ from pathlib import Path
 import pytest
 import trio
 
+from orchestrator import Definitions, ModelRequest, ScriptedReply, load_definitions
 from orchestrator.errors import ConfigError
-from orchestrator.models.base import ModelRequest
-from orchestrator.models.scripted import ScriptedReply
-from orchestrator.team.agent_files import load_definitions
-from orchestrator.team.definitions import EXPLORER, Definitions
+from orchestrator.team.definitions import EXPLORER
 from orchestrator.team.queries import MAIN
 from orchestrator.tools import Workspace
 from tests.scenes import Scene, c, reply, steps

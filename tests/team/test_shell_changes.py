@@ -10,10 +10,19 @@ from typing import Any
 import orjson
 import pytest
 
-from orchestrator.messages import AssistantMessage, SystemMessage, ToolCall, ToolResult
-from orchestrator.models.scripted import ScriptedModel, parse_script
-from orchestrator.session.live import JOURNAL, SNAPSHOT, load_state
-from orchestrator.state.events import AgentStarted, AssistantReplied, CallResult
+from orchestrator import (
+    AgentStarted,
+    AssistantMessage,
+    AssistantReplied,
+    ScriptedModel,
+    SystemMessage,
+    ToolCall,
+    ToolResult,
+    load_state,
+)
+from orchestrator.models.scripted import parse_script
+from orchestrator.session.live import JOURNAL, SNAPSHOT
+from orchestrator.state.events import CallResult
 from orchestrator.team.queries import MAIN
 from orchestrator.team.writes import Writes
 from orchestrator.tools import Workspace

@@ -7,14 +7,20 @@ import pytest
 import trio
 import trio.testing
 
-from orchestrator.messages import SystemMessage, UserMessage
-from orchestrator.models.base import ModelRequest
-from orchestrator.models.scripted import ScriptedCall, ScriptedReply
-from orchestrator.state.events import AgentStarted, FanOut
-from orchestrator.state.settings import SessionSettings
-from orchestrator.team.main_agent import open_team, run_main
+from orchestrator import (
+    AgentStarted,
+    FanOut,
+    ModelRequest,
+    ScriptedCall,
+    ScriptedReply,
+    SessionSettings,
+    SystemMessage,
+    Team,
+    UserMessage,
+    open_team,
+    run_main,
+)
 from orchestrator.team.queries import MAIN
-from orchestrator.team.runtime import Team
 from orchestrator.tools import Sandbox, Workspace
 from tests.scenes import (
     Scene,
@@ -457,7 +463,8 @@ async def test_cancelling_a_task_cancels_its_subtree(workspace: Workspace, engin
         },
         engine=engine,
     )
-    from orchestrator.team.definitions import WORKER, Definitions
+    from orchestrator import Definitions
+    from orchestrator.team.definitions import WORKER
 
     lead = WORKER.model_copy(update={"name": "lead", "may_delegate": True})
     scene.wire(definitions=Definitions([*Definitions.builtin(), lead]))
@@ -481,7 +488,8 @@ async def _when_child_exists(scene: Scene) -> ScriptedReply:
 async def test_delegation_past_the_depth_limit_is_refused(
     workspace: Workspace, depth_limit: int, engine: Engine
 ) -> None:
-    from orchestrator.team.definitions import WORKER, Definitions
+    from orchestrator import Definitions
+    from orchestrator.team.definitions import WORKER
 
     scene = Scene(
         workspace,
@@ -548,7 +556,8 @@ async def test_a_message_sent_while_the_task_completes_is_not_lost(
 async def test_a_subtask_cannot_widen_its_parents_write_scope(
     workspace: Workspace, engine: Engine
 ) -> None:
-    from orchestrator.team.definitions import WORKER, Definitions
+    from orchestrator import Definitions
+    from orchestrator.team.definitions import WORKER
 
     scene = Scene(
         workspace,
@@ -695,8 +704,8 @@ async def test_blocked_risk_and_direction_change_reach_the_owner(
 async def test_a_types_allow_rules_apply_to_its_agents_only(
     workspace: Workspace, engine: Engine
 ) -> None:
-    from orchestrator.team.definitions import WORKER, Definitions
-    from orchestrator.tools.permissions import deny_all
+    from orchestrator import Definitions, deny_all
+    from orchestrator.team.definitions import WORKER
 
     scene = Scene(
         workspace,
@@ -864,7 +873,7 @@ async def test_interrupt_stops_a_tool_call_that_can_stop_safely(
         await started.wait()
         return reply("", c("send_message", task="t1", text="stop watching", priority="interrupt"))
 
-    from orchestrator.team.definitions import Definitions
+    from orchestrator import Definitions
 
     watcher = (
         Definitions.builtin()
@@ -947,7 +956,8 @@ async def test_a_type_with_retries_gets_another_attempt_after_failing(
     workspace: Workspace,
     engine: Engine,
 ) -> None:
-    from orchestrator.team.definitions import WORKER, Definitions
+    from orchestrator import Definitions
+    from orchestrator.team.definitions import WORKER
 
     scene = Scene(
         workspace,
@@ -1002,7 +1012,7 @@ async def test_a_task_past_its_deadline_fails(
 async def test_a_task_that_spends_its_budget_fails(
     workspace: Workspace, budget: dict[str, int], reason: str, engine: Engine
 ) -> None:
-    from orchestrator.messages import Usage
+    from orchestrator import Usage
 
     def busy(request: ModelRequest) -> ScriptedReply:
         return ScriptedReply(
@@ -1030,7 +1040,8 @@ async def test_a_task_that_spends_its_budget_fails(
 async def test_a_task_with_resume_policy_ask_is_revived_only_if_the_person_says_so(
     workspace: Workspace, autojump_clock: trio.testing.MockClock, answer: bool
 ) -> None:
-    from orchestrator.team.definitions import WORKER, Definitions
+    from orchestrator import Definitions
+    from orchestrator.team.definitions import WORKER
 
     first_run = True
 
@@ -1080,7 +1091,8 @@ async def test_a_task_with_resume_policy_ask_is_revived_only_if_the_person_says_
 async def test_a_task_budget_covers_its_subtree(workspace: Workspace, engine: Engine) -> None:
     """t1 (budget 4 model calls) delegates t2, whose calls count against t1's budget:
     t2 fails once the subtree has used 4, though t2 has no budget of its own."""
-    from orchestrator.team.definitions import WORKER, Definitions
+    from orchestrator import Definitions
+    from orchestrator.team.definitions import WORKER
 
     def busy(request: ModelRequest) -> ScriptedReply:
         return reply("", c("list_files", pattern=f"{request.step}*"))
@@ -1128,7 +1140,8 @@ async def test_a_type_with_verify_completes_only_once_its_checks_pass(
 ) -> None:
     import sys
 
-    from orchestrator.team.definitions import WORKER, Definitions
+    from orchestrator import Definitions
+    from orchestrator.team.definitions import WORKER
 
     check = f"{sys.executable} -c \"import pathlib; assert pathlib.Path('ok.txt').exists()\""
     scene = Scene(
@@ -1166,8 +1179,7 @@ async def test_a_type_with_verify_completes_only_once_its_checks_pass(
 
 async def test_a_runner_gets_a_task_id_and_a_port_not_the_team(workspace: Workspace) -> None:
     # Its own runner: on no engine.
-    from orchestrator.team.port import TaskPort
-    from orchestrator.team.subagent import InProcessRunner
+    from orchestrator import InProcessRunner, TaskPort
 
     started: list[tuple[str, TaskPort]] = []
 

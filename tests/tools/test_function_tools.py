@@ -20,15 +20,23 @@ import trio.lowlevel
 from pydantic import BaseModel, Field
 
 import orchestrator as orc
+from orchestrator import (
+    AgentDefinition,
+    Definitions,
+    ListSink,
+    ModelRequest,
+    RunSettings,
+    ScriptedCall,
+    ScriptedModel,
+    ScriptedReply,
+    ToolResult,
+    create_session,
+    drive,
+    load_state,
+    open_session,
+)
 from orchestrator.agent import run_turn
 from orchestrator.errors import ConfigError, ToolFailed
-from orchestrator.messages import ToolResult
-from orchestrator.models.base import ModelRequest
-from orchestrator.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply
-from orchestrator.session.live import create_session, load_state, open_session
-from orchestrator.state.events import ListSink
-from orchestrator.team.definitions import AgentDefinition, Definitions
-from orchestrator.team.drive import RunSettings, drive
 from orchestrator.tools import (
     FunctionTool,
     PermissionPolicy,

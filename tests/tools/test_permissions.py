@@ -8,10 +8,10 @@ from pathlib import Path
 import orjson
 import pytest
 
+from orchestrator import Grant, PermissionPolicy, Rule, ToolCall
 from orchestrator.cli.prompt import describe_call, make_prompt
-from orchestrator.messages import ToolCall
-from orchestrator.tools.permissions import Grant, PermissionPolicy, Rule, parse_rules
-from tests.conftest import run_on_terminal
+from orchestrator.tools.permissions import parse_rules
+from tests.conftest import run_on_terminal, waiting_on_terminal
 
 
 def shell(command: str) -> ToolCall:
@@ -106,7 +106,7 @@ async def test_answers(typed: list[str], expected: object) -> None:
 
 def test_a_grant_is_journaled_and_kept_by_a_resume(tmp_path: Path) -> None:
 
-    from orchestrator.session.replay import load_state
+    from orchestrator import load_state
 
     script = tmp_path / "script.json"
     calls = [{"name": "shell", "arguments": {"command": f"echo {i} >> log"}} for i in range(3)]
@@ -126,42 +126,17 @@ def test_a_grant_is_journaled_and_kept_by_a_resume(tmp_path: Path) -> None:
 
 
 def test_ctrl_c_at_the_prompt_stops_at_once(tmp_path: Path) -> None:
-    import os
-    import pty
     import signal
-    import subprocess
-    import sys
 
     script = tmp_path / "script.json"
     replies = [{"tool_calls": [{"name": "shell", "arguments": {"command": "touch ran"}}]}]
     script.write_bytes(orjson.dumps({"agents": {"main": [*replies, {"text": "done"}]}}))
     root = tmp_path / "sessions"
-    master, slave = pty.openpty()
-    command = [sys.executable, "-m", "orchestrator", "run", "g", "--model", f"scripted:{script}"]
-    command += ["--session-workspace", "--sessions-dir", str(root)]
-    proc = subprocess.Popen(
-        command,
-        stdin=slave,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        env={**os.environ, "NO_COLOR": "1"},
-    )
-    try:
-        assert proc.stderr is not None
-        seen = b""
-        while b"Allow?" not in seen:  # nobody answers: it waits on the terminal
-            chunk = os.read(proc.stderr.fileno(), 4096)
-            assert chunk, seen
-            seen += chunk
+    args = ["run", "g", "--model", f"scripted:{script}", "--session-workspace"]
+    # Nobody answers: it waits on the terminal.
+    with waiting_on_terminal([*args, "--sessions-dir", str(root)], b"Allow?") as proc:
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=20) == 130
-    finally:
-        proc.kill()
-        proc.wait()
-        if proc.stderr is not None:
-            proc.stderr.close()
-        os.close(master)
-        os.close(slave)
     [session] = list(root.iterdir())
     assert not (session / "workspace" / "ran").exists()
     manifest = orjson.loads((session / "session.json").read_bytes())

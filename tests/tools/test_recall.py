@@ -9,14 +9,25 @@ from pathlib import Path
 import pydantic
 import pytest
 
+from orchestrator import (
+    ListSink,
+    LiveSession,
+    MessageAdded,
+    ModelRequest,
+    RunResult,
+    RunSettings,
+    ScriptedCall,
+    ScriptedModel,
+    ScriptedReply,
+    ToolCallFinished,
+    ToolResult,
+    UserMessage,
+    create_session,
+    drive,
+    open_session,
+)
 from orchestrator.errors import ToolFailed
-from orchestrator.messages import ToolResult, UserMessage
-from orchestrator.models.base import ModelRequest
-from orchestrator.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply
-from orchestrator.session.live import LiveSession, create_session, open_session
 from orchestrator.session.recall import REF_FORMS
-from orchestrator.state.events import ListSink, MessageAdded, ToolCallFinished
-from orchestrator.team.drive import RunResult, RunSettings, drive
 from orchestrator.tools import (
     PermissionPolicy,
     ToolContext,

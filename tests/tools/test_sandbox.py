@@ -12,11 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator import PermissionPolicy, Rule, ToolCall, ToolResult
 from orchestrator.agent import run_turn
-from orchestrator.messages import ToolCall, ToolResult
-from orchestrator.tools import Shell, ToolContext, ToolRegistry, Workspace
-from orchestrator.tools.permissions import PermissionPolicy, Rule
-from orchestrator.tools.sandbox import Sandbox, scope_directories, scratch_directory
+from orchestrator.tools import Sandbox, Shell, ToolContext, ToolRegistry, Workspace
+from orchestrator.tools.sandbox import scope_directories, scratch_directory
 from orchestrator.tools.shell import LEFTOVERS, ShellArgs, marked
 from tests.conftest import MakeDeps
 from tests.scenes import call, scripted

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.tools import Shell, ToolContext, Workspace
-from orchestrator.tools.sandbox import Sandbox
+from orchestrator.tools import Sandbox, Shell, ToolContext, Workspace
 from orchestrator.tools.shell import LEFTOVERS, ShellArgs
-from tests.tools.test_tools import alive, gone_soon
+from tests.scenes import alive, gone_soon
 
 UNSANDBOXED = Shell(sandbox=Sandbox(level="off"))
 

@@ -12,6 +12,7 @@ from orchestrator.tools import (
     Grep,
     ListFiles,
     ReadFile,
+    Sandbox,
     Shell,
     ToolContext,
     Workspace,
@@ -24,8 +25,8 @@ from orchestrator.tools.files import (
     ReadFileArgs,
     WriteFileArgs,
 )
-from orchestrator.tools.sandbox import Sandbox
 from orchestrator.tools.shell import ShellArgs
+from tests.scenes import gone_soon
 
 
 @pytest.fixture
@@ -201,15 +202,6 @@ async def test_listing_a_symlink_loop_ends(workspace: Workspace, ctx: ToolContex
     assert py.content.startswith("no files match")  # `*` stays in the top directory
 
 
-def alive(pid: int) -> bool:
-    """Whether `pid` runs (a zombie waiting for its reaper does not)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, IndexError):
-        return False
-    return state not in ("Z", "X")
-
-
 async def test_a_command_leaves_nothing_running_behind(
     workspace: Workspace, ctx: ToolContext
 ) -> None:
@@ -219,19 +211,6 @@ async def test_a_command_leaves_nothing_running_behind(
     assert "hi" in out.content
     background = int((workspace.root / "bg.pid").read_text())
     assert gone_soon(background)
-
-
-def gone_soon(pid: int) -> bool:
-    """Whether `pid` dies within 10 s: a SIGKILL is delivered, not awaited."""
-    import os
-    import time
-
-    deadline = time.monotonic() + 10
-    while alive(pid):
-        if time.monotonic() > deadline:
-            return False
-        os.sched_yield()
-    return True
 
 
 def test_kill_marked_finds_the_processes_of_a_call(workspace: Workspace, ctx: ToolContext) -> None:

@@ -21,19 +21,19 @@ import pytest
 import trio
 import trio.testing
 
-from orchestrator.errors import JournalCorrupt
-from orchestrator.layout import JOURNAL, LOCK
-from orchestrator.messages import AssistantMessage, ToolCall
-from orchestrator.state.events import (
+from orchestrator import (
+    AssistantMessage,
     AssistantReplied,
-    CallResult,
-    EffectStarted,
     SessionStatusChanged,
     TextStreamed,
+    ToolCall,
     ToolCallFinished,
     ToolCallStarted,
     TurnStarted,
 )
+from orchestrator.errors import JournalCorrupt
+from orchestrator.layout import JOURNAL, LOCK
+from orchestrator.state.events import CallResult, EffectStarted
 from orchestrator.store import SessionLock, scan_journal
 from orchestrator.store._line import encode
 from orchestrator.view import JournalEntry, Pace, RecordEvents, follow_journal

@@ -7,20 +7,25 @@ import io
 
 from rich.console import Console
 
-from orchestrator.loop.todos import TodoItem, TodosChanged
-from orchestrator.messages import AssistantMessage, ToolCall, ToolResult, Usage
-from orchestrator.state.events import (
+from orchestrator import (
     AgentStarted,
+    AssistantMessage,
     AssistantReplied,
     Event,
+    MessagePosted,
+    Price,
+    TaskChanged,
+    TaskCreated,
+    TodoItem,
+    TodosChanged,
+    ToolCall,
     ToolCallFinished,
     ToolCallStarted,
+    ToolResult,
     TurnStarted,
+    Usage,
     UsageUpdated,
 )
-from orchestrator.state.mailbox import MessagePosted
-from orchestrator.state.tasks import TaskChanged, TaskCreated
-from orchestrator.usage import Price
 from orchestrator.view import ViewModel, plain_frame, rich_frame
 
 GPT = "gpt-4.1"
@@ -134,8 +139,7 @@ def test_the_activity_is_cut_to_the_width() -> None:
 def test_a_compaction_still_running_as_the_session_ends_leaves_the_frame() -> None:
     """A background summary the team drops at its end has no checkpoint: the session's
     end clears it, so the last frame does not say it is still compacting."""
-    from orchestrator.loop.compaction import CompactionStarted
-    from orchestrator.state.events import SessionStatusChanged
+    from orchestrator import CompactionStarted, SessionStatusChanged
 
     model = ViewModel()
     model.apply(AgentStarted(agent="main", role="main", messages=()), at=0.0)

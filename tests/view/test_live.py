@@ -5,20 +5,27 @@ in for time; the terminal is a rich console writing to a string."""
 
 from __future__ import annotations
 
+import contextlib
 import io
+from collections.abc import AsyncIterator
 
 import pytest
 import trio
 from rich.console import Console
 
-from orchestrator.state.events import AgentStarted, SessionStatusChanged, ToolProgress
-from orchestrator.state.tasks import TaskCreated
-from orchestrator.view import ViewModel, open_live_view
+from orchestrator import AgentStarted, SessionStatusChanged, TaskCreated, ToolProgress
+from orchestrator.view import LiveView, ViewModel, open_live_view
 
 
-def console() -> tuple[Console, io.StringIO]:
+@contextlib.asynccontextmanager
+async def live_view(fps: int = 10, tick: float = 60) -> AsyncIterator[tuple[LiveView, io.StringIO]]:
+    """A live view on trio's clock, drawing on a console 80 columns wide that writes to a
+    string: (the view, what it wrote)."""
+    model = ViewModel(clock=trio.current_time)
     out = io.StringIO()
-    return Console(file=out, force_terminal=True, width=80, color_system=None), out
+    screen = Console(file=out, force_terminal=True, width=80, color_system=None)
+    async with open_live_view(model, screen, fps=fps, tick=tick) as view:
+        yield view, out
 
 
 def progress(n: int) -> ToolProgress:
@@ -29,16 +36,14 @@ def progress(n: int) -> ToolProgress:
 async def test_a_burst_of_a_thousand_events_makes_a_bounded_number_of_frames(
     autojump_clock: trio.testing.MockClock, fps: int
 ) -> None:
-    model = ViewModel(clock=trio.current_time)
-    screen, out = console()
-    async with open_live_view(model, screen, fps=fps) as view:
+    async with live_view(fps=fps, tick=0.25) as (view, out):
         await view.emit(AgentStarted(agent="main", role="main", messages=()))
         for n in range(1000):  # a thousand events over one second
             await view.emit(progress(n))
             await trio.sleep(0.001)
         during = view.frames
         await trio.sleep(1 / fps + 0.001)  # (a frame at most an interval after the last change)
-        assert view.drawn == model.version  # the last change is on the screen
+        assert view.drawn == view.model.version  # the last change is on the screen
     assert fps // 2 <= during <= fps + 2  # about `fps` frames in the second, not one an event
     assert "page 999" in out.getvalue()
 
@@ -46,9 +51,7 @@ async def test_a_burst_of_a_thousand_events_makes_a_bounded_number_of_frames(
 async def test_events_without_a_checkpoint_make_one_frame(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    model = ViewModel(clock=trio.current_time)
-    screen, _ = console()
-    async with open_live_view(model, screen, fps=10, tick=60) as view:
+    async with live_view() as (view, _):
         await trio.sleep(1)
         before = view.frames
         for n in range(1000):
@@ -61,23 +64,19 @@ async def test_events_without_a_checkpoint_make_one_frame(
 async def test_each_change_is_drawn_within_a_frames_interval(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    model = ViewModel(clock=trio.current_time)
-    screen, out = console()
-    async with open_live_view(model, screen, fps=10, tick=60) as view:
+    async with live_view() as (view, out):
         for n in range(20):
             await trio.sleep(0.037 * (n % 4))  # at different points of the interval
             await view.emit(progress(n))
             await trio.sleep(0.101)  # (drawn one interval after the change, with the rest)
-            assert view.drawn == model.version
+            assert view.drawn == view.model.version
             assert f"page {n}" in out.getvalue()
 
 
 async def test_the_view_redraws_while_the_session_runs_and_stops_after(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    model = ViewModel(clock=trio.current_time)
-    screen, out = console()
-    async with open_live_view(model, screen, fps=10, tick=1.0) as view:
+    async with live_view(tick=1.0) as (view, out):
         await view.emit(AgentStarted(agent="main", role="main", messages=()))
         await trio.sleep(10.15)  # no event: the elapsed time still moves
         assert 10 <= view.frames <= 12

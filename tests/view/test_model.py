@@ -11,11 +11,8 @@ from pathlib import Path
 import pytest
 
 import orchestrator as orc
+from orchestrator import Event, ModelRequest, Price, ScriptedModel, ScriptedReply
 from orchestrator.layout import FORMAT_VERSION
-from orchestrator.models.base import ModelRequest
-from orchestrator.models.scripted import ScriptedModel, ScriptedReply
-from orchestrator.state.events import Event
-from orchestrator.usage import Price
 from orchestrator.view import ViewModel, session_view
 from tests.host.test_host_loop import worker
 from tests.scenes import all_text, c, reply
