@@ -157,9 +157,11 @@ async def _chatting(
         model = session_view(live.directory, prices=dict(config.prices))
         view = ToolbarView(model, line.redraw, fps=getattr(args, "fps", None) or config.view.fps)
         line.toolbar = lambda: view.frame
-        transcript = Focus(
-            TranscriptSink(sys.stdout, color=True, todos_of=live.state.todo_list), live
-        )
+        # Whole lines only above the input line: a piece of a line flushed there is drawn
+        # on the input line's row, and erased when the input line is drawn again (a
+        # model that streams slowly sends one piece at a time).
+        out = cast(TextIO, _LinesOnly(sys.stdout))
+        transcript = Focus(TranscriptSink(out, color=True, todos_of=live.state.todo_list), live)
         questions = Questions(line.ask)
         settings = await run_settings(
             live,
@@ -236,6 +238,28 @@ class _WholeLines:
         if not self._ended:
             self._inner.write("\n")
             self._ended = True
+        self._inner.flush()
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._inner, name)
+
+
+class _LinesOnly:
+    """A text stream that passes on whole lines only: the rest of a line waits for its
+    end (the transcript ends every line it starts: a streamed reply ends with its reply)."""
+
+    def __init__(self, inner: TextIO) -> None:
+        self._inner = inner
+        self._held = ""
+
+    def write(self, text: str) -> int:
+        lines, newline, rest = (self._held + text).rpartition("\n")
+        if newline:
+            self._inner.write(lines + newline)
+        self._held = rest
+        return len(text)
+
+    def flush(self) -> None:
         self._inner.flush()
 
     def __getattr__(self, name: str) -> object:

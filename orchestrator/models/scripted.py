@@ -69,6 +69,9 @@ class Script(BaseModel):
     latency: float = Field(default=0.0, ge=0.0, le=60.0)
     """Seconds each reply waits before it comes (on trio), to stand for a real model's
     time: so that a benchmark's subagents on workers take their time too."""
+    chunk_latency: float = Field(default=0.0, ge=0.0, le=10.0)
+    """Seconds between two pieces of a reply's text as it streams (on trio), as a real
+    provider sends them: what a person sees of a slow stream is tested with it."""
     agents: dict[str, tuple[ScriptedReply, ...]]
 
 
@@ -135,7 +138,8 @@ class ScriptedModel:
     async def stream(self, request: ModelRequest) -> AsyncIterator[AsyncIterator[ModelEvent]]:
         self.requests.append(request)
         reply = await self._reply_for(request)
-        yield _events(reply, request)
+        pause = self._script.chunk_latency if isinstance(self._script, Script) else 0.0
+        yield _events(reply, request, pause)
 
     async def _reply_for(self, request: ModelRequest) -> ScriptedReply:
         if isinstance(self._script, Script):
@@ -170,8 +174,12 @@ class ScriptedModel:
         return _at_step(replies, request, f"agent {request.agent!r} (key {key!r})")
 
 
-async def _events(reply: ScriptedReply, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-    for word in _chunks(reply.text):
+async def _events(
+    reply: ScriptedReply, request: ModelRequest, pause: float = 0.0
+) -> AsyncIterator[ModelEvent]:
+    for index, word in enumerate(_chunks(reply.text)):
+        if pause and index:
+            await trio.sleep(pause)
         yield TextDelta(text=word)
     for index, call in enumerate(reply.tool_calls):
         arguments = (

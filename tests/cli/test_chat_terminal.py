@@ -16,9 +16,9 @@ from tests.cli.terminal import Terminal
 ROOT = Path(__file__).parents[2]
 
 
-def script(tmp_path: Path, main: list[dict[str, object]]) -> str:
+def script(tmp_path: Path, main: list[dict[str, object]], **fields: object) -> str:
     path = tmp_path / "script.json"
-    path.write_bytes(orjson.dumps({"agents": {"main": main}}))
+    path.write_bytes(orjson.dumps({"agents": {"main": main}, **fields}))
     return f"scripted:{path}"
 
 
@@ -126,5 +126,22 @@ def test_a_resize_lays_the_view_out_at_the_new_width(tmp_path: Path, chat: list[
         return len(rows) == 1 and len(rows[0]) < 60
 
     t.see_that(laid_out, "main's row at the new width", timeout=10)
+    t.type(b"/quit\r")
+    assert t.finish() == 0
+
+
+def test_a_reply_streamed_slowly_stays_on_the_screen(tmp_path: Path, chat: list[Terminal]) -> None:
+    # As a real provider streams: a piece of text every 0.3 s. A piece of a line printed
+    # above the input line was drawn on the input line's row and erased by its redraw.
+    said = "Writing the file now, one word at a time."
+    write = {"name": "write_file", "arguments": {"path": "a.txt", "content": "hi\n"}}
+    replies = [{"text": said, "tool_calls": [write]}, {"text": "Written it, slowly too."}]
+    model = script(tmp_path, replies, chunk_latency=0.3)
+    t = start(chat, tmp_path, "write a.txt", "-m", model, "--yes")
+    t.see("— completed")
+    t.see("Written it, slowly too.")
+    lines = t.lines()
+    assert said in lines
+    assert not any(line.startswith("›") and "Writing" in line for line in lines)
     t.type(b"/quit\r")
     assert t.finish() == 0
