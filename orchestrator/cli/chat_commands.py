@@ -6,10 +6,12 @@ help) reads the session's state.
 
 from __future__ import annotations
 
+import argparse
 import io
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
+from orchestrator.cli.out import command
 from orchestrator.cli.render import TranscriptSink
 from orchestrator.errors import CompactionFailed, NothingToCompact
 from orchestrator.loop.todos import (
@@ -66,9 +68,12 @@ class Commands:
     """The `/` commands of one chat. `model`: the live view's, for `/tasks` (None: the
     session's journal is folded for each)."""
 
-    def __init__(self, chat: Chat, model: ViewModel | None = None) -> None:
+    def __init__(
+        self, chat: Chat, model: ViewModel | None = None, args: argparse.Namespace | None = None
+    ) -> None:
         self.chat = chat
         self.model = model
+        self._args = args  # the chat's command line: its --sessions-dir, for printed commands
 
     async def run(self, line: str) -> bool:
         """Do the command `line`; False: leave."""
@@ -224,7 +229,9 @@ class Commands:
         ]
         wall = settings.budget_wall if settings is not None else None
         lines.append(f"time per run: {duration(wall) if wall else 'no limit'}")
-        return "\n".join(lines) + "\nchange them with: orchestrator resume ID --budget-…"
+        resume = command("resume", self.chat.live.id, self._args)
+        flags = "(or --budget-tokens N, --budget-cost DOLLARS, --budget-time SECONDS)"
+        return "\n".join(lines) + f"\nchange them with: {resume} --budget-rounds N {flags}"
 
 
 async def _sent(posting: Awaitable[Mail], to: str) -> str:

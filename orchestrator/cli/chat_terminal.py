@@ -23,6 +23,7 @@ from orchestrator.cli.chat_commands import Commands
 from orchestrator.cli.chat_input import InputLine, Key, ToolbarView, Typed, history_file
 from orchestrator.cli.engine import check_resumed_engine
 from orchestrator.cli.env import sessions_root
+from orchestrator.cli.out import session_ref
 from orchestrator.cli.parser import EXIT_OK
 from orchestrator.cli.render import TranscriptSink
 from orchestrator.cli.run import EXIT_CODES
@@ -181,11 +182,12 @@ async def _chatting(
         async with trio.open_nursery() as nursery:
             await nursery.start(view.run)
             await nursery.start(_on_resize, view)
-            await chat.run(typed, Commands(chat, model).run)
+            await chat.run(typed, Commands(chat, model, args).run)
             nursery.cancel_scope.cancel()
         print(plain_frame(model, model.now(), width=shutil.get_terminal_size().columns - 1))
     result = chat.result
-    _say(f"session {session_id}: resume it with: orchestrator chat --resume {session_id}")
+    resume = f"orchestrator chat --resume {session_ref(session_id, args)}"
+    _say(f"session {session_id}: resume it with: {resume}")
     if result is None or chat.running:
         return 130
     return EXIT_CODES.get(result.status, EXIT_OK if result.status == "completed" else 1)

@@ -22,6 +22,7 @@ import orjson
 import trio
 
 from orchestrator.cli.env import effective_config
+from orchestrator.cli.out import command
 from orchestrator.cli.roles import RoleModels, agent_definitions, ask_trust, model_windows, note
 from orchestrator.config import Config
 from orchestrator.errors import ConfigError, NothingToCompact, SessionError
@@ -72,7 +73,7 @@ def compact(args: argparse.Namespace, root: Path) -> int:
             print(compacted_line(record))
     note(
         f"session {args.session_id}: a resume goes on from the checkpoint "
-        f"(orchestrator resume {args.session_id})"
+        f"({command('resume', args.session_id, args)})"
     )
     return 0
 

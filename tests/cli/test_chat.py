@@ -335,6 +335,9 @@ async def test_help_budget_and_unknown_commands(tmp_path: Path) -> None:
         budget = await s.said.wait_for("^model rounds: ")
         assert "model rounds: 1 of no limit" in budget
         assert "tokens: " in budget
+        # A command that works when pasted (this chat was given no --sessions-dir).
+        change = f"change them with: orchestrator resume {s.live.id} --budget-rounds N (or "
+        assert change in budget
         await s.said.wait_for(r"^unknown command /frob; /help lists them$")
         await s.said.wait_for(r"^usage: /send TASK TEXT$")
         await s.said.wait_for("^the session is completed: type a message")

@@ -82,7 +82,9 @@ def test_a_goal_an_approval_a_follow_up_and_the_commands(
     t.see("Ctrl+C again (or /quit) to leave")
     t.type(b"\x03")
     assert t.finish() == 0
-    assert "resume it with: orchestrator chat --resume " in t.text()
+    [session] = [p.name for p in (tmp_path / "s").iterdir() if p.is_dir()]
+    resume = f"orchestrator chat --resume {session} --sessions-dir {tmp_path / 's'}"
+    assert f"resume it with: {resume}" in t.text().replace("\n", "")
 
 
 def test_ctrl_c_stops_a_running_turn_and_the_session_resumes_in_chat(

@@ -85,7 +85,8 @@ def test_compact_by_hand_then_resume_goes_on_from_the_checkpoint(
     sid = a_session(tmp_path, files, compactor=[{"text": SUMMARY}])
     directory = tmp_path / "sessions" / sid
     before = load_state(directory, warn=pytest.fail).agents["main"]
-    compacted = orchestrator("sessions", "compact", sid)
+    root = tmp_path / "sessions"
+    compacted = orchestrator("sessions", "compact", sid, "--sessions-dir", str(root))
     assert compacted.returncode == 0, compacted.stderr
     [line] = compacted.stdout.splitlines()
     [(seq, record)] = [
@@ -101,7 +102,7 @@ def test_compact_by_hand_then_resume_goes_on_from_the_checkpoint(
     assert (record.reason, record.method, record.attempts) == ("by_hand", "summary", 1)
     assert record.pruned >= 1
     assert record.after < record.before
-    assert f"orchestrator resume {sid}" in compacted.stderr
+    assert f"orchestrator resume {sid} --sessions-dir {root})" in compacted.stderr  # pastes
 
     # The checkpoint is the live context now: the system prompt, the summary the
     # compactor role wrote, the anchors, then the last turns.
