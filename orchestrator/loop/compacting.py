@@ -112,7 +112,8 @@ class Summarise(_Compacts, frozen=True, kw_only=True):
 
 class Refuse(msgspec.Struct, frozen=True, kw_only=True):
     """No compaction: `too_small`, even the smallest checkpoint would not fit the window;
-    `nothing`, a compaction by hand of a context that is all last turns."""
+    `nothing`, a compaction by hand of a context that is all last turns, or whose
+    checkpoint would be no smaller than the context."""
 
     figures: Figures
     why: Literal["too_small", "nothing"]
@@ -202,9 +203,19 @@ def fit(
         case _:
             assert_never(decision)
     size = chars(candidate)
+    after = round(size / decision.ratio)
     if size > limits.usable:
-        return too_small(decision.figures, agent, round(size / decision.ratio), decision.aim)
-    return Checkpoint(tuple(candidate), method, round(size / decision.ratio), dropped)
+        return too_small(decision.figures, agent, after, decision.aim)
+    now = decision.figures.tokens + round(chars(added) / decision.ratio)
+    if decision.figures.reason == "by_hand" and after >= now:
+        return Refuse(
+            figures=decision.figures,
+            why="nothing",
+            message=f"compacting {agent} would not shrink its context ({now:,} → {after:,} "
+            "tokens): the summary and the anchors take more room than the turns they "
+            "replace; the context is left as it was",
+        )
+    return Checkpoint(tuple(candidate), method, after, dropped)
 
 
 def limits_of(
@@ -225,7 +236,9 @@ def too_small(figures: Figures, agent: str, tokens: int, aim: int) -> Refuse:
         figures=figures,
         why="too_small",
         message=f"the context of {agent} does not fit its model's window even compacted: "
-        f"{tokens} tokens (system prompt, summary and anchors) for {aim} usable",
+        f"{tokens} tokens (system prompt, summary and anchors) for {aim} usable; give the "
+        "model a larger window ([windows] in the config, if it has one) or use a model "
+        "with a larger one",
     )
 
 

@@ -289,3 +289,18 @@ def test_the_trigger_measures_against_the_learned_window() -> None:
     count = Count(reported=8_000, reported_chars=1)
     assert trigger(count, window(100_000), 0, None, Breaker(), 1) is None
     assert trigger(count, window(100_000), 9_000, None, Breaker(), 1) == Due("fraction", True)
+
+
+def test_by_hand_a_checkpoint_no_smaller_than_the_context_is_refused() -> None:
+    # A short context of small turns: a summary and the anchors outweigh the head they
+    # replace (the demo's subagents grew 1,295 -> 1,416 tokens and more this way).
+    made = plan(situation(replies(40, size=600), 20_000, "by_hand"))
+    assert isinstance(made, Summarise)
+    refused = fit("t1", made, ANCHORS, (), "## Goal\n" + "a long summary " * 600)
+    assert isinstance(refused, Refuse)
+    assert refused.why == "nothing"
+    assert "compacting t1 would not shrink its context" in refused.message
+    # A summary shorter than the head it replaces shrinks the context: made.
+    checkpoint = fit("t1", made, ANCHORS, (), "## Goal\nport it")
+    assert isinstance(checkpoint, Checkpoint)
+    assert checkpoint.after < made.figures.tokens
