@@ -256,7 +256,12 @@ class TranscriptSink:
                     + s.dim(f" ({whose})")
                 )
             case TaskChanged(task=task, state=state, reason=reason):
-                marks = {"completed": s.green("✔"), "failed": s.red("✗"), "cancelled": s.red("✗")}
+                # Cancelled (by its owner, or interrupted by a stop) is no failure of the work.
+                marks = {
+                    "completed": s.green("✔"),
+                    "failed": s.red("✗"),
+                    "cancelled": s.yellow("⊘"),
+                }
                 extra = f": {visible(abbreviate(reason, RESULT_WIDTH))}" if reason else ""
                 self._line(f"{marks.get(state, s.cyan('◆'))} {label(task, 40)} {state}{extra}")
             case MessagePosted(mail=kind, to=to, summary=summary):

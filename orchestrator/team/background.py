@@ -242,7 +242,7 @@ class BackgroundCalls:
         task = queries.task(self._session.state, task_id)
         if task.state not in SETTLED or task.progress_seq > task.changed_seq:
             return
-        if task.state == "cancelled" and task.reason != STOPPED:
+        if task.state == "cancelled" and task.reason not in (STOPPED, INTERRUPTED):
             return  # whoever cancelled it knows
         path = self._directory / task.output
         size = path.stat().st_size if path.exists() else 0
@@ -309,9 +309,10 @@ class BackgroundCalls:
         return ToolOutput(head + "\n" + data.decode("utf-8", errors="replace"))
 
     async def recover(self) -> list[str]:
-        """After a restart: every tool task that was running is `failed` as interrupted,
-        its processes killed, its owner told (with its output so far); a settled one
-        whose owner was not told yet is told now. Returns the interrupted ones."""
+        """After a restart: every tool task that was running is `cancelled` as interrupted
+        (its work did not fail: the session stopped under it), its processes killed, its
+        owner told (with its output so far); a settled one whose owner was not told yet is
+        told now. Returns the interrupted ones."""
         interrupted = []
         for task in list(self._session.state.tasks.tasks.values()):
             if task.kind != "tool":
@@ -321,7 +322,7 @@ class BackgroundCalls:
                 if self._seat.session_id:
                     await trio.to_thread.run_sync(kill_marked, marker)
                 await self._scheduler.set_state(
-                    task.task_id, "failed", by=task.task_id, reason=INTERRUPTED
+                    task.task_id, "cancelled", by=task.task_id, reason=INTERRUPTED
                 )
                 interrupted.append(task.task_id)
             await self.tell(task.task_id)

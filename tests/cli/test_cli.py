@@ -75,7 +75,7 @@ def _check_demo_outcome(ws: Path, info: dict[str, Any], out: str) -> None:
     assert (test["task_id"], test["owner"], test["agent_type"]) == ("t5", "t2", "shell")
     assert (test["state"], test["reason"]) in (
         ("completed", "exit code 0"),
-        ("failed", "interrupted: the session stopped while it ran; it was not run again"),
+        ("cancelled", "interrupted: the session stopped while it ran; it was not run again"),
     )
     plan = info["plan"]
     assert [(v["version"], v["decision"], v["by"]) for v in plan["versions"]] == [

@@ -429,7 +429,7 @@ def test_a_call_running_when_the_session_is_killed_is_interrupted_not_run_again(
     result = trio.run(lambda: orc.resume(directory, model=ScriptedModel(main), approve=yes))
     assert result.status == "completed"
     assert result.output == (
-        "told 1 time(s): [('failed', 'interrupted: the session stopped while it ran; it was "
+        "told 1 time(s): [('cancelled', 'interrupted: the session stopped while it ran; it was "
         "not run again')]"
     )
     assert sleeping("61.75") == []  # killed on resume, never started again
