@@ -147,7 +147,7 @@ class TodoList:
                 found.append(blocker_id)
             elif blocker.status != "completed":
                 stack.extend(blocker.blocked_by)
-        return sorted(found, key=_id_order)
+        return sorted(found, key=id_order)
 
     def progress(self) -> tuple[int, int]:
         """(completed, total), cancelled items not counted."""
@@ -191,7 +191,7 @@ def _reverse(items: Iterable[TodoItem]) -> dict[str, list[str]]:
     return blocks
 
 
-def _id_order(item_id: str) -> tuple[int, str]:
+def id_order(item_id: str) -> tuple[int, str]:
     return (int(item_id), "") if item_id.isdigit() else (1 << 30, item_id)
 
 
@@ -242,7 +242,7 @@ def write(todos: TodoList, specs: Sequence[ItemSpec], *, at: int) -> list[TodoIt
             "todo_create and change them with todo_update instead"
         )
     given = [s.id for s in specs if s.id]
-    duplicates = sorted({i for i in given if given.count(i) > 1}, key=_id_order)
+    duplicates = sorted({i for i in given if given.count(i) > 1}, key=id_order)
     if duplicates:
         raise TodoError(f"duplicate ids in the list: {', '.join(duplicates)}")
     fresh = TodoList()
