@@ -53,7 +53,7 @@ by Ctrl+C/SIGTERM (the session stays resumable).
 """
 
 
-def _agent_options(parser: argparse.ArgumentParser, *, model_required_note: str) -> None:
+def agent_options(parser: argparse.ArgumentParser, *, model_required_note: str) -> None:
     parser.add_argument("-m", "--model", default=None, help=model_required_note)
     parser.add_argument(
         "-y",
@@ -123,7 +123,7 @@ def _agent_options(parser: argparse.ArgumentParser, *, model_required_note: str)
         default="batch",
         help="journal fsync policy: always (each record), batch (group commit, default), off",
     )
-    _session_options(parser)
+    session_options(parser)
     config_option(parser)
     sessions_option(parser)
 
@@ -144,7 +144,7 @@ def plain_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _session_options(parser: argparse.ArgumentParser) -> None:
+def session_options(parser: argparse.ArgumentParser) -> None:
     """The flags that set `[session]` keys (cli_env.SESSION_FLAGS); each wins over every
     config file. None (not given) leaves the files' value."""
     group = parser.add_argument_group(
@@ -212,7 +212,7 @@ def _session_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _workspace_options(parser: argparse.ArgumentParser) -> None:
+def workspace_options(parser: argparse.ArgumentParser) -> None:
     place = parser.add_mutually_exclusive_group()
     place.add_argument(
         "-w",
@@ -229,7 +229,7 @@ def _workspace_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _approve_option(parser: argparse.ArgumentParser) -> None:
+def approve_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--approve",
         action="store_true",
@@ -250,13 +250,13 @@ def _add_plan_parsers(commands: Any) -> None:
         "builds it, `orchestrator resume ID` at a terminal asks you first.",
     )
     plan.add_argument("goal", help="what the plan should reach, in plain words")
-    _agent_options(
+    agent_options(
         plan,
         model_required_note="model spec for every role (default: the session's, "
         "$ORCHESTRATOR_MODEL or the config's model; the planner's own with [agents.planner] "
         "model)",
     )
-    _workspace_options(plan)
+    workspace_options(plan)
     execute = commands.add_parser(
         "execute",
         help="build a plan: a plan file (json or markdown) or a planned session",
@@ -267,9 +267,9 @@ def _add_plan_parsers(commands: Any) -> None:
         "quit), --approve approves it, and without either the run stops blocked (exit 3).",
     )
     execute.add_argument("target", metavar="PLAN-FILE|ID", help="a plan file, or a session id")
-    _agent_options(execute, model_required_note="model spec (for a session: instead of its own)")
-    _approve_option(execute)
-    _workspace_options(execute)
+    agent_options(execute, model_required_note="model spec (for a session: instead of its own)")
+    approve_option(execute)
+    workspace_options(execute)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -304,19 +304,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="what the agent should achieve, in plain words (none: an interactive session, "
         "as `chat`; it needs a terminal)",
     )
-    _agent_options(
+    agent_options(
         run,
         model_required_note="model spec, e.g. scripted:script.json, openai:gpt-4o, "
         "anthropic:claude-sonnet-4-5 (default: $ORCHESTRATOR_MODEL)",
     )
-    _workspace_options(run)
+    workspace_options(run)
     run.add_argument(
         "--plan",
         action="store_true",
         help="plan first: a planner (read-only tools) writes a plan, you approve it (or "
         "--approve), then a builder delegates its tasks (docs/plans.md)",
     )
-    _approve_option(run)
+    approve_option(run)
 
     resume = commands.add_parser(
         "resume",
@@ -339,8 +339,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="say TEXT to the main agent as it resumes: the answer a blocked session waits "
         "for, or a follow-up to a finished one (which then goes on)",
     )
-    _agent_options(resume, model_required_note="use this model instead of the session's own")
-    _approve_option(resume)
+    agent_options(resume, model_required_note="use this model instead of the session's own")
+    approve_option(resume)
     _add_plan_parsers(commands)
     _add_chat_parser(commands)
 
@@ -412,16 +412,16 @@ def _add_chat_parser(commands: Any) -> None:
     which = chat.add_mutually_exclusive_group()
     which.add_argument("--resume", metavar="ID", default=None, help="talk in session ID")
     which.add_argument("--last", action="store_true", help="talk in the newest session")
-    _agent_options(
+    agent_options(
         chat,
         model_required_note="model spec (default: $ORCHESTRATOR_MODEL or the config's; "
         "with --resume, the session's own)",
     )
-    _workspace_options(chat)
+    workspace_options(chat)
     chat.add_argument(
         "--plan", action="store_true", help="plan first, the plan approved at the input line"
     )
-    _approve_option(chat)
+    approve_option(chat)
 
 
 def _add_config_parser(commands: Any) -> None:
