@@ -30,7 +30,7 @@ import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import msgspec
 import trio
@@ -77,7 +77,21 @@ SettingsFor = Callable[[Run, SessionState], Awaitable[RunSettings]]
 worker's own config and environment: its models' keys never travel)."""
 
 T = TypeVar("T")
-_SERVING: list[Worker] = []  # the process's worker: DBOS calls the workflow by name only
+
+
+class Host(Protocol):
+    """What the task's workflow, on its own thread, asks of the worker that serves in
+    this process."""
+
+    token: trio.lowlevel.TrioToken
+    stopping: bool
+
+    async def begin(self, workflow_id: str) -> None: ...
+    async def hand_over(self, workflow_id: str, message: str | None) -> str: ...
+    async def forget(self, workflow_id: str) -> None: ...
+
+
+SERVING: list[Host] = []  # the process's worker: DBOS calls the workflow by name only
 
 
 @DBOS.workflow(name=WORKFLOW)
@@ -107,13 +121,13 @@ def _hand_over(workflow_id: str, message: str | None) -> str:
     return _in_trio(worker, worker.hand_over, workflow_id, message)
 
 
-def _worker() -> Worker:
-    if not _SERVING:
+def _worker() -> Host:
+    if not SERVING:
         raise OrchestratorError("no worker serves in this process")
-    return _SERVING[0]
+    return SERVING[0]
 
 
-def _in_trio(worker: Worker, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
+def _in_trio(worker: Host, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
     """`fn(*args)` on the worker's trio loop, from the workflow's thread. Once the worker
     stops (Ctrl+C) the thread holds on instead: DBOS records no outcome, so the workflow
     stays open and another worker takes it over (the process ends without this thread).
@@ -131,12 +145,12 @@ def _in_trio(worker: Worker, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
     raise AssertionError("unreachable")
 
 
-def _wake(workflow_id: str, key: str) -> None:
+def wake(workflow_id: str, key: str) -> None:
     """The workflow of a task whose loop has ended, woken; in a thread."""
     DBOS.send(workflow_id, END, MAIL, idempotency_key=key)
 
 
-def _queued_versions() -> dict[str, int]:
+def queued_versions() -> dict[str, int]:
     """How many tasks wait on the queue, by the version of the session that queued them."""
     queued = DBOS.list_queued_workflows(
         queue_name=QUEUE, status="ENQUEUED", load_input=False, load_output=False
@@ -194,7 +208,7 @@ class Worker:
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Run tasks until cancelled (Ctrl+C): DBOS launched, the queue listened to."""
         hold_dbos(self)
-        _SERVING.append(self)
+        SERVING.append(self)
         try:
             async with trio.open_nursery() as notices:
                 notices.start_soon(self._db.run)
@@ -202,7 +216,7 @@ class Worker:
                     await self._serve(task_status)
                 notices.cancel_scope.cancel()
         finally:
-            _SERVING.clear()
+            SERVING.clear()
             release_dbos(self)
 
     async def _serve(self, task_status: trio.TaskStatus[None]) -> None:
@@ -261,7 +275,7 @@ class Worker:
     async def _look_at_versions(self) -> None:
         """Tasks queued by sessions of another version are never this worker's (DBOS
         gives a worker only its own version's): said once per version."""
-        queued = await self._db.call(_queued_versions)
+        queued = await self._db.call(queued_versions)
         for version, count in queued.items():
             if version != __version__ and version not in self._versions_told:
                 self._versions_told.add(version)
@@ -325,7 +339,7 @@ class Worker:
             return  # its workflow has ended (`forget`): nothing to wake
         self.running.discard(run.workflow_id)
         running.ended = True
-        await self._db.call(_wake, run.workflow_id, f"{run.workflow_id}:{END}:{self.id}")
+        await self._db.call(wake, run.workflow_id, f"{run.workflow_id}:{END}:{self.id}")
 
     async def _work(
         self, run: Run, running: _Running, cancelled: bool, started: trio.TaskStatus[None]
