@@ -76,8 +76,10 @@ REFUSED_ARGUMENTS = 300
 """How much of a refused call's arguments the state keeps, for its summary line."""
 
 
-class SessionState:
-    """The fold of a session's journal up to `seq`."""
+class SmallState:
+    """What the fold of a session's journal keeps beside the contexts' messages: statuses,
+    counters, the task records, the mail, the todo lists, each agent's progress, the
+    plans; and the contexts, whose counters records change too."""
 
     def __init__(self) -> None:
         self.seq = 0
@@ -117,11 +119,15 @@ class SessionState:
         except KeyError:
             raise FoldError(f"no agent {agent_id!r} has started") from None
 
+
+class SessionState(SmallState):
+    """The fold of a session's journal up to `seq`."""
+
     def apply(self, seq: int, record: Record) -> None:
         """Fold one record: small state and context."""
         self.seq = seq
         kind = type(record)
-        small = _SMALL_FOLDS.get(kind)
+        small = SMALL_FOLDS.get(kind)
         if small is not None:
             small(self, seq, record)
         fold = CONTEXT_FOLDS.get(kind)
@@ -263,15 +269,15 @@ class SessionState:
         }
 
 
-def _agent_started(state: SessionState, seq: int, record: AgentStarted) -> None:
+def _agent_started(state: SmallState, seq: int, record: AgentStarted) -> None:
     state.agents[record.agent] = AgentContext(id=record.agent, role=record.role, start=seq)
 
 
-def _turn_started(state: SessionState, seq: int, record: TurnStarted) -> None:
+def _turn_started(state: SmallState, seq: int, record: TurnStarted) -> None:
     state.agent(record.agent).turn_open = True
 
 
-def _replied(state: SessionState, seq: int, record: AssistantReplied) -> None:
+def _replied(state: SmallState, seq: int, record: AssistantReplied) -> None:
     context = state.agent(record.agent)
     context.steps += 1
     state.rounds += 1
@@ -281,19 +287,19 @@ def _replied(state: SessionState, seq: int, record: AssistantReplied) -> None:
     state.progress_of(record.agent).replied(seq, record.message)
 
 
-def _turn_ended(state: SessionState, seq: int, record: TurnEnded) -> None:
+def _turn_ended(state: SmallState, seq: int, record: TurnEnded) -> None:
     state.agent(record.agent).turn_open = False
 
 
-def _status(state: SessionState, seq: int, record: SessionStatusChanged) -> None:
+def _status(state: SmallState, seq: int, record: SessionStatusChanged) -> None:
     state.status = record.status
 
 
-def _granted(state: SessionState, seq: int, record: PermissionGranted) -> None:
+def _granted(state: SmallState, seq: int, record: PermissionGranted) -> None:
     state.grants.append(record)
 
 
-def _task_used(state: SessionState, seq: int, record: TaskUsed) -> None:
+def _task_used(state: SmallState, seq: int, record: TaskUsed) -> None:
     """A task on a worker's model calls, counted as if its replies were journaled here."""
     TASK_FOLDS[TaskUsed](state.tasks, seq, record)
     context = state.agent(record.task)
@@ -302,7 +308,7 @@ def _task_used(state: SessionState, seq: int, record: TaskUsed) -> None:
     _spent(state, context, record.model, record.usage)
 
 
-def _spent(state: SessionState, context: AgentContext, model: str, usage: Usage) -> None:
+def _spent(state: SmallState, context: AgentContext, model: str, usage: Usage) -> None:
     """`usage` of `model` counted to `context` and to the session's usage by model."""
     context.usage += usage
     by_model = state.usage_by_model
@@ -310,7 +316,7 @@ def _spent(state: SessionState, context: AgentContext, model: str, usage: Usage)
     by_model[model] = usage if before is None else before + usage
 
 
-def _task(state: SessionState, seq: int, record: TaskCreated | TaskChanged) -> None:
+def _task(state: SmallState, seq: int, record: TaskCreated | TaskChanged) -> None:
     TASK_FOLDS[type(record)](state.tasks, seq, record)
     task = state.tasks.get(record.task)
     if task is not None and task.plan_ref:
@@ -321,7 +327,7 @@ def _task(state: SessionState, seq: int, record: TaskCreated | TaskChanged) -> N
         state.progress_of(task.owner).progressed()
 
 
-def _follow_tasks(state: SessionState, todos: TodoList, plan_refs: Iterable[str]) -> None:
+def _follow_tasks(state: SmallState, todos: TodoList, plan_refs: Iterable[str]) -> None:
     """Each todo linked to a plan task takes its status from the task record of that plan
     task (not delegated yet: pending), by `TODO_STATUS`: the plan, the todo list and the
     task tree cannot disagree."""
@@ -344,17 +350,17 @@ def _follow_tasks(state: SessionState, todos: TodoList, plan_refs: Iterable[str]
             )
 
 
-def _posted(state: SessionState, seq: int, record: MessagePosted) -> None:
+def _posted(state: SmallState, seq: int, record: MessagePosted) -> None:
     mail = state.mailbox.posted(seq, record)
     state.tasks.note_message(seq, mail)
 
 
-def _delivered(state: SessionState, seq: int, record: MessagesDelivered) -> None:
+def _delivered(state: SmallState, seq: int, record: MessagesDelivered) -> None:
     _heard(state, record.agent, record.ids)
     state.mailbox.delivered(seq, record.agent, record.ids)
 
 
-def _heard(state: SessionState, agent: str, ids: tuple[str, ...]) -> None:
+def _heard(state: SmallState, agent: str, ids: tuple[str, ...]) -> None:
     task = state.tasks.get(agent)
     owner = task.owner if task is not None else USER
     messages = state.mailbox.messages
@@ -369,7 +375,7 @@ def _heard(state: SessionState, agent: str, ids: tuple[str, ...]) -> None:
         state.refused.clear()  # the person has spoken since: they were told of them
 
 
-def _call_result(state: SessionState, seq: int, record: CallResult) -> None:
+def _call_result(state: SmallState, seq: int, record: CallResult) -> None:
     if record.delivers:
         _heard(state, record.agent, record.delivers)
         state.mailbox.delivered(seq, record.agent, record.delivers)
@@ -388,7 +394,7 @@ def _call_result(state: SessionState, seq: int, record: CallResult) -> None:
         )
 
 
-def _todos(state: SessionState, seq: int, record: TodosChanged) -> None:
+def _todos(state: SmallState, seq: int, record: TodosChanged) -> None:
     todos = state.todos.get(record.agent)
     if todos is None:
         todos = state.todos[record.agent] = TodoList()
@@ -399,19 +405,19 @@ def _todos(state: SessionState, seq: int, record: TodosChanged) -> None:
     state.progress_of(record.agent).progressed()
 
 
-def _assessed(state: SessionState, seq: int, record: Assessed) -> None:
+def _assessed(state: SmallState, seq: int, record: Assessed) -> None:
     state.progress_of(record.agent).assessed(seq, record)
 
 
-def _verified(state: SessionState, seq: int, record: Verified) -> None:
+def _verified(state: SmallState, seq: int, record: Verified) -> None:
     state.progress_of(record.agent).verified(seq, record)
 
 
-def _blocked(state: SessionState, seq: int, record: BlockedReported) -> None:
+def _blocked(state: SmallState, seq: int, record: BlockedReported) -> None:
     state.progress_of(record.agent).reported_blocked(record)
 
 
-def _compacted(state: SessionState, seq: int, record: ContextCompacted) -> None:
+def _compacted(state: SmallState, seq: int, record: ContextCompacted) -> None:
     context = state.agent(record.agent)
     context.compactions += 1
     context.summary_calls += record.attempts
@@ -426,18 +432,18 @@ def _compacted(state: SessionState, seq: int, record: ContextCompacted) -> None:
         state.windows[record.window_model] = record.window
 
 
-def _plan(fold: Callable[[Plans, int, Any], None]) -> Callable[[SessionState, int, Any], None]:
-    def apply(state: SessionState, seq: int, record: Any) -> None:
+def _plan(fold: Callable[[Plans, int, Any], None]) -> Callable[[SmallState, int, Any], None]:
+    def apply(state: SmallState, seq: int, record: Any) -> None:
         fold(state.plans, seq, record)
 
     return apply
 
 
-def _settings(state: SessionState, seq: int, record: SettingsChosen) -> None:
+def _settings(state: SmallState, seq: int, record: SettingsChosen) -> None:
     state.settings = record.settings
 
 
-_SMALL_FOLDS: dict[type, Callable[[SessionState, int, Any], None]] = {
+SMALL_FOLDS: dict[type, Callable[[SmallState, int, Any], None]] = {
     AgentStarted: _agent_started,
     TurnStarted: _turn_started,
     AssistantReplied: _replied,
