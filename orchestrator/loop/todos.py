@@ -47,7 +47,7 @@ class TodoItem(Value, frozen=True):
     created: int = 0  # wall time, ms
     updated: int = 0
     # The plan task this item is (the builder's list): its status follows that task's
-    # record, never a todo tool (state/fold.py; docs/plans.md).
+    # record, never a todo tool (state/small.py; docs/plans.md).
     plan_task: str = ""
 
 

@@ -46,8 +46,8 @@ from orchestrator.session.live import JOURNAL, SNAPSHOT
 from orchestrator.state import Record, Snapshot, decode_record
 from orchestrator.state.context import CONTEXT_FOLDS
 from orchestrator.state.events import CallResult, EffectStarted
-from orchestrator.state.fold import SMALL_FOLDS
 from orchestrator.state.mailbox import MailHistory
+from orchestrator.state.small import SMALL_FOLDS
 from orchestrator.state.tasks import LIVE, SETTLED
 from orchestrator.store._line import encode
 
