@@ -14,17 +14,8 @@ from typing import TYPE_CHECKING
 from orchestrator.cli.out import command
 from orchestrator.cli.render import TranscriptSink
 from orchestrator.errors import CompactionFailed, NothingToCompact
-from orchestrator.loop.todos import (
-    Change,
-    TodoItem,
-    TodoList,
-    TodoStatus,
-    create,
-    move,
-    now_ms,
-    render,
-    update,
-)
+from orchestrator.loop.todo_changes import Change, create, move, update
+from orchestrator.loop.todos import TodoItem, TodoList, TodoStatus, now_ms, render
 from orchestrator.session.shown import cost as shown_cost
 from orchestrator.session.shown import duration, tokens
 from orchestrator.state.events import CallResult, EffectStarted

@@ -23,7 +23,7 @@ from typing import Any, TextIO
 import orjson
 import trio
 
-from orchestrator.cli.render import format_arguments
+from orchestrator.cli.style import format_arguments
 from orchestrator.loop.assessment import RefusedCall
 from orchestrator.messages import ToolCall
 from orchestrator.text import block, label

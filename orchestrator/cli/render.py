@@ -6,7 +6,6 @@ Both are the command line's and a library user's alike (`orchestrator.Transcript
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -14,6 +13,14 @@ from typing import TextIO, assert_never
 
 import orjson
 
+from orchestrator.cli.style import (
+    ARG_WIDTH,
+    REASON_WIDTH,
+    RESULT_WIDTH,
+    Style,
+    color_enabled,
+    format_arguments,
+)
 from orchestrator.loop.assessment import Assessed, BlockedReported, Verified
 from orchestrator.loop.compaction import CompactionStarted, ContextCompacted
 from orchestrator.loop.todos import TodoItem, TodoList, TodosChanged
@@ -41,67 +48,11 @@ from orchestrator.state.settings import SettingsChosen
 from orchestrator.state.tasks import TaskChanged, TaskCreated, TaskUsed
 from orchestrator.text import abbreviate, label, visible
 
-ARG_WIDTH = 60
-RESULT_WIDTH = 100
-REASON_WIDTH = 400  # an assessment's reasons, a block's: one line, cut only when very long
-
-
-def format_arguments(raw: str) -> str:
-    """`path='a.py' content='def f…'`: each argument abbreviated, or the raw text if it
-    is not a JSON object."""
-    try:
-        parsed = orjson.loads(raw or "{}")
-    except orjson.JSONDecodeError:
-        return abbreviate(raw, ARG_WIDTH)
-    if not isinstance(parsed, dict):
-        return abbreviate(raw, ARG_WIDTH)
-    return " ".join(
-        f"{label(key, ARG_WIDTH // 2)}={abbreviate(repr(value), ARG_WIDTH // 2)}"
-        for key, value in parsed.items()
-    )
-
 
 def _scope(scope: tuple[str, ...] | None) -> str:
     if scope is None:
         return "anywhere"
     return label(", ".join(scope)) if scope else "nothing"
-
-
-def color_enabled(stream: object) -> bool:
-    """Colour for a terminal, unless `NO_COLOR` is set (https://no-color.org); never for
-    a pipe or a file."""
-    if os.environ.get("NO_COLOR"):
-        return False
-    isatty = getattr(stream, "isatty", None)
-    return bool(isatty and isatty())
-
-
-class Style:
-    """ANSI styling, or none at all (pipes, NO_COLOR)."""
-
-    def __init__(self, color: bool) -> None:
-        self.color = color
-
-    def _wrap(self, code: str, text: str) -> str:
-        return f"\x1b[{code}m{text}\x1b[0m" if self.color else text
-
-    def dim(self, text: str) -> str:
-        return self._wrap("2", text)
-
-    def bold(self, text: str) -> str:
-        return self._wrap("1", text)
-
-    def green(self, text: str) -> str:
-        return self._wrap("32", text)
-
-    def red(self, text: str) -> str:
-        return self._wrap("31", text)
-
-    def yellow(self, text: str) -> str:
-        return self._wrap("33", text)
-
-    def cyan(self, text: str) -> str:
-        return self._wrap("36", text)
 
 
 class TranscriptSink:

@@ -55,7 +55,7 @@ from orchestrator.engine.runner import OPEN, EngineRunner, next_workflow_id, tas
 from orchestrator.engine.store import Run, Store
 from orchestrator.engine.task_session import fold, line_of
 from orchestrator.engine.urls import hide_password
-from orchestrator.engine.worker import CANCEL, MAIL, QUEUE, WORKFLOW
+from orchestrator.engine.workflow import CANCEL, MAIL, QUEUE, WORKFLOW
 from orchestrator.messages import Usage
 from orchestrator.session.on_workers import folded_rows
 from orchestrator.state.events import Notice, Record

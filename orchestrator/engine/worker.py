@@ -1,15 +1,9 @@
 """A worker of the dbos engine: a process that runs the delegated tasks sessions put on
 the engine's queue (`orchestrator worker`; docs/engine.md).
 
-A task run on a worker is one DBOS workflow, `<session id>/<task id>[/n]`, taken from the
-queue by one worker. The workflow makes sure the task's loop runs here, on trio, in a
-team of its own over the task's session in the database (`TaskSession`), so the loop,
-its write-ahead records and its resume after a crash are the ones a session on disk
-has: a call cut off by a kill is reported `interrupted` to the model, never run again
-silently. Then it receives: each message sent to it (DBOS's `recv`, recorded by DBOS) is
-handed to the task by a step that posts it in the task's session under its own id,
-once; the task's loop, when it ends, wakes its workflow with a message of its own, and
-the workflow ends with the task's state.
+A task run on a worker is one DBOS workflow (workflow.py), taken from the queue by one
+worker, which runs the task's loop here, on trio, in a team of its own over the task's
+session in the database (`TaskSession`).
 
 The worker beats (a row of its own, every `beat` seconds) and looks at the others': one
 silent for `silent` seconds is marked stopped by the first worker that sees it, which
@@ -20,17 +14,14 @@ goes on from its records).
 
 from __future__ import annotations
 
-import contextvars
 import dataclasses
 import functools
 import math
 import os
-import threading
 import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
 
 import msgspec
 import trio
@@ -51,6 +42,14 @@ from orchestrator.engine.retry import Patience
 from orchestrator.engine.store import Run, Store
 from orchestrator.engine.task_session import TaskSession
 from orchestrator.engine.urls import hide_password
+from orchestrator.engine.workflow import (
+    CANCEL,
+    END,
+    QUEUE,
+    SERVING,
+    queued_versions,
+    wake,
+)
 from orchestrator.errors import OrchestratorError
 from orchestrator.state.events import EventSink, FanOut, Notice
 from orchestrator.state.fold import SessionState
@@ -63,89 +62,9 @@ from orchestrator.team.settings import RunSettings, Seat
 from orchestrator.team.subagent import InProcessRunner
 from orchestrator.tools.workspace import Workspace
 
-QUEUE = "orchestrator_tasks"
-WORKFLOW = "orchestrator.remote_task"
-STEP = "orchestrator.remote_task_mail"
-MAIL = "mail"  # the topic of what is sent to a task's workflow: a `MessagePosted` line,
-CANCEL = "cancel"  # or its session's cancellation,
-END = "end"  # or its loop's end (sent by the worker that ran it)
-WAIT = 60.0  # seconds a workflow waits for a message before it looks at its task again
-# (each wait is recorded by DBOS: an idle task records three rows a minute)
-
 SettingsFor = Callable[[Run, SessionState], Awaitable[RunSettings]]
 """What a worker runs a task's team with, from the run and the task's folded state (the
 worker's own config and environment: its models' keys never travel)."""
-
-T = TypeVar("T")
-_SERVING: list[Worker] = []  # the process's worker: DBOS calls the workflow by name only
-
-
-@DBOS.workflow(name=WORKFLOW)
-def _remote_task(key: str) -> str:
-    """The task of run `key`: its loop running here, what is sent to it handed over,
-    until the loop has ended; the task's state then. Run again from its start after a
-    recovery, it gets the same messages from DBOS's record in the same order, and each
-    step already recorded is not run again: a message the task had is not posted twice,
-    and one received before a kill and not yet handed over is handed over now."""
-    worker = _worker()
-    workflow_id = DBOS.workflow_id or ""
-    _in_trio(worker, worker.begin, workflow_id)
-    try:
-        while True:
-            state = _hand_over(workflow_id, DBOS.recv(MAIL, timeout_seconds=WAIT))
-            if state:
-                return state
-    finally:
-        _in_trio(worker, worker.forget, workflow_id)
-
-
-@DBOS.step(name=STEP)
-def _hand_over(workflow_id: str, message: str | None) -> str:
-    """`message` handed to the task of `workflow_id` (posted in its journal before the
-    step's output is recorded); "" while its loop runs, else the task's state."""
-    worker = _worker()
-    return _in_trio(worker, worker.hand_over, workflow_id, message)
-
-
-def _worker() -> Worker:
-    if not _SERVING:
-        raise OrchestratorError("no worker serves in this process")
-    return _SERVING[0]
-
-
-def _in_trio(worker: Worker, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
-    """`fn(*args)` on the worker's trio loop, from the workflow's thread. Once the worker
-    stops (Ctrl+C) the thread holds on instead: DBOS records no outcome, so the workflow
-    stays open and another worker takes it over (the process ends without this thread).
-    `fn` runs without the workflow's DBOS context (trio would carry this thread's context
-    into it and the task's loop it starts): a call to DBOS from the loop's side, the
-    wake-up at its end, is no operation of the workflow."""
-    if not worker.stopping:
-        try:
-            call = functools.partial(trio.from_thread.run, fn, *args, trio_token=worker.token)
-            return contextvars.Context().run(call)
-        except BaseException:
-            if not worker.stopping:
-                raise
-    threading.Event().wait()
-    raise AssertionError("unreachable")
-
-
-def _wake(workflow_id: str, key: str) -> None:
-    """The workflow of a task whose loop has ended, woken; in a thread."""
-    DBOS.send(workflow_id, END, MAIL, idempotency_key=key)
-
-
-def _queued_versions() -> dict[str, int]:
-    """How many tasks wait on the queue, by the version of the session that queued them."""
-    queued = DBOS.list_queued_workflows(
-        queue_name=QUEUE, status="ENQUEUED", load_input=False, load_output=False
-    )
-    counts: dict[str, int] = {}
-    for workflow in queued:
-        version = workflow.app_version or ""
-        counts[version] = counts.get(version, 0) + 1
-    return counts
 
 
 class Worker:
@@ -194,7 +113,7 @@ class Worker:
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Run tasks until cancelled (Ctrl+C): DBOS launched, the queue listened to."""
         hold_dbos(self)
-        _SERVING.append(self)
+        SERVING.append(self)
         try:
             async with trio.open_nursery() as notices:
                 notices.start_soon(self._db.run)
@@ -202,7 +121,7 @@ class Worker:
                     await self._serve(task_status)
                 notices.cancel_scope.cancel()
         finally:
-            _SERVING.clear()
+            SERVING.clear()
             release_dbos(self)
 
     async def _serve(self, task_status: trio.TaskStatus[None]) -> None:
@@ -261,7 +180,7 @@ class Worker:
     async def _look_at_versions(self) -> None:
         """Tasks queued by sessions of another version are never this worker's (DBOS
         gives a worker only its own version's): said once per version."""
-        queued = await self._db.call(_queued_versions)
+        queued = await self._db.call(queued_versions)
         for version, count in queued.items():
             if version != __version__ and version not in self._versions_told:
                 self._versions_told.add(version)
@@ -325,7 +244,7 @@ class Worker:
             return  # its workflow has ended (`forget`): nothing to wake
         self.running.discard(run.workflow_id)
         running.ended = True
-        await self._db.call(_wake, run.workflow_id, f"{run.workflow_id}:{END}:{self.id}")
+        await self._db.call(wake, run.workflow_id, f"{run.workflow_id}:{END}:{self.id}")
 
     async def _work(
         self, run: Run, running: _Running, cancelled: bool, started: trio.TaskStatus[None]

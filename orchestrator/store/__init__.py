@@ -21,8 +21,9 @@ if TYPE_CHECKING:
         session_id_time,
         validate_session_id,
     )
-    from orchestrator.store.journal import Durability, Item, Journal, open_journal
+    from orchestrator.store.journal import Durability, Item, Journal
     from orchestrator.store.lock import LockHolder, SessionLock, lock_holder
+    from orchestrator.store.opening import open_journal
     from orchestrator.store.repair import RepairReport, repair_journal
     from orchestrator.store.scan import (
         Frame,
@@ -53,7 +54,7 @@ _HOMES = {
     "is_session_id": "orchestrator.store.ids",
     "lock_holder": "orchestrator.store.lock",
     "new_session_id": "orchestrator.store.ids",
-    "open_journal": "orchestrator.store.journal",
+    "open_journal": "orchestrator.store.opening",
     "read_json": "orchestrator.store.snapshot",
     "repair_journal": "orchestrator.store.repair",
     "scan_journal": "orchestrator.store.scan",

@@ -20,7 +20,8 @@ from collections.abc import Sequence
 
 from orchestrator.errors import ConfigError
 from orchestrator.loop.plan import Plan, check
-from orchestrator.loop.todos import TodoItem, TodoList, TodosChanged, now_ms, write
+from orchestrator.loop.todo_changes import write
+from orchestrator.loop.todos import TodoItem, TodoList, TodosChanged, now_ms
 from orchestrator.session.live import LiveSession
 from orchestrator.state.plans import PlanVersion
 from orchestrator.team.drive import RunResult, drive

@@ -214,7 +214,7 @@ class Team:
         self, items: Sequence[TodoItem], said: str, *, replace: bool = False
     ) -> Mail:
         """The person's change to the main agent's todo list (items made by the pure
-        functions of loop/todos.py: `create`, `update`, `move`), journaled, and the main
+        functions of loop/todo_changes.py: `create`, `update`, `move`), journaled, and the main
         agent told what changed and what its list is now (read at its next step)."""
         await self.sink.emit(TodosChanged(agent=MAIN, replace=replace, items=tuple(items)))
         now = render(self.state.todo_list(MAIN))

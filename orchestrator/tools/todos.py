@@ -16,20 +16,16 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from orchestrator.errors import ToolFailed
+from orchestrator.loop.todo_changes import Change, create, hand_off, update, write
 from orchestrator.loop.todos import (
-    Change,
     TodoError,
     TodoItem,
     TodoList,
     TodosChanged,
     TodoStatus,
-    create,
-    hand_off,
     line,
     now_ms,
     render,
-    update,
-    write,
 )
 from orchestrator.tools.base import AnyTool, Tool, ToolContext, ToolOutput
 

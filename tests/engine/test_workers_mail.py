@@ -18,7 +18,7 @@ from dbos import DBOS
 
 from orchestrator import Event, MessagePosted, RunResult, load_state
 from orchestrator.engine.store import Store
-from orchestrator.engine.worker import MAIL
+from orchestrator.engine.workflow import MAIL
 from tests.engine.test_workers import ANSWERED, Setup
 from tests.engine.workers import WorkerProcess, mail_sent, start_worker
 
@@ -27,28 +27,28 @@ from tests.engine.workers import WorkerProcess, mail_sent, start_worker
 # to the task.
 DIE_AFTER_RECV = """
 import os, signal
-import orchestrator.engine.worker as worker
-hand_over = worker._hand_over
+import orchestrator.engine.workflow as workflow
+hand_over = workflow._hand_over
 def dying(workflow_id, message):
     if message and message.startswith("{"):
         print("killed between recv and hand-over", flush=True)
         os.kill(os.getpid(), signal.SIGKILL)
     return hand_over(workflow_id, message)
-worker._hand_over = dying
+workflow._hand_over = dying
 """
 # Likewise, once the step that found the task's loop ended has recorded the task's
 # state, and before the workflow's end is recorded.
 DIE_BEFORE_THE_END = """
 import os, signal
-import orchestrator.engine.worker as worker
-hand_over = worker._hand_over
+import orchestrator.engine.workflow as workflow
+hand_over = workflow._hand_over
 def dying(workflow_id, message):
     state = hand_over(workflow_id, message)
     if state:
         print("killed before the workflow's end", flush=True)
         os.kill(os.getpid(), signal.SIGKILL)
     return state
-worker._hand_over = dying
+workflow._hand_over = dying
 """
 
 

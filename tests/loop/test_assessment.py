@@ -28,7 +28,7 @@ from orchestrator import (
 )
 from orchestrator.loop import continuation_note
 from orchestrator.loop.assessment import AgentProgress, RefusedCall, Spent, over_budget
-from orchestrator.loop.todos import write
+from orchestrator.loop.todo_changes import write
 from orchestrator.team.queries import MAIN
 from orchestrator.tools import Workspace
 from orchestrator.tools.todos import TodoSpec

@@ -7,16 +7,8 @@ import orjson
 import pytest
 
 from orchestrator import Policy, ScriptedCall, TodoList, TodosChanged
-from orchestrator.loop.todos import (
-    Change,
-    TodoError,
-    TodoStatus,
-    create,
-    hand_off,
-    render,
-    update,
-    write,
-)
+from orchestrator.loop.todo_changes import Change, create, hand_off, update, write
+from orchestrator.loop.todos import TodoError, TodoStatus, render
 from orchestrator.team.queries import MAIN
 from orchestrator.tools import Workspace
 from orchestrator.tools.todos import TodoSpec

@@ -46,8 +46,8 @@ from orchestrator.session.live import JOURNAL, SNAPSHOT
 from orchestrator.state import Record, Snapshot, decode_record
 from orchestrator.state.context import CONTEXT_FOLDS
 from orchestrator.state.events import CallResult, EffectStarted
-from orchestrator.state.fold import _SMALL_FOLDS
 from orchestrator.state.mailbox import MailHistory
+from orchestrator.state.small import SMALL_FOLDS
 from orchestrator.state.tasks import LIVE, SETTLED
 from orchestrator.store._line import encode
 
@@ -379,7 +379,7 @@ def test_every_record_survives_its_journal_line(records: list[Record]) -> None:
 
 def test_every_record_kind_has_a_fold() -> None:
     for kind in Record.__args__:
-        assert kind in _SMALL_FOLDS or kind in CONTEXT_FOLDS, kind
+        assert kind in SMALL_FOLDS or kind in CONTEXT_FOLDS, kind
 
 
 def test_journal_lines_leave_defaults_out() -> None:
