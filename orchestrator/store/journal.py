@@ -253,7 +253,8 @@ class Journal:
 
     # --- the writer task ------------------------------------------------------------------
 
-    async def _run_writer(self) -> None:
+    async def run_writer(self) -> None:
+        """The writer task (`open_journal` starts it in its nursery)."""
         # Shielded: a cancelled session must still get its queued records to disk. The
         # context's exit stops the writer by draining it, or after `close_timeout` by
         # cancelling this scope.
@@ -310,7 +311,16 @@ class Journal:
         if self._durability is not Durability.OFF:
             sync_data(self._fd)
 
-    # --- lifecycle, driven by the context manager ----------------------------------------
+    # --- lifecycle, driven by the context manager (store/opening.py) ----------------------
+
+    async def drain(self, seconds: float) -> None:
+        """Stop taking appends and let the writer write what is queued, for up to
+        `seconds`; then stop it."""
+        self._begin_close()
+        with trio.move_on_after(seconds, shield=True):
+            await self._writer_done.wait()
+        # A no-op when the writer has drained; otherwise it stops once its thread returns.
+        self._writer_scope.cancel()
 
     def _begin_close(self) -> None:
         """Stop taking appends; the writer drains the queue, then returns."""
@@ -320,7 +330,7 @@ class Journal:
         self._urgent.set()
         self._drained.set()  # appenders held by backpressure see the state and leave
 
-    def _finish(self) -> None:
+    def finish(self) -> None:
         """The writer has stopped: close the file and release anyone still waiting."""
         if self._state is not _State.FAILED:
             self._state = _State.CLOSED
@@ -328,7 +338,8 @@ class Journal:
         self._progress.set()
         self._drained.set()
 
-    def _lost_records_error(self) -> SessionError | None:
+    def lost_records_error(self) -> SessionError | None:
+        """Why records appended may not be on disk after `finish` (None: all are)."""
         if self._failure is not None:
             try:
                 self._check_not_failed()

@@ -58,7 +58,7 @@ class _OpenJournal(AbstractAsyncContextManager[Journal]):
         # as they are, not wrapped in an ExceptionGroup by the nursery.
         self._nursery_manager = trio.open_nursery()
         self._nursery = await self._nursery_manager.__aenter__()
-        self._nursery.start_soon(journal._run_writer)
+        self._nursery.start_soon(journal.run_writer)
         return journal
 
     async def __aexit__(
@@ -69,15 +69,11 @@ class _OpenJournal(AbstractAsyncContextManager[Journal]):
     ) -> None:
         journal = self._journal
         try:
-            journal._begin_close()
-            with trio.move_on_after(self._close_timeout, shield=True):
-                await journal._writer_done.wait()
-            # A no-op when the writer has drained; otherwise it stops once its thread returns.
-            journal._writer_scope.cancel()
+            await journal.drain(self._close_timeout)
             await self._nursery_manager.__aexit__(None, None, None)
         finally:
-            journal._finish()
-        lost = journal._lost_records_error()
+            journal.finish()
+        lost = journal.lost_records_error()
         if lost is not None and exc is None:
             raise lost
 
