@@ -19,6 +19,12 @@ from orchestrator.redaction import Redactor
 from orchestrator.state.events import Event, EventSink, TextStreamed
 
 
+def scrubbing(sink: EventSink, redactor: Redactor) -> EventSink:
+    """`sink` behind a `Scrubbed` when `redactor` knows a secret; else `sink` itself, with
+    no layer every event would pass through for nothing."""
+    return Scrubbed(sink, redactor) if redactor else sink
+
+
 class Scrubbed:
     """`sink`, given every event with the values `redactor` knows redacted."""
 

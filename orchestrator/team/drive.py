@@ -34,7 +34,7 @@ from orchestrator.state.events import (
 )
 from orchestrator.state.mailbox import Mail
 from orchestrator.state.manifest import SessionStatus
-from orchestrator.state.scrub import Scrubbed
+from orchestrator.state.scrub import scrubbing
 from orchestrator.state.settings import SessionSettings, SettingsChosen
 from orchestrator.team import queries
 from orchestrator.team.asking import (
@@ -115,8 +115,8 @@ async def drive(live: LiveSession, settings: RunSettings) -> RunResult:
     """Run (or go on running) the main agent until its turn ends; record the status."""
     # Every event, before the journal, the state and the screen: no secret in any.
     watcher = _Watcher(settings.ui, live.warn)
-    sink = Scrubbed(FanOut([live, watcher]), settings.redact)
-    screen = Scrubbed(watcher, settings.redact)  # what is journaled elsewhere: only shown
+    sink = scrubbing(FanOut([live, watcher]), settings.redact)
+    screen = scrubbing(watcher, settings.redact)  # what is journaled elsewhere: only shown
     if (
         live.state.status == "completed"
         and not settings.message
