@@ -230,9 +230,12 @@ class Turns:
         written inside the scope that leads outside it is reported to the owner."""
 
         async def guard(call: ToolCall, args: BaseModel) -> str | None:
+            # The call's name first: reading a missing field of a pydantic model is slow.
+            if call.name not in ("write_file", "edit_file"):
+                return None
             task = self._session.state.tasks.get(agent)
             path = getattr(args, "path", None)
-            if task is None or call.name not in ("write_file", "edit_file") or path is None:
+            if task is None or path is None:
                 return None
             try:
                 self._seat.workspace.writable(str(path), task.write_scope)
