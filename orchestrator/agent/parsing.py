@@ -3,6 +3,8 @@ arguments, or `Refused` or `Unapproved` with the error the model reads instead."
 
 from __future__ import annotations
 
+import weakref
+
 import msgspec
 import orjson
 from pydantic import BaseModel, ValidationError
@@ -38,6 +40,20 @@ Parsed = Ready | Refused | Unapproved
 """What becomes of a call: it runs, or its result is an error the model reads."""
 
 
+# The argument names each tool's model accepts (its fields and their aliases), found once
+# per model rather than on every call.
+_ACCEPTED: weakref.WeakKeyDictionary[type[BaseModel], frozenset[str]] = weakref.WeakKeyDictionary()
+
+
+def _accepted(args_model: type[BaseModel]) -> frozenset[str]:
+    accepted = _ACCEPTED.get(args_model)
+    if accepted is None:
+        fields = args_model.model_fields
+        accepted = frozenset(fields) | {f.alias for f in fields.values() if f.alias}
+        _ACCEPTED[args_model] = accepted
+    return accepted
+
+
 def parse_call(call: ToolCall, tools: ToolRegistry) -> Ready | Refused:
     """The tool and validated arguments of a call, or the error the model should see."""
     tool = tools.get(call.name)
@@ -52,12 +68,11 @@ def parse_call(call: ToolCall, tools: ToolRegistry) -> Ready | Refused:
         )
     if not isinstance(raw, dict):
         return Refused(f"arguments of {call.name} must be a JSON object, got {type(raw).__name__}")
-    fields = tool.args_model.model_fields
-    accepted = set(fields) | {f.alias for f in fields.values() if f.alias}
-    unknown = [key for key in raw if key not in accepted]
+    unknown = [key for key in raw if key not in _accepted(tool.args_model)]
     if unknown:
         # A misspelt argument silently ignored would run the call with a default instead.
         names = ", ".join(repr(key) for key in unknown)
+        fields = tool.args_model.model_fields
         expected = ", ".join(f.alias or name for name, f in fields.items()) or "none"
         return Refused(f"unknown argument {names} for {call.name}; its arguments are: {expected}")
     try:
