@@ -13,9 +13,13 @@ interpreter with the tree first on `sys.path`:
   rounds, no journal: wall seconds and peak RSS.
 - **load/floor**: `bench_load.py --messages 100000 --runs 1`: loading a session of
   100,000 messages over the plain parse of its journal's lines, in one process.
+- **rounds**: `bench_rounds.py --rounds 1000 --policies batch`: one agent's overall ms
+  per round (a tool call and its result), a real session with the `batch` journal.
+- **demo**: `orchestrator demo --no-crash --json` in a fresh directory: the wall seconds
+  of the whole command (its interpreter's start included).
 
 Printed per figure: each tree's median, and after / before (the target of a
-restructuring: at most 1.10). Start-up (`--help`, `sessions show`) has its own
+restructuring: at most 1.10; issue 36 asks 1.05). Start-up (`--help`, `sessions show`) has its own
 interleaved comparison: `bench_startup.py --tree /tmp/before`.
 """
 
@@ -27,6 +31,8 @@ import re
 import statistics
 import subprocess
 import sys
+import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -74,12 +80,43 @@ def load(tree: Path, messages: int) -> dict[str, float]:
     return {f"load ms ({size})": float(ratio[1]), f"load/floor ({size})": float(ratio[3])}
 
 
+def rounds(tree: Path, count: int) -> dict[str, float]:
+    code = (
+        f"sys.argv = ['bench_rounds', '--rounds', '{count}', '--policies', 'batch']; "
+        "runpy.run_module('tests.benchmarks.bench_rounds', run_name='__main__')"
+    )
+    figure = re.search(r"overall\s+([\d.]+) ms/round", run(tree, code))
+    assert figure is not None
+    return {"rounds ms/round": float(figure[1])}
+
+
+def demo(tree: Path) -> dict[str, float]:
+    with tempfile.TemporaryDirectory(prefix="bench-ab-demo-") as work:
+        where = Path(work)
+        code = "from orchestrator.cli import main; sys.exit(main(sys.argv[1:]))"
+        start = time.perf_counter()
+        run(
+            tree,
+            code,
+            "demo",
+            "--no-crash",
+            "--json",
+            "--sessions-dir",
+            str(where / "s"),
+            "-w",
+            str(where / "w"),
+        )
+        return {"demo wall s": time.perf_counter() - start}
+
+
 BENCHES: tuple[Callable[[Path, argparse.Namespace], dict[str, float]], ...] = (
     w1,
     lambda tree, sizes: w3(tree, sizes.w3),
     lambda tree, sizes: load(tree, sizes.messages),
+    lambda tree, sizes: rounds(tree, sizes.rounds),
+    lambda tree, sizes: demo(tree),
 )
-NAMES = ("w1", "w3", "load")
+NAMES = ("w1", "w3", "load", "rounds", "demo")
 
 
 def main() -> None:
@@ -90,6 +127,7 @@ def main() -> None:
     parser.add_argument("--only", choices=NAMES, action="append")
     parser.add_argument("--w3", type=int, default=1000, help="W3's subagents (1000)")
     parser.add_argument("--messages", type=int, default=100_000, help="load's (100000)")
+    parser.add_argument("--rounds", type=int, default=1000, help="rounds' (1000)")
     args = parser.parse_args()
     trees = {"before": args.before.resolve(), "after": args.after.resolve()}
     samples: dict[str, dict[str, list[float]]] = {"before": {}, "after": {}}
