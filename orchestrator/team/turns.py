@@ -7,7 +7,8 @@ the loops write outside a turn (a nudge, the end of a turn left open)."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Awaitable, Callable
+import functools
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import trio
@@ -18,7 +19,13 @@ from orchestrator.errors import ScopeEscape, ToolFailed, WorkspaceEscape
 from orchestrator.loop.compaction import window_of
 from orchestrator.messages import ToolCall, UserMessage
 from orchestrator.models.base import Model
-from orchestrator.state.events import EventSink, MessageAdded, TurnEnded, TurnEndReason
+from orchestrator.state.events import (
+    EventSink,
+    MessageAdded,
+    PermissionGranted,
+    TurnEnded,
+    TurnEndReason,
+)
 from orchestrator.state.tasks import in_scope
 from orchestrator.team import queries
 from orchestrator.team.background import BackgroundCalls
@@ -82,6 +89,11 @@ class Turns:
         self._models = models
         self._deps: dict[str, TurnDeps] = {}
         self._role_tools: dict[str, ToolRegistry] = {}  # one registry (and schema) per role
+        # Shared by the turns of every agent (of a role), not made for each: a thousand
+        # subagents' closures kept alive tipped the collector into full passes (W3).
+        self._usables: dict[str, Callable[[], int]] = {}
+        self._grants = self._session_grants
+        self._note = background.note if background is not None else _no_note
 
     def turn_deps(self, agent: str) -> TurnDeps:
         deps = self._deps.get(agent)
@@ -110,15 +122,15 @@ class Turns:
             events=self._sink,
             policy=policy,
             approve=self.approver(agent),
-            grants=lambda: self._session.state.grants,
+            grants=self._grants,
             max_rounds=max_rounds,
             max_tokens=seat.settings.max_tokens,
             temperature=seat.settings.temperature,
             hooks=self._hooks,
             guard=self._guard(agent),
             durable_turn_end=agent == MAIN,
-            usable=lambda: self._usable(role),
-            note=self._background.note if self._background is not None else lambda agent: "",
+            usable=self._usable_of(role),
+            note=self._note,
         )
         self._deps[agent] = deps
         return deps
@@ -142,6 +154,15 @@ class Turns:
             tools = ToolRegistry([*readers, *extra, SubmitPlan(self._planning)])
             self._role_tools[PLANNER] = tools
         return tools
+
+    def _session_grants(self) -> Sequence[PermissionGranted]:
+        return self._session.state.grants
+
+    def _usable_of(self, role: str) -> Callable[[], int]:
+        usable = self._usables.get(role)
+        if usable is None:
+            usable = self._usables[role] = functools.partial(self._usable, role)
+        return usable
 
     def _usable(self, role: str) -> int:
         """The usable input of `role`'s model's window, as compaction measures it."""
@@ -276,24 +297,34 @@ class ModelCalls:
     def __init__(self, run: RunSettings, slots: int) -> None:
         self._run = run
         self._slots = trio.Semaphore(slots)
+        self._limited: dict[str, _Limited] = {}  # one per role, not one per agent or call
 
     def model(self, role: str) -> Model:
         """`role`'s model, its calls taking one of the slots."""
-        return _Limited(self._run.model_for(role), self._slots)
+        model = self._run.model_for(role)
+        limited = self._limited.get(role)
+        if limited is None or limited.model is not model:
+            limited = self._limited[role] = _Limited(model, self._slots)
+        return limited
 
 
 class _Limited:
     """A model whose calls take one of the session's model-call slots."""
 
     def __init__(self, model: Model, slots: trio.Semaphore) -> None:
-        self._model = model
+        self.model = model
         self._slots = slots
 
     @property
     def name(self) -> str:
-        return self._model.name
+        return self.model.name
 
     @contextlib.asynccontextmanager
     async def stream(self, request: Any) -> Any:
-        async with self._slots, self._model.stream(request) as events:
+        async with self._slots, self.model.stream(request) as events:
             yield events
+
+
+def _no_note(agent: str) -> str:
+    """An agent's note of its calls in the background, in a team that runs none."""
+    return ""
