@@ -73,6 +73,10 @@ writes the rest. Replacing a file by rename costs the file system more than its 
 (ext4 starts writing the new file out at once): written at every turn's end, the views
 of 1,000 subagents took 40% of their run."""
 VIEWS_SHARE = 10
+# The records `emit` looks for, as tuples: a union written in the isinstance is built
+# anew for every record.
+_MOVES_START = (AgentStarted, ContextCompacted)  # where its agent's context starts
+_CHANGES_TASK = (TaskCreated, TaskChanged, MessagePosted)  # a task's view to write again
 
 
 def create_session(
@@ -214,13 +218,13 @@ class LiveSession:
         # records in journal order even when many agents emit at once (as resume will).
         (seq,) = self.journal.enqueue(((record.kind, record.agent, record.journal_body()),))
         self.state.apply(seq, record)
-        if isinstance(record, AgentStarted | ContextCompacted):
+        if isinstance(record, _MOVES_START):
             # Where its context starts in the file: a resume reads from there on.
             self.state.agents[record.agent].start_mark = before
         if self.track_seqs:
             self._seqs[id(event)] = seq
         # (A message about a task changes its record too: its progress, its completion.)
-        if isinstance(record, TaskCreated | TaskChanged | MessagePosted) and record.task:
+        if isinstance(record, _CHANGES_TASK) and record.task:
             self._dirty_tasks.add(record.task)
         if isinstance(record, TodosChanged):
             self._dirty_todos.add(record.agent)
