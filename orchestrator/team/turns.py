@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from orchestrator.agent import RoundHooks, TurnDeps
 from orchestrator.errors import ScopeEscape, ToolFailed, WorkspaceEscape
-from orchestrator.loop.compaction import window_of
+from orchestrator.loop.compaction import Window, window_of
 from orchestrator.messages import ToolCall, UserMessage
 from orchestrator.models.base import Model
 from orchestrator.state.events import (
@@ -92,6 +92,7 @@ class Turns:
         # Shared by the turns of every agent (of a role), not made for each: a thousand
         # subagents' closures kept alive tipped the collector into full passes (W3).
         self._usables: dict[str, Callable[[], int]] = {}
+        self._windows: dict[str, tuple[Model, Window | None]] = {}  # role -> its model's
         self._grants = self._session_grants
         self._note = background.note if background is not None else _no_note
 
@@ -166,8 +167,12 @@ class Turns:
 
     def _usable(self, role: str) -> int:
         """The usable input of `role`'s model's window, as compaction measures it."""
-        learned = self._session.state.windows.get(self._run.model_for(role).name, 0)
-        window = window_of(self._run.window(role), learned, self._seat.settings.max_tokens)
+        model = self._run.model_for(role)
+        learned = self._session.state.windows.get(model.name, 0)
+        known = self._windows.get(role)
+        if known is None or known[0] is not model:  # (a window is its model's, found once)
+            known = self._windows[role] = (model, self._run.window(role))
+        window = window_of(known[1], learned, self._seat.settings.max_tokens)
         return window.usable if window is not None else 0
 
     def _tools(self, definition: AgentDefinition | None) -> ToolRegistry:
