@@ -119,7 +119,7 @@ class _QuietWhenClosed:
 def main(argv: Sequence[str] | None = None) -> int:
     if sys.stdout is not None and not isinstance(sys.stdout, _QuietWhenClosed):
         sys.stdout = cast(TextIO, _QuietWhenClosed(sys.stdout))
-    args = build_parser().parse_args(argv)
+    args = _parse(argv)
     try:
         return _dispatch(args)
     except (ConfigError, InvalidSessionId, SessionNotFound) as exc:
@@ -146,6 +146,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         _note("interrupted; the session is resumable (orchestrator resume --last)")
         return 130
+
+
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    """`argv` parsed by a grammar built for its command alone: which command it is comes
+    from a grammar that builds no command's options (and answers `--help`, `--version`
+    and a missing or unknown command just as the whole grammar would)."""
+    command = build_parser(only="").parse_known_args(argv)[0].command
+    return build_parser(only=command).parse_args(argv)
 
 
 def _note(text: str) -> None:

@@ -11,7 +11,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from orchestrator.cli.options import config_option, sessions_option
+from orchestrator.cli.options import Commands, config_option, sessions_option
 from orchestrator.cli.parser_agents import (
     agent_options,
     approve_option,
@@ -84,7 +84,8 @@ def _add_plan_parsers(commands: Any) -> None:
     workspace_options(execute)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The grammar; with `only`, of that command's options alone (see `Commands`)."""
     parser = argparse.ArgumentParser(
         prog="orchestrator",
         description=DESCRIPTION,
@@ -93,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sessions_option(parser)
     config_option(parser)
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands = Commands.add_to(parser, only, dest="command", metavar="COMMAND")
     commands.required = True
 
     run = commands.add_parser(
