@@ -33,9 +33,7 @@ def _answer(
 
 
 def _commands() -> list[str]:
-    [commands] = [
-        a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)
-    ]
+    [commands] = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
     return list(commands.choices)
 
 
