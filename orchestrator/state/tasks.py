@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import copy
 import os
-import socket
 import time
 from collections.abc import Callable, Collection, Iterable
 from typing import Any, Literal
@@ -103,6 +102,8 @@ class RanOn(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=Fa
     @classmethod
     def here(cls, worker: str = "") -> RanOn:
         """This process, as the engine's `worker` (if any)."""
+        import socket  # here, not above: reading a session (show) never needs it
+
         return cls(host=socket.gethostname(), pid=os.getpid(), worker=worker)
 
 
