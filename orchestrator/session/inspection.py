@@ -14,18 +14,14 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import orjson
 
-from orchestrator.errors import SessionError
-from orchestrator.loop.compaction import Method, Reason, Window
+from orchestrator.loop.compaction import Method, Reason
 from orchestrator.loop.todos import TodoItem, TodoList
 from orchestrator.messages import Usage
-from orchestrator.session.listing import session_info
-from orchestrator.session.migrations import bring_up_to_date
 from orchestrator.session.on_workers import WorkersReader
-from orchestrator.session.report import Windows, describe, quick_describe
+from orchestrator.session.report import Windows, read_report
 from orchestrator.session.report_text import report_text
 from orchestrator.session.status import ShownStatus
 from orchestrator.state.mailbox import Mail
-from orchestrator.state.manifest import read_manifest
 from orchestrator.state.settings import SessionSettings
 from orchestrator.state.tasks import TaskRecord
 from orchestrator.store.ids import session_dir
@@ -289,41 +285,3 @@ def session_report(
     directory = Path(where) if session_id is None else session_dir(Path(where), session_id)
     data = read_report(directory, last, prices or {}, windows, warn, workers)
     return SessionReport.of(data, directory)
-
-
-def read_report(
-    directory: Path,
-    last: int,
-    prices: Mapping[str, Price],
-    windows: Windows | None,
-    warn: Callable[[str], None],
-    workers: WorkersReader | None = None,
-) -> dict[str, Any]:
-    """The report's data: read from the snapshot when it covers the journal, else
-    folded (after migrating an older format)."""
-    session_info(directory)  # (a manifest left behind by a kill catches up, if it can)
-    windows = windows or claimed_windows(directory)
-    data = quick_describe(directory, last, prices, windows, workers)
-    if data is None:
-        bring_up_to_date(directory, warn)
-        data = describe(directory, last, prices, windows, workers)
-    return data
-
-
-def claimed_windows(directory: Path) -> Windows:
-    """The windows known without a provider: a scripted model's, from its script's
-    `window` (read as plain JSON, without the script's schema: `show` imports no model)."""
-    try:
-        spec = read_manifest(directory).model_spec(directory)
-    except SessionError:
-        return lambda model: None
-    prefix, _, rest = spec.partition(":")
-    if prefix != "scripted":
-        return lambda model: None
-    try:
-        claimed = orjson.loads(Path(rest).read_bytes()).get("window") or {}
-        window = Window(int(claimed["context"]), int(claimed.get("output", 0)))
-    except (OSError, orjson.JSONDecodeError, AttributeError, KeyError, TypeError, ValueError):
-        return lambda model: None
-    name = f"scripted:{Path(rest).name}"  # as ScriptedModel.from_file names it
-    return lambda model: window if model == name else None

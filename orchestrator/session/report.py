@@ -33,6 +33,8 @@ from orchestrator.loop.compaction import ContextCompacted, Window
 from orchestrator.loop.plan_run import todo_status
 from orchestrator.messages import plain
 from orchestrator.session.ledger import Call, cache_share, usage_ledger
+from orchestrator.session.listing import session_info
+from orchestrator.session.migrations import bring_up_to_date
 from orchestrator.session.on_workers import WorkersReader, with_workers
 from orchestrator.session.status import resumable, shown_status
 from orchestrator.state.events import (
@@ -366,3 +368,41 @@ def _frame_summary(line: bytes) -> dict[str, Any]:
         "kind": fields["k"],
         "agent": fields["a"],
     }
+
+
+def read_report(
+    directory: Path,
+    last: int,
+    prices: Mapping[str, Price],
+    windows: Windows | None,
+    warn: Callable[[str], None],
+    workers: WorkersReader | None = None,
+) -> dict[str, Any]:
+    """The report's data: read from the snapshot when it covers the journal, else
+    folded (after migrating an older format)."""
+    session_info(directory)  # (a manifest left behind by a kill catches up, if it can)
+    windows = windows or claimed_windows(directory)
+    data = quick_describe(directory, last, prices, windows, workers)
+    if data is None:
+        bring_up_to_date(directory, warn)
+        data = describe(directory, last, prices, windows, workers)
+    return data
+
+
+def claimed_windows(directory: Path) -> Windows:
+    """The windows known without a provider: a scripted model's, from its script's
+    `window` (read as plain JSON, without the script's schema: `show` imports no model)."""
+    try:
+        spec = read_manifest(directory).model_spec(directory)
+    except SessionError:
+        return lambda model: None
+    prefix, _, rest = spec.partition(":")
+    if prefix != "scripted":
+        return lambda model: None
+    try:
+        claimed = orjson.loads(Path(rest).read_bytes()).get("window") or {}
+        window = Window(int(claimed["context"]), int(claimed.get("output", 0)))
+    except (OSError, orjson.JSONDecodeError, AttributeError, KeyError, TypeError, ValueError):
+        return lambda model: None
+    name = f"scripted:{Path(rest).name}"  # as ScriptedModel.from_file names it
+    return lambda model: window if model == name else None
