@@ -109,10 +109,16 @@ def _show(
     prices: Mapping[str, Price],
     workers: WorkersReader,
 ) -> int:
-    from orchestrator.session.inspection import session_report
+    # The report's data, printed as `SessionReport.text()` and `to_json()` print it,
+    # without building that typed view (and importing each of its types) first.
+    from orchestrator.session.report import read_report
+    from orchestrator.session.report_text import report_text
 
-    report = session_report(root, session_id, prices, last=last, warn=_note, workers=workers)
-    sys.stdout.write(report.to_json() if as_json else report.text())
+    data = read_report(session_dir(root, session_id), last, prices, None, _note, workers)
+    if as_json:
+        sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        sys.stdout.write(report_text(data))
     return 0
 
 

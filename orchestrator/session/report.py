@@ -34,7 +34,6 @@ from orchestrator.loop.plan_run import todo_status
 from orchestrator.messages import plain
 from orchestrator.session.ledger import Call, cache_share, usage_ledger
 from orchestrator.session.listing import session_info
-from orchestrator.session.migrations import bring_up_to_date
 from orchestrator.session.on_workers import WorkersReader, with_workers
 from orchestrator.session.status import resumable, shown_status
 from orchestrator.state.events import (
@@ -384,6 +383,9 @@ def read_report(
     windows = windows or claimed_windows(directory)
     data = quick_describe(directory, last, prices, windows, workers)
     if data is None:
+        # Imported here: a session that ended cleanly in this format needs no migration.
+        from orchestrator.session.migrations import bring_up_to_date
+
         bring_up_to_date(directory, warn)
         data = describe(directory, last, prices, windows, workers)
     return data
