@@ -1,6 +1,6 @@
 """Journal benchmarks: append rates per durability policy, the raw fsync rate, scan times.
 
-    .venv/bin/python tests/benchmarks/bench_journal.py [--dir DIR] [--quick]
+    .venv/bin/python tests/benchmarks/bench_journal.py [--dir DIR] [--quick] [--records N]
 
 Prints one line per figure. The files go to a temporary directory under DIR (default: the
 system's), which should be on the disk sessions live on: fsync rates depend on it. Not a
@@ -113,18 +113,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--dir", type=Path, default=None, help="where to write the test files")
     parser.add_argument("--quick", action="store_true", help="smaller runs, rougher figures")
+    parser.add_argument(
+        "--records", type=int, default=None, help="appended a run (100,000; --quick 20,000)"
+    )
     args = parser.parse_args()
     quick = args.quick
+    n = args.records or (20_000 if quick else 100_000)
     directory = Path(tempfile.mkdtemp(prefix="bench-journal-", dir=args.dir))
     try:
         print(f"# {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.node()}: {platform.platform()}")
         print(f"# {os.cpu_count()} CPUs, Python {platform.python_version()}, files in {directory}")
         print(f"# records of {RECORD_BYTES} bytes framed\n")
 
-        syncs = fsync_rate(directory, 1.0 if quick else 3.0)
+        # (The suite's smallest run, a few hundred records, times fsync briefly too.)
+        syncs = fsync_rate(directory, min(1.0 if quick else 3.0, n / 5_000))
         print(f"raw fdatasync rate (1 KB append + fdatasync)      {syncs:>10,.0f} /s")
 
-        n = 20_000 if quick else 100_000
         runs: list[tuple[str, Durability, int, int, bool]] = [
             ("batch, 1 appender, durable=False", Durability.BATCH, 1, n, False),
             ("batch, 100 appenders, durable=False", Durability.BATCH, 100, n // 100, False),
@@ -140,7 +144,8 @@ def main() -> None:
             print(f"append {label:<42} {rate:>10,.0f} records/s")
 
         print()
-        for records in (1_000, 10_000 if quick else 100_000):
+        largest = n // 2 if quick else n
+        for records in sorted({min(1_000, largest), largest}):
             path = directory / f"scan-{records}.jsonl"
             write_journal(path, records)
             size = path.stat().st_size
