@@ -39,7 +39,7 @@ from orchestrator.cli.storage import kept_on_full_disk
 from orchestrator.config import Config
 from orchestrator.errors import ConfigError
 from orchestrator.models.http import make_client
-from orchestrator.session.listing import latest_session_id
+from orchestrator.session.listing import find_session
 from orchestrator.session.live import open_session
 from orchestrator.state.events import FanOut
 from orchestrator.state.manifest import read_manifest
@@ -59,8 +59,9 @@ def chat(args: argparse.Namespace) -> int:
         raise ConfigError(NO_TERMINAL)
     root = sessions_root(args)
     resumed: str | None = getattr(args, "resume", None)
-    if getattr(args, "last", False):
-        resumed = latest_session_id(root)
+    last = getattr(args, "last", False)
+    if resumed is not None or last:
+        resumed = find_session(root, resumed, last=last)
     if resumed is not None:
         if args.goal:
             raise ConfigError("give a goal for a new session, or --resume/--last (not both)")

@@ -31,6 +31,7 @@ def add_sessions_parser(commands: Any) -> None:
         "delete a session",
         "Delete session ID: its directory, journal, snapshot and, for a "
         "--session-workspace session, its workspace. A session in use is refused.",
+        last=False,  # a deletion names its session
     )
     show = _session_action(
         actions,
@@ -198,12 +199,19 @@ def _speed(text: str) -> float:
 
 
 def _session_action(
-    actions: Any, name: str, summary: str, description: str
+    actions: Any, name: str, summary: str, description: str, *, last: bool = True
 ) -> argparse.ArgumentParser:
-    """A `sessions` action on one session: ID, and where sessions live."""
+    """A `sessions` action on one session: ID (or `--last`, unless `last` is False), and
+    where sessions live."""
     parser: argparse.ArgumentParser = actions.add_parser(
         name, help=summary, description=description
     )
-    parser.add_argument("session_id", metavar="ID")
+    if last:
+        parser.add_argument(
+            "session_id", metavar="ID", nargs="?", help="a session id, or its start (unique)"
+        )
+        parser.add_argument("--last", action="store_true", help="the newest session")
+    else:
+        parser.add_argument("session_id", metavar="ID", help="a session id, or its start (unique)")
     sessions_option(parser)
     return parser

@@ -45,7 +45,7 @@ from orchestrator.loop.plan import Plan, PlanError, check, parse_plan_json
 from orchestrator.loop.plan_markdown import parse_markdown, render
 from orchestrator.models.http import make_client
 from orchestrator.session import shown
-from orchestrator.session.listing import latest_session_id
+from orchestrator.session.listing import find_session
 from orchestrator.session.live import LiveSession, open_session
 from orchestrator.session.shown import NONE, TASK_HEADER, table, task_rows
 from orchestrator.session.status import current_status
@@ -277,9 +277,7 @@ def read_plan_file(path: Path) -> Plan:
 def resume(args: argparse.Namespace) -> int:
     check_rules(args.allow)
     root = sessions_root(args)
-    if args.last == bool(args.session_id):
-        raise ConfigError("give a session ID or --last (not both)")
-    session_id = latest_session_id(root) if args.last else args.session_id
+    session_id = find_session(root, args.session_id, last=args.last)
     directory = session_dir(root, session_id)
     manifest = read_manifest(directory)
     # The journal's status, which a kill may have left the manifest without.

@@ -13,7 +13,7 @@ import orjson
 
 from orchestrator.errors import ConfigError, SessionNotFound
 from orchestrator.layout import LOCK, MANIFEST
-from orchestrator.session.listing import SessionInfo, list_sessions
+from orchestrator.session.listing import SessionInfo, find_session, list_sessions
 from orchestrator.store.ids import session_dir
 from orchestrator.text import abbreviate, visible
 
@@ -187,6 +187,9 @@ def _delete(root: Path, session_id: str) -> int:
 def run_sessions(
     args: argparse.Namespace, root: Path, load_prices: Callable[[], Mapping[str, Price]]
 ) -> int:
+    if args.action not in ("list", "watch"):  # (watch finds its own, after its checks)
+        # An id, the start of one, or --last: the one session meant, named in full.
+        args.session_id = find_session(root, args.session_id, last=getattr(args, "last", False))
     match args.action:
         case "list":
             return _list(root, as_json=args.json)

@@ -33,9 +33,9 @@ from orchestrator.cli.out import People
 from orchestrator.cli.render import TranscriptSink
 from orchestrator.cli.screen import Screen, live_screen, live_view_wanted
 from orchestrator.cli.watch_workers import WorkerTasks
-from orchestrator.errors import ConfigError, SessionError
+from orchestrator.errors import SessionError
 from orchestrator.layout import FORMAT_VERSION, JOURNAL, LOCK
-from orchestrator.session.listing import latest_session_id
+from orchestrator.session.listing import find_session
 from orchestrator.state.events import Event, NullSink, SessionStatusChanged, event_json
 from orchestrator.state.manifest import read_manifest
 from orchestrator.store.ids import session_dir
@@ -63,9 +63,7 @@ class Watched:
 def watch(
     args: argparse.Namespace, root: Path, load_prices: Callable[[], Mapping[str, Price]]
 ) -> int:
-    if args.last == bool(args.session_id):
-        raise ConfigError("give a session ID or --last (not both)")
-    session_id = latest_session_id(root) if args.last else args.session_id
+    session_id = find_session(root, args.session_id, last=args.last)
     directory = session_dir(root, session_id)
     manifest = read_manifest(directory)  # the error `sessions show` gives for no session
     if manifest.format_version < FORMAT_VERSION:

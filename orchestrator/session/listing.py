@@ -12,6 +12,7 @@ manifest cannot be read is taken as created at the time in its id."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
@@ -19,11 +20,18 @@ from typing import Literal
 import msgspec
 import orjson
 
-from orchestrator.errors import SessionNotFound
+from orchestrator.errors import ConfigError, SessionNotFound
 from orchestrator.layout import FORMAT_VERSION, JOURNAL, MANIFEST
 from orchestrator.session.status import ShownStatus, current_status, resumable
 from orchestrator.state.manifest import Manifest
-from orchestrator.store.ids import is_session_id, session_dir, session_id_time
+from orchestrator.store.ids import (
+    is_session_id,
+    session_dir,
+    session_id_time,
+    validate_session_id,
+)
+
+_PIECE = re.compile(r"[0-9A-Za-z-]{1,22}")  # what may be the start of an id
 
 
 class SessionInfo(msgspec.Struct, frozen=True, kw_only=True):
@@ -54,6 +62,29 @@ def session_ids(root: Path) -> list[str]:
         return []
     found = [p.name for p in root.iterdir() if is_session_id(p.name) and (p / MANIFEST).exists()]
     return newest_first(root, {session_id: _created(root / session_id) for session_id in found})
+
+
+def find_session(root: Path, given: str | None, *, last: bool = False) -> str:
+    """The session a command names: the newest (`last`), or `given`: an id, the start of
+    one, or its random part (what follows the `-`), when exactly one session under `root`
+    has it. Raises `ConfigError` for both or neither, or for a start several ids share;
+    `SessionNotFound` for one no session has; `InvalidSessionId` for what is no id."""
+    if last == bool(given):
+        raise ConfigError("give a session ID (or the start of one) or --last, not both")
+    if given is None:
+        return latest_session_id(root)
+    if is_session_id(given):
+        return given
+    if not _PIECE.fullmatch(given):
+        validate_session_id(given)  # raises, naming what a session id looks like
+    ids = session_ids(root)
+    found = [i for i in ids if i.startswith(given) or i.partition("-")[2] == given]
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise SessionNotFound(f"no session under {root} has an id that starts with {given!r}")
+    shown = ", ".join(found[:5]) + (", ..." if len(found) > 5 else "")
+    raise ConfigError(f"{given!r} starts {len(found)} session ids ({shown}): give more of it")
 
 
 def latest_session_id(root: Path) -> str:
