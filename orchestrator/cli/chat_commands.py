@@ -97,7 +97,7 @@ class Commands:
         model = self.model or session_view(
             self.chat.live.directory, prices=self.chat.settings.prices
         )
-        self.chat.say(plain_frame(model, model.now()).rstrip("\n"))
+        self.chat.say(plain_frame(model, model.now(), still=True).rstrip("\n"))
 
     async def _send(self, rest: str) -> None:
         parts = self._two(rest, "usage: /send TASK TEXT")

@@ -185,7 +185,8 @@ async def _chatting(
             await nursery.start(_on_resize, view)
             await chat.run(typed, Commands(chat, model, args).run)
             nursery.cancel_scope.cancel()
-        print(plain_frame(model, model.now(), width=shutil.get_terminal_size().columns - 1))
+        columns = shutil.get_terminal_size().columns - 1
+        print(plain_frame(model, model.now(), width=columns, still=True))
     result = chat.result
     resume = f"orchestrator chat --resume {session_ref(session_id, args)}"
     _say(f"session {session_id}: resume it with: {resume}")

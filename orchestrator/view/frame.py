@@ -67,12 +67,13 @@ class Row:
     activity: str
 
 
-def rows(model: ViewModel, now: float) -> list[Row]:
-    """The tree, one row per agent, each task under the agent that delegated it."""
+def rows(model: ViewModel, now: float, *, still: bool = False) -> list[Row]:
+    """The tree, one row per agent, each task under the agent that delegated it; `still`:
+    a frame that stays (the last), with no spinner frozen mid-turn."""
     found: list[Row] = []
 
     def visit(agent: AgentView, guides: str, branch: str) -> None:
-        found.append(_row(model, agent, guides + branch, now))
+        found.append(_row(model, agent, guides + branch, now, still))
         below = guides + {"├─ ": "│  ", "└─ ": "   "}.get(branch, "")
         for n, child in enumerate(agent.children, 1):
             visit(model.agents[child], below, "└─ " if n == len(agent.children) else "├─ ")
@@ -82,9 +83,12 @@ def rows(model: ViewModel, now: float) -> list[Row]:
     return found
 
 
-def _row(model: ViewModel, agent: AgentView, tree: str, now: float) -> Row:
+def _row(model: ViewModel, agent: AgentView, tree: str, now: float, still: bool) -> Row:
     status = agent.status
-    glyph = _spinner(now) if status == "thinking" else GLYPHS[status]
+    if status == "thinking":
+        glyph = GLYPHS["running"] if still else _spinner(now)
+    else:
+        glyph = GLYPHS[status]
     share = agent.context_share
     subtree = model.subtree(agent.id) if agent.children else None
     what = agent.description or agent.kind
@@ -146,19 +150,21 @@ def footer(model: ViewModel) -> list[str]:
     return found
 
 
-def plain_frame(model: ViewModel, now: float, *, width: int = 100) -> str:
+def plain_frame(model: ViewModel, now: float, *, width: int = 100, still: bool = False) -> str:
     """The frame as plain text, `width` columns at most: aligned columns, the activity
     last and cut to fit, then the mail, the latest verdict and the status line."""
-    return "".join(text + "\n" for text, _ in lines(model, now, width))
+    return "".join(text + "\n" for text, _ in lines(model, now, width, still=still))
 
 
 Span = tuple[int, int, str]  # (start, end, rich style) of a part of a line
 
 
-def lines(model: ViewModel, now: float, width: int) -> list[tuple[str, list[Span]]]:
+def lines(
+    model: ViewModel, now: float, width: int, *, still: bool = False
+) -> list[tuple[str, list[Span]]]:
     """The frame's lines, `width` columns at most, each with the spans a styled frame
-    colours: the one layout of both frames."""
-    table = rows(model, now)
+    colours: the one layout of both frames (`still`: see `rows`)."""
+    table = rows(model, now, still=still)
     cells = [_cells(r) for r in table]
     widths = [max((len(c[i]) for c in cells), default=0) for i in range(len(_JUSTIFY))]
     found: list[tuple[str, list[Span]]] = [
@@ -219,11 +225,13 @@ SGR = {"bold": "1", "dim": "2", "italic": "3", "red": "31", "green": "32", "yell
 """The SGR parameter of each word of the frames' styles."""
 
 
-def terminal_lines(model: ViewModel, now: float, width: int, *, color: bool = True) -> list[str]:
+def terminal_lines(
+    model: ViewModel, now: float, width: int, *, color: bool = True, still: bool = False
+) -> list[str]:
     """The frame's lines for a terminal, each at most `width` columns, coloured with SGR
-    codes when `color` (each styled part reset after itself)."""
+    codes when `color` (each styled part reset after itself; `still`: see `rows`)."""
     found = []
-    for line, spans in lines(model, now, width):
+    for line, spans in lines(model, now, width, still=still):
         if not line.isascii():
             line = _fit(line, width)
         found.append(_coloured(line, spans) if color else line)

@@ -133,7 +133,8 @@ class LiveView:
             return
         width, height = self.console.size
         frame = at_most(
-            terminal_lines(self.model, self.model.now(), width, color=self._color), height - 1
+            terminal_lines(self.model, self.model.now(), width, color=self._color, still=last),
+            height - 1,
         )
         text = "".join(line + "\n" for line in (*above, *frame))
         if self._terminal:

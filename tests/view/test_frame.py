@@ -27,6 +27,7 @@ from orchestrator import (
     UsageUpdated,
 )
 from orchestrator.view import ViewModel, plain_frame, rich_frame
+from orchestrator.view.frame import SPINNER
 
 GPT = "gpt-4.1"
 PRICES = {GPT: Price(input=2.0, output=8.0)}
@@ -119,6 +120,14 @@ EXPECTED = (
 
 def test_the_plain_frame_of_a_small_tree() -> None:
     assert plain_frame(small_tree(), now=72.1, width=110) == EXPECTED
+
+
+def test_a_frame_that_stays_freezes_no_spinner() -> None:
+    # The last frame (a stop, Ctrl+C, the chat's end) stays on the screen: a spinner
+    # frozen mid-turn there would say something still turns.
+    still = plain_frame(small_tree(), now=72.1, width=110, still=True)
+    assert still == EXPECTED.replace("├─ ⠙ t1 parse", "├─ ● t1 parse")
+    assert not any(glyph in still for glyph in SPINNER)
 
 
 def test_the_rich_frame_reads_as_the_plain_one() -> None:
