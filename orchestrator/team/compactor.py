@@ -88,18 +88,13 @@ class Compactor:
         self._pending: dict[str, _Background] = {}  # agent -> its summary in the background
         self._asked: dict[str, _Asked] = {}  # agent -> its compaction asked for by hand
         self._closed = False  # the team closed: no agent takes another round
-        self._windows: dict[str, tuple[Model, Window | None]] = {}  # role -> its model's
 
     def _known(self, role: str) -> tuple[Window | None, int, int | None]:
         """What is known of the window of `role`'s model: the configured or known one,
         the one learned from a context-too-long error (0: none), and the session's
         `max_tokens`."""
-        model = self._models(role)
-        learned = self._session.state.windows.get(model.name, 0)
-        known = self._windows.get(role)
-        if known is None or known[0] is not model:  # asked every round: found once a model
-            known = self._windows[role] = (model, self._window(role))
-        return known[1], learned, self._settings.max_tokens
+        learned = self._session.state.windows.get(self._models(role).name, 0)
+        return self._window(role), learned, self._settings.max_tokens
 
     async def maybe(self, context: AgentContext) -> None:
         """At a round boundary, with none of the agent's calls open: make the compaction
