@@ -99,7 +99,7 @@ def test_the_demo_ends_with_its_tree_done_under_the_transcript(tmp_path: Path) -
     assert "t5 shell: python test_textutil." in t5  # cut to its column
     assert "  done  " in t5 or ("  cancelled  " in t5 and "interrupt" in t5), t5
     [status] = [line for line in lines if " done · " in line and "tokens" in line]
-    assert status.startswith("8 done · " if "  done  " in t5 else "7 done · 1 failed · ")
+    assert status.startswith("8 done · " if "  done  " in t5 else "7 done · 1 cancelled · ")
     assert lines.index(status) > top
     # The transcript's lines above the frame, today's summary below it.
     # (The screen keeps its last lines only: a notice more, such as a background
