@@ -284,7 +284,7 @@ class Worker:
         assert running.team is not None
         if message == CANCEL:
             owner = running.team.state.tasks.tasks[running.task_id].owner
-            await running.team.scheduler.cancel(owner, running.task_id, "cancelled by its owner")
+            await running.team.cancel(owner, running.task_id, "cancelled by its owner")
         elif message is not None and message != END:
             await running.team.port.mail.receive(_decode(message))
         return ""
@@ -330,17 +330,17 @@ async def _run_task(team: Team, task_id: str, cancelled: bool) -> None:
     task its session cancelled before this worker took it is only cancelled."""
     task = team.state.tasks.tasks[task_id]
     if cancelled:
-        await team.scheduler.cancel(task.owner, task_id, "cancelled by its owner")
+        await team.cancel(task.owner, task_id, "cancelled by its owner")
     elif task.state == "pending":
-        team.scheduler.enqueue(task_id)
+        team.queue(task_id)
     elif task.state not in SETTLED:
-        team.scheduler.resume(task_id)
+        team.restart(task_id)
     else:  # settled, its last call perhaps cut off by a kill: its context made whole
         await close_settled(team, task_id)
     while True:
         if team.state.tasks.tasks[task_id].live:
             await team.changed.wait()
             continue
-        await team.scheduler.settled_loops_ended()  # its last records written
+        await team.loops_ended()  # its last records written
         if not team.state.tasks.tasks[task_id].live:
             return

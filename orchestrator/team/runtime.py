@@ -157,6 +157,15 @@ class Team:
         new instance over the same context)."""
         self.scheduler.resume(task_id)
 
+    def queue(self, task_id: str) -> None:
+        """Start pending `task_id` when there is room under the live limits."""
+        self.scheduler.enqueue(task_id)
+
+    async def loops_ended(self) -> None:
+        """Wait until no settled task's loop still runs (it writes its last records, a
+        turn's end, then ends by itself)."""
+        await self.scheduler.settled_loops_ended()
+
     async def start_ready(self) -> None:
         """After a restart: act on every task waiting for its dependencies (they may have
         settled while the session was down), then start pending tasks as the limits
@@ -175,7 +184,7 @@ class Team:
         seconds."""
         await self.compactor.abandon()
         with trio.move_on_after(10):
-            await self.scheduler.settled_loops_ended()
+            await self.loops_ended()
 
     async def say(self, text: str, *, priority: Priority = "urgent") -> Mail:
         """A message from the user to the main agent while the session runs: `urgent`
