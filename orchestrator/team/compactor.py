@@ -38,6 +38,7 @@ from orchestrator.loop.compaction import (
     Reason,
     Window,
     trigger,
+    window_of,
 )
 from orchestrator.messages import Message
 from orchestrator.models.base import COMPACTOR, Model
@@ -95,6 +96,12 @@ class Compactor:
         `max_tokens`."""
         learned = self._session.state.windows.get(self._models(role).name, 0)
         return self._window(role), learned, self._settings.max_tokens
+
+    def usable(self, role: str) -> int:
+        """The usable input of `role`'s model's window, as compaction measures it (0: not
+        known): what a turn's usage record reports its context against."""
+        window = window_of(*self._known(role))
+        return window.usable if window is not None else 0
 
     async def maybe(self, context: AgentContext) -> None:
         """At a round boundary, with none of the agent's calls open: make the compaction

@@ -123,6 +123,7 @@ class Team:
             writes,
             self.planning,
             models,
+            self.compactor.usable,
             self.background,
         )
         self.port = TeamPort(

@@ -16,7 +16,6 @@ from pydantic import BaseModel
 
 from orchestrator.agent import RoundHooks, TurnDeps
 from orchestrator.errors import ScopeEscape, ToolFailed, WorkspaceEscape
-from orchestrator.loop.compaction import Window, window_of
 from orchestrator.messages import ToolCall, UserMessage
 from orchestrator.models.base import Model
 from orchestrator.state.events import (
@@ -71,6 +70,7 @@ class Turns:
         writes: Writes,
         planning: Planning,
         models: ModelCalls,
+        usable: Callable[[str], int],
         background: BackgroundCalls | None = None,
     ) -> None:
         self._run = run
@@ -91,8 +91,8 @@ class Turns:
         self._role_tools: dict[str, ToolRegistry] = {}  # one registry (and schema) per role
         # Shared by the turns of every agent (of a role), not made for each: a thousand
         # subagents' closures kept alive tipped the collector into full passes (W3).
+        self._usable = usable  # of a role's window, as compaction measures it
         self._usables: dict[str, Callable[[], int]] = {}
-        self._windows: dict[str, tuple[Model, Window | None]] = {}  # role -> its model's
         self._grants = self._session_grants
         self._note = background.note if background is not None else _no_note
 
@@ -164,16 +164,6 @@ class Turns:
         if usable is None:
             usable = self._usables[role] = functools.partial(self._usable, role)
         return usable
-
-    def _usable(self, role: str) -> int:
-        """The usable input of `role`'s model's window, as compaction measures it."""
-        model = self._run.model_for(role)
-        learned = self._session.state.windows.get(model.name, 0)
-        known = self._windows.get(role)
-        if known is None or known[0] is not model:  # (a window is its model's, found once)
-            known = self._windows[role] = (model, self._run.window(role))
-        window = window_of(known[1], learned, self._seat.settings.max_tokens)
-        return window.usable if window is not None else 0
 
     def _tools(self, definition: AgentDefinition | None) -> ToolRegistry:
         """The tools of a role, built once for all its agents: the same objects, so
