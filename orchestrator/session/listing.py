@@ -58,10 +58,15 @@ class SessionInfo(msgspec.Struct, frozen=True, kw_only=True):
 def session_ids(root: Path) -> list[str]:
     """The ids of the session directories under `root`, newest created first; anything
     else there (a directory without a manifest, a file) is not a session."""
+    found = _session_names(root)
+    return newest_first(root, {session_id: _created(root / session_id) for session_id in found})
+
+
+def _session_names(root: Path) -> list[str]:
+    """The session directories under `root`, in no order (no manifest is read)."""
     if not root.is_dir():
         return []
-    found = [p.name for p in root.iterdir() if is_session_id(p.name) and (p / MANIFEST).exists()]
-    return newest_first(root, {session_id: _created(root / session_id) for session_id in found})
+    return [p.name for p in root.iterdir() if is_session_id(p.name) and (p / MANIFEST).exists()]
 
 
 def find_session(root: Path, given: str | None, *, last: bool = False) -> str:
@@ -71,14 +76,14 @@ def find_session(root: Path, given: str | None, *, last: bool = False) -> str:
     `SessionNotFound` for one no session has; `InvalidSessionId` for what is no id."""
     if last == bool(given):
         raise ConfigError("give a session ID (or the start of one) or --last, not both")
-    if given is None:
+    if last or given is None:
         return latest_session_id(root)
     if is_session_id(given):
         return given
     if not _PIECE.fullmatch(given):
         validate_session_id(given)  # raises, naming what a session id looks like
-    ids = session_ids(root)
-    found = [i for i in ids if i.startswith(given) or i.partition("-")[2] == given]
+    names = _session_names(root)
+    found = sorted(i for i in names if i.startswith(given) or i.partition("-")[2] == given)
     if len(found) == 1:
         return found[0]
     if not found:
