@@ -112,13 +112,10 @@ def _show(
     # The report's data, printed as `SessionReport.text()` and `to_json()` print it,
     # without building that typed view (and importing each of its types) first.
     from orchestrator.session.report import read_report
-    from orchestrator.session.report_text import report_text
+    from orchestrator.session.report_text import report_json, report_text
 
     data = read_report(session_dir(root, session_id), last, prices, None, _note, workers)
-    if as_json:
-        sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n")
-    else:
-        sys.stdout.write(report_text(data))
+    sys.stdout.write(report_json(data) if as_json else report_text(data))
     return 0
 
 

@@ -12,14 +12,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import msgspec
-import orjson
 
 from orchestrator.loop.compaction import Method, Reason
 from orchestrator.loop.todos import TodoItem, TodoList
 from orchestrator.messages import Usage
 from orchestrator.session.on_workers import WorkersReader
 from orchestrator.session.report import Windows, read_report
-from orchestrator.session.report_text import report_text
+from orchestrator.session.report_text import report_json, report_text
 from orchestrator.session.status import ShownStatus
 from orchestrator.state.mailbox import Mail
 from orchestrator.state.settings import SessionSettings
@@ -234,7 +233,7 @@ class SessionReport:
 
     def to_json(self) -> str:
         """What `orchestrator sessions show ID --json` prints."""
-        return orjson.dumps(self.data, option=orjson.OPT_INDENT_2).decode() + "\n"
+        return report_json(self.data)
 
     def __str__(self) -> str:
         return self.text()

@@ -31,6 +31,11 @@ OUTPUT_LINES = 12
 """The lines of a failed verification's output shown (`--json` has it whole)."""
 
 
+def report_json(info: dict[str, Any]) -> str:
+    """What `orchestrator sessions show ID --json` prints of the report's data."""
+    return orjson.dumps(info, option=orjson.OPT_INDENT_2).decode() + "\n"
+
+
 def report_text(info: dict[str, Any]) -> str:
     """The whole report, one line per line, ending in a newline."""
     lines = header_lines(info)
