@@ -58,9 +58,13 @@ def add_worker_parser(commands: Any) -> None:
     )
     worker.add_argument(
         "--sandbox",
-        choices=["auto", "strict", "off"],
+        choices=["off", "workspace", "strict"],  # run's, with the same meaning
         default=None,
-        help="the shell's sandbox for the tasks run here; default: [shell] sandbox",
+        help="where the shell commands of the tasks run here may write, read and connect: "
+        "workspace (writes only in the task's workspace or scope and a scratch TMPDIR; no "
+        "network; other processes out of sight), strict (reads too only in the workspace "
+        "and the system's directories) or off; default: this worker's [shell] sandbox, "
+        "else workspace (docs/security.md)",
     )
     worker.add_argument(
         "-y",
