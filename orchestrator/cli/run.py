@@ -54,6 +54,7 @@ from orchestrator.store import Durability, session_dir
 from orchestrator.team.definitions import Definitions
 from orchestrator.team.drive import RunResult, drive
 from orchestrator.team.settings import RunSettings
+from orchestrator.text import label
 
 EXIT_CODES = {"blocked": EXIT_BLOCKED, "budget_exhausted": EXIT_BUDGET}
 
@@ -259,6 +260,14 @@ def execute(args: argparse.Namespace) -> int:
     return resume(args)
 
 
+def picked_by_last(session_id: str, created: str, goal: str) -> str:
+    """Which session `--last` took: its id, when it was created and its goal."""
+    return (
+        f"--last: session {label(session_id, 80)}, created {shown.moment(created)}: "
+        f"{shown.one_line(goal, 80)}"
+    )
+
+
 def read_plan_file(path: Path) -> Plan:
     """A plan from `plan.json` or a markdown plan (by its first character: `{` is JSON),
     or a `PlanError` naming the file and the line or field."""
@@ -283,6 +292,8 @@ def resume(args: argparse.Namespace) -> int:
     # The journal's status, which a kill may have left the manifest without.
     status = current_status(directory, {**msgspec.to_builtins(manifest)})
     people = People.of(args)
+    if args.last:  # the newest may not be the one meant (a kill before its session existed)
+        people.say(picked_by_last(session_id, manifest.created, manifest.goal))
     if status == "completed" and not args.message:
         people.say(
             f"session {session_id} already finished (completed); nothing to do (give "
