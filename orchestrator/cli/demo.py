@@ -9,7 +9,8 @@ power cut would, then resumes the session in this process from its journal: the 
 are revived, the interrupted call is reported to its worker, and everyone carries on.
 One worker asks a decision, one reports blocked and its task is re-planned (plan v2),
 one fails its acceptance check once; the builder's context is compacted once; the plan's
-checks are the final verification.
+checks are the final verification. `--latency` slows every reply (the script's
+`latency`), so the run can be watched, or killed by hand and resumed.
 """
 
 from __future__ import annotations
@@ -69,14 +70,17 @@ def demo(args: argparse.Namespace) -> int:
     config, _ = effective_config(run_args, os.environ, workspace)
     # Journaled with the session: the child process that is killed, and this one that
     # resumes it, run with the same settings (the verification included).
-    session_id, _ = create_session(
-        root,
-        goal=GOAL,
-        model=f"scripted:{script_path()}",
-        workspace=workspace,
-        settings=session_settings(config, run_args),
-        source="demo",
-    )
+    with tempfile.TemporaryDirectory(prefix="orchestrator-demo-script-") as scratch:
+        # The session keeps a copy of its script: a slowed one need not outlive this.
+        script = _slowed(script_path(), args.latency, Path(scratch))
+        session_id, _ = create_session(
+            root,
+            goal=GOAL,
+            model=f"scripted:{script}",
+            workspace=workspace,
+            settings=session_settings(config, run_args),
+            source="demo",
+        )
     people = People.of(run_args)
     people.say(session_line(session_id, root, run_args, resuming=False))
     people.say(f"demo workspace: {workspace}")
@@ -86,6 +90,17 @@ def demo(args: argparse.Namespace) -> int:
         people.say(f"resuming session {session_id} from its journal")
     # The summary names the workspace again, at the end.
     return run_kept(root, session_id, run_args, config, hint=args, people=people)
+
+
+def _slowed(script: Path, latency: float, scratch: Path) -> Path:
+    """The demo's script, or (`--latency`) a copy in `scratch` whose every reply waits
+    `latency` seconds; named as the script is, so the view shows the same model."""
+    if not latency:
+        return script
+    raw = orjson.loads(script.read_bytes())
+    slowed = scratch / script.name
+    slowed.write_bytes(orjson.dumps({**raw, "latency": latency}, option=orjson.OPT_INDENT_2))
+    return slowed
 
 
 async def _until_crash(screen: Screen, root: Path, session_id: str, json_mode: bool) -> None:

@@ -185,6 +185,15 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         help="skip the simulated crash (by default the agent process is SIGKILLed at its "
         "first shell call and the session is resumed)",
     )
+    demo.add_argument(
+        "--latency",
+        type=_latency,
+        default=0.0,
+        metavar="SECONDS",
+        help="each model reply waits SECONDS before it comes, as a real model's would (0 "
+        "to 60; default: 0): the run then takes long enough to watch, or to kill by hand "
+        "and resume (with --no-crash)",
+    )
     sessions_option(demo)
 
     add_sessions_parser(commands)
@@ -285,6 +294,17 @@ def add_models_parser(subparsers: Any) -> argparse.ArgumentParser:
     config_option(parser)
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     return parser
+
+
+def _latency(text: str) -> float:
+    """The demo's `--latency`: seconds, as the scripted model's `latency` takes them."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 <= value <= 60:
+        raise argparse.ArgumentTypeError(f"must be from 0 to 60 seconds, not {text}")
+    return value
 
 
 def _version() -> str:
