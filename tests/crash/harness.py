@@ -20,10 +20,31 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
 from orchestrator import ToolResult, load_state
 from orchestrator.session.live import JOURNAL
 from orchestrator.store import scan_journal
+
+
+def sized(variable: str, quick: int, full: int) -> list[Any]:
+    """A harness's size (kills, points) as two parameters: `quick`, which every `pytest`
+    runs, and `full`, marked `slow` (`pytest -m slow`, which `.ci/run` runs too). The
+    environment variable `variable`, when set, is the size of both."""
+    given = os.environ.get(variable)
+    if given:
+        quick = full = int(given)
+    return [pytest.param(quick, id="quick"), pytest.param(full, id="full", marks=pytest.mark.slow)]
+
+
+def seeded(variable: str, default: str, quick: int) -> list[Any]:
+    """A harness's seeds as parameters: the first `quick` in every run, the others marked
+    `slow`. The environment variable `variable` (comma-separated) replaces `default`."""
+    seeds = [int(s) for s in os.environ.get(variable, default).split(",") if s]
+    return [
+        pytest.param(seed, marks=() if n < quick else pytest.mark.slow)
+        for n, seed in enumerate(seeds)
+    ]
 
 
 def crash_script(steps: int) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """SIGKILL a running session at seeded random points, resume it, check the invariants.
 
-`CRASH_POINTS` (default 100) sets how many kills a run makes; `CRASH_SEED` the seed.
-The long mode is `CRASH_POINTS=1000 pytest tests/crash`.
+Every `pytest` makes 20 kills; `pytest -m slow` (which `.ci/run` runs) makes 100.
+`CRASH_POINTS` sets how many kills either makes; `CRASH_SEED` the seed. The long mode
+is `CRASH_POINTS=1000 pytest -m slow tests/crash/test_crash.py`.
 """
 
 from __future__ import annotations
@@ -11,14 +12,15 @@ import random
 from pathlib import Path
 
 import orjson
+import pytest
 
-from tests.crash.harness import CrashRun, crash_script, snapshot_workspace
+from tests.crash.harness import CrashRun, crash_script, sized, snapshot_workspace
 
 STEPS = 40
 
 
-def test_sigkill_at_random_points_then_resume(tmp_path: Path) -> None:
-    points = int(os.environ.get("CRASH_POINTS", "100"))
+@pytest.mark.parametrize("points", sized("CRASH_POINTS", 20, 100))
+def test_sigkill_at_random_points_then_resume(tmp_path: Path, points: int) -> None:
     rng = random.Random(int(os.environ.get("CRASH_SEED", "20261123")))
     script = tmp_path / "script.json"
     script.write_bytes(orjson.dumps(crash_script(STEPS)))

@@ -20,7 +20,8 @@ The instants a random kill rarely hits are also cut out of a finished run's jour
 resumed: right after the task's record, after it started running, after it ended but
 before its message, and after the message but before the agent read it.
 
-`CRASH_BACKGROUND_KILLS` (default 20) sets the number of kills, `CRASH_SEED` the seed.
+Every `pytest` makes 6 kills, `pytest -m slow` 20; `CRASH_BACKGROUND_KILLS` sets the
+number of kills, `CRASH_SEED` the seed.
 """
 
 from __future__ import annotations
@@ -38,10 +39,10 @@ import pytest
 
 from orchestrator import ToolResult
 from orchestrator.tools.shell import marked
+from tests.crash.harness import sized
 from tests.crash.test_crash_team import TeamCrashRun, m_text, rewind
 from tests.scenes import call
 
-KILLS = int(os.environ.get("CRASH_BACKGROUND_KILLS", "20"))
 FIRST = "build started"
 BUILD = f"echo {FIRST}; until [ -f go ]; do sleep 0.02; done; echo build finished"
 
@@ -129,25 +130,26 @@ def test_the_uninterrupted_run_hears_of_its_build_once(tmp_path: Path, script_pa
     verify(run)
 
 
+@pytest.mark.parametrize("kills", sized("CRASH_BACKGROUND_KILLS", 6, 20))
 def test_background_call_sigkill_at_random_points_then_resume(
-    tmp_path: Path, script_path: Path
+    tmp_path: Path, script_path: Path, kills: int
 ) -> None:
     rng = random.Random(int(os.environ.get("CRASH_SEED", "20261127")))
     outcomes: dict[str, int] = {}
-    kills = sessions = 0
-    while kills < KILLS:
+    done = sessions = 0
+    while done < kills:
         sessions += 1
         run = TeamCrashRun(
             tmp_path / f"sessions-{sessions}", script_path, tmp_path / f"s{sessions}", rng
         )
         while run.step(kill_after_events=rng.randint(1, 45)) is None:
-            kills += 1
+            done += 1
             run.check_invariants()
         outcome = check_told_once(run)
         outcomes[outcome] = outcomes.get(outcome, 0) + 1
         assert marked(f"{run.session_id}/") == []  # nothing of the session still runs
         verify(run)
-    print(f"{kills} kills in {sessions} sessions; the build: {outcomes}")
+    print(f"{done} kills in {sessions} sessions; the build: {outcomes}")
 
 
 def _record(kind: str, **fields: str) -> Callable[[dict[str, Any]], bool]:

@@ -10,7 +10,8 @@ The demo sets its own verification command and round limit; they are journaled w
 the session as it is made, so the plain `resume` of a person who finds it killed runs
 them too (issue 18: before, it ended "completed" without verifying).
 
-`CRASH_DEMO_KILLS` (default 20) is the number of kills, one per demo run.
+Every `pytest` makes 4 kills, one per demo run, `pytest -m slow` 20; `CRASH_DEMO_KILLS`
+sets the number of either.
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ from orchestrator import load_state
 from orchestrator.loop.plan_run import todo_status
 from orchestrator.session.live import JOURNAL
 from orchestrator.store import scan_journal
+from tests.crash.harness import sized
 
-KILLS = int(os.environ.get("CRASH_DEMO_KILLS", "20"))
 TIMEOUT = 120
 
 
@@ -102,12 +103,13 @@ def test_the_uninterrupted_demo_verifies_its_work(reference: tuple[int, Any, Any
     assert {"README.md", "mathutil.py", "textutil.py", "wordstats.py"} <= set(written)
 
 
+@pytest.mark.parametrize("kills", sized("CRASH_DEMO_KILLS", 4, 20))
 def test_the_demo_killed_anywhere_then_resumed_ends_as_if_never_killed(
-    tmp_path: Path, reference: tuple[int, dict[str, str], Any]
+    tmp_path: Path, reference: tuple[int, dict[str, str], Any], kills: int
 ) -> None:
     count, written, verified = reference
     rng = random.Random(18)
-    for trial in range(KILLS):
+    for trial in range(kills):
         here = tmp_path / str(trial)
         sessions, workspace = here / "sessions", here / "ws"
         demo(workspace, sessions, kill_after=rng.randint(1, count - 1))

@@ -13,6 +13,7 @@ before each of its dependencies had completed (and none ran before it was starte
 `waiting_deps`); each scripted reply entered its context once; no side effect ran twice;
 and each completion reached the main agent's context exactly once.
 
+Every `pytest` runs the first two seeds, `pytest -m slow` the others;
 `CRASH_DEPS_SEEDS` (comma-separated) replaces the seeds; `CRASH_DEPS_KILLS` (default 4)
 bounds the kills per session.
 """
@@ -28,10 +29,11 @@ import orjson
 import pytest
 
 from orchestrator import AssistantMessage
+from tests.crash.harness import seeded
 from tests.crash.test_crash_team import TeamCrashRun, completed_record_of, m_text, rewind
 from tests.scenes import call
 
-SEEDS = [int(s) for s in os.environ.get("CRASH_DEPS_SEEDS", "11,22,33,44,55").split(",") if s]
+SEEDS = seeded("CRASH_DEPS_SEEDS", "11,22,33,44,55", quick=2)
 KILLS = int(os.environ.get("CRASH_DEPS_KILLS", "4"))
 GRAPH: dict[str, list[str]] = {"t1": [], "t2": ["t1"], "t3": ["t1"], "t4": ["t2", "t3"]}
 

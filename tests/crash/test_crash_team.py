@@ -21,6 +21,7 @@ done (the rules of `harness.py`).
 The bugs this test found have minimal, deterministic reproductions at the end of the
 file, kept as regression tests.
 
+Every `pytest` runs the first two seeds, `pytest -m slow` the others;
 `CRASH_TEAM_SEEDS` (comma-separated) replaces the seeds; `CRASH_TEAM_KILLS` (default
 5) bounds the kills per session.
 """
@@ -60,13 +61,13 @@ from orchestrator import (
 from orchestrator.session.live import JOURNAL
 from orchestrator.state import read_manifest, write_manifest
 from orchestrator.store import open_journal, scan_journal
-from tests.crash.harness import CrashRun, cli, interrupted_calls, snapshot_workspace
+from tests.crash.harness import CrashRun, cli, interrupted_calls, seeded, snapshot_workspace
 from tests.scenes import call, scripted_session
 
 ROUNDS = 4
 TASKS = (1, 2, 3)
 MAIN_SPARE_REPLIES = 60  # each restart (and each wake-up by mail) may cost a turn
-SEEDS = [int(s) for s in os.environ.get("CRASH_TEAM_SEEDS", "101,202,303,404,505").split(",") if s]
+SEEDS = seeded("CRASH_TEAM_SEEDS", "101,202,303,404,505", quick=2)
 KILLS = int(os.environ.get("CRASH_TEAM_KILLS", "5"))
 
 

@@ -7,7 +7,8 @@ points and resumed until it completes must end with the very list, the very asse
 history and the very continuation count of an uninterrupted run; after each kill, the
 journal's list and count never go back.
 
-`CRASH_TODO_POINTS` (default 30) sets the number of kills, `CRASH_SEED` the seed.
+Every `pytest` makes 8 kills, `pytest -m slow` 30; `CRASH_TODO_POINTS` sets the number of
+kills, `CRASH_SEED` the seed.
 """
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
 from orchestrator import Assessed, SessionState, load_state
 from orchestrator.session.replay import JOURNAL, decode_records
 from orchestrator.store import scan_journal
-from tests.crash.harness import CrashRun
+from tests.crash.harness import CrashRun, sized
 from tests.scenes import call
 
 
@@ -69,8 +71,8 @@ def history_of(directory: Path) -> list[tuple[str, tuple[str, ...]]]:
     ]
 
 
-def test_todos_and_continuations_survive_sigkill(tmp_path: Path) -> None:
-    points = int(os.environ.get("CRASH_TODO_POINTS", "30"))
+@pytest.mark.parametrize("points", sized("CRASH_TODO_POINTS", 8, 30))
+def test_todos_and_continuations_survive_sigkill(tmp_path: Path, points: int) -> None:
     rng = random.Random(int(os.environ.get("CRASH_SEED", "20261123")))
     script = tmp_path / "script.json"
     script.write_bytes(orjson.dumps(todo_script()))
