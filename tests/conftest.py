@@ -26,6 +26,9 @@ from orchestrator import (
 from orchestrator.agent import TurnDeps
 from orchestrator.tools import ToolContext, ToolRegistry, Workspace, workspace_tools
 
+# `--by-file` (tests/progress.py): the line per test file `make test` prints.
+pytest_plugins = ("tests.progress", "pytester")
+
 _real_connect = socket.socket.connect
 
 
