@@ -147,7 +147,10 @@ async def run_settings(
     running = session or live.state.settings
     assert running is not None  # (a session without settings gets a new session's)
     spec = args.model or live.manifest.model_spec(directory)
-    guarded = guards(config, args, say=say)
+    # `plan` runs the planner alone, whose tools only read (no shell, nothing written):
+    # what a run that writes is told about its shell and its refused calls is untrue of it.
+    planning_only = bool(getattr(args, "plan_only", False))
+    guarded = guards(config, args, say=None if planning_only else say)
     workspace = live.manifest.workspace_path(directory)
     if definitions is None:
         definitions = await trio.to_thread.run_sync(
@@ -155,7 +158,7 @@ async def run_settings(
         )
     approve, approve_for = approvers(args.yes, guarded.sandbox.describe(), hold, read)
     tools = workspace_tools(guarded.env, guarded.sandbox)
-    if approve is deny_all:
+    if approve is deny_all and not planning_only:
         policy = check_rules(list(running.allow))
         notice = refusal_notice(tools, policy, live.state.grants)
         if notice:
