@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 import trio
@@ -37,7 +37,7 @@ from orchestrator.cli.setup import (
     run_settings,
 )
 from orchestrator.cli.storage import kept_on_full_disk
-from orchestrator.cli.summary import next_steps, spent, summary
+from orchestrator.cli.summary import next_steps, spent, spent_cells, summary
 from orchestrator.config import Config
 from orchestrator.errors import ConfigError
 from orchestrator.layout import PLAN_MD
@@ -96,13 +96,14 @@ async def _run_session(
             say=say,
         )
         async with screen.shown():  # its last frame stays, above the summary
-            result = await _drive_until_terminated(live, settings)
+            result = await _drive_until_stopped(live, settings)
         tasks = live.state.tasks.dump()
         refused = refused_lines(live.state.refused)
         pending = live.state.plans.pending
         cost = spent(live.state.usage_by_model, config.prices)
+        used = spent_cells(live.state.usage_by_model, config.prices)
     seconds = time.monotonic() - began
-    if plan_only and pending is not None and result is not None:
+    if plan_only and pending is not None and isinstance(result, RunResult):
         if not args.json:
             print(render(pending.plan), end="", flush=True)
         build = f"build it with: {command('execute', session_id, args)} --approve"
@@ -124,38 +125,41 @@ async def _run_session(
         args=args,
         places=places,
         spent=cost,
+        used=used,
         seconds=seconds,
     )
 
 
 def _ended(
     session_id: str,
-    result: RunResult | None,
+    result: RunResult | Stopped,
     tasks: list[dict[str, Any]],
     refused: list[str],
     *,
     say: Callable[[str], None],
     args: argparse.Namespace,
     places: list[tuple[str, Path]],
-    spent: str,
-    seconds: float,
+    spent: str = "",
+    used: tuple[str, str] | None = None,
+    seconds: float | None = None,
 ) -> int:
-    """Say how the run ended (the task tree, the refused calls, then the summary: how it
-    ended, where the results are, what it cost, what to do next) and give its exit code."""
+    """Say how the run ended, or why it stopped (the task tree, the refused calls, then
+    the summary: how it ended, where the results are, what it cost, what to do next) and
+    give its exit code. `used`: the session's tokens and cost, for the tree's main row."""
+    if isinstance(result, RunResult):
+        status, detail, steps = result.status, result.detail, next_steps(result, session_id, args)
+        code = EXIT_OK if status == "completed" else EXIT_CODES.get(status, EXIT_FAILED)
+    else:
+        status, detail, code = "interrupted", result, STOPPED[result]
+        steps = [f"continue it with: {command('resume', session_id, args)}"]
     if tasks:
         say("tasks:")
-        state = result.status if result is not None else "stopped"
         rows = task_rows(tasks, now_ms=time.time() * 1000)
-        for line in table((*TASK_HEADER, "WHAT"), [_main_row(state, result), *rows]):
+        main = _main_row(status, places, used)
+        for line in table((*TASK_HEADER, "WHAT"), [main, *rows]):
             say(line)
     for line in refused:
         say(line)
-    if result is None:
-        status, detail, code = "interrupted", "terminated by a signal", EXIT_TERMINATED
-        steps = [f"continue it with: {command('resume', session_id, args)}"]
-    else:
-        status, detail, steps = result.status, result.detail, next_steps(result, session_id, args)
-        code = EXIT_OK if status == "completed" else EXIT_CODES.get(status, EXIT_FAILED)
     ending = summary(
         session_id, status, detail, places=places, spent=spent, seconds=seconds, steps=steps
     )
@@ -164,15 +168,17 @@ def _ended(
     return code
 
 
-def _main_row(state: str, result: RunResult | None) -> list[str]:
+def _main_row(
+    state: str, places: list[tuple[str, Path]], used: tuple[str, str] | None
+) -> list[str]:
     """The session's row of the final tree: how long since it was created, and the
     tokens and cost of all its model calls."""
-    if result is None or result.session_dir is None:
+    directory = dict(places).get("session")
+    if used is None or directory is None:
         return ["main", state, NONE, "the session"]
-    created = datetime.fromisoformat(read_manifest(result.session_dir).created)
-    spent = f"{shown.tokens(result.usage.total_tokens)} tokens · {shown.cost(result.cost)}"
+    created = datetime.fromisoformat(read_manifest(directory).created)
     took = shown.duration(time.time() - created.timestamp())
-    return ["main", state, took, f"the session · {spent}"]
+    return ["main", state, took, f"the session · {used[0]} tokens · {used[1]}"]
 
 
 def run_kept(
@@ -195,17 +201,25 @@ def run_kept(
     try:
         return kept_on_full_disk(run, session_id, hint or args)
     except KeyboardInterrupt:
-        steps = [f"continue it with: {command('resume', session_id, args)}"]
+        # Before the run began, or as it was summed up: said with what is known without
+        # reading the session again.
         places = [("session", session_dir(root, session_id))]
-        for line in summary(session_id, "interrupted", "Ctrl+C", places=places, steps=steps):
-            people.say(line)
-        return EXIT_INTERRUPTED
+        return _ended(session_id, CTRL_C, [], [], say=people.say, args=args, places=places)
 
 
-async def _drive_until_terminated(live: LiveSession, settings: RunSettings) -> RunResult | None:
-    """`drive`, stopped cleanly by SIGTERM as by Ctrl+C: running tools are cancelled (their
-    process groups killed) and the session is marked interrupted. None if terminated."""
-    result: RunResult | None = None
+Stopped = Literal["Ctrl+C", "terminated by a signal"]
+CTRL_C: Stopped = "Ctrl+C"
+STOPPED: dict[Stopped, int] = {CTRL_C: EXIT_INTERRUPTED, "terminated by a signal": EXIT_TERMINATED}
+
+
+async def _drive_until_stopped(live: LiveSession, settings: RunSettings) -> RunResult | Stopped:
+    """`drive`, stopped cleanly by Ctrl+C, SIGTERM or SIGHUP: running tools are cancelled
+    (their process groups killed) and the session is marked interrupted; then what
+    stopped it, which the summary says as it says how a run ended. Ctrl+C is heard as a
+    signal here, not raised as a KeyboardInterrupt in whichever task runs at that moment
+    (the live view's, say), so the run always ends through this one door. A second
+    Ctrl+C while the run winds down is a KeyboardInterrupt again (`run_kept`)."""
+    result: RunResult | Stopped = "terminated by a signal"
     try:
         async with trio.open_nursery() as nursery:
 
@@ -214,17 +228,23 @@ async def _drive_until_terminated(live: LiveSession, settings: RunSettings) -> R
                 result = await drive(live, settings)
                 nursery.cancel_scope.cancel()
 
-            async def watch() -> None:
+            async def watch(
+                *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+            ) -> None:
+                nonlocal result
                 # SIGHUP (the terminal closed) stops a run like SIGTERM does.
-                with trio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
-                    async for _ in signals:
+                stops = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+                with trio.open_signal_receiver(*stops) as signals:
+                    task_status.started()
+                    async for number in signals:
+                        result = CTRL_C if number == signal.SIGINT else "terminated by a signal"
                         nursery.cancel_scope.cancel()
                         return
 
-            nursery.start_soon(watch)
+            await nursery.start(watch)
             nursery.start_soon(run)
     except BaseExceptionGroup as group:
-        # Ctrl+C or an error in `run` arrives grouped by the nursery; callers expect it bare.
+        # An error in `run` arrives grouped by the nursery; callers expect it bare.
         if len(group.exceptions) == 1:
             raise group.exceptions[0] from None
         raise

@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from orchestrator.cli.out import command, session_ref
 from orchestrator.messages import Usage
@@ -35,11 +35,24 @@ DETAIL_WIDTH = 400
 def spent(usage_by_model: Mapping[str, Usage], prices: Mapping[str, Price]) -> str:
     """The session's tokens and their cost by `prices` (`unpriced` when no model had a
     price, a trailing `+` when some had none)."""
-    calls = [(MAIN, model, used) for model, used in usage_by_model.items()]
-    totals = usage_ledger(calls, prices)["session"]
+    totals = _totals(usage_by_model, prices)
     if not totals["calls"]:
         return "no model calls"
     return f"{tokens(totals_tokens(totals))} tokens, {totals_cost(totals)}"
+
+
+def spent_cells(
+    usage_by_model: Mapping[str, Usage], prices: Mapping[str, Price]
+) -> tuple[str, str]:
+    """The session's tokens and their cost by `prices`, as the task tree's cells."""
+    totals = _totals(usage_by_model, prices)
+    return tokens(totals_tokens(totals)), totals_cost(totals)
+
+
+def _totals(usage_by_model: Mapping[str, Usage], prices: Mapping[str, Price]) -> dict[str, Any]:
+    calls = [(MAIN, model, used) for model, used in usage_by_model.items()]
+    totals: dict[str, Any] = usage_ledger(calls, prices)["session"]
+    return totals
 
 
 def next_steps(result: RunResult, session_id: str, args: argparse.Namespace) -> list[str]:

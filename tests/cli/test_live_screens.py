@@ -115,8 +115,9 @@ def test_ctrl_c_at_the_terminal_leaves_the_frame_and_a_resumable_session(
     assert lines[frame + 1].startswith("1 cancelled · ")
     [session] = [p for p in (tmp_path / "s").iterdir() if p.is_dir()]
     assert lines[frame + 2] == f"session {session.name} interrupted (Ctrl+C)"
-    assert lines[frame + 4].startswith(
-        f"  next     continue it with: orchestrator resume {session.name}"
+    assert lines[frame + 3] == f"  workspace  {tmp_path / 'ws'}"
+    assert lines[frame + 6].startswith(
+        f"  next       continue it with: orchestrator resume {session.name}"
     )
     assert not any("Traceback" in line or "running" in line for line in lines)
     assert orjson.loads((session / "session.json").read_bytes())["status"] == "interrupted"

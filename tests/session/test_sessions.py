@@ -329,11 +329,12 @@ def test_ctrl_c_stops_cleanly_and_resumes(tmp_path: Path) -> None:
     assert proc.returncode == 130, stderr
     session_id = only_session(root)
     # Under --json the lines for people are on stderr: the summary ends them.
-    assert stderr.decode().splitlines()[-3:] == [
-        f"session {session_id} interrupted (Ctrl+C)",
-        f"  session  {root / session_id}",
-        f"  next     continue it with: orchestrator resume {session_id} --sessions-dir {root}",
-    ]
+    people = stderr.decode().splitlines()
+    assert people[-5] == f"session {session_id} interrupted (Ctrl+C)"
+    assert people[-3] == f"  session    {root / session_id}"
+    assert people[-1] == (
+        f"  next       continue it with: orchestrator resume {session_id} --sessions-dir {root}"
+    )
     directory = root / session_id
     assert read_manifest(directory).status == "interrupted"
     [result] = [
