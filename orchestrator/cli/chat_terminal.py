@@ -27,6 +27,7 @@ from orchestrator.cli.out import session_ref
 from orchestrator.cli.parser import EXIT_OK
 from orchestrator.cli.render import TranscriptSink
 from orchestrator.cli.run import EXIT_CODES
+from orchestrator.cli.screen import model_names
 from orchestrator.cli.setup import (
     NewSession,
     default_workspace,
@@ -177,6 +178,7 @@ async def _chatting(
             hold=functools.partial(_hold, view),
             read=questions.read,
         )
+        model.configure(model_names(settings))
         chat = Chat(live, settings, say=_say, questions=questions)
         chat.focus = transcript
         print("Type a message, /help for the commands; Ctrl+C stops a turn.", flush=True)

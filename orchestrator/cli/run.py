@@ -95,6 +95,7 @@ async def _run_session(
             hold=screen.hold,
             say=say,
         )
+        screen.know_models(settings)
         async with screen.shown():  # its last frame stays, above the summary
             result = await _drive_until_stopped(live, settings)
         tasks = live.state.tasks.dump()

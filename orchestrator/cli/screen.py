@@ -35,13 +35,14 @@ import trio
 
 from orchestrator.cli.out import People
 from orchestrator.cli.render import JsonLinesSink, TranscriptSink
-from orchestrator.errors import ConfigError
+from orchestrator.errors import ConfigError, OrchestratorError
 from orchestrator.state.events import EventSink, FanOut
 
 if TYPE_CHECKING:
     from orchestrator.config import Config
     from orchestrator.loop.todos import TodoList
     from orchestrator.session.live import LiveSession
+    from orchestrator.team.settings import RunSettings
     from orchestrator.usage import Price
     from orchestrator.view.live import LiveView
 
@@ -134,6 +135,11 @@ class Screen:
         self.transcript = transcript  # the transcript in `sink`, if it has one
         self.people = people or People()
 
+    def know_models(self, settings: RunSettings) -> None:
+        """Tell the live view the model each role is given (`model_names`)."""
+        if self.view is not None:
+            self.view.model.configure(model_names(settings))
+
     def say(self, text: str) -> None:
         """Print a line for people in the transcript (above the live view), or, without
         one (`--json`), to the people's stream."""
@@ -182,6 +188,19 @@ class Screen:
                 if len(group.exceptions) == 1:
                     raise group.exceptions[0] from None
                 raise
+
+
+def model_names(settings: RunSettings) -> Callable[[str], str]:
+    """The name of the model a role's agents call ("" when it cannot be made: the run
+    says why when an agent of that role starts)."""
+
+    def name(role: str) -> str:
+        try:
+            return settings.model_for(role).name
+        except OrchestratorError:
+            return ""
+
+    return name
 
 
 def fixed_clock(env: Mapping[str, str]) -> Callable[[], float] | None:

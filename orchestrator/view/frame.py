@@ -47,7 +47,9 @@ STYLES: dict[Status, str] = {
     "cancelled": "dim red",
 }
 NAME_WIDTH = 32
-MODEL_WIDTH = 20
+MODEL_LONGEST = 120  # a model's name past this is no name (labels cut it)
+MODEL_LEAST = 12  # the model column shrinks to fit a narrow terminal, down to this
+ACTIVITY_ROOM = 20  # the columns left to the activity before the model column shrinks
 
 
 @dataclass(frozen=True)
@@ -98,7 +100,7 @@ def _row(model: ViewModel, agent: AgentView, tree: str, now: float, still: bool)
         status=status,
         name=label(f"{agent.id} {what}" if what else agent.id, NAME_WIDTH),
         state=status,
-        model=label(agent.model, MODEL_WIDTH),
+        model=label(agent.model, MODEL_LONGEST),
         context="" if share is None else f"{share:.0%}",
         tokens=_tokens(agent.own, subtree),
         cost=_cost(agent.own, subtree),
@@ -167,6 +169,7 @@ def lines(
     table = rows(model, now, still=still)
     cells = [_cells(r) for r in table]
     widths = [max((len(c[i]) for c in cells), default=0) for i in range(len(_JUSTIFY))]
+    _shrink_models(cells, widths, width)
     found: list[tuple[str, list[Span]]] = [
         (_cut(line, width), [(0, width, "bold")]) for line in notes(model)
     ]
@@ -176,7 +179,7 @@ def lines(
             if not w:
                 continue
             part = c.rjust(w) if _JUSTIFY[i] == "right" else c.ljust(w)
-            spans += _styled(r, i, at)
+            spans += _styled(r, i, at, len(c))
             parts.append(part)
             at += len(part) + 2
         line = "  ".join(parts)
@@ -192,8 +195,31 @@ def lines(
     return found
 
 
-def _styled(r: Row, cell: int, at: int) -> list[Span]:
-    """The spans of a row's cell that starts at column `at`."""
+def _shrink_models(cells: list[list[str]], widths: list[int], width: int) -> None:
+    """A model's name is shown whole while the row has room for it and some activity;
+    past that, the model column gives up what the row lacks, down to `MODEL_LEAST`
+    columns: a name too long for it loses its provider first (`openai:gpt-4.1` is
+    `gpt-4.1`), then its start (`…claude-sonnet-4`: a name's end tells models apart)."""
+    used = sum(w + 2 for w in widths if w)
+    over = used + ACTIVITY_ROOM - width
+    if over <= 0 or widths[2] <= MODEL_LEAST:
+        return
+    room = widths[2] = max(widths[2] - over, MODEL_LEAST)
+    for cell in cells:
+        cell[2] = model_in(cell[2], room)
+
+
+def model_in(name: str, room: int) -> str:
+    """`name` in `room` columns (see `_shrink_models`)."""
+    if len(name) <= room:
+        return name
+    _, colon, bare = name.partition(":")
+    name = bare if colon and bare else name
+    return name if len(name) <= room else "…" + name[len(name) - room + 1 :]
+
+
+def _styled(r: Row, cell: int, at: int, size: int) -> list[Span]:
+    """The spans of a row's cell of `size` columns that starts at column `at`."""
     style = STYLES[r.status]
     match cell:
         case 0:  # the tree's guides dim, the glyph in the state's colour
@@ -202,7 +228,7 @@ def _styled(r: Row, cell: int, at: int) -> list[Span]:
         case 1:
             return [(at, at + len(r.state), style)]
         case 2:
-            return [(at, at + len(r.model), "dim")]
+            return [(at, at + size, "dim")]
     return []
 
 

@@ -8,7 +8,9 @@ in a chat (read it). Times come from the clock it is given, or with each event
 (`at=`, as a replay gives the journal's), so tests and replays are stable.
 
 What events do not say, the runtime may tell it: `approval_asked` and
-`approval_answered` around a call the permission rules ask a person about.
+`approval_answered` around a call the permission rules ask a person about, and
+`configure(models)`, the model each role is given, so that an agent shows its model from
+its start rather than from its first reply.
 """
 
 from __future__ import annotations
@@ -98,6 +100,7 @@ class ViewModel:
         self.started: float | None = None
         self.ended: float | None = None
         self.version = 0  # counts the changes: a frame drawn at one version is current
+        self._models: Callable[[str], str] = _unknown
         self._clock = clock
         self._cost = pricing(prices or {})
 
@@ -168,6 +171,19 @@ class ViewModel:
         self._agent(agent, self._at(at)).asking = ""
         self.version += 1
 
+    def configure(self, models: Callable[[str], str]) -> None:
+        """`models(role)`: the name of the model a role (`main`, `planner`, an agent
+        type) is given, "" when not known. Every agent without a model yet shows its
+        role's, and so does every agent that starts from now on."""
+        self._models = models
+        for agent in self.agents.values():
+            self._configured(agent)
+        self.version += 1
+
+    def _configured(self, agent: AgentView) -> None:
+        if not agent.model and not agent.tool and agent.kind:
+            agent.model = self._models(agent.kind)
+
     # --- the fold -----------------------------------------------------------------------
 
     def apply(self, event: Event | Record, *, at: float | None = None) -> None:
@@ -237,6 +253,7 @@ class ViewModel:
             case AgentStarted(role=role):
                 agent.kind = agent.kind or role
                 agent.phase = "running"
+                self._configured(agent)
             case TurnStarted():
                 agent.in_turn = agent.thinking = True
                 agent.phase = "running"
@@ -309,6 +326,8 @@ class ViewModel:
                 task.kind, task.description = event.agent_type, event.description
                 if event.task_kind == "tool":  # a call in the background: its tool's name
                     task.description = f"{event.agent_type}: {event.description}"
+                    task.tool = True
+                self._configured(task)
                 if not task.owner:
                     task.owner = event.agent
                     self.agents[event.agent].children.append(task.id)
@@ -367,3 +386,7 @@ class ViewModel:
             agent.ended = now
         elif not settled:
             agent.ended = None
+
+
+def _unknown(role: str) -> str:
+    return ""

@@ -123,7 +123,8 @@ class AgentView:
     phase: Status = "running"  # an agent without a task: what its last records said
     started: float = 0.0
     ended: float | None = None
-    model: str = ""
+    model: str = ""  # the model of its latest reply, else the one its role is given
+    tool: bool = False  # a call in the background (a task of kind `tool`): no model
     context: int = 0  # tokens in its context now
     usable: int = 0  # the usable input of its model's window (0: not known)
     own: Totals = field(default_factory=Totals)

@@ -14,6 +14,9 @@ from pathlib import Path
 
 import orjson
 
+from orchestrator import AgentStarted, AssistantMessage, AssistantReplied, TaskCreated
+from orchestrator.view import ViewModel, plain_frame
+from tests.cli.terminal import Terminal
 from tests.cli.test_headless import NOTICE
 from tests.cli.test_headless import orchestrator as headless
 from tests.plans.test_handoff import SCRIPT as PLANNED
@@ -88,3 +91,70 @@ def test_plan_does_not_warn_of_the_write_tools_its_planner_never_has(tmp_path: P
         "run", "write two files", "--plan", "--approve", *common, sessions=tmp_path / "s"
     )
     assert NOTICE in built.stdout
+
+
+def test_an_agent_shows_its_roles_model_before_its_first_reply(tmp_path: Path) -> None:
+    """At a terminal, a model slow to answer: the main agent thinks, its model named."""
+    script = tmp_path / "script.json"
+    replies = {"main": [{"text": "late"}]}
+    script.write_bytes(orjson.dumps({"latency": 60, "agents": replies}))
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    args = ["-m", f"scripted:{script}", "-w", str(ws), "--sessions-dir", str(tmp_path / "s")]
+    terminal = Terminal(["run", "wait", *args], cols=100, rows=20)
+    terminal.see_that(lambda lines: any("thinking" in line for line in lines), "thinking")
+    [row] = [line for line in terminal.lines() if " main main " in line]
+    assert row.split()[3:5] == ["thinking", "scripted:script.json"], row
+    terminal.type(b"\x03")
+    assert terminal.finish() == 130, terminal.text()
+
+
+GPT = "openrouter:anthropic/claude-sonnet-4.5"
+
+
+def shown_models() -> ViewModel:
+    """main, its task t1 (a worker) and a call of its in the background (t2), the
+    model of each role told: none has replied yet."""
+    model = ViewModel(clock=lambda: 0.0)
+    model.configure({"main": GPT, "worker": "openai:gpt-4.1"}.get)
+    model.apply(AgentStarted(agent="main", role="main", messages=()))
+    model.apply(TaskCreated(agent="main", task="t1", agent_type="worker", description="parse"))
+    model.apply(
+        TaskCreated(
+            agent="main", task="t2", agent_type="shell", description="make", task_kind="tool"
+        )
+    )
+    return model
+
+
+def test_the_view_names_each_agents_model_from_its_start_and_a_reply_wins() -> None:
+    model = shown_models()
+    assert [(a.id, a.model) for a in model.agents.values()] == [
+        ("main", GPT),
+        ("t1", "openai:gpt-4.1"),
+        ("t2", ""),  # a call in the background calls no model
+    ]
+    reply = AssistantReplied(agent="t1", message=AssistantMessage(text="hi"), model="x:other")
+    model.apply(reply)
+    assert model.agents["t1"].model == "x:other"
+    # Told after the agents started (a resumed session's view): those without one get it.
+    late = ViewModel(clock=lambda: 0.0)
+    late.apply(AgentStarted(agent="main", role="main", messages=()))
+    late.configure({"main": GPT}.get)
+    assert late.agents["main"].model == GPT
+
+
+def test_a_model_is_cut_only_when_the_row_has_no_room_for_it() -> None:
+    from orchestrator.view.frame import MODEL_LEAST, model_in
+
+    model = shown_models()
+    wide = plain_frame(model, 0.0, width=120).splitlines()
+    assert f"  {GPT}  " in wide[0]  # whole: 38 characters, where 20 were shown before
+    # Narrower: the model column gives way first, its provider, then its start.
+    assert "  anthropic/claude-sonnet-4.5  " in plain_frame(model, 0.0, width=92).splitlines()[0]
+    narrow = plain_frame(model, 0.0, width=70).splitlines()
+    [cell] = [part for part in narrow[0].split("  ") if part.startswith("…")]
+    assert len(cell) == MODEL_LEAST
+    assert cell.endswith("sonnet-4.5")
+    assert model_in("openai:gpt-4.1", 12) == "gpt-4.1"
+    assert model_in("anthropic/claude-sonnet-4.5", 12) == "…-sonnet-4.5"
