@@ -8,7 +8,6 @@ import functools
 import signal
 import time
 from collections.abc import Callable
-from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -47,6 +46,7 @@ from orchestrator.models.http import make_client
 from orchestrator.session import shown
 from orchestrator.session.listing import find_session
 from orchestrator.session.live import LiveSession, open_session
+from orchestrator.session.runs import Span, read_runs, total
 from orchestrator.session.shown import NONE, TASK_HEADER, table, task_rows
 from orchestrator.session.status import current_status
 from orchestrator.state.manifest import read_manifest
@@ -155,8 +155,10 @@ def _ended(
         steps = [f"continue it with: {command('resume', session_id, args)}"]
     if tasks:
         say("tasks:")
-        rows = task_rows(tasks, now_ms=time.time() * 1000)
-        main = _main_row(status, places, used)
+        directory = dict(places)["session"]
+        runs = read_runs(directory)
+        rows = task_rows(tasks, now_ms=time.time() * 1000, runs=runs)
+        main = _main_row(status, runs, used)
         for line in table((*TASK_HEADER, "WHAT"), [main, *rows]):
             say(line)
     for line in refused:
@@ -169,16 +171,12 @@ def _ended(
     return code
 
 
-def _main_row(
-    state: str, places: list[tuple[str, Path]], used: tuple[str, str] | None
-) -> list[str]:
-    """The session's row of the final tree: how long since it was created, and the
+def _main_row(state: str, runs: list[Span], used: tuple[str, str] | None) -> list[str]:
+    """The session's row of the final tree: how long its runs took together, and the
     tokens and cost of all its model calls."""
-    directory = dict(places).get("session")
-    if used is None or directory is None:
+    if used is None:
         return ["main", state, NONE, "the session"]
-    created = datetime.fromisoformat(read_manifest(directory).created)
-    took = shown.duration(time.time() - created.timestamp())
+    took = shown.duration(total(runs))
     return ["main", state, took, f"the session · {used[0]} tokens · {used[1]}"]
 
 

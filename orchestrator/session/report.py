@@ -35,6 +35,7 @@ from orchestrator.messages import plain
 from orchestrator.session.ledger import Call, cache_share, usage_ledger
 from orchestrator.session.listing import session_info
 from orchestrator.session.on_workers import WorkersReader, with_workers
+from orchestrator.session.runs import journal_runs
 from orchestrator.session.status import resumable, shown_status
 from orchestrator.state.events import (
     AssistantReplied,
@@ -148,6 +149,9 @@ def _report(
         # records): what a task still open is timed up to, and how long the session ran.
         "first_record_time": _time(scan.lines[0]) if scan.lines else None,
         "last_record_time": _time(scan.lines[-1]) if scan.lines else None,
+        # When each run began and ended (Unix seconds; session/runs.py): what a task's
+        # time and the session's are counted within.
+        "runs": [list(span) for span in journal_runs(scan.lines).spans()],
         # What the session runs with, and a resume with it (None: no settings record yet).
         "settings": None if snapshot.settings is None else plain(snapshot.settings),
         "reason": history.reason if snapshot.status != "completed" else "",

@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 
 from orchestrator.session.ledger import usage_table
+from orchestrator.session.runs import total
 from orchestrator.session.shown import (
     NONE,
     TASK_HEADER,
@@ -166,17 +167,18 @@ def context_cell(agent: dict[str, Any]) -> str:
 
 def tree_lines(info: dict[str, Any]) -> list[str]:
     """The task tree under the main agent: each task's state, how long it ran (a task
-    still open: up to the journal's last record), its subtree's usage, and what it is.
-    The main agent's row has the session's status, span and usage."""
+    still open: up to the journal's last record; within the session's runs, not across
+    the time between them), its subtree's usage, and what it is. The main agent's row
+    has the session's status, how long its runs took together, and its usage."""
     if not info["tasks"]:
         return []
     last = info.get("last_record_time") or 0.0
-    first = info.get("first_record_time")
+    runs = [(start, end) for start, end in info["runs"]]
     session = info["usage"]["session"]
     main = [
         "main",
         info["status"],
-        duration(last - first) if first is not None else NONE,
+        duration(total(runs)) if runs else NONE,
         str(session["calls"]),
         tokens(totals_tokens(session)),
         totals_cost(session),
@@ -184,7 +186,7 @@ def tree_lines(info: dict[str, Any]) -> list[str]:
     ]
     usage = info["usage"]["by_subtree"]
     where = any_ran_on(info["tasks"])
-    rows = task_rows(info["tasks"], now_ms=last * 1000, usage=usage, where=where)
+    rows = task_rows(info["tasks"], now_ms=last * 1000, usage=usage, where=where, runs=runs)
     header = (*TASK_HEADER, *USAGE_HEADER, *(("WHERE",) if where else ()), "WHAT")
     if where:
         main.insert(-1, NONE)

@@ -14,6 +14,7 @@ from collections.abc import Collection, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from orchestrator.session.runs import Span, ran
 from orchestrator.text import label
 
 UNPRICED = "unpriced"
@@ -169,13 +170,15 @@ def task_rows(
     now_ms: float,
     usage: Mapping[str, Mapping[str, Any]] | None = None,
     where: bool = False,
+    runs: Sequence[Span] | None = None,
 ) -> list[list[str]]:
     """The delegated tasks (`TaskRecord`s as plain data) as rows of the tree under the
     main agent: the task drawn in its place, its state, how long it ran (an open task:
-    until `now_ms`), with `usage` (a ledger's `by_subtree`) its subtree's calls, tokens
-    and cost, with `where` where its latest run ran (`ran_on`), and what it is: its type
-    and description, then its latest word (its result, progress or reason, or what it
-    waits for)."""
+    until `now_ms`; counted within the session's `runs` when given, `session/runs.py`),
+    with `usage` (a ledger's `by_subtree`) its subtree's calls, tokens and cost, with
+    `where` where its latest run ran (`ran_on`), and what it is: its type and
+    description, then its latest word (its result, progress or reason, or what it waits
+    for)."""
     by_id = {task["task_id"]: task for task in tasks}
     rows = []
     for glyphs, task_id in branches({t: by_id[t]["owner"] for t in by_id}, "main"):
@@ -183,7 +186,8 @@ def task_rows(
         settled = task["state"] in _SETTLED
         took = NONE
         if task["created"]:
-            took = duration(((task["updated"] if settled else now_ms) - task["created"]) / 1000)
+            end = task["updated"] if settled else now_ms
+            took = duration(ran(runs, task["created"] / 1000, end / 1000))
         row = [glyphs + label(task_id, 40), task["state"], took]
         if usage is not None:
             totals = usage.get(task_id)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from orchestrator.session import shown
+from orchestrator.session.runs import ran
 from orchestrator.text import label
 from orchestrator.view.model import ViewModel
 from orchestrator.view.parts import SETTLED, AgentView, Status, Totals
@@ -73,9 +74,11 @@ def rows(model: ViewModel, now: float, *, still: bool = False) -> list[Row]:
     """The tree, one row per agent, each task under the agent that delegated it; `still`:
     a frame that stays (the last), with no spinner frozen mid-turn."""
     found: list[Row] = []
+    runs = model.runs.spans(now)
 
     def visit(agent: AgentView, guides: str, branch: str) -> None:
-        found.append(_row(model, agent, guides + branch, now, still))
+        took = ran(runs, agent.started, agent.ended if agent.ended is not None else now)
+        found.append(_row(model, agent, guides + branch, now, took, still))
         below = guides + {"├─ ": "│  ", "└─ ": "   "}.get(branch, "")
         for n, child in enumerate(agent.children, 1):
             visit(model.agents[child], below, "└─ " if n == len(agent.children) else "├─ ")
@@ -85,7 +88,9 @@ def rows(model: ViewModel, now: float, *, still: bool = False) -> list[Row]:
     return found
 
 
-def _row(model: ViewModel, agent: AgentView, tree: str, now: float, still: bool) -> Row:
+def _row(
+    model: ViewModel, agent: AgentView, tree: str, now: float, took: float, still: bool
+) -> Row:
     status = agent.status
     if status == "thinking":
         glyph = GLYPHS["running"] if still else _spinner(now)
@@ -104,7 +109,7 @@ def _row(model: ViewModel, agent: AgentView, tree: str, now: float, still: bool)
         context="" if share is None else f"{share:.0%}",
         tokens=_tokens(agent.own, subtree),
         cost=_cost(agent.own, subtree),
-        elapsed=shown.duration(agent.elapsed(now)),
+        elapsed=shown.duration(took),
         activity=label(agent.activity, 400),
     )
 

@@ -25,6 +25,7 @@ from orchestrator.loop.compaction import CompactionStarted, ContextCompacted
 from orchestrator.loop.todos import TodosChanged
 from orchestrator.messages import ToolCall, Usage
 from orchestrator.session import shown
+from orchestrator.session.runs import Runs, ran
 from orchestrator.state.events import (
     AgentStarted,
     AssistantReplied,
@@ -100,6 +101,7 @@ class ViewModel:
         self.started: float | None = None
         self.ended: float | None = None
         self.version = 0  # counts the changes: a frame drawn at one version is current
+        self.runs = Runs()  # every duration shown is counted within them (session/runs.py)
         self._models: Callable[[str], str] = _unknown
         self._clock = clock
         self._cost = pricing(prices or {})
@@ -144,9 +146,11 @@ class ViewModel:
         return self._clock()
 
     def elapsed(self, now: float) -> float:
+        """How long the session has run, its runs counted, not the time between them."""
         if self.started is None:
             return 0.0
-        return (self.ended if self.ended is not None else now) - self.started
+        end = self.ended if self.ended is not None else now
+        return ran(self.runs.spans(now), self.started, end)
 
     def status_line(self, now: float | None = None) -> str:
         """`3 running · 1 needs input · 12.4k tokens · $0.03 · 1m12s`."""
@@ -192,11 +196,15 @@ class ViewModel:
         kind = type(event)
         if kind in ROUND_EVENTS and (agent := self.agents.get(event.agent)) is not None:
             self._round(agent, event)  # (no time: an agent already there, not settling)
+            if at is not None:
+                self.runs.saw(at)  # (a journal's record: a killed run ends at its last)
             self.version += 1
             return
         now = self._clock() if at is None else at
         if self.started is None:
             self.started = now
+        status = event.status if isinstance(event, SessionStatusChanged) else ""
+        self.runs.seen(now, status, preamble=kind is SettingsChosen)
         if kind in SESSION_EVENTS:
             self._session_event(event, now)
         else:

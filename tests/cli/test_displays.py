@@ -15,7 +15,9 @@ from pathlib import Path
 import orjson
 
 from orchestrator import AgentStarted, AssistantMessage, AssistantReplied, TaskCreated
+from orchestrator.store._line import encode
 from orchestrator.view import ViewModel, plain_frame
+from orchestrator.view.history import session_view
 from tests.cli.terminal import Terminal
 from tests.cli.test_headless import NOTICE
 from tests.cli.test_headless import orchestrator as headless
@@ -32,6 +34,7 @@ DELEGATES_A_SLEEPER = {
             ],
         },
         {"text": "slept"},
+        {"text": "t1 slept"},
     ],
     "t1": [
         {"tool_calls": [call("shell", command="sleep 60")]},
@@ -40,8 +43,9 @@ DELEGATES_A_SLEEPER = {
 }
 
 
-def test_ctrl_c_is_summed_up_as_the_end_of_a_run_is(tmp_path: Path) -> None:
-    """The task tree, where the results are, what the session spent and how to go on."""
+def sleeper(tmp_path: Path) -> tuple[Path, subprocess.Popen[bytes]]:
+    """A run (`--json`) whose task t1 sleeps a minute, stopped by Ctrl+C (SIGINT) as
+    its shell call starts: (the sessions root, the process)."""
     script = tmp_path / "script.json"
     script.write_bytes(orjson.dumps({"agents": DELEGATES_A_SLEEPER}))
     root, ws = tmp_path / "s", tmp_path / "ws"
@@ -57,6 +61,13 @@ def test_ctrl_c_is_summed_up_as_the_end_of_a_run_is(tmp_path: Path) -> None:
         if event["kind"] == "tool_call_started" and event["agent"] == "t1":
             proc.send_signal(signal.SIGINT)
             break
+    return root, proc
+
+
+def test_ctrl_c_is_summed_up_as_the_end_of_a_run_is(tmp_path: Path) -> None:
+    """The task tree, where the results are, what the session spent and how to go on."""
+    root, proc = sleeper(tmp_path)
+    ws = tmp_path / "ws"
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr
     [sid] = [p.name for p in root.iterdir()]
@@ -158,3 +169,87 @@ def test_a_model_is_cut_only_when_the_row_has_no_room_for_it() -> None:
     assert cell.endswith("sonnet-4.5")
     assert model_in("openai:gpt-4.1", 12) == "gpt-4.1"
     assert model_in("anthropic/claude-sonnet-4.5", 12) == "…-sonnet-4.5"
+
+
+DAYS = 3 * 86400
+
+
+def days_earlier(directory: Path, upto_seq: int) -> None:
+    """The records up to `upto_seq` written three days earlier than they were, and the
+    times they carry with them (each line framed again, its checksum with it)."""
+    journal = directory / "journal.jsonl"
+    lines = []
+    for line in journal.read_bytes().splitlines():
+        fields = orjson.loads(line)
+        seq, t, kind, agent = (fields.pop(k) for k in ("seq", "t", "k", "a"))
+        fields.pop("crc")
+        end = fields.pop("more", None) is None
+        if seq <= upto_seq:
+            t -= DAYS * 1000
+            if isinstance(fields.get("at"), int) and fields["at"]:  # a task's own times
+                fields["at"] -= DAYS * 1000
+        lines.append(encode(seq, t, kind, agent, fields, end=end))
+    journal.write_bytes(b"".join(lines))
+    (directory / "snapshot.json").unlink()  # it copied those times: the journal alone says
+
+
+def test_a_task_took_the_time_it_ran_not_the_days_between_two_runs(tmp_path: Path) -> None:
+    """Stopped mid-task, resumed three days later (the first run's records moved three
+    days back): the task and the session took seconds, in the resume's summary, in
+    `sessions show` and in the live view of the session."""
+    root, proc = sleeper(tmp_path)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    [sid] = [p.name for p in root.iterdir()]
+    directory = root / sid
+    records = (directory / "journal.jsonl").read_bytes().splitlines()
+    days_earlier(directory, upto_seq=len(records))
+    resumed = headless("resume", sid, "--yes", "--sandbox", "off", sessions=root)
+    assert resumed.returncode == 0, resumed.stdout
+    assert f"session {sid} completed" in resumed.stdout
+
+    def took(lines: list[str], row: str) -> str:
+        """The TOOK cell of the tree's row that starts with `row`."""
+        found = next(line for line in lines if line.startswith(row))
+        return found[len(row) :].split()[1]
+
+    summary = resumed.stdout.splitlines()
+    shown = headless("sessions", "show", sid, sessions=root).stdout.splitlines()
+    shown = shown[shown.index("tasks") :]
+    for lines in (summary, shown):
+        for row in ("  main ", "  └─ t1 "):
+            assert re.fullmatch(r"\d+\.\ds", took(lines, row)), lines  # seconds, not 3d00h
+    # The live view of the session, as a resume at a terminal starts it.
+    model = session_view(directory)
+    frame = plain_frame(model, model.now(), width=200).splitlines()
+    for row in ("✓ main ", "└─ ✓ t1 "):
+        [line] = [line for line in frame if line.startswith(row)]
+        assert re.search(r"  \d+\.\ds  ", line), frame
+    assert re.search(r" · \d+\.\ds$", frame[-1]), frame
+
+
+def test_a_killed_run_ends_at_its_last_record_and_the_resume_begins_at_its_own() -> None:
+    """Killed at 5 s, resumed three days later (its settings journaled first): two runs
+    of 5 s and 2 s, whether read from the lines or folded one record at a time."""
+    from orchestrator.session.runs import Runs, journal_runs, ran, total
+
+    d = float(DAYS)
+    records = [
+        (0.0, "settings", {}),
+        (1.0, "session_status", {"status": "running"}),
+        (5.0, "call_started", {}),
+        (d, "settings", {}),
+        (d + 1, "session_status", {"status": "running"}),
+        (d + 3, "session_status", {"status": "completed"}),
+        (d + 9, "compacted", {}),  # by hand, after the end: no run's
+    ]
+    lines = [
+        encode(n, int(at * 1000), kind, "main", body, end=True).rstrip(b"\n")
+        for n, (at, kind, body) in enumerate(records, 1)
+    ]
+    folded = Runs()
+    for at, kind, body in records:
+        folded.seen(at, str(body.get("status", "")), preamble=kind == "settings")
+    for runs in (journal_runs(lines).spans(), folded.spans()):
+        assert total(runs) == 7.0
+        assert ran(runs, 2.0, d + 3) == 5.0  # a task from 2 s to its end in the resume
