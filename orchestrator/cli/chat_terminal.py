@@ -20,6 +20,7 @@ import trio
 
 from orchestrator.cli.chat import PROMPT, Chat, Focus, Questions
 from orchestrator.cli.chat_commands import Commands
+from orchestrator.cli.chat_earlier import earlier
 from orchestrator.cli.chat_input import InputLine, Key, ToolbarView, Typed, history_file
 from orchestrator.cli.engine import check_resumed_engine
 from orchestrator.cli.env import sessions_root
@@ -104,6 +105,7 @@ async def _chat(
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_interrupts, send)
                 definitions: Definitions | None = None
+                resumed = session_id is not None
                 if session_id is None:
                     assert new is not None
                     goal = args.goal or await _first_line(line, typed)
@@ -112,7 +114,7 @@ async def _chat(
                     session_id = new.create(goal, say=_say, source="chat")
                     definitions = new.definitions
                 code = await _chatting(
-                    args, root, config, session_id, definitions, changes, line, typed
+                    args, root, config, session_id, definitions, changes, line, typed, resumed
                 )
                 nursery.cancel_scope.cancel()
                 return code
@@ -151,7 +153,9 @@ async def _chatting(
     changes: dict[str, object],
     line: InputLine,
     typed: trio.MemoryReceiveChannel[Typed],
+    resumed: bool = False,
 ) -> int:
+    """Chat in `session_id` (a `resumed` one shows its conversation so far first)."""
     durability = Durability(args.durability)
     async with (
         open_session(root, session_id, durability=durability, warn=_say) as live,
@@ -181,6 +185,9 @@ async def _chatting(
         model.configure(model_names(settings))
         chat = Chat(live, settings, say=_say, questions=questions)
         chat.focus = transcript
+        if resumed:
+            said = await trio.to_thread.run_sync(earlier, live.directory, live.manifest.goal)
+            print("".join(f"{line}\n" for line in said), end="", flush=True)
         print("Type a message, /help for the commands; Ctrl+C stops a turn.", flush=True)
         async with trio.open_nursery() as nursery:
             await nursery.start(view.run)

@@ -253,3 +253,58 @@ def test_a_killed_run_ends_at_its_last_record_and_the_resume_begins_at_its_own()
     for runs in (journal_runs(lines).spans(), folded.spans()):
         assert total(runs) == 7.0
         assert ran(runs, 2.0, d + 3) == 5.0  # a task from 2 s to its end in the resume
+
+
+def test_chat_on_a_finished_session_shows_the_conversation_so_far(tmp_path: Path) -> None:
+    script = tmp_path / "script.json"
+    main = [{"text": "First reply."}, {"text": "Second reply,\nin two lines."}]
+    script.write_bytes(orjson.dumps({"agents": {"main": main}}))
+    root, ws = tmp_path / "s", tmp_path / "ws"
+    ws.mkdir()
+    model = ("-m", f"scripted:{script}")
+    first = headless("run", "say hello", *model, "-w", str(ws), sessions=root)
+    assert first.returncode == 0, first.stdout
+    [sid] = [p.name for p in root.iterdir()]
+    again = headless("resume", sid, "--message", "and again?", *model, sessions=root)
+    assert again.returncode == 0, again.stdout
+    terminal = Terminal(["chat", "--last", *model, "--sessions-dir", str(root)], cwd=tmp_path)
+    try:
+        terminal.see("Type a message")
+        lines = terminal.lines()
+        start = lines.index("── earlier in this session ──")
+        assert lines[start : lines.index("── now ──") + 2] == [
+            "── earlier in this session ──",
+            "› say hello",
+            "First reply.",
+            "› and again?",
+            "Second reply,",
+            "in two lines.",
+            "── now ──",
+            "Type a message, /help for the commands; Ctrl+C stops a turn.",
+        ]
+        terminal.type(b"/quit\r")
+        assert terminal.finish() == 0, terminal.text()
+    finally:
+        terminal.close()
+
+
+def test_the_conversation_so_far_is_compact(tmp_path: Path) -> None:
+    from orchestrator.cli.chat_earlier import earlier
+
+    script = tmp_path / "script.json"
+    long = "\n".join(f"line {n}" for n in range(1, 10))
+    script.write_bytes(orjson.dumps({"agents": {"main": [{"text": long}]}}))
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    root = tmp_path / "s"
+    done = headless("run", "two\nlines", "-m", f"scripted:{script}", "-w", str(ws), sessions=root)
+    assert done.returncode == 0, done.stdout
+    [directory] = root.iterdir()
+    assert earlier(directory, "two\nlines\x1b[2J") == [
+        "── earlier in this session ──",
+        "› two",
+        "  lines\\x1b[2J",
+        *(f"line {n}" for n in range(1, 6)),
+        "… (4 more lines)",
+        "── now ──",
+    ]
