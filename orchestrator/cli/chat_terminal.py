@@ -38,6 +38,7 @@ from orchestrator.cli.setup import (
     run_settings,
 )
 from orchestrator.cli.storage import kept_on_full_disk
+from orchestrator.cli.summary import spent, summary
 from orchestrator.config import Config
 from orchestrator.errors import ConfigError
 from orchestrator.models.http import make_client
@@ -196,10 +197,17 @@ async def _chatting(
             nursery.cancel_scope.cancel()
         columns = shutil.get_terminal_size().columns - 1
         print(plain_frame(model, model.now(), width=columns, still=True))
-    result = chat.result
+        places = [("workspace", live.manifest.workspace_path(live.directory))]
+        places.append(("session", live.directory))
+        cost = spent(live.state.usage_by_model, config.prices)
+    # Summed up as a run's end is (a turn stopped and not gone on with: interrupted).
+    result = None if chat.running else chat.result
+    status, detail = ("interrupted", "") if result is None else (result.status, result.detail)
     resume = f"orchestrator chat --resume {session_ref(session_id, args)}"
-    _say(f"session {session_id}: resume it with: {resume}")
-    if result is None or chat.running:
+    steps = [f"continue it with: {resume}"]
+    for ending in summary(session_id, status, detail, places=places, spent=cost, steps=steps):
+        _say(ending)
+    if result is None:
         return 130
     return EXIT_CODES.get(result.status, EXIT_OK if result.status == "completed" else 1)
 

@@ -84,7 +84,7 @@ def test_a_goal_an_approval_a_follow_up_and_the_commands(
     assert t.finish() == 0
     [session] = [p.name for p in (tmp_path / "s").iterdir() if p.is_dir()]
     resume = f"orchestrator chat --resume {session} --sessions-dir {tmp_path / 's'}"
-    assert f"resume it with: {resume}" in t.text().replace("\n", "")
+    assert f"continue it with: {resume}" in t.text().replace("\n", "")
 
 
 def test_ctrl_c_stops_a_running_turn_and_the_session_resumes_in_chat(
@@ -101,6 +101,10 @@ def test_ctrl_c_stops_a_running_turn_and_the_session_resumes_in_chat(
     assert t.finish() == 130
     [session] = [p.name for p in (tmp_path / "s").iterdir() if p.is_dir()]
     assert f"orchestrator chat --resume {session}" in t.text()
+    # Summed up as a run stopped by Ctrl+C is: where its work is, what it spent.
+    assert f"session {session} interrupted" in t.lines()
+    assert f"  workspace  {tmp_path / 'ws'}" in t.lines()
+    assert any(line.startswith("  spent      ") for line in t.lines())
     # Talk to it again: the interrupted call is reported, the main agent goes on.
     again = Terminal(
         ["chat", "--resume", session, "--sessions-dir", str(tmp_path / "s"), "-m", model],

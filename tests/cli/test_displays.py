@@ -284,6 +284,7 @@ def test_chat_on_a_finished_session_shows_the_conversation_so_far(tmp_path: Path
         ]
         terminal.type(b"/quit\r")
         assert terminal.finish() == 0, terminal.text()
+        assert f"  session    {root / sid}" in terminal.lines()
     finally:
         terminal.close()
 
