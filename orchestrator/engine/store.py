@@ -325,7 +325,7 @@ class Store:
 
     def claim_silent(self, worker_id: str, silent_ms: int) -> bool:
         """Mark `worker_id`, silent `silent_ms` or more, as stopped; True for the one
-        caller that did (so one worker recovers its workflows)."""
+        caller that did (the one that says so), once its workflows are queued again."""
         with self._begin() as db:
             changed = db.execute(
                 WORKERS.update()

@@ -190,7 +190,11 @@ class Worker:
                 )
 
     async def _recover_silent(self) -> None:
-        """Workers silent too long: stopped, and their workflows queued again."""
+        """Workers silent too long: their workflows queued again, then marked stopped.
+        In that order: a worker killed between the two leaves the silent one unmarked,
+        so the next worker to look queues its workflows again (DBOS re-enqueues them for
+        its queue's atomic dequeue, so a second recovery runs nothing twice). Marked
+        first, a claimer killed before it recovered left them pending for ever."""
         workers = await self._db.call(self._store.workers)
         silent_ms = round(self._silent * 1000)
         for other in workers:
@@ -198,9 +202,9 @@ class Worker:
                 continue
             if now_ms() - other.beat_ms < silent_ms:
                 continue
+            await self._db.call(DBOS._recover_pending_workflows, [other.worker_id])
             if await self._db.call(self._store.claim_silent, other.worker_id, silent_ms):
                 self._say(f"worker {other.worker_id} is silent: its tasks are queued again")
-                await self._db.call(DBOS._recover_pending_workflows, [other.worker_id])
 
     async def begin(self, workflow_id: str) -> None:
         """The task of `workflow_id` running here: its loop started (on a first run, or
