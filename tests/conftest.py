@@ -29,6 +29,11 @@ from orchestrator.tools import ToolContext, ToolRegistry, Workspace, workspace_t
 # `--by-file` (tests/progress.py): the line per test file `make test` prints.
 pytest_plugins = ("tests.progress", "pytester")
 
+# pytest-xdist's workers inherit COLUMNS and LINES of the terminal `make test` runs in;
+# the programs the terminal tests start must measure their own pseudo-terminal instead.
+os.environ.pop("COLUMNS", None)
+os.environ.pop("LINES", None)
+
 _real_connect = socket.socket.connect
 
 

@@ -10,17 +10,30 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
 from tests.cli.terminal import Terminal, masked
 from tests.scenes import call, matches_golden
 
 GOLDEN = Path(__file__).parent / "golden"
+
+
+@pytest.fixture
+def tmp_path() -> Iterator[Path]:
+    """A short temporary directory: the summary's paths must fit the screen's width on
+    one line, also under pytest-xdist, whose `tmp_path` is longer (`popen-gw0/`)."""
+    path = Path(tempfile.mkdtemp(prefix="live-"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def scripted(tmp_path: Path, agents: dict[str, list[dict[str, Any]]]) -> list[str]:
