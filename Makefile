@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck clean
+.PHONY: demo test test-slow lint typecheck clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "orchestrator needs Python 3.11+"'
@@ -21,7 +21,11 @@ test: $(STAMP)
 	$(BIN)/ruff format --check orchestrator tests examples
 	$(BIN)/mypy orchestrator
 	$(BIN)/mypy examples
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto --dist worksteal --by-file
+
+# The crash harnesses at their full counts (docs/testing.md); .ci/run runs them after `test`.
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -q -n auto --dist worksteal --by-file -m slow
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
