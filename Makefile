@@ -21,6 +21,9 @@ test: $(STAMP)
 	$(BIN)/ruff format --check orchestrator tests examples
 	$(BIN)/mypy orchestrator
 	$(BIN)/mypy examples
+# The examples as a user without pydantic's mypy plugin checks them (issue 39).
+	$(BIN)/mypy --config-file= --strict --python-version 3.11 --follow-imports=silent \
+		--cache-dir .mypy_cache/no-plugin --exclude '^examples/compare/(pydantic_ai|agents_sdk)_' examples
 	$(BIN)/python -m pytest -q -n auto --dist worksteal --by-file
 
 # The crash harnesses at their full counts (docs/testing.md); .ci/run runs them after `test`.

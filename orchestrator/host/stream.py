@@ -12,8 +12,8 @@ the keywords to only one of the two uses).
 
 The run goes on in the block's background and waits while `buffer` events are unread,
 as it waits for a slow `on_event`. Leaving the block before the run ends stops it: the
-session is recorded `interrupted`, `result` stays None, and `resume(events.session_dir)`
-goes on with it. Under trio the run is a task in a nursery of the block and the events
+session is recorded `interrupted`, `result` raises (there is none), and
+`resume(events.session_dir)` goes on with it. Under trio the run is a task in a nursery of the block and the events
 come through a memory channel; under asyncio, a task of the caller's loop and an
 `asyncio.Queue`, the run itself going through host/aio.py.
 """
@@ -45,11 +45,23 @@ class EventStream:
 
     def __init__(self, session_dir: Path, receive: Callable[[], Awaitable[Event | None]]) -> None:
         self.session_dir = session_dir  # the session's directory, for a resume
-        self.result: RunResult | None = None  # once the run has returned
+        self._result: RunResult | None = None  # once the run has returned
         self._receive = receive  # the next event; None once the run ended and all are read
         self._ended = False
         self._error: Exception | None = None  # what the run raised, for the reader
         self._raised = False
+
+    @property
+    def result(self) -> RunResult:
+        """The run's result, once its events have all been read; a `RuntimeError`
+        before, or when the block was left before the run ended (it was stopped:
+        resume `session_dir`)."""
+        if self._result is None:
+            raise RuntimeError(
+                "the run has no result: read its events to their end first (a block left "
+                "before the run ended stopped it; resume(events.session_dir) goes on)"
+            )
+        return self._result
 
     def __aiter__(self) -> EventStream:
         return self
@@ -65,7 +77,7 @@ class EventStream:
     async def _run(self, start: Start, deliver: EventHandler) -> None:
         """The run, its result or its error kept for the reader."""
         try:
-            self.result = await start(deliver)
+            self._result = await start(deliver)
         except Exception as exc:  # raised to the reader after the events before it
             self._error = exc
 

@@ -80,7 +80,7 @@ _CHANGES_TASK = (TaskCreated, TaskChanged, MessagePosted)  # a task's view to wr
 
 
 def create_session(
-    root: Path,
+    root: Path | str,
     *,
     goal: str,
     model: str,
@@ -94,7 +94,7 @@ def create_session(
     relocatable (copy it under any sessions root and resume it). `settings`, chosen by
     `source`, are its journal's first record (docs/session-format.md); without them, the
     first `drive` journals its own."""
-    now = now or datetime.now(UTC)
+    root, now = Path(root), now or datetime.now(UTC)
     session_id = new_session_id(now)
     directory = session_dir(root, session_id)
     try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import itertools
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
@@ -132,9 +133,15 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def load_state(directory: Path, *, warn: Callable[[str], None]) -> SessionState:
-    """The snapshot's small state, then the journal from where the contexts start."""
-    return load(directory, warn)[0]
+def load_state(directory: Path | str, *, warn: Callable[[str], None] | None = None) -> SessionState:
+    """The snapshot's small state, then the journal from where the contexts start.
+    `warn` hears what was repaired on the way (a torn tail cut, a stale snapshot);
+    without it, each is a `RuntimeWarning`."""
+    return load(Path(directory), warn or _warning)[0]
+
+
+def _warning(text: str) -> None:
+    warnings.warn(text, RuntimeWarning, stacklevel=3)
 
 
 def lost_records_advice(directory: Path) -> str:

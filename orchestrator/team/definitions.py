@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, Final, Literal, Self, TypeGuard, final
+from typing import TYPE_CHECKING, Any, Final, Literal, Self, TypeGuard, final
 
 from pydantic import (
     BaseModel,
@@ -69,6 +69,30 @@ class AgentDefinition(BaseModel, frozen=True, extra="forbid"):
     resume: Resume = "auto"
     allow: tuple[str, ...] = ()  # permission rules, as `--allow` takes them
     _given: tuple[AnyTool, ...] = PrivateAttr(default=())
+
+    if TYPE_CHECKING:
+        # The constructor as a type checker sees it, with or without pydantic's mypy
+        # plugin: `tools` takes tool objects as well as names (the validators keep the
+        # objects in `given_tools`), which the field's own type, names once made, cannot
+        # say. tests/team/test_definitions.py checks it names every field.
+        def __init__(
+            self,
+            *,
+            name: str,
+            prompt: str,
+            description: str = "",
+            tools: Sequence[str | AnyTool] = (),
+            model: str | None = None,
+            max_rounds: int = 50,
+            max_live: int | None = None,
+            may_delegate: bool = False,
+            max_continues: int = 3,
+            retries: int = 0,
+            serial: bool = False,
+            verify: Sequence[str] = (),
+            resume: Resume = "auto",
+            allow: Sequence[str] = (),
+        ) -> None: ...
 
     @property
     def given_tools(self) -> tuple[AnyTool, ...]:

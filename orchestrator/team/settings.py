@@ -103,6 +103,14 @@ class RunSettings:
     seed_plan: Plan | None = None
     seed_source: PlanSource = "file"
 
+    def __post_init__(self) -> None:
+        if isinstance(self.model, str):  # (its parts would fail later, far from here)
+            raise TypeError(
+                f"RunSettings.model takes a Model object, not the spec {self.model!r}: "
+                "orc.run and orc.resume take a spec (model='openai:gpt-4.1'); drive runs "
+                "with a model already made"
+            )
+
     def model_for(self, role: str) -> Model:
         """The model of a role ("main", "worker", ...)."""
         return self.model if self.models is None else self.models(role)

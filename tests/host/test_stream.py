@@ -39,9 +39,9 @@ async def test_the_events_then_the_result(workspace: Path, tmp_path: Path) -> No
     async with orc.stream(
         "say hello", model=hello(), workspace=workspace, sessions_dir=tmp_path / "s"
     ) as events:
-        assert events.result is None
+        with pytest.raises(RuntimeError, match="read its events to their end first"):
+            _ = events.result
         kinds = [event.kind async for event in events]
-        assert events.result is not None
     assert (kinds[0], kinds[-1]) == ("settings", "session_status")
     assert "assistant_replied" in kinds
     assert (events.result.status, events.result.output) == ("completed", "Hello.")
@@ -74,11 +74,11 @@ async def test_leaving_early_interrupts_the_session_and_it_resumes(workspace: Pa
     async with orc.stream("say hello", model=hello(), workspace=workspace, buffer=1) as events:
         async for _ in events:
             break  # with one event read, the run cannot have ended
-    assert events.result is None
+    with pytest.raises(RuntimeError, match=r"resume\(events.session_dir\)"):
+        _ = events.result
     assert orc.load_state(events.session_dir, warn=print).status == "interrupted"
     async with orc.stream_resume(events.session_dir, model=hello()) as again:
         kinds = [event.kind async for event in again]
-    assert again.result is not None
     assert (again.result.status, again.result.output) == ("completed", "Hello.")
     assert again.session_dir == events.session_dir
     assert kinds[-1] == "session_status"
@@ -92,7 +92,8 @@ async def test_the_runs_error_comes_after_its_events(workspace: Path, tmp_path: 
         async with orc.stream_resume(result.session_dir, model=hello(), message="more") as events:
             await read_all(events)
     assert type(caught.value) is ConfigError
-    assert events.result is None
+    with pytest.raises(RuntimeError):
+        _ = events.result
 
 
 async def test_an_error_the_reader_did_not_reach_is_raised_as_the_block_ends(
@@ -145,24 +146,23 @@ def test_from_asyncio_the_events_come_on_the_readers_thread(workspace: Path) -> 
     kinds, threads, events = asyncio.run(main())
     assert threads == {threading.get_ident()}
     assert (kinds[0], kinds[-1]) == ("settings", "session_status")
-    assert events.result is not None
     assert (events.result.status, events.result.output) == ("completed", "Hello.")
 
 
 def test_from_asyncio_leaving_early_interrupts_and_the_session_resumes(workspace: Path) -> None:
-    async def main() -> tuple[Path, orc.RunResult | None, orc.RunResult | None]:
+    async def main() -> tuple[Path, orc.RunResult]:
         async with orc.stream("say hello", model=hello(), workspace=workspace, buffer=1) as events:
             async for _ in events:
                 break
+        with pytest.raises(RuntimeError, match="no result"):
+            _ = events.result
         assert orc.load_state(events.session_dir, warn=print).status == "interrupted"
         async with orc.stream_resume(events.session_dir, model=hello()) as again:
             async for _ in again:
                 pass
-        return events.session_dir, events.result, again.result
+        return events.session_dir, again.result
 
-    directory, first, second = asyncio.run(main())
-    assert first is None
-    assert second is not None
+    directory, second = asyncio.run(main())
     assert (second.status, second.output, second.session_dir) == ("completed", "Hello.", directory)
 
 
