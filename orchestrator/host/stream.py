@@ -13,9 +13,9 @@ the keywords to only one of the two uses).
 The run goes on in the block's background and waits while `buffer` events are unread,
 as it waits for a slow `on_event`. Leaving the block before the run ends stops it: the
 session is recorded `interrupted`, `result` raises (there is none), and
-`resume(events.session_dir)` goes on with it. Under trio the run is a task in a nursery of the block and the events
-come through a memory channel; under asyncio, a task of the caller's loop and an
-`asyncio.Queue`, the run itself going through host/aio.py.
+`resume(events.session_dir)` goes on with it. Under trio the run is a task in a nursery
+of the block and the events come through a memory channel; under asyncio, a task of the
+caller's loop and an `asyncio.Queue`, the run itself going through host/aio.py.
 """
 
 from __future__ import annotations
