@@ -5,6 +5,12 @@ replaces them by `[redacted NAME]`. It is applied where text enters the session'
 (`state/scrub.py` scrubs every event before the journal and the screen see it), so what
 the model sees next, what is journaled, what a resume rebuilds and what is printed are
 the same redacted text. Below every room: the session, the team and the CLI all use it.
+
+Bytes that go to disk outside the journal (a background call's output file,
+team/background.py) pass through a `StreamRedactor` as they come, which holds back what
+could be the start of a secret until the next piece shows whether it is; `Redactor.masked`
+redacts a window of such bytes read back at any offset, so a read that starts or stops
+inside a secret shows no part of it.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import functools
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import AnyStr
 
 import msgspec
 
@@ -73,13 +80,41 @@ class Redactor:
     def held(self, text: str) -> int:
         """How many characters at the end of `text` could be the start of a secret that
         the next piece of a stream completes: a stream shows all but those, for now."""
-        longest = 0
-        for _, value in self.secrets:
-            for size in range(min(len(value) - 1, len(text)), longest, -1):
-                if text.endswith(value[:size]):
-                    longest = size
-                    break
-        return longest
+        return _start_held(text, [value for _, value in self.secrets])
+
+    @functools.cached_property
+    def in_bytes(self) -> tuple[tuple[bytes, bytes], ...]:
+        """Each secret as UTF-8 bytes, with what replaces it (`[redacted NAME]`)."""
+        return tuple(
+            (value.encode(), f"[redacted {name}]".encode()) for name, value in self.secrets
+        )
+
+    def masked(self, data: bytes, start: int, stop: int) -> bytes:
+        """`data[start:stop]` with every secret that overlaps it replaced, also one that
+        only begins or ends inside it (then the part inside becomes `[redacted NAME]`).
+        A reader that shows a window of a file reads `len(longest secret) - 1` bytes on
+        either side of it into `data`, so that it sees every secret the window cuts."""
+        spans = []
+        for value, mark in self.in_bytes:
+            found = data.find(value)
+            while found >= 0:
+                spans.append((found, found + len(value), mark))
+                found = data.find(value, found + 1)
+        out = bytearray()
+        at = start
+        for begin, end, mark in sorted(spans):
+            if end <= at or begin >= stop:
+                continue
+            out += data[at:begin]  # empty when the secret began before `at`
+            out += mark
+            at = min(end, stop)
+        out += data[at:stop]
+        return bytes(out)
+
+    @property
+    def longest(self) -> int:
+        """The length in bytes of the longest secret (0: none)."""
+        return max((len(value) for value, _ in self.in_bytes), default=0)
 
     def scrub(self, value: object) -> object:
         """`value` (strings, and lists, tuples and dicts of them, as `msgspec.to_builtins`
@@ -91,6 +126,44 @@ class Redactor:
         if isinstance(value, dict):
             return {key: self.scrub(item) for key, item in value.items()}
         return value
+
+
+class StreamRedactor:
+    """Redacts bytes given piece by piece (a command's output as it comes through its
+    pipe), so that a secret split across two pieces is redacted all the same: `feed`
+    returns what may be written now, holding back a tail that could be the start of a
+    secret until the next piece says whether it is; `end` returns what is still held
+    (the stream ended: it was not a secret)."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        self._secrets = redactor.in_bytes
+        self._held = b""
+
+    def feed(self, data: bytes) -> bytes:
+        if not self._secrets:
+            return data
+        data = self._held + data
+        for value, mark in self._secrets:
+            if value in data:
+                data = data.replace(value, mark)
+        keep = _start_held(data, [value for value, _ in self._secrets])
+        self._held = data[len(data) - keep :]
+        return data[: len(data) - keep]
+
+    def end(self) -> bytes:
+        rest, self._held = self._held, b""
+        return rest
+
+
+def _start_held(text: AnyStr, values: Iterable[AnyStr]) -> int:
+    """How much of the end of `text` is the start (not the whole) of one of `values`."""
+    longest = 0
+    for value in values:
+        for size in range(min(len(value) - 1, len(text)), longest, -1):
+            if text.endswith(value[:size]):
+                longest = size
+                break
+    return longest
 
 
 def _a_path(value: str) -> bool:

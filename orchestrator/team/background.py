@@ -4,7 +4,11 @@ agent goes on meanwhile (docs/tools.md).
 
 - **Write-ahead.** The task's `task_created` record is on disk before its process
   starts; its output goes to `tasks/<id>.output` in the session's directory as it comes
-  (the first `background_output` bytes, and a line saying how much was cut).
+  (the first `background_output` bytes, and a line saying how much was cut), redacted
+  as it comes (a secret split between two reads of the pipe too) and private to the user
+  (0600 in a 0700 directory, as the journal). `read_task_output` redacts what it reads
+  again, so that a read starting or ending inside a secret (in a file written before
+  the redaction, or raw by anything else) shows no part of it.
 - **Its end reaches its owner once, through the mailbox**: the task's state first (the
   outcome in its reason: `exit code 2`), then a message from the task (`completed`, or a
   `risk_alert` when it failed or its deadline passed) with the last lines of its output
@@ -25,6 +29,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
+import stat
 import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -35,6 +41,7 @@ from pydantic import BaseModel
 
 from orchestrator.errors import ToolFailed, WorkspaceEscape
 from orchestrator.layout import TASKS_DIR
+from orchestrator.redaction import Redactor, StreamRedactor
 from orchestrator.session.shown import duration
 from orchestrator.state.events import Event, EventSink, ToolProgress
 from orchestrator.state.mailbox import MailKind
@@ -66,8 +73,11 @@ class BackgroundCalls:
         scheduler: Scheduler,
         postbox: Postbox,
         nursery: trio.Nursery,
+        *,
+        redact: Redactor | None = None,  # the run's: its output is redacted on disk
     ) -> None:
         self._session = session
+        self._redact = redact or Redactor()
         self._sink = sink
         self._seat = seat
         self._scheduler = scheduler
@@ -179,7 +189,9 @@ class BackgroundCalls:
         ctx: ToolContext,
     ) -> None:
         task_id = task.task_id
-        output = _OutputFile(self._directory / task.output, self._seat.settings.background_output)
+        output = _OutputFile(
+            self._directory / task.output, self._seat.settings.background_output, self._redact
+        )
         context = dataclasses.replace(
             ctx,
             output=output.write,
@@ -246,7 +258,7 @@ class BackgroundCalls:
             return  # whoever cancelled it knows
         path = self._directory / task.output
         size = path.stat().st_size if path.exists() else 0
-        tail = _tail(path)
+        tail = _tail(path, self._redact)
         how = "finished" if task.state == "completed" else task.state
         summary = (
             f"background call {task_id} ({task.agent_type}: {task.description}) {how}: "
@@ -297,12 +309,18 @@ class BackgroundCalls:
         if task.kind != "tool":
             raise ToolFailed(f"task {task_id} is a subagent's, not a call's: it has no output")
         path = self._directory / task.output
+        # Read `margin` bytes more on either side: a secret the window cuts is seen whole.
+        margin = max(self._redact.longest - 1, 0)
+        start = max(offset - margin, 0)
         data = b""
         with contextlib.suppress(FileNotFoundError), path.open("rb") as file:
-            file.seek(offset)
-            data = file.read(limit)
+            file.seek(start)
+            data = file.read(offset - start + limit + margin)
         size = path.stat().st_size if path.exists() else 0
-        end = offset + len(data)
+        low = min(offset - start, len(data))
+        high = min(low + limit, len(data))
+        end = offset + high - low
+        data = self._redact.masked(data, low, high)
         state = f"task {task_id} [{task.state}]" + (f" {task.reason}" if task.reason else "")
         more = f"; more from offset={end}" if end < size else "; that is all so far"
         head = f"{state}: bytes {offset}-{end} of {size}{more}"
@@ -340,12 +358,18 @@ def describe(tool: AnyTool, args: BaseModel) -> str:
 
 
 class _OutputFile:
-    """A background call's output on disk: the first `cap` bytes, then one line saying
-    how many more there were."""
+    """A background call's output on disk, redacted as it comes: the first `cap` bytes,
+    then one line saying how many more there were. Private to the user, as the journal
+    is: the file 0600, its directory 0700 (made so, or narrowed to it)."""
 
-    def __init__(self, path: Path, cap: int) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._file: BinaryIO | None = path.open("ab")
+    def __init__(self, path: Path, cap: int, redact: Redactor) -> None:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if stat.S_IMODE(path.parent.stat().st_mode) & 0o077:  # made wider before
+            path.parent.chmod(0o700)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        os.fchmod(fd, 0o600)  # (a file there before: narrowed too)
+        self._file: BinaryIO | None = os.fdopen(fd, "ab")
+        self._redact = StreamRedactor(redact)
         self._cap = cap
         self.written = 0  # kept on disk
         self.received = 0  # given, kept or cut
@@ -355,6 +379,10 @@ class _OutputFile:
         if self._file is None:
             return
         self.received += len(data)
+        self._keep(self._redact.feed(data))
+
+    def _keep(self, data: bytes) -> None:
+        assert self._file is not None
         room = self._cap - self.written
         kept = data[: max(room, 0)]
         if kept:
@@ -366,6 +394,7 @@ class _OutputFile:
     def close(self) -> None:
         if self._file is None:
             return
+        self._keep(self._redact.end())
         if self._cut:
             self._file.write(f"\n[output cut at {self._cap} bytes: {self._cut} more]\n".encode())
         self._file.close()
@@ -389,16 +418,21 @@ class _Progress:
             await self._inner.emit(event, durable=durable)
 
 
-def _tail(path: Path) -> str:
-    """The last `TAIL_CHARS` of a call's output (whole lines where it can)."""
+def _tail(path: Path, redact: Redactor) -> str:
+    """The last `TAIL_CHARS` of a call's output (whole lines where it can), redacted
+    (one the tail cuts too)."""
+    margin = max(redact.longest - 1, 0)
     try:
         with path.open("rb") as file:
             file.seek(0, 2)
             size = file.tell()
-            file.seek(max(0, size - TAIL_CHARS * 2))
-            text = file.read().decode("utf-8", errors="replace")
+            start = max(0, size - TAIL_CHARS * 2)
+            file.seek(max(0, start - margin))
+            data = file.read()
     except FileNotFoundError:
         return ""
+    before = len(data) - (size - start)
+    text = redact.masked(data, before, len(data)).decode("utf-8", errors="replace")
     if len(text) > TAIL_CHARS:
         text = text[-TAIL_CHARS:]
         text = text.split("\n", 1)[1] if "\n" in text else text

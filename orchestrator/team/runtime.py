@@ -106,7 +106,9 @@ class Team:
         )
         # Calls in the background run in the team's nursery (none: no call may).
         self.background = (
-            BackgroundCalls(session, sink, seat, self.scheduler, self.postbox, nursery)
+            BackgroundCalls(
+                session, sink, seat, self.scheduler, self.postbox, nursery, redact=run.redact
+            )
             if nursery is not None
             else None
         )
