@@ -11,14 +11,45 @@ Three shapes, one for each place such text is shown:
   but tabs; only our own lines start at the left edge.
 - `visible`: a body shown as it is (a model's streamed text, a result): newlines and
   tabs stay, every other control character is escaped.
+
+Beneath all three, `escaped`: a file name that is not UTF-8 (a byte Python carries as a
+lone surrogate, which no journal, JSON or terminal can encode) with each such byte
+written `\\xNN`, the one form such names take in results, records and on screen.
 """
 
 from __future__ import annotations
+
+import re
 
 LABEL_WIDTH = 80
 """How long a label may be, escapes included, before it is cut."""
 
 GUTTER = "  │ "
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_BYTE_ESCAPE = re.compile(r"\\x([89a-f][0-9a-f])")
+
+
+def escaped(text: str) -> str:
+    """`text` with each byte that is not UTF-8 written `\\xNN` (`bad\\xff.txt`); as it is
+    when it has none. Python gives such a byte of a file name (`os.fsdecode`,
+    `os.scandir`) as a lone surrogate, U+DC80 to U+DCFF (PEP 383); any other lone
+    surrogate is written `\\udNNN`."""
+    if text.isascii() or not _SURROGATE.search(text):
+        return text
+    return _SURROGATE.sub(_escape_surrogate, text)
+
+
+def unescaped(text: str) -> str:
+    """What `escaped` wrote `\\xNN` (a byte 0x80 to 0xff) as the byte it stands for, so
+    that a name shown escaped can be given back to a file tool."""
+    return _BYTE_ESCAPE.sub(lambda found: chr(0xDC00 + int(found[1], 16)), text)
+
+
+def _escape_surrogate(found: re.Match[str]) -> str:
+    code = ord(found[0])
+    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
 
 
 def abbreviate(text: str, width: int) -> str:

@@ -19,6 +19,7 @@ from orchestrator.errors import HostCallbackFailed, ToolFailed, WorkspaceEscape
 from orchestrator.messages import ToolCall, ToolResult, ToolStatus
 from orchestrator.state.context import AgentContext
 from orchestrator.state.events import PermissionGranted, ToolCallFinished, ToolCallStarted
+from orchestrator.text import escaped
 from orchestrator.tools.base import AnyTool, ToolContext, ToolRegistry
 from orchestrator.tools.permissions import Denied, Grant, Unasked
 
@@ -186,9 +187,7 @@ async def _execute(ref: str, call: ToolCall, parsed: Parsed, deps: TurnDeps) -> 
     """How the call ends: run when it is ready, else its error."""
 
     def result(status: ToolStatus, content: str, changed: tuple[str, ...] = ()) -> ToolResult:
-        return ToolResult(
-            call_id=call.id, name=call.name, status=status, content=content, changed=changed
-        )
+        return tool_result(call, status, content, changed)
 
     match parsed:
         case Ready(tool, args):
@@ -226,6 +225,18 @@ async def _execute(ref: str, call: ToolCall, parsed: Parsed, deps: TurnDeps) -> 
         return Outcome(result("cancelled", "stopped by an interrupting message before it finished"))
     return Outcome(
         result(output.status, output.content, output.changed), output.delivers, output.ends_turn
+    )
+
+
+def tool_result(
+    call: ToolCall, status: ToolStatus, content: str, changed: tuple[str, ...] = ()
+) -> ToolResult:
+    """The result of `call`. A file name that is not UTF-8 anywhere in it (in an error's
+    text, a tool's output) is escaped (`text.escaped`): the journal cannot encode it as
+    it comes, and a session must neither stop on it nor again on every resume."""
+    changed = tuple(escaped(path) for path in changed)
+    return ToolResult(
+        call_id=call.id, name=call.name, status=status, content=escaped(content), changed=changed
     )
 
 

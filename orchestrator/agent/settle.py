@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import assert_never
 
-from orchestrator.agent.calls import run_calls
+from orchestrator.agent.calls import run_calls, tool_result
 from orchestrator.agent.deps import TurnDeps
 from orchestrator.agent.parsing import Ready, Refused, parse_call
 from orchestrator.errors import ToolFailed, WorkspaceEscape
@@ -36,13 +36,7 @@ async def settle_pending_calls(agent: AgentContext, deps: TurnDeps) -> bool:
                     call_id=call.id, name=call.name, status="interrupted", content=INTERRUPTED
                 )
                 if settled is None
-                else ToolResult(
-                    call_id=call.id,
-                    name=call.name,
-                    status=settled.status,
-                    content=settled.content,
-                    changed=settled.changed,
-                )
+                else tool_result(call, settled.status, settled.content, settled.changed)
             )
             await deps.events.emit(ToolCallFinished(agent=agent.id, ref=ref, result=result))
         else:

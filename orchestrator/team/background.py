@@ -51,7 +51,7 @@ from orchestrator.team.port import SessionLike
 from orchestrator.team.postbox import Postbox
 from orchestrator.team.scheduler import Scheduler
 from orchestrator.team.settings import Seat
-from orchestrator.text import label
+from orchestrator.text import escaped, label
 from orchestrator.tools.base import AnyTool, ToolContext, ToolOutput, call_marker
 from orchestrator.tools.shell import kill_marked
 
@@ -240,14 +240,15 @@ class BackgroundCalls:
         task = queries.task(self._session.state, task_id)
         if task.state in SETTLED:
             return
-        await self._scheduler.set_state(task_id, state, by=task_id, reason=reason)
+        # (escaped: an error's text may name a file that is not UTF-8, as a result's may)
+        await self._scheduler.set_state(task_id, state, by=task_id, reason=escaped(reason))
         await self.tell(task_id)
 
     async def progress(self, task_id: str, message: str, percent: float | None) -> None:
         """A running call's progress: a `progress` message from its task to its owner."""
         owner = queries.task(self._session.state, task_id).owner
         data: dict[str, Any] = {} if percent is None else {"percent": int(percent)}
-        await self._postbox.post(task_id, owner, task_id, "progress", message, data=data)
+        await self._postbox.post(task_id, owner, task_id, "progress", escaped(message), data=data)
 
     async def tell(self, task_id: str) -> None:
         """Tell the task's owner how it ended, once (see the module)."""

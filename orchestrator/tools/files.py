@@ -25,6 +25,7 @@ import trio
 from pydantic import BaseModel, Field
 
 from orchestrator.errors import ToolFailed
+from orchestrator.text import escaped
 from orchestrator.tools import walk as walk_module
 from orchestrator.tools.base import Tool, ToolContext, ToolOutput
 from orchestrator.tools.walk import GREP_FILE_BYTES, walk_files
@@ -39,6 +40,11 @@ GREP_CAP = 200
 GREP_SECONDS = 30.0
 TEMP_SUFFIX = ".orchestrator-tmp"
 """How a write's temporary file, beside its target until it is renamed over it, ends."""
+UNDECODED = "surrogateescape"  # how edit_file carries a file's bytes that are not UTF-8
+ESCAPED_NOTE = (
+    "[a name with bytes that are not UTF-8 is shown with each such byte as \\xNN; "
+    "the file tools take it back written so]"
+)
 
 
 class ReadFileArgs(BaseModel):
@@ -261,7 +267,7 @@ class EditFile(Tool[EditFileArgs]):
         _remove_temp(ctx.workspace, target, ctx.call)
         try:
             with ctx.workspace.directory(target.parent) as directory:
-                text = _read_bytes(directory, target).decode("utf-8")
+                text = _read_bytes(directory, target).decode("utf-8", UNDECODED)
         except (ToolFailed, UnicodeDecodeError):
             return None
         if args.new_text and args.new_text not in text:
@@ -278,7 +284,8 @@ def _edit(workspace: Workspace, target: Target, args: EditFileArgs, call: str = 
     if not args.old_text:
         raise ToolFailed("old_text is empty; use write_file to create a file")
     with workspace.directory(target.parent) as directory:
-        original = _read_bytes(directory, target).decode("utf-8")
+        # Bytes that are not UTF-8 (a Latin-1 file) are kept as they are, around the edit.
+        original = _read_bytes(directory, target).decode("utf-8", UNDECODED)
         count = original.count(args.old_text)
         if count == 0:
             raise ToolFailed(f"old_text not found in {args.path}")
@@ -286,7 +293,7 @@ def _edit(workspace: Workspace, target: Target, args: EditFileArgs, call: str = 
             raise ToolFailed(
                 f"old_text occurs {count} times in {args.path}; include more context to pick one"
             )
-        edited = original.replace(args.old_text, args.new_text, 1).encode("utf-8")
+        edited = original.replace(args.old_text, args.new_text, 1).encode("utf-8", UNDECODED)
         _replace(directory, target, edited, call)
     return ToolOutput(f"edited {args.path}", changed=(target.rel,))
 
@@ -316,13 +323,19 @@ class ListFiles(Tool[ListFilesArgs]):
             ),
             abandon_on_cancel=True,  # bounded: a cancelled call lets the thread finish alone
         )
-        paths = [name for _, name in walk.files]
+        paths = [escaped(name) for _, name in walk.files]
         stopped = f"\n[the listing {walk.stopped}; narrow the pattern]" if walk.stopped else ""
         if not paths:
             return ToolOutput(f"no files match {args.pattern!r}{stopped}")
         shown = paths[:LIST_CAP]
         more = f"\n[{len(paths) - LIST_CAP} more not shown]" if len(paths) > LIST_CAP else ""
-        return ToolOutput("\n".join(shown) + more + stopped)
+        note = _escapes_note(shown, [name for _, name in walk.files[:LIST_CAP]])
+        return ToolOutput("\n".join(shown) + more + stopped + note)
+
+
+def _escapes_note(shown: list[str], names: list[str]) -> str:
+    """The line saying how names are escaped, when one of `names` was."""
+    return f"\n{ESCAPED_NOTE}" if shown != names else ""
 
 
 class GrepArgs(BaseModel):
@@ -352,8 +365,6 @@ class Grep(Tool[GrepArgs]):
             raise ToolFailed(f"bad regular expression {args.pattern!r}: {exc}") from exc
         base = ctx.workspace.resolve(args.path)
         request = {
-            "root": str(ctx.workspace.root),
-            "base": str(base),
             "glob": args.glob,
             "pattern": args.pattern,
             "cap": GREP_CAP,
@@ -362,11 +373,14 @@ class Grep(Tool[GrepArgs]):
         }
         # A child process, killed at the time limit or when the call is cancelled: no
         # regular expression can hang the session (or hang it again after a resume).
+        # The root and the base are arguments of their own: a path need not be UTF-8.
         command = [
             sys.executable,
             "-I",
             str(Path(walk_module.__file__)),
             orjson.dumps(request).decode(),
+            str(ctx.workspace.root),
+            str(base),
         ]
         with trio.move_on_after(self.seconds):
             done = await trio.run_process(
@@ -383,10 +397,24 @@ class Grep(Tool[GrepArgs]):
 
 
 def _grep_output(pattern: str, found: dict[str, Any]) -> ToolOutput:
-    matches: list[str] = found["matches"]
+    matches: list[str] = []
+    names_escaped = False
+    for hex_name, number, line in found["matches"]:
+        raw = os.fsdecode(bytes.fromhex(hex_name))
+        name = escaped(raw)
+        names_escaped = names_escaped or name != raw
+        matches.append(f"{name}:{number}:{line}" if number else f"{name}: binary file matches")
     notes = []
     if len(matches) > GREP_CAP:
         notes.append(f"[stopped after {GREP_CAP} matches]")
+    if found["replaced"]:
+        files = "1 file is" if found["replaced"] == 1 else f"{found['replaced']} files are"
+        notes.append(
+            f"[{files} not UTF-8: searched with each byte that is not UTF-8 read as U+FFFD "
+            "(\ufffd), as read_file shows it]"
+        )
+    if names_escaped:
+        notes.append(ESCAPED_NOTE)
     if found["stopped"]:
         notes.append(f"[the search {found['stopped']}; narrow the path or the glob]")
     if found["skipped"]:

@@ -2,9 +2,16 @@
 
 Every walk stops after a number of directory entries and a time limit, never follows a
 symlinked directory (no loops), skips tool caches, and yields regular files only. `grep`
-runs this module as a script in a child process (`python walk.py REQUEST`), so that the
-call can be killed at its time limit or on cancellation whatever the regular expression
-does; it therefore imports nothing from the package.
+runs this module as a script in a child process (`python walk.py REQUEST ROOT BASE`), so
+that the call can be killed at its time limit or on cancellation whatever the regular
+expression does; it therefore imports nothing from the package.
+
+Names are the file system's, which need not be UTF-8: Python carries a byte that is not
+as a lone surrogate, which JSON cannot, so the child hands each name over as the hex of
+its bytes (and gets the root and the base as arguments, not in its JSON request); the
+tool shows it escaped (`text.escaped`). A file that is not UTF-8 is searched all the
+same, each byte that is not read as U+FFFD (as `read_file` reads it), and counted; one
+that is not UTF-8 and holds a NUL byte is binary: a match in it is one line saying so.
 """
 
 from __future__ import annotations
@@ -131,9 +138,11 @@ def _read_inside(path: Path, root: Path) -> bytes | None:
         return file.read(GREP_FILE_BYTES + 1)
 
 
-def grep(request: dict[str, object]) -> dict[str, object]:
-    """Matches of `pattern` as `name:line:text`, at most `cap` (one more says "more")."""
-    root, base = Path(str(request["root"])), Path(str(request["base"]))
+def grep(request: dict[str, object], root: Path, base: Path) -> dict[str, object]:
+    """Matches of `pattern` under `base`, each `[name, line, text]` (the name as the hex of
+    its bytes; line 0 for a binary file, whose text is empty), at most `cap` (one more
+    says "more"); how many files were over the size limit (`skipped`) and how many were
+    not UTF-8 (`replaced`)."""
     regex = re.compile(str(request["pattern"]))
     cap = int(str(request["cap"]))
     walk = walk_files(
@@ -143,27 +152,42 @@ def grep(request: dict[str, object]) -> dict[str, object]:
         max_entries=int(str(request["max_entries"])),
         seconds=float(str(request["seconds"])),
     )
-    matches: list[str] = []
-    skipped = 0
+    matches: list[tuple[str, int, str]] = []
+    skipped = replaced = 0
     for path, name in walk.files:
         try:
             data = _read_inside(path, root)
-        except (UnicodeDecodeError, OSError):
-            continue  # binary or unreadable: not a text match
+        except OSError:
+            continue  # unreadable: not a text match
         if data is None:
             skipped += 1
             continue
+        shown = os.fsencode(name).hex()
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
-            continue
+            text = data.decode("utf-8", errors="replace")
+            if "\0" in text:  # binary: whether it matches, not its lines
+                if any(regex.search(line) for line in _lines(text)):
+                    matches.append((shown, 0, ""))
+                text = ""
+            else:
+                replaced += 1
         for number, line in enumerate(text.splitlines(), start=1):
             if len(line) <= GREP_LINE_CHARS and regex.search(line):
-                matches.append(f"{name}:{number}:{line}")
+                matches.append((shown, number, line))
                 if len(matches) > cap:
-                    return {"matches": matches, "stopped": walk.stopped, "skipped": skipped}
-    return {"matches": matches, "stopped": walk.stopped, "skipped": skipped}
+                    break
+        if len(matches) > cap:
+            break
+    return {"matches": matches, "stopped": walk.stopped, "skipped": skipped, "replaced": replaced}
+
+
+def _lines(text: str) -> Iterator[str]:
+    return (line for line in text.splitlines() if len(line) <= GREP_LINE_CHARS)
 
 
 if __name__ == "__main__":
-    sys.stdout.buffer.write(orjson.dumps(grep(orjson.loads(sys.argv[1]))))
+    request = orjson.loads(sys.argv[1])
+    found = grep(request, Path(sys.argv[2]), Path(sys.argv[3]))
+    sys.stdout.buffer.write(orjson.dumps(found))

@@ -8,6 +8,9 @@ live tasks), and keeps those counted as the agent's in the result's `changed` (j
 with it: what the completion check reads). A shell result also gets a last line naming
 them, for the model; nothing reads that line back, so a command that prints one forges
 nothing.
+
+Paths are shown as the results show them: a name that is not UTF-8 escaped
+(`text.escaped`), so the check, its messages and the journal carry it as any other.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any
 
 import trio
 
+from orchestrator.text import escaped
 from orchestrator.tools.base import AnyTool, Tool, ToolContext, ToolOutput
 from orchestrator.tools.files import TEMP_SUFFIX
 from orchestrator.tools.walk import SKIP_DIRS
@@ -28,7 +32,7 @@ from orchestrator.tools.walk import SKIP_DIRS
 MAX_ENTRIES = 20_000  # a larger workspace is not compared (the note says so)
 TRAILER = "[files changed by this command: "
 
-Files = dict[str, tuple[int, int]]  # workspace-relative path -> (mtime_ns, size)
+Files = dict[str, tuple[int, int]]  # workspace-relative path (escaped) -> (mtime_ns, size)
 # (agent, paths, tool, when the call started) -> the paths counted as that agent's
 OnWrite = Callable[[str, Sequence[str], str, float], Awaitable[list[str]]]
 
@@ -59,7 +63,7 @@ def file_states(root: Path, limit: int = MAX_ENTRIES) -> Files | None:
                     # (a file tool's temporary file is its write in flight, another
                     # task's perhaps: never a change of the command's)
                     if stat.S_ISREG(info.st_mode) and not entry.name.endswith(TEMP_SUFFIX):
-                        rel = Path(entry.path).relative_to(root).as_posix()
+                        rel = escaped(Path(entry.path).relative_to(root).as_posix())
                         found[rel] = (info.st_mtime_ns, info.st_size)
         except OSError:
             continue

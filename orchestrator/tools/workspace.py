@@ -7,7 +7,11 @@ walks from a descriptor of the root to the resolved path's directory one compone
 time, never following a symlink (`directory`), then opens or renames the last component
 relative to that directory's descriptor, again never following a symlink. So a symlink
 put in the path between the check and the open (by a shell command running meanwhile)
-makes the call fail; it cannot lead the write anywhere else."""
+makes the call fail; it cannot lead the write anywhere else.
+
+A name that is not UTF-8 is shown escaped (`bad\\xff.txt`, `text.escaped`), in a result,
+an error or a record alike; a path written so is taken back to the name it stands for when
+no file has the name as written (`resolve`)."""
 
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ from pathlib import Path
 
 from orchestrator.errors import ScopeEscape, ToolFailed, WorkspaceEscape
 from orchestrator.state.tasks import in_scope
+from orchestrator.text import escaped, unescaped
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -35,8 +40,9 @@ class Target:
 
     @property
     def rel(self) -> str:
-        """The resolved path, relative to the root, as scopes and results name it."""
-        return "/".join(self.parts) or "."
+        """The resolved path, relative to the root, as scopes and results name it (a name
+        that is not UTF-8 escaped)."""
+        return escaped("/".join(self.parts)) or "."
 
     @property
     def parent(self) -> tuple[str, ...]:
@@ -59,6 +65,12 @@ class Workspace:
             raise WorkspaceEscape(f"path {path!r} contains a NUL byte")
         candidate = Path(path)
         joined = candidate if candidate.is_absolute() else self.root / candidate
+        if "\\x" in path and not os.path.lexists(joined):
+            # A name shown escaped (`bad\xff.txt`): the name it stands for, if there is one.
+            raw = Path(unescaped(path))
+            raw = raw if raw.is_absolute() else self.root / raw
+            if os.path.lexists(raw):
+                joined = raw
         # resolve() follows every symlink that exists, so a link inside the workspace that
         # points outside it is caught here, as is any `..` that climbs above the root.
         try:
@@ -67,7 +79,8 @@ class Workspace:
             raise ToolFailed(f"{path}: a symlink loop") from None
         if resolved != self.root and not resolved.is_relative_to(self.root):
             raise WorkspaceEscape(
-                f"path {path!r} is outside the workspace {self.root} (resolves to {resolved})"
+                f"path {path!r} is outside the workspace {escaped(str(self.root))} "
+                f"(resolves to {escaped(str(resolved))})"
             )
         return resolved
 
@@ -106,11 +119,11 @@ class Workspace:
         is one, or is not a directory, is refused); missing ones are made when `create`."""
         for name in parts:
             if name in ("", ".", "..") or "/" in name:
-                raise WorkspaceEscape(f"{name!r} is not a plain path component")
+                raise WorkspaceEscape(f"{escaped(name)!r} is not a plain path component")
         fd = os.open(self.root, _DIR_FLAGS)
         try:
             for depth, name in enumerate(parts):
-                child = _open_dir(fd, name, create, "/".join(parts[: depth + 1]))
+                child = _open_dir(fd, name, create, escaped("/".join(parts[: depth + 1])))
                 os.close(fd)
                 fd = child
             yield fd
