@@ -46,8 +46,19 @@ from orchestrator.usage import Price
 ProviderKind = Literal["openai", "anthropic"]
 
 
-class _Strict(BaseModel, frozen=True, extra="forbid"):
-    """A misspelt key is an error, not a silently ignored setting."""
+class _Strict(BaseModel, frozen=True, extra="forbid", allow_inf_nan=False):
+    """A misspelt key is an error, not a silently ignored setting; so is `inf` or `nan`
+    (TOML has both), which no setting means."""
+
+
+# Upper bounds. Each is far above any use we know of, and keeps a value where the code
+# and the journal handle it: integers well within 64 bits (the journal's JSON), seconds
+# that trio's clock adds to its own time without losing the sub-second part. A value past
+# one is refused before any session exists, naming the key and the range (`problems`).
+DAY = 86_400.0
+YEAR = 365 * DAY
+COUNT = 10_000  # agents, calls, continuations: more is a runaway, not a plan
+TOKENS = 1_000_000_000  # a model's window or output, characters of a message
 
 
 class ProviderConfig(_Strict, frozen=True):
@@ -58,13 +69,13 @@ class ProviderConfig(_Strict, frozen=True):
     base_url: str | None = None
     api_key_env: str | None = None  # "" sends no key at all
     headers: dict[str, str] = Field(default_factory=dict)  # not for secrets
-    max_tokens: int | None = Field(default=None, gt=0)
+    max_tokens: int | None = Field(default=None, gt=0, le=TOKENS)
     max_tokens_field: Literal["max_tokens", "max_completion_tokens"] | None = None
-    thinking_budget: int | None = Field(default=None, ge=1024)
-    connect_timeout: float | None = Field(default=None, gt=0)
-    first_byte_timeout: float | None = Field(default=None, gt=0)
-    idle_timeout: float | None = Field(default=None, gt=0)
-    max_retries: int | None = Field(default=None, ge=0)
+    thinking_budget: int | None = Field(default=None, ge=1024, le=TOKENS)
+    connect_timeout: float | None = Field(default=None, gt=0, le=DAY)
+    first_byte_timeout: float | None = Field(default=None, gt=0, le=DAY)
+    idle_timeout: float | None = Field(default=None, gt=0, le=DAY)
+    max_retries: int | None = Field(default=None, ge=0, le=100)
     # A key goes over plain http only to a loopback address, unless this says otherwise.
     allow_key_over_http: bool = False
     # Prompt caching: Anthropic breakpoints ("off" or "auto") and the shared prefix's
@@ -78,8 +89,8 @@ class AgentConfig(_Strict, frozen=True):
     """Per agent role (`planner`, `builder`, `worker`, ...)."""
 
     model: str | None = None
-    max_tokens: int | None = Field(default=None, gt=0)
-    temperature: float | None = Field(default=None, ge=0)
+    max_tokens: int | None = Field(default=None, gt=0, le=TOKENS)
+    temperature: float | None = Field(default=None, ge=0, le=2)
     # Prompt caching for this role's requests, as under [providers.NAME]; where set, it
     # wins over the provider's setting (see resolve_model's `role`).
     cache: Literal["off", "auto"] | None = None
@@ -107,14 +118,14 @@ class TeamConfig(_Strict, frozen=True):
     """`[team]`: the limits of delegation (see docs/tasks.md); unset keys keep their
     defaults."""
 
-    max_depth: int | None = Field(default=None, ge=1)
-    max_live: int | None = Field(default=None, ge=1)
-    max_model_calls: int | None = Field(default=None, ge=1)
-    wait_timeout: float | None = Field(default=None, gt=0)
-    stall_after: float | None = Field(default=None, gt=0)
-    park_limit: float | None = Field(default=None, ge=0)
-    message_chars: int | None = Field(default=None, ge=200)
-    delivery_chars: int | None = Field(default=None, ge=200)
+    max_depth: int | None = Field(default=None, ge=1, le=100)
+    max_live: int | None = Field(default=None, ge=1, le=COUNT)
+    max_model_calls: int | None = Field(default=None, ge=1, le=COUNT)
+    wait_timeout: float | None = Field(default=None, gt=0, le=DAY)
+    stall_after: float | None = Field(default=None, gt=0, le=YEAR)
+    park_limit: float | None = Field(default=None, ge=0, le=YEAR)
+    message_chars: int | None = Field(default=None, ge=200, le=TOKENS)
+    delivery_chars: int | None = Field(default=None, ge=200, le=TOKENS)
 
 
 class SessionConfig(_Strict, frozen=True):
@@ -122,7 +133,7 @@ class SessionConfig(_Strict, frozen=True):
     The values here are the defaults once every layer is applied."""
 
     # How often an agent whose turn ended with work left is sent back without asking.
-    max_auto_continues: int = Field(default=10, ge=0)
+    max_auto_continues: int = Field(default=10, ge=0, le=COUNT)
     # Text put before the generated continuation note; "" is the built-in note alone.
     continuation_note: str = ""
     # Shell commands run in the workspace to verify the work ("pytest -q").
@@ -130,12 +141,12 @@ class SessionConfig(_Strict, frozen=True):
     # Each todo list is a queue: completing an item starts the next unblocked one.
     serial: bool = False
     # Rounds without progress before an agent counts as stalled.
-    stall_rounds: int = Field(default=6, ge=1)
+    stall_rounds: int = Field(default=6, ge=1, le=COUNT)
     # Budgets of the whole session, every agent together; None is no limit.
-    budget_rounds: int | None = Field(default=None, ge=1)  # model calls
-    budget_tokens: int | None = Field(default=None, ge=1)
-    budget_cost: float | None = Field(default=None, gt=0)  # US dollars
-    budget_wall: float | None = Field(default=None, gt=0)  # seconds of one run
+    budget_rounds: int | None = Field(default=None, ge=1, le=TOKENS)  # model calls
+    budget_tokens: int | None = Field(default=None, ge=1, le=10**15)
+    budget_cost: float | None = Field(default=None, gt=0, le=1_000_000)  # US dollars
+    budget_wall: float | None = Field(default=None, gt=0, le=YEAR)  # seconds of one run
 
     @field_validator("verify")
     @classmethod
@@ -151,8 +162,8 @@ class WindowConfig(_Strict, frozen=True):
     reserves what it asks for). The same value describes a known model in
     `models/windows.py`."""
 
-    context: int = Field(gt=0)
-    output: int = Field(default=0, ge=0)
+    context: int = Field(gt=0, le=TOKENS)
+    output: int = Field(default=0, ge=0, le=TOKENS)
 
     @model_validator(mode="after")
     def _output_fits(self) -> WindowConfig:
@@ -174,9 +185,9 @@ class CompactionConfig(_Strict, frozen=True):
     # The share of the usable input the anchors (goal, todos, tasks, mail, files) may fill.
     anchor_share: float = Field(default=0.25, gt=0, le=0.5)
     # Tokens of the last turns kept verbatim after a summary.
-    keep_recent: int = Field(default=8_000, ge=0)
+    keep_recent: int = Field(default=8_000, ge=0, le=TOKENS)
     # Tokens of the newest tool outputs pruning keeps whole.
-    keep_outputs: int = Field(default=20_000, ge=0)
+    keep_outputs: int = Field(default=20_000, ge=0, le=TOKENS)
     # A compaction that frees less than this share of the context is ineffective (two in
     # a row pause the automatic trigger for a few rounds).
     min_freed: float = Field(default=0.2, ge=0, lt=1)
@@ -186,11 +197,22 @@ class ToolsConfig(_Strict, frozen=True):
     """`[tools]`: calls in the background (docs/tools.md); unset keys keep their
     defaults (journaled with each session as its settings)."""
 
-    background_per_agent: int | None = Field(default=None, ge=1)
-    background_per_session: int | None = Field(default=None, ge=1)
-    background_output: int | None = Field(default=None, ge=1024)  # bytes kept on disk
-    background_deadline: float | None = Field(default=None, gt=0)  # seconds
-    background_after: float | None = Field(default=None, gt=0)  # seconds (unset: never)
+    background_per_agent: int | None = Field(default=None, ge=1, le=COUNT)
+    background_per_session: int | None = Field(default=None, ge=1, le=COUNT)
+    background_output: int | None = Field(default=None, ge=1024, le=2**40)  # bytes on disk
+    background_deadline: float | None = Field(default=None, gt=0, le=YEAR)  # seconds
+    background_after: float | None = Field(default=None, gt=0, le=YEAR)  # seconds (unset: never)
+
+
+class PlanConfig(_Strict, frozen=True):
+    """`[plan]`: how big a plan may be and how often it may be re-planned
+    (docs/plans.md#limits). The values here are the defaults, `loop.plan.PlanLimits`'s
+    (this module is below `loop/`: a test keeps the two the same)."""
+
+    max_tasks: int = Field(default=200, ge=1, le=COUNT)
+    max_bytes: int = Field(default=256 * 1024, ge=1024, le=64 * 1024 * 1024)
+    max_replans_per_task: int = Field(default=3, ge=0, le=100)
+    max_replans: int = Field(default=10, ge=0, le=1000)
 
 
 class ViewConfig(_Strict, frozen=True):
@@ -208,7 +230,7 @@ class EngineConfig(_Strict, frozen=True):
 
     kind: Literal["local", "dbos"] = "local"
     database_url: str | None = None
-    patience: float = Field(default=600.0, gt=0)
+    patience: float = Field(default=600.0, gt=0, le=YEAR)
     # dbos: delegated tasks run on `orchestrator worker` processes, not the session's.
     workers: bool = False
 
@@ -219,6 +241,7 @@ class Config(_Strict, frozen=True):
     team: TeamConfig = Field(default_factory=TeamConfig)
     session: SessionConfig = Field(default_factory=SessionConfig)
     compaction: CompactionConfig = Field(default_factory=CompactionConfig)
+    plan: PlanConfig = Field(default_factory=PlanConfig)
     view: ViewConfig = Field(default_factory=ViewConfig)
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
     engine: EngineConfig = Field(default_factory=EngineConfig)
@@ -267,15 +290,70 @@ def validate_config(data: Mapping[str, Any], *, source: str) -> Config:
     try:
         return Config.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(f"{source}: {problems(exc)}") from None
+        raise ConfigError(problems(exc, source=source)) from None
 
 
-def problems(exc: ValidationError) -> str:
-    """Each error of `exc` as `dotted.key: what is wrong`."""
-    return "; ".join(
-        f"{'.'.join(str(p) for p in err['loc']) or '(top level)'}: {err['msg']}"
-        for err in exc.errors()
-    )
+def problems(exc: ValidationError, *, source: str, model: type[BaseModel] | None = None) -> str:
+    """Each error of `exc` as `SOURCE: dotted.key: what is wrong`, one a line; a number
+    out of its range names the range (`at least 1, at most 10000`), read from `model`'s
+    fields (the model validated: `Config` unless said otherwise)."""
+    lines = []
+    for err in exc.errors():
+        key = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        line = f"{source}: {key}: {err['msg']}"
+        accepted = _accepted(model or Config, err["loc"])
+        if accepted and err["type"] in _RANGE_ERRORS:
+            line += f" (accepted: {accepted}; got {err['input']!r})"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+_RANGE_ERRORS = frozenset(
+    {"greater_than", "greater_than_equal", "less_than", "less_than_equal", "finite_number"}
+)
+
+
+def _accepted(model: type[BaseModel], loc: tuple[int | str, ...]) -> str:
+    """The range a numeric field accepts, in words ("" when `loc` names none): follows
+    `loc` through nested models and past the keys of tables (`providers.NAME`)."""
+    node: type[BaseModel] | None = model
+    info = None
+    table = False  # the next part is a key of a table of models
+    for part in loc:
+        if table:
+            table = False
+            continue
+        if node is None:
+            return ""
+        info = node.model_fields.get(str(part))
+        if info is None:
+            return ""
+        node, table = _inner(info.annotation)
+    if info is None:
+        return ""
+    low = high = ""
+    for rule in info.metadata:
+        for name, words in (("ge", "at least"), ("gt", "more than")):
+            if (bound := getattr(rule, name, None)) is not None:
+                low = f"{words} {_number(bound)}"
+        for name, words in (("le", "at most"), ("lt", "less than")):
+            if (bound := getattr(rule, name, None)) is not None:
+                high = f"{words} {_number(bound)}"
+    return ", ".join(part for part in (low, high) if part)
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+def _inner(annotation: Any) -> tuple[type[BaseModel] | None, bool]:
+    """The model a field holds, and whether as the values of a table (else None)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation, False
+    for arg in getattr(annotation, "__args__", ()):
+        if isinstance(arg, type) and issubclass(arg, BaseModel):
+            return arg, True
+    return None, False
 
 
 def read_config_data(
@@ -308,3 +386,7 @@ def _toml(text: str, source: str) -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{source}: not valid TOML: {exc}") from None
+    except RecursionError:  # arrays or inline tables nested past what the parser follows
+        raise ConfigError(
+            f"{source}: not readable: its arrays or tables are nested too deep"
+        ) from None

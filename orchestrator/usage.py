@@ -18,10 +18,11 @@ PER = 1_000_000
 class Price(BaseModel, frozen=True, extra="forbid"):
     """Dollars per million tokens. Cache prices default to the input price."""
 
-    input: float = Field(ge=0)
-    output: float = Field(ge=0)
-    cache_read: float | None = Field(default=None, ge=0)
-    cache_write: float | None = Field(default=None, ge=0)
+    # (At most a million dollars per million tokens: a bound that keeps `inf` out.)
+    input: float = Field(ge=0, le=1_000_000)
+    output: float = Field(ge=0, le=1_000_000)
+    cache_read: float | None = Field(default=None, ge=0, le=1_000_000)
+    cache_write: float | None = Field(default=None, ge=0, le=1_000_000)
 
     def cost(self, usage: Usage) -> float:
         cache_read = self.input if self.cache_read is None else self.cache_read

@@ -27,6 +27,7 @@ from orchestrator.cli.parser import (
 )
 from orchestrator.cli.prompt import refused_lines
 from orchestrator.cli.screen import screen_for
+from orchestrator.cli.settings import plan_limits
 from orchestrator.cli.setup import (
     check_rules,
     default_workspace,
@@ -252,6 +253,9 @@ async def _drive_until_stopped(live: LiveSession, settings: RunSettings) -> RunR
 
 def start(args: argparse.Namespace, *, goal: str, model: str | None, workspace: Path | None) -> int:
     new = new_session(args, model=model, workspace=workspace)
+    if getattr(args, "seed_plan", None) is not None:
+        # A PlanError naming every error (by the config's [plan] limits) before a session exists.
+        check(args.seed_plan, plan_limits(new.config))
     people = People.of(args, plan_only=bool(getattr(args, "plan_only", False)))
     session_id = new.create(goal, say=people.say)
     return run_kept(
@@ -264,12 +268,10 @@ def execute(args: argparse.Namespace) -> int:
     with it; anything else is the id of a session whose plan waits for a decision."""
     target = Path(args.target)
     if target.exists():
-        plan = read_plan_file(target)
-        check(plan)  # a PlanError naming every error, before a session exists
-        args.seed_plan = plan
+        args.seed_plan = read_plan_file(target)  # checked once the config is read
         args.plan = True  # journaled with the session: a kill before the plan is journaled
         workspace = None if args.session_workspace else (args.workspace or default_workspace())
-        return start(args, goal=plan.goal, model=args.model, workspace=workspace)
+        return start(args, goal=args.seed_plan.goal, model=args.model, workspace=workspace)
     if args.workspace is not None or args.session_workspace:
         raise ConfigError(
             f"{args.target} is no file, so it is taken for a session id, whose workspace is "

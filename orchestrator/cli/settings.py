@@ -29,6 +29,7 @@ from pydantic import ValidationError
 
 from orchestrator.config import Config, TeamConfig, ToolsConfig, problems, validate_config
 from orchestrator.errors import ConfigError
+from orchestrator.loop.plan import PlanLimits
 from orchestrator.state.settings import SessionSettings
 from orchestrator.team.trust import TrustStore, fingerprint
 
@@ -149,7 +150,7 @@ def _own(layer: Layer, below: Leaves) -> Leaves:
         Config.model_validate(layer.data)
     except ValidationError as exc:
         if any(err["type"] != "missing" for err in exc.errors()):
-            raise ConfigError(f"{layer.label}: {problems(exc)}") from None
+            raise ConfigError(problems(exc, source=layer.label)) from None
     raw = _leaves(layer.data)
     together = validate_config(_tree({**below, **raw}), source=layer.label)
     canonical = _leaves(together.model_dump(mode="json", exclude_unset=True))
@@ -287,3 +288,8 @@ def _quoted(part: str) -> str:
 
 def _indent(text: str) -> str:
     return "\n".join(f"  {line}" for line in text.splitlines())
+
+
+def plan_limits(config: Config) -> PlanLimits:
+    """The `[plan]` table as the plan rules take it."""
+    return PlanLimits(**config.plan.model_dump())

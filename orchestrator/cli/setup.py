@@ -26,6 +26,7 @@ from orchestrator.cli.out import session_line
 from orchestrator.cli.plan_prompt import plan_approver
 from orchestrator.cli.prompt import Hold, approvers, no_hold, refusal_notice
 from orchestrator.cli.roles import RoleModels, agent_definitions, ask_trust, model_windows
+from orchestrator.cli.settings import plan_limits
 from orchestrator.config import Config
 from orchestrator.errors import ConfigError
 from orchestrator.models.resolve import resolve_model
@@ -181,6 +182,7 @@ async def run_settings(
         ask_resume=_ask_resume(args.yes, hold, read),
         message=getattr(args, "message", None) or "",
         runner=runner_for(running, args, config, directory, model=spec, workspace=workspace),
+        plan_limits=plan_limits(config),
         **_plan_settings(args, hold, read),
     )
 

@@ -213,6 +213,9 @@ class Situation(msgspec.Struct, frozen=True):
     # Todos linked to plan tasks whose task works or waits for its dependencies: the
     # runtime's to finish, not the agent's (docs/plans.md).
     in_hand: frozenset[str] = frozenset()
+    # Plan tasks that ended badly and may not be re-planned again (the `[plan]` bounds),
+    # each said with what a person can do: when nothing else goes on, the session stops.
+    replans_spent: tuple[str, ...] = ()
 
 
 class Assessment(msgspec.Struct, frozen=True):
@@ -239,15 +242,9 @@ def assess(s: Situation) -> Assessment:
         return _continue(s, f"{left} todo{'s remain' if left != 1 else ' remains'}")
     if s.live_tasks:
         return Assessment("await_tasks", (f"waiting for tasks {', '.join(s.live_tasks)}",))
-    stuck = [(item, todos.stuck_on_failed(item)) for item in todos.open_items()]
+    stuck = _stuck(s)
     if stuck:
-        return Assessment(
-            "blocked",
-            tuple(
-                f"todo {item.id} waits on failed or cancelled work: {', '.join(ids) or '?'}"
-                for item, ids in stuck
-            ),
-        )
+        return Assessment("blocked", stuck)
     if s.verify and p.verified_seq <= p.changed_seq:
         return Assessment("verify", (f"not verified since the last change: {_cmds(s.verify)}",))
     if s.must_report:
@@ -267,6 +264,17 @@ def refused_reason(refused: Sequence[RefusedCall]) -> str:
     return (
         f"{n} call{'s' if n != 1 else ''} refused for want of approval (nobody could be "
         f"asked): {tools}"
+    )
+
+
+def _stuck(s: Situation) -> tuple[str, ...]:
+    """Why nothing can go on, with nothing live and nothing workable: plan tasks that
+    ended badly and may be re-planned no more, open todos that wait on failed work."""
+    todos = s.todos
+    stuck = [(item, todos.stuck_on_failed(item)) for item in todos.open_items()]
+    return s.replans_spent + tuple(
+        f"todo {item.id} waits on failed or cancelled work: {', '.join(ids) or '?'}"
+        for item, ids in stuck
     )
 
 

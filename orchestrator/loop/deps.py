@@ -11,7 +11,7 @@ turn (the root of the cascade is named to them too).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -73,3 +73,28 @@ def decide(dependencies: Sequence[Dependency], *, conflict: str = "") -> Verdict
     if conflict:
         parts.append(f"waits for live task {conflict} to end (their write scopes overlap)")
     return Verdict("wait", "; ".join(parts), scope_only=not unmet)
+
+
+def closing_cycle(
+    start: str, waits_for: Sequence[str], edges: Mapping[str, Sequence[str]]
+) -> list[str]:
+    """The cycle a new node `start` that waits for `waits_for` would close, as
+    `[start, ..., start]` (each waits for the next), or [] when it closes none. `edges`:
+    what each node waits for now. Such a cycle never ends: each of its tasks waits for
+    the next to complete, so none of them ever starts."""
+    parent: dict[str, str] = {}
+    stack = [(start, node) for node in waits_for]
+    while stack:
+        before, node = stack.pop()
+        if node in parent:
+            continue
+        parent[node] = before
+        if node == start:
+            path = [start]
+            node = before
+            while node != start:
+                path.append(node)
+                node = parent[node]
+            return [start, *reversed(path[1:]), start]
+        stack += [(node, nxt) for nxt in edges.get(node, ()) if nxt not in parent]
+    return []

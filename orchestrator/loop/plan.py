@@ -59,6 +59,38 @@ class Plan(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True
     version: int = PLAN_VERSION
 
 
+class PlanLimits(msgspec.Struct, frozen=True, kw_only=True):
+    """How big a plan may be, and how often a session's plan may be re-planned
+    (`[plan]` in the config; docs/plans.md#limits). A plan past `max_tasks` or
+    `max_bytes` (its JSON form, unindented) is refused whole, before any other rule is
+    checked: what a model wrote must not cost the session more than a person can read.
+    `max_replans_per_task`: re-plans of one plan task; `max_replans`: of the session."""
+
+    max_tasks: int = 200
+    max_bytes: int = 256 * 1024
+    max_replans_per_task: int = 3
+    max_replans: int = 10
+
+
+LIMITS = PlanLimits()
+
+
+def replan_bound(of_task: int, of_session: int, limits: PlanLimits) -> str:
+    """Why one more re-plan is refused ("" when it is not): `of_task` re-plans of the
+    plan task asked so far, `of_session` of the whole session."""
+    if of_task >= limits.max_replans_per_task:
+        return (
+            f"it was re-planned {of_task} time(s), the limit for one task "
+            f"([plan] max_replans_per_task = {limits.max_replans_per_task})"
+        )
+    if of_session >= limits.max_replans:
+        return (
+            f"the session's plan was re-planned {of_session} time(s), the limit "
+            f"([plan] max_replans = {limits.max_replans})"
+        )
+    return ""
+
+
 class Problem(msgspec.Struct, frozen=True):
     """Something wrong with a plan. `task`: the task's id, "" for the plan as a whole.
     A warning does not stop a plan; an error does."""
@@ -86,8 +118,12 @@ class PlanError(OrchestratorError, ValueError):
 # --- validation ------------------------------------------------------------------------
 
 
-def validate(plan: Plan) -> list[Problem]:
-    """Every problem of `plan`: its errors first, then its warnings."""
+def validate(plan: Plan, limits: PlanLimits = LIMITS) -> list[Problem]:
+    """Every problem of `plan`: its errors first, then its warnings. A plan past its
+    `limits` has that error alone (the other rules cost time in its size)."""
+    too_big = size_errors(plan, limits)
+    if too_big:
+        return too_big
     found = _plan_errors(plan)
     ids = [t.id for t in plan.tasks]
     known = set(ids)
@@ -106,9 +142,34 @@ def validate(plan: Plan) -> list[Problem]:
     return found + _scope_warnings(plan.tasks, graph)
 
 
-def check(plan: Plan) -> list[Problem]:
+def size_errors(plan: Plan, limits: PlanLimits = LIMITS) -> list[Problem]:
+    """The plan's size past `limits`: its tasks, its bytes (as JSON)."""
+    found = []
+    if len(plan.tasks) > limits.max_tasks:
+        found.append(
+            Problem(
+                "error",
+                "",
+                f"the plan has {len(plan.tasks)} tasks, more than the limit of "
+                f"{limits.max_tasks} ([plan] max_tasks)",
+            )
+        )
+    size = len(msgspec.json.encode(plan))
+    if size > limits.max_bytes:
+        found.append(
+            Problem(
+                "error",
+                "",
+                f"the plan is {size:,} bytes, more than the limit of {limits.max_bytes:,} "
+                "([plan] max_bytes)",
+            )
+        )
+    return found
+
+
+def check(plan: Plan, limits: PlanLimits = LIMITS) -> list[Problem]:
     """The plan's warnings; or `PlanError` naming every error."""
-    problems = validate(plan)
+    problems = validate(plan, limits)
     errors = [p for p in problems if p.level == "error"]
     if errors:
         lines = "\n".join(f"- {p}" for p in errors)
@@ -231,24 +292,53 @@ def _cycles(graph: dict[str, list[str]]) -> list[list[str]]:
 
 def _scope_warnings(tasks: Sequence[PlanTask], graph: dict[str, list[str]]) -> list[Problem]:
     """Tasks with no dependency path between them (so they may run at the same time)
-    whose write scopes overlap: the runtime will run them one after the other."""
+    whose write scopes overlap: the runtime will run them one after the other. One
+    warning per group of such tasks (joined by any overlapping pair), not one per pair:
+    400 tasks sharing a scope are one warning, not 79,800."""
     reach = {tid: _reachable(graph, tid) for tid in graph}
-    found: list[Problem] = []
-    for i, a in enumerate(tasks):
-        for b in tasks[i + 1 :]:
-            if a.id == b.id or b.id in reach[a.id] or a.id in reach[b.id]:
+    unique = list({t.id: t for t in tasks}.values())
+    group = {t.id: t.id for t in unique}  # union-find: each task's group, by a member
+
+    def root(tid: str) -> str:
+        while group[tid] != tid:
+            group[tid] = group[group[tid]]
+            tid = group[tid]
+        return tid
+
+    for i, a in enumerate(unique):
+        for b in unique[i + 1 :]:
+            if root(a.id) == root(b.id) or b.id in reach[a.id] or a.id in reach[b.id]:
                 continue
             if scopes_overlap(a.write_scope, b.write_scope):
-                found.append(
-                    Problem(
-                        "warning",
-                        a.id,
-                        f"{a.id} and {b.id} may run at the same time and their write scopes"
-                        f" overlap ({', '.join(a.write_scope)} / {', '.join(b.write_scope)}):"
-                        " they will run one after the other",
-                    )
-                )
-    return found
+                group[root(b.id)] = root(a.id)
+    members: dict[str, list[PlanTask]] = {}
+    for task in unique:
+        members.setdefault(root(task.id), []).append(task)
+    return [_overlap_warning(found) for found in members.values() if len(found) > 1]
+
+
+NAMED = 20
+"""Tasks (and distinct scopes) an overlap warning names; the rest it counts."""
+
+
+def _overlap_warning(tasks: list[PlanTask]) -> Problem:
+    ids = [t.id for t in tasks]
+    names = ", ".join(ids[: min(len(ids) - 1, NAMED)])
+    if len(ids) <= NAMED + 1:
+        names += f" and {ids[-1]}"
+    else:
+        names += f" and {len(ids) - NAMED} more ({len(ids)} tasks)"
+    scopes = list(dict.fromkeys(", ".join(t.write_scope) for t in tasks))
+    shown = " / ".join(scopes[:NAMED]) + (" / ..." if len(scopes) > NAMED else "")
+    if len(ids) == 2:
+        said = f"{names} may run at the same time and their write scopes overlap ({shown}):"
+        return Problem("warning", ids[0], said + " they will run one after the other")
+    return Problem(
+        "warning",
+        ids[0],
+        f"tasks {names} write overlapping scopes ({shown}) and some of them may run at the"
+        " same time: those will run one after the other",
+    )
 
 
 def _reachable(graph: dict[str, list[str]], start: str) -> set[str]:

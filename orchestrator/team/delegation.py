@@ -113,6 +113,14 @@ class Delegation:
         conflict = self._conflict(owner, scope, waits_for, serialise=plan is not None)
         if existing is not None:
             return await self._retry(owner, existing, args)
+        cycle = queries.cycle_closed(self._state, args.plan_ref, after, after_plan)
+        if cycle:
+            raise ToolFailed(
+                f"delegation refused: plan task {args.plan_ref} waiting for "
+                f"{', '.join((*after, *after_plan))} would close a dependency cycle: "
+                f"{' -> '.join(cycle)} (each waits for the next to complete, so none would "
+                "ever start); leave the task that closes it out of after"
+            )
         verdict = decide(queries.dependencies(self._state, after, after_plan), conflict=conflict)
         if verdict.action == "cancel":
             raise ToolFailed(
@@ -272,7 +280,8 @@ class Delegation:
         if not tasks:
             return ToolOutput("you have no live tasks to wait for")
         ids = {t.task_id for t in tasks}
-        limit = min(seconds, self._limits.wait_timeout)
+        left = self._oversight.wall_left()
+        limit = min(seconds, self._limits.wait_timeout, left)
         with trio.move_on_after(limit) as waited:
             while True:
                 changed = self._changes.event
@@ -280,7 +289,12 @@ class Delegation:
                     break
                 await changed.wait()
         lines = []
-        if waited.cancelled_caught:
+        if waited.cancelled_caught and limit == left:
+            lines.append(
+                f"stopped waiting after {limit:g} s: the session's time budget is spent; "
+                "still running tasks are listed below"
+            )
+        elif waited.cancelled_caught:
             lines.append(f"timed out after {limit:g} s; still running tasks are listed below")
         for task_id in sorted(ids, key=_task_order):
             lines.append(self._status_line(self._task(task_id)))

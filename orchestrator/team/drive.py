@@ -234,7 +234,7 @@ async def _plan_first(team: Team, settings: RunSettings, goal: str) -> RunResult
     that waits for a decision, or the plan only that was asked for."""
     state = team.state
     if settings.seed_plan is not None and not state.plans.versions:
-        warnings = check(settings.seed_plan)
+        warnings = check(settings.seed_plan, settings.plan_limits)
         await team.planning.submit(MAIN, settings.seed_plan, warnings, source=settings.seed_source)
     outcome = await run_planning(
         team, settings.approve_plan, goal=goal, plan_only=settings.plan_only

@@ -9,6 +9,7 @@ actions, so the main agent's loop and a subagent's loop act on a verdict the sam
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -27,6 +28,7 @@ from orchestrator.loop.assessment import (
     continuation_note,
     over_budget,
 )
+from orchestrator.loop.plan import LIMITS, PlanLimits, replan_bound
 from orchestrator.loop.todos import TodoList, TodosChanged
 from orchestrator.messages import AssistantMessage
 from orchestrator.state.events import EventSink
@@ -56,6 +58,7 @@ class Policy:
     budgets: Budgets = field(default_factory=Budgets)
     interactive: bool = False
     prices: dict[str, Price] = field(default_factory=dict)  # for the cost budget
+    plan_limits: PlanLimits = LIMITS  # the re-plans a plan task and the session may have
 
 
 class Oversight:
@@ -107,6 +110,14 @@ class Oversight:
             return []
         return over_budget(budgets, self.spent())
 
+    def wall_left(self) -> float:
+        """Seconds left of the run's wall-time budget (`inf` without one): a wait ends
+        there, not past it."""
+        wall = self.policy.budgets.wall
+        if wall is None:
+            return math.inf
+        return max(0.0, wall - (trio.current_time() - self.started))
+
     def budget_spent(self) -> str | None:
         """Before any agent's model call: why it is refused (the session's budget is
         spent), or None."""
@@ -147,6 +158,7 @@ class Oversight:
             interactive=policy.interactive and not must_report,
             refused=tuple(state.refused) if not must_report else (),
             in_hand=_in_hand(state, todos),
+            replans_spent=replans_spent(state, policy.plan_limits) if agent == queries.MAIN else (),
         )
 
     async def assess(
@@ -290,6 +302,28 @@ def _trim(text: str, limit: int) -> str:
     half = limit // 2
     cut = len(text) - 2 * half
     return f"{text[:half]}\n[... {cut} characters cut ...]\n{text[-half:]}"
+
+
+def replans_spent(state: SessionState, limits: PlanLimits) -> tuple[str, ...]:
+    """The approved plan's tasks that failed or were cancelled and may be re-planned no
+    more (their own bound, or the session's, is reached): why, and what a person can do."""
+    plans = state.plans
+    plan = plans.approved
+    if plan is None or plans.replanning is not None:
+        return ()
+    found = []
+    for task in plan.tasks:
+        if state.tasks.plan_state(task.id) not in ("failed", "cancelled"):
+            continue
+        of_task = sum(1 for r in plans.replans if r.plan_task == task.id)
+        why = replan_bound(of_task, len(plans.replans), limits)
+        if why:
+            found.append(
+                f"plan task {task.id} {state.tasks.plan_state(task.id)} and cannot be "
+                f"re-planned: {why}; resume with --message saying how to go on, or raise "
+                "the limit in the [plan] table of the config"
+            )
+    return tuple(found)
 
 
 def _in_hand(state: SessionState, todos: TodoList) -> frozenset[str]:

@@ -67,7 +67,7 @@ async def execute(
     if plan is not None:
         if live.state.plans.versions:
             raise ConfigError("this session has a plan already; give none to build it")
-        check(plan)
+        check(plan, settings.plan_limits)
     chosen = settings.approve_plan
     if approve:
 

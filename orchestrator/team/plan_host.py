@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from orchestrator.errors import ToolFailed
-from orchestrator.loop.plan import Plan, Problem, check
+from orchestrator.loop.plan import LIMITS, Plan, PlanLimits, Problem, check, replan_bound
 from orchestrator.loop.plan_run import kept_problems
 from orchestrator.loop.todos import now_ms
 from orchestrator.state.events import EventSink
@@ -52,10 +52,12 @@ class Planning:
         session: SessionLike,
         sink: EventSink,
         cancel: Callable[[str, str, str], Awaitable[list[str]]],
+        limits: PlanLimits = LIMITS,
     ) -> None:
         self._session = session
         self._sink = sink
         self._cancel = cancel  # (by, task id, reason): a task and its subtree
+        self.limits = limits
 
     async def submit(
         self,
@@ -125,6 +127,16 @@ class Planning:
                 )
             if state.tasks.plan_state(plan_ref) == "completed":
                 raise ToolFailed(f"replan: plan task {plan_ref} has completed; nothing to redo")
+            of_task = sum(1 for r in plans.replans if r.plan_task == plan_ref)
+            bound = replan_bound(of_task, len(plans.replans), self.limits)
+            if bound:
+                raise ToolFailed(
+                    f"replan refused: plan task {plan_ref} cannot be re-planned again: {bound}. "
+                    "Go on without a new plan: retry it as it stands (delegate it again with "
+                    "its plan_ref), go on with the other tasks, or call report_blocked to ask "
+                    "the person. If nothing else can go on, end your turn: the session stops "
+                    "blocked and says why."
+                )
             record = state.tasks.by_plan_ref(plan_ref)
             if record is not None and record.state not in SETTLED:
                 await self._cancel(agent, record.task_id, f"sent back for re-planning: {reason}")
@@ -154,7 +166,7 @@ class Planning:
         decided = version.version
         if verdict.plan is not None and verdict.decision == "approved":
             await self._decide(decided, "rejected", verdict.by, "edited by the person")
-            warnings = check(verdict.plan)  # a PlanError names every error
+            warnings = check(verdict.plan, self.limits)  # a PlanError names every error
             decided = await self.submit(verdict.by, verdict.plan, warnings, source="edit")
         await self._decide(decided, verdict.decision, verdict.by, verdict.feedback)
         return decided

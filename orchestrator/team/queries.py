@@ -8,7 +8,7 @@ from collections.abc import Iterable
 
 from orchestrator.errors import ToolFailed
 from orchestrator.loop.assessment import REPEATS, AgentProgress
-from orchestrator.loop.deps import Dependency, Verdict, decide
+from orchestrator.loop.deps import Dependency, Verdict, closing_cycle, decide
 from orchestrator.messages import AssistantMessage
 from orchestrator.state.fold import SessionState
 from orchestrator.state.mailbox import MAIN as MAIN
@@ -187,6 +187,38 @@ def upstream(state: SessionState, after: Iterable[str], after_plan: Iterable[str
         queue += record.after
         queue += [r.task_id for p in record.after_plan if (r := state.tasks.by_plan_ref(p))]
     return found
+
+
+def cycle_closed(
+    state: SessionState, plan_ref: str, after: Iterable[str], after_plan: Iterable[str]
+) -> list[str]:
+    """The dependency cycle a new task for `plan_ref` would close by waiting for `after`
+    (task ids) and `after_plan` (plan refs), named (`p`, `q`, `p`: plan refs, or task
+    ids for tasks of no plan task), or [] when it closes none. Only a plan ref can be
+    waited for before its task exists, so a task of none closes no cycle. The waits are
+    those of the tasks waiting for their dependencies now, and of the plan's tasks not
+    delegated yet (the plan's own dependencies, which their tasks will wait for)."""
+    if not plan_ref:
+        return []
+    tasks = state.tasks
+
+    def node(record: TaskRecord) -> str:
+        latest = tasks.by_plan_ref(record.plan_ref) if record.plan_ref else None
+        return record.plan_ref if latest is record else f"task {record.task_id}"
+
+    def waits(ids: Iterable[str], refs: Iterable[str]) -> list[str]:
+        found = [node(r) if (r := tasks.get(t)) is not None else f"task {t}" for t in ids]
+        return found + list(refs)
+
+    edges: dict[str, list[str]] = {}
+    for record in tasks.waiting():
+        edges[node(record)] = waits(record.after, record.after_plan)
+    plan = state.plans.approved
+    for planned in plan.tasks if plan is not None else ():
+        if tasks.by_plan_ref(planned.id) is None:
+            edges[planned.id] = list(planned.depends_on)
+    found = closing_cycle(plan_ref, waits(after, after_plan), edges)
+    return [name.removeprefix("task ") for name in found]
 
 
 def undelegated(state: SessionState, record: TaskRecord) -> list[str]:

@@ -113,7 +113,7 @@ class Team:
             else None
         )
         rounds = Rounds(session, self.postbox, self.oversight, self.compactor)
-        self.planning = Planning(session, sink, self.scheduler.cancel)
+        self.planning = Planning(session, sink, self.scheduler.cancel, run.plan_limits)
         self.turns = Turns(
             run,
             seat,

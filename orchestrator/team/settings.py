@@ -20,7 +20,7 @@ import trio
 from orchestrator.errors import ConfigError
 from orchestrator.loop.assessment import Budgets
 from orchestrator.loop.compaction import Window
-from orchestrator.loop.plan import Plan
+from orchestrator.loop.plan import LIMITS, Plan, PlanLimits
 from orchestrator.models.base import Model
 from orchestrator.redaction import Redactor
 from orchestrator.state.events import EventSink, NullSink
@@ -102,6 +102,9 @@ class RunSettings:
     approve_plan: PlanApprover | None = None
     seed_plan: Plan | None = None
     seed_source: PlanSource = "file"
+    # How big a plan may be and how often it may be re-planned (`[plan]`; not journaled:
+    # each run reads them from its config, as a library program gives them).
+    plan_limits: PlanLimits = LIMITS
 
     def __post_init__(self) -> None:
         if isinstance(self.model, str):  # (its parts would fail later, far from here)
@@ -177,7 +180,9 @@ class Seat:
 
     def assess(self, run: RunSettings) -> Policy:
         """How turn ends are assessed, from the session's settings and the run's prices."""
-        return policy_of(self.settings, run.prices, interactive=run.interactive)
+        return policy_of(
+            self.settings, run.prices, interactive=run.interactive, plan_limits=run.plan_limits
+        )
 
 
 @dataclass(frozen=True)
@@ -260,7 +265,11 @@ def limits_of(settings: SessionSettings) -> Limits:
 
 
 def policy_of(
-    settings: SessionSettings, prices: dict[str, Price], *, interactive: bool = False
+    settings: SessionSettings,
+    prices: dict[str, Price],
+    *,
+    interactive: bool = False,
+    plan_limits: PlanLimits = LIMITS,
 ) -> Policy:
     """How turn ends are assessed under `settings`."""
     s = settings
@@ -273,4 +282,5 @@ def policy_of(
         budgets=Budgets(s.budget_rounds, s.budget_tokens, s.budget_cost, s.budget_wall),
         interactive=interactive,
         prices=prices,
+        plan_limits=plan_limits,
     )

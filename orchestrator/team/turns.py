@@ -152,7 +152,9 @@ class Turns:
             readers = [t for t in self._run.all_tools.tools() if t.read_only]
             recall = self._seat.recall
             extra = [Recall(recall)] if recall is not None else []
-            tools = ToolRegistry([*readers, *extra, SubmitPlan(self._planning)])
+            tools = ToolRegistry(
+                [*readers, *extra, SubmitPlan(self._planning, self._run.plan_limits)]
+            )
             self._role_tools[PLANNER] = tools
         return tools
 

@@ -10,7 +10,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from orchestrator.errors import ToolFailed
-from orchestrator.loop.plan import Plan, PlanTask, Problem, validate
+from orchestrator.loop.plan import LIMITS, Plan, PlanLimits, PlanTask, Problem, validate
 from orchestrator.tools.base import Tool, ToolContext, ToolOutput
 
 
@@ -75,12 +75,13 @@ class SubmitPlan(Tool[SubmitPlanArgs]):
     approval = False
     journaled = True
 
-    def __init__(self, host: PlanHost) -> None:
+    def __init__(self, host: PlanHost, limits: PlanLimits = LIMITS) -> None:
         self.host = host
+        self.limits = limits
 
     async def run(self, args: SubmitPlanArgs, ctx: ToolContext) -> ToolOutput:
         plan = plan_of(args)
-        problems = validate(plan)
+        problems = validate(plan, self.limits)
         errors = [p for p in problems if p.level == "error"]
         if errors:
             lines = "\n".join(f"- {p}" for p in errors)
