@@ -27,7 +27,14 @@ from typing import Any, Final, Literal
 import orjson
 from pydantic import ValidationError
 
-from orchestrator.config import Config, TeamConfig, ToolsConfig, problems, validate_config
+from orchestrator.config import (
+    Config,
+    PlanConfig,
+    TeamConfig,
+    ToolsConfig,
+    problems,
+    validate_config,
+)
 from orchestrator.errors import ConfigError
 from orchestrator.loop.plan import PlanLimits
 from orchestrator.state.settings import SessionSettings
@@ -189,6 +196,7 @@ _LOWER_IS_NARROWER: Final = frozenset(
         ("session", "stall_rounds"),
         *(("team", name) for name in TEAM_DEFAULTS),
         *(("tools", name) for name in TOOLS_DEFAULTS if name != "background_after"),
+        *(("plan", name) for name in PlanConfig.model_fields),
     }
 )
 _BUDGETS: Final = frozenset(

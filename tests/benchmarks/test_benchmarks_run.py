@@ -63,6 +63,7 @@ RUNS: tuple[tuple[tuple[str, ...], str], ...] = (
         "checkpointed",
     ),
     (("-m", "tests.benchmarks.bench_rounds", "--rounds", "20", "--policies", "batch"), "ms/round"),
+    ((f"{HERE}/bench_plan_size.py", "--tasks", "20"), "warnings 1"),
     ((f"{HERE}/bench_sandbox.py", "--calls", "2"), "strict"),
     ((f"{HERE}/bench_scrub.py", "--rounds", "100"), "scrub/encode"),
     (
