@@ -28,7 +28,8 @@ def guards(
     """The run's guards. The providers' key variables are never inherited and, with
     every secret-looking variable, redacted. Where this machine has no sandbox: a
     refusal to start if `[shell] sandbox_required`, else (to `say`) one line saying that
-    commands run unsandboxed, and why."""
+    commands run unsandboxed, and why; where it has one, one line saying how socket files
+    are kept from commands (Landlock, or the sandbox's mounts)."""
     keys = key_variables(env=os.environ, config=config)
     shell = config.shell
     env = EnvPolicy(
@@ -53,4 +54,6 @@ def guards(
         )
     if why is not None and say is not None:
         say(f"note: shell commands run unsandboxed here: {why} (see docs/security.md)")
+    elif sandbox.active and say is not None:
+        say(f"note: shell commands run {sandbox.describe()}; {sandbox.protection()}")
     return Guards(env, sandbox, Redactor.for_environment(keys, os.environ))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import trio
 
@@ -74,6 +75,7 @@ class Oversight:
         workspace: Workspace,
         base_tools: ToolRegistry,
         session_id: str = "",
+        session_directory: Path | None = None,
         redact: Callable[[str], str] = str,
     ) -> None:
         self._session = session
@@ -83,6 +85,7 @@ class Oversight:
         self._workspace = workspace
         self._base_tools = base_tools
         self._session_id = session_id
+        self._session_directory = session_directory
         self._redact = redact
         self.started = trio.current_time()  # wall time counts per run
 
@@ -235,6 +238,7 @@ class Oversight:
             workspace=self._workspace,
             agent=agent,
             session=self._session_id,
+            session_directory=self._session_directory,
             call=f"verify.{self._session.state.seq}",
         )
         outputs = []

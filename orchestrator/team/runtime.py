@@ -79,6 +79,7 @@ class Team:
             workspace=seat.workspace,
             base_tools=run.all_tools,
             session_id=seat.session_id,
+            session_directory=seat.directory,
             redact=run.redact,
         )
         writes = Writes(session, self.postbox, seat.other_tasks)

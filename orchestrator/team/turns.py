@@ -117,6 +117,7 @@ class Turns:
                 workspace=seat.workspace,
                 agent=agent,
                 session=seat.session_id,
+                session_directory=seat.directory,
                 write_scope=self._write_scope(agent),
                 background=self._background,
             ),

@@ -10,6 +10,7 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel
@@ -27,6 +28,8 @@ class ToolContext:
     workspace: Workspace
     agent: str = "main"
     session: str = ""  # the session's id, when there is a session on disk
+    # The session's directory, kept out of the shell sandbox's sight (None: none).
+    session_directory: Path | None = None
     call: str = ""  # the running call's ref
     # The agent's write scope (its task's): the file tools write only where a path
     # resolves inside it. None: anywhere in the workspace (the main agent).

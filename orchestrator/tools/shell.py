@@ -20,7 +20,7 @@ import dataclasses
 import math
 import os
 import signal
-import subprocess
+import stat
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -28,9 +28,12 @@ from pathlib import Path
 import trio
 from pydantic import BaseModel, Field
 
+from orchestrator.errors import ToolFailed
 from orchestrator.tools.base import Tool, ToolContext, ToolOutput
 from orchestrator.tools.environment import EnvPolicy
-from orchestrator.tools.sandbox import Sandbox, scope_directories, scratch_directory
+from orchestrator.tools.sandbox import Place, Sandbox, scope_places, scratch_directory
+from orchestrator.tools.spawn import Started, spawn, tied
+from orchestrator.tools.workspace import Workspace
 
 OUTPUT_CAP_BYTES = 64 * 1024
 DEFAULT_TIMEOUT = 120.0
@@ -99,25 +102,39 @@ class Shell(Tool[ShellArgs]):
         return None
 
     def _argv(
-        self, command: str, ctx: ToolContext, env: dict[str, str], report: int, network: bool
+        self,
+        command: str,
+        ctx: ToolContext,
+        env: dict[str, str],
+        report: int,
+        network: bool,
+        held: list[int],
     ) -> list[str]:
-        """How `command` is run: by /bin/sh, inside the sandbox when there is one (writes
-        beneath the workspace, or the directories of the task's write scope, made if
-        missing, and a scratch TMPDIR; `report` hears of processes it stopped)."""
+        """How `command` is run: by /bin/sh, tied to orchestrator's life (`tied`), or
+        inside the sandbox when there is one (writes beneath the workspace, or what the
+        task's write scope names, directories made if missing, opened without following a
+        link, their descriptors added to `held`; and a scratch TMPDIR; `report` hears of
+        processes it stopped)."""
         argv = ["/bin/sh", "-c", command]
         if not self.sandbox.active:
-            return argv
-        writable = []
-        for directory in scope_directories(ctx.workspace.root, ctx.write_scope):
-            resolved = ctx.workspace.resolve(directory)  # never a link out of the workspace
-            # Made if missing: a rule needs a directory, and its parent is not the task's.
-            resolved.mkdir(parents=True, exist_ok=True)
-            writable.append(resolved)
+            return tied(argv)
+        writable = [
+            pin(ctx.workspace, parts, is_file, held)
+            for parts, is_file in scope_places(ctx.workspace.root, ctx.write_scope)
+        ]
         scratch = str(scratch_directory())
         env.update(TMPDIR=scratch, TMP=scratch, TEMP=scratch)
         # A call that asked for the network was asked about (`asks_anyway`): approved.
         sandbox = dataclasses.replace(self.sandbox, network=True) if network else self.sandbox
-        return sandbox.command(argv, writable, report)
+        return sandbox.command(
+            argv,
+            writable,
+            report,
+            workspace=ctx.workspace.root,
+            scoped=ctx.write_scope is not None,
+            session=ctx.session_directory,
+            environ=os.environ,
+        )
 
     async def run(self, args: ShellArgs, ctx: ToolContext) -> ToolOutput:
         process, heard = await self._spawn(args, ctx)
@@ -178,7 +195,7 @@ class Shell(Tool[ShellArgs]):
             return ToolOutput.error(f"timed out after {args.timeout:g}s; killed\n{text}")
         return _result(process, text + (f"\n{LEFTOVERS}" if leftovers else ""))
 
-    async def _spawn(self, args: ShellArgs, ctx: ToolContext) -> tuple[trio.Process, int]:
+    async def _spawn(self, args: ShellArgs, ctx: ToolContext) -> tuple[Started, int]:
         """The command's process, in a group of its own, and the pipe on which the
         sandbox says it stopped what the command left running."""
         env = self.env_policy.apply(os.environ)
@@ -186,33 +203,27 @@ class Shell(Tool[ShellArgs]):
         if ctx.call_marker:
             env[MARKER] = ctx.call_marker
         heard, report = os.pipe()
+        held: list[int] = []
         try:
-            argv = self._argv(args.command, ctx, env, report, args.network)
-            process = await trio.lowlevel.open_process(
-                argv,
-                cwd=ctx.workspace.root,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                pass_fds=(report,),
-            )
+            argv = self._argv(args.command, ctx, env, report, args.network, held)
+            process = await spawn(argv, cwd=ctx.workspace.root, env=env, pass_fds=(report, *held))
         except BaseException:
             os.close(heard)
             raise
         finally:
             os.close(report)
+            for fd in held:
+                os.close(fd)
         return process, heard
 
 
-def _result(process: trio.Process, text: str) -> ToolOutput:
+def _result(process: Started, text: str) -> ToolOutput:
     code = process.returncode
     text = f"exit code {code}\n{text}"
     return ToolOutput(text, exit_code=code) if code == 0 else ToolOutput.error(text, code)
 
 
-async def _in_background(process: trio.Process, output: _Output, heard: int) -> None:
+async def _in_background(process: Started, output: _Output, heard: int) -> None:
     """A background call's command: it runs until the shell has exited, its output pipe
     has closed and no process of its group is left (what it started in the background
     runs on, as asked); cancelled (its task cancelled, its deadline passed, the session
@@ -232,6 +243,33 @@ async def _in_background(process: trio.Process, output: _Output, heard: int) -> 
                 await process.wait()
             await process.stdout.aclose()
         _heard(heard)
+
+
+def pin(workspace: Workspace, parts: tuple[str, ...], is_file: bool, held: list[int]) -> Place:
+    """What a write scope names, as the sandbox grants it: reached from the workspace
+    root without following a link (a scope directory that has become one is refused, so
+    a task cannot widen its next command's sandbox), made if missing (a directory, or an
+    empty file), held open in `held`."""
+    shown = "/".join(parts) or "."
+    with workspace.directory(parts if not is_file else parts[:-1], create=True) as parent:
+        if not is_file:
+            held.append(os.dup(parent))
+            return Place(workspace.root.joinpath(*parts), held[-1])
+        name = parts[-1]
+        flags = os.O_NOFOLLOW | os.O_CLOEXEC
+        try:
+            fd = os.open(name, flags | os.O_PATH, dir_fd=parent)
+        except FileNotFoundError:
+            with contextlib.suppress(FileExistsError):
+                made = os.open(
+                    name, flags | os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666, dir_fd=parent
+                )
+                os.close(made)
+            fd = os.open(name, flags | os.O_PATH, dir_fd=parent)
+        held.append(fd)
+        if stat.S_ISLNK(os.fstat(fd).st_mode):
+            raise ToolFailed(f"write scope {shown}: a link; refused")
+        return Place(workspace.root.joinpath(*parts), fd)
 
 
 def _group_alive(pid: int) -> bool:

@@ -30,6 +30,10 @@ from orchestrator.tools.files import TEMP_SUFFIX
 from orchestrator.tools.walk import SKIP_DIRS
 
 MAX_ENTRIES = 20_000  # a larger workspace is not compared (the note says so)
+# Not walked (they would take most workspaces past MAX_ENTRIES), but compared as one
+# entry each, by their own metadata and their direct entries': what runs outside the
+# sandbox later (git's hooks and config, a venv's scripts) is seen changed.
+BY_MTIME = frozenset({".git", ".venv", "node_modules"})
 TRAILER = "[files changed by this command: "
 
 Files = dict[str, tuple[int, int]]  # workspace-relative path (escaped) -> (mtime_ns, size)
@@ -39,8 +43,8 @@ OnWrite = Callable[[str, Sequence[str], str, float], Awaitable[list[str]]]
 
 def file_states(root: Path, limit: int = MAX_ENTRIES) -> Files | None:
     """Every regular file under `root` (tool caches and the file tools' temporary files
-    skipped, symlinks not followed) with its modification time and size; None past
-    `limit` entries."""
+    skipped, symlinks not followed) with its modification time and size, and each of
+    `BY_MTIME` as one entry (`directory_state`); None past `limit` entries."""
     found: Files = {}
     stack = [root]
     entries = 0
@@ -53,7 +57,10 @@ def file_states(root: Path, limit: int = MAX_ENTRIES) -> Files | None:
                     if entries > limit:
                         return None
                     if entry.is_dir(follow_symlinks=False):
-                        if entry.name not in SKIP_DIRS:
+                        if entry.name in BY_MTIME:
+                            rel = Path(entry.path).relative_to(root).as_posix()
+                            found[rel] = directory_state(Path(entry.path))
+                        elif entry.name not in SKIP_DIRS:
                             stack.append(Path(entry.path))
                         continue
                     try:
@@ -68,6 +75,22 @@ def file_states(root: Path, limit: int = MAX_ENTRIES) -> Files | None:
         except OSError:
             continue
     return found
+
+
+def directory_state(directory: Path) -> tuple[int, int]:
+    """A directory's modification time and a digest of its direct entries' names, times
+    and sizes: an entry added, removed or renamed, a file written in it, or a file added
+    in a directory of it changes it."""
+    try:
+        own = directory.stat().st_mtime_ns
+        with os.scandir(directory) as scan:
+            entries = []
+            for entry in scan:
+                info = entry.stat(follow_symlinks=False)
+                entries.append((entry.name, info.st_mtime_ns, info.st_size))
+    except OSError:
+        return (0, 0)
+    return (own, hash(tuple(sorted(entries))))
 
 
 def changes(before: Files, after: Files) -> list[str]:

@@ -7,8 +7,11 @@ nothing (a call in the background is run by the team's backgrounder, not the run
 
 from __future__ import annotations
 
+import os
 import re
 import textwrap
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -138,6 +141,16 @@ async def test_a_function_tool_in_the_background_reports_progress_as_messages(
     assert [p.summary for p in progress] == ["step 1 of 2", "step 2 of 2"]
     assert [p.data for p in progress] == [{"percent": 50}, {"percent": 100}]
     assert all((p.agent, p.to) == ("t1", "main") for p in progress)
+
+
+def wait_until(done: Callable[[], bool], seconds: float = 10) -> bool:
+    """Whether `done()` holds within `seconds` (a killed process's end: polled)."""
+    deadline = time.monotonic() + seconds
+    while not done():
+        if time.monotonic() > deadline:
+            return False
+        os.sched_yield()
+    return True
 
 
 def sleeping(seconds: str) -> list[int]:
@@ -419,7 +432,8 @@ def test_a_call_running_when_the_session_is_killed_is_interrupted_not_run_again(
     workspace.mkdir()
     first = first_line_then_kill(CHILD, str(workspace), str(root))
     assert first == "running\n"  # the build runs, the agent waits
-    assert sleeping("61.75")  # its orchestrator is gone; the build is not, yet
+    # Its orchestrator is gone, and the build with it (PR_SET_PDEATHSIG, issue 37).
+    assert wait_until(lambda: not sleeping("61.75"))
     [directory] = root.iterdir()
 
     def main(request: ModelRequest) -> ScriptedReply:
@@ -432,7 +446,7 @@ def test_a_call_running_when_the_session_is_killed_is_interrupted_not_run_again(
         "told 1 time(s): [('cancelled', 'interrupted: the session stopped while it ran; it was "
         "not run again')]"
     )
-    assert sleeping("61.75") == []  # killed on resume, never started again
+    assert sleeping("61.75") == []  # never started again
     output = (directory / "tasks" / "t1.output").read_text()
     assert output == "half\n"  # its output so far, once: nothing ran it again
     # The owner is told once, whatever happens next: a second resume tells nobody again.

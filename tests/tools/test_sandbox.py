@@ -15,7 +15,7 @@ import pytest
 from orchestrator import PermissionPolicy, Rule, ToolCall, ToolResult
 from orchestrator.agent import run_turn
 from orchestrator.tools import Sandbox, Shell, ToolContext, ToolRegistry, Workspace
-from orchestrator.tools.sandbox import scope_directories, scratch_directory
+from orchestrator.tools.sandbox import scope_places, scratch_directory
 from orchestrator.tools.shell import LEFTOVERS, ShellArgs, marked
 from tests.conftest import MakeDeps
 from tests.scenes import call, scripted
@@ -118,24 +118,27 @@ async def test_a_subagents_writes_are_confined_to_its_scope_directories(
     assert (workspace.root / "a/x").read_text() == "1\n"
     assert not (workspace.root / "b/x").exists()
     assert not (workspace.root / "top.txt").exists()
-    # c/ did not exist: the sandbox made it, since a rule needs a directory.
+    # c/new.txt did not exist: the sandbox made it (empty), since a rule needs a file.
     assert (workspace.root / "c/new.txt").read_text() == "4\n"
     await run(UNSANDBOXED, "echo 2 > b/x", ctx)
     assert (workspace.root / "b/x").exists()
-    assert scope_directories(workspace.root, ("a/", "c/new.txt", "src/*.py")) == [
-        "a",
-        "c",
-        "src",
+    assert scope_places(workspace.root, ("a/", "c/new.txt", "src/*.py", "d")) == [
+        (("a",), False),
+        (("c", "new.txt"), True),
+        (("d",), False),
+        (("src",), False),
     ]
-    assert scope_directories(workspace.root, None) == ["."]
+    assert scope_places(workspace.root, None) == [((), False)]
 
 
 @pytest.mark.parametrize("level", ["workspace", "strict"])
 async def test_strict_reads_only_the_workspace_and_the_system(
     tmp_path: Path, ctx: ToolContext, workspace: Workspace, level: str
 ) -> None:
-    private = tmp_path / "private.txt"
-    private.write_text("not for the command\n")
+    # Outside the workspace and outside /tmp (where the socket files' hiding takes away
+    # all but the workspace and the scratch directory): this file, which says
+    # "not for the command".
+    private = Path(__file__)
     (workspace.root / "own.txt").write_text("its own\n")
     said = await run(
         Shell(sandbox=Sandbox(level=level)),  # type: ignore[arg-type]
