@@ -13,7 +13,7 @@ from orchestrator._version import __version__ as __version__
 
 if TYPE_CHECKING:
     from orchestrator.agent import TurnDeps, TurnOutcome, run_tool_calls, run_turn
-    from orchestrator.host.run import EventHandler, resume, run
+    from orchestrator.host.run import EventHandler, resume, resume_sync, run, run_sync
     from orchestrator.host.stream import EventStream, stream, stream_resume
     from orchestrator.loop.assessment import Assessment, Budgets, Situation, assess
     from orchestrator.loop.plan import Plan, PlanError, PlanTask, parse_plan_json
@@ -187,7 +187,9 @@ _HOMES = {
     "plan": "orchestrator.team.plan_calls",
     "render_plan": "orchestrator.loop.plan_markdown:render",
     "resume": "orchestrator.host.run",
+    "resume_sync": "orchestrator.host.run",
     "run": "orchestrator.host.run",
+    "run_sync": "orchestrator.host.run",
     "run_main": "orchestrator.team",
     "run_tool_calls": "orchestrator.agent",
     "run_turn": "orchestrator.agent",
@@ -381,8 +383,10 @@ __all__ = [
     "plan",
     "render_plan",
     "resume",
+    "resume_sync",
     "run",
     "run_main",
+    "run_sync",
     "run_tool_calls",
     "run_turn",
     "seed_todos",

@@ -19,6 +19,8 @@ from functools import partial
 from pathlib import Path
 
 import httpx
+import sniffio
+import trio
 
 from orchestrator.errors import ConfigError, SessionNotFound
 from orchestrator.host.aio import CallerLoop, from_asyncio, in_trio
@@ -63,6 +65,19 @@ class _Wiring(Options):
 @takes(RunOptions)
 async def run(given: RunOptions) -> RunResult:
     """Make a session for `goal` and run it until the main agent is done."""
+    return await _run(given)
+
+
+@takes(RunOptions)
+def run_sync(given: RunOptions) -> RunResult:
+    """`run` for a program without an event loop (a script, a REPL): runs it on trio
+    until it ends and returns its result. Inside a running loop (asyncio, a notebook's
+    cell, trio) it raises `RuntimeError`: await `run` there."""
+    _outside_any_loop("run_sync", "run")
+    return trio.run(_run, given)
+
+
+async def _run(given: RunOptions) -> RunResult:
     wiring = _for_caller(_Wiring.of(given, given.on_event))
     directory = new_session(given)
     return await _drive(directory.parent, directory.name, given.model, wiring, message="")
@@ -87,6 +102,29 @@ async def resume(given: ResumeOptions) -> RunResult:
     """Go on with a session that stopped (killed, interrupted, failed, blocked), from
     where its journal left it; a completed one returns at once ("already finished")
     unless `message` says something new to its main agent."""
+    return await _resume(given)
+
+
+@takes(ResumeOptions)
+def resume_sync(given: ResumeOptions) -> RunResult:
+    """`resume` for a program without an event loop, as `run_sync` is `run`'s."""
+    _outside_any_loop("resume_sync", "resume")
+    return trio.run(_resume, given)
+
+
+def _outside_any_loop(name: str, twin: str) -> None:
+    """Raises when called inside a running loop, which `trio.run` cannot nest in."""
+    try:
+        library = sniffio.current_async_library()
+    except sniffio.AsyncLibraryNotFoundError:
+        return
+    raise RuntimeError(
+        f"{name}() was called inside a running {library} loop (a notebook's cell runs in "
+        f"one): await orchestrator.{twin}(...) there instead"
+    )
+
+
+async def _resume(given: ResumeOptions) -> RunResult:
     return await resumed(
         given,
         given.session,
