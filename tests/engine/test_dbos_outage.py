@@ -21,6 +21,8 @@ import orchestrator as orc
 from orchestrator.engine import dbos_runner
 from orchestrator.models.scripted import parse_script
 from orchestrator.state.events import event_from_json
+from orchestrator.tools import workspace_tools
+from orchestrator.tools.sandbox import Sandbox
 from tests.crash.harness import cli
 from tests.engine.postgres import Postgres
 from tests.scenes import call, run_settings
@@ -77,7 +79,9 @@ async def test_a_database_away_while_a_task_works_is_waited_for(
     url = postgres.url.rsplit("/", 1)[0] + "/orchestrator_engine"
     watch = Watch()
     model = orc.ScriptedModel(parse_script(script(fifo, then=end)))
-    settings = run_settings(model, ui=watch, runner=dbos_runner(url, patience=120))
+    # Unsandboxed: the FIFOs are outside the workspace, where a sandbox hides /tmp.
+    tools = workspace_tools(sandbox=Sandbox(level="off"))
+    settings = run_settings(model, ui=watch, tools=tools, runner=dbos_runner(url, patience=120))
     result: list[orc.RunResult] = []
 
     async def run() -> None:
@@ -89,11 +93,13 @@ async def test_a_database_away_while_a_task_works_is_waited_for(
             nursery.start_soon(run)
             await watch.blocked.wait()
             await trio.to_thread.run_sync(postgres.stop)
-            await trio.to_thread.run_sync(fifo.write_text, "released\n")  # the task goes on
+            # (Abandoned on cancel: a command that never reads would hang the test past
+            # fail_after.)
+            await trio.to_thread.run_sync(fifo.write_text, "released\n", abandon_on_cancel=True)
             await watch.waiting.wait()  # DBOS could not record the task's end
             await trio.to_thread.run_sync(postgres.start)
             await watch.back.wait()  # DBOS recorded it: the session may end
-            await trio.to_thread.run_sync(end.write_text, "end\n")
+            await trio.to_thread.run_sync(end.write_text, "end\n", abandon_on_cancel=True)
 
     [outcome] = result
     assert outcome.status == "completed", outcome
@@ -150,6 +156,8 @@ def test_past_its_patience_the_run_ends_with_an_error_and_resumes(
         "-m",
         f"scripted:{path}",
         "--session-workspace",
+        "--sandbox",  # the FIFO is outside the workspace, where a sandbox hides /tmp
+        "off",
         "--yes",
         "--json",
         sessions=sessions,

@@ -100,7 +100,8 @@ async def test_list_files_grep_and_read_file_carry_such_names(
 async def test_a_subagents_command_making_such_names_is_checked_not_crashed(
     workspace: Path, tmp_path: Path
 ) -> None:
-    made = "mkdir -p sub; touch sub/new$(printf '\\377').txt out$(printf '\\376')"
+    # (Inside its scope: the sandbox refuses a write outside it.)
+    made = "mkdir -p sub; touch sub/new$(printf '\\377').txt sub/out$(printf '\\376')"
     seen: list[str] = []
 
     def brain(request: ModelRequest) -> ScriptedReply:
@@ -116,8 +117,8 @@ async def test_a_subagents_command_making_such_names_is_checked_not_crashed(
         if request.step == 1:
             seen.append(results(request)[-1])
             # The names as shown, given back: the file goes, the risk is named.
-            return reply("", c("shell", command="rm out*"))
-        risks = ["made out\\xfe outside my scope, removed it"]
+            return reply("", c("shell", command="rm sub/out*"))
+        risks = ["made sub/out\\xfe by mistake, removed it"]
         return reply(
             "", c("complete", summary="ok", files_changed=["sub/new\\xff.txt"], risks=risks)
         )
@@ -130,7 +131,9 @@ async def test_a_subagents_command_making_such_names_is_checked_not_crashed(
         approve=yes,
     )
     assert result.status == "completed", result.detail
-    assert seen[0] == "exit code 0\n\n[files changed by this command: out\\xfe, sub/new\\xff.txt]"
+    assert (
+        seen[0] == "exit code 0\n\n[files changed by this command: sub/new\\xff.txt, sub/out\\xfe]"
+    )
     assert "t1 [completed]" in seen[1]
     state = orc.load_state(result.session_dir, warn=print)  # type: ignore[arg-type]
     task = state.tasks.get("t1")
