@@ -61,8 +61,22 @@ class People:
 
 
 def command(verb: str, session_id: str, args: argparse.Namespace | None = None) -> str:
-    """`orchestrator resume ID` (`verb` is `resume`, `execute`, ...)."""
-    return f"orchestrator {verb} {session_ref(session_id, args)}"
+    """`orchestrator resume ID` (`verb` is `resume`, `execute`, ...), with what the
+    command `args` ran with that the next one needs and the session does not journal
+    (`carried`), so that it works when pasted, unattended too."""
+    return f"orchestrator {verb} {session_ref(session_id, args)}{carried(args)}"
+
+
+def carried(args: argparse.Namespace | None) -> str:
+    """The flags of a run that its resume needs again, for it is not journaled: `--yes`
+    (tool calls answered yes; without it and a terminal they are refused) and the
+    `--config` file. What the session journals (its settings: the sandbox, the network,
+    `--approve`'s scope, the verification, the budgets, the engine) is not repeated."""
+    if args is None:
+        return ""
+    flags = " --yes" if getattr(args, "yes", False) else ""
+    config = getattr(args, "config", None)
+    return flags + (f" --config {shlex.quote(str(config))}" if config else "")
 
 
 def session_ref(session_id: str, args: argparse.Namespace | None = None) -> str:

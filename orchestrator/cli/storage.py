@@ -7,6 +7,7 @@ import argparse
 import sys
 from collections.abc import Callable
 
+from orchestrator.cli.out import command
 from orchestrator.cli.parser import EXIT_STORAGE
 from orchestrator.errors import StorageFailed
 from orchestrator.store.disk import storage_failure
@@ -36,10 +37,8 @@ def disk_full_line(
         cause, path, kept = failure, str(failure.filename or "the session's files"), None
     what = cause.strerror or str(cause)
     kept_part = "every record" if kept is None else f"every record up to seq {kept}"
-    command = f"orchestrator resume {session_id}"
-    if getattr(args, "sessions_dir", None):
-        command += f" --sessions-dir {args.sessions_dir}"
     return (
         f"error: the disk refused a write ({what}): {path}; the session kept {kept_part} "
-        f"in its journal and is resumable: make room, then run: {command}"
+        f"in its journal and is resumable: make room, then run: "
+        f"{command('resume', session_id, args)}"
     )

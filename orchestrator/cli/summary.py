@@ -64,6 +64,7 @@ def next_steps(result: RunResult, session_id: str, args: argparse.Namespace) -> 
     if result.advice:
         advice = result.advice
         for verb in ("resume", "execute"):
+            advice = advice.replace(f"orchestrator {verb} ID", command(verb, session_id, args))
             advice = advice.replace(f"{verb} ID", f"{verb} {session_ref(session_id, args)}")
         steps.append(advice)
     if result.resume_helps:

@@ -41,7 +41,7 @@ def test_a_blocked_session_exits_3_and_goes_on_with_an_answer(tmp_path: Path) ->
     assert first.returncode == 3, first.stderr
     sid = session_id(first.stdout)
     assert "blocked (reported blocked: input: which database?)" in first.stdout
-    assert f"orchestrator resume {sid} --message" in first.stdout
+    assert f"orchestrator resume {sid} --yes --message" in first.stdout  # as it ran: --yes
     again = orchestrator("resume", sid, "--yes")
     assert again.returncode == 3  # nothing answered it: still blocked
     answered = orchestrator("resume", sid, "--yes", "--message", "use postgres")

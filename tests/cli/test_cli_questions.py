@@ -77,7 +77,7 @@ def test_an_unanswerable_question_exits_3_and_resume_message_answers_it(
     sid = session_id(first.stdout)
     assert f"task {asker} asks (" in first.stdout, first.stdout
     assert "which database?" in first.stdout
-    assert f"answer task {asker}: orchestrator resume {sid} --message" in first.stdout
+    assert f"answer task {asker}: orchestrator resume {sid} --yes --message" in first.stdout
     assert f"it goes to task {asker} as the answer to" in first.stdout
 
     answered = orchestrator("resume", sid, "--yes", "--message", "use postgres", **env)

@@ -84,7 +84,7 @@ def test_ctrl_c_is_summed_up_as_the_end_of_a_run_is(tmp_path: Path) -> None:
     ]
     assert re.fullmatch(r"  spent      [\d.k]+ tokens, unpriced; this run \d+\.\ds", tree[6])
     assert tree[7:] == [
-        f"  next       continue it with: orchestrator resume {sid} --sessions-dir {root}"
+        f"  next       continue it with: orchestrator resume {sid} --sessions-dir {root} --yes"
     ]
 
 

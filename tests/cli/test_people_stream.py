@@ -27,7 +27,7 @@ def first_line(out: str, root: Path) -> str:
     """The session id, checked to be said first with the command that resumes it."""
     line = out.splitlines()[0]
     found = re.fullmatch(
-        r"session (\S+) \(in (.+)\); to resume it: orchestrator resume (\S+)", line
+        r"session (\S+) \(in (.+)\); to resume it: orchestrator resume (\S+)( --.*)?", line
     )
     assert found, line
     assert found.group(2) == str(root)

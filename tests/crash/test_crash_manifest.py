@@ -200,7 +200,7 @@ def check_one_line_then_resume(root: Path, failed: subprocess.CompletedProcess[s
     assert "No space left on device" in line
     assert str(directory) in line  # where
     assert re.search(r"kept every record up to seq \d+", line)  # what was kept
-    assert line.endswith(f"then run: orchestrator resume {session_id} --sessions-dir {root}")
+    assert line.endswith(f"then run: orchestrator resume {session_id} --sessions-dir {root} --yes")
     assert "Traceback" not in failed.stderr
     acknowledged = durable_starts(failed.stdout)
     # Stopped (resumable), by the journal's own status, whatever the manifest says.

@@ -53,7 +53,8 @@ def test_plan_prints_the_plan_and_execute_builds_it_once_approved(
     # --yes answers tool calls, never a plan: without --approve and a terminal it waits.
     waiting = orchestrator("execute", sid, "--yes", sessions=sessions)
     assert waiting.returncode == 3, waiting.stderr
-    assert f"orchestrator execute {sid} --approve" in waiting.stdout
+    # (the command to decide it repeats --yes, which this run was given)
+    assert f"orchestrator execute {sid} --yes --approve" in waiting.stdout
     state = load_state(sessions / sid, warn=pytest.fail)
     assert state.plans.approved is None
     assert "main" not in state.agents

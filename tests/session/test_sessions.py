@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -329,12 +330,13 @@ def test_ctrl_c_stops_cleanly_and_resumes(tmp_path: Path) -> None:
     assert proc.returncode == 130, stderr
     session_id = only_session(root)
     # Under --json the lines for people are on stderr: the summary ends them.
+    # The resume command repeats --yes, which the run was given and the session does not
+    # journal: pasted unattended, it runs as the first run did.
+    printed = f"orchestrator resume {session_id} --sessions-dir {root} --yes"
     people = stderr.decode().splitlines()
     assert people[-5] == f"session {session_id} interrupted (Ctrl+C)"
     assert people[-3] == f"  session    {root / session_id}"
-    assert people[-1] == (
-        f"  next       continue it with: orchestrator resume {session_id} --sessions-dir {root}"
-    )
+    assert people[-1] == f"  next       continue it with: {printed}"
     directory = root / session_id
     assert read_manifest(directory).status == "interrupted"
     [result] = [
@@ -343,7 +345,14 @@ def test_ctrl_c_stops_cleanly_and_resumes(tmp_path: Path) -> None:
         if isinstance(m, ToolResult)
     ]
     assert result.status == "cancelled"
-    resumed = cli("resume", session_id, "--yes", "--approve", root=root)
+    resumed = subprocess.run(
+        [sys.executable, "-m", *shlex.split(printed)],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+        check=False,
+    )
     assert resumed.returncode == 0, resumed.stderr
     assert read_manifest(directory).status == "completed"
 
