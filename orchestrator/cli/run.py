@@ -55,7 +55,7 @@ from orchestrator.store import Durability, session_dir
 from orchestrator.team.definitions import Definitions
 from orchestrator.team.drive import RunResult, drive
 from orchestrator.team.settings import RunSettings
-from orchestrator.text import label
+from orchestrator.text import label, visible
 
 EXIT_CODES = {"blocked": EXIT_BLOCKED, "budget_exhausted": EXIT_BUDGET}
 
@@ -107,7 +107,8 @@ async def _run_session(
     seconds = time.monotonic() - began
     if plan_only and pending is not None and isinstance(result, RunResult):
         if not args.json:
-            print(render(pending.plan), end="", flush=True)
+            # A model's text: its control characters shown, never acting on a terminal.
+            print(visible(render(pending.plan)), end="", flush=True)
         build = f"build it with: {command('execute', session_id, args)} --approve"
         places = [("plan", directory / PLAN_MD), ("session", directory)]
         waits = f"plan v{pending.version} awaits approval"
