@@ -126,8 +126,7 @@ async def run_until_crash(
         "orchestrator",
         "resume",
         session_id,
-        "--yes",
-        "--approve",
+        "--yes",  # (not --approve: the session's settings hold it, as they hold --verify)
         "--json",
         "--sessions-dir",
         str(root),

@@ -44,7 +44,16 @@ def agent_options(parser: argparse.ArgumentParser, *, model_required_note: str) 
         help="where shell commands may write, read and connect: workspace (the default: "
         "writes only in the workspace, or a task's scope, and a scratch TMPDIR; no network; "
         "other processes out of sight), strict (reads too only in the workspace and the "
-        "system's directories) or off; default: [shell] sandbox (docs/security.md)",
+        "system's directories) or off; default: [shell] sandbox (docs/security.md); "
+        "journaled with the session: a resume runs at the session's level unless given "
+        "this flag (a looser one is said), whatever the config says then",
+    )
+    parser.add_argument(
+        "--network",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="let sandboxed shell commands reach the network (--no-network: keep them off "
+        "it); default: [shell] network, else off; journaled with the session as --sandbox is",
     )
     parser.add_argument("--json", action="store_true", help="print events as JSON lines")
     plain_option(parser)
@@ -194,11 +203,37 @@ def workspace_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+class _Approve(argparse.Action):
+    """`--approve` (the plan versions there are, else the first) or `--approve all`."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        if values not in (None, "all"):
+            raise argparse.ArgumentError(
+                self,
+                f"takes nothing or `all`, not {values!r} (give the goal or id before "
+                "--approve, or --approve last)",
+            )
+        setattr(namespace, self.dest, "all" if values == "all" else "seen")
+
+
 def approve_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--approve",
-        action="store_true",
-        help="approve the plan without asking (for unattended runs; --yes, which answers "
-        "tool calls, never approves a plan: without a terminal and without --approve a "
-        "plan waits, and the run stops blocked)",
+        action=_Approve,
+        nargs="?",
+        default=None,
+        metavar="all",
+        help="approve the plan without asking: the version(s) there are now (the first, "
+        "for a new session), and a later version (a re-plan) only if it adds no task and "
+        "no command (acceptance check) to what was approved; a version that does is asked "
+        "about at a terminal, or the run stops blocked until `execute ID --approve` "
+        "decides it. `--approve all` approves every version, unseen ones too. Journaled "
+        "with the session: a resume keeps it. (--yes, which answers tool calls, never "
+        "approves a plan.)",
     )

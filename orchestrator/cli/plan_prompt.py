@@ -5,7 +5,8 @@ the planner wrote it; then: approve, reject with feedback for the planner, edit 
 markdown in `$VISUAL`/`$EDITOR` (re-validated; an edit that does not parse or check is
 shown and asked about again), or quit and decide later. Only `a` approves: an empty
 line asks again, EOF (no terminal left) and `q` decide nothing, and Ctrl+C stops the
-run. `--approve` approves without asking; `--yes`, which answers tool calls, never does.
+run. A version that `--approve` covers is approved without asking (team/planning.py's
+`in_advance`); `--yes`, which answers tool calls, never approves a plan.
 """
 
 from __future__ import annotations
@@ -33,23 +34,18 @@ CHOICES = "[a]pprove, [r]eject with feedback, [e]dit, [q]uit and decide later"
 
 def plan_approver(
     *,
-    approve: bool,
     interactive: bool,
     hold: Hold = no_hold,
     read: Callable[[], str] | None = None,
 ) -> PlanApprover | None:
-    """`--approve`: approve each plan; a person at a terminal: ask (`hold`: the screen
-    left to the question; `read`: the answer, standard input's next line when None);
-    else nobody decides (the run stops blocked, printing how to approve)."""
-    if approve:
-        return approve_flag
+    """Who decides on a version that no approval given in advance covers (`--approve`
+    is the session's settings', journaled: team/planning.py's `in_advance`): a person at
+    a terminal is asked (`hold`: the screen left to the question; `read`: the answer,
+    standard input's next line when None); else nobody (the run stops blocked, printing
+    how to approve)."""
     if not interactive:
         return None
     return PlanPrompt(read=read, hold=hold)
-
-
-async def approve_flag(version: PlanVersion) -> PlanVerdict:
-    return PlanVerdict("approved", by="--approve")
 
 
 class PlanPrompt:

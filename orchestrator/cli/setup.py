@@ -21,7 +21,7 @@ import trio
 
 from orchestrator.cli.engine import chosen_engine, database_change, engine_settings, runner_for
 from orchestrator.cli.env import SESSION_FLAGS, effective_config, sessions_root
-from orchestrator.cli.guards import guards
+from orchestrator.cli.guards import guards, new_shell_settings, shell_settings
 from orchestrator.cli.out import session_line
 from orchestrator.cli.plan_prompt import plan_approver
 from orchestrator.cli.prompt import Hold, approvers, no_hold, refusal_notice
@@ -63,9 +63,10 @@ def default_workspace() -> Path:
 def session_settings(config: Config, args: argparse.Namespace) -> SessionSettings:
     """The settings a new session runs with: the layered config (its [session] table with
     the session flags over it, [team], [compaction]) and `--max-rounds` and `--allow`, and
-    the engine (`--engine`, `--database-url`, [engine]). The one place where configuration
-    and flags become settings. (A role's `max_tokens` and `temperature`, under
-    `[agents.ROLE]`, are its model's: `RoleModels`.)"""
+    the engine (`--engine`, `--database-url`, [engine]), the sandbox (`--sandbox`,
+    `--network`, [shell]) and the plan's approval (`--approve`). The one place where
+    configuration and flags become settings. (A role's `max_tokens` and `temperature`,
+    under `[agents.ROLE]`, are its model's: `RoleModels`.)"""
     compaction = config.compaction.model_dump()
     values = {
         **config.session.model_dump(),  # the [session] keys are settings of the same names
@@ -78,8 +79,23 @@ def session_settings(config: Config, args: argparse.Namespace) -> SessionSetting
         "allow": tuple(args.allow or ()),
         "plan": True if getattr(args, "plan", False) else None,
         **engine_settings(args, config),
+        **new_shell_settings(config, args),
+        **approval(args, versions=0),
     }
     return SessionSettings(**{key: value for key, value in values.items() if value is not None})
+
+
+def approval(args: argparse.Namespace, *, versions: int) -> dict[str, Any]:
+    """The plan approval `--approve` gives in advance, as settings (none without it), for
+    a session with `versions` plan versions so far: `--approve all` every version;
+    `--approve` the versions there are (the person could see them: `plan.md`, `sessions
+    show`), or the first when there is none yet, and any later one that adds no task and
+    no command to them (team/planning.py's `in_advance`)."""
+    given = getattr(args, "approve", None)
+    if not given:
+        return {}
+    scope = "all" if given == "all" else "seen"
+    return {"approve": scope, "approve_through": max(versions, 1)}
 
 
 def overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -144,14 +160,14 @@ async def run_settings(
     standard input when None), the session's settings with `changes`, and `ui`; its
     notes (no sandbox here, calls that will be refused) are `say`'s."""
     directory = live.directory
-    session = _session_for(live, config, args, changes or {})
+    session = _session_for(live, config, args, changes or {}, say)
     running = session or live.state.settings
     assert running is not None  # (a session without settings gets a new session's)
     spec = args.model or live.manifest.model_spec(directory)
     # `plan` runs the planner alone, whose tools only read (no shell, nothing written):
     # what a run that writes is told about its shell and its refused calls is untrue of it.
     planning_only = bool(getattr(args, "plan_only", False))
-    guarded = guards(config, args, say=None if planning_only else say)
+    guarded = guards(config, args, say=None if planning_only else say, settings=running)
     workspace = live.manifest.workspace_path(directory)
     if definitions is None:
         definitions = await trio.to_thread.run_sync(
@@ -191,31 +207,42 @@ def _plan_settings(
     args: argparse.Namespace, hold: Hold = no_hold, read: Callable[[], str] | None = None
 ) -> dict[str, Any]:
     """The plan part of a run's settings, from its command: `run --plan`, `plan`,
-    `execute` (its plan file already read into `args.seed_plan`), `--approve`."""
+    `execute` (its plan file already read into `args.seed_plan`), and who is asked about
+    a version `--approve` does not cover (`--approve` itself is a session setting)."""
     interactive = not args.json and sys.stdin.isatty()
-    approve = getattr(args, "approve", False)
     return {
         "plan": bool(getattr(args, "plan", False)),
         "plan_only": bool(getattr(args, "plan_only", False)),
-        "approve_plan": plan_approver(
-            approve=approve, interactive=interactive, hold=hold, read=read
-        ),
+        "approve_plan": plan_approver(interactive=interactive, hold=hold, read=read),
         "seed_plan": getattr(args, "seed_plan", None),
     }
 
 
 def _session_for(
-    live: LiveSession, config: Config, args: argparse.Namespace, changes: dict[str, Any]
+    live: LiveSession,
+    config: Config,
+    args: argparse.Namespace,
+    changes: dict[str, Any],
+    say: Callable[[str], None],
 ) -> SessionSettings | None:
     """What `drive` is given: nothing when the journal's settings stand unchanged; for a
     session with none yet, those a new one would get (`changes` come from `args`, which
     `session_settings` reads already). A session on dbos is given the database the
-    command names (`database_change`)."""
+    command names (`database_change`); the sandbox and network are the journal's but
+    for a flag (`shell_settings`, which says a loosening); `--approve` covers the plan
+    versions there are (`approval`)."""
     journaled = live.state.settings
+    versions = len(live.state.plans.versions)
     if journaled is None:
-        return session_settings(config, args)
-    changes = {**changes, **database_change(journaled.but(**changes), args, config)}
-    return journaled.but(**changes) if changes else None
+        return session_settings(config, args).but(**approval(args, versions=versions))
+    changes = {
+        **changes,
+        **database_change(journaled.but(**changes), args, config),
+        **shell_settings(journaled, config, args, say),
+        **approval(args, versions=versions),
+    }
+    chosen = journaled.but(**changes)
+    return chosen if chosen != journaled else None
 
 
 def run_config(args: argparse.Namespace, workspace: Path | None) -> Config:

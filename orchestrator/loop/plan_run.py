@@ -2,7 +2,8 @@
 now and which can never run because a dependency failed (`ready`, `doomed`: the rules
 for a whole plan, which the runtime keeps task by task with `loop/deps.py`'s `decide`,
 and a property test checks here), the status each task's todo shows (`todo_status`, the
-fold's), and what a new version changes (`diff`, `kept_problems`: the re-plan's).
+fold's), what a new version changes (`diff`, `kept_problems`: the re-plan's), and what
+it adds that an approval given in advance does not cover (`unseen`).
 
 A plan task's state is its task record's (`state/tasks.py`: `pending`, `running`,
 `waiting_decision`, `waiting_children`, `completed`, `failed`, `cancelled`), or
@@ -11,7 +12,7 @@ A plan task's state is its task record's (`state/tasks.py`: `pending`, `running`
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Literal
 
 import msgspec
@@ -132,3 +133,20 @@ def kept_problems(old: Plan, new: Plan, completed: Collection[str]) -> list[Prob
         elif after[task.id] != task:
             found.append(Problem("error", task.id, "completed, so it must stay unchanged"))
     return found
+
+
+def unseen(plan: Plan, seen: Iterable[Plan]) -> list[str]:
+    """What `plan` adds to the plans a person has `seen`, which an approval of those does
+    not cover: each task whose id none of them has, and each command none of them runs
+    (the only commands a plan runs are its acceptance checks). Empty: `plan` asks to run
+    nothing new (it may still reword, reorder, rescope or drop tasks)."""
+    seen = list(seen)
+    ids = {t.id for p in seen for t in p.tasks}
+    commands = {t.acceptance for p in seen for t in p.tasks if t.acceptance}
+    added = [f"task {t.id}" for t in plan.tasks if t.id not in ids]
+    added += [
+        f"command {t.acceptance!r} ({t.id}'s acceptance check)"
+        for t in plan.tasks
+        if t.acceptance and t.acceptance not in commands
+    ]
+    return added

@@ -261,6 +261,20 @@ def v9_to_v10(directory: Path) -> None:
     return None
 
 
+def v10_to_v11(directory: Path) -> None:
+    """Format 11 journals the shell's sandbox and the plan's approval given in advance:
+    `sandbox` and `network`, `approve` and `approve_through` in the `settings` record.
+    Every format-10 record, manifest and snapshot is already a valid format-11 one: a
+    format-10 `settings` record reads with `sandbox` and `network` unset (None: each run
+    takes them from its flags and config, as a resume always did, until a resume's
+    `--sandbox` or `--network` journals one) and no approval given in advance (`approve`
+    ""), which a format-10 session never journaled: a resume gives `--approve` again, as
+    it had to. Nothing is rewritten; the step lets the manifest say 11, so an older
+    orchestrator refuses the session instead of failing on the settings it does not know
+    (`SessionSettings` forbids unknown fields)."""
+    return None
+
+
 MIGRATIONS: dict[int, Migration] = {
     1: v1_to_v2,
     2: v2_to_v3,
@@ -271,6 +285,7 @@ MIGRATIONS: dict[int, Migration] = {
     7: v7_to_v8,
     8: v8_to_v9,
     9: v9_to_v10,
+    10: v10_to_v11,
 }
 
 

@@ -82,6 +82,8 @@ def header_lines(info: dict[str, Any]) -> list[str]:
         ("spent", spent),
         ("settings", settings_line(info["settings"])),
         ("engine", engine_line(info["settings"])),
+        ("sandbox", sandbox_line(info["settings"])),
+        ("approval", approval_line(info["settings"])),
         ("on workers", workers_line(info.get("on_workers"))),
     ]
     return [f"{name:<10} {value}" for name, value in fields if value]
@@ -224,13 +226,46 @@ def settings_line(settings: dict[str, Any] | None) -> str:
     changed = [
         f"{key} {visible(orjson.dumps(value).decode())}"
         for key, value in settings.items()
-        if value != defaults.get(key) and key not in ENGINE_KEYS
+        if value != defaults.get(key) and key not in ENGINE_KEYS + SECURITY_KEYS
     ]
     return "the defaults, but " + ", ".join(changed) if changed else "the defaults"
 
 
 ENGINE_KEYS = ("engine", "engine_database", "engine_workers")
 """The settings `engine_line` shows, on a line of their own."""
+SECURITY_KEYS = ("sandbox", "network", "approve", "approve_through")
+"""The settings `sandbox_line` and `approval_line` show, on lines of their own."""
+
+
+def sandbox_line(settings: dict[str, Any] | None) -> str:
+    """How the session's shell commands are confined: the sandbox's level and whether
+    they reach the network, as journaled (a resume keeps them unless a flag loosens
+    them)."""
+    if settings is None:
+        return ""
+    level, network = settings.get("sandbox"), settings.get("network")
+    if level is None:
+        return "not journaled: each run's own (--sandbox and [shell], or a program's tools)"
+    if level == "off":
+        return "off (commands run unsandboxed)"
+    return f"{visible(str(level))}, {'network allowed' if network else 'no network'}"
+
+
+def approval_line(settings: dict[str, Any] | None) -> str:
+    """The plan approval given in advance (`--approve`), as journaled: a resume keeps it."""
+    if settings is None:
+        return ""
+    match settings.get("approve", ""):
+        case "all":
+            return "--approve all: every plan version"
+        case "seen":
+            through = settings.get("approve_through", 1)
+            seen = "v1" if through == 1 else f"v1 to v{through}"
+            return (
+                f"--approve: plan {seen}, and a later version that adds no task and no "
+                "command to what was approved"
+            )
+    return "none in advance: each plan version is decided" if settings.get("plan") else ""
 
 
 def engine_line(settings: dict[str, Any] | None) -> str:

@@ -74,6 +74,18 @@ class SessionSettings(
     engine_database: str = ""
     # dbos: its delegated tasks run on `orchestrator worker` processes (`--workers`).
     engine_workers: bool = False
+    # The shell's sandbox (`--sandbox`, `--network`, [shell] sandbox and network;
+    # docs/security.md), so a resume runs its commands as confined as the session chose,
+    # whatever the config says then; a resume loosens them only when told to by a flag.
+    # None: not journaled (a session of format 10 or older), the resume's config then.
+    sandbox: Literal["off", "workspace", "strict"] | None = None
+    network: bool | None = None
+    # A plan's approval given in advance (`--approve`; docs/plans.md): "" none (a person
+    # decides each version); "seen" the versions up to `approve_through` (those there
+    # were when it was given, else the first) and any later one that adds no task and no
+    # command to them; "all" every version (`--approve all`).
+    approve: Literal["", "seen", "all"] = ""
+    approve_through: int = 0
 
     def but(self, **changes: object) -> SessionSettings:
         """These settings with `changes` (field names) instead."""

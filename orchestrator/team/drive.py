@@ -241,7 +241,7 @@ async def _plan_first(team: Team, settings: RunSettings, goal: str) -> RunResult
     )
     if outcome.state == "build":
         return None
-    return _awaiting_approval(f"plan v{outcome.version} awaits approval")
+    return _awaiting_approval(outcome.awaits)
 
 
 def _awaiting_approval(detail: str) -> RunResult:

@@ -126,7 +126,7 @@ async def _replan(team: Team) -> MainOutcome | None:
     outcome = await replan(team, team.run.approve_plan, goal=team.seat.goal)
     if outcome.state == "build":
         return None
-    return MainOutcome("blocked", f"plan v{outcome.version} awaits approval")
+    return MainOutcome("blocked", outcome.awaits)
 
 
 async def _begin(team: Team, context: AgentContext, deps: TurnDeps) -> None:

@@ -11,12 +11,17 @@ list and the task tree cannot disagree.
 Only an explicit approval (`plan_decided`, `approved`) starts the builder: an approver
 that gives no answer (EOF, a headless run without `--approve`), Ctrl+C or a crash at
 the prompt leaves the plan undecided, and the session asks again when it resumes.
+
+An approval given in advance (`--approve`: the session's settings `approve` and
+`approve_through`, journaled, so a resume keeps it) covers the versions the person could
+see when giving it, and a later version only when it adds no task and no command to
+them (`in_advance`); one that does is asked about, or waits for its own decision.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, assert_never
 
 import msgspec
 
@@ -24,13 +29,14 @@ from orchestrator.agent import run_turn, settle_pending_calls
 from orchestrator.errors import OrchestratorError
 from orchestrator.loop.plan import Plan
 from orchestrator.loop.plan_markdown import render
-from orchestrator.loop.plan_run import diff
+from orchestrator.loop.plan_run import diff, unseen
 from orchestrator.loop.todos import TodoItem, TodosChanged, now_ms
 from orchestrator.messages import SystemMessage, UserMessage
 from orchestrator.state.events import AgentStarted
-from orchestrator.state.plans import PlanVersion, Replan
+from orchestrator.state.plans import Plans, PlanVersion, Replan
+from orchestrator.state.settings import SessionSettings
 from orchestrator.state.tasks import SETTLED
-from orchestrator.team.plan_host import PlanApprover
+from orchestrator.team.plan_host import PlanApprover, PlanVerdict
 from orchestrator.team.prompts import builder_prompt, planner_prompt, with_instructions
 from orchestrator.team.queries import BUILDER, MAIN, PLANNER
 from orchestrator.team.runtime import Team
@@ -50,6 +56,13 @@ class PlanningOutcome:
 
     state: Literal["build", "awaiting", "planned"]
     version: int = 0
+    why: str = ""  # awaiting: why no approval given in advance covers it, if one was given
+
+    @property
+    def awaits(self) -> str:
+        """What a run stopped for the decision says of it."""
+        why = f": {self.why}" if self.why else ""
+        return f"plan v{self.version} awaits approval{why}"
 
 
 async def run_planning(
@@ -111,11 +124,45 @@ async def _until_approved(
             continue
         if plan_only:
             return PlanningOutcome("planned", pending.version)
-        verdict = await approve(pending) if approve is not None else None
+        verdict, why = in_advance(team.seat.settings, plans, pending)
+        if verdict is None and approve is not None:
+            verdict = await approve(pending)
         if verdict is None:
-            return PlanningOutcome("awaiting", pending.version)
+            return PlanningOutcome("awaiting", pending.version, why)
         await team.planning.decide(pending, verdict)
         # (A rejection's feedback reaches the planner as `_plan` starts its next turn.)
+
+
+def in_advance(
+    settings: SessionSettings, plans: Plans, version: PlanVersion
+) -> tuple[PlanVerdict | None, str]:
+    """The approval of `version` that the session's settings give in advance (None
+    when they give none), and, when they give one that does not cover it, why not. `all`
+    covers every version; `seen`, the versions up to `approve_through` and a later one
+    that adds no task and no command to those and to every version approved since."""
+    match settings.approve:
+        case "all":
+            return PlanVerdict("approved", by="--approve all"), ""
+        case "seen" if version.version <= settings.approve_through:
+            return PlanVerdict("approved", by="--approve"), ""
+        case "seen":
+            seen = [
+                v.plan
+                for v in plans.versions
+                if v.decision == "approved"
+                or (v.version <= settings.approve_through and v.decision is None)
+            ]
+            added = unseen(version.plan, seen)
+            if not added:
+                return PlanVerdict("approved", by="--approve"), ""
+            return None, (
+                f"it adds {', '.join(added)}, which --approve (given for plan "
+                f"v{settings.approve_through}) does not cover"
+            )
+        case "":
+            return None, ""
+        case other:
+            assert_never(other)
 
 
 async def _plan(team: Team, planner: str, brief: str) -> None:

@@ -431,7 +431,9 @@ def test_the_compaction_table_is_the_sessions_compaction_settings(setup: Setup) 
     config, sources = setup.load("--config", str(given))
     args = build_parser().parse_args(["run", "goal"])
     settings = session_settings(config, args)
-    assert settings == defaults.but(compact_at=0.6, keep_recent=4000, min_freed=0.0)
+    assert settings == defaults.but(
+        compact_at=0.6, keep_recent=4000, min_freed=0.0, sandbox="workspace", network=False
+    )
     assert sources["compaction.at"] == f"user config {setup.user}"
     assert sources["compaction.min_freed"] == f"--config {given}"
     assert sources["compaction.anchor_share"] == "default"

@@ -68,8 +68,7 @@ async def test_an_edit_is_checked_before_it_is_approved() -> None:
 
 
 async def test_who_decides_without_a_terminal() -> None:
-    assert plan_approver(approve=False, interactive=False) is None
-    flag = plan_approver(approve=True, interactive=False)
-    assert flag is not None
-    assert await flag(VERSION) == PlanVerdict("approved", by="--approve")
-    assert isinstance(plan_approver(approve=False, interactive=True), PlanPrompt)
+    # (--approve is the session's journaled settings, decided before any approver is
+    # asked: tests/plans/test_approval_scope.py.)
+    assert plan_approver(interactive=False) is None
+    assert isinstance(plan_approver(interactive=True), PlanPrompt)

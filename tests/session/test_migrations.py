@@ -207,7 +207,6 @@ def test_a_v8_session_becomes_v9_untouched_its_tasks_subagents_and_calls_in_the_
 
 @pytest.mark.parametrize("name", ["completed", "killed-mid-turn"])
 def test_a_v9_session_becomes_v10_untouched_on_the_local_engine(tmp_path: Path, name: str) -> None:
-    assert FORMAT_VERSION == 10
     directory = migrated_untouched(tmp_path, f"v9-{name}")
     state = load_state(directory, warn=pytest.fail)
     # Its settings read with the local engine, and no task says where it ran.
@@ -215,4 +214,21 @@ def test_a_v9_session_becomes_v10_untouched_on_the_local_engine(tmp_path: Path, 
     assert (state.settings.engine, state.settings.engine_database) == ("local", "")
     assert state.tasks.tasks
     assert all(t.ran_on is None for t in state.tasks.tasks.values())
+    assert verify(directory) == []
+
+
+@pytest.mark.parametrize("name", ["completed", "killed-mid-turn"])
+def test_a_v10_session_becomes_v11_untouched_its_sandbox_unset_and_nothing_approved_ahead(
+    tmp_path: Path, name: str
+) -> None:
+    assert FORMAT_VERSION == 11
+    directory = migrated_untouched(tmp_path, f"v10-{name}")
+    state = load_state(directory, warn=pytest.fail)
+    # Its settings read with the sandbox and network unset (the next run's flags and
+    # config give them) and no plan approval given in advance (a resume gives --approve
+    # again, as a format-10 one had to).
+    assert state.settings is not None
+    settings = state.settings
+    assert (settings.sandbox, settings.network) == (None, None)
+    assert (settings.approve, settings.approve_through) == ("", 0)
     assert verify(directory) == []

@@ -150,6 +150,18 @@ def test_sessions_show_says_what_the_session_runs_with(
     assert main(["sessions", "show", session, "--sessions-dir", str(root)]) == 0
     shown_text = capsys.readouterr().out
     assert f'settings   the defaults, but verify ["{VERIFY}"], plan true\n' in shown_text
+    # The sandbox and the approval given in advance, journaled (format 11), on lines of
+    # their own: the recording ran with `--plan --approve` at the default sandbox.
+    assert "sandbox    workspace, no network\n" in shown_text
+    assert "approval   --approve: plan v1, and a later version that adds no task" in shown_text
     assert main(["sessions", "show", session, "--sessions-dir", str(root), "--json"]) == 0
     shown = orjson.loads(capsys.readouterr().out)
-    assert shown["settings"] == {**plain(SessionSettings()), "verify": [VERIFY], "plan": True}
+    assert shown["settings"] == {
+        **plain(SessionSettings()),
+        "verify": [VERIFY],
+        "plan": True,
+        "sandbox": "workspace",
+        "network": False,
+        "approve": "seen",
+        "approve_through": 1,
+    }
