@@ -39,8 +39,9 @@ class PlanVerdict:
 
 
 PlanApprover = Callable[[PlanVersion], Awaitable[PlanVerdict | None]]
-"""Asked to decide on a submitted plan; None: no decision now (the session stops,
-blocked, and asks again when resumed)."""
+"""Asked to decide on a submitted plan that no approval given in advance covers (its
+`warnings` then end with why `--approve` does not); None: no decision now (the session
+stops, blocked, and asks again when resumed)."""
 
 
 class Planning:

@@ -126,7 +126,9 @@ async def _until_approved(
             return PlanningOutcome("planned", pending.version)
         verdict, why = in_advance(team.seat.settings, plans, pending)
         if verdict is None and approve is not None:
-            verdict = await approve(pending)
+            # Whoever is asked is told why --approve did not decide it (not journaled).
+            shown = [*pending.warnings, why] if why else pending.warnings
+            verdict = await approve(msgspec.structs.replace(pending, warnings=shown))
         if verdict is None:
             return PlanningOutcome("awaiting", pending.version, why)
         await team.planning.decide(pending, verdict)

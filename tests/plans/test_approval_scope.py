@@ -29,6 +29,9 @@ from orchestrator.loop.plan_run import unseen
 from orchestrator.state.plans import Plans, PlanVersion
 from orchestrator.state.settings import SessionSettings
 from orchestrator.team.planning import in_advance
+from tests.plans.test_handoff import APPROVE, Approver, new_session, run
+from tests.plans.test_replan import SCRIPT as REPLAN_SCRIPT
+from tests.plans.test_replan import V2
 
 TIMEOUT = 120
 
@@ -105,6 +108,43 @@ def test_which_version_an_approval_in_advance_covers(
     verdict, why = in_advance(settings, plans, pending)
     assert (verdict.by if verdict else None) == by
     assert ("task c" in why) == (by is None and approve == "seen")
+
+
+# --- on drive: who is asked, and what they are told -------------------------------------
+
+AHEAD = SessionSettings(approve="seen", approve_through=1)
+
+
+async def test_a_version_that_adds_nothing_is_approved_without_asking_anyone(
+    tmp_path: Path,
+) -> None:
+    # The re-plan's v2 retitles task a: no task, no command added.
+    root, session_id, directory = new_session(tmp_path, REPLAN_SCRIPT)
+    approver = Approver()
+    result = await run(root, session_id, REPLAN_SCRIPT, approver, session=AHEAD)
+    assert result.status == "completed", result
+    assert approver.shown == []
+    assert decisions(directory) == [(1, "approved", "--approve"), (2, "approved", "--approve")]
+
+
+async def test_a_version_that_adds_a_command_is_asked_about_and_told_why(tmp_path: Path) -> None:
+    v2 = copy.deepcopy(V2)
+    v2["tasks"][0]["acceptance"] = "test -s a.txt"
+    script = copy.deepcopy(REPLAN_SCRIPT)
+    script["agents"]["planner-2"][0]["tool_calls"][0]["arguments"] = v2
+    root, session_id, directory = new_session(tmp_path, script)
+    approver = Approver(APPROVE)
+    result = await run(root, session_id, script, approver, session=AHEAD)
+    assert result.status == "completed", result
+    [shown] = approver.shown
+    assert shown.version == 2
+    assert shown.warnings[-1] == (
+        "it adds command 'test -s a.txt' (a's acceptance check), which --approve (given for "
+        "plan v1) does not cover"
+    )
+    assert decisions(directory) == [(1, "approved", "--approve"), (2, "approved", "--approve")]
+    # What the approver is told is not journaled: the version's own warnings are.
+    assert load_state(directory, warn=pytest.fail).plans.versions[1].warnings == []
 
 
 # --- through the command line, killed and resumed ------------------------------------------
