@@ -169,11 +169,16 @@ def run_killed(tmp_path: Path, script: Path, *approve: str) -> tuple[str, str]:
     group) when a worker's first shell call starts, after plan v1's approval and before
     the re-plan: (the session id, the resume command its first line printed)."""
     sessions = tmp_path / "sessions"
-    argv = [
-        sys.executable, "-m", "orchestrator", "run", GOAL, "--model", f"scripted:{script}",
-        "--session-workspace", "--verify", VERIFY, "--plan", *approve, "--yes", "--json",
-        "--sessions-dir", str(sessions),
-    ]  # fmt: skip
+    return killed(
+        "run", GOAL, "--model", f"scripted:{script}", "--session-workspace", "--verify",
+        VERIFY, "--plan", *approve, "--yes", "--json", "--sessions-dir", str(sessions),
+    )  # fmt: skip
+
+
+def killed(*args: str) -> tuple[str, str]:
+    """`orchestrator ARGS` (with --json), SIGKILLed as `run_killed` says: (the session
+    id, the resume command its first line printed)."""
+    argv = [sys.executable, "-m", "orchestrator", *args]
     proc = subprocess.Popen(
         argv,
         stdout=subprocess.PIPE,
@@ -237,6 +242,22 @@ def test_a_resume_keeps_approve_so_a_v2_that_adds_nothing_is_not_asked_about(
         f"orchestrator sessions show {session_id} --sessions-dir {tmp_path / 'sessions'}"
     )
     assert "approval   --approve: plan v1, and a later version that adds no task" in shown.stdout
+
+
+def test_the_demo_killed_then_resumed_as_printed_is_not_asked_about_plan_v2(
+    tmp_path: Path,
+) -> None:
+    sessions = tmp_path / "sessions"
+    session_id, command = killed(
+        "demo", "--no-crash", "--json", "-w", str(tmp_path / "ws"), "--sessions-dir", str(sessions)
+    )
+    assert command == f"orchestrator resume {session_id} --sessions-dir {sessions} --yes"
+    resumed = pasted(command)
+    assert resumed.returncode == 0, resumed.stdout[-3000:]
+    assert decisions(sessions / session_id) == [
+        (1, "approved", "--approve"),
+        (2, "approved", "--approve"),
+    ]
 
 
 def test_a_v2_with_a_new_command_waits_for_its_own_decision_which_the_printed_command_gives(
