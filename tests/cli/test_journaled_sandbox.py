@@ -24,6 +24,10 @@ if not Sandbox().active:  # pragma: no cover - this machine class has what it ta
 TIMEOUT = 120
 
 
+# The sandbox says which protection of socket files is in force (docs/security.md).
+PROTECTION = "note: shell commands run sandboxed"
+
+
 def killed_run(tmp_path: Path, *flags: str) -> tuple[str, Path]:
     """A run whose first call (`sleep`) is cut by a SIGKILL of its process group, and
     whose next writes to `outside` the workspace: (the resume command its first line
@@ -98,7 +102,11 @@ def test_a_resume_keeps_the_journaled_sandbox_though_the_config_would_loosen_it(
     resumed = pasted(command)
     assert resumed.returncode == 0, resumed.stdout[-3000:]
     assert not outside.exists()  # still confined: strict, as journaled
-    notes = [line for line in resumed.stdout.splitlines() if line.startswith("note: ")]
+    notes = [
+        line
+        for line in resumed.stdout.splitlines()
+        if line.startswith("note: ") and not line.startswith(PROTECTION)
+    ]
     assert notes == [
         "note: the session keeps its sandbox strict, as journaled; [shell] sandbox off does "
         "not loosen it (--sandbox off would)",
@@ -129,7 +137,11 @@ def test_tightening_needs_nothing_and_sessions_show_says_it(tmp_path: Path) -> N
     resumed = pasted(command, "--sandbox", "workspace")
     assert resumed.returncode == 0, resumed.stdout[-3000:]
     assert not outside.exists()
-    assert not [line for line in resumed.stdout.splitlines() if line.startswith("note: ")]
+    assert not [
+        line
+        for line in resumed.stdout.splitlines()
+        if line.startswith("note: ") and not line.startswith(PROTECTION)
+    ]
     [session] = [p.name for p in (tmp_path / "s").iterdir()]
     shown = pasted(f"orchestrator sessions show {session} --sessions-dir {tmp_path / 's'}")
     assert "sandbox    workspace, no network\n" in shown.stdout
