@@ -137,6 +137,12 @@ class ToolFailed(OrchestratorError):
     """Raised by a tool for an expected failure; the model sees the message as an error result."""
 
 
+class ToolInterrupted(OrchestratorError):
+    """Raised when a tool's call was stopped from outside it (an asyncio host's loop
+    cancelled the coroutine it ran): the call ends `interrupted`, which the model reads as
+    "may or may not have taken effect"."""
+
+
 class HostCallbackFailed(OrchestratorError):
     """A callback of the host program (its `answer` to a subagent's question) raised: not a
     tool's failure for the model to read, but the program's, which stops the agent asking

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from orchestrator.agent.deps import TurnDeps
 from orchestrator.agent.parsing import Parsed, Ready, Refused, Unapproved, parse_call
-from orchestrator.errors import HostCallbackFailed, ToolFailed, WorkspaceEscape
+from orchestrator.errors import HostCallbackFailed, ToolFailed, ToolInterrupted, WorkspaceEscape
 from orchestrator.messages import ToolCall, ToolResult, ToolStatus
 from orchestrator.state.context import AgentContext
 from orchestrator.state.events import PermissionGranted, ToolCallFinished, ToolCallStarted
@@ -217,6 +217,8 @@ async def _execute(ref: str, call: ToolCall, parsed: Parsed, deps: TurnDeps) -> 
                 output = await tool.run(args, context)
     except (ToolFailed, WorkspaceEscape) as exc:
         return Outcome(result("error", str(exc)))
+    except ToolInterrupted as exc:
+        return Outcome(result("interrupted", str(exc)))
     except HostCallbackFailed:
         raise  # the host program's bug, not the tool's: it stops the agent, as an approver's
     except Exception as exc:  # a tool bug must not kill the agent

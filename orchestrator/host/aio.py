@@ -150,6 +150,11 @@ class CallerLoop:
         """`sink`, its `emit` run on the caller's loop."""
         return _CallerSink(self, sink)
 
+    def bridged(self, sink: EventSink) -> EventSink:
+        """On the trio thread: `sink` (a trio one) as code on the caller's loop may call
+        it (a coroutine tool's `ctx.report_progress`)."""
+        return _TrioSide(sink, trio.lowlevel.current_trio_token())
+
     async def call(self, fn: Callable[[], Awaitable[R]]) -> R:
         """On the trio thread: `fn()` awaited on the caller's loop; its result, or its
         exception. Cancelled, it cancels the call there."""
@@ -182,3 +187,39 @@ class _CallerSink:
 
     async def emit(self, event: Event, *, durable: bool = False) -> None:
         await self._caller.call(partial(self._sink.emit, event, durable=durable))
+
+
+@final
+class _TrioSide:
+    """A trio sink called from the caller's loop: each `emit` runs on the trio thread, as
+    a system task, and is awaited on the caller's loop without blocking it (blocking it
+    would stop a sink of the caller's that the trio side waits for)."""
+
+    def __init__(self, sink: EventSink, token: trio.lowlevel.TrioToken) -> None:
+        self._sink = sink
+        self._token = token
+
+    async def emit(self, event: Event, *, durable: bool = False) -> None:
+        done: concurrent.futures.Future[None] = concurrent.futures.Future()
+
+        def start() -> None:
+            trio.lowlevel.spawn_system_task(self._emit, event, durable, done)
+
+        try:
+            self._token.run_sync_soon(start)
+        except trio.RunFinishedError:
+            return  # the run is over: nobody reads its progress
+        await asyncio.wrap_future(done)
+
+    async def _emit(
+        self, event: Event, durable: bool, done: concurrent.futures.Future[None]
+    ) -> None:
+        try:
+            await self._sink.emit(event, durable=durable)
+        except trio.Cancelled:
+            done.cancel()  # the run is ending: the caller's side sees a cancellation
+            raise
+        except Exception as exc:  # the caller's side raises it; a system task must not
+            done.set_exception(exc)
+        else:
+            done.set_result(None)

@@ -45,6 +45,7 @@ from orchestrator.team.drive import RunResult, drive
 from orchestrator.team.runtime import TeamHook
 from orchestrator.team.settings import RunSettings
 from orchestrator.tools import workspace_tools
+from orchestrator.tools.functions import HOST_LOOP
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,6 +56,8 @@ class _Wiring(Options):
     # The callbacks are bridged to the calling asyncio program's loop (`_for_caller`):
     # the drive runs under trio in a thread of its own.
     from_asyncio: bool = False
+    # The asyncio program's loop, where its coroutine tools run (None under trio).
+    caller: CallerLoop | None = None
 
     @classmethod
     def of(cls, given: Options, on_event: EventSink | EventHandler | None) -> _Wiring:
@@ -192,6 +195,9 @@ async def _drive(
         return await in_trio(
             partial(_drive, root, session_id, model, on_trio, message=message, asked=asked)
         )
+    # From asyncio, the program's coroutine tools run on its own loop (tools/functions.py).
+    if wiring.caller is not None:
+        HOST_LOOP.set(wiring.caller)  # (this trio run's, in a thread of its own)
     definitions = Definitions([*Definitions.builtin(), *wiring.agents])
     registry = workspace_tools()
     for tool in wiring.tools:
@@ -244,6 +250,7 @@ def _for_caller(wiring: _Wiring) -> _Wiring:
         approve=None if wiring.approve is None else caller.function(wiring.approve),
         answer=None if wiring.answer is None else caller.function(wiring.answer),
         from_asyncio=True,
+        caller=caller,
     )
 
 

@@ -18,12 +18,14 @@ call's output (`as_output`). docs/library.md#tools-from-functions is the user's 
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import functools
 import inspect
 import re
-from collections.abc import Callable
-from typing import Any, Generic, ParamSpec, TypeVar, get_type_hints, overload
+from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
+from typing import Any, Generic, ParamSpec, Protocol, TypeVar, get_type_hints, overload
 
 import msgspec
 import orjson
@@ -31,6 +33,8 @@ import pydantic
 import trio
 from pydantic import BaseModel, ConfigDict, Field
 
+from orchestrator.errors import ToolInterrupted
+from orchestrator.state.events import EventSink
 from orchestrator.tools.base import Tool, ToolContext, ToolOutput
 
 P = ParamSpec("P")
@@ -38,6 +42,25 @@ R = TypeVar("R")
 
 DONE = "done"
 """The output of a call whose function returned None."""
+
+
+class HostLoop(Protocol):
+    """The loop of an asyncio program that runs the library (host/aio.py's `CallerLoop`),
+    seen from the trio side: a coroutine tool's function runs there, so the asyncio
+    clients it uses (a database driver, an HTTP client) work in it."""
+
+    async def call(self, fn: Callable[[], Awaitable[R]]) -> R:
+        """`fn()` awaited on the host's loop; cancelled, it cancels it there."""
+        ...
+
+    def bridged(self, sink: EventSink) -> EventSink:
+        """`sink` (the trio side's) as code on the host's loop may call it."""
+        ...
+
+
+HOST_LOOP: ContextVar[HostLoop | None] = ContextVar("orchestrator_host_loop", default=None)
+"""Set by an asyncio host for its run (host/run.py); None under trio, where a coroutine
+tool is awaited on trio itself."""
 
 # What providers accept as a tool's name (OpenAI's and Anthropic's rule).
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -124,7 +147,10 @@ class FunctionTool(Tool[Any], Generic[P, R]):
                 positional.append(value)
             else:
                 keywords[param.name] = value
-        if self._async:
+        host = HOST_LOOP.get()
+        if self._async and host is not None:
+            result = await _on_host(host, self, positional, keywords, ctx)
+        elif self._async:
             result = await self.fn(*positional, **keywords)  # type: ignore[misc]
         else:
             # In a worker thread: a plain function may block (files, a database driver,
@@ -132,6 +158,28 @@ class FunctionTool(Tool[Any], Generic[P, R]):
             call = functools.partial(self.fn, *positional, **keywords)
             result = await trio.to_thread.run_sync(call)
         return as_output(result, self.name)
+
+
+async def _on_host(
+    host: HostLoop,
+    tool: FunctionTool[Any, Any],
+    positional: list[Any],
+    keywords: dict[str, Any],
+    ctx: ToolContext,
+) -> Any:
+    """A coroutine tool's call on the asyncio host's loop, its context's progress events
+    bridged back to the trio side. Cancelled there (not by us), the call is interrupted."""
+    if ctx.events is not None:
+        bridged = dataclasses.replace(ctx, events=host.bridged(ctx.events))
+        positional = [bridged if value is ctx else value for value in positional]
+        keywords = {k: bridged if value is ctx else value for k, value in keywords.items()}
+    try:
+        return await host.call(functools.partial(tool.fn, *positional, **keywords))
+    except concurrent.futures.CancelledError:
+        raise ToolInterrupted(
+            f"interrupted: {tool.name} was cancelled on the program's asyncio loop before it "
+            "finished, so it may or may not have taken effect"
+        ) from None
 
 
 @overload
