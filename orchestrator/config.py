@@ -110,6 +110,9 @@ class ShellConfig(_Strict, frozen=True):
     # The sandbox (tools/sandbox.py, docs/security.md): off, workspace or strict.
     sandbox: Literal["off", "workspace", "strict"] = "workspace"
     network: bool = False  # true: sandboxed commands reach the network
+    # Of `.git` and `.venv`, read-only in the sandbox: those the main agent's commands may
+    # write all the same (`git commit`, `pip install`); a subagent's never.
+    writable: tuple[Literal[".git", ".venv"], ...] = ()
     sandbox_required: bool = False  # true: refuse to start where there is no sandbox
     sandbox_probe: Literal["auto", "unavailable"] = "auto"  # unavailable: as if none (tests)
 

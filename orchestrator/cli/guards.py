@@ -113,6 +113,7 @@ def guards(
         level=chosen["sandbox"],
         network=chosen["network"],
         required=shell.sandbox_required,
+        writable=shell.writable,
         probe=shell.sandbox_probe,
     )
     why = sandbox.unavailable() if sandbox.level != "off" else None

@@ -235,6 +235,8 @@ def _narrows(key: Key, value: Any, merged: Leaves) -> bool:
             return value is False
         case ("shell", "sandbox_required"):
             return value is True
+        case ("shell", "writable"):
+            return set(value) <= set(base or ())
     # A model, a provider, prices, the shell's environment, anything else: only with trust.
     return False
 

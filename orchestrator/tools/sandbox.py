@@ -81,7 +81,8 @@ HOME_SOCKET_DIRS = (".ssh", ".gnupg", ".docker", ".tmux", ".screen", ".colima", 
 SOCKET_VARIABLES = ("SSH_AUTH_SOCK", "TMUX", "DBUS_SESSION_BUS_ADDRESS", "DOCKER_HOST")
 TRUSTED_DIRS = (".git", ".venv")
 """Run later, outside the sandbox (git's hooks and config, a venv's scripts): read-only
-for every command."""
+for every command, but for the main agent's where the person allows (`Sandbox.writable`,
+`[shell] writable`)."""
 SCOPED_DIRS = (*TRUSTED_DIRS, "node_modules")
 """Never inside a subagent's write scope, whatever its directories: read-only for it."""
 PACKAGE = Path(__file__).resolve().parents[1]
@@ -111,6 +112,8 @@ class Sandbox:
     network: bool = False
     required: bool = False
     probe: Literal["auto", "unavailable"] = "auto"
+    # Of `TRUSTED_DIRS`, those the main agent's commands may write (a subagent's, never).
+    writable: tuple[str, ...] = ()
 
     @property
     def active(self) -> bool:
@@ -171,7 +174,9 @@ class Sandbox:
             "hide": [str(session.resolve())] if session is not None else [],
             "sockets": socket_places(environ or {}, home),
             "expose": [str(workspace), scratch, *interpreter],
-            "readonly": read_only([p.path for p in writable], scoped),
+            "readonly": read_only(
+                [p.path for p in writable], scoped, allowed=() if scoped else self.writable
+            ),
             "unix": [str(workspace), scratch],
         }
         return helper(self.level, self.network, report, policy, argv)
@@ -195,12 +200,12 @@ def helper(
     return [*head, *lists, "--", *argv]
 
 
-def read_only(writable: Sequence[Path], scoped: bool) -> list[str]:
+def read_only(writable: Sequence[Path], scoped: bool, *, allowed: Sequence[str] = ()) -> list[str]:
     """What a command could write that runs before or outside the sandbox, to be bound
     read-only: `.git` and `.venv` (with `node_modules` for a subagent) in each writable
-    directory, and orchestrator's own installation and interpreter when they lie beneath
-    one."""
-    names = SCOPED_DIRS if scoped else TRUSTED_DIRS
+    directory, but those `allowed`, and orchestrator's own installation and interpreter
+    when they lie beneath one."""
+    names = SCOPED_DIRS if scoped else tuple(n for n in TRUSTED_DIRS if n not in allowed)
     found = [str(d / name) for d in writable for name in names if os.path.lexists(d / name)]
     trusted = [PACKAGE, Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()]
     found += [str(t) for t in trusted if any(t.is_relative_to(d) for d in writable)]

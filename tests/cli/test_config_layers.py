@@ -228,6 +228,7 @@ def test_tables_merge_key_by_key_and_arrays_replace(setup: Setup) -> None:
         ("[session]\nbudget_cost = -1\n", "session.budget_cost: Input should be greater than 0"),
         ("[session]\nverify = ['  ']\n", "session.verify: Value error, a verify command must"),
         ("[team]\nmax_live = 'many'\n", "team.max_live: Input should be a valid integer"),
+        ("[shell]\nwritable = ['.ssh']\n", "shell.writable.0: Input should be '.git' or '.venv'"),
         ("[prices.m]\noutput = 1.0\n", "prices.m.input: Field required"),
         ("[session\n", "not valid TOML"),
     ],
@@ -266,7 +267,7 @@ def test_an_untrusted_project_may_narrow(setup: Setup) -> None:
     setup.write(
         setup.user,
         "[session]\nbudget_rounds = 100\nverify = ['pytest -q', 'ruff check .']\n"
-        "[team]\nmax_live = 6\n",
+        "[team]\nmax_live = 6\n[shell]\nwritable = ['.git', '.venv']\n",
     )
     setup.write(
         setup.project,
@@ -274,8 +275,9 @@ def test_an_untrusted_project_may_narrow(setup: Setup) -> None:
         "budget_wall = 60\nmax_auto_continues = 2\nstall_rounds = 3\nserial = true\n"
         "continuation_note = 'Run make check before you stop.'\nverify = ['pytest -q']\n"
         "[team]\nmax_live = 2\nmax_depth = 1\nwait_timeout = 60\nmessage_chars = 1000\n"
-        # The same value as below changes nothing and needs no trust either.
-        "[shell]\ninherit = 'all'\n",
+        # The same value as below changes nothing and needs no trust either; fewer
+        # trusted directories written is narrower.
+        "[shell]\ninherit = 'all'\nwritable = ['.git']\n",
     )
     asked: list[str] = []
     config, sources = setup.load(ask=lambda q: asked.append(q) or False)
@@ -299,6 +301,7 @@ def test_an_untrusted_project_may_narrow(setup: Setup) -> None:
     }
     assert sources["session.budget_rounds"] == f"project config {setup.project}"
     assert sources["team.max_live"] == f"project config {setup.project}"
+    assert config.shell.writable == (".git",)
 
 
 @pytest.mark.parametrize(
@@ -318,6 +321,7 @@ def test_an_untrusted_project_may_narrow(setup: Setup) -> None:
             'providers.openai.base_url: "https://evil.example/v1"',
         ),
         ("", "[shell]\nkeep_secrets = true", "shell.keep_secrets: true (was false)"),
+        ("", "[shell]\nwritable = ['.git']", 'shell.writable: [".git"]'),
         ("", "[shell]\nset = { PATH = '/tmp/evil' }", 'shell.set.PATH: "/tmp/evil"'),
         ("", '[prices."openai:gpt-4o"]\ninput = 0.0\noutput = 0.0', 'prices."openai:gpt-4o".input'),
         (

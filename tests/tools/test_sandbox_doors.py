@@ -100,6 +100,24 @@ async def test_git_and_a_venv_in_the_workspace_are_read_only(
     assert kept == [sandboxed] * 3
 
 
+@pytest.mark.parametrize(
+    ("agent", "scope", "git_written"),
+    [("main", None, True), ("t1", (".",), False)],
+    ids=["main-agent", "subagent"],
+)
+async def test_git_is_written_where_the_person_allows_it_for_the_main_agent_only(
+    workspace: Workspace, agent: str, scope: tuple[str, ...] | None, git_written: bool
+) -> None:
+    root = workspace.root
+    (root / ".git").mkdir()
+    (root / ".venv").mkdir()
+    allowed = Shell(sandbox=Sandbox(writable=(".git",)))  # [shell] writable = [".git"]
+    ctx = ToolContext(workspace=workspace, agent=agent, write_scope=scope)
+    await run(allowed, "echo x > .git/HEAD; echo y > .venv/z; echo ok > mine.txt", ctx)
+    assert (root / "mine.txt").exists()
+    assert ((root / ".git/HEAD").exists(), (root / ".venv/z").exists()) == (git_written, False)
+
+
 @pytest.mark.parametrize("sandboxed", [True, False], ids=["on", "off"])
 async def test_a_scoped_task_writes_nothing_under_its_node_modules(
     workspace: Workspace, sandboxed: bool
