@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import socket
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -136,18 +137,24 @@ async def test_strict_reads_only_the_workspace_and_the_system(
     tmp_path: Path, ctx: ToolContext, workspace: Workspace, level: str
 ) -> None:
     # Outside the workspace and outside /tmp (where the socket files' hiding takes away
-    # all but the workspace and the scratch directory): this file, which says
-    # "not for the command".
-    private = Path(__file__)
+    # all but the workspace and the scratch directory; a clone of this repository may be
+    # there too): a file in the home.
+    with tempfile.NamedTemporaryFile("w", dir=Path.home(), prefix=".orchestrator-test-") as f:
+        f.write("not for the command\n")
+        f.flush()
+        said = await _read_outside(Path(f.name), ctx, workspace, level)
+    assert "its own" in said
+    assert "42" in said  # the system and the Python that runs orchestrator stay readable
+    assert ("not for the command" in said) == (level == "workspace")
+
+
+async def _read_outside(private: Path, ctx: ToolContext, workspace: Workspace, level: str) -> str:
     (workspace.root / "own.txt").write_text("its own\n")
-    said = await run(
+    return await run(
         Shell(sandbox=Sandbox(level=level)),  # type: ignore[arg-type]
         f"cat {private}; cat own.txt; python -c 'print(6 * 7)'",
         ctx,
     )
-    assert "its own" in said
-    assert "42" in said  # the system and the Python that runs orchestrator stay readable
-    assert ("not for the command" in said) == (level == "workspace")
 
 
 async def test_what_a_sandboxed_command_leaves_running_is_stopped(
