@@ -70,8 +70,9 @@ class Making(Options):
     """`goal`: what the new session is for. `model`: a `Model`, or a spec as the command
     line takes it ("openai:gpt-4.1", "scripted:script.json"; keys from the environment).
     `workspace`: where the agents' tools work (None: the current directory).
-    `sessions_dir`: where the session is kept (None: a new temporary directory, kept,
-    named in `RunResult.session_dir`)."""
+    `sessions_dir`: where the session is kept (None: one temporary directory per
+    process, shared by its runs and kept; the session is named in
+    `RunResult.session_dir`)."""
 
     goal: str
     _: KW_ONLY

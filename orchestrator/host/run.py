@@ -13,6 +13,7 @@ import dataclasses
 import inspect
 import os
 import tempfile
+import threading
 import warnings
 from dataclasses import dataclass
 from functools import partial
@@ -88,7 +89,7 @@ async def _run(given: RunOptions) -> RunResult:
 
 def new_session(given: Making) -> Path:
     """The directory of a new session for `given.goal`, not yet run (`run`'s first half)."""
-    root = Path(given.sessions_dir) if given.sessions_dir is not None else _new_root()
+    root = Path(given.sessions_dir) if given.sessions_dir is not None else _process_root()
     where = Path(given.workspace) if given.workspace is not None else Path.cwd()
     if not where.is_dir():
         raise ConfigError(f"the workspace {where} is not a directory")
@@ -163,8 +164,18 @@ def _label(model: Model) -> str:
     return f"object:{model.name}" if model.name.partition(":")[0] == "scripted" else model.name
 
 
-def _new_root() -> Path:
-    return Path(tempfile.mkdtemp(prefix="orchestrator-sessions-"))
+_ROOT: list[Path] = []  # this process's temporary sessions root, once made
+_ROOT_MADE = threading.Lock()
+
+
+def _process_root() -> Path:
+    """Where this process keeps the sessions of runs given no `sessions_dir`: one
+    temporary directory, made by the first such run and shared by the others (not one
+    per call), and kept when the process ends, so their sessions can be resumed."""
+    with _ROOT_MADE:
+        if not _ROOT:
+            _ROOT.append(Path(tempfile.mkdtemp(prefix="orchestrator-sessions-")))
+        return _ROOT[0]
 
 
 def locate(session: Path | str, sessions_dir: Path | str | None) -> tuple[Path, str]:

@@ -44,3 +44,13 @@ async def test_inside_trio_it_says_to_await_resume(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError, match=r"resume_sync\(\) was called inside a running trio"):
         orc.resume_sync(tmp_path)
     await trio.lowlevel.checkpoint()
+
+
+def test_runs_without_sessions_dir_share_one_temporary_root(tmp_path: Path) -> None:
+    first = orc.run_sync("one", model=hello(), workspace=tmp_path)
+    second = orc.run_sync("two", model=hello(), workspace=tmp_path)
+    assert first.session_dir is not None
+    assert second.session_dir is not None
+    assert first.session_dir != second.session_dir
+    assert first.session_dir.parent == second.session_dir.parent  # one root per process
+    assert first.session_dir.parent.name.startswith("orchestrator-sessions-")
