@@ -308,11 +308,17 @@ def alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
-def gone_soon(pid: int) -> bool:
-    """Whether `pid` dies within 10 s: a SIGKILL is delivered, not awaited."""
-    deadline = time.monotonic() + 10
-    while alive(pid):
+def wait_until(done: Callable[[], bool], seconds: float = 10) -> bool:
+    """Whether `done()` holds within `seconds`: another process's progress (a killed
+    process's end, a file it writes), which no event of ours can tell, polled."""
+    deadline = time.monotonic() + seconds
+    while not done():
         if time.monotonic() > deadline:
             return False
         os.sched_yield()
     return True
+
+
+def gone_soon(pid: int) -> bool:
+    """Whether `pid` dies within 10 s: a SIGKILL is delivered, not awaited."""
+    return wait_until(lambda: not alive(pid))

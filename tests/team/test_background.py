@@ -7,11 +7,8 @@ nothing (a call in the background is run by the team's backgrounder, not the run
 
 from __future__ import annotations
 
-import os
 import re
 import textwrap
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -29,7 +26,7 @@ from orchestrator import (
     ToolContext,
 )
 from orchestrator.view import journal_events
-from tests.scenes import all_text, c, first_line_then_kill, reply
+from tests.scenes import all_text, c, first_line_then_kill, reply, wait_until
 
 
 @pytest.fixture
@@ -141,16 +138,6 @@ async def test_a_function_tool_in_the_background_reports_progress_as_messages(
     assert [p.summary for p in progress] == ["step 1 of 2", "step 2 of 2"]
     assert [p.data for p in progress] == [{"percent": 50}, {"percent": 100}]
     assert all((p.agent, p.to) == ("t1", "main") for p in progress)
-
-
-def wait_until(done: Callable[[], bool], seconds: float = 10) -> bool:
-    """Whether `done()` holds within `seconds` (a killed process's end: polled)."""
-    deadline = time.monotonic() + seconds
-    while not done():
-        if time.monotonic() > deadline:
-            return False
-        os.sched_yield()
-    return True
 
 
 def sleeping(seconds: str) -> list[int]:

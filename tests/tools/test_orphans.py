@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import orjson
@@ -18,16 +17,7 @@ import pytest
 from orchestrator.tools import Sandbox
 from orchestrator.tools.sandbox import SCRATCH_PREFIX, clean_scratch
 from orchestrator.tools.shell import marked
-
-
-def wait_for(done: object, seconds: float = 30) -> bool:
-    """Whether `done()` holds within `seconds` (another process's progress: polled)."""
-    deadline = time.monotonic() + seconds
-    while not done():  # type: ignore[operator]
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
+from tests.scenes import wait_until
 
 
 @pytest.mark.parametrize("level", ["workspace", "off"])
@@ -47,14 +37,15 @@ def test_a_sigkilled_session_takes_its_commands_with_it(tmp_path: Path, level: s
     env["TMPDIR"] = str(temp)
     with subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as run:
         try:
-            assert wait_for(lambda: (workspace / "started").exists() or run.poll() is not None)
+            started = workspace / "started"
+            assert wait_until(lambda: started.exists() or run.poll() is not None, 30)
             assert run.poll() is None, run.stderr.read() if run.stderr else ""
             run.send_signal(signal.SIGKILL)
         finally:
             run.kill()
     [session] = [p.name for p in sessions.iterdir()]
     # Every process of the session gone (found by the marker in their environment)...
-    assert wait_for(lambda: not marked(f"{session}/"), 10)
+    assert wait_until(lambda: not marked(f"{session}/"))
     # ... and gone before the command's last line ran.
     assert not (workspace / "log").exists()
     left = list(temp.glob(f"{SCRATCH_PREFIX}*"))
