@@ -24,7 +24,7 @@ from orchestrator.cli.chat_earlier import earlier
 from orchestrator.cli.chat_input import InputLine, Key, ToolbarView, Typed, history_file
 from orchestrator.cli.engine import check_resumed_engine
 from orchestrator.cli.env import sessions_root
-from orchestrator.cli.out import session_ref
+from orchestrator.cli.out import carried, session_ref
 from orchestrator.cli.parser import EXIT_OK
 from orchestrator.cli.render import TranscriptSink
 from orchestrator.cli.run import EXIT_CODES
@@ -203,7 +203,7 @@ async def _chatting(
     # Summed up as a run's end is (a turn stopped and not gone on with: interrupted).
     result = None if chat.running else chat.result
     status, detail = ("interrupted", "") if result is None else (result.status, result.detail)
-    resume = f"orchestrator chat --resume {session_ref(session_id, args)}"
+    resume = f"orchestrator chat --resume {session_ref(session_id, args)}{carried(args)}"
     steps = [f"continue it with: {resume}"]
     for ending in summary(session_id, status, detail, places=places, spent=cost, steps=steps):
         _say(ending)
