@@ -20,6 +20,7 @@ from orchestrator.errors import ConfigError
 from orchestrator.models.resolve import key_variables
 from orchestrator.state.settings import SessionSettings
 from orchestrator.tools import EnvPolicy, Redactor, Sandbox
+from orchestrator.tools.sandbox import LEVELS
 
 
 @dataclass(frozen=True)
@@ -27,10 +28,6 @@ class Guards:
     env: EnvPolicy
     sandbox: Sandbox
     redact: Redactor
-
-
-LEVELS = ("off", "workspace", "strict")
-"""The sandbox's levels, loosest first."""
 
 
 def new_shell_settings(config: Config, args: argparse.Namespace) -> dict[str, Any]:

@@ -229,8 +229,9 @@ def _narrows(key: Key, value: Any, merged: Leaves) -> bool:
         case ("session", "verify"):
             return set(value) <= set(base or ())
         case ("shell", "sandbox"):
-            order = ("off", "workspace", "strict")
-            return value in order and order.index(value) >= order.index(base or "workspace")
+            from orchestrator.tools.sandbox import LEVELS  # (loosest first)
+
+            return value in LEVELS and LEVELS.index(value) >= LEVELS.index(base or "workspace")
         case ("shell", "network"):
             return value is False
         case ("shell", "sandbox_required"):
