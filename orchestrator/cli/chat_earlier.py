@@ -17,6 +17,7 @@ import msgspec
 from orchestrator.layout import JOURNAL
 from orchestrator.state.events import AssistantReplied
 from orchestrator.state.mailbox import MAIN, USER, MessagePosted
+from orchestrator.store._line import line_kind
 from orchestrator.store.scan import scan_journal
 from orchestrator.text import label, visible
 
@@ -34,7 +35,7 @@ def earlier(directory: Path, goal: str) -> list[str]:
     said = [*_said(goal)]
     replied = False
     for line in scan_journal(directory / JOURNAL).lines:
-        if _kind(line) not in _WANTED:
+        if line_kind(line) not in _WANTED:
             continue
         match _decoder().decode(line):
             case MessagePosted(agent=sender, to=to, summary=text) if sender == USER:
@@ -61,11 +62,6 @@ def _shown(text: str) -> list[str]:
         more = len(lines) - LINES + 1
         lines = [*lines[: LINES - 1], f"… ({more} more lines)"]
     return lines
-
-
-def _kind(line: bytes) -> bytes:
-    start = line.index(b'"k":"') + 5
-    return line[start : line.index(b'"', start)]
 
 
 @functools.cache

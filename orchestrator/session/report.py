@@ -48,6 +48,7 @@ from orchestrator.state.mailbox import MailHistory, MessagePosted, MessagesDeliv
 from orchestrator.state.manifest import Manifest, read_manifest
 from orchestrator.state.snapshot import AgentSummary, Snapshot, decode_snapshot
 from orchestrator.state.tasks import TaskRecord
+from orchestrator.store._line import line_kind, line_time
 from orchestrator.store.scan import JournalScan, scan_journal
 
 if TYPE_CHECKING:
@@ -84,7 +85,7 @@ def quick_describe(
     history = History(manifest.model)
     try:
         for seq, line in enumerate(scan.lines, 1):
-            kind = _kind(line)
+            kind = line_kind(line)
             if kind in _WANTED or (kind == _CALL_RESULT and b'"delivers":' in line):
                 history.read(seq, _decoder().decode(line))
     except ValueError:  # a line without its kind, or not of its kind's schema (DecodeError)
@@ -114,11 +115,6 @@ def describe(
             history.read(seq, record)
         snapshot = state.snapshot()
     return _report(directory, manifest, snapshot, scan, history, last, prices, windows, workers)
-
-
-def _kind(line: bytes) -> bytes:
-    start = line.index(b'"k":"') + 5
-    return line[start : line.index(b'"', start)]
 
 
 def _report(
@@ -360,7 +356,7 @@ def _decoder() -> msgspec.json.Decoder[Read]:
 
 
 def _time(line: bytes) -> float:
-    return float(orjson.loads(line)["t"]) / 1000
+    return line_time(line) / 1000
 
 
 def _frame_summary(line: bytes) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from pathlib import Path
 import orjson
 
 from orchestrator.layout import JOURNAL
+from orchestrator.store._line import line_kind, line_time
 
 Span = tuple[float, float]
 """A run: when it began and when it ended, in seconds since the epoch."""
@@ -101,10 +102,10 @@ def journal_runs(lines: Sequence[bytes]) -> Runs:
         return runs
     runs.seen(_time(lines[0]))
     for n, line in enumerate(lines):
-        if _kind(line) == _STATUS:
+        if line_kind(line) == _STATUS:
             status = str(orjson.loads(line).get("status", ""))
             before = n - 1
-            while status == "running" and before > 0 and _kind(lines[before]) == _PREAMBLE:
+            while status == "running" and before > 0 and line_kind(lines[before]) == _PREAMBLE:
                 before -= 1
             if status == "running" and before >= 0:
                 runs.seen(_time(lines[before]))
@@ -125,21 +126,15 @@ def read_runs(directory: Path) -> list[Span]:
     return journal_runs(lines).spans()
 
 
-def _kind(line: bytes) -> bytes:
-    start = line.index(b'"k":"') + 5
-    return line[start : line.index(b'"', start)]
-
-
 def _time(line: bytes) -> float:
-    """A line's `t` (ms), read from its frame (`{"seq":N,"t":T,"k":...`), in seconds."""
-    start = line.index(b',"t":') + 5
-    return int(line[start : line.index(b",", start)]) / 1000
+    """A line's `t`, in seconds."""
+    return line_time(line) / 1000
 
 
 def _whole(line: bytes) -> bool:
     try:
-        _time(line)
-        _kind(line)
+        line_time(line)
+        line_kind(line)
     except ValueError:
         return False
     return line.endswith(b'"}')

@@ -43,6 +43,20 @@ def encode(seq: int, time_ms: int, kind: str, agent: str, body: Any, *, end: boo
     return b'%s,"crc":"%08x"}\n' % (content, zlib.crc32(content))
 
 
+def line_kind(line: bytes) -> bytes:
+    """A line's `k`, read from its frame without parsing it (`ValueError` when the line
+    has none)."""
+    start = line.index(b',"k":"') + 6
+    return line[start : line.index(b'"', start)]
+
+
+def line_time(line: bytes) -> int:
+    """A line's `t` (Unix milliseconds), read from its frame without parsing it
+    (`ValueError` when the line has none)."""
+    start = line.index(b',"t":') + 5
+    return int(line[start : line.index(b",", start)])
+
+
 def line_fault(line: bytes) -> str | None:
     """Why `line` (newline excluded) is not a well-framed record with a good checksum;
     None when it is. The scanner's fast path checks the same; this says which part failed."""
