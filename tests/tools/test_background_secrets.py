@@ -13,18 +13,16 @@ import pytest
 import trio
 
 from orchestrator import (
-    ListSink,
     ModelRequest,
-    RunSettings,
     ScriptedModel,
     ScriptedReply,
     create_session,
     drive,
     open_session,
 )
+from orchestrator.models.scripted import ScriptedCall
 from orchestrator.redaction import Redactor, StreamRedactor
-from orchestrator.tools import PermissionPolicy, approve_all, workspace_tools
-from tests.scenes import all_text, c, reply
+from tests.scenes import all_text, c, reply, run_settings
 
 KEY = "tok-7f3a9c2e51d84b06aa1c"
 HALF = 11  # the command prints the key's first HALF characters, then waits, then the rest
@@ -69,6 +67,12 @@ def test_a_window_that_cuts_a_secret_shows_none_of_it(start: int) -> None:
     assert Redactor().masked(data, 3, 9) == data[3:9]
 
 
+def every_read(size: int) -> list[ScriptedCall]:
+    """Every window of 7 bytes of t1's output, and every read from an offset to its end."""
+    reads = [c("read_task_output", task="t1", offset=o, limit=7) for o in range(size)]
+    return reads + [c("read_task_output", task="t1", offset=o) for o in range(size)]
+
+
 async def test_the_output_file_and_every_read_of_it_hold_no_part_of_the_key(
     tmp_path: Path,
 ) -> None:
@@ -107,23 +111,13 @@ async def test_the_output_file_and_every_read_of_it_hold_no_part_of_the_key(
             return reply("", c("wait_tasks", tasks=["t1"]))
         if request.step < 10 and "bytes 0-" not in text:
             size = output.stat().st_size
-            # Every window of 7 bytes, and every read from an offset to the end.
-            reads = [c("read_task_output", task="t1", offset=o, limit=7) for o in range(size)]
-            reads += [c("read_task_output", task="t1", offset=o) for o in range(size)]
-            return reply("", *reads)
+            return reply("", *every_read(size))
         return reply("done")
 
     async with open_session(root, session_id, warn=lambda _: None) as live:
         await drive(
             live,
-            RunSettings(
-                model=ScriptedModel(brain),
-                tools=workspace_tools(),
-                ui=ListSink(),
-                policy=PermissionPolicy(),
-                approve=approve_all,
-                redact=REDACTOR,
-            ),
+            run_settings(ScriptedModel(brain), redact=REDACTOR),
         )
     [paused] = seen_in_pause
     assert paused == "start\n"  # the first half came, and waits: it could start the key
@@ -155,23 +149,14 @@ async def test_a_file_written_raw_shows_no_half_of_a_key_at_any_offset(tmp_path:
             return reply("", c("wait_tasks", tasks=["t1"]))
         if "bytes 0-" not in text:
             output.write_text(raw)
-            reads = [c("read_task_output", task="t1", offset=o, limit=7) for o in range(len(raw))]
-            reads += [c("read_task_output", task="t1", offset=o) for o in range(len(raw))]
-            return reply("", *reads)
+            return reply("", *every_read(len(raw)))
         assert pieces_of_key(text) == []
         return reply("done")
 
     async with open_session(root, session_id, warn=lambda _: None) as live:
         await drive(
             live,
-            RunSettings(
-                model=ScriptedModel(brain),
-                tools=workspace_tools(),
-                ui=ListSink(),
-                policy=PermissionPolicy(),
-                approve=approve_all,
-                redact=REDACTOR,
-            ),
+            run_settings(ScriptedModel(brain), redact=REDACTOR),
         )
     journal = (directory / "journal.jsonl").read_text()
     assert journal.count("bytes 0-7 of") == 1
