@@ -299,6 +299,31 @@ def first_line_then_kill(code: str, *args: str) -> str:
     return line
 
 
+def killed_when(args: list[str], when: Callable[[dict[str, Any]], bool]) -> str:
+    """Runs `orchestrator ARGS` (`--json` among them) in a process group of its own,
+    SIGKILLs the group at the first event `when` holds for, and returns the first line
+    the run said to people (its session line, with the command to resume it)."""
+    argv = [sys.executable, "-m", "orchestrator", *args]
+    with subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+        env={**os.environ, "NO_COLOR": "1"},
+    ) as proc:
+        assert proc.stdout is not None
+        assert proc.stderr is not None
+        first = proc.stderr.readline().decode()
+        for line in proc.stdout:
+            if when(orjson.loads(line)):
+                os.killpg(proc.pid, signal.SIGKILL)
+                break
+        proc.wait(timeout=120)
+    assert proc.returncode == -signal.SIGKILL, first
+    return first
+
+
 def alive(pid: int) -> bool:
     """Whether `pid` runs (a zombie waiting for its reaper does not)."""
     try:

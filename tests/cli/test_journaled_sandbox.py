@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +16,7 @@ import orjson
 import pytest
 
 from orchestrator.tools import Sandbox
+from tests.scenes import killed_when
 
 if not Sandbox().active:  # pragma: no cover - this machine class has what it takes
     pytest.skip(f"no sandbox here: {Sandbox().unavailable()}", allow_module_level=True)
@@ -44,28 +44,11 @@ def killed_run(tmp_path: Path, *flags: str) -> tuple[str, Path]:
     workspace = tmp_path / "ws"
     workspace.mkdir()
     argv = [
-        sys.executable, "-m", "orchestrator", "run", "g", "--model", f"scripted:{script}",
+        "run", "g", "--model", f"scripted:{script}",
         "-w", str(workspace), "--yes", "--json", "--config", str(tmp_path / "config.toml"),
         "--sessions-dir", str(tmp_path / "s"), *flags,
     ]  # fmt: skip
-    proc = subprocess.Popen(
-        argv,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    assert proc.stdout is not None
-    assert proc.stderr is not None
-    first = proc.stderr.readline().decode()
-    for line in proc.stdout:
-        if orjson.loads(line)["kind"] == "tool_call_started":
-            os.killpg(proc.pid, signal.SIGKILL)
-            break
-    proc.wait(timeout=TIMEOUT)
-    proc.stdout.close()
-    proc.stderr.close()
-    assert proc.returncode == -signal.SIGKILL, first
+    first = killed_when(argv, lambda event: event["kind"] == "tool_call_started")
     found = re.search(r"; to resume it: (orchestrator .*)$", first)
     assert found, first
     return found.group(1), outside

@@ -13,12 +13,10 @@ import json
 import os
 import re
 import shlex
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
-import orjson
 import pytest
 
 from orchestrator import load_state
@@ -32,6 +30,7 @@ from orchestrator.team.planning import in_advance
 from tests.plans.test_handoff import APPROVE, Approver, new_session, run
 from tests.plans.test_replan import SCRIPT as REPLAN_SCRIPT
 from tests.plans.test_replan import V2
+from tests.scenes import killed_when
 
 TIMEOUT = 120
 
@@ -178,31 +177,14 @@ def run_killed(tmp_path: Path, script: Path, *approve: str) -> tuple[str, str]:
 def killed(*args: str) -> tuple[str, str]:
     """`orchestrator ARGS` (with --json), SIGKILLed as `run_killed` says: (the session
     id, the resume command its first line printed)."""
-    argv = [sys.executable, "-m", "orchestrator", *args]
-    proc = subprocess.Popen(
-        argv,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,
-        env={**os.environ, "NO_COLOR": "1"},
-    )
-    assert proc.stdout is not None
-    assert proc.stderr is not None
-    first = proc.stderr.readline().decode()
-    for line in proc.stdout:
-        event = orjson.loads(line)
-        if (
+    first = killed_when(
+        list(args),
+        lambda event: (
             event["kind"] == "tool_call_started"
             and event["call"]["name"] == "shell"
             and event["agent"] != "main"
-        ):
-            os.killpg(proc.pid, signal.SIGKILL)
-            break
-    proc.wait(timeout=TIMEOUT)
-    proc.stdout.close()
-    proc.stderr.close()
-    assert proc.returncode == -signal.SIGKILL, first
+        ),
+    )
     found = re.search(r"session (\S+) \(in .*; to resume it: (orchestrator .*)$", first)
     assert found, first
     return found.group(1), found.group(2)
