@@ -67,7 +67,7 @@ if TYPE_CHECKING:
         tool,
         workspace_tools,
     )
-    from orchestrator.tools.permissions import Denied
+    from orchestrator.tools.permissions import Denied, Later
     from orchestrator.usage import Price
 
 if TYPE_CHECKING:  # events, what they carry, and the command line's renderers
@@ -85,6 +85,7 @@ if TYPE_CHECKING:  # events, what they carry, and the command line's renderers
         Usage,
         UserMessage,
     )
+    from orchestrator.state.approvals import ApprovalDecided, ApprovalParked
     from orchestrator.state.events import (
         AgentStarted,
         AssistantReplied,
@@ -128,6 +129,7 @@ _HOMES = {
     "FunctionTool": "orchestrator.tools",
     "HostApprover": "orchestrator.team.asking",
     "InProcessRunner": "orchestrator.team",
+    "Later": "orchestrator.tools.permissions",
     "Limits": "orchestrator.team",
     "ListSink": "orchestrator.state",
     "LiveSession": "orchestrator.session",
@@ -231,6 +233,8 @@ _HOMES = {
     "BlockedReported": "orchestrator.loop.assessment",
     "Verified": "orchestrator.loop.assessment",
     "PlanDecided": "orchestrator.state.plans",
+    "ApprovalDecided": "orchestrator.state.approvals",
+    "ApprovalParked": "orchestrator.state.approvals",
     "PlanSubmitted": "orchestrator.state.plans",
     "ReplanRequested": "orchestrator.state.plans",
     "CompactionStarted": "orchestrator.loop.compaction",
@@ -262,6 +266,8 @@ __all__ = [
     "AgentContext",
     "AgentDefinition",
     "AgentStarted",
+    "ApprovalDecided",
+    "ApprovalParked",
     "ApprovalRequest",
     "Assessed",
     "Assessment",
@@ -286,6 +292,7 @@ __all__ = [
     "HostApprover",
     "InProcessRunner",
     "JsonLinesSink",
+    "Later",
     "Limits",
     "ListSink",
     "LiveSession",

@@ -16,6 +16,7 @@ import orchestrator
 LIBRARY = {
     "ApprovalRequest",
     "Denied",
+    "Later",
     "Price",
     "Question",
     "resume",

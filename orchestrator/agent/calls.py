@@ -1,6 +1,8 @@
 """The calls of one reply, run: each parsed, its permission settled and its start
 recorded, then run (read-only calls together, every other alone, in the model's order),
-and each ended with exactly one result in the context."""
+and each ended with exactly one result in the context; or, when its approver answers
+`Later`, parked: it and the calls after it in the reply stay open, without a result,
+until a person's decision is journaled (state/approvals.py) and the agent runs them."""
 
 from __future__ import annotations
 
@@ -14,14 +16,15 @@ import trio
 from pydantic import BaseModel
 
 from orchestrator.agent.deps import TurnDeps
-from orchestrator.agent.parsing import Parsed, Ready, Refused, Unapproved, parse_call
+from orchestrator.agent.parsing import Parked, Parsed, Ready, Refused, Unapproved, parse_call
 from orchestrator.errors import HostCallbackFailed, ToolFailed, ToolInterrupted, WorkspaceEscape
 from orchestrator.messages import ToolCall, ToolResult, ToolStatus
+from orchestrator.state.approvals import ApprovalParked
 from orchestrator.state.context import AgentContext
 from orchestrator.state.events import PermissionGranted, ToolCallFinished, ToolCallStarted
 from orchestrator.text import escaped
 from orchestrator.tools.base import AnyTool, ToolContext, ToolRegistry
-from orchestrator.tools.permissions import Denied, Grant, Unasked
+from orchestrator.tools.permissions import Answer, Denied, Grant, Later, Unasked
 
 
 def _is_read_only(call: ToolCall, tools: ToolRegistry) -> bool:
@@ -58,20 +61,26 @@ async def run_tool_calls(
 ) -> list[ToolResult]:
     """Run the calls (ref, call) of one reply; every call ends with exactly one result in
     the context, `cancelled` for those a cancellation cut short."""
-    results, _ = await run_calls(state, calls, deps)
+    results, _, _ = await run_calls(state, calls, deps)
     return results
 
 
 async def run_calls(
     state: AgentContext, calls: Sequence[tuple[str, ToolCall]], deps: TurnDeps
-) -> tuple[list[ToolResult], bool]:
-    """`run_tool_calls`, and whether one of the calls ended the agent's turn.
+) -> tuple[list[ToolResult], bool, bool]:
+    """`run_tool_calls`, whether one of the calls ended the agent's turn, and whether one
+    parked (its approver answered `Later`).
 
     A call that ends the turn (`complete`, `ask_decision`, `report_blocked`) is the last
     of its reply to run: the calls before it have finished when it runs, and those after
     it are settled `cancelled`, naming it, without running. Nothing a task does after it
-    has handed in its work (or asked, and is waiting) can change what it handed in."""
+    has handed in its work (or asked, and is waiting) can change what it handed in.
+
+    A call that parks gets no result, and nor do the calls after it: they stay open, to
+    run in the model's order once the person has decided (the results list has only
+    the calls that ended)."""
     finished: dict[str, ToolResult] = {}
+    parked = False
     ends_turn = False
     ended_by = ""  # the call that ended the turn, for the calls after it
 
@@ -89,12 +98,16 @@ async def run_calls(
 
     try:
         for group in _segments(calls, deps.tools):
-            if ends_turn:
+            if ends_turn or parked:
                 break
             # Starts are journaled in the model's order, even for calls that then overlap.
             started = [
                 (ref, call, await _start_call(state, ref, call, deps)) for ref, call in group
             ]
+            parked = any(isinstance(parsed, Parked) for _, _, parsed in started)
+            started = [item for item in started if not isinstance(item[2], Parked)]
+            if not started:
+                continue
             if len(started) == 1:
                 ref, call, parsed = started[0]
                 await record(ref, call, await _execute(ref, call, parsed, deps))
@@ -109,7 +122,8 @@ async def run_calls(
 
                     nursery.start_soon(run_and_record)
     finally:
-        unfinished = [(ref, call) for ref, call in calls if ref not in finished]
+        # (Calls left open by a parked call wait for the person's decision.)
+        unfinished = [(ref, call) for ref, call in calls if ref not in finished and not parked]
         if unfinished:
             with trio.CancelScope(shield=True), trio.move_on_after(10):
                 why = (
@@ -123,7 +137,7 @@ async def run_calls(
                         call_id=call.id, name=call.name, status="cancelled", content=why
                     )
                     await record(ref, call, Outcome(cancelled))
-    return [finished[ref] for ref, _ in calls], ends_turn
+    return [finished[ref] for ref, _ in calls if ref in finished], ends_turn, parked
 
 
 async def _start_call(state: AgentContext, ref: str, call: ToolCall, deps: TurnDeps) -> Parsed:
@@ -135,7 +149,11 @@ async def _start_call(state: AgentContext, ref: str, call: ToolCall, deps: TurnD
         if refused is not None:
             parsed = Refused(refused)
     if isinstance(parsed, Ready):
-        parsed = await _permit(call, parsed, deps)
+        parsed = await _permit(ref, call, parsed, deps)
+    if isinstance(parsed, Parked):
+        if deps.journaled(ref) is None:  # (parked before a restart: already on disk)
+            await deps.events.emit(ApprovalParked(agent=state.id, ref=ref), durable=True)
+        return parsed
     read_only = _is_read_only(call, deps.tools)
     # A call that will not run (malformed, refused) has no effect to repeat: after a
     # crash it is simply dispatched again, and asked about again.
@@ -154,7 +172,7 @@ async def _start_call(state: AgentContext, ref: str, call: ToolCall, deps: TurnD
     return parsed
 
 
-async def _permit(call: ToolCall, parsed: Ready, deps: TurnDeps) -> Parsed:
+async def _permit(ref: str, call: ToolCall, parsed: Ready, deps: TurnDeps) -> Parsed:
     tool = parsed.tool
     unasked = tool.read_only or not tool.approval
     decision = deps.policy.decide(call, read_only=unasked, grants=deps.grants())
@@ -162,7 +180,11 @@ async def _permit(call: ToolCall, parsed: Ready, deps: TurnDeps) -> Parsed:
         decision = "ask"  # (a shell command asking for the network: each time)
     if decision == "allow":
         return parsed
-    answer = await deps.approve(call) if decision == "ask" else False
+    answer = await _answer(ref, call, deps) if decision == "ask" else False
+    if isinstance(answer, Later):
+        if deps.parks:
+            return Parked()
+        answer = Unasked()  # (only the main agent's calls wait: docs/library.md)
     if isinstance(answer, Grant):
         agent = deps.context.agent
         await deps.events.emit(
@@ -183,6 +205,13 @@ async def _permit(call: ToolCall, parsed: Ready, deps: TurnDeps) -> Parsed:
     return Refused(f"{tool.name} was {how}; do not retry it")
 
 
+async def _answer(ref: str, call: ToolCall, deps: TurnDeps) -> Answer:
+    """The journaled answer for a call that parked (the person's decision, or `Later`
+    while there is none: a parked call is not asked about again), else the approver's."""
+    journaled = deps.journaled(ref)
+    return await deps.approve(call) if journaled is None else journaled
+
+
 async def _execute(ref: str, call: ToolCall, parsed: Parsed, deps: TurnDeps) -> Outcome:
     """How the call ends: run when it is ready, else its error."""
 
@@ -196,6 +225,8 @@ async def _execute(ref: str, call: ToolCall, parsed: Parsed, deps: TurnDeps) -> 
             return Outcome(result("error", error))
         case Unapproved(error):
             return Outcome(result("unapproved", error))
+        case Parked():
+            raise AssertionError("a parked call is not run")
         case _:
             assert_never(parsed)
     hooks = deps.hooks

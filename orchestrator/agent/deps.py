@@ -17,7 +17,13 @@ from orchestrator.models.base import Model
 from orchestrator.state.context import AgentContext
 from orchestrator.state.events import EventSink
 from orchestrator.tools.base import ToolContext, ToolRegistry
-from orchestrator.tools.permissions import Approver, GrantLike, PermissionPolicy, approve_all
+from orchestrator.tools.permissions import (
+    Answer,
+    Approver,
+    GrantLike,
+    PermissionPolicy,
+    approve_all,
+)
 
 
 class RoundHooks(Protocol):
@@ -60,6 +66,12 @@ class TurnDeps:
     policy: PermissionPolicy = field(default_factory=PermissionPolicy)
     approve: Approver = approve_all
     grants: Callable[[], Sequence[GrantLike]] = tuple  # the session's grants, as folded
+    # Deferred approvals (state/approvals.py): whether this agent's calls may park when
+    # the approver answers `Later` (else `Later` is taken as `Unasked`), and the answer
+    # the journal holds for the call of a ref: the person's decision, `Later` while it
+    # is parked undecided, None when it never parked.
+    parks: bool = False
+    journaled: Callable[[str], Answer | None] = lambda ref: None
     max_rounds: int = 50
     max_tokens: int | None = None
     temperature: float | None = None

@@ -34,10 +34,16 @@ class Unapproved(msgspec.Struct, frozen=True):
     error: str
 
 
+class Parked(msgspec.Struct, frozen=True):
+    """A call whose approver answered "later": it neither runs nor gets a result now; it
+    waits, open, for a person's decision (state/approvals.py)."""
+
+
 # Not journaled: what the turn loop decides of a call before it runs (the call's start
 # and its result are what the journal keeps).
-Parsed = Ready | Refused | Unapproved
-"""What becomes of a call: it runs, or its result is an error the model reads."""
+Parsed = Ready | Refused | Unapproved | Parked
+"""What becomes of a call: it runs, its result is an error the model reads, or it waits
+for a person's decision."""
 
 
 # The argument names each tool's model accepts (its fields and their aliases), found once

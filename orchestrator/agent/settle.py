@@ -26,6 +26,8 @@ async def settle_pending_calls(agent: AgentContext, deps: TurnDeps) -> bool:
     whose side effect started and never finished is settled by its tool when the
     workspace tells how it went (`Tool.recover`), else reported `interrupted`; any other
     call (idempotent, or never started) is dispatched now, as it would have been.
+    A call parked for a person's decision runs once it is decided, with it; undecided,
+    it stays parked (with the calls after it: `TurnDeps.journaled`).
     Returns whether a call run now ended the agent's turn (an `ask_decision`, say)."""
     rerun = []
     for ref, call in agent.pending_calls():
@@ -43,7 +45,7 @@ async def settle_pending_calls(agent: AgentContext, deps: TurnDeps) -> bool:
             rerun.append((ref, call))
     if not rerun:
         return False
-    _, ends_turn = await run_calls(agent, rerun, deps)
+    _, ends_turn, _ = await run_calls(agent, rerun, deps)
     return ends_turn
 
 

@@ -40,6 +40,9 @@ class TurnOutcome:
     # Why the hooks stopped the turn before a round (a spent budget), with reason
     # `failed`; the turn is left open, for its caller to end as it acts on this.
     stopped: str = ""
+    # A call of the last reply parked for a person's decision: the turn is left open
+    # (its calls from the parked one on have no result), and goes on once decided.
+    parked: bool = False
 
 
 async def run_turn(state: AgentContext, deps: TurnDeps) -> TurnOutcome:
@@ -72,7 +75,9 @@ async def run_turn(state: AgentContext, deps: TurnDeps) -> TurnOutcome:
                 durable=deps.durable_turn_end,
             )
             return TurnOutcome("completed", rounds, reply)
-        _, ends_turn = await run_calls(state, state.pending_calls(), deps)
+        _, ends_turn, parked = await run_calls(state, state.pending_calls(), deps)
+        if parked:
+            return TurnOutcome("yielded", rounds, reply, parked=True)
         if ends_turn or (hooks is not None and hooks.repeating(state.id)):
             await deps.events.emit(
                 TurnEnded(agent=state.id, reason="yielded", rounds=rounds),

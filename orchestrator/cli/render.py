@@ -25,6 +25,7 @@ from orchestrator.loop.assessment import Assessed, BlockedReported, Verified
 from orchestrator.loop.compaction import CompactionStarted, ContextCompacted
 from orchestrator.loop.todos import TodoItem, TodoList, TodosChanged
 from orchestrator.messages import ToolResult
+from orchestrator.state.approvals import ApprovalDecided, ApprovalParked
 from orchestrator.state.events import (
     AgentStarted,
     AssistantReplied,
@@ -118,6 +119,8 @@ class TranscriptSink:
                 | PlanSubmitted()
                 | PlanDecided()
                 | ReplanRequested()
+                | ApprovalParked()
+                | ApprovalDecided()
             ):
                 self._line(self._state_line(event, who))
             case PermissionGranted(tool=tool, pattern=pattern):
@@ -155,11 +158,26 @@ class TranscriptSink:
 
     def _state_line(
         self,
-        event: CompactionStarted | ContextCompacted | PlanSubmitted | PlanDecided | ReplanRequested,
+        event: CompactionStarted
+        | ContextCompacted
+        | PlanSubmitted
+        | PlanDecided
+        | ReplanRequested
+        | ApprovalParked
+        | ApprovalDecided,
         who: str,
     ) -> str:
-        """A compaction (dim, it is housekeeping) or a plan's step (bold, it is news)."""
+        """A compaction (dim, it is housekeeping), a plan's step (bold, it is news), or
+        a call parked for a person's approval (its id) and the decision on it."""
         match event:
+            case ApprovalParked(ref=ref):
+                return who + self.style.yellow(
+                    f"  ⏸ call {label(event.id)} waits for a person's approval ({label(ref)})"
+                )
+            case ApprovalDecided(allow=allow, reason=reason):
+                why = f": {label(reason, 4 * ARG_WIDTH)}" if reason else ""
+                said = "approved" if allow else "denied"
+                return who + self.style.dim(f"  (call {label(event.id)} {said}{why})")
             case CompactionStarted() | ContextCompacted():
                 return who + self.style.dim(compaction_line(event))
             case PlanSubmitted() | PlanDecided() | ReplanRequested():

@@ -21,7 +21,7 @@ from orchestrator.engine.retry import Patience
 from orchestrator.engine.store import Store
 from orchestrator.messages import ToolCall
 from orchestrator.team.port import TaskPort
-from orchestrator.tools.permissions import Answer, Approver, Denied, Grant, Unasked
+from orchestrator.tools.permissions import Answer, Approver, Denied, Grant, Later, Unasked
 
 LOOK = 0.5  # seconds between a worker's looks for the answer to its question
 
@@ -47,7 +47,8 @@ def encode_answer(answer: Answer) -> bytes:
             return _encode(_Answer(allow=True, grant_tool=tool, grant_pattern=pattern))
         case Denied(reason=reason):
             return _encode(_Answer(reason=reason))
-        case Unasked():
+        case Unasked() | Later():
+            # (A task on a worker never parks a call: "later" is nobody to ask now.)
             return _encode(_Answer(unasked=True))
         case _:
             return _encode(_Answer(allow=bool(answer)))

@@ -28,6 +28,7 @@ from orchestrator.team.asking import HostApprover, QuestionAnswerer
 from orchestrator.team.definitions import AgentDefinition
 from orchestrator.team.runtime import TeamHook
 from orchestrator.tools.base import AnyTool
+from orchestrator.tools.permissions import Denied, Grant
 from orchestrator.usage import Price
 
 P = ParamSpec("P")
@@ -87,13 +88,19 @@ class Resuming(Options):
     `sessions_dir`. `sessions_dir`: where the session is kept, when `session` is its id.
     `model`: None takes the one the session was made with, when that is a spec (a
     `Model` object given to `run` has to be given again). `message`: said to the main
-    agent, or the answer to the oldest question nobody answered (a `blocked` session)."""
+    agent, or the answer to the oldest question nobody answered (a `blocked` session).
+    `approvals`: the decisions on calls parked for approval (`RunResult.approvals`), by
+    request id: True runs the call, `Denied("why")` (or False) refuses it with the reason
+    the model reads, a `Grant` runs it and allows more; journaled before any of them
+    runs. An id that is no parked call of the session raises `SessionError`; a parked
+    call left undecided stays parked (the run ends `blocked` again)."""
 
     session: Path | str
     _: KW_ONLY
     sessions_dir: Path | str | None = None
     model: Model | str | None = None
     message: str = ""
+    approvals: Mapping[str, bool | Denied | Grant] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -32,6 +32,7 @@ from orchestrator.host.options import (
     Making,
     Options,
     ResumeOptions,
+    Resuming,
     RunOptions,
     takes,
 )
@@ -41,6 +42,7 @@ from orchestrator.models.resolve import provider_names, resolve_model
 from orchestrator.session.live import create_session, open_session
 from orchestrator.state.events import Event, EventSink, NullSink
 from orchestrator.state.manifest import read_manifest
+from orchestrator.team.asking import Decisions
 from orchestrator.team.definitions import Definitions
 from orchestrator.team.drive import RunResult, drive
 from orchestrator.team.runtime import TeamHook
@@ -155,7 +157,10 @@ async def resumed(
     asked = model is not None
     if model is None:
         model = read_manifest(root / session_id).model_spec(root / session_id)
-    return await _drive(root, session_id, model, wiring, message=message, asked=asked)
+    approvals = given.approvals if isinstance(given, Resuming) else None
+    return await _drive(
+        root, session_id, model, wiring, message=message, asked=asked, approvals=approvals
+    )
 
 
 def _label(model: Model) -> str:
@@ -200,12 +205,12 @@ async def _drive(
     *,
     message: str,
     asked: bool = True,
+    approvals: Decisions | None = None,
 ) -> RunResult:
     if wiring.from_asyncio:  # the same drive, under trio in a thread of its own
         on_trio = dataclasses.replace(wiring, from_asyncio=False)
-        return await in_trio(
-            partial(_drive, root, session_id, model, on_trio, message=message, asked=asked)
-        )
+        again = partial(_drive, message=message, asked=asked, approvals=approvals)
+        return await in_trio(partial(again, root, session_id, model, on_trio))
     # From asyncio, the program's coroutine tools run on its own loop (tools/functions.py).
     if wiring.caller is not None:
         HOST_LOOP.set(wiring.caller)  # (this trio run's, in a thread of its own)
@@ -230,6 +235,7 @@ async def _drive(
                 definitions=definitions,
                 on_team=wiring.on_team,
                 message=message,
+                approvals=approvals or {},
             ),
         )
 

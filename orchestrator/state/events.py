@@ -30,6 +30,7 @@ from orchestrator.messages import (
     Usage,
     plain,
 )
+from orchestrator.state.approvals import ApprovalRecords
 from orchestrator.state.mailbox import MailRecords
 from orchestrator.state.manifest import SessionStatus
 from orchestrator.state.plans import PlanRecords
@@ -213,6 +214,7 @@ Concepts = (
     | SettingsRecords
     | CompactionRecords
     | PlanRecords
+    | ApprovalRecords
 )
 """Each concept's records, declared in its own module beside their fold: a new record kind
 joins its concept's union there, and so the unions below."""

@@ -100,6 +100,7 @@ class SessionState(SmallState):
             windows=self.windows,
             said=self.said,
             plans=self.plans,
+            approvals=self.approvals,
         )
         return encode_snapshot(snapshot)
 
@@ -123,6 +124,7 @@ class SessionState(SmallState):
         state.windows = dict(snapshot.windows)
         state.said = {agent: list(said) for agent, said in snapshot.said.items()}
         state.plans = copy.deepcopy(snapshot.plans)
+        state.approvals = copy.deepcopy(snapshot.approvals)
         for agent_id, summary in snapshot.agents.items():
             state.agents[agent_id] = AgentContext(
                 id=agent_id,
@@ -167,6 +169,7 @@ class SessionState(SmallState):
             "windows": dict(self.windows),
             "said": {agent: list(said) for agent, said in self.said.items()},
             "plans": msgspec.to_builtins(self.plans),
+            "approvals": msgspec.to_builtins(self.approvals),
             "agents": {
                 agent_id: {
                     "role": a.role,

@@ -23,6 +23,7 @@ from orchestrator.loop.compaction import ContextCompacted
 from orchestrator.loop.plan_run import todo_status
 from orchestrator.loop.todos import TodoList, TodosChanged
 from orchestrator.messages import Usage
+from orchestrator.state.approvals import APPROVAL_FOLDS, Approvals
 from orchestrator.state.context import AgentContext, FoldError
 from orchestrator.state.events import (
     AgentStarted,
@@ -78,6 +79,7 @@ class SmallState:
         # the newest `SAID_KEPT`: what a compaction puts back word for word.
         self.said: dict[str, list[str]] = {}
         self.plans = Plans()  # every version of the plan and its decision
+        self.approvals = Approvals()  # calls parked for a person's decision, and decisions
 
     def todo_list(self, agent: str) -> TodoList:
         """The agent's todo list (empty when it has none yet)."""
@@ -207,6 +209,7 @@ def _call_result(state: SmallState, seq: int, record: CallResult) -> None:
         _heard(state, record.agent, record.delivers)
         state.mailbox.delivered(seq, record.agent, record.delivers)
     state.mailbox.call_done(record.agent, record.ref)
+    state.approvals.call_done(record.agent, record.ref)
     if record.status == "ok":
         state.progress_of(record.agent).progressed()
     elif record.status == "unapproved":
@@ -266,6 +269,15 @@ def _plan(fold: Callable[[Plans, int, Any], None]) -> Callable[[SmallState, int,
     return apply
 
 
+def _approval(
+    fold: Callable[[Approvals, int, Any], None],
+) -> Callable[[SmallState, int, Any], None]:
+    def apply(state: SmallState, seq: int, record: Any) -> None:
+        fold(state.approvals, seq, record)
+
+    return apply
+
+
 def _settings(state: SmallState, seq: int, record: SettingsChosen) -> None:
     state.settings = record.settings
 
@@ -290,6 +302,7 @@ SMALL_FOLDS: dict[type, Callable[[SmallState, int, Any], None]] = {
     SettingsChosen: _settings,
     ContextCompacted: _compacted,
     **{kind: _plan(fold) for kind, fold in PLAN_FOLDS.items()},
+    **{kind: _approval(fold) for kind, fold in APPROVAL_FOLDS.items()},
 }
 """How each record changes the small state, by record type. Records of the conversation
 change contexts too (`CONTEXT_FOLDS`); every record kind is in one table or both."""

@@ -14,6 +14,7 @@ from orchestrator.loop.assessment import AgentProgress, RefusedCall
 from orchestrator.loop.compaction import Breaker
 from orchestrator.loop.todos import TodoItem, TodoList
 from orchestrator.messages import Usage
+from orchestrator.state.approvals import Approvals
 from orchestrator.state.mailbox import MailboxSummary
 from orchestrator.state.manifest import SessionStatus
 from orchestrator.state.plans import Plans
@@ -93,6 +94,9 @@ class Snapshot(msgspec.Struct, kw_only=True):
     said: dict[str, list[str]] = msgspec.field(default_factory=dict)
     # Every version of the plan and its decision (state/plans.py).
     plans: Plans = msgspec.field(default_factory=Plans)
+    # Calls parked for a person's decision, and decisions not acted on yet
+    # (state/approvals.py).
+    approvals: Approvals = msgspec.field(default_factory=Approvals)
 
 
 @functools.cache

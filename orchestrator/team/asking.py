@@ -2,6 +2,10 @@
 a tool call may run, as a typed `ApprovalRequest`, and a subagent's question, as a
 `Question` the host may answer itself or leave to the agent that owns the task.
 
+An approver may answer `Later`: the main agent's call is then parked (agent/calls.py,
+state/approvals.py) and the run ends `blocked` with its request in
+`RunResult.approvals`; `decide` journals the person's decisions as a resume starts.
+
 The turn loop knows approvers of a bare `ToolCall` (tools/permissions.py); `approvers`
 turns a host's approver of requests into one per agent. A subagent's question is offered
 to the host before its owner is told (`Reports`), and offered again after a resume while
@@ -17,15 +21,17 @@ from typing import Any, Literal
 
 import orjson
 
-from orchestrator.errors import HostCallbackFailed
+from orchestrator.errors import HostCallbackFailed, SessionError
 from orchestrator.messages import ToolCall
+from orchestrator.state.approvals import ApprovalDecided, approval_id
+from orchestrator.state.events import EventSink, PermissionGranted
 from orchestrator.state.fold import USER, SessionState
 from orchestrator.state.mailbox import Mail
 from orchestrator.state.tasks import TaskRecord
 from orchestrator.team import queries
 from orchestrator.team.queries import MAIN, PARKING
 from orchestrator.tools.base import task_of
-from orchestrator.tools.permissions import Answer, Approver, Denied, shell_command
+from orchestrator.tools.permissions import Answer, Approver, Denied, Grant, Later, shell_command
 
 NO_APPROVER = "no approver given"
 
@@ -40,6 +46,9 @@ class ApprovalRequest:
     arguments: dict[str, Any]  # the call's arguments ({} when the model's JSON is unreadable)
     command: str | None  # a shell call's exact command; None for any other tool
     call: ToolCall  # the call as the model made it (its id, its raw JSON arguments)
+    # Stable and unique in the session (`main:12.0`): the key of `resume(...,
+    # approvals=...)` when the approver answers `Later` ("" for a call on a worker).
+    id: str = ""
 
     @property
     def task(self) -> str | None:
@@ -59,13 +68,18 @@ async def no_approver(call: ToolCall) -> Answer:
     return Denied(NO_APPROVER)
 
 
-def approvers(approve: HostApprover) -> Callable[[str, str], Approver]:
+RefOf = Callable[[str, ToolCall], str]
+"""The ref of `agent`'s open call (its place in the session: context.py), "" if none."""
+
+
+def approvers(approve: HostApprover, ref_of: RefOf | None = None) -> Callable[[str, str], Approver]:
     """The turn loop's approver for each agent (`RunSettings.approve_for`), asking
-    `approve` with a request that names the agent."""
+    `approve` with a request that names the agent and the call's id (`ref_of`)."""
 
     def approver_for(agent: str, who: str) -> Approver:
         async def ask(call: ToolCall) -> Answer:
-            answer = approve(request(agent, who, call))
+            ref = ref_of(agent, call) if ref_of is not None else ""
+            answer = approve(request(agent, who, call, ref))
             return await answer if inspect.isawaitable(answer) else answer
 
         return ask
@@ -73,7 +87,75 @@ def approvers(approve: HostApprover) -> Callable[[str, str], Approver]:
     return approver_for
 
 
-def request(agent: str, who: str, call: ToolCall) -> ApprovalRequest:
+def journaled_answer(state: SessionState, agent: str, ref: str) -> Answer | None:
+    """The answer the journal holds for `agent`'s call `ref` (`TurnDeps.journaled`):
+    the person's decision, `Later` while it is parked undecided, None if it never
+    parked."""
+    key = approval_id(agent, ref)
+    decided = state.approvals.decided.get(key)
+    if decided is not None:
+        return True if decided.allow else Denied(decided.reason) if decided.reason else False
+    return Later() if key in state.approvals.pending else None
+
+
+def pending_requests(state: SessionState) -> tuple[ApprovalRequest, ...]:
+    """The requests of the calls parked for a decision, oldest first."""
+    found = []
+    for parked in sorted(state.approvals.pending.values(), key=lambda p: p.seq):
+        context = state.agents.get(parked.agent)
+        call = context.open_calls.get(parked.ref) if context is not None else None
+        if call is not None:
+            found.append(request(parked.agent, who(state, parked.agent), call, parked.ref))
+    return tuple(found)
+
+
+def who(state: SessionState, agent: str) -> str:
+    """`agent` for a person: "the main agent", "task t2 (worker: add tests)"."""
+    task = state.tasks.get(agent)
+    if task is None:
+        return "the main agent"
+    return f"task {agent} ({task.agent_type}: {task.description})"
+
+
+Decisions = Mapping[str, bool | Denied | Grant]
+"""The person's decisions on parked calls, by request id (`resume(..., approvals=)`)."""
+
+
+def check_decisions(state: SessionState, decisions: Decisions) -> None:
+    """Raises `SessionError` naming every id that is no parked call of the session, and
+    a `TypeError` for a decision that is not True, False, `Denied` or `Grant`."""
+    unknown = [key for key in decisions if key not in state.approvals.pending]
+    if unknown:
+        pending = ", ".join(state.approvals.pending) or "none"
+        raise SessionError(
+            f"no parked call {', '.join(map(repr, unknown))} in this session; its calls "
+            f"waiting for approval: {pending}"
+        )
+    for key, answer in decisions.items():
+        if not isinstance(answer, bool | Denied | Grant):
+            raise TypeError(
+                f"approvals[{key!r}] is {answer!r}: give True, False, Denied(reason) or a Grant"
+            )
+
+
+async def decide(state: SessionState, decisions: Decisions, sink: EventSink) -> None:
+    """Journal the person's decisions on parked calls (durably, before any of them runs:
+    a crash after this runs each call once on resume). A `Grant` is journaled as the
+    grant, then as a yes."""
+    check_decisions(state, decisions)
+    for key, answer in decisions.items():
+        parked = state.approvals.pending[key]
+        if isinstance(answer, Grant):
+            grant = PermissionGranted(agent=parked.agent, tool=answer.tool, pattern=answer.pattern)
+            await sink.emit(grant)
+        reason = answer.reason if isinstance(answer, Denied) else ""
+        decided = ApprovalDecided(
+            agent=parked.agent, ref=parked.ref, allow=bool(answer), reason=reason
+        )
+        await sink.emit(decided, durable=True)
+
+
+def request(agent: str, who: str, call: ToolCall, ref: str = "") -> ApprovalRequest:
     try:
         arguments = orjson.loads(call.arguments or "{}")
     except orjson.JSONDecodeError:
@@ -85,6 +167,7 @@ def request(agent: str, who: str, call: ToolCall) -> ApprovalRequest:
         arguments=arguments if isinstance(arguments, dict) else {},
         command=shell_command(call) if call.name == "shell" else None,
         call=call,
+        id=approval_id(agent, ref) if ref else "",
     )
 
 

@@ -38,7 +38,11 @@ from orchestrator.state.scrub import scrubbing
 from orchestrator.state.settings import SessionSettings, SettingsChosen
 from orchestrator.team import queries
 from orchestrator.team.asking import (
+    ApprovalRequest,
+    check_decisions,
+    decide,
     offer_open_questions,
+    pending_requests,
 )
 from orchestrator.team.main_agent import MainOutcome, open_team, run_main
 from orchestrator.team.planning import run_planning
@@ -61,6 +65,10 @@ class RunResult:
     # names the task that asks (`sender`), what (`summary`) and whom (`recipient`). The
     # person answers the oldest with `resume --message` (`RunSettings.message`).
     questions: tuple[Mail, ...] = ()
+    # Calls parked for a person's decision (their approver answered `Later`), oldest
+    # first: give each its decision with `resume(..., approvals={request.id: True |
+    # Denied("why")})`.
+    approvals: tuple[ApprovalRequest, ...] = field(default=(), compare=False)
     # What the session holds once the run ends (not compared: two results are equal
     # when the runs ended the same way). The main agent's final answer, the text of its
     # last reply ("" if it has none); the tokens of every model call of the session (all
@@ -156,6 +164,7 @@ def _finished(result: RunResult, live: LiveSession, settings: RunSettings) -> Ru
     return dataclasses.replace(
         result,
         output=queries.final_answer(state),
+        approvals=pending_requests(state),
         usage=usage,
         cost=None if None in costs else sum(c for c in costs if c is not None),
         session_id=live.id,
@@ -274,6 +283,7 @@ async def _drive(
     root = live.manifest.workspace_path(live.directory)
     if not await trio.Path(root).is_dir():
         raise ConfigError(f"the session's workspace {root} does not exist (moved or deleted?)")
+    check_decisions(live.state, settings.approvals)  # (an unknown id: before any record)
     chosen = await _chosen_settings(live, settings.session, sink)
     usable = settings.definitions.usable(settings.tools.names())
     if usable is not settings.definitions:  # built-in types the session's tools cannot serve
@@ -304,6 +314,7 @@ async def _drive(
             await sink.emit(AgentStarted(agent=MAIN, role="main", messages=messages))
         await sink.emit(SessionStatusChanged(agent=MAIN, status="running"), durable=True)
         await live.set_status("running")  # `sessions list` shows it running, or stopped if killed
+        await decide(state, settings.approvals, sink)  # before the decided calls run
         if settings.on_team is not None:
             called = settings.on_team(team)
             if called is not None:
@@ -326,9 +337,19 @@ async def _drive(
 
 def _main_result(outcome: MainOutcome, live: LiveSession) -> RunResult:
     """What the run ends with, from how the main agent's work ended."""
+    parked = pending_requests(live.state)
     match outcome.reason:
         case "completed":
             return RunResult("completed", outcome.detail)
+        case "blocked" if parked:
+            first = parked[0].id
+            return RunResult(
+                "blocked",
+                outcome.detail,
+                f"decide: orchestrator resume ID --approve-call {first} (or --deny-call "
+                f"{first} --reason 'why'); from Python, resume(..., approvals={{id: True}})",
+                resume_helps=False,
+            )
         case "blocked" if outcome.questions:
             asker = outcome.questions[0].sender
             return RunResult(

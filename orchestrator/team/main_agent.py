@@ -20,6 +20,7 @@ from orchestrator.state.events import EventSink
 from orchestrator.state.mailbox import Mail
 from orchestrator.state.tasks import SETTLED, TaskRecord
 from orchestrator.team import queries
+from orchestrator.team.asking import pending_requests
 from orchestrator.team.parking import ParkWatch
 from orchestrator.team.planning import hand_over, replan
 from orchestrator.team.port import Runner, SessionLike
@@ -120,7 +121,10 @@ def _before_assessing(team: Team) -> bool:
 
 async def _replan(team: Team) -> MainOutcome | None:
     """Run a re-plan the builder asked for, and hand an approved version over; the
-    outcome when a version waits for a decision nobody gives now."""
+    outcome when a version waits for a decision nobody gives now. (First: a call of the
+    main agent parked and still undecided after a resume waits on, and the run ends.)"""
+    if team.state.approvals.of(MAIN):
+        return _parked(team)
     if team.state.plans.replanning is None:
         return None
     outcome = await replan(team, team.run.approve_plan, goal=team.seat.goal)
@@ -157,12 +161,25 @@ def _unanswered(team: Team, questions: list[Mail], why: str) -> MainOutcome:
 async def _turn(team: Team, context: AgentContext, deps: TurnDeps) -> MainOutcome | None:
     """Run one turn of the main agent; what ends the session now, if anything."""
     outcome = await run_turn(context, deps)
+    if outcome.parked:
+        return _parked(team)
     if outcome.stopped:  # the session's budget is spent
         await team.port.turns.end_open_turn(MAIN, "failed")  # the assessment says why
         return None
     if outcome.reason == "max_rounds":
         return MainOutcome("max_rounds", f"stopped after {outcome.rounds} rounds")
     return None
+
+
+def _parked(team: Team) -> MainOutcome:
+    """The main agent's call waits for a person's decision (its approver answered
+    `Later`): the run ends blocked now, its turn left open (tasks still running are
+    stopped, as at any run's end, and go on when the session is resumed)."""
+    lines = "; ".join(
+        f"{r.id} ({r.tool}: {r.command if r.command is not None else r.call.arguments})"
+        for r in pending_requests(team.state)
+    )
+    return MainOutcome("blocked", f"a call waits for a person's approval: {lines}")
 
 
 async def _await_tasks(

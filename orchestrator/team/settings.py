@@ -27,7 +27,14 @@ from orchestrator.state.events import EventSink, NullSink
 from orchestrator.state.mailbox import Caps
 from orchestrator.state.plans import PlanSource
 from orchestrator.state.settings import SessionSettings
-from orchestrator.team.asking import HostApprover, QuestionAnswerer, approvers, no_approver
+from orchestrator.team.asking import (
+    Decisions,
+    HostApprover,
+    QuestionAnswerer,
+    RefOf,
+    approvers,
+    no_approver,
+)
 from orchestrator.team.definitions import Definitions
 from orchestrator.team.oversight import Policy
 from orchestrator.team.plan_host import PlanApprover
@@ -80,6 +87,9 @@ class RunSettings:
     ask_resume: Callable[[str], Awaitable[bool]] | None = None
     # Said to the main agent as the run starts (a resume's answer to a blocked session).
     message: str = ""
+    # The person's decisions on calls parked for approval, by request id, journaled as
+    # the run starts (a resume's: team/asking.py's `decide`).
+    approvals: Decisions = field(default_factory=dict)
     # Prices per model, for the cost budget and `RunResult.cost`; whether a person
     # answers at a terminal (the assessment may then wait for the user).
     prices: dict[str, Price] = field(default_factory=dict)
@@ -123,13 +133,14 @@ class RunSettings:
         model = self.model_for(role)
         return claimed_window(model) if self.windows is None else self.windows(model)
 
-    def approver(self) -> Callable[[str, str], Approver]:
+    def approver(self, ref_of: RefOf | None = None) -> Callable[[str, str], Approver]:
         """The turn loop's approver of each agent's bare calls: `approve_for`, else
-        `approve` asked with a request that names the agent, else nobody (refused)."""
+        `approve` asked with a request that names the agent and the call (`ref_of`),
+        else nobody (refused)."""
         if self.approve_for is not None:
             return self.approve_for
         if self.approve is not None:
-            return approvers(self.approve)
+            return approvers(self.approve, ref_of)
         return lambda agent, who: no_approver
 
     @functools.cached_property

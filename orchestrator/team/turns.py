@@ -27,6 +27,7 @@ from orchestrator.state.events import (
 )
 from orchestrator.state.tasks import in_scope
 from orchestrator.team import queries
+from orchestrator.team.asking import journaled_answer, who
 from orchestrator.team.background import BackgroundCalls
 from orchestrator.team.definitions import AgentDefinition
 from orchestrator.team.delegation import Delegation
@@ -76,7 +77,7 @@ class Turns:
         self._run = run
         self._seat = seat
         self._policy = seat.policy(run)  # the run's rules, then the session's own
-        self._approve_for = run.approver()
+        self._approve_for = run.approver(self._ref_of)
         self._background = background
         self._planning = planning
         self._session = session
@@ -125,6 +126,8 @@ class Turns:
             policy=policy,
             approve=self.approver(agent),
             grants=self._grants,
+            parks=agent == MAIN,  # (a subagent's `Later` is `Unasked`: docs/library.md)
+            journaled=self._main_journaled if agent == MAIN else _never_parked,
             max_rounds=max_rounds,
             max_tokens=seat.settings.max_tokens,
             temperature=seat.settings.temperature,
@@ -210,10 +213,16 @@ class Turns:
         return [ReadTaskOutput(self._background), *(t(self._delegation) for t in lacking)]
 
     def _who(self, agent: str) -> str:
-        task = self._session.state.tasks.get(agent)
-        if task is None:
-            return "the main agent"
-        return f"task {agent} ({task.agent_type}: {task.description})"
+        return who(self._session.state, agent)
+
+    def _ref_of(self, agent: str, call: ToolCall) -> str:
+        """The ref of `agent`'s open call `call` (the very object its turn runs)."""
+        context = self._session.state.agents.get(agent)
+        calls = context.open_calls.items() if context is not None else ()
+        return next((ref for ref, open_call in calls if open_call is call), "")
+
+    def _main_journaled(self, ref: str) -> Answer | None:
+        return journaled_answer(self._session.state, MAIN, ref)
 
     def definition(self, task_id: str) -> AgentDefinition:
         """The type of the agent working task `task_id`."""
@@ -326,3 +335,8 @@ class _Limited:
 def _no_note(agent: str) -> str:
     """An agent's note of its calls in the background, in a team that runs none."""
     return ""
+
+
+def _never_parked(ref: str) -> Answer | None:
+    """A subagent's calls never park (`TurnDeps.journaled`)."""
+    return None

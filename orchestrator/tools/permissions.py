@@ -76,11 +76,24 @@ class Denied:
         return False
 
 
-Answer = bool | Grant | Unasked | Denied
+@dataclass(frozen=True)
+class Later:
+    """ "Not now": the call is parked until a person decides, and the run ends `blocked`
+    with its `ApprovalRequest` in `RunResult.approvals`; `resume(..., approvals={id:
+    True | Denied(why)})` gives the decision, and the call then runs once (or is
+    refused). Only the main agent's calls park: for a subagent's it is taken as
+    `Unasked` (docs/library.md#deferred-approvals). False, like a no, to any code that
+    only asks whether the call may run now."""
+
+    def __bool__(self) -> bool:
+        return False
+
+
+Answer = bool | Grant | Unasked | Denied | Later
 Approver = Callable[[ToolCall], Awaitable[Answer]]
 """Answers an "ask": True runs the call, False refuses it, `Denied` refuses it with a
 reason the model reads, a `Grant` runs it and allows what the grant covers from then on,
-`Unasked` refuses it for want of anyone to ask."""
+`Unasked` refuses it for want of anyone to ask, `Later` parks it for a person's decision."""
 
 
 def string_argument(call: ToolCall, name: str) -> str:
