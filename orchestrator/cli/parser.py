@@ -152,6 +152,28 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         help="say TEXT to the main agent as it resumes: the answer a blocked session waits "
         "for, or a follow-up to a finished one (which then goes on)",
     )
+    resume.add_argument(
+        "--approve-call",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="approve the call ID that waits for approval (sessions show lists them): it "
+        "runs once as the session resumes; may be repeated",
+    )
+    resume.add_argument(
+        "--deny-call",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="refuse the call ID that waits for approval; the model reads --reason; may be "
+        "repeated",
+    )
+    resume.add_argument(
+        "--reason",
+        metavar="TEXT",
+        default="",
+        help="with --deny-call: why, which the model reads",
+    )
     agent_options(resume, model_required_note="use this model instead of the session's own")
     approve_option(resume)
     _add_plan_parsers(commands)

@@ -71,6 +71,7 @@ def _entry(info: SessionInfo) -> dict[str, Any]:
         "goal": info.goal,
         "model": info.model,
         "workspace": str(info.workspace),
+        "output": info.output,
     }
 
 

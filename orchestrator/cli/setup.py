@@ -41,7 +41,7 @@ from orchestrator.tools import (
     deny_all,
     workspace_tools,
 )
-from orchestrator.tools.permissions import parse_rules
+from orchestrator.tools.permissions import Denied, parse_rules
 
 
 def default_workspace() -> Path:
@@ -197,10 +197,22 @@ async def run_settings(
         windows=model_windows(config, models),
         ask_resume=_ask_resume(args.yes, hold, read),
         message=getattr(args, "message", None) or "",
+        approvals=call_decisions(args),
         runner=runner_for(running, args, config, directory, model=spec, workspace=workspace),
         plan_limits=plan_limits(config),
         **_plan_settings(args, hold, read),
     )
+
+
+def call_decisions(args: argparse.Namespace) -> dict[str, bool | Denied]:
+    """`resume --approve-call ID` and `--deny-call ID --reason TEXT`, by call id
+    (`RunSettings.approvals`)."""
+    reason = getattr(args, "reason", "") or ""
+    decisions: dict[str, bool | Denied] = {
+        key: Denied(reason) if reason else False for key in getattr(args, "deny_call", None) or ()
+    }
+    decisions.update({key: True for key in getattr(args, "approve_call", None) or ()})
+    return decisions
 
 
 def _plan_settings(

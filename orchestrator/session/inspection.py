@@ -157,6 +157,17 @@ class TaskNode:
     usage: Totals
 
 
+class PendingApproval(msgspec.Struct, frozen=True, kw_only=True):
+    """A call parked for a person's decision, as `sessions show` lists it."""
+
+    id: str  # the key of `resume(..., approvals=...)` and `resume --approve-call`
+    agent: str
+    who: str
+    tool: str
+    command: str | None  # a shell call's exact command
+    arguments: str  # the call's raw JSON arguments
+
+
 @dataclass(frozen=True)
 class SessionReport:
     """The report of one session: a typed view of `data`, the plain data that `sessions
@@ -188,6 +199,10 @@ class SessionReport:
     last_events: tuple[JournalEvent, ...]
     warnings: tuple[str, ...]
     on_workers: OnWorkers | None  # None: its tasks ran in its own process
+    # The main agent's answer as of its last turn's end (the manifest's `output`), and
+    # the calls parked for a person's decision (`resume --approve-call ID`).
+    output: str = ""
+    approvals: tuple[PendingApproval, ...] = ()
 
     @classmethod
     def of(cls, data: dict[str, Any], directory: Path) -> SessionReport:
@@ -225,6 +240,8 @@ class SessionReport:
             last_events=typed("last_events", tuple[JournalEvent, ...]),
             warnings=tuple(data["warnings"]),
             on_workers=typed("on_workers", OnWorkers | None),
+            output=data.get("output", ""),
+            approvals=typed("approvals", tuple[PendingApproval, ...]),
         )
 
     def text(self) -> str:

@@ -53,6 +53,8 @@ class SessionInfo(msgspec.Struct, frozen=True, kw_only=True):
     size: int = 0
     """The bytes of the session's own files (a workspace inside it is not counted)."""
     error: str = ""
+    output: str = ""
+    """The main agent's answer as of its last turn's end (the manifest's `output`)."""
 
 
 def session_ids(root: Path) -> list[str]:
@@ -188,4 +190,5 @@ def session_info(directory: Path) -> SessionInfo:
         model=manifest.model,
         workspace=manifest.workspace_path(directory),
         size=sum(p.stat().st_size for p in directory.iterdir() if p.is_file()),
+        output=manifest.output,
     )

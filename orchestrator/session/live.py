@@ -359,17 +359,20 @@ class LiveSession:
             kept_seq=seq,
         )
 
-    async def set_status(self, status: SessionStatus) -> None:
+    async def set_status(self, status: SessionStatus, *, output: str | None = None) -> None:
         """Mirror the status, just journaled, in the manifest, with the journal's durable
-        seq and length (docs/session-format.md#the-manifest-mirrors-the-journal). A disk
-        that refuses the manifest raises `StorageFailed`; the journal has the status."""
+        seq and length (docs/session-format.md#the-manifest-mirrors-the-journal), and the
+        main agent's answer when given (`Manifest.output`). A disk that refuses the
+        manifest raises `StorageFailed`; the journal has the status."""
         mark = self.journal.durable_mark
-        update = {
+        update: dict[str, object] = {
             "status": status,
             "updated": now_stamp(),
             "journal_seq": mark.seq,
             "journal_size": mark.offset,
         }
+        if output is not None:
+            update["output"] = output
         manifest = msgspec.structs.replace(self.manifest, **update)
         try:
             await trio.to_thread.run_sync(write_manifest, self.directory, manifest)

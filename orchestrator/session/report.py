@@ -31,7 +31,7 @@ from orchestrator.layout import FORMAT_VERSION, JOURNAL, SNAPSHOT
 from orchestrator.loop.assessment import Assessed, Verified
 from orchestrator.loop.compaction import ContextCompacted, Window
 from orchestrator.loop.plan_run import todo_status
-from orchestrator.messages import plain
+from orchestrator.messages import ToolCall, plain
 from orchestrator.session.ledger import Call, cache_share, usage_ledger
 from orchestrator.session.listing import session_info
 from orchestrator.session.on_workers import WorkersReader, with_workers
@@ -50,6 +50,7 @@ from orchestrator.state.snapshot import AgentSummary, Snapshot, decode_snapshot
 from orchestrator.state.tasks import TaskRecord
 from orchestrator.store._line import line_kind, line_time
 from orchestrator.store.scan import JournalScan, scan_journal
+from orchestrator.tools.permissions import shell_command
 
 if TYPE_CHECKING:
     from orchestrator.usage import Price
@@ -177,7 +178,36 @@ def _report(
         # Where the records of its tasks on workers were read, or why not (None: its
         # tasks ran in its own process).
         "on_workers": on_workers,
+        # Calls parked for a person's decision (state/approvals.py), oldest first.
+        "approvals": approvals_report(snapshot, history.replies),
     }
+
+
+def approvals_report(
+    snapshot: Snapshot, replies: Mapping[int, tuple[ToolCall, ...]]
+) -> list[dict[str, Any]]:
+    """Each call parked for a person's decision: its id (what `resume --approve-call`
+    takes), whose it is, the tool, a shell call's command and the raw arguments."""
+    tasks = {task.task_id: task for task in snapshot.tasks}
+    found = []
+    for parked in sorted(snapshot.approvals.pending.values(), key=lambda p: p.seq):
+        seq, _, index = parked.ref.partition(".")
+        calls = replies.get(int(seq), ()) if seq.isdigit() else ()
+        call = calls[int(index or 0)] if (index or "0").isdigit() and calls else None
+        task = tasks.get(parked.agent)
+        who = "the main agent" if task is None else f"task {task.task_id} ({task.agent_type})"
+        shell = call is not None and call.name == "shell"
+        found.append(
+            {
+                "id": parked.id,
+                "agent": parked.agent,
+                "who": who,
+                "tool": call.name if call is not None else "",
+                "command": shell_command(call) if shell and call is not None else None,
+                "arguments": call.arguments if call is not None else "",
+            }
+        )
+    return found
 
 
 def plan_report(snapshot: Snapshot) -> dict[str, Any] | None:
@@ -292,11 +322,16 @@ class History:
         self.verifications: list[dict[str, Any]] = []
         self.models: dict[str, str] = {}
         self.reason = ""
+        # The tool calls of each reply that made any, by its seq: what a parked call
+        # (the snapshot names it by ref) asks to run.
+        self.replies: dict[int, tuple[ToolCall, ...]] = {}
 
     def read(self, seq: int, record: Record | Read) -> None:
         match record:
-            case AssistantReplied():
+            case AssistantReplied(message=message):
                 self.read_calls(record)
+                if message.tool_calls:
+                    self.replies[seq] = message.tool_calls
             case ContextCompacted():
                 self._compacted(seq, record)
             case MessagePosted() | MessagesDelivered() | CallResult():

@@ -41,6 +41,7 @@ def report_text(info: dict[str, Any]) -> str:
     """The whole report, one line per line, ending in a newline."""
     lines = header_lines(info)
     lines += [line.replace("execute ID", f"execute {info['id']}") for line in plan_lines(info)]
+    lines += approval_lines(info)
     lines += agent_lines(info["agents"])
     lines += tree_lines(info)
     lines += mailbox_lines(info["mailbox"])
@@ -74,6 +75,7 @@ def header_lines(info: dict[str, Any]) -> list[str]:
         ("goal", visible(info["goal"])),
         ("status", info["status"]),
         ("reason", visible(info["reason"]) if info["reason"] else ""),
+        ("output", one_line(info.get("output", ""), 200)),
         ("model", label(info["model"], 200)),
         ("workspace", label(info["workspace"], 200)),
         ("created", moment(info["created"])),
@@ -87,6 +89,31 @@ def header_lines(info: dict[str, Any]) -> list[str]:
         ("on workers", workers_line(info.get("on_workers"))),
     ]
     return [f"{name:<10} {value}" for name, value in fields if value]
+
+
+def approval_lines(info: dict[str, Any]) -> list[str]:
+    """The calls parked for a person's decision (none: no lines): each one's id, whose
+    it is and what it runs, and the commands that decide it."""
+    parked = info.get("approvals") or []
+    if not parked:
+        return []
+    rows = [
+        [
+            label(a["id"], 40),
+            label(a["who"], 60),
+            label(a["tool"], 40),
+            label(a["command"] if a["command"] is not None else a["arguments"], 200),
+        ]
+        for a in parked
+    ]
+    first = parked[0]["id"]
+    return [
+        "",
+        "calls waiting for approval",
+        *table(("ID", "WHO", "TOOL", "COMMAND OR ARGUMENTS"), rows),
+        f"  decide: orchestrator resume {info['id']} --approve-call {first} "
+        f"(or --deny-call {first} --reason 'why')",
+    ]
 
 
 def plan_lines(info: dict[str, Any]) -> list[str]:

@@ -41,6 +41,10 @@ class Manifest(msgspec.Struct, kw_only=True):
     written before it was kept). A journal of exactly this length holds no record the
     manifest has not seen, so `status` is the journal's; a longer one is read from here
     on for a later status (session/status.py)."""
+    output: str = ""
+    """The main agent's answer: the text of its last reply that has any, as of the end of
+    its last turn ("" before one; what `RunResult.output` says), so that listing
+    sessions reads no journal for it."""
 
     def workspace_path(self, directory: Path) -> Path:
         """The workspace; a relative one lives inside the session directory."""

@@ -205,7 +205,8 @@ async def _record_status(live: LiveSession, sink: EventSink, result: RunResult) 
         SessionStatusChanged(agent=MAIN, status=result.status, detail=result.detail),
         durable=True,
     )
-    await live.set_status(result.status)
+    # The main agent's turn is over: its answer goes to the manifest with the status.
+    await live.set_status(result.status, output=queries.final_answer(live.state))
 
 
 async def _chosen_settings(
