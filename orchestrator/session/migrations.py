@@ -275,6 +275,19 @@ def v10_to_v11(directory: Path) -> None:
     return None
 
 
+def v11_to_v12(directory: Path) -> None:
+    """Format 12 adds deferred approvals and the answer in the manifest: the
+    `approval_parked` and `approval_decided` records (a call parked for a person's
+    decision, and that decision, journaled before the call runs), `approvals` in the
+    snapshot, and the manifest's `output` (the main agent's last reply with text). Every
+    format-11 record, manifest and snapshot is already a valid format-12 one: a format-11
+    session parked no call, and its manifest reads with `output` "" until its next run
+    ends and writes it. Nothing is rewritten; the step lets the manifest say 12, so an
+    older orchestrator refuses the session instead of failing on a record kind it does
+    not know."""
+    return None
+
+
 MIGRATIONS: dict[int, Migration] = {
     1: v1_to_v2,
     2: v2_to_v3,
@@ -286,6 +299,7 @@ MIGRATIONS: dict[int, Migration] = {
     8: v8_to_v9,
     9: v9_to_v10,
     10: v10_to_v11,
+    11: v11_to_v12,
 }
 
 

@@ -50,7 +50,6 @@ from orchestrator.state.snapshot import AgentSummary, Snapshot, decode_snapshot
 from orchestrator.state.tasks import TaskRecord
 from orchestrator.store._line import line_kind, line_time
 from orchestrator.store.scan import JournalScan, scan_journal
-from orchestrator.tools.permissions import shell_command
 
 if TYPE_CHECKING:
     from orchestrator.usage import Price
@@ -203,11 +202,22 @@ def approvals_report(
                 "agent": parked.agent,
                 "who": who,
                 "tool": call.name if call is not None else "",
-                "command": shell_command(call) if shell and call is not None else None,
+                "command": _command(call) if shell and call is not None else None,
                 "arguments": call.arguments if call is not None else "",
             }
         )
     return found
+
+
+def _command(call: ToolCall) -> str:
+    """A shell call's command ("" when unreadable), as tools/permissions.py reads it
+    (not imported: the tools bring pydantic, which `show` from a snapshot does without)."""
+    try:
+        arguments = orjson.loads(call.arguments or "{}")
+    except orjson.JSONDecodeError:
+        return ""
+    command = arguments.get("command") if isinstance(arguments, dict) else None
+    return command if isinstance(command, str) else ""
 
 
 def plan_report(snapshot: Snapshot) -> dict[str, Any] | None:

@@ -130,7 +130,7 @@ async def test_the_listing_says_which_sessions_a_resume_would_run(
     assert first == orc.SessionInfo(
         id=finished, directory=root / finished, status="completed", resumable=False,
         goal="goal of day 3", created=first.created, model="python:respond",
-        workspace=root / finished / "workspace", size=first.size,
+        workspace=root / finished / "workspace", size=first.size, output="The tree is done.",
     )  # fmt: skip
     # (`now` names the id and stamps the manifest, to the microsecond.)
     assert first.created == datetime.fromisoformat(read_manifest(root / finished).created)

@@ -221,7 +221,6 @@ def test_a_v9_session_becomes_v10_untouched_on_the_local_engine(tmp_path: Path, 
 def test_a_v10_session_becomes_v11_untouched_its_sandbox_unset_and_nothing_approved_ahead(
     tmp_path: Path, name: str
 ) -> None:
-    assert FORMAT_VERSION == 11
     directory = migrated_untouched(tmp_path, f"v10-{name}")
     state = load_state(directory, warn=pytest.fail)
     # Its settings read with the sandbox and network unset (the next run's flags and
@@ -231,4 +230,19 @@ def test_a_v10_session_becomes_v11_untouched_its_sandbox_unset_and_nothing_appro
     settings = state.settings
     assert (settings.sandbox, settings.network) == (None, None)
     assert (settings.approve, settings.approve_through) == ("", 0)
+    assert verify(directory) == []
+
+
+@pytest.mark.parametrize("name", ["completed", "killed-mid-turn"])
+def test_a_v11_session_becomes_v12_untouched_nothing_parked_and_no_output_yet(
+    tmp_path: Path, name: str
+) -> None:
+    assert FORMAT_VERSION == 12
+    directory = migrated_untouched(tmp_path, f"v11-{name}")
+    state = load_state(directory, warn=pytest.fail)
+    # No call of a format-11 session was parked, and its manifest has no answer until
+    # its next run ends.
+    assert state.approvals.pending == {}
+    assert state.approvals.decided == {}
+    assert read_manifest(directory).output == ""
     assert verify(directory) == []
