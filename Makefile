@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-slow lint typecheck clean
+.PHONY: demo test test-slow lint typecheck clean peers
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "orchestrator needs Python 3.11+"'
@@ -29,6 +29,12 @@ test: $(STAMP)
 # The crash harnesses at their full counts (docs/testing.md); .ci/run runs them after `test`.
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -n auto --dist worksteal --by-file -m slow
+
+# pydantic-ai beside this package, for the comparison in tests/benchmarks/bench_call.py
+# (docs/performance.md); not part of `test`.
+peers:
+	$(PYTHON) -m venv .venv-peers
+	.venv-peers/bin/pip install 'pydantic-ai-slim[openai]==2.68.0' -e .
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
