@@ -9,6 +9,7 @@ of its own and the caller's callbacks on the caller's loop (host/aio.py).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import inspect
 import os
@@ -218,8 +219,12 @@ async def _drive(
     registry = workspace_tools()
     for tool in wiring.tools:
         registry.add(tool)
-    async with make_client() as http, open_session(root, session_id, warn=_warn) as live:
+    async with contextlib.AsyncExitStack() as stack:
+        live = await stack.enter_async_context(open_session(root, session_id, warn=_warn))
         if isinstance(model, str):
+            # Made only for a provider's spec: its TLS context (the system's certificates,
+            # read anew for each client) is most of a call's time with a `Model` object.
+            http = await stack.enter_async_context(make_client())
             model = _resolve(model, http, session_id, asked=asked)
         return await drive(
             live,
