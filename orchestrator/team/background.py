@@ -85,7 +85,16 @@ class BackgroundCalls:
         self._nursery = nursery
         self._scopes: dict[str, trio.CancelScope] = {}
         self._outputs: dict[str, _OutputFile] = {}  # of the calls running here
-        self._directory = seat.directory or Path(tempfile.mkdtemp(prefix="orchestrator-"))
+        self._where = seat.directory  # (None: a temporary one, made by the first call)
+
+    @property
+    def _directory(self) -> Path:
+        """Where the calls' output files are: the session's directory, or for a session
+        kept nowhere (`in_memory`), a temporary directory made when first needed, not for
+        every team."""
+        if self._where is None:
+            self._where = Path(tempfile.mkdtemp(prefix="orchestrator-"))
+        return self._where
 
     # --- starting -----------------------------------------------------------------------
 
