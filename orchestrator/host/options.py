@@ -73,13 +73,16 @@ class Making(Options):
     `workspace`: where the agents' tools work (None: the current directory).
     `sessions_dir`: where the session is kept (None: one temporary directory per
     process, shared by its runs and kept; the session is named in
-    `RunResult.session_dir`)."""
+    `RunResult.session_dir`). `in_memory`: keep the session in memory only, not on
+    disk: nothing is written, `RunResult.session_dir` is None, and it cannot be
+    resumed (with `sessions_dir`, a `ConfigError`)."""
 
     goal: str
     _: KW_ONLY
     model: Model | str
     workspace: Path | str | None = None
     sessions_dir: Path | str | None = None
+    in_memory: bool = False
 
 
 @dataclass(frozen=True)

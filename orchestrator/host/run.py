@@ -16,6 +16,8 @@ import os
 import tempfile
 import threading
 import warnings
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -40,12 +42,17 @@ from orchestrator.host.options import (
 from orchestrator.models.base import Model
 from orchestrator.models.http import make_client
 from orchestrator.models.resolve import provider_names, resolve_model
-from orchestrator.session.live import create_session, open_session
+from orchestrator.session.live import (
+    MemorySession,
+    create_session,
+    memory_manifest,
+    open_session,
+)
 from orchestrator.state.events import Event, EventSink, NullSink
 from orchestrator.state.manifest import read_manifest
 from orchestrator.team.asking import Decisions
 from orchestrator.team.definitions import Definitions
-from orchestrator.team.drive import RunResult, drive
+from orchestrator.team.drive import Driven, RunResult, drive
 from orchestrator.team.runtime import TeamHook
 from orchestrator.team.settings import RunSettings
 from orchestrator.tools import workspace_tools
@@ -85,23 +92,51 @@ def run_sync(given: RunOptions) -> RunResult:
 
 
 async def _run(given: RunOptions) -> RunResult:
+    if given.in_memory:
+        return await in_memory(given, given.on_event)
     wiring = _for_caller(_Wiring.of(given, given.on_event))
     directory = new_session(given)
-    return await _drive(directory.parent, directory.name, given.model, wiring, message="")
+    return await _drive(_on_disk(directory.parent, directory.name), given.model, wiring, message="")
 
 
 def new_session(given: Making) -> Path:
     """The directory of a new session for `given.goal`, not yet run (`run`'s first half)."""
     root = Path(given.sessions_dir) if given.sessions_dir is not None else _process_root()
+    _, directory = create_session(
+        root,
+        goal=given.goal,
+        model=_label(given.model),
+        workspace=_workspace(given),
+        settings=given.settings,
+    )
+    return directory
+
+
+async def in_memory(given: Making, on_event: EventSink | EventHandler | None) -> RunResult:
+    """`run` with `in_memory=True`: the session is a `MemorySession`, which nothing is
+    written for (`stream` goes through here with its own `on_event`)."""
+    if given.sessions_dir is not None:
+        raise ConfigError(
+            "in_memory=True keeps the session in memory only: give no sessions_dir "
+            "(or leave in_memory out to keep the session there)"
+        )
+    manifest = memory_manifest(
+        goal=given.goal, model=_label(given.model), workspace=_workspace(given)
+    )
+    session = MemorySession(manifest=manifest, warn=_warn)
+    wiring = _for_caller(_Wiring.of(given, on_event))
+
+    def opening() -> AbstractAsyncContextManager[Driven]:
+        return contextlib.nullcontext(session)  # (nothing to open, nor to close)
+
+    return await _drive(opening, given.model, wiring, message="")
+
+
+def _workspace(given: Making) -> Path:
     where = Path(given.workspace) if given.workspace is not None else Path.cwd()
     if not where.is_dir():
         raise ConfigError(f"the workspace {where} is not a directory")
-    model = given.model
-    label = model if isinstance(model, str) else _label(model)
-    _, directory = create_session(
-        root, goal=given.goal, model=label, workspace=where, settings=given.settings
-    )
-    return directory
+    return where
 
 
 @takes(ResumeOptions)
@@ -159,14 +194,15 @@ async def resumed(
     if model is None:
         model = read_manifest(root / session_id).model_spec(root / session_id)
     approvals = given.approvals if isinstance(given, Resuming) else None
-    return await _drive(
-        root, session_id, model, wiring, message=message, asked=asked, approvals=approvals
-    )
+    opening = _on_disk(root, session_id)
+    return await _drive(opening, model, wiring, message=message, asked=asked, approvals=approvals)
 
 
-def _label(model: Model) -> str:
-    """What the manifest says of a model given as an object: its name, which a resume
-    makes again when it is a provider's spec; a scripted one is only a name."""
+def _label(model: Model | str) -> str:
+    """What the manifest says of a model: a spec as it is; of an object, its name, which a
+    resume makes again when it is a provider's spec; a scripted one is only a name."""
+    if isinstance(model, str):
+        return model
     return f"object:{model.name}" if model.name.partition(":")[0] == "scripted" else model.name
 
 
@@ -186,6 +222,11 @@ def _process_root() -> Path:
 
 def locate(session: Path | str, sessions_dir: Path | str | None) -> tuple[Path, str]:
     """(root, id) of a session given by its directory, or by its id and root."""
+    if session is None:  # (mistyped, but what an in-memory run's `session_dir` is)
+        raise SessionNotFound(
+            "no session to resume: a run with in_memory=True keeps none "
+            "(its RunResult.session_dir is None)"
+        )
     if sessions_dir is not None:
         return Path(sessions_dir), str(session)
     directory = Path(session)
@@ -198,9 +239,16 @@ def locate(session: Path | str, sessions_dir: Path | str | None) -> tuple[Path, 
     return directory.parent, directory.name
 
 
+Opening = Callable[[], AbstractAsyncContextManager[Driven]]
+"""Opens the session a drive runs over (`_on_disk`, or an in-memory one as it is)."""
+
+
+def _on_disk(root: Path, session_id: str) -> Opening:
+    return partial(open_session, root, session_id, warn=_warn)
+
+
 async def _drive(
-    root: Path,
-    session_id: str,
+    opening: Opening,
     model: Model | str,
     wiring: _Wiring,
     *,
@@ -211,7 +259,7 @@ async def _drive(
     if wiring.from_asyncio:  # the same drive, under trio in a thread of its own
         on_trio = dataclasses.replace(wiring, from_asyncio=False)
         again = partial(_drive, message=message, asked=asked, approvals=approvals)
-        return await in_trio(partial(again, root, session_id, model, on_trio))
+        return await in_trio(partial(again, opening, model, on_trio))
     # From asyncio, the program's coroutine tools run on its own loop (tools/functions.py).
     if wiring.caller is not None:
         HOST_LOOP.set(wiring.caller)  # (this trio run's, in a thread of its own)
@@ -220,12 +268,12 @@ async def _drive(
     for tool in wiring.tools:
         registry.add(tool)
     async with contextlib.AsyncExitStack() as stack:
-        live = await stack.enter_async_context(open_session(root, session_id, warn=_warn))
+        live = await stack.enter_async_context(opening())
         if isinstance(model, str):
             # Made only for a provider's spec: its TLS context (the system's certificates,
             # read anew for each client) is most of a call's time with a `Model` object.
             http = await stack.enter_async_context(make_client())
-            model = _resolve(model, http, session_id, asked=asked)
+            model = _resolve(model, http, live.id, asked=asked)
         return await drive(
             live,
             RunSettings(

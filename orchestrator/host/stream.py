@@ -31,7 +31,7 @@ import trio
 
 from orchestrator.host.aio import from_asyncio, outlast
 from orchestrator.host.options import EventHandler, StreamOptions, StreamResumeOptions, takes
-from orchestrator.host.run import check_on_team, locate, new_session, resumed
+from orchestrator.host.run import check_on_team, in_memory, locate, new_session, resumed
 from orchestrator.state.events import Event
 from orchestrator.team.drive import RunResult
 
@@ -43,8 +43,10 @@ Start = Callable[[EventHandler], Awaitable[RunResult]]
 class EventStream:
     """The events of one run as they happen (`async for`), then its `result`."""
 
-    def __init__(self, session_dir: Path, receive: Callable[[], Awaitable[Event | None]]) -> None:
-        self.session_dir = session_dir  # the session's directory, for a resume
+    def __init__(
+        self, session_dir: Path | None, receive: Callable[[], Awaitable[Event | None]]
+    ) -> None:
+        self.session_dir = session_dir  # the session's directory, for a resume (None: in memory)
         self._result: RunResult | None = None  # once the run has returned
         self._receive = receive  # the next event; None once the run ended and all are read
         self._ended = False
@@ -93,7 +95,9 @@ class EventStream:
 
 
 @asynccontextmanager
-async def _on_trio(start: Start, session_dir: Path, buffer: int) -> AsyncIterator[EventStream]:
+async def _on_trio(
+    start: Start, session_dir: Path | None, buffer: int
+) -> AsyncIterator[EventStream]:
     send, receive = trio.open_memory_channel[Event](buffer)
 
     async def next_event() -> Event | None:
@@ -140,7 +144,9 @@ def _raise_alone(group: BaseExceptionGroup[BaseException]) -> NoReturn:
 
 
 @asynccontextmanager
-async def _on_asyncio(start: Start, session_dir: Path, buffer: int) -> AsyncIterator[EventStream]:
+async def _on_asyncio(
+    start: Start, session_dir: Path | None, buffer: int
+) -> AsyncIterator[EventStream]:
     queue: asyncio.Queue[Event | None] = asyncio.Queue(buffer)  # None: the run has ended
     left = asyncio.Event()  # the reader left the block
 
@@ -167,7 +173,9 @@ async def _on_asyncio(start: Start, session_dir: Path, buffer: int) -> AsyncIter
 
 
 @asynccontextmanager
-async def _pulled(start: Start, session_dir: Path, buffer: int) -> AsyncIterator[EventStream]:
+async def _pulled(
+    start: Start, session_dir: Path | None, buffer: int
+) -> AsyncIterator[EventStream]:
     if buffer < 1:
         raise ValueError(f"buffer must be at least 1, not {buffer}")
     opened = _on_asyncio if from_asyncio() else _on_trio
@@ -181,9 +189,11 @@ async def stream(given: StreamOptions) -> AsyncIterator[EventStream]:
     """`run(goal, ...)` as an `EventStream` of its events: the keywords are `run`'s but
     `on_event`, and `buffer`."""
     check_on_team(given.on_team)  # before a session is made for nothing
-    directory = new_session(given)
+    directory = None if given.in_memory else new_session(given)
 
     def start(on_event: EventHandler) -> Awaitable[RunResult]:
+        if directory is None:
+            return in_memory(given, on_event)
         # A session made and not yet run resumes from its start: that is `run`.
         return resumed(given, directory, None, model=given.model, message="", on_event=on_event)
 

@@ -157,16 +157,59 @@ def _write_views(directory: Path, views: dict[str, bytes]) -> None:
 
 
 class MemorySession:
-    """A session that folds its records without journaling them: for tests and for
-    library users who want the turn loop without a session on disk."""
+    """A session that folds its records without journaling them: for tests, for library
+    users who want the turn loop without a session on disk, and for a run that keeps
+    nothing (`orc.run(..., in_memory=True)`), which `drive` drives as it drives a
+    `LiveSession`. Nothing is written, so nothing can be resumed: it has no `directory`,
+    and no `recall` (an agent's history is read back from a journal)."""
 
-    def __init__(self, state: SessionState | None = None) -> None:
+    directory: None = None
+    recall: None = None
+
+    def __init__(
+        self,
+        state: SessionState | None = None,
+        *,
+        manifest: Manifest | None = None,
+        warn: Callable[[str], None] = print,
+    ) -> None:
         self.state = state or SessionState()
+        self.manifest = manifest or memory_manifest(goal="", model="", workspace=Path.cwd())
+        self.warn = warn
+
+    @property
+    def id(self) -> str:
+        return self.manifest.id
+
+    @property
+    def workspace(self) -> Path:
+        return Path(self.manifest.workspace)
 
     async def emit(self, event: Event, *, durable: bool = False) -> None:
         record = event.record()
         if record is not None:
             self.state.apply(self.state.seq + 1, record)
+
+    async def set_status(self, status: SessionStatus) -> None:
+        """The status, just folded, in the manifest (held in memory)."""
+        self.manifest = msgspec.structs.replace(self.manifest, status=status, updated=now_stamp())
+
+
+def memory_manifest(
+    *, goal: str, model: str, workspace: Path, now: datetime | None = None
+) -> Manifest:
+    """What a `MemorySession` is, as a manifest says it of a session on disk; the id is
+    made as a session's on disk is, the workspace made absolute."""
+    now = now or datetime.now(UTC)
+    stamp = now_stamp(now)
+    return Manifest(
+        id=new_session_id(now),
+        goal=goal,
+        model=model,
+        workspace=str(workspace.resolve()),
+        created=stamp,
+        updated=stamp,
+    )
 
 
 @dataclass
@@ -195,6 +238,11 @@ class LiveSession:
     # A write of the snapshot, the views or the manifest that the disk refused (full,
     # read-only, failing): the session stops at its next record, as when the journal fails.
     _refused: StorageFailed | None = field(default=None)
+
+    @property
+    def workspace(self) -> Path:
+        """Where the agents' tools work (inside the session's directory when relative)."""
+        return self.manifest.workspace_path(self.directory)
 
     def seq_of(self, event: Event) -> int | None:
         """The seq of the record `event` became, asked once by a sink after this one

@@ -24,7 +24,7 @@ from orchestrator.errors import (
 )
 from orchestrator.loop.plan import check
 from orchestrator.messages import SystemMessage, Usage, UserMessage
-from orchestrator.session.live import LiveSession
+from orchestrator.session.live import LiveSession, MemorySession
 from orchestrator.state.events import (
     AgentStarted,
     Event,
@@ -52,6 +52,9 @@ from orchestrator.team.runtime import Team
 from orchestrator.team.settings import RunSettings, Seat, check_definitions
 from orchestrator.tools import Workspace
 from orchestrator.usage import call_cost
+
+Driven = LiveSession | MemorySession
+"""A session `drive` runs: one on disk, or one kept in memory only (`in_memory`)."""
 
 
 @dataclass(frozen=True)
@@ -119,7 +122,7 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-async def drive(live: LiveSession, settings: RunSettings) -> RunResult:
+async def drive(live: Driven, settings: RunSettings) -> RunResult:
     """Run (or go on running) the main agent until its turn ends; record the status."""
     # Every event, before the journal, the state and the screen: no secret in any.
     watcher = _Watcher(settings.ui, live.warn)
@@ -154,7 +157,7 @@ async def drive(live: LiveSession, settings: RunSettings) -> RunResult:
     return _finished(result, live, settings)
 
 
-def _finished(result: RunResult, live: LiveSession, settings: RunSettings) -> RunResult:
+def _finished(result: RunResult, live: Driven, settings: RunSettings) -> RunResult:
     """The result with what the session holds: the answer, the usage, where it is."""
     state = live.state
     usage = sum(state.usage_by_model.values(), Usage())
@@ -200,7 +203,7 @@ def _only_stops(exc: BaseException) -> bool:
     return isinstance(exc, KeyboardInterrupt | trio.Cancelled)
 
 
-async def _record_status(live: LiveSession, sink: EventSink, result: RunResult) -> None:
+async def _record_status(live: Driven, sink: EventSink, result: RunResult) -> None:
     await sink.emit(
         SessionStatusChanged(agent=MAIN, status=result.status, detail=result.detail),
         durable=True,
@@ -210,7 +213,7 @@ async def _record_status(live: LiveSession, sink: EventSink, result: RunResult) 
 
 
 async def _chosen_settings(
-    live: LiveSession, given: SessionSettings | None, sink: EventSink
+    live: Driven, given: SessionSettings | None, sink: EventSink
 ) -> SessionSettings:
     """The settings this run goes with: the journal's, unless `given` differs from them
     (then `given`, journaled first); the defaults, journaled, when neither has any."""
@@ -265,11 +268,11 @@ def _awaiting_approval(detail: str) -> RunResult:
     )
 
 
-def seat_of(live: LiveSession, settings: SessionSettings) -> Seat:
+def seat_of(live: Driven, settings: SessionSettings) -> Seat:
     """Where a team over `live` sits: its workspace, id, directory, goal and recall, and
     the settings its journal holds."""
     return Seat(
-        workspace=Workspace(live.manifest.workspace_path(live.directory)),
+        workspace=Workspace(live.workspace),
         settings=settings,
         session_id=live.id,
         directory=live.directory,
@@ -279,9 +282,9 @@ def seat_of(live: LiveSession, settings: SessionSettings) -> Seat:
 
 
 async def _drive(
-    live: LiveSession, settings: RunSettings, sink: EventSink, screen: EventSink
+    live: Driven, settings: RunSettings, sink: EventSink, screen: EventSink
 ) -> RunResult:
-    root = live.manifest.workspace_path(live.directory)
+    root = live.workspace
     if not await trio.Path(root).is_dir():
         raise ConfigError(f"the session's workspace {root} does not exist (moved or deleted?)")
     check_decisions(live.state, settings.approvals)  # (an unknown id: before any record)
@@ -336,7 +339,7 @@ async def _drive(
     return _main_result(outcome, live)
 
 
-def _main_result(outcome: MainOutcome, live: LiveSession) -> RunResult:
+def _main_result(outcome: MainOutcome, live: Driven) -> RunResult:
     """What the run ends with, from how the main agent's work ended."""
     parked = pending_requests(live.state)
     match outcome.reason:
