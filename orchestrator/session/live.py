@@ -133,6 +133,10 @@ def _fill_session(
         shutil.copyfile(rest, directory / "script.json")
         (directory / "script.json").chmod(0o600)
         model = "scripted:script.json"
+    # The journal is made (empty) before the manifest, so that the fsync of the directory
+    # that makes the manifest's name durable makes the journal's durable too: opening the
+    # session finds it there, with nothing more to sync.
+    (directory / JOURNAL).touch(mode=0o600, exist_ok=False)
     if workspace is None:
         (directory / "workspace").mkdir(mode=0o700)
         shown = "workspace"
@@ -336,8 +340,13 @@ class LiveSession:
             data = self.state.snapshot_json(mark if mark.seq == self.state.seq else None)
             data += b"\n"
             await self.journal.flush()
+            # Its bytes synced, its rename not: after a power cut, the old snapshot serves
+            # as well as this one (resume replays the journal after either's seq).
+            write = functools.partial(
+                write_atomic, self.directory / SNAPSHOT, data, sync_rename=False
+            )
             try:
-                await trio.to_thread.run_sync(write_atomic, self.directory / SNAPSHOT, data)
+                await trio.to_thread.run_sync(write)
             except OSError as exc:
                 self._write_failed("the snapshot", self.directory / SNAPSHOT, exc)
 
@@ -422,8 +431,11 @@ class LiveSession:
         if output is not None:
             update["output"] = output
         manifest = msgspec.structs.replace(self.manifest, **update)
+        # The status is in the journal already: the old manifest, if a power cut keeps it
+        # (the rename is not synced), is brought up to the journal at the next open.
+        write = functools.partial(write_manifest, self.directory, manifest, sync_rename=False)
         try:
-            await trio.to_thread.run_sync(write_manifest, self.directory, manifest)
+            await trio.to_thread.run_sync(write)
         except OSError as exc:
             if not is_disk_error(exc):
                 raise

@@ -83,10 +83,12 @@ def read_manifest(directory: Path) -> Manifest:
     return manifest
 
 
-def write_manifest(directory: Path, manifest: Manifest, *, sync: bool = True) -> None:
+def write_manifest(
+    directory: Path, manifest: Manifest, *, sync: bool = True, sync_rename: bool = True
+) -> None:
     """Replace `session.json` atomically; with `sync`, durably (a copy brought up to the
-    journal needs no fsync: lost, it is derived again)."""
+    journal needs no fsync: lost, it is derived again); `sync_rename` as `write_atomic`'s."""
     data = orjson.dumps(
         msgspec.to_builtins(manifest), option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE
     )
-    write_atomic(directory / MANIFEST, data, sync=sync)
+    write_atomic(directory / MANIFEST, data, sync=sync, sync_rename=sync_rename)

@@ -121,9 +121,11 @@ def _prepare(
             scan = scan_journal(path, after_seq=sys.maxsize)  # checks, parses no body
         if scan.cut is not None:
             os.ftruncate(fd, scan.end_offset)
-        if durability is not Durability.OFF:
+        if durability is not Durability.OFF and (size or not existed):
             # What a crashed predecessor wrote (maybe with policy off) is on disk before
-            # anything is built on it; and a truncation is durable before we append.
+            # anything is built on it; and a truncation is durable before we append. (An
+            # empty journal that was there holds nothing to sync: a new session's, made
+            # with its manifest, whose directory was synced then.)
             os.fsync(fd)
             if not existed:
                 sync_dir(path.parent)

@@ -4,7 +4,8 @@ A snapshot is a derived view (todos, task records, the folded session state) nam
 journal seq it reflects; resume loads it and replays the journal after that seq.
 `write_atomic` guarantees a reader (or a crash) sees the old file or the new one, never a
 mix: the bytes go to a temporary file in the same directory, which is fsynced,
-renamed over the target, and the directory fsynced so the rename itself is durable.
+renamed over the target, and the directory fsynced so the rename itself is durable
+(unless the old file would serve as well: a copy derived from the journal).
 
 Everything here blocks; on the trio loop, run it in a thread:
 `await trio.to_thread.run_sync(write_json_atomic, path, obj)`.
@@ -24,10 +25,15 @@ TEMP_SUFFIX = ".tmp"
 """Temporary files are `.<name>.<random>.tmp` beside the target; a crash can leave one."""
 
 
-def write_atomic(path: os.PathLike[str] | str, data: bytes, *, sync: bool = True) -> None:
+def write_atomic(
+    path: os.PathLike[str] | str, data: bytes, *, sync: bool = True, sync_rename: bool = True
+) -> None:
     """Replace the file at `path` with `data`, atomically and (with `sync`) durably.
     Without `sync` nothing is fsynced: a reader or a killed process still sees the old file
-    or the new one, but after a power loss the file may be either, or empty."""
+    or the new one, but after a power loss the file may be either, or empty. With `sync`
+    but not `sync_rename`, the new bytes are fsynced and the rename is not: after a power
+    loss the file is the old one or the new one, each whole (for a copy derived from the
+    journal, which either serves: one fsync of the directory fewer)."""
     import secrets  # here, not above: `sessions show` reads a manifest and writes nothing
 
     path = Path(path)
@@ -44,7 +50,7 @@ def write_atomic(path: os.PathLike[str] | str, data: bytes, *, sync: bool = True
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
-    if sync:
+    if sync and sync_rename:
         sync_dir(path.parent)
 
 
