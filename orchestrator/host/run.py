@@ -42,12 +42,8 @@ from orchestrator.host.options import (
 from orchestrator.models.base import Model
 from orchestrator.models.http import make_client
 from orchestrator.models.resolve import provider_names, resolve_model
-from orchestrator.session.live import (
-    MemorySession,
-    create_session,
-    memory_manifest,
-    open_session,
-)
+from orchestrator.session.live import create_session, open_session
+from orchestrator.session.memory import MemorySession, memory_manifest
 from orchestrator.state.events import Event, EventSink, NullSink
 from orchestrator.state.manifest import read_manifest
 from orchestrator.team.asking import Decisions

@@ -13,7 +13,8 @@ if TYPE_CHECKING:
     from orchestrator.session.inspection import SessionReport, session_report
     from orchestrator.session.ledger import usage_ledger
     from orchestrator.session.listing import SessionInfo, list_sessions
-    from orchestrator.session.live import LiveSession, MemorySession, create_session, open_session
+    from orchestrator.session.live import LiveSession, create_session, open_session
+    from orchestrator.session.memory import MemorySession
     from orchestrator.session.migrations import MIGRATIONS, migrate
     from orchestrator.session.replay import load, load_state, mail_history
     from orchestrator.session.report import describe, quick_describe
@@ -23,7 +24,7 @@ _HOMES = {
     "verify": "check",
     "repair": "check",
     "MIGRATIONS": "migrations",
-    "MemorySession": "live",
+    "MemorySession": "memory",
     "SessionInfo": "listing",
     "SessionReport": "inspection",
     "create_session": "live",

@@ -26,6 +26,7 @@ from orchestrator.loop.compaction import ContextCompacted
 from orchestrator.loop.plan import Plan, plan_json
 from orchestrator.loop.plan_markdown import render
 from orchestrator.loop.todos import TodosChanged
+from orchestrator.session.memory import MemorySession as MemorySession
 from orchestrator.session.migrations import migrate as migrate
 from orchestrator.session.recall import LIMIT, recall_text
 from orchestrator.session.replay import JOURNAL as JOURNAL
@@ -133,9 +134,8 @@ def _fill_session(
         shutil.copyfile(rest, directory / "script.json")
         (directory / "script.json").chmod(0o600)
         model = "scripted:script.json"
-    # The journal is made (empty) before the manifest, so that the fsync of the directory
-    # that makes the manifest's name durable makes the journal's durable too: opening the
-    # session finds it there, with nothing more to sync.
+    # Made (empty) before the manifest: the fsync of the directory that makes the
+    # manifest's name durable makes the journal's too, and opening it syncs nothing.
     (directory / JOURNAL).touch(mode=0o600, exist_ok=False)
     if workspace is None:
         (directory / "workspace").mkdir(mode=0o700)
@@ -158,62 +158,6 @@ def _write_views(directory: Path, views: dict[str, bytes]) -> None:
     directory.mkdir(mode=0o700, exist_ok=True)
     for name, data in views.items():
         write_atomic(directory / f"{name}.json", data, sync=False)
-
-
-class MemorySession:
-    """A session that folds its records without journaling them: for tests, for library
-    users who want the turn loop without a session on disk, and for a run that keeps
-    nothing (`orc.run(..., in_memory=True)`), which `drive` drives as it drives a
-    `LiveSession`. Nothing is written, so nothing can be resumed: it has no `directory`,
-    and no `recall` (an agent's history is read back from a journal)."""
-
-    directory: None = None
-    recall: None = None
-
-    def __init__(
-        self,
-        state: SessionState | None = None,
-        *,
-        manifest: Manifest | None = None,
-        warn: Callable[[str], None] = print,
-    ) -> None:
-        self.state = state or SessionState()
-        self.manifest = manifest or memory_manifest(goal="", model="", workspace=Path.cwd())
-        self.warn = warn
-
-    @property
-    def id(self) -> str:
-        return self.manifest.id
-
-    @property
-    def workspace(self) -> Path:
-        return Path(self.manifest.workspace)
-
-    async def emit(self, event: Event, *, durable: bool = False) -> None:
-        record = event.record()
-        if record is not None:
-            self.state.apply(self.state.seq + 1, record)
-
-    async def set_status(self, status: SessionStatus) -> None:
-        """The status, just folded, in the manifest (held in memory)."""
-        self.manifest = msgspec.structs.replace(self.manifest, status=status, updated=now_stamp())
-
-
-def memory_manifest(
-    *, goal: str, model: str, workspace: Path, now: datetime | None = None
-) -> Manifest:
-    """What a `MemorySession` is, as a manifest says it of a session on disk; the id is
-    made as a session's on disk is, the workspace made absolute."""
-    now = now or datetime.now(UTC)
-    stamp = now_stamp(now)
-    return Manifest(
-        id=new_session_id(now),
-        goal=goal,
-        model=model,
-        workspace=str(workspace.resolve()),
-        created=stamp,
-        updated=stamp,
-    )
 
 
 @dataclass

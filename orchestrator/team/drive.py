@@ -24,7 +24,8 @@ from orchestrator.errors import (
 )
 from orchestrator.loop.plan import check
 from orchestrator.messages import SystemMessage, Usage, UserMessage
-from orchestrator.session.live import LiveSession, MemorySession
+from orchestrator.session.live import LiveSession
+from orchestrator.session.memory import MemorySession
 from orchestrator.state.events import (
     AgentStarted,
     Event,
