@@ -49,9 +49,13 @@ class MemorySession:
         if record is not None:
             self.state.apply(self.state.seq + 1, record)
 
-    async def set_status(self, status: SessionStatus) -> None:
-        """The status, just folded, in the manifest (held in memory)."""
-        self.manifest = msgspec.structs.replace(self.manifest, status=status, updated=now_stamp())
+    async def set_status(self, status: SessionStatus, *, output: str | None = None) -> None:
+        """The status, just folded, in the manifest (held in memory), with the main
+        agent's answer when given."""
+        manifest = msgspec.structs.replace(self.manifest, status=status, updated=now_stamp())
+        if output is not None:
+            manifest = msgspec.structs.replace(manifest, output=output)
+        self.manifest = manifest
 
 
 def memory_manifest(
