@@ -90,7 +90,7 @@ async def main(serve: int | None) -> None:
 
 
 def offline(request: orc.ModelRequest) -> orc.ScriptedReply:
-    goal = request.messages[1].content  # "say hello"
+    goal = request.messages[0].content  # "say hello" (a plain agent has no system prompt)
     return orc.ScriptedReply(text=goal.removeprefix("say ").capitalize() + ".")
 
 

@@ -40,6 +40,8 @@ async def main(model: orc.Model | str) -> None:
         workspace=tempfile.mkdtemp(),
         approve=approve,
         answer=answer,
+        tools=orc.workspace_tools(),  # files and shell commands, for the agents
+        agents=orc.builtin_agents(),  # the built-in worker and explorer to delegate to
     )
     print(f"{result.status}: {result.output or result.detail}")
 

@@ -67,7 +67,8 @@ def offline(request: orc.ModelRequest) -> orc.ScriptedReply:
         return orc.ScriptedReply(text=f"Counted: {done[0][1]}")
     if request.agent == "t1" and request.step == 0:  # t1 hands the second number to t2
         return orc.ScriptedReply(tool_calls=(call(
-            "delegate", description="say two", prompt="Say two.", write_scope=[]),))  # fmt: skip
+            "delegate", description="say two", prompt="Say two.", agent_type="lead",
+            write_scope=[]),))  # fmt: skip
     if request.agent == "t1" and not done:
         return orc.ScriptedReply(tool_calls=(call("wait_tasks"),))
     said = "one, two" if request.agent == "t1" else "two"

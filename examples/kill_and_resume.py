@@ -35,6 +35,8 @@ async def child(workspace: str, sessions: str) -> None:
         sessions_dir=sessions,
         approve=orc.approve_all,
         on_event=step,
+        tools=orc.workspace_tools(),
+        agents=orc.builtin_agents(),
     )
 
 
@@ -52,8 +54,12 @@ async def main() -> None:
     [session] = orc.list_sessions(sessions)
     print(f"session {session.id}: {session.status}, resumable: {session.resumable}")
 
-    result = await orc.resume(
-        session.directory, model=orc.ScriptedModel(offline), approve=orc.approve_all
+    result = await orc.resume(  # with the tools and agent types it ran with
+        session.directory,
+        model=orc.ScriptedModel(offline),
+        approve=orc.approve_all,
+        tools=orc.workspace_tools(),
+        agents=orc.builtin_agents(),
     )
     print(f"resumed: {result.status}: {result.output}")
     log = await trio.Path(workspace, "log.txt").read_text()

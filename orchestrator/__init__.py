@@ -46,7 +46,7 @@ if TYPE_CHECKING:
         Question,
         QuestionAnswerer,
     )
-    from orchestrator.team.definitions import AgentDefinition, Definitions
+    from orchestrator.team.definitions import AgentDefinition, Definitions, builtin_agents
     from orchestrator.team.drive import RunResult, drive
     from orchestrator.team.main_agent import MainOutcome, open_team, run_main
     from orchestrator.team.oversight import Policy
@@ -68,6 +68,7 @@ if TYPE_CHECKING:
         workspace_tools,
     )
     from orchestrator.tools.permissions import Denied, Later
+    from orchestrator.tools.todos import todo_tools
     from orchestrator.usage import Price
 
 if TYPE_CHECKING:  # events, what they carry, and the command line's renderers
@@ -198,6 +199,8 @@ _HOMES = {
     "seed_todos": "orchestrator.team.plan_calls",
     "tool": "orchestrator.tools",
     "workspace_tools": "orchestrator.tools",
+    "todo_tools": "orchestrator.tools.todos",
+    "builtin_agents": "orchestrator.team.definitions",
     # Inspecting sessions (docs/library.md#inspecting-a-session).
     "SessionInfo": "orchestrator.session",
     "SessionReport": "orchestrator.session",
@@ -373,6 +376,7 @@ __all__ = [
     "approve",
     "approve_all",
     "assess",
+    "builtin_agents",
     "create_session",
     "dbos_runner",
     "deny_all",
@@ -400,6 +404,7 @@ __all__ = [
     "session_report",
     "stream",
     "stream_resume",
+    "todo_tools",
     "tool",
     "workspace_tools",
 ]

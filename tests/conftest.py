@@ -66,6 +66,17 @@ MakeDeps = Callable[..., tuple[AgentContext, TurnDeps, ListSink]]
 
 
 @pytest.fixture
+def files(tmp_path: Path) -> Path:
+    """A workspace of four files, f0.txt to f3.txt, of 3,500 characters each: a few reads
+    fill a small window (the compaction tests', a plain agent's recall)."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    for index in range(4):
+        (workspace / f"f{index}.txt").write_text(f"line {index}\n" * 500)
+    return workspace
+
+
+@pytest.fixture
 def make_deps(workspace: Workspace) -> MakeDeps:
     def make(
         model: ScriptedModel, tools: ToolRegistry | None = None, **kwargs: Any

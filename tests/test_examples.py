@@ -164,11 +164,33 @@ def test_compare_task_b_the_host_answers_the_question_and_decides_each_call(
     assert (tmp_path / "LICENSE").read_text() == "MIT License\n"
 
 
+def test_compare_task_c_one_tool_then_the_answer_from_a_plain_script(tmp_path: Path) -> None:
+    out = run_example("compare/offline.py", "ours_c.py", str(tmp_path))
+    assert out.splitlines() == ["The key k holds 42."]
+
+
+def test_compare_task_d_a_parked_call_runs_once_when_decided_later(tmp_path: Path) -> None:
+    """The first run parks the deploy and ends; a later process approves it (or, in
+    another workspace, refuses it with a reason the model reads)."""
+    for decision, said in (("yes", "ok: version 1.2 is live"), ("no", "not this week")):
+        where = tmp_path / decision
+        where.mkdir()
+        out = run_example("compare/offline.py", "ours_d.py", str(where))
+        [(session, request)] = re.findall(
+            r"^waiting: (\S+) (\S+) deploy \{'version': '1.2'\}$", out, re.M
+        )
+        later = run_example(
+            "compare/offline.py", "ours_d.py", str(where), session, request, decision
+        )
+        assert said in later
+    assert len(list((tmp_path / "yes" / "sessions").glob("2*"))) == 1
+
+
 def test_the_comparison_table_in_the_docs_is_what_count_prints() -> None:
     out = run_example("compare/count.py")
     docs = (EXAMPLES.parent / "docs" / "library.md").read_text()
     rows = [line for line in out.splitlines() if line.startswith("| `")]
-    assert len(rows) == 6
+    assert len(rows) == 12
     for row in rows:
         assert row in docs
 

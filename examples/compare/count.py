@@ -56,6 +56,16 @@ PROGRAMS = {
         "pydantic_ai_b.py",
         "agents_sdk_b.py",
     ),
+    "C: one agent, one tool of the program's, the answer, from a script without a loop": (
+        "ours_c.py",
+        "pydantic_ai_c.py",
+        "agents_sdk_c.py",
+    ),
+    "D: an approval that waits for a person who is not there, given later": (
+        "ours_d.py",
+        "pydantic_ai_d.py",
+        "agents_sdk_d.py",
+    ),
 }
 
 

@@ -1,7 +1,8 @@
-"""Runs our two programs of the comparison offline: `python examples/compare/offline.py
-ours_a.py [DIR]` (or ours_b.py) makes a workspace (in DIR, else a temporary directory),
-loads the program, swaps its MODEL for a scripted model that answers from the functions
-below, and runs its `main`. tests/test_examples.py runs both this way.
+"""Runs our programs of the comparison offline: `python examples/compare/offline.py
+ours_a.py [DIR [ARGS...]]` (or ours_b.py, ours_c.py, ours_d.py) makes a workspace (in
+DIR, else a temporary directory), loads the program, swaps its MODEL for a scripted model
+that answers from the functions below, and runs its `main` (with ARGS after the model's
+place in its argv). tests/test_examples.py runs each this way.
 
 This file is not part of what examples/compare/count.py counts: it stands in for the
 model, which the peers' programs leave to a provider as well.
@@ -10,6 +11,7 @@ model, which the peers' programs leave to a provider as well.
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import os
 import re
 import sys
@@ -86,25 +88,45 @@ def task_b(request: orc.ModelRequest) -> orc.ScriptedReply:
     return orc.ScriptedReply(tool_calls=(call("complete", summary=summary),))
 
 
-def run(program: str, where: Path) -> None:
+def task_c(request: orc.ModelRequest) -> orc.ScriptedReply:
+    """One lookup, then the answer it gave."""
+    looked = last_result(request, "lookup")
+    if looked is None:
+        return orc.ScriptedReply(tool_calls=(call("lookup", key="k"),))
+    return orc.ScriptedReply(text=f"The key k holds {looked.content}.")
+
+
+def task_d(request: orc.ModelRequest) -> orc.ScriptedReply:
+    """A deploy that needs a person's yes; then what came of it."""
+    deployed = last_result(request, "deploy")
+    if deployed is None:
+        return orc.ScriptedReply(tool_calls=(call("deploy", version="1.2"),))
+    return orc.ScriptedReply(text=f"{deployed.status}: {deployed.content}")
+
+
+def run(program: str, where: Path, args: list[str]) -> None:
     os.chdir(where)
     (where / "a.txt").write_text("the journal is the truth\n")
     (where / "b.txt").write_text("nothing is lost and nothing twice\n")
-    (where / "sessions").mkdir()
+    (where / "sessions").mkdir(exist_ok=True)
     tempfile.tempdir = str(where / "sessions")  # where orc.run keeps its sessions
-    sys.argv = [program]
+    sys.argv = [program, "scripted", *args]  # (MODEL, which is swapped, then the program's)
     spec = importlib.util.spec_from_file_location("program", Path(__file__).parent / program)
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    setattr(module, "MODEL", orc.ScriptedModel(task_a if program.endswith("_a.py") else task_b))  # noqa: B010
-    trio.run(module.main)
+    task = {"a": task_a, "b": task_b, "c": task_c, "d": task_d}[program.removesuffix(".py")[-1]]
+    setattr(module, "MODEL", orc.ScriptedModel(task))  # noqa: B010
+    if inspect.iscoroutinefunction(module.main):
+        trio.run(module.main)
+    else:  # (a plain script's: it runs its own loop)
+        module.main()
 
 
 if __name__ == "__main__":
     if len(sys.argv) > 2:
-        run(sys.argv[1], Path(sys.argv[2]).resolve())
+        run(sys.argv[1], Path(sys.argv[2]).resolve(), sys.argv[3:])
     else:
         with tempfile.TemporaryDirectory() as tmp:
-            run(sys.argv[1], Path(tmp))
+            run(sys.argv[1], Path(tmp), [])

@@ -34,6 +34,8 @@ async def main() -> None:
         model=MODEL,
         answer=answer,
         approve=approve,
+        tools=orc.workspace_tools(),
+        agents=orc.builtin_agents(),
     )
     print(result.output)
 

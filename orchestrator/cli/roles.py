@@ -99,8 +99,8 @@ def agent_definitions(workspace: Path | None, *, interactive: bool) -> Definitio
     """The agent types: built-in, the user's, the project's (asked about once if they
     would widen anything, when there is a terminal to ask at)."""
     from orchestrator.team.agent_files import load_definitions
-    from orchestrator.team.definitions import WORKSPACE_TOOLS
     from orchestrator.team.trust import TrustStore
+    from orchestrator.tools.base import WORKSPACE_TOOLS
 
     user_dir = user_config_dir(os.environ)
     ask = ask_trust if interactive and sys.stdin.isatty() else None

@@ -50,8 +50,8 @@ from orchestrator.team.asking import Decisions
 from orchestrator.team.definitions import Definitions
 from orchestrator.team.drive import Driven, RunResult, drive
 from orchestrator.team.runtime import TeamHook
-from orchestrator.team.settings import RunSettings
-from orchestrator.tools import workspace_tools
+from orchestrator.team.settings import RunSettings, check_definitions
+from orchestrator.tools.base import ToolRegistry
 from orchestrator.tools.functions import HOST_LOOP
 
 
@@ -259,10 +259,12 @@ async def _drive(
     # From asyncio, the program's coroutine tools run on its own loop (tools/functions.py).
     if wiring.caller is not None:
         HOST_LOOP.set(wiring.caller)  # (this trio run's, in a thread of its own)
-    definitions = Definitions([*Definitions.builtin(), *wiring.agents])
-    registry = workspace_tools()
-    for tool in wiring.tools:
-        registry.add(tool)
+    # What the program gave is what the model sees: the workspace tools only when given
+    # (`[*orc.workspace_tools(), lookup]`), the agent types it names (the built-ins by
+    # `orc.builtin_agents()`), and without any a plain agent (team/settings.py `plain`).
+    agents = list(wiring.agents)
+    definitions = Definitions(agents)
+    registry = ToolRegistry(wiring.tools)
     async with contextlib.AsyncExitStack() as stack:
         live = await stack.enter_async_context(opening())
         if isinstance(model, str):
@@ -270,23 +272,25 @@ async def _drive(
             # read anew for each client) is most of a call's time with a `Model` object.
             http = await stack.enter_async_context(make_client())
             model = _resolve(model, http, live.id, asked=asked)
-        return await drive(
-            live,
-            RunSettings(
-                model=model,
-                tools=registry,
-                ui=_sink(wiring.on_event),
-                approve=wiring.approve,
-                answer=wiring.answer,
-                instructions=wiring.instructions,
-                session=wiring.settings,
-                prices=dict(wiring.prices or {}),
-                definitions=definitions,
-                on_team=wiring.on_team,
-                message=message,
-                approvals=approvals or {},
-            ),
+        settings = RunSettings(
+            model=model,
+            tools=registry,
+            ui=_sink(wiring.on_event),
+            approve=wiring.approve,
+            answer=wiring.answer,
+            instructions=wiring.instructions,
+            session=wiring.settings,
+            prices=dict(wiring.prices or {}),
+            definitions=definitions,
+            plain=not agents,
+            on_team=wiring.on_team,
+            message=message,
+            approvals=approvals or {},
         )
+        # Each type given is used as given: one naming a tool not given (a built-in without
+        # the workspace tools) is an error here, where `drive` would leave a built-in out.
+        check_definitions(settings)
+        return await drive(live, settings)
 
 
 def _resolve(spec: str, http: httpx.AsyncClient, session_id: str, *, asked: bool) -> Model:

@@ -23,10 +23,9 @@ from pydantic import (
 )
 
 from orchestrator.errors import ConfigError
-from orchestrator.tools.base import AnyTool, Tool
+from orchestrator.tools.base import WORKSPACE_TOOLS, AnyTool, Tool
 from orchestrator.tools.permissions import parse_rules
 
-WORKSPACE_TOOLS: Final = ("read_file", "write_file", "edit_file", "list_files", "grep", "shell")
 """The names of the standard workspace tools (`orchestrator.tools.workspace_tools`)."""
 READ_ONLY_TOOLS: Final = frozenset({"read_file", "list_files", "grep"})
 """The workspace tools that never change anything. A tool not named here (a custom one
@@ -260,6 +259,12 @@ EXPLORER: Final = AgentDefinition(
 )
 
 _BUILTINS: Final = MappingProxyType({WORKER.name: WORKER, EXPLORER.name: EXPLORER})
+
+
+def builtin_agents() -> tuple[AgentDefinition, ...]:
+    """The built-in agent types, `worker` and `explorer`, for `agents=` (they use the
+    workspace tools, which go in `tools=`: `orc.workspace_tools()`)."""
+    return tuple(_BUILTINS.values())
 
 
 # --- the set of definitions -------------------------------------------------------------

@@ -47,7 +47,7 @@ from orchestrator.team.asking import (
 )
 from orchestrator.team.main_agent import MainOutcome, open_team, run_main
 from orchestrator.team.planning import run_planning
-from orchestrator.team.prompts import main_agent_prompt, with_instructions
+from orchestrator.team.prompts import main_agent_prompt, plain_agent_prompt, with_instructions
 from orchestrator.team.queries import MAIN, PLANNER
 from orchestrator.team.runtime import Team
 from orchestrator.team.settings import RunSettings, Seat, check_definitions
@@ -308,14 +308,13 @@ async def _drive(
         if MAIN not in state.agents and not planning:
             tools = team.turn_deps(MAIN).tools.names()
             types = [(d.name, d.description) for d in settings.definitions]
-            messages = (
-                SystemMessage(
-                    content=with_instructions(
-                        main_agent_prompt(tools, types), settings.instructions
-                    )
-                ),
-                UserMessage(content=live.manifest.goal),
+            prompt = (
+                plain_agent_prompt(tools) if settings.plain else main_agent_prompt(tools, types)
             )
+            system = with_instructions(prompt, settings.instructions)
+            goal = UserMessage(content=live.manifest.goal)
+            # A plain agent with nothing to be told has no system message at all.
+            messages = (SystemMessage(content=system), goal) if system else (goal,)
             await sink.emit(AgentStarted(agent=MAIN, role="main", messages=messages))
         await sink.emit(SessionStatusChanged(agent=MAIN, status="running"), durable=True)
         await live.set_status("running")  # `sessions list` shows it running, or stopped if killed

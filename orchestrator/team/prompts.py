@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from orchestrator.tools import WORKSPACE_TOOLS
+
 
 def single_agent_prompt(tool_names: list[str]) -> str:
     return (
@@ -10,13 +12,7 @@ def single_agent_prompt(tool_names: list[str]) -> str:
         "there. "
         f"Your tools: {', '.join(tool_names)}. "
         "Work step by step: inspect before you change, run what you build, fix what fails. "
-        + (
-            "For work of several steps, plan it first with todo_write (blocked_by for what "
-            "must come first), keep one item in_progress, and mark each completed as soon "
-            "as it is done; a turn that ends with open items is sent back to you. "
-            if "todo_write" in tool_names
-            else ""
-        )
+        + _todos(tool_names)
         + (
             "If you cannot go on without the user, call report_blocked with the reason. "
             if "report_blocked" in tool_names
@@ -26,9 +22,33 @@ def single_agent_prompt(tool_names: list[str]) -> str:
     )
 
 
+def plain_agent_prompt(tool_names: list[str]) -> str:
+    """A plain agent's (a library `run` given no agent types): only what its tools need,
+    "" when they need nothing said (a `lookup` of the program's own describes itself)."""
+    workspace = (
+        "Paths are relative to the workspace root, and shell commands run there. "
+        if set(WORKSPACE_TOOLS).intersection(tool_names)
+        else ""
+    )
+    return (workspace + _todos(tool_names)).strip()
+
+
+def _todos(tool_names: list[str]) -> str:
+    if "todo_write" not in tool_names:
+        return ""
+    return (
+        "For work of several steps, plan it first with todo_write (blocked_by for what "
+        "must come first), keep one item in_progress, and mark each completed as soon "
+        "as it is done; a turn that ends with open items is sent back to you. "
+    )
+
+
 def main_agent_prompt(tool_names: list[str], agent_types: list[tuple[str, str]]) -> str:
-    """The main agent's: the single agent's, plus how to delegate. The same for every
-    session with the same tools and types (the goal comes as the first user message)."""
+    """The main agent's: the single agent's, plus how to delegate when it has agent types
+    to delegate to. The same for every session with the same tools and types (the goal
+    comes as the first user message)."""
+    if not agent_types:
+        return single_agent_prompt(tool_names)
     types = "; ".join(f"{name}: {about}" if about else name for name, about in agent_types)
     return (
         single_agent_prompt(tool_names)
@@ -72,4 +92,4 @@ def builder_prompt(tool_names: list[str], agent_types: list[tuple[str, str]]) ->
 
 def with_instructions(prompt: str, instructions: str) -> str:
     """A system prompt with the host program's own instructions after it."""
-    return f"{prompt}\n\n{instructions.strip()}" if instructions.strip() else prompt
+    return "\n\n".join(part for part in (prompt, instructions.strip()) if part)

@@ -41,7 +41,7 @@ from orchestrator.team.plan_host import PlanApprover
 from orchestrator.team.port import Runner
 from orchestrator.team.subagent import InProcessRunner
 from orchestrator.team.writes import OtherTasks
-from orchestrator.tools import workspace_tools
+from orchestrator.tools import WORKSPACE_TOOLS, workspace_tools
 from orchestrator.tools.base import ToolRegistry
 from orchestrator.tools.permissions import Approver, PermissionPolicy, parse_rules
 from orchestrator.tools.recall import Lookup
@@ -97,6 +97,11 @@ class RunSettings:
     # Subagents: their types, the model of each role (else `model` for all), and the
     # turn loop's approver per agent, of bare calls (the CLI's; else `approve`).
     definitions: Definitions = field(default_factory=Definitions.builtin)
+    # A plain agent (a library `run` given no agent types): the main agent is offered
+    # `tools` and nothing it did not ask for (the todo tools only when given among them,
+    # no `report_blocked`, `recall` only once its context was compacted), and a system
+    # prompt that says only what those tools need. False: a team's main agent (the CLI's).
+    plain: bool = False
     models: Callable[[str], Model] | None = None
     approve_for: Callable[[str, str], Approver] | None = None  # (agent, who): wins over approve
     # A model's context window, when known (the config's `[windows]`, the table of known
@@ -224,10 +229,14 @@ def check_definitions(run: RunSettings) -> None:
             raise ConfigError(f"agent type {definition.name!r}: {exc}") from exc
         unknown = [name for name in definition.tools if name not in known]
         if unknown:
+            workspace = set(WORKSPACE_TOOLS).intersection(unknown)
+            hint = (
+                " (give the workspace's: tools=[*orc.workspace_tools(), ...])" if workspace else ""
+            )
             raise ConfigError(
                 f"agent type {definition.name!r} names unknown tool(s) "
                 f"{', '.join(map(repr, unknown))}; the session's tools are "
-                f"{', '.join(sorted(known))}"
+                f"{', '.join(sorted(known)) or 'none'}{hint}"
             )
 
 

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from orchestrator.agent import RoundHooks, TurnDeps
 from orchestrator.errors import ScopeEscape, ToolFailed, WorkspaceEscape
 from orchestrator.messages import ToolCall, UserMessage
-from orchestrator.models.base import Model
+from orchestrator.models.base import Model, ToolSpec
 from orchestrator.state.events import (
     EventSink,
     MessageAdded,
@@ -121,6 +121,7 @@ class Turns:
                 session_directory=seat.directory,
                 write_scope=self._write_scope(agent),
                 background=self._background,
+                todos=self._oversight,
             ),
             events=self._sink,
             policy=policy,
@@ -171,6 +172,11 @@ class Turns:
             usable = self._usables[role] = functools.partial(self._usable, role)
         return usable
 
+    def _compacted(self) -> bool:
+        """Whether the main agent's context was compacted (pruned, or summarised)."""
+        context = self._session.state.agents.get(MAIN)
+        return context is not None and context.compactions > 0
+
     def _tools(self, definition: AgentDefinition | None) -> ToolRegistry:
         """The tools of a role, built once for all its agents: the same objects, so
         their JSON schemas are made once (and the request prefix is the same)."""
@@ -179,15 +185,27 @@ class Turns:
         if tools is not None:
             return tools
         base = self._run.all_tools.tools()
-        todos = todo_tools(self._oversight)
+        given = {t.name for t in base}  # todo tools given as objects are not added twice
+        todos = [t for t in todo_tools() if t.name not in given]
         recall = self._seat.recall
         if recall is not None:  # every agent may read back what a compaction pruned
             todos = [*todos, Recall(recall)]
-        if definition is None:
+        if definition is None and self._run.plain:
+            # What the tools given need: following a call in the background, and `recall`
+            # once a compaction pruned what it names.
+            offered = [*base, *self._background_tools(base, [])]
+            tools = (
+                ToolRegistry(offered)
+                if recall is None
+                else _Plain(offered, Recall(recall), self._compacted)
+            )
+        elif definition is None:
             blocked = ReportBlockedMain(self._oversight)
             # The builder (the main agent of a session with a plan) may send a task back.
             plans = [Replan(self._planning)] if self._session.state.plans.versions else []
-            delegating = main_tools(self._delegation)
+            # No agent types (a program's own registry lacking the built-ins' tools): no
+            # tool to delegate with.
+            delegating = main_tools(self._delegation) if len(self._run.definitions) else []
             later = self._background_tools(base, delegating)
             tools = ToolRegistry([*base, *delegating, *later, *todos, blocked, *plans])
         else:
@@ -330,6 +348,30 @@ class _Limited:
     async def stream(self, request: Any) -> Any:
         async with self._slots, self.model.stream(request) as events:
             yield events
+
+
+class _Plain(ToolRegistry):
+    """A plain agent's tools (`RunSettings.plain`): those given, and `recall` from its
+    first compaction on, when pruned outputs name it (added then, in the middle of a
+    turn if it falls there; the requests before it are not sent a tool they cannot use)."""
+
+    def __init__(self, tools: Sequence[AnyTool], recall: Recall, compacted: Callable[[], bool]):
+        super().__init__(tools)
+        self._recall: Recall | None = recall
+        self._compacted = compacted
+
+    def _offer(self) -> None:
+        if self._recall is not None and self._compacted():
+            self.add(self._recall)
+            self._recall = None
+
+    def specs(self) -> tuple[ToolSpec, ...]:
+        self._offer()
+        return super().specs()
+
+    def get(self, name: str) -> AnyTool | None:
+        self._offer()
+        return super().get(name)
 
 
 def _no_note(agent: str) -> str:

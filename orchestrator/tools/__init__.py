@@ -1,7 +1,14 @@
 """Tools agents call (and `tool`, which makes one of a function), the workspace they are
 confined to, and the permission policy."""
 
-from orchestrator.tools.base import AnyTool, Tool, ToolContext, ToolOutput, ToolRegistry
+from orchestrator.tools.base import (
+    WORKSPACE_TOOLS,
+    AnyTool,
+    Tool,
+    ToolContext,
+    ToolOutput,
+    ToolRegistry,
+)
 from orchestrator.tools.environment import EnvPolicy, Redactor
 from orchestrator.tools.files import EditFile, Grep, ListFiles, ReadFile, WriteFile
 from orchestrator.tools.functions import FunctionTool, tool
@@ -28,6 +35,7 @@ def workspace_tools(
 
 
 __all__ = [
+    "WORKSPACE_TOOLS",
     "AnyTool",
     "Approver",
     "Decision",

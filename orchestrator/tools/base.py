@@ -8,16 +8,20 @@ from __future__ import annotations
 import functools
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel
 
+from orchestrator.loop.todos import TodoList, TodosChanged
 from orchestrator.models.base import ToolSpec
 from orchestrator.state.events import EventSink, ToolProgress
 from orchestrator.tools.workspace import Workspace
+
+WORKSPACE_TOOLS = ("read_file", "write_file", "edit_file", "list_files", "grep", "shell")
+"""The names of the workspace's six tools (tools/__init__.py `workspace_tools`), in order."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +47,8 @@ class ToolContext:
     # the background.
     background: Backgrounder | None = None
     output: Callable[[bytes], None] | None = None
+    # Whose todo lists the todo tools read and change (the team; None: no list here).
+    todos: TodoHost | None = None
 
     @property
     def task(self) -> str | None:
@@ -68,6 +74,16 @@ class ToolContext:
     def call_marker(self) -> str:
         """Names the running call in the processes it starts (see tools/shell.py)."""
         return call_marker(self.session, self.agent, self.call) if self.session else ""
+
+
+class TodoHost(Protocol):
+    """What the todo tools need of the session (the team's oversight, team/oversight.py)."""
+
+    def todos(self, agent: str) -> TodoList: ...
+
+    def serial(self, agent: str) -> bool: ...
+
+    async def change_todos(self, record: TodosChanged) -> None: ...
 
 
 class Backgrounder(Protocol):
@@ -231,3 +247,7 @@ class ToolRegistry:
 
     def __len__(self) -> int:
         return len(self._tools)
+
+    def __iter__(self) -> Iterator[AnyTool]:
+        """The tools, in the order they were added: `[*orc.workspace_tools(), lookup]`."""
+        return iter(list(self._tools.values()))

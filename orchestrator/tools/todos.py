@@ -1,17 +1,18 @@
-"""The todo tools every agent has: `todo_write` (the whole list at once), `todo_create`,
-`todo_update`, `todo_list` and `todo_get`.
+"""The todo tools: `todo_write` (the whole list at once), `todo_create`, `todo_update`,
+`todo_list` and `todo_get`. Every agent of a team has them; a plain agent (a library
+`run` given no agent types) when given them (`orc.todo_tools()`).
 
 Each returns the list rendered compactly, so the model sees the new state. A change is
 checked by `todos.py` (unknown ids, cycles, blocked items started or completed are refused
-with the reason) and journaled as one `todos_changed` record through `TodoHost`
-(implemented by `team.Team`). Each changing tool is idempotent by its call's ref: run
+with the reason) and journaled as one `todos_changed` record through the `TodoHost` in
+the call's context (the team's oversight). Each changing tool is idempotent by its call's ref: run
 again after a crash, it finds its change already folded and changes nothing twice.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -27,17 +28,7 @@ from orchestrator.loop.todos import (
     now_ms,
     render,
 )
-from orchestrator.tools.base import AnyTool, Tool, ToolContext, ToolOutput
-
-
-class TodoHost(Protocol):
-    """What the todo tools need of the session (see team/oversight.py)."""
-
-    def todos(self, agent: str) -> TodoList: ...
-
-    def serial(self, agent: str) -> bool: ...
-
-    async def change_todos(self, record: TodosChanged) -> None: ...
+from orchestrator.tools.base import AnyTool, TodoHost, Tool, ToolContext, ToolOutput
 
 
 class TodoSpec(BaseModel, frozen=True, extra="forbid"):
@@ -61,9 +52,6 @@ class _TodoTool(Tool[Any]):
     approval = False
     journaled = True
 
-    def __init__(self, host: TodoHost) -> None:
-        self.host = host
-
     async def _change(
         self,
         ctx: ToolContext,
@@ -75,7 +63,8 @@ class _TodoTool(Tool[Any]):
     ) -> ToolOutput:
         """Journal the items `make` returns for the agent's list (checked by todos.py; a
         refusal leaves the list as it was), with the serial hand-off when it is on."""
-        todos = self.host.todos(ctx.agent)
+        host = _host(ctx)
+        todos = host.todos(ctx.agent)
         if ctx.call and ctx.call in todos.refs:
             # Run again after a crash: its change is already in the list.
             return ToolOutput(f"{said} (already recorded)\n{render(todos)}")
@@ -85,7 +74,7 @@ class _TodoTool(Tool[Any]):
         except TodoError as exc:
             raise ToolFailed(f"refused: {exc}; the list is unchanged") from None
         note = ""
-        if self.host.serial(ctx.agent):
+        if host.serial(ctx.agent):
             before = TodoList(goal=todos.goal) if replace else todos
             started = hand_off(before, items, at=at)
             if started is not None:
@@ -99,8 +88,15 @@ class _TodoTool(Tool[Any]):
         record = TodosChanged(
             agent=ctx.agent, ref=ctx.call, replace=replace, goal=goal, items=tuple(items)
         )
-        await self.host.change_todos(record)
-        return ToolOutput(f"{said}{note}\n{render(self.host.todos(ctx.agent))}")
+        await host.change_todos(record)
+        return ToolOutput(f"{said}{note}\n{render(host.todos(ctx.agent))}")
+
+
+def _host(ctx: ToolContext) -> TodoHost:
+    """The session's todo lists, which the team puts in every call's context."""
+    if ctx.todos is None:
+        raise ToolFailed("no todo list here: the todo tools need a session's team")
+    return ctx.todos
 
 
 class TodoWriteArgs(_Args):
@@ -154,7 +150,7 @@ class TodoCreate(_TodoTool):
         return await self._change(
             ctx,
             lambda todos, at: [create(todos, spec, at=at)],
-            said=f"item {args.id or self.host.todos(ctx.agent).next_id()} added",
+            said=f"item {args.id or _host(ctx).todos(ctx.agent).next_id()} added",
         )
 
 
@@ -204,7 +200,7 @@ class TodoListing(_TodoTool):
     read_only = True
 
     async def run(self, args: TodoListArgs, ctx: ToolContext) -> ToolOutput:
-        return ToolOutput(render(self.host.todos(ctx.agent)))
+        return ToolOutput(render(_host(ctx).todos(ctx.agent)))
 
 
 class TodoGetArgs(_Args):
@@ -218,7 +214,7 @@ class TodoGet(_TodoTool):
     read_only = True
 
     async def run(self, args: TodoGetArgs, ctx: ToolContext) -> ToolOutput:
-        todos = self.host.todos(ctx.agent)
+        todos = _host(ctx).todos(ctx.agent)
         item = todos.items.get(args.id)
         if item is None:
             known = ", ".join(todos.items) or "none (the list is empty)"
@@ -236,5 +232,7 @@ class TodoGet(_TodoTool):
 TODO_TOOLS: tuple[type[_TodoTool], ...] = (TodoWrite, TodoCreate, TodoUpdate, TodoListing, TodoGet)
 
 
-def todo_tools(host: TodoHost) -> list[AnyTool]:
-    return [tool(host) for tool in TODO_TOOLS]
+def todo_tools() -> list[AnyTool]:
+    """The five todo tools, for `tools=` (`[*orc.todo_tools(), lookup]`): each reads and
+    changes the calling agent's list in the session it runs in."""
+    return [tool() for tool in TODO_TOOLS]

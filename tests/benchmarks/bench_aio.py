@@ -55,6 +55,7 @@ def one_run(rounds: int, under: str, counted: list[int]) -> float:
         workspace=workspace,
         sessions_dir=tempfile.mkdtemp(),
         on_event=seen,
+        tools=orc.workspace_tools(),
         settings=orc.SessionSettings(max_rounds=rounds + 10),
     )
     started = time.perf_counter()

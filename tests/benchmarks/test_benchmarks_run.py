@@ -39,6 +39,7 @@ RUNS: tuple[tuple[tuple[str, ...], str], ...] = (
         "rounds ms/round",
     ),
     ((f"{HERE}/bench_call.py", "--runs", "1"), "session files of one durable run"),
+    ((f"{HERE}/bench_bytes.py",), "The demo's requests by role"),
     ((f"{HERE}/bench_aio.py", "--runs", "1", "--rounds", "5"), "asyncio / trio"),
     (
         (f"{HERE}/bench_cache.py", "--rounds", "2", "--workers", "1", "--fan-out", "1"),

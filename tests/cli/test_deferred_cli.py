@@ -35,6 +35,7 @@ def parked(tmp_path: Path) -> tuple[Path, str, str]:
         workspace=workspace,
         sessions_dir=root,
         approve=lambda request: orc.Later(),
+        tools=orc.workspace_tools(),  # (the command line's resume has them too)
     )
     assert result.status == "blocked"
     [request] = result.approvals
@@ -106,7 +107,8 @@ def kill(event):
     if event.kind == "approval_decided":  # journaled (durably) before the sink hears it
         os.kill(os.getpid(), signal.SIGKILL)
 
-trio.run(lambda: orc.resume(sys.argv[1], approvals={sys.argv[2]: True}, on_event=kill))
+trio.run(lambda: orc.resume(sys.argv[1], approvals={sys.argv[2]: True}, on_event=kill,
+                            tools=orc.workspace_tools()))
 """
 
 

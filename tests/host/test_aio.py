@@ -21,6 +21,8 @@ from tests.host.test_host_loop import respond as choose_a_license
 from tests.host.test_run import results, writer
 from tests.scenes import c
 
+WS = orc.workspace_tools()  # the tools the scripted agents call
+
 
 def one_write(request: ModelRequest) -> ScriptedReply:
     """Writes a file, then answers with what became of the call."""
@@ -70,6 +72,7 @@ def test_under_anyio_an_event_sink_and_a_plain_approver_run_on_the_callers_threa
         return await orc.run(
             "write",
             model=ScriptedModel(one_write),
+            tools=WS,
             workspace=workspace,
             on_event=sink,
             approve=approve,
@@ -94,7 +97,7 @@ def test_an_async_approvers_denial_reaches_the_model(workspace: Path) -> None:
 
     async def main() -> orc.RunResult:
         return await orc.run(
-            "write", model=ScriptedModel(writer), workspace=workspace, approve=approve
+            "write", model=ScriptedModel(writer), workspace=workspace, approve=approve, tools=WS
         )
 
     result = asyncio.run(main())
@@ -115,7 +118,12 @@ def test_an_async_answerer_answers_a_subagents_question(tmp_path: Path) -> None:
 
     async def main() -> orc.RunResult:
         return await orc.run(
-            "choose", model=ScriptedModel(choose_a_license), workspace=tmp_path, answer=answer
+            "choose",
+            model=ScriptedModel(choose_a_license),
+            workspace=tmp_path,
+            answer=answer,
+            tools=WS,
+            agents=orc.builtin_agents(),
         )
 
     result = asyncio.run(main())
@@ -140,6 +148,7 @@ def test_cancelling_the_task_interrupts_the_session_and_a_resume_completes_it(
             orc.run(
                 "write",
                 model=ScriptedModel(one_write),
+                tools=WS,
                 workspace=workspace,
                 sessions_dir=root,
                 approve=walk_away,
@@ -152,7 +161,9 @@ def test_cancelling_the_task_interrupts_the_session_and_a_resume_completes_it(
         [directory] = root.iterdir()
         # The trio run has ended (and let go of the session) before the task did.
         assert orc.load_state(directory, warn=print).status == "interrupted"
-        return await orc.resume(directory, model=ScriptedModel(one_write), approve=lambda r: True)
+        return await orc.resume(
+            directory, model=ScriptedModel(one_write), tools=WS, approve=lambda r: True
+        )
 
     result = asyncio.run(main())
     assert result.status == "completed"
@@ -211,6 +222,7 @@ def test_two_runs_at_once_both_complete(tmp_path: Path) -> None:
                     orc.run(
                         "write",
                         model=ScriptedModel(one_write),
+                        tools=WS,
                         workspace=place,
                         sessions_dir=tmp_path / "s",
                         approve=approver(me),

@@ -17,6 +17,8 @@ from orchestrator.errors import SessionError
 from orchestrator.team.asking import pending_requests
 from tests.scenes import c
 
+WS = orc.workspace_tools()  # the tools the scripted agents call
+
 
 def appender(request: ModelRequest) -> ScriptedReply:
     """Reads a file, then appends a line to log.txt with the shell, then says what it
@@ -42,6 +44,7 @@ async def parked_session(workspace: Path, root: Path) -> orc.RunResult:
     result = await orc.run(
         "log it",
         model=ScriptedModel(appender),
+        tools=WS,
         workspace=workspace,
         sessions_dir=root,
         approve=later,
@@ -62,6 +65,7 @@ async def test_later_parks_the_call_and_a_resume_that_approves_runs_it_once(
     result = await orc.run(
         "log it",
         model=ScriptedModel(appender),
+        tools=WS,
         workspace=workspace,
         sessions_dir=tmp_path / "s",
         approve=later_async,
@@ -81,14 +85,17 @@ async def test_later_parks_the_call_and_a_resume_that_approves_runs_it_once(
     assert result.output == ""
 
     again = await orc.resume(
-        result.session_dir or "", model=ScriptedModel(appender), approvals={request.id: True}
+        result.session_dir or "",
+        model=ScriptedModel(appender),
+        tools=WS,
+        approvals={request.id: True},
     )
     assert again.status == "completed"
     assert again.approvals == ()
     assert (workspace / "log.txt").read_text() == "ran\n"
     assert "read_file: ok: hello; shell: ok" in again.output
     # Nothing left to decide: resuming again runs nothing twice.
-    done = await orc.resume(result.session_dir or "", model=ScriptedModel(appender))
+    done = await orc.resume(result.session_dir or "", model=ScriptedModel(appender), tools=WS)
     assert done.detail == "already finished"
     assert (workspace / "log.txt").read_text() == "ran\n"
 
@@ -101,6 +108,7 @@ async def test_a_denial_with_a_reason_is_what_the_model_reads(
     again = await orc.resume(
         result.session_dir or "",
         model=ScriptedModel(appender),
+        tools=WS,
         approvals={request.id: orc.Denied("not on a Friday")},
     )
     assert again.status == "completed"
@@ -117,9 +125,13 @@ async def test_an_unknown_id_is_an_error_and_no_answer_stays_blocked(
     [request] = result.approvals
     directory = result.session_dir or Path()
     with pytest.raises(SessionError, match=r"no parked call 'main:99.0'.*" + request.id):
-        await orc.resume(directory, model=ScriptedModel(appender), approvals={"main:99.0": True})
+        await orc.resume(
+            directory, model=ScriptedModel(appender), tools=WS, approvals={"main:99.0": True}
+        )
     # A resume that decides nothing (with an approver even) leaves the call parked.
-    still = await orc.resume(directory, model=ScriptedModel(appender), approve=orc.approve_all)
+    still = await orc.resume(
+        directory, model=ScriptedModel(appender), tools=WS, approve=orc.approve_all
+    )
     assert still.status == "blocked"
     assert [r.id for r in still.approvals] == [request.id]
     assert not (workspace / "log.txt").exists()
@@ -139,6 +151,7 @@ async def test_a_parked_call_is_found_by_a_fresh_fold_and_resumed_by_a_new_proce
         "import sys, trio, orchestrator as orc\n"
         "from tests.host.test_deferred import appender\n"
         "r = trio.run(lambda: orc.resume(sys.argv[1], model=orc.ScriptedModel(appender),\n"
+        "                                tools=orc.workspace_tools(),\n"
         "                                approvals={sys.argv[2]: True}))\n"
         "print(r.status)\n"
     )
@@ -174,6 +187,8 @@ async def test_a_subagents_later_is_nobody_to_ask(workspace: Path, tmp_path: Pat
         workspace=workspace,
         sessions_dir=tmp_path / "s",
         approve=later,
+        tools=WS,
+        agents=orc.builtin_agents(),
     )
     assert result.approvals == ()
     assert not (workspace / "log.txt").exists()

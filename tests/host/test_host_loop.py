@@ -16,6 +16,9 @@ from orchestrator import ListSink, Mail, MessagePosted, ModelRequest, ScriptedMo
 from orchestrator.state.mailtext import render
 from tests.scenes import all_text, c, first_line_then_kill, reply
 
+# A team of the built-in types, which work with the workspace's tools.
+TEAM = {"tools": orc.workspace_tools(), "agents": orc.builtin_agents()}
+
 
 def main_agent(request: ModelRequest) -> ScriptedReply:
     """Delegates one worker, answers its question with "Apache" if it sees it open, waits,
@@ -60,7 +63,12 @@ async def test_the_host_answers_a_question_before_its_owner_is_asked(tmp_path: P
 
     sink = ListSink()
     result = await orc.run(
-        "choose", model=ScriptedModel(respond), workspace=tmp_path, answer=answer, on_event=sink
+        "choose",
+        model=ScriptedModel(respond),
+        workspace=tmp_path,
+        answer=answer,
+        on_event=sink,
+        **TEAM,
     )
     assert result.output == "The worker chose: MIT"
     [question] = asked
@@ -113,6 +121,7 @@ async def test_a_question_the_host_leaves_goes_to_the_owner(tmp_path: Path) -> N
         workspace=tmp_path,
         answer=leave_it,
         instructions="Your answers decide.",  # (the main agent answers when told so)
+        **TEAM,
     )
     assert len(asked) == 1
     assert result.output == "The worker chose: Apache"
@@ -121,7 +130,7 @@ async def test_a_question_the_host_leaves_goes_to_the_owner(tmp_path: Path) -> N
 async def test_an_open_question_is_offered_again_on_resume(tmp_path: Path) -> None:
     """Nobody answers at first (the owner does not, no host is given): the session
     stops blocked on the question. A resume with a host that answers ends it."""
-    first = await orc.run("choose", model=ScriptedModel(respond), workspace=tmp_path)
+    first = await orc.run("choose", model=ScriptedModel(respond), workspace=tmp_path, **TEAM)
     assert first.status == "blocked"
     assert first.questions
     asked: list[orc.Question] = []
@@ -131,7 +140,9 @@ async def test_an_open_question_is_offered_again_on_resume(tmp_path: Path) -> No
         return "MIT"
 
     assert first.session_dir is not None
-    result = await orc.resume(first.session_dir, model=ScriptedModel(respond), answer=answer)
+    result = await orc.resume(
+        first.session_dir, model=ScriptedModel(respond), answer=answer, **TEAM
+    )
     assert result.status == "completed"
     assert result.output == "The worker chose: MIT"
     assert [q.message_id for q in asked] == [first.questions[0].message_id]
@@ -164,6 +175,7 @@ async def test_the_host_sends_a_task_a_message_and_answers_by_id(tmp_path: Path)
         answer=answer,
         on_team=teams.append,
         instructions="Your answers decide.",
+        **TEAM,
     )
     assert result.output == "The worker chose: Apache"
     assert sent[0].sender == "user"
@@ -189,7 +201,8 @@ CHILD = textwrap.dedent(
         await trio.sleep_forever()
 
     trio.run(lambda: orc.run("write", model=ScriptedModel(writer), workspace=sys.argv[1],
-                             sessions_dir=sys.argv[2], approve=hang))
+                             sessions_dir=sys.argv[2], approve=hang,
+                             tools=orc.workspace_tools()))
     """
 )
 
@@ -213,7 +226,11 @@ def test_a_question_cut_short_by_a_kill_is_asked_again_on_resume(tmp_path: Path)
             return reply("", c("write_file", path="a.txt", content="A"))
         return reply("wrote it")
 
-    result = trio.run(lambda: orc.resume(directory, model=ScriptedModel(writer), approve=yes))
+    result = trio.run(
+        lambda: orc.resume(
+            directory, model=ScriptedModel(writer), approve=yes, tools=orc.workspace_tools()
+        )
+    )
     assert (result.status, result.output, asked) == ("completed", "wrote it", ["write_file"])
     assert (workspace / "a.txt").read_text() == "A"
 
@@ -231,7 +248,7 @@ async def test_an_answer_that_raises_fails_the_asking_task_not_the_model(tmp_pat
         return respond(request)
 
     result = await orc.run(
-        "choose", model=ScriptedModel(main_then_stop), workspace=tmp_path, answer=bug
+        "choose", model=ScriptedModel(main_then_stop), workspace=tmp_path, answer=bug, **TEAM
     )
     assert result.output == "t1 failed."
     assert result.session_dir is not None

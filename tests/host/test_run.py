@@ -60,7 +60,11 @@ async def test_without_an_approver_only_read_only_tools_run_and_the_model_is_tol
     workspace: Path, tmp_path: Path
 ) -> None:
     result = await orc.run(
-        "write", model=ScriptedModel(writer), workspace=workspace, sessions_dir=tmp_path / "s"
+        "write",
+        model=ScriptedModel(writer),
+        workspace=workspace,
+        sessions_dir=tmp_path / "s",
+        tools=orc.workspace_tools(),
     )
     assert result.session_dir is not None
     assert result.session_dir.parent == tmp_path / "s"
@@ -87,6 +91,7 @@ async def test_the_approver_gets_a_typed_request_and_its_reason_reaches_the_mode
         workspace=workspace,
         sessions_dir=tmp_path / "s",
         approve=approve,
+        tools=orc.workspace_tools(),
     )
     assert [(r.agent, r.task, r.tool) for r in asked] == [
         ("main", None, "write_file"),
@@ -107,13 +112,19 @@ async def test_instructions_follow_the_main_agents_system_prompt(workspace: Path
         seen.append(str(request.messages[0].content))
         return ScriptedReply(text="ok")
 
-    await orc.run(
-        "go",
-        model=ScriptedModel(respond),
-        workspace=workspace,
-        instructions="Always answer in French.",
-    )
-    assert seen[0].endswith("\n\nAlways answer in French.")
+    for tools in ((), orc.workspace_tools()):
+        await orc.run(
+            "go",
+            model=ScriptedModel(respond),
+            workspace=workspace,
+            instructions="Always answer in French.",
+            tools=tools,
+        )
+    # A plain agent without tools is told only the program's instructions; with the
+    # workspace's, where its paths are first.
+    assert seen[0] == "Always answer in French."
+    assert seen[1].startswith("Paths are relative to the workspace root")
+    assert seen[1].endswith("\n\nAlways answer in French.")
 
 
 async def test_on_event_may_be_a_plain_function(workspace: Path) -> None:
@@ -151,6 +162,7 @@ async def test_a_cancelled_run_resumes_by_directory_or_by_id(
             workspace=workspace,
             sessions_dir=root,
             approve=walk_away,
+            tools=orc.workspace_tools(),
         )
     assert stop.cancelled_caught
     [directory] = root.iterdir()
@@ -163,7 +175,11 @@ async def test_a_cancelled_run_resumes_by_directory_or_by_id(
     with pytest.raises(SessionNotFound, match="sessions_dir="):
         await orc.resume(directory.name, model=ScriptedModel(writer))
     result = await orc.resume(
-        directory.name, sessions_dir=root, model=ScriptedModel(writer), approve=yes
+        directory.name,
+        sessions_dir=root,
+        model=ScriptedModel(writer),
+        approve=yes,
+        tools=orc.workspace_tools(),
     )
     assert result.status == "completed"
     assert asked == ["write_file"]

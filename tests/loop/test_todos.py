@@ -7,6 +7,7 @@ import orjson
 import pytest
 
 from orchestrator import Policy, ScriptedCall, TodoList, TodosChanged
+from orchestrator.errors import ToolFailed
 from orchestrator.loop.todo_changes import Change, create, hand_off, update, write
 from orchestrator.loop.todos import TodoError, TodoStatus, render
 from orchestrator.team.queries import MAIN
@@ -257,12 +258,16 @@ async def test_a_repeated_todo_call_after_a_crash_changes_nothing_twice(
     tool = scene.team.turn_deps(MAIN).tools.get("todo_create")  # type: ignore[union-attr]
     from orchestrator import ToolContext
 
+    ref = next(iter(todos.refs))
     again = await tool.run(
         tool.args_model(content="a"),
-        ToolContext(workspace=workspace, agent=MAIN, call=next(iter(todos.refs))),
+        ToolContext(workspace=workspace, agent=MAIN, call=ref, todos=scene.team.oversight),
     )
     assert "already recorded" in again.content
     assert list(scene.state.todos[MAIN].items) == ["1"]
+    # Outside a team's call there is no list to change: a clear refusal, not a crash.
+    with pytest.raises(ToolFailed, match="no todo list here"):
+        await tool.run(tool.args_model(content="b"), ToolContext(workspace=workspace))
 
 
 def test_the_view_lists_items_with_their_blockers() -> None:

@@ -108,6 +108,7 @@ async def test_a_run_of_one_tool_call_syncs_its_session_directory_once(
         model=ScriptedModel(answer),
         workspace=workspace,
         sessions_dir=tmp_path / "sessions",
+        tools=orc.workspace_tools(),
     )
     assert (result.status, result.output) == ("completed", "it says hello")
     assert result.session_dir is not None

@@ -28,6 +28,9 @@ from orchestrator import (
 from orchestrator.view import journal_events
 from tests.scenes import all_text, c, first_line_then_kill, reply, wait_until
 
+# The built-in agent types, with the workspace's tools they work with.
+TEAM = {"tools": orc.workspace_tools(), "agents": orc.builtin_agents()}
+
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
@@ -74,6 +77,7 @@ async def test_a_background_build_runs_while_the_agent_writes_and_its_end_comes_
         sessions_dir=tmp_path / "s",
         approve=yes,
         on_event=events.append,
+        **TEAM,
     )
     assert result.status == "completed", result.detail
     assert result.output == "heard: 1 time(s)"
@@ -178,6 +182,7 @@ async def test_cancel_kills_the_whole_process_group(workspace: Path, tmp_path: P
         workspace=workspace,
         sessions_dir=tmp_path / "s",
         approve=yes,
+        **TEAM,
     )
     assert result.output == "cancelled: t1"
     assert sleeping("61.25") == []
@@ -215,6 +220,7 @@ async def test_output_is_capped_on_disk_and_read_from_an_offset(
         sessions_dir=tmp_path / "s",
         approve=yes,
         settings=settings,
+        **TEAM,
     )
     assert result.status == "completed"
     first, rest = reads
@@ -253,6 +259,7 @@ async def test_the_limits_refuse_a_call_past_them_naming_the_running_ones(
         approve=yes,
         settings=orc.SessionSettings(background_per_agent=1),
         on_event=events.append,
+        **TEAM,
     )
     assert result.status == "completed"
     [refused] = [
@@ -285,6 +292,7 @@ async def test_a_deadline_cancels_a_call_and_its_owner_is_told(
         sessions_dir=tmp_path / "s",
         approve=yes,
         settings=orc.SessionSettings(background_deadline=0.5),
+        **TEAM,
     )
     assert result.output == "failed: cancelled: its deadline passed after 0.5s"
 
@@ -306,6 +314,7 @@ async def test_the_session_waits_for_a_running_call_before_it_completes(
         workspace=workspace,
         sessions_dir=tmp_path / "s",
         approve=yes,
+        **TEAM,
     )
     assert (result.status, result.output) == ("completed", "seen the end")
 
@@ -324,6 +333,7 @@ async def test_a_session_that_stops_cancels_what_still_runs(
         workspace=workspace,
         sessions_dir=tmp_path / "s",
         approve=yes,
+        **TEAM,
     )
     assert result.status == "blocked"
     state = orc.load_state(result.session_dir, warn=print)  # type: ignore[arg-type]
@@ -346,6 +356,7 @@ async def test_a_background_call_takes_no_messages(workspace: Path, tmp_path: Pa
         workspace=workspace,
         sessions_dir=tmp_path / "s",
         approve=yes,
+        **TEAM,
     )
     assert result.output is not None
     assert result.output.startswith("task t1 is a call in the background: it reads no messages")
@@ -376,6 +387,7 @@ async def test_past_background_after_a_foreground_command_moves_to_the_backgroun
         sessions_dir=tmp_path / "s",
         approve=yes,
         settings=orc.SessionSettings(background_after=0.3),
+        **TEAM,
     )
     assert (result.status, result.output) == ("completed", "told")
     # What it printed before it moved is in its output file, before what came after.
@@ -407,7 +419,8 @@ CHILD = textwrap.dedent(
         return True
 
     trio.run(lambda: orc.run("build", model=ScriptedModel(main), workspace=workspace,
-                             sessions_dir=sys.argv[2], approve=yes))
+                             sessions_dir=sys.argv[2], approve=yes,
+                             tools=orc.workspace_tools(), agents=orc.builtin_agents()))
     """
 )
 
@@ -427,7 +440,7 @@ def test_a_call_running_when_the_session_is_killed_is_interrupted_not_run_again(
         told = re.findall(r"background call t1 \(shell: [^)]*\) (\w+): ([^\n]*)", all_text(request))
         return reply(f"told {len(told)} time(s): {told}")
 
-    result = trio.run(lambda: orc.resume(directory, model=ScriptedModel(main), approve=yes))
+    result = trio.run(lambda: orc.resume(directory, model=ScriptedModel(main), approve=yes, **TEAM))
     assert result.status == "completed"
     assert result.output == (
         "told 1 time(s): [('cancelled', 'interrupted: the session stopped while it ran; it was "
@@ -437,7 +450,9 @@ def test_a_call_running_when_the_session_is_killed_is_interrupted_not_run_again(
     output = (directory / "tasks" / "t1.output").read_text()
     assert output == "half\n"  # its output so far, once: nothing ran it again
     # The owner is told once, whatever happens next: a second resume tells nobody again.
-    again = trio.run(lambda: orc.resume(directory, model=ScriptedModel(main), message="and?"))
+    again = trio.run(
+        lambda: orc.resume(directory, model=ScriptedModel(main), message="and?", **TEAM)
+    )
     assert again.output == result.output
     from_t1 = [
         record

@@ -12,6 +12,9 @@ import orchestrator as orc
 from orchestrator import ModelRequest, ScriptedModel, ScriptedReply
 from tests.scenes import c, reply
 
+# The built-in agent types, with the workspace's tools they work with.
+TEAM = {"tools": orc.workspace_tools(), "agents": orc.builtin_agents()}
+
 
 async def yes(request: orc.ApprovalRequest) -> bool:
     return True
@@ -39,6 +42,7 @@ async def test_list_tasks_names_a_background_shell_call_by_its_tool_once(
         workspace=workspace,
         sessions_dir=tmp_path / "s",
         approve=yes,
+        **TEAM,
     )
     assert result.output is not None
     assert result.output.split("\n")[0].startswith("t1 [")

@@ -12,9 +12,10 @@ import pytest
 
 from orchestrator import AgentDefinition, Definitions, load_definitions
 from orchestrator.errors import ConfigError
-from orchestrator.team.definitions import EXPLORER, READ_ONLY_TOOLS, WORKER, WORKSPACE_TOOLS
+from orchestrator.team.definitions import EXPLORER, READ_ONLY_TOOLS, WORKER
 from orchestrator.team.trust import MAX_FINGERPRINTS, TRUST_FILE, TrustStore, fingerprint
 from orchestrator.tools import workspace_tools
+from orchestrator.tools.base import WORKSPACE_TOOLS
 
 COORDINATION = (
     "complete",

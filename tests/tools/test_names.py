@@ -23,6 +23,9 @@ from tests.scenes import c, reply
 BAD = os.fsdecode(b"bad\xff.txt")  # as Python carries it: a lone surrogate
 DIR = os.fsdecode(b"d\xfe")
 
+# The built-in agent types, with the workspace's tools they work with.
+TEAM = {"tools": orc.workspace_tools(), "agents": orc.builtin_agents()}
+
 
 def results(request: ModelRequest) -> list[str]:
     return [str(getattr(m, "content", "")) for m in request.messages if hasattr(m, "call_id")]
@@ -77,6 +80,7 @@ async def test_list_files_grep_and_read_file_carry_such_names(
         workspace=workspace,
         sessions_dir=tmp_path / "s",
         approve=yes,
+        **TEAM,
     )
     assert result.status == "completed", result.detail
     assert said["list"] == f"bad\\xff.txt\nd\\xfe/notes.txt\nimage.bin\n{ESCAPED_NOTE}"
@@ -129,6 +133,7 @@ async def test_a_subagents_command_making_such_names_is_checked_not_crashed(
         workspace=workspace,
         sessions_dir=tmp_path / "s",
         approve=yes,
+        **TEAM,
     )
     assert result.status == "completed", result.detail
     assert (
@@ -190,7 +195,7 @@ async def test_a_journal_cut_with_the_call_open_resumes(workspace: Path, tmp_pat
 
     sessions = tmp_path / "s"
     first = await orc.run(
-        "g", model=ScriptedModel(main), workspace=workspace, sessions_dir=sessions
+        "g", model=ScriptedModel(main), workspace=workspace, sessions_dir=sessions, **TEAM
     )
     assert first.status == "completed", first.detail
     [directory] = sessions.iterdir()
@@ -202,7 +207,7 @@ async def test_a_journal_cut_with_the_call_open_resumes(workspace: Path, tmp_pat
     manifest = orjson.loads((directory / "session.json").read_bytes())
     manifest.update(journal_seq=orjson.loads(lines[cut])["seq"], journal_size=len(kept))
     (directory / "session.json").write_bytes(orjson.dumps(manifest))
-    result = await orc.resume(directory, model=ScriptedModel(main))
+    result = await orc.resume(directory, model=ScriptedModel(main), **TEAM)
     assert result.status == "completed", result.detail
     assert result.output == first.output
     assert result.output == f"listed: bad\\xff.txt\nd\\xfe/notes.txt\nimage.bin\n{ESCAPED_NOTE}"

@@ -55,7 +55,8 @@ async def run_events(tmp_path: Path) -> tuple[list[Event], orc.RunResult]:
     result = await orc.run(
         "choose and count",
         model=ScriptedModel(respond),
-        agents=[FLAKY],
+        agents=[*orc.builtin_agents(), FLAKY],
+        tools=orc.workspace_tools(),
         workspace=tmp_path,
         answer=lambda question: "MIT",
         on_event=events.append,
