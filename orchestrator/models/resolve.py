@@ -23,7 +23,7 @@ from orchestrator.config import AgentConfig, Config, ProviderConfig, ProviderKin
 from orchestrator.errors import ConfigError
 from orchestrator.models.anthropic import DEFAULT_MAX_TOKENS, AnthropicEndpoint, AnthropicModel
 from orchestrator.models.base import Model
-from orchestrator.models.http import Backoff, HttpOptions, RetryPolicy, Timeouts
+from orchestrator.models.http import CONCURRENCY, Backoff, HttpOptions, RetryPolicy, Timeouts
 from orchestrator.models.openai import OpenAIChatModel, OpenAIEndpoint
 
 KNOWN_PREFIXES = ("scripted", "openai", "anthropic", "ollama", "openai-compatible")
@@ -286,4 +286,7 @@ def _http_options(
     retry = RetryPolicy()
     if settings.max_retries is not None:
         retry = dataclasses.replace(retry, max_retries=settings.max_retries)
-    return HttpOptions(client=http, timeouts=timeouts, retry=retry, backoff=backoff)
+    concurrency = settings.concurrency or CONCURRENCY
+    return HttpOptions(
+        client=http, timeouts=timeouts, retry=retry, backoff=backoff, concurrency=concurrency
+    )
