@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-slow lint typecheck clean peers
+.PHONY: demo test test-slow lint typecheck clean peers prices
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "orchestrator needs Python 3.11+"'
@@ -35,6 +35,14 @@ test-slow: $(STAMP)
 peers:
 	$(PYTHON) -m venv .venv-peers
 	.venv-peers/bin/pip install 'pydantic-ai-slim[openai]==2.68.0' -e .
+
+# The known models' prices, from genai-prices (not a dependency: any Python that has it),
+# e.g. `make prices PRICES_PYTHON=.venv-peers/bin/python` after `pip install genai-prices`.
+PRICES_PYTHON ?= $(BIN)/python
+prices:
+	$(PRICES_PYTHON) tests/generate_price_table.py > orchestrator/_price_table.py.new
+	mv orchestrator/_price_table.py.new orchestrator/_price_table.py
+	$(BIN)/ruff format orchestrator/_price_table.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

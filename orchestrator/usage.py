@@ -1,7 +1,8 @@
 """The cost of token usage: a model's price (dollars per million tokens, from the
-config's price table) and what a call cost. The sums per agent, per model and for the
-session (and per task subtree) are `session.ledger.usage_ledger`'s, for `sessions show`;
-calls of a model without a price are counted there as unpriced rather than guessed.
+config's `[prices]`, else the table of known models in `known_prices`) and what a call
+cost. The sums per agent, per model and for the session (and per task subtree) are
+`session.ledger.usage_ledger`'s, for `sessions show`; calls of a model without a price
+are counted there as unpriced rather than guessed.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from collections.abc import Mapping
 
 from pydantic import BaseModel, Field
 
+from orchestrator.known_prices import known_figures
 from orchestrator.messages import Usage
 
 PER = 1_000_000
@@ -36,12 +38,19 @@ class Price(BaseModel, frozen=True, extra="forbid"):
 
 
 def find_price(prices: Mapping[str, Price], model: str) -> Price | None:
-    """The price of `model` ("openai:gpt-4o"): by its full name, else by the name after
-    the provider ("gpt-4o"), so one entry can serve several providers of a model."""
+    """The price of `model` ("openai:gpt-4o"): by its full name in `prices`, else by the
+    name after the provider ("gpt-4o"), so one entry can serve several providers of a
+    model; else the known models' table (`known_prices`), else None."""
     if model in prices:
         return prices[model]
     _, sep, bare = model.partition(":")
-    return prices.get(bare) if sep else None
+    if sep and bare in prices:
+        return prices[bare]
+    figures = known_figures(model)
+    if figures is None:
+        return None
+    given, output, cache_read, cache_write = figures
+    return Price(input=given, output=output, cache_read=cache_read, cache_write=cache_write)
 
 
 def call_cost(prices: Mapping[str, Price], model: str, usage: Usage) -> float | None:

@@ -33,6 +33,8 @@ BOTTOM = {
     "eventbase",
     "config",
     "usage",
+    "known_prices",
+    "_price_table",
     "layout",
     "redaction",
     "text",

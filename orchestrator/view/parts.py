@@ -211,9 +211,12 @@ def call_line(call: ToolCall) -> str:
 
 
 def pricing(prices: Mapping[str, Price]) -> Callable[[str, Usage], float | None]:
-    """A call's cost, or None without a price (no prices: pydantic is not imported)."""
+    """A call's cost, or None without a price (no prices in the config: the known
+    models' table alone, and pydantic is not imported)."""
     if not prices:
-        return lambda model, usage: None
+        from orchestrator.known_prices import known_cost
+
+        return known_cost
     from orchestrator.usage import call_cost
 
     return lambda model, usage: call_cost(prices, model, usage)
