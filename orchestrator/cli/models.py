@@ -25,13 +25,21 @@ def run_models(
     out: TextIO | None = None,
 ) -> int:
     """Print the report; 0 if every configured model is usable, else 1. A config file
-    given with --config must exist; the default one may be absent."""
+    given with --config must exist; the default one may be absent. `models test SPEC`
+    is `cli.model_test`'s."""
     out = out or sys.stdout
     given: Path | None = getattr(args, "config", None)
     path = given or default_config_path(env)
     found = path.is_file()
     if config is None:
         config = load_config(path, missing_ok=given is None)
+    if getattr(args, "models_command", None) == "test":
+        from orchestrator.cli.model_test import run_model_test
+
+        as_json = bool(getattr(args, "json", False))
+        return run_model_test(
+            args.spec, env, config, timeout=args.timeout, as_json=as_json, out=out
+        )
     report = models_report(config, env)
     report["config"] = {"path": str(path), "found": found}
     if getattr(args, "json", False):

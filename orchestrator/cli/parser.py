@@ -39,6 +39,7 @@ crash (resume it where it stood).
   orchestrator sessions list               sessions, newest first
   orchestrator sessions watch --last       follow the newest session (or replay it)
   orchestrator models                      configured models and whether keys are set
+  orchestrator models test M               one small request: does the model work?
   orchestrator config show                 the effective settings and where each comes from
 
 Models: scripted:PATH (offline, see docs/scripted-model.md), openai:MODEL,
@@ -315,7 +316,40 @@ def add_models_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     config_option(parser)
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    tests = parser.add_subparsers(dest="models_command", metavar="{test}")
+    test = tests.add_parser(
+        "test",
+        help="send one small request to a model and say whether it works",
+        description="Send SPEC one small streamed request with one tool offered, asking "
+        "it to call the tool; report the latency (first event, total), whether the tool "
+        "call came back, whether usage arrived in the stream and the cache figures. A "
+        "failure is one line naming its cause (wrong key, wrong URL, unknown model, no "
+        "tool support, timeout). Exit code 1 if the model does not work.",
+    )
+    test.add_argument("spec", metavar="SPEC", help="the model, e.g. openai:gpt-4.1")
+    test.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=60.0,
+        metavar="SECONDS",
+        help="give up after this long (default 60)",
+    )
+    config_option(test)
+    test.add_argument(
+        "--json", action="store_true", default=argparse.SUPPRESS, help="print the report as JSON"
+    )
     return parser
+
+
+def _seconds(text: str) -> float:
+    """`models test --timeout`: seconds, more than 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 < value <= 3600:
+        raise argparse.ArgumentTypeError(f"must be more than 0 and at most 3600, not {text}")
+    return value
 
 
 def _latency(text: str) -> float:
