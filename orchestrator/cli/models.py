@@ -34,7 +34,7 @@ def run_models(
     if config is None:
         config = load_config(path, missing_ok=given is None)
     if getattr(args, "models_command", None) == "test":
-        from orchestrator.cli.model_test import run_model_test
+        from orchestrator.cli.model_probe import run_model_test
 
         as_json = bool(getattr(args, "json", False))
         return run_model_test(

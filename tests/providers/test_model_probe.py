@@ -26,7 +26,7 @@ from sdk_types import (
     openai_tool_call,
 )
 
-from orchestrator.cli.model_test import TOOL, format_test, probe
+from orchestrator.cli.model_probe import TOOL, format_test, probe
 from orchestrator.config import Config
 
 Shape = Literal["openai", "anthropic"]
