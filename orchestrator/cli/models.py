@@ -26,7 +26,7 @@ def run_models(
 ) -> int:
     """Print the report; 0 if every configured model is usable, else 1. A config file
     given with --config must exist; the default one may be absent. `models test SPEC`
-    is `cli.model_test`'s."""
+    is `cli.model_probe`'s."""
     out = out or sys.stdout
     given: Path | None = getattr(args, "config", None)
     path = given or default_config_path(env)

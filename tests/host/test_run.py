@@ -13,6 +13,7 @@ import trio
 
 import orchestrator as orc
 from orchestrator import ModelRequest, Price, ScriptedModel, ScriptedReply, ToolResult
+from orchestrator._price_table import ROWS
 from orchestrator.errors import ConfigError, SessionNotFound
 from tests.scenes import c
 
@@ -54,6 +55,18 @@ async def test_run_returns_the_answer_the_usage_and_where_the_session_is(
     assert result.session_dir.is_dir()
     assert result.session_dir.name == result.session_id
     assert orc.load_state(result.session_dir, warn=print).status == "completed"
+
+
+async def test_a_known_model_costs_real_money_with_no_prices_given(workspace: Path) -> None:
+    result = await orc.run(
+        "say hello",
+        model=ScriptedModel(lambda r: ScriptedReply(text="Hello."), name="openai:gpt-4.1"),
+        workspace=workspace,
+    )
+    _, given, output, _, _ = ROWS["gpt-4.1"]  # the known models' table
+    expected = (result.usage.input_tokens * given + result.usage.output_tokens * output) / 1e6
+    assert result.cost == pytest.approx(expected)
+    assert result.cost > 0
 
 
 async def test_without_an_approver_only_read_only_tools_run_and_the_model_is_told_why(
