@@ -230,7 +230,8 @@ def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
     for block in message.thinking:
         if block.redacted is not None:
             blocks.append({"type": "redacted_thinking", "data": block.redacted})
-        elif block.signature:
+        elif block.signature and not block.signature.startswith("{"):
+            # (A signature that is a JSON object holds a Responses API reasoning item.)
             blocks.append(
                 {"type": "thinking", "thinking": block.text, "signature": block.signature}
             )

@@ -6,7 +6,7 @@ import httpx
 import pytest
 import trio
 from provider_server import LoopbackServer, Sleeps
-from sdk_types import check_anthropic_request, check_openai_request
+from sdk_types import check_anthropic_request, check_openai_request, check_responses_request
 
 from orchestrator.models.http import make_client
 
@@ -20,6 +20,8 @@ async def server(nursery: trio.Nursery) -> AsyncIterator[LoopbackServer]:
     for request in srv.requests:
         if request.path.endswith("/chat/completions"):
             check_openai_request(request.json())
+        elif request.path.endswith("/responses"):
+            check_responses_request(request.json())
         elif request.path.endswith("/v1/messages"):
             check_anthropic_request(request.json())
 

@@ -10,9 +10,11 @@ from anthropic.types import ErrorResponse, RawMessageStreamEvent
 from anthropic.types.message_create_params import MessageCreateParamsStreaming
 from openai.types.chat import ChatCompletionChunk
 from openai.types.chat.completion_create_params import CompletionCreateParamsStreaming
+from openai.types.responses.response_create_params import ResponseCreateParamsStreaming
 from pydantic import TypeAdapter
 
 _OPENAI_REQUEST: TypeAdapter[Any] = TypeAdapter(CompletionCreateParamsStreaming)
+_RESPONSES_REQUEST: TypeAdapter[Any] = TypeAdapter(ResponseCreateParamsStreaming)
 _ANTHROPIC_REQUEST: TypeAdapter[Any] = TypeAdapter(MessageCreateParamsStreaming)
 _ANTHROPIC_EVENT: TypeAdapter[Any] = TypeAdapter(RawMessageStreamEvent)
 
@@ -36,6 +38,10 @@ def _check_request(adapter: TypeAdapter[Any], body: dict[str, Any]) -> None:
 
 def check_openai_request(body: dict[str, Any]) -> None:
     _check_request(_OPENAI_REQUEST, body)
+
+
+def check_responses_request(body: dict[str, Any]) -> None:
+    _check_request(_RESPONSES_REQUEST, body)
 
 
 def check_anthropic_request(body: dict[str, Any]) -> None:

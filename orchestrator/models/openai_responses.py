@@ -1,0 +1,189 @@
+"""The OpenAI Responses API (`POST /responses`), streamed.
+
+`to_wire` and `ResponsesStreamDecoder` are pure; `OpenAIResponsesModel.stream` is the one
+HTTP call. Every request says `store: false`, so the provider keeps nothing of the
+conversation, and asks for `reasoning.encrypted_content`: each reasoning item comes back
+encrypted, is kept on the assistant message (as Anthropic's thinking blocks are) and is
+sent back unchanged on the agent's later requests, so the model keeps its reasoning
+across the turns of a tool loop without the provider storing it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from typing import Any, assert_never, final
+
+from orchestrator.messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolResult,
+    UserMessage,
+)
+from orchestrator.models.base import AgentWireCaches, ModelEvent, ModelRequest, WireCache
+from orchestrator.models.http import HttpOptions, WireCall
+from orchestrator.models.http import model_stream as _model_stream
+from orchestrator.models.openai_responses_stream import ResponsesStreamDecoder, reasoning_item
+
+_RESULT_PREFIX = {
+    "ok": "",
+    "error": "Error: ",
+    "cancelled": "Cancelled: ",
+    "interrupted": "Interrupted: ",
+    "unapproved": "Error: ",
+}
+
+
+@dataclass(frozen=True)
+class ResponsesEndpoint:
+    """Where and how to reach the Responses API. The key is kept out of repr."""
+
+    model: str
+    base_url: str
+    api_key: str | None = field(default=None, repr=False)
+    headers: Mapping[str, str] = field(default_factory=dict)
+    max_tokens: int | None = None
+    temperature: float | None = None  # when the request gives none (a role's own)
+    prompt_cache_key: bool = True  # send the request's cache key
+    provider: str = "openai-responses"
+
+    @property
+    def url(self) -> str:
+        return self.base_url.rstrip("/") + "/responses"
+
+    def wire_headers(self) -> dict[str, str]:
+        headers = {"content-type": "application/json", "accept": "text/event-stream"}
+        headers.update(self.headers)
+        if self.api_key:
+            headers["authorization"] = f"Bearer {self.api_key}"
+        return headers
+
+
+# --- request --------------------------------------------------------------------------
+
+
+def to_wire(
+    request: ModelRequest,
+    *,
+    model: str,
+    default_max_tokens: int | None = None,
+    default_temperature: float | None = None,
+    cache: WireCache[list[dict[str, Any]]] | None = None,
+    prompt_cache_key: bool = True,
+) -> dict[str, Any]:
+    """The JSON body of a streamed, unstored response for `request`. With the `cache` of
+    the asking agent, only messages added since its last request are translated.
+
+    `request.stop` is not sent: the Responses API has no stop sequences."""
+    wire, new = (cache or WireCache(list)).feed(request.messages)
+    for message in new:
+        wire.extend(_items(message))
+    body: dict[str, Any] = {
+        "model": model,
+        "input": wire[:],
+        "stream": True,
+        "store": False,
+        "include": ["reasoning.encrypted_content"],
+    }
+    if request.note:  # this request's only: after the cached wire form, never in it
+        body["input"].append({"role": "user", "content": request.note})
+    if request.tools:
+        body["tools"] = [
+            {
+                "type": "function",
+                "name": t.name,
+                "description": t.description,
+                "parameters": t.parameters,
+                "strict": False,  # our schemas are not written for strict mode
+            }
+            for t in request.tools
+        ]
+        body["tool_choice"] = _tool_choice(request.tool_choice)
+    max_tokens = request.max_tokens or default_max_tokens
+    if max_tokens is not None:
+        body["max_output_tokens"] = max_tokens
+    temperature = request.temperature if request.temperature is not None else default_temperature
+    if temperature is not None:
+        body["temperature"] = temperature
+    if prompt_cache_key and request.cache_key:
+        # Agents of one role in one session share their prefix, so they share a key.
+        body["prompt_cache_key"] = request.cache_key
+    return body
+
+
+def _items(message: Message) -> list[dict[str, Any]]:
+    """The input items of one message."""
+    match message:
+        case SystemMessage(content=content):
+            return [{"role": "system", "content": content}]
+        case UserMessage(content=content):
+            return [{"role": "user", "content": content}]
+        case AssistantMessage(text=text, tool_calls=calls, thinking=thinking):
+            # Reasoning first, as the model produced it; another provider's is left out.
+            items = [item for block in thinking if (item := reasoning_item(block)) is not None]
+            if text:
+                items.append({"role": "assistant", "content": text})
+            items += [
+                {
+                    "type": "function_call",
+                    "call_id": c.id,
+                    "name": c.name,
+                    "arguments": c.arguments,
+                }
+                for c in calls
+            ]
+            return items
+        case ToolResult(call_id=call_id, status=status, content=content):
+            output = _RESULT_PREFIX[status] + content
+            return [{"type": "function_call_output", "call_id": call_id, "output": output}]
+        case _:
+            assert_never(message)
+
+
+def _tool_choice(choice: str) -> str | dict[str, Any]:
+    if choice in ("auto", "none", "required"):
+        return choice
+    return {"type": "function", "name": choice}
+
+
+# --- the model ------------------------------------------------------------------------
+
+
+@final
+class OpenAIResponsesModel:
+    """A `Model` over the OpenAI Responses API."""
+
+    def __init__(self, endpoint: ResponsesEndpoint, http: HttpOptions | None = None) -> None:
+        self._endpoint = endpoint
+        self._http = http or HttpOptions()
+        self._wire: AgentWireCaches[list[dict[str, Any]]] = AgentWireCaches(list)
+
+    @property
+    def name(self) -> str:
+        return f"{self._endpoint.provider}:{self._endpoint.model}"
+
+    @property
+    def endpoint(self) -> ResponsesEndpoint:
+        return self._endpoint
+
+    def __repr__(self) -> str:
+        return f"OpenAIResponsesModel({self.name!r}, base_url={self._endpoint.base_url!r})"
+
+    def stream(
+        self, request: ModelRequest
+    ) -> AbstractAsyncContextManager[AsyncIterator[ModelEvent]]:
+        ep = self._endpoint
+        body = to_wire(
+            request,
+            model=ep.model,
+            default_max_tokens=ep.max_tokens,
+            default_temperature=ep.temperature,
+            cache=self._wire[request.agent],
+            prompt_cache_key=ep.prompt_cache_key,
+        )
+        call = WireCall(url=ep.url, headers=ep.wire_headers(), body=body)
+        return _model_stream(
+            self._http, call, lambda: ResponsesStreamDecoder(ep.provider), provider=ep.provider
+        )
