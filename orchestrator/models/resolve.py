@@ -2,9 +2,10 @@
 into a `Model`. Environment, config and HTTP client are passed in: nothing here reads
 globals.
 
-Specs: `scripted:PATH`, `openai:MODEL`, `anthropic:MODEL`, `ollama:MODEL`,
-`openai-compatible:MODEL@URL` (or `openai-compatible:MODEL` with a base URL in the
-config), and `NAME:MODEL` for a provider the config defines under `[providers.NAME]`.
+Specs: `scripted:PATH`, `openai:MODEL`, `openai-responses:MODEL` (OpenAI's Responses API),
+`anthropic:MODEL`, `ollama:MODEL`, `openai-compatible:MODEL@URL` (or
+`openai-compatible:MODEL` with a base URL in the config), and `NAME:MODEL` for a provider
+the config defines under `[providers.NAME]`.
 """
 
 from __future__ import annotations
@@ -25,12 +26,21 @@ from orchestrator.models.anthropic import DEFAULT_MAX_TOKENS, AnthropicEndpoint,
 from orchestrator.models.base import Model
 from orchestrator.models.http import CONCURRENCY, Backoff, HttpOptions, RetryPolicy, Timeouts
 from orchestrator.models.openai import OpenAIChatModel, OpenAIEndpoint
+from orchestrator.models.openai_responses import OpenAIResponsesModel, ResponsesEndpoint
 
-KNOWN_PREFIXES = ("scripted", "openai", "anthropic", "ollama", "openai-compatible")
+KNOWN_PREFIXES = (
+    "scripted",
+    "openai",
+    "openai-responses",
+    "anthropic",
+    "ollama",
+    "openai-compatible",
+)
 
 USAGE_HINT = (
     "pass --model scripted:PATH (a JSON script, see docs/scripted-model.md), "
-    "openai:MODEL, anthropic:MODEL, ollama:MODEL or openai-compatible:MODEL@URL"
+    "openai:MODEL, openai-responses:MODEL, anthropic:MODEL, ollama:MODEL or "
+    "openai-compatible:MODEL@URL"
 )
 
 OPENAI_URL = "https://api.openai.com/v1"
@@ -39,10 +49,15 @@ OLLAMA_URL = "http://localhost:11434/v1"
 
 _BUILTIN_KINDS: dict[str, ProviderKind] = {
     "openai": "openai",
+    "openai-responses": "openai",  # OpenAI's own, over the Responses API (RESPONSES)
     "anthropic": "anthropic",
     "ollama": "openai",
     "openai-compatible": "openai",
 }
+
+
+RESPONSES = frozenset({"openai-responses"})
+"""Providers spoken to over the Responses API rather than chat completions."""
 
 
 @dataclass(frozen=True)
@@ -83,7 +98,7 @@ def provider_info(
     url: str | None
     key_env: str | None
     match name:
-        case "openai":
+        case "openai" | "openai-responses":
             url = env.get("OPENAI_BASE_URL") or settings.base_url or OPENAI_URL
             key_env, required = ("OPENAI_API_KEY" if named is None else named), True
         case "anthropic":
@@ -184,16 +199,47 @@ def resolve_model(
             f"{spec!r} names no server: pass {prefix}:MODEL@URL (e.g. "
             f"{prefix}:{model}@http://localhost:8000/v1) or set base_url under [providers.{prefix}]"
         )
+    base_url = _checked_url(url, spec, key=key, allow_http=s.allow_key_over_http)
+    return _openai_model(
+        prefix, model, base_url, key, s, max_tokens, own.temperature, cache, options
+    )
+
+
+def _openai_model(
+    prefix: str,
+    model: str,
+    base_url: str,
+    key: str | None,
+    s: ProviderConfig,
+    max_tokens: int | None,
+    temperature: float | None,
+    cache: _Caching,
+    options: HttpOptions,
+) -> Model:
+    """A model of an OpenAI-kind provider: over the Responses API for the providers in
+    `RESPONSES`, over chat completions for the rest."""
+    if prefix in RESPONSES:
+        endpoint = ResponsesEndpoint(
+            model=model,
+            base_url=base_url,
+            api_key=key,
+            headers=dict(s.headers),
+            max_tokens=max_tokens,
+            temperature=temperature,
+            prompt_cache_key=cache.prompt_cache_key is not False,
+            provider=prefix,
+        )
+        return OpenAIResponsesModel(endpoint, options)
     openai_endpoint = OpenAIEndpoint(
         provider=prefix,
         model=model,
-        base_url=_checked_url(url, spec, key=key, allow_http=s.allow_key_over_http),
+        base_url=base_url,
         api_key=key,
         headers=dict(s.headers),
         max_tokens_field=s.max_tokens_field
         or ("max_completion_tokens" if prefix == "openai" else "max_tokens"),
         max_tokens=max_tokens,
-        temperature=own.temperature,
+        temperature=temperature,
         prompt_cache_key=cache.prompt_cache_key
         if cache.prompt_cache_key is not None
         else prefix == "openai",

@@ -3,6 +3,9 @@ Responses event stream (built from the SDK's own event classes) in odd-sized pie
 
 from __future__ import annotations
 
+import argparse
+import io
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -23,6 +26,7 @@ from orchestrator import (
     Usage,
     UserMessage,
 )
+from orchestrator.cli.models import run_models
 from orchestrator.errors import ContextTooLong, ProviderRateLimited, ProviderTransient
 from orchestrator.messages import Message, MessageView
 from orchestrator.models import (
@@ -350,3 +354,14 @@ def test_a_responses_reasoning_item_is_not_replayed_to_anthropic() -> None:
     reply = AssistantMessage(text="ok", thinking=(block,))
     body = anthropic_to_wire(ModelRequest(messages=(UserMessage(content="hi"), reply)), model="c")
     assert body["messages"][1] == {"role": "assistant", "content": [{"type": "text", "text": "ok"}]}
+
+
+def test_orchestrator_models_lists_it(tmp_path: Path) -> None:
+    out = io.StringIO()
+    env = {"ORCHESTRATOR_CONFIG": str(tmp_path / "none.toml"), "OPENAI_API_KEY": "sk-secret"}
+    assert run_models(argparse.Namespace(json=True), env, out=out) == 0
+    (row,) = [
+        p for p in orjson.loads(out.getvalue())["providers"] if p["name"] == "openai-responses"
+    ]
+    assert row["base_url"] == "https://api.openai.com/v1"
+    assert row["key"] == "OPENAI_API_KEY set"

@@ -8,6 +8,7 @@ from orchestrator.config import parse_config
 from orchestrator.errors import ConfigError
 from orchestrator.models.anthropic import AnthropicModel
 from orchestrator.models.openai import OpenAIChatModel
+from orchestrator.models.openai_responses import OpenAIResponsesModel
 from orchestrator.models.resolve import provider_info, resolve_model
 
 KEYS = {"OPENAI_API_KEY": "sk-o", "ANTHROPIC_API_KEY": "sk-a"}
@@ -204,3 +205,30 @@ def test_role_cache_settings_are_checked() -> None:
         parse_config('[agents.worker]\ncache_ttl = "2h"')
     with pytest.raises(ConfigError, match=r"agents\.worker\.cache: "):
         parse_config('[agents.worker]\ncache = "on"')
+
+
+def test_openai_responses_is_openai_over_the_responses_api() -> None:
+    model = resolve_model("openai-responses:gpt-5", env=KEYS, config=parse_config(""), role="main")
+    assert isinstance(model, OpenAIResponsesModel)
+    ep = model.endpoint
+    assert (ep.url, ep.api_key, ep.model) == (
+        "https://api.openai.com/v1/responses",
+        "sk-o",
+        "gpt-5",
+    )
+    assert ep.prompt_cache_key is True
+    assert model.name == "openai-responses:gpt-5"
+    with pytest.raises(ConfigError, match="OPENAI_API_KEY is not set"):
+        resolve_model("openai-responses:gpt-5", env={})
+    proxied = resolve_model(
+        "openai-responses:gpt-5",
+        env={**KEYS, "OPENAI_BASE_URL": "https://proxy/v1"},
+        config=parse_config("[providers.openai-responses]\nprompt_cache_key = false"),
+    )
+    assert isinstance(proxied, OpenAIResponsesModel)
+    assert (proxied.endpoint.base_url, proxied.endpoint.prompt_cache_key) == (
+        "https://proxy/v1",
+        False,
+    )
+    # The spec, not a setting, says which API: `openai:` is still chat completions.
+    assert isinstance(resolve_model("openai:gpt-5", env=KEYS), OpenAIChatModel)
