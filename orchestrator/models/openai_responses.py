@@ -10,11 +10,13 @@ across the turns of a tool loop without the provider storing it.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from contextlib import AbstractAsyncContextManager, aclosing
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, assert_never, final
 
+from orchestrator.errors import ProviderBadRequest
 from orchestrator.messages import (
     AssistantMessage,
     Message,
@@ -26,6 +28,9 @@ from orchestrator.models.base import AgentWireCaches, ModelEvent, ModelRequest, 
 from orchestrator.models.http import HttpOptions, WireCall
 from orchestrator.models.http import model_stream as _model_stream
 from orchestrator.models.openai_responses_stream import ResponsesStreamDecoder, reasoning_item
+
+# OpenAI's words (HTTP 400, param `include`) when a model has no reasoning to encrypt.
+_ENCRYPTED_REFUSED = "encrypted content is not supported"
 
 _RESULT_PREFIX = {
     "ok": "",
@@ -72,9 +77,12 @@ def to_wire(
     default_temperature: float | None = None,
     cache: WireCache[list[dict[str, Any]]] | None = None,
     prompt_cache_key: bool = True,
+    encrypted_reasoning: bool = True,
 ) -> dict[str, Any]:
     """The JSON body of a streamed, unstored response for `request`. With the `cache` of
     the asking agent, only messages added since its last request are translated.
+    `encrypted_reasoning` asks for the reasoning items' encrypted content (a model that
+    does not reason refuses that).
 
     `request.stop` is not sent: the Responses API has no stop sequences."""
     wire, new = (cache or WireCache(list)).feed(request.messages)
@@ -85,8 +93,9 @@ def to_wire(
         "input": wire[:],
         "stream": True,
         "store": False,
-        "include": ["reasoning.encrypted_content"],
     }
+    if encrypted_reasoning:
+        body["include"] = ["reasoning.encrypted_content"]
     if request.note:  # this request's only: after the cached wire form, never in it
         body["input"].append({"role": "user", "content": request.note})
     if request.tools:
@@ -159,6 +168,8 @@ class OpenAIResponsesModel:
         self._endpoint = endpoint
         self._http = http or HttpOptions()
         self._wire: AgentWireCaches[list[dict[str, Any]]] = AgentWireCaches(list)
+        # Until the model says it does not reason (it refuses the encrypted content).
+        self._encrypted_reasoning = True
 
     @property
     def name(self) -> str:
@@ -174,16 +185,34 @@ class OpenAIResponsesModel:
     def stream(
         self, request: ModelRequest
     ) -> AbstractAsyncContextManager[AsyncIterator[ModelEvent]]:
+        return aclosing(self._events(request))
+
+    async def _events(self, request: ModelRequest) -> AsyncGenerator[ModelEvent]:
+        """The call's events. A model that does not reason (gpt-4o, gpt-4.1) answers a
+        request for encrypted reasoning with a 400: it is asked again without, once, and
+        this model asks that no more."""
         ep = self._endpoint
-        body = to_wire(
-            request,
-            model=ep.model,
-            default_max_tokens=ep.max_tokens,
-            default_temperature=ep.temperature,
-            cache=self._wire[request.agent],
-            prompt_cache_key=ep.prompt_cache_key,
-        )
-        call = WireCall(url=ep.url, headers=ep.wire_headers(), body=body)
-        return _model_stream(
-            self._http, call, lambda: ResponsesStreamDecoder(ep.provider), provider=ep.provider
-        )
+        while True:
+            body = to_wire(
+                request,
+                model=ep.model,
+                default_max_tokens=ep.max_tokens,
+                default_temperature=ep.temperature,
+                cache=self._wire[request.agent],
+                prompt_cache_key=ep.prompt_cache_key,
+                encrypted_reasoning=self._encrypted_reasoning,
+            )
+            call = WireCall(url=ep.url, headers=ep.wire_headers(), body=body)
+            decoder = partial(ResponsesStreamDecoder, ep.provider)
+            yielded = False
+            try:
+                async with _model_stream(self._http, call, decoder, provider=ep.provider) as events:
+                    async for event in events:
+                        yielded = True
+                        yield event
+                return
+            except ProviderBadRequest as exc:
+                refused = _ENCRYPTED_REFUSED in str(exc).lower()
+                if yielded or not refused or not self._encrypted_reasoning:
+                    raise
+                self._encrypted_reasoning = False

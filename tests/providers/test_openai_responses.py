@@ -4,6 +4,7 @@ Responses event stream (built from the SDK's own event classes) in odd-sized pie
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import io
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ import httpx
 import msgspec
 import orjson
 import pytest
-from provider_server import LoopbackServer, Reply, Sleeps, context_too_long
+from provider_server import LoopbackServer, Reply, Sleeps, Stall, context_too_long
 from responses_events import Stream, reasoning_item, usage
 
 from orchestrator import (
@@ -27,7 +28,12 @@ from orchestrator import (
     UserMessage,
 )
 from orchestrator.cli.models import run_models
-from orchestrator.errors import ContextTooLong, ProviderRateLimited, ProviderTransient
+from orchestrator.errors import (
+    ContextTooLong,
+    ProviderBadRequest,
+    ProviderRateLimited,
+    ProviderTransient,
+)
 from orchestrator.messages import Message, MessageView
 from orchestrator.models import (
     ModelEvent,
@@ -365,3 +371,68 @@ def test_orchestrator_models_lists_it(tmp_path: Path) -> None:
     ]
     assert row["base_url"] == "https://api.openai.com/v1"
     assert row["key"] == "OPENAI_API_KEY set"
+
+
+async def test_a_model_that_does_not_reason_is_asked_again_without_encrypted_reasoning(
+    server: LoopbackServer, client: httpx.AsyncClient, sleeps: Sleeps
+) -> None:
+    refused = {
+        "error": {
+            "message": "Encrypted content is not supported with this model.",
+            "type": "invalid_request_error",
+            "param": "include",
+            "code": None,
+        }
+    }
+    server.add(
+        Reply.json(400, refused),
+        Reply.sse(Stream().created().text("one").completed().events),
+        Reply.sse(Stream().created().text("two").completed().events),
+    )
+    model = make_model(server, client, sleeps)
+    assert (await run(model))[0] == TextDelta(text="one")
+    assert (await run(model))[0] == TextDelta(text="two")
+    first, again, later = (r.json() for r in server.requests)
+    assert first["include"] == ["reasoning.encrypted_content"]
+    assert "include" not in again
+    assert "include" not in later  # learned once for this model
+    assert again == {k: v for k, v in first.items() if k != "include"}
+    assert sleeps.calls == []  # asked again at once: not a retry
+
+
+async def test_any_other_bad_request_is_raised(
+    server: LoopbackServer, client: httpx.AsyncClient, sleeps: Sleeps
+) -> None:
+    server.add(
+        Reply.json(
+            400,
+            {"error": {"message": "Unknown parameter: 'foo'.", "type": "invalid_request_error"}},
+        )
+    )
+    with pytest.raises(ProviderBadRequest, match="Unknown parameter"):
+        await run(make_model(server, client, sleeps))
+    assert len(server.requests) == 1
+
+
+async def test_leaving_the_stream_early_closes_the_connection(
+    server: LoopbackServer, client: httpx.AsyncClient, sleeps: Sleeps
+) -> None:
+    server.add(Reply.sse(Stream().created().text("first").events, tail=[Stall()]))
+    model = make_model(server, client, sleeps)
+    async with model.stream(REQUEST) as stream:
+        async for event in stream:
+            assert event == TextDelta(text="first")
+            break
+    await server.disconnected.wait()
+    assert server.disconnects == 1
+
+
+def test_request_translation_named_tool_choice_limits_and_no_stop() -> None:
+    request = dataclasses.replace(
+        REQUEST, tool_choice="read_file", max_tokens=50, temperature=0.2, stop=("X",)
+    )
+    body = to_wire(request, model="m", prompt_cache_key=False)
+    assert body["tool_choice"] == {"type": "function", "name": "read_file"}
+    assert (body["max_output_tokens"], body["temperature"]) == (50, 0.2)
+    assert "stop" not in body
+    assert "prompt_cache_key" not in body
