@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 import pytest
-from sdk_types import check_anthropic_request, check_openai_request
+from sdk_types import check_anthropic_request, check_openai_request, check_responses_request
 
 from orchestrator import (
     AssistantMessage,
@@ -25,7 +25,7 @@ from orchestrator import (
     ToolSpec,
     UserMessage,
 )
-from orchestrator.models import anthropic, openai
+from orchestrator.models import anthropic, openai, openai_responses
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -56,6 +56,12 @@ CONVERSATION = (
             Thinking(text="The test imports util.", signature="c2lnbmF0dXJl"),
             Thinking(redacted="RU5DUllQVEVE"),
             Thinking(text="unsigned reasoning from another provider"),
+            # A Responses API reasoning item: sent back there only.
+            Thinking(
+                text="Two files.",
+                signature='{"id":"rs_1","summary":[{"text":"Two files.","type":"summary_text"}],'
+                '"type":"reasoning","encrypted_content":"gAAAAB-opaque"}',
+            ),
         ),
         tool_calls=(
             ToolCall(id="call_1", name="read_file", arguments='{"path": "test_util.py"}'),
@@ -126,6 +132,17 @@ CASES: dict[str, tuple[dict[str, Any], str]] = {
         "openai",
     ),
     "anthropic_named_tool": (anthropic.to_wire(NAMED_TOOL, model="claude-haiku-4-5"), "anthropic"),
+    "responses_full": (
+        openai_responses.to_wire(
+            dataclasses.replace(FULL, cache_key="orch-0123456789abcdef01234567"), model="gpt-5"
+        ),
+        "responses",
+    ),
+    "responses_minimal": (
+        openai_responses.to_wire(MINIMAL, model="gpt-4.1", encrypted_reasoning=False),
+        "responses",
+    ),
+    "responses_named_tool": (openai_responses.to_wire(NAMED_TOOL, model="gpt-5"), "responses"),
 }
 
 
@@ -143,19 +160,25 @@ def test_request_is_valid_for_the_official_sdk(name: str) -> None:
     body, kind = CASES[name]
     if kind == "openai":
         check_openai_request(body)
+    elif kind == "responses":
+        check_responses_request(body)
     else:
         check_anthropic_request(body)
 
 
-@pytest.mark.parametrize("adapter", ["openai", "anthropic"])
+@pytest.mark.parametrize("adapter", ["openai", "responses", "anthropic"])
 def test_a_growing_context_is_translated_once_and_sent_the_same(adapter: str) -> None:
     # The conversation grows a message at a time, as a live agent's does; each request,
     # made from a view of it with the agent's cache, must equal a translation from scratch.
     from orchestrator import MessageView
     from orchestrator.models.base import WireCache
 
-    make = openai.to_wire if adapter == "openai" else anthropic.to_wire
-    fresh = list if adapter == "openai" else anthropic._Turns
+    make = {
+        "openai": openai.to_wire,
+        "responses": openai_responses.to_wire,
+        "anthropic": anthropic.to_wire,
+    }[adapter]
+    fresh = anthropic._Turns if adapter == "anthropic" else list
     cache: WireCache[Any] = WireCache(fresh)  # type: ignore[arg-type]
     context: list[Any] = []
     bodies = []
@@ -168,8 +191,9 @@ def test_a_growing_context_is_translated_once_and_sent_the_same(adapter: str) ->
         assert body == make(plain, model="m")  # type: ignore[operator]
         bodies.append(body)
     # Translated once: the wire form of the first message is the very same object later.
-    first, last = bodies[2]["messages"][0], bodies[-1]["messages"][0]
-    if adapter == "openai":
+    key = "input" if adapter == "responses" else "messages"
+    first, last = bodies[2][key][0], bodies[-1][key][0]
+    if adapter != "anthropic":
         assert first is last
     else:  # turns are copied as they may still grow; their blocks are not
         assert first["content"][0] is last["content"][0]
