@@ -175,7 +175,10 @@ class ResponsesStreamDecoder:
                 return [ThinkingDone(block=reasoning_block(item))]
             case "message" if index not in self._streamed:
                 # A server that sent the message whole, without deltas.
-                return self._text(index, _message_text(item))
+                parts = [p for p in item.get("content") or () if isinstance(p, dict)]
+                self._refused |= any(p.get("type") == "refusal" for p in parts)
+                text = "".join(str(p.get("text") or p.get("refusal") or "") for p in parts)
+                return self._text(index, text)
             case _:
                 return []
 
@@ -202,13 +205,6 @@ class ResponsesStreamDecoder:
             code=None if code is None else str(code),
             message=message if isinstance(message, str) and message else default,
         )
-
-
-def _message_text(item: dict[str, Any]) -> str:
-    parts = item.get("content") or ()
-    return "".join(
-        str(p.get("text") or p.get("refusal") or "") for p in parts if isinstance(p, dict)
-    )
 
 
 def usage_from_wire(usage: dict[str, Any]) -> Usage:

@@ -53,6 +53,8 @@ from orchestrator.models.openai_responses import (
     ResponsesEndpoint,
     to_wire,
 )
+from orchestrator.models.openai_responses_stream import ResponsesStreamDecoder
+from orchestrator.models.sse import SSEDecoder
 
 TOOLS = (
     ToolSpec(
@@ -436,3 +438,19 @@ def test_request_translation_named_tool_choice_limits_and_no_stop() -> None:
     assert (body["max_output_tokens"], body["temperature"]) == (50, 0.2)
     assert "stop" not in body
     assert "prompt_cache_key" not in body
+
+
+@pytest.mark.parametrize("refusal", [False, True])
+def test_a_message_sent_whole_without_deltas_is_the_text(refusal: bool) -> None:
+    # Events of a stream that sends each item only when done: its text is not lost.
+    whole = Stream().created().text("No.", refusal=refusal).completed()
+    decoder = ResponsesStreamDecoder("openai-responses")
+    events: list[ModelEvent] = []
+    for raw in whole.events:
+        if b"delta" not in raw.split(b"\n", 1)[0]:
+            events += decoder.feed(*SSEDecoder().feed(raw))
+    events += decoder.finish()
+    assert events == [
+        TextDelta(text="No."),
+        StreamEnded(stop_reason="refusal" if refusal else "end_turn"),
+    ]
