@@ -113,7 +113,7 @@ if TYPE_CHECKING:  # events, what they carry, and the command line's renderers
 if TYPE_CHECKING:  # the engine setting (docs/engine.md)
     from orchestrator.engine import EngineUnreachable, dbos_runner
     from orchestrator.state import RanOn
-    from orchestrator.state.events import EngineBack, EngineWaiting
+    from orchestrator.state.events import EngineBack, EngineWaiting, ModelWaiting
 
 _HOMES = {
     "AgentContext": "orchestrator.state",
@@ -262,6 +262,7 @@ _HOMES = {
     "EngineBack": "orchestrator.state.events",
     "EngineUnreachable": "orchestrator.engine",
     "EngineWaiting": "orchestrator.state.events",
+    "ModelWaiting": "orchestrator.state.events",
     "RanOn": "orchestrator.state",
 }
 
@@ -309,6 +310,7 @@ __all__ = [
     "MessagesDelivered",
     "Model",
     "ModelRequest",
+    "ModelWaiting",
     "Notice",
     "NullSink",
     "PermissionGranted",

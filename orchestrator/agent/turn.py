@@ -20,10 +20,11 @@ from orchestrator.agent.calls import run_calls
 from orchestrator.agent.deps import TurnDeps
 from orchestrator.errors import CompactionFailed, ContextTooLong
 from orchestrator.messages import AssistantMessage
-from orchestrator.models.base import ModelEvent, ModelRequest, TextDelta, collect
+from orchestrator.models.base import ModelEvent, ModelRequest, TextDelta, Waiting, collect
 from orchestrator.state.context import AgentContext
 from orchestrator.state.events import (
     AssistantReplied,
+    ModelWaiting,
     TextStreamed,
     TurnEnded,
     TurnEndReason,
@@ -112,6 +113,8 @@ async def _ask_model(state: AgentContext, deps: TurnDeps) -> AssistantMessage | 
                 async for event in stream:
                     if isinstance(event, TextDelta):
                         await deps.events.emit(TextStreamed(agent=state.id, text=event.text))
+                    elif isinstance(event, Waiting):
+                        await deps.events.emit(_waiting(state.id, event))
                     yield event
 
             reply = await collect(forward_text())
@@ -141,3 +144,9 @@ def cache_key(session: str, role: str) -> str:
     if not session:
         return ""
     return "orch-" + hashlib.sha256(f"{session}/{role}".encode()).hexdigest()[:24]
+
+
+def _waiting(agent: str, event: Waiting) -> ModelWaiting:
+    how_long = "until a place frees" if event.seconds is None else f"{event.seconds:.0f} s"
+    message = f"{agent}'s model call waits {how_long}: {event.why}"
+    return ModelWaiting(agent=agent, message=message, seconds=event.seconds, why=event.why)

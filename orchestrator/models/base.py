@@ -100,7 +100,19 @@ class StreamEnded(Value, frozen=True, kw_only=True):
     stop_reason: str | None = None
 
 
-ModelEvent = TextDelta | ThinkingDelta | ThinkingDone | ToolCallReady | UsageReported | StreamEnded
+class Waiting(Value, frozen=True, kw_only=True):
+    """The call waits before it is sent (or sent again): a rate limit's hold, a retry's
+    backoff, or a place among the calls its endpoint takes at once. `seconds`: how long
+    (None: until a place frees); `why`: for a person."""
+
+    kind: Literal["waiting"] = "waiting"
+    seconds: float | None
+    why: str
+
+
+ModelEvent = (
+    TextDelta | ThinkingDelta | ThinkingDone | ToolCallReady | UsageReported | StreamEnded | Waiting
+)
 
 
 class Model(Protocol):

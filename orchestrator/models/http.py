@@ -28,7 +28,7 @@ from orchestrator.errors import (
     ProviderRateLimited,
     ProviderTransient,
 )
-from orchestrator.models.base import ModelEvent
+from orchestrator.models.base import ModelEvent, Waiting
 from orchestrator.models.failures import error_from_response, transport_error
 from orchestrator.models.sse import ServerSentEvent, SSEDecoder
 
@@ -70,6 +70,8 @@ class RetryPolicy:
         return backoff * (0.5 + rand / 2)
 
 
+SHOWN_WAIT = 1.0
+"""A wait before a call is sent that is said (a `Waiting` event) when at least this long."""
 CONCURRENCY = 16
 """The most calls at once on one endpoint, by default (`[providers.NAME] concurrency`)."""
 GROW_AFTER = 10
@@ -114,6 +116,11 @@ class Backoff:
 
     def remaining(self, key: str) -> float:
         return max(0.0, self._until.get(key, 0.0) - self._clock())
+
+    def full(self, key: str) -> bool:
+        """Whether a call on `key` would wait for a place now."""
+        lane = self._lanes.get(key)
+        return lane is not None and lane.active >= lane.limit
 
     def limit(self, key: str) -> int | None:
         """How many calls may run at once on `key` now (None: none ran yet)."""
@@ -267,11 +274,11 @@ async def retrying(
     retry = 0
     backoff = http.backoff
     while True:
-        if backoff is not None and (wait := backoff.remaining(key)) > 0:
-            await http.sleep(wait)
         yielded = False
         if backoff is not None:
-            await backoff.enter(key, http.concurrency)
+            async with aclosing(_place(backoff, key, http, provider)) as waits:
+                async for said in waits:
+                    yield said
         ended = None  # how the attempt ended, for the endpoint's concurrency
         try:
             async with aclosing(attempt()) as events:
@@ -293,11 +300,30 @@ async def retrying(
             if backoff is not None and isinstance(exc, ProviderRateLimited):
                 backoff.hold(key, delay)
             logger.warning("%s: %s; retry %d in %.1fs", provider, exc, retry + 1, delay)
+            limited = isinstance(exc, ProviderRateLimited)
+            why = f"{provider} {'is rate-limited' if limited else 'failed'}: trying again"
         finally:
             if backoff is not None:
                 backoff.leave(key, limited=ended == "limited", ok=ended == "ok")
+        if delay >= SHOWN_WAIT:  # (the other calls a hold holds say it at the top)
+            yield Waiting(seconds=delay, why=why)
         await http.sleep(delay)
         retry += 1
+
+
+async def _place(
+    backoff: Backoff, key: str, http: HttpOptions, provider: str
+) -> AsyncGenerator[Waiting]:
+    """Wait out a rate limit another call was told about, then for a place among the
+    calls the endpoint takes at once, and take it; saying each wait that is long."""
+    if (wait := backoff.remaining(key)) > 0:
+        if wait >= SHOWN_WAIT:
+            yield Waiting(seconds=wait, why=f"{provider} is rate-limited (told to another call)")
+        await http.sleep(wait)
+    if backoff.full(key):
+        why = f"{provider} takes {backoff.limit(key)} call(s) at once now, all running"
+        yield Waiting(seconds=None, why=why)
+    await backoff.enter(key, http.concurrency)
 
 
 async def _decoded(

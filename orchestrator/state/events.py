@@ -189,6 +189,16 @@ class EngineWaiting(Notice, frozen=True, tag="engine_waiting"):
     wait: float  # seconds until the next
 
 
+class ModelWaiting(Notice, frozen=True, tag="model_waiting"):
+    """An agent's model call waits before it is sent: a rate limit's hold, a retry's
+    backoff, or a place among the calls its endpoint takes at once (models/http.py).
+    Said when the wait begins (if it is a second or more, or has no end known), not
+    journaled."""
+
+    seconds: float | None  # how long (None: until a place frees)
+    why: str  # what it waits for ("openai is rate-limited: trying again")
+
+
 class EngineBack(Notice, frozen=True, tag="engine_back"):
     """The engine's database answers again after an outage (`EngineWaiting`)."""
 
@@ -228,6 +238,7 @@ Event = (
     | UsageUpdated
     | Notice
     | EngineWaiting
+    | ModelWaiting
     | EngineBack
     | CompactionStarted
     | Concepts

@@ -33,6 +33,7 @@ from orchestrator.state.events import (
     EngineBack,
     EngineWaiting,
     Event,
+    ModelWaiting,
     Notice,
     PermissionGranted,
     Record,
@@ -257,7 +258,11 @@ class ViewModel:
             return True
         match event:
             case TextStreamed():
+                agent.thinking, agent.held = True, ""
+            case ModelWaiting(seconds=seconds, why=why):
                 agent.thinking = True
+                how_long = "for a place" if seconds is None else f"{seconds:.0f} s"
+                agent.held = f"waiting {how_long}: {why}"
             case AgentStarted(role=role):
                 agent.kind = agent.kind or role
                 agent.phase = "running"
@@ -310,7 +315,7 @@ class ViewModel:
     def _replied(
         self, agent: AgentView, calls: tuple[ToolCall, ...], usage: Usage | None, model: str
     ) -> None:
-        agent.thinking = False
+        agent.thinking, agent.held = False, ""
         agent.model = model or agent.model
         if usage is not None:
             agent.own.add(usage, self._cost(agent.model, usage))

@@ -138,6 +138,7 @@ class AgentView:
     asking: str = ""  # an approval it waits for ("" for none)
     in_turn: bool = False
     thinking: bool = False  # a model call in flight
+    held: str = ""  # what that call waits for before it is sent (a rate limit; "": nothing)
     calls_open: int = 0  # calls of its latest reply without a result yet
     waiting_call: bool = False  # one of them is `wait_tasks`
 
@@ -164,6 +165,8 @@ class AgentView:
         its last call."""
         if self.asking:
             return f"approve? {self.asking}"
+        if self.held and self.thinking:
+            return self.held
         status = self.status
         if status in ("needs input", "blocked") and self.question:
             return self.question

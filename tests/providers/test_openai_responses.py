@@ -46,7 +46,7 @@ from orchestrator.models import (
     collect,
 )
 from orchestrator.models.anthropic import to_wire as anthropic_to_wire
-from orchestrator.models.base import WireCache
+from orchestrator.models.base import Waiting, WireCache
 from orchestrator.models.http import HttpOptions, RetryPolicy, Timeouts
 from orchestrator.models.openai_responses import (
     OpenAIResponsesModel,
@@ -295,7 +295,13 @@ async def test_429_and_500_are_retried_by_the_shared_layer(
         Reply.sse(Stream().created().text("ok").completed().events),
     )
     events = await run(make_model(server, client, sleeps))
-    assert events == [TextDelta(text="ok"), StreamEnded(stop_reason="end_turn")]
+    # Each wait is said before it is waited (the view shows it), then the answer.
+    said = [(e.seconds, e.why) for e in events if isinstance(e, Waiting)]
+    assert said == [
+        (1.5, "openai-responses is rate-limited: trying again"),
+        (2.0, "openai-responses failed: trying again"),
+    ]
+    assert events[2:] == [TextDelta(text="ok"), StreamEnded(stop_reason="end_turn")]
     assert sleeps.calls == [1.5, 2.0]  # the server's Retry-After, then backoff
     assert len(server.requests) == 3
 
@@ -309,7 +315,7 @@ async def test_a_failed_response_is_retried_when_its_error_is_passing(
         Reply.sse(Stream().created().text("ok").completed().events),
     )
     events = await run(make_model(server, client, sleeps))
-    assert events[0] == TextDelta(text="ok")
+    assert next(e for e in events if not isinstance(e, Waiting)) == TextDelta(text="ok")
     assert len(server.requests) == 2
 
 
@@ -320,7 +326,7 @@ async def test_a_stream_cut_in_half_is_retried_when_nothing_was_yielded(
     cut = whole.events[: len(whole.events) // 2]
     server.add(Reply.sse(cut), Reply.sse(whole.events))
     events = await run(make_model(server, client, sleeps))
-    assert events == [
+    assert [e for e in events if not isinstance(e, Waiting)] == [
         ToolCallReady(call=ToolCall(id="call_a", name="read_file", arguments='{"path": "a.txt"}')),
         StreamEnded(stop_reason="tool_use"),
     ]
