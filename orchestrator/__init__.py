@@ -113,7 +113,7 @@ if TYPE_CHECKING:  # events, what they carry, and the command line's renderers
 if TYPE_CHECKING:  # the engine setting (docs/engine.md)
     from orchestrator.engine import EngineUnreachable, dbos_runner
     from orchestrator.state import RanOn
-    from orchestrator.state.events import EngineBack, EngineWaiting, ModelWaiting
+    from orchestrator.state.events import EngineBack, EngineWaiting, ModelWaiting, ReplyCut
 
 _HOMES = {
     "AgentContext": "orchestrator.state",
@@ -263,6 +263,7 @@ _HOMES = {
     "EngineUnreachable": "orchestrator.engine",
     "EngineWaiting": "orchestrator.state.events",
     "ModelWaiting": "orchestrator.state.events",
+    "ReplyCut": "orchestrator.state.events",
     "RanOn": "orchestrator.state",
 }
 
@@ -329,6 +330,7 @@ __all__ = [
     "QuestionAnswerer",
     "RanOn",
     "ReplanRequested",
+    "ReplyCut",
     "Rule",
     "RunResult",
     "RunSettings",

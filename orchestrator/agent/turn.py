@@ -13,18 +13,20 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import itertools
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from orchestrator.agent.calls import run_calls
 from orchestrator.agent.deps import TurnDeps
-from orchestrator.errors import CompactionFailed, ContextTooLong
+from orchestrator.errors import CompactionFailed, ContextTooLong, ModelError
 from orchestrator.messages import AssistantMessage
 from orchestrator.models.base import ModelEvent, ModelRequest, TextDelta, Waiting, collect
 from orchestrator.state.context import AgentContext
 from orchestrator.state.events import (
     AssistantReplied,
     ModelWaiting,
+    ReplyCut,
     TextStreamed,
     TurnEnded,
     TurnEndReason,
@@ -107,17 +109,7 @@ async def _ask_model(state: AgentContext, deps: TurnDeps) -> AssistantMessage | 
     scope = deps.hooks.model_call(state.id) if deps.hooks else contextlib.nullcontext()
     reply = None
     with scope as preemptible:
-        async with deps.model.stream(request) as stream:
-
-            async def forward_text() -> AsyncIterator[ModelEvent]:
-                async for event in stream:
-                    if isinstance(event, TextDelta):
-                        await deps.events.emit(TextStreamed(agent=state.id, text=event.text))
-                    elif isinstance(event, Waiting):
-                        await deps.events.emit(_waiting(state.id, event))
-                    yield event
-
-            reply = await collect(forward_text())
+        reply = await _reply(request, state.id, deps)
     if reply is None:
         assert preemptible is not None
         assert preemptible.cancelled_caught
@@ -144,6 +136,41 @@ def cache_key(session: str, role: str) -> str:
     if not session:
         return ""
     return "orch-" + hashlib.sha256(f"{session}/{role}".encode()).hexdigest()[:24]
+
+
+RESTARTS = 2
+"""Times a reply cut after part of it arrived (a dropped connection, a stream that ends
+early, an overload told mid-stream) is asked for again from its start, before the error
+ends the turn. A failure before anything arrived is the wire layer's to retry."""
+
+
+async def _reply(request: ModelRequest, agent: str, deps: TurnDeps) -> AssistantMessage:
+    """The model's reply to `request`, its text shown as it streams. A reply cut after
+    some of it arrived is asked for again (at most `RESTARTS` times), said with a
+    `ReplyCut`: only the whole reply is journaled, what arrived of a cut one is dropped."""
+    for restart in itertools.count():
+        arrived = 0  # the events of this attempt that reached the reply
+
+        async def shown(stream: AsyncIterator[ModelEvent]) -> AsyncIterator[ModelEvent]:
+            nonlocal arrived
+            async for event in stream:
+                if isinstance(event, TextDelta):
+                    await deps.events.emit(TextStreamed(agent=agent, text=event.text))
+                elif isinstance(event, Waiting):
+                    await deps.events.emit(_waiting(agent, event))
+                    continue
+                arrived += 1
+                yield event
+
+        try:
+            async with deps.model.stream(request) as stream:
+                return await collect(shown(stream))
+        except ModelError as exc:
+            if not exc.retryable or not arrived or restart >= RESTARTS:
+                raise
+            message = f"{agent}'s reply was cut ({exc}): asking for it again"
+            await deps.events.emit(ReplyCut(agent=agent, message=message, error=str(exc)))
+    raise AssertionError("unreachable")
 
 
 def _waiting(agent: str, event: Waiting) -> ModelWaiting:

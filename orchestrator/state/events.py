@@ -199,6 +199,14 @@ class ModelWaiting(Notice, frozen=True, tag="model_waiting"):
     why: str  # what it waits for ("openai is rate-limited: trying again")
 
 
+class ReplyCut(Notice, frozen=True, tag="reply_cut"):
+    """An agent's reply was cut after part of it arrived (a dropped connection, a stream
+    that ended early): it is asked for again from its start, and what arrived of it is
+    dropped (the whole reply is what is journaled). Not journaled."""
+
+    error: str  # why it was cut, as the provider's error says
+
+
 class EngineBack(Notice, frozen=True, tag="engine_back"):
     """The engine's database answers again after an outage (`EngineWaiting`)."""
 
@@ -239,6 +247,7 @@ Event = (
     | Notice
     | EngineWaiting
     | ModelWaiting
+    | ReplyCut
     | EngineBack
     | CompactionStarted
     | Concepts

@@ -1,18 +1,24 @@
-"""An agent whose model call waits on a rate limit is shown waiting, and for how long
-(issue 41, item 3): the adapter says the wait (`Waiting`), the turn tells it to the
-session's sink (`ModelWaiting`, not journaled), the transcript prints it and the live
-view shows it as the agent's activity until its reply. A real run (`orc.run`, in memory)
-over httpx's MockTransport, in virtual time: a 429 asking 30 s is waited in no time."""
+"""What a person sees when a provider misbehaves (issue 41, items 1 and 3), through real
+runs (`orc.run`) over httpx's MockTransport. An agent whose model call waits on a rate
+limit is shown waiting, and for how long: the adapter says the wait (`Waiting`), the turn
+tells the sink (`ModelWaiting`, not journaled), the transcript prints it and the live
+view shows it as the agent's activity until its reply (in virtual time: a 429 asking
+30 s is waited in no time). A reply cut after some text is asked for again, said
+(`ReplyCut`), and only the whole reply is journaled."""
 
 from __future__ import annotations
 
 import io
+from collections.abc import AsyncIterator
+from pathlib import Path
 
 import httpx
+import pytest
 import trio
 
 import orchestrator as orc
 from orchestrator.cli.render import TranscriptSink
+from orchestrator.messages import AssistantMessage
 from orchestrator.models.http import Backoff, HttpOptions
 from orchestrator.models.openai import OpenAIChatModel, OpenAIEndpoint
 from orchestrator.view import ViewModel
@@ -56,3 +62,61 @@ async def test_a_rate_limited_call_is_shown_waiting_until_its_reply(
     assert "! main's model call waits 30 s: openai is rate-limited: trying again" in (
         printed.getvalue()
     )
+
+
+class CutAfter(httpx.AsyncByteStream):
+    """Sends `first`, then the connection drops, as a peer that closes mid-body."""
+
+    def __init__(self, first: bytes) -> None:
+        self.first = first
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        yield self.first
+        raise httpx.RemoteProtocolError("peer closed connection without sending complete body")
+
+
+def cut_then(times: int) -> httpx.AsyncClient:
+    """A provider whose first `times` replies are cut after some text, then whole."""
+    sent = 0
+
+    async def handler(request: httpx.Request) -> httpx.Response:
+        nonlocal sent
+        sent += 1
+        headers = {"content-type": "text/event-stream"}
+        if sent <= times:
+            cut = CutAfter(openai_chunk({"content": f"partial {sent}"}))
+            return httpx.Response(200, headers=headers, stream=cut)
+        body = openai_chunk({"content": "whole"}, finish="stop") + OPENAI_DONE
+        return httpx.Response(200, headers=headers, content=body)
+
+    return httpx.AsyncClient(transport=httpx.MockTransport(handler))
+
+
+async def test_a_reply_cut_after_text_is_asked_again_and_only_the_whole_one_kept(
+    tmp_path: Path,
+) -> None:
+    endpoint = OpenAIEndpoint(provider="openai", model="m", base_url="http://test/v1")
+    model = OpenAIChatModel(endpoint, HttpOptions(client=cut_then(2)))
+    printed = io.StringIO()
+    result = await orc.run(
+        "hi",
+        model=model,
+        sessions_dir=tmp_path,
+        on_event=TranscriptSink(printed, color=False),
+    )
+    assert (result.status, result.output) == ("completed", "whole")
+    shown = printed.getvalue()
+    assert "partial 1\n! main's reply was cut (connection failed: peer closed" in shown
+    assert shown.count("asking for it again") == 2
+    assert result.session_dir is not None
+    state = orc.load_state(result.session_dir, warn=pytest.fail)
+    replies = [m.text for m in state.agents["main"].messages if isinstance(m, AssistantMessage)]
+    assert replies == ["whole"]  # what arrived of the cut ones is not kept
+
+
+async def test_a_third_cut_ends_the_run_with_the_error(tmp_path: Path) -> None:
+    endpoint = OpenAIEndpoint(provider="openai", model="m", base_url="http://test/v1")
+    model = OpenAIChatModel(endpoint, HttpOptions(client=cut_then(3)))
+    result = await orc.run("hi", model=model, sessions_dir=tmp_path)
+    assert result.status == "failed"
+    assert "peer closed connection" in result.detail
