@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from orchestrator.cli.out import session_ref
 from orchestrator.errors import ConfigError, SessionNotFound
 from orchestrator.layout import LOCK, MANIFEST
 from orchestrator.session.listing import SessionInfo, find_session, list_sessions
@@ -109,6 +110,7 @@ def _show(
     last: int,
     prices: Mapping[str, Price],
     workers: WorkersReader,
+    ref: str,
 ) -> int:
     # The report's data, printed as `SessionReport.text()` and `to_json()` print it,
     # without building that typed view (and importing each of its types) first.
@@ -116,7 +118,7 @@ def _show(
     from orchestrator.session.report_text import report_json, report_text
 
     data = read_report(session_dir(root, session_id), last, prices, None, _note, workers)
-    sys.stdout.write(report_json(data) if as_json else report_text(data))
+    sys.stdout.write(report_json(data) if as_json else report_text(data, ref))
     return 0
 
 
@@ -210,6 +212,7 @@ def run_sessions(
                 last=args.events,
                 prices=prices,
                 workers=_workers_reader(args),
+                ref=session_ref(args.session_id, args),
             )
         case "compact":
             from orchestrator.cli.compact import compact

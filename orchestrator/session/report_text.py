@@ -37,11 +37,12 @@ def report_json(info: dict[str, Any]) -> str:
     return orjson.dumps(info, option=orjson.OPT_INDENT_2).decode() + "\n"
 
 
-def report_text(info: dict[str, Any]) -> str:
-    """The whole report, one line per line, ending in a newline."""
+def report_text(info: dict[str, Any], ref: str = "") -> str:
+    """The whole report, one line per line, ending in a newline. `ref`: the session as
+    the commands it prints name it (its id, with the command line's `--sessions-dir`)."""
     lines = header_lines(info)
     lines += [line.replace("execute ID", f"execute {info['id']}") for line in plan_lines(info)]
-    lines += approval_lines(info)
+    lines += approval_lines(info, ref or info["id"])
     lines += agent_lines(info["agents"])
     lines += tree_lines(info)
     lines += mailbox_lines(info["mailbox"])
@@ -91,7 +92,7 @@ def header_lines(info: dict[str, Any]) -> list[str]:
     return [f"{name:<10} {value}" for name, value in fields if value]
 
 
-def approval_lines(info: dict[str, Any]) -> list[str]:
+def approval_lines(info: dict[str, Any], ref: str) -> list[str]:
     """The calls parked for a person's decision (none: no lines): each one's id, whose
     it is and what it runs, and the commands that decide it."""
     parked = info.get("approvals") or []
@@ -111,7 +112,7 @@ def approval_lines(info: dict[str, Any]) -> list[str]:
         "",
         "calls waiting for approval",
         *table(("ID", "WHO", "TOOL", "COMMAND OR ARGUMENTS"), rows),
-        f"  decide: orchestrator resume {info['id']} --approve-call {first} "
+        f"  decide: orchestrator resume {ref} --approve-call {first} "
         f"(or --deny-call {first} --reason 'why')",
     ]
 

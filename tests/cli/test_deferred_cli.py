@@ -50,7 +50,8 @@ def test_sessions_show_lists_the_parked_call_and_resume_approves_it(tmp_path: Pa
     assert "calls waiting for approval" in text
     [row] = [line.split() for line in text.splitlines() if line.startswith(f"  {call} ")]
     assert row == [call, "the", "main", "agent", "shell", "echo", "ran", ">>", "log.txt"]
-    assert f"orchestrator resume {session} --approve-call {call}" in text
+    # The command that decides it finds the session where this one did.
+    assert f"orchestrator resume {session} --sessions-dir {root} --approve-call {call}" in text
     data = orjson.loads(
         orchestrator("sessions", "show", session, "--json", "--sessions-dir", str(root)).stdout
     )
