@@ -77,7 +77,7 @@ class ProviderConfig(_Strict, frozen=True):
     idle_timeout: float | None = Field(default=None, gt=0, le=DAY)
     max_retries: int | None = Field(default=None, ge=0, le=100)
     # The most calls at once on this provider's endpoint (per key): lowered after a 429
-    # or 529, raised back as calls go well (models/http.py `Backoff`).
+    # or 529, raised back as calls go well (models/limits.py `Backoff`).
     concurrency: int | None = Field(default=None, ge=1, le=COUNT)
     # A key goes over plain http only to a loopback address, unless this says otherwise.
     allow_key_over_http: bool = False

@@ -16,7 +16,7 @@ from orchestrator.cli.env import user_config_dir
 from orchestrator.config import Config
 from orchestrator.loop.compaction import Window
 from orchestrator.models.base import Model
-from orchestrator.models.http import Backoff
+from orchestrator.models.limits import Backoff
 from orchestrator.models.resolve import resolve_model
 from orchestrator.models.windows import window_for
 from orchestrator.team.definitions import Definitions

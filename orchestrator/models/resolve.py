@@ -24,7 +24,8 @@ from orchestrator.config import AgentConfig, Config, ProviderConfig, ProviderKin
 from orchestrator.errors import ConfigError
 from orchestrator.models.anthropic import DEFAULT_MAX_TOKENS, AnthropicEndpoint, AnthropicModel
 from orchestrator.models.base import Model
-from orchestrator.models.http import CONCURRENCY, Backoff, HttpOptions, RetryPolicy, Timeouts
+from orchestrator.models.http import HttpOptions, RetryPolicy, Timeouts
+from orchestrator.models.limits import CONCURRENCY, Backoff
 from orchestrator.models.openai import OpenAIChatModel, OpenAIEndpoint
 from orchestrator.models.openai_responses import OpenAIResponsesModel, ResponsesEndpoint
 

@@ -11,7 +11,8 @@ import trio
 from sdk_types import OPENAI_DONE, openai_chunk
 from test_virtual_time import complete, sse
 
-from orchestrator.models.http import GROW_AFTER, Backoff, HttpOptions
+from orchestrator.models.http import HttpOptions
+from orchestrator.models.limits import GROW_AFTER, Backoff
 from orchestrator.models.openai import OpenAIChatModel, OpenAIEndpoint
 
 

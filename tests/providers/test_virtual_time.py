@@ -104,7 +104,7 @@ async def test_retry_sleeps_with_trio_by_default(autojump_clock: trio.abc.Clock)
 async def test_a_rate_limit_told_to_one_agent_holds_every_agent_on_that_key(
     autojump_clock: trio.abc.Clock,
 ) -> None:
-    from orchestrator.models.http import Backoff
+    from orchestrator.models.limits import Backoff
 
     arrivals: list[tuple[float, str]] = []
     limited = False

@@ -19,7 +19,8 @@ import trio
 import orchestrator as orc
 from orchestrator.cli.render import TranscriptSink
 from orchestrator.messages import AssistantMessage
-from orchestrator.models.http import Backoff, HttpOptions
+from orchestrator.models.http import HttpOptions
+from orchestrator.models.limits import Backoff
 from orchestrator.models.openai import OpenAIChatModel, OpenAIEndpoint
 from orchestrator.view import ViewModel
 from tests.providers.sdk_types import OPENAI_DONE, openai_chunk
