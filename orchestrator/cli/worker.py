@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import functools
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -35,6 +36,10 @@ def serve(args: argparse.Namespace, config: Config) -> int:
             "a worker needs the engine's database: --database-url URL or [engine] "
             "database_url (the URL the sessions use)"
         )
+    # Ctrl+C (SIGINT) stops a worker whatever its parent left: a process started with
+    # SIGINT ignored or blocked (by a supervisor, a test runner's worker) would go on.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         trio.run(_serve, args, config, url)
     except* KeyboardInterrupt:

@@ -301,9 +301,7 @@ async def test_a_stopped_worker_s_task_is_taken_over_and_nothing_runs_twice(
     async with trio.open_nursery() as nursery:
         first = await start_worker(nursery, setup.url, tmp_path, "first")
         nursery.start_soon(session)
-        # A guard against a hang, not a timing: in a fresh clone's whole suite (not alone,
-        # nor in the checkout's) the stopped worker has taken over two minutes to exit.
-        with trio.fail_after(300):
+        with trio.fail_after(120):
             # Its shell call has begun (and its start is journaled).
             await trio.to_thread.run_sync(ready.read_text, abandon_on_cancel=True)
             first.process.send_signal(stop)
@@ -604,3 +602,19 @@ async def test_a_worker_that_cannot_reach_the_workspace_fails_the_task_saying_so
             record.reason
         )
     assert not [line for line in worker.lines if "task t" in line]
+
+
+async def test_ctrl_c_stops_a_worker_started_with_sigint_ignored(tmp_path: Path) -> None:
+    """A process may start with SIGINT ignored (its parent's choice, which a child keeps:
+    a supervisor, a test runner's worker): a worker still stops on Ctrl+C."""
+    url = sqlite_url(tmp_path / "engine.sqlite")
+    ignore = "import signal; signal.signal(signal.SIGINT, signal.SIG_IGN)"
+    async with trio.open_nursery() as nursery:
+        worker = await start_worker(nursery, url, tmp_path, "ignoring", before=ignore)
+        with trio.fail_after(60):
+            await worker.see("takes tasks from")
+            worker.process.send_signal(signal.SIGINT)
+            await worker.process.wait()
+        nursery.cancel_scope.cancel()
+    assert worker.process.returncode == 0
+    assert worker.count("worker stopped") == 1
