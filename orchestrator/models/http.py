@@ -91,6 +91,16 @@ class HttpOptions:
     concurrency: int = CONCURRENCY
 
 
+def bearer_headers(extra: Mapping[str, str], api_key: str | None) -> dict[str, str]:
+    """The headers of a streamed JSON call with an `Authorization: Bearer` key (OpenAI's
+    chat completions and Responses API, and servers speaking them), `extra` after."""
+    headers = {"content-type": "application/json", "accept": "text/event-stream"}
+    headers.update(extra)
+    if api_key:
+        headers["authorization"] = f"Bearer {api_key}"
+    return headers
+
+
 @dataclass(frozen=True)
 class WireCall:
     """One POST. `headers` may hold an API key: never log or print them."""
@@ -198,16 +208,16 @@ async def retrying(
             ended = "ok" if yielded else None
             raise
         except ModelError as exc:
-            ended = "limited" if isinstance(exc, ProviderRateLimited) else None
+            limited = isinstance(exc, ProviderRateLimited)
+            ended = "limited" if limited else None
             if yielded or not exc.retryable or retry >= http.retry.max_retries:
                 raise
             delay = http.retry.delay(retry, getattr(exc, "retry_after", None), http.rand())
             if delay is None:
                 raise
-            if backoff is not None and isinstance(exc, ProviderRateLimited):
+            if backoff is not None and limited:
                 backoff.hold(key, delay)
             logger.warning("%s: %s; retry %d in %.1fs", provider, exc, retry + 1, delay)
-            limited = isinstance(exc, ProviderRateLimited)
             why = f"{provider} {'is rate-limited' if limited else 'failed'}: trying again"
         finally:
             if backoff is not None:

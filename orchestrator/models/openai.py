@@ -38,7 +38,7 @@ from orchestrator.models.base import (
     WireCache,
 )
 from orchestrator.models.failures import classify, error_fields
-from orchestrator.models.http import HttpOptions, WireCall, json_data
+from orchestrator.models.http import HttpOptions, WireCall, bearer_headers, json_data
 from orchestrator.models.http import model_stream as _model_stream
 from orchestrator.models.sse import ServerSentEvent
 
@@ -81,11 +81,7 @@ class OpenAIEndpoint:
         return self.base_url.rstrip("/") + "/chat/completions"
 
     def wire_headers(self) -> dict[str, str]:
-        headers = {"content-type": "application/json", "accept": "text/event-stream"}
-        headers.update(self.headers)
-        if self.api_key:
-            headers["authorization"] = f"Bearer {self.api_key}"
-        return headers
+        return bearer_headers(self.headers, self.api_key)
 
 
 # --- request --------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from orchestrator.messages import (
     UserMessage,
 )
 from orchestrator.models.base import AgentWireCaches, ModelEvent, ModelRequest, WireCache
-from orchestrator.models.http import HttpOptions, WireCall
+from orchestrator.models.http import HttpOptions, WireCall, bearer_headers
 from orchestrator.models.http import model_stream as _model_stream
 from orchestrator.models.openai_responses_stream import ResponsesStreamDecoder, reasoning_item
 
@@ -59,11 +59,7 @@ class ResponsesEndpoint:
         return self.base_url.rstrip("/") + "/responses"
 
     def wire_headers(self) -> dict[str, str]:
-        headers = {"content-type": "application/json", "accept": "text/event-stream"}
-        headers.update(self.headers)
-        if self.api_key:
-            headers["authorization"] = f"Bearer {self.api_key}"
-        return headers
+        return bearer_headers(self.headers, self.api_key)
 
 
 # --- request --------------------------------------------------------------------------

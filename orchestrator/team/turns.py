@@ -185,11 +185,7 @@ class Turns:
         if tools is not None:
             return tools
         base = self._run.all_tools.tools()
-        given = {t.name for t in base}  # todo tools given as objects are not added twice
-        todos = [t for t in todo_tools() if t.name not in given]
         recall = self._seat.recall
-        if recall is not None:  # every agent may read back what a compaction pruned
-            todos = [*todos, Recall(recall)]
         if definition is None and self._run.plain:
             # What the tools given need: following a call in the background, and `recall`
             # once a compaction pruned what it names.
@@ -199,7 +195,13 @@ class Turns:
                 if recall is None
                 else _Plain(offered, Recall(recall), self._compacted)
             )
-        elif definition is None:
+            self._role_tools[role] = tools
+            return tools
+        given = {t.name for t in base}  # todo tools given as objects are not added twice
+        todos = [t for t in todo_tools() if t.name not in given]
+        if recall is not None:  # every agent may read back what a compaction pruned
+            todos = [*todos, Recall(recall)]
+        if definition is None:
             blocked = ReportBlockedMain(self._oversight)
             # The builder (the main agent of a session with a plan) may send a task back.
             plans = [Replan(self._planning)] if self._session.state.plans.versions else []
