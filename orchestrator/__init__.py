@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from orchestrator.loop.todos import TodoItem, TodoList
     from orchestrator.messages import MessageView
     from orchestrator.models import Model, ModelRequest, ToolSpec
+    from orchestrator.models.fallback import Fallback
     from orchestrator.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply
     from orchestrator.session.inspection import SessionReport, session_report
     from orchestrator.session.listing import SessionInfo, list_sessions
@@ -103,6 +104,7 @@ if TYPE_CHECKING:  # events, what they carry, and the command line's renderers
         UsageUpdated,
         event_json,
     )
+    from orchestrator.state.fallbacks import ModelSwitched
     from orchestrator.state.mailbox import MessagePosted, MessagesDelivered
     from orchestrator.state.plans import PlanDecided, PlanSubmitted, ReplanRequested
     from orchestrator.state.settings import SettingsChosen
@@ -138,6 +140,7 @@ _HOMES = {
     "MainOutcome": "orchestrator.team",
     "MemorySession": "orchestrator.session",
     "MessageView": "orchestrator.messages",
+    "Fallback": "orchestrator.models.fallback",
     "Model": "orchestrator.models",
     "ModelRequest": "orchestrator.models",
     "NullSink": "orchestrator.state",
@@ -238,6 +241,7 @@ _HOMES = {
     "PlanDecided": "orchestrator.state.plans",
     "ApprovalDecided": "orchestrator.state.approvals",
     "ApprovalParked": "orchestrator.state.approvals",
+    "ModelSwitched": "orchestrator.state.fallbacks",
     "PlanSubmitted": "orchestrator.state.plans",
     "ReplanRequested": "orchestrator.state.plans",
     "CompactionStarted": "orchestrator.loop.compaction",
@@ -291,6 +295,7 @@ __all__ = [
     "EventHandler",
     "EventSink",
     "EventStream",
+    "Fallback",
     "FanOut",
     "FunctionTool",
     "Grant",
@@ -311,6 +316,7 @@ __all__ = [
     "MessagesDelivered",
     "Model",
     "ModelRequest",
+    "ModelSwitched",
     "ModelWaiting",
     "Notice",
     "NullSink",

@@ -36,14 +36,38 @@ from __future__ import annotations
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from orchestrator.errors import ConfigError
 from orchestrator.usage import Price
 
 ProviderKind = Literal["openai", "anthropic"]
+
+
+def _chain(value: object) -> object:
+    """A model given as a list (a fallback chain, models/fallback.py) as the one spec
+    string the rest reads: its specs joined by commas."""
+    if isinstance(value, list | tuple):
+        specs = [str(v).strip() if isinstance(v, str) else v for v in value]
+        if len(specs) < 2 or not all(isinstance(v, str) and v for v in specs):
+            raise ValueError("a fallback chain is a list of two or more model specs")
+        if any("," in v for v in specs):
+            raise ValueError("a model spec in a chain holds no comma")
+        return ",".join(specs)
+    return value
+
+
+ModelSpec = Annotated[str, BeforeValidator(_chain)]
+"""A model spec, or a fallback chain given as a list of them."""
 
 
 class _Strict(BaseModel, frozen=True, extra="forbid", allow_inf_nan=False):
@@ -91,7 +115,9 @@ class ProviderConfig(_Strict, frozen=True):
 class AgentConfig(_Strict, frozen=True):
     """Per agent role (`planner`, `builder`, `worker`, ...)."""
 
-    model: str | None = None
+    model: ModelSpec | None = None  # a list: a fallback chain (docs/providers.md)
+    # Seconds after its last move the role's fallback chain goes back to its first model.
+    cooldown: float | None = Field(default=None, ge=0, le=DAY)
     max_tokens: int | None = Field(default=None, gt=0, le=TOKENS)
     temperature: float | None = Field(default=None, ge=0, le=2)
     # Prompt caching for this role's requests, as under [providers.NAME]; where set, it
@@ -242,7 +268,7 @@ class EngineConfig(_Strict, frozen=True):
 
 
 class Config(_Strict, frozen=True):
-    model: str | None = None
+    model: ModelSpec | None = None  # a list: a fallback chain (docs/providers.md)
     shell: ShellConfig = Field(default_factory=ShellConfig)
     team: TeamConfig = Field(default_factory=TeamConfig)
     session: SessionConfig = Field(default_factory=SessionConfig)

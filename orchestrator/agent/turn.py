@@ -21,7 +21,14 @@ from orchestrator.agent.calls import run_calls
 from orchestrator.agent.deps import TurnDeps
 from orchestrator.errors import CompactionFailed, ContextTooLong, ModelError
 from orchestrator.messages import AssistantMessage
-from orchestrator.models.base import ModelEvent, ModelRequest, TextDelta, Waiting, collect
+from orchestrator.models.base import (
+    ModelChosen,
+    ModelEvent,
+    ModelRequest,
+    TextDelta,
+    Waiting,
+    collect,
+)
 from orchestrator.state.context import AgentContext
 from orchestrator.state.events import (
     AssistantReplied,
@@ -33,6 +40,7 @@ from orchestrator.state.events import (
     TurnStarted,
     UsageUpdated,
 )
+from orchestrator.state.fallbacks import ModelSwitched
 
 
 @dataclass(frozen=True)
@@ -108,14 +116,15 @@ async def _ask_model(state: AgentContext, deps: TurnDeps) -> AssistantMessage | 
     )
     scope = deps.hooks.model_call(state.id) if deps.hooks else contextlib.nullcontext()
     reply = None
+    model = deps.model.name
     with scope as preemptible:
-        reply = await _reply(request, state.id, deps)
+        reply, model = await _reply(request, state.id, deps)
     if reply is None:
         assert preemptible is not None
         assert preemptible.cancelled_caught
         return None
     # Write-ahead: the reply is journaled before any of its tool calls runs.
-    await deps.events.emit(AssistantReplied(agent=state.id, message=reply, model=deps.model.name))
+    await deps.events.emit(AssistantReplied(agent=state.id, message=reply, model=model))
     if reply.usage is not None:
         context, usable = state.count().tokens, deps.usable()
         usage = UsageUpdated(
@@ -144,33 +153,52 @@ early, an overload told mid-stream) is asked for again from its start, before th
 ends the turn. A failure before anything arrived is the wire layer's to retry."""
 
 
-async def _reply(request: ModelRequest, agent: str, deps: TurnDeps) -> AssistantMessage:
-    """The model's reply to `request`, its text shown as it streams. A reply cut after
-    some of it arrived is asked for again (at most `RESTARTS` times), said with a
-    `ReplyCut`: only the whole reply is journaled, what arrived of a cut one is dropped."""
+async def _reply(request: ModelRequest, agent: str, deps: TurnDeps) -> tuple[AssistantMessage, str]:
+    """The model's reply to `request`, its text shown as it streams, and the name of the
+    model that answered (a fallback chain's says which of its models, models/fallback.py,
+    and a move of the chain is journaled before the reply). A reply cut after some of it
+    arrived is asked for again (at most `RESTARTS` times), said with a `ReplyCut`: only
+    the whole reply is journaled, what arrived of a cut one is dropped."""
     for restart in itertools.count():
         arrived = 0  # the events of this attempt that reached the reply
+        model = deps.model.name
 
         async def shown(stream: AsyncIterator[ModelEvent]) -> AsyncIterator[ModelEvent]:
-            nonlocal arrived
+            nonlocal arrived, model
             async for event in stream:
                 if isinstance(event, TextDelta):
                     await deps.events.emit(TextStreamed(agent=agent, text=event.text))
                 elif isinstance(event, Waiting):
                     await deps.events.emit(_waiting(agent, event))
                     continue
+                elif isinstance(event, ModelChosen):
+                    model = event.model
+                    if event.instead_of:
+                        await deps.events.emit(_switched(agent, event))
+                    continue
                 arrived += 1
                 yield event
 
         try:
             async with deps.model.stream(request) as stream:
-                return await collect(shown(stream))
+                return await collect(shown(stream)), model
         except ModelError as exc:
             if not exc.retryable or not arrived or restart >= RESTARTS:
                 raise
             message = f"{agent}'s reply was cut ({exc}): asking for it again"
             await deps.events.emit(ReplyCut(agent=agent, message=message, error=str(exc)))
     raise AssertionError("unreachable")
+
+
+def _switched(agent: str, event: ModelChosen) -> ModelSwitched:
+    return ModelSwitched(
+        agent=agent,
+        chain=event.chain,
+        model=event.model,
+        instead_of=event.instead_of,
+        why=event.why,
+        at=event.at,
+    )
 
 
 def _waiting(agent: str, event: Waiting) -> ModelWaiting:

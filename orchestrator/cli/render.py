@@ -43,6 +43,7 @@ from orchestrator.state.events import (
     UsageUpdated,
     event_json,
 )
+from orchestrator.state.fallbacks import ModelSwitched
 from orchestrator.state.mailbox import MAIN, MessagePosted, MessagesDelivered
 from orchestrator.state.plans import PlanDecided, PlanSubmitted, ReplanRequested
 from orchestrator.state.settings import SettingsChosen
@@ -123,6 +124,10 @@ class TranscriptSink:
                 | ApprovalDecided()
             ):
                 self._line(self._state_line(event, who))
+            case ModelSwitched(model=model, instead_of=instead_of, why=why):
+                why = f": {label(why, 2 * ARG_WIDTH)}" if why else ""
+                line = f"! {who}{label(model)} answers instead of {label(instead_of)}{why}"
+                self._line(s.yellow(line))
             case PermissionGranted(tool=tool, pattern=pattern):
                 what = f"{label(tool)} commands matching {label(pattern)!r}" if pattern else tool
                 self._line(s.dim(f"  (allowed {label(what)} for this session)"))

@@ -40,6 +40,7 @@ from orchestrator.host.options import (
     takes,
 )
 from orchestrator.models.base import Model
+from orchestrator.models.fallback import Fallback, chain_specs
 from orchestrator.models.http import make_client
 from orchestrator.models.resolve import provider_names, resolve_model
 from orchestrator.session.live import create_session, open_session
@@ -199,7 +200,9 @@ def _label(model: Model | str) -> str:
     resume makes again when it is a provider's spec; a scripted one is only a name."""
     if isinstance(model, str):
         return model
-    return f"object:{model.name}" if model.name.partition(":")[0] == "scripted" else model.name
+    name = model.spec if isinstance(model, Fallback) else model.name
+    scripted = any(one.startswith("scripted:") for one in chain_specs(name))
+    return f"object:{name}" if scripted else name
 
 
 _ROOT: list[Path] = []  # this process's temporary sessions root, once made

@@ -110,8 +110,29 @@ class Waiting(Value, frozen=True, kw_only=True):
     why: str
 
 
+class ModelChosen(Value, frozen=True, kw_only=True):
+    """Which model of a fallback chain (models/fallback.py) answers this call, said before
+    its reply. `instead_of` names the one it replaces and `why` says why (its error, or
+    that the cool-down is over), both empty when it is the model the chain was on;
+    `chain` is the chain's spec and `at` the wall time of the change (`time.time()`)."""
+
+    kind: Literal["chosen"] = "chosen"
+    model: str
+    chain: str
+    instead_of: str = ""
+    why: str = ""
+    at: float = 0.0
+
+
 ModelEvent = (
-    TextDelta | ThinkingDelta | ThinkingDone | ToolCallReady | UsageReported | StreamEnded | Waiting
+    TextDelta
+    | ThinkingDelta
+    | ThinkingDone
+    | ToolCallReady
+    | UsageReported
+    | StreamEnded
+    | Waiting
+    | ModelChosen
 )
 
 

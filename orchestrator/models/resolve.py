@@ -5,7 +5,8 @@ globals.
 Specs: `scripted:PATH`, `openai:MODEL`, `openai-responses:MODEL` (OpenAI's Responses API),
 `anthropic:MODEL`, `ollama:MODEL`, `openai-compatible:MODEL@URL` (or
 `openai-compatible:MODEL` with a base URL in the config), and `NAME:MODEL` for a provider
-the config defines under `[providers.NAME]`.
+the config defines under `[providers.NAME]`; several of them, comma-separated, make a
+fallback chain.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from orchestrator.config import AgentConfig, Config, ProviderConfig, ProviderKin
 from orchestrator.errors import ConfigError
 from orchestrator.models.anthropic import DEFAULT_MAX_TOKENS, AnthropicEndpoint, AnthropicModel
 from orchestrator.models.base import Model
+from orchestrator.models.fallback import COOLDOWN, SEPARATOR, Fallback, chain_specs
 from orchestrator.models.http import HttpOptions, RetryPolicy, Timeouts
 from orchestrator.models.limits import CONCURRENCY, Backoff
 from orchestrator.models.openai import OpenAIChatModel, OpenAIEndpoint
@@ -138,9 +140,26 @@ def resolve_model(
     With a `role`, that role's settings under `[agents.ROLE]` win over the provider's
     where they are set: its output limit `max_tokens`, its `temperature` and its
     prompt caching (`cache`, `cache_ttl`, `prompt_cache_key`). They live in the model,
-    so agents whose roles differ in them have models of their own."""
+    so agents whose roles differ in them have models of their own.
+
+    A spec of several, comma-separated (`anthropic:A,openai:B`), is a fallback chain
+    (models/fallback.py), its cool-down the role's `cooldown`."""
     if not spec:
         raise ConfigError(f"no model given: {USAGE_HINT}")
+    if SEPARATOR in spec:
+        return _chain(spec, env=env, http=http, config=config, role=role, backoff=backoff)
+    return _one_model(spec, env=env, http=http, config=config, role=role, backoff=backoff)
+
+
+def _one_model(
+    spec: str,
+    *,
+    env: Mapping[str, str],
+    http: httpx.AsyncClient | None,
+    config: Config | None,
+    role: str | None,
+    backoff: Backoff | None,
+) -> Model:
     prefix, sep, rest = spec.partition(":")
     if not sep or not rest:
         raise ConfigError(f"model {spec!r} is not PROVIDER:NAME: {USAGE_HINT}")
@@ -204,6 +223,29 @@ def resolve_model(
     return _openai_model(
         prefix, model, base_url, key, s, max_tokens, own.temperature, cache, options
     )
+
+
+def _chain(
+    spec: str,
+    *,
+    env: Mapping[str, str],
+    http: httpx.AsyncClient | None,
+    config: Config | None,
+    role: str | None,
+    backoff: Backoff | None,
+) -> Fallback:
+    specs = chain_specs(spec)
+    if len(specs) != len(set(specs)) or not all(specs):
+        raise ConfigError(
+            f"fallback chain {spec!r} names a model twice or leaves one empty: "
+            "give each model once, first choice first (anthropic:A,openai:B)"
+        )
+    models = [
+        _one_model(one, env=env, http=http, config=config, role=role, backoff=backoff)
+        for one in specs
+    ]
+    cooldown = (config or Config()).agent(role).cooldown if role else None
+    return Fallback(models, cooldown=COOLDOWN if cooldown is None else cooldown)
 
 
 def _openai_model(

@@ -31,6 +31,7 @@ from orchestrator.messages import (
     plain,
 )
 from orchestrator.state.approvals import ApprovalRecords
+from orchestrator.state.fallbacks import FallbackRecords
 from orchestrator.state.mailbox import MailRecords
 from orchestrator.state.manifest import SessionStatus
 from orchestrator.state.plans import PlanRecords
@@ -233,6 +234,7 @@ Concepts = (
     | CompactionRecords
     | PlanRecords
     | ApprovalRecords
+    | FallbackRecords
 )
 """Each concept's records, declared in its own module beside their fold: a new record kind
 joins its concept's union there, and so the unions below."""

@@ -101,6 +101,7 @@ class SessionState(SmallState):
             said=self.said,
             plans=self.plans,
             approvals=self.approvals,
+            fallbacks=self.fallbacks,
         )
         return encode_snapshot(snapshot)
 
@@ -125,6 +126,7 @@ class SessionState(SmallState):
         state.said = {agent: list(said) for agent, said in snapshot.said.items()}
         state.plans = copy.deepcopy(snapshot.plans)
         state.approvals = copy.deepcopy(snapshot.approvals)
+        state.fallbacks = copy.deepcopy(snapshot.fallbacks)
         for agent_id, summary in snapshot.agents.items():
             state.agents[agent_id] = AgentContext(
                 id=agent_id,
@@ -170,6 +172,7 @@ class SessionState(SmallState):
             "said": {agent: list(said) for agent, said in self.said.items()},
             "plans": msgspec.to_builtins(self.plans),
             "approvals": msgspec.to_builtins(self.approvals),
+            "fallbacks": msgspec.to_builtins(self.fallbacks),
             "agents": {
                 agent_id: {
                     "role": a.role,

@@ -34,6 +34,7 @@ from orchestrator.state.events import (
     TurnEnded,
     TurnStarted,
 )
+from orchestrator.state.fallbacks import FALLBACK_FOLDS, Fallbacks
 from orchestrator.state.mailbox import MAIN, USER, Mailbox, MessagePosted, MessagesDelivered
 from orchestrator.state.manifest import SessionStatus
 from orchestrator.state.plans import PLAN_FOLDS, Plans
@@ -80,6 +81,7 @@ class SmallState:
         self.said: dict[str, list[str]] = {}
         self.plans = Plans()  # every version of the plan and its decision
         self.approvals = Approvals()  # calls parked for a person's decision, and decisions
+        self.fallbacks = Fallbacks()  # the model each fallback chain that moved is on
 
     def todo_list(self, agent: str) -> TodoList:
         """The agent's todo list (empty when it has none yet)."""
@@ -278,6 +280,15 @@ def _approval(
     return apply
 
 
+def _fallback(
+    fold: Callable[[Fallbacks, int, Any], None],
+) -> Callable[[SmallState, int, Any], None]:
+    def apply(state: SmallState, seq: int, record: Any) -> None:
+        fold(state.fallbacks, seq, record)
+
+    return apply
+
+
 def _settings(state: SmallState, seq: int, record: SettingsChosen) -> None:
     state.settings = record.settings
 
@@ -303,6 +314,7 @@ SMALL_FOLDS: dict[type, Callable[[SmallState, int, Any], None]] = {
     ContextCompacted: _compacted,
     **{kind: _plan(fold) for kind, fold in PLAN_FOLDS.items()},
     **{kind: _approval(fold) for kind, fold in APPROVAL_FOLDS.items()},
+    **{kind: _fallback(fold) for kind, fold in FALLBACK_FOLDS.items()},
 }
 """How each record changes the small state, by record type. Records of the conversation
 change contexts too (`CONTEXT_FOLDS`); every record kind is in one table or both."""

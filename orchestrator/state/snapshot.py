@@ -15,6 +15,7 @@ from orchestrator.loop.compaction import Breaker
 from orchestrator.loop.todos import TodoItem, TodoList
 from orchestrator.messages import Usage
 from orchestrator.state.approvals import Approvals
+from orchestrator.state.fallbacks import Fallbacks
 from orchestrator.state.mailbox import MailboxSummary
 from orchestrator.state.manifest import SessionStatus
 from orchestrator.state.plans import Plans
@@ -97,6 +98,8 @@ class Snapshot(msgspec.Struct, kw_only=True):
     # Calls parked for a person's decision, and decisions not acted on yet
     # (state/approvals.py).
     approvals: Approvals = msgspec.field(default_factory=Approvals)
+    # The model each fallback chain that moved is on (state/fallbacks.py).
+    fallbacks: Fallbacks = msgspec.field(default_factory=Fallbacks)
 
 
 @functools.cache

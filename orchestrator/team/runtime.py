@@ -94,7 +94,7 @@ class Team:
             self.oversight,
             writes,
         )
-        models = ModelCalls(run, limits.max_model_calls)
+        models = ModelCalls(run, limits.max_model_calls, session.state.fallbacks)
         self.compactor = Compactor(
             session,
             sink,

@@ -18,6 +18,7 @@ from orchestrator.agent import RoundHooks, TurnDeps
 from orchestrator.errors import ScopeEscape, ToolFailed, WorkspaceEscape
 from orchestrator.messages import ToolCall, UserMessage
 from orchestrator.models.base import Model, ToolSpec
+from orchestrator.models.fallback import Fallback
 from orchestrator.state.events import (
     EventSink,
     MessageAdded,
@@ -25,6 +26,7 @@ from orchestrator.state.events import (
     TurnEnded,
     TurnEndReason,
 )
+from orchestrator.state.fallbacks import Fallbacks
 from orchestrator.state.tasks import in_scope
 from orchestrator.team import queries
 from orchestrator.team.asking import journaled_answer, who
@@ -319,20 +321,31 @@ class Turns:
 
 class ModelCalls:
     """The run's models, each call taking one of the session's model-call slots: the
-    turns' calls and the compactor's summaries alike."""
+    turns' calls and the compactor's summaries alike. A fallback chain goes on with the
+    model the session's journal says it is on (`fallbacks`) from its first call here."""
 
-    def __init__(self, run: RunSettings, slots: int) -> None:
+    def __init__(self, run: RunSettings, slots: int, fallbacks: Fallbacks | None = None) -> None:
         self._run = run
         self._slots = trio.Semaphore(slots)
         self._limited: dict[str, _Limited] = {}  # one per role, not one per agent or call
+        self._fallbacks = fallbacks
 
     def model(self, role: str) -> Model:
         """`role`'s model, its calls taking one of the slots."""
         model = self._run.model_for(role)
         limited = self._limited.get(role)
         if limited is None or limited.model is not model:
+            if isinstance(model, Fallback) and all(
+                made.model is not model for made in self._limited.values()
+            ):
+                self._restore(model)
             limited = self._limited[role] = _Limited(model, self._slots)
         return limited
+
+    def _restore(self, chain: Fallback) -> None:
+        at = None if self._fallbacks is None else self._fallbacks.chains.get(chain.spec)
+        if at is not None:
+            chain.restore(at.model, at.at)
 
 
 class _Limited:
