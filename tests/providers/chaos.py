@@ -1,0 +1,259 @@
+"""A team's model played by loopback servers that fail on purpose: the chaos test's and
+its benchmark's.
+
+`TeamModel` answers each request from what it holds, in either wire form (Anthropic
+Messages or OpenAI chat completions), as a model playing the CLI's team would: the main
+agent delegates `files` tasks at once, waits until every file is written, then says so;
+each worker writes its file and completes. `Chaos` turns a seeded share of requests into
+failures a real provider sends: a 429 with and without `retry-after`, a 500, an overload
+(529, or 503 from OpenAI), a quota error (Anthropic's server only, so a call can always
+move on to the OpenAI model), a stream cut after part of the reply. At most two failures
+in a row per server, so every call ends well within the retry budget of its model or the
+next one of the chain.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+import trio
+from provider_server import Drop, LoopbackServer, Recorded, Reply, awkward_split
+from sdk_types import (
+    MESSAGE_STOP,
+    OPENAI_DONE,
+    anthropic_error,
+    anthropic_text,
+    block_delta,
+    block_start,
+    block_stop,
+    message_delta,
+    message_start,
+    openai_call_delta,
+    openai_chunk,
+    openai_text,
+    openai_usage,
+)
+
+Wire = Literal["anthropic", "openai"]
+GOAL = "Write the chaos files, one task each."
+MARK = "CHAOS-FILE"
+FAULTS = ("429", "429-bare", "500", "overloaded", "quota", "cut")
+
+
+def task_prompt(name: str, content: str) -> str:
+    return f"{MARK} {name} {content!r}: write this file with exactly this content, then complete."
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What the model reads of a request: its first user text, and the names of the
+    tools it called so far, in order."""
+
+    first_user: str
+    called: tuple[str, ...]
+
+
+def seen(body: dict[str, Any], wire: Wire) -> Seen:
+    first = ""
+    called: list[str] = []
+    for message in body["messages"]:
+        content = message.get("content")
+        if message["role"] == "user" and not first:
+            first = content if isinstance(content, str) else _block_text(content)
+        if message["role"] == "assistant":
+            if wire == "openai":
+                called += [c["function"]["name"] for c in message.get("tool_calls") or []]
+            elif isinstance(content, list):
+                called += [b["name"] for b in content if b.get("type") == "tool_use"]
+    return Seen(first, tuple(called))
+
+
+def _block_text(content: object) -> str:
+    if not isinstance(content, list):
+        return ""
+    return "".join(b.get("text", "") for b in content if isinstance(b, dict))
+
+
+Call = tuple[str, str, dict[str, Any]]  # (id, tool, arguments)
+
+
+@dataclass
+class TeamModel:
+    """The replies of a team's model (see the module's doc)."""
+
+    workspace: Path
+    files: int = 8
+
+    def expected(self) -> dict[str, str]:
+        return {f"chaos{n}.txt": f"content {n}\n" for n in range(1, self.files + 1)}
+
+    def answer(self, request: Seen) -> str | list[Call]:
+        if MARK in request.first_user:
+            name = request.first_user.split(MARK, 1)[1].split()[0]
+            ident = name.removesuffix(".txt")
+            if not request.called:
+                body = self.expected()[name]
+                return [(f"w_{ident}_1", "write_file", {"path": name, "content": body})]
+            return [(f"w_{ident}_2", "complete", {"summary": f"wrote {name}"})]
+        if not request.called:
+            return [
+                (
+                    f"m_delegate_{n}",
+                    "delegate",
+                    {
+                        "description": f"write {name}",
+                        "prompt": task_prompt(name, content),
+                        "write_scope": [name],
+                    },
+                )
+                for n, (name, content) in enumerate(self.expected().items(), 1)
+            ]
+        if all((self.workspace / name).is_file() for name in self.expected()):
+            return "Every chaos file is written."
+        return [(f"m_wait_{len(request.called)}", "wait_tasks", {"timeout": 30})]
+
+
+def reply_events(answer: str | list[Call], wire: Wire) -> list[bytes]:
+    if isinstance(answer, str):
+        return openai_text(answer, usage=(100, 10)) if wire == "openai" else anthropic_text(answer)
+    if wire == "openai":
+        deltas = [
+            openai_call_delta(i, id=cid, name=name, arguments=orjson.dumps(args).decode())
+            for i, (cid, name, args) in enumerate(answer)
+        ]
+        return [
+            openai_chunk({"role": "assistant", "content": None}),
+            *(openai_chunk({"tool_calls": [d]}) for d in deltas),
+            openai_chunk({}, finish="tool_calls"),
+            openai_usage(100, 20),
+            OPENAI_DONE,
+        ]
+    events = [message_start(input_tokens=100)]
+    for i, (cid, name, args) in enumerate(answer):
+        use = {"type": "tool_use", "id": cid, "name": name, "input": {}}
+        json = orjson.dumps(args).decode()
+        events += [
+            block_start(i, use),
+            block_delta(i, {"type": "input_json_delta", "partial_json": json}),
+            block_stop(i),
+        ]
+    return [*events, message_delta("tool_use", 20), MESSAGE_STOP]
+
+
+def fault_reply(fault: str, wire: Wire, whole: list[bytes]) -> Reply:
+    anthropic = wire == "anthropic"
+    match fault:
+        case "429" | "429-bare":
+            headers = {"retry-after": "0.5"} if fault == "429" else {}
+            limited = {"type": "requests", "code": "rate_limit_exceeded", "message": "slow down"}
+            body = (
+                anthropic_error("rate_limit_error", "Number of requests exceeds your rate limit")
+                if anthropic
+                else {"error": limited}
+            )
+            return Reply.json(429, body, headers)
+        case "500":
+            body = (
+                anthropic_error("api_error", "Internal server error")
+                if anthropic
+                else {"error": {"type": "server_error", "message": "The server had an error"}}
+            )
+            return Reply.json(500, body)
+        case "overloaded":
+            if anthropic:
+                return Reply.json(529, anthropic_error("overloaded_error", "Overloaded"))
+            body = {"error": {"type": "server_error", "message": "Service unavailable"}}
+            return Reply.json(503, body)
+        case "quota":
+            return Reply.json(
+                400, anthropic_error("billing_error", "Your credit balance is too low")
+            )
+        case "cut":
+            data = b"".join(whole)
+            pieces = awkward_split(data[: len(data) // 2])
+            return Reply(headers={"content-type": "text/event-stream"}, pieces=[*pieces, Drop()])
+    raise AssertionError(fault)
+
+
+@dataclass
+class Chaos:
+    """Fails `share` of the requests of each server, seeded (see the module's doc)."""
+
+    seed: int = 7
+    share: float = 0.3
+    faults: Counter[str] = field(default_factory=Counter)
+    served: Counter[str] = field(default_factory=Counter)
+    _rngs: dict[str, random.Random] = field(default_factory=dict)
+    _in_a_row: Counter[str] = field(default_factory=Counter)
+
+    def fault(self, wire: Wire) -> str | None:
+        rng = self._rngs.setdefault(wire, random.Random(f"{self.seed}-{wire}"))
+        self.served[wire] += 1
+        if self._in_a_row[wire] >= 2 or rng.random() >= self.share:
+            self._in_a_row[wire] = 0
+            return None
+        # The kinds in turn, so that a few failures are of every kind.
+        kinds = [f for f in FAULTS if f != "quota" or wire == "anthropic"]
+        fault = kinds[sum(1 for f in self.faults.elements() if f.startswith(wire)) % len(kinds)]
+        self._in_a_row[wire] += 1
+        self.faults[f"{wire} {fault}"] += 1
+        return fault
+
+
+def handler(model: TeamModel, chaos: Chaos | None, wire: Wire) -> Callable[[Recorded], Reply]:
+    def handle(request: Recorded) -> Reply:
+        whole = reply_events(model.answer(seen(request.json(), wire)), wire)
+        fault = chaos.fault(wire) if chaos is not None else None
+        return Reply.sse(whole) if fault is None else fault_reply(fault, wire, whole)
+
+    return handle
+
+
+CHAIN = "anthropic:claude-chaos,openai:gpt-chaos@{url}/v1"
+CONFIG = """\
+[agents.main]
+cooldown = 0    # every call tries the first model again: both are used all along
+
+[agents.worker]
+cooldown = 0
+
+[team]
+max_live = 8
+"""
+
+
+async def run_team(
+    workspace: Path, sessions: Path, anthropic: LoopbackServer, openai: LoopbackServer
+) -> subprocess.CompletedProcess[bytes]:
+    config = workspace.parent / "config.toml"
+    config.write_text(CONFIG)
+    env = {
+        **os.environ,
+        "NO_COLOR": "1",
+        "ANTHROPIC_API_KEY": "sk-ant-chaos",
+        "ANTHROPIC_BASE_URL": anthropic.url,
+        "OPENAI_API_KEY": "sk-chaos",
+    }
+    env.pop("ORCHESTRATOR_MODEL", None)
+    with trio.fail_after(240):
+        return await trio.run_process(
+            [
+                sys.executable, "-m", "orchestrator", "run", "Write the chaos files.",
+                "--model", CHAIN.format(url=openai.url), "--config", str(config),
+                "--workspace", str(workspace), "--sessions-dir", str(sessions), "--yes",
+            ],
+            capture_stdout=True,
+            capture_stderr=True,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            check=False,
+        )  # fmt: skip
