@@ -232,15 +232,25 @@ async def _place(
     backoff: Backoff, key: str, http: HttpOptions, provider: str
 ) -> AsyncGenerator[Waiting]:
     """Wait out a rate limit another call was told about, then for a place among the
-    calls the endpoint takes at once, and take it; saying each wait that is long."""
+    calls the endpoint takes at once, and take it; then, holding it, for a rate limit
+    told meanwhile. Each wait that is long is said."""
+    why = f"{provider} is rate-limited (told to another call)"
     if (wait := backoff.remaining(key)) > 0:
         if wait >= SHOWN_WAIT:
-            yield Waiting(seconds=wait, why=f"{provider} is rate-limited (told to another call)")
+            yield Waiting(seconds=wait, why=why)
         await http.sleep(wait)
     if backoff.full(key):
-        why = f"{provider} takes {backoff.limit(key)} call(s) at once now, all running"
-        yield Waiting(seconds=None, why=why)
+        full = f"{provider} takes {backoff.limit(key)} call(s) at once now, all running"
+        yield Waiting(seconds=None, why=full)
     await backoff.enter(key, http.concurrency)
+    try:
+        while (wait := backoff.remaining(key)) > 0:
+            if wait >= SHOWN_WAIT:
+                yield Waiting(seconds=wait, why=why)
+            await http.sleep(wait)
+    except BaseException:
+        backoff.leave(key)  # (the place goes to the next call)
+        raise
 
 
 async def _decoded(

@@ -6,11 +6,14 @@ test_virtual_time.py), so a test of seconds of waiting takes milliseconds."""
 from __future__ import annotations
 
 import httpx
+import orjson
 import pytest
 import trio
+import trio.testing
 from sdk_types import OPENAI_DONE, openai_chunk
 from test_virtual_time import complete, sse
 
+from orchestrator import ModelRequest, UserMessage
 from orchestrator.models.http import HttpOptions
 from orchestrator.models.limits import GROW_AFTER, Backoff
 from orchestrator.models.openai import OpenAIChatModel, OpenAIEndpoint
@@ -140,3 +143,43 @@ async def test_eight_agents_on_one_endpoint_wait_out_a_limit_and_run_half_as_man
     assert max(first_window) <= 4  # halved from eight
     key = next(iter(backoff._lanes))
     assert backoff.limit(key) == 4 + (8 * 5) // GROW_AFTER  # grown back, one by one
+
+
+async def test_a_call_given_its_place_during_a_hold_waits_it_out(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    """Two places, both taken: a streams for 5 s, b is told 429 retry-after 10 after
+    1 s; c waits for a place meanwhile. b's 429 halves the places to one, which c gets
+    when a ends, at 5 s: it must still wait out b's hold, to 11 s."""
+    arrivals: list[tuple[float, str]] = []
+
+    async def handler(request: httpx.Request) -> httpx.Response:
+        who = orjson.loads(request.content)["messages"][-1]["content"]
+        arrivals.append((trio.current_time(), who))
+        if who == "b" and len(arrivals) == 2:
+            await trio.sleep(1)
+            return httpx.Response(429, headers={"retry-after": "10"}, json={"error": {}})
+        done = openai_chunk({"content": "ok"}, finish="stop")
+        return sse([(5.0 if who == "a" else 0.0, done), (0.0, OPENAI_DONE)])
+
+    client = httpx.AsyncClient(transport=httpx.MockTransport(handler))
+    ep = OpenAIEndpoint(provider="openai", model="m", base_url="http://test/v1", api_key="k")
+    model = OpenAIChatModel(ep, HttpOptions(client=client, backoff=Backoff(), concurrency=2))
+
+    async def call(who: str) -> None:
+        request = ModelRequest(messages=(UserMessage(content=who),))
+        async with model.stream(request) as events:
+            async for _ in events:
+                pass
+
+    start = trio.current_time()
+    async with trio.open_nursery() as nursery:
+        for who in "abc":  # (in this order)
+            nursery.start_soon(call, who)
+            await trio.testing.wait_all_tasks_blocked()
+    assert [(round(t - start), who) for t, who in arrivals] == [
+        (0, "a"),
+        (0, "b"),
+        (11, "c"),  # (not at 5 s, when a left its place)
+        (11, "b"),  # (the place is c's, then b's)
+    ]
