@@ -1,7 +1,7 @@
 """The configuration file: providers, which model each agent role uses, prices, context
-windows, the limits of delegation (`[team]`) and of one session (`[session]`), and when
-and how an agent's context is compacted (`[compaction]`), and how the live view draws
-(`[view]`).
+windows, the requests and tokens a minute a model may be sent (`[limits]`), the limits
+of delegation (`[team]`) and of one session (`[session]`), and when and how an agent's
+context is compacted (`[compaction]`), and how the live view draws (`[view]`).
 
 A TOML file (see docs/configuration.md and docs/providers.md). It never holds an API
 key, only the *name* of the environment variable that does. Loading takes a path:
@@ -207,6 +207,21 @@ class WindowConfig(_Strict, frozen=True):
         return self
 
 
+class LimitConfig(_Strict, frozen=True):
+    """`[limits."SPEC"]`: the requests (`rpm`) and tokens (`tpm`, input and output) a
+    minute a model may be sent on its endpoint, kept to by waiting rather than by a 429
+    (models/limits.py `Rate`, docs/providers.md)."""
+
+    rpm: int | None = Field(default=None, ge=1, le=TOKENS)
+    tpm: int | None = Field(default=None, ge=1, le=TOKENS)
+
+    @model_validator(mode="after")
+    def _says_something(self) -> LimitConfig:
+        if self.rpm is None and self.tpm is None:
+            raise ValueError("a limit needs rpm (requests a minute), tpm (tokens a minute) or both")
+        return self
+
+
 class CompactionConfig(_Strict, frozen=True):
     """`[compaction]`: when an agent's context is compacted, and what a compaction keeps
     (docs/configuration.md). The values here are the defaults (those of
@@ -281,6 +296,7 @@ class Config(_Strict, frozen=True):
     agents: dict[str, AgentConfig] = Field(default_factory=dict)
     prices: dict[str, Price] = Field(default_factory=dict)
     windows: dict[str, WindowConfig] = Field(default_factory=dict)
+    limits: dict[str, LimitConfig] = Field(default_factory=dict)
 
     def provider(self, name: str) -> ProviderConfig:
         return self.providers.get(name) or ProviderConfig()
@@ -296,6 +312,14 @@ class Config(_Strict, frozen=True):
             return self.windows[spec]
         _, sep, bare = spec.partition(":")
         return self.windows.get(bare) if sep else None
+
+    def limit(self, spec: str) -> LimitConfig | None:
+        """The `[limits]` entry of model `spec`, looked up as `window` looks up
+        `[windows]`: by the full spec, else by the model alone; None if neither is set."""
+        if spec in self.limits:
+            return self.limits[spec]
+        _, sep, bare = spec.partition(":")
+        return self.limits.get(bare) if sep else None
 
     def model_for(
         self,

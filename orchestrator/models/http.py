@@ -27,9 +27,10 @@ from orchestrator.errors import (
     ProviderRateLimited,
     ProviderTransient,
 )
-from orchestrator.models.base import ModelEvent, Waiting
+from orchestrator.messages import Usage
+from orchestrator.models.base import ModelEvent, UsageReported, Waiting
 from orchestrator.models.failures import error_from_response, transport_error
-from orchestrator.models.limits import CONCURRENCY, Backoff
+from orchestrator.models.limits import CONCURRENCY, Backoff, Rate, Ticket
 from orchestrator.models.sse import ServerSentEvent, SSEDecoder
 
 logger = logging.getLogger(__name__)
@@ -89,6 +90,9 @@ class HttpOptions:
     # The most calls at once on this endpoint (with a shared `backoff`, which lowers it
     # after a 429 or 529 and raises it back as calls go well).
     concurrency: int = CONCURRENCY
+    # The requests and tokens a minute this model may be sent on this endpoint (with a
+    # shared `backoff`, which counts them; None: no limit).
+    rate: Rate | None = None
 
 
 def bearer_headers(extra: Mapping[str, str], api_key: str | None) -> dict[str, str]:
@@ -161,7 +165,8 @@ async def model_stream(
             )
             return _decoded(client, request, new_decoder(), http.timeouts, provider)
 
-        events = retrying(attempt, http, provider=provider, key=_backoff_key(call))
+        key = _backoff_key(call)
+        events = retrying(attempt, http, provider=provider, key=key, size=len(content))
         stack.push_async_callback(events.aclose)
         yield events
 
@@ -183,22 +188,27 @@ async def retrying(
     *,
     provider: str,
     key: str = "",
+    size: int = 0,
 ) -> AsyncGenerator[ModelEvent]:
     """Run `attempt` until it succeeds. A retryable error is retried only while nothing
     has been yielded: after that the caller holds partial output, and a silent retry
     would duplicate it. With a shared `Backoff`, each attempt first waits out a rate
-    limit another call was told about, and a rate limit told to this one holds all."""
+    limit another call was told about, and a rate limit told to this one holds all;
+    with a `rate` too, it keeps to the model's requests and tokens a minute, counting
+    the request's `size` (bytes) as tokens until the provider reports its usage."""
     retry = 0
     backoff = http.backoff
     while True:
         yielded = False
+        ticket = None
         if backoff is not None:
-            async with aclosing(_place(backoff, key, http, provider)) as waits:
+            ticket = None if http.rate is None else backoff.ticket(key, http.rate, size)
+            async with aclosing(_place(backoff, key, http, provider, ticket)) as waits:
                 async for said in waits:
                     yield said
         ended = None  # how the attempt ended, for the endpoint's concurrency
         try:
-            async with aclosing(attempt()) as events:
+            async with aclosing(_counted(attempt(), ticket)) as events:
                 async for event in events:
                     yielded = True
                     yield event
@@ -229,28 +239,61 @@ async def retrying(
 
 
 async def _place(
-    backoff: Backoff, key: str, http: HttpOptions, provider: str
+    backoff: Backoff, key: str, http: HttpOptions, provider: str, ticket: Ticket | None
 ) -> AsyncGenerator[Waiting]:
     """Wait out a rate limit another call was told about, then for a place among the
     calls the endpoint takes at once, and take it; then, holding it, for a rate limit
-    told meanwhile. Each wait that is long is said."""
-    why = f"{provider} is rate-limited (told to another call)"
+    told meanwhile and for the model's minute to have room for the request (`ticket`),
+    which then counts as sent. Each wait that is long is said."""
+    held = f"{provider} is rate-limited (told to another call)"
     if (wait := backoff.remaining(key)) > 0:
         if wait >= SHOWN_WAIT:
-            yield Waiting(seconds=wait, why=why)
+            yield Waiting(seconds=wait, why=held)
         await http.sleep(wait)
     if backoff.full(key):
         full = f"{provider} takes {backoff.limit(key)} call(s) at once now, all running"
         yield Waiting(seconds=None, why=full)
     await backoff.enter(key, http.concurrency)
     try:
-        while (wait := backoff.remaining(key)) > 0:
+        while True:
+            if (wait := backoff.remaining(key)) > 0:
+                why = held
+            elif ticket is not None and (wait := backoff.admit(ticket)) > 0:
+                why = f"{provider} {_per_minute(ticket.rate)} ([limits])"
+            else:
+                return
             if wait >= SHOWN_WAIT:
                 yield Waiting(seconds=wait, why=why)
             await http.sleep(wait)
     except BaseException:
         backoff.leave(key)  # (the place goes to the next call)
         raise
+
+
+async def _counted(
+    events: AsyncGenerator[ModelEvent], ticket: Ticket | None
+) -> AsyncGenerator[ModelEvent]:
+    """`events`; the usage they report, once they end, is the tokens `ticket` counts."""
+    usage: Usage | None = None
+    try:
+        async with aclosing(events):
+            async for event in events:
+                if isinstance(event, UsageReported):
+                    usage = event.usage if usage is None else usage + event.usage
+                yield event
+    finally:
+        if ticket is not None and usage is not None:
+            ticket.settle(usage)
+
+
+def _per_minute(rate: Rate) -> str:
+    """What `rate` allows, in words: "gpt-4.1 keeps to 30 requests a minute"."""
+    amounts = [
+        f"{count} {what}"
+        for count, what in ((rate.rpm, "requests"), (rate.tpm, "tokens"))
+        if count is not None
+    ]
+    return f"{rate.model} keeps to {' and '.join(amounts)} a minute"
 
 
 async def _decoded(

@@ -27,7 +27,7 @@ from orchestrator.models.anthropic import DEFAULT_MAX_TOKENS, AnthropicEndpoint,
 from orchestrator.models.base import Model
 from orchestrator.models.fallback import COOLDOWN, SEPARATOR, Fallback, chain_specs
 from orchestrator.models.http import HttpOptions, RetryPolicy, Timeouts
-from orchestrator.models.limits import CONCURRENCY, Backoff
+from orchestrator.models.limits import CONCURRENCY, Backoff, Rate
 from orchestrator.models.openai import OpenAIChatModel, OpenAIEndpoint
 from orchestrator.models.openai_responses import OpenAIResponsesModel, ResponsesEndpoint
 
@@ -180,7 +180,7 @@ def _one_model(
             f"{info.key_env} is not set: export it for {spec}, or name another variable"
             f" with api_key_env under [providers.{prefix}] in the config"
         )
-    options = _http_options(info.settings, http, backoff)
+    options = _http_options(info.settings, http, backoff, _rate(config or Config(), spec))
     s = info.settings
     own = (config or Config()).agent(role) if role else AgentConfig()
     cache = _caching(s, own)
@@ -361,8 +361,22 @@ def _ollama_url(host: str) -> str:
     return urlunsplit(parts) + "/v1"
 
 
+def _rate(config: Config, spec: str) -> Rate | None:
+    """The requests and tokens a minute `[limits]` allows the model of `spec` (None:
+    no limit): its entry by the spec, else by the spec without a server after @
+    (`openai-compatible:MODEL`), else by the model alone. The model's name keys its
+    count."""
+    prefix, _, rest = spec.partition(":")
+    model = _split_url(rest)[0]
+    limit = config.limit(spec) or config.limit(f"{prefix}:{model}")
+    return None if limit is None else Rate(model, rpm=limit.rpm, tpm=limit.tpm)
+
+
 def _http_options(
-    settings: ProviderConfig, http: httpx.AsyncClient | None, backoff: Backoff | None = None
+    settings: ProviderConfig,
+    http: httpx.AsyncClient | None,
+    backoff: Backoff | None = None,
+    rate: Rate | None = None,
 ) -> HttpOptions:
     timeouts = Timeouts()
     for field, value in (
@@ -377,5 +391,10 @@ def _http_options(
         retry = dataclasses.replace(retry, max_retries=settings.max_retries)
     concurrency = settings.concurrency or CONCURRENCY
     return HttpOptions(
-        client=http, timeouts=timeouts, retry=retry, backoff=backoff, concurrency=concurrency
+        client=http,
+        timeouts=timeouts,
+        retry=retry,
+        backoff=backoff,
+        concurrency=concurrency,
+        rate=rate,
     )
