@@ -201,7 +201,7 @@ def _label(model: Model | str) -> str:
     if isinstance(model, str):
         return model
     name = model.spec if isinstance(model, Fallback) else model.name
-    scripted = any(one.startswith("scripted:") for one in chain_specs(name))
+    scripted = any(one.partition(":")[0] == "scripted" for one in chain_specs(name))
     return f"object:{name}" if scripted else name
 
 
