@@ -100,6 +100,21 @@ class StreamEnded(Value, frozen=True, kw_only=True):
     stop_reason: str | None = None
 
 
+MAX_TOKENS = "max_tokens"
+"""The stop reason of a reply cut at its output limit, as every adapter says it:
+Anthropic's own word, chat completions' `length` and the Responses API's `incomplete`
+for `max_output_tokens`, translated."""
+
+_AT_OUTPUT_LIMIT = frozenset({MAX_TOKENS, "length", "max_output_tokens"})
+
+
+def at_output_limit(stop_reason: str | None) -> bool:
+    """Whether a reply that stopped for `stop_reason` was cut at its output limit: the one
+    place that decides it (the providers' own words are taken too, should an adapter pass
+    one through untranslated)."""
+    return stop_reason in _AT_OUTPUT_LIMIT
+
+
 class Waiting(Value, frozen=True, kw_only=True):
     """The call waits before it is sent (or sent again): a rate limit's hold, a retry's
     backoff, or a place among the calls its endpoint takes at once. `seconds`: how long

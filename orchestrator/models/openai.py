@@ -26,6 +26,7 @@ from orchestrator.messages import (
     UserMessage,
 )
 from orchestrator.models.base import (
+    MAX_TOKENS,
     AgentWireCaches,
     ModelEvent,
     ModelRequest,
@@ -48,7 +49,7 @@ MaxTokensField = Literal["max_tokens", "max_completion_tokens"]
 # scripted model does); unknown ones pass through unchanged.
 STOP_REASONS = {
     "stop": "end_turn",
-    "length": "max_tokens",
+    "length": MAX_TOKENS,
     "tool_calls": "tool_use",
     "function_call": "tool_use",
 }

@@ -14,6 +14,7 @@ import orjson
 from orchestrator.errors import ModelError, ProviderFatal, ProviderTransient
 from orchestrator.messages import Thinking, ToolCall, Usage
 from orchestrator.models.base import (
+    MAX_TOKENS,
     ModelEvent,
     StreamEnded,
     TextDelta,
@@ -28,7 +29,7 @@ from orchestrator.models.sse import ServerSentEvent
 
 # Why a response stopped short, in the vocabulary the rest of the code uses (the chat
 # completions adapter's); unknown reasons pass through unchanged.
-INCOMPLETE_REASONS = {"max_output_tokens": "max_tokens"}
+INCOMPLETE_REASONS = {"max_output_tokens": MAX_TOKENS}
 
 
 def reasoning_block(item: dict[str, Any]) -> Thinking:
@@ -123,7 +124,11 @@ class ResponsesStreamDecoder:
             raise ProviderTransient(
                 "the stream ended before the model finished", provider=self._provider
             )
-        out: list[ModelEvent] = []
+        # Calls whose item never finished (a response cut at its output limit mid-call):
+        # emitted with the arguments that came, so the turn loop knows a call was cut.
+        out: list[ModelEvent] = [self._ready({}, self._calls[i]) for i in sorted(self._calls)]
+        self._called |= bool(self._calls)
+        self._calls.clear()
         if self._usage is not None:
             out.append(UsageReported(usage=self._usage))
         reason = self._stop
@@ -157,20 +162,8 @@ class ResponsesStreamDecoder:
         match item.get("type"):
             case "function_call":
                 call = self._calls.pop(index, None) if isinstance(index, int) else None
-                call = call or _PartialCall()
-                arguments = item.get("arguments")
-                if not isinstance(arguments, str) or not arguments:
-                    arguments = "".join(call.arguments)
                 self._called = True
-                return [
-                    ToolCallReady(
-                        call=ToolCall(
-                            id=str(item.get("call_id") or call.call_id),
-                            name=str(item.get("name") or call.name),
-                            arguments=arguments or "{}",
-                        )
-                    )
-                ]
+                return [self._ready(item, call or _PartialCall())]
             case "reasoning":
                 return [ThinkingDone(block=reasoning_block(item))]
             case "message" if index not in self._streamed:
@@ -181,6 +174,20 @@ class ResponsesStreamDecoder:
                 return self._text(index, text)
             case _:
                 return []
+
+    @staticmethod
+    def _ready(item: dict[str, Any], call: _PartialCall) -> ToolCallReady:
+        """A function call, from its done item where there is one, else from its deltas."""
+        arguments = item.get("arguments")
+        if not isinstance(arguments, str) or not arguments:
+            arguments = "".join(call.arguments)
+        return ToolCallReady(
+            call=ToolCall(
+                id=str(item.get("call_id") or call.call_id),
+                name=str(item.get("name") or call.name),
+                arguments=arguments or "{}",
+            )
+        )
 
     def _end(self, response: object) -> None:
         self._done = True

@@ -13,6 +13,11 @@ import httpx
 import msgspec
 import orjson
 import pytest
+from openai.types.responses import (
+    ResponseFunctionCallArgumentsDeltaEvent,
+    ResponseFunctionToolCall,
+    ResponseOutputItemAddedEvent,
+)
 from provider_server import LoopbackServer, Reply, Sleeps, Stall, context_too_long
 from responses_events import Stream, reasoning_item, usage
 
@@ -459,4 +464,44 @@ def test_a_message_sent_whole_without_deltas_is_the_text(refusal: bool) -> None:
     assert events == [
         TextDelta(text="No."),
         StreamEnded(stop_reason="refusal" if refusal else "end_turn"),
+    ]
+
+
+async def test_a_call_cut_by_the_output_limit_comes_with_the_arguments_that_came(
+    server: LoopbackServer, client: httpx.AsyncClient, sleeps: Sleeps
+) -> None:
+    """A response cut mid-call ends `incomplete` with the call's item never done: the
+    call is still emitted, its arguments unfinished, so the turn loop knows it was cut."""
+    stream = Stream().created()
+    stream.add(
+        ResponseOutputItemAddedEvent(
+            type="response.output_item.added",
+            item=ResponseFunctionToolCall(
+                type="function_call",
+                id="fc_0",
+                call_id="call_cut",
+                name="read_file",
+                arguments="",
+                status="in_progress",
+            ),
+            output_index=0,
+            sequence_number=1,
+        )
+    )
+    stream.add(
+        ResponseFunctionCallArgumentsDeltaEvent(
+            type="response.function_call_arguments.delta",
+            delta='{"path": "a.t',
+            item_id="fc_0",
+            output_index=0,
+            sequence_number=2,
+        )
+    )
+    stream.incomplete("max_output_tokens", usage(10, 64))
+    server.add(Reply.sse(stream.events))
+    events = await run(make_model(server, client, sleeps))
+    assert events == [
+        ToolCallReady(call=ToolCall(id="call_cut", name="read_file", arguments='{"path": "a.t')),
+        UsageReported(usage=Usage(input_tokens=10, output_tokens=64)),
+        StreamEnded(stop_reason="max_tokens"),
     ]
