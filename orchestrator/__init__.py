@@ -115,7 +115,13 @@ if TYPE_CHECKING:  # events, what they carry, and the command line's renderers
 if TYPE_CHECKING:  # the engine setting (docs/engine.md)
     from orchestrator.engine import EngineUnreachable, dbos_runner
     from orchestrator.state import RanOn
-    from orchestrator.state.events import EngineBack, EngineWaiting, ModelWaiting, ReplyCut
+    from orchestrator.state.events import (
+        EngineBack,
+        EngineWaiting,
+        ModelWaiting,
+        ReplyAtLimit,
+        ReplyCut,
+    )
 
 _HOMES = {
     "AgentContext": "orchestrator.state",
@@ -267,6 +273,7 @@ _HOMES = {
     "EngineUnreachable": "orchestrator.engine",
     "EngineWaiting": "orchestrator.state.events",
     "ModelWaiting": "orchestrator.state.events",
+    "ReplyAtLimit": "orchestrator.state.events",
     "ReplyCut": "orchestrator.state.events",
     "RanOn": "orchestrator.state",
 }
@@ -336,6 +343,7 @@ __all__ = [
     "QuestionAnswerer",
     "RanOn",
     "ReplanRequested",
+    "ReplyAtLimit",
     "ReplyCut",
     "Rule",
     "RunResult",

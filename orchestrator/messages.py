@@ -85,11 +85,17 @@ class Usage(Value, frozen=True):
 
 class ToolCall(Value, frozen=True):
     """A call the model asked for. `arguments` is the raw JSON text the model produced:
-    it may be malformed, and the turn loop turns that into an error result."""
+    it may be malformed, and the turn loop turns that into an error result.
+
+    `cut`: set on a call the output limit cut off even when asked again with a larger
+    limit (agent/recovery.py): how many characters of its arguments had come. Such a call
+    is journaled with `{}` for arguments, never runs, and its result tells the model it
+    was too long to emit."""
 
     id: str
     name: str
     arguments: str = "{}"
+    cut: int | None = None
 
 
 class Thinking(Value, frozen=True):

@@ -9,6 +9,7 @@ import msgspec
 import orjson
 from pydantic import BaseModel, ValidationError
 
+from orchestrator.agent.recovery import too_long
 from orchestrator.messages import ToolCall
 from orchestrator.tools.base import AnyTool, ToolRegistry
 
@@ -62,6 +63,8 @@ def _accepted(args_model: type[BaseModel]) -> frozenset[str]:
 
 def parse_call(call: ToolCall, tools: ToolRegistry) -> Ready | Refused:
     """The tool and validated arguments of a call, or the error the model should see."""
+    if call.cut is not None:  # cut at the output limit: never run (agent/recovery.py)
+        return Refused(too_long(call))
     tool = tools.get(call.name)
     if tool is None:
         known = ", ".join(tools.names()) or "none"

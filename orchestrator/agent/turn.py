@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from orchestrator.agent.calls import run_calls
 from orchestrator.agent.deps import TurnDeps
+from orchestrator.agent.recovery import recovered
 from orchestrator.errors import CompactionFailed, ContextTooLong, ModelError
 from orchestrator.messages import AssistantMessage
 from orchestrator.models.base import (
@@ -116,9 +117,15 @@ async def _ask_model(state: AgentContext, deps: TurnDeps) -> AssistantMessage | 
     )
     scope = deps.hooks.model_call(state.id) if deps.hooks else contextlib.nullcontext()
     reply = None
-    model = deps.model.name
-    with scope as preemptible:
+    model = deps.model.name  # the model that answered (a fallback chain's says which)
+
+    async def ask(request: ModelRequest) -> AssistantMessage:
+        nonlocal model
         reply, model = await _reply(request, state.id, deps)
+        return reply
+
+    with scope as preemptible:
+        reply = await recovered(request, ask, deps.model.name, deps.events)
     if reply is None:
         assert preemptible is not None
         assert preemptible.cancelled_caught

@@ -56,7 +56,7 @@ class _Block:
 class MessagesStreamDecoder:
     """Messages stream events to model events. A tool call is emitted at its
     `content_block_stop` with its raw argument text (unfinished after a max_tokens stop:
-    the turn loop reports that to the model as invalid JSON)."""
+    the turn loop asks again, agent/recovery.py, and never runs it)."""
 
     def __init__(self, provider: str) -> None:
         self._provider = provider

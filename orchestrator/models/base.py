@@ -62,6 +62,10 @@ class ModelRequest:
     # context, so the prefix the provider caches stays as it was): the agent's calls
     # running in the background, as they stand now.
     note: str = ""
+    # How many times the turn loop asked again for this reply because it was cut at its
+    # output limit (agent/recovery.py): 0 for a first request. The scripted model answers
+    # recovery N of a step from its reply's `then`.
+    recovery: int = 0
 
 
 class TextDelta(Value, frozen=True, kw_only=True):

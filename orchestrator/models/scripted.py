@@ -44,11 +44,17 @@ class ScriptedCall(BaseModel):
 
 
 class ScriptedReply(BaseModel):
+    """One reply. `stop_reason` overrides the one its content implies (`end_turn`, or
+    `tool_use` with calls): `max_tokens` makes a reply cut at the output limit, and the
+    turn loop's asks for the rest (`ModelRequest.recovery` 1, 2) get `then`'s replies."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     text: str = ""
     tool_calls: tuple[ScriptedCall, ...] = ()
     usage: Usage | None = None
+    stop_reason: str | None = None
+    then: tuple[ScriptedReply, ...] = ()
 
 
 class ScriptedWindow(BaseModel):
@@ -190,7 +196,8 @@ async def _events(
         call_id = call.id or f"call_{request.agent}_{request.step}_{index}"
         yield ToolCallReady(call=ToolCall(id=call_id, name=call.name, arguments=arguments))
     yield UsageReported(usage=reply.usage or _estimate_usage(request, reply))
-    yield StreamEnded(stop_reason="tool_use" if reply.tool_calls else "end_turn")
+    stop_reason = reply.stop_reason or ("tool_use" if reply.tool_calls else "end_turn")
+    yield StreamEnded(stop_reason=stop_reason)
 
 
 def _summary_reply(script: Script, request: ModelRequest) -> ScriptedReply:
@@ -207,14 +214,24 @@ def _summary_reply(script: Script, request: ModelRequest) -> ScriptedReply:
 def _at_step(
     replies: tuple[ScriptedReply, ...], request: ModelRequest, whose: str
 ) -> ScriptedReply:
-    """The reply at the request's step, or a `ScriptError` saying the script ran out."""
+    """The reply at the request's step (its `then` for a recovery's ask), or a
+    `ScriptError` saying the script ran out."""
     if request.step >= len(replies):
         raise ScriptError(
             f"script ran out: {whose} asked for step {request.step} but the script has "
             f"{len(replies)} replies for it",
             provider="scripted",
         )
-    return replies[request.step]
+    reply = replies[request.step]
+    if not request.recovery:
+        return reply
+    if request.recovery > len(reply.then):
+        raise ScriptError(
+            f"script ran out: {whose} asked again (recovery {request.recovery}) for step "
+            f"{request.step}, whose reply has {len(reply.then)} replies in `then`",
+            provider="scripted",
+        )
+    return reply.then[request.recovery - 1]
 
 
 def default_summary(request: ModelRequest) -> str:

@@ -208,6 +208,22 @@ class ReplyCut(Notice, frozen=True, tag="reply_cut"):
     error: str  # why it was cut, as the provider's error says
 
 
+LimitRecovery = Literal["continue", "larger", "too_long"]
+"""What becomes of a reply cut at its output limit (agent/recovery.py)."""
+
+
+class ReplyAtLimit(Notice, frozen=True, tag="reply_at_limit"):
+    """An agent's reply was cut at its output limit: its text is continued (`continue`:
+    the model is asked to go on where it stopped), it is asked for again with a larger
+    limit (`larger`, with `max_tokens`: a call of it was cut), or a call of it, cut
+    again, is answered as too long to emit and never runs (`too_long`). Not journaled:
+    the reply journaled is the whole one, its usage that of every attempt."""
+
+    how: LimitRecovery
+    recovery: int  # which ask this is of the reply's (at most 2); 0 for `too_long`
+    max_tokens: int | None = None  # the larger limit asked for (`larger`)
+
+
 class EngineBack(Notice, frozen=True, tag="engine_back"):
     """The engine's database answers again after an outage (`EngineWaiting`)."""
 
@@ -250,6 +266,7 @@ Event = (
     | EngineWaiting
     | ModelWaiting
     | ReplyCut
+    | ReplyAtLimit
     | EngineBack
     | CompactionStarted
     | Concepts
