@@ -29,6 +29,7 @@ from orchestrator.models.base import (
     ModelRequest,
     WireCache,
 )
+from orchestrator.models.call_ids import ANTHROPIC, CallIds
 from orchestrator.models.http import HttpOptions, WireCall
 from orchestrator.models.http import model_stream as _model_stream
 
@@ -176,12 +177,14 @@ def _mark(turns: list[dict[str, Any]], index: int) -> None:
 class _Turns:
     """Messages as Anthropic turns, built one message at a time: leading system messages
     become `system`; the rest become alternating turns, with consecutive same-role
-    messages merged and tool results first in their user turn."""
+    messages merged and tool results first in their user turn. Call ids go through
+    `CallIds`, so that ids made by other providers are ones the API takes."""
 
     def __init__(self) -> None:
         self.system: list[str] = []
         self.turns: list[dict[str, Any]] = []
         self._results = 0  # tool_result blocks at the start of the last turn
+        self._ids = CallIds(ANTHROPIC)
 
     def add(self, message: Message) -> None:
         match message:
@@ -193,11 +196,29 @@ class _Turns:
             case UserMessage(content=content):
                 self._add("user", _text(content))
             case AssistantMessage():
-                self._add("assistant", _assistant_blocks(message))
-            case ToolResult():
-                self._add("user", [_tool_result(message)], result=True)
+                self._add("assistant", self._assistant_blocks(message))
+            case ToolResult(call_id=call_id):
+                block = _tool_result(message, self._ids.result(call_id))
+                self._add("user", [block], result=True)
             case _:
                 assert_never(message)
+
+    def _assistant_blocks(self, message: AssistantMessage) -> list[dict[str, Any]]:
+        blocks: list[dict[str, Any]] = []
+        for block in message.thinking:
+            if block.redacted is not None:
+                blocks.append({"type": "redacted_thinking", "data": block.redacted})
+            elif block.signature and not block.signature.startswith("{"):
+                # (A signature that is a JSON object holds a Responses API reasoning item.)
+                blocks.append(
+                    {"type": "thinking", "thinking": block.text, "signature": block.signature}
+                )
+            # Unsigned reasoning (from another provider) cannot be replayed here.
+        blocks += _text(message.text)
+        for call in message.tool_calls:
+            wire = {"type": "tool_use", "id": self._ids.call(call.id), "name": call.name}
+            blocks.append({**wire, "input": _input(call)})
+        return blocks
 
     def _add(self, role: str, blocks: list[dict[str, Any]], *, result: bool = False) -> None:
         if not blocks:
@@ -225,23 +246,6 @@ def _text(text: str) -> list[dict[str, Any]]:
     return [{"type": "text", "text": text}] if text else []
 
 
-def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
-    blocks: list[dict[str, Any]] = []
-    for block in message.thinking:
-        if block.redacted is not None:
-            blocks.append({"type": "redacted_thinking", "data": block.redacted})
-        elif block.signature and not block.signature.startswith("{"):
-            # (A signature that is a JSON object holds a Responses API reasoning item.)
-            blocks.append(
-                {"type": "thinking", "thinking": block.text, "signature": block.signature}
-            )
-        # Unsigned reasoning (from another provider) cannot be replayed here.
-    blocks += _text(message.text)
-    for call in message.tool_calls:
-        blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": _input(call)})
-    return blocks
-
-
 def _input(call: ToolCall) -> dict[str, Any]:
     # A malformed call still has to be replayed as an object; its error result tells
     # the model what went wrong.
@@ -252,8 +256,8 @@ def _input(call: ToolCall) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _tool_result(result: ToolResult) -> dict[str, Any]:
-    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": result.call_id}
+def _tool_result(result: ToolResult, call_id: str) -> dict[str, Any]:
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": call_id}
     content = _RESULT_PREFIX[result.status] + result.content
     if content:
         block["content"] = content

@@ -38,6 +38,7 @@ from orchestrator.models.base import (
     UsageReported,
     WireCache,
 )
+from orchestrator.models.call_ids import OPENAI, CallIds
 from orchestrator.models.failures import classify, error_fields
 from orchestrator.models.http import HttpOptions, WireCall, bearer_headers, json_data
 from orchestrator.models.http import model_stream as _model_stream
@@ -95,16 +96,17 @@ def to_wire(
     max_tokens_field: MaxTokensField = "max_tokens",
     default_max_tokens: int | None = None,
     default_temperature: float | None = None,
-    cache: WireCache[list[dict[str, Any]]] | None = None,
+    cache: WireCache[Messages] | None = None,
     prompt_cache_key: bool = False,
 ) -> dict[str, Any]:
     """The JSON body of a streamed chat completion for `request`. With the `cache` of
     the asking agent, only messages added since its last request are translated."""
-    wire, new = (cache or WireCache(list)).feed(request.messages)
-    wire.extend(_message(m) for m in new)
+    wire, new = (cache or WireCache(Messages)).feed(request.messages)
+    for message in new:
+        wire.add(message)
     body: dict[str, Any] = {
         "model": model,
-        "messages": wire[:],
+        "messages": wire.messages[:],
         "stream": True,
         "stream_options": {"include_usage": True},
     }
@@ -137,32 +139,46 @@ def to_wire(
     return body
 
 
-def _message(message: Message) -> dict[str, Any]:
-    match message:
-        case SystemMessage(content=content):
-            return {"role": "system", "content": content}
-        case UserMessage(content=content):
-            return {"role": "user", "content": content}
-        case AssistantMessage(text=text, tool_calls=calls):
-            # Reasoning is not sent back: OpenAI-compatible servers do not take it.
-            wire: dict[str, Any] = {"role": "assistant", "content": text or None}
-            if calls:
-                wire["tool_calls"] = [
-                    {
-                        "id": c.id,
-                        "type": "function",
-                        "function": {"name": c.name, "arguments": c.arguments},
-                    }
-                    for c in calls
-                ]
-            elif not text:
-                wire["content"] = ""
-            return wire
-        case ToolResult(call_id=call_id, status=status, content=content):
-            prefix = _RESULT_PREFIX[status]
-            return {"role": "tool", "tool_call_id": call_id, "content": prefix + content}
-        case _:
-            assert_never(message)
+class Messages:
+    """A context as chat messages, built one message at a time; call ids go through
+    `CallIds`, so that ids made by other providers are ones OpenAI takes."""
+
+    __slots__ = ("_ids", "messages")
+
+    def __init__(self) -> None:
+        self.messages: list[dict[str, Any]] = []
+        self._ids = CallIds(OPENAI)
+
+    def add(self, message: Message) -> None:
+        self.messages.append(self._message(message))
+
+    def _message(self, message: Message) -> dict[str, Any]:
+        match message:
+            case SystemMessage(content=content):
+                return {"role": "system", "content": content}
+            case UserMessage(content=content):
+                return {"role": "user", "content": content}
+            case AssistantMessage(text=text, tool_calls=calls):
+                # Reasoning is not sent back: OpenAI-compatible servers do not take it.
+                wire: dict[str, Any] = {"role": "assistant", "content": text or None}
+                if calls:
+                    wire["tool_calls"] = [
+                        {
+                            "id": self._ids.call(c.id),
+                            "type": "function",
+                            "function": {"name": c.name, "arguments": c.arguments},
+                        }
+                        for c in calls
+                    ]
+                elif not text:
+                    wire["content"] = ""
+                return wire
+            case ToolResult(call_id=call_id, status=status, content=content):
+                prefix = _RESULT_PREFIX[status]
+                sent = self._ids.result(call_id)
+                return {"role": "tool", "tool_call_id": sent, "content": prefix + content}
+            case _:
+                assert_never(message)
 
 
 def _tool_choice(choice: str) -> str | dict[str, Any]:
@@ -334,7 +350,7 @@ class OpenAIChatModel:
     def __init__(self, endpoint: OpenAIEndpoint, http: HttpOptions | None = None) -> None:
         self._endpoint = endpoint
         self._http = http or HttpOptions()
-        self._wire: AgentWireCaches[list[dict[str, Any]]] = AgentWireCaches(list)
+        self._wire: AgentWireCaches[Messages] = AgentWireCaches(Messages)
 
     @property
     def name(self) -> str:

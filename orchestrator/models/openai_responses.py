@@ -25,6 +25,7 @@ from orchestrator.messages import (
     UserMessage,
 )
 from orchestrator.models.base import AgentWireCaches, ModelEvent, ModelRequest, WireCache
+from orchestrator.models.call_ids import OPENAI, CallIds
 from orchestrator.models.http import HttpOptions, WireCall, bearer_headers
 from orchestrator.models.http import model_stream as _model_stream
 from orchestrator.models.openai_responses_stream import ResponsesStreamDecoder, reasoning_item
@@ -71,7 +72,7 @@ def to_wire(
     model: str,
     default_max_tokens: int | None = None,
     default_temperature: float | None = None,
-    cache: WireCache[list[dict[str, Any]]] | None = None,
+    cache: WireCache[Items] | None = None,
     prompt_cache_key: bool = True,
     encrypted_reasoning: bool = True,
 ) -> dict[str, Any]:
@@ -81,12 +82,12 @@ def to_wire(
     does not reason refuses that).
 
     `request.stop` is not sent: the Responses API has no stop sequences."""
-    wire, new = (cache or WireCache(list)).feed(request.messages)
+    wire, new = (cache or WireCache(Items)).feed(request.messages)
     for message in new:
-        wire.extend(_items(message))
+        wire.add(message)
     body: dict[str, Any] = {
         "model": model,
-        "input": wire[:],
+        "input": wire.items[:],
         "stream": True,
         "store": False,
     }
@@ -118,33 +119,45 @@ def to_wire(
     return body
 
 
-def _items(message: Message) -> list[dict[str, Any]]:
-    """The input items of one message."""
-    match message:
-        case SystemMessage(content=content):
-            return [{"role": "system", "content": content}]
-        case UserMessage(content=content):
-            return [{"role": "user", "content": content}]
-        case AssistantMessage(text=text, tool_calls=calls, thinking=thinking):
-            # Reasoning first, as the model produced it; another provider's is left out.
-            items = [item for block in thinking if (item := reasoning_item(block)) is not None]
-            if text:
-                items.append({"role": "assistant", "content": text})
-            items += [
-                {
-                    "type": "function_call",
-                    "call_id": c.id,
-                    "name": c.name,
-                    "arguments": c.arguments,
-                }
-                for c in calls
-            ]
-            return items
-        case ToolResult(call_id=call_id, status=status, content=content):
-            output = _RESULT_PREFIX[status] + content
-            return [{"type": "function_call_output", "call_id": call_id, "output": output}]
-        case _:
-            assert_never(message)
+class Items:
+    """A context as input items, built one message at a time; call ids go through
+    `CallIds`, so that ids made by other providers are ones the API takes."""
+
+    __slots__ = ("_ids", "items")
+
+    def __init__(self) -> None:
+        self.items: list[dict[str, Any]] = []
+        self._ids = CallIds(OPENAI)
+
+    def add(self, message: Message) -> None:
+        """The input items of one message."""
+        match message:
+            case SystemMessage(content=content):
+                self.items.append({"role": "system", "content": content})
+            case UserMessage(content=content):
+                self.items.append({"role": "user", "content": content})
+            case AssistantMessage(text=text, tool_calls=calls, thinking=thinking):
+                # Reasoning first, as the model produced it; another provider's is left out.
+                self.items += [item for block in thinking if (item := reasoning_item(block))]
+                if text:
+                    self.items.append({"role": "assistant", "content": text})
+                self.items += [
+                    {
+                        "type": "function_call",
+                        "call_id": self._ids.call(c.id),
+                        "name": c.name,
+                        "arguments": c.arguments,
+                    }
+                    for c in calls
+                ]
+            case ToolResult(call_id=call_id, status=status, content=content):
+                output = _RESULT_PREFIX[status] + content
+                sent = self._ids.result(call_id)
+                self.items.append(
+                    {"type": "function_call_output", "call_id": sent, "output": output}
+                )
+            case _:
+                assert_never(message)
 
 
 def _tool_choice(choice: str) -> str | dict[str, Any]:
@@ -163,7 +176,7 @@ class OpenAIResponsesModel:
     def __init__(self, endpoint: ResponsesEndpoint, http: HttpOptions | None = None) -> None:
         self._endpoint = endpoint
         self._http = http or HttpOptions()
-        self._wire: AgentWireCaches[list[dict[str, Any]]] = AgentWireCaches(list)
+        self._wire: AgentWireCaches[Items] = AgentWireCaches(Items)
         # Until the model says it does not reason (it refuses the encrypted content).
         self._encrypted_reasoning = True
 

@@ -178,8 +178,12 @@ def test_a_growing_context_is_translated_once_and_sent_the_same(adapter: str) ->
         "responses": openai_responses.to_wire,
         "anthropic": anthropic.to_wire,
     }[adapter]
-    fresh = anthropic._Turns if adapter == "anthropic" else list
-    cache: WireCache[Any] = WireCache(fresh)  # type: ignore[arg-type]
+    fresh = {
+        "openai": openai.Messages,
+        "responses": openai_responses.Items,
+        "anthropic": anthropic._Turns,
+    }[adapter]
+    cache: WireCache[Any] = WireCache(fresh)
     context: list[Any] = []
     bodies = []
     for message in CONVERSATION:
@@ -250,7 +254,7 @@ async def test_requests_of_a_scripted_session_keep_a_prefix_that_never_moves(
     await run_turn(session.state.agents["main"], deps)
     assert len(model.requests) == 4
     anthropic_cache: WireCache[Any] = WireCache(anthropic._Turns)
-    openai_cache: WireCache[Any] = WireCache(list)
+    openai_cache: WireCache[Any] = WireCache(openai.Messages)
     assert_prefix_stable(
         [
             anthropic.to_wire(r, model="m", cache=anthropic_cache, caching="auto")
@@ -298,8 +302,8 @@ def test_a_note_follows_the_context_for_one_request_and_leaves_the_cache_as_it_w
     from orchestrator.models.base import WireCache
 
     make = openai.to_wire if adapter == "openai" else anthropic.to_wire
-    fresh = list if adapter == "openai" else anthropic._Turns
-    cache: WireCache[Any] = WireCache(fresh)  # type: ignore[arg-type]
+    fresh = openai.Messages if adapter == "openai" else anthropic._Turns
+    cache: WireCache[Any] = WireCache(fresh)
     context = list(CONVERSATION)
     view = MessageView(context, len(context))
     noted = make(  # type: ignore[operator]

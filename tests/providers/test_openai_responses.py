@@ -7,7 +7,6 @@ import argparse
 import dataclasses
 import io
 from pathlib import Path
-from typing import Any
 
 import httpx
 import msgspec
@@ -54,6 +53,7 @@ from orchestrator.models.anthropic import to_wire as anthropic_to_wire
 from orchestrator.models.base import Waiting, WireCache
 from orchestrator.models.http import HttpOptions, RetryPolicy, Timeouts
 from orchestrator.models.openai_responses import (
+    Items,
     OpenAIResponsesModel,
     ResponsesEndpoint,
     to_wire,
@@ -219,7 +219,7 @@ def test_reasoning_of_another_provider_is_not_sent() -> None:
 
 def test_each_message_is_translated_once_and_the_note_is_this_requests_only() -> None:
     base: list[Message] = [UserMessage(content="hi")]
-    cache: WireCache[list[dict[str, Any]]] = WireCache(list)
+    cache: WireCache[Items] = WireCache(Items)
     first = to_wire(
         ModelRequest(messages=MessageView(base, 1), note="2 calls running"),
         model="m",
