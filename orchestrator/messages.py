@@ -99,11 +99,16 @@ class ToolCall(Value, frozen=True):
 
 
 class Thinking(Value, frozen=True):
-    """A reasoning block some providers return and require back verbatim (Anthropic)."""
+    """A reasoning block some providers return and require back verbatim (Anthropic's
+    signed thinking, the Responses API's encrypted reasoning items). `source` names the
+    model that made it, as `Model.name` does (`anthropic:claude-...`): only that model is
+    sent it back (docs/providers.md, Moving between providers). None in sessions
+    recorded before it was kept: each adapter then tells its own blocks by their shape."""
 
     text: str = ""
     signature: str | None = None
     redacted: str | None = None
+    source: str | None = None
 
 
 class _Message(Value, frozen=True, tag_field="role"):

@@ -1,8 +1,8 @@
 """Anthropic Messages, streamed.
 
 `to_wire` and `MessagesStreamDecoder` are pure; `AnthropicModel.stream` is the one HTTP
-call. Thinking blocks come back with a signature and are replayed verbatim, as the API
-requires when tools are used with extended thinking.
+call. Thinking blocks come back with a signature and are replayed verbatim to the model
+that made them, as the API requires when tools are used with extended thinking.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from orchestrator.messages import (
     AssistantMessage,
     Message,
     SystemMessage,
+    Thinking,
     ToolCall,
     ToolResult,
     UserMessage,
@@ -88,6 +89,7 @@ def to_wire(
     request: ModelRequest,
     *,
     model: str,
+    provider: str = "anthropic",
     default_max_tokens: int = DEFAULT_MAX_TOKENS,
     thinking_budget: int | None = None,
     cache: WireCache[_Turns] | None = None,
@@ -102,10 +104,13 @@ def to_wire(
     role shares (lifetime `cache_ttl`), and one on the newest message, moving forward
     every round (5 minutes), so each request reads what the previous one wrote. The
     provider finds that only within about 20 blocks before a breakpoint, so after a wide
-    round (many tool calls at once) the previous request's end is marked too."""
+    round (many tool calls at once) the previous request's end is marked too.
+
+    Thinking goes back only to the model that made it (`provider:model`)."""
     built, new = (cache or WireCache(_Turns)).feed(request.messages)
+    source = f"{provider}:{model}"
     for message in new:
-        built.add(message)
+        built.add(message, source)
     system, turns = built.wire()
     max_tokens = request.max_tokens or default_max_tokens
     body: dict[str, Any] = {"model": model, "max_tokens": max_tokens, "messages": turns}
@@ -186,7 +191,7 @@ class _Turns:
         self._results = 0  # tool_result blocks at the start of the last turn
         self._ids = CallIds(ANTHROPIC)
 
-    def add(self, message: Message) -> None:
+    def add(self, message: Message, source: str) -> None:
         match message:
             case SystemMessage(content=content):
                 if self.turns:
@@ -196,24 +201,15 @@ class _Turns:
             case UserMessage(content=content):
                 self._add("user", _text(content))
             case AssistantMessage():
-                self._add("assistant", self._assistant_blocks(message))
+                self._add("assistant", self._assistant_blocks(message, source))
             case ToolResult(call_id=call_id):
                 block = _tool_result(message, self._ids.result(call_id))
                 self._add("user", [block], result=True)
             case _:
                 assert_never(message)
 
-    def _assistant_blocks(self, message: AssistantMessage) -> list[dict[str, Any]]:
-        blocks: list[dict[str, Any]] = []
-        for block in message.thinking:
-            if block.redacted is not None:
-                blocks.append({"type": "redacted_thinking", "data": block.redacted})
-            elif block.signature and not block.signature.startswith("{"):
-                # (A signature that is a JSON object holds a Responses API reasoning item.)
-                blocks.append(
-                    {"type": "thinking", "thinking": block.text, "signature": block.signature}
-                )
-            # Unsigned reasoning (from another provider) cannot be replayed here.
+    def _assistant_blocks(self, message: AssistantMessage, source: str) -> list[dict[str, Any]]:
+        blocks = [_thinking(block) for block in message.thinking if _replayable(block, source)]
         blocks += _text(message.text)
         for call in message.tool_calls:
             wire = {"type": "tool_use", "id": self._ids.call(call.id), "name": call.name}
@@ -244,6 +240,24 @@ class _Turns:
 
 def _text(text: str) -> list[dict[str, Any]]:
     return [{"type": "text", "text": text}] if text else []
+
+
+def _replayable(block: Thinking, source: str) -> bool:
+    """Whether `block` can be sent to the model named `source`: only its own, signed (or
+    redacted) thinking. A block recorded before thinking named its model is taken for
+    Anthropic's if it is redacted or has a signature that is not a JSON object (which
+    holds a Responses API reasoning item)."""
+    if block.redacted is None and not block.signature:
+        return False  # a chat server's plain reasoning, or a block cut before its signature
+    if block.source is not None:
+        return block.source == source
+    return block.redacted is not None or not str(block.signature).startswith("{")
+
+
+def _thinking(block: Thinking) -> dict[str, Any]:
+    if block.redacted is not None:
+        return {"type": "redacted_thinking", "data": block.redacted}
+    return {"type": "thinking", "thinking": block.text, "signature": block.signature}
 
 
 def _input(call: ToolCall) -> dict[str, Any]:
@@ -304,6 +318,7 @@ class AnthropicModel:
         body = to_wire(
             request,
             model=ep.model,
+            provider=ep.provider,
             default_max_tokens=ep.max_tokens,
             thinking_budget=ep.thinking_budget,
             cache=self._wire[request.agent],
@@ -312,5 +327,8 @@ class AnthropicModel:
         )
         call = WireCall(url=ep.url, headers=ep.wire_headers(), body=body)
         return _model_stream(
-            self._http, call, lambda: MessagesStreamDecoder(ep.provider), provider=ep.provider
+            self._http,
+            call,
+            lambda: MessagesStreamDecoder(ep.provider, source=self.name),
+            provider=ep.provider,
         )

@@ -38,17 +38,19 @@ class _Block:
     signature: str = ""
     initial_input: object = None
 
-    def event(self) -> ModelEvent | None:
-        """What a finished block contributes (text was already streamed)."""
+    def event(self, source: str | None) -> ModelEvent | None:
+        """What a finished block contributes (text was already streamed); thinking is
+        marked as `source`'s."""
         text = "".join(self.parts)
         if self.type == "tool_use":
             if not text and self.initial_input:
                 text = orjson.dumps(self.initial_input).decode()
             return ToolCallReady(call=ToolCall(id=self.id, name=self.name, arguments=text or "{}"))
         if self.type == "thinking":
-            return ThinkingDone(block=Thinking(text=text, signature=self.signature or None))
+            signature = self.signature or None
+            return ThinkingDone(block=Thinking(text=text, signature=signature, source=source))
         if self.type == "redacted_thinking":
-            return ThinkingDone(block=Thinking(redacted=text))
+            return ThinkingDone(block=Thinking(redacted=text, source=source))
         return None
 
 
@@ -56,10 +58,12 @@ class _Block:
 class MessagesStreamDecoder:
     """Messages stream events to model events. A tool call is emitted at its
     `content_block_stop` with its raw argument text (unfinished after a max_tokens stop:
-    the turn loop asks again, agent/recovery.py, and never runs it)."""
+    the turn loop asks again, agent/recovery.py, and never runs it). `source` names the
+    model (`Model.name`) its thinking is marked with, so that only that model gets it back."""
 
-    def __init__(self, provider: str) -> None:
+    def __init__(self, provider: str, *, source: str | None = None) -> None:
         self._provider = provider
+        self._source = source
         self._blocks: dict[int, _Block] = {}
         self._usage: dict[str, int] = {}
         self._stop_reason: str | None = None
@@ -82,7 +86,7 @@ class MessagesStreamDecoder:
                 return self._delta(payload)
             case "content_block_stop":
                 block = self._blocks.pop(payload.get("index", -1), None)
-                done = block.event() if block is not None else None
+                done = block.event(self._source) if block is not None else None
                 return [] if done is None else [done]
             case "message_delta":
                 reason = (payload.get("delta") or {}).get("stop_reason")
@@ -111,7 +115,7 @@ class MessagesStreamDecoder:
             )
         out: list[ModelEvent] = []
         for index in sorted(self._blocks):  # blocks a cut-off stream never closed
-            done = self._blocks[index].event()
+            done = self._blocks[index].event(self._source)
             if done is not None:
                 out.append(done)
         self._blocks.clear()

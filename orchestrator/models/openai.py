@@ -205,10 +205,12 @@ class _PartialCall:
 class ChatStreamDecoder:
     """Chat completion chunks to model events. Tool-call argument deltas are assembled
     per `index` (calls may interleave) and emitted, raw, when the choice finishes; usage
-    comes from the final chunk (whose `choices` is empty) and is emitted at the end."""
+    comes from the final chunk (whose `choices` is empty) and is emitted at the end.
+    Reasoning is marked as `source`'s (`Model.name`)."""
 
-    def __init__(self, provider: str) -> None:
+    def __init__(self, provider: str, *, source: str | None = None) -> None:
         self._provider = provider
+        self._source = source
         self._calls: list[_PartialCall] = []
         self._by_index: dict[int, _PartialCall] = {}
         self._thinking: list[str] = []
@@ -309,7 +311,8 @@ class ChatStreamDecoder:
         self._flushed = True
         out: list[ModelEvent] = []
         if self._thinking:
-            out.append(ThinkingDone(block=Thinking(text="".join(self._thinking))))
+            thinking = Thinking(text="".join(self._thinking), source=self._source)
+            out.append(ThinkingDone(block=thinking))
         for call in self._calls:
             if not call.id:
                 call.id = f"call_{uuid.uuid4().hex[:24]}"
@@ -378,5 +381,8 @@ class OpenAIChatModel:
         )
         call = WireCall(url=ep.url, headers=ep.wire_headers(), body=body)
         return _model_stream(
-            self._http, call, lambda: ChatStreamDecoder(ep.provider), provider=ep.provider
+            self._http,
+            call,
+            lambda: ChatStreamDecoder(ep.provider, source=self.name),
+            provider=ep.provider,
         )

@@ -21,6 +21,7 @@ from orchestrator.messages import (
     AssistantMessage,
     Message,
     SystemMessage,
+    Thinking,
     ToolResult,
     UserMessage,
 )
@@ -70,6 +71,7 @@ def to_wire(
     request: ModelRequest,
     *,
     model: str,
+    provider: str = "openai-responses",
     default_max_tokens: int | None = None,
     default_temperature: float | None = None,
     cache: WireCache[Items] | None = None,
@@ -79,12 +81,14 @@ def to_wire(
     """The JSON body of a streamed, unstored response for `request`. With the `cache` of
     the asking agent, only messages added since its last request are translated.
     `encrypted_reasoning` asks for the reasoning items' encrypted content (a model that
-    does not reason refuses that).
+    does not reason refuses that). Reasoning items go back only to the model that made
+    them (`provider:model`).
 
     `request.stop` is not sent: the Responses API has no stop sequences."""
     wire, new = (cache or WireCache(Items)).feed(request.messages)
+    source = f"{provider}:{model}"
     for message in new:
-        wire.add(message)
+        wire.add(message, source)
     body: dict[str, Any] = {
         "model": model,
         "input": wire.items[:],
@@ -129,16 +133,18 @@ class Items:
         self.items: list[dict[str, Any]] = []
         self._ids = CallIds(OPENAI)
 
-    def add(self, message: Message) -> None:
-        """The input items of one message."""
+    def add(self, message: Message, source: str) -> None:
+        """The input items of one message, for the model named `source`."""
         match message:
             case SystemMessage(content=content):
                 self.items.append({"role": "system", "content": content})
             case UserMessage(content=content):
                 self.items.append({"role": "user", "content": content})
             case AssistantMessage(text=text, tool_calls=calls, thinking=thinking):
-                # Reasoning first, as the model produced it; another provider's is left out.
-                self.items += [item for block in thinking if (item := reasoning_item(block))]
+                # Reasoning first, as the model produced it; another model's is left out.
+                self.items += [
+                    item for block in thinking if (item := _own_reasoning(block, source))
+                ]
                 if text:
                     self.items.append({"role": "assistant", "content": text})
                 self.items += [
@@ -158,6 +164,14 @@ class Items:
                 )
             case _:
                 assert_never(message)
+
+
+def _own_reasoning(block: Thinking, source: str) -> dict[str, Any] | None:
+    """The reasoning item `block` holds if the model named `source` made it (or, in a
+    session recorded before thinking named its model, if it holds one at all)."""
+    if block.source is not None and block.source != source:
+        return None
+    return reasoning_item(block)
 
 
 def _tool_choice(choice: str) -> str | dict[str, Any]:
@@ -205,6 +219,7 @@ class OpenAIResponsesModel:
             body = to_wire(
                 request,
                 model=ep.model,
+                provider=ep.provider,
                 default_max_tokens=ep.max_tokens,
                 default_temperature=ep.temperature,
                 cache=self._wire[request.agent],
@@ -212,7 +227,7 @@ class OpenAIResponsesModel:
                 encrypted_reasoning=self._encrypted_reasoning,
             )
             call = WireCall(url=ep.url, headers=ep.wire_headers(), body=body)
-            decoder = partial(ResponsesStreamDecoder, ep.provider)
+            decoder = partial(ResponsesStreamDecoder, ep.provider, source=self.name)
             yielded = False
             try:
                 async with _model_stream(self._http, call, decoder, provider=ep.provider) as events:

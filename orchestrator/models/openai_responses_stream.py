@@ -32,18 +32,19 @@ from orchestrator.models.sse import ServerSentEvent
 INCOMPLETE_REASONS = {"max_output_tokens": MAX_TOKENS}
 
 
-def reasoning_block(item: dict[str, Any]) -> Thinking:
+def reasoning_block(item: dict[str, Any], source: str | None = None) -> Thinking:
     """A reasoning output item as the `Thinking` kept on the assistant message: its
     summary as the text, the item itself (its id, summary and encrypted content; fields
-    that are null left out) as JSON in `signature`, to be sent back unchanged. A signature
-    that is a JSON object is how this adapter tells its items from another provider's
-    (Anthropic's signatures are base64)."""
+    that are null left out) as JSON in `signature`, to be sent back unchanged to the
+    model named `source`, which made it. (A signature that is a JSON object is how the
+    adapters tell these items from Anthropic's base64 signatures in sessions recorded
+    before thinking named its model.)"""
     kept = {k: v for k, v in item.items() if v is not None}
     summary = kept.get("summary") or ()
     text = "\n\n".join(
         part["text"] for part in summary if isinstance(part, dict) and "text" in part
     )
-    return Thinking(text=text, signature=orjson.dumps(kept).decode())
+    return Thinking(text=text, signature=orjson.dumps(kept).decode(), source=source)
 
 
 def reasoning_item(block: Thinking) -> dict[str, Any] | None:
@@ -70,10 +71,12 @@ class ResponsesStreamDecoder:
     """Responses stream events to model events. Function calls are assembled per
     `output_index` (parallel calls may interleave) and emitted when their item is done,
     with the arguments the done item states (the deltas, joined, where it states none);
-    the stream ends at `response.completed` or `response.incomplete`."""
+    the stream ends at `response.completed` or `response.incomplete`. Reasoning items are
+    marked as `source`'s (`Model.name`)."""
 
-    def __init__(self, provider: str) -> None:
+    def __init__(self, provider: str, *, source: str | None = None) -> None:
         self._provider = provider
+        self._source = source
         self._calls: dict[int, _PartialCall] = {}
         self._called = False
         self._streamed: set[int] = set()  # output items whose text came as deltas
@@ -165,7 +168,7 @@ class ResponsesStreamDecoder:
                 self._called = True
                 return [self._ready(item, call or _PartialCall())]
             case "reasoning":
-                return [ThinkingDone(block=reasoning_block(item))]
+                return [ThinkingDone(block=reasoning_block(item, self._source))]
             case "message" if index not in self._streamed:
                 # A server that sent the message whole, without deltas.
                 parts = [p for p in item.get("content") or () if isinstance(p, dict)]

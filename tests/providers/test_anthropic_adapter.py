@@ -16,7 +16,15 @@ from sdk_types import (
     message_start,
 )
 
-from orchestrator import ModelRequest, Thinking, ToolCall, ToolSpec, Usage, UserMessage
+from orchestrator import (
+    AssistantMessage,
+    ModelRequest,
+    Thinking,
+    ToolCall,
+    ToolSpec,
+    Usage,
+    UserMessage,
+)
 from orchestrator.models import (
     ModelEvent,
     StreamEnded,
@@ -167,8 +175,13 @@ async def test_thinking_blocks_are_kept_with_their_signature(
     assert events[:5] == [
         ThinkingDelta(text="The user "),
         ThinkingDelta(text="greets me."),
-        ThinkingDone(block=Thinking(text="The user greets me.", signature="c2ln")),
-        ThinkingDone(block=Thinking(redacted="ENCRYPTED")),
+        # Each marked as this model's, the one it can go back to.
+        ThinkingDone(
+            block=Thinking(
+                text="The user greets me.", signature="c2ln", source="anthropic:claude-test"
+            )
+        ),
+        ThinkingDone(block=Thinking(redacted="ENCRYPTED", source="anthropic:claude-test")),
         TextDelta(text="Hi!"),
     ]
     body = server.requests[0].json()
@@ -215,3 +228,20 @@ async def test_unknown_event_types_and_deltas_are_ignored(
     )
     events = await run(make_model(server, client, sleeps))
     assert events[0] == TextDelta(text="ok")
+
+
+def test_thinking_goes_back_only_to_the_model_that_made_it() -> None:
+    signed = Thinking(text="t", signature="c2ln", source="anthropic:claude-test")
+    redacted = Thinking(redacted="RU5D", source="anthropic:claude-test")
+    older = Thinking(text="t", signature="b2xk")  # recorded before thinking named its model
+    reply = AssistantMessage(text="ok", thinking=(signed, redacted, older))
+    request = ModelRequest(messages=(UserMessage(content="hi"), reply))
+
+    def sent(model: str, provider: str = "anthropic") -> list[str]:
+        body = to_wire(request, model=model, provider=provider)
+        return [b["type"] for b in body["messages"][1]["content"]]
+
+    assert sent("claude-test") == ["thinking", "redacted_thinking", "thinking", "text"]
+    # Another model, or the same model behind another provider, does not take them.
+    assert sent("claude-other") == ["thinking", "text"]
+    assert sent("claude-test", provider="proxy") == ["thinking", "text"]

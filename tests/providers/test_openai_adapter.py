@@ -151,7 +151,7 @@ async def test_ollama_whole_tool_calls_and_reasoning(
     assert events == [
         ThinkingDelta(text="Let me "),
         ThinkingDelta(text="look."),
-        ThinkingDone(block=Thinking(text="Let me look.")),
+        ThinkingDone(block=Thinking(text="Let me look.", source="ollama:test-model")),
         ToolCallReady(call=ToolCall(id="call_x", name="read_file", arguments='{"path": "x"}')),
         ToolCallReady(call=ToolCall(id="call_y", name="read_file", arguments='{"path": "y"}')),
         StreamEnded(stop_reason="tool_use"),

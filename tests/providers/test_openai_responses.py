@@ -156,7 +156,13 @@ async def test_parallel_calls_reasoning_and_usage_then_results_go_back_with_the_
             ToolCall(id="call_a", name="read_file", arguments='{"path": "a.txt"}'),
             ToolCall(id="call_b", name="read_file", arguments='{"path": "b.txt"}'),
         ),
-        thinking=(Thinking(text="Two files to read.", signature=orjson.dumps(kept).decode()),),
+        thinking=(
+            Thinking(
+                text="Two files to read.",
+                signature=orjson.dumps(kept).decode(),
+                source="openai-responses:gpt-test",
+            ),
+        ),
         # Reasoning tokens are output tokens (and billed as such); cached input apart.
         usage=Usage(input_tokens=100, output_tokens=300, cache_read_tokens=400),
         stop_reason="tool_use",
@@ -215,6 +221,18 @@ def test_reasoning_of_another_provider_is_not_sent() -> None:
         {"role": "user", "content": "hi"},
         {"role": "assistant", "content": "ok"},
     ]
+
+
+def test_a_reasoning_item_goes_back_only_to_the_model_that_made_it() -> None:
+    item = orjson.dumps(reasoning_item(4, "why").model_dump(exclude_none=True)).decode()
+    own = Thinking(text="why", signature=item, source="openai-responses:gpt-test")
+    older = Thinking(text="why", signature=item)  # recorded before thinking named its model
+    for block, takers in ((own, {"gpt-test"}), (older, {"gpt-test", "gpt-other"})):
+        reply = AssistantMessage(text="ok", thinking=(block,))
+        request = ModelRequest(messages=(UserMessage(content="hi"), reply))
+        for model in ("gpt-test", "gpt-other"):
+            kinds = [i.get("type") for i in to_wire(request, model=model)["input"]]
+            assert ("reasoning" in kinds) == (model in takers), (block, model)
 
 
 def test_each_message_is_translated_once_and_the_note_is_this_requests_only() -> None:
