@@ -106,7 +106,9 @@ def to_wire(
     provider finds that only within about 20 blocks before a breakpoint, so after a wide
     round (many tool calls at once) the previous request's end is marked too.
 
-    Thinking goes back only to the model that made it (`provider:model`)."""
+    Thinking goes back only to the model that made it (`provider:model`), and extended
+    thinking is left off a request whose last tool round was not this model's (see
+    `_thinks_in`)."""
     built, new = (cache or WireCache(_Turns)).feed(request.messages)
     source = f"{provider}:{model}"
     for message in new:
@@ -132,7 +134,7 @@ def to_wire(
         _mark_moving(turns)
     if request.note:  # after the breakpoints: this request's only, not a cached prefix
         _add_note(turns, request.note)
-    if thinking_budget:
+    if thinking_budget and _thinks_in(turns):
         # max_tokens counts thinking too and must exceed the budget.
         if max_tokens <= thinking_budget:
             body["max_tokens"] = thinking_budget + max_tokens
@@ -179,6 +181,23 @@ def _mark(turns: list[dict[str, Any]], index: int) -> None:
         turns[index] = {**turns[index], "content": [*content[:-1], marked]}
 
 
+_THINKING = frozenset({"thinking", "redacted_thinking"})
+
+
+def _thinks_in(turns: list[dict[str, Any]]) -> bool:
+    """Whether a request with these turns may enable extended thinking. The API requires
+    the last assistant turn, if it called tools, to start with its thinking: one made by
+    another provider or model (whose thinking is not sent here) cannot, so thinking is
+    left off until a user turn ends that tool loop, as the API advises (it keeps one
+    thinking setting per assistant turn)."""
+    last: list[dict[str, Any]] = next(
+        (t["content"] for t in reversed(turns) if t["role"] == "assistant"), []
+    )
+    if not any(block["type"] == "tool_use" for block in last):
+        return True
+    return last[0]["type"] in _THINKING
+
+
 class _Turns:
     """Messages as Anthropic turns, built one message at a time: leading system messages
     become `system`; the rest become alternating turns, with consecutive same-role
@@ -196,7 +215,7 @@ class _Turns:
             case SystemMessage(content=content):
                 if self.turns:
                     self._add("user", _text(content))
-                else:
+                elif content.strip():
                     self.system.append(content)
             case UserMessage(content=content):
                 self._add("user", _text(content))
@@ -239,7 +258,9 @@ class _Turns:
 
 
 def _text(text: str) -> list[dict[str, Any]]:
-    return [{"type": "text", "text": text}] if text else []
+    # The API refuses a text block of only whitespace (chat models often say "\n\n"
+    # before their calls).
+    return [{"type": "text", "text": text}] if text.strip() else []
 
 
 def _replayable(block: Thinking, source: str) -> bool:
@@ -273,7 +294,7 @@ def _input(call: ToolCall) -> dict[str, Any]:
 def _tool_result(result: ToolResult, call_id: str) -> dict[str, Any]:
     block: dict[str, Any] = {"type": "tool_result", "tool_use_id": call_id}
     content = _RESULT_PREFIX[result.status] + result.content
-    if content:
+    if content.strip():
         block["content"] = content
     if result.status != "ok":
         block["is_error"] = True

@@ -18,9 +18,11 @@ from sdk_types import (
 
 from orchestrator import (
     AssistantMessage,
+    Message,
     ModelRequest,
     Thinking,
     ToolCall,
+    ToolResult,
     ToolSpec,
     Usage,
     UserMessage,
@@ -245,3 +247,37 @@ def test_thinking_goes_back_only_to_the_model_that_made_it() -> None:
     # Another model, or the same model behind another provider, does not take them.
     assert sent("claude-other") == ["thinking", "text"]
     assert sent("claude-test", provider="proxy") == ["thinking", "text"]
+
+
+def test_text_of_only_whitespace_is_left_out() -> None:
+    # Chat models often say "\n\n" before their calls; the Messages API refuses such a block.
+    call = ToolCall(id="call_1", name="read_file", arguments="{}")
+    reply = AssistantMessage(text="\n\n", tool_calls=(call,))
+    result = ToolResult(call_id="call_1", name="read_file", content=" \n")
+    body = to_wire(ModelRequest(messages=(UserMessage(content="hi"), reply, result)), model="m")
+    assert body["messages"][1:] == [
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "call_1", "name": "read_file", "input": {}}],
+        },
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_1"}]},
+    ]
+
+
+def test_thinking_is_off_while_the_last_tool_round_is_another_models() -> None:
+    call = ToolCall(id="call_1", name="read_file", arguments="{}")
+    theirs = AssistantMessage(tool_calls=(call,))  # no thinking this model can take
+    result = ToolResult(call_id="call_1", name="read_file", content="x")
+    context: list[Message] = [UserMessage(content="hi"), theirs, result]
+
+    def thinks() -> bool:
+        request = ModelRequest(messages=tuple(context))
+        return "thinking" in to_wire(request, model="m", thinking_budget=2048)
+
+    assert not thinks()
+    context.append(AssistantMessage(text="Done."))  # that tool loop is over
+    context.append(UserMessage(content="Next."))
+    assert thinks()
+    own = Thinking(text="t", signature="c2ln", source="anthropic:m")
+    context += [AssistantMessage(tool_calls=(call,), thinking=(own,)), result]
+    assert thinks()
