@@ -288,6 +288,19 @@ def v11_to_v12(directory: Path) -> None:
     return None
 
 
+def v12_to_v13(directory: Path) -> None:
+    """Format 13 adds fallback chains and recovery from cut replies: the
+    `model_switched` record (a chain moved to another of its models), `fallbacks` in the
+    snapshot, a thinking block's `source` (the model that made it, which alone gets it
+    back) and a tool call's `cut` (the output limit cut its arguments: it never runs).
+    Every format-12 record, manifest and snapshot is already a valid format-13 one: a
+    format-12 session had no chain, its snapshot reads with no fallbacks, its thinking
+    blocks with no source (told apart by their shape, as before) and no call cut.
+    Nothing is rewritten; the step lets the manifest say 13, so an older orchestrator
+    refuses the session instead of failing on a record kind it does not know."""
+    return None
+
+
 MIGRATIONS: dict[int, Migration] = {
     1: v1_to_v2,
     2: v2_to_v3,
@@ -300,6 +313,7 @@ MIGRATIONS: dict[int, Migration] = {
     9: v9_to_v10,
     10: v10_to_v11,
     11: v11_to_v12,
+    12: v12_to_v13,
 }
 
 

@@ -10,7 +10,7 @@ import msgspec
 import orjson
 import pytest
 
-from orchestrator import Message, ToolResult, load_state
+from orchestrator import AssistantMessage, Message, ToolResult, load_state
 from orchestrator.errors import JournalCorrupt
 from orchestrator.messages import plain
 from orchestrator.session import migrate, verify
@@ -237,7 +237,6 @@ def test_a_v10_session_becomes_v11_untouched_its_sandbox_unset_and_nothing_appro
 def test_a_v11_session_becomes_v12_untouched_nothing_parked_and_no_output_yet(
     tmp_path: Path, name: str
 ) -> None:
-    assert FORMAT_VERSION == 12
     directory = migrated_untouched(tmp_path, f"v11-{name}")
     state = load_state(directory, warn=pytest.fail)
     # No call of a format-11 session was parked, and its manifest has no answer until
@@ -245,4 +244,23 @@ def test_a_v11_session_becomes_v12_untouched_nothing_parked_and_no_output_yet(
     assert state.approvals.pending == {}
     assert state.approvals.decided == {}
     assert read_manifest(directory).output == ""
+    assert verify(directory) == []
+
+
+@pytest.mark.parametrize("name", ["completed", "killed-mid-turn"])
+def test_a_v12_session_becomes_v13_untouched_no_chain_moved_nothing_cut(
+    tmp_path: Path, name: str
+) -> None:
+    assert FORMAT_VERSION == 13
+    directory = migrated_untouched(tmp_path, f"v12-{name}")
+    state = load_state(directory, warn=pytest.fail)
+    # A format-12 session had no fallback chain, no thinking said whose it was, and no
+    # call was cut at the output limit.
+    assert state.fallbacks.chains == {}
+    replies = [
+        m for a in state.agents.values() for m in a.messages if isinstance(m, AssistantMessage)
+    ]
+    assert replies
+    assert all(block.source is None for m in replies for block in m.thinking)
+    assert all(call.cut is None for m in replies for call in m.tool_calls)
     assert verify(directory) == []
