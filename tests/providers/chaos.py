@@ -7,9 +7,11 @@ agent delegates `files` tasks at once, waits until every file is written, then s
 each worker writes its file and completes. `Chaos` turns a seeded share of requests into
 failures a real provider sends: a 429 with and without `retry-after`, a 500, an overload
 (529, or 503 from OpenAI), a quota error (Anthropic's server only, so a call can always
-move on to the OpenAI model), a stream cut after part of the reply. At most two failures
-in a row per server, so every call ends well within the retry budget of its model or the
-next one of the chain.
+move on to the OpenAI model), a stream cut after part of the reply, a reply cut at its
+output limit (`max_tokens`, `length`: its text, or its last call's arguments, half
+there). At most two failures in a row per server, so every call ends well within the
+retry budget of its model or the next one of the chain, and within the two recoveries of
+a reply cut at its limit.
 """
 
 from __future__ import annotations
@@ -43,10 +45,12 @@ from sdk_types import (
     openai_usage,
 )
 
+from orchestrator.agent.recovery import GO_ON
+
 Wire = Literal["anthropic", "openai"]
 GOAL = "Write the chaos files, one task each."
 MARK = "CHAOS-FILE"
-FAULTS = ("429", "429-bare", "500", "overloaded", "quota", "cut")
+FAULTS = ("limit", "quota", "cut", "429", "500", "overloaded", "429-bare")
 
 
 def task_prompt(name: str, content: str) -> str:
@@ -55,26 +59,32 @@ def task_prompt(name: str, content: str) -> str:
 
 @dataclass(frozen=True)
 class Seen:
-    """What the model reads of a request: its first user text, and the names of the
-    tools it called so far, in order."""
+    """What the model reads of a request: its first user text, the names of the tools it
+    called so far, in order, and, for a request to go on with a reply cut at its output
+    limit (agent/recovery.py), the text so far."""
 
     first_user: str
     called: tuple[str, ...]
+    going_on: str | None = None
 
 
 def seen(body: dict[str, Any], wire: Wire) -> Seen:
-    first = ""
+    texts: list[tuple[str, str]] = []  # (role, text) of each message
     called: list[str] = []
     for message in body["messages"]:
         content = message.get("content")
-        if message["role"] == "user" and not first:
-            first = content if isinstance(content, str) else _block_text(content)
+        text = content if isinstance(content, str) else _block_text(content)
+        texts.append((message["role"], text))
         if message["role"] == "assistant":
             if wire == "openai":
                 called += [c["function"]["name"] for c in message.get("tool_calls") or []]
             elif isinstance(content, list):
                 called += [b["name"] for b in content if b.get("type") == "tool_use"]
-    return Seen(first, tuple(called))
+    first = next(text for role, text in texts if role == "user")
+    going_on = None
+    if len(texts) >= 2 and texts[-1][1].endswith(GO_ON) and texts[-2][0] == "assistant":
+        going_on = texts[-2][1]
+    return Seen(first, tuple(called), going_on)
 
 
 def _block_text(content: object) -> str:
@@ -122,31 +132,57 @@ class TeamModel:
         return [(f"m_wait_{len(request.called)}", "wait_tasks", {"timeout": 30})]
 
 
-def reply_events(answer: str | list[Call], wire: Wire) -> list[bytes]:
+def reply_events(answer: str | list[Call], wire: Wire, *, limit: bool = False) -> list[bytes]:
+    """The stream of `answer`; `limit`: cut at its output limit, half of its text (or of
+    its last call's arguments) there."""
     if isinstance(answer, str):
+        if limit:
+            return _text_at_limit(answer[: len(answer) // 2], wire)
         return openai_text(answer, usage=(100, 10)) if wire == "openai" else anthropic_text(answer)
+    arguments = [orjson.dumps(args).decode() for _, _, args in answer]
+    if limit:
+        arguments[-1] = arguments[-1][: len(arguments[-1]) // 2]
+    finish = "length" if limit else "tool_calls"
     if wire == "openai":
         deltas = [
-            openai_call_delta(i, id=cid, name=name, arguments=orjson.dumps(args).decode())
-            for i, (cid, name, args) in enumerate(answer)
+            openai_call_delta(i, id=cid, name=name, arguments=arguments[i])
+            for i, (cid, name, _) in enumerate(answer)
         ]
         return [
             openai_chunk({"role": "assistant", "content": None}),
             *(openai_chunk({"tool_calls": [d]}) for d in deltas),
-            openai_chunk({}, finish="tool_calls"),
+            openai_chunk({}, finish=finish),
             openai_usage(100, 20),
             OPENAI_DONE,
         ]
     events = [message_start(input_tokens=100)]
-    for i, (cid, name, args) in enumerate(answer):
+    for i, (cid, name, _) in enumerate(answer):
         use = {"type": "tool_use", "id": cid, "name": name, "input": {}}
-        json = orjson.dumps(args).decode()
         events += [
             block_start(i, use),
-            block_delta(i, {"type": "input_json_delta", "partial_json": json}),
+            block_delta(i, {"type": "input_json_delta", "partial_json": arguments[i]}),
             block_stop(i),
         ]
-    return [*events, message_delta("tool_use", 20), MESSAGE_STOP]
+    return [*events, message_delta("max_tokens" if limit else "tool_use", 20), MESSAGE_STOP]
+
+
+def _text_at_limit(text: str, wire: Wire) -> list[bytes]:
+    if wire == "openai":
+        return [
+            openai_chunk({"role": "assistant", "content": ""}),
+            openai_chunk({"content": text}),
+            openai_chunk({}, finish="length"),
+            openai_usage(100, 10),
+            OPENAI_DONE,
+        ]
+    return [
+        message_start(input_tokens=100),
+        block_start(0, {"type": "text", "text": ""}),
+        block_delta(0, {"type": "text_delta", "text": text}),
+        block_stop(0),
+        message_delta("max_tokens", 10),
+        MESSAGE_STOP,
+    ]
 
 
 def fault_reply(fault: str, wire: Wire, whole: list[bytes]) -> Reply:
@@ -211,9 +247,19 @@ class Chaos:
 
 def handler(model: TeamModel, chaos: Chaos | None, wire: Wire) -> Callable[[Recorded], Reply]:
     def handle(request: Recorded) -> Reply:
-        whole = reply_events(model.answer(seen(request.json(), wire)), wire)
+        asked = seen(request.json(), wire)
+        answer = model.answer(asked)
+        if asked.going_on is not None:  # the rest of a text cut at its limit
+            assert isinstance(answer, str)
+            assert answer.startswith(asked.going_on)
+            answer = answer[len(asked.going_on) :]
         fault = chaos.fault(wire) if chaos is not None else None
-        return Reply.sse(whole) if fault is None else fault_reply(fault, wire, whole)
+        if fault == "limit" and asked.going_on is not None:
+            fault = None  # (one cut a reply: its continuation comes whole)
+        whole = reply_events(answer, wire, limit=fault == "limit")
+        if fault is None or fault == "limit":
+            return Reply.sse(whole)
+        return fault_reply(fault, wire, whole)
 
     return handle
 
