@@ -45,6 +45,7 @@ RUNS: tuple[tuple[tuple[str, ...], str], ...] = (
         (f"{HERE}/bench_cache.py", "--rounds", "2", "--workers", "1", "--fan-out", "1"),
         "with caching",
     ),
+    ((f"{HERE}/bench_chaos.py", "--runs", "1"), "failing / clean"),
     (
         (f"{HERE}/bench_compaction.py", "retention", "--compactions", "1"),
         "100.0% of the planted facts",
