@@ -9,7 +9,7 @@ view shows it as the agent's activity until its reply (in virtual time: a 429 as
 from __future__ import annotations
 
 import io
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import httpx
@@ -23,7 +23,9 @@ from orchestrator.models.http import HttpOptions
 from orchestrator.models.limits import Backoff
 from orchestrator.models.openai import OpenAIChatModel, OpenAIEndpoint
 from orchestrator.view import ViewModel
-from tests.providers.sdk_types import OPENAI_DONE, openai_chunk
+from tests.providers.sdk_types import OPENAI_DONE, openai_chunk, openai_usage
+
+Handler = Callable[[httpx.Request], Awaitable[httpx.Response]]
 
 
 async def test_a_rate_limited_call_is_shown_waiting_until_its_reply(
@@ -121,3 +123,41 @@ async def test_a_third_cut_ends_the_run_with_the_error(tmp_path: Path) -> None:
     result = await orc.run("hi", model=model, sessions_dir=tmp_path)
     assert result.status == "failed"
     assert "peer closed connection" in result.detail
+
+
+async def test_a_chain_that_moves_shows_the_model_answering_and_its_cost(tmp_path: Path) -> None:
+    async def out_of_credit(request: httpx.Request) -> httpx.Response:
+        error = {"type": "insufficient_quota", "code": "insufficient_quota", "message": "quota"}
+        return httpx.Response(429, json={"error": error})
+
+    async def answers(request: httpx.Request) -> httpx.Response:
+        body = openai_chunk({"content": "ok"}, finish="stop") + openai_usage(10, 2) + OPENAI_DONE
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body)
+
+    def model(name: str, handler: Handler) -> OpenAIChatModel:
+        client = httpx.AsyncClient(transport=httpx.MockTransport(handler))
+        endpoint = OpenAIEndpoint(provider="openai", model=name, base_url="http://test/v1")
+        return OpenAIChatModel(endpoint, HttpOptions(client=client))
+
+    chain = orc.Fallback([model("first", out_of_credit), model("second", answers)])
+    view = ViewModel(clock=trio.current_time)
+    models: list[str] = []
+    printed = io.StringIO()
+    transcript = TranscriptSink(printed, color=False)
+
+    async def seen(event: orc.Event) -> None:
+        view.apply(event)
+        main = view.agents.get("main")
+        if main is not None:
+            models.append(main.model)
+        await transcript.emit(event)
+
+    result = await orc.run("hi", model=chain, sessions_dir=tmp_path, on_event=seen)
+
+    assert (result.status, result.output) == ("completed", "ok")
+    assert models[-1] == "openai:second"
+    assert "! openai:second answers instead of openai:first: HTTP 429: quota" in printed.getvalue()
+    assert result.session_dir is not None
+    state = orc.load_state(result.session_dir, warn=pytest.fail)
+    assert set(state.usage_by_model) == {"openai:second"}  # its tokens are its own
+    assert state.fallbacks.chains["openai:first,openai:second"].model == "openai:second"
