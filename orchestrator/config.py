@@ -33,6 +33,7 @@ output = 8192
 
 from __future__ import annotations
 
+import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -282,6 +283,67 @@ class EngineConfig(_Strict, frozen=True):
     workers: bool = False
 
 
+class McpServerConfig(_Strict, frozen=True):
+    """`[mcp.servers.NAME]`: one MCP server whose tools the session's agents may use
+    (docs/mcp.md): a command run over stdio (`command`, `args`, `env`, `cwd`) or a
+    streamable HTTP endpoint (`url`, `headers`). A value of `env` or `headers` written
+    `env:NAME` is the environment variable NAME's value, read when the server starts and
+    redacted like a provider's key. `tools`: globs of the server's tools the session takes
+    (none: all); `timeout`: seconds a call (and the start) may take; `max_output`: the
+    characters of a result past which it is refused as oversized."""
+
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    tools: tuple[str, ...] = ()
+    timeout: float = Field(default=60.0, gt=0, le=DAY)
+    max_output: int = Field(default=100_000, ge=100, le=TOKENS)
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerConfig:
+        if (self.command is None) == (self.url is None):
+            raise ValueError(
+                "give either command (a server run over stdio) or url (streamable HTTP), "
+                "not both and not neither"
+            )
+        stdio_only = [k for k in ("args", "env", "cwd") if k in self.model_fields_set]
+        if self.url is not None and stdio_only:
+            raise ValueError(f"{', '.join(stdio_only)}: only for a command (stdio) server")
+        if self.command is not None and "headers" in self.model_fields_set:
+            raise ValueError("headers: only for a url (streamable HTTP) server")
+        if self.command is not None and not self.command.strip():
+            raise ValueError("command must not be blank")
+        if self.url is not None and not self.url.startswith(("http://", "https://")):
+            raise ValueError(f"url {self.url!r} is not an http:// or https:// address")
+        for key, value in (*self.env.items(), *self.headers.items()):
+            if value.startswith("env:") and not value[4:].strip():
+                raise ValueError(f"{key} = {value!r} names no environment variable")
+        return self
+
+
+class McpConfig(_Strict, frozen=True):
+    """`[mcp]`: the MCP servers (`[mcp.servers.NAME]`); docs/mcp.md."""
+
+    servers: dict[str, McpServerConfig] = Field(default_factory=dict)
+
+    @field_validator("servers")
+    @classmethod
+    def _names(cls, servers: dict[str, McpServerConfig]) -> dict[str, McpServerConfig]:
+        for name in servers:
+            if not _MCP_NAME.fullmatch(name) or "__" in name:
+                raise ValueError(
+                    f"{name!r} is not a server name (letters, digits, '_' and '-', up to 32, "
+                    "no '__': a tool is shown to the model as SERVER__TOOL)"
+                )
+        return servers
+
+
+_MCP_NAME = re.compile(r"[A-Za-z0-9_-]{1,32}")
+
+
 class Config(_Strict, frozen=True):
     model: ModelSpec | None = None  # a list: a fallback chain (docs/providers.md)
     shell: ShellConfig = Field(default_factory=ShellConfig)
@@ -292,6 +354,7 @@ class Config(_Strict, frozen=True):
     view: ViewConfig = Field(default_factory=ViewConfig)
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
     engine: EngineConfig = Field(default_factory=EngineConfig)
+    mcp: McpConfig = Field(default_factory=McpConfig)
     providers: dict[str, ProviderConfig] = Field(default_factory=dict)
     agents: dict[str, AgentConfig] = Field(default_factory=dict)
     prices: dict[str, Price] = Field(default_factory=dict)

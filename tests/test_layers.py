@@ -13,8 +13,9 @@ PACKAGE = Path(__file__).parents[1] / "orchestrator"
 BELOW: dict[str, set[str]] = {
     # The live view (`view`) is a surface's, read by the command line only.
     "cli": {"host", "view", "team", "agent", "session", "tools", "state", "loop", "models"}
-    | {"store", "engine"},
-    "host": {"engine", "team", "agent", "session", "tools", "state", "loop", "models", "store"},
+    | {"store", "engine", "mcp"},
+    "host": {"engine", "team", "agent", "session", "tools", "state", "loop", "models", "store"}
+    | {"mcp"},
     # Where delegated tasks run durably (DBOS): a runner of the team's, chosen above it.
     "engine": {"team", "agent", "session", "tools", "state", "loop", "models", "store"},
     "team": {"agent", "session", "tools", "state", "loop", "models", "store"},
@@ -22,6 +23,8 @@ BELOW: dict[str, set[str]] = {
     "view": {"session", "state", "loop", "store"},
     "session": {"state", "loop", "store"},
     "tools": {"state", "loop", "models"},
+    # MCP servers as tool sources: beside `tools`, whose tools they make.
+    "mcp": {"tools", "state", "loop", "models"},
     "state": {"loop", "store"},
     "loop": set(),
     "models": set(),

@@ -21,6 +21,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import cast
 
 import httpx
 import sniffio
@@ -39,6 +40,7 @@ from orchestrator.host.options import (
     RunOptions,
     takes,
 )
+from orchestrator.mcp import McpTools, open_servers, split_tools
 from orchestrator.models.base import Model
 from orchestrator.models.fallback import Fallback, chain_specs
 from orchestrator.models.http import make_client
@@ -52,7 +54,7 @@ from orchestrator.team.definitions import Definitions
 from orchestrator.team.drive import Driven, RunResult, drive
 from orchestrator.team.runtime import TeamHook
 from orchestrator.team.settings import RunSettings, check_definitions
-from orchestrator.tools.base import ToolRegistry
+from orchestrator.tools.base import AnyTool, ToolRegistry
 from orchestrator.tools.functions import HOST_LOOP
 
 
@@ -266,10 +268,17 @@ async def _drive(
     # (`[*orc.workspace_tools(), lookup]`), the agent types it names (the built-ins by
     # `orc.builtin_agents()`), and without any a plain agent (team/settings.py `plain`).
     agents = list(wiring.agents)
-    definitions = Definitions(agents)
-    registry = ToolRegistry(wiring.tools)
+    servers, tools = split_tools(wiring.tools)
     async with contextlib.AsyncExitStack() as stack:
         live = await stack.enter_async_context(opening())
+        # MCP servers start with the session and stop with it (docs/mcp.md).
+        opened = await stack.enter_async_context(open_servers(servers))
+        for line in opened.failed:
+            _warn(line)
+        registry = with_mcp_tools(tools, opened)
+        definitions = Definitions(
+            d.model_copy(update={"tools": opened.names(d.tools)}) for d in agents
+        )
         if isinstance(model, str):
             # Made only for a provider's spec: its TLS context (the system's certificates,
             # read anew for each client) is most of a call's time with a `Model` object.
@@ -294,6 +303,20 @@ async def _drive(
         # the workspace tools) is an error here, where `drive` would leave a built-in out.
         check_definitions(settings)
         return await drive(live, settings)
+
+
+def with_mcp_tools(tools: list[object], opened: McpTools) -> ToolRegistry:
+    """The session's tools and its MCP servers' tools; an MCP tool named as one of the
+    others is a `ConfigError` naming both."""
+    registry = ToolRegistry(cast(list[AnyTool], tools))
+    for tool in opened.tools:
+        if tool.name in registry:
+            raise ConfigError(
+                f"MCP server {tool.server!r} has a tool named {tool.info.name!r}, shown as "
+                f"{tool.name!r}: the session already has a tool of that name"
+            )
+        registry.add(tool)
+    return registry
 
 
 def _resolve(spec: str, http: httpx.AsyncClient, session_id: str, *, asked: bool) -> Model:

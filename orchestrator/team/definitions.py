@@ -158,7 +158,12 @@ class AgentDefinition(BaseModel, frozen=True, extra="forbid"):
             raise ValueError(f"listed more than once: {', '.join(twice)}")
         known = info.context.get("known_tools") if isinstance(info.context, dict) else None
         if known is not None:
-            unknown = [tool for tool in tools if tool not in known and tool not in objects]
+            # An MCP selector (`mcp:SERVER/GLOB`) is checked once the servers are open.
+            unknown = [
+                tool
+                for tool in tools
+                if tool not in known and tool not in objects and not tool.startswith("mcp:")
+            ]
             if unknown:
                 raise ValueError(
                     f"unknown tool {', '.join(map(repr, unknown))}; the known tools are "

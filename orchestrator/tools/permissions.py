@@ -2,7 +2,9 @@
 command pattern too), grants made during a session, and the approver that answers "ask".
 
 A rule is `TOOL=DECISION` or, for the shell, `shell:PATTERN=DECISION`, where PATTERN is a
-glob matched against the whole command (`shell:pytest *=allow`). A rule with a pattern
+glob matched against the whole command (`shell:pytest *=allow`); an MCP server's tool is
+`mcp:SERVER/TOOL=DECISION`, TOOL a glob of its tools' names (`mcp:docs/*=allow`), the
+rule of the tool the model sees as `SERVER__TOOL` (docs/mcp.md). A rule with a pattern
 wins over one without; the last of equals wins. A tool with no rule is allowed when it
 is read-only and asked about otherwise. A grant ("always, for this session", answered at
 the prompt) is an allow rule that the session journals, so a resume keeps it.
@@ -11,6 +13,7 @@ the prompt) is an allow rule that the session journals, so a resume keeps it.
 from __future__ import annotations
 
 import fnmatch
+import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
@@ -20,17 +23,21 @@ import orjson
 from orchestrator.messages import ToolCall
 
 Decision = Literal["allow", "ask", "deny"]
+_GLOBBED = re.compile(r"[*?\[]")
+MCP_SEPARATOR = "__"  # between an MCP server's name and its tool's (mcp/servers.py)
 DECISIONS: tuple[Decision, ...] = ("allow", "ask", "deny")
 
 
 @dataclass(frozen=True)
 class Rule:
-    tool: str
+    tool: str  # a name, or a glob of names (an MCP rule's: `docs__*`)
     decision: Decision
     pattern: str = ""  # a glob over the shell command; "" matches every call of the tool
 
     def matches(self, call: ToolCall) -> bool:
-        if call.name != self.tool:
+        if call.name != self.tool and not (
+            _GLOBBED.search(self.tool) and fnmatch.fnmatchcase(call.name, self.tool)
+        ):
             return False
         return not self.pattern or fnmatch.fnmatchcase(shell_command(call), self.pattern)
 
@@ -140,18 +147,31 @@ async def deny_all(call: object) -> Answer:
 
 
 def parse_rules(items: list[str]) -> list[Rule]:
-    """Parse `TOOL=allow|ask|deny` and `shell:PATTERN=allow|ask|deny` strings."""
+    """Parse `TOOL=allow|ask|deny`, `shell:PATTERN=allow|ask|deny` and
+    `mcp:SERVER/TOOL=allow|ask|deny` strings."""
     rules: list[Rule] = []
     for item in items:
         target, sep, value = item.rpartition("=")
         tool, colon, pattern = target.partition(":")
         if not sep or not tool or value not in DECISIONS or (colon and not pattern):
             raise ValueError(
-                f"permission rule {item!r} is not TOOL=allow|ask|deny or "
-                "shell:PATTERN=allow|ask|deny"
+                f"permission rule {item!r} is not TOOL=allow|ask|deny, "
+                "shell:PATTERN=allow|ask|deny or mcp:SERVER/TOOL=allow|ask|deny"
             )
-        if colon and tool != "shell":
-            raise ValueError(f"permission rule {item!r}: only shell rules take a pattern")
         decision: Decision = "allow" if value == "allow" else "ask" if value == "ask" else "deny"
+        if colon and tool == "mcp":
+            server, slash, name = pattern.partition("/")
+            if not (slash and server and name) or _GLOBBED.search(server):
+                raise ValueError(
+                    f"permission rule {item!r}: an MCP rule is mcp:SERVER/TOOL=DECISION "
+                    "(TOOL may be a glob: mcp:docs/*=allow)"
+                )
+            rules.append(Rule(f"{server}{MCP_SEPARATOR}{name}", decision))
+            continue
+        if colon and tool != "shell":
+            raise ValueError(
+                f"permission rule {item!r}: only shell rules take a pattern (and MCP rules "
+                "are mcp:SERVER/TOOL)"
+            )
         rules.append(Rule(tool, decision, pattern))
     return rules

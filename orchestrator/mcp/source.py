@@ -1,0 +1,81 @@
+"""The MCP servers of one session, opened together: each started (in order), its tools
+listed and made tools like any other (`McpTool`), all stopped when the session's block
+ends. A server that does not start is one line in `McpTools.failed` (and has no tools in
+the session), not the session's end. And how an agent type's `mcp:SERVER/GLOB` entries
+become the names of the tools they match.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from orchestrator.errors import ConfigError
+from orchestrator.mcp.connection import McpServerError, open_connection
+from orchestrator.mcp.servers import McpServer, parse_selector
+from orchestrator.mcp.tools import McpTool
+
+
+@dataclass(frozen=True)
+class McpTools:
+    """What the session's servers give: their tools, and one line per server that failed."""
+
+    servers: tuple[McpServer, ...]
+    tools: tuple[McpTool, ...]
+    failed: tuple[str, ...] = ()
+
+    def names(self, entries: Iterable[str]) -> tuple[str, ...]:
+        """`entries` (an agent type's `tools`) with each `mcp:SERVER/GLOB` replaced by
+        the names of the server's tools it matches (none when the server failed to
+        start). An entry naming no server of the session is a `ConfigError`."""
+        known = {server.name for server in self.servers}
+        names: list[str] = []
+        for entry in entries:
+            selected = parse_selector(entry)
+            if selected is None:
+                names.append(entry)
+                continue
+            server, glob = selected
+            if server not in known:
+                given = ", ".join(sorted(known)) or "none"
+                raise ConfigError(
+                    f"{entry!r} names the MCP server {server!r}, which this session was not "
+                    f"given (its MCP servers: {given})"
+                )
+            names.extend(
+                tool.name
+                for tool in self.tools
+                if tool.server == server and fnmatch.fnmatchcase(tool.info.name, glob)
+            )
+        return tuple(dict.fromkeys(names))
+
+
+@contextlib.asynccontextmanager
+async def open_servers(
+    servers: Sequence[McpServer], environ: Mapping[str, str] | None = None
+) -> AsyncIterator[McpTools]:
+    """`servers` started for the time of the block (and stopped when it ends), with their
+    tools. Two servers of one name are a `ConfigError`."""
+    names = [server.name for server in servers]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise ConfigError(f"two MCP servers are named {', '.join(map(repr, twice))}")
+    tools: list[McpTool] = []
+    failed: list[str] = []
+    async with contextlib.AsyncExitStack() as stack:
+        for server in servers:
+            try:
+                connection = await stack.enter_async_context(open_connection(server, environ))
+                listed = await connection.list_tools()
+                tools.extend(McpTool(connection, i) for i in listed if server.takes(i.name))
+            except McpServerError as exc:
+                failed.append(str(exc))
+        yield McpTools(tuple(servers), tuple(tools), tuple(failed))
+
+
+def split_tools(given: Iterable[object]) -> tuple[list[McpServer], list[object]]:
+    """The servers among `given` (a session's `tools=`), and the rest, in order."""
+    servers = [item for item in given if isinstance(item, McpServer)]
+    return servers, [item for item in given if not isinstance(item, McpServer)]

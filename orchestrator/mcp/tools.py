@@ -1,0 +1,86 @@
+"""An MCP server's tool as a tool like any other (tools/base.py): the model sees it as
+`SERVER__TOOL` with the server's description and input schema; its flags come from the
+server's annotations (`readOnlyHint`: read-only, so allowed unasked and run again after a
+crash; `idempotentHint`: run again after a crash; otherwise asked about, and reported
+`interrupted` when a crash cut it off). Its calls go through the turn loop's one path:
+journaled before they are sent, their result journaled after.
+
+A failure of the server (it exited, timed out, sent what cannot be read, or too much) is
+a tool error the agent reads, in one line that names the server; the session goes on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pydantic
+from pydantic import BaseModel, ConfigDict, Field
+
+from orchestrator.errors import ToolFailed
+from orchestrator.mcp.connection import Connection, McpServerError, ToolInfo
+from orchestrator.mcp.servers import tool_name
+from orchestrator.models.base import ToolSpec
+from orchestrator.tools.base import Tool, ToolContext, ToolOutput
+
+
+class McpTool(Tool[BaseModel]):
+    """One tool of a started server (`connection`), as `info` lists it."""
+
+    def __init__(self, connection: Connection, info: ToolInfo) -> None:
+        self.connection = connection
+        self.info = info
+        self.server = connection.server.name
+        self.name = tool_name(self.server, info.name)
+        self.description = info.description or f"{info.name}, a tool of MCP server {self.server}"
+        self.args_model = _args_model(self.name, info.input_schema)
+        self.read_only = info.read_only
+        self.idempotent = info.idempotent
+        self.interruptible = info.read_only
+        self.reports_progress = True
+        parameters = dict(info.input_schema)
+        parameters.setdefault("type", "object")
+        self._spec = ToolSpec(name=self.name, description=self.description, parameters=parameters)
+
+    def spec(self) -> ToolSpec:
+        return self._spec  # the server's schema as it sent it, not one pydantic remade
+
+    def __repr__(self) -> str:
+        return f"<McpTool {self.name}>"
+
+    async def run(self, args: BaseModel, ctx: ToolContext) -> ToolOutput:
+        arguments = args.model_dump(by_alias=True, exclude_unset=True)
+
+        async def progress(progress: float, total: float | None, message: str | None) -> None:
+            percent = 100 * progress / total if total else None
+            await ctx.report_progress(message or f"{progress:g}", percent)
+
+        try:
+            result = await self.connection.call(self.info.name, arguments, progress)
+        except McpServerError as exc:
+            raise ToolFailed(str(exc)) from exc
+        limit = self.connection.server.max_output
+        if len(result.text) > limit:
+            raise ToolFailed(
+                f"MCP server {self.server!r}: {self.info.name} returned {len(result.text)} "
+                f"characters, over its limit of {limit} (max_output); ask for less"
+            )
+        return ToolOutput.error(result.text) if result.is_error else ToolOutput(result.text)
+
+
+def _args_model(name: str, schema: dict[str, Any]) -> type[BaseModel]:
+    """A model whose fields are the schema's top-level properties, by their own names
+    (aliases), so the turn loop refuses an argument the tool does not take, and misses a
+    required one; their values are checked by the server, against its own schema."""
+    properties = schema.get("properties")
+    required = set(schema.get("required") or ())
+    fields: dict[str, Any] = {}
+    if isinstance(properties, dict):
+        for index, key in enumerate(properties):
+            default = ... if key in required else None
+            fields[f"p{index}"] = (Any, Field(default, alias=str(key)))
+    return _model(name, tuple(fields.items()))
+
+
+def _model(name: str, fields: tuple[tuple[str, Any], ...]) -> type[BaseModel]:
+    config = ConfigDict(extra="forbid", protected_namespaces=())
+    return pydantic.create_model(f"{name}Args", __config__=config, **dict(fields))

@@ -1,0 +1,103 @@
+"""The MCP server the tests start, written with the SDK: `python server_app.py stdio`
+serves on stdin/stdout; `python server_app.py http` binds 127.0.0.1 on a free port,
+prints `PORT N` and serves streamable HTTP there. `--name` names it (the tests run two).
+
+Tools: `search` and `fetch` (read-only), `post_comment` (changes things), `slow` (reports
+progress, then waits; a cancelled call is counted), `cancelled` (that count), `crash`
+(the process exits), `big` (more text than a test's limit), `fail` (an error result),
+`env` (a variable of its environment).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import ToolAnnotations
+
+READ_ONLY = ToolAnnotations(readOnlyHint=True, idempotentHint=True)
+name = sys.argv[sys.argv.index("--name") + 1] if "--name" in sys.argv else "docs"
+app = MCPServer(name)
+cancelled = 0
+
+
+@app.tool(annotations=READ_ONLY)
+def search(query: str) -> str:
+    """Search the docs."""
+    return f"{name} found: {query}"
+
+
+@app.tool(annotations=READ_ONLY)
+def fetch(page: str, lines: int = 10) -> str:
+    """Fetch a page of the docs."""
+    return f"{page}: {lines} lines"
+
+
+@app.tool(annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=True))
+def post_comment(text: str) -> str:
+    """Post a comment."""
+    return f"posted {text}"
+
+
+@app.tool()
+async def slow(seconds: float, ctx: Context) -> str:
+    """Wait a while, saying so first."""
+    global cancelled
+    await ctx.report_progress(1, 2, "started")
+    try:
+        await anyio.sleep(seconds)
+    except anyio.get_cancelled_exc_class():
+        cancelled += 1
+        raise
+    return "waited"
+
+
+@app.tool(annotations=READ_ONLY)
+def cancelled_calls() -> int:
+    """How many calls of slow were cancelled."""
+    return cancelled
+
+
+@app.tool()
+def crash() -> str:
+    """The server's process exits."""
+    os._exit(3)
+
+
+@app.tool(annotations=READ_ONLY)
+def big() -> str:
+    """Much text."""
+    return "x" * 5000
+
+
+@app.tool()
+def fail() -> str:
+    """Fails."""
+    raise ValueError("no such page")
+
+
+@app.tool(annotations=READ_ONLY)
+def env(variable: str) -> str:
+    """A variable of the server's environment."""
+    return os.environ.get(variable, "(unset)")
+
+
+def serve_http() -> None:
+    import uvicorn
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen()
+    print(f"PORT {sock.getsockname()[1]}", flush=True)
+    config = uvicorn.Config(app.streamable_http_app(), log_level="warning")
+    anyio.run(uvicorn.Server(config).serve, [sock])
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "http":
+        serve_http()
+    else:
+        app.run()
