@@ -67,11 +67,20 @@ def _dispatch(args: argparse.Namespace) -> int:
             from orchestrator.cli.worker import serve
 
             return serve(args, load_user_config(args))
-        case "config":
-            from orchestrator.cli.config import run_config
-
-            return run_config(args, os.environ)
+        case "config" | "mcp":
+            return _looking(args)
     raise AssertionError(f"unhandled command {args.command}")
+
+
+def _looking(args: argparse.Namespace) -> int:
+    """The commands that look at the configuration: `config` and `mcp`."""
+    if args.command == "mcp":
+        from orchestrator.cli.mcp import run_mcp
+
+        return run_mcp(args, os.environ)
+    from orchestrator.cli.config import run_config
+
+    return run_config(args, os.environ)
 
 
 def _plan_error(exc: OrchestratorError) -> bool:

@@ -18,6 +18,7 @@ from orchestrator.cli.parser_agents import (
     plain_option,
     workspace_options,
 )
+from orchestrator.cli.parser_mcp import add_mcp_parser
 from orchestrator.cli.parser_sessions import add_sessions_parser
 from orchestrator.cli.parser_worker import add_worker_parser
 
@@ -223,6 +224,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     add_models_parser(commands)
     _add_config_parser(commands)
     add_worker_parser(commands)
+    add_mcp_parser(commands)
     return parser
 
 
