@@ -24,6 +24,7 @@ from orchestrator.cli.chat_earlier import earlier
 from orchestrator.cli.chat_input import InputLine, Key, ToolbarView, Typed, history_file
 from orchestrator.cli.engine import check_resumed_engine
 from orchestrator.cli.env import sessions_root
+from orchestrator.cli.mcp import opened_for_run
 from orchestrator.cli.out import carried, session_ref
 from orchestrator.cli.parser import EXIT_OK
 from orchestrator.cli.render import TranscriptSink
@@ -161,6 +162,7 @@ async def _chatting(
     async with (
         open_session(root, session_id, durability=durability, warn=_say) as live,
         make_client() as http,
+        opened_for_run(config, _say) as mcp,  # stopped with the session
     ):
         model = session_view(live.directory, prices=dict(config.prices))
         view = ToolbarView(model, line.redraw, fps=getattr(args, "fps", None) or config.view.fps)
@@ -182,6 +184,7 @@ async def _chatting(
             say=_say,
             hold=functools.partial(_hold, view),
             read=questions.read,
+            mcp=mcp,
         )
         model.configure(model_names(settings))
         chat = Chat(live, settings, say=_say, questions=questions)

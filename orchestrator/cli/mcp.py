@@ -4,9 +4,11 @@ started one at a time, their tools and what their definitions cost (docs/mcp.md)
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 
 import orjson
@@ -16,8 +18,11 @@ from orchestrator.cli.env import config_layers
 from orchestrator.config import Config
 from orchestrator.errors import ConfigError
 from orchestrator.loop.compaction import CHARS_PER_TOKEN
-from orchestrator.mcp import McpServer, McpServerError, McpTool, open_servers
+from orchestrator.mcp import McpServer, McpServerError, McpTool, McpTools, open_servers
+from orchestrator.redaction import Redactor
+from orchestrator.team.definitions import Definitions
 from orchestrator.text import visible
+from orchestrator.tools.base import ToolRegistry
 
 EXIT_FAILED = 1
 
@@ -51,6 +56,36 @@ def run_mcp(
     for server in servers:
         failed += trio.run(_list, server, environ, say)
     return EXIT_FAILED if failed else 0
+
+
+@contextlib.asynccontextmanager
+async def opened_for_run(config: Config, say: Callable[[str], None]) -> AsyncIterator[McpTools]:
+    """The config's MCP servers started for a run's time (none: nothing started, the SDK
+    not imported), each that did not start said in one line."""
+    async with open_servers(configured(config), os.environ) as opened:
+        for line in opened.failed:
+            say(line)
+        yield opened
+
+
+def with_mcp(
+    opened: McpTools,
+    tools: ToolRegistry,
+    definitions: Definitions,
+    redact: Redactor,
+    environ: Mapping[str, str],
+) -> tuple[ToolRegistry, Definitions, Redactor]:
+    """The session's tools with the servers' added (the main agent's all), the agent types
+    with their `mcp:SERVER/GLOB` entries made the tools' names, and the values of the
+    variables the servers' settings name (`env:NAME`) redacted too."""
+    types = Definitions(
+        (d.model_copy(update={"tools": opened.names(d.tools)}) for d in definitions),
+        sources={name: definitions.sources(name) for name in definitions.names()},
+    )
+    named = {name for server in opened.servers for name in server.secrets()}
+    if named:
+        redact = Redactor.of({*(name for name, _ in redact.secrets), *named}, environ)
+    return opened.added_to(tools), types, redact
 
 
 def _table(key: str) -> str:

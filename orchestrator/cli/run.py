@@ -16,6 +16,7 @@ import trio
 
 from orchestrator.cli.engine import check_resumed_engine
 from orchestrator.cli.env import sessions_root
+from orchestrator.cli.mcp import opened_for_run
 from orchestrator.cli.out import People, command, session_line
 from orchestrator.cli.parser import (
     EXIT_BLOCKED,
@@ -82,6 +83,7 @@ async def _run_session(
     async with (
         open_session(root, session_id, durability=durability, warn=say) as live,
         make_client() as http,
+        opened_for_run(config, say) as mcp,  # stopped with the session
     ):
         workspace = live.manifest.workspace_path(directory)
         screen = screen_for(args, live, config, plan_only=plan_only, people=people)
@@ -95,6 +97,7 @@ async def _run_session(
             ui=screen.sink,
             hold=screen.hold,
             say=say,
+            mcp=mcp,
         )
         screen.know_models(settings)
         async with screen.shown():  # its last frame stays, above the summary

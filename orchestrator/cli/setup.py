@@ -22,6 +22,7 @@ import trio
 from orchestrator.cli.engine import chosen_engine, database_change, engine_settings, runner_for
 from orchestrator.cli.env import SESSION_FLAGS, effective_config, sessions_root
 from orchestrator.cli.guards import guards, new_shell_settings, shell_settings
+from orchestrator.cli.mcp import with_mcp
 from orchestrator.cli.out import session_line
 from orchestrator.cli.plan_prompt import plan_approver
 from orchestrator.cli.prompt import Hold, approvers, no_hold, refusal_notice
@@ -29,6 +30,7 @@ from orchestrator.cli.roles import RoleModels, agent_definitions, ask_trust, mod
 from orchestrator.cli.settings import plan_limits
 from orchestrator.config import Config
 from orchestrator.errors import ConfigError
+from orchestrator.mcp import McpTools
 from orchestrator.models.resolve import resolve_model
 from orchestrator.session.live import LiveSession, create_session
 from orchestrator.state.events import EventSink
@@ -153,12 +155,14 @@ async def run_settings(
     say: Callable[[str], None],
     hold: Hold = no_hold,
     read: Callable[[], str] | None = None,
+    mcp: McpTools | None = None,
 ) -> RunSettings:
     """What a command runs `live` with: its model and its roles' (`args`, else the
     session's), the agent types (`definitions`, else the workspace's), the guards, who
     approves (asked at the terminal through `hold` and `read`, the next line of
     standard input when None), the session's settings with `changes`, and `ui`; its
-    notes (no sandbox here, calls that will be refused) are `say`'s."""
+    notes (no sandbox here, calls that will be refused) are `say`'s. `mcp`: the tools of
+    the config's MCP servers, opened by the caller for the session's time (cli/mcp.py)."""
     directory = live.directory
     session = _session_for(live, config, args, changes or {}, say)
     running = session or live.state.settings
@@ -175,6 +179,9 @@ async def run_settings(
         )
     approve, approve_for = approvers(args.yes, guarded.sandbox.describe(), hold, read)
     tools = workspace_tools(guarded.env, guarded.sandbox)
+    redact = guarded.redact
+    if mcp is not None:
+        tools, definitions, redact = with_mcp(mcp, tools, definitions, redact, os.environ)
     if approve is deny_all and not planning_only:
         policy = check_rules(list(running.allow))
         notice = refusal_notice(tools, policy, live.state.grants)
@@ -189,7 +196,7 @@ async def run_settings(
         definitions=definitions,
         approve_for=approve_for or (lambda agent, who: approve),
         tools=tools,
-        redact=guarded.redact,
+        redact=redact,
         ui=ui,
         policy=PermissionPolicy(),
         session=session,

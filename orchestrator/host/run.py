@@ -40,7 +40,7 @@ from orchestrator.host.options import (
     RunOptions,
     takes,
 )
-from orchestrator.mcp import McpTools, open_servers, split_tools
+from orchestrator.mcp import open_servers, split_tools
 from orchestrator.models.base import Model
 from orchestrator.models.fallback import Fallback, chain_specs
 from orchestrator.models.http import make_client
@@ -275,7 +275,7 @@ async def _drive(
         opened = await stack.enter_async_context(open_servers(servers))
         for line in opened.failed:
             _warn(line)
-        registry = with_mcp_tools(tools, opened)
+        registry = opened.added_to(ToolRegistry(cast(list[AnyTool], tools)))
         definitions = Definitions(
             d.model_copy(update={"tools": opened.names(d.tools)}) for d in agents
         )
@@ -303,20 +303,6 @@ async def _drive(
         # the workspace tools) is an error here, where `drive` would leave a built-in out.
         check_definitions(settings)
         return await drive(live, settings)
-
-
-def with_mcp_tools(tools: list[object], opened: McpTools) -> ToolRegistry:
-    """The session's tools and its MCP servers' tools; an MCP tool named as one of the
-    others is a `ConfigError` naming both."""
-    registry = ToolRegistry(cast(list[AnyTool], tools))
-    for tool in opened.tools:
-        if tool.name in registry:
-            raise ConfigError(
-                f"MCP server {tool.server!r} has a tool named {tool.info.name!r}, shown as "
-                f"{tool.name!r}: the session already has a tool of that name"
-            )
-        registry.add(tool)
-    return registry
 
 
 def _resolve(spec: str, http: httpx.AsyncClient, session_id: str, *, asked: bool) -> Model:

@@ -140,17 +140,43 @@ async def open_connection(
         # No response cache: a tool list is asked for once per session, and always anew.
         client = mcp.Client(transport, cache=None, read_timeout_seconds=server.timeout)
         connection = Connection(server, client, errlog)
-        async with contextlib.AsyncExitStack() as stack:
-            try:
-                # (Its task group lives on past this line: no cancel scope may end around it,
-                # so the start's timeout is the SDK's `read_timeout_seconds`.)
-                await stack.enter_async_context(client)
-            except Exception as exc:
-                raise McpServerError(
-                    f"MCP server {server.name!r} did not start ({server.where}): "
-                    f"{_one_line(exc)}{_stderr_tail(errlog)}"
-                ) from exc
-            yield connection
+        raised: list[BaseException] = []  # what the block raised, if it did
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                try:
+                    # (Its task group lives on past this line: no cancel scope may end
+                    # around it, so the start's timeout is the SDK's `read_timeout_seconds`.)
+                    await stack.enter_async_context(client)
+                except Exception as exc:
+                    raise McpServerError(
+                        f"MCP server {server.name!r} did not start ({server.where}): "
+                        f"{_one_line(exc)}{_stderr_tail(errlog)}"
+                    ) from exc
+                try:
+                    yield connection
+                except BaseException as exc:
+                    raised.append(exc)
+                    raise
+        except BaseExceptionGroup as group:
+            # The SDK's task group wraps what the block raised: the caller gets it bare,
+            # as it would without a server (a ConfigError, a Ctrl+C).
+            if raised and _only(group, raised[0]):
+                raise raised[0] from None
+            raise
+
+
+def _only(group: BaseExceptionGroup[BaseException], error: BaseException) -> bool:
+    """Whether `group` holds `error` and nothing else but cancellations."""
+    leaves: list[BaseException] = []
+    pending: list[BaseException] = [group]
+    while pending:
+        exc = pending.pop()
+        if isinstance(exc, BaseExceptionGroup):
+            pending.extend(exc.exceptions)
+        else:
+            leaves.append(exc)
+    cancelled = trio.Cancelled
+    return error in leaves and all(e is error or isinstance(e, cancelled) for e in leaves)
 
 
 def _http(server: McpServer, headers: dict[str, str]) -> Any:

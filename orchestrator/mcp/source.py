@@ -16,6 +16,7 @@ from orchestrator.errors import ConfigError
 from orchestrator.mcp.connection import McpServerError, open_connection
 from orchestrator.mcp.servers import McpServer, parse_selector
 from orchestrator.mcp.tools import McpTool
+from orchestrator.tools.base import ToolRegistry
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,17 @@ class McpTools:
                 if tool.server == server and fnmatch.fnmatchcase(tool.info.name, glob)
             )
         return tuple(dict.fromkeys(names))
+
+    def added_to(self, registry: ToolRegistry) -> ToolRegistry:
+        """`registry` with these tools added; an MCP tool named as one already there is a
+        `ConfigError` naming both."""
+        for tool in self.tools:
+            if tool.name in registry:
+                raise ConfigError(
+                    f"MCP server {tool.server!r} has a tool named {tool.info.name!r}, shown "
+                    f"as {tool.name!r}: the session already has a tool of that name"
+                )
+        return ToolRegistry([*registry, *self.tools])
 
 
 @contextlib.asynccontextmanager

@@ -8,6 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
+import orjson
 import pytest
 
 from orchestrator.cli.env import user_config_dir
@@ -17,6 +18,7 @@ from orchestrator.cli.settings import Layer, Project, layered
 from orchestrator.errors import ConfigError
 from orchestrator.team.trust import TrustStore, fingerprint
 from tests.mcp.conftest import APP
+from tests.scenes import orchestrator as command
 
 
 def toml_server(name: str, *args: str, tools: str = "") -> str:
@@ -105,3 +107,43 @@ def test_the_command_is_documented_in_its_help() -> None:
     assert "[mcp.servers.NAME]" in text
     assert "orchestrator[mcp]" in text
     assert isinstance(parser.parse_args(["mcp", "test", "docs"]), argparse.Namespace)
+
+
+def test_a_run_gives_the_main_agent_the_configured_servers_tools_and_redacts_their_secrets(
+    tmp_path: Path, user_config: Path
+) -> None:
+    """`orchestrator run` in a subprocess: the config's server started with the session,
+    its tool called as any other, and the value of the variable its `env` names (one
+    whose name does not look secret) redacted from the journal and the output."""
+    user_config.write_text(
+        toml_server("docs", tools='"search", "env"').replace(
+            "tools =", 'env = { DOCS_SETTING = "env:DOCS_AUTH" }\ntools ='
+        )
+    )
+    script = tmp_path / "script.json"
+    calls = [
+        {"name": "docs__search", "arguments": {"query": "trio"}},
+        {"name": "docs__env", "arguments": {"variable": "DOCS_SETTING"}},
+    ]
+    script.write_text(
+        orjson.dumps(
+            {"version": 1, "agents": {"main": [{"tool_calls": calls}, {"text": "done"}]}}
+        ).decode()
+    )
+    done = command(
+        "run",
+        "look",
+        "--model",
+        f"scripted:{script}",
+        "-w",
+        str(tmp_path / "work"),
+        ORCHESTRATOR_SESSIONS_DIR=str(tmp_path / "s"),
+        ORCHESTRATOR_CONFIG_DIR=str(tmp_path / "user"),
+        DOCS_AUTH="value-of-docs-auth",
+    )
+    assert done.returncode == 0, done.stderr
+    (session,) = (tmp_path / "s").iterdir()
+    journal = (session / "journal.jsonl").read_text()
+    assert "docs found: trio" in journal
+    assert "[redacted DOCS_AUTH]" in journal
+    assert "value-of-docs-auth" not in journal + done.stdout + done.stderr

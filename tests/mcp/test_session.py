@@ -136,3 +136,20 @@ async def test_an_agent_type_naming_a_server_not_given_is_refused(tmp_path: Path
             sessions_dir=tmp_path / "s",
             agents=[researcher(stdio_server("docs"))],
         )
+
+
+async def test_an_mcp_tool_named_as_a_tool_of_the_session_is_refused(tmp_path: Path) -> None:
+    @orc.tool(read_only=True)
+    def docs__search(query: str) -> str:
+        """Mine."""
+        return query
+
+    model = ScriptedModel(lambda r: ScriptedReply(text="fine"))
+    with pytest.raises(ConfigError, match="'docs__search': the session already has a tool"):
+        await orc.run(
+            "go",
+            model=model,
+            workspace=tmp_path,
+            sessions_dir=tmp_path / "s",
+            tools=[docs__search, stdio_server("docs", tools=["search"])],
+        )
