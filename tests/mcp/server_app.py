@@ -5,7 +5,7 @@ prints `PORT N` and serves streamable HTTP there. `--name` names it (the tests r
 Tools: `search` and `fetch` (read-only), `post_comment` (changes things), `slow` (reports
 progress, then waits; a cancelled call is counted), `cancelled` (that count), `crash`
 (the process exits), `big` (more text than a test's limit), `fail` (an error result),
-`env` (a variable of its environment).
+`env` (a variable of its environment), `hold` (idempotent: waits for ever the first time).
 """
 
 from __future__ import annotations
@@ -53,6 +53,18 @@ async def slow(seconds: float, ctx: Context) -> str:
         cancelled += 1
         raise
     return "waited"
+
+
+@app.tool(annotations=ToolAnnotations(readOnlyHint=False, idempotentHint=True))
+async def hold(path: str, ctx: Context) -> str:
+    """Make the file at `path`, then wait for ever; if it is there already, say so at once."""
+    marker = anyio.Path(path)
+    if await marker.exists():
+        return "held again"
+    await marker.touch()
+    await ctx.report_progress(1, 2, "holding")
+    await anyio.sleep_forever()
+    return "never"
 
 
 @app.tool(annotations=READ_ONLY)
