@@ -12,6 +12,9 @@ import pytest
 
 from orchestrator.mcp import McpServer
 
+# The servers are written with the SDK, the `mcp` extra (`make` installs it).
+pytest.importorskip("mcp", reason="the mcp extra is not installed: pip install -e '.[mcp]'")
+
 APP = Path(__file__).with_name("server_app.py")
 
 
