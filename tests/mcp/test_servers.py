@@ -4,12 +4,16 @@ agent types' `mcp:SERVER/GLOB` entries, and the rules `mcp:SERVER/TOOL=DECISION`
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from orchestrator.config import parse_config
 from orchestrator.errors import ConfigError
 from orchestrator.mcp import McpServer, McpTools, parse_selector, tool_name
 from orchestrator.messages import ToolCall
+from orchestrator.team.agent_files import load_definitions
+from orchestrator.tools.base import WORKSPACE_TOOLS
 from orchestrator.tools.permissions import PermissionPolicy, parse_rules
 
 CONFIG = """
@@ -108,3 +112,20 @@ def test_rules_name_an_mcp_servers_tools() -> None:
             parse_rules([bad])
     with pytest.raises(ValueError, match="only shell rules take a pattern"):
         parse_rules(["grep:x=ask"])
+
+
+def test_an_agent_file_names_mcp_tools_by_server_and_glob(tmp_path: Path) -> None:
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    (agents / "researcher.toml").write_text(
+        'name = "researcher"\nprompt = "Find out."\ntools = ["read_file", "mcp:docs/search*"]\n'
+    )
+    definitions = load_definitions(
+        project_dir=None, user_dir=tmp_path, trust=None, ask=None, known_tools=WORKSPACE_TOOLS
+    )
+    assert definitions.get("researcher").tools == ("read_file", "mcp:docs/search*")
+    (agents / "researcher.toml").write_text('name = "researcher"\nprompt = "P"\ntools = ["web"]\n')
+    with pytest.raises(ConfigError, match="unknown tool 'web'"):
+        load_definitions(
+            project_dir=None, user_dir=tmp_path, trust=None, ask=None, known_tools=WORKSPACE_TOOLS
+        )
