@@ -45,21 +45,20 @@ event."""
 class Options:
     """The keywords the four calls share:
 
-        `agents`: the agent types the main agent may delegate to (`orc.builtin_agents()` are
-        `worker` and `explorer`); none: a plain agent, offered only its tools. `tools`: the
-        session's tools, the main agent's all (the workspace's six are
-        `orc.workspace_tools()`, the todo tools `orc.todo_tools()`: each only when given; an
-    `McpServer` gives its tools, started with the session and stopped with it). A
-        resume needs the agent types and tools the session ran with: they are not kept in it.
-        `approve`: answers the calls the permission rules ask about (None: read-only tools
-        run, the others are refused with "no approver given"). `answer`: answers subagents'
-        questions first (None: their owners do). `instructions`: added to the main agent's
-        system prompt. `settings`: the
-        session's `SessionSettings` (None: the defaults, or on a resume the journaled ones,
-        which given ones replace when they differ). `prices`: dollars per million tokens by
-        model, for the cost. `on_team`: called with the running `Team` before the main agent
-        starts, and awaited when it is a coroutine function (trio only: its methods are
-        trio's)."""
+    `agents`: the agent types the main agent may delegate to (`orc.builtin_agents()` are
+    `worker` and `explorer`); none: a plain agent, offered only its tools. `tools`: the
+    session's tools, the main agent's all (the workspace's six are
+    `orc.workspace_tools()`, the todo tools `orc.todo_tools()`: each only when given; an
+    `McpServer` gives its tools, started with the session and stopped with it). A resume
+    needs the agent types and tools the session ran with: they are not kept in it.
+    `approve`: answers the calls the permission rules ask about (None: read-only tools
+    run, the others are refused with "no approver given"). `answer`: answers subagents'
+    questions first (None: their owners do). `instructions`: added to the main agent's
+    system prompt. `settings`: the session's `SessionSettings` (None: the defaults, or on
+    a resume the journaled ones, which given ones replace when they differ). `prices`:
+    dollars per million tokens by model, for the cost. `on_team`: called with the running
+    `Team` before the main agent starts, and awaited when it is a coroutine function (trio
+    only: its methods are trio's)."""
 
     agents: Iterable[AgentDefinition] = ()
     tools: Iterable[AnyTool | McpServer] = ()
