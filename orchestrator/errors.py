@@ -24,9 +24,14 @@ class ConfigError(OrchestratorError):
 
 
 class ModelError(OrchestratorError):
-    """A model call failed. `provider` names the adapter ("openai", "anthropic", ...)."""
+    """A model call failed. `provider` names the adapter ("openai", "anthropic", ...);
+    `status` is the HTTP status the provider answered (None: none, as for a dropped
+    connection or an error told in the stream) and `tags` the error body's `type` and
+    `code`, lower-cased (models/failures.py `classify` sets both)."""
 
     retryable: bool = False
+    status: int | None = None
+    tags: frozenset[str] = frozenset()
 
     def __init__(self, message: str, *, provider: str = "") -> None:
         super().__init__(message)

@@ -56,7 +56,6 @@ REQUEST = ModelRequest(
     role="models-test",
     max_tokens=1024,  # room for a reasoning model's thinking before its call
 )
-_STATUS = re.compile(r"^HTTP (\d{3}): ")
 
 
 def run_model_test(
@@ -145,9 +144,7 @@ def _without_retries(config: Config, spec: str) -> Config:
 
 def _failure(exc: ModelError, spec: str, env: Mapping[str, str], config: Config) -> dict[str, str]:
     """What went wrong, as a kind and one line that names the cause."""
-    said = exc.message
-    found = _STATUS.match(said)
-    status = int(found.group(1)) if found else None
+    said, status = exc.message, exc.status
     lowered = said.lower()
     kind: str
     if isinstance(exc, ProviderAuthError):
@@ -157,7 +154,9 @@ def _failure(exc: ModelError, spec: str, env: Mapping[str, str], config: Config)
     elif isinstance(exc, ProviderBadRequest) and "tool" in lowered:
         kind, cause = "no_tools", "the model or server does not take tools"
     elif isinstance(exc, ProviderBadRequest) and (
-        status == 404 or ("model" in lowered and _NOT_FOUND.search(lowered))
+        status == 404
+        or exc.tags & _MODEL_NOT_FOUND
+        or ("model" in lowered and _NOT_FOUND.search(lowered))
     ):
         kind, cause = "unknown_model", f"unknown model {spec.partition(':')[2].split('@')[0]!r}"
     elif isinstance(exc, ProviderTransient) and said.startswith("connection failed"):
@@ -174,6 +173,7 @@ def _failure(exc: ModelError, spec: str, env: Mapping[str, str], config: Config)
 
 
 _TIMED_OUT = ("no response within", "no data for", "stream stalled")
+_MODEL_NOT_FOUND = frozenset({"model_not_found", "not_found_error", "not_found"})
 _NOT_FOUND = re.compile(
     r"not (?:be )?found|does not exist|unknown model|no such model|invalid model"
 )

@@ -69,7 +69,21 @@ def classify(
     A context-too-long error carries the window and the request's size: `limit` and
     `requested` where the error body gave them as fields, else as its message states
     them."""
-    tags = {(kind or "").lower(), (code or "").lower()} - {""}
+    tags = frozenset({(kind or "").lower(), (code or "").lower()} - {""})
+    error = _classified(provider, status, tags, message, retry_after, limit, requested)
+    error.status, error.tags = status, tags
+    return error
+
+
+def _classified(
+    provider: str,
+    status: int | None,
+    tags: frozenset[str],
+    message: str,
+    retry_after: float | None,
+    limit: int | None,
+    requested: int | None,
+) -> ModelError:
     text = f"HTTP {status}: {message}" if status else message
     if retry_after is not None and retry_after > 0:
         text += f" (the provider asks to wait {retry_after:.0f} s before trying again)"

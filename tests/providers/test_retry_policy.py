@@ -49,3 +49,12 @@ def test_overloaded_and_server_errors_keep_retry_after() -> None:
     error = classify(provider="p", status=503, kind=None, code=None, message="x", retry_after=4)
     assert isinstance(error, ProviderTransient)
     assert error.retry_after == 4
+
+
+def test_an_error_keeps_its_status_and_tags_for_those_who_tell_errors_apart() -> None:
+    error = classify(
+        provider="p", status=404, kind="invalid_request_error", code="model_not_found", message="x"
+    )
+    assert (error.status, error.tags) == (404, {"invalid_request_error", "model_not_found"})
+    told = classify(provider="p", status=None, kind="overloaded_error", code=None, message="x")
+    assert (told.status, told.tags) == (None, {"overloaded_error"})
