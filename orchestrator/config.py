@@ -51,7 +51,7 @@ from pydantic import (
 from orchestrator.errors import ConfigError
 from orchestrator.usage import Price
 
-ProviderKind = Literal["openai", "anthropic"]
+ProviderKind = Literal["openai", "openai-responses", "anthropic"]
 
 
 def _chain(value: object) -> object:

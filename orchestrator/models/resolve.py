@@ -52,15 +52,11 @@ OLLAMA_URL = "http://localhost:11434/v1"
 
 _BUILTIN_KINDS: dict[str, ProviderKind] = {
     "openai": "openai",
-    "openai-responses": "openai",  # OpenAI's own, over the Responses API (RESPONSES)
+    "openai-responses": "openai-responses",  # OpenAI's own, over the Responses API
     "anthropic": "anthropic",
     "ollama": "openai",
     "openai-compatible": "openai",
 }
-
-
-RESPONSES = frozenset({"openai-responses"})
-"""Providers spoken to over the Responses API rather than chat completions."""
 
 
 @dataclass(frozen=True)
@@ -220,9 +216,7 @@ def _one_model(
             f"{prefix}:{model}@http://localhost:8000/v1) or set base_url under [providers.{prefix}]"
         )
     base_url = _checked_url(url, spec, key=key, allow_http=s.allow_key_over_http)
-    return _openai_model(
-        prefix, model, base_url, key, s, max_tokens, own.temperature, cache, options
-    )
+    return _openai_model(info, model, base_url, key, max_tokens, own.temperature, cache, options)
 
 
 def _chain(
@@ -249,19 +243,20 @@ def _chain(
 
 
 def _openai_model(
-    prefix: str,
+    info: ProviderInfo,
     model: str,
     base_url: str,
     key: str | None,
-    s: ProviderConfig,
     max_tokens: int | None,
     temperature: float | None,
     cache: _Caching,
     options: HttpOptions,
 ) -> Model:
-    """A model of an OpenAI-kind provider: over the Responses API for the providers in
-    `RESPONSES`, over chat completions for the rest."""
-    if prefix in RESPONSES:
+    """A model of an OpenAI provider: over the Responses API for one of kind
+    `openai-responses` (`openai-responses:`, or `[providers.NAME] kind`), over chat
+    completions for the rest."""
+    prefix, s = info.name, info.settings
+    if info.kind == "openai-responses":
         endpoint = ResponsesEndpoint(
             model=model,
             base_url=base_url,

@@ -122,6 +122,16 @@ idle_timeout = 30
     assert model.endpoint.model == "anthropic/claude-sonnet-4.5"
 
 
+def test_a_provider_of_ones_own_may_speak_the_responses_api() -> None:
+    config = parse_config(
+        '[providers.azure]\nkind = "openai-responses"\n'
+        'base_url = "https://example.openai.azure.com/openai/v1"\napi_key_env = "AZURE_KEY"\n'
+    )
+    model = resolve_model("azure:gpt-5", env={"AZURE_KEY": "k"}, config=config)
+    assert isinstance(model, OpenAIResponsesModel)
+    assert model.name == "azure:gpt-5"
+
+
 @pytest.mark.parametrize(
     ("spec", "config", "message"),
     [
