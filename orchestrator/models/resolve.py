@@ -91,7 +91,10 @@ def provider_info(
     kind = _BUILTIN_KINDS.get(name) or settings.kind
     if kind is None:
         if name in (config.providers if config else {}):
-            raise ConfigError(f'[providers.{name}] needs kind = "openai" or kind = "anthropic"')
+            raise ConfigError(
+                f'[providers.{name}] needs kind = "openai" (chat completions), '
+                '"openai-responses" or "anthropic"'
+            )
         raise ConfigError(f"unknown model provider {name!r}: {USAGE_HINT}")
     named = settings.api_key_env
     url: str | None
