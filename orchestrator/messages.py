@@ -151,7 +151,9 @@ class AssistantMessage(_Message, frozen=True, tag="assistant"):
         return self.text
 
     def chars(self) -> int:
-        size = len(self.text) + 16
+        # Thinking counts by its text (replayed to the model that made it, it is read
+        # again); a signature or an encrypted item is opaque, and not counted.
+        size = len(self.text) + 16 + sum(len(block.text) for block in self.thinking)
         for call in self.tool_calls:
             size += len(call.name) + len(call.arguments) + 32
         return size
