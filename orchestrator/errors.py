@@ -16,6 +16,15 @@ class OrchestratorError(Exception):
     """Base of every error this library raises on purpose."""
 
 
+def bare(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The one exception a nursery (or nested nurseries) grouped, as a caller expects it
+    (a `ConfigError`, a `JournalCorrupt`, ...); the group itself when it holds several."""
+    error: BaseException = group
+    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        error = error.exceptions[0]
+    return error
+
+
 class ConfigError(OrchestratorError):
     """Bad configuration or command-line input: the message says what to pass instead."""
 

@@ -62,14 +62,24 @@ def _dispatch(args: argparse.Namespace) -> int:
             from orchestrator.cli.models import run_models
 
             return run_models(args, os.environ, config=load_user_config(args))
-        case "worker":
-            from orchestrator.cli.env import load_user_config
-            from orchestrator.cli.worker import serve
-
-            return serve(args, load_user_config(args))
+        case "worker" | "engine":
+            return _engine(args)
         case "config" | "mcp":
             return _looking(args)
     raise AssertionError(f"unhandled command {args.command}")
+
+
+def _engine(args: argparse.Namespace) -> int:
+    """The dbos engine's commands: `worker` serves it, `engine status` looks at it."""
+    from orchestrator.cli.env import load_user_config
+
+    if args.command == "worker":
+        from orchestrator.cli.worker import serve
+
+        return serve(args, load_user_config(args))
+    from orchestrator.cli.engine_status import engine_status
+
+    return engine_status(args, load_user_config(args))
 
 
 def _looking(args: argparse.Namespace) -> int:

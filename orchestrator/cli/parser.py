@@ -20,7 +20,7 @@ from orchestrator.cli.parser_agents import (
 )
 from orchestrator.cli.parser_mcp import add_mcp_parser
 from orchestrator.cli.parser_sessions import add_sessions_parser
-from orchestrator.cli.parser_worker import add_worker_parser
+from orchestrator.cli.parser_worker import add_engine_parser, add_worker_parser
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BLOCKED, EXIT_BUDGET = 0, 1, 2, 3, 4
 EXIT_STORAGE = 5  # the disk refused a write: the session is kept, resume it once it has room
@@ -224,6 +224,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     add_models_parser(commands)
     _add_config_parser(commands)
     add_worker_parser(commands)
+    add_engine_parser(commands)
     add_mcp_parser(commands)
     return parser
 

@@ -1,4 +1,4 @@
-"""The `worker` command's options (cli/worker.py; docs/engine.md)."""
+"""The `worker` and `engine` commands' options (cli/worker.py; docs/engine.md)."""
 
 from __future__ import annotations
 
@@ -74,4 +74,39 @@ def add_worker_parser(commands: Any) -> None:
         "such a call is put to the task's session, whose approver (the person at its "
         "terminal, or its --yes) answers it while the call waits",
     )
+    worker.add_argument(
+        "--status-every",
+        type=_positive,
+        default=60.0,
+        metavar="SECONDS",
+        help="how often it prints what it runs (its tasks, their sessions and age) and its "
+        "last beat; also printed at once on SIGUSR1 (kill -USR1 PID) (default: 60)",
+    )
     config_option(worker)
+
+
+def add_engine_parser(commands: Any) -> None:
+    engine = commands.add_parser(
+        "engine",
+        help="what the dbos engine's database says: workers and queued tasks",
+        description="Look at the engine's database (needs the dbos extra).",
+    )
+    actions = engine.add_subparsers(dest="action", metavar="ACTION")
+    actions.required = True
+    status = actions.add_parser(
+        "status",
+        help="the workers, their last beat, and each session's queued and running tasks",
+        description="List the workers that ever served the engine's database (alive, "
+        "silent for over a minute, or stopped), when each last beat, and per session the "
+        "tasks waiting on the queue and those running, on which worker and for how long. "
+        "It only reads: nothing is started or changed.",
+    )
+    status.add_argument(
+        "--database-url",
+        default=None,
+        metavar="URL",
+        help="the engine's database (postgresql://... or sqlite:///PATH); default: "
+        "[engine] database_url",
+    )
+    status.add_argument("--json", action="store_true", help="print one JSON object")
+    config_option(status)

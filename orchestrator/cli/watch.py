@@ -33,7 +33,7 @@ from orchestrator.cli.out import People
 from orchestrator.cli.render import TranscriptSink
 from orchestrator.cli.screen import Screen, live_screen, live_view_wanted
 from orchestrator.cli.watch_workers import WorkerTasks
-from orchestrator.errors import SessionError
+from orchestrator.errors import SessionError, bare
 from orchestrator.layout import FORMAT_VERSION, JOURNAL, LOCK
 from orchestrator.session.listing import find_session
 from orchestrator.state.events import Event, NullSink, SessionStatusChanged, event_json
@@ -83,7 +83,7 @@ def watch(
     except KeyboardInterrupt:  # before the watch listened for it
         watched = Watched(interrupted=True)
     except BaseExceptionGroup as group:
-        error = _bare(group)
+        error = bare(group)
         if not isinstance(error, KeyboardInterrupt):
             raise error from None
         watched = Watched(interrupted=True)
@@ -218,12 +218,3 @@ def _ending(session_id: str, watched: Watched, *, live: bool) -> str:
         )
     detail = f" ({label(watched.detail, 400)})" if watched.detail else ""
     return f"session {session_id} {watched.status}{detail}"
-
-
-def _bare(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    """The one exception a nursery (or nested nurseries) grouped, as the command line
-    expects it (`JournalCorrupt`, ...); the group itself when it holds several."""
-    error: BaseException = group
-    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
-        error = error.exceptions[0]
-    return error

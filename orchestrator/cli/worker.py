@@ -18,7 +18,7 @@ from orchestrator.cli.guards import guards
 from orchestrator.cli.roles import RoleModels, agent_definitions, model_windows
 from orchestrator.config import Config
 from orchestrator.engine.choice import require_dbos
-from orchestrator.errors import ConfigError
+from orchestrator.errors import ConfigError, bare
 from orchestrator.state.events import Event, ToolCallStarted
 from orchestrator.state.fold import SessionState
 from orchestrator.state.tasks import TaskChanged
@@ -41,13 +41,16 @@ def serve(args: argparse.Namespace, config: Config) -> int:
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        trio.run(_serve, args, config, url)
-    except* KeyboardInterrupt:
-        print("worker stopped", flush=True)
-        sys.stderr.flush()
-        # Threads of tasks it ran hold on, so that DBOS records no outcome for them (their
-        # workflows are taken over elsewhere): the process ends without them.
-        os._exit(0)
+        try:
+            trio.run(_serve, args, config, url)
+        except* KeyboardInterrupt:
+            print("worker stopped", flush=True)
+            sys.stderr.flush()
+            # Threads of tasks it ran hold on, so that DBOS records no outcome for them
+            # (their workflows are taken over elsewhere): the process ends without them.
+            os._exit(0)
+    except BaseExceptionGroup as group:
+        raise bare(group) from None  # (a refusal said in one line, as any command's)
     return 0
 
 
@@ -71,6 +74,7 @@ async def _serve(args: argparse.Namespace, config: Config, url: str) -> None:
             ask_session=not args.yes,
             say=lambda text: print(text, flush=True),
             ui=WorkerLog(),
+            status_every=args.status_every,
         )
         await worker.serve()
 

@@ -21,8 +21,12 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
-from orchestrator.errors import OrchestratorError
+from orchestrator.errors import ConfigError, OrchestratorError
 from orchestrator.state.tasks import now_ms
+
+ENGINE_FORMAT = 1
+"""The layout of the engine's tables. A database written by a newer orchestrator (a
+larger format) is refused by this one's workers (`check_format`), rather than misread."""
 
 METADATA = sa.MetaData()
 READER_WAIT = 10  # seconds a reader waits for a connection to Postgres
@@ -76,6 +80,15 @@ WORKERS = sa.Table(
     sa.Column("beat_ms", sa.BigInteger, nullable=False),
     sa.Column("stopped", sa.Boolean, nullable=False, default=False),
 )
+
+
+META = sa.Table(
+    "orchestrator_engine_meta",
+    METADATA,
+    sa.Column("key", sa.String(50), primary_key=True),
+    sa.Column("value", sa.String(200), nullable=False),
+)
+"""The engine's own facts about its database: its `format` (`ENGINE_FORMAT`)."""
 
 
 class Fenced(OrchestratorError):
@@ -286,6 +299,27 @@ class Store:
                 APPROVALS.update()
                 .where(APPROVALS.c.id == approval, APPROVALS.c.answer.is_(None))
                 .values(answer=answer)
+            )
+
+    def check_format(self) -> None:
+        """The database's format recorded if it has none; one newer than this
+        orchestrator's refused with a `ConfigError` that says so."""
+        query = sa.select(META.c.value).where(META.c.key == "format")
+        with self._begin() as db:
+            found = db.execute(query).scalar()
+        if found is None:
+            try:
+                with self._begin() as db:
+                    db.execute(META.insert().values(key="format", value=str(ENGINE_FORMAT)))
+                return
+            except IntegrityError:  # another process recorded it meanwhile
+                with self._begin() as db:
+                    found = db.execute(query).scalar()
+        if found is not None and int(found) > ENGINE_FORMAT:
+            raise ConfigError(
+                f"the engine's database is of format {found}, written by a newer "
+                f"orchestrator; this one ({ENGINE_FORMAT}) does not take its tasks: "
+                "upgrade it to the sessions' version"
             )
 
     # Workers.

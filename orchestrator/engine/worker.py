@@ -18,6 +18,7 @@ import dataclasses
 import functools
 import math
 import os
+import signal
 import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -83,6 +84,7 @@ class Worker:
         ui: EventSink | None = None,
         say: Callable[[str], None] = print,
         patience: float = math.inf,
+        status_every: float = 60.0,
     ) -> None:
         self.url = url
         self.id = executor_id()  # its DBOS executor's: where its tasks ran
@@ -94,6 +96,8 @@ class Worker:
         self._ask_session = ask_session  # a call the rules ask about: to the task's session
         self._ui = ui
         self._say = say
+        self._status_every = status_every
+        self._last_beat_ms = 0
         self._store = Store(url)
         self._threads = trio.CapacityLimiter(8)
         self.stopping = False
@@ -128,11 +132,13 @@ class Worker:
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
+                await self._db.call(self._store.check_format)  # a newer one's: refused
                 await launched(self._db, self.url, self._launch)
-                await self._db.call(self._store.beat, self.id, __version__, os.getpid())
+                await self._beat_now()
                 where = hide_password(self.url)
                 self._say(f"worker {self.id} (version {__version__}) takes tasks from {where}")
                 nursery.start_soon(self._keep_beating)
+                nursery.start_soon(self._keep_telling)
                 task_status.started()
                 try:
                     await trio.sleep_forever()
@@ -174,8 +180,31 @@ class Worker:
         while True:
             await self._look_at_versions()
             await trio.sleep(self._beat)
-            await self._db.call(self._store.beat, self.id, __version__, os.getpid())
+            await self._beat_now()
             await self._recover_silent()
+
+    async def _beat_now(self) -> None:
+        await self._db.call(self._store.beat, self.id, __version__, os.getpid())
+        self._last_beat_ms = now_ms()
+
+    async def _keep_telling(self) -> None:
+        """What it runs, said every `status_every` seconds and at once on SIGUSR1."""
+        with trio.open_signal_receiver(signal.SIGUSR1) as asked:
+            while True:
+                with trio.move_on_after(self._status_every):
+                    await asked.__anext__()
+                self._say(self.status())
+
+    def status(self) -> str:
+        """One line: the tasks it runs (their sessions, for how long) and its last beat."""
+        now = now_ms()
+        tasks = sorted(self._tasks.values(), key=lambda r: r.started_ms)
+        running = ", ".join(
+            f"{r.run.task} for {_age(now - r.started_ms)}" for r in tasks if not r.ended
+        )
+        doing = f"runs {running}" if running else "runs no task"
+        beat = _age(now - self._last_beat_ms) if self._last_beat_ms else "never"
+        return f"worker {self.id}: {doing}; last beat {beat} ago"
 
     async def _look_at_versions(self) -> None:
         """Tasks queued by sessions of another version are never this worker's (DBOS
@@ -322,6 +351,7 @@ class _Running:
 
     run: Run
     task_id: str
+    started_ms: int = field(default_factory=now_ms)  # when it began running here
     team: Team | None = None
     ended: bool = False
     state: str = ""  # the task's, once its loop has ended
@@ -348,3 +378,8 @@ async def _run_task(team: Team, task_id: str, cancelled: bool) -> None:
         await team.loops_ended()  # its last records written
         if not team.state.tasks.tasks[task_id].live:
             return
+
+
+def _age(ms: int) -> str:
+    seconds = max(0, ms) // 1000
+    return f"{seconds}s" if seconds < 60 else f"{seconds // 60}m{seconds % 60:02d}s"
