@@ -87,7 +87,7 @@ if TYPE_CHECKING:  # events, what they carry, and the command line's renderers
         Usage,
         UserMessage,
     )
-    from orchestrator.state.approvals import ApprovalDecided, ApprovalParked
+    from orchestrator.state.approvals import ApprovalDecided, ApprovalParked, RemoteRefused
     from orchestrator.state.events import (
         AgentStarted,
         AssistantReplied,
@@ -247,6 +247,7 @@ _HOMES = {
     "PlanDecided": "orchestrator.state.plans",
     "ApprovalDecided": "orchestrator.state.approvals",
     "ApprovalParked": "orchestrator.state.approvals",
+    "RemoteRefused": "orchestrator.state.approvals",
     "ModelSwitched": "orchestrator.state.fallbacks",
     "PlanSubmitted": "orchestrator.state.plans",
     "ReplanRequested": "orchestrator.state.plans",
@@ -342,6 +343,7 @@ __all__ = [
     "Question",
     "QuestionAnswerer",
     "RanOn",
+    "RemoteRefused",
     "ReplanRequested",
     "ReplyAtLimit",
     "ReplyCut",

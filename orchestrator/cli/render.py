@@ -25,7 +25,7 @@ from orchestrator.loop.assessment import Assessed, BlockedReported, Verified
 from orchestrator.loop.compaction import CompactionStarted, ContextCompacted
 from orchestrator.loop.todos import TodoItem, TodoList, TodosChanged
 from orchestrator.messages import ToolResult
-from orchestrator.state.approvals import ApprovalDecided, ApprovalParked
+from orchestrator.state.approvals import ApprovalDecided, ApprovalParked, RemoteRefused
 from orchestrator.state.events import (
     AgentStarted,
     AssistantReplied,
@@ -124,10 +124,8 @@ class TranscriptSink:
                 | ApprovalDecided()
             ):
                 self._line(self._state_line(event, who))
-            case ModelSwitched(model=model, instead_of=instead_of, why=why):
-                why = f": {label(why, 2 * ARG_WIDTH)}" if why else ""
-                line = f"! {who}{label(model)} answers instead of {label(instead_of)}{why}"
-                self._line(s.yellow(line))
+            case RemoteRefused() | ModelSwitched():
+                self._line(s.yellow(_warning(event, who)))
             case PermissionGranted(tool=tool, pattern=pattern):
                 what = f"{label(tool)} commands matching {label(pattern)!r}" if pattern else tool
                 self._line(s.dim(f"  (allowed {label(what)} for this session)"))
@@ -411,3 +409,11 @@ class JsonLinesSink:
         line["time"] = datetime.now(UTC).isoformat(timespec="milliseconds")
         self.out.write(orjson.dumps(line).decode() + "\n")
         self.out.flush()
+
+
+def _warning(event: RemoteRefused | ModelSwitched, who: str) -> str:
+    """The line of a call refused for want of anyone to ask, or of a fallback chain's move."""
+    if isinstance(event, RemoteRefused):
+        return f"  {who}{label(event.tool)} refused: nobody here to ask (no terminal, no --yes)"
+    why = f": {label(event.why, 2 * ARG_WIDTH)}" if event.why else ""
+    return f"! {who}{label(event.model)} answers instead of {label(event.instead_of)}{why}"

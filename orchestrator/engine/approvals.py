@@ -20,8 +20,18 @@ import trio
 from orchestrator.engine.retry import Patience
 from orchestrator.engine.store import Store
 from orchestrator.messages import ToolCall
+from orchestrator.state.approvals import RemoteRefused
+from orchestrator.state.events import PermissionGranted
 from orchestrator.team.port import TaskPort
-from orchestrator.tools.permissions import Answer, Approver, Denied, Grant, Later, Unasked
+from orchestrator.tools.permissions import (
+    Answer,
+    Approver,
+    Denied,
+    Grant,
+    Later,
+    PermissionPolicy,
+    Unasked,
+)
 
 LOOK = 0.5  # seconds between a worker's looks for the answer to its question
 
@@ -108,5 +118,19 @@ class Questions:
                 self._nursery.start_soon(self._ask, port, task_id, approval, decode_call(request))
 
     async def _ask(self, port: TaskPort, task_id: str, approval: str, call: ToolCall) -> None:
-        answer = await port.turns.approve(task_id, call)
+        """One session, one set of answers: a call that a grant answered for any of the
+        session's tasks allows is allowed without asking; a `Grant` answered here is the
+        session's (journaled), and a call refused for want of anyone to ask is counted
+        with the session's refused calls (journaled)."""
+        answer: Answer
+        if PermissionPolicy().decide(call, read_only=False, grants=port.state.grants) == "allow":
+            answer = True
+        else:
+            answer = await port.turns.approve(task_id, call)
+            if isinstance(answer, Grant):
+                granted = PermissionGranted(agent=task_id, tool=answer.tool, pattern=answer.pattern)
+                await port.events.record(granted)
+            elif isinstance(answer, Unasked):
+                refused = RemoteRefused(agent=task_id, tool=call.name, arguments=call.arguments)
+                await port.events.record(refused)
         await self._db.call(self._store.answer, approval, encode_answer(answer))

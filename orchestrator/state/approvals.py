@@ -53,7 +53,17 @@ class ApprovalDecided(EventBase, frozen=True, tag="approval_decided"):
         return approval_id(self.agent, self.ref)
 
 
-ApprovalRecords = ApprovalParked | ApprovalDecided
+class RemoteRefused(EventBase, frozen=True, tag="remote_refused"):
+    """Record: a call of the task `agent` on a worker (`--engine dbos --workers`) that its
+    rules ask about was refused because nobody could be asked here (the session's
+    approver answered `Unasked`: no terminal, no `--yes`). Counted with the session's own
+    refused calls, so a headless session ends `blocked` for it as for a local task's."""
+
+    tool: str
+    arguments: str = ""
+
+
+ApprovalRecords = ApprovalParked | ApprovalDecided | RemoteRefused
 
 
 class Parked(msgspec.Struct, frozen=True):

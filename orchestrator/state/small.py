@@ -23,7 +23,7 @@ from orchestrator.loop.compaction import ContextCompacted
 from orchestrator.loop.plan_run import todo_status
 from orchestrator.loop.todos import TodoList, TodosChanged
 from orchestrator.messages import Usage
-from orchestrator.state.approvals import APPROVAL_FOLDS, Approvals
+from orchestrator.state.approvals import APPROVAL_FOLDS, Approvals, RemoteRefused
 from orchestrator.state.context import AgentContext, FoldError
 from orchestrator.state.events import (
     AgentStarted,
@@ -280,6 +280,11 @@ def _approval(
     return apply
 
 
+def _remote_refused(state: SmallState, seq: int, record: RemoteRefused) -> None:
+    arguments = record.arguments[:REFUSED_ARGUMENTS]
+    state.refused.append(RefusedCall(agent=record.agent, tool=record.tool, arguments=arguments))
+
+
 def _fallback(
     fold: Callable[[Fallbacks, int, Any], None],
 ) -> Callable[[SmallState, int, Any], None]:
@@ -314,6 +319,7 @@ SMALL_FOLDS: dict[type, Callable[[SmallState, int, Any], None]] = {
     ContextCompacted: _compacted,
     **{kind: _plan(fold) for kind, fold in PLAN_FOLDS.items()},
     **{kind: _approval(fold) for kind, fold in APPROVAL_FOLDS.items()},
+    RemoteRefused: _remote_refused,
     **{kind: _fallback(fold) for kind, fold in FALLBACK_FOLDS.items()},
 }
 """How each record changes the small state, by record type. Records of the conversation

@@ -119,6 +119,11 @@ class EventPort(Protocol):
         to the session's screen and `--json`, not journaled."""
         ...
 
+    async def record(self, event: Event) -> None:
+        """Journal an event of the session's own about a task the runner runs elsewhere
+        (a grant answered for a task on a worker, a call of its refused here)."""
+        ...
+
     async def show(self, event: Event) -> None:
         """Show people an event this session does not journal, because it is journaled
         elsewhere: a task on a worker's reply or call, told again from that task's own
@@ -188,6 +193,9 @@ class Outlet:
 
     async def tell(self, notice: Notice) -> None:
         await self._sink.emit(notice)
+
+    async def record(self, event: Event) -> None:
+        await self._sink.emit(event)
 
     async def show(self, event: Event) -> None:
         await self._screen.emit(event)

@@ -3,6 +3,9 @@ about are put to its session, whose approver answers them (engine/approvals.py).
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +21,7 @@ from orchestrator import (
     RunResult,
     RunSettings,
     ScriptedModel,
+    SessionSettings,
     Unasked,
     drive,
     load_state,
@@ -140,3 +144,91 @@ async def test_a_question_outlives_the_worker_that_asked_it(tmp_path: Path) -> N
 def test_an_answer_crosses_the_database_as_it_was_given() -> None:
     for answer in (True, False, Denied("no"), Unasked(), Grant("shell", "pytest *")):
         assert decode_answer(encode_answer(answer)) == answer
+
+
+TWO_WRITERS: dict[str, Any] = {
+    "agents": {
+        "main": main_script(
+            call("delegate", description="a", prompt="write a", write_scope=["a.txt"]),
+            call("delegate", description="b", prompt="write b", write_scope=["b.txt"]),
+        ),
+        "t1": [
+            {"tool_calls": [call("write_file", path="a.txt", content="A")]},
+            {"tool_calls": [call("complete", summary="wrote a")]},
+        ],
+        "t2": [
+            {"tool_calls": [call("write_file", path="b.txt", content="B")]},
+            {"tool_calls": [call("complete", summary="wrote b")]},
+        ],
+    }
+}
+
+
+async def test_a_grant_answered_for_one_task_on_a_worker_holds_for_the_others(
+    tmp_path: Path,
+) -> None:
+    """One session, one set of answers: "always" for t1's write is the session's, so t2's
+    write on a worker is allowed without asking the person again."""
+    setup = Setup(tmp_path, TWO_WRITERS)
+    asked: list[ApprovalRequest] = []
+
+    def approve(request: ApprovalRequest) -> Grant:
+        asked.append(request)
+        return Grant("write_file")
+
+    settings = RunSettings(
+        model=ScriptedModel(parse_script(setup.script)),
+        tools=workspace_tools(),
+        policy=PermissionPolicy(),
+        approve=approve,
+        runner=dbos_workers(
+            setup.url, model=f"scripted:{setup.script_file}", workspace=setup.workspace
+        ),
+        session=SessionSettings(max_live=1),  # t2 starts once t1 is done
+    )
+    async with trio.open_nursery() as nursery:
+        worker = await start_worker(nursery, setup.url, tmp_path, yes=False)
+        with trio.fail_after(120):
+            async with open_session(setup.root, setup.session_id, warn=lambda _: None) as live:
+                result = await drive(live, settings)
+        await worker.stop()
+    assert result.status == "completed", (result, worker.lines)
+    assert [r.agent for r in asked] == ["t1"]  # asked once, for the first task
+    assert (setup.workspace / "b.txt").read_text() == "B"
+    state = load_state(setup.directory, warn=pytest.fail)
+    assert [g.tool for g in state.grants] == ["write_file"]  # the session's own
+
+
+async def test_a_headless_session_whose_remote_calls_nobody_can_approve_ends_blocked(
+    tmp_path: Path,
+) -> None:
+    """No terminal, no --yes, a worker without --yes: each task's write is refused here
+    for want of anyone to ask, and counted as the session's own refusals are: the run
+    ends blocked (exit 3), naming the calls."""
+    setup = Setup(tmp_path, TWO_WRITERS)
+    async with trio.open_nursery() as nursery:
+        worker = await start_worker(nursery, setup.url, tmp_path, yes=False)
+        with trio.fail_after(120):
+            await worker.see("takes tasks from")
+            ran = await trio.run_process(
+                [
+                    sys.executable, "-m", "orchestrator", "resume", setup.session_id,
+                    "--sessions-dir", str(setup.root), "--engine", "dbos", "--workers",
+                    "--database-url", setup.url,
+                ],
+                capture_stdout=True,
+                capture_stderr=True,
+                stdin=subprocess.DEVNULL,
+                env={**os.environ, "NO_COLOR": "1"},
+                check=False,
+            )  # fmt: skip
+        await worker.stop()
+    out = ran.stdout.decode() + ran.stderr.decode()
+    assert ran.returncode == 3, out
+    assert "write_file refused: nobody here to ask" in out
+    state = load_state(setup.directory, warn=pytest.fail)
+    assert sorted((r.agent, r.tool) for r in state.refused) == [
+        ("t1", "write_file"),
+        ("t2", "write_file"),
+    ]
+    assert not (setup.workspace / "a.txt").exists()
