@@ -13,9 +13,11 @@ PACKAGE = Path(__file__).parents[1] / "orchestrator"
 BELOW: dict[str, set[str]] = {
     # The live view (`view`) is a surface's, read by the command line only.
     "cli": {"host", "view", "team", "agent", "session", "tools", "state", "loop", "models"}
-    | {"store", "engine", "mcp"},
+    | {"store", "engine", "mcp", "serve"},
     "host": {"engine", "team", "agent", "session", "tools", "state", "loop", "models", "store"}
     | {"mcp"},
+    # The team as an MCP server: sessions made and driven by a launcher (the CLI's).
+    "serve": {"team", "session", "state", "tools", "loop"},
     # Where delegated tasks run durably (DBOS): a runner of the team's, chosen above it.
     "engine": {"team", "agent", "session", "tools", "state", "loop", "models", "store"},
     "team": {"agent", "session", "tools", "state", "loop", "models", "store"},

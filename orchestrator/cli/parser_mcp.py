@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.cli.options import config_option
+from orchestrator.cli.parser_agents import agent_options, approve_option, workspace_options
 
 MCP_EPILOG = """\
 Servers are the [mcp.servers.NAME] tables of the config files (docs/mcp.md):
@@ -23,6 +24,30 @@ Servers are the [mcp.servers.NAME] tables of the config files (docs/mcp.md):
 examples:
   orchestrator mcp list               start each server, list its tools and their size
   orchestrator mcp test github        start one server: ok, or one line saying why not
+  orchestrator mcp serve -m openai:gpt-4.1 -w .     the team as an MCP server (stdio)
+"""
+
+SERVE_EPILOG = """\
+The client's tools: start_session (goal, plan_first), wait_session (until it ends or
+asks something, with progress notifications), session_status (the task tree, open
+questions, what waits for a decision), answer_question, decide (a tool call or a plan),
+send_message, session_result, cancel_session, resume_session, list_sessions.
+
+In a client's config (docs/mcp.md has each in full):
+  Claude Code:  claude mcp add orchestrator -- orchestrator mcp serve -m MODEL -w /path/to/project
+  Codex:        [mcp_servers.orchestrator] in ~/.codex/config.toml,
+                command = "orchestrator", args = ["mcp", "serve", "-m", "MODEL", "-w", "/path"]
+  Cursor:       "orchestrator": {"command": "orchestrator", "args": ["mcp", "serve", ...]}
+                under "mcpServers" in .cursor/mcp.json
+
+examples:
+  orchestrator mcp serve -m anthropic:claude-sonnet-4-5 -w .
+      stdio, for a client that starts the server itself
+  ORCHESTRATOR_MCP_TOKEN=secret orchestrator mcp serve --http --port 8765 -m MODEL -w .
+      streamable HTTP at http://127.0.0.1:8765/mcp; requests carry
+      "Authorization: Bearer secret" (without the variable, a token is made and printed)
+  orchestrator mcp serve -m MODEL -w . --allow 'shell:pytest *=allow' --allow edit_file=allow
+      the client is asked only about what the rules leave to ask
 """
 
 
@@ -56,6 +81,7 @@ def add_mcp_parser(commands: Any) -> None:
         "exited, timed out). Exit code 1 if it failed.",
     )
     test.add_argument("name", metavar="NAME", help="the server, as [mcp.servers.NAME] names it")
+    _add_serve(actions)
     for parser in (listing, test):
         parser.add_argument(
             "-w",
@@ -67,3 +93,50 @@ def add_mcp_parser(commands: Any) -> None:
             "current directory)",
         )
         config_option(parser)
+
+
+def _add_serve(actions: Any) -> None:
+    serve = actions.add_parser(
+        "serve",
+        help="the team as an MCP server: other agents start sessions and steer them",
+        description="Serve the orchestrator to another agent (Claude Code, Codex, Cursor, "
+        "any MCP client) over stdio, or over streamable HTTP on a loopback address with "
+        "a token (--http). The client starts sessions with a goal (plan first or not), "
+        "watches their status and task tree, waits with progress notifications, answers "
+        "their questions, decides on the tool calls the permission rules ask about and on "
+        "plans, sends messages, reads the result. Sessions run in this process, as "
+        "`orchestrator run` runs them (this command's model, workspace, config and flags), "
+        "and are ordinary sessions on disk: `orchestrator resume ID` goes on with one after "
+        "the server stops (a stop records the running ones interrupted). Nothing is asked "
+        "at a terminal: the client decides (with --yes, every call is allowed). Lines "
+        "for a person go to standard error.",
+        epilog=SERVE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    agent_options(
+        serve,
+        model_required_note="the model of the sessions it starts, e.g. openai:gpt-4.1, "
+        "anthropic:claude-sonnet-4-5, scripted:script.json (default: $ORCHESTRATOR_MODEL, "
+        "else the config's)",
+    )
+    workspace_options(serve)
+    approve_option(serve)
+    serve.add_argument(
+        "--http",
+        action="store_true",
+        help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio; every request "
+        "must carry Authorization: Bearer TOKEN, the token from $ORCHESTRATOR_MCP_TOKEN "
+        "(without it, one is made and printed)",
+    )
+    serve.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="with --http: a loopback address to listen on (127.0.0.1, ::1, localhost; "
+        "default: 127.0.0.1); any other is refused",
+    )
+    serve.add_argument(
+        "--port",
+        type=int,
+        default=8765,
+        help="with --http: the port (default: 8765; 0: a free one, printed)",
+    )
