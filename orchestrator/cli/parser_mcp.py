@@ -27,6 +27,20 @@ examples:
   orchestrator mcp serve -m openai:gpt-4.1 -w .     the team as an MCP server (stdio)
 """
 
+SERVE_DESCRIPTION = """\
+Serve the orchestrator to another agent (Claude Code, Codex, Cursor, any MCP client)
+over stdio, or over streamable HTTP on a loopback address with a token (--http). The
+client starts sessions with a goal (plan first or not), watches their status and task
+tree, waits with progress notifications, answers their questions, decides on the tool
+calls the permission rules ask about and on plans, sends messages, reads the result.
+
+Sessions run in this process as `orchestrator run` runs them (this command's model,
+workspace, config and flags) and are ordinary sessions on disk: `orchestrator resume
+ID` goes on with one after the server stops (a stop records the running ones
+interrupted). Nothing is asked at a terminal: the client decides (with --yes, every
+call is allowed). Lines for a person go to standard error (standard output is the
+protocol's over stdio)."""
+
 SERVE_EPILOG = """\
 The client's tools: start_session (goal, plan_first), wait_session (until it ends or
 asks something, with progress notifications), session_status (the task tree, open
@@ -99,17 +113,7 @@ def _add_serve(actions: Any) -> None:
     serve = actions.add_parser(
         "serve",
         help="the team as an MCP server: other agents start sessions and steer them",
-        description="Serve the orchestrator to another agent (Claude Code, Codex, Cursor, "
-        "any MCP client) over stdio, or over streamable HTTP on a loopback address with "
-        "a token (--http). The client starts sessions with a goal (plan first or not), "
-        "watches their status and task tree, waits with progress notifications, answers "
-        "their questions, decides on the tool calls the permission rules ask about and on "
-        "plans, sends messages, reads the result. Sessions run in this process, as "
-        "`orchestrator run` runs them (this command's model, workspace, config and flags), "
-        "and are ordinary sessions on disk: `orchestrator resume ID` goes on with one after "
-        "the server stops (a stop records the running ones interrupted). Nothing is asked "
-        "at a terminal: the client decides (with --yes, every call is allowed). Lines "
-        "for a person go to standard error.",
+        description=SERVE_DESCRIPTION,
         epilog=SERVE_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
