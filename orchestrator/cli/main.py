@@ -84,6 +84,10 @@ def _engine(args: argparse.Namespace) -> int:
 
 def _looking(args: argparse.Namespace) -> int:
     """The commands that look at the configuration: `config` and `mcp`."""
+    if args.command == "mcp" and args.action == "serve":
+        from orchestrator.cli.mcp_serve import serve
+
+        return serve(args, os.environ)
     if args.command == "mcp":
         from orchestrator.cli.mcp import run_mcp
 

@@ -1,6 +1,6 @@
 """`orchestrator mcp list` and `orchestrator mcp test NAME`: the configured MCP servers,
 started one at a time, their tools and what their definitions cost (docs/mcp.md).
-`orchestrator mcp serve` is cli/mcp_serve.py's."""
+`orchestrator mcp serve` is cli/mcp_serve.py's (dispatched by cli/main.py)."""
 
 from __future__ import annotations
 
@@ -34,10 +34,6 @@ def run_mcp(
     *,
     say: Callable[[str], None] | None = None,
 ) -> int:
-    if args.action == "serve":
-        from orchestrator.cli.mcp_serve import serve
-
-        return serve(args, environ)
     say = say or _print
     workspace: Path = args.workspace or Path.cwd()
     # Untrusted project settings are left out (and said so), never started: a project's
