@@ -83,7 +83,8 @@ def _engine(args: argparse.Namespace) -> int:
 
 
 def _looking(args: argparse.Namespace) -> int:
-    """The commands that look at the configuration: `config` and `mcp`."""
+    """`config` and `mcp`, which look at the configuration (and `mcp serve`, which
+    serves the team to MCP clients)."""
     if args.command == "mcp" and args.action == "serve":
         from orchestrator.cli.mcp_serve import serve
 
