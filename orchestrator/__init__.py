@@ -105,6 +105,7 @@ if TYPE_CHECKING:  # events, what they carry, and the command line's renderers
         event_json,
     )
     from orchestrator.state.fallbacks import ModelSwitched
+    from orchestrator.state.hooks import HookDecided
     from orchestrator.state.mailbox import MessagePosted, MessagesDelivered
     from orchestrator.state.plans import PlanDecided, PlanSubmitted, ReplanRequested
     from orchestrator.state.settings import SettingsChosen
@@ -249,6 +250,7 @@ _HOMES = {
     "ApprovalParked": "orchestrator.state.approvals",
     "RemoteRefused": "orchestrator.state.approvals",
     "ModelSwitched": "orchestrator.state.fallbacks",
+    "HookDecided": "orchestrator.state.hooks",
     "PlanSubmitted": "orchestrator.state.plans",
     "ReplanRequested": "orchestrator.state.plans",
     "CompactionStarted": "orchestrator.loop.compaction",
@@ -307,6 +309,7 @@ __all__ = [
     "FanOut",
     "FunctionTool",
     "Grant",
+    "HookDecided",
     "HostApprover",
     "InProcessRunner",
     "JsonLinesSink",

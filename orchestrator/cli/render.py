@@ -44,6 +44,7 @@ from orchestrator.state.events import (
     event_json,
 )
 from orchestrator.state.fallbacks import ModelSwitched
+from orchestrator.state.hooks import HookDecided
 from orchestrator.state.mailbox import MAIN, MessagePosted, MessagesDelivered
 from orchestrator.state.plans import PlanDecided, PlanSubmitted, ReplanRequested
 from orchestrator.state.settings import SettingsChosen
@@ -122,6 +123,7 @@ class TranscriptSink:
                 | ReplanRequested()
                 | ApprovalParked()
                 | ApprovalDecided()
+                | HookDecided()
             ):
                 self._line(self._state_line(event, who))
             case RemoteRefused() | ModelSwitched():
@@ -167,11 +169,13 @@ class TranscriptSink:
         | PlanDecided
         | ReplanRequested
         | ApprovalParked
-        | ApprovalDecided,
+        | ApprovalDecided
+        | HookDecided,
         who: str,
     ) -> str:
         """A compaction (dim, it is housekeeping), a plan's step (bold, it is news), or
-        a call parked for a person's approval (its id) and the decision on it."""
+        a call parked for a person's approval (its id) and the decision on it, or a
+        hook's decision."""
         match event:
             case ApprovalParked(ref=ref):
                 return who + self.style.yellow(
@@ -181,6 +185,9 @@ class TranscriptSink:
                 why = f": {label(reason, 4 * ARG_WIDTH)}" if reason else ""
                 said = "approved" if allow else "denied"
                 return who + self.style.dim(f"  (call {label(event.id)} {said}{why})")
+            case HookDecided(event=hook_event, action=action, text=text):
+                said = f": {label(text, 2 * ARG_WIDTH)}" if text else ""
+                return who + self.style.dim(f"  (a {hook_event} hook: {action}{said})")
             case CompactionStarted() | ContextCompacted():
                 return who + self.style.dim(compaction_line(event))
             case PlanSubmitted() | PlanDecided() | ReplanRequested():

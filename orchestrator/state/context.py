@@ -37,6 +37,7 @@ from orchestrator.state.events import (
     EffectStarted,
     MessageAdded,
 )
+from orchestrator.state.hooks import HookDecided
 from orchestrator.state.mailbox import MessagesDelivered
 from orchestrator.store.scan import JournalMark
 
@@ -196,6 +197,14 @@ def _noted(context: AgentContext, seq: int, record: Assessed | Verified) -> None
         context.append(UserMessage(content=record.note))
 
 
+def _sent_back(context: AgentContext, seq: int, record: HookDecided) -> None:
+    """A `stop` hook's continuation is a user message in the agent's context."""
+    if record.action == "continue":
+        if context.open_calls:
+            raise FoldError(f"a hook's note for {context.id!r} between a reply and its results")
+        context.append(UserMessage(content=record.text))
+
+
 def _compacted(context: AgentContext, seq: int, record: ContextCompacted) -> None:
     """A checkpoint: the live context starts again here (a resume reads from it on)."""
     if context.open_calls:
@@ -225,6 +234,7 @@ CONTEXT_FOLDS: dict[type, Callable[[AgentContext, int, Any], None]] = {
     Assessed: _noted,
     Verified: _noted,
     ContextCompacted: _compacted,
+    HookDecided: _sent_back,
 }
 """How each conversation record changes its agent's context, by record type (a lookup,
 not a chain of type tests: resume runs it once per record)."""

@@ -32,6 +32,7 @@ from orchestrator.messages import (
 )
 from orchestrator.state.approvals import ApprovalRecords
 from orchestrator.state.fallbacks import FallbackRecords
+from orchestrator.state.hooks import HookRecords
 from orchestrator.state.mailbox import MailRecords
 from orchestrator.state.manifest import SessionStatus
 from orchestrator.state.plans import PlanRecords
@@ -251,6 +252,7 @@ Concepts = (
     | PlanRecords
     | ApprovalRecords
     | FallbackRecords
+    | HookRecords
 )
 """Each concept's records, declared in its own module beside their fold: a new record kind
 joins its concept's union there, and so the unions below."""

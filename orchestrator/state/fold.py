@@ -102,6 +102,7 @@ class SessionState(SmallState):
             plans=self.plans,
             approvals=self.approvals,
             fallbacks=self.fallbacks,
+            hooks=self.hooks,
         )
         return encode_snapshot(snapshot)
 
@@ -127,6 +128,7 @@ class SessionState(SmallState):
         state.plans = copy.deepcopy(snapshot.plans)
         state.approvals = copy.deepcopy(snapshot.approvals)
         state.fallbacks = copy.deepcopy(snapshot.fallbacks)
+        state.hooks = copy.deepcopy(snapshot.hooks)
         for agent_id, summary in snapshot.agents.items():
             state.agents[agent_id] = AgentContext(
                 id=agent_id,
@@ -173,6 +175,7 @@ class SessionState(SmallState):
             "plans": msgspec.to_builtins(self.plans),
             "approvals": msgspec.to_builtins(self.approvals),
             "fallbacks": msgspec.to_builtins(self.fallbacks),
+            "hooks": msgspec.to_builtins(self.hooks),
             "agents": {
                 agent_id: {
                     "role": a.role,

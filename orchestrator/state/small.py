@@ -35,6 +35,7 @@ from orchestrator.state.events import (
     TurnStarted,
 )
 from orchestrator.state.fallbacks import FALLBACK_FOLDS, Fallbacks
+from orchestrator.state.hooks import HOOK_FOLDS, Hooked
 from orchestrator.state.mailbox import MAIN, USER, Mailbox, MessagePosted, MessagesDelivered
 from orchestrator.state.manifest import SessionStatus
 from orchestrator.state.plans import PLAN_FOLDS, Plans
@@ -82,6 +83,7 @@ class SmallState:
         self.plans = Plans()  # every version of the plan and its decision
         self.approvals = Approvals()  # calls parked for a person's decision, and decisions
         self.fallbacks = Fallbacks()  # the model each fallback chain that moved is on
+        self.hooks = Hooked()  # hooks' decisions not acted on yet (state/hooks.py)
 
     def todo_list(self, agent: str) -> TodoList:
         """The agent's todo list (empty when it has none yet)."""
@@ -202,6 +204,8 @@ def _heard(state: SmallState, agent: str, ids: tuple[str, ...]) -> None:
         kept.extend(said)
         del kept[:-SAID_KEPT]
     state.progress_of(agent).heard(from_owner=from_owner)
+    if from_owner:
+        state.hooks.spoke(agent)
     if from_owner and agent == MAIN:
         state.refused.clear()  # the person has spoken since: they were told of them
 
@@ -212,6 +216,7 @@ def _call_result(state: SmallState, seq: int, record: CallResult) -> None:
         state.mailbox.delivered(seq, record.agent, record.delivers)
     state.mailbox.call_done(record.agent, record.ref)
     state.approvals.call_done(record.agent, record.ref)
+    state.hooks.call_done(record.agent, record.ref)
     if record.status == "ok":
         state.progress_of(record.agent).progressed()
     elif record.status == "unapproved":
@@ -252,6 +257,7 @@ def _blocked(state: SmallState, seq: int, record: BlockedReported) -> None:
 def _compacted(state: SmallState, seq: int, record: ContextCompacted) -> None:
     context = state.agent(record.agent)
     context.compactions += 1
+    state.hooks.compacted(record.agent)
     context.summary_calls += record.attempts
     after = None if record.method == "truncated" else record.after
     if record.reason != "by_hand":  # the breaker guards the automatic trigger only
@@ -294,6 +300,15 @@ def _fallback(
     return apply
 
 
+def _hook(
+    fold: Callable[[Hooked, int, Any], None],
+) -> Callable[[SmallState, int, Any], None]:
+    def apply(state: SmallState, seq: int, record: Any) -> None:
+        fold(state.hooks, seq, record)
+
+    return apply
+
+
 def _settings(state: SmallState, seq: int, record: SettingsChosen) -> None:
     state.settings = record.settings
 
@@ -321,6 +336,7 @@ SMALL_FOLDS: dict[type, Callable[[SmallState, int, Any], None]] = {
     **{kind: _approval(fold) for kind, fold in APPROVAL_FOLDS.items()},
     RemoteRefused: _remote_refused,
     **{kind: _fallback(fold) for kind, fold in FALLBACK_FOLDS.items()},
+    **{kind: _hook(fold) for kind, fold in HOOK_FOLDS.items()},
 }
 """How each record changes the small state, by record type. Records of the conversation
 change contexts too (`CONTEXT_FOLDS`); every record kind is in one table or both."""

@@ -16,6 +16,7 @@ from orchestrator.loop.todos import TodoItem, TodoList
 from orchestrator.messages import Usage
 from orchestrator.state.approvals import Approvals
 from orchestrator.state.fallbacks import Fallbacks
+from orchestrator.state.hooks import Hooked
 from orchestrator.state.mailbox import MailboxSummary
 from orchestrator.state.manifest import SessionStatus
 from orchestrator.state.plans import Plans
@@ -100,6 +101,8 @@ class Snapshot(msgspec.Struct, kw_only=True):
     approvals: Approvals = msgspec.field(default_factory=Approvals)
     # The model each fallback chain that moved is on (state/fallbacks.py).
     fallbacks: Fallbacks = msgspec.field(default_factory=Fallbacks)
+    # Hooks' decisions not acted on yet, and `stop` continuations (state/hooks.py).
+    hooks: Hooked = msgspec.field(default_factory=Hooked)
 
 
 @functools.cache
