@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     )
     from orchestrator.team.definitions import AgentDefinition, Definitions, builtin_agents
     from orchestrator.team.drive import RunResult, drive
+    from orchestrator.team.hook_runs import Hook
     from orchestrator.team.main_agent import MainOutcome, open_team, run_main
     from orchestrator.team.oversight import Policy
     from orchestrator.team.plan_calls import approve, execute, plan, seed_todos
@@ -251,6 +252,7 @@ _HOMES = {
     "RemoteRefused": "orchestrator.state.approvals",
     "ModelSwitched": "orchestrator.state.fallbacks",
     "HookDecided": "orchestrator.state.hooks",
+    "Hook": "orchestrator.team.hook_runs",
     "PlanSubmitted": "orchestrator.state.plans",
     "ReplanRequested": "orchestrator.state.plans",
     "CompactionStarted": "orchestrator.loop.compaction",
@@ -309,6 +311,7 @@ __all__ = [
     "FanOut",
     "FunctionTool",
     "Grant",
+    "Hook",
     "HookDecided",
     "HostApprover",
     "InProcessRunner",

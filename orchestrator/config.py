@@ -343,6 +343,41 @@ class McpConfig(_Strict, frozen=True):
 
 _MCP_NAME = re.compile(r"[A-Za-z0-9_-]{1,32}")
 
+HookEventName = Literal[
+    "session_start",
+    "session_end",
+    "user_message",
+    "pre_tool",
+    "post_tool",
+    "task_delegated",
+    "task_settled",
+    "pre_compact",
+    "post_compact",
+    "stop",
+    "waiting",
+]
+"""When a hook runs (docs/hooks.md)."""
+
+
+class HookConfig(_Strict, frozen=True):
+    """One `[[hooks]]` entry: a command run at `event` (docs/hooks.md), given the event as
+    JSON on stdin; `tools` and `roles` (globs; empty: every one) narrow when it runs."""
+
+    event: HookEventName
+    command: str
+    tools: tuple[str, ...] = ()
+    roles: tuple[str, ...] = ()
+    timeout: float = Field(default=30.0, gt=0, le=DAY)
+    fail_closed: bool = False  # a `pre_tool` hook that fails or times out refuses the call
+
+    @model_validator(mode="after")
+    def _sound(self) -> HookConfig:
+        if not self.command.strip():
+            raise ValueError("command must not be blank")
+        if self.fail_closed and self.event != "pre_tool":
+            raise ValueError("fail_closed: only for a pre_tool hook")
+        return self
+
 
 class Config(_Strict, frozen=True):
     model: ModelSpec | None = None  # a list: a fallback chain (docs/providers.md)
@@ -355,6 +390,7 @@ class Config(_Strict, frozen=True):
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
     engine: EngineConfig = Field(default_factory=EngineConfig)
     mcp: McpConfig = Field(default_factory=McpConfig)
+    hooks: tuple[HookConfig, ...] = ()  # `[[hooks]]`, run in order (docs/hooks.md)
     providers: dict[str, ProviderConfig] = Field(default_factory=dict)
     agents: dict[str, AgentConfig] = Field(default_factory=dict)
     prices: dict[str, Price] = Field(default_factory=dict)

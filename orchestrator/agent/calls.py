@@ -110,7 +110,7 @@ async def run_calls(
                 continue
             if len(started) == 1:
                 ref, call, parsed = started[0]
-                await record(ref, call, await _execute(ref, call, parsed, deps))
+                await record(ref, call, await _noted(ref, call, parsed, deps))
                 continue
             async with trio.open_nursery() as nursery:
                 for ref, call, parsed in started:
@@ -118,7 +118,7 @@ async def run_calls(
                     async def run_and_record(
                         ref: str = ref, call: ToolCall = call, parsed: Parsed = parsed
                     ) -> None:
-                        await record(ref, call, await _execute(ref, call, parsed, deps))
+                        await record(ref, call, await _noted(ref, call, parsed, deps))
 
                     nursery.start_soon(run_and_record)
     finally:
@@ -144,12 +144,17 @@ async def _start_call(state: AgentContext, ref: str, call: ToolCall, deps: TurnD
     """Parse the call, settle its permission, and record its start. Asking comes first,
     so a crash while the user thinks is never mistaken for a half-run side effect."""
     parsed: Parsed = parse_call(call, deps.tools)
+    asked = False  # (a pre_tool hook asked for the person)
+    if isinstance(parsed, Ready) and deps.tool_hooks is not None:
+        parsed, checked, asked = await _hooked(ref, call, parsed, deps)
+    else:
+        checked = call
     if isinstance(parsed, Ready) and deps.guard is not None:
-        refused = await deps.guard(call, parsed.args)
+        refused = await deps.guard(checked, parsed.args)
         if refused is not None:
             parsed = Refused(refused)
     if isinstance(parsed, Ready):
-        parsed = await _permit(ref, call, parsed, deps)
+        parsed = await _permit(ref, checked, parsed, deps, asked=asked)
     if isinstance(parsed, Parked):
         if deps.journaled(ref) is None:  # (parked before a restart: already on disk)
             await deps.events.emit(ApprovalParked(agent=state.id, ref=ref), durable=True)
@@ -172,11 +177,34 @@ async def _start_call(state: AgentContext, ref: str, call: ToolCall, deps: TurnD
     return parsed
 
 
-async def _permit(ref: str, call: ToolCall, parsed: Ready, deps: TurnDeps) -> Parsed:
+async def _hooked(
+    ref: str, call: ToolCall, parsed: Ready, deps: TurnDeps
+) -> tuple[Parsed, ToolCall, bool]:
+    """The call as the `pre_tool` hooks leave it (docs/hooks.md): refused, or with the
+    arguments they gave, parsed again against the tool's schema (the guard and the
+    permission rules then check that call); and whether they asked for the person."""
+    assert deps.tool_hooks is not None
+    verdict = await deps.tool_hooks.before(deps.context.agent, ref, call)
+    if verdict.refused:
+        return Refused(verdict.refused), call, False
+    if verdict.arguments is None:
+        return parsed, call, verdict.ask
+    changed = msgspec.structs.replace(call, arguments=verdict.arguments)
+    reparsed = parse_call(changed, deps.tools)
+    if isinstance(reparsed, Refused):
+        reparsed = Refused(
+            f"{call.name} was not run: a hook changed its arguments: {reparsed.error}"
+        )
+    return reparsed, changed, verdict.ask
+
+
+async def _permit(
+    ref: str, call: ToolCall, parsed: Ready, deps: TurnDeps, *, asked: bool = False
+) -> Parsed:
     tool = parsed.tool
     unasked = tool.read_only or not tool.approval
     decision = deps.policy.decide(call, read_only=unasked, grants=deps.grants())
-    if decision == "allow" and tool.asks_anyway(parsed.args) is not None:
+    if decision == "allow" and (asked or tool.asks_anyway(parsed.args) is not None):
         decision = "ask"  # (a shell command asking for the network: each time)
     if decision == "allow":
         return parsed
@@ -210,6 +238,20 @@ async def _answer(ref: str, call: ToolCall, deps: TurnDeps) -> Answer:
     while there is none: a parked call is not asked about again), else the approver's."""
     journaled = deps.journaled(ref)
     return await deps.approve(call) if journaled is None else journaled
+
+
+async def _noted(ref: str, call: ToolCall, parsed: Parsed, deps: TurnDeps) -> Outcome:
+    """How the call ends (`_execute`), with the `post_tool` hooks' note, when a call that
+    ran got one, after its output."""
+    outcome = await _execute(ref, call, parsed, deps)
+    if deps.tool_hooks is None or not isinstance(parsed, Ready):
+        return outcome
+    note = await deps.tool_hooks.after(deps.context.agent, ref, call, outcome.result)
+    if not note:
+        return outcome
+    result = outcome.result
+    noted = msgspec.structs.replace(result, content=f"{result.content}\n\n{note}")
+    return msgspec.structs.replace(outcome, result=noted)
 
 
 async def _execute(ref: str, call: ToolCall, parsed: Parsed, deps: TurnDeps) -> Outcome:

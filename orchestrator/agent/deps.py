@@ -1,5 +1,5 @@
-"""What a turn needs (`TurnDeps`) and what the multi-agent layer adds to its rounds
-(`RoundHooks`)."""
+"""What a turn needs (`TurnDeps`), what the multi-agent layer adds to its rounds
+(`RoundHooks`), and the person's hooks around each tool call (`ToolHooks`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import trio
 from pydantic import BaseModel
 
 from orchestrator.errors import ContextTooLong
-from orchestrator.messages import ToolCall
+from orchestrator.messages import ToolCall, ToolResult
 from orchestrator.models.base import Model
 from orchestrator.state.context import AgentContext
 from orchestrator.state.events import EventSink
@@ -54,6 +54,31 @@ class RoundHooks(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class HookVerdict:
+    """What the `pre_tool` hooks decided of a call: refused with the reason the model
+    reads, run with other arguments (JSON, checked again like the model's own), asked
+    about whatever the rules say; the default changes nothing."""
+
+    refused: str = ""
+    arguments: str | None = None
+    ask: bool = False
+
+
+class ToolHooks(Protocol):
+    """The person's hooks around each tool call (team/hooks.py, docs/hooks.md). Each
+    decision that changes something is journaled before it acts, and a call asked about
+    again after a restart gets the journaled decision, not a new one."""
+
+    async def before(self, agent: str, ref: str, call: ToolCall) -> HookVerdict:
+        """The `pre_tool` hooks' verdict on `agent`'s parsed call `ref`."""
+        ...
+
+    async def after(self, agent: str, ref: str, call: ToolCall, result: ToolResult) -> str:
+        """The `post_tool` hooks' note for the model on the call's result ("": none)."""
+        ...
+
+
 @dataclass
 class TurnDeps:
     """What a turn needs. `events` must fold what it is given into the agent's context
@@ -79,6 +104,8 @@ class TurnDeps:
     # Refuses a parsed call before it runs (a write outside the agent's write scope):
     # the reason the model should see, or None to let it run.
     guard: Callable[[ToolCall, BaseModel], Awaitable[str | None]] | None = None
+    # The person's hooks before and after each call (None: none).
+    tool_hooks: ToolHooks | None = None
     # Whether the turn's end waits for the disk. The main agent's does: its last reply is
     # what a person reads and acts on once the turn ends. A subagent's need not: nothing
     # outside the journal acts on it (session-format.md, write-ahead rule 3).

@@ -39,6 +39,7 @@ from orchestrator.state.scrub import Scrubbed
 from orchestrator.state.settings import SessionSettings
 from orchestrator.store import session_dir
 from orchestrator.team.drive import seat_of
+from orchestrator.team.hook_runs import Hook
 from orchestrator.team.port import TaskPort
 from orchestrator.team.runtime import Team
 from orchestrator.team.settings import RunSettings
@@ -108,6 +109,7 @@ async def _compact(
             definitions=definitions,
             redact=redact,
             windows=model_windows(config, roles),
+            hooks=tuple(Hook.of(hook) for hook in config.hooks),  # (its pre_compact ones)
         )
         seat = seat_of(live, live.state.settings or SessionSettings())
         team = Team(live, _sink(live, redact), run, seat, _NoRunner())

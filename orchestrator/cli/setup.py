@@ -36,6 +36,7 @@ from orchestrator.session.live import LiveSession, create_session
 from orchestrator.state.events import EventSink
 from orchestrator.state.settings import SessionSettings
 from orchestrator.team.definitions import Definitions
+from orchestrator.team.hook_runs import Hook
 from orchestrator.team.settings import RunSettings
 from orchestrator.text import label
 from orchestrator.tools import (
@@ -207,6 +208,7 @@ async def run_settings(
         approvals=call_decisions(args),
         runner=runner_for(running, args, config, directory, model=spec, workspace=workspace),
         plan_limits=plan_limits(config),
+        hooks=tuple(Hook.of(hook) for hook in config.hooks),
         **_plan_settings(args, hold, read),
     )
 

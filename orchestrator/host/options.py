@@ -27,6 +27,7 @@ from orchestrator.state.events import Event, EventSink
 from orchestrator.state.settings import SessionSettings
 from orchestrator.team.asking import HostApprover, QuestionAnswerer
 from orchestrator.team.definitions import AgentDefinition
+from orchestrator.team.hook_runs import Hook
 from orchestrator.team.runtime import TeamHook
 from orchestrator.tools.base import AnyTool
 from orchestrator.tools.permissions import Denied, Grant
@@ -58,7 +59,9 @@ class Options:
     a resume the journaled ones, which given ones replace when they differ). `prices`:
     dollars per million tokens by model, for the cost. `on_team`: called with the running
     `Team` before the main agent starts, and awaited when it is a coroutine function (trio
-    only: its methods are trio's)."""
+    only: its methods are trio's). `hooks`: the person's own rules at each step, each an
+    `orc.Hook(event, run)` whose `run` is a function of the event (plain or async) or a
+    command line (docs/hooks.md)."""
 
     agents: Iterable[AgentDefinition] = ()
     tools: Iterable[AnyTool | McpServer] = ()
@@ -68,6 +71,7 @@ class Options:
     settings: SessionSettings | None = None
     prices: Mapping[str, Price] | None = None
     on_team: TeamHook | None = None
+    hooks: Iterable[Hook] = ()
 
 
 @dataclass(frozen=True)

@@ -298,6 +298,7 @@ async def _drive(
             on_team=wiring.on_team,
             message=message,
             approvals=approvals or {},
+            hooks=tuple(wiring.hooks),
         )
         # Each type given is used as given: one naming a tool not given (a built-in without
         # the workspace tools) is an error here, where `drive` would leave a built-in out.
@@ -331,6 +332,10 @@ def _for_caller(wiring: _Wiring) -> _Wiring:
         on_event=None if wiring.on_event is None else caller.sink(_sink(wiring.on_event)),
         approve=None if wiring.approve is None else caller.function(wiring.approve),
         answer=None if wiring.answer is None else caller.function(wiring.answer),
+        hooks=tuple(
+            h if isinstance(h.run, str) else dataclasses.replace(h, run=caller.function(h.run))
+            for h in wiring.hooks
+        ),
         from_asyncio=True,
         caller=caller,
     )

@@ -52,6 +52,7 @@ class Anchors(msgspec.Struct, frozen=True, kw_only=True):
     said: Sequence[str] = ()  # what its owner (the user, for the main agent) wrote, verbatim
     files: Sequence[FileAnchor] = ()
     read: Sequence[tuple[str, str]] = ()  # files read, each with its newest read's ref
+    hooks: Sequence[str] = ()  # what the person's `pre_compact` hooks asked to keep (docs/hooks.md)
 
 
 def render(anchors: Anchors, budget: int) -> str:
@@ -80,6 +81,8 @@ def _render(anchors: Anchors, *, list_settled: bool, limit: int | None) -> str:
         if limit is not None and len(quoted) > limit:  # the newest are kept
             quoted = [f"(and {len(quoted) - limit} earlier ones)", *quoted[-limit:]]
         parts.append("## What the user (or your owner) wrote, verbatim\n" + "\n".join(quoted))
+    if anchors.hooks:  # the person's own words, kept whole (a hook's text is short)
+        parts.append("## Kept by the person's hooks\n" + "\n\n".join(anchors.hooks))
     if anchors.plan:
         parts.append(f"## Plan\n{anchors.plan}")
     parts.append(_todos(anchors.todos, list_settled, limit))

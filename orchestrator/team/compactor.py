@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import assert_never
 
+import msgspec
 import trio
 
 from orchestrator.errors import CompactionFailed, ContextTooLong, NothingToCompact
@@ -46,6 +47,7 @@ from orchestrator.state.context import AgentContext
 from orchestrator.state.events import EventSink, Notice
 from orchestrator.state.settings import SessionSettings
 from orchestrator.team.anchoring import gather
+from orchestrator.team.hooks import TeamHooks
 from orchestrator.team.port import SessionLike
 from orchestrator.team.summaries import Summary, summarise
 from orchestrator.tools.workspace import Workspace
@@ -77,8 +79,10 @@ class Compactor:
         nursery: trio.Nursery | None = None,
         *,
         settings: SessionSettings,
+        hooks: TeamHooks | None = None,
     ) -> None:
         self._session = session
+        self._hooks = hooks  # `pre_compact` hooks' text is kept among the anchors
         self._settings = settings  # the session's, as journaled (the team's `Seat`)
         self._sink = sink
         self._workspace = workspace
@@ -215,6 +219,9 @@ class Compactor:
         count, messages, length = context.count(), context.view(), len(context.messages)
         files = tuple(sorted(self._files(context.id)))
         anchors = await gather(self._session.state, context, files, self._workspace.root)
+        if self._hooks:
+            kept = await self._hooks.before_compaction(context.id, context.compactions, reason)
+            anchors = msgspec.structs.replace(anchors, hooks=kept)
         settings = self._settings
         decision = plan(
             Situation(
@@ -263,7 +270,8 @@ class Compactor:
         files, anchors = job.files, job.anchors
         if summary is not None:  # a summary takes a while: the anchors as they are now
             files = tuple(sorted(self._files(context.id)))
-            anchors = await gather(self._session.state, context, files, self._workspace.root)
+            now = await gather(self._session.state, context, files, self._workspace.root)
+            anchors = msgspec.structs.replace(now, hooks=anchors.hooks)
         said = summary if summary is not None else Summary("", "summary")
         made = fit(
             context.id,

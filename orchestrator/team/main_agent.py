@@ -92,7 +92,8 @@ async def run_main(team: Team) -> MainOutcome:
             if stopped is not None:
                 return stopped
         await team.port.turns.end_open_turn(MAIN, "completed")
-        if _before_assessing(team):
+        # (A `stop` hook that sends the agent back puts its reason in its context.)
+        if _before_assessing(team) or await team.hooks.stop(MAIN):
             continue
         verdict = await oversight.assess(MAIN)
         match verdict.action:

@@ -26,6 +26,7 @@ from orchestrator.state.mailbox import Mail, Priority
 from orchestrator.team.background import BackgroundCalls
 from orchestrator.team.compactor import Compactor
 from orchestrator.team.delegation import Delegation
+from orchestrator.team.hooks import TeamHooks
 from orchestrator.team.oversight import Oversight
 from orchestrator.team.plan_host import Planning
 from orchestrator.team.port import Outlet, Runner, SessionLike, TeamPort
@@ -59,6 +60,15 @@ class Team:
         self.runner = runner
         self.changes = Changes()
         limits = seat.limits
+        self.hooks = TeamHooks(
+            run.hooks,
+            session,
+            sink,
+            session_id=seat.session_id,
+            workspace=seat.workspace.root,
+            redact=run.redact,
+            max_sent_back=seat.settings.max_auto_continues,
+        )
         # Each part is made after what it needs, and given it. The one loop (a task's
         # turns may delegate, and a delegation starts a task's loop through the port,
         # which holds the scheduler) is closed last: `scheduler.run_with(runner, port)`.
@@ -104,6 +114,7 @@ class Team:
             files=writes.files_written,
             nursery=nursery,  # background summaries (None: every summary is waited for)
             settings=seat.settings,
+            hooks=self.hooks,
         )
         # Calls in the background run in the team's nursery (none: no call may).
         self.background = (
@@ -128,6 +139,7 @@ class Team:
             models,
             self.compactor.usable,
             self.background,
+            tool_hooks=self.hooks or None,
         )
         self.port = TeamPort(
             session,

@@ -36,6 +36,7 @@ from orchestrator.team.asking import (
     no_approver,
 )
 from orchestrator.team.definitions import Definitions
+from orchestrator.team.hook_runs import Hook
 from orchestrator.team.oversight import Policy
 from orchestrator.team.plan_host import PlanApprover
 from orchestrator.team.port import Runner
@@ -120,6 +121,8 @@ class RunSettings:
     # How big a plan may be and how often it may be re-planned (`[plan]`; not journaled:
     # each run reads them from its config, as a library program gives them).
     plan_limits: PlanLimits = LIMITS
+    # The person's hooks (docs/hooks.md): the config's `[[hooks]]`, a program's `hooks`.
+    hooks: tuple[Hook, ...] = ()
 
     def __post_init__(self) -> None:
         if isinstance(self.model, str):  # (its parts would fail later, far from here)

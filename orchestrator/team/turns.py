@@ -15,6 +15,7 @@ import trio
 from pydantic import BaseModel
 
 from orchestrator.agent import RoundHooks, TurnDeps
+from orchestrator.agent.deps import ToolHooks
 from orchestrator.errors import ScopeEscape, ToolFailed, WorkspaceEscape
 from orchestrator.messages import ToolCall, UserMessage
 from orchestrator.models.base import Model, ToolSpec
@@ -75,8 +76,11 @@ class Turns:
         models: ModelCalls,
         usable: Callable[[str], int],
         background: BackgroundCalls | None = None,
+        *,
+        tool_hooks: ToolHooks | None = None,
     ) -> None:
         self._run = run
+        self._tool_hooks = tool_hooks
         self._seat = seat
         self._policy = seat.policy(run)  # the run's rules, then the session's own
         self._approve_for = run.approver(self._ref_of)
@@ -136,6 +140,7 @@ class Turns:
             temperature=seat.settings.temperature,
             hooks=self._hooks,
             guard=self._guard(agent),
+            tool_hooks=self._tool_hooks,
             durable_turn_end=agent == MAIN,
             usable=self._usable_of(role),
             note=self._note,
@@ -241,7 +246,9 @@ class Turns:
         """The ref of `agent`'s open call `call` (the very object its turn runs)."""
         context = self._session.state.agents.get(agent)
         calls = context.open_calls.items() if context is not None else ()
-        return next((ref for ref, open_call in calls if open_call is call), "")
+        found = next((ref for ref, open_call in calls if open_call is call), "")
+        # (A call whose arguments a hook changed is a new object with the call's id.)
+        return found or next((ref for ref, open_call in calls if open_call.id == call.id), "")
 
     def _main_journaled(self, ref: str) -> Answer | None:
         return journaled_answer(self._session.state, MAIN, ref)

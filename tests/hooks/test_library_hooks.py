@@ -1,0 +1,134 @@
+"""Hooks as code: `orc.run(..., hooks=[orc.Hook(event, function)])`, in memory, with a
+scripted model; what a hook sees (redacted), what it may decide, and its failures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orchestrator as orc
+from orchestrator.messages import ToolCall
+from orchestrator.tools.permissions import Answer
+from tests.scenes import call, scripted
+
+
+def results(events: list[orc.Event]) -> list[orc.ToolResult]:
+    return [e.result for e in events if isinstance(e, orc.ToolCallFinished)]
+
+
+async def test_a_function_refuses_and_an_async_one_notes(tmp_path: Path) -> None:
+    seen: list[dict[str, Any]] = []
+    events: list[orc.Event] = []
+
+    def refuse_writes(event: dict[str, Any]) -> dict[str, Any] | None:
+        seen.append(event)
+        if event["arguments"].get("path") == "keep.txt":
+            return {"decision": "refuse", "reason": "keep.txt is read-only"}
+        return None
+
+    async def note(event: dict[str, Any]) -> dict[str, Any]:
+        return {"note": f"{event['tool']} ended {event['status']}"}
+
+    (tmp_path / "keep.txt").write_text("kept\n")
+    model = scripted(
+        {"tool_calls": [call("write_file", path="keep.txt", content="x")]},
+        {"tool_calls": [call("write_file", path="new.txt", content="y")]},
+        {"text": "ok"},
+    )
+    await orc.run(
+        "g",
+        model=model,
+        workspace=tmp_path,
+        in_memory=True,
+        on_event=events.append,
+        tools=orc.workspace_tools(),
+        approve=orc.approve_all,
+        hooks=[
+            orc.Hook("pre_tool", refuse_writes, tools=("write_file",)),
+            orc.Hook("post_tool", note),
+        ],
+    )
+    assert (tmp_path / "keep.txt").read_text() == "kept\n"
+    assert (tmp_path / "new.txt").read_text() == "y"
+    refused, written = results(events)
+    assert (
+        refused.content
+        == "write_file was refused by a hook: keep.txt is read-only; do not retry it"
+    )
+    assert written.content.endswith("\n\nNote from a hook: write_file ended ok")
+    assert [e["arguments"]["path"] for e in seen] == ["keep.txt", "new.txt"]
+
+
+async def test_an_ask_asks_the_approver_about_a_call_the_rules_allow(tmp_path: Path) -> None:
+    asked: list[ToolCall] = []
+    events: list[orc.Event] = []
+
+    async def approve(request: orc.ApprovalRequest) -> Answer:
+        asked.append(request.call)
+        return orc.Denied("not today")
+
+    model = scripted({"tool_calls": [call("list_files")]}, {"text": "ok"})
+    await orc.run(
+        "g",
+        model=model,
+        workspace=tmp_path,
+        in_memory=True,
+        on_event=events.append,
+        tools=orc.workspace_tools(),
+        approve=approve,
+        hooks=[orc.Hook("pre_tool", lambda event: {"decision": "ask"})],
+    )
+    assert [c.name for c in asked] == ["list_files"]  # read-only: never asked without it
+    (refused,) = results(events)
+    assert refused.content == "list_files was not approved: not today; do not retry it"
+
+
+async def test_a_function_that_raises_is_one_notice_and_the_call_runs(tmp_path: Path) -> None:
+    events: list[orc.Event] = []
+
+    def broken(event: dict[str, Any]) -> None:
+        raise KeyError("nope")
+
+    model = scripted({"tool_calls": [call("list_files")]}, {"text": "ok"})
+    await orc.run(
+        "g",
+        model=model,
+        workspace=tmp_path,
+        in_memory=True,
+        tools=orc.workspace_tools(),
+        on_event=events.append,
+        hooks=[orc.Hook("pre_tool", broken)],
+    )
+    (listed,) = results(events)
+    assert listed.status == "ok"
+    notices = [e.message for e in events if isinstance(e, orc.Notice) and "hook" in e.message]
+    assert notices == [
+        "hook 'test_a_function_that_raises_is_one_notice_and_the_call_runs.<locals>.broken' "
+        "(pre_tool) failed: KeyError: 'nope'; going on without it"
+    ]
+
+
+async def test_a_stop_hook_is_bounded_by_the_continuations_allowed(tmp_path: Path) -> None:
+    asked = 0
+
+    def never_done(event: dict[str, Any]) -> dict[str, Any]:
+        nonlocal asked
+        asked += 1
+        return {"decision": "continue", "reason": "keep going"}
+
+    events: list[orc.Event] = []
+    model = scripted(*[{"text": f"done {i}"} for i in range(4)])
+    result = await orc.run(
+        "g",
+        model=model,
+        workspace=tmp_path,
+        in_memory=True,
+        on_event=events.append,
+        settings=orc.SessionSettings(max_auto_continues=2),
+        hooks=[orc.Hook("stop", never_done)],
+    )
+    assert asked == 2
+    notes = [e.text for e in events if isinstance(e, orc.HookDecided)]
+    assert notes == ["A hook asks you not to end your turn yet: keep going"] * 2
+    assert result.output == "done 2"
+    assert result.status == "completed"
