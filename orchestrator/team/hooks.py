@@ -12,20 +12,25 @@ session goes on (a `fail_closed` `pre_tool` hook's refuses the call).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import orjson
+import trio
 
 from orchestrator.agent.deps import HookVerdict
 from orchestrator.messages import AssistantMessage, ToolCall, ToolResult
 from orchestrator.redaction import Redactor
-from orchestrator.state.events import EventSink, Notice
+from orchestrator.state.events import Event, EventSink, Notice
 from orchestrator.state.hooks import Decided, HookAction, HookDecided
 from orchestrator.team.hook_runs import SAID_MAX, Failed, Hook, Said, run_hook
+from orchestrator.team.hook_told import Told, Watching, told
 from orchestrator.team.port import SessionLike
 
+TOLD = frozenset({"task_delegated", "task_settled", "post_compact", "waiting", "user_message"})
+"""The events told from what the session journals (hook_told.py)."""
 MARK = "[redacted "
 """How a redacted value reads (redaction.py): changed arguments holding one are refused,
 since the call would run with the mark instead of the value."""
@@ -53,6 +58,11 @@ class TeamHooks:
         self._redact = redact
         self._max_sent_back = max_sent_back  # `stop` continuations in a row
         self._stopped_at: dict[str, AssistantMessage] = {}  # the answer last asked about
+        # The events told, not asked, queued in order (`saw`, `tell_in_order`).
+        self._send, self._receive = trio.open_memory_channel[Told](math.inf)
+        self._pending = 0
+        self._quiet = trio.Event()
+        self._quiet.set()
 
     def __bool__(self) -> bool:
         return bool(self._hooks)
@@ -219,10 +229,41 @@ class TeamHooks:
 
     # --- told, not asked ---------------------------------------------------------------------
 
-    async def tell(self, event: str, agent: str, **more: Any) -> None:
-        """Run the hooks of `event` (a notification: their answers change nothing)."""
-        for hook in self._matching(event, agent, tool=str(more.get("tool", ""))):
+    async def tell(self, event: str, agent: str, more: dict[str, Any]) -> None:
+        """Run the hooks of `event` now (a notification: their answers change nothing)."""
+        for hook in self._matching(event, agent):
             await self._run(hook, self._event(event, agent, **more))
+
+    def watching(self, sink: EventSink) -> EventSink:
+        """`sink`, watched for the events the hooks are told of (itself when none is)."""
+        if not any(hook.event in TOLD for hook in self._hooks):
+            return sink
+        return Watching(sink, self)
+
+    def saw(self, event: Event) -> None:
+        """Queue the hooks `event` tells, to run in order (`tell_in_order`)."""
+        said = told(event, self._session.state)
+        if said is None or not self._matching(said[0], said[1]):
+            return
+        if not self._pending:
+            self._quiet = trio.Event()
+        self._pending += 1
+        self._send.send_nowait(said)
+
+    async def tell_in_order(self) -> None:
+        """Run the hooks queued by `saw`, one at a time, until the team closes."""
+        async for event, agent, more in self._receive:
+            try:
+                await self.tell(event, agent, more)
+            finally:
+                self._pending -= 1
+                if not self._pending:
+                    self._quiet.set()
+
+    async def drained(self, seconds: float) -> None:
+        """Wait (at most `seconds`) until the hooks queued so far have run."""
+        with trio.move_on_after(seconds):
+            await self._quiet.wait()
 
 
 def _verdict(decided: Decided) -> HookVerdict:

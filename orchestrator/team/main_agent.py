@@ -59,6 +59,7 @@ async def open_team(
             runs = (runner or run.runner)(nursery)
             team = Team(session, sink, run, seat, runs, nursery, screen=screen)
             nursery.start_soon(team.watch_stalls)
+            nursery.start_soon(team.hooks.tell_in_order)
             try:
                 yield team
                 await team.wind_down()  # then whatever else is left is stopped
@@ -74,7 +75,21 @@ async def open_team(
 async def run_main(team: Team) -> MainOutcome:
     """Run the main agent until the assessment of its turn end says it is done: completed
     (verified when verification is configured), blocked, or out of budget. It sleeps
-    while it awaits its tasks or the user."""
+    while it awaits its tasks or the user. The hooks are told as it starts and ends."""
+    hooks = team.hooks
+    resumed = team.state.agents[MAIN].steps > 0
+    await hooks.tell("session_start", MAIN, {"resumed": resumed, "goal": team.seat.goal})
+    outcome = await _run_main(team)
+    await hooks.drained(TOLD_AT_END)  # (what it was told of before, first)
+    await hooks.tell("session_end", MAIN, {"status": outcome.reason, "detail": outcome.detail})
+    return outcome
+
+
+TOLD_AT_END = 30.0
+"""Seconds the end waits for hooks told of events before it (each within its time-out)."""
+
+
+async def _run_main(team: Team) -> MainOutcome:
     context = team.state.agents[MAIN]
     deps = team.turn_deps(MAIN)
     oversight = team.oversight

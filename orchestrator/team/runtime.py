@@ -69,6 +69,7 @@ class Team:
             redact=run.redact,
             max_sent_back=seat.settings.max_auto_continues,
         )
+        sink = self.sink = self.hooks.watching(sink)  # (the events hooks are told of)
         # Each part is made after what it needs, and given it. The one loop (a task's
         # turns may delegate, and a delegation starts a task's loop through the port,
         # which holds the scheduler) is closed last: `scheduler.run_with(runner, port)`.

@@ -119,7 +119,10 @@ def test_a_compaction_hooks_text_is_kept_among_the_anchors_of_the_next_request(
     for index in range(3):
         (scene.work / f"f{index}.txt").write_text(f"line {index}\n" * 500)
     hook = scene.hook("keep", text="Always answer in French.")
-    scene.config({"event": "pre_compact", "command": hook})
+    told = scene.hook("note", text="ignored: a told hook's answer changes nothing")
+    scene.config(
+        {"event": "pre_compact", "command": hook}, {"event": "post_compact", "command": told}
+    )
     reads = [{"tool_calls": [call("read_file", path=f"f{i}.txt")]} for i in range(3)]
     scene.script(*reads, {"text": "ok"}, window={"context": 3_000})
     done = scene.run()
@@ -129,8 +132,10 @@ def test_a_compaction_hooks_text_is_kept_among_the_anchors_of_the_next_request(
     kept = [m["content"] for m in compacted["messages"] if "Always answer" in m.get("content", "")]
     assert len(kept) == 1
     assert "## Kept by the person's hooks\nAlways answer in French." in kept[0]
-    assert scene.asked()[0]["event"] == "pre_compact"
-    assert scene.asked()[0]["reason"] == "fraction"
+    before, after, *_ = scene.asked()
+    assert (before["event"], before["reason"]) == ("pre_compact", "fraction")
+    assert (after["event"], after["method"]) == ("post_compact", compacted["method"])
+    assert after["before"] == compacted["before"]
 
 
 def test_a_stop_hook_sends_the_main_agent_back_once(scene: Scene) -> None:

@@ -7,7 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import orchestrator as orc
+from orchestrator.config import HookEventName
 from orchestrator.messages import ToolCall
+from orchestrator.models.scripted import ScriptedModel, parse_script
 from orchestrator.tools.permissions import Answer
 from tests.scenes import call, scripted
 
@@ -132,3 +134,78 @@ async def test_a_stop_hook_is_bounded_by_the_continuations_allowed(tmp_path: Pat
     assert notes == ["A hook asks you not to end your turn yet: keep going"] * 2
     assert result.output == "done 2"
     assert result.status == "completed"
+
+
+async def test_the_told_events_reach_their_hooks_in_order(tmp_path: Path) -> None:
+    told: list[tuple[str, str, str]] = []
+
+    def note(event: dict[str, Any]) -> None:
+        what = event.get("state") or event.get("status") or event.get("agent_type") or ""
+        told.append((event["event"], event["agent"], str(what)))
+
+    model = ScriptedModel(
+        parse_script(
+            {
+                "agents": {
+                    "main": [
+                        {
+                            "tool_calls": [
+                                call("delegate", agent_type="worker", description="d", prompt="p")
+                            ]
+                        },
+                        {"tool_calls": [call("wait_tasks")]},
+                        {"text": "done"},
+                    ],
+                    "worker": [{"tool_calls": [call("complete", summary="built")]}],
+                }
+            }
+        )
+    )
+    events: tuple[HookEventName, ...] = (
+        "session_start",
+        "task_delegated",
+        "task_settled",
+        "session_end",
+    )
+    result = await orc.run(
+        "g",
+        model=model,
+        workspace=tmp_path,
+        in_memory=True,
+        agents=orc.builtin_agents(),
+        tools=orc.workspace_tools(),
+        approve=orc.approve_all,
+        hooks=[orc.Hook(event, note) for event in events],
+    )
+    assert result.status == "completed"
+    assert told == [
+        ("session_start", "main", ""),
+        ("task_delegated", "main", "worker"),
+        ("task_settled", "t1", "completed"),
+        ("session_end", "main", "completed"),
+    ]
+
+
+async def test_a_call_parked_for_a_person_is_told_as_waiting(tmp_path: Path) -> None:
+    told: list[dict[str, Any]] = []
+
+    async def later(request: orc.ApprovalRequest) -> Answer:
+        return orc.Later()
+
+    model = scripted({"tool_calls": [call("shell", command="echo hi")]}, {"text": "ok"})
+    result = await orc.run(
+        "g",
+        model=model,
+        workspace=tmp_path,
+        in_memory=True,
+        tools=orc.workspace_tools(),
+        approve=later,
+        hooks=[orc.Hook("waiting", told.append), orc.Hook("session_end", told.append)],
+    )
+    assert result.status == "blocked"
+    (request,) = result.approvals
+    assert [(e["event"], e.get("what"), e.get("id")) for e in told] == [
+        ("waiting", "approval", request.id),
+        ("session_end", None, None),
+    ]
+    assert told[1]["status"] == "blocked"
