@@ -38,6 +38,7 @@ from orchestrator.config import (
 from orchestrator.errors import ConfigError
 from orchestrator.loop.plan import PlanLimits
 from orchestrator.state.settings import SessionSettings
+from orchestrator.team.hook_runs import scripts
 from orchestrator.team.trust import TrustStore, fingerprint
 
 DEFAULT: Final = "default"
@@ -245,8 +246,12 @@ def _narrows(key: Key, value: Any, merged: Leaves) -> bool:
 def _trusted(
     layer: Layer, wider: Leaves, merged: Leaves, project: Project, *, refuse: bool
 ) -> bool:
-    """Whether the user trusts the project with `wider`: remembered, or asked now."""
-    wanted = fingerprint({"config": {dotted(k): v for k, v in wider.items()}})
+    """Whether the user trusts the project with `wider`: remembered, or asked now. The
+    scripts in the project that its `[[hooks]]` run are part of what is trusted: a change
+    to one asks again."""
+    ran = _hook_scripts(wider.get(("hooks",)), project.directory)
+    config = {"config": {dotted(k): v for k, v in wider.items()}}
+    wanted = fingerprint({**config, "scripts": ran} if ran else config)
     if project.trust is not None and project.trust.is_trusted(project.directory, wanted):
         return True
     if not refuse:
@@ -274,11 +279,25 @@ def _trusted(
     )
 
 
+def _hook_scripts(hooks: Any, directory: Path) -> dict[str, str]:
+    """The files in the project its hooks' commands run, with their content's digests."""
+    if not isinstance(hooks, list):
+        return {}
+    commands = [h.get("command") for h in hooks if isinstance(h, Mapping)]
+    ran: dict[str, str] = {}
+    for command in commands:
+        if isinstance(command, str):
+            ran.update(scripts(command, directory))
+    return ran
+
+
 def _describe(key: Key, value: Any, merged: Leaves) -> str:
     base = _below(key, merged)
     text = f"{dotted(key)}: {shown(value)}"
     if key == ("session", "verify"):
         return f"{text} (commands run in the workspace without asking)"
+    if key == ("hooks",):
+        return f"{text} (run as your commands, outside the sandbox, with the scripts they run)"
     return text if base is None else f"{text} (was {shown(base)})"
 
 

@@ -25,7 +25,7 @@ from orchestrator.messages import AssistantMessage, ToolCall, ToolResult
 from orchestrator.redaction import Redactor
 from orchestrator.state.events import Event, EventSink, Notice
 from orchestrator.state.hooks import Decided, HookAction, HookDecided
-from orchestrator.team.hook_runs import SAID_MAX, Failed, Hook, Said, run_hook
+from orchestrator.team.hook_runs import SAID_MAX, Failed, Hook, Said, run_hook, scripts
 from orchestrator.team.hook_told import Told, Watching, told
 from orchestrator.team.port import SessionLike
 
@@ -58,6 +58,8 @@ class TeamHooks:
         self._redact = redact
         self._max_sent_back = max_sent_back  # `stop` continuations in a row
         self._stopped_at: dict[str, AssistantMessage] = {}  # the answer last asked about
+        # What each command runs from the workspace, hashed as the session starts.
+        self._pinned = {h.run: scripts(h.run, workspace) for h in hooks if isinstance(h.run, str)}
         # The events told, not asked, queued in order (`saw`, `tell_in_order`).
         self._send, self._receive = trio.open_memory_channel[Told](math.inf)
         self._pending = 0
@@ -90,12 +92,24 @@ class TeamHooks:
         return redacted
 
     async def _run(self, hook: Hook, event: dict[str, Any]) -> Said | Failed:
-        said = await run_hook(hook, event, self._root)
+        said = await self._unchanged(hook) or await run_hook(hook, event, self._root)
         if isinstance(said, Failed):
             what = "the call is refused" if hook.fail_closed else "going on without it"
             message = f"hook {hook.name!r} ({hook.event}) failed: {said.why}; {what}"
             await self._sink.emit(Notice(agent=event["agent"], message=message))
         return said
+
+    async def _unchanged(self, hook: Hook) -> Failed | None:
+        """Why a command whose script lies in the workspace is not run: the script changed
+        since the session started (an agent's tools can write there); None to run it."""
+        run = hook.run
+        if not isinstance(run, str) or not (pinned := self._pinned.get(run)):
+            return None
+        now = await trio.to_thread.run_sync(scripts, run, self._root)
+        if now == pinned:
+            return None
+        changed = ", ".join(sorted(pinned))
+        return Failed(f"its script in the workspace ({changed}) changed since the session started")
 
     async def _decide(
         self, agent: str, event: str, action: HookAction, hook: Hook, **fields: Any
