@@ -40,9 +40,9 @@ peers:
 # e.g. `make prices PRICES_PYTHON=.venv-peers/bin/python` after `pip install genai-prices`.
 PRICES_PYTHON ?= $(BIN)/python
 prices:
-	$(PRICES_PYTHON) tests/generate_price_table.py > orchestrator/_price_table.py.new
-	mv orchestrator/_price_table.py.new orchestrator/_price_table.py
-	$(BIN)/ruff format orchestrator/_price_table.py
+	$(PRICES_PYTHON) tests/generate_price_table.py > orchestrator/prices/_table.py.new
+	mv orchestrator/prices/_table.py.new orchestrator/prices/_table.py
+	$(BIN)/ruff format orchestrator/prices/_table.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

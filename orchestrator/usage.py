@@ -1,5 +1,5 @@
 """The cost of token usage: a model's price (dollars per million tokens, from the
-config's `[prices]`, else the table of known models in `known_prices`) and what a call
+config's `[prices]`, else the table of known models in `prices.known`) and what a call
 cost. The sums per agent, per model and for the session (and per task subtree) are
 `session.ledger.usage_ledger`'s, for `sessions show`; calls of a model without a price
 are counted there as unpriced rather than guessed.
@@ -11,8 +11,8 @@ from collections.abc import Mapping
 
 from pydantic import BaseModel, Field
 
-from orchestrator.known_prices import known_figures
 from orchestrator.messages import Usage
+from orchestrator.prices.known import known_figures
 
 PER = 1_000_000
 
@@ -40,7 +40,7 @@ class Price(BaseModel, frozen=True, extra="forbid"):
 def find_price(prices: Mapping[str, Price], model: str) -> Price | None:
     """The price of `model` ("openai:gpt-4o"): by its full name in `prices`, else by the
     name after the provider ("gpt-4o"), so one entry can serve several providers of a
-    model; else the known models' table (`known_prices`), else None."""
+    model; else the known models' table (`prices.known`), else None."""
     if model in prices:
         return prices[model]
     _, sep, bare = model.partition(":")

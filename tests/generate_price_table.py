@@ -1,4 +1,4 @@
-"""Writes `orchestrator/_price_table.py`, the prices of known models, from the
+"""Writes `orchestrator/prices/_table.py`, the prices of known models, from the
 `genai-prices` package (pydantic/genai-prices on PyPI), which is not a dependency of
 ours: `make prices PRICES_PYTHON=/path/to/a/python/with/genai-prices`.
 

@@ -1,5 +1,5 @@
-"""The known models' prices (`orchestrator/_price_table.py`, from genai-prices): the
-table parses, covers the models our docs name, matches specs as `known_prices` says, and
+"""The known models' prices (`orchestrator/prices/_table.py`, from genai-prices): the
+table parses, covers the models our docs name, matches specs as `prices.known` says, and
 the config's `[prices]` overrides a row."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from orchestrator import Price, Usage
-from orchestrator._price_table import DATE, GENERATED_FROM, ROWS, SOURCES
 from orchestrator.config import load_config
-from orchestrator.known_prices import known_cost, known_row
+from orchestrator.prices._table import DATE, GENERATED_FROM, ROWS, SOURCES
+from orchestrator.prices.known import known_cost, known_row
 from orchestrator.session import usage_ledger
 from orchestrator.usage import call_cost, find_price
 from orchestrator.view.parts import pricing

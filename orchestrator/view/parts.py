@@ -217,7 +217,7 @@ def pricing(prices: Mapping[str, Price]) -> Callable[[str, Usage], float | None]
     """A call's cost, or None without a price (no prices in the config: the known
     models' table alone, and pydantic is not imported)."""
     if not prices:
-        from orchestrator.known_prices import known_cost
+        from orchestrator.prices.known import known_cost
 
         return known_cost
     from orchestrator.usage import call_cost

@@ -13,8 +13,8 @@ import trio
 
 import orchestrator as orc
 from orchestrator import ModelRequest, Price, ScriptedModel, ScriptedReply, ToolResult
-from orchestrator._price_table import ROWS
 from orchestrator.errors import ConfigError, SessionNotFound
+from orchestrator.prices._table import ROWS
 from tests.scenes import c
 
 

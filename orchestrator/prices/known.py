@@ -1,4 +1,4 @@
-"""The prices of known models when the config names none: `_price_table.py`, generated
+"""The prices of known models when the config names none: `_table.py`, generated
 from the `genai-prices` package (see there for the version, date and sources).
 
 A spec ("openai:gpt-4.1", "anthropic:claude-sonnet-4-5-20250929",
@@ -16,8 +16,8 @@ from __future__ import annotations
 import functools
 import re
 
-from orchestrator._price_table import ROWS
 from orchestrator.messages import Usage
+from orchestrator.prices._table import ROWS
 
 PER = 1_000_000
 _TAIL = re.compile(r"(?:-\d{8}|-\d{4}-\d{2}-\d{2}|-\d{3}|-latest)?")
