@@ -1,6 +1,8 @@
-"""`orchestrator mcp list` and `orchestrator mcp test NAME`: the configured MCP servers,
-started one at a time, their tools and what their definitions cost (docs/mcp.md).
-`orchestrator mcp serve` is cli/mcp_serve.py's (dispatched by cli/main.py)."""
+"""`orchestrator mcp list`, `orchestrator mcp test NAME` and `orchestrator mcp approve
+NAME`: the configured MCP servers, started one at a time, their tools and what their
+definitions cost, and a person's approval of a server's tools as they are now, for the
+project (docs/mcp.md). `orchestrator mcp serve` is cli/mcp_serve.py's (dispatched by
+cli/main.py)."""
 
 from __future__ import annotations
 
@@ -15,13 +17,22 @@ from pathlib import Path
 import orjson
 import trio
 
-from orchestrator.cli.env import config_layers
+from orchestrator.cli.env import config_layers, user_config_dir
 from orchestrator.config import Config
 from orchestrator.errors import ConfigError
 from orchestrator.loop.compaction import CHARS_PER_TOKEN
-from orchestrator.mcp import McpServer, McpServerError, McpTool, McpTools, open_servers
+from orchestrator.mcp import (
+    Approved,
+    McpServer,
+    McpServerError,
+    McpTool,
+    McpTools,
+    listing_digest,
+    open_servers,
+)
 from orchestrator.redaction import Redactor
 from orchestrator.team.definitions import Definitions
+from orchestrator.team.trust import TrustStore, fingerprint
 from orchestrator.text import visible
 from orchestrator.tools.base import ToolRegistry
 
@@ -44,11 +55,13 @@ def run_mcp(
         if table.startswith("[mcp."):
             say(f"not started: {table} of {source}: the project is not trusted with it yet")
     servers = configured(found.config)
-    if args.action == "test":
+    if args.action in ("test", "approve"):
         chosen = [server for server in servers if server.name == args.name]
         if not chosen:
             names = ", ".join(server.name for server in servers) or "none"
             raise ConfigError(f"no MCP server {args.name!r} in the config (its servers: {names})")
+        if args.action == "approve":
+            return trio.run(_approve, chosen[0], workspace, environ, say)
         return trio.run(_test, chosen[0], environ, say)
     if not servers:
         say("no MCP servers configured ([mcp.servers.NAME]; docs/mcp.md)")
@@ -67,6 +80,41 @@ async def opened_for_run(config: Config, say: Callable[[str], None]) -> AsyncIte
         for line in opened.failed:
             say(line)
         yield opened
+
+
+def _approval(server: str, listing: str) -> str:
+    """The project trust's fingerprint of a person's approval of `server`'s tools as
+    listed (`listing`: mcp/pins.py `listing_digest`)."""
+    return fingerprint({"mcp_tools": {"server": server, "listing": listing}})
+
+
+def approved_for(workspace: Path, environ: Mapping[str, str]) -> Approved:
+    """Whether a person approved a server's tools as listed, for the project of
+    `workspace` (`orchestrator mcp approve`): read when a changed tool is met."""
+    store = TrustStore(user_config_dir(environ))
+
+    def approved(server: str, listing: str) -> bool:
+        return store.is_trusted(workspace, _approval(server, listing))
+
+    return approved
+
+
+async def _approve(
+    server: McpServer, workspace: Path, environ: Mapping[str, str], say: Callable[[str], None]
+) -> int:
+    async with open_servers([server], environ) as opened:
+        if opened.failed:
+            say(opened.failed[0])
+            return EXIT_FAILED
+        for tool in opened.tools:
+            say(f"  {tool.name}  {_first_line(tool.description)}")
+        listing = listing_digest(tool.info for tool in opened.tools)
+    TrustStore(user_config_dir(environ)).trust(workspace, _approval(server.name, listing))
+    say(
+        f"approved for {workspace}: the {len(opened.tools)} tools of MCP server "
+        f"{server.name!r} as listed now; a session refusing a changed one calls it again"
+    )
+    return 0
 
 
 def with_mcp(

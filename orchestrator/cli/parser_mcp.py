@@ -24,6 +24,7 @@ Servers are the [mcp.servers.NAME] tables of the config files (docs/mcp.md):
 examples:
   orchestrator mcp list               start each server, list its tools and their size
   orchestrator mcp test github        start one server: ok, or one line saying why not
+  orchestrator mcp approve github     approve its tools as they are now, for this project
   orchestrator mcp serve -m openai:gpt-4.1 -w .     the team as an MCP server (stdio)
 """
 
@@ -95,8 +96,17 @@ def add_mcp_parser(commands: Any) -> None:
         "exited, timed out). Exit code 1 if it failed.",
     )
     test.add_argument("name", metavar="NAME", help="the server, as [mcp.servers.NAME] names it")
+    approve = actions.add_parser(
+        "approve",
+        help="approve a server's tools as they are now, for this project",
+        description="Start server NAME, list its tools and approve their definitions as "
+        "they are now for the project (the workspace): a session that pinned an older "
+        "definition of one of them, and refused its calls since it changed, calls it "
+        "again and pins the new one (docs/mcp.md, Pinned definitions).",
+    )
+    approve.add_argument("name", metavar="NAME", help="the server, as [mcp.servers.NAME] names it")
     _add_serve(actions)
-    for parser in (listing, test):
+    for parser in (listing, test, approve):
         parser.add_argument(
             "-w",
             "--workspace",

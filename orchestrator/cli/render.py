@@ -46,6 +46,7 @@ from orchestrator.state.events import (
 from orchestrator.state.fallbacks import ModelSwitched
 from orchestrator.state.hooks import HookDecided
 from orchestrator.state.mailbox import MAIN, MessagePosted, MessagesDelivered
+from orchestrator.state.mcp import McpPinned, McpToolsLoaded
 from orchestrator.state.plans import PlanDecided, PlanSubmitted, ReplanRequested
 from orchestrator.state.settings import SettingsChosen
 from orchestrator.state.tasks import TaskChanged, TaskCreated, TaskUsed
@@ -128,9 +129,8 @@ class TranscriptSink:
                 self._line(self._state_line(event, who))
             case RemoteRefused() | ModelSwitched():
                 self._line(s.yellow(_warning(event, who)))
-            case PermissionGranted(tool=tool, pattern=pattern):
-                what = f"{label(tool)} commands matching {label(pattern)!r}" if pattern else tool
-                self._line(s.dim(f"  (allowed {label(what)} for this session)"))
+            case PermissionGranted() | McpPinned() | McpToolsLoaded():
+                self._given_line(event, who)
             case SettingsChosen(source="resume"):
                 self._line(s.dim("  (settings changed for the rest of the session)"))
             case (
@@ -144,6 +144,26 @@ class TranscriptSink:
                 # The command line says how the session ended, once, in its summary (and
                 # a task on a worker's tokens there, counted by `task_usage`).
                 pass
+            case _:
+                assert_never(event)
+
+    def _given_line(self, event: PermissionGranted | McpPinned | McpToolsLoaded, who: str) -> None:
+        """What the session was given: a person's grant, a changed MCP tool a person
+        approved, tools an agent loaded (a first pin is not shown: the session took the
+        tools as listed)."""
+        s = self.style
+        match event:
+            case PermissionGranted(tool=tool, pattern=pattern):
+                what = f"{label(tool)} commands matching {label(pattern)!r}" if pattern else tool
+                self._line(s.dim(f"  (allowed {label(what)} for this session)"))
+            case McpToolsLoaded(tools=tools):
+                self._line(s.dim(f"  ({who}loaded {', '.join(map(label, tools))})"))
+            case McpPinned(server=server, tools=tools, approved=approved):
+                names = ", ".join(label(t.name) for t in tools)
+                if approved:
+                    self._line(
+                        s.dim(f"  (MCP server {label(server)}: approved {names} as changed)")
+                    )
             case _:
                 assert_never(event)
 

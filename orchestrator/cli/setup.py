@@ -22,7 +22,7 @@ import trio
 from orchestrator.cli.engine import chosen_engine, database_change, engine_settings, runner_for
 from orchestrator.cli.env import SESSION_FLAGS, effective_config, sessions_root
 from orchestrator.cli.guards import guards, new_shell_settings, shell_settings
-from orchestrator.cli.mcp import with_mcp
+from orchestrator.cli.mcp import approved_for, with_mcp
 from orchestrator.cli.out import session_line
 from orchestrator.cli.plan_prompt import plan_approver
 from orchestrator.cli.prompt import Hold, approvers, no_hold, refusal_notice
@@ -182,6 +182,7 @@ async def run_settings(
     tools = workspace_tools(guarded.env, guarded.sandbox)
     redact = guarded.redact
     if mcp is not None:
+        mcp = await mcp.pinned(live, approved_for(workspace, os.environ))
         tools, definitions, redact = with_mcp(mcp, tools, definitions, redact, os.environ)
     if approve is deny_all and not planning_only:
         policy = check_rules(list(running.allow))

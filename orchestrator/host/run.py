@@ -273,6 +273,7 @@ async def _drive(
         live = await stack.enter_async_context(opening())
         # MCP servers start with the session and stop with it (docs/mcp.md).
         opened = await stack.enter_async_context(open_servers(servers))
+        opened = await opened.pinned(live)  # the definitions this session took (mcp/pins.py)
         for line in opened.failed:
             _warn(line)
         registry = opened.added_to(ToolRegistry(cast(list[AnyTool], tools)))

@@ -49,6 +49,7 @@ class ToolInfo:
     read_only: bool
     idempotent: bool
     destructive: bool
+    output_schema: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -205,6 +206,7 @@ def _info(tool: Any) -> ToolInfo:
         # "not idempotent", and its default for destructive is "may be".
         idempotent=read_only or bool(notes and notes.idempotent_hint),
         destructive=not read_only and (notes is None or notes.destructive_hint is not False),
+        output_schema=None if tool.output_schema is None else dict(tool.output_schema),
     )
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from orchestrator.errors import ConfigError
 from orchestrator.mcp.connection import McpServerError, open_connection
+from orchestrator.mcp.pins import Approved, Pins, PinSession
 from orchestrator.mcp.servers import McpServer, parse_selector
 from orchestrator.mcp.tools import McpTool
 from orchestrator.tools.base import ToolRegistry
@@ -62,6 +63,23 @@ class McpTools:
                     f"as {tool.name!r}: the session already has a tool of that name"
                 )
         return ToolRegistry([*registry, *self.tools])
+
+    async def pinned(self, session: PinSession, approved: Approved | None = None) -> McpTools:
+        """These tools as `session` pinned them (pinning those it had not, mcp/pins.py),
+        each call checked against its pin; `approved`: whether a person approved a
+        server's changed tools for the project (None: no one did)."""
+        pins = Pins(session, approved)
+        tools: list[McpTool] = []
+        for server in self.servers:
+            mine = [tool for tool in self.tools if tool.server == server.name]
+            if not mine:
+                continue
+            offered = await pins.offered(server, [tool.info for tool in mine])
+            tools.extend(
+                McpTool(tool.connection, info, pins)
+                for tool, info in zip(mine, offered, strict=True)
+            )
+        return McpTools(self.servers, tuple(tools), self.failed)
 
 
 @contextlib.asynccontextmanager

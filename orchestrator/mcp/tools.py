@@ -5,6 +5,9 @@ crash; `idempotentHint`: run again after a crash; otherwise asked about, and rep
 `interrupted` when a crash cut it off). Its calls go through the turn loop's one path:
 journaled before they are sent, their result journaled after.
 
+Before each call the server's tools are listed again and the tool's definition checked
+against the session's pin (mcp/pins.py): a tool changed since is not called.
+
 A failure of the server (it exited, timed out, sent what cannot be read, or too much) is
 a tool error the agent reads, in one line that names the server; the session goes on.
 """
@@ -18,17 +21,21 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from orchestrator.errors import ToolFailed
 from orchestrator.mcp.connection import Connection, McpServerError, ToolInfo
+from orchestrator.mcp.pins import Pins
 from orchestrator.mcp.servers import tool_name
 from orchestrator.models.base import ToolSpec
 from orchestrator.tools.base import Tool, ToolContext, ToolOutput
 
 
 class McpTool(Tool[BaseModel]):
-    """One tool of a started server (`connection`), as `info` lists it."""
+    """One tool of a started server (`connection`), as `info` defines it (as listed, or
+    as the session pinned it); `pins`: the session's, which each call is checked
+    against (None: no check, as `orchestrator mcp list` lists)."""
 
-    def __init__(self, connection: Connection, info: ToolInfo) -> None:
+    def __init__(self, connection: Connection, info: ToolInfo, pins: Pins | None = None) -> None:
         self.connection = connection
         self.info = info
+        self.pins = pins
         self.server = connection.server.name
         self.name = tool_name(self.server, info.name)
         self.description = info.description or f"{info.name}, a tool of MCP server {self.server}"
@@ -55,6 +62,10 @@ class McpTool(Tool[BaseModel]):
             await ctx.report_progress(message or f"{progress:g}", percent)
 
         try:
+            if self.pins is not None:
+                refused = await self.pins.check(self.connection, self.info.name)
+                if refused is not None:
+                    raise ToolFailed(refused)
             result = await self.connection.call(self.info.name, arguments, progress)
         except McpServerError as exc:
             raise ToolFailed(str(exc)) from exc

@@ -35,6 +35,7 @@ from orchestrator.state.fallbacks import FallbackRecords
 from orchestrator.state.hooks import HookRecords
 from orchestrator.state.mailbox import MailRecords
 from orchestrator.state.manifest import SessionStatus
+from orchestrator.state.mcp import McpRecords
 from orchestrator.state.plans import PlanRecords
 from orchestrator.state.settings import SettingsRecords
 from orchestrator.state.tasks import TaskRecords
@@ -253,6 +254,7 @@ Concepts = (
     | ApprovalRecords
     | FallbackRecords
     | HookRecords
+    | McpRecords
 )
 """Each concept's records, declared in its own module beside their fold: a new record kind
 joins its concept's union there, and so the unions below."""

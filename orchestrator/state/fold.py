@@ -103,6 +103,7 @@ class SessionState(SmallState):
             approvals=self.approvals,
             fallbacks=self.fallbacks,
             hooks=self.hooks,
+            mcp=self.mcp,
         )
         return encode_snapshot(snapshot)
 
@@ -129,6 +130,7 @@ class SessionState(SmallState):
         state.approvals = copy.deepcopy(snapshot.approvals)
         state.fallbacks = copy.deepcopy(snapshot.fallbacks)
         state.hooks = copy.deepcopy(snapshot.hooks)
+        state.mcp = copy.deepcopy(snapshot.mcp)
         for agent_id, summary in snapshot.agents.items():
             state.agents[agent_id] = AgentContext(
                 id=agent_id,
@@ -176,6 +178,7 @@ class SessionState(SmallState):
             "approvals": msgspec.to_builtins(self.approvals),
             "fallbacks": msgspec.to_builtins(self.fallbacks),
             "hooks": msgspec.to_builtins(self.hooks),
+            "mcp": msgspec.to_builtins(self.mcp),
             "agents": {
                 agent_id: {
                     "role": a.role,

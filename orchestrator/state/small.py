@@ -38,6 +38,7 @@ from orchestrator.state.fallbacks import FALLBACK_FOLDS, Fallbacks
 from orchestrator.state.hooks import HOOK_FOLDS, Hooked
 from orchestrator.state.mailbox import MAIN, USER, Mailbox, MessagePosted, MessagesDelivered
 from orchestrator.state.manifest import SessionStatus
+from orchestrator.state.mcp import MCP_FOLDS, McpState
 from orchestrator.state.plans import PLAN_FOLDS, Plans
 from orchestrator.state.settings import SessionSettings, SettingsChosen
 from orchestrator.state.tasks import (
@@ -84,6 +85,7 @@ class SmallState:
         self.approvals = Approvals()  # calls parked for a person's decision, and decisions
         self.fallbacks = Fallbacks()  # the model each fallback chain that moved is on
         self.hooks = Hooked()  # hooks' decisions not acted on yet (state/hooks.py)
+        self.mcp = McpState()  # MCP tools' pinned definitions, and the tools agents loaded
 
     def todo_list(self, agent: str) -> TodoList:
         """The agent's todo list (empty when it has none yet)."""
@@ -309,6 +311,13 @@ def _hook(
     return apply
 
 
+def _mcp(fold: Callable[[McpState, int, Any], None]) -> Callable[[SmallState, int, Any], None]:
+    def apply(state: SmallState, seq: int, record: Any) -> None:
+        fold(state.mcp, seq, record)
+
+    return apply
+
+
 def _settings(state: SmallState, seq: int, record: SettingsChosen) -> None:
     state.settings = record.settings
 
@@ -337,6 +346,7 @@ SMALL_FOLDS: dict[type, Callable[[SmallState, int, Any], None]] = {
     RemoteRefused: _remote_refused,
     **{kind: _fallback(fold) for kind, fold in FALLBACK_FOLDS.items()},
     **{kind: _hook(fold) for kind, fold in HOOK_FOLDS.items()},
+    **{kind: _mcp(fold) for kind, fold in MCP_FOLDS.items()},
 }
 """How each record changes the small state, by record type. Records of the conversation
 change contexts too (`CONTEXT_FOLDS`); every record kind is in one table or both."""

@@ -19,6 +19,7 @@ from orchestrator.state.fallbacks import Fallbacks
 from orchestrator.state.hooks import Hooked
 from orchestrator.state.mailbox import MailboxSummary
 from orchestrator.state.manifest import SessionStatus
+from orchestrator.state.mcp import McpState
 from orchestrator.state.plans import Plans
 from orchestrator.state.settings import SessionSettings
 from orchestrator.state.tasks import TaskRecord
@@ -103,6 +104,8 @@ class Snapshot(msgspec.Struct, kw_only=True):
     fallbacks: Fallbacks = msgspec.field(default_factory=Fallbacks)
     # Hooks' decisions not acted on yet, and `stop` continuations (state/hooks.py).
     hooks: Hooked = msgspec.field(default_factory=Hooked)
+    # MCP tools' pinned definitions and each agent's loaded tools (state/mcp.py).
+    mcp: McpState = msgspec.field(default_factory=McpState)
 
 
 @functools.cache

@@ -56,6 +56,7 @@ async def test_a_stdio_servers_tools_are_named_and_flagged_from_its_annotations(
             "docs__fetch",
             "docs__hold",
             "docs__post_comment",
+            "docs__rewrite",
             "docs__search",
             "docs__slow",
         ]
