@@ -108,6 +108,7 @@ if TYPE_CHECKING:  # events, what they carry, and the command line's renderers
     from orchestrator.state.fallbacks import ModelSwitched
     from orchestrator.state.hooks import HookDecided
     from orchestrator.state.mailbox import MessagePosted, MessagesDelivered
+    from orchestrator.state.mcp import McpPinned, McpToolsLoaded, PinnedTool
     from orchestrator.state.plans import PlanDecided, PlanSubmitted, ReplanRequested
     from orchestrator.state.settings import SettingsChosen
     from orchestrator.state.tasks import TaskChanged, TaskCreated, TaskUsed
@@ -253,6 +254,9 @@ _HOMES = {
     "ModelSwitched": "orchestrator.state.fallbacks",
     "HookDecided": "orchestrator.state.hooks",
     "Hook": "orchestrator.team.hook_runs",
+    "McpPinned": "orchestrator.state.mcp",
+    "McpToolsLoaded": "orchestrator.state.mcp",
+    "PinnedTool": "orchestrator.state.mcp",
     "PlanSubmitted": "orchestrator.state.plans",
     "ReplanRequested": "orchestrator.state.plans",
     "CompactionStarted": "orchestrator.loop.compaction",
@@ -322,6 +326,8 @@ __all__ = [
     "LiveSession",
     "Mail",
     "MainOutcome",
+    "McpPinned",
+    "McpToolsLoaded",
     "MemorySession",
     "Message",
     "MessageAdded",
@@ -336,6 +342,7 @@ __all__ = [
     "NullSink",
     "PermissionGranted",
     "PermissionPolicy",
+    "PinnedTool",
     "Plan",
     "PlanApprover",
     "PlanDecided",

@@ -44,6 +44,7 @@ class McpTool(Tool[BaseModel]):
         self.idempotent = info.idempotent
         self.interruptible = info.read_only
         self.reports_progress = True
+        self.deferrable = True  # past a budget, loaded on demand (tools/deferred.py)
         parameters = dict(info.input_schema)
         parameters.setdefault("type", "object")
         self._spec = ToolSpec(name=self.name, description=self.description, parameters=parameters)

@@ -49,6 +49,7 @@ from orchestrator.tools.coordination import (
     main_tools,
     subagent_tools,
 )
+from orchestrator.tools.deferred import on_demand
 from orchestrator.tools.permissions import Answer, Approver, PermissionPolicy, parse_rules
 from orchestrator.tools.planning import Replan, SubmitPlan
 from orchestrator.tools.recall import Recall
@@ -111,6 +112,7 @@ class Turns:
         definition = queries.definition(self._session.state, run.definitions, agent)
         role = self._role(agent, definition)
         tools = self._planner_tools() if is_planner(agent) else self._tools(definition)
+        tools = on_demand(tools, self._usable(role), self._loaded, agent)  # docs/mcp.md
         max_rounds = seat.settings.max_rounds if definition is None else definition.max_rounds
         policy = self._policy
         if definition is not None and definition.allow:
@@ -169,6 +171,10 @@ class Turns:
             )
             self._role_tools[PLANNER] = tools
         return tools
+
+    def _loaded(self, agent: str) -> Sequence[str]:
+        """The MCP tools `agent` loaded on demand (mcp/demand.py), in order."""
+        return self._session.state.mcp.loaded.get(agent, ())
 
     def _session_grants(self) -> Sequence[PermissionGranted]:
         return self._session.state.grants

@@ -174,6 +174,9 @@ class Tool(ABC, Generic[ArgsT]):
     # messaging, todos): its call needs no flush before it runs, since those records follow
     # its reply in the journal (write-ahead rule 1 of docs/session-format.md).
     journaled: bool = False
+    # Whether its definition may be left out of requests until the agent loads it, when
+    # an agent has many such tools (an MCP server's; tools/deferred.py).
+    deferrable: bool = False
 
     @abstractmethod
     async def run(self, args: ArgsT, ctx: ToolContext) -> ToolOutput: ...

@@ -7,7 +7,8 @@ progress, then waits; a cancelled call is counted), `cancelled` (that count), `c
 (the process exits), `big` (more text than a test's limit), `fail` (an error result),
 `env` (a variable of its environment), `hold` (idempotent: waits for ever the first time),
 `rewrite` (changes the description of `search`: a "rug pull"). `--describe FILE`: the
-description of `search` is the text of FILE, read when the server starts.
+description of `search` is the text of FILE, read when the server starts. `--many N`: N
+tools more, `op_00` to `op_{N-1}`, each with a description and three arguments.
 """
 
 from __future__ import annotations
@@ -114,6 +115,25 @@ def fail() -> str:
 def env(variable: str) -> str:
     """A variable of the server's environment."""
     return os.environ.get(variable, "(unset)")
+
+
+def _operation(number: int) -> None:
+    def operation(target: str, limit: int = 10, dry_run: bool = False) -> str:
+        return f"op_{number:02d} on {target}"
+
+    topics = ["issues", "pages", "builds", "releases", "comments", "labels", "users"]
+    topic = topics[number % len(topics)]
+    app.add_tool(
+        operation,
+        name=f"op_{number:02d}",
+        description=f"Operation {number} of {name}: finds the {topic} of a target and "
+        f"returns at most `limit` of them, newest first; `dry_run` says what it would do.",
+        annotations=READ_ONLY,
+    )
+
+
+for _number in range(int(sys.argv[sys.argv.index("--many") + 1]) if "--many" in sys.argv else 0):
+    _operation(_number)
 
 
 def serve_http() -> None:
