@@ -80,23 +80,26 @@ class SearchTools(Tool[SearchArgs]):
         listing = "\n".join(f"- {t.name}: {summary(t.description)}" for t in self._deferred)
         self.description = (
             "Load tools of MCP servers: their full definitions are not sent until loaded. "
-            "Give words of what you need (or tool names); the best matches, up to "
+            "Give words of what you need, or the names of the tools; the best matches, up to "
             f"{LOAD_AT_MOST}, join your tools from your next step on, and stay. "
             f"The tools:\n{listing}"
         )
 
     def _matches(self, query: str) -> list[AnyTool]:
-        """The tools `query` names, then those with the most of its words (whole words
-        of the name, its server's and the description), in the listing's order."""
+        """The tools `query` names, if it names any; else those with the most of its
+        words (whole words of the name, its server's and the description), in the
+        listing's order."""
         given = query.lower().split()
         named = [t for t in self._deferred if t.name.lower() in given]
+        if named:
+            return named[:LOAD_AT_MOST]
         words = set(_words(query))
         scored: list[tuple[int, int, AnyTool]] = []
         for index, tool in enumerate(self._deferred):
             score = len(words & set(_words(f"{tool.name} {tool.description}")))
-            if score and tool not in named:
+            if score:
                 scored.append((-score, index, tool))
-        return [*named, *(tool for _, _, tool in sorted(scored))][:LOAD_AT_MOST]
+        return [tool for _, _, tool in sorted(scored)][:LOAD_AT_MOST]
 
     async def run(self, args: SearchArgs, ctx: ToolContext) -> ToolOutput:
         found = self._matches(args.query)

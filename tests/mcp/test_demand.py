@@ -7,13 +7,16 @@ resumed agent sends what it sent before. Under the budget, nothing changes."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import orjson
 
 import orchestrator as orc
 from orchestrator import ModelRequest, ScriptedModel, ScriptedReply, ToolResult
 from orchestrator.mcp import McpServer
-from orchestrator.tools.deferred import MAX_UPFRONT, over_budget
+from orchestrator.session.memory import MemorySession
+from orchestrator.tools import ToolContext, Workspace
+from orchestrator.tools.deferred import MAX_UPFRONT, SearchArgs, SearchTools, over_budget
 from tests.mcp.conftest import stdio_server
 from tests.scenes import c
 
@@ -101,3 +104,36 @@ async def test_under_the_budget_every_definition_is_sent(tmp_path: Path) -> None
 def test_the_budget_is_a_count_or_a_share_of_the_window() -> None:
     assert not over_budget([], 1000)
     assert over_budget([object()] * (MAX_UPFRONT + 1), 0)  # type: ignore[list-item]
+
+
+async def test_a_search_naming_tools_loads_those_and_words_load_the_best_matches(
+    tmp_path: Path,
+) -> None:
+    def made(name: str, doc: str) -> orc.Tool[Any]:
+        def tool(x: str) -> str:
+            return x
+
+        tool.__name__, tool.__doc__ = name, doc
+        made = orc.tool(read_only=True)(tool)
+        made.deferrable = True
+        return made
+
+    deferred = [
+        made("a__issues", "List the issues of a project."),
+        made("a__builds", "List the builds of a project."),
+        made("b__issues", "List the open issues of a repository."),
+    ]
+    loaded: list[str] = []
+    search = SearchTools(deferred, lambda agent: loaded)
+    session = MemorySession()
+    ctx = ToolContext(workspace=Workspace(tmp_path), agent="main", events=session)
+
+    async def found(query: str) -> list[str]:
+        await search.run(SearchArgs(query=query), ctx)
+        return session.state.mcp.loaded.get("main", [])
+
+    assert "- b__issues: List the open issues of a repository." in search.description
+    assert await found("b__issues a__builds") == ["a__builds", "b__issues"]
+    assert await found("open issues") == ["a__builds", "b__issues", "a__issues"]
+    output = await search.run(SearchArgs(query="weather"), ctx)
+    assert output.content.startswith("No tool matches 'weather'")
