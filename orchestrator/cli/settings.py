@@ -38,8 +38,7 @@ from orchestrator.config import (
 from orchestrator.errors import ConfigError
 from orchestrator.loop.plan import PlanLimits
 from orchestrator.state.settings import SessionSettings
-from orchestrator.team.hook_runs import scripts
-from orchestrator.team.trust import TrustStore, fingerprint
+from orchestrator.team.trust import TrustStore, fingerprint, scripts
 
 DEFAULT: Final = "default"
 """The source of a setting no layer sets."""

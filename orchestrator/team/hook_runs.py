@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
-import hashlib
 import inspect
 import os
-import shlex
 import signal
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -28,6 +26,7 @@ import trio
 from pydantic import BaseModel, ValidationError
 
 from orchestrator.config import HookConfig, HookEventName
+from orchestrator.team.trust import scripts as scripts
 
 HookFunction = Callable[
     [dict[str, Any]], Awaitable[Mapping[str, Any] | None] | Mapping[str, Any] | None
@@ -92,27 +91,6 @@ class Said(BaseModel, frozen=True, extra="forbid"):
     arguments: dict[str, Any] | None = None
     note: str = ""
     text: str = ""
-
-
-def scripts(command: str, root: Path) -> dict[str, str]:
-    """The files inside `root` that `command` names (a word of it that is a path, as given
-    or relative to `root`), each with the SHA-256 of its content, by its path relative to
-    `root`: what a command runs from the workspace, which the agents' tools could change."""
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return {}
-    top = root.resolve()
-    found = {}
-    for word in words:
-        path = Path(word).expanduser()
-        try:
-            path = (path if path.is_absolute() else top / path).resolve()
-            if path.is_relative_to(top) and path.is_file():
-                found[str(path.relative_to(top))] = hashlib.sha256(path.read_bytes()).hexdigest()
-        except (OSError, ValueError):
-            continue
-    return found
 
 
 @dataclass(frozen=True)
