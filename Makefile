@@ -10,7 +10,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "orchestrator needs Python 3.11+"'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev,dbos,mcp]'
+	$(BIN)/python -m pip install -q -e '.[dev,dbos,mcp,otel]'
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -379,6 +379,20 @@ class HookConfig(_Strict, frozen=True):
         return self
 
 
+class TelemetryConfig(_Strict, frozen=True):
+    """`[telemetry]`: OpenTelemetry traces and metrics of each session (docs/tracing.md),
+    exported over OTLP/HTTP with the `otel` extra installed. `enabled` turns them on (as
+    does `OTEL_TRACES_EXPORTER=otlp`; `OTEL_SDK_DISABLED=true` turns them off); `endpoint`
+    is the collector's base URL (empty: the `OTEL_EXPORTER_OTLP_*` variables', else
+    http://localhost:4318); `capture_content`: tool calls' arguments and results on their
+    spans, redacted; `metrics`: tokens, cost and tool latency as metrics too."""
+
+    enabled: bool = False
+    endpoint: str = ""
+    capture_content: bool = False
+    metrics: bool = True
+
+
 class Config(_Strict, frozen=True):
     model: ModelSpec | None = None  # a list: a fallback chain (docs/providers.md)
     shell: ShellConfig = Field(default_factory=ShellConfig)
@@ -391,6 +405,7 @@ class Config(_Strict, frozen=True):
     engine: EngineConfig = Field(default_factory=EngineConfig)
     mcp: McpConfig = Field(default_factory=McpConfig)
     hooks: tuple[HookConfig, ...] = ()  # `[[hooks]]`, run in order (docs/hooks.md)
+    telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
     providers: dict[str, ProviderConfig] = Field(default_factory=dict)
     agents: dict[str, AgentConfig] = Field(default_factory=dict)
     prices: dict[str, Price] = Field(default_factory=dict)

@@ -13,9 +13,9 @@ PACKAGE = Path(__file__).parents[1] / "orchestrator"
 BELOW: dict[str, set[str]] = {
     # The live view (`view`) is a surface's, read by the command line only.
     "cli": {"host", "view", "team", "agent", "session", "tools", "state", "loop", "models"}
-    | {"store", "engine", "mcp", "serve"},
+    | {"store", "engine", "mcp", "serve", "tracing"},
     "host": {"engine", "team", "agent", "session", "tools", "state", "loop", "models", "store"}
-    | {"mcp"},
+    | {"mcp", "tracing"},
     # The team as an MCP server: sessions made and driven by a launcher (the CLI's).
     "serve": {"team", "session", "state", "tools", "loop"},
     # Where delegated tasks run durably (DBOS): a runner of the team's, chosen above it.
@@ -27,6 +27,8 @@ BELOW: dict[str, set[str]] = {
     "tools": {"state", "loop", "models"},
     # MCP servers as tool sources: beside `tools`, whose tools they make.
     "mcp": {"tools", "state", "loop", "models"},
+    # OpenTelemetry traces: an event sink the surfaces attach (nothing below imports it).
+    "tracing": {"session", "state", "loop", "store"},
     "state": {"loop", "store"},
     "loop": set(),
     "models": set(),

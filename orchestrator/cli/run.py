@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import os
 import signal
 import time
 from collections.abc import Callable
@@ -51,12 +52,14 @@ from orchestrator.session.live import LiveSession, open_session
 from orchestrator.session.runs import Span, read_runs, total
 from orchestrator.session.shown import NONE, TASK_HEADER, table, task_rows
 from orchestrator.session.status import current_status
+from orchestrator.state.events import FanOut
 from orchestrator.state.manifest import read_manifest
 from orchestrator.store import Durability, session_dir
 from orchestrator.team.definitions import Definitions
 from orchestrator.team.drive import RunResult, drive
 from orchestrator.team.settings import RunSettings
 from orchestrator.text import label, visible
+from orchestrator.tracing import telemetry_from, traced
 
 EXIT_CODES = {"blocked": EXIT_BLOCKED, "budget_exhausted": EXIT_BUDGET}
 
@@ -84,9 +87,11 @@ async def _run_session(
         open_session(root, session_id, durability=durability, warn=say) as live,
         make_client() as http,
         opened_for_run(config, say) as mcp,  # stopped with the session
+        traced(live, telemetry_from(config.telemetry, os.environ), config.prices) as tracing,
     ):
         workspace = live.manifest.workspace_path(directory)
         screen = screen_for(args, live, config, plan_only=plan_only, people=people)
+        ui = screen.sink if tracing is None else FanOut([screen.sink, tracing.sink])
         settings = await run_settings(
             live,
             args,
@@ -94,10 +99,11 @@ async def _run_session(
             http,
             definitions,
             changes,
-            ui=screen.sink,
+            ui=ui,
             hold=screen.hold,
             say=say,
             mcp=mcp,
+            trace_parent=None if tracing is None else tracing.trace_parent,
         )
         screen.know_models(settings)
         async with screen.shown():  # its last frame stays, above the summary

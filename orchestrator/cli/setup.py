@@ -8,6 +8,7 @@ given for a session (`run_settings`: models, tools, approvers asking at the term
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import os
 import sys
@@ -157,13 +158,15 @@ async def run_settings(
     hold: Hold = no_hold,
     read: Callable[[], str] | None = None,
     mcp: McpTools | None = None,
+    trace_parent: Callable[[str], str] | None = None,
 ) -> RunSettings:
     """What a command runs `live` with: its model and its roles' (`args`, else the
     session's), the agent types (`definitions`, else the workspace's), the guards, who
     approves (asked at the terminal through `hold` and `read`, the next line of
     standard input when None), the session's settings with `changes`, and `ui`; its
     notes (no sandbox here, calls that will be refused) are `say`'s. `mcp`: the tools of
-    the config's MCP servers, opened by the caller for the session's time (cli/mcp.py)."""
+    the config's MCP servers, opened by the caller for the session's time (cli/mcp.py).
+    `trace_parent`: a traced run's `TRACEPARENT` of a call (tracing/run.py)."""
     directory = live.directory
     session = _session_for(live, config, args, changes or {}, say)
     running = session or live.state.settings
@@ -179,7 +182,8 @@ async def run_settings(
             functools.partial(agent_definitions, workspace, interactive=not args.yes)
         )
     approve, approve_for = approvers(args.yes, guarded.sandbox.describe(), hold, read)
-    tools = workspace_tools(guarded.env, guarded.sandbox)
+    env = dataclasses.replace(guarded.env, trace_parent=trace_parent)
+    tools = workspace_tools(env, guarded.sandbox)
     redact = guarded.redact
     if mcp is not None:
         mcp = await mcp.pinned(live, approved_for(workspace, os.environ))

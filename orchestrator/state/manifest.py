@@ -45,6 +45,10 @@ class Manifest(msgspec.Struct, kw_only=True):
     """The main agent's answer: the text of its last reply that has any, as of the end of
     its last turn ("" before one; what `RunResult.output` says), so that listing
     sessions reads no journal for it."""
+    trace_id: str | msgspec.UnsetType = msgspec.UNSET
+    """(format 14) The OpenTelemetry trace of the session, 32 hex digits, once a run of it
+    was traced (docs/tracing.md): every later traced run continues that trace. Absent
+    (never written) while no run has been."""
 
     def workspace_path(self, directory: Path) -> Path:
         """The workspace; a relative one lives inside the session directory."""

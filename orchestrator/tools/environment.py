@@ -12,7 +12,7 @@ shows.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -48,7 +48,9 @@ class EnvPolicy:
     """`inherit`: all variables, the `core` few (PATH, HOME, ...) or none; then, unless
     `keep_secrets`, the secret-looking names are dropped; then `exclude` patterns are
     dropped and, if given, only `include_only` patterns kept; `always_drop` (the
-    providers' key variables) is dropped whatever the patterns say; `set` comes last."""
+    providers' key variables) is dropped whatever the patterns say; `set` comes last.
+    `trace_parent`, when the run is traced: the `TRACEPARENT` of a call, by its ref
+    (the shell sets it, so that a traced command's spans join the call's)."""
 
     inherit: Inherit = "all"
     keep_secrets: bool = False
@@ -56,6 +58,7 @@ class EnvPolicy:
     include_only: tuple[str, ...] = ()
     set: Mapping[str, str] = field(default_factory=dict)
     always_drop: frozenset[str] = frozenset()
+    trace_parent: Callable[[str], str] | None = None
 
     def apply(self, environ: Mapping[str, str]) -> dict[str, str]:
         if self.inherit == "none":

@@ -202,6 +202,8 @@ class Shell(Tool[ShellArgs]):
         env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
         if ctx.call_marker:
             env[MARKER] = ctx.call_marker
+        if self.env_policy.trace_parent is not None and ctx.call:
+            env["TRACEPARENT"] = self.env_policy.trace_parent(ctx.call)
         heard, report = os.pipe()
         held: list[int] = []
         try:
