@@ -55,9 +55,10 @@ from orchestrator.state.plans import PlanDecided, PlanSubmitted, ReplanRequested
 from orchestrator.state.tasks import SETTLED, TaskChanged, TaskCreated
 from orchestrator.usage import Price, call_cost
 
-SEMCONV = "1.37.0"
+SEMCONV = "1.44.0"
 """The version of OpenTelemetry's semantic conventions for generative AI the spans follow
-(`gen_ai.*`; the conventions are in development, and this names the text followed)."""
+(`gen_ai.*`, checked against opentelemetry-semantic-conventions 0.66b2, which ships
+that schema; the GenAI conventions are still in development)."""
 CONTENT_CHARS = 4096  # captured arguments and results, at most (with `capture_content`)
 INTERRUPTED = "interrupted"
 

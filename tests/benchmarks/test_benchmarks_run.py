@@ -88,6 +88,10 @@ RUNS: tuple[tuple[tuple[str, ...], str], ...] = (
         ),
         "W3  memory    10 subagents",
     ),
+    (
+        (f"{HERE}/bench_tracing.py", "--runs", "1", "--tasks", "1", "--rounds", "2"),
+        "W1 on / off",
+    ),
     ((f"{HERE}/bench_view.py", "--runs", "1"), "screen / none"),
 )
 

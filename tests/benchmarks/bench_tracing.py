@@ -1,0 +1,113 @@
+"""What tracing costs (issue 43, item 5): W1 (bench_team.py: the main agent and 8
+subagents of 20 rounds, a real session with the `batch` journal) with tracing off and on
+to an in-process exporter (the SDK's `InMemorySpanExporter` behind its batch processor,
+metrics to an in-memory reader), interleaved A B A B in one process; and the cost of one
+span, as the sink makes it (derived, then made and ended by the SDK).
+
+    .venv/bin/python tests/benchmarks/bench_tracing.py [--runs N] [--tasks N] [--rounds N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import trio
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader  # noqa: E402
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import (  # noqa: E402
+    InMemorySpanExporter,
+)
+
+from orchestrator.session.live import open_session  # noqa: E402
+from orchestrator.state.events import FanOut  # noqa: E402
+from orchestrator.store import Durability  # noqa: E402
+from orchestrator.team.drive import drive  # noqa: E402
+from orchestrator.tools import ToolRegistry  # noqa: E402
+from orchestrator.tracing import Ended, Telemetry, traced  # noqa: E402
+from tests.benchmarks.bench_team import DEFINITIONS, Brain, Fixed, Timing, _session  # noqa: E402
+from tests.benchmarks.shape import bench_session, bench_settings  # noqa: E402
+
+
+async def run(root: Path, brain: Brain, on: bool) -> tuple[Timing, int]:
+    """One W1 session; the times of `drive` and the spans exported."""
+    session_id, _ = bench_session(root)
+    exporter = InMemorySpanExporter()
+    telemetry = Telemetry() if on else None
+    async with (
+        open_session(root, session_id, durability=Durability.BATCH, warn=print) as live,
+        traced(
+            live, telemetry, {}, span_exporter=exporter, metric_reader=InMemoryMetricReader()
+        ) as tracing,
+    ):
+        settings = bench_settings(
+            brain, tools=ToolRegistry([Fixed()]), definitions=DEFINITIONS, session=_session(brain)
+        )
+        if tracing is not None:
+            settings = dataclasses.replace(settings, ui=FanOut([settings.ui, tracing.sink]))
+        with Timing() as timing:
+            result = await drive(live, settings)
+        assert result.status == "completed", result
+    return timing, len(exporter.get_finished_spans())
+
+
+def once(brain: Brain, on: bool) -> tuple[Timing, int]:
+    root = Path(tempfile.mkdtemp(prefix="bench-tracing-"))
+    try:
+        return trio.run(run, root, brain, on)
+    finally:
+        shutil.rmtree(root)
+
+
+def span_cost(count: int) -> float:
+    """µs per span: derived ends made and ended by the SDK, to an in-memory exporter."""
+    from orchestrator.tracing.otel import Exporter
+
+    exporter = Exporter("ab" * 16, Telemetry(metrics=False), span_exporter=InMemorySpanExporter())
+    spans = [
+        Ended(f"call:{i}.0", "execute_tool fixed", "turn:main:1", i, i + 1, {"a": 1})
+        for i in range(count)
+    ]
+    began = time.perf_counter()
+    for ended in spans:
+        exporter.export(ended)
+    took = time.perf_counter() - began
+    exporter.close()
+    return took / count * 1e6
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--tasks", type=int, default=8)
+    parser.add_argument("--rounds", type=int, default=20)
+    args = parser.parse_args()
+    brain = lambda: Brain(args.tasks, args.rounds)  # noqa: E731
+    once(brain(), False)  # warm-up: imports, schemas, caches
+    once(brain(), True)
+    rows: dict[bool, list[float]] = {False: [], True: []}
+    spans = 0
+    for _ in range(args.runs):
+        for on in (False, True):  # A B A B
+            b = brain()
+            timing, exported = once(b, on)
+            rows[on].append(timing.wall * 1000 / b.calls)
+            spans = exported if on else spans
+    off, on = statistics.median(rows[False]), statistics.median(rows[True])
+    print(f"W1 off  {off:.3f} ms/round (median of {args.runs}: {rows[False]})")
+    print(f"W1 on   {on:.3f} ms/round (median of {args.runs}: {rows[True]}; {spans} spans)")
+    print(f"W1 on / off {on / off:.2f}")
+    print(f"one span {span_cost(2000):.1f} µs (derived, made and ended by the SDK)")
+
+
+if __name__ == "__main__":
+    main()
