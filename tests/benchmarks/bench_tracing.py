@@ -37,12 +37,15 @@ from orchestrator.tracing import Ended, Telemetry, traced  # noqa: E402
 from tests.benchmarks.bench_team import DEFINITIONS, Brain, Fixed, Timing, _session  # noqa: E402
 from tests.benchmarks.shape import bench_session, bench_settings  # noqa: E402
 
+MODES = ("off", "on", "spans")
+"""Tracing off; on (spans and metrics, the default); on with `metrics = false`."""
 
-async def run(root: Path, brain: Brain, on: bool) -> tuple[Timing, int]:
+
+async def run(root: Path, brain: Brain, mode: str) -> tuple[Timing, int]:
     """One W1 session; the times of `drive` and the spans exported."""
     session_id, _ = bench_session(root)
     exporter = InMemorySpanExporter()
-    telemetry = Telemetry() if on else None
+    telemetry = None if mode == "off" else Telemetry(metrics=mode == "on")
     async with (
         open_session(root, session_id, durability=Durability.BATCH, warn=print) as live,
         traced(
@@ -60,10 +63,10 @@ async def run(root: Path, brain: Brain, on: bool) -> tuple[Timing, int]:
     return timing, len(exporter.get_finished_spans())
 
 
-def once(brain: Brain, on: bool) -> tuple[Timing, int]:
+def once(brain: Brain, mode: str) -> tuple[Timing, int]:
     root = Path(tempfile.mkdtemp(prefix="bench-tracing-"))
     try:
-        return trio.run(run, root, brain, on)
+        return trio.run(run, root, brain, mode)
     finally:
         shutil.rmtree(root)
 
@@ -92,20 +95,24 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=20)
     args = parser.parse_args()
     brain = lambda: Brain(args.tasks, args.rounds)  # noqa: E731
-    once(brain(), False)  # warm-up: imports, schemas, caches
-    once(brain(), True)
-    rows: dict[bool, list[float]] = {False: [], True: []}
+    for mode in MODES:
+        once(brain(), mode)  # warm-up: imports, schemas, caches
+    rows: dict[str, list[float]] = {mode: [] for mode in MODES}
     spans = 0
     for _ in range(args.runs):
-        for on in (False, True):  # A B A B
+        for mode in MODES:  # A B C A B C
             b = brain()
-            timing, exported = once(b, on)
-            rows[on].append(timing.wall * 1000 / b.calls)
-            spans = exported if on else spans
-    off, on = statistics.median(rows[False]), statistics.median(rows[True])
-    print(f"W1 off  {off:.3f} ms/round (median of {args.runs}: {rows[False]})")
-    print(f"W1 on   {on:.3f} ms/round (median of {args.runs}: {rows[True]}; {spans} spans)")
-    print(f"W1 on / off {on / off:.2f}")
+            timing, exported = once(b, mode)
+            rows[mode].append(timing.wall * 1000 / b.calls)
+            spans = exported or spans
+    off = statistics.median(rows["off"])
+    for mode in MODES:
+        figure = statistics.median(rows[mode])
+        shown = ", ".join(f"{r:.3f}" for r in rows[mode])
+        print(f"W1 {mode:<6} {figure:.3f} ms/round (median of {args.runs}: {shown})")
+    print(f"({spans} spans a run; spans: tracing on with metrics = false)")
+    for mode in ("on", "spans"):
+        print(f"W1 {mode} / off {statistics.median(rows[mode]) / off:.2f}")
     print(f"one span {span_cost(2000):.1f} µs (derived, made and ended by the SDK)")
 
 
