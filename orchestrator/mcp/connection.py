@@ -11,11 +11,16 @@ is cancelled at the server (the SDK sends `notifications/cancelled`).
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import shutil
+import sys
 import tempfile
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, Any, Protocol
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, Final, Protocol, cast
 
 import trio
 
@@ -70,19 +75,70 @@ def sdk() -> Any:
 
 
 class Connection:
-    """One started server. `list_tools` and `call` raise `McpServerError`."""
+    """One started server. `list_tools` and `call` raise `McpServerError`.
 
-    def __init__(self, server: McpServer, client: Client, errlog: IO[str] | None) -> None:
+    Its client lives in a task of its own (`keep`), so that a stdio server whose process
+    died is started again there, once a session (`RESTARTS`): the call that found it dead
+    fails saying so, and the next ones reach the new process."""
+
+    def __init__(
+        self,
+        server: McpServer,
+        start: Callable[[], AbstractAsyncContextManager[Client]],
+        errlog: IO[str] | None,
+    ) -> None:
         self.server = server
-        self._client = client
+        self._start = start
         self._errlog = errlog
+        self._client: Client | None = None
+        self._down: McpServerError | None = None  # why it is not there, once it is not
+        self._generation = 0  # how many times it started
+        self._crashed = trio.Event()  # set: `keep` starts it again
+        self._ready = trio.Event()  # set when a restart is done, well or not
+
+    async def keep(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Starts the server and keeps its client until cancelled; starts it again when a
+        call finds it dead (`_restart`). A first start that fails raises `McpServerError`."""
+        while True:
+            entered = False
+            try:
+                async with self._start() as client:
+                    entered = True
+                    self._client = client
+                    self._generation += 1
+                    if self._generation == 1:
+                        task_status.started()
+                    self._ready.set()
+                    await self._crashed.wait()
+                    self._client = None
+            except Exception as exc:
+                self._client = None
+                why = f"{_one_line(exc)}{_stderr_tail(self._errlog)}"
+                if self._generation == 0:
+                    raise McpServerError(
+                        f"MCP server {self.server.name!r} did not start ({self.server.where}): "
+                        f"{why}"
+                    ) from exc
+                if not entered:
+                    self._down = McpServerError(
+                        f"MCP server {self.server.name!r} exited and did not start again: {why}"
+                    )
+                    self._ready.set()
+                    return
+                # (else the dead process's shutdown complained: it starts again below)
+            self._crashed = trio.Event()
+
+    def _live(self) -> Client:
+        if self._client is None:
+            raise self._down or McpServerError(f"MCP server {self.server.name!r} is not running")
+        return self._client
 
     async def list_tools(self) -> list[ToolInfo]:
         tools: list[ToolInfo] = []
         cursor: str | None = None
         async with self._failing("listing its tools"):
             while True:
-                page = await self._client.list_tools(cursor=cursor)
+                page = await self._live().list_tools(cursor=cursor)
                 tools.extend(_info(tool) for tool in page.tools)
                 cursor = page.next_cursor
                 if not cursor:
@@ -92,11 +148,13 @@ class Connection:
         self, tool: str, arguments: dict[str, Any], progress: ProgressFn | None = None
     ) -> CallResult:
         async with self._failing(f"calling {tool}"):
-            result = await self._client.call_tool(tool, arguments, progress_callback=progress)
+            client = self._live()
+            result = await client.call_tool(tool, arguments, progress_callback=progress)
         return CallResult(_text(self.server, tool, result), bool(result.is_error))
 
     @contextlib.asynccontextmanager
     async def _failing(self, doing: str) -> AsyncIterator[None]:
+        generation = self._generation
         try:
             with trio.fail_after(self.server.timeout):
                 yield
@@ -108,10 +166,45 @@ class Connection:
         except McpServerError:
             raise
         except Exception as exc:
-            raise McpServerError(
+            said = (
                 f"MCP server {self.server.name!r} failed {doing}: {_one_line(exc)}"
                 f"{_stderr_tail(self._errlog)}"
-            ) from exc
+            )
+            if _closed(exc) and self.server.command is not None:
+                said += await self._restart(generation)
+            raise McpServerError(said) from exc
+
+    async def _restart(self, generation: int) -> str:
+        """Starts the server again when it died in `generation`, the current one, and it
+        was not restarted `RESTARTS` times yet (the first call to fail starts it, those
+        that failed with it wait for that); what to add to the call's error."""
+        if generation == self._generation <= RESTARTS and not self._crashed.is_set():
+            self._ready = trio.Event()
+            self._crashed.set()
+        if self._crashed.is_set():
+            with trio.move_on_after(self.server.timeout):
+                await self._ready.wait()
+        if self._down is not None:
+            return f"; {self._down}"
+        if self._generation > generation:
+            return "; it was started again (once a session): call again"
+        return "; it is not started again (it was once this session)"
+
+
+RESTARTS: Final = 1
+"""How many times a session starts again a stdio server whose process died."""
+
+
+def _closed(exc: BaseException) -> bool:
+    """Whether `exc` says the connection to the server is gone (its process died)."""
+    code = getattr(exc, "code", None)
+    if code is not None:
+        from mcp_types import CONNECTION_CLOSED
+
+        return bool(code == CONNECTION_CLOSED)
+    import anyio
+
+    return isinstance(exc, anyio.ClosedResourceError | anyio.BrokenResourceError)
 
 
 @contextlib.asynccontextmanager
@@ -120,7 +213,10 @@ async def open_connection(
 ) -> AsyncIterator[Connection]:
     """The server started (its process, or its HTTP session) for the time of the block,
     stopped when it ends. `environ`: where `env:NAME` values are read (None: this
-    process's environment). A server that does not start is an `McpServerError`."""
+    process's environment). A server that does not start is an `McpServerError`.
+
+    A stdio server runs under a guard (mcp/_guard.py, POSIX): when this process ends,
+    however it ends, the guard kills the server and whatever it started."""
     mcp = sdk()
     environ = os.environ if environ is None else environ
     with contextlib.ExitStack() as files:
@@ -129,45 +225,77 @@ async def open_connection(
             # Its stderr kept apart (not on the terminal, under the live view), and its
             # last line told when it fails.
             errlog = files.enter_context(tempfile.TemporaryFile("w+", encoding="utf-8"))
+            command, args = guarded(server.command, server.args)
             target: Any = mcp.StdioServerParameters(
-                command=server.command,
-                args=list(server.args),
+                command=command,
+                args=args,
                 env=server.resolved(server.env, environ),
                 cwd=server.cwd,
             )
-            transport: Any = mcp.stdio_client(target, errlog=errlog)
-        else:
-            transport = _http(server, server.resolved(server.headers, environ))
-        # No response cache: a tool list is asked for once per session, and always anew.
-        client = mcp.Client(transport, cache=None, read_timeout_seconds=server.timeout)
-        connection = Connection(server, client, errlog)
+        headers = server.resolved(server.headers, environ)
+
+        def start() -> AbstractAsyncContextManager[Client]:
+            if server.command is not None:
+                _findable(server, target.env)  # (the guard would say it less plainly)
+                transport: Any = mcp.stdio_client(target, errlog=errlog)
+            else:
+                transport = _http(server, headers)
+            # No response cache: the tools are listed anew each time.
+            return cast(
+                "AbstractAsyncContextManager[Client]",
+                mcp.Client(transport, cache=None, read_timeout_seconds=server.timeout),
+            )
+
+        connection = Connection(server, start, errlog)
         raised: list[BaseException] = []  # what the block raised, if it did
         try:
-            async with contextlib.AsyncExitStack() as stack:
-                try:
-                    # (Its task group lives on past this line: no cancel scope may end
-                    # around it, so the start's timeout is the SDK's `read_timeout_seconds`.)
-                    await stack.enter_async_context(client)
-                except Exception as exc:
-                    raise McpServerError(
-                        f"MCP server {server.name!r} did not start ({server.where}): "
-                        f"{_one_line(exc)}{_stderr_tail(errlog)}"
-                    ) from exc
+            async with trio.open_nursery() as nursery:
+                await nursery.start(connection.keep)
                 try:
                     yield connection
                 except BaseException as exc:
                     raised.append(exc)
                     raise
+                finally:
+                    nursery.cancel_scope.cancel()
         except BaseExceptionGroup as group:
-            # The SDK's task group wraps what the block raised: the caller gets it bare,
-            # as it would without a server (a ConfigError, a Ctrl+C).
-            if raised and _only(group, raised[0]):
-                raise raised[0] from None
+            # The nursery wraps what the block raised, or why the server did not start:
+            # the caller gets it bare, as it would without a server (a ConfigError, a
+            # Ctrl+C).
+            bare = raised or [e for e in _leaves(group) if isinstance(e, McpServerError)]
+            if bare and _only(group, bare[0]):
+                raise bare[0] from None
             raise
+
+
+def guarded(command: str, args: tuple[str, ...]) -> tuple[str, list[str]]:
+    """The command line that runs `command` under the guard (mcp/_guard.py), where there
+    are process groups; elsewhere it as it is."""
+    if os.name != "posix":
+        return command, list(args)
+    return sys.executable, ["-I", "-S", str(GUARD), command, *args]
+
+
+GUARD: Final = Path(__file__).with_name("_guard.py")
+
+
+def _findable(server: McpServer, env: Mapping[str, str]) -> None:
+    """A `FileNotFoundError` when `server`'s program is nowhere its guard would look."""
+    command = server.command or ""
+    if os.sep in command and server.cwd and not os.path.isabs(command):
+        command = os.path.join(server.cwd, command)
+    if shutil.which(command, path=env.get("PATH", os.environ.get("PATH"))) is None:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), server.command)
 
 
 def _only(group: BaseExceptionGroup[BaseException], error: BaseException) -> bool:
     """Whether `group` holds `error` and nothing else but cancellations."""
+    leaves = _leaves(group)
+    cancelled = trio.Cancelled
+    return error in leaves and all(e is error or isinstance(e, cancelled) for e in leaves)
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
     leaves: list[BaseException] = []
     pending: list[BaseException] = [group]
     while pending:
@@ -176,8 +304,7 @@ def _only(group: BaseExceptionGroup[BaseException], error: BaseException) -> boo
             pending.extend(exc.exceptions)
         else:
             leaves.append(exc)
-    cancelled = trio.Cancelled
-    return error in leaves and all(e is error or isinstance(e, cancelled) for e in leaves)
+    return leaves
 
 
 def _http(server: McpServer, headers: dict[str, str]) -> Any:

@@ -9,13 +9,19 @@ progress, then waits; a cancelled call is counted), `cancelled` (that count), `c
 `rewrite` (changes the description of `search`: a "rug pull"). `--describe FILE`: the
 description of `search` is the text of FILE, read when the server starts. `--many N`: N
 tools more, `op_00` to `op_{N-1}`, each with a description and three arguments.
+`spawn` starts a helper process that ignores SIGTERM and lives for ever, and writes the
+server's pid and the helper's to a file. `--linger`: the process does not exit when its
+stdin closes (a thread of it lives on): a server that would outlive a session.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import socket
+import subprocess
 import sys
+import threading
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
@@ -117,6 +123,18 @@ def env(variable: str) -> str:
     return os.environ.get(variable, "(unset)")
 
 
+@app.tool()
+def spawn(path: str) -> str:
+    """Start a helper that lives for ever; write our pid and its pid to `path`."""
+    forever = (
+        "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(10**6)"
+    )
+    helper = subprocess.Popen([sys.executable, "-c", forever], stdin=subprocess.DEVNULL)
+    with open(path, "w", encoding="utf-8") as file:
+        file.write(f"{os.getpid()} {helper.pid}")
+    return "spawned"
+
+
 def _operation(number: int) -> None:
     def operation(target: str, limit: int = 10, dry_run: bool = False) -> str:
         return f"op_{number:02d} on {target}"
@@ -148,6 +166,9 @@ def serve_http() -> None:
 
 
 if __name__ == "__main__":
+    if "--linger" in sys.argv:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        threading.Thread(target=threading.Event().wait).start()
     if sys.argv[1] == "http":
         serve_http()
     else:

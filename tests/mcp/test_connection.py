@@ -59,6 +59,7 @@ async def test_a_stdio_servers_tools_are_named_and_flagged_from_its_annotations(
             "docs__rewrite",
             "docs__search",
             "docs__slow",
+            "docs__spawn",
         ]
         search, post = tools["docs__search"], tools["docs__post_comment"]
         assert (search.read_only, search.idempotent) == (True, True)
@@ -148,10 +149,20 @@ async def test_a_server_that_does_not_start_is_one_line_and_the_others_go_on(
         assert "\n" not in gone + quits
 
 
-async def test_a_server_that_exits_mid_call_is_a_tool_error_naming_it(tmp_path: Path) -> None:
+async def test_a_server_that_exits_mid_call_is_a_tool_error_naming_it_and_starts_again_once(
+    tmp_path: Path,
+) -> None:
     async with open_servers([stdio_server("docs")]) as opened:
-        with pytest.raises(ToolFailed, match=r"^MCP server 'docs' failed calling crash: "):
+        with pytest.raises(ToolFailed) as first:
             await call(opened, "docs__crash", context(tmp_path))
+        assert str(first.value).startswith("MCP server 'docs' failed calling crash: ")
+        assert str(first.value).endswith("; it was started again (once a session): call again")
+        assert await call(opened, "docs__search", context(tmp_path), query="q") == (
+            "ok: docs found: q"
+        )
+        with pytest.raises(ToolFailed) as second:
+            await call(opened, "docs__crash", context(tmp_path))
+        assert str(second.value).endswith("; it is not started again (it was once this session)")
         with pytest.raises(ToolFailed, match=r"^MCP server 'docs' failed calling search: "):
             await call(opened, "docs__search", context(tmp_path), query="q")
 
