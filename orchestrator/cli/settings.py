@@ -38,7 +38,8 @@ from orchestrator.config import (
 from orchestrator.errors import ConfigError
 from orchestrator.loop.plan import PlanLimits
 from orchestrator.state.settings import SessionSettings
-from orchestrator.team.trust import TrustStore, fingerprint, scripts
+from orchestrator.team.trust import TrustStore, fingerprint
+from orchestrator.tools.scripts import scripts
 
 DEFAULT: Final = "default"
 """The source of a setting no layer sets."""

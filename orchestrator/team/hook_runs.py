@@ -26,7 +26,6 @@ import trio
 from pydantic import BaseModel, ValidationError
 
 from orchestrator.config import HookConfig, HookEventName
-from orchestrator.team.trust import scripts as scripts
 
 HookFunction = Callable[
     [dict[str, Any]], Awaitable[Mapping[str, Any] | None] | Mapping[str, Any] | None

@@ -25,9 +25,10 @@ from orchestrator.messages import AssistantMessage, ToolCall, ToolResult
 from orchestrator.redaction import Redactor
 from orchestrator.state.events import Event, EventSink, Notice
 from orchestrator.state.hooks import Decided, HookAction, HookDecided
-from orchestrator.team.hook_runs import SAID_MAX, Failed, Hook, Said, run_hook, scripts
+from orchestrator.team.hook_runs import SAID_MAX, Failed, Hook, Said, run_hook
 from orchestrator.team.hook_told import Told, Watching, told
 from orchestrator.team.port import SessionLike
+from orchestrator.tools.scripts import scripts
 
 TOLD = frozenset({"task_delegated", "task_settled", "post_compact", "waiting", "user_message"})
 """The events told from what the session journals (hook_told.py)."""

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shlex
 from pathlib import Path
 from typing import Any, Final, Literal, final
 
@@ -110,24 +109,3 @@ def _first_line(exc: Exception) -> str:
         where = ".".join(str(p) for p in err["loc"]) or "(top level)"
         return f"{where}: {err['msg']}"
     return str(exc).splitlines()[0]
-
-
-def scripts(command: str, root: Path) -> dict[str, str]:
-    """The files inside `root` that `command` names (a word of it that is a path, as given
-    or relative to `root`), each with the SHA-256 of its content, by its path relative to
-    `root`: what a command runs from the workspace, which the agents' tools could change."""
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return {}
-    top = root.resolve()
-    found = {}
-    for word in words:
-        path = Path(word).expanduser()
-        try:
-            path = (path if path.is_absolute() else top / path).resolve()
-            if path.is_relative_to(top) and path.is_file():
-                found[str(path.relative_to(top))] = hashlib.sha256(path.read_bytes()).hexdigest()
-        except (OSError, ValueError):
-            continue
-    return found
