@@ -18,6 +18,7 @@ No environment, no platformdirs: the CLI (`cli_env.effective_config`) finds the 
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -247,9 +248,10 @@ def _trusted(
     layer: Layer, wider: Leaves, merged: Leaves, project: Project, *, refuse: bool
 ) -> bool:
     """Whether the user trusts the project with `wider`: remembered, or asked now. The
-    scripts in the project that its `[[hooks]]` run are part of what is trusted: a change
-    to one asks again."""
+    scripts in the project that its `[[hooks]]` and its MCP servers run are part of what
+    is trusted: a change to one asks again."""
     ran = _hook_scripts(wider.get(("hooks",)), project.directory)
+    ran.update(_server_scripts(wider, merged, project.directory))
     config = {"config": {dotted(k): v for k, v in wider.items()}}
     wanted = fingerprint({**config, "scripts": ran} if ran else config)
     if project.trust is not None and project.trust.is_trusted(project.directory, wanted):
@@ -291,6 +293,20 @@ def _hook_scripts(hooks: Any, directory: Path) -> dict[str, str]:
     return ran
 
 
+def _server_scripts(wider: Leaves, merged: Leaves, directory: Path) -> dict[str, str]:
+    """The files in the project its MCP servers' command lines run (`[mcp.servers.NAME]`
+    `command` and `args`, set by the project or below it), with their content's digests."""
+    ran: dict[str, str] = {}
+    for name in sorted({key[2] for key in wider if key[:2] == ("mcp", "servers") and len(key) > 3}):
+        command = wider.get(("mcp", "servers", name, "command"))
+        command = command or merged.get(("mcp", "servers", name, "command"))
+        args = wider.get(("mcp", "servers", name, "args"))
+        args = args or merged.get(("mcp", "servers", name, "args")) or []
+        if isinstance(command, str) and isinstance(args, list):
+            ran.update(scripts(shlex.join([command, *map(str, args)]), directory))
+    return ran
+
+
 def _describe(key: Key, value: Any, merged: Leaves) -> str:
     base = _below(key, merged)
     text = f"{dotted(key)}: {shown(value)}"
@@ -298,6 +314,8 @@ def _describe(key: Key, value: Any, merged: Leaves) -> str:
         return f"{text} (commands run in the workspace without asking)"
     if key == ("hooks",):
         return f"{text} (run as your commands, outside the sandbox, with the scripts they run)"
+    if key[:2] == ("mcp", "servers") and key[3:] == ("command",):
+        return f"{text} (an MCP server run as your command, outside the sandbox, with its scripts)"
     return text if base is None else f"{text} (was {shown(base)})"
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import shlex
 import shutil
 import sys
 import tempfile
@@ -26,6 +27,7 @@ import trio
 
 from orchestrator.errors import ConfigError, OrchestratorError
 from orchestrator.mcp.servers import McpServer
+from orchestrator.tools.scripts import scripts
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -86,10 +88,13 @@ class Connection:
         server: McpServer,
         start: Callable[[], AbstractAsyncContextManager[Client]],
         errlog: IO[str] | None,
+        scripts: Callable[[], dict[str, str]] = dict,
     ) -> None:
         self.server = server
         self._start = start
         self._errlog = errlog
+        self._scripts = scripts  # what its command line runs now, by path and digest
+        self._ran: dict[str, str] = {}  # that, when it first started
         self._client: Client | None = None
         self._down: McpServerError | None = None  # why it is not there, once it is not
         self._generation = 0  # how many times it started
@@ -101,6 +106,18 @@ class Connection:
         call finds it dead (`_restart`). A first start that fails raises `McpServerError`."""
         while True:
             entered = False
+            if self._generation == 0:
+                self._ran = self._scripts()
+            elif self._scripts() != self._ran:
+                # Something rewrote the program it runs (an agent's tools could): that is
+                # not run as the user's command.
+                changed = sorted(set(self._scripts().items()) ^ set(self._ran.items()))
+                self._down = McpServerError(
+                    f"MCP server {self.server.name!r} exited and is not started again: "
+                    f"{changed[0][0]}, which it runs, changed since the session started it"
+                )
+                self._ready.set()
+                return
             try:
                 async with self._start() as client:
                     entered = True
@@ -246,7 +263,13 @@ async def open_connection(
                 mcp.Client(transport, cache=None, read_timeout_seconds=server.timeout),
             )
 
-        connection = Connection(server, start, errlog)
+        def ran() -> dict[str, str]:
+            if server.command is None:
+                return {}
+            line = shlex.join([server.command, *server.args])
+            return scripts(line, Path(server.cwd or os.getcwd()))
+
+        connection = Connection(server, start, errlog, ran)
         raised: list[BaseException] = []  # what the block raised, if it did
         try:
             async with trio.open_nursery() as nursery:

@@ -17,7 +17,7 @@ from orchestrator.mcp import McpServer, McpTools, open_servers
 from orchestrator.mcp.connection import sdk
 from orchestrator.state.events import Event, ToolProgress
 from orchestrator.tools import ToolContext, Workspace
-from tests.mcp.conftest import stdio_server
+from tests.mcp.conftest import APP, stdio_server
 
 
 class Events:
@@ -165,6 +165,21 @@ async def test_a_server_that_exits_mid_call_is_a_tool_error_naming_it_and_starts
         assert str(second.value).endswith("; it is not started again (it was once this session)")
         with pytest.raises(ToolFailed, match=r"^MCP server 'docs' failed calling search: "):
             await call(opened, "docs__search", context(tmp_path), query="q")
+
+
+async def test_a_server_whose_script_changed_is_not_started_again(tmp_path: Path) -> None:
+    script = tmp_path / "server_app.py"
+    script.write_bytes(APP.read_bytes())
+    server = McpServer.stdio("docs", sys.executable, ["server_app.py", "stdio"], cwd=str(tmp_path))
+    async with open_servers([server]) as opened:
+        with script.open("a") as file:
+            file.write("# an agent was here\n")
+        with pytest.raises(ToolFailed) as crashed:
+            await call(opened, "docs__crash", context(tmp_path))
+        assert str(crashed.value).endswith(
+            "; MCP server 'docs' exited and is not started again: server_app.py, which it "
+            "runs, changed since the session started it"
+        )
 
 
 async def test_a_slow_call_times_out_and_oversized_output_is_refused(tmp_path: Path) -> None:
