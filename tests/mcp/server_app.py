@@ -9,8 +9,10 @@ progress, then waits; a cancelled call is counted), `cancelled` (that count), `c
 `rewrite` (changes the description of `search`: a "rug pull"). `--describe FILE`: the
 description of `search` is the text of FILE, read when the server starts. `--many N`: N
 tools more, `op_00` to `op_{N-1}`, each with a description and three arguments.
-`spawn` starts a helper process that ignores SIGTERM and lives for ever, and writes the
-server's pid and the helper's to a file. `--linger`: the process does not exit when its
+`ask` asks the person (elicitation), `sample` asks the client for a model's completion
+(sampling): each says what the client answered. `spawn` starts a helper process that
+ignores SIGTERM and lives for ever, and writes the server's pid and the helper's to a
+file. `--linger`: the process does not exit when its
 stdin closes (a thread of it lives on): a server that would outlive a session.
 """
 
@@ -25,7 +27,8 @@ import threading
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.types import ToolAnnotations
+from mcp.types import SamplingMessage, TextContent, ToolAnnotations
+from pydantic import BaseModel
 
 READ_ONLY = ToolAnnotations(readOnlyHint=True, idempotentHint=True)
 name = sys.argv[sys.argv.index("--name") + 1] if "--name" in sys.argv else "docs"
@@ -121,6 +124,25 @@ def fail() -> str:
 def env(variable: str) -> str:
     """A variable of the server's environment."""
     return os.environ.get(variable, "(unset)")
+
+
+class Answer(BaseModel):
+    choice: str
+
+
+@app.tool()
+async def ask(question: str, ctx: Context) -> str:
+    """Ask the person a question."""
+    result = await ctx.elicit(question, Answer)
+    return f"{result.action}: {result.data.choice if result.action == 'accept' else ''}"
+
+
+@app.tool()
+async def sample(prompt: str, ctx: Context) -> str:
+    """Ask the client's model."""
+    message = SamplingMessage(role="user", content=TextContent(type="text", text=prompt))
+    result = await ctx.request_context.session.create_message([message], max_tokens=50)
+    return f"sampled: {result.content}"
 
 
 @app.tool()

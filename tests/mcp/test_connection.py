@@ -48,6 +48,7 @@ async def test_a_stdio_servers_tools_are_named_and_flagged_from_its_annotations(
         assert opened.failed == ()
         tools = {tool.name: tool for tool in opened.tools}
         assert sorted(tools) == [
+            "docs__ask",
             "docs__big",
             "docs__cancelled_calls",
             "docs__crash",
@@ -57,6 +58,7 @@ async def test_a_stdio_servers_tools_are_named_and_flagged_from_its_annotations(
             "docs__hold",
             "docs__post_comment",
             "docs__rewrite",
+            "docs__sample",
             "docs__search",
             "docs__slow",
             "docs__spawn",
@@ -180,6 +182,24 @@ async def test_a_server_whose_script_changed_is_not_started_again(tmp_path: Path
             "; MCP server 'docs' exited and is not started again: server_app.py, which it "
             "runs, changed since the session started it"
         )
+
+
+async def test_a_servers_elicitation_and_sampling_are_refused_and_its_tool_reads_so(
+    tmp_path: Path,
+) -> None:
+    # The client declares neither: the call that asks fails, in one line the model reads.
+    async with open_servers([stdio_server("docs")]) as opened:
+        with pytest.raises(ToolFailed) as asked:
+            await call(opened, "docs__ask", context(tmp_path), question="Which?")
+        with pytest.raises(ToolFailed) as sampled:
+            await call(opened, "docs__sample", context(tmp_path), prompt="Hi")
+        assert await call(opened, "docs__search", context(tmp_path), query="q") == (
+            "ok: docs found: q"
+        )
+    assert str(asked.value).startswith("MCP server 'docs' failed calling ask: ")
+    assert "elicitation" in str(asked.value)
+    assert str(sampled.value).startswith("MCP server 'docs' failed calling sample: ")
+    assert "sampling" in str(sampled.value)
 
 
 async def test_a_slow_call_times_out_and_oversized_output_is_refused(tmp_path: Path) -> None:
