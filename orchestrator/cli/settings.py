@@ -40,7 +40,6 @@ from orchestrator.errors import ConfigError
 from orchestrator.loop.plan import PlanLimits
 from orchestrator.state.settings import SessionSettings
 from orchestrator.team.trust import TrustStore, fingerprint
-from orchestrator.tools.scripts import scripts
 
 DEFAULT: Final = "default"
 """The source of a setting no layer sets."""
@@ -283,6 +282,8 @@ def _trusted(
 
 def _hook_scripts(hooks: Any, directory: Path) -> dict[str, str]:
     """The files in the project its hooks' commands run, with their content's digests."""
+    from orchestrator.tools.scripts import scripts  # (a project that widens: the tools')
+
     if not isinstance(hooks, list):
         return {}
     commands = [h.get("command") for h in hooks if isinstance(h, Mapping)]
@@ -296,6 +297,8 @@ def _hook_scripts(hooks: Any, directory: Path) -> dict[str, str]:
 def _server_scripts(wider: Leaves, merged: Leaves, directory: Path) -> dict[str, str]:
     """The files in the project its MCP servers' command lines run (`[mcp.servers.NAME]`
     `command` and `args`, set by the project or below it), with their content's digests."""
+    from orchestrator.tools.scripts import scripts  # (a project that widens: the tools')
+
     ran: dict[str, str] = {}
     for name in sorted({key[2] for key in wider if key[:2] == ("mcp", "servers") and len(key) > 3}):
         command = wider.get(("mcp", "servers", name, "command"))
