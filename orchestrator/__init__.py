@@ -89,6 +89,12 @@ if TYPE_CHECKING:  # events, what they carry, and the command line's renderers
         UserMessage,
     )
     from orchestrator.state.approvals import ApprovalDecided, ApprovalParked, RemoteRefused
+    from orchestrator.state.checkpoints import (
+        SessionForked,
+        WorkspaceCheckpointed,
+        WorkspaceRestored,
+        WorkspaceRestoring,
+    )
     from orchestrator.state.events import (
         AgentStarted,
         AssistantReplied,
@@ -257,6 +263,10 @@ _HOMES = {
     "McpPinned": "orchestrator.state.mcp",
     "McpToolsLoaded": "orchestrator.state.mcp",
     "PinnedTool": "orchestrator.state.mcp",
+    "SessionForked": "orchestrator.state.checkpoints",
+    "WorkspaceCheckpointed": "orchestrator.state.checkpoints",
+    "WorkspaceRestored": "orchestrator.state.checkpoints",
+    "WorkspaceRestoring": "orchestrator.state.checkpoints",
     "PlanSubmitted": "orchestrator.state.plans",
     "ReplanRequested": "orchestrator.state.plans",
     "CompactionStarted": "orchestrator.loop.compaction",
@@ -367,6 +377,7 @@ __all__ = [
     "ScriptedCall",
     "ScriptedModel",
     "ScriptedReply",
+    "SessionForked",
     "SessionInfo",
     "SessionReport",
     "SessionSettings",
@@ -406,6 +417,9 @@ __all__ = [
     "UsageUpdated",
     "UserMessage",
     "Verified",
+    "WorkspaceCheckpointed",
+    "WorkspaceRestored",
+    "WorkspaceRestoring",
     "approve",
     "approve_all",
     "assess",

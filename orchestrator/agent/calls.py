@@ -90,6 +90,7 @@ async def run_calls(
         if outcome.ends_turn and not ends_turn:
             ended_by = f"{call.name} (call {call.id})"
         ends_turn = ends_turn or outcome.ends_turn
+        await _checkpoint(state, ref, call, outcome.result, deps)
         await deps.events.emit(
             ToolCallFinished(
                 agent=state.id, ref=ref, result=outcome.result, delivers=outcome.delivers
@@ -138,6 +139,17 @@ async def run_calls(
                     )
                     await record(ref, call, Outcome(cancelled))
     return [finished[ref] for ref, _ in calls if ref in finished], ends_turn, parked
+
+
+async def _checkpoint(
+    state: AgentContext, ref: str, call: ToolCall, result: ToolResult, deps: TurnDeps
+) -> None:
+    """The workspace's files as the call left them, journaled just before its result, so
+    the result's point holds them (session/checkpoints.py)."""
+    if deps.checkpoint is not None:
+        taken = await deps.checkpoint(state.id, ref, call, deps.tools.get(call.name), result)
+        if taken is not None:
+            await deps.events.emit(taken)
 
 
 async def _start_call(state: AgentContext, ref: str, call: ToolCall, deps: TurnDeps) -> Parsed:

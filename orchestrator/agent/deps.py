@@ -15,8 +15,8 @@ from orchestrator.errors import ContextTooLong
 from orchestrator.messages import ToolCall, ToolResult
 from orchestrator.models.base import Model
 from orchestrator.state.context import AgentContext
-from orchestrator.state.events import EventSink
-from orchestrator.tools.base import ToolContext, ToolRegistry
+from orchestrator.state.events import Event, EventSink
+from orchestrator.tools.base import AnyTool, ToolContext, ToolRegistry
 from orchestrator.tools.permissions import (
     Answer,
     Approver,
@@ -79,6 +79,10 @@ class ToolHooks(Protocol):
         ...
 
 
+Checkpoint = Callable[[str, str, ToolCall, AnyTool | None, ToolResult], Awaitable[Event | None]]
+"""Takes a workspace checkpoint after a call (session/checkpoints.py)."""
+
+
 @dataclass
 class TurnDeps:
     """What a turn needs. `events` must fold what it is given into the agent's context
@@ -115,3 +119,7 @@ class TurnDeps:
     # What each request says after the context, for that request only (its agent's
     # calls running in the background): "" for nothing.
     note: Callable[[str], str] = lambda agent: ""
+    # Workspace checkpoints (session/checkpoints.py): given the agent, the call's ref,
+    # the call, its tool (None: unknown) and its result, the record to journal just
+    # before the result (None: no checkpoint, nothing changed). None: none are taken.
+    checkpoint: Checkpoint | None = None

@@ -26,6 +26,12 @@ from orchestrator.loop.compaction import CompactionStarted, ContextCompacted
 from orchestrator.loop.todos import TodoItem, TodoList, TodosChanged
 from orchestrator.messages import ToolResult
 from orchestrator.state.approvals import ApprovalDecided, ApprovalParked, RemoteRefused
+from orchestrator.state.checkpoints import (
+    SessionForked,
+    WorkspaceCheckpointed,
+    WorkspaceRestored,
+    WorkspaceRestoring,
+)
 from orchestrator.state.events import (
     AgentStarted,
     AssistantReplied,
@@ -140,6 +146,10 @@ class TranscriptSink:
                 | SessionStatusChanged()
                 | SettingsChosen()
                 | TaskUsed()
+                | WorkspaceCheckpointed()
+                | WorkspaceRestoring()
+                | WorkspaceRestored()
+                | SessionForked()
             ):
                 # The command line says how the session ended, once, in its summary (and
                 # a task on a worker's tokens there, counted by `task_usage`).

@@ -31,6 +31,7 @@ from orchestrator.messages import (
     plain,
 )
 from orchestrator.state.approvals import ApprovalRecords
+from orchestrator.state.checkpoints import CheckpointRecords
 from orchestrator.state.fallbacks import FallbackRecords
 from orchestrator.state.hooks import HookRecords
 from orchestrator.state.mailbox import MailRecords
@@ -255,6 +256,7 @@ Concepts = (
     | FallbackRecords
     | HookRecords
     | McpRecords
+    | CheckpointRecords
 )
 """Each concept's records, declared in its own module beside their fold: a new record kind
 joins its concept's union there, and so the unions below."""

@@ -104,6 +104,7 @@ class SessionState(SmallState):
             fallbacks=self.fallbacks,
             hooks=self.hooks,
             mcp=self.mcp,
+            checkpoints=self.checkpoints,
         )
         return encode_snapshot(snapshot)
 
@@ -131,6 +132,7 @@ class SessionState(SmallState):
         state.fallbacks = copy.deepcopy(snapshot.fallbacks)
         state.hooks = copy.deepcopy(snapshot.hooks)
         state.mcp = copy.deepcopy(snapshot.mcp)
+        state.checkpoints = copy.deepcopy(snapshot.checkpoints)
         for agent_id, summary in snapshot.agents.items():
             state.agents[agent_id] = AgentContext(
                 id=agent_id,
@@ -179,6 +181,7 @@ class SessionState(SmallState):
             "fallbacks": msgspec.to_builtins(self.fallbacks),
             "hooks": msgspec.to_builtins(self.hooks),
             "mcp": msgspec.to_builtins(self.mcp),
+            "checkpoints": msgspec.to_builtins(self.checkpoints),
             "agents": {
                 agent_id: {
                     "role": a.role,

@@ -24,6 +24,7 @@ from orchestrator.loop.plan_run import todo_status
 from orchestrator.loop.todos import TodoList, TodosChanged
 from orchestrator.messages import Usage
 from orchestrator.state.approvals import APPROVAL_FOLDS, Approvals, RemoteRefused
+from orchestrator.state.checkpoints import CHECKPOINT_FOLDS, Checkpoints
 from orchestrator.state.context import AgentContext, FoldError
 from orchestrator.state.events import (
     AgentStarted,
@@ -86,6 +87,7 @@ class SmallState:
         self.fallbacks = Fallbacks()  # the model each fallback chain that moved is on
         self.hooks = Hooked()  # hooks' decisions not acted on yet (state/hooks.py)
         self.mcp = McpState()  # MCP tools' pinned definitions, and the tools agents loaded
+        self.checkpoints = Checkpoints()  # workspace checkpoints, a restore, the fork link
 
     def todo_list(self, agent: str) -> TodoList:
         """The agent's todo list (empty when it has none yet)."""
@@ -318,6 +320,15 @@ def _mcp(fold: Callable[[McpState, int, Any], None]) -> Callable[[SmallState, in
     return apply
 
 
+def _checkpoint(
+    fold: Callable[[Checkpoints, int, Any], None],
+) -> Callable[[SmallState, int, Any], None]:
+    def apply(state: SmallState, seq: int, record: Any) -> None:
+        fold(state.checkpoints, seq, record)
+
+    return apply
+
+
 def _settings(state: SmallState, seq: int, record: SettingsChosen) -> None:
     state.settings = record.settings
 
@@ -347,6 +358,7 @@ SMALL_FOLDS: dict[type, Callable[[SmallState, int, Any], None]] = {
     **{kind: _fallback(fold) for kind, fold in FALLBACK_FOLDS.items()},
     **{kind: _hook(fold) for kind, fold in HOOK_FOLDS.items()},
     **{kind: _mcp(fold) for kind, fold in MCP_FOLDS.items()},
+    **{kind: _checkpoint(fold) for kind, fold in CHECKPOINT_FOLDS.items()},
 }
 """How each record changes the small state, by record type. Records of the conversation
 change contexts too (`CONTEXT_FOLDS`); every record kind is in one table or both."""

@@ -15,6 +15,7 @@ from orchestrator.loop.compaction import Breaker
 from orchestrator.loop.todos import TodoItem, TodoList
 from orchestrator.messages import Usage
 from orchestrator.state.approvals import Approvals
+from orchestrator.state.checkpoints import Checkpoints
 from orchestrator.state.fallbacks import Fallbacks
 from orchestrator.state.hooks import Hooked
 from orchestrator.state.mailbox import MailboxSummary
@@ -106,6 +107,9 @@ class Snapshot(msgspec.Struct, kw_only=True):
     hooks: Hooked = msgspec.field(default_factory=Hooked)
     # MCP tools' pinned definitions and each agent's loaded tools (state/mcp.py).
     mcp: McpState = msgspec.field(default_factory=McpState)
+    # Workspace checkpoints, a restore begun, the fork link (state/checkpoints.py;
+    # format 14).
+    checkpoints: Checkpoints = msgspec.field(default_factory=Checkpoints)
 
 
 @functools.cache

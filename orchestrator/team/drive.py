@@ -24,6 +24,7 @@ from orchestrator.errors import (
 )
 from orchestrator.loop.plan import check
 from orchestrator.messages import SystemMessage, Usage, UserMessage
+from orchestrator.session.checkpoints import Checkpointer
 from orchestrator.session.live import LiveSession
 from orchestrator.session.memory import MemorySession
 from orchestrator.state.events import (
@@ -282,6 +283,23 @@ def seat_of(live: Driven, settings: SessionSettings) -> Seat:
     )
 
 
+async def _with_checkpoints(live: Driven, seat: Seat, sink: EventSink) -> Seat:
+    """The seat with the session's workspace checkpoints, a restore a kill cut short
+    finished before any agent or task runs; a session in memory takes none."""
+    if not isinstance(live, LiveSession):
+        return seat
+    checkpoints = Checkpointer.of(live.directory, live.workspace, live.state, live.warn)
+    if checkpoints is not None:
+        await checkpoints.finish_restore(sink)
+    return dataclasses.replace(seat, checkpoints=checkpoints)
+
+
+async def _start_checkpoint(seat: Seat, sink: EventSink) -> None:
+    """The workspace as the run starts (the first run's stores every file)."""
+    if seat.checkpoints is not None:
+        await seat.checkpoints.at_start(sink)
+
+
 async def _drive(
     live: Driven, settings: RunSettings, sink: EventSink, screen: EventSink
 ) -> RunResult:
@@ -296,6 +314,7 @@ async def _drive(
     seat = seat_of(live, chosen)
     seat.policy(settings)  # the session's rules parse, else a ConfigError now
     check_definitions(settings)  # before any model call
+    seat = await _with_checkpoints(live, seat, sink)
     state = live.state
     planning = bool(
         settings.plan
@@ -318,6 +337,7 @@ async def _drive(
             await sink.emit(AgentStarted(agent=MAIN, role="main", messages=messages))
         await sink.emit(SessionStatusChanged(agent=MAIN, status="running"), durable=True)
         await live.set_status("running")  # `sessions list` shows it running, or stopped if killed
+        await _start_checkpoint(seat, sink)
         await decide(state, settings.approvals, sink)  # before the decided calls run
         if settings.on_team is not None:
             called = settings.on_team(team)

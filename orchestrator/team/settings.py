@@ -23,6 +23,7 @@ from orchestrator.loop.compaction import Window
 from orchestrator.loop.plan import LIMITS, Plan, PlanLimits
 from orchestrator.models.base import Model
 from orchestrator.redaction import Redactor
+from orchestrator.session.checkpoints import Checkpointer
 from orchestrator.state.events import EventSink, NullSink
 from orchestrator.state.mailbox import Caps
 from orchestrator.state.plans import PlanSource
@@ -182,6 +183,9 @@ class Seat:
     # (engine/other_tasks.py reads the others from the engine's database). None: the
     # team's tasks are all the session's.
     other_tasks: OtherTasks | None = None
+    # Takes the workspace's checkpoints after calls (session/checkpoints.py); None: none
+    # are taken (a session in memory, a task on a worker, no git).
+    checkpoints: Checkpointer | None = None
 
     @functools.cached_property
     def limits(self) -> Limits:

@@ -146,6 +146,7 @@ class Turns:
             durable_turn_end=agent == MAIN,
             usable=self._usable_of(role),
             note=self._note,
+            checkpoint=seat.checkpoints.after_call if seat.checkpoints is not None else None,
         )
         self._deps[agent] = deps
         return deps
