@@ -1,5 +1,5 @@
-"""The grammar of `orchestrator sessions ACTION`: list, show, watch, compact, verify,
-repair, delete."""
+"""The grammar of `orchestrator sessions ACTION`: list, show, watch, compact, points,
+fork, rewind, verify, repair, delete."""
 
 from __future__ import annotations
 
@@ -109,6 +109,7 @@ def add_sessions_parser(commands: Any) -> None:
         "cannot read; if the session had got further than its journal now goes, accept that "
         "loss explicitly. Takes the session's lock.",
     )
+    _add_time_travel(actions)
     _session_action(
         actions,
         "verify",
@@ -186,6 +187,54 @@ def _add_watch(actions: Any) -> None:
     )
     config_option(watch)
     sessions_option(watch)
+
+
+def _add_time_travel(actions: Any) -> None:
+    """`points`, `fork` and `rewind` (docs/time-travel.md)."""
+    points = _session_action(
+        actions,
+        "points",
+        "the points of a session to go back to",
+        "One line per point a person would go back to: the goal and each message you sent, "
+        "each plan version and decision, each task's delegation and end, each compaction, "
+        "each workspace checkpoint, each run's end; with its seq (the POINT of fork and "
+        "rewind), time and a summary.",
+    )
+    points.add_argument("--json", action="store_true", help="print one JSON object per point")
+    fork = _session_action(
+        actions,
+        "fork",
+        "a new session from a point of this one",
+        "Make a new session whose journal is session ID's up to POINT (its tasks as they "
+        "stood, running ones revived as after a crash, the mail as it stood), recorded as "
+        "forked from (ID, POINT). Session ID is never changed. Then resume the fork, with "
+        "--message to take another path.",
+    )
+    fork.add_argument("--at", type=count, required=True, metavar="POINT", help="a point's seq")
+    fork.add_argument(
+        "--workspace",
+        choices=("copy", "here", "none"),
+        default="copy",
+        help="copy (the default): the point's workspace checkpoint restored into a new "
+        "directory inside the fork; here: restored into the session's workspace, after a "
+        "checkpoint of it as it is (so the restore can be undone); none: files left alone",
+    )
+    rewind = _session_action(
+        actions,
+        "rewind",
+        "go back to a point, the workspace's files too",
+        "Fork session ID at POINT with its workspace restored here (fork --workspace here): "
+        "the conversation, tasks, mail, todos and the workspace's files as they were there, "
+        "including what shell commands changed. Says what the restore changed; the path "
+        "left stays session ID, the fork's parent.",
+    )
+    rewind.add_argument(
+        "--to",
+        type=count,
+        default=None,
+        metavar="POINT",
+        help="a point's seq (default: the start of the session's last run)",
+    )
 
 
 def _speed(text: str) -> float:

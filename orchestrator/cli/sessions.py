@@ -1,5 +1,6 @@
 """`orchestrator sessions list | show | verify | repair | delete` (and `compact`, in
-compact.py, and `watch`, in watch.py): look after sessions without running them."""
+compact.py, `watch`, in watch.py, and `points`, `fork` and `rewind`, in timetravel.py):
+look after sessions without running them."""
 
 from __future__ import annotations
 
@@ -222,6 +223,10 @@ def run_sessions(
             from orchestrator.cli.watch import watch
 
             return watch(args, root, load_prices)
+        case "points" | "fork" | "rewind":
+            from orchestrator.cli.timetravel import time_travel
+
+            return time_travel(args, root)
         case "repair":
             return _repair(root, args.session_id)
         case "verify":

@@ -49,6 +49,10 @@ class Manifest(msgspec.Struct, kw_only=True):
     """(format 14) The OpenTelemetry trace of the session, 32 hex digits, once a run of it
     was traced (docs/tracing.md): every later traced run continues that trace. Absent
     (never written) while no run has been."""
+    parent: str = ""
+    """(Format 14) The session this one was forked from ("" for one made afresh), and
+    the seq of its journal the fork goes on from (`sessions fork`, docs/time-travel.md)."""
+    parent_seq: int = 0
 
     def workspace_path(self, directory: Path) -> Path:
         """The workspace; a relative one lives inside the session directory."""
@@ -92,7 +96,8 @@ def write_manifest(
 ) -> None:
     """Replace `session.json` atomically; with `sync`, durably (a copy brought up to the
     journal needs no fsync: lost, it is derived again); `sync_rename` as `write_atomic`'s."""
-    data = orjson.dumps(
-        msgspec.to_builtins(manifest), option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE
-    )
+    fields = msgspec.to_builtins(manifest)
+    if not manifest.parent:  # (only a fork's manifest names a parent)
+        del fields["parent"], fields["parent_seq"]
+    data = orjson.dumps(fields, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
     write_atomic(directory / MANIFEST, data, sync=sync, sync_rename=sync_rename)
