@@ -6,7 +6,7 @@ import argparse
 from datetime import UTC, datetime
 from pathlib import Path
 
-import orjson
+import msgspec
 
 from orchestrator.cli.out import session_ref
 from orchestrator.session.fork import Forked, fork, rewind
@@ -30,7 +30,7 @@ def points(root: Path, session_id: str, *, as_json: bool) -> int:
     found = session_points(session_dir(root, session_id))
     if as_json:
         for point in found:
-            print(orjson.dumps(point).decode())
+            print(msgspec.json.encode(point).decode())
         return 0
     if not found:
         print(f"{session_id} has no points yet")

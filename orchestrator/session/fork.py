@@ -173,7 +173,7 @@ def _make(
         changes = shadow.changes(before.tree, tree)
     if mode != "none":
         records.append(WorkspaceRestoring(agent=_MAIN, tree=tree, point=at, workspace=shown))
-    append_batch(journal, [(r.kind, r.agent, r.journal_body()) for r in records])
+    append_batch(journal, [(r.kind, r.agent, r.journal_body()) for r in records], each=True)
     stamp = now_stamp(now)
     write_manifest(
         hidden,

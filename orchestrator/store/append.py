@@ -15,15 +15,17 @@ from orchestrator.store._line import encode
 from orchestrator.store.scan import scan_journal
 
 
-def append_batch(path: Path, records: Sequence[tuple[str, str, dict[str, Any]]]) -> int:
+def append_batch(
+    path: Path, records: Sequence[tuple[str, str, dict[str, Any]]], *, each: bool = False
+) -> int:
     """Append `records` (kind, agent, body) as one batch after the journal's last
-    committed record, and make it durable; returns the batch's last seq. A torn tail is
-    cut first, as a resume would cut it. The caller holds the session's lock (or made
-    the session). Blocking."""
+    committed record (with `each`, as a batch of one each), and make it durable; returns
+    the batch's last seq. A torn tail is cut first, as a resume would cut it. The caller
+    holds the session's lock (or made the session). Blocking."""
     scan = scan_journal(path)
     stamp = int(time.time() * 1000)
     data = b"".join(
-        encode(scan.last_seq + n, stamp, kind, agent, body, end=n == len(records))
+        encode(scan.last_seq + n, stamp, kind, agent, body, end=each or n == len(records))
         for n, (kind, agent, body) in enumerate(records, 1)
     )
     created = not path.exists()
