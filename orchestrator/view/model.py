@@ -26,6 +26,12 @@ from orchestrator.loop.todos import TodosChanged
 from orchestrator.messages import ToolCall, Usage
 from orchestrator.session import shown
 from orchestrator.session.runs import Runs, ran
+from orchestrator.state.checkpoints import (
+    SessionForked,
+    WorkspaceCheckpointed,
+    WorkspaceRestored,
+    WorkspaceRestoring,
+)
 from orchestrator.state.events import (
     AgentStarted,
     AssistantReplied,
@@ -71,6 +77,7 @@ WAITING_TOOLS = frozenset({"wait_tasks"})
 SESSION_EVENTS: frozenset[type] = frozenset(
     {SessionStatusChanged, PlanSubmitted, PlanDecided, ReplanRequested, MessagePosted}
     | {SettingsChosen, PermissionGranted, Notice, EngineWaiting, EngineBack}
+    | {WorkspaceCheckpointed, WorkspaceRestoring, WorkspaceRestored, SessionForked}
 )
 """The events of the session itself (`_session_event`): they make no agent appear. Told
 apart by their type before any `match`, which costs a test per case."""

@@ -130,7 +130,7 @@ async def test_totals_per_subtree_and_the_status_line(
     assert whole.cost == pytest.approx(result.cost)
     assert model.subtree("t1").tokens == own[1].tokens > 0
     line = model.status_line(now=10_000.0)
-    assert re.fullmatch(r"2 done · 1 failed · [\d.]+k? tokens · \$0\.\d+ · \d+s", line), line
+    assert re.fullmatch(r"2 done · 1 failed · [\d.]+k? tokens · \$0\.\d+ · (\d+m)?\d+s", line), line
     assert model.status == "completed"
     # The mailbox as it flowed: the last messages, with their senders and recipients.
     flow = [(m.kind, m.sender, m.recipient) for m in model.mail]
