@@ -125,8 +125,11 @@ class Shadow:
             return
         self.store.mkdir(mode=0o700, exist_ok=True)
         self.git("init", "-q", "--bare", "--template=", str(self.git_dir), tree=False)
-        for key, value in _CONFIG:
-            self.git("config", key, value)
+        # (Written at once: a `git config` per key is a process each.)
+        with (self.git_dir / "config").open("a") as config:
+            for key, value in _CONFIG:
+                section, name = key.split(".")
+                config.write(f"[{section}]\n\t{name} = {value}\n")
         exclude = self.git_dir / "info" / "exclude"
         exclude.parent.mkdir(exist_ok=True)
         # What the change check skips too (tools/walk.py's SKIP_DIRS): caches, and
@@ -151,16 +154,29 @@ class Shadow:
         """Checkpoint the workspace: only `paths` (workspace-relative; the file tools')
         when given, else every file. Returns the tree and what was left out."""
         self.ensure()
-        listed = self.git(
-            "ls-files", "-z", "-m", "-d", "-o", "--exclude-standard", "--", *(paths or ())
-        )
-        add, drop, left_out = self._sort(_split(listed))
+        if paths:  # (known to have changed: no need to ask git which did)
+            add, drop, left_out = self._sort(paths)
+            if add:
+                self._add_known(add)
+            add = []
+        else:
+            listed = self.git("ls-files", "-z", "-m", "-d", "-o", "--exclude-standard")
+            add, drop, left_out = self._sort(_split(listed))
         if add:
             self.git("update-index", "-z", "--add", "--remove", "--stdin", data=_joined(add))
         if drop:
             self.git("update-index", "-z", "--force-remove", "--stdin", data=_joined(drop))
         tree = self.git("write-tree").decode().strip()
         return Capture(tree, tuple(left_out))
+
+    def _add_known(self, paths: Sequence[str]) -> None:
+        """`git add` the paths (a deleted one removed): it refuses those `.gitignore`
+        ignores, which is what is wanted, and says so by failing."""
+        try:
+            self.git("add", "-A", "--", *paths)
+        except SessionError as exc:
+            if "ignored by one of your .gitignore files" not in str(exc):
+                raise
 
     def _sort(self, candidates: Iterable[str]) -> tuple[list[str], list[str], list[str]]:
         """Which candidates to store (or remove: deleted), which to drop from the index
