@@ -39,6 +39,21 @@ RUNS: tuple[tuple[tuple[str, ...], str], ...] = (
         "rounds ms/round",
     ),
     ((f"{HERE}/bench_call.py", "--runs", "1"), "session files of one durable run"),
+    (
+        (
+            "-m",
+            "tests.benchmarks.bench_checkpoints",
+            "--files",
+            "20",
+            "--mb",
+            "1",
+            "--runs",
+            "1",
+            "--records",
+            "100",
+        ),
+        "fork / load",
+    ),
     ((f"{HERE}/bench_bytes.py",), "The demo's requests by role"),
     ((f"{HERE}/bench_aio.py", "--runs", "1", "--rounds", "5"), "asyncio / trio"),
     (
