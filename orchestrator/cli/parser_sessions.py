@@ -12,7 +12,7 @@ from orchestrator.cli.options import config_option, count, sessions_option
 def add_sessions_parser(commands: Any) -> None:
     sessions = commands.add_parser(
         "sessions",
-        help="list, show, watch, compact, verify or repair sessions",
+        help="list, show, watch, compact, verify or repair sessions; fork or rewind one",
         description="Look at the sessions under the sessions root.",
     )
     actions = sessions.add_subparsers(dest="action", metavar="ACTION")

@@ -1,5 +1,6 @@
 """A session on disk: the live session that journals and folds, replay, migrations of
-older formats, the listing of sessions and the report that `sessions show` prints.
+older formats, the listing of sessions and the report that `sessions show` prints, and
+time travel (workspace checkpoints, points, fork and rewind).
 """
 
 from __future__ import annotations
@@ -10,16 +11,23 @@ from orchestrator._face import lazy
 
 if TYPE_CHECKING:
     from orchestrator.session.check import repair, verify
+    from orchestrator.session.fork import Forked, fork, rewind
     from orchestrator.session.inspection import SessionReport, session_report
     from orchestrator.session.ledger import usage_ledger
     from orchestrator.session.listing import SessionInfo, list_sessions
     from orchestrator.session.live import LiveSession, create_session, open_session
     from orchestrator.session.memory import MemorySession
     from orchestrator.session.migrations import MIGRATIONS, migrate
+    from orchestrator.session.points import Point, session_points
     from orchestrator.session.replay import load, load_state, mail_history
     from orchestrator.session.report import describe, quick_describe
 
 _HOMES = {
+    "Forked": "fork",
+    "Point": "points",
+    "fork": "fork",
+    "rewind": "fork",
+    "session_points": "points",
     "LiveSession": "live",
     "verify": "check",
     "repair": "check",
@@ -41,13 +49,16 @@ _HOMES = {
 }
 
 __all__ = [
-    "MIGRATIONS",
+    "Forked",
     "LiveSession",
+    "MIGRATIONS",
     "MemorySession",
+    "Point",
     "SessionInfo",
     "SessionReport",
     "create_session",
     "describe",
+    "fork",
     "list_sessions",
     "load",
     "load_state",
@@ -56,6 +67,8 @@ __all__ = [
     "open_session",
     "quick_describe",
     "repair",
+    "rewind",
+    "session_points",
     "session_report",
     "usage_ledger",
     "verify",
