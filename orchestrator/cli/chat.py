@@ -121,6 +121,7 @@ class Chat:
         self.focus: Focus | None = None  # the transcript's filter, when one is shown
         self.result: RunResult | None = None
         self.left = False
+        self.switch_to: str | None = None  # the fork `/rewind` made: the chat goes on there
         self._running = False
         self._scope: trio.CancelScope | None = None
         self._armed = False  # Ctrl+C once with nothing running: once more leaves

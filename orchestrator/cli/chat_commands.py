@@ -47,6 +47,8 @@ Type a message for the main agent (while it works, or to follow up when it is do
   /todos move ID POSITION      move an item (1: the first)
   /compact [AGENT]             compact the main agent's context (or AGENT's) now
   /budget                      what the session used, against its budgets
+  /rewind [POINT]              the last points; back to one, the files too (the
+                               chat goes on in the fork, the path left stays)
   /quit                        leave: a running turn is stopped, the session stays
                                resumable (orchestrator chat --resume ID)
 Ctrl+C stops the running turn; twice leaves. Up and down walk the input history."""
@@ -71,6 +73,10 @@ class Commands:
         name, _, rest = line[1:].partition(" ")
         if name in ("quit", "exit", "q"):
             return False
+        if name == "rewind":
+            from orchestrator.cli.chat_rewind import rewind
+
+            return await rewind(self.chat, rest.strip())
         handlers = {
             "help": self._help,
             "?": self._help,

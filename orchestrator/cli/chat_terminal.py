@@ -115,9 +115,13 @@ async def _chat(
                         return EXIT_OK
                     session_id = new.create(goal, say=_say, source="chat")
                     definitions = new.definitions
-                code = await _chatting(
-                    args, root, config, session_id, definitions, changes, line, typed, resumed
-                )
+                while True:  # (again in the fork a /rewind made)
+                    code, fork = await _chatting(
+                        args, root, config, session_id, definitions, changes, line, typed, resumed
+                    )
+                    if fork is None:
+                        break
+                    session_id, definitions, resumed = fork, None, True
                 nursery.cancel_scope.cancel()
                 return code
         finally:
@@ -156,8 +160,9 @@ async def _chatting(
     line: InputLine,
     typed: trio.MemoryReceiveChannel[Typed],
     resumed: bool = False,
-) -> int:
-    """Chat in `session_id` (a `resumed` one shows its conversation so far first)."""
+) -> tuple[int, str | None]:
+    """Chat in `session_id` (a `resumed` one shows its conversation so far first): the
+    exit code, and the fork to chat in next when the person rewound."""
     durability = Durability(args.durability)
     async with (
         open_session(root, session_id, durability=durability, warn=_say) as live,
@@ -203,6 +208,8 @@ async def _chatting(
         places = [("workspace", live.manifest.workspace_path(live.directory))]
         places.append(("session", live.directory))
         cost = spent(live.state.usage_by_model, config.prices)
+    if chat.switch_to is not None:
+        return EXIT_OK, chat.switch_to
     # Summed up as a run's end is (a turn stopped and not gone on with: interrupted).
     result = None if chat.running else chat.result
     status, detail = ("interrupted", "") if result is None else (result.status, result.detail)
@@ -211,8 +218,8 @@ async def _chatting(
     for ending in summary(session_id, status, detail, places=places, spent=cost, steps=steps):
         _say(ending)
     if result is None:
-        return 130
-    return EXIT_CODES.get(result.status, EXIT_OK if result.status == "completed" else 1)
+        return 130, None
+    return EXIT_CODES.get(result.status, EXIT_OK if result.status == "completed" else 1), None
 
 
 def _say(text: str) -> None:

@@ -49,9 +49,9 @@ _HOMES = {
 }
 
 __all__ = [
+    "MIGRATIONS",
     "Forked",
     "LiveSession",
-    "MIGRATIONS",
     "MemorySession",
     "Point",
     "SessionInfo",

@@ -359,3 +359,34 @@ async def test_leaving_stops_a_running_turn(tmp_path: Path, typed: Typed) -> Non
             await s.ended.wait()
         assert s.chat.left
         assert s.live.state.status == "interrupted"
+
+
+async def test_rewind_lists_the_points_and_goes_back_to_one_with_the_files(
+    tmp_path: Path,
+) -> None:
+    def respond(request: ModelRequest) -> ScriptedReply:
+        if request.step == 0:
+            return reply("writing", c("write_file", path="a.txt", content="new\n"))
+        return reply("written")
+
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "a.txt").write_text("old\n")
+    async with chatting(tmp_path, respond, approve=True) as s:
+        await s.said.until(lambda: s.chat.questions.waiting)
+        await s.type("y")
+        await s.said.wait_for("^— completed")
+        assert (tmp_path / "ws" / "a.txt").read_text() == "new\n"
+        await s.type("/rewind")
+        listed = await s.said.wait_for("/rewind POINT goes back")
+        start = re.search(r"(\d+)  checkpoint  workspace as a run started", listed)
+        assert start is not None, listed
+        assert re.search(r"\d+  checkpoint  workspace after main's write_file", listed)
+        await s.type("/rewind x")
+        await s.said.wait_for("takes a point's number")
+        await s.type(f"/rewind {start[1]}")
+        done = await s.said.wait_for("^rewound to point")
+        await s.ended.wait()  # the chat goes on in the fork: this one is left
+        assert "  overwritten a.txt" in done
+        assert s.chat.switch_to is not None
+        assert s.chat.switch_to in done
+        assert (tmp_path / "ws" / "a.txt").read_text() == "old\n"

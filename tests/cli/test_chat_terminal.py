@@ -151,3 +151,30 @@ def test_a_reply_streamed_slowly_stays_on_the_screen(tmp_path: Path, chat: list[
     assert not any(line.startswith("›") and "Writing" in line for line in lines)
     t.type(b"/quit\r")
     assert t.finish() == 0
+
+
+def test_rewind_goes_on_chatting_in_the_fork(tmp_path: Path, chat: list[Terminal]) -> None:
+    made = {"name": "shell", "arguments": {"command": "echo made > gen.txt"}}
+    model = script(tmp_path, [{"text": "Making it.", "tool_calls": [made]}, {"text": "Made."}])
+    t = start(chat, tmp_path, "make gen.txt", "-m", model, "--yes")
+    t.see("— completed")
+    assert (tmp_path / "ws" / "gen.txt").exists()
+    t.type(b"/rewind\r")
+    t.see("/rewind POINT goes back to one")
+    [start_point] = [
+        line.split()[0] for line in t.lines() if "checkpoint  workspace as a run started" in line
+    ]
+    t.type(f"/rewind {start_point}\r".encode())
+    t.see("removed     gen.txt")
+    assert not (tmp_path / "ws" / "gen.txt").exists()
+    # The chat goes on in the fork, from the run's start: the script's run again.
+    t.see_that(lambda lines: lines.count("Made.") == 2, "the fork's run")
+    t.see_that(lambda lines: sum(line.startswith("— completed") for line in lines) == 2, "its end")
+    assert (tmp_path / "ws" / "gen.txt").exists()
+    sessions = {p.name for p in (tmp_path / "s").iterdir() if p.is_dir()}
+    t.type(b"/quit\r")
+    assert t.finish() == 0
+    text = t.text().replace("\n", "")
+    [parent] = [s for s in sessions if f"the path left stays session {s}" in text]
+    [fork] = sessions - {parent}
+    assert f"continue it with: orchestrator chat --resume {fork}" in text
