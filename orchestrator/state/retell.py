@@ -5,6 +5,7 @@ journals of its tasks on workers (engine/remote.py) as it reads them."""
 from __future__ import annotations
 
 from orchestrator.messages import ToolCall, ToolResult
+from orchestrator.state.checkpoints import WorkspaceCheckpointed
 from orchestrator.state.context import call_ref
 from orchestrator.state.events import (
     AssistantReplied,
@@ -46,6 +47,15 @@ class RecordEvents:
                 return [(seq, self._start(record.agent, ref, replied, idempotent=False))]
             case CallResult(ref=ref):
                 return self._ended(seq, record)
+            case WorkspaceCheckpointed(ref=ref) if ref in self._calls:
+                # (taken after its call ran, before its result: a start not journaled
+                # is told before it, where the run emitted it)
+                told: list[tuple[int | None, Event]] = []
+                if ref not in self._started:
+                    self._started.add(ref)
+                    call = self._calls[ref]
+                    told.append((None, self._start(record.agent, ref, call, idempotent=True)))
+                return [*told, (seq, record)]
             case _:
                 return [(seq, record)]
 
