@@ -1,5 +1,5 @@
 """The grammar of `orchestrator sessions ACTION`: list, show, watch, compact, points,
-fork, rewind, verify, repair, delete."""
+fork, rewind, export, import, verify, repair, delete."""
 
 from __future__ import annotations
 
@@ -190,7 +190,7 @@ def _add_watch(actions: Any) -> None:
 
 
 def _add_time_travel(actions: Any) -> None:
-    """`points`, `fork` and `rewind` (docs/time-travel.md)."""
+    """`points`, `fork`, `rewind`, `export` and `import` (docs/time-travel.md)."""
     points = _session_action(
         actions,
         "points",
@@ -228,6 +228,33 @@ def _add_time_travel(actions: Any) -> None:
         "including what shell commands changed. Says what the restore changed; the path "
         "left stays session ID, the fork's parent.",
     )
+    export = _session_action(
+        actions,
+        "export",
+        "a session as one file: a readable transcript, or a portable bundle",
+        "--format md: a readable transcript of every agent, the task tree and the plan "
+        "(secrets were redacted before they were journaled). --format json: a bundle of the "
+        "manifest, journal, snapshot and workspace checkpoints that `sessions import` "
+        "takes; the workspace's files only with --with-files.",
+    )
+    export.add_argument("--format", choices=("md", "json"), default="md")
+    export.add_argument(
+        "-o", "--output", default=None, metavar="FILE", help="write it to FILE (default: stdout)"
+    )
+    export.add_argument(
+        "--with-files",
+        action="store_true",
+        help="json: the workspace's files too. They are not redacted: a .env that .gitignore "
+        "does not name is in them",
+    )
+    importing = actions.add_parser(
+        "import",
+        help="register a session from a bundle (sessions export --format json)",
+        description="Check the bundle's journal as `sessions verify` does, then register "
+        "the session under its own id, or a new one when that is taken.",
+    )
+    importing.add_argument("file", metavar="FILE", help="the bundle")
+    sessions_option(importing)
     rewind.add_argument(
         "--to",
         type=count,

@@ -188,7 +188,7 @@ def _delete(root: Path, session_id: str) -> int:
 def run_sessions(
     args: argparse.Namespace, root: Path, load_prices: Callable[[], Mapping[str, Price]]
 ) -> int:
-    if args.action not in ("list", "watch"):  # (watch finds its own, after its checks)
+    if args.action not in ("list", "watch", "import"):  # (watch finds its own, after its checks)
         # An id, the start of one, or --last: the one session meant, named in full.
         args.session_id = find_session(root, args.session_id, last=getattr(args, "last", False))
     match args.action:
@@ -223,7 +223,7 @@ def run_sessions(
             from orchestrator.cli.watch import watch
 
             return watch(args, root, load_prices)
-        case "points" | "fork" | "rewind":
+        case "points" | "fork" | "rewind" | "export" | "import":
             from orchestrator.cli.timetravel import time_travel
 
             return time_travel(args, root)

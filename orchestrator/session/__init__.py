@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from orchestrator._face import lazy
 
 if TYPE_CHECKING:
+    from orchestrator.session.bundle import Imported, export_bundle, import_bundle
     from orchestrator.session.check import repair, verify
     from orchestrator.session.fork import Forked, fork, rewind
     from orchestrator.session.inspection import SessionReport, session_report
@@ -23,6 +24,9 @@ if TYPE_CHECKING:
     from orchestrator.session.report import describe, quick_describe
 
 _HOMES = {
+    "Imported": "bundle",
+    "export_bundle": "bundle",
+    "import_bundle": "bundle",
     "Forked": "fork",
     "Point": "points",
     "fork": "fork",
@@ -51,6 +55,7 @@ _HOMES = {
 __all__ = [
     "MIGRATIONS",
     "Forked",
+    "Imported",
     "LiveSession",
     "MemorySession",
     "Point",
@@ -58,7 +63,9 @@ __all__ = [
     "SessionReport",
     "create_session",
     "describe",
+    "export_bundle",
     "fork",
+    "import_bundle",
     "list_sessions",
     "load",
     "load_state",
