@@ -76,10 +76,11 @@ class Checkpointer:
             return await self._take(agent, "call", ref, list(result.changed))
         return await self._take(agent, "call", ref, None)
 
-    async def at_start(self, sink: EventSink) -> None:
-        """As a run starts: checkpoint the workspace as it is (the first run's stores
-        every file)."""
-        taken = await self._take(MAIN, "start", "", None)
+    async def at_start(self, sink: EventSink, why: CheckpointWhy = "start") -> None:
+        """As a run starts (the first run's stores every file), or as the main agent's
+        work ends (`why` `end`: what calls in the background changed since): the
+        workspace as it is, when it changed."""
+        taken = await self._take(MAIN, why, "", None)
         if taken is not None:
             await sink.emit(taken)
 

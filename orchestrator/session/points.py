@@ -171,7 +171,7 @@ def _checkpoint(r: dict[str, Any], calls: dict[str, str]) -> Said:
     if why == "call":
         tool = calls.get(r.get("ref", ""), "a call")
         return "checkpoint", f"workspace after {r['a']}'s {tool} ({r.get('ref', '')}): {tree}{left}"
-    what = {"start": "as a run started", "restore": "before a restore", "turn": "at a turn's end"}
+    what = {"start": "as a run started", "restore": "before a restore", "end": "as a run ended"}
     return "checkpoint", f"workspace {what.get(why, why)}: {tree}{left}"
 
 

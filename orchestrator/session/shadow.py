@@ -135,11 +135,16 @@ class Shadow:
         # What the change check skips too (tools/walk.py's SKIP_DIRS): caches, and
         # environments rebuilt rather than restored.
         lines = [".git/", "__pycache__/", ".mypy_cache/", ".venv/", "node_modules/"]
-        try:  # the store itself, when the workspace holds the session (`--workspace .`)
-            inside = self.store.resolve().relative_to(self.workspace.resolve())
-            lines.append(f"/{inside.as_posix()}/")
-        except ValueError:
-            pass
+        # The sessions, when the workspace holds them (`-w .` with the sessions root in
+        # it): their journals are never a workspace's files, nor restored over.
+        session = self.store.resolve().parent
+        for kept in (session, session.parent):
+            try:
+                inside = kept.relative_to(self.workspace.resolve())
+            except ValueError:
+                continue
+            if inside.parts:
+                lines.append(f"/{inside.as_posix()}/")
         exclude.write_text("\n".join(lines) + "\n")
         (self.git_dir / "ready").touch()
 

@@ -22,14 +22,14 @@ import msgspec
 
 from orchestrator.eventbase import EventBase
 
-CheckpointWhy = Literal["call", "start", "restore", "turn"]
+CheckpointWhy = Literal["call", "start", "restore", "end"]
 ForkWorkspace = Literal["copy", "here", "none"]
 
 
 class WorkspaceCheckpointed(EventBase, frozen=True, tag="workspace_checkpoint"):
     """Record: the workspace was captured as checkpoint `tree` (its id in the session's
     store), `why`: after the call `ref` of `agent` (`call`), as a run started
-    (`start`), before a restore (`restore`), or as the main agent's turn ended (`turn`);
+    (`start`), before a restore (`restore`), or as the main agent's work ended (`end`);
     `left_out`: the paths the caps kept out (each with why, one line)."""
 
     tree: str

@@ -294,10 +294,11 @@ async def _with_checkpoints(live: Driven, seat: Seat, sink: EventSink) -> Seat:
     return dataclasses.replace(seat, checkpoints=checkpoints)
 
 
-async def _start_checkpoint(seat: Seat, sink: EventSink) -> None:
-    """The workspace as the run starts (the first run's stores every file)."""
+async def _start_checkpoint(seat: Seat, sink: EventSink, *, end: bool = False) -> None:
+    """The workspace as the run starts (the first run's stores every file), or with
+    `end` as the main agent's work ends."""
     if seat.checkpoints is not None:
-        await seat.checkpoints.at_start(sink)
+        await seat.checkpoints.at_start(sink, why="end" if end else "start")
 
 
 async def _drive(
@@ -356,6 +357,7 @@ async def _drive(
         if settings.answer is not None:
             await offer_open_questions(team.state, settings.answer, team.answer)
         outcome = await run_main(team)
+        await _start_checkpoint(seat, sink, end=True)  # (what calls in the background did)
     return _main_result(outcome, live)
 
 

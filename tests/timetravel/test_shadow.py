@@ -108,3 +108,15 @@ def test_without_git_checkpoints_are_off_with_one_line(
     said: list[str] = []
     assert Checkpointer.of(tmp_path, tmp_path, SessionState(), said.append) is None
     assert said == ["workspace checkpoints are off: git is not installed (everything else works)"]
+
+
+def test_sessions_kept_in_the_workspace_are_never_its_files(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    session = ws / "sessions" / "20261129T000000-abcdef"
+    session.mkdir(parents=True)
+    (session / "journal.jsonl").write_text("{}\n")
+    (ws / "sessions" / "other.txt").write_text("another session's")
+    (ws / "a.txt").write_text("mine")
+    store = Shadow(session / "files", ws)
+    taken = store.capture()
+    assert store.git("ls-tree", "-r", "--name-only", taken.tree).decode().split() == ["a.txt"]
