@@ -43,7 +43,15 @@ from orchestrator.state.checkpoints import (
     WorkspaceRestoring,
 )
 from orchestrator.state.manifest import Manifest, now_stamp, read_manifest, write_manifest
-from orchestrator.store import SessionLock, is_session_id, new_session_id, scan_journal, session_dir
+from orchestrator.store import (
+    JournalMark,
+    SessionLock,
+    is_session_id,
+    new_session_id,
+    scan_journal,
+    session_dir,
+)
+from orchestrator.store._fs import sync_dir, write_all
 from orchestrator.store.append import append_batch
 
 HIDDEN = ".fork-"  # a fork being made (not a session id: never listed)
@@ -88,7 +96,7 @@ def fork(
     if pending is not None:
         return pending
     _clear_leftovers(root, session_id, at)
-    scan = scan_journal(parent_dir / JOURNAL)
+    scan = scan_journal(parent_dir / JOURNAL, mark=_snapshot_mark(parent_dir))
     lines = scan.lines
     if not 1 <= at <= len(lines):
         raise SessionError(
@@ -96,14 +104,18 @@ def fork(
         )
     if b',"more":1,"crc":"' in lines[at - 1]:
         raise SessionError(f"seq {at} of session {session_id} is inside a batch: fork at its end")
-    _refuse_workers(session_id, lines[:at])
-    tree = _tree_at(lines[:at])
+    # (the journal only grows: its first `at` lines are the ones just checked)
+    size = sum(map(len, lines[:at])) + at
+    with (parent_dir / JOURNAL).open("rb") as journal:
+        prefix = journal.read(size)
+    _refuse_workers(session_id, prefix)
+    tree = _tree_at(prefix)
     if workspace != "none" and not tree:
         raise SessionError(
             f"session {session_id} has no workspace checkpoint at or before seq {at} (made "
             "before checkpoints, or without git): fork with --workspace none"
         )
-    return _make(root, parent_dir, manifest, lines[:at], at, tree, workspace, now)
+    return _make(root, parent_dir, manifest, prefix, at, tree, workspace, now)
 
 
 def rewind(root: Path, session_id: str, at: int | None = None) -> Forked:
@@ -127,7 +139,7 @@ def _make(
     root: Path,
     parent_dir: Path,
     manifest: Manifest,
-    prefix: list[bytes],
+    prefix: bytes,
     at: int,
     tree: str,
     mode: ForkWorkspace,
@@ -151,7 +163,7 @@ def _make(
     journal = hidden / JOURNAL
     fd = os.open(journal, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     try:
-        os.write(fd, b"\n".join(prefix) + b"\n")
+        write_all(fd, prefix)
     finally:
         os.close(fd)
     records: list[Any] = [SessionForked(agent=_MAIN, parent=manifest.id, at=at, workspace=mode)]
@@ -173,7 +185,8 @@ def _make(
         changes = shadow.changes(before.tree, tree)
     if mode != "none":
         records.append(WorkspaceRestoring(agent=_MAIN, tree=tree, point=at, workspace=shown))
-    append_batch(journal, [(r.kind, r.agent, r.journal_body()) for r in records], each=True)
+    items = [(r.kind, r.agent, r.journal_body()) for r in records]
+    append_batch(journal, items, each=True, after=(at, len(prefix)))
     stamp = now_stamp(now)
     write_manifest(
         hidden,
@@ -191,7 +204,7 @@ def _make(
     directory = session_dir(root, new_id)
     os.rename(hidden, directory)  # listed from here on
     (directory / "fork.json").unlink()
-    _sync_dir(root)
+    sync_dir(root)
     if mode == "copy":
         workspace = directory / "workspace"
     made = Forked(new_id, directory, manifest.id, at, workspace, tree, tuple(changes))
@@ -257,31 +270,43 @@ def _clear_leftovers(root: Path, parent: str, at: int) -> None:
             shutil.rmtree(hidden, ignore_errors=True)
 
 
-def _tree_at(prefix: list[bytes]) -> str:
+def _tree_at(prefix: bytes) -> str:
     """The workspace checkpoint in force at the prefix's end."""
-    for line in reversed(prefix):
-        if b'"k":"workspace_checkpoint"' in line or b'"k":"workspace_restored"' in line:
-            return str(orjson.loads(line)["tree"])
-    return ""
+    found = max(
+        prefix.rfind(b'"k":"workspace_checkpoint"'), prefix.rfind(b'"k":"workspace_restored"')
+    )
+    return str(orjson.loads(_line_at(prefix, found))["tree"]) if found >= 0 else ""
 
 
-def _refuse_workers(session_id: str, prefix: list[bytes]) -> None:
+def _refuse_workers(session_id: str, prefix: bytes) -> None:
     """A session whose tasks ran on workers keeps their journals in the engine's
     database, which a fork would not carry: refused, saying so."""
-    for line in reversed(prefix):
-        if b'"k":"settings"' in line:
-            settings = orjson.loads(line).get("settings", {})
-            if settings.get("engine_workers"):
-                raise SessionError(
-                    f"session {session_id} ran its tasks on workers (--engine dbos --workers): "
-                    "their journals are in the engine's database, which a fork does not copy"
-                )
-            return
+    found = prefix.rfind(b'"k":"settings"')
+    if found < 0:
+        return
+    settings = orjson.loads(_line_at(prefix, found)).get("settings", {})
+    if settings.get("engine_workers"):
+        raise SessionError(
+            f"session {session_id} ran its tasks on workers (--engine dbos --workers): "
+            "their journals are in the engine's database, which a fork does not copy"
+        )
 
 
-def _sync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
+def _line_at(data: bytes, offset: int) -> bytes:
+    """The whole line of `data` that holds `offset`."""
+    start = data.rfind(b"\n", 0, offset) + 1
+    end = data.find(b"\n", offset)
+    return data[start : end if end >= 0 else len(data)]
+
+
+def _snapshot_mark(directory: Path) -> JournalMark | None:
+    """The journal's mark the snapshot names: the prefix it covers is then checked by
+    one CRC, as a resume checks it (a mark the file does not hold is no harm: every line
+    is checked then)."""
     try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        mark = orjson.loads((directory / "snapshot.json").read_bytes()).get("journal")
+    except (OSError, orjson.JSONDecodeError, AttributeError):
+        return None
+    if isinstance(mark, list) and len(mark) == 3 and all(isinstance(v, int) for v in mark):
+        return JournalMark(*mark)
+    return None
