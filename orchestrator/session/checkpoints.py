@@ -4,14 +4,16 @@ and as each run starts, the workspace is captured into the session's store
 state/checkpoints.py) just before the call's result, so that the point of the result
 holds the files as they were after it.
 
-After `write_file` and `edit_file` only the path the tool wrote is looked at; after any
-other tool that may change the workspace (`shell`, an MCP server's), the whole of it, by
-`git`'s stat scan (no file is read when nothing changed). A checkpoint that changed
-nothing is not journaled. A read-only tool, or one that only writes records, takes none.
+After `write_file` and `edit_file` only the path the tool wrote is looked at; after
+`shell`, the whole workspace, by `git`'s stat scan (no file is read when nothing
+changed). Any other tool (a program's own, an MCP server's) takes none: what it changed
+is in the next checkpoint, a shell call's or the one as the main agent's work ends. A
+checkpoint that changed nothing is not journaled.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
@@ -20,7 +22,7 @@ import trio
 
 from orchestrator.errors import SessionError
 from orchestrator.messages import ToolCall, ToolResult
-from orchestrator.session.shadow import STORE, Capture, Shadow, available
+from orchestrator.session.shadow import EMPTY_TREE, STORE, Capture, Shadow, available
 from orchestrator.state.checkpoints import (
     CheckpointWhy,
     WorkspaceCheckpointed,
@@ -31,6 +33,7 @@ from orchestrator.state.fold import SessionState
 from orchestrator.state.mailbox import MAIN
 
 FILE_TOOLS = frozenset({"write_file", "edit_file"})  # they say which path they wrote
+SCANNED = frozenset({"shell"})  # what they changed is found by a scan of the workspace
 
 
 class ToolFlags(Protocol):
@@ -74,7 +77,9 @@ class Checkpointer:
             if result.status != "ok" or not result.changed:
                 return None
             return await self._take(agent, "call", ref, list(result.changed))
-        return await self._take(agent, "call", ref, None)
+        if call.name in SCANNED:
+            return await self._take(agent, "call", ref, None)
+        return None  # (a program's own tool: the next shell call's or the run's end sees it)
 
     async def at_start(self, sink: EventSink, why: CheckpointWhy = "start") -> None:
         """As a run starts (the first run's stores every file), or as the main agent's
@@ -101,7 +106,7 @@ class Checkpointer:
             return None
         try:
             async with self._lock:
-                taken: Capture = await trio.to_thread.run_sync(self.shadow.capture, paths)
+                taken: Capture = await trio.to_thread.run_sync(self._capture, paths)
         except SessionError as exc:
             self._off = str(exc)
             if "No space left on device" not in self._off:  # (the journal says that)
@@ -116,3 +121,18 @@ class Checkpointer:
         return WorkspaceCheckpointed(
             agent=agent, tree=taken.tree, why=why, ref=ref, left_out=taken.left_out
         )
+
+    def _capture(self, paths: list[str] | None) -> Capture:
+        """The checkpoint; an empty workspace with no store yet is git's empty tree,
+        known without running git (a library run in an empty directory pays nothing)."""
+        if paths is None and not self.shadow.git_dir.exists() and _empty(self.shadow.workspace):
+            return Capture(EMPTY_TREE)
+        return self.shadow.capture(paths)
+
+
+def _empty(directory: Path) -> bool:
+    try:
+        with os.scandir(directory) as entries:
+            return next(entries, None) is None
+    except OSError:
+        return False
