@@ -237,7 +237,7 @@ def _unfinished(root: Path, parent: str, at: int, mode: ForkWorkspace) -> Forked
             continue
         if manifest.parent != parent or manifest.parent_seq != at:
             continue
-        restoring = _pending_restore(directory)
+        restoring = _pending_restore(directory, mode)
         if restoring is None:
             continue
         workspace = manifest.workspace_path(directory)
@@ -246,15 +246,18 @@ def _unfinished(root: Path, parent: str, at: int, mode: ForkWorkspace) -> Forked
     return None
 
 
-def _pending_restore(directory: Path) -> str | None:
-    """The checkpoint whose restore the fork's journal began and did not finish."""
+def _pending_restore(directory: Path, mode: ForkWorkspace) -> str | None:
+    """The checkpoint whose restore the fork's journal began and did not finish, when it
+    was forked with the workspace `mode`."""
     pending: str | None = None
+    forked = ""
     for line in scan_journal(directory / JOURNAL).lines:
-        if b'"k":"workspace_restor' not in line:
-            continue
-        record = orjson.loads(line)
-        pending = record["tree"] if record["k"] == "workspace_restoring" else None
-    return pending
+        if b'"k":"session_forked"' in line:  # (a restore the parent began is not ours)
+            forked, pending = orjson.loads(line).get("workspace", "none"), None
+        elif b'"k":"workspace_restor' in line:
+            record = orjson.loads(line)
+            pending = record["tree"] if record["k"] == "workspace_restoring" else None
+    return pending if forked == mode else None
 
 
 def _clear_leftovers(root: Path, parent: str, at: int) -> None:

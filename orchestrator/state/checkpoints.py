@@ -103,6 +103,11 @@ def _restored(checkpoints: Checkpoints, seq: int, record: WorkspaceRestored) -> 
 def _forked(checkpoints: Checkpoints, seq: int, record: SessionForked) -> None:
     checkpoints.parent = record.parent
     checkpoints.parent_seq = record.at
+    # A restore the parent had begun at the point is the parent's: the fork's own
+    # workspace is what its own records say.
+    checkpoints.restoring = ""
+    checkpoints.restoring_point = 0
+    checkpoints.restoring_into = ""
 
 
 CHECKPOINT_FOLDS: dict[type, Callable[[Checkpoints, int, Any], None]] = {
