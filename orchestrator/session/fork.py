@@ -13,11 +13,12 @@ The workspace, by `workspace`:
   the fork, `why` `restore`: forking at that point undoes the rewind);
 - `none`: the files are left as they are; the fork works on the parent's workspace.
 
-Kills: the fork is made in a hidden directory (`.fork-<id>`, never listed) and renamed
-into place once its journal says what is to be restored (`workspace_restoring`, durably);
-the restore comes after, then `workspace_restored`. Killed before the rename, nothing is
-listed (the next fork of the same point clears what was left); after it, the same
-command, or a resume of the fork, finishes the restore.
+Kills: the fork is made in a hidden directory (`.fork-<parent>-<point>-<id>`, never
+listed) and renamed into place once its journal says what is to be restored
+(`workspace_restoring`, durably); the restore comes after, then `workspace_restored`.
+Killed before the rename, nothing is listed (the next fork of the same point clears
+what was left); after it, the same command, or a resume of the fork, finishes the
+restore.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ from orchestrator.store import (
 from orchestrator.store._fs import sync_dir, write_all
 from orchestrator.store.append import append_batch
 
-HIDDEN = ".fork-"  # a fork being made (not a session id: never listed)
+HIDDEN = ".fork-"  # a fork being made: `.fork-<parent>-<point>-<id>` (never listed)
 _MAIN = "main"
 
 
@@ -146,9 +147,8 @@ def _make(
     now: datetime | None,
 ) -> Forked:
     new_id = new_session_id(now or datetime.now(UTC))
-    hidden = root / f"{HIDDEN}{new_id}"
+    hidden = root / f"{HIDDEN}{manifest.id}-{at}-{new_id}"
     hidden.mkdir(mode=0o700)
-    (hidden / "fork.json").write_bytes(orjson.dumps({"parent": manifest.id, "at": at}))
     parent_workspace = manifest.workspace_path(parent_dir).resolve()
     model = manifest.model
     script = parent_dir / "script.json"
@@ -203,7 +203,6 @@ def _make(
     )
     directory = session_dir(root, new_id)
     os.rename(hidden, directory)  # listed from here on
-    (directory / "fork.json").unlink()
     sync_dir(root)
     if mode == "copy":
         workspace = directory / "workspace"
@@ -264,13 +263,8 @@ def _clear_leftovers(root: Path, parent: str, at: int) -> None:
     """Remove what a fork of this point killed before it was listed left behind."""
     if not root.is_dir():
         return
-    for hidden in root.glob(f"{HIDDEN}*"):
-        try:
-            made = orjson.loads((hidden / "fork.json").read_bytes())
-        except (OSError, orjson.JSONDecodeError):
-            made = {}
-        if made.get("parent") == parent and made.get("at") == at:
-            shutil.rmtree(hidden, ignore_errors=True)
+    for hidden in root.glob(f"{HIDDEN}{parent}-{at}-*"):  # (named so from its mkdir on)
+        shutil.rmtree(hidden, ignore_errors=True)
 
 
 def _tree_at(prefix: bytes) -> str:
