@@ -4,8 +4,14 @@ a restore its parent had begun at the point."""
 
 from __future__ import annotations
 
-import msgspec
+from pathlib import Path
 
+import msgspec
+import pytest
+
+from orchestrator.errors import SessionError
+from orchestrator.session.fork import fork
+from orchestrator.session.live import create_session
 from orchestrator.state.checkpoints import (
     Checkpoints,
     SessionForked,
@@ -15,6 +21,7 @@ from orchestrator.state.checkpoints import (
 )
 from orchestrator.state.events import decode_record
 from orchestrator.state.fold import SessionState
+from orchestrator.state.settings import SessionSettings
 from orchestrator.state.snapshot import decode_snapshot
 
 
@@ -54,3 +61,14 @@ def test_a_fork_drops_a_restore_its_parent_had_begun() -> None:
         SessionForked(agent="main", parent="20261129T000000-abcdef", at=1, workspace="none"),
     )
     assert state.checkpoints == Checkpoints(parent="20261129T000000-abcdef", parent_seq=1)
+
+
+def test_a_session_whose_tasks_ran_on_workers_is_not_forked(tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    settings = SessionSettings(engine="dbos", engine_workers=True)
+    session_id, _ = create_session(
+        root, goal="g", model="object:x", workspace=tmp_path, settings=settings, source="run"
+    )
+    with pytest.raises(SessionError, match="ran its tasks on workers"):
+        fork(root, session_id, 1, "none")
+    assert [p.name for p in root.iterdir()] == [session_id]  # nothing made, nothing hidden
