@@ -31,6 +31,7 @@ from orchestrator.state.checkpoints import (
 from orchestrator.state.events import EventSink
 from orchestrator.state.fold import SessionState
 from orchestrator.state.mailbox import MAIN
+from orchestrator.text import unescaped
 
 FILE_TOOLS = frozenset({"write_file", "edit_file"})  # they say which path they wrote
 SCANNED = frozenset({"shell"})  # what they changed is found by a scan of the workspace
@@ -76,7 +77,9 @@ class Checkpointer:
         if call.name in FILE_TOOLS:
             if result.status != "ok" or not result.changed:
                 return None
-            return await self._take(agent, "call", ref, list(result.changed))
+            # (a name that is not UTF-8 is carried escaped: given back as it is)
+            paths = [unescaped(path) for path in result.changed]
+            return await self._take(agent, "call", ref, paths)
         if call.name in SCANNED:
             return await self._take(agent, "call", ref, None)
         return None  # (a program's own tool: the next shell call's or the run's end sees it)
@@ -125,8 +128,11 @@ class Checkpointer:
     def _capture(self, paths: list[str] | None) -> Capture:
         """The checkpoint; an empty workspace with no store yet is git's empty tree,
         known without running git (a library run in an empty directory pays nothing)."""
-        if paths is None and not self.shadow.git_dir.exists() and _empty(self.shadow.workspace):
+        root = self.shadow.workspace
+        if paths is None and not self.shadow.git_dir.exists() and _empty(root):
             return Capture(EMPTY_TREE)
+        if paths is not None and not all(os.path.lexists(root / path) for path in paths):
+            paths = None  # (a path not found as written: the scan finds what is there)
         return self.shadow.capture(paths)
 
 
