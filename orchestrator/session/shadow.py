@@ -120,8 +120,12 @@ class Shadow:
         return done.stdout
 
     def ensure(self) -> None:
-        """Make the store if it is not there yet (an interrupted making is made again)."""
+        """Make the store if it is not there yet (an interrupted making is made again).
+        A store copied by a tool that keeps no empty directory (a git repository holding a
+        recorded session, an archive) gets back those git needs to take it for one."""
         if (self.git_dir / "ready").exists():
+            for empty in _EMPTY_DIRS:
+                (self.git_dir / empty).mkdir(parents=True, exist_ok=True)
             return
         self.store.mkdir(mode=0o700, exist_ok=True)
         self.git("init", "-q", "--bare", "--template=", str(self.git_dir), tree=False)
@@ -242,6 +246,10 @@ class Shadow:
             return self.git("cat-file", "-t", tree).strip() == b"tree"
         except SessionError:
             return False
+
+
+_EMPTY_DIRS = ("refs/heads", "refs/tags", "objects/info", "objects/pack")
+"""The directories of a bare git repository that may be empty, and so lost in a copy."""
 
 
 def available() -> bool:

@@ -120,3 +120,22 @@ def test_sessions_kept_in_the_workspace_are_never_its_files(tmp_path: Path) -> N
     store = Shadow(session / "files", ws)
     taken = store.capture()
     assert store.git("ls-tree", "-r", "--name-only", taken.tree).decode().split() == ["a.txt"]
+
+
+def test_a_store_copied_without_its_empty_directories_still_works(tmp_path: Path) -> None:
+    """A recorded session in a git repository, an archive: git keeps no empty directory,
+    and a bare repository without `refs/` is none. The store makes them again."""
+    store, ws = shadow(tmp_path)
+    (ws / "a.txt").write_text("one\n")
+    first = store.capture()
+    for empty in sorted(store.git_dir.rglob("*"), reverse=True):
+        if empty.is_dir() and not any(empty.iterdir()):
+            empty.rmdir()
+    assert not (store.git_dir / "refs").exists()
+    (ws / "a.txt").write_text("two\n")
+    again = Shadow(store.store, ws)
+    again.ensure()
+    second = again.capture()
+    again.restore(first.tree)
+    assert (ws / "a.txt").read_text() == "one\n"
+    assert second.tree != first.tree
