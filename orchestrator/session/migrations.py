@@ -301,6 +301,21 @@ def v12_to_v13(directory: Path) -> None:
     return None
 
 
+def v13_to_v14(directory: Path) -> None:
+    """Format 14 adds hooks, MCP pins, time travel, one set of answers across workers
+    and traces: the `hook_decided`, `mcp_pinned`, `mcp_tools_loaded`,
+    `workspace_checkpoint`, `workspace_restoring`, `workspace_restored`, `session_forked`
+    and `remote_refused` records; `hooks`, `mcp` and `checkpoints` in the snapshot; the
+    manifest's `trace_id`, `parent` and `parent_seq`; the session directory's `files/`
+    (the checkpoint store). Every format-13 record, manifest and snapshot is already a
+    valid format-14 one: a format-13 session ran no hook, pinned no MCP tool, took no
+    checkpoint (a fork or a rewind to one of its points has no files to restore, and
+    says so) and was neither traced nor forked. Nothing is rewritten; the step lets the
+    manifest say 14, so an older orchestrator refuses the session instead of failing on
+    a record kind it does not know."""
+    return None
+
+
 MIGRATIONS: dict[int, Migration] = {
     1: v1_to_v2,
     2: v2_to_v3,
@@ -314,6 +329,7 @@ MIGRATIONS: dict[int, Migration] = {
     10: v10_to_v11,
     11: v11_to_v12,
     12: v12_to_v13,
+    13: v13_to_v14,
 }
 
 

@@ -251,7 +251,6 @@ def test_a_v11_session_becomes_v12_untouched_nothing_parked_and_no_output_yet(
 def test_a_v12_session_becomes_v13_untouched_no_chain_moved_nothing_cut(
     tmp_path: Path, name: str
 ) -> None:
-    assert FORMAT_VERSION == 13
     directory = migrated_untouched(tmp_path, f"v12-{name}")
     state = load_state(directory, warn=pytest.fail)
     # A format-12 session had no fallback chain, no thinking said whose it was, and no
@@ -263,4 +262,20 @@ def test_a_v12_session_becomes_v13_untouched_no_chain_moved_nothing_cut(
     assert replies
     assert all(block.source is None for m in replies for block in m.thinking)
     assert all(call.cut is None for m in replies for call in m.tool_calls)
+    assert verify(directory) == []
+
+
+@pytest.mark.parametrize("name", ["completed", "killed-mid-turn"])
+def test_a_v13_session_becomes_v14_untouched_no_hook_pin_checkpoint_trace_or_fork(
+    tmp_path: Path, name: str
+) -> None:
+    assert FORMAT_VERSION == 14
+    directory = migrated_untouched(tmp_path, f"v13-{name}")
+    state = load_state(directory, warn=pytest.fail)
+    assert msgspec.to_builtins(state.hooks) == msgspec.to_builtins(type(state.hooks)())
+    assert msgspec.to_builtins(state.mcp) == msgspec.to_builtins(type(state.mcp)())
+    assert msgspec.to_builtins(state.checkpoints) == msgspec.to_builtins(type(state.checkpoints)())
+    manifest = read_manifest(directory)
+    assert (manifest.parent, manifest.parent_seq) == ("", 0)
+    assert manifest.trace_id is msgspec.UNSET
     assert verify(directory) == []
