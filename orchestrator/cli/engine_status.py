@@ -13,6 +13,7 @@ import orjson
 from orchestrator.config import Config
 from orchestrator.engine.choice import require_dbos
 from orchestrator.errors import ConfigError
+from orchestrator.session.shown import duration
 from orchestrator.text import label
 
 if TYPE_CHECKING:
@@ -60,7 +61,7 @@ def render(status: EngineStatus, where: str) -> str:
             "  WORKER                HOST          PID  VERSION   LAST BEAT  STATE",
         ]
         for w in status.workers:
-            ago = _age(status.now_ms - w.beat_ms)
+            ago = duration((status.now_ms - w.beat_ms) / 1000)
             lines.append(
                 f"  {label(w.worker_id, 20):<20}  {label(w.host, 12):<12}  {w.pid:>5}  "
                 f"{label(w.version, 8):<8}  {ago + ' ago':>9}  {worker_state(w, status.now_ms)}"
@@ -76,17 +77,6 @@ def render(status: EngineStatus, where: str) -> str:
         lines.append(f"  {label(session, 40)}: {running} running, {queued} queued")
         for t in tasks:
             on = f" on {label(t.worker, 30)}" if t.worker else ""
-            age = _age(status.now_ms - t.since_ms)
+            age = duration((status.now_ms - t.since_ms) / 1000)
             lines.append(f"    {label(t.task, 12):<12} {t.state}{on} for {age}")
     return "\n".join(lines)
-
-
-def _age(ms: int) -> str:
-    seconds = max(0, ms) // 1000
-    if seconds < 60:
-        return f"{seconds}s"
-    minutes, seconds = divmod(seconds, 60)
-    if minutes < 60:
-        return f"{minutes}m{seconds:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m"

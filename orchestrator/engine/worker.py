@@ -52,6 +52,7 @@ from orchestrator.engine.workflow import (
     wake,
 )
 from orchestrator.errors import OrchestratorError
+from orchestrator.session.shown import duration
 from orchestrator.state.events import EventSink, FanOut, Notice
 from orchestrator.state.fold import SessionState
 from orchestrator.state.mailbox import MessagePosted
@@ -200,10 +201,12 @@ class Worker:
         now = now_ms()
         tasks = sorted(self._tasks.values(), key=lambda r: r.started_ms)
         running = ", ".join(
-            f"{r.run.task} for {_age(now - r.started_ms)}" for r in tasks if not r.ended
+            f"{r.run.task} for {duration((now - r.started_ms) / 1000)}"
+            for r in tasks
+            if not r.ended
         )
         doing = f"runs {running}" if running else "runs no task"
-        beat = _age(now - self._last_beat_ms) if self._last_beat_ms else "never"
+        beat = duration((now - self._last_beat_ms) / 1000) if self._last_beat_ms else "never"
         return f"worker {self.id}: {doing}; last beat {beat} ago"
 
     async def _look_at_versions(self) -> None:
@@ -378,8 +381,3 @@ async def _run_task(team: Team, task_id: str, cancelled: bool) -> None:
         await team.loops_ended()  # its last records written
         if not team.state.tasks.tasks[task_id].live:
             return
-
-
-def _age(ms: int) -> str:
-    seconds = max(0, ms) // 1000
-    return f"{seconds}s" if seconds < 60 else f"{seconds // 60}m{seconds % 60:02d}s"
