@@ -24,7 +24,7 @@ from orchestrator.errors import (
 )
 from orchestrator.loop.plan import check
 from orchestrator.messages import SystemMessage, Usage, UserMessage
-from orchestrator.session.checkpoints import Checkpointer
+from orchestrator.session.checkpoints import FILE_TOOLS, SCANNED, Checkpointer
 from orchestrator.session.live import LiveSession
 from orchestrator.session.memory import MemorySession
 from orchestrator.state.events import (
@@ -283,10 +283,16 @@ def seat_of(live: Driven, settings: SessionSettings) -> Seat:
     )
 
 
-async def _with_checkpoints(live: Driven, seat: Seat, sink: EventSink) -> Seat:
+async def _with_checkpoints(
+    live: Driven, seat: Seat, sink: EventSink, settings: RunSettings
+) -> Seat:
     """The seat with the session's workspace checkpoints, a restore a kill cut short
-    finished before any agent or task runs; a session in memory takes none."""
+    finished before any agent or task runs. A session in memory takes none, nor one none
+    of whose tools is one a checkpoint follows (a plain agent given its own functions):
+    its first run would store the whole workspace for nothing."""
     if not isinstance(live, LiveSession):
+        return seat
+    if not (FILE_TOOLS | SCANNED) & set(settings.all_tools.names()):
         return seat
     checkpoints = Checkpointer.of(live.directory, live.workspace, live.state, live.warn)
     if checkpoints is not None:
@@ -315,7 +321,7 @@ async def _drive(
     seat = seat_of(live, chosen)
     seat.policy(settings)  # the session's rules parse, else a ConfigError now
     check_definitions(settings)  # before any model call
-    seat = await _with_checkpoints(live, seat, sink)
+    seat = await _with_checkpoints(live, seat, sink, settings)
     state = live.state
     planning = bool(
         settings.plan
