@@ -32,7 +32,7 @@ from orchestrator.cli.out import People, session_line
 from orchestrator.cli.run import run_kept
 from orchestrator.cli.screen import Screen, screen_for
 from orchestrator.cli.setup import session_settings
-from orchestrator.session.live import create_session
+from orchestrator.session.creation import create_session
 from orchestrator.state.events import Event, EventSink, ToolCallStarted, event_from_json
 from orchestrator.store import Durability
 

@@ -33,7 +33,8 @@ from orchestrator.config import Config
 from orchestrator.errors import ConfigError
 from orchestrator.mcp import McpTools
 from orchestrator.models.resolve import resolve_model
-from orchestrator.session.live import LiveSession, create_session
+from orchestrator.session.creation import create_session
+from orchestrator.session.live import LiveSession
 from orchestrator.state.events import EventSink
 from orchestrator.state.settings import SessionSettings
 from orchestrator.team.definitions import Definitions

@@ -45,7 +45,8 @@ from orchestrator.models.base import Model
 from orchestrator.models.fallback import Fallback, chain_specs
 from orchestrator.models.http import make_client
 from orchestrator.models.resolve import provider_names, resolve_model
-from orchestrator.session.live import create_session, open_session
+from orchestrator.session.creation import create_session
+from orchestrator.session.live import open_session
 from orchestrator.session.memory import MemorySession, memory_manifest
 from orchestrator.state.events import Event, EventSink, NullSink
 from orchestrator.state.manifest import read_manifest

@@ -12,11 +12,12 @@ from orchestrator._face import lazy
 if TYPE_CHECKING:
     from orchestrator.session.bundle import Imported, export_bundle, import_bundle
     from orchestrator.session.check import repair, verify
+    from orchestrator.session.creation import create_session
     from orchestrator.session.fork import Forked, fork, rewind
     from orchestrator.session.inspection import SessionReport, session_report
     from orchestrator.session.ledger import usage_ledger
     from orchestrator.session.listing import SessionInfo, list_sessions
-    from orchestrator.session.live import LiveSession, create_session, open_session
+    from orchestrator.session.live import LiveSession, open_session
     from orchestrator.session.memory import MemorySession
     from orchestrator.session.migrations import MIGRATIONS, migrate
     from orchestrator.session.points import Point, session_points
@@ -39,7 +40,7 @@ _HOMES = {
     "MemorySession": "memory",
     "SessionInfo": "listing",
     "SessionReport": "inspection",
-    "create_session": "live",
+    "create_session": "creation",
     "describe": "report",
     "load": "replay",
     "list_sessions": "listing",

@@ -1,19 +1,17 @@
 """A session on disk: its manifest, its lock, its journal and its snapshot.
 
-`create_session` makes the directory; `open_session` takes the lock, rebuilds the state
-from the newest snapshot plus the journal after it, and yields a `LiveSession` whose
-`sink` journals every persistent event and applies it to `state`.
+`create_session` (session/creation.py) makes the directory; `open_session` takes the
+lock, rebuilds the state from the newest snapshot plus the journal after it, and yields a
+`LiveSession` whose `sink` journals every persistent event and applies it to `state`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import shutil
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 
 import msgspec
@@ -26,6 +24,7 @@ from orchestrator.loop.compaction import ContextCompacted
 from orchestrator.loop.plan import Plan, plan_json
 from orchestrator.loop.plan_markdown import render
 from orchestrator.loop.todos import TodosChanged
+from orchestrator.session.creation import create_session as create_session
 from orchestrator.session.memory import MemorySession as MemorySession
 from orchestrator.session.migrations import migrate as migrate
 from orchestrator.session.recall import LIMIT, recall_text
@@ -36,7 +35,7 @@ from orchestrator.session.replay import load_state as load_state
 from orchestrator.session.status import JournalStatus, mirror
 from orchestrator.state.events import AgentStarted, Event, TurnEnded
 from orchestrator.state.fold import SessionState
-from orchestrator.state.mailbox import MAIN, MessagePosted
+from orchestrator.state.mailbox import MessagePosted
 from orchestrator.state.manifest import (
     LOCK,
     Manifest,
@@ -46,18 +45,15 @@ from orchestrator.state.manifest import (
     write_manifest,
 )
 from orchestrator.state.plans import PlanSubmitted
-from orchestrator.state.settings import SessionSettings, SettingsChosen
 from orchestrator.state.tasks import TaskChanged, TaskCreated
 from orchestrator.store import (
     Durability,
     Journal,
     SessionLock,
-    new_session_id,
     open_journal,
     session_dir,
     write_atomic,
 )
-from orchestrator.store.append import append_batch
 from orchestrator.store.disk import is_disk_error
 
 SNAPSHOT_EVERY = 2000
@@ -78,78 +74,6 @@ VIEWS_SHARE = 10
 # anew for every record.
 _MOVES_START = (AgentStarted, ContextCompacted)  # where its agent's context starts
 _CHANGES_TASK = (TaskCreated, TaskChanged, MessagePosted)  # a task's view to write again
-
-
-def create_session(
-    root: Path | str,
-    *,
-    goal: str,
-    model: str,
-    workspace: Path | None,
-    now: datetime | None = None,
-    settings: SessionSettings | None = None,
-    source: str = "library",
-) -> tuple[str, Path]:
-    """Make a new session directory. A scripted model's script is copied in, and with
-    `workspace=None` the workspace is `workspace/` inside the session: such a session is
-    relocatable (copy it under any sessions root and resume it). `settings`, chosen by
-    `source`, are its journal's first record (docs/session-format.md); without them, the
-    first `drive` journals its own."""
-    root, now = Path(root), now or datetime.now(UTC)
-    session_id = new_session_id(now)
-    directory = session_dir(root, session_id)
-    try:
-        # Private to the user: transcripts hold source code and command output.
-        root.mkdir(parents=True, exist_ok=True, mode=0o700)
-        directory.mkdir(mode=0o700)
-    except OSError as exc:
-        raise SessionError(
-            f"cannot make a session under {root}: {exc.strerror or exc} "
-            "(choose another place with --sessions-dir)"
-        ) from None
-    try:
-        model = _fill_session(
-            directory, session_id, goal=goal, model=model, workspace=workspace, now=now
-        )
-        if settings is not None:
-            record = SettingsChosen(agent=MAIN, settings=settings, source=source)
-            append_batch(directory / JOURNAL, [(record.kind, record.agent, record.journal_body())])
-    except OSError as exc:
-        shutil.rmtree(directory, ignore_errors=True)  # no half-made session left behind
-        raise SessionError(f"cannot make a session in {directory}: {exc.strerror or exc}") from None
-    return session_id, directory
-
-
-def _fill_session(
-    directory: Path,
-    session_id: str,
-    *,
-    goal: str,
-    model: str,
-    workspace: Path | None,
-    now: datetime,
-) -> str:
-    prefix, _, rest = model.partition(":")
-    if prefix == "scripted":
-        shutil.copyfile(rest, directory / "script.json")
-        (directory / "script.json").chmod(0o600)
-        model = "scripted:script.json"
-    # Made (empty) before the manifest: the fsync of the directory that makes the
-    # manifest's name durable makes the journal's too, and opening it syncs nothing.
-    (directory / JOURNAL).touch(mode=0o600, exist_ok=False)
-    if workspace is None:
-        (directory / "workspace").mkdir(mode=0o700)
-        shown = "workspace"
-    else:
-        shown = str(workspace.resolve())
-    stamp = now_stamp(now)  # the id's time, to the microsecond
-    write_manifest(
-        directory,
-        Manifest(
-            id=session_id, goal=goal, model=model, workspace=shown, created=stamp, updated=stamp
-        ),
-    )
-    return model
 
 
 def _write_views(directory: Path, views: dict[str, bytes]) -> None:
