@@ -12,9 +12,8 @@ is handed (for `send_message` and `answer_question`).
 
 from __future__ import annotations
 
-import collections
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
@@ -23,11 +22,12 @@ import msgspec
 import trio
 
 from orchestrator.errors import OrchestratorError
-from orchestrator.serve.views import Data, plan_id, plan_of, request_of, said, status_of
+from orchestrator.serve.served import Asked, Decision, Served, ServedSink, call_decision, decision
+from orchestrator.serve.views import Data, plan_id, plan_of, request_of, status_of
 from orchestrator.session.listing import list_sessions
 from orchestrator.session.replay import load_state
 from orchestrator.session.status import current_status
-from orchestrator.state.events import Event, EventSink
+from orchestrator.state.events import EventSink
 from orchestrator.state.fold import SessionState
 from orchestrator.state.manifest import read_manifest
 from orchestrator.state.plans import PlanVersion
@@ -37,11 +37,8 @@ from orchestrator.team.plan_host import PlanApprover, PlanVerdict
 from orchestrator.team.runtime import Team
 from orchestrator.tools.permissions import Answer, Denied
 
-Decision = Answer | PlanVerdict
 Report = Callable[[int, str], Awaitable[None]]
 """Tells a waiting client one line of progress: (how many so far, the line)."""
-
-KEPT_LINES = 1000  # progress lines a served session keeps for its waiters
 
 
 class ServeError(OrchestratorError):
@@ -84,67 +81,6 @@ class Launcher(Protocol):
         """Run (or resume) the session until it ends; `message` is said to the main
         agent (or answers the oldest open question), `approvals` decide parked calls."""
         ...
-
-
-@dataclass
-class Asked:
-    """One thing that waits for the client's decision: a tool call or a plan version."""
-
-    id: str
-    shown: Data
-    answered: trio.Event = field(default_factory=trio.Event)
-    answer: Decision | None = None
-
-
-class Served:
-    """A session this server runs: its team once it runs, what it asks, its progress."""
-
-    def __init__(self, session_id: str) -> None:
-        self.session_id = session_id
-        self.team: Team | None = None
-        self.asked: dict[str, Asked] = {}
-        self.lines: collections.deque[str] = collections.deque(maxlen=KEPT_LINES)
-        self.told = 0  # progress lines ever made (the last is number `told`)
-        self.reported = 0  # the last line told to a waiting client
-        self.result: RunResult | None = None
-        self.error = ""
-        self.running = True
-        self.scope = trio.CancelScope()
-        self._changed = trio.Event()
-
-    def change(self) -> trio.Event:
-        """The event set at the next change (take it before looking, then wait on it)."""
-        return self._changed
-
-    def changed(self) -> None:
-        self._changed.set()
-        self._changed = trio.Event()
-
-    def tell(self, line: str) -> None:
-        self.lines.append(line)
-        self.told += 1
-        self.changed()
-
-    def since(self, told: int) -> list[tuple[int, str]]:
-        """The lines after number `told` that are still kept, numbered."""
-        first = self.told - len(self.lines) + 1
-        return [(first + i, line) for i, line in enumerate(self.lines) if first + i > told]
-
-    async def attach(self, team: Team) -> None:
-        self.team = team
-        self.changed()
-
-
-class _Sink:
-    """A served session's events, as progress lines."""
-
-    def __init__(self, served: Served) -> None:
-        self._served = served
-
-    async def emit(self, event: Event, *, durable: bool = False) -> None:
-        line = said(event)
-        if line is not None:
-            self._served.tell(line)
 
 
 class Desk:
@@ -261,7 +197,7 @@ class Desk:
         served = self._served.get(session_id)
         asked = served.asked.get(request_id) if served is not None and served.running else None
         if asked is not None:
-            asked.answer = _decision(asked.shown["kind"], approve, reason)
+            asked.answer = decision(asked.shown["kind"], approve, reason)
             asked.answered.set()
             return {"session_id": session_id, "decided": request_id, "approved": approve}
         if served is not None and served.running:
@@ -270,11 +206,9 @@ class Desk:
         parked = {r.id for r in pending_requests(state)}
         pending = state.plans.pending
         if request_id in parked:
-            self._resume(session_id, approvals={request_id: _call_decision(approve, reason)})
+            self._resume(session_id, approvals={request_id: call_decision(approve, reason)})
         elif pending is not None and plan_id(pending.version) == request_id:
-            self._presets.setdefault(session_id, {})[request_id] = _decision(
-                "plan", approve, reason
-            )
+            self._presets.setdefault(session_id, {})[request_id] = decision("plan", approve, reason)
             self._resume(session_id)
         else:
             raise ServeError(f"nothing of session {session_id} waits for a decision {request_id!r}")
@@ -347,7 +281,7 @@ class Desk:
         approvals: Mapping[str, bool | Denied] | None,
     ) -> None:
         hooks = Hooks(
-            ui=_Sink(served),
+            ui=ServedSink(served),
             approve=partial(self._approve, served),
             approve_plan=partial(self._approve_plan, served),
             on_team=served.attach,
@@ -449,17 +383,3 @@ class Desk:
         if result.advice:
             data["advice"] = result.advice
         return data
-
-
-def _decision(kind: str, approve: bool, reason: str) -> Decision:
-    if kind == "plan":
-        if approve:
-            return PlanVerdict("approved", by="mcp client")
-        return PlanVerdict("rejected", feedback=reason, by="mcp client")
-    return _call_decision(approve, reason)
-
-
-def _call_decision(approve: bool, reason: str) -> bool | Denied:
-    if approve:
-        return True
-    return Denied(reason) if reason else False
