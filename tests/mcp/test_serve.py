@@ -350,7 +350,7 @@ async def test_a_refused_call_and_a_plan_decided_over_http_with_the_token(
         started = await call(client, "start_session", goal="a LICENSE", plan_first=True)
         session_id = started["session_id"]
         # The plan waits for a decision: approved, then the worker's call is refused.
-        with trio.fail_after(30):
+        with trio.fail_after(120):
             while True:
                 status = await call(client, "wait_session", session_id=session_id, seconds=10)
                 if status["decisions"]:
@@ -392,7 +392,7 @@ async def test_a_session_left_by_the_server_is_resumed_by_the_command_line(
     place = Place(tmp_path, WRITES)
     async with over_stdio(place) as client:
         session_id = (await call(client, "start_session", goal="write a LICENSE"))["session_id"]
-        with trio.fail_after(30):
+        with trio.fail_after(120):
             while not (await call(client, "wait_session", session_id=session_id))["decisions"]:
                 pass
     # The client left with the call undecided (its stdin closed): the server stopped the
