@@ -18,7 +18,7 @@ from orchestrator import (
     TranscriptSink,
     UserMessage,
 )
-from orchestrator.cli.render import compaction_line
+from orchestrator.cli.event_lines import compaction_line
 from orchestrator.cli.roles import RoleModels
 from orchestrator.config import AgentConfig, Config
 from orchestrator.models.base import COMPACTOR
