@@ -1,7 +1,8 @@
 """orchestrator: agents that use tools, journaled so a session survives any crash.
 
-The public face; everything here is re-exported from the module that owns it, imported
-on first use so that `import orchestrator` (and the command line's start-up) stays cheap.
+The public face; everything here is re-exported from the module that owns it (`_homes.py`
+says which), imported on first use so that `import orchestrator` (and the command line's
+start-up) stays cheap.
 """
 
 from __future__ import annotations
@@ -24,12 +25,12 @@ if TYPE_CHECKING:
     from orchestrator.models import Model, ModelRequest, ToolSpec
     from orchestrator.models.fallback import Fallback
     from orchestrator.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply
+    from orchestrator.session.creation import create_session
     from orchestrator.session.inspection import SessionReport, session_report
     from orchestrator.session.listing import SessionInfo, list_sessions
     from orchestrator.session.live import (
         LiveSession,
         MemorySession,
-        create_session,
         open_session,
     )
     from orchestrator.session.replay import load_state, mail_history
@@ -131,171 +132,6 @@ if TYPE_CHECKING:  # the engine setting (docs/engine.md)
         ReplyAtLimit,
         ReplyCut,
     )
-
-_HOMES = {
-    "AgentContext": "orchestrator.state",
-    "AgentDefinition": "orchestrator.team",
-    "ApprovalRequest": "orchestrator.team.asking",
-    "Assessment": "orchestrator.loop",
-    "Budgets": "orchestrator.loop",
-    "Definitions": "orchestrator.team",
-    "Denied": "orchestrator.tools.permissions",
-    "Event": "orchestrator.state",
-    "EventHandler": "orchestrator.host.run",
-    "EventSink": "orchestrator.state",
-    "FanOut": "orchestrator.state",
-    "FunctionTool": "orchestrator.tools",
-    "HostApprover": "orchestrator.team.asking",
-    "InProcessRunner": "orchestrator.team",
-    "Later": "orchestrator.tools.permissions",
-    "Limits": "orchestrator.team",
-    "ListSink": "orchestrator.state",
-    "LiveSession": "orchestrator.session",
-    "Mail": "orchestrator.state",
-    "MainOutcome": "orchestrator.team",
-    "MemorySession": "orchestrator.session",
-    "MessageView": "orchestrator.messages",
-    "Fallback": "orchestrator.models.fallback",
-    "Model": "orchestrator.models",
-    "ModelRequest": "orchestrator.models",
-    "NullSink": "orchestrator.state",
-    "PermissionPolicy": "orchestrator.tools",
-    "Plan": "orchestrator.loop.plan",
-    "PlanApprover": "orchestrator.team.plan_host",
-    "PlanError": "orchestrator.loop.plan",
-    "PlanTask": "orchestrator.loop.plan",
-    "PlanVerdict": "orchestrator.team.plan_host",
-    "PlanVersion": "orchestrator.state.plans",
-    "Price": "orchestrator.usage",
-    "Policy": "orchestrator.team",
-    "Question": "orchestrator.team.asking",
-    "QuestionAnswerer": "orchestrator.team.asking",
-    "RunResult": "orchestrator.team",
-    "RunSettings": "orchestrator.team",
-    "Runner": "orchestrator.team",
-    "ScriptedCall": "orchestrator.models.scripted",
-    "ScriptedModel": "orchestrator.models.scripted",
-    "ScriptedReply": "orchestrator.models.scripted",
-    "SessionSettings": "orchestrator.state",
-    "SessionState": "orchestrator.state",
-    "Situation": "orchestrator.loop",
-    "TaskPort": "orchestrator.team",
-    "TaskRecord": "orchestrator.state",
-    "Team": "orchestrator.team",
-    "TodoItem": "orchestrator.loop",
-    "TodoList": "orchestrator.loop",
-    "Tool": "orchestrator.tools",
-    "ToolContext": "orchestrator.tools",
-    "ToolOutput": "orchestrator.tools",
-    "ToolRegistry": "orchestrator.tools",
-    "ToolSpec": "orchestrator.models",
-    "TurnDeps": "orchestrator.agent",
-    "TurnOutcome": "orchestrator.agent",
-    "approve": "orchestrator.team.plan_calls",
-    "approve_all": "orchestrator.tools",
-    "assess": "orchestrator.loop",
-    "create_session": "orchestrator.session",
-    # (From its module: `orchestrator.team.drive` is also that module once imported.)
-    "drive": "orchestrator.team.drive",
-    "execute": "orchestrator.team.plan_calls",
-    "load_definitions": "orchestrator.team",
-    "load_state": "orchestrator.session",
-    "mail_history": "orchestrator.session",
-    "open_session": "orchestrator.session",
-    "open_team": "orchestrator.team",
-    "parse_plan_json": "orchestrator.loop.plan",
-    "parse_plan_markdown": "orchestrator.loop.plan_markdown:parse_markdown",
-    "plan": "orchestrator.team.plan_calls",
-    "render_plan": "orchestrator.loop.plan_markdown:render",
-    "resume": "orchestrator.host.run",
-    "resume_sync": "orchestrator.host.run",
-    "run": "orchestrator.host.run",
-    "run_sync": "orchestrator.host.run",
-    "run_main": "orchestrator.team",
-    "run_tool_calls": "orchestrator.agent",
-    "run_turn": "orchestrator.agent",
-    "seed_todos": "orchestrator.team.plan_calls",
-    "tool": "orchestrator.tools",
-    "workspace_tools": "orchestrator.tools",
-    "todo_tools": "orchestrator.tools.todos",
-    "builtin_agents": "orchestrator.team.definitions",
-    # Inspecting sessions (docs/library.md#inspecting-a-session).
-    "SessionInfo": "orchestrator.session",
-    "SessionReport": "orchestrator.session",
-    "list_sessions": "orchestrator.session",
-    "session_report": "orchestrator.session",
-    # Pulling a run's events (docs/library.md#pulling-events).
-    "EventStream": "orchestrator.host.stream",
-    "stream": "orchestrator.host.stream",
-    "stream_resume": "orchestrator.host.stream",
-    # Events (every class of the `Event` union), the messages and permission types they
-    # carry, and the command line's renderers: tests/test_events_documented.py.
-    "AgentStarted": "orchestrator.state.events",
-    "AssistantReplied": "orchestrator.state.events",
-    "MessageAdded": "orchestrator.state.events",
-    "Notice": "orchestrator.state.events",
-    "PermissionGranted": "orchestrator.state.events",
-    "SessionStatusChanged": "orchestrator.state.events",
-    "TextStreamed": "orchestrator.state.events",
-    "ToolCallFinished": "orchestrator.state.events",
-    "ToolCallStarted": "orchestrator.state.events",
-    "ToolProgress": "orchestrator.state.events",
-    "TurnEnded": "orchestrator.state.events",
-    "TurnStarted": "orchestrator.state.events",
-    "UsageUpdated": "orchestrator.state.events",
-    "event_json": "orchestrator.state.events",
-    "TaskChanged": "orchestrator.state.tasks",
-    "TaskCreated": "orchestrator.state.tasks",
-    "TaskUsed": "orchestrator.state.tasks",
-    "MessagePosted": "orchestrator.state.mailbox",
-    "MessagesDelivered": "orchestrator.state.mailbox",
-    "TodosChanged": "orchestrator.loop.todos",
-    "Assessed": "orchestrator.loop.assessment",
-    "BlockedReported": "orchestrator.loop.assessment",
-    "Verified": "orchestrator.loop.assessment",
-    "PlanDecided": "orchestrator.state.plans",
-    "ApprovalDecided": "orchestrator.state.approvals",
-    "ApprovalParked": "orchestrator.state.approvals",
-    "RemoteRefused": "orchestrator.state.approvals",
-    "ModelSwitched": "orchestrator.state.fallbacks",
-    "HookDecided": "orchestrator.state.hooks",
-    "Hook": "orchestrator.team.hook_runs",
-    "McpPinned": "orchestrator.state.mcp",
-    "McpToolsLoaded": "orchestrator.state.mcp",
-    "PinnedTool": "orchestrator.state.mcp",
-    "SessionForked": "orchestrator.state.checkpoints",
-    "WorkspaceCheckpointed": "orchestrator.state.checkpoints",
-    "WorkspaceRestored": "orchestrator.state.checkpoints",
-    "WorkspaceRestoring": "orchestrator.state.checkpoints",
-    "PlanSubmitted": "orchestrator.state.plans",
-    "ReplanRequested": "orchestrator.state.plans",
-    "CompactionStarted": "orchestrator.loop.compaction",
-    "ContextCompacted": "orchestrator.loop.compaction",
-    "SettingsChosen": "orchestrator.state.settings",
-    "AssistantMessage": "orchestrator.messages",
-    "Message": "orchestrator.messages",
-    "SystemMessage": "orchestrator.messages",
-    "Thinking": "orchestrator.messages",
-    "ToolCall": "orchestrator.messages",
-    "ToolResult": "orchestrator.messages",
-    "Usage": "orchestrator.messages",
-    "UserMessage": "orchestrator.messages",
-    "deny_all": "orchestrator.tools",
-    "Grant": "orchestrator.tools.permissions",
-    "Rule": "orchestrator.tools.permissions",
-    "Unasked": "orchestrator.tools.permissions",
-    "JsonLinesSink": "orchestrator.cli.render",
-    "TranscriptSink": "orchestrator.cli.render",
-    # the engine setting (docs/engine.md)
-    "dbos_runner": "orchestrator.engine",
-    "EngineBack": "orchestrator.state.events",
-    "EngineUnreachable": "orchestrator.engine",
-    "EngineWaiting": "orchestrator.state.events",
-    "ModelWaiting": "orchestrator.state.events",
-    "ReplyAtLimit": "orchestrator.state.events",
-    "ReplyCut": "orchestrator.state.events",
-    "RanOn": "orchestrator.state",
-}
 
 __all__ = [
     "AgentContext",
@@ -458,7 +294,9 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
+    from orchestrator._homes import HOMES  # (on first use: `import orchestrator` stays bare)
+
+    home = HOMES.get(name)
     if home is None:
         raise AttributeError(f"module 'orchestrator' has no attribute {name!r}")
     module, _, attribute = home.partition(":")  # "module:attribute" when named otherwise

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import orchestrator
+from orchestrator._homes import HOMES
 
 # What a library user needs to run a team from Python (docs/library.md): dropping one of
 # these breaks their code.
@@ -65,9 +66,9 @@ def test_all_names_resolve_and_are_sorted() -> None:
 
 
 def test_all_is_exactly_what_is_re_exported() -> None:
-    assert orchestrator.__all__ == sorted(orchestrator._HOMES)
+    assert orchestrator.__all__ == sorted(HOMES)
     assert set(orchestrator.__all__) >= LIBRARY
-    for name, home in orchestrator._HOMES.items():
+    for name, home in HOMES.items():
         module, _, attribute = home.partition(":")  # named otherwise at home
         assert getattr(orchestrator, name) is getattr(
             importlib.import_module(module), attribute or name
