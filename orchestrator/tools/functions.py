@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from orchestrator.errors import ToolInterrupted
 from orchestrator.state.events import EventSink
 from orchestrator.tools.base import Tool, ToolContext, ToolOutput
+from orchestrator.tools.docstrings import parse_docstring
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -64,14 +65,6 @@ tool is awaited on trio itself."""
 
 # What providers accept as a tool's name (OpenAI's and Anthropic's rule).
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
-# Google-style section headers: the description is the docstring's text before the first.
-_SECTIONS = frozenset(
-    {"args", "arguments", "parameters", "params", "returns", "return", "yields", "raises"}
-)
-_SECTION = re.compile(r"(\w+):\s*")
-_ARGS = frozenset({"args", "arguments", "parameters", "params"})
-# One entry of an `Args:` section: `name: text` or `name (type): text`.
-_ENTRY = re.compile(r"\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)")
 
 
 class FunctionTool(Tool[Any], Generic[P, R]):
@@ -103,7 +96,7 @@ class FunctionTool(Tool[Any], Generic[P, R]):
                 f"{self.name!r} is not a tool name (1 to 64 letters, digits, '_' or '-'): "
                 "pass name="
             )
-        summary, documented = _parse_docstring(inspect.getdoc(fn) or "")
+        summary, documented = parse_docstring(inspect.getdoc(fn) or "")
         self.description = (description if description is not None else summary).strip()
         if not self.description:
             missing = (
@@ -373,57 +366,3 @@ def _is_async(fn: Callable[..., Any]) -> bool:
 def _where(fn: Callable[..., Any]) -> str:
     qualname = getattr(fn, "__qualname__", None) or type(fn).__qualname__
     return f"{getattr(fn, '__module__', None) or '?'}.{qualname}"
-
-
-def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
-    """A (cleaned) docstring's description, its text before the first Google-style
-    section, and its `Args:` section's description of each parameter."""
-    lines = doc.splitlines()
-    summary: list[str] = []
-    documented: dict[str, str] = {}
-    index = 0
-    while index < len(lines) and not _is_section(lines[index]):
-        summary.append(lines[index])
-        index += 1
-    while index < len(lines):
-        header = lines[index]
-        indent = _indent(header)
-        body_end = index + 1
-        while body_end < len(lines) and (
-            not lines[body_end].strip() or _indent(lines[body_end]) > indent
-        ):
-            body_end += 1
-        if header.strip()[:-1].lower() in _ARGS:
-            documented.update(_entries(lines[index + 1 : body_end]))
-        index = body_end
-    return inspect.cleandoc("\n".join(summary)), documented
-
-
-def _is_section(line: str) -> bool:
-    match = _SECTION.fullmatch(line.strip())
-    return match is not None and match.group(1).lower() in _SECTIONS
-
-
-def _entries(body: list[str]) -> dict[str, str]:
-    """`name: text` entries; a line indented deeper than an entry continues it."""
-    found: dict[str, list[str]] = {}
-    entry_indent: int | None = None
-    current: list[str] | None = None
-    for line in body:
-        if not line.strip():
-            continue
-        indent = _indent(line)
-        if entry_indent is None:
-            entry_indent = indent
-        match = _ENTRY.fullmatch(line.strip()) if indent <= entry_indent else None
-        if match is not None:
-            current = found.setdefault(match.group(1), [])
-            if match.group(2):
-                current.append(match.group(2).strip())
-        elif current is not None:
-            current.append(line.strip())
-    return {name: " ".join(words) for name, words in found.items() if words}
-
-
-def _indent(line: str) -> int:
-    return len(line) - len(line.lstrip())
