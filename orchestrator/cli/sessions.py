@@ -161,11 +161,11 @@ def _repair(root: Path, session_id: str) -> int:
 def _read_only_tools() -> frozenset[str]:
     """The names of the tools that change nothing (a repair lists the cut calls of the
     others, which resuming runs again)."""
-    from orchestrator.tools import base, coordination, files, shell, todos
+    from orchestrator.tools import base, coordination, files, search, shell, todos
 
     return frozenset(
         tool.name
-        for module in (files, shell, coordination, todos)
+        for module in (files, search, shell, coordination, todos)
         for tool in vars(module).values()
         if isinstance(tool, type) and issubclass(tool, base.Tool) and tool.read_only
     )

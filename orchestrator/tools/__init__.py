@@ -10,7 +10,7 @@ from orchestrator.tools.base import (
     ToolRegistry,
 )
 from orchestrator.tools.environment import EnvPolicy, Redactor
-from orchestrator.tools.files import EditFile, Grep, ListFiles, ReadFile, WriteFile
+from orchestrator.tools.files import EditFile, ReadFile, WriteFile
 from orchestrator.tools.functions import FunctionTool, tool
 from orchestrator.tools.permissions import (
     Approver,
@@ -20,6 +20,7 @@ from orchestrator.tools.permissions import (
     deny_all,
 )
 from orchestrator.tools.sandbox import Sandbox
+from orchestrator.tools.search import Grep, ListFiles
 from orchestrator.tools.shell import Shell
 from orchestrator.tools.workspace import Workspace
 

@@ -18,13 +18,8 @@ from orchestrator.tools import (
     Workspace,
     WriteFile,
 )
-from orchestrator.tools.files import (
-    EditFileArgs,
-    GrepArgs,
-    ListFilesArgs,
-    ReadFileArgs,
-    WriteFileArgs,
-)
+from orchestrator.tools.files import EditFileArgs, ReadFileArgs, WriteFileArgs
+from orchestrator.tools.search import GrepArgs, ListFilesArgs
 from orchestrator.tools.shell import ShellArgs
 from tests.scenes import gone_soon
 
