@@ -3,7 +3,7 @@ next answering a call the one before failed before its reply began.
 
 A chain is on one model at a time, shared by every agent of the roles it serves. A call
 goes to that model; when it fails before anything of its reply arrived, after the wire
-layer's own retries (models/http.py: a 429, a 529, a 5xx and a dropped connection are
+layer's own retries (models/retrying.py: a 429, a 529, a 5xx and a dropped connection are
 retried on the same model first, within its budget), the next model of the chain is
 asked the same request (after the last, the ones before the model it was on), and the
 chain stays on the one that answered. Any failure moves

@@ -1,7 +1,7 @@
 """How much an endpoint is asked at once: the rate limit one call was told, held for every
 call to the same endpoint and key, how many calls may run on it at once, lowered after a
 429 or 529 and raised back as calls go well, and how many requests and tokens a minute
-each model on it is sent, as the config allows (`Backoff`). models/http.py's `retrying`
+each model on it is sent, as the config allows (`Backoff`). models/retrying.py's `retrying`
 waits on it before each attempt."""
 
 from __future__ import annotations

@@ -195,7 +195,7 @@ class EngineWaiting(Notice, frozen=True, tag="engine_waiting"):
 
 class ModelWaiting(Notice, frozen=True, tag="model_waiting"):
     """An agent's model call waits before it is sent: a rate limit's hold, a retry's
-    backoff, or a place among the calls its endpoint takes at once (models/http.py).
+    backoff, or a place among the calls its endpoint takes at once (models/retrying.py).
     Said when the wait begins (if it is a second or more, or has no end known), not
     journaled."""
 
