@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from orchestrator.models import Model, ModelRequest, ToolSpec
     from orchestrator.models.fallback import Fallback
     from orchestrator.models.scripted import ScriptedCall, ScriptedModel, ScriptedReply
+    from orchestrator.prices.cost import Price
     from orchestrator.session.creation import create_session
     from orchestrator.session.inspection import SessionReport, session_report
     from orchestrator.session.listing import SessionInfo, list_sessions
@@ -72,7 +73,6 @@ if TYPE_CHECKING:
     )
     from orchestrator.tools.permissions import Denied, Later
     from orchestrator.tools.todos import todo_tools
-    from orchestrator.usage import Price
 
 if TYPE_CHECKING:  # events, what they carry, and the command line's renderers
     from orchestrator.cli.render import JsonLinesSink, TranscriptSink

@@ -36,7 +36,7 @@ HOMES = {
     "PlanTask": "orchestrator.loop.plan",
     "PlanVerdict": "orchestrator.team.plan_host",
     "PlanVersion": "orchestrator.state.plans",
-    "Price": "orchestrator.usage",
+    "Price": "orchestrator.prices.cost",
     "Policy": "orchestrator.team",
     "Question": "orchestrator.team.asking",
     "QuestionAnswerer": "orchestrator.team.asking",

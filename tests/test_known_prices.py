@@ -13,9 +13,9 @@ import pytest
 from orchestrator import Price, Usage
 from orchestrator.config import load_config
 from orchestrator.prices._table import DATE, GENERATED_FROM, ROWS, SOURCES
+from orchestrator.prices.cost import call_cost, find_price
 from orchestrator.prices.known import known_cost, known_row
 from orchestrator.session import usage_ledger
-from orchestrator.usage import call_cost, find_price
 from orchestrator.view.parts import pricing
 
 MILLION = Usage(

@@ -39,13 +39,13 @@ BOTTOM = {
     "errors",
     "eventbase",
     "config",
-    "usage",
     "prices",
     "layout",
     "redaction",
     "text",
     "_version",
     "_face",
+    "_homes",
 }
 
 

@@ -16,6 +16,7 @@ from orchestrator.cli.render import TranscriptSink
 from orchestrator.errors import CompactionFailed, NothingToCompact
 from orchestrator.loop.todo_changes import Change, create, move, update
 from orchestrator.loop.todos import TodoItem, TodoList, TodoStatus, now_ms, render
+from orchestrator.prices.cost import call_cost
 from orchestrator.session.shown import cost as shown_cost
 from orchestrator.session.shown import duration, tokens
 from orchestrator.state.events import CallResult, EffectStarted
@@ -25,7 +26,6 @@ from orchestrator.team.queries import MAIN
 from orchestrator.team.runtime import Team
 from orchestrator.text import label
 from orchestrator.tools.todos import TodoSpec
-from orchestrator.usage import call_cost
 from orchestrator.view.frame import plain_frame
 from orchestrator.view.history import journal_events, session_view
 from orchestrator.view.model import ViewModel

@@ -16,7 +16,7 @@ import platformdirs
 if TYPE_CHECKING:
     from orchestrator.cli.settings import Layer, Layered
     from orchestrator.config import Config
-    from orchestrator.usage import Price
+    from orchestrator.prices.cost import Price
 
 PROJECT_CONFIG: Final = Path(".orchestrator") / "config.toml"
 """The project's config file, under the workspace."""

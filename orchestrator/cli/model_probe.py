@@ -36,7 +36,7 @@ from orchestrator.models.base import (
     UsageReported,
 )
 from orchestrator.models.resolve import provider_info, resolve_model
-from orchestrator.usage import find_price
+from orchestrator.prices.cost import find_price
 
 TOOL = ToolSpec(
     name="report_ready",

@@ -41,9 +41,9 @@ from orchestrator.state.events import EventSink, FanOut
 if TYPE_CHECKING:
     from orchestrator.config import Config
     from orchestrator.loop.todos import TodoList
+    from orchestrator.prices.cost import Price
     from orchestrator.session.live import LiveSession
     from orchestrator.team.settings import RunSettings
-    from orchestrator.usage import Price
     from orchestrator.view.live import LiveView
 
 

@@ -20,9 +20,9 @@ from orchestrator.store.ids import session_dir
 from orchestrator.text import abbreviate, visible
 
 if TYPE_CHECKING:
+    from orchestrator.prices.cost import Price
     from orchestrator.session.on_workers import WorkerRecords, WorkersReader
     from orchestrator.state.settings import SessionSettings
-    from orchestrator.usage import Price
 
 # Folding journals (and pydantic, which verify and repair may need) is imported by the
 # commands that need it, so that `sessions list` (and `show`, from a snapshot) starts

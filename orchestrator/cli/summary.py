@@ -26,8 +26,8 @@ from orchestrator.state.mailbox import MAIN
 from orchestrator.text import label
 
 if TYPE_CHECKING:
+    from orchestrator.prices.cost import Price
     from orchestrator.team.drive import RunResult
-    from orchestrator.usage import Price
 
 DETAIL_WIDTH = 400
 

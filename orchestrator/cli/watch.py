@@ -45,7 +45,7 @@ from orchestrator.view.follow import Pace, RecordEvents, follow_journal, holder_
 from orchestrator.view.model import ViewModel
 
 if TYPE_CHECKING:
-    from orchestrator.usage import Price
+    from orchestrator.prices.cost import Price
 
 SPEED = 10.0  # a finished session replays ten times faster than it happened
 

@@ -69,7 +69,7 @@ from orchestrator.config.tables import (
     _Strict,
 )
 from orchestrator.errors import ConfigError
-from orchestrator.usage import Price
+from orchestrator.prices.cost import Price
 
 __all__ = [
     "COUNT",

@@ -23,6 +23,7 @@ from typing import Any, ParamSpec, TypeVar, cast
 
 from orchestrator.mcp.servers import McpServer
 from orchestrator.models.base import Model
+from orchestrator.prices.cost import Price
 from orchestrator.state.events import Event, EventSink
 from orchestrator.state.settings import SessionSettings
 from orchestrator.team.asking import HostApprover, QuestionAnswerer
@@ -31,7 +32,6 @@ from orchestrator.team.hook_runs import Hook
 from orchestrator.team.runtime import TeamHook
 from orchestrator.tools.base import AnyTool
 from orchestrator.tools.permissions import Denied, Grant
-from orchestrator.usage import Price
 
 P = ParamSpec("P")
 K = TypeVar("K")  # an options value

@@ -26,7 +26,7 @@ from orchestrator.state.tasks import TaskRecord
 from orchestrator.store.ids import session_dir
 
 if TYPE_CHECKING:
-    from orchestrator.usage import Price
+    from orchestrator.prices.cost import Price
 
 
 class Totals(msgspec.Struct, frozen=True):
@@ -291,7 +291,7 @@ def session_report(
 ) -> SessionReport:
     """The report of session `session_id` under the sessions root `where` (or, without
     an id, of the session directory `where`), as `orchestrator sessions show` makes it:
-    `prices` (model name to `orchestrator.usage.Price`) cost its calls, `last` journal
+    `prices` (model name to `orchestrator.Price`) cost its calls, `last` journal
     records are listed, `windows` gives a model's context window (by default: only a
     scripted model's, from its script). Raises `SessionNotFound` (a `SessionError`) for
     no such session. A session of an older format is migrated first (under its lock;

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from orchestrator.messages import Usage, plain
 
 if TYPE_CHECKING:
-    from orchestrator.usage import Price
+    from orchestrator.prices.cost import Price
 
 Call = tuple[str, str, Usage]
 """A model call's `(agent, model, usage)`."""
@@ -99,7 +99,7 @@ def _pricing(prices: Mapping[str, Price]) -> Callable[[str, Usage], float | None
         from orchestrator.prices.known import known_cost
 
         return known_cost
-    from orchestrator.usage import call_cost
+    from orchestrator.prices.cost import call_cost
 
     return lambda model, usage: call_cost(prices, model, usage)
 

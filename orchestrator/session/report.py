@@ -44,7 +44,7 @@ from orchestrator.store._line import line_time
 from orchestrator.store.scan import JournalScan, scan_journal
 
 if TYPE_CHECKING:
-    from orchestrator.usage import Price
+    from orchestrator.prices.cost import Price
 
 
 Windows = Callable[[str], Window | None]

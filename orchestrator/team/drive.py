@@ -24,6 +24,7 @@ from orchestrator.errors import (
 )
 from orchestrator.loop.plan import check
 from orchestrator.messages import SystemMessage, Usage, UserMessage
+from orchestrator.prices.cost import call_cost
 from orchestrator.session.checkpoints import FILE_TOOLS, SCANNED, Checkpointer
 from orchestrator.session.live import LiveSession
 from orchestrator.session.memory import MemorySession
@@ -53,7 +54,6 @@ from orchestrator.team.queries import MAIN, PLANNER
 from orchestrator.team.runtime import Team
 from orchestrator.team.settings import RunSettings, Seat, check_definitions
 from orchestrator.tools import Workspace
-from orchestrator.usage import call_cost
 
 Driven = LiveSession | MemorySession
 """A session `drive` runs: one on disk, or one kept in memory only (`in_memory`)."""

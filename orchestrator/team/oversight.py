@@ -32,6 +32,7 @@ from orchestrator.loop.assessment import (
 from orchestrator.loop.plan import LIMITS, PlanLimits, replan_bound
 from orchestrator.loop.todos import TodoList, TodosChanged
 from orchestrator.messages import AssistantMessage
+from orchestrator.prices.cost import Price, call_cost
 from orchestrator.state.events import EventSink
 from orchestrator.state.fold import SessionState
 from orchestrator.state.tasks import LIVE
@@ -41,7 +42,6 @@ from orchestrator.team.port import SessionLike
 from orchestrator.tools.base import AnyTool, ToolContext, ToolRegistry
 from orchestrator.tools.shell import Shell, ShellArgs
 from orchestrator.tools.workspace import Workspace
-from orchestrator.usage import Price, call_cost
 
 VERIFY_OUTPUT_CHARS = 4000
 """How much of a failing verification's output the agent is shown (head and tail)."""

@@ -22,6 +22,7 @@ from orchestrator.loop.assessment import Budgets
 from orchestrator.loop.compaction import Window
 from orchestrator.loop.plan import LIMITS, Plan, PlanLimits
 from orchestrator.models.base import Model
+from orchestrator.prices.cost import Price
 from orchestrator.redaction import Redactor
 from orchestrator.session.checkpoints import Checkpointer
 from orchestrator.state.events import EventSink, NullSink
@@ -48,7 +49,6 @@ from orchestrator.tools.base import ToolRegistry
 from orchestrator.tools.permissions import Approver, PermissionPolicy, parse_rules
 from orchestrator.tools.recall import Lookup
 from orchestrator.tools.workspace import Workspace
-from orchestrator.usage import Price
 
 
 @dataclass(frozen=True)

@@ -23,9 +23,9 @@ from orchestrator.tracing.settings import Telemetry
 from orchestrator.tracing.spans import Spans, call_key, traceparent
 
 if TYPE_CHECKING:
+    from orchestrator.prices.cost import Price
     from orchestrator.session.live import LiveSession
     from orchestrator.tracing.otel import Exporter
-    from orchestrator.usage import Price
 
 # Events that are no record but open a span (the rest are seen as their records).
 _OPENING = (ToolCallStarted, CompactionStarted)

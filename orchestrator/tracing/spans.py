@@ -39,6 +39,7 @@ from typing import Any
 
 from orchestrator.loop.compaction import CompactionStarted, ContextCompacted
 from orchestrator.messages import Usage
+from orchestrator.prices.cost import Price, call_cost
 from orchestrator.state.events import (
     AgentStarted,
     AssistantReplied,
@@ -53,7 +54,6 @@ from orchestrator.state.events import (
 )
 from orchestrator.state.plans import PlanDecided, PlanSubmitted, ReplanRequested
 from orchestrator.state.tasks import SETTLED, TaskChanged, TaskCreated
-from orchestrator.usage import Price, call_cost
 
 SEMCONV = "1.44.0"
 """The version of OpenTelemetry's semantic conventions for generative AI the spans follow

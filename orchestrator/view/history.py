@@ -19,7 +19,7 @@ from orchestrator.store.scan import scan_journal
 from orchestrator.view.model import ViewModel
 
 if TYPE_CHECKING:
-    from orchestrator.usage import Price
+    from orchestrator.prices.cost import Price
 
 
 class _Written(msgspec.Struct):

@@ -71,7 +71,7 @@ from orchestrator.view.parts import (
 )
 
 if TYPE_CHECKING:
-    from orchestrator.usage import Price
+    from orchestrator.prices.cost import Price
 
 WAITING_TOOLS = frozenset({"wait_tasks"})
 SESSION_EVENTS: frozenset[type] = frozenset(

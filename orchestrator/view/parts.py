@@ -18,7 +18,7 @@ from orchestrator.state.tasks import TaskState
 from orchestrator.text import abbreviate
 
 if TYPE_CHECKING:
-    from orchestrator.usage import Price
+    from orchestrator.prices.cost import Price
 
 Status = Literal[
     "running",
@@ -220,6 +220,6 @@ def pricing(prices: Mapping[str, Price]) -> Callable[[str, Usage], float | None]
         from orchestrator.prices.known import known_cost
 
         return known_cost
-    from orchestrator.usage import call_cost
+    from orchestrator.prices.cost import call_cost
 
     return lambda model, usage: call_cost(prices, model, usage)

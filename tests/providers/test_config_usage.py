@@ -10,9 +10,9 @@ import pytest
 from orchestrator import Price, Usage
 from orchestrator.config import Config, load_config, parse_config
 from orchestrator.errors import ConfigError
+from orchestrator.prices.cost import find_price
 from orchestrator.session import usage_ledger
 from orchestrator.session.ledger import Call, cache_share, usage_table
-from orchestrator.usage import find_price
 
 EXAMPLE = """
 model = "anthropic:claude-sonnet-4-5"

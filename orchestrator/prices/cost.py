@@ -1,5 +1,5 @@
 """The cost of token usage: a model's price (dollars per million tokens, from the
-config's `[prices]`, else the table of known models in `prices.known`) and what a call
+config's `[prices]`, else the table of known models in `known`) and what a call
 cost. The sums per agent, per model and for the session (and per task subtree) are
 `session.ledger.usage_ledger`'s, for `sessions show`; calls of a model without a price
 are counted there as unpriced rather than guessed.
