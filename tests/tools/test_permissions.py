@@ -35,6 +35,36 @@ def test_rules_with_patterns(rules: list[str], command: str, expected: str) -> N
     assert policy.decide(shell(command), read_only=False) == expected
 
 
+def write(path: str) -> ToolCall:
+    arguments = orjson.dumps({"path": path, "content": "x"}).decode()
+    return ToolCall(id="c", name="write_file", arguments=arguments)
+
+
+@pytest.mark.parametrize(
+    ("rules", "allowed", "asked", "denied"),
+    [
+        (["*=deny"], [], [], ["shell", "write_file"]),  # a glob of tool names
+        (["*_file=allow"], ["write_file"], ["shell"], []),
+        (["*=deny", "shell=ask"], [], ["shell"], ["write_file"]),  # among equals the last wins
+        (["write_file=allow", "*=deny"], [], [], ["shell", "write_file"]),
+    ],
+)
+def test_a_rule_names_tools_by_a_glob(
+    rules: list[str], allowed: list[str], asked: list[str], denied: list[str]
+) -> None:
+    policy = PermissionPolicy(rules=parse_rules(rules))
+    calls = {"shell": shell("ls"), "write_file": write("a.txt")}
+    decided = {name: policy.decide(call, read_only=False) for name, call in calls.items()}
+    read = ToolCall(id="r", name="read_file", arguments='{"path": "a.txt"}')
+    decided["read_file"] = policy.decide(read, read_only=True)
+    assert decided == {
+        "read_file": "deny" if "*=deny" in rules else "allow",  # a glob rule covers it too
+        **{name: "allow" for name in allowed},
+        **{name: "ask" for name in asked},
+        **{name: "deny" for name in denied},
+    }
+
+
 @pytest.mark.parametrize(
     "bad", ["shell", "shell=maybe", "=allow", "write_file:*.py=allow", "shell:=allow"]
 )
