@@ -115,7 +115,14 @@ if TYPE_CHECKING:  # events, what they carry, and the command line's renderers
     from orchestrator.state.fallbacks import ModelSwitched
     from orchestrator.state.hooks import HookDecided
     from orchestrator.state.mailbox import MessagePosted, MessagesDelivered
-    from orchestrator.state.mcp import McpPinned, McpToolsLoaded, PinnedTool
+    from orchestrator.state.mcp import (
+        McpElicitAnswered,
+        McpElicited,
+        McpPinned,
+        McpSampled,
+        McpToolsLoaded,
+        PinnedTool,
+    )
     from orchestrator.state.plans import PlanDecided, PlanSubmitted, ReplanRequested
     from orchestrator.state.settings import SettingsChosen
     from orchestrator.state.tasks import TaskChanged, TaskCreated, TaskUsed
@@ -172,7 +179,10 @@ __all__ = [
     "LiveSession",
     "Mail",
     "MainOutcome",
+    "McpElicitAnswered",
+    "McpElicited",
     "McpPinned",
+    "McpSampled",
     "McpToolsLoaded",
     "MemorySession",
     "Message",

@@ -53,7 +53,7 @@ from orchestrator.state.events import (
 from orchestrator.state.fallbacks import ModelSwitched
 from orchestrator.state.hooks import HookDecided
 from orchestrator.state.mailbox import MAIN, MessagePosted, MessagesDelivered
-from orchestrator.state.mcp import McpPinned, McpToolsLoaded
+from orchestrator.state.mcp import McpAsked, McpPinned, McpToolsLoaded
 from orchestrator.state.plans import PlanDecided, PlanSubmitted, ReplanRequested
 from orchestrator.state.settings import SettingsChosen
 from orchestrator.state.tasks import TaskChanged, TaskCreated, TaskUsed
@@ -151,6 +151,7 @@ class TranscriptSink:
                 | WorkspaceRestoring()
                 | WorkspaceRestored()
                 | SessionForked()
+                | McpAsked()  # (asked at the terminal, or the call's error says it waits)
             ):
                 # The command line says how the session ended, once, in its summary (and
                 # a task on a worker's tokens there, counted by `task_usage`).

@@ -39,7 +39,7 @@ from orchestrator.state.fallbacks import FALLBACK_FOLDS, Fallbacks
 from orchestrator.state.hooks import HOOK_FOLDS, Hooked
 from orchestrator.state.mailbox import MAIN, USER, Mailbox, MessagePosted, MessagesDelivered
 from orchestrator.state.manifest import SessionStatus
-from orchestrator.state.mcp import MCP_FOLDS, McpState
+from orchestrator.state.mcp import MCP_FOLDS, McpElicited, McpSampled, McpState
 from orchestrator.state.plans import PLAN_FOLDS, Plans
 from orchestrator.state.settings import SessionSettings, SettingsChosen
 from orchestrator.state.tasks import (
@@ -320,6 +320,21 @@ def _mcp(fold: Callable[[McpState, int, Any], None]) -> Callable[[SmallState, in
     return apply
 
 
+def _mcp_elicited(state: SmallState, seq: int, record: McpElicited) -> None:
+    """A question nobody could answer blocks the session as a refused call does (until
+    the person speaks)."""
+    MCP_FOLDS[McpElicited](state.mcp, seq, record)
+    if record.waiting:
+        tool = f"{record.server}__{record.tool}"
+        state.refused.append(RefusedCall(agent=record.agent, tool=tool, arguments=""))
+
+
+def _mcp_sampled(state: SmallState, seq: int, record: McpSampled) -> None:
+    """A server's completion counts to the calling agent's usage and the session's."""
+    MCP_FOLDS[McpSampled](state.mcp, seq, record)
+    _spent(state, state.agent(record.agent), record.model, record.usage)
+
+
 def _checkpoint(
     fold: Callable[[Checkpoints, int, Any], None],
 ) -> Callable[[SmallState, int, Any], None]:
@@ -358,6 +373,8 @@ SMALL_FOLDS: dict[type, Callable[[SmallState, int, Any], None]] = {
     **{kind: _fallback(fold) for kind, fold in FALLBACK_FOLDS.items()},
     **{kind: _hook(fold) for kind, fold in HOOK_FOLDS.items()},
     **{kind: _mcp(fold) for kind, fold in MCP_FOLDS.items()},
+    McpElicited: _mcp_elicited,
+    McpSampled: _mcp_sampled,
     **{kind: _checkpoint(fold) for kind, fold in CHECKPOINT_FOLDS.items()},
 }
 """How each record changes the small state, by record type. Records of the conversation
