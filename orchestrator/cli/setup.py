@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 import trio
 
+from orchestrator.cli.elicit_prompt import terminal_asker
 from orchestrator.cli.engine import chosen_engine, database_change, engine_settings, runner_for
 from orchestrator.cli.env import SESSION_FLAGS, effective_config, sessions_root
 from orchestrator.cli.guards import guards, new_shell_settings, shell_settings
@@ -197,6 +198,8 @@ async def run_settings(
     models = RoleModels(
         main=spec, cli=args.model, config=config, definitions=definitions, http=http
     )
+    if mcp is not None:  # what the servers ask: the person here, the agents' models
+        mcp.answering(live, terminal_asker(hold, read), by="person", model_for=models)
     return RunSettings(
         model=models("main"),
         models=models,

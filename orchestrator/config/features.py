@@ -19,7 +19,8 @@ class McpServerConfig(_Strict, frozen=True):
     `env:NAME` is the environment variable NAME's value, read when the server starts and
     redacted like a provider's key. `tools`: globs of the server's tools the session takes
     (none: all); `timeout`: seconds a call (and the start) may take; `max_output`: the
-    characters of a result past which it is refused as oversized."""
+    characters of a result past which it is refused as oversized; `sampling`: whether the
+    server may ask for a model's completion (answered by the calling agent's model)."""
 
     command: str | None = None
     args: tuple[str, ...] = ()
@@ -30,6 +31,7 @@ class McpServerConfig(_Strict, frozen=True):
     tools: tuple[str, ...] = ()
     timeout: float = Field(default=60.0, gt=0, le=DAY)
     max_output: int = Field(default=100_000, ge=100, le=TOKENS)
+    sampling: bool = False
 
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerConfig:

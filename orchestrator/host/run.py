@@ -29,6 +29,7 @@ import trio
 
 from orchestrator.errors import ConfigError, SessionNotFound
 from orchestrator.host.aio import CallerLoop, from_asyncio, in_trio
+from orchestrator.host.elicit import elicitation_asker
 from orchestrator.host.options import (
     EventHandler as EventHandler,  # its home on the faces
 )
@@ -302,6 +303,10 @@ async def _drive(
             approvals=approvals or {},
             hooks=tuple(wiring.hooks),
         )
+        # What the servers ask: the person's questions go to `answer` (none: nobody can
+        # answer, the session stops blocked), completions to the agent's model.
+        ask = None if wiring.answer is None else elicitation_asker(wiring.answer, live.state)
+        opened.answering(live, ask, by="host", model_for=settings.model_for)
         # Each type given is used as given: one naming a tool not given (a built-in without
         # the workspace tools) is an error here, where `drive` would leave a built-in out.
         check_definitions(settings)

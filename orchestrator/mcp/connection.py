@@ -26,6 +26,7 @@ from typing import IO, TYPE_CHECKING, Any, Final, Protocol, cast
 import trio
 
 from orchestrator.errors import ConfigError, OrchestratorError
+from orchestrator.mcp.asked import Calling, Calls, callbacks
 from orchestrator.mcp.servers import McpServer
 from orchestrator.tools.scripts import scripts
 
@@ -100,6 +101,7 @@ class Connection:
         self._generation = 0  # how many times it started
         self._crashed = trio.Event()  # set: `keep` starts it again
         self._ready = trio.Event()  # set when a restart is done, well or not
+        self.calls = Calls()  # its running calls, and who answers what it asks (mcp/asked.py)
 
     async def keep(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Starts the server and keeps its client until cancelled; starts it again when a
@@ -151,23 +153,50 @@ class Connection:
         return self._client
 
     async def list_tools(self) -> list[ToolInfo]:
-        tools: list[ToolInfo] = []
-        cursor: str | None = None
         async with self._failing("listing its tools"):
-            while True:
-                page = await self._live().list_tools(cursor=cursor)
-                tools.extend(_info(tool) for tool in page.tools)
-                cursor = page.next_cursor
-                if not cursor:
-                    return tools
+            return [_info(tool) for tool in await _every(self._live().list_tools, "tools")]
 
     async def call(
-        self, tool: str, arguments: dict[str, Any], progress: ProgressFn | None = None
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        progress: ProgressFn | None = None,
+        calling: Calling | None = None,
     ) -> CallResult:
+        """`calling`: whose call it is, for what the server asks while it runs."""
         async with self._failing(f"calling {tool}"):
             client = self._live()
-            result = await client.call_tool(tool, arguments, progress_callback=progress)
+            with self.calls.running(calling):
+                result = await client.call_tool(tool, arguments, progress_callback=progress)
         return CallResult(_text(self.server, tool, result), bool(result.is_error))
+
+    def offers_resources(self) -> bool:
+        """Whether the server said it has resources (its capabilities)."""
+        client = self._client
+        return client is not None and client.server_capabilities.resources is not None
+
+    async def list_resources(self) -> list[tuple[str, str, str]]:
+        """(uri, name, description) of each resource the server lists, then of each
+        template of them (its uri a template: `docs://pages/{id}`)."""
+        async with self._failing("listing its resources"):
+            client = self._live()
+            found = await _every(client.list_resources, "resources")
+            shapes = await _every(client.list_resource_templates, "resource_templates")
+        return [(str(r.uri), r.name, r.description or "") for r in found] + [
+            (t.uri_template, t.name, t.description or "") for t in shapes
+        ]
+
+    async def read_resource(self, uri: str, calling: Calling | None = None) -> str:
+        """The text of the resource at `uri` (a binary part named, not inlined)."""
+        async with self._failing(f"reading {uri}"):
+            with self.calls.running(calling):
+                result = await self._live().read_resource(uri)
+        parts = []
+        for part in result.contents:
+            text = getattr(part, "text", None)
+            shown = f"[binary content of {part.uri} ({part.mime_type or 'unknown type'}) not shown]"
+            parts.append(text if isinstance(text, str) else shown)
+        return "\n".join(parts)
 
     @contextlib.asynccontextmanager
     async def _failing(self, doing: str) -> AsyncIterator[None]:
@@ -206,6 +235,18 @@ class Connection:
         if self._generation > generation:
             return "; it was started again (once a session): call again"
         return "; it is not started again (it was once this session)"
+
+
+async def _every(list_page: Callable[..., Any], field: str) -> list[Any]:
+    """Every item of a paginated listing (`field` of each page)."""
+    items: list[Any] = []
+    cursor: str | None = None
+    while True:
+        page = await list_page(cursor=cursor)
+        items.extend(getattr(page, field))
+        cursor = page.next_cursor
+        if not cursor:
+            return items
 
 
 RESTARTS: Final = 1
@@ -258,9 +299,11 @@ async def open_connection(
             else:
                 transport = _http(server, headers)
             # No response cache: the tools are listed anew each time.
+            # What the server may ask (the person, a model, the roots): mcp/asked.py.
+            asked = callbacks(server, connection.calls)
             return cast(
                 "AbstractAsyncContextManager[Client]",
-                mcp.Client(transport, cache=None, read_timeout_seconds=server.timeout),
+                mcp.Client(transport, cache=None, read_timeout_seconds=server.timeout, **asked),
             )
 
         def ran() -> dict[str, str]:

@@ -40,7 +40,9 @@ class McpServer:
 
     `tools`: globs of the server's tool names the session takes (empty: all);
     `timeout`: the seconds its start, and each call, may take; `max_output`: the
-    characters of a call's result past which it is refused as oversized."""
+    characters of a call's result past which it is refused as oversized; `sampling`:
+    whether it may ask for a model's completion (`sampling/createMessage`), answered by
+    the calling agent's model, its usage counted (refused otherwise)."""
 
     name: str
     command: str | None = None
@@ -52,6 +54,7 @@ class McpServer:
     tools: tuple[str, ...] = ()
     timeout: float = 60.0
     max_output: int = 100_000
+    sampling: bool = False
 
     def __post_init__(self) -> None:
         if not _SERVER_NAME.fullmatch(self.name) or SEPARATOR in self.name:
@@ -82,6 +85,7 @@ class McpServer:
         tools: tuple[str, ...] | list[str] = (),
         timeout: float = 60.0,
         max_output: int = 100_000,
+        sampling: bool = False,
     ) -> McpServer:
         """A server the session starts as a child process and talks to over its stdin
         and stdout. `env`: variables set for it (`"env:NAME"` reads NAME), beside the
@@ -95,6 +99,7 @@ class McpServer:
             tools=tuple(tools),
             timeout=timeout,
             max_output=max_output,
+            sampling=sampling,
         )
 
     @classmethod
@@ -107,6 +112,7 @@ class McpServer:
         tools: tuple[str, ...] | list[str] = (),
         timeout: float = 60.0,
         max_output: int = 100_000,
+        sampling: bool = False,
     ) -> McpServer:
         """A server at a streamable HTTP address (`https://host/mcp`). `headers`: sent
         with every request (`{"Authorization": "env:DOCS_AUTH"}`)."""
@@ -117,6 +123,7 @@ class McpServer:
             tools=tuple(tools),
             timeout=timeout,
             max_output=max_output,
+            sampling=sampling,
         )
 
     @classmethod
@@ -133,6 +140,7 @@ class McpServer:
             tools=config.tools,
             timeout=config.timeout,
             max_output=config.max_output,
+            sampling=config.sampling,
         )
 
     @property

@@ -9,14 +9,19 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from orchestrator.errors import ConfigError
-from orchestrator.mcp.connection import McpServerError, open_connection
+from orchestrator.mcp.connection import Connection, McpServerError, open_connection
+from orchestrator.mcp.elicit import ElicitAsker, Elicitor
 from orchestrator.mcp.pins import Approved, Pins, PinSession
+from orchestrator.mcp.resources import READ_RESOURCE, ResourceTool, resource_tool
+from orchestrator.mcp.sampling import Sampler
 from orchestrator.mcp.servers import McpServer, parse_selector
 from orchestrator.mcp.tools import McpTool
+from orchestrator.models.base import Model
 from orchestrator.tools.base import ToolRegistry
 
 
@@ -27,6 +32,22 @@ class McpTools:
     servers: tuple[McpServer, ...]
     tools: tuple[McpTool, ...]
     failed: tuple[str, ...] = ()
+    connections: tuple[Connection, ...] = ()
+
+    def answering(
+        self,
+        session: PinSession,
+        ask: ElicitAsker | None,
+        *,
+        by: str,
+        model_for: Callable[[str], Model],
+    ) -> None:
+        """From now on what the servers ask is answered for `session`: the person's
+        questions by `ask` (`by`: "person" or "host"; None: nobody, the session stops
+        blocked), completions by the model of the calling agent's role (mcp/asked.py)."""
+        answers = _Answers(Elicitor(session, ask, by), Sampler(session, model_for))
+        for connection in self.connections:
+            connection.calls.asks = answers
 
     def names(self, entries: Iterable[str]) -> tuple[str, ...]:
         """`entries` (an agent type's `tools`) with each `mcp:SERVER/GLOB` replaced by
@@ -72,14 +93,29 @@ class McpTools:
         tools: list[McpTool] = []
         for server in self.servers:
             mine = [tool for tool in self.tools if tool.server == server.name]
-            if not mine:
-                continue
-            offered = await pins.offered(server, [tool.info for tool in mine])
-            tools.extend(
-                McpTool(tool.connection, info, pins)
-                for tool, info in zip(mine, offered, strict=True)
-            )
-        return McpTools(self.servers, tuple(tools), self.failed)
+            own = [tool for tool in mine if not isinstance(tool, ResourceTool)]
+            if own:  # (the server's own tools: ours, `read_resource`, is not pinned)
+                offered = await pins.offered(server, [tool.info for tool in own])
+                tools.extend(
+                    McpTool(tool.connection, info, pins)
+                    for tool, info in zip(own, offered, strict=True)
+                )
+            tools.extend(tool for tool in mine if isinstance(tool, ResourceTool))
+        return McpTools(self.servers, tuple(tools), self.failed, self.connections)
+
+
+@dataclass(frozen=True)
+class _Answers:
+    """What the session answers its servers (mcp/asked.py `ServerAsks`)."""
+
+    elicitor: Elicitor
+    sampler: Sampler
+
+    async def elicit(self, server: McpServer, calling: Any, params: Any) -> Any:
+        return await self.elicitor(server, calling, params)
+
+    async def sample(self, server: McpServer, calling: Any, params: Any) -> Any:
+        return await self.sampler(server, calling, params)
 
 
 @contextlib.asynccontextmanager
@@ -94,15 +130,30 @@ async def open_servers(
         raise ConfigError(f"two MCP servers are named {', '.join(map(repr, twice))}")
     tools: list[McpTool] = []
     failed: list[str] = []
+    connections: list[Connection] = []
     async with contextlib.AsyncExitStack() as stack:
         for server in servers:
             try:
                 connection = await stack.enter_async_context(open_connection(server, environ))
                 listed = await connection.list_tools()
-                tools.extend(McpTool(connection, i) for i in listed if server.takes(i.name))
+                taken = [McpTool(connection, i) for i in listed if server.takes(i.name)]
+                own = {i.name for i in listed}
+                if connection.offers_resources() and _reads(server, own):
+                    # Its resources, readable through a tool of its own (mcp/resources.py).
+                    resources = await connection.list_resources()
+                    if resources:
+                        taken.append(resource_tool(connection, resources))
+                tools.extend(taken)
+                connections.append(connection)
             except McpServerError as exc:
                 failed.append(str(exc))
-        yield McpTools(tuple(servers), tuple(tools), tuple(failed))
+        yield McpTools(tuple(servers), tuple(tools), tuple(failed), tuple(connections))
+
+
+def _reads(server: McpServer, own: set[str]) -> bool:
+    """Whether the session gives `server` its `read_resource` tool: its `tools` globs
+    take it, and the server has no tool of that name itself."""
+    return server.takes(READ_RESOURCE) and READ_RESOURCE not in own
 
 
 def split_tools(given: Iterable[object]) -> tuple[list[McpServer], list[object]]:

@@ -20,6 +20,7 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, Field
 
 from orchestrator.errors import ToolFailed
+from orchestrator.mcp.asked import Calling
 from orchestrator.mcp.connection import Connection, McpServerError, ToolInfo
 from orchestrator.mcp.pins import Pins
 from orchestrator.mcp.servers import tool_name
@@ -67,9 +68,14 @@ class McpTool(Tool[BaseModel]):
                 refused = await self.pins.check(self.connection, self.info.name)
                 if refused is not None:
                     raise ToolFailed(refused)
-            result = await self.connection.call(self.info.name, arguments, progress)
+            calling = Calling(
+                ctx.agent, ctx.call, self.info.name, ctx.workspace.root, ctx.write_scope
+            )
+            result = await self.connection.call(self.info.name, arguments, progress, calling)
         except McpServerError as exc:
             raise ToolFailed(str(exc)) from exc
+        if calling.unanswered:  # it asked the person, and nobody could answer (mcp/elicit.py)
+            raise ToolFailed(calling.unanswered)
         limit = self.connection.server.max_output
         if len(result.text) > limit:
             raise ToolFailed(

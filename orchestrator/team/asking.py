@@ -173,32 +173,49 @@ def request(agent: str, who: str, call: ToolCall, ref: str = "") -> ApprovalRequ
 
 @dataclass(frozen=True)
 class Question:
-    """A subagent's question to its owner, offered to the host first."""
+    """A subagent's question to its owner, offered to the host first; or (`kind`
+    "elicitation") an MCP server's question to the person during an agent's call
+    (docs/mcp.md), `server` naming it and `schema` the form of its answer."""
 
-    task: str  # the task that asks ("t3")
+    task: str  # the task that asks ("t3"; for a server's question, the calling agent)
     agent_type: str
     description: str  # the task's description
     owner: str  # whom it asks: "main", or the task that delegated it
-    kind: Literal["decision_required", "blocked"]  # `ask_decision`, or `report_blocked`
+    kind: Literal["decision_required", "blocked", "elicitation"]
     text: str  # the question, or why the task is blocked
     options: tuple[str, ...] = ()  # the choices an `ask_decision` offers
     category: str = ""  # a `blocked` report's category
     message_id: str = ""  # "" while the owner has not been told (it is, once posted)
+    server: str = ""  # the MCP server that asks (kind "elicitation")
+    schema: Mapping[str, Any] | None = None  # the JSON schema of its answer's content
 
 
-QuestionAnswerer = Callable[[Question], Awaitable[str | None] | str | None]
-"""The host's answer to a subagent's question; None leaves it to the task's owner."""
+HostReply = str | Mapping[str, Any] | Denied | None
+QuestionAnswerer = Callable[[Question], Awaitable[HostReply] | HostReply]
+"""The host's answer to a subagent's question; None leaves it to the task's owner. To
+a server's question (kind "elicitation"): the content (a mapping, or text: a one-field
+form's value, else a JSON object), `Denied` to decline, None when nobody answers now
+(the session stops blocked on it)."""
 
 
 async def ask_host(answer: QuestionAnswerer, question: Question) -> str | None:
+    text = await host_reply(answer, question)
+    if text is not None and not isinstance(text, str):
+        raise HostCallbackFailed(
+            f"the host's answer to {question.task}'s question is {text!r}: give its text"
+        )
+    return text or None  # "" says nothing
+
+
+async def host_reply(answer: QuestionAnswerer, question: Question) -> HostReply:
+    """What the host replied to `question` (its failure a `HostCallbackFailed`)."""
     try:
         reply = answer(question)
-        text = await reply if inspect.isawaitable(reply) else reply
+        return await reply if inspect.isawaitable(reply) else reply
     except Exception as exc:
         raise HostCallbackFailed(
             f"the host's answer to {question.task}'s question raised {type(exc).__name__}: {exc}"
         ) from exc
-    return text or None  # "" says nothing
 
 
 def question(

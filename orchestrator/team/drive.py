@@ -37,6 +37,7 @@ from orchestrator.state.events import (
 )
 from orchestrator.state.mailbox import Mail
 from orchestrator.state.manifest import SessionStatus
+from orchestrator.state.mcp import waiting_answer
 from orchestrator.state.scrub import scrubbing
 from orchestrator.state.settings import SessionSettings, SettingsChosen
 from orchestrator.team import queries
@@ -359,6 +360,9 @@ async def _drive(
             if planned is not None:
                 return planned
         if message:
+            answered = waiting_answer(state.mcp, message)  # a server's question's (mcp.md)
+            if answered is not None:
+                await sink.emit(answered, durable=True)
             await _say_or_answer(team, message)
         if settings.answer is not None:
             await offer_open_questions(team.state, settings.answer, team.answer)
@@ -391,6 +395,16 @@ def _main_result(outcome: MainOutcome, live: Driven) -> RunResult:
                 f"goes to task {asker} as the answer to {outcome.questions[0].message_id})",
                 resume_helps=False,
                 questions=outcome.questions,
+            )
+        case "blocked" if live.state.mcp.waiting:
+            asked = next(iter(live.state.mcp.waiting.values()))
+            return RunResult(
+                "blocked",
+                outcome.detail,
+                f"MCP server {asked.server!r} asks the person: {asked.message!r}; answer it: "
+                "orchestrator resume ID --message 'your answer' (a JSON object for a form "
+                "of several fields)",
+                resume_helps=False,
             )
         case "blocked" if live.state.plans.pending is not None:
             return _awaiting_approval(outcome.detail)

@@ -10,7 +10,10 @@ progress, then waits; a cancelled call is counted), `cancelled` (that count), `c
 description of `search` is the text of FILE, read when the server starts. `--many N`: N
 tools more, `op_00` to `op_{N-1}`, each with a description and three arguments.
 `ask` asks the person (elicitation), `sample` asks the client for a model's completion
-(sampling): each says what the client answered. `spawn` starts a helper process that
+(sampling), `roots` asks for the client's roots: each says what the client answered
+(through the SDK's resolvers, which ask as the protocol the client speaks wants).
+`--resources`: the server has two resources, `docs://guide` (text) and `docs://logo`
+(binary). `spawn` starts a helper process that
 ignores SIGTERM and lives for ever, and writes the server's pid and the helper's to a
 file. `--linger`: the process does not exit when its
 stdin closes (a thread of it lives on): a server that would outlive a session.
@@ -24,10 +27,18 @@ import socket
 import subprocess
 import sys
 import threading
+from typing import Annotated
 
 import anyio
-from mcp.server.mcpserver import Context, MCPServer
-from mcp.types import SamplingMessage, TextContent, ToolAnnotations
+from mcp.server.mcpserver import Context, Elicit, ElicitationResult, MCPServer, Resolve, Sample
+from mcp.server.mcpserver.resolve import ListRoots
+from mcp.types import (
+    CreateMessageResult,
+    ListRootsResult,
+    SamplingMessage,
+    TextContent,
+    ToolAnnotations,
+)
 from pydantic import BaseModel
 
 READ_ONLY = ToolAnnotations(readOnlyHint=True, idempotentHint=True)
@@ -130,19 +141,47 @@ class Answer(BaseModel):
     choice: str
 
 
+def _asking(question: str) -> Elicit[Answer]:
+    return Elicit(question, Answer)
+
+
 @app.tool()
-async def ask(question: str, ctx: Context) -> str:
+async def ask(question: str, answer: Annotated[ElicitationResult[Answer], Resolve(_asking)]) -> str:
     """Ask the person a question."""
-    result = await ctx.elicit(question, Answer)
-    return f"{result.action}: {result.data.choice if result.action == 'accept' else ''}"
+    return f"{answer.action}: {answer.data.choice if answer.action == 'accept' else ''}"
+
+
+def _sampling(prompt: str) -> Sample:
+    message = SamplingMessage(role="user", content=TextContent(type="text", text=prompt))
+    return Sample([message], max_tokens=50, system_prompt="Be brief.")
 
 
 @app.tool()
-async def sample(prompt: str, ctx: Context) -> str:
+async def sample(prompt: str, result: Annotated[CreateMessageResult, Resolve(_sampling)]) -> str:
     """Ask the client's model."""
-    message = SamplingMessage(role="user", content=TextContent(type="text", text=prompt))
-    result = await ctx.request_context.session.create_message([message], max_tokens=50)
-    return f"sampled: {result.content}"
+    text = result.content.text if isinstance(result.content, TextContent) else "?"
+    return f"sampled by {result.model}: {text}"
+
+
+def _roots() -> ListRoots:
+    return ListRoots()
+
+
+@app.tool(annotations=READ_ONLY)
+async def roots(found: Annotated[ListRootsResult, Resolve(_roots)]) -> str:
+    """The client's roots."""
+    return " ".join(f"{root.name}={root.uri}" for root in found.roots)
+
+
+if "--resources" in sys.argv:
+
+    @app.resource("docs://guide", name="guide", description="How to use the docs.")
+    def guide() -> str:
+        return f"The guide of {name}."
+
+    @app.resource("docs://logo", name="logo", mime_type="image/png")
+    def logo() -> bytes:
+        return b"\x89PNG"
 
 
 @app.tool()

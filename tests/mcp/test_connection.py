@@ -58,6 +58,7 @@ async def test_a_stdio_servers_tools_are_named_and_flagged_from_its_annotations(
             "docs__hold",
             "docs__post_comment",
             "docs__rewrite",
+            "docs__roots",
             "docs__sample",
             "docs__search",
             "docs__slow",
@@ -184,10 +185,11 @@ async def test_a_server_whose_script_changed_is_not_started_again(tmp_path: Path
         )
 
 
-async def test_a_servers_elicitation_and_sampling_are_refused_and_its_tool_reads_so(
+async def test_without_a_session_elicitation_and_sampling_are_refused_and_its_tool_reads_so(
     tmp_path: Path,
 ) -> None:
-    # The client declares neither: the call that asks fails, in one line the model reads.
+    # No session answers (`orchestrator mcp list`'s servers), and the server may not
+    # sample: the call that asks fails, in one line the model reads.
     async with open_servers([stdio_server("docs")]) as opened:
         with pytest.raises(ToolFailed) as asked:
             await call(opened, "docs__ask", context(tmp_path), question="Which?")
@@ -196,10 +198,14 @@ async def test_a_servers_elicitation_and_sampling_are_refused_and_its_tool_reads
         assert await call(opened, "docs__search", context(tmp_path), query="q") == (
             "ok: docs found: q"
         )
-    assert str(asked.value).startswith("MCP server 'docs' failed calling ask: ")
-    assert "elicitation" in str(asked.value)
-    assert str(sampled.value).startswith("MCP server 'docs' failed calling sample: ")
-    assert "sampling" in str(sampled.value)
+    assert str(asked.value) == (
+        "MCP server 'docs' failed calling ask: the client has nobody to ask (no session's "
+        "call is running)"
+    )
+    assert str(sampled.value) == (
+        "MCP server 'docs' failed calling sample: sampling is not allowed for MCP server "
+        "'docs' (`sampling = true` in [mcp.servers.docs] allows it)"
+    )
 
 
 async def test_a_slow_call_times_out_and_oversized_output_is_refused(tmp_path: Path) -> None:

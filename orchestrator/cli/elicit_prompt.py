@@ -1,0 +1,66 @@
+"""An MCP server's question to the person, asked at the terminal (docs/mcp.md, "What a
+server may ask"): which server asks, during whose call, its message set apart behind the
+gutter (a server's text cannot pass for our lines), the fields its answer takes, then one
+line: a one-field form's value, or a JSON object; an empty line declines. Without a
+terminal nobody is asked: the call's result says so and the session stops blocked."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import TextIO
+
+import trio
+
+from orchestrator.cli.prompt import Hold, no_hold
+from orchestrator.mcp.elicit import ElicitAsker, Elicitation, Reply, content_of
+from orchestrator.text import block, label
+from orchestrator.tools.permissions import Denied
+
+
+def terminal_asker(
+    hold: Hold = no_hold,
+    read: Callable[[], str] | None = None,
+    out: TextIO | None = None,
+) -> ElicitAsker | None:
+    """Asks at the terminal (the answer is `read`'s, standard input's next line when
+    None); None without a terminal."""
+    if not sys.stdin.isatty():
+        return None
+    reader = read or sys.stdin.readline
+
+    async def ask(asked: Elicitation) -> Reply:
+        where = out or sys.stderr
+        who = "the main agent" if asked.agent == "main" else f"task {asked.agent}"
+        with hold(asked.agent, f"MCP server {asked.server}"):
+            while True:
+                where.write(
+                    f"\n── MCP server {label(asked.server)} asks (during {label(who)}'s call "
+                    f"of {label(asked.tool)}) ──\n"
+                    + "\n".join(block(asked.message))
+                    + "\n"
+                    + _form(asked)
+                )
+                where.flush()
+                line: str = await trio.to_thread.run_sync(reader, abandon_on_cancel=True)
+                if not line.strip():
+                    return Denied("declined at the terminal")
+                try:
+                    content_of(asked, line)
+                except ValueError as exc:
+                    where.write(f"{label(str(exc), 200)}; answer again.\n")
+                    continue
+                return line.strip()
+
+    return ask
+
+
+def _form(asked: Elicitation) -> str:
+    fields = asked.fields
+    shown = ", ".join(
+        f"{label(name)} ({label(spec.get('type', 'text') if isinstance(spec, dict) else 'text')})"
+        for name, spec in fields.items()
+    )
+    if len(fields) == 1:
+        return f"Answer with {shown}; an empty line declines: "
+    return f"Answer with a JSON object of {shown or 'its fields'}; an empty line declines: "

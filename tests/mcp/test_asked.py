@@ -1,0 +1,236 @@
+"""What a real server (server_app.py) asks the client while its tool runs, in sessions run
+by `orc.run`: the person (elicitation: the library host's `answer`; nobody, and the
+session stops blocked until a resume's message answers it), a model's completion
+(sampling: refused unless the server may, then the agent's model, its usage counted),
+its roots (the agent's workspace or write scope); and its resources read through a tool
+(docs/mcp.md, "What a server may ask")."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import orjson
+
+import orchestrator as orc
+from orchestrator import ModelRequest, ScriptedModel, ScriptedReply, ToolResult
+from orchestrator.mcp import McpServer, open_servers
+from orchestrator.messages import Usage
+from orchestrator.team.asking import Question
+from orchestrator.tools import ToolContext, Workspace
+from orchestrator.tools.permissions import Denied
+from tests.mcp.conftest import APP, stdio_server
+from tests.scenes import c
+
+
+def yes(request: object) -> bool:
+    return True
+
+
+def told(request: ModelRequest) -> str:
+    """The last tool result the model reads: `status: content`."""
+    result = [m for m in request.messages if isinstance(m, ToolResult)][-1]
+    return f"{result.status}: {result.content}"
+
+
+def records(session_dir: Path | None, *kinds: str) -> list[dict[str, object]]:
+    lines = (session_dir or Path()).joinpath("journal.jsonl").read_bytes().splitlines()
+    found = [orjson.loads(line) for line in lines]
+    return [r for r in found if r.get("k") in kinds]
+
+
+def asking(*questions: str) -> ScriptedModel:
+    """A main agent that calls `docs__ask` with each question in turn, then says what
+    the last call told it."""
+
+    def respond(request: ModelRequest) -> ScriptedReply:
+        if request.step < len(questions):
+            return ScriptedReply(tool_calls=(c("docs__ask", question=questions[request.step]),))
+        return ScriptedReply(text=told(request))
+
+    return ScriptedModel(respond)
+
+
+async def test_a_servers_question_goes_to_the_library_hosts_answer(tmp_path: Path) -> None:
+    asked: list[Question] = []
+    replies: list[str | Denied] = ["blue", Denied("not telling")]
+
+    def answer(question: Question) -> str | Denied:
+        asked.append(question)
+        return replies[len(asked) - 1]
+
+    result = await orc.run(
+        "ask",
+        model=asking("Your colour?", "Your other colour?"),
+        workspace=tmp_path,
+        sessions_dir=tmp_path / "s",
+        tools=[stdio_server("docs")],
+        approve=yes,
+        answer=answer,
+    )
+    assert result.status == "completed", result.detail
+    first = asked[0]
+    assert (first.kind, first.server, first.task, first.text) == (
+        "elicitation",
+        "docs",
+        "main",
+        "Your colour?",
+    )
+    assert first.options == ("choice",)
+    assert first.schema is not None
+    assert first.schema["required"] == ["choice"]
+    assert result.output == "ok: decline: "
+    answered = records(result.session_dir, "mcp_elicit_answered")
+    assert [(r["action"], r.get("content"), r["by"]) for r in answered] == [
+        ("accept", {"choice": "blue"}, "host"),
+        ("decline", None, "host"),
+    ]
+    elicited = records(result.session_dir, "mcp_elicited")
+    assert [(r["tool"], r["message"], r.get("waiting", False)) for r in elicited] == [
+        ("ask", "Your colour?", False),
+        ("ask", "Your other colour?", False),
+    ]
+    # The first call's result, as the model read it.
+    journal = (result.session_dir or Path()).joinpath("journal.jsonl").read_text()
+    assert "accept: blue" in journal
+
+
+async def test_headless_a_servers_question_blocks_the_session_until_a_resume_answers_it(
+    tmp_path: Path,
+) -> None:
+    server = stdio_server("docs")
+    result = await orc.run(
+        "ask",
+        model=asking("Your colour?"),
+        workspace=tmp_path,
+        sessions_dir=tmp_path / "s",
+        tools=[server],
+        approve=yes,
+    )
+    assert result.status == "blocked"
+    assert "docs__ask" in result.detail
+    assert result.advice.startswith("MCP server 'docs' asks the person: 'Your colour?'; ")
+    assert result.output.startswith(
+        "error: MCP server 'docs' asked the person during ask ('Your colour?'), and nobody "
+        "can answer now: the session stops blocked on it"
+    )
+    [waiting] = records(result.session_dir, "mcp_elicited")
+    assert waiting["waiting"] is True
+
+    # The person answers with the resume's message; the model calls again, and the
+    # server gets the answer without anyone being asked.
+    def respond(request: ModelRequest) -> ScriptedReply:
+        if request.step == 2:
+            return ScriptedReply(tool_calls=(c("docs__ask", question="Your colour?"),))
+        return ScriptedReply(text=told(request))
+
+    again = await orc.resume(
+        result.session_dir or Path(),
+        model=ScriptedModel(respond),
+        message="green",
+        tools=[server],
+        approve=yes,
+    )
+    assert again.status == "completed", again.detail
+    assert again.output == "ok: accept: green"
+    answered = records(again.session_dir, "mcp_elicit_answered")
+    assert [(r.get("ref", "") != "", r["content"], r.get("by", "person")) for r in answered] == [
+        (False, {"choice": "green"}, "person"),
+        (True, {"choice": "green"}, "journal"),
+    ]
+    assert len(records(again.session_dir, "mcp_elicited")) == 1  # not asked again
+
+
+def sampling(prompt: str) -> ScriptedModel:
+    """A main agent that calls `docs__sample`, its completion scripted as `main/sampling`."""
+
+    def respond(request: ModelRequest) -> ScriptedReply:
+        if request.agent == "main/sampling":
+            assert request.role == "main"
+            said = [getattr(m, "content", "") for m in request.messages]
+            return ScriptedReply(
+                text=f"Hello ({' / '.join(said)})", usage=Usage(input_tokens=7, output_tokens=3)
+            )
+        if request.step == 0:
+            return ScriptedReply(
+                tool_calls=(c("docs__sample", prompt=prompt),),
+                usage=Usage(input_tokens=100, output_tokens=10),
+            )
+        return ScriptedReply(text=told(request), usage=Usage(input_tokens=200, output_tokens=20))
+
+    return ScriptedModel(respond, name="scripted:mine")
+
+
+async def test_sampling_is_refused_unless_the_server_may_then_the_agents_model_answers(
+    tmp_path: Path,
+) -> None:
+    refused = await orc.run(
+        "sample",
+        model=sampling("Hi"),
+        workspace=tmp_path,
+        sessions_dir=tmp_path / "s",
+        tools=[stdio_server("docs")],
+        approve=yes,
+    )
+    assert refused.output == (
+        "error: MCP server 'docs' failed calling sample: sampling is not allowed for MCP "
+        "server 'docs' (`sampling = true` in [mcp.servers.docs] allows it)"
+    )
+    assert refused.usage == Usage(input_tokens=300, output_tokens=30)
+
+    allowed = McpServer.stdio(
+        "docs", sys.executable, [str(APP), "stdio", "--name", "docs"], sampling=True
+    )
+    result = await orc.run(
+        "sample",
+        model=sampling("Hi"),
+        workspace=tmp_path,
+        sessions_dir=tmp_path / "s",
+        tools=[allowed],
+        approve=yes,
+    )
+    assert result.status == "completed", result.detail
+    assert result.output == "ok: sampled by scripted:mine: Hello (Be brief. / Hi)"
+    # The completion's tokens count with the agent's own.
+    assert result.usage == Usage(input_tokens=307, output_tokens=33)
+    [sampled] = records(result.session_dir, "mcp_sampled")
+    assert (sampled["server"], sampled["model"]) == ("docs", "scripted:mine")
+    state = orc.load_state(result.session_dir or Path())
+    assert state.usage_by_model["scripted:mine"] == result.usage
+
+
+async def test_resources_are_read_through_a_tool_only_the_servers_takers_see(
+    tmp_path: Path,
+) -> None:
+    server = McpServer.stdio("docs", sys.executable, [str(APP), "stdio", "--resources"])
+    async with open_servers([server]) as opened:
+        [reader] = [tool for tool in opened.tools if tool.name == "docs__read_resource"]
+        assert (reader.read_only, reader.idempotent) == (True, True)
+        assert reader.description.endswith(
+            "Its resources:\n- docs://guide: guide (How to use the docs.)\n- docs://logo: logo"
+        )
+        ctx = ToolContext(workspace=Workspace(tmp_path))
+        read = await reader.run(reader.args_model.model_validate({"uri": "docs://guide"}), ctx)
+        assert (read.status, read.content) == ("ok", "The guide of docs.")
+        logo = await reader.run(reader.args_model.model_validate({"uri": "docs://logo"}), ctx)
+        assert logo.content == "[binary content of docs://logo (image/png) not shown]"
+        # An agent type sees it as one of the server's tools, by its globs.
+        assert "docs__read_resource" not in opened.names(["mcp:docs/search"])
+        assert "docs__read_resource" in opened.names(["mcp:docs/*"])
+    # A server without resources gives no such tool.
+    async with open_servers([stdio_server("docs")]) as opened:
+        assert "docs__read_resource" not in {tool.name for tool in opened.tools}
+
+
+async def test_the_roots_offered_are_the_agents_write_scope_or_else_its_workspace(
+    tmp_path: Path,
+) -> None:
+    async with open_servers([stdio_server("docs")]) as opened:
+        [roots] = [tool for tool in opened.tools if tool.name == "docs__roots"]
+        args = roots.args_model.model_validate({})
+        workspace = Workspace(tmp_path)
+        main = await roots.run(args, ToolContext(workspace=workspace))
+        assert main.content == f"workspace={workspace.root.as_uri()}"
+        scoped = ToolContext(workspace=workspace, agent="t1", write_scope=("src",))
+        task = await roots.run(args, scoped)
+        assert task.content == f"src={(workspace.root / 'src').as_uri()}"
