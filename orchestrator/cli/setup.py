@@ -20,11 +20,11 @@ from typing import Any
 import httpx
 import trio
 
-from orchestrator.cli.elicit_prompt import terminal_asker
 from orchestrator.cli.engine import chosen_engine, database_change, engine_settings, runner_for
 from orchestrator.cli.env import SESSION_FLAGS, effective_config, sessions_root
 from orchestrator.cli.guards import guards, new_shell_settings, shell_settings
 from orchestrator.cli.mcp import approved_for, with_mcp
+from orchestrator.cli.mcp_prompt import terminal_asker
 from orchestrator.cli.out import session_line
 from orchestrator.cli.plan_prompt import plan_approver
 from orchestrator.cli.prompt import Hold, approvers, no_hold, refusal_notice

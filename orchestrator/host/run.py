@@ -29,7 +29,7 @@ import trio
 
 from orchestrator.errors import ConfigError, SessionNotFound
 from orchestrator.host.aio import CallerLoop, from_asyncio, in_trio
-from orchestrator.host.elicit import elicitation_asker
+from orchestrator.host.mcp_asks import elicitation_asker
 from orchestrator.host.options import (
     EventHandler as EventHandler,  # its home on the faces
 )
