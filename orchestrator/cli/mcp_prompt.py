@@ -1,8 +1,11 @@
-"""An MCP server's question to the person, asked at the terminal (docs/mcp.md, "What a
-server may ask"): which server asks, during whose call, its message set apart behind the
-gutter (a server's text cannot pass for our lines), the fields its answer takes, then one
-line: a one-field form's value, or a JSON object; an empty line declines. Without a
-terminal nobody is asked: the call's result says so and the session stops blocked."""
+"""What MCP servers bring up during a call, asked at the terminal (docs/mcp.md).
+
+A server's question to the person ("What a server may ask"): which server asks, during
+whose call, its message set apart behind the gutter (a server's text cannot pass for our
+lines), the fields its answer takes, then one line: a one-field form's value, or a JSON
+object; an empty line declines. A tool changed since the session took it ("Pinned
+definitions"): what changed, then y or n. Without a terminal nobody is asked: the call's
+result says so (the session stops blocked on a question; a changed tool is refused)."""
 
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ import trio
 
 from orchestrator.cli.prompt import Hold, no_hold
 from orchestrator.mcp.elicit import ElicitAsker, Elicitation, Reply, content_of
+from orchestrator.mcp.pins import Changed, Confirm
 from orchestrator.text import block, label
 from orchestrator.tools.permissions import Denied
 
@@ -64,3 +68,31 @@ def _form(asked: Elicitation) -> str:
     if len(fields) == 1:
         return f"Answer with {shown}; an empty line declines: "
     return f"Answer with a JSON object of {shown or 'its fields'}; an empty line declines: "
+
+
+def terminal_confirm(
+    hold: Hold = no_hold,
+    read: Callable[[], str] | None = None,
+    out: TextIO | None = None,
+) -> Confirm | None:
+    """Asks at the terminal whether to take a changed tool's new definition for the
+    session (`--yes` does not: it allows calls, not a server's new words); None without
+    a terminal (the call is refused, saying how to approve it)."""
+    if not sys.stdin.isatty():
+        return None
+    reader = read or sys.stdin.readline
+
+    async def confirm(changed: Changed) -> bool:
+        where = out or sys.stderr
+        with hold(changed.agent, f"MCP server {changed.server}"):
+            where.write(
+                f"\n── MCP server {label(changed.server)} changed its tool "
+                f"{label(changed.tool)} since this session took it ──\n"
+                + "\n".join(block(changed.what))
+                + "\nTake the new definition for this session? [y]es, [n]o: "
+            )
+            where.flush()
+            line: str = await trio.to_thread.run_sync(reader, abandon_on_cancel=True)
+        return line.strip().lower() in ("y", "yes")
+
+    return confirm

@@ -1,13 +1,28 @@
-"""The library host's `answer` asked an MCP server's question (docs/mcp.md, "What a server
-may ask"): the server's form as a `Question` of kind "elicitation", the host's reply the
-answer (content, `Denied` to decline, None when nobody answers now)."""
+"""The library host asked what MCP servers bring up during a call (docs/mcp.md): a
+server's question to the person, by the host's `answer` (the server's form as a
+`Question` of kind "elicitation", the host's reply the answer: content, `Denied` to
+decline, None when nobody answers now); and a tool changed since the session took it, by
+the host's `approve` (an `ApprovalRequest` whose `changed` says what changed)."""
 
 from __future__ import annotations
 
+import inspect
+
 from orchestrator.mcp.elicit import ElicitAsker, Elicitation, Reply
+from orchestrator.mcp.pins import Changed, Confirm
+from orchestrator.mcp.servers import tool_name
+from orchestrator.messages import ToolCall
 from orchestrator.state.fold import SessionState
-from orchestrator.team.asking import Question, QuestionAnswerer, host_reply
+from orchestrator.team.asking import (
+    ApprovalRequest,
+    HostApprover,
+    Question,
+    QuestionAnswerer,
+    host_reply,
+    who,
+)
 from orchestrator.team.queries import MAIN
+from orchestrator.tools.permissions import Grant
 
 
 def elicitation_asker(answer: QuestionAnswerer, state: SessionState) -> ElicitAsker:
@@ -30,3 +45,28 @@ def elicitation_asker(answer: QuestionAnswerer, state: SessionState) -> ElicitAs
         return None if reply == "" else reply
 
     return ask
+
+
+def change_approver(approve: HostApprover, state: SessionState) -> Confirm:
+    """Asks `approve` whether to take a changed tool's new definition: a `Grant` of the
+    tool (`Grant(request.tool)`) takes it for the session; anything else refuses the
+    call. A plain True, which runs a call, is not enough: an approver that says yes to
+    every call (a script's) must not take a server's new words unread. `Later` refuses
+    too: the call is under way, and cannot wait for a resume."""
+
+    async def confirm(changed: Changed) -> bool:
+        name = tool_name(changed.server, changed.tool)
+        request = ApprovalRequest(
+            agent=changed.agent,
+            who=who(state, changed.agent),
+            tool=name,
+            arguments={},
+            command=None,
+            call=ToolCall(id="", name=name, arguments="{}"),
+            changed=changed.line,
+        )
+        answer = approve(request)
+        decided = await answer if inspect.isawaitable(answer) else answer
+        return isinstance(decided, Grant) and decided.tool == name
+
+    return confirm

@@ -29,7 +29,7 @@ import trio
 
 from orchestrator.errors import ConfigError, SessionNotFound
 from orchestrator.host.aio import CallerLoop, from_asyncio, in_trio
-from orchestrator.host.mcp_asks import elicitation_asker
+from orchestrator.host.mcp_asks import change_approver, elicitation_asker
 from orchestrator.host.options import (
     EventHandler as EventHandler,  # its home on the faces
 )
@@ -306,7 +306,8 @@ async def _drive(
         # What the servers ask: the person's questions go to `answer` (none: nobody can
         # answer, the session stops blocked), completions to the agent's model.
         ask = None if wiring.answer is None else elicitation_asker(wiring.answer, live.state)
-        opened.answering(live, ask, by="host", model_for=settings.model_for)
+        confirm = None if wiring.approve is None else change_approver(wiring.approve, live.state)
+        opened.answering(live, ask, by="host", model_for=settings.model_for, confirm=confirm)
         # Each type given is used as given: one naming a tool not given (a built-in without
         # the workspace tools) is an error here, where `drive` would leave a built-in out.
         check_definitions(settings)

@@ -14,7 +14,8 @@ project: `orchestrator mcp approve NAME`), which pins the new definition.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import orjson
@@ -26,6 +27,29 @@ from orchestrator.state.mcp import McpPinned, McpState, PinnedTool
 Approved = Callable[[str, str], bool]
 """Whether a person approved, for this project, server NAME's tools as listed now (the
 digest of its listing, `listing_digest`)."""
+
+
+@dataclass(frozen=True)
+class Changed:
+    """A tool whose definition changed since the session pinned it, met when `agent`
+    calls it: `what` says what changed, for the person asked to approve it."""
+
+    server: str
+    tool: str  # the server's name for it
+    agent: str
+    what: str
+
+    @property
+    def line(self) -> str:
+        return (
+            f"MCP server {self.server!r} changed its tool {self.tool} since this session "
+            f"took it ({self.what})"
+        )
+
+
+Confirm = Callable[[Changed], Awaitable[bool]]
+"""Asks a person whether to take a changed tool's new definition for the session (the
+terminal's question, the library host's approver): True pins it and makes the call."""
 
 
 class _HasMcp(Protocol):
@@ -113,6 +137,7 @@ class Pins:
     def __init__(self, session: PinSession, approved: Approved | None = None) -> None:
         self._session = session
         self._approved = approved
+        self.confirm: Confirm | None = None  # set once the run knows who asks (answering)
 
     def _pins(self, server: str) -> dict[str, PinnedTool]:
         return self._session.state.mcp.pins.get(server, {})
@@ -140,9 +165,10 @@ class Pins:
         pins = self._pins(server.name)
         return [info_of(pins[info.name]) for info in listed]
 
-    async def check(self, connection: Connection, tool: str) -> str | None:
+    async def check(self, connection: Connection, tool: str, agent: str = "main") -> str | None:
         """None when `tool` of `connection`'s server is listed as pinned (or as a person
-        approved since, which is pinned now); else why it is not called."""
+        approved since, for the project or now when `agent`'s call met the change:
+        pinned anew); else why it is not called."""
         server = connection.server
         listed = [info for info in await connection.list_tools() if server.takes(info.name)]
         now = next((info for info in listed if info.name == tool), None)
@@ -151,11 +177,13 @@ class Pins:
         pin = self._pins(server.name).get(tool)
         if pin is None or pin.digest == digest(now):
             return None
-        if self._approves(server.name, listed):
+        changed = Changed(server.name, tool, agent, what_changed(pin, pinned(now)))
+        if self._approves(server.name, listed) or (
+            self.confirm is not None and await self.confirm(changed)
+        ):
             await self._pin(server.name, [now], approved=True)
             return None
         return (
-            f"MCP server {server.name!r} changed its tool {tool} since this session took it "
-            f"({what_changed(pin, pinned(now))}): not called until a person approves the "
-            f"new definition (orchestrator mcp approve {server.name})"
+            f"{changed.line}: not called until a person approves the new definition "
+            f"(orchestrator mcp approve {server.name})"
         )

@@ -16,7 +16,7 @@ from typing import Any
 from orchestrator.errors import ConfigError
 from orchestrator.mcp.connection import Connection, McpServerError, open_connection
 from orchestrator.mcp.elicit import ElicitAsker, Elicitor
-from orchestrator.mcp.pins import Approved, Pins, PinSession
+from orchestrator.mcp.pins import Approved, Confirm, Pins, PinSession
 from orchestrator.mcp.resources import READ_RESOURCE, ResourceTool, resource_tool
 from orchestrator.mcp.sampling import Sampler
 from orchestrator.mcp.servers import McpServer, parse_selector
@@ -41,13 +41,19 @@ class McpTools:
         *,
         by: str,
         model_for: Callable[[str], Model],
+        confirm: Confirm | None = None,
     ) -> None:
         """From now on what the servers ask is answered for `session`: the person's
         questions by `ask` (`by`: "person" or "host"; None: nobody, the session stops
-        blocked), completions by the model of the calling agent's role (mcp/asked.py)."""
+        blocked), completions by the model of the calling agent's role (mcp/asked.py);
+        and a tool that changed since the session pinned it is approved by `confirm`
+        when its call meets the change (None: refused, mcp/pins.py)."""
         answers = _Answers(Elicitor(session, ask, by), Sampler(session, model_for))
         for connection in self.connections:
             connection.calls.asks = answers
+        for tool in self.tools:
+            if tool.pins is not None:
+                tool.pins.confirm = confirm
 
     def names(self, entries: Iterable[str]) -> tuple[str, ...]:
         """`entries` (an agent type's `tools`) with each `mcp:SERVER/GLOB` replaced by

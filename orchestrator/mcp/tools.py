@@ -65,7 +65,7 @@ class McpTool(Tool[BaseModel]):
 
         try:
             if self.pins is not None:
-                refused = await self.pins.check(self.connection, self.info.name)
+                refused = await self.pins.check(self.connection, self.info.name, ctx.agent)
                 if refused is not None:
                     raise ToolFailed(refused)
             calling = Calling(

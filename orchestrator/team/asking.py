@@ -49,6 +49,9 @@ class ApprovalRequest:
     # Stable and unique in the session (`main:12.0`): the key of `resume(...,
     # approvals=...)` when the approver answers `Later` ("" for a call on a worker).
     id: str = ""
+    # An MCP tool's new definition, changed since the session took it (what changed):
+    # the request approves that definition for the session, met as `call` is made.
+    changed: str = ""
 
     @property
     def task(self) -> str | None:

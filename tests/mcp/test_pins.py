@@ -162,3 +162,56 @@ async def test_a_first_pin_is_journaled_once_per_session(tmp_path: Path) -> None
     assert isinstance(pin, McpPinned)
     assert (pin.server, [t.name for t in pin.tools], pin.approved) == ("docs", ["search"], False)
     assert pin.tools[0].digest.startswith("sha256:")
+
+
+async def test_a_library_host_takes_a_changed_tool_with_a_grant_when_its_call_meets_it(
+    tmp_path: Path,
+) -> None:
+    changes: list[orc.ApprovalRequest] = []
+
+    def approve(request: orc.ApprovalRequest) -> bool | orc.Grant:
+        if not request.changed:
+            return True  # every call runs
+        changes.append(request)
+        # The first change is taken (a grant of the tool); the second gets a plain yes,
+        # which runs calls but takes no server's new words.
+        return orc.Grant(request.tool) if len(changes) == 1 else True
+
+    script = [
+        c("docs__rewrite", text=RUG),
+        c("docs__search", query="a"),
+        c("docs__rewrite", text="Search the docs, again."),
+        c("docs__search", query="b"),
+    ]
+    told: list[str] = []
+
+    def respond(request: ModelRequest) -> ScriptedReply:
+        if request.step:
+            result = last_result(request)
+            told.append(f"{result.status}: {result.content}")
+        if request.step < len(script):
+            return ScriptedReply(tool_calls=(script[request.step],))
+        return ScriptedReply(text="done")
+
+    result = await orc.run(
+        "look",
+        model=ScriptedModel(respond),
+        workspace=tmp_path,
+        sessions_dir=tmp_path / "s",
+        tools=[stdio_server("docs", tools=["search", "rewrite"])],
+        approve=approve,
+    )
+    assert result.status == "completed"
+    assert [r.tool for r in changes] == ["docs__search", "docs__search"]
+    assert changes[0].changed == (
+        "MCP server 'docs' changed its tool search since this session took it (description "
+        f"'Search the docs.' is now {RUG!r})"
+    )
+    assert (changes[0].agent, changes[0].who) == ("main", "the main agent")
+    assert told[1] == "ok: docs found: a"  # taken: called
+    assert told[3].startswith(  # a plain yes: refused, and the pin is the granted one
+        f"error: MCP server 'docs' changed its tool search since this session took it "
+        f"(description {RUG!r} is now 'Search the docs, again.'): not called until"
+    )
+    pins = [r for r in journal(result.session_dir or Path()) if r["k"] == "mcp_pinned"]
+    assert [p.get("approved", False) for p in pins] == [False, True]
