@@ -22,20 +22,36 @@ from orchestrator.text import block, label
 from orchestrator.tools.permissions import Denied
 
 
+def terminal_asks(
+    hold: Hold = no_hold, read: Callable[[], str] | None = None
+) -> tuple[ElicitAsker | None, Confirm | None]:
+    """Who asks the person at the terminal a server's question, and whether to take a
+    changed tool: one at a time (agents' calls run at once); none without a terminal."""
+    lock = trio.Lock()
+    return terminal_asker(hold, read, lock=lock), terminal_confirm(hold, read, lock=lock)
+
+
 def terminal_asker(
     hold: Hold = no_hold,
     read: Callable[[], str] | None = None,
     out: TextIO | None = None,
+    *,
+    lock: trio.Lock | None = None,
 ) -> ElicitAsker | None:
     """Asks at the terminal (the answer is `read`'s, standard input's next line when
     None); None without a terminal."""
     if not sys.stdin.isatty():
         return None
     reader = read or sys.stdin.readline
+    one = lock or trio.Lock()
 
     async def ask(asked: Elicitation) -> Reply:
         where = out or sys.stderr
         who = "the main agent" if asked.agent == "main" else f"task {asked.agent}"
+        async with one:
+            return await _asked(asked, who, where)
+
+    async def _asked(asked: Elicitation, who: str, where: TextIO) -> Reply:
         with hold(asked.agent, f"MCP server {asked.server}"):
             while True:
                 where.write(
@@ -74,6 +90,8 @@ def terminal_confirm(
     hold: Hold = no_hold,
     read: Callable[[], str] | None = None,
     out: TextIO | None = None,
+    *,
+    lock: trio.Lock | None = None,
 ) -> Confirm | None:
     """Asks at the terminal whether to take a changed tool's new definition for the
     session (`--yes` does not: it allows calls, not a server's new words); None without
@@ -81,18 +99,20 @@ def terminal_confirm(
     if not sys.stdin.isatty():
         return None
     reader = read or sys.stdin.readline
+    one = lock or trio.Lock()
 
     async def confirm(changed: Changed) -> bool:
         where = out or sys.stderr
-        with hold(changed.agent, f"MCP server {changed.server}"):
-            where.write(
-                f"\n── MCP server {label(changed.server)} changed its tool "
-                f"{label(changed.tool)} since this session took it ──\n"
-                + "\n".join(block(changed.what))
-                + "\nTake the new definition for this session? [y]es, [n]o: "
-            )
-            where.flush()
-            line: str = await trio.to_thread.run_sync(reader, abandon_on_cancel=True)
+        async with one:
+            with hold(changed.agent, f"MCP server {changed.server}"):
+                where.write(
+                    f"\n── MCP server {label(changed.server)} changed its tool "
+                    f"{label(changed.tool)} since this session took it ──\n"
+                    + "\n".join(block(changed.what))
+                    + "\nTake the new definition for this session? [y]es, [n]o: "
+                )
+                where.flush()
+                line: str = await trio.to_thread.run_sync(reader, abandon_on_cancel=True)
         return line.strip().lower() in ("y", "yes")
 
     return confirm

@@ -24,7 +24,7 @@ from orchestrator.cli.engine import chosen_engine, database_change, engine_setti
 from orchestrator.cli.env import SESSION_FLAGS, effective_config, sessions_root
 from orchestrator.cli.guards import guards, new_shell_settings, shell_settings
 from orchestrator.cli.mcp import approved_for, with_mcp
-from orchestrator.cli.mcp_prompt import terminal_asker, terminal_confirm
+from orchestrator.cli.mcp_prompt import terminal_asks
 from orchestrator.cli.out import session_line
 from orchestrator.cli.plan_prompt import plan_approver
 from orchestrator.cli.prompt import Hold, approvers, no_hold, refusal_notice
@@ -199,7 +199,7 @@ async def run_settings(
         main=spec, cli=args.model, config=config, definitions=definitions, http=http
     )
     if mcp is not None:  # what the servers ask: the person here, the agents' models
-        ask, confirm = terminal_asker(hold, read), terminal_confirm(hold, read)
+        ask, confirm = terminal_asks(hold, read)
         mcp.answering(live, ask, by="person", model_for=models, confirm=confirm)
     return RunSettings(
         model=models("main"),

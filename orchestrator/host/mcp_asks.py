@@ -7,6 +7,7 @@ the host's `approve` (an `ApprovalRequest` whose `changed` says what changed).""
 from __future__ import annotations
 
 import inspect
+from typing import Protocol
 
 from orchestrator.mcp.elicit import ElicitAsker, Elicitation, Reply
 from orchestrator.mcp.pins import Changed, Confirm
@@ -25,11 +26,16 @@ from orchestrator.team.queries import MAIN
 from orchestrator.tools.permissions import Grant
 
 
-def elicitation_asker(answer: QuestionAnswerer, state: SessionState) -> ElicitAsker:
+class _Live(Protocol):
+    @property
+    def state(self) -> SessionState: ...
+
+
+def elicitation_asker(answer: QuestionAnswerer, live: _Live) -> ElicitAsker:
     """Asks `answer` each server's question, naming the agent whose call it came in."""
 
     async def ask(asked: Elicitation) -> Reply:
-        task = state.tasks.get(asked.agent)
+        task = live.state.tasks.get(asked.agent)
         question = Question(
             task=asked.agent,
             agent_type=task.agent_type if task is not None else MAIN,
@@ -47,7 +53,7 @@ def elicitation_asker(answer: QuestionAnswerer, state: SessionState) -> ElicitAs
     return ask
 
 
-def change_approver(approve: HostApprover, state: SessionState) -> Confirm:
+def change_approver(approve: HostApprover, live: _Live) -> Confirm:
     """Asks `approve` whether to take a changed tool's new definition: a `Grant` of the
     tool (`Grant(request.tool)`) takes it for the session; anything else refuses the
     call. A plain True, which runs a call, is not enough: an approver that says yes to
@@ -58,7 +64,7 @@ def change_approver(approve: HostApprover, state: SessionState) -> Confirm:
         name = tool_name(changed.server, changed.tool)
         request = ApprovalRequest(
             agent=changed.agent,
-            who=who(state, changed.agent),
+            who=who(live.state, changed.agent),
             tool=name,
             arguments={},
             command=None,

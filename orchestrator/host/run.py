@@ -305,8 +305,8 @@ async def _drive(
         )
         # What the servers ask: the person's questions go to `answer` (none: nobody can
         # answer, the session stops blocked), completions to the agent's model.
-        ask = None if wiring.answer is None else elicitation_asker(wiring.answer, live.state)
-        confirm = None if wiring.approve is None else change_approver(wiring.approve, live.state)
+        ask = None if wiring.answer is None else elicitation_asker(wiring.answer, live)
+        confirm = None if wiring.approve is None else change_approver(wiring.approve, live)
         opened.answering(live, ask, by="host", model_for=settings.model_for, confirm=confirm)
         # Each type given is used as given: one naming a tool not given (a built-in without
         # the workspace tools) is an error here, where `drive` would leave a built-in out.

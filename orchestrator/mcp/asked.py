@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
+
+import trio
 
 if TYPE_CHECKING:
     from orchestrator.mcp.servers import McpServer
@@ -38,6 +41,24 @@ class Calling:
     workspace: Path
     write_scope: tuple[str, ...] | None = None
     unanswered: str = field(default="", compare=False)
+    # The call's time limit (the server's `timeout`), paused while the client answers.
+    limit: trio.CancelScope | None = field(default=None, compare=False)
+
+
+@contextlib.contextmanager
+def paused(calling: Calling) -> Iterator[None]:
+    """The call's time limit stopped while the block runs (a person answering, the
+    agent's model completing): the server's `timeout` is for the server's own time."""
+    limit = calling.limit
+    if limit is None:
+        yield
+        return
+    left = limit.deadline - trio.current_time()
+    limit.deadline = math.inf
+    try:
+        yield
+    finally:
+        limit.deadline = trio.current_time() + left
 
 
 CALLING: contextvars.ContextVar[Calling | None] = contextvars.ContextVar(
@@ -61,10 +82,11 @@ class Calls:
         self._running: list[Calling] = []
 
     @contextlib.contextmanager
-    def running(self, calling: Calling | None) -> Iterator[None]:
+    def running(self, calling: Calling | None, limit: trio.CancelScope) -> Iterator[None]:
         if calling is None:
             yield
             return
+        calling.limit = limit
         token = CALLING.set(calling)
         self._running.append(calling)
         try:
@@ -117,11 +139,18 @@ def callbacks(server: McpServer, calls: Calls) -> dict[str, Any]:
 
 
 def roots_of(calling: Calling | None) -> list[tuple[str, str]]:
-    """The roots offered to a server: (file URI, name) of the calling agent's write scope
-    (a task's), else of its workspace; none outside a call (nothing to say yet)."""
+    """The roots offered to a server: (file URI, name) of each path of the calling
+    agent's write scope (a task's; a glob pattern's by the directories before its first
+    wildcard), else of its workspace (the main agent's, or a task that writes nowhere);
+    none outside a call (nothing to say yet)."""
     if calling is None:
         return []
     root = calling.workspace.resolve()
-    if calling.write_scope is None:
+    if not calling.write_scope:
         return [(root.as_uri(), "workspace")]
-    return [((root / path).resolve().as_uri(), path) for path in calling.write_scope]
+    found: dict[str, str] = {}
+    for path in calling.write_scope:
+        fixed = path.split("*")[0].split("?")[0].split("[")[0]
+        where = fixed if fixed == path else fixed.rpartition("/")[0]
+        found.setdefault((root / where).resolve().as_uri(), where or "workspace")
+    return list(found.items())

@@ -164,9 +164,9 @@ class Connection:
         calling: Calling | None = None,
     ) -> CallResult:
         """`calling`: whose call it is, for what the server asks while it runs."""
-        async with self._failing(f"calling {tool}"):
+        async with self._failing(f"calling {tool}") as limit:
             client = self._live()
-            with self.calls.running(calling):
+            with self.calls.running(calling, limit):
                 result = await client.call_tool(tool, arguments, progress_callback=progress)
         return CallResult(_text(self.server, tool, result), bool(result.is_error))
 
@@ -188,8 +188,8 @@ class Connection:
 
     async def read_resource(self, uri: str, calling: Calling | None = None) -> str:
         """The text of the resource at `uri` (a binary part named, not inlined)."""
-        async with self._failing(f"reading {uri}"):
-            with self.calls.running(calling):
+        async with self._failing(f"reading {uri}") as limit:
+            with self.calls.running(calling, limit):
                 result = await self._live().read_resource(uri)
         parts = []
         for part in result.contents:
@@ -199,11 +199,11 @@ class Connection:
         return "\n".join(parts)
 
     @contextlib.asynccontextmanager
-    async def _failing(self, doing: str) -> AsyncIterator[None]:
+    async def _failing(self, doing: str) -> AsyncIterator[trio.CancelScope]:
         generation = self._generation
         try:
-            with trio.fail_after(self.server.timeout):
-                yield
+            with trio.fail_after(self.server.timeout) as limit:
+                yield limit
         except trio.TooSlowError:
             raise McpServerError(
                 f"MCP server {self.server.name!r} timed out {doing} "

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from orchestrator.errors import ConfigError
+from orchestrator.mcp.asked import Calling, paused
 from orchestrator.mcp.connection import Connection, McpServerError, open_connection
 from orchestrator.mcp.elicit import ElicitAsker, Elicitor
 from orchestrator.mcp.pins import Approved, Confirm, Pins, PinSession
@@ -117,11 +118,13 @@ class _Answers:
     elicitor: Elicitor
     sampler: Sampler
 
-    async def elicit(self, server: McpServer, calling: Any, params: Any) -> Any:
-        return await self.elicitor(server, calling, params)
+    async def elicit(self, server: McpServer, calling: Calling, params: Any) -> Any:
+        with paused(calling):  # (the person's time is not the server's)
+            return await self.elicitor(server, calling, params)
 
-    async def sample(self, server: McpServer, calling: Any, params: Any) -> Any:
-        return await self.sampler(server, calling, params)
+    async def sample(self, server: McpServer, calling: Calling, params: Any) -> Any:
+        with paused(calling):
+            return await self.sampler(server, calling, params)
 
 
 @contextlib.asynccontextmanager

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import orjson
+import trio
 
 import orchestrator as orc
 from orchestrator import ModelRequest, ScriptedModel, ScriptedReply, ToolResult
@@ -234,3 +235,32 @@ async def test_the_roots_offered_are_the_agents_write_scope_or_else_its_workspac
         scoped = ToolContext(workspace=workspace, agent="t1", write_scope=("src",))
         task = await roots.run(args, scoped)
         assert task.content == f"src={(workspace.root / 'src').as_uri()}"
+        # A pattern is offered as the directory before its first wildcard; a task that
+        # writes nowhere, as the workspace it reads.
+        globbed = ToolContext(workspace=workspace, agent="t2", write_scope=("docs/*.md", "src"))
+        task = await roots.run(args, globbed)
+        assert task.content == (
+            f"docs={(workspace.root / 'docs').as_uri()} src={(workspace.root / 'src').as_uri()}"
+        )
+        reader = ToolContext(workspace=workspace, agent="t3", write_scope=())
+        task = await roots.run(args, reader)
+        assert task.content == f"workspace={workspace.root.as_uri()}"
+
+
+async def test_the_time_the_person_takes_is_not_the_servers(tmp_path: Path) -> None:
+    # The server may take 1 s a call; the person answers after 1.5 s, and the call
+    # goes on: its limit stops while the client answers.
+    async def answer(question: Question) -> str:
+        await trio.sleep(1.5)  # (the person thinking: the very thing under test)
+        return "slow"
+
+    result = await orc.run(
+        "ask",
+        model=asking("Your colour?"),
+        workspace=tmp_path,
+        sessions_dir=tmp_path / "s",
+        tools=[stdio_server("docs", timeout=1.0)],
+        approve=yes,
+        answer=answer,
+    )
+    assert result.output == "ok: accept: slow"
