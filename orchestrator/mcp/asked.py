@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
+from orchestrator.state.events import EventSink
+
 if TYPE_CHECKING:
     from orchestrator.mcp.servers import McpServer
 
@@ -32,14 +34,17 @@ if TYPE_CHECKING:
 class Calling:
     """One running call of a server's tool: whose (`agent`, its call `ref`), which tool
     (the server's name for it), where the agent works (its workspace, and its task's
-    write scope: None, the whole workspace). `unanswered`: set when the server asked the
-    person and nobody could answer (the call's result says so)."""
+    write scope: None, the whole workspace), and where its records go (`events`: the
+    session's sink, which journals, redacts and shows them; None: the session's journal
+    as it is). `unanswered`: set when the server asked the person and nobody could
+    answer (the call's result says so)."""
 
     agent: str
     ref: str
     tool: str
     workspace: Path
     write_scope: tuple[str, ...] | None = None
+    events: EventSink | None = field(default=None, compare=False)
     unanswered: str = field(default="", compare=False)
     # The call's time limit (the server's `timeout`), paused while the client answers.
     limit: trio.CancelScope | None = field(default=None, compare=False)

@@ -150,7 +150,7 @@ class Elicitor:
             schema=dict(asked.schema),
             waiting=waiting,
         )
-        await self._session.emit(record, durable=True)
+        await (calling.events or self._session).emit(record, durable=True)
 
     async def _answer(
         self, asked: Elicitation, calling: Calling, answered: Answered, *, by: str
@@ -163,7 +163,7 @@ class Elicitor:
             ref=calling.ref,
             by=by,
         )
-        await self._session.emit(record, durable=True)
+        await (calling.events or self._session).emit(record, durable=True)
 
 
 def _unanswered(asked: Elicitation) -> str:

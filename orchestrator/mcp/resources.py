@@ -46,7 +46,9 @@ class ResourceTool(McpTool):
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolOutput:
         uri = str(args.model_dump(by_alias=True)["uri"])
-        calling = Calling(ctx.agent, ctx.call, READ_RESOURCE, ctx.workspace.root, ctx.write_scope)
+        calling = Calling(
+            ctx.agent, ctx.call, READ_RESOURCE, ctx.workspace.root, ctx.write_scope, ctx.events
+        )
         try:
             text = await self.connection.read_resource(uri, calling)
         except McpServerError as exc:

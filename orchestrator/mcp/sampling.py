@@ -59,7 +59,7 @@ class Sampler:
         record = McpSampled(
             agent=calling.agent, server=server.name, model=model.name, usage=_used(reply)
         )
-        await self._session.emit(record, durable=True)
+        await (calling.events or self._session).emit(record, durable=True)
         return types.CreateMessageResult(
             role="assistant",
             content=types.TextContent(type="text", text=reply.text),

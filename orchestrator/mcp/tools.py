@@ -69,7 +69,7 @@ class McpTool(Tool[BaseModel]):
                 if refused is not None:
                     raise ToolFailed(refused)
             calling = Calling(
-                ctx.agent, ctx.call, self.info.name, ctx.workspace.root, ctx.write_scope
+                ctx.agent, ctx.call, self.info.name, ctx.workspace.root, ctx.write_scope, ctx.events
             )
             result = await self.connection.call(self.info.name, arguments, progress, calling)
         except McpServerError as exc:
