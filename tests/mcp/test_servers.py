@@ -27,6 +27,7 @@ url = "https://docs.example/mcp"
 headers = { Authorization = "env:DOCS_AUTH", X-Team = "core" }
 tools = ["search*"]
 timeout = 5
+sampling = true
 """
 
 
@@ -40,6 +41,7 @@ def test_servers_in_config_become_server_objects_holding_references() -> None:
         ("GH_TOKEN",),
     )
     assert (docs.transport, docs.secrets(), docs.timeout) == ("http", ("DOCS_AUTH",), 5.0)
+    assert (docs.sampling, github.sampling) == (True, False)  # refused unless allowed
     assert docs.takes("search_all")
     assert not docs.takes("delete")
     assert repr(docs) == (
