@@ -264,3 +264,24 @@ async def test_the_time_the_person_takes_is_not_the_servers(tmp_path: Path) -> N
         answer=answer,
     )
     assert result.output == "ok: accept: slow"
+
+
+async def test_a_streamable_http_servers_question_is_answered_alike(
+    tmp_path: Path, http_url: str
+) -> None:
+    result = await orc.run(
+        "ask",
+        model=ScriptedModel(
+            lambda r: (
+                ScriptedReply(tool_calls=(c("web__ask", question="Colour?"),))
+                if r.step == 0
+                else ScriptedReply(text=told(r))
+            )
+        ),
+        workspace=tmp_path,
+        sessions_dir=tmp_path / "s",
+        tools=[McpServer.http("web", http_url)],
+        approve=yes,
+        answer=lambda question: {"choice": f"{question.server} blue"},
+    )
+    assert result.output == "ok: accept: web blue"
