@@ -81,6 +81,7 @@ class Team:
             self.postbox,
             limits.max_live,
             role_limit=run.definitions.live_limit,
+            prefix=seat.task_prefix,
         )
         self.oversight = Oversight(
             session,

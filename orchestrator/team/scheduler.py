@@ -54,6 +54,7 @@ class Scheduler:
         max_live: int,
         *,
         role_limit: Callable[[str], int | None] = lambda role: None,
+        prefix: str = "t",
     ) -> None:
         self._session = session
         self._sink = sink
@@ -61,6 +62,7 @@ class Scheduler:
         self._postbox = postbox  # tells an owner its task was cancelled for a dependency
         self._max_live = max_live
         self._role_limit = role_limit  # an agent type's own limit on its live tasks
+        self._prefix = prefix  # of its tasks' ids: `t` (`t1`), or a task's own (`t3.t`)
         self._runs: tuple[Runner, TaskPort] | None = None  # where loops run, given what
         self._calls: Cancels | None = None  # the calls in the background, if any run
         # Ids given to delegations whose records are still on their way to the fold.
@@ -103,9 +105,11 @@ class Scheduler:
         """An id no task has: the first free one of the fold, past those other
         delegations hold while their records are on their way. Held for the block; a
         delegation that fails leaves no gap and no id taken (derived from the fold, not
-        counted, so a failed call never moves it on)."""
+        counted, so a failed call never moves it on). A task's own prefix (on a worker,
+        whose team holds the task and its few children) numbers them from 1."""
         tasks = self._session.state.tasks.tasks
-        with free_id("t", len(tasks) + 1, tasks, self._reserved) as task_id:
+        start = len(tasks) + 1 if self._prefix == "t" else 1
+        with free_id(self._prefix, start, tasks, self._reserved) as task_id:
             yield task_id
 
     async def set_state(

@@ -178,6 +178,10 @@ class Seat:
     # on a worker (engine/) posts `t3.m1`, ... so that its messages keep their ids in the
     # session that owns it, among the session's own.
     mail_prefix: str = "m"
+    # The ids of the tasks its agents delegate: `t1`, `t2`, ... in a session; a task run
+    # on a worker names its own children `t3.t1`, ... so that their ids are the
+    # session's, beside its own tasks' (engine/children.py).
+    task_prefix: str = "t"
     # The session's tasks that run beyond this team, whose writes a shell command's
     # changes are checked against too: a task on a worker runs in a team of its own
     # (engine/other_tasks.py reads the others from the engine's database). None: the
