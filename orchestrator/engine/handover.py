@@ -1,11 +1,13 @@
 """What passes between a session and the journal of its task on a worker, as records
 (engine/remote.py follows it): the records a run begins with, the task's state and its
-model calls as this session takes them, the mail it passes into the task, and what the
-session shows of the task's work (`TaskEvents`)."""
+model calls (its children's among them) as this session takes them, the mail it passes
+into the task, and what the session shows of the task's work and of its children
+(`TaskEvents`).
+
+The session following a task is the task's owner: the session itself, or, for a child
+of a task on a worker (engine/children.py), the team of that task on its worker."""
 
 from __future__ import annotations
-
-import msgspec
 
 from orchestrator.loop.compaction import ContextCompacted
 from orchestrator.messages import Usage
@@ -24,7 +26,14 @@ from orchestrator.state.fold import SessionState
 from orchestrator.state.mailbox import Mail, MessagePosted
 from orchestrator.state.retell import RecordEvents
 from orchestrator.state.settings import SessionSettings, SettingsChosen
-from orchestrator.state.tasks import SETTLED, TaskChanged, TaskCreated, TaskRecord, now_ms
+from orchestrator.state.tasks import (
+    SETTLED,
+    TaskChanged,
+    TaskCreated,
+    TaskRecord,
+    TaskUsed,
+    now_ms,
+)
 from orchestrator.team.port import TaskPort
 
 
@@ -35,6 +44,8 @@ def spent(record: Record) -> tuple[str, Usage, int] | None:
         return (record.model, usage or Usage(), 1)
     if isinstance(record, ContextCompacted) and record.usage is not None:
         return (record.model, record.usage, 0)
+    if isinstance(record, TaskUsed):  # its children's, counted in its journal by its worker
+        return (record.model, record.usage, record.calls)
     return None
 
 
@@ -46,12 +57,8 @@ def start_records(state: SessionState, mirror: SessionState, task_id: str) -> li
         context = state.agents[task_id]
         settings = state.settings or SessionSettings()
         return [
-            # Nothing deeper: a task on a worker delegates no further (docs/engine.md).
-            SettingsChosen(
-                agent=task.owner,
-                settings=msgspec.structs.replace(settings, max_depth=task.depth),
-                source="start",
-            ),
+            # (Its own limits are the session's: it delegates as a local task does.)
+            SettingsChosen(agent=task.owner, settings=settings, source="start"),
             AgentStarted(agent=task_id, role=context.role, messages=tuple(context.messages)),
             created(task),
         ]
@@ -135,10 +142,17 @@ class TaskEvents:
     journal held when the session took it up (none for a new task; a resumed session's
     catch-up): they are read, for the calls their replies make, and not told, since they
     were shown before the session stopped, or done while nobody watched. So a resumed
-    session's view is not flooded with its tasks' past; it shows what they do from then on."""
+    session's view is not flooded with its tasks' past; it shows what they do from then on.
 
-    def __init__(self) -> None:
+    The task's children (delegated on its worker: their records and the mail between
+    them and the task are the task's journal's, not the session's) are told too, the
+    catch-up's included, so that the tree under the task is whole: each one's creation
+    and changes of state, and that mail."""
+
+    def __init__(self, task_id: str = "") -> None:
+        self._task_id = task_id
         self._told: RecordEvents | None = None
+        self._children: set[str] = set()
 
     def of(self, records: list[tuple[int, Record]]) -> list[Event]:
         """The events of `records` (seq, record), the task's next records in order."""
@@ -146,10 +160,25 @@ class TaskEvents:
         if self._told is None:
             self._told = RecordEvents()
         told = self._told
-        events: list[Event] = [
-            event
-            for seq, record in records
-            for _, event in told.of(seq, record)
-            if isinstance(event, SHOWN)
-        ]
-        return [] if catching_up else events
+        events: list[Event] = []
+        for seq, record in records:
+            if (child := self._of_children(record)) is not None:
+                events.append(child)
+                continue
+            for _, event in told.of(seq, record):
+                if isinstance(event, SHOWN) and not catching_up:
+                    events.append(event)
+        return events
+
+    def _of_children(self, record: Record) -> TaskCreated | TaskChanged | MessagePosted | None:
+        """`record` when it is one of the task's children's (not the task's own)."""
+        match record:
+            case TaskCreated(task=task) if task != self._task_id:
+                self._children.add(task)
+                return record
+            case TaskChanged(task=task) if task in self._children:
+                return record
+            case MessagePosted(agent=sender, to=to) if {sender, to} & self._children:
+                return record
+            case _:
+                return None

@@ -86,7 +86,7 @@ class _Remote:
     ended: trio.Event = field(default_factory=trio.Event)  # its workflow has ended
     status: Any = None  # the workflow's, once ended
     told_queued: bool = False  # that no worker was there to take it
-    shown: TaskEvents = field(default_factory=TaskEvents)  # its work, as shown here
+    shown: TaskEvents = field(default_factory=TaskEvents)  # its work and children, as shown
 
 
 class RemoteRunner(EngineRunner[_Remote]):
@@ -105,15 +105,17 @@ class RemoteRunner(EngineRunner[_Remote]):
         model: str,
         workspace: str,
         patience: float = PATIENCE,
+        store: Store | None = None,
     ) -> None:
         super().__init__(nursery, url=url, patience=patience)
         self._model = model
         self._workspace = workspace
-        self._store = Store(url)
+        self._own_store = store is None  # (else its owner's, which closes it)
+        self._store = Store(url) if store is None else store
         self._questions = Questions(self._store, self._db, nursery)  # its tasks' approvals
 
     def _new_run(self, task_id: str, port: TaskPort) -> _Remote:
-        return _Remote(task_id, f"{self._session_id}/{task_id}", port)
+        return _Remote(task_id, f"{self._session_id}/{task_id}", port, shown=TaskEvents(task_id))
 
     def _cancel_run(self, run: _Remote) -> None:
         if not run.cancelled:
@@ -136,7 +138,8 @@ class RemoteRunner(EngineRunner[_Remote]):
         DBOS.launch()
 
     def _closed(self) -> None:
-        self._store.close()
+        if self._own_store:
+            self._store.close()
 
     async def _work(self, task_id: str, port: TaskPort, run: _Remote) -> None:
         """The task put on the queue (its journal seeded first, unless it has begun) and

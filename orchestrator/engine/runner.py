@@ -21,6 +21,7 @@ runners read.
 from __future__ import annotations
 
 import abc
+import contextlib
 from typing import Generic, TypeVar
 
 import trio
@@ -44,6 +45,9 @@ class EngineRunner(abc.ABC, Generic[R]):
 
     kind = ""  # in the names of its trio tasks: `task t1 (KIND)`
     no_session = ""  # why a session without an id (not on disk) cannot run on it
+    # Whether it takes DBOS for this process and launches it (a session's runner), or
+    # runs where it is launched already (a task's children, on the worker that runs it).
+    owns_dbos = True
 
     def __init__(self, nursery: trio.Nursery, *, url: str, patience: float) -> None:
         self._nursery = nursery
@@ -107,7 +111,8 @@ class EngineRunner(abc.ABC, Generic[R]):
     def _begin_session(self, session_id: str) -> None:
         if not session_id:
             raise ConfigError(self.no_session)
-        hold_dbos(self)
+        if self.owns_dbos:
+            hold_dbos(self)
         self._session_id = session_id
         self._nursery.start_soon(self._db.run, name="dbos engine's notices")
         self._nursery.start_soon(self._engine, name="dbos engine")
@@ -119,9 +124,11 @@ class EngineRunner(abc.ABC, Generic[R]):
 
     async def _engine(self) -> None:
         """DBOS, launched for the team's life; destroyed once no run is left."""
-        with self._db.watch_dbos():  # DBOS's own waits for its database are told too
+        # DBOS's own waits for its database are told too (by its launcher's).
+        with self._db.watch_dbos() if self.owns_dbos else contextlib.nullcontext():
             try:
-                await launched(self._db, self._url, self._launch)
+                if self.owns_dbos:
+                    await launched(self._db, self._url, self._launch)
                 self._launched.set()
                 await trio.sleep_forever()
             finally:
@@ -131,10 +138,11 @@ class EngineRunner(abc.ABC, Generic[R]):
                     if self._busy():
                         await self._idle.wait()
                     await self._db.flush()  # and one found while the runs ended
-                    if self._launched.is_set():
+                    if self._launched.is_set() and self.owns_dbos:
                         await destroy(self._db, self._threads)
                     self._closed()
-                    release_dbos(self)
+                    if self.owns_dbos:
+                        release_dbos(self)
 
     async def _run(self, task_id: str, port: TaskPort) -> None:
         run = self._runs[task_id]

@@ -30,6 +30,7 @@ from dbos import DBOS
 
 from orchestrator._version import __version__
 from orchestrator.engine.approvals import ask_the_session
+from orchestrator.engine.children import ChildRunner, TaskTeamRunner, resume_children
 from orchestrator.engine.launch import (
     destroy,
     executor_id,
@@ -61,7 +62,6 @@ from orchestrator.state.tasks import SETTLED, RanOn, now_ms
 from orchestrator.team.main_agent import close_settled, open_team
 from orchestrator.team.runtime import Team
 from orchestrator.team.settings import RunSettings, Seat
-from orchestrator.team.subagent import InProcessRunner
 from orchestrator.tools.workspace import Workspace
 
 SettingsFor = Callable[[Run, SessionState], Awaitable[RunSettings]]
@@ -296,10 +296,16 @@ class Worker:
             settings=session.state.settings or SessionSettings(),
             session_id=run.task.rsplit("/", 1)[0],
             mail_prefix=f"{task_id}.m",  # its messages keep their ids in the session
+            task_prefix=f"{task_id}.t",  # and its children theirs (engine/children.py)
             other_tasks=self._other_tasks(run),
         )
         sink: EventSink = session if self._ui is None else FanOut([session, self._ui])
-        runner = functools.partial(InProcessRunner, where=RanOn.here(self.id))
+        children = functools.partial(
+            ChildRunner, store=self._store, url=self.url, model=run.model, workspace=run.workspace
+        )
+        runner = functools.partial(
+            TaskTeamRunner, task_id=task_id, where=RanOn.here(self.id), children=children
+        )
         async with open_team(session, sink, settings, seat, runner=runner) as team:
             running.team = team
             started.started()
@@ -374,6 +380,8 @@ async def _run_task(team: Team, task_id: str, cancelled: bool) -> None:
         team.restart(task_id)
     else:  # settled, its last call perhaps cut off by a kill: its context made whole
         await close_settled(team, task_id)
+    if cancelled or task.state not in SETTLED:
+        await resume_children(team, task_id)  # (none on its first run)
     while True:
         if team.state.tasks.tasks[task_id].live:
             await team.changed.wait()

@@ -21,6 +21,7 @@ from orchestrator.state.events import Record, record_decoder
 from orchestrator.state.fold import SessionState
 from orchestrator.state.settings import SessionSettings
 from orchestrator.state.snapshot import AgentSummary, Snapshot, TodosSummary
+from orchestrator.state.tasks import TaskRecord
 from orchestrator.store._line import line_fault
 
 Rows = Sequence[tuple[int, bytes]]
@@ -93,15 +94,19 @@ def with_workers(
     snapshot: Snapshot,
     read_calls: Callable[[Record], None],
     reader: WorkersReader | None,
-) -> tuple[dict[str, Any] | None, dict[str, AgentSummary], dict[str, TodosSummary]]:
-    """The session's agents and todos, those of its tasks on workers as their own
+) -> tuple[
+    dict[str, Any] | None, dict[str, AgentSummary], dict[str, TodosSummary], list[TaskRecord]
+]:
+    """The session's agents, todos and tasks, those of its tasks on workers as their own
     journals have them (each task's own records given to `read_calls`, for their model
-    calls), and what the report says of where they were read, or why not (None: its
+    calls; the tasks they delegated there, as their journals hold them, under them in the
+    tree), and what the report says of where they were read, or why not (None: its
     tasks ran in its own process). A journal that would not fold is left out, and said."""
     found = read_workers(session_id, snapshot.settings, reader)
     if found is None:
-        return None, snapshot.agents, snapshot.todos
+        return None, snapshot.agents, snapshot.todos, snapshot.tasks
     agents, todos = dict(snapshot.agents), dict(snapshot.todos)
+    tasks = {task.task_id: task for task in snapshot.tasks}
     read: list[str] = []
     problems: list[str] = []
     for task_id, rows in found.journals.items():
@@ -115,6 +120,8 @@ def with_workers(
             if record.agent == task_id:  # (its owner's seed and mail are the session's)
                 read_calls(record)
         there = state.snapshot()
+        for child in there.tasks:  # delegated on its worker: in its journal, not the session's
+            tasks.setdefault(child.task_id, child)
         if task_id in there.agents:
             agents[task_id] = there.agents[task_id]
         if task_id in there.todos:
@@ -126,4 +133,4 @@ def with_workers(
         "tasks": sorted(read, key=lambda task_id: order.get(task_id, len(order))),
         "unread": "; ".join(filter(None, [found.unread, *problems])),
     }
-    return info, agents, todos
+    return info, agents, todos, list(tasks.values())

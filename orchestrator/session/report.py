@@ -118,7 +118,10 @@ def _report(
     windows: Windows | None,
     workers: WorkersReader | None,
 ) -> dict[str, Any]:
-    on_workers, agents, todos = with_workers(manifest.id, snapshot, history.read_calls, workers)
+    on_workers, agents, todos, tasks = with_workers(
+        manifest.id, snapshot, history.read_calls, workers
+    )
+    snapshot = msgspec.structs.replace(snapshot, tasks=tasks)  # (with those of its tasks' own)
     owners = {task.task_id: task.owner for task in snapshot.tasks}
     ledger = usage_ledger(history.calls, prices, owners)
     notes = [f"the journal ends in a torn tail: {scan.cut.describe()}"] if scan.cut else []
