@@ -25,6 +25,8 @@ from orchestrator import load_state, session_report
 from orchestrator.engine import sqlite_url
 from orchestrator.engine.shown import read_worker_records
 from orchestrator.engine.store import RUNS, Store
+from orchestrator.state.events import event_from_json
+from orchestrator.view import ViewModel
 from tests.crash.harness import cli
 from tests.engine.test_workers import Setup
 from tests.engine.workers import WorkerProcess, start_worker
@@ -146,6 +148,7 @@ class OnTheCommandLine:
             "--database-url",
             self.url,
             "--yes",
+            "--json",
             sessions=self.root,
         )
         return await trio.run_process(
@@ -247,6 +250,12 @@ async def test_a_parent_on_a_killed_worker_resumes_elsewhere_and_its_children_ru
         if r["k"] == "assistant_replied"
     )
     assert state.agents["t1"].steps == replies
+    # The live view, from the run's events (`--json`): the children under t1, completed.
+    view = ViewModel()
+    for line in run.stdout.splitlines():
+        view.apply(event_from_json(line))
+    assert view.agents["t1"].children == list(CHILDREN)
+    assert {t: view.agents[t].task_state for t in CHILDREN} == dict.fromkeys(CHILDREN, "completed")
     _check_tree(setup, w2)
 
 
