@@ -87,16 +87,21 @@ class TaskTeamRunner:
         return self._children
 
 
-async def resume_children(team: Team, task_id: str) -> None:
+async def resume_children(team: Team, task_id: str, *, cancelling: bool = False) -> None:
     """The children of `task_id` that its journal has live, followed again (a new run of
     the task, on this worker: the one before was lost, or had ended): those running or
     waiting for an answer are restarted (their workflows found open and followed, or
     started anew once ended), the pending and waiting ones started as the limits and
-    their dependencies allow. Their own loops run elsewhere, and went on meanwhile."""
+    their dependencies allow. Their own loops run elsewhere, and went on meanwhile.
+    `cancelling` (the task is about to be cancelled): every live one is followed again
+    at once, whatever its state, so that the cancellation reaches its workflow (one
+    never queued is not queued then)."""
     for child in list(team.state.tasks.tasks.values()):
         if child.task_id == task_id or child.kind == "tool" or not child.live:
             continue
-        if child.state in ("pending", "waiting_deps") or team.is_running(child.task_id):
+        if team.is_running(child.task_id):
             continue
-        team.restart(child.task_id)
-    await team.start_ready()
+        if cancelling or child.state not in ("pending", "waiting_deps"):
+            team.restart(child.task_id)
+    if not cancelling:
+        await team.start_ready()

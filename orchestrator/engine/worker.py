@@ -372,7 +372,8 @@ async def _run_task(team: Team, task_id: str, cancelled: bool) -> None:
     """Start the task (or go on with it, after a crash) and wait for its loop's end; a
     task its session cancelled before this worker took it is only cancelled."""
     task = team.state.tasks.tasks[task_id]
-    if cancelled:
+    if cancelled:  # (its children followed first, so that the cancellation reaches them)
+        await resume_children(team, task_id, cancelling=True)
         await team.cancel(task.owner, task_id, "cancelled by its owner")
     elif task.state == "pending":
         team.queue(task_id)
@@ -380,7 +381,7 @@ async def _run_task(team: Team, task_id: str, cancelled: bool) -> None:
         team.restart(task_id)
     else:  # settled, its last call perhaps cut off by a kill: its context made whole
         await close_settled(team, task_id)
-    if cancelled or task.state not in SETTLED:
+    if not cancelled and task.state not in SETTLED:
         await resume_children(team, task_id)  # (none on its first run)
     while True:
         if team.state.tasks.tasks[task_id].live:
