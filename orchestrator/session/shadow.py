@@ -5,7 +5,12 @@ workspace. docs/time-travel.md argues the choice against a store of our own.
 A checkpoint is a git tree: `capture` brings the index up to the workspace (what
 `git ls-files` finds changed, deleted or new, `.gitignore` honoured, each file within
 `FILE_CAP` and the whole within `CHECKPOINT_CAP`) and writes the tree; unchanged files
-cost a `stat` each and no read. `restore` makes the workspace a tree again: files the
+cost a `stat` each and no read. Given the paths a file tool wrote, it makes the tree
+in-process instead (session/picture.py): their blobs and the trees above them, written
+as git's loose objects, from a picture of the last checkpoint's tree; the index then
+lags on those paths until the next checkpoint by git's path brings it up to date.
+
+`restore` makes the workspace a tree again: files the
 index has and the tree lacks are removed, the tree's written; files the store never
 held (ignored, over a cap) are left alone. Nothing here reads the user's git
 configuration or the workspace's own repository: the store's config is its own, and git
@@ -16,6 +21,7 @@ Synchronous (subprocesses): callers run it in a worker thread.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import stat
@@ -25,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from orchestrator.errors import SessionError
+from orchestrator.session import known
+from orchestrator.session.picture import Change, Picture
 
 STORE = "files"  # in the session's directory
 FILE_CAP = 16 * 1024 * 1024
@@ -33,13 +41,14 @@ CHECKPOINT_CAP = 512 * 1024 * 1024
 """Bytes of new or changed content one checkpoint stores at most; what comes after is
 left out of it (named in its record)."""
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+LEVEL = 1  # zlib's, for loose objects (`core.looseCompression` below)
 _CONFIG = (
     ("core.bare", "false"),
     ("core.autocrlf", "false"),
     ("core.safecrlf", "false"),
     ("core.quotepath", "false"),
     ("core.compression", "1"),  # a checkpoint is read back seldom: speed over size
-    ("core.looseCompression", "1"),
+    ("core.looseCompression", str(LEVEL)),
     ("core.fsmonitor", "false"),
     ("core.untrackedCache", "true"),
     ("gc.auto", "0"),  # no tree is reachable from a ref: never collect it
@@ -69,6 +78,13 @@ class Shadow:
     checkpoint_cap: int = CHECKPOINT_CAP
     index: Path | None = None  # default: <store>/index
     _env: dict[str, str] = field(default_factory=dict, repr=False)
+    # The last checkpoint's tree, for one of known paths made in-process; the paths the
+    # index lags on, each with its entry in that tree; the index's stat when this object
+    # last wrote it (another writer's index means no picture can be trusted).
+    _picture: Picture | None = field(default=None, init=False, repr=False)
+    _behind: dict[str, Change] = field(default_factory=dict, init=False, repr=False)
+    _index_seen: tuple[int, ...] = field(default=(), init=False, repr=False)
+    _in_process: bool | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         # (git runs in the workspace: a relative path would be taken from there)
@@ -82,6 +98,13 @@ class Shadow:
     @property
     def index_file(self) -> Path:
         return self.index or self.store / "index"
+
+    @property
+    def behind_file(self) -> Path:
+        """Beside the index: the last checkpoint's tree, while the index lags behind it
+        (checkpoints made in-process since it was written); the next process to take
+        git's path brings the index up to it."""
+        return self.index_file.with_name(self.index_file.name + "-behind")
 
     def env(self) -> dict[str, str]:
         if not self._env:
@@ -99,10 +122,19 @@ class Shadow:
             }
         return self._env
 
-    def git(self, *args: str, data: bytes | None = None, tree: bool = True) -> bytes:
+    def git(
+        self,
+        *args: str,
+        data: bytes | None = None,
+        tree: bool = True,
+        ok: tuple[int, ...] = (0,),
+        unset: tuple[str, ...] = (),
+    ) -> bytes:
         env = self.env()
         if not tree:  # (git init refuses a work tree)
-            env = {k: v for k, v in env.items() if k not in ("GIT_WORK_TREE", "GIT_DIR")}
+            unset = (*unset, "GIT_WORK_TREE", "GIT_DIR")
+        if unset:
+            env = {k: v for k, v in env.items() if k not in unset}
         try:
             done = subprocess.run(
                 [_git(), *args],
@@ -114,7 +146,7 @@ class Shadow:
             )
         except OSError as exc:
             raise CheckpointsUnavailable(f"cannot run git: {exc}") from exc
-        if done.returncode != 0:
+        if done.returncode not in ok:
             error = done.stderr.decode(errors="replace").strip()
             raise SessionError(f"git {args[0]} failed in {self.git_dir}: {error}")
         return done.stdout
@@ -163,6 +195,11 @@ class Shadow:
         """Checkpoint the workspace: only `paths` (workspace-relative; the file tools')
         when given, else every file. Returns the tree and what was left out."""
         self.ensure()
+        if paths:
+            known = self._known(paths)
+            if known is not None:
+                return known
+        self._catch_up()
         if paths:  # (known to have changed: no need to ask git which did)
             add, drop, left_out = self._sort(paths)
             if add:
@@ -176,7 +213,87 @@ class Shadow:
         if drop:
             self.git("update-index", "-z", "--force-remove", "--stdin", data=_joined(drop))
         tree = self.git("write-tree").decode().strip()
+        self._taken(tree)
         return Capture(tree, tuple(left_out))
+
+    def _known(self, paths: Sequence[str]) -> Capture | None:
+        """The checkpoint of `paths` made in-process (session/known.py), or None where
+        git's path must take it: no picture yet, an index another writer changed, a
+        `.gitignore` or `.gitattributes` written, what `known.gather` refuses."""
+        picture = self._picture
+        if picture is None or _stat_of(self.index_file) != self._index_seen:
+            return None
+        if not self._store_plain() or any(p.rpartition("/")[2] in _GIT_FILES for p in paths):
+            return None
+        add, drop, left_out = self._sort(paths)
+        gathered = known.gather(picture, self.workspace, add, drop)
+        if gathered is None:
+            return None
+        try:
+            changes = known.store(picture, self.git_dir / "objects", gathered, self._ignored, LEVEL)
+            if changes:
+                self.behind_file.write_text(picture.root + "\n")
+        except OSError as exc:
+            self._picture = None  # (half changed)
+            raise SessionError(f"cannot write a checkpoint into {self.git_dir}: {exc}") from exc
+        self._behind.update((os.fsdecode(name), entry) for name, entry in changes.items())
+        return Capture(picture.root, tuple(left_out))
+
+    def _ignored(self, paths: Sequence[str]) -> list[str]:
+        """Which of `paths` (none of them in the last checkpoint) `.gitignore` ignores, as
+        git reads it: one process, which reads no index. (It takes no literal pathspecs,
+        which changes nothing but for a name starting `:`: none comes here.)"""
+        found = self.git(
+            "check-ignore",
+            "--no-index",
+            "-z",
+            "--stdin",
+            data=_joined(paths),
+            ok=(0, 1),
+            unset=("GIT_LITERAL_PATHSPECS",),
+        )
+        return _split(found)
+
+    def _catch_up(self) -> None:
+        """Before git's path: bring the index up to the last checkpoint where checkpoints
+        were made in-process since it was written: each path it lags on set to its entry
+        there (a file whose stat it then lacks is compared by content, once); or, after a
+        process that ended before doing so, the whole index read from that tree, keeping
+        the stat of every entry that did not change."""
+        behind = self.behind_file
+        if self._behind:
+            lines = [
+                (b"0 " + b"0" * 40 if entry is None else entry[0] + b" " + entry[1].hex().encode())
+                + b"\t"
+                + os.fsencode(path)
+                + b"\0"
+                for path, entry in self._behind.items()
+            ]
+            self.git("update-index", "-z", "--index-info", data=b"".join(lines))
+            self._behind.clear()
+        elif behind.exists():
+            # (its tree lost with a crash: the scan after finds what is there)
+            with contextlib.suppress(SessionError):
+                self.git("read-tree", "-m", behind.read_text().strip())
+        behind.unlink(missing_ok=True)
+
+    def _taken(self, tree: str) -> None:
+        """The index now holds `tree` (a checkpoint by git's path, a restore)."""
+        if self._picture is None or self._picture.root != tree:
+            self._picture = Picture(_objects(self.git_dir / "objects"), tree)
+        self._index_seen = _stat_of(self.index_file)
+
+    def _store_plain(self) -> bool:
+        """Whether the store's configuration is the one `ensure` writes in what a
+        checkpoint in-process depends on (file modes, links, attributes, excludes)."""
+        if self._in_process is None:
+            config = (self.git_dir / "config").read_text(errors="replace")
+            said = config.lower().replace(" ", "").replace("\t", "")
+            self._in_process = (
+                not any(w in said for w in _NOT_IN_PROCESS)
+                and not (self.git_dir / "info" / "attributes").exists()
+            )
+        return self._in_process
 
     def _add_known(self, paths: Sequence[str]) -> None:
         """`git add` the paths (a deleted one removed): it refuses those `.gitignore`
@@ -239,7 +356,11 @@ class Shadow:
         # The caller holds the session's lock: a lock file of the index is a killed
         # git's (a restore cut short), which would refuse every later one.
         Path(f"{self.index_file}.lock").unlink(missing_ok=True)
+        self._catch_up()  # (so that it removes what checkpoints in-process added)
         self.git("read-tree", "-u", "--reset", tree)
+        self._behind.clear()
+        self.behind_file.unlink(missing_ok=True)
+        self._taken(tree)
 
     def has(self, tree: str) -> bool:
         try:
@@ -248,6 +369,20 @@ class Shadow:
             return False
 
 
+_GIT_FILES = (".gitignore", ".gitattributes")
+"""Files that change what git makes of others: one written takes git's path."""
+_NOT_IN_PROCESS = (
+    "filemode=false",
+    "symlinks=false",
+    "ignorecase=true",
+    "precomposeunicode=true",
+    "autocrlf=true",
+    "autocrlf=input",
+    "attributesfile",
+    "excludesfile",
+)
+"""Store settings under which git stores a file otherwise than a checkpoint in-process
+would (none is ever written by `ensure`)."""
 _EMPTY_DIRS = ("refs/heads", "refs/tags", "objects/info", "objects/pack")
 """The directories of a bare git repository that may be empty, and so lost in a copy."""
 
@@ -262,6 +397,28 @@ def _git() -> str:
     if found is None:
         raise CheckpointsUnavailable("workspace checkpoints are off: git is not installed")
     return found
+
+
+def _objects(objects: Path, depth: int = 0) -> list[Path]:
+    """The object directories a store reads: its own, then its alternates' (a fork's
+    parents')."""
+    found = [objects]
+    try:
+        alternates = (objects / "info" / "alternates").read_text().splitlines()
+    except OSError:
+        return found
+    for line in alternates:
+        if line.strip() and depth < 5:
+            found += _objects(Path(line.strip()), depth + 1)
+    return found
+
+
+def _stat_of(path: Path) -> tuple[int, ...]:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return ()
+    return (info.st_ino, info.st_size, info.st_mtime_ns)
 
 
 def _split(output: bytes) -> list[str]:
