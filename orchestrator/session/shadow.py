@@ -273,8 +273,8 @@ class Shadow:
             self._behind.clear()
         elif behind.exists():
             # (its tree lost with a crash: the scan after finds what is there)
-            with contextlib.suppress(SessionError):
-                self.git("read-tree", "-m", behind.read_text().strip())
+            with contextlib.suppress(SessionError):  # (`-m` would refuse what changed)
+                self.git("read-tree", "--reset", behind.read_text().strip())
         behind.unlink(missing_ok=True)
 
     def _taken(self, tree: str) -> None:

@@ -5,10 +5,13 @@
 
 On a workspace of `--files` files holding `--mb` MB in all (100 directories), prints the
 median of `--runs` of: the first checkpoint (every file stored); a checkpoint after a
-file tool (its one path known) when nothing changed and when that file changed; one
-after a shell call (the whole workspace scanned by git) when nothing changed and when
-one file changed; next to them, one scan of the shell's change check (tools/watch.py),
-which a subagent's command pays twice already; and restoring a checkpoint one file away.
+file tool (its one path known) when that file changed, when nothing changed and when it
+made a new file, each made in-process and by git's path (a second store over the same
+workspace, in turns: A B, B A); one after a shell call that follows a file tool's (the
+index brought up to the in-process tree first, against git's path); one after a shell
+call (the whole workspace scanned by git) when nothing changed and when one file
+changed; next to them, one scan of the shell's change check (tools/watch.py), which a
+subagent's command pays twice already; and restoring a checkpoint one file away.
 Then, on a session of about `--records` journal records made by a real run (shape.py),
 the time `fork` takes (at its last record, files left alone) and `load_state` takes.
 Not a test (pytest does not collect `bench_*.py`).
@@ -53,6 +56,20 @@ def median_ms(runs: int, setup: Callable[[int], None], timed: Callable[[], objec
     return statistics.median(taken)
 
 
+def paired_ms(
+    runs: int, setup: Callable[[int], None], a: Callable[[], object], b: Callable[[], object]
+) -> tuple[float, float]:
+    """Medians of `a` and `b`, each run after the same `setup`, in turns (A B, then B A)."""
+    taken: dict[int, list[float]] = {0: [], 1: []}
+    for n in range(runs):
+        for which in (0, 1) if n % 2 == 0 else (1, 0):
+            setup(n)
+            start = time.perf_counter()
+            (a, b)[which]()
+            taken[which].append((time.perf_counter() - start) * 1000)
+    return statistics.median(taken[0]), statistics.median(taken[1])
+
+
 def checkpoints(files: int, megabytes: int, runs: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         ws, store = Path(tmp) / "ws", Path(tmp) / "session" / "files"
@@ -63,7 +80,16 @@ def checkpoints(files: int, megabytes: int, runs: int) -> None:
         first = shadow.capture()
         print(f"workspace: {files} files, {megabytes} MB")
         print(f"first checkpoint (every file stored)      {(time.perf_counter() - start):8.2f} s")
+        # git's path beside it: a second store over the same workspace, whose `Shadow`
+        # is made anew for each checkpoint (no picture of the last tree: git's path).
+        other = Path(tmp) / "other" / "files"
+        shutil.copytree(store, other)
+
+        def by_git(paths: list[str] | None = None) -> Callable[[], object]:
+            return lambda: Shadow(other, ws).capture(paths)
+
         one = "d01/f1.txt"
+        made = [0]
 
         def change(n: int) -> None:
             (ws / one).write_text(f"changed {n}\n")
@@ -71,9 +97,32 @@ def checkpoints(files: int, megabytes: int, runs: int) -> None:
         def same(n: int) -> None:
             pass
 
+        def new_file(n: int) -> None:
+            made[0] += 1
+            (ws / f"d02/new{made[0]}.txt").write_text(f"new {made[0]}\n")
+
+        def after_file_tool(n: int) -> None:  # (each store's own checkpoint of it first)
+            change(n)
+            shadow.capture([one])
+            Shadow(other, ws).capture([one])
+
+        print(f"{'':<42}{'in-process':>12}{'git path':>10}")
+        for name, setup in (
+            ("file tool, its file changed", change),
+            ("file tool, nothing changed", same),
+        ):
+            fast, slow = paired_ms(runs, setup, lambda: shadow.capture([one]), by_git([one]))
+            print(f"{name:<42}{fast:9.1f} ms{slow:7.1f} ms")
+        fast, slow = paired_ms(
+            runs,
+            new_file,
+            lambda: shadow.capture([f"d02/new{made[0]}.txt"]),
+            lambda: Shadow(other, ws).capture([f"d02/new{made[0]}.txt"]),
+        )
+        print(f"{'file tool, a new file (check-ignore)':<42}{fast:9.1f} ms{slow:7.1f} ms")
+        fast, slow = paired_ms(runs, after_file_tool, shadow.capture, by_git())
+        print(f"{'shell after a file tool, nothing else':<42}{fast:9.1f} ms{slow:7.1f} ms")
         rows = [
-            ("file tool, nothing changed", same, lambda: shadow.capture([one])),
-            ("file tool, its file changed", change, lambda: shadow.capture([one])),
             ("shell, nothing changed", same, shadow.capture),
             ("shell, one file changed", change, shadow.capture),
             ("the change check's scan (once)", same, lambda: file_states(ws)),
