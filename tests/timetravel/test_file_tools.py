@@ -1,0 +1,88 @@
+"""A session whose file tools' checkpoints are made in-process (session/known.py), between
+shell calls' by git's path: each checkpoint holds the files as its call left them, git
+accepts the store (`fsck`, `read-tree` of every checkpoint), and a rewind to a file
+tool's point restores its files."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import orjson
+
+from tests.scenes import orchestrator
+from tests.timetravel.conftest import points, sessions, verified, workspace_files
+
+
+def call(name: str, **arguments: str) -> dict[str, object]:
+    return {"tool_calls": [{"name": name, "arguments": arguments}]}
+
+
+SCRIPT = {
+    "version": 1,
+    "agents": {
+        "main": [
+            call("write_file", path="src/app.py", content="v = 1\n"),
+            call("edit_file", path="src/app.py", old_text="v = 1", new_text="v = 2"),
+            call("shell", command="sed -i s/2/3/ src/app.py && echo log > out.log"),
+            call("write_file", path="notes/todo.txt", content="later\n"),
+            call("write_file", path="skipped.log", content="ignored\n"),
+            {"text": "Done."},
+        ]
+    },
+}
+
+
+def git(store: Path, *args: str, index: Path | None = None) -> str:
+    env = {
+        "PATH": os.environ["PATH"],
+        "GIT_DIR": str(store / "git"),
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_CONFIG_NOSYSTEM": "1",
+    }
+    if index is not None:
+        env["GIT_INDEX_FILE"] = str(index)
+    done = subprocess.run(["git", *args], env=env, capture_output=True, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.decode()
+
+
+def test_file_tools_checkpoints_hold_their_files_and_git_accepts_them(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / ".gitignore").write_text("*.log\n")
+    script = tmp_path / "script.json"
+    script.write_bytes(orjson.dumps(SCRIPT))
+    root = tmp_path / "sessions"
+    ran = orchestrator(
+        "run", "write files", "--model", f"scripted:{script}", "-w", str(ws), "--yes",
+        "--sessions-dir", str(root),
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    session_id = sessions(root)[0]
+    verified(root, session_id)
+    store = root / session_id / "files"
+    found = [p for p in points(root, session_id) if p["kind"] == "checkpoint"]
+    trees = [p["tree"] for p in found if "write_file" in p["summary"] or "edit" in p["summary"]]
+    shown = [git(store, "show", f"{tree}:src/app.py") for tree in trees]
+    assert shown == ["v = 1\n", "v = 2\n", "v = 3\n"]  # (the ignored file's: no new tree)
+    last = found[-1]["tree"]
+    assert git(store, "ls-tree", "-r", "--name-only", last).split() == [
+        ".gitignore",
+        "notes/todo.txt",
+        "src/app.py",
+    ]
+    git(store, "fsck", "--strict", "--no-dangling", "--full")
+    for n, point in enumerate(found):
+        git(store, "read-tree", point["tree"], index=tmp_path / f"index-{n}")
+    rewound = orchestrator(
+        "sessions", "rewind", session_id, "--to", str(found[2]["seq"]), "--sessions-dir", str(root)
+    )
+    assert rewound.returncode == 0, rewound.stderr
+    assert workspace_files(ws) == {
+        ".gitignore": b"*.log\n",
+        "out.log": b"log\n",  # (ignored: never in a checkpoint, left alone)
+        "skipped.log": b"ignored\n",
+        "src/app.py": b"v = 2\n",
+    }
