@@ -4,11 +4,12 @@ and as each run starts, the workspace is captured into the session's store
 state/checkpoints.py) just before the call's result, so that the point of the result
 holds the files as they were after it.
 
-After `write_file` and `edit_file` only the path the tool wrote is looked at; after
-`shell`, the whole workspace, by `git`'s stat scan (no file is read when nothing
-changed). Any other tool (a program's own, an MCP server's) takes none: what it changed
-is in the next checkpoint, a shell call's or the one as the main agent's work ends. A
-checkpoint that changed nothing is not journaled.
+After `write_file` and `edit_file` only the path the tool wrote is looked at, and the
+checkpoint made in-process (session/known.py); after `shell`, the whole workspace, by
+`git`'s stat scan (no file is read when nothing changed). Any other tool (a program's
+own, an MCP server's) takes none: what it changed is in the next checkpoint, a shell
+call's or the one as the main agent's work ends. A checkpoint that changed nothing is not
+journaled.
 """
 
 from __future__ import annotations
