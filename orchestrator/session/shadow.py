@@ -32,7 +32,8 @@ from pathlib import Path
 
 from orchestrator.errors import SessionError
 from orchestrator.session import known
-from orchestrator.session.picture import Change, Picture
+from orchestrator.session.ignores import Ignores
+from orchestrator.session.picture import Change, Picture, Unreadable
 
 STORE = "files"  # in the session's directory
 FILE_CAP = 16 * 1024 * 1024
@@ -85,6 +86,7 @@ class Shadow:
     _behind: dict[str, Change] = field(default_factory=dict, init=False, repr=False)
     _index_seen: tuple[int, ...] = field(default=(), init=False, repr=False)
     _in_process: bool | None = field(default=None, init=False, repr=False)
+    _ignores: Ignores | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         # (git runs in the workspace: a relative path would be taken from there)
@@ -233,6 +235,9 @@ class Shadow:
             changes = known.store(picture, self.git_dir / "objects", gathered, self._ignored, LEVEL)
             if changes:
                 self.behind_file.write_text(picture.root + "\n")
+        except Unreadable:  # (what `gather` read it could not: git's path then)
+            self._picture = None
+            return None
         except OSError as exc:
             self._picture = None  # (half changed)
             raise SessionError(f"cannot write a checkpoint into {self.git_dir}: {exc}") from exc
@@ -241,18 +246,19 @@ class Shadow:
 
     def _ignored(self, paths: Sequence[str]) -> list[str]:
         """Which of `paths` (none of them in the last checkpoint) `.gitignore` ignores, as
-        git reads it: one process, which reads no index. (It takes no literal pathspecs,
-        which changes nothing but for a name starting `:`: none comes here.)"""
-        found = self.git(
-            "check-ignore",
-            "--no-index",
-            "-z",
-            "--stdin",
-            data=_joined(paths),
-            ok=(0, 1),
-            unset=("GIT_LITERAL_PATHSPECS",),
-        )
-        return _split(found)
+        git reads it: asked of a `git check-ignore` kept running (session/ignores.py),
+        else of one run for them. (It takes no literal pathspecs, which changes nothing
+        but for a name starting `:`: none comes here.)"""
+        env = {k: v for k, v in self.env().items() if k != "GIT_LITERAL_PATHSPECS"}
+        if self._ignores is None:
+            exclude = self.git_dir / "info" / "exclude"
+            self._ignores = Ignores([_git()], env, self.workspace, exclude)
+        found = self._ignores.ignored(paths)
+        if found is not None:
+            return found
+        args = ("check-ignore", "--no-index", "-z", "--stdin")
+        out = self.git(*args, data=_joined(paths), ok=(0, 1), unset=("GIT_LITERAL_PATHSPECS",))
+        return _split(out)
 
     def _catch_up(self) -> None:
         """Before git's path: bring the index up to the last checkpoint where checkpoints

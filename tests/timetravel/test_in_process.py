@@ -224,3 +224,46 @@ def test_an_index_another_writer_changed_takes_git_s_path(tmp_path: Path) -> Non
     taken = pair.fast.capture(["b.txt"])  # from the index as restored, not the last tree
     assert git(pair.fast, "ls-tree", "--name-only", taken.tree).split() == ["a.txt", "b.txt"]
     assert git(pair.fast, "cat-file", "-p", f"{taken.tree}:a.txt") == "a\n"
+
+
+def test_ignore_rules_a_command_changed_are_read_again(tmp_path: Path) -> None:
+    """A new file is asked of a `git check-ignore` kept running, which keeps each
+    `.gitignore` it read: one changed since (by a command: no checkpoint between) is
+    read again."""
+    pair = Pair(tmp_path)
+    pair.write("sub/keep.txt", b"k\n")
+    pair.both()
+    pair.write("sub/one.log", b"1\n")
+    pair.both(["sub/one.log"])  # (no .gitignore yet)
+    pair.write(".gitignore", b"*.log\n")
+    pair.write("sub/two.log", b"2\n")
+    pair.both(["sub/two.log"])
+    pair.write("sub/.gitignore", b"!three.log\n")
+    pair.write("sub/three.log", b"3\n")
+    taken = pair.both(["sub/three.log"])
+    pair.write(".gitignore", b"*.txt\n")
+    pair.write("sub/four.log", b"4\n")
+    taken = pair.both(["sub/four.log"])
+    assert git(pair.fast, "ls-tree", "-r", "--name-only", taken.tree).split() == [
+        "sub/four.log",
+        "sub/keep.txt",
+        "sub/one.log",
+        "sub/three.log",
+    ]
+
+
+def test_a_check_ignore_that_ended_is_not_waited_for(tmp_path: Path) -> None:
+    pair = Pair(tmp_path)
+    pair.write(".gitignore", b"*.log\n")
+    pair.both()
+    pair.write("a.log", b"a\n")
+    pair.both(["a.log"])
+    running = pair.fast._ignores
+    assert running is not None
+    assert running._process is not None
+    running._process.kill()  # (as the machine might: the checkpoint asks git once instead)
+    running._process.wait()
+    pair.write("b.log", b"b\n")
+    pair.write("c.txt", b"c\n")
+    taken = pair.both(["b.log", "c.txt"])
+    assert git(pair.fast, "ls-tree", "--name-only", taken.tree).split() == [".gitignore", "c.txt"]
