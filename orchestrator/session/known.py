@@ -1,8 +1,9 @@
 """A checkpoint of the paths a file tool wrote, made in-process (session/shadow.py's
 `capture` given paths): what `git add` of them and `write-tree` would make, from the
 picture of the last checkpoint's tree (session/picture.py): each file's blob and the
-trees above it, written as git's loose objects (session/loose.py). No process runs, but
-one `git check-ignore` for a path the last checkpoint did not hold.
+trees above it, written as git's loose objects (session/loose.py). No process starts: a
+path the last checkpoint did not hold is asked of a `git check-ignore` kept running
+(session/ignores.py).
 
 `gather` says when git's path must take it instead (returns None): a path written
 otherwise than the tree names it, a directory, a link or a repository of its own on the
