@@ -175,6 +175,9 @@ def _make(
         shadow.share_objects_of(parent_store)
     if mode != "copy" and (parent_store / "index").exists():
         shutil.copyfile(parent_store / "index", shadow.index_file)
+        behind = parent_store / shadow.behind_file.name  # (the index lags on that tree)
+        if behind.exists():
+            shutil.copyfile(behind, shadow.behind_file)
     if mode == "here":
         before = shadow.capture()  # the workspace as it is: the rewind can be undone
         records.append(

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import orjson
 
+from orchestrator.session.shadow import Shadow
 from tests.scenes import orchestrator
 from tests.timetravel.conftest import points, sessions, verified, workspace_files
 
@@ -86,3 +87,38 @@ def test_file_tools_checkpoints_hold_their_files_and_git_accepts_them(tmp_path: 
         "skipped.log": b"ignored\n",
         "src/app.py": b"v = 2\n",
     }
+
+
+def test_a_rewind_while_the_index_lags_keeps_what_the_file_tools_stored(tmp_path: Path) -> None:
+    """A process that ended behind its last in-process checkpoint (killed: the index lags
+    on a new file, notes/new.txt); a `.gitignore` written since by hand ignores that file:
+    the rewind's checkpoint of the workspace as it is (so the rewind can be undone) still
+    holds it, as the index caught up with that checkpoint tracks it."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / ".gitignore").write_text("*.log\n")
+    script = tmp_path / "script.json"
+    script.write_bytes(orjson.dumps(SCRIPT))
+    root = tmp_path / "sessions"
+    ran = orchestrator(
+        "run", "write files", "--model", f"scripted:{script}", "-w", str(ws), "--yes",
+        "--sessions-dir", str(root),
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    [parent] = sessions(root)
+    store = Shadow(root / parent / "files", ws)
+    store.capture()  # (git's path: the picture of the last checkpoint is taken)
+    (ws / "notes" / "new.txt").write_text("new\n")
+    store.capture(["notes/new.txt"])  # in-process, and no catch-up after: as if killed
+    assert (root / parent / "files" / "index-behind").exists()  # the premise
+    (ws / ".gitignore").write_text("*.log\nnotes/\n")
+    found = [p for p in points(root, parent) if p["kind"] == "checkpoint"]
+    rewound = orchestrator(
+        "sessions", "rewind", parent, "--to", str(found[2]["seq"]), "--sessions-dir", str(root)
+    )
+    assert rewound.returncode == 0, rewound.stderr
+    [fork] = [s for s in sessions(root) if s != parent]
+    undo = [p for p in points(root, fork) if "before a restore" in p["summary"]]
+    assert len(undo) == 1
+    listed = git(root / fork / "files", "ls-tree", "-r", "--name-only", undo[0]["tree"])
+    assert "notes/new.txt" in listed.split()
