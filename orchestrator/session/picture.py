@@ -14,15 +14,16 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from orchestrator.errors import OrchestratorError
 from orchestrator.session.loose import TREE, Entries, read_tree, tree_bytes, write_object
 
 Change = tuple[bytes, bytes] | None
 """A path's new entry, (mode, binary id), or None: removed."""
 
 
-class Unreadable(Exception):
+class Unreadable(OrchestratorError):
     """The picture cannot say: a tree not stored loose, or a file where a path needs a
-    directory. The checkpoint takes git's path instead."""
+    directory. The checkpoint takes git's path instead (it never reaches a caller)."""
 
 
 class Picture:
