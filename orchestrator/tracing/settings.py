@@ -26,6 +26,7 @@ class Telemetry:
     capture_content: bool = False
     metrics: bool = True
     service: str = "orchestrator"  # the resource's `service.name` (`OTEL_SERVICE_NAME`)
+    metric_interval: float = 60.0  # seconds between metric exports (`OTEL_METRIC_EXPORT_INTERVAL`)
 
 
 def telemetry_from(config: TelemetryConfig, environ: Mapping[str, str]) -> Telemetry | None:
@@ -53,9 +54,19 @@ def telemetry_from(config: TelemetryConfig, environ: Mapping[str, str]) -> Telem
     capture = config.capture_content or (
         environ.get("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "").lower() in _TRUE
     )
+    interval = environ.get("OTEL_METRIC_EXPORT_INTERVAL", "").strip() or "60000"
+    try:
+        metric_interval = int(interval) / 1000
+    except ValueError:
+        metric_interval = 0.0
+    if metric_interval <= 0:
+        raise ConfigError(
+            f"OTEL_METRIC_EXPORT_INTERVAL={interval}: the milliseconds between metric exports"
+        )
     return Telemetry(
         endpoint=config.endpoint.rstrip("/"),
         capture_content=capture,
         metrics=config.metrics,
         service=environ.get("OTEL_SERVICE_NAME", "").strip() or "orchestrator",
+        metric_interval=metric_interval,
     )

@@ -53,13 +53,18 @@ def test_the_standard_variables_are_read() -> None:
     environ = {
         "OTEL_SERVICE_NAME": "mine",
         "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true",
+        "OTEL_METRIC_EXPORT_INTERVAL": "15000",
     }
     config = TelemetryConfig(enabled=True, endpoint="http://127.0.0.1:4318/")
     assert telemetry_from(config, environ) == Telemetry(
-        endpoint="http://127.0.0.1:4318", capture_content=True, service="mine"
+        endpoint="http://127.0.0.1:4318", capture_content=True, service="mine", metric_interval=15
     )
+    assert telemetry_from(config, {}) == Telemetry(endpoint="http://127.0.0.1:4318")
     with pytest.raises(ConfigError, match="grpc"):
         telemetry_from(config, {"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"})
+    for wrong in ("0", "soon"):
+        with pytest.raises(ConfigError, match="OTEL_METRIC_EXPORT_INTERVAL"):
+            telemetry_from(config, {"OTEL_METRIC_EXPORT_INTERVAL": wrong})
 
 
 def test_a_traceparent_is_w3c() -> None:
