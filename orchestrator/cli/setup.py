@@ -188,7 +188,7 @@ async def run_settings(
     tools = workspace_tools(env, guarded.sandbox)
     redact = guarded.redact
     if mcp is not None:
-        mcp = await mcp.pinned(live, approved_for(workspace, os.environ))
+        mcp = await mcp.pinned(live, approved_for(workspace, os.environ), trace_parent)
         tools, definitions, redact = with_mcp(mcp, tools, definitions, redact, os.environ)
     if approve is deny_all and not planning_only:
         policy = check_rules(list(running.allow))

@@ -162,12 +162,14 @@ class Connection:
         arguments: dict[str, Any],
         progress: ProgressFn | None = None,
         calling: Calling | None = None,
+        traceparent: str = "",
     ) -> CallResult:
-        """`calling`: whose call it is, for what the server asks while it runs."""
+        """`calling`: whose call (what it asks); `traceparent`: to `params._meta` (SEP-414)."""
+        meta: Any = {"traceparent": traceparent} if traceparent else None
         async with self._failing(f"calling {tool}") as limit:
             client = self._live()
             with self.calls.running(calling, limit):
-                result = await client.call_tool(tool, arguments, progress_callback=progress)
+                result = await client.call_tool(tool, arguments, None, progress, meta=meta)
         return CallResult(_text(self.server, tool, result), bool(result.is_error))
 
     def offers_resources(self) -> bool:

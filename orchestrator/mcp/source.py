@@ -92,10 +92,16 @@ class McpTools:
                 )
         return ToolRegistry([*registry, *self.tools])
 
-    async def pinned(self, session: PinSession, approved: Approved | None = None) -> McpTools:
+    async def pinned(
+        self,
+        session: PinSession,
+        approved: Approved | None = None,
+        trace_parent: Callable[[str], str] | None = None,
+    ) -> McpTools:
         """These tools as `session` pinned them (pinning those it had not, mcp/pins.py),
         each call checked against its pin; `approved`: whether a person approved a
-        server's changed tools for the project (None: no one did)."""
+        server's changed tools for the project (None: no one did); `trace_parent`: a
+        traced run's `traceparent` of a call, by its ref, sent with each call."""
         pins = Pins(session, approved)
         tools: list[McpTool] = []
         for server in self.servers:
@@ -104,7 +110,7 @@ class McpTools:
             if own:  # (the server's own tools: ours, `read_resource`, is not pinned)
                 offered = await pins.offered(server, [tool.info for tool in own])
                 tools.extend(
-                    McpTool(tool.connection, info, pins)
+                    McpTool(tool.connection, info, pins, trace_parent)
                     for tool, info in zip(own, offered, strict=True)
                 )
             tools.extend(tool for tool in mine if isinstance(tool, ResourceTool))

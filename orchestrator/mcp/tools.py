@@ -5,6 +5,9 @@ crash; `idempotentHint`: run again after a crash; otherwise asked about, and rep
 `interrupted` when a crash cut it off). Its calls go through the turn loop's one path:
 journaled before they are sent, their result journaled after.
 
+A traced run's call carries its span's W3C `traceparent` in the request's `params._meta`
+(docs/tracing.md), so the server's spans join the session's trace under the call.
+
 Before each call the server's tools are listed again and the tool's definition checked
 against the session's pin (mcp/pins.py): a tool changed since is not called.
 
@@ -14,6 +17,7 @@ a tool error the agent reads, in one line that names the server; the session goe
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pydantic
@@ -33,10 +37,17 @@ class McpTool(Tool[BaseModel]):
     as the session pinned it); `pins`: the session's, which each call is checked
     against (None: no check, as `orchestrator mcp list` lists)."""
 
-    def __init__(self, connection: Connection, info: ToolInfo, pins: Pins | None = None) -> None:
+    def __init__(
+        self,
+        connection: Connection,
+        info: ToolInfo,
+        pins: Pins | None = None,
+        trace_parent: Callable[[str], str] | None = None,
+    ) -> None:
         self.connection = connection
         self.info = info
         self.pins = pins
+        self.trace_parent = trace_parent  # a traced run's `traceparent` of a call, by its ref
         self.server = connection.server.name
         self.name = tool_name(self.server, info.name)
         self.description = info.description or f"{info.name}, a tool of MCP server {self.server}"
@@ -71,7 +82,10 @@ class McpTool(Tool[BaseModel]):
             calling = Calling(
                 ctx.agent, ctx.call, self.info.name, ctx.workspace.root, ctx.write_scope, ctx.events
             )
-            result = await self.connection.call(self.info.name, arguments, progress, calling)
+            traced = self.trace_parent(ctx.call) if self.trace_parent and ctx.call else ""
+            result = await self.connection.call(
+                self.info.name, arguments, progress, calling, traceparent=traced
+            )
         except McpServerError as exc:
             raise ToolFailed(str(exc)) from exc
         if calling.unanswered:  # it asked the person, and nobody could answer (mcp/elicit.py)
