@@ -92,11 +92,13 @@ def runner_for(
     *,
     model: str,
     workspace: Path,
+    trace_parent: Callable[[str], str] | None = None,
 ) -> Callable[[trio.Nursery], Runner]:
     """`RunSettings.runner` for the session in `directory` running with `settings`: its
     engine, on the database given now (flag, config) or else the journaled one. A
     journaled URL whose password was hidden needs it given again: a `ConfigError`. On
-    workers, the session's model spec and workspace go with each task."""
+    workers, the session's model spec and workspace go with each task, and a traced
+    run's `trace_parent` of the call that delegated it."""
     if settings.engine == "local":
         return InProcessRunner
     require_dbos()
@@ -107,7 +109,10 @@ def runner_for(
                 "tasks on workers need a database every worker reaches: --database-url URL "
                 "or [engine] database_url"
             )
-        return dbos_workers(url, model=model, workspace=workspace, patience=config.engine.patience)
+        patience = config.engine.patience
+        return dbos_workers(
+            url, model=model, workspace=workspace, patience=patience, trace_parent=trace_parent
+        )
     if not url:
         (directory / ENGINE_DB.parent).mkdir(mode=0o700, exist_ok=True)
         (directory / ENGINE_DB).touch(mode=0o600)  # private, as every file of a session

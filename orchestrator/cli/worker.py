@@ -10,6 +10,7 @@ import os
 import signal
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
 import trio
@@ -25,6 +26,10 @@ from orchestrator.state.tasks import TaskChanged
 from orchestrator.team.settings import RunSettings
 from orchestrator.text import visible
 from orchestrator.tools import approve_all, workspace_tools
+from orchestrator.tracing import telemetry_from
+
+if TYPE_CHECKING:
+    from orchestrator.engine.worker import TraceTask
 
 
 def serve(args: argparse.Namespace, config: Config) -> int:
@@ -75,8 +80,20 @@ async def _serve(args: argparse.Namespace, config: Config, url: str) -> None:
             say=lambda text: print(text, flush=True),
             ui=WorkerLog(),
             status_every=args.status_every,
+            trace=_tracer(config),
         )
         await worker.serve()
+
+
+def _tracer(config: Config) -> TraceTask | None:
+    """How this worker traces the tasks of traced sessions: with its own telemetry
+    (`[telemetry]`, `OTEL_*`; docs/tracing.md) and prices; None when it is off."""
+    telemetry = telemetry_from(config.telemetry, os.environ)
+    if telemetry is None:
+        return None
+    from orchestrator.tracing.task import traced_task
+
+    return functools.partial(traced_task, telemetry=telemetry, prices=dict(config.prices))
 
 
 class WorkerLog:

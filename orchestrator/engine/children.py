@@ -41,10 +41,23 @@ class ChildRunner(RemoteRunner):
     owns_dbos = False
 
     def __init__(
-        self, nursery: trio.Nursery, *, store: Store, url: str, model: str, workspace: str
+        self,
+        nursery: trio.Nursery,
+        *,
+        store: Store,
+        url: str,
+        model: str,
+        workspace: str,
+        trace_parent: Callable[[str], str] | None = None,
     ) -> None:
         super().__init__(
-            nursery, url=url, model=model, workspace=workspace, patience=math.inf, store=store
+            nursery,
+            url=url,
+            model=model,
+            workspace=workspace,
+            patience=math.inf,
+            store=store,
+            trace_parent=trace_parent,
         )
 
     def _launch(self) -> None:

@@ -44,16 +44,27 @@ def dbos_runner(
 
 
 def dbos_workers(
-    url: str, *, model: str, workspace: Path, patience: float = 600.0
+    url: str,
+    *,
+    model: str,
+    workspace: Path,
+    patience: float = 600.0,
+    trace_parent: Callable[[str], str] | None = None,
 ) -> Callable[[trio.Nursery], Runner]:
     """`RunSettings.runner` for the dbos engine with its tasks on workers (`orchestrator
     worker` processes on the database at `url`): `model` is the session's model spec,
     which each worker resolves with its own keys, and `workspace` a path every worker
     reaches; `patience`, the seconds an outage of the database is waited for
-    (docs/engine.md)."""
+    (docs/engine.md); `trace_parent`, a traced session's `traceparent` of a call, which
+    each task's workflow carries (that of the call that delegated it; docs/tracing.md)."""
     require_dbos()
     from orchestrator.engine.remote import RemoteRunner
 
     return functools.partial(
-        RemoteRunner, url=url, model=model, workspace=str(workspace), patience=patience
+        RemoteRunner,
+        url=url,
+        model=model,
+        workspace=str(workspace),
+        patience=patience,
+        trace_parent=trace_parent,
     )

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -106,8 +107,10 @@ class RemoteRunner(EngineRunner[_Remote]):
         workspace: str,
         patience: float = PATIENCE,
         store: Store | None = None,
+        trace_parent: Callable[[str], str] | None = None,
     ) -> None:
         super().__init__(nursery, url=url, patience=patience)
+        self._trace_parent = trace_parent  # a traced session's `traceparent` of a call
         self._model = model
         self._workspace = workspace
         self._own_store = store is None  # (else its owner's, which closes it)
@@ -168,7 +171,9 @@ class RemoteRunner(EngineRunner[_Remote]):
                 self._store.add_run,
                 Run(workflow_id, key, __version__, self._workspace, self._model),
             )
-            await self._db.call(_enqueue, workflow_id, key)
+            ref = port.state.tasks.tasks[task_id].created_by
+            traced = self._trace_parent(ref) if self._trace_parent and ref else ""
+            await self._db.call(_enqueue, workflow_id, key, traced)
         run.workflow_id = workflow_id  # from here on, `cancel` tells the worker
         if run.cancelled:
             await self._cancel(workflow_id)
@@ -350,11 +355,11 @@ def _send(workflow_id: str, messages: list[tuple[str, str]]) -> None:
         DBOS.send(workflow_id, message, MAIL, idempotency_key=key)
 
 
-def _enqueue(workflow_id: str, key: str) -> None:
+def _enqueue(workflow_id: str, key: str, traceparent: str) -> None:
     options: EnqueueOptions = {
         "workflow_name": WORKFLOW,
         "queue_name": QUEUE,
         "workflow_id": workflow_id,
         "app_version": __version__,
     }
-    DBOS.enqueue_workflow_with_options(options, key)
+    DBOS.enqueue_workflow_with_options(options, key, traceparent)

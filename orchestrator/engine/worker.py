@@ -21,6 +21,7 @@ import os
 import signal
 import weakref
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -67,6 +68,11 @@ from orchestrator.tools.workspace import Workspace
 SettingsFor = Callable[[Run, SessionState], Awaitable[RunSettings]]
 """What a worker runs a task's team with, from the run and the task's folded state (the
 worker's own config and environment: its models' keys never travel)."""
+TraceTask = Callable[
+    [str, str, list[tuple[int, bytes]]], AbstractAsyncContextManager[EventSink | None]
+]
+"""The sink that traces a task here, from its key, its workflow's `traceparent` and its
+journal so far (tracing/task.py; None: not traced)."""
 
 
 class Worker:
@@ -86,6 +92,7 @@ class Worker:
         say: Callable[[str], None] = print,
         patience: float = math.inf,
         status_every: float = 60.0,
+        trace: TraceTask | None = None,
     ) -> None:
         self.url = url
         self.id = executor_id()  # its DBOS executor's: where its tasks ran
@@ -96,6 +103,7 @@ class Worker:
         self._silent = silent
         self._ask_session = ask_session  # a call the rules ask about: to the task's session
         self._ui = ui
+        self._trace = trace  # (None: this worker traces nothing)
         self._say = say
         self._status_every = status_every
         self._last_beat_ms = 0
@@ -238,7 +246,7 @@ class Worker:
             if await self._db.call(self._store.claim_silent, other.worker_id, silent_ms):
                 self._say(f"worker {other.worker_id} is silent: its tasks are queued again")
 
-    async def begin(self, workflow_id: str) -> None:
+    async def begin(self, workflow_id: str, traceparent: str = "") -> None:
         """The task of `workflow_id` running here: its loop started (on a first run, or
         the first time a recovered workflow runs here) in a team opened over its journal,
         unless it runs here already. Its run, of another version, or its workspace out
@@ -260,16 +268,18 @@ class Worker:
             )
         cancelled = bool(await self._db.call(self._store.cancelled, [workflow_id]))
         assert self._nursery is not None
-        await self._nursery.start(self._run, run, cancelled)
+        await self._nursery.start(self._run, run, cancelled, traceparent)
 
-    async def _run(self, run: Run, cancelled: bool, *, task_status: trio.TaskStatus[None]) -> None:
+    async def _run(
+        self, run: Run, cancelled: bool, traceparent: str, *, task_status: trio.TaskStatus[None]
+    ) -> None:
         """The task's loop, started (`task_status` once its team is open: a failure before
         is `begin`'s), until it ends; then its workflow is woken. Cancelled (the worker
         stops), it leaves no outcome: its workflow is taken over elsewhere."""
         running = self._tasks[run.workflow_id] = _Running(run, run.task.rsplit("/", 1)[1])
         self.running.add(run.workflow_id)
         try:
-            running.state = await self._work(run, running, cancelled, task_status)
+            running.state = await self._work(run, running, cancelled, traceparent, task_status)
         except Exception as exc:
             if running.team is None:  # its start failed: `begin` raises it
                 del self._tasks[run.workflow_id]
@@ -283,7 +293,12 @@ class Worker:
         await self._db.call(wake, run.workflow_id, f"{run.workflow_id}:{END}:{self.id}")
 
     async def _work(
-        self, run: Run, running: _Running, cancelled: bool, started: trio.TaskStatus[None]
+        self,
+        run: Run,
+        running: _Running,
+        cancelled: bool,
+        traceparent: str,
+        started: trio.TaskStatus[None],
     ) -> str:
         session = await TaskSession.load(self._store, run.task, self._db)
         task_id = run.task.rsplit("/", 1)[1]
@@ -299,19 +314,35 @@ class Worker:
             task_prefix=f"{task_id}.t",  # and its children theirs (engine/children.py)
             other_tasks=self._other_tasks(run),
         )
-        sink: EventSink = session if self._ui is None else FanOut([session, self._ui])
+        traced: AbstractAsyncContextManager[EventSink | None] = nullcontext()
+        if self._trace is not None and traceparent:
+            rows = await self._db.call(self._store.records, run.task)
+            traced = self._trace(run.task, traceparent, rows)
         children = functools.partial(
-            ChildRunner, store=self._store, url=self.url, model=run.model, workspace=run.workspace
+            ChildRunner,
+            store=self._store,
+            url=self.url,
+            model=run.model,
+            workspace=run.workspace,
+            trace_parent=(lambda ref: traceparent) if traceparent else None,  # (its trace)
         )
         runner = functools.partial(
             TaskTeamRunner, task_id=task_id, where=RanOn.here(self.id), children=children
         )
-        async with open_team(session, sink, settings, seat, runner=runner) as team:
+        async with (
+            traced as tracer,
+            open_team(session, self._sink(session, tracer), settings, seat, runner=runner) as team,
+        ):
             running.team = team
             started.started()
             with running.scope:
                 await _run_task(team, task_id, cancelled)
         return session.state.tasks.tasks[task_id].state
+
+    def _sink(self, session: TaskSession, tracer: EventSink | None) -> EventSink:
+        """The task's: its journal, then the worker's log and the task's trace."""
+        watchers = [sink for sink in (self._ui, tracer) if sink is not None]
+        return FanOut([session, *watchers]) if watchers else session
 
     async def hand_over(self, workflow_id: str, message: str | None) -> str:
         """What the workflow of a task running here received, handed to it: mail posted

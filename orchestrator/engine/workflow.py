@@ -48,7 +48,7 @@ class Host(Protocol):
     token: trio.lowlevel.TrioToken
     stopping: bool
 
-    async def begin(self, workflow_id: str) -> None: ...
+    async def begin(self, workflow_id: str, traceparent: str = "") -> None: ...
     async def hand_over(self, workflow_id: str, message: str | None) -> str: ...
     async def forget(self, workflow_id: str) -> None: ...
 
@@ -57,15 +57,16 @@ SERVING: list[Host] = []  # the process's worker: DBOS calls the workflow by nam
 
 
 @DBOS.workflow(name=WORKFLOW)
-def _remote_task(key: str) -> str:
+def _remote_task(key: str, traceparent: str = "") -> str:
     """The task of run `key`: its loop running here, what is sent to it handed over,
-    until the loop has ended; the task's state then. Run again from its start after a
+    until the loop has ended; the task's state then. `traceparent`: the delegating
+    call's span, when its session is traced (docs/tracing.md). Run again from its start after a
     recovery, it gets the same messages from DBOS's record in the same order, and each
     step already recorded is not run again: a message the task had is not posted twice,
     and one received before a kill and not yet handed over is handed over now."""
     worker = _worker()
     workflow_id = DBOS.workflow_id or ""
-    _in_trio(worker, worker.begin, workflow_id)
+    _in_trio(worker, worker.begin, workflow_id, traceparent)
     try:
         while True:
             state = _hand_over(workflow_id, DBOS.recv(MAIL, timeout_seconds=WAIT))

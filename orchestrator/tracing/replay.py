@@ -6,6 +6,7 @@ may have), and those it left open, ended as interrupted at its last record's tim
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 import msgspec
@@ -47,3 +48,16 @@ def read_back(directory: Path, spans: Spans) -> list[Ended]:
         else:
             last_run += ended
     return [*last_run, *spans.interrupt(spans.last_at)] if running else []
+
+
+def read_rows(rows: Iterable[tuple[int, bytes]], spans: Spans) -> list[Ended]:
+    """Fold a task's journal on a worker (`rows`: seq and line, from the engine's
+    database) into `spans` (`Spans.on_worker`), before a worker runs the task: the spans
+    its earlier runs ended (a worker killed may not have sent them: at least once), and
+    those a worker that stopped left open, ended as interrupted at the last record's
+    time. None for a task that has not begun."""
+    ended: list[Ended] = []
+    for seq, line in rows:
+        body = line.rstrip(b"\n")
+        ended += spans.see(decode_record(body), _FRAME.decode(body).t * MS, seq)
+    return [*ended, *spans.interrupt(spans.last_at)]

@@ -76,13 +76,7 @@ async def traced(
     if telemetry is None or live is None:
         yield None
         return
-    try:
-        from orchestrator.tracing.otel import Exporter
-    except ImportError as exc:
-        raise ConfigError(
-            f"tracing needs OpenTelemetry's SDK ({exc}): pip install 'orchestrator[otel]', "
-            "or turn [telemetry] off"
-        ) from None
+    Exporter = exporter_class()
     trace_id = await _trace_of(live)
     spans = Spans(live.id, prices, telemetry.capture_content)
     interrupted = await trio.to_thread.run_sync(read_back, live.directory, spans)
@@ -96,6 +90,18 @@ async def traced(
     finally:
         with trio.CancelScope(shield=True):
             await trio.to_thread.run_sync(exporter.close)
+
+
+def exporter_class() -> type[Exporter]:
+    """The SDK's side (tracing/otel.py), imported now; a `ConfigError` without it."""
+    try:
+        from orchestrator.tracing.otel import Exporter
+    except ImportError as exc:
+        raise ConfigError(
+            f"tracing needs OpenTelemetry's SDK ({exc}): pip install 'orchestrator[otel]', "
+            "or turn [telemetry] off"
+        ) from None
+    return Exporter
 
 
 async def _trace_of(live: LiveSession) -> str:

@@ -53,6 +53,7 @@ from orchestrator.state.events import (
     TurnStarted,
 )
 from orchestrator.state.plans import PlanDecided, PlanSubmitted, ReplanRequested
+from orchestrator.state.settings import SettingsChosen
 from orchestrator.state.tasks import SETTLED, TaskChanged, TaskCreated
 
 SEMCONV = "1.44.0"
@@ -63,7 +64,18 @@ CONTENT_CHARS = 4096  # captured arguments and results, at most (with `capture_c
 INTERRUPTED = "interrupted"
 
 Attributes = dict[str, str | int | float | bool | tuple[str, ...]]
-_TASK_AGENT = re.compile(r"t\d+")
+_TASK_AGENT = re.compile(r"t\d+(?:\.t\d+)*")  # t3, and its children t3.t1, ...
+_SHOWN = (
+    TurnStarted,
+    TurnEnded,
+    AssistantReplied,
+    ToolCallStarted,
+    EffectStarted,
+    CallResult,
+    CompactionStarted,
+    ContextCompacted,
+)
+"""What a session sees of a task on a worker's work (shown, never journaled here)."""
 
 
 @dataclass(slots=True)
@@ -129,6 +141,10 @@ class Spans:
     session: str
     prices: Mapping[str, Price] = field(default_factory=dict)
     capture_content: bool = False
+    # The task whose own journal this is, on a worker ("": the session's): its calls'
+    # keys are `call:TASK/REF` (its refs are its journal's), and its own task span, the
+    # runs and plans are the session's to give, not its.
+    on_worker: str = ""
     runs: int = 0
     open: dict[str, Open] = field(default_factory=dict)
     last_at: int = 0  # the time of the last item seen
@@ -141,11 +157,21 @@ class Spans:
     _calls: dict[str, tuple[str, str, str]] = field(default_factory=dict)  # ref: id, tool, args
     _calls_ended: set[str] = field(default_factory=set)  # refs whose span has ended
     _plans: int = 0
+    _workers: bool = False  # the session's tasks run on workers (its settings say)
 
     def see(self, item: Event | Record, at: int, seq: int | None = None) -> list[Ended]:
         """The spans that `item` (an event, or a journal record at `seq`) ends; it may
         open others. `at`: its time, ns since the epoch."""
         self.last_at = at
+        if self.on_worker:
+            return self._kept(self._see(item, at, seq))
+        if self._workers and isinstance(item, _SHOWN) and _TASK_AGENT.fullmatch(item.agent):
+            # A task on a worker's work, told again from its own journal to be shown: its
+            # worker traces it (tracing/task.py).
+            return []
+        return self._see(item, at, seq)
+
+    def _see(self, item: Event | Record, at: int, seq: int | None) -> list[Ended]:
         match item:
             case SessionStatusChanged(status="running"):
                 ended = self.interrupt(at)
@@ -155,6 +181,8 @@ class Spans:
                 return self._end_run(at, status, detail)
             case AgentStarted(agent=agent, role=role):
                 self._roles[agent] = role
+            case SettingsChosen(settings=settings):
+                self._workers = settings.engine == "dbos" and settings.engine_workers
             case TurnStarted(agent=agent):
                 self._start_turn(agent, at)
             case TurnEnded():
@@ -173,13 +201,13 @@ class Spans:
                 self._start_call(agent, ref, at, self._calls[ref])
             case CallResult(agent=agent, ref=ref):
                 known = self._calls.pop(ref, None)
-                if known is not None and call_key(ref) not in self.open:
+                if known is not None and self.call_key(ref) not in self.open:
                     # Read back, a call whose start was not recorded (an idempotent one):
                     # from its reply on.
                     self._start_call(agent, ref, self._replied_at.get(agent, at), known)
                 self._busy_since[agent] = at
                 self._calls_ended.add(ref)
-                return self._end(call_key(ref), at, item)
+                return self._end(self.call_key(ref), at, item)
             case TaskCreated():
                 self._start_task(item, at)
             case TaskChanged(state=state) if state in SETTLED:
@@ -201,7 +229,9 @@ class Spans:
 
     def interrupt(self, at: int) -> list[Ended]:
         """End every open span as interrupted, at `at` (where a kill left them)."""
-        self._calls_ended.update(key[5:] for key in self.open if key.startswith("call:"))
+        self._calls_ended.update(
+            key.removeprefix(self.call_key("")) for key in self.open if key.startswith("call:")
+        )
         ended = [
             Ended(
                 span.key,
@@ -215,7 +245,16 @@ class Spans:
             for span in self.open.values()
         ]
         self.open.clear()
-        return ended
+        return self._kept(ended) if self.on_worker else ended
+
+    def call_key(self, ref: str) -> str:
+        """The key of call `ref`'s span (a task's on a worker: named by its task too)."""
+        return call_key(f"{self.on_worker}/{ref}" if self.on_worker else ref)
+
+    def _kept(self, ended: list[Ended]) -> list[Ended]:
+        """On a worker, the spans that are not the session's to give."""
+        own = f"task:{self.on_worker}"
+        return [e for e in ended if e.key != own and e.kind not in ("run", "plan")]
 
     # -- runs, turns, calls, tasks
 
@@ -309,7 +348,8 @@ class Spans:
         }
         if self.capture_content:
             attributes["gen_ai.tool.call.arguments"] = arguments[:CONTENT_CHARS]
-        self._open(call_key(ref), f"execute_tool {tool}", self._turn_of(agent), at, attributes)
+        key = self.call_key(ref)
+        self._open(key, f"execute_tool {tool}", self._turn_of(agent), at, attributes)
 
     def _start_task(self, item: TaskCreated, at: int) -> None:
         attributes: Attributes = {
@@ -321,7 +361,7 @@ class Spans:
         }
         if item.plan_ref:
             attributes["orchestrator.task.plan_ref"] = item.plan_ref
-        parent = call_key(item.ref) if item.ref else self._turn_of(item.agent)
+        parent = self.call_key(item.ref) if item.ref else self._turn_of(item.agent)
         self._open(f"task:{item.task}", f"task {item.agent_type}", parent, at, attributes)
 
     def _plan(self, item: PlanSubmitted | PlanDecided | ReplanRequested, at: int) -> Ended:
@@ -339,7 +379,7 @@ class Spans:
             case ReplanRequested(plan_task=task, ref=ref):
                 name = "replan requested"
                 attributes = {"orchestrator.plan.task": task}
-        parent = call_key(ref) if ref else self._run_key()
+        parent = self.call_key(ref) if ref else self._run_key()
         return Ended(f"plan:{self._plans}", name, parent, at, at, attributes)
 
     # -- the open spans

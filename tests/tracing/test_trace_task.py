@@ -1,0 +1,89 @@
+"""A task on a worker's spans, derived from its own journal (tracing/task.py): keyed by
+the task (its refs are its journal's, not the session's), its own task span and the runs
+left to the session, and a worker that takes the task over after a kill gives again what
+the killed one ended and ends as interrupted what it left open."""
+
+from __future__ import annotations
+
+from orchestrator.messages import AssistantMessage, SystemMessage, ToolCall, Usage
+from orchestrator.state.events import (
+    AgentStarted,
+    AssistantReplied,
+    CallResult,
+    EffectStarted,
+    Record,
+    TurnStarted,
+)
+from orchestrator.state.settings import SessionSettings, SettingsChosen
+from orchestrator.state.tasks import TaskCreated
+from orchestrator.store._line import encode
+from orchestrator.tracing import Spans
+from orchestrator.tracing.replay import read_rows
+from orchestrator.tracing.task import trace_of
+
+MS = 1_000_000
+
+
+def _reply(*tools: str) -> AssistantReplied:
+    calls = tuple(ToolCall(id=f"c{i}", name=tool, arguments="{}") for i, tool in enumerate(tools))
+    usage = Usage(input_tokens=10, output_tokens=2)
+    return AssistantReplied(
+        agent="t1", message=AssistantMessage(tool_calls=calls, usage=usage), model="s:m"
+    )
+
+
+BEGUN: list[Record] = [  # as the session writes it (engine/handover.py), then the worker
+    SettingsChosen(agent="main", settings=SessionSettings(engine="dbos", engine_workers=True)),
+    AgentStarted(agent="t1", role="worker", messages=(SystemMessage(content="w"),)),
+    TaskCreated(agent="main", task="t1", agent_type="worker", description="a", ref="3.0"),
+    TurnStarted(agent="t1"),
+    _reply("write_file", "shell"),  # seq 5: its calls are 5.0 and 5.1
+    CallResult(agent="t1", ref="5.0", status="ok", content="wrote"),
+    EffectStarted(agent="t1", ref="5.1"),  # the kill: the shell call never ended
+]
+
+
+def _rows(records: list[Record]) -> list[tuple[int, bytes]]:
+    return [
+        (seq, encode(seq, 1000 + seq, r.kind, r.agent, r.journal_body(), end=True))
+        for seq, r in enumerate(records, 1)
+    ]
+
+
+def test_a_task_not_begun_gives_nothing() -> None:
+    assert read_rows(_rows(BEGUN[:3]), Spans("s", on_worker="t1")) == []
+
+
+def test_a_worker_taking_a_task_over_gives_what_the_killed_one_did() -> None:
+    spans = Spans("s", on_worker="t1")
+    again = read_rows(_rows(BEGUN), spans)
+    shown = [(e.key, e.name, e.parent, e.error, e.end // MS) for e in again]
+    assert shown == [
+        ("chat:t1:1", "chat m", "turn:t1:1", "", 1005),
+        ("call:t1/5.0", "execute_tool write_file", "turn:t1:1", "", 1006),
+        ("turn:t1:1", "invoke_agent worker", "task:t1", "interrupted", 1007),
+        ("call:t1/5.1", "execute_tool shell", "turn:t1:1", "interrupted", 1007),
+    ]  # (not `task:t1`: the session's, ended when the task settles)
+    # What the new worker's loop does next hangs under the same turn, keyed by the task.
+    ended = spans.see(_reply("complete"), 2000 * MS, None)
+    assert [(e.key, e.parent) for e in ended] == [("chat:t1:2", "turn:t1:1")]
+
+
+def test_the_session_leaves_its_tasks_on_workers_to_them() -> None:
+    """What the session is shown of a task on a worker makes no span there."""
+    spans = Spans("s")
+    for at, record in enumerate(BEGUN[:3]):
+        assert spans.see(record, at) == []
+    assert spans.see(TurnStarted(agent="t1"), 4) == []
+    assert spans.see(_reply("write_file"), 5) == []
+    assert list(spans.open) == ["task:t1"]
+    local = Spans("s")  # (its tasks in its own process: their records are its own)
+    local.see(SettingsChosen(agent="main", settings=SessionSettings()), 0)
+    local.see(TurnStarted(agent="t1"), 4)
+    assert [e.key for e in local.see(_reply(), 5)] == ["chat:t1:1"]
+
+
+def test_a_trace_id_is_read_from_a_traceparent() -> None:
+    assert trace_of(f"00-{'ab' * 16}-{'cd' * 8}-01") == "ab" * 16
+    for wrong in ("", "00-zz-cd-01", f"00-{'0' * 32}-{'cd' * 8}-01", "garbage"):
+        assert trace_of(wrong) is None
