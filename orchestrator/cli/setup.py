@@ -206,6 +206,7 @@ async def run_settings(
         models=models,
         definitions=definitions,
         approve_for=approve_for or (lambda agent, who: approve),
+        person_approves=approve_for is not None,  # (the terminal's)
         tools=tools,
         redact=redact,
         ui=ui,

@@ -13,7 +13,7 @@ session goes on (a `fail_closed` `pre_tool` hook's refuses the call).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +23,10 @@ import trio
 from orchestrator.agent.deps import HookVerdict
 from orchestrator.messages import AssistantMessage, ToolCall, ToolResult
 from orchestrator.redaction import Redactor
+from orchestrator.state.approvals import approval_id
 from orchestrator.state.events import Event, EventSink, Notice
 from orchestrator.state.hooks import Decided, HookAction, HookDecided
+from orchestrator.state.mailbox import Mail
 from orchestrator.team.hook_runs import SAID_MAX, Failed, Hook, Said, run_hook
 from orchestrator.team.hook_told import Told, Watching, told
 from orchestrator.team.port import SessionLike
@@ -258,12 +260,30 @@ class TeamHooks:
     def saw(self, event: Event) -> None:
         """Queue the hooks `event` tells, to run in order (`tell_in_order`)."""
         said = told(event, self._session.state)
-        if said is None or not self._matching(said[0], said[1]):
+        if said is not None:
+            self.queue(*said)
+
+    def queue(self, event: str, agent: str, more: dict[str, Any]) -> None:
+        """Queue the hooks of `event` (told, not asked), to run in order."""
+        if not self._matching(event, agent):
             return
         if not self._pending:
             self._quiet = trio.Event()
         self._pending += 1
-        self._send.send_nowait(said)
+        self._send.send_nowait((event, agent, more))
+
+    def asking(self, agent: str, call: ToolCall, ref: str) -> None:
+        """`waiting`: `agent`'s call `ref` is put to a person now (at the terminal)."""
+        more = {"what": "approval", "tool": call.name, "ref": ref}
+        self.queue("waiting", agent, {**more, "id": approval_id(agent, ref) if ref else ""})
+
+    async def tell_questions(self, questions: Iterable[Mail]) -> None:
+        """`waiting`, now: the run ends blocked on `questions` that only a person can
+        answer now (`RunResult.questions`)."""
+        for mail in questions:
+            more = {"what": "question", "task": mail.sender, "of": mail.recipient}
+            more |= {"question": mail.summary, "id": mail.message_id}
+            await self.tell("waiting", mail.sender, more)
 
     async def tell_in_order(self) -> None:
         """Run the hooks queued by `saw`, one at a time, until the team closes."""

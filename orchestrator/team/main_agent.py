@@ -81,6 +81,7 @@ async def run_main(team: Team) -> MainOutcome:
     await hooks.tell("session_start", MAIN, {"resumed": resumed, "goal": team.seat.goal})
     outcome = await _run_main(team)
     await hooks.drained(TOLD_AT_END)  # (what it was told of before, first)
+    await hooks.tell_questions(outcome.questions)  # (left to the person now)
     await hooks.tell("session_end", MAIN, {"status": outcome.reason, "detail": outcome.detail})
     return outcome
 

@@ -142,6 +142,7 @@ class Team:
             self.compactor.usable,
             self.background,
             tool_hooks=self.hooks or None,
+            asking=self.hooks.asking if self.hooks and run.person_approves else None,
         )
         self.port = TeamPort(
             session,

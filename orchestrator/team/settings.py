@@ -106,6 +106,9 @@ class RunSettings:
     plain: bool = False
     models: Callable[[str], Model] | None = None
     approve_for: Callable[[str, str], Approver] | None = None  # (agent, who): wins over approve
+    # The approver asks a person (the CLI's, at the terminal): each call put to it is told
+    # to the `waiting` hooks as it is asked (docs/hooks.md).
+    person_approves: bool = False
     # A model's context window, when known (the config's `[windows]`, the table of known
     # models); None: only what a model claims itself (a scripted one's script), and
     # compaction otherwise waits for a provider's context-too-long error to learn it.

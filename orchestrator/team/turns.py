@@ -79,9 +79,11 @@ class Turns:
         background: BackgroundCalls | None = None,
         *,
         tool_hooks: ToolHooks | None = None,
+        asking: Callable[[str, ToolCall, str], None] | None = None,
     ) -> None:
         self._run = run
         self._tool_hooks = tool_hooks
+        self._asking = asking  # told as a call is put to a person (the `waiting` hooks)
         self._seat = seat
         self._policy = seat.policy(run)  # the run's rules, then the session's own
         self._approve_for = run.approver(self._ref_of)
@@ -274,11 +276,13 @@ class Turns:
     def approver(self, agent: str) -> Approver:
         """Who answers `agent`'s calls that the rules ask about (one question at a time
         for the whole team): the host's approver, told whose call it is."""
-        return self._one_at_a_time(self._approve_for(agent, self._who(agent)))
+        return self._one_at_a_time(agent, self._approve_for(agent, self._who(agent)))
 
-    def _one_at_a_time(self, approve: Approver) -> Approver:
+    def _one_at_a_time(self, agent: str, approve: Approver) -> Approver:
         async def ask(call: ToolCall) -> Any:
             async with self._approval:
+                if self._asking is not None:
+                    self._asking(agent, call, self._ref_of(agent, call))
                 return await approve(call)
 
         return ask

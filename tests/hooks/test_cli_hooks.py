@@ -9,6 +9,7 @@ import sys
 import orjson
 import pytest
 
+from tests.conftest import run_on_terminal
 from tests.hooks.conftest import Scene, call, events
 from tests.scenes import killed_when
 from tests.scenes import orchestrator as command
@@ -232,3 +233,28 @@ def test_a_project_hook_needs_the_projects_trust(scene: Scene) -> None:
     assert done.returncode != 0
     assert "hooks" in done.stderr
     assert "trust" in done.stderr
+
+
+def test_an_approval_asked_at_the_terminal_is_told_as_waiting(scene: Scene) -> None:
+    """The person at the terminal is asked about a call: the `waiting` hooks are told as
+    the question is put (a notification for a person who stepped away)."""
+    scene.config({"event": "waiting", "command": scene.hook("log")})
+    script = scene.script({"tool_calls": [call("shell", command="echo hi")]}, {"text": "ok"})
+    argv = ["run", "go", "--model", f"scripted:{script}", "-w", str(scene.work), "--plain"]
+    done = run_on_terminal(argv, b"y\n")
+    assert done.returncode == 0, done.stdout + done.stderr
+    (ran,) = scene.records("call_result")
+    assert ran.get("status", "ok") == "ok"
+    (asked,) = scene.asked()
+    assert (asked["event"], asked["what"], asked["tool"], asked["ref"], asked["agent"]) == (
+        "waiting",
+        "approval",
+        "shell",
+        ran["ref"],
+        "main",
+    )
+    assert asked["id"] == f"main:{ran['ref']}"
+    # With --yes nobody is asked, and nothing is told.
+    scene.log.unlink()
+    assert scene.run(script=script).returncode == 0
+    assert scene.asked() == []

@@ -209,3 +209,47 @@ async def test_a_call_parked_for_a_person_is_told_as_waiting(tmp_path: Path) -> 
         ("session_end", None, None),
     ]
     assert told[1]["status"] == "blocked"
+
+
+async def test_a_question_left_to_the_person_is_told_as_waiting(tmp_path: Path) -> None:
+    """A task's question that no agent answers ends the run blocked on it: the person's
+    now, told to the `waiting` hooks before the session's end."""
+    told: list[dict[str, Any]] = []
+    model = ScriptedModel(
+        parse_script(
+            {
+                "agents": {
+                    "main": [
+                        {
+                            "tool_calls": [
+                                call("delegate", agent_type="worker", description="d", prompt="p")
+                            ]
+                        },
+                        {"tool_calls": [call("wait_tasks")]},
+                        *[{"text": "done"} for _ in range(6)],
+                    ],
+                    "worker": [{"tool_calls": [call("ask_decision", question="TOML or JSON?")]}],
+                }
+            }
+        )
+    )
+    result = await orc.run(
+        "g",
+        model=model,
+        workspace=tmp_path,
+        in_memory=True,
+        agents=orc.builtin_agents(),
+        tools=orc.workspace_tools(),
+        approve=orc.approve_all,
+        hooks=[orc.Hook("waiting", told.append), orc.Hook("session_end", told.append)],
+    )
+    assert result.status == "blocked"
+    (question,) = result.questions
+    assert [
+        (e["event"], e["agent"], e.get("what"), e.get("task"), e.get("question"), e.get("id"))
+        for e in told
+    ] == [
+        ("waiting", "t1", "question", "t1", "TOML or JSON?", question.message_id),
+        ("session_end", "main", None, None, None, None),
+    ]
+    assert told[0]["of"] == "main"
