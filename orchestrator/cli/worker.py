@@ -9,12 +9,14 @@ import functools
 import os
 import signal
 import sys
+import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import httpx
 import trio
 
+from orchestrator.cli.env import PROJECT_CONFIG, config_layers
 from orchestrator.cli.guards import guards
 from orchestrator.cli.roles import RoleModels, agent_definitions, model_windows
 from orchestrator.config import Config
@@ -23,6 +25,7 @@ from orchestrator.errors import ConfigError, bare
 from orchestrator.state.events import Event, ToolCallStarted
 from orchestrator.state.fold import SessionState
 from orchestrator.state.tasks import TaskChanged
+from orchestrator.team.hook_runs import Hook
 from orchestrator.team.settings import RunSettings
 from orchestrator.text import visible
 from orchestrator.tools import approve_all, workspace_tools
@@ -127,6 +130,7 @@ async def task_settings(
         functools.partial(agent_definitions, root, interactive=False)
     )
     guarded = guards(config, args)
+    hooks = await trio.to_thread.run_sync(workspace_hooks, args, config, root)
     models = RoleModels(main=model, cli=None, config=config, definitions=definitions, http=http)
     return RunSettings(
         model=models("main"),
@@ -137,4 +141,26 @@ async def task_settings(
         prices=dict(config.prices),
         windows=model_windows(config, models),
         approve=approve_all if args.yes else None,
+        hooks=hooks,
     )
+
+
+def workspace_hooks(args: argparse.Namespace, config: Config, root: Path) -> tuple[Hook, ...]:
+    """The hooks a task's turns run with here (docs/hooks.md): this worker's config's,
+    or the project's (`.orchestrator/config.toml` in the task's workspace) when this
+    worker's user trusts the project with them (never asked: a worker has no terminal).
+    None without a `[[hooks]]` in either: the project's file is only glanced at then."""
+    if not config.hooks and not _has_hooks(root / PROJECT_CONFIG):
+        return ()
+    layered = config_layers(args, os.environ, root, ask=None, untrusted="ignore")
+    return tuple(Hook.of(hook) for hook in layered.config.hooks)
+
+
+def _has_hooks(path: Path) -> bool:
+    try:
+        with path.open("rb") as file:
+            return "hooks" in tomllib.load(file)
+    except FileNotFoundError:
+        return False
+    except (OSError, tomllib.TOMLDecodeError):
+        return True  # (the full load says what is wrong with it)

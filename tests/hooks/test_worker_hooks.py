@@ -1,0 +1,105 @@
+"""Hooks of a task on a dbos worker (docs/hooks.md): its turns run there with the
+worker's hooks (its config's `[[hooks]]`, or its workspace's when the worker's user
+trusts the project), and each decision that changed something is journaled in the
+task's own journal, in the engine's database, as a session's is in its journal."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+import trio
+
+pytest.importorskip("dbos")
+
+from orchestrator.engine.store import Store
+from tests.engine.test_workers import Setup, main_script
+from tests.engine.workers import start_worker
+from tests.hooks.conftest import HOOK
+from tests.scenes import call
+
+SCRIPT: dict[str, Any] = {
+    "agents": {
+        "main": main_script(call("delegate", description="a", prompt="write", write_scope=["."])),
+        "t1": [
+            {"tool_calls": [call("write_file", path="secret.txt", content="S")]},
+            {"tool_calls": [call("write_file", path="a.txt", content="A")]},
+            {"tool_calls": [call("complete", summary="wrote a")]},
+        ],
+    }
+}
+
+
+def _hook(log: Path, how: str, **more: str) -> str:
+    words = [sys.executable, str(HOOK), str(log), how, *(f"{k}={v}" for k, v in more.items())]
+    return shlex.join(words)
+
+
+async def test_a_task_on_a_worker_runs_with_the_worker_s_hooks(tmp_path: Path) -> None:
+    setup = Setup(tmp_path, SCRIPT)
+    log = tmp_path / "asked.jsonl"
+    refuse = _hook(log, "refuse-if", pattern="secret", reason="not the secrets")
+    note = _hook(log, "note", text="checked")
+    (tmp_path / "worker.toml").write_text(
+        "".join(
+            f'[[hooks]]\nevent = "{event}"\ntools = ["write_file"]\n'
+            f"command = {orjson.dumps(command).decode()}\n"
+            for event, command in (("pre_tool", refuse), ("post_tool", note))
+        )
+    )
+    async with trio.open_nursery() as nursery:
+        worker = await start_worker(nursery, setup.url, tmp_path)
+        with trio.fail_after(120):
+            result = await setup.run()
+        await worker.stop()
+    assert result.status == "completed", (result, worker.lines)
+    assert not (setup.workspace / "secret.txt").exists()
+    assert (setup.workspace / "a.txt").read_text() == "A"
+    store = Store(setup.url)
+    records = [orjson.loads(line) for _, line in store.records(f"{setup.session_id}/t1")]
+    store.close()
+    refused, written, _ = [r for r in records if r["k"] == "call_result"]
+    assert refused["content"] == (
+        "write_file was refused by a hook: not the secrets; do not retry it"
+    )
+    assert written["content"].endswith("\n\nNote from a hook: checked")
+    decided = [(r["event"], r["action"], r["ref"]) for r in records if r["k"] == "hook_decided"]
+    assert decided == [
+        ("pre_tool", "refuse", refused["ref"]),
+        ("post_tool", "note", written["ref"]),
+    ]
+    # None of it in the session's own journal: the task's records are the task's.
+    assert not setup.journal_lines('"k":"hook_decided"')
+    asked = [orjson.loads(line) for line in log.read_text().splitlines()]
+    assert {(e["agent"], e["role"], e["session"]) for e in asked} == {
+        ("t1", "worker", setup.session_id)
+    }
+
+
+def test_a_worker_runs_a_project_s_hooks_only_once_its_user_trusts_the_project(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from orchestrator.cli.env import effective_config, load_user_config
+    from orchestrator.cli.parser import build_parser
+    from orchestrator.cli.worker import workspace_hooks
+
+    monkeypatch.setenv("ORCHESTRATOR_CONFIG_DIR", str(tmp_path / "user"))
+    monkeypatch.delenv("ORCHESTRATOR_CONFIG", raising=False)
+    (tmp_path / "user").mkdir()
+    project = tmp_path / "ws" / ".orchestrator"
+    project.mkdir(parents=True)
+    args = build_parser().parse_args(["worker", "--database-url", "sqlite:///x"])
+    config = load_user_config(args)
+    assert workspace_hooks(args, config, tmp_path / "ws") == ()  # (no [[hooks]] anywhere)
+    (project / "config.toml").write_text('[[hooks]]\nevent = "stop"\ncommand = "true"\n')
+    assert workspace_hooks(args, config, tmp_path / "ws") == ()  # not trusted here
+    # Trusted as `run` trusts it, asking its user at a terminal (a worker never asks).
+    run = build_parser().parse_args(["run", "goal"])
+    effective_config(run, os.environ, tmp_path / "ws", ask=lambda question: True)
+    (hook,) = workspace_hooks(args, config, tmp_path / "ws")
+    assert (hook.event, hook.run) == ("stop", "true")
