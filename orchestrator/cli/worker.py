@@ -94,7 +94,10 @@ def _tracer(config: Config) -> TraceTask | None:
     telemetry = telemetry_from(config.telemetry, os.environ)
     if telemetry is None:
         return None
+    from orchestrator.tracing.run import exporter_class
     from orchestrator.tracing.task import traced_task
+
+    exporter_class()  # (without the otel extra: a ConfigError now, not a task's failure)
 
     return functools.partial(traced_task, telemetry=telemetry, prices=dict(config.prices))
 

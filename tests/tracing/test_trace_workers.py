@@ -121,3 +121,19 @@ async def test_a_task_on_a_worker_joins_its_session_s_trace(tmp_path: Path) -> N
     assert sum(c["gen_ai.usage.input_tokens"] for c in chats) == usage["usage"]["input_tokens"]
     assert sum(c["gen_ai.usage.output_tokens"] for c in chats) == usage["usage"]["output_tokens"]
     assert sum(c["orchestrator.cost_usd"] for c in chats) == pytest.approx(usage["cost_usd"])
+
+
+async def test_a_worker_traced_without_the_sdk_stops_before_it_takes_a_task(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "worker.toml").write_text("[telemetry]\nenabled = true\n")
+    hide = "import sys; sys.modules['opentelemetry.sdk.trace'] = None"  # (as if not installed)
+    async with trio.open_nursery() as nursery:
+        worker = await start_worker(
+            nursery, sqlite_url(tmp_path / "engine.sqlite"), tmp_path, before=hide
+        )
+        with trio.fail_after(60):
+            line = await worker.see("tracing needs OpenTelemetry's SDK")
+            await worker.process.wait()
+    assert "pip install 'orchestrator[otel]'" in line
+    assert worker.process.returncode == 2
