@@ -87,3 +87,16 @@ def test_a_trace_id_is_read_from_a_traceparent() -> None:
     assert trace_of(f"00-{'ab' * 16}-{'cd' * 8}-01") == "ab" * 16
     for wrong in ("", "00-zz-cd-01", f"00-{'0' * 32}-{'cd' * 8}-01", "garbage"):
         assert trace_of(wrong) is None
+
+
+def test_a_child_of_a_task_on_a_worker_hangs_under_its_own_task_span() -> None:
+    """A task on a worker delegates (engine/children.py): its child `t3.t1`, on a worker,
+    hangs its turns under `task:t3.t1`, which the parent's worker gives, under its
+    delegating call."""
+    parent = Spans("s", on_worker="t3")
+    created = TaskCreated(agent="t3", task="t3.t1", agent_type="worker", description="c", ref="5.0")
+    parent.see(created, 1)
+    assert parent.open["task:t3.t1"].parent == "call:t3/5.0"
+    child = Spans("s", on_worker="t3.t1")
+    child.see(TurnStarted(agent="t3.t1"), 2)
+    assert child.open["turn:t3.t1:1"].parent == "task:t3.t1"
