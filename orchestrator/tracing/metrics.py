@@ -23,7 +23,7 @@ from bisect import bisect_left
 from collections import deque
 from dataclasses import dataclass, field
 
-from orchestrator.tracing.spans import Ended
+from orchestrator.tracing.ended import Ended
 
 NS = 1e9
 BOUNDS: tuple[float, ...] = (0.0, 5.0, 10.0, 25.0, 50.0, 75.0, 100.0, 250.0, 500.0, 750.0)

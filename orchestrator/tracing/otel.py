@@ -18,9 +18,9 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode
 
 from orchestrator._version import __version__
+from orchestrator.tracing.ended import SEMCONV, Ended, span_id
 from orchestrator.tracing.metrics import Measures
 from orchestrator.tracing.otel_metrics import MetricsExport
-from orchestrator.tracing.spans import SEMCONV, Ended, span_id
 
 if TYPE_CHECKING:
     from orchestrator.tracing.settings import Telemetry

@@ -13,7 +13,8 @@ import msgspec
 
 from orchestrator.layout import JOURNAL
 from orchestrator.state.events import SessionStatusChanged, decode_record
-from orchestrator.tracing.spans import Ended, Spans
+from orchestrator.tracing.ended import Ended
+from orchestrator.tracing.spans import Spans
 
 MS = 1_000_000  # ns in a ms: the journal's times are in ms
 

@@ -18,9 +18,10 @@ from orchestrator.errors import ConfigError
 from orchestrator.loop.compaction import CompactionStarted
 from orchestrator.state.events import Event, ToolCallStarted
 from orchestrator.state.manifest import write_manifest
+from orchestrator.tracing.ended import call_key, traceparent
 from orchestrator.tracing.replay import read_back
 from orchestrator.tracing.settings import Telemetry
-from orchestrator.tracing.spans import Spans, call_key, traceparent
+from orchestrator.tracing.spans import Spans
 
 if TYPE_CHECKING:
     from orchestrator.prices.cost import Price

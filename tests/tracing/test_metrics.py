@@ -13,8 +13,8 @@ from opentelemetry.sdk.metrics.export import Histogram, InMemoryMetricReader, Me
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from orchestrator.tracing import Ended, Telemetry
+from orchestrator.tracing.ended import Attributes
 from orchestrator.tracing.otel import Exporter
-from orchestrator.tracing.spans import Attributes
 from tests.tracing.memory import MemoryMetricExporter
 
 NS = 1e9
