@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import httpx
+from adapter_setup import REQUEST, events_of, http_options
 from provider_server import LoopbackServer, Reply, Sleeps
 from sdk_types import (
     MESSAGE_STOP,
@@ -23,12 +24,10 @@ from orchestrator import (
     Thinking,
     ToolCall,
     ToolResult,
-    ToolSpec,
     Usage,
     UserMessage,
 )
 from orchestrator.models import (
-    ModelEvent,
     StreamEnded,
     TextDelta,
     ThinkingDelta,
@@ -37,40 +36,13 @@ from orchestrator.models import (
     UsageReported,
 )
 from orchestrator.models.anthropic import AnthropicEndpoint, AnthropicModel, to_wire
-from orchestrator.models.http import HttpOptions, RetryPolicy, Timeouts
-
-REQUEST = ModelRequest(
-    messages=(UserMessage(content="hi"),),
-    tools=(
-        ToolSpec(
-            name="read_file",
-            description="Read a file",
-            parameters={"type": "object", "properties": {"path": {"type": "string"}}},
-        ),
-    ),
-)
 
 
 def make_model(
     server: LoopbackServer, client: httpx.AsyncClient, sleeps: Sleeps, **endpoint: object
 ) -> AnthropicModel:
-    http = HttpOptions(
-        client=client,
-        timeouts=Timeouts(first_byte=10, idle=10),
-        retry=RetryPolicy(max_retries=3),
-        sleep=sleeps,
-        rand=lambda: 1.0,
-    )
     ep = AnthropicEndpoint(model="claude-test", api_key="sk-ant-test", base_url=server.url)
-    return AnthropicModel(dataclasses.replace(ep, **endpoint), http)  # type: ignore[arg-type]
-
-
-async def run(model: AnthropicModel, request: ModelRequest = REQUEST) -> list[ModelEvent]:
-    events: list[ModelEvent] = []
-    async with model.stream(request) as stream:
-        async for event in stream:
-            events.append(event)
-    return events
+    return AnthropicModel(dataclasses.replace(ep, **endpoint), http_options(client, sleeps))  # type: ignore[arg-type]
 
 
 def text_block(index: int, *parts: str) -> list[bytes]:
@@ -108,7 +80,7 @@ async def test_text_stream_with_pings_and_usage(
             ]
         )
     )
-    events = await run(make_model(server, client, sleeps))
+    events = await events_of(make_model(server, client, sleeps))
     assert events == [
         TextDelta(text="Hello"),
         TextDelta(text=", wörld ✓"),
@@ -143,7 +115,7 @@ async def test_text_then_parallel_tool_calls(
             ]
         )
     )
-    events = await run(make_model(server, client, sleeps))
+    events = await events_of(make_model(server, client, sleeps))
     assert events == [
         TextDelta(text="Reading both."),
         ToolCallReady(call=ToolCall(id="toolu_a", name="read_file", arguments='{"path": "a.txt"}')),
@@ -173,7 +145,7 @@ async def test_thinking_blocks_are_kept_with_their_signature(
             ]
         )
     )
-    events = await run(make_model(server, client, sleeps, thinking_budget=2048))
+    events = await events_of(make_model(server, client, sleeps, thinking_budget=2048))
     assert events[:5] == [
         ThinkingDelta(text="The user "),
         ThinkingDelta(text="greets me."),
@@ -205,7 +177,7 @@ async def test_max_tokens_stop_reports_unfinished_tool_json_raw(
             ]
         )
     )
-    events = await run(make_model(server, client, sleeps))
+    events = await events_of(make_model(server, client, sleeps))
     assert events == [
         ToolCallReady(call=ToolCall(id="toolu_a", name="read_file", arguments='{"path": "a.t')),
         ToolCallReady(call=ToolCall(id="toolu_b", name="read_file", arguments='{"pa')),
@@ -228,7 +200,7 @@ async def test_unknown_event_types_and_deltas_are_ignored(
             ]
         )
     )
-    events = await run(make_model(server, client, sleeps))
+    events = await events_of(make_model(server, client, sleeps))
     assert events[0] == TextDelta(text="ok")
 
 

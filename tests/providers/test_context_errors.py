@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import orjson
 import pytest
+from adapter_setup import http_options
 from provider_server import ContextShape, LoopbackServer, Reply, Sleeps, context_too_long
 from sdk_types import anthropic_text, openai_text
 
@@ -21,7 +22,6 @@ from orchestrator.errors import ContextTooLong
 from orchestrator.models import collect
 from orchestrator.models.anthropic import AnthropicEndpoint, AnthropicModel
 from orchestrator.models.failures import classify, error_from_response
-from orchestrator.models.http import HttpOptions, RetryPolicy, Timeouts
 from orchestrator.models.openai import OpenAIChatModel, OpenAIEndpoint
 
 OPENAI_400 = "invalid_request_error"
@@ -425,13 +425,7 @@ OK_EVENTS = {"openai": openai_text("fine"), "anthropic": anthropic_text("fine")}
 def make_model(
     adapter: str, server: LoopbackServer, client: httpx.AsyncClient, sleeps: Sleeps
 ) -> Model:
-    http = HttpOptions(
-        client=client,
-        timeouts=Timeouts(first_byte=10, idle=10),
-        retry=RetryPolicy(max_retries=3, base_delay=1.0),
-        sleep=sleeps,
-        rand=lambda: 1.0,
-    )
+    http = http_options(client, sleeps)
     if adapter == "anthropic":
         endpoint = AnthropicEndpoint(model="claude-test", api_key="sk-ant", base_url=server.url)
         return AnthropicModel(endpoint, http)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+from adapter_setup import http_options
 from openai.types.responses import (
     ResponseFunctionCallArgumentsDeltaEvent,
     ResponseFunctionToolCall,
@@ -36,7 +37,7 @@ from orchestrator import AssistantMessage, ReplyAtLimit, ToolResult, Usage
 from orchestrator.agent import run_turn
 from orchestrator.agent.recovery import GO_ON
 from orchestrator.models.anthropic import AnthropicEndpoint, AnthropicModel
-from orchestrator.models.http import HttpOptions, RetryPolicy, Timeouts
+from orchestrator.models.http import RetryPolicy
 from orchestrator.models.openai import OpenAIChatModel, OpenAIEndpoint
 from orchestrator.models.openai_responses import OpenAIResponsesModel, ResponsesEndpoint
 from orchestrator.state.events import AssistantReplied
@@ -45,16 +46,7 @@ from tests.conftest import MakeDeps
 
 WHOLE = '{"path": "big.txt", "content": "one\\ntwo\\nthree\\n"}'
 CUT = WHOLE[:30]
-
-
-def http(client: httpx.AsyncClient, sleeps: Sleeps) -> HttpOptions:
-    return HttpOptions(
-        client=client,
-        timeouts=Timeouts(first_byte=10, idle=10),
-        retry=RetryPolicy(max_retries=0),
-        sleep=sleeps,
-        rand=lambda: 1.0,
-    )
+NO_RETRY = RetryPolicy(max_retries=0)
 
 
 def notices(events: list[Any]) -> list[tuple[str, int, int | None]]:
@@ -72,7 +64,7 @@ def chat_model(server: LoopbackServer, client: httpx.AsyncClient, sleeps: Sleeps
     endpoint = OpenAIEndpoint(
         provider="openai-compatible", model="test-model", base_url=server.url + "/v1"
     )
-    return OpenAIChatModel(endpoint, http(client, sleeps))
+    return OpenAIChatModel(endpoint, http_options(client, sleeps, NO_RETRY))
 
 
 def chat_cut_text(text: str, tokens: int) -> list[bytes]:
@@ -193,7 +185,7 @@ async def test_a_larger_limit_the_server_refuses_leaves_the_call_answered_as_too
 
 def anthropic_model(server: LoopbackServer, client: httpx.AsyncClient, sleeps: Sleeps) -> Any:
     endpoint = AnthropicEndpoint(model="claude-test", api_key="sk-ant-test", base_url=server.url)
-    return AnthropicModel(endpoint, http(client, sleeps))
+    return AnthropicModel(endpoint, http_options(client, sleeps, NO_RETRY))
 
 
 def anthropic_cut_call(arguments: str, output_tokens: int) -> list[bytes]:
@@ -266,7 +258,7 @@ async def test_anthropic_text_cut_at_max_tokens_is_continued(
 
 def responses_model(server: LoopbackServer, client: httpx.AsyncClient, sleeps: Sleeps) -> Any:
     endpoint = ResponsesEndpoint(model="gpt-test", base_url=server.url + "/v1", api_key="sk-test")
-    return OpenAIResponsesModel(endpoint, http(client, sleeps))
+    return OpenAIResponsesModel(endpoint, http_options(client, sleeps, NO_RETRY))
 
 
 def responses_cut_call(arguments: str, output_tokens: int) -> list[bytes]:

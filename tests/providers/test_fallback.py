@@ -13,6 +13,7 @@ import httpx
 import orjson
 import pytest
 import trio
+from adapter_setup import http_options
 from provider_server import LoopbackServer, Reply, Sleeps
 from sdk_types import anthropic_error, anthropic_text, openai_text, openai_tool_call
 
@@ -24,7 +25,7 @@ from orchestrator.models import ModelEvent, TextDelta
 from orchestrator.models.anthropic import AnthropicEndpoint, AnthropicModel
 from orchestrator.models.base import ModelChosen, Waiting, collect
 from orchestrator.models.fallback import Fallback
-from orchestrator.models.http import HttpOptions, RetryPolicy, Timeouts
+from orchestrator.models.http import RetryPolicy
 from orchestrator.models.openai import OpenAIChatModel, OpenAIEndpoint
 from orchestrator.models.resolve import resolve_model
 
@@ -38,22 +39,15 @@ async def second(nursery: trio.Nursery) -> LoopbackServer:
     return srv
 
 
+TWO_RETRIES = RetryPolicy(max_retries=2)
+
+
 class Clock:
     def __init__(self) -> None:
         self.now = 1_000.0
 
     def __call__(self) -> float:
         return self.now
-
-
-def _http(client: httpx.AsyncClient, sleeps: Sleeps) -> HttpOptions:
-    return HttpOptions(
-        client=client,
-        timeouts=Timeouts(first_byte=10, idle=10),
-        retry=RetryPolicy(max_retries=2),
-        sleep=sleeps,
-        rand=lambda: 1.0,
-    )
 
 
 def chain(
@@ -65,11 +59,11 @@ def chain(
 ) -> Fallback:
     claude = AnthropicModel(
         AnthropicEndpoint(model="claude-test", api_key="sk-ant-test", base_url=first.url),
-        _http(client, sleeps),
+        http_options(client, sleeps, TWO_RETRIES),
     )
     gpt = OpenAIChatModel(
         OpenAIEndpoint(provider="openai", model="gpt-test", base_url=f"{second.url}/v1"),
-        _http(client, sleeps),
+        http_options(client, sleeps, TWO_RETRIES),
     )
     return Fallback([claude, gpt], cooldown=300, clock=clock or Clock())
 

@@ -9,6 +9,7 @@ from collections.abc import Callable
 import httpx
 import pytest
 import trio
+from adapter_setup import http_options
 from provider_server import Drop, LoopbackServer, Reply, Sleeps, Stall
 from sdk_types import (
     anthropic_error,
@@ -30,7 +31,7 @@ from orchestrator.errors import (
 )
 from orchestrator.models import ModelEvent, TextDelta, collect
 from orchestrator.models.anthropic import AnthropicEndpoint, AnthropicModel
-from orchestrator.models.http import HttpOptions, RetryPolicy, Timeouts
+from orchestrator.models.http import RetryPolicy, Timeouts
 from orchestrator.models.openai import OpenAIChatModel, OpenAIEndpoint
 
 REQUEST = ModelRequest(messages=(UserMessage(content="hi"),))
@@ -42,21 +43,14 @@ ANTHROPIC_OK = anthropic_text("fine")
 MakeModel = Callable[..., Model]
 
 
-def _http(client: httpx.AsyncClient, sleeps: Sleeps, timeouts: Timeouts | None) -> HttpOptions:
-    return HttpOptions(
-        client=client,
-        timeouts=timeouts or Timeouts(first_byte=10, idle=10),
-        retry=RetryPolicy(max_retries=3, base_delay=1.0, max_retry_after=60),
-        sleep=sleeps,
-        rand=lambda: 1.0,  # no jitter: delays are exactly base * 2**n
-    )
+RETRY = RetryPolicy(max_retries=3, base_delay=1.0, max_retry_after=60)
 
 
 @pytest.fixture
 def openai(server: LoopbackServer, client: httpx.AsyncClient, sleeps: Sleeps) -> MakeModel:
     def make(timeouts: Timeouts | None = None) -> Model:
         ep = OpenAIEndpoint(provider="openai", model="m", base_url=server.url, api_key=KEY)
-        return OpenAIChatModel(ep, _http(client, sleeps, timeouts))
+        return OpenAIChatModel(ep, http_options(client, sleeps, RETRY, timeouts))
 
     return make
 
@@ -65,7 +59,7 @@ def openai(server: LoopbackServer, client: httpx.AsyncClient, sleeps: Sleeps) ->
 def anthropic(server: LoopbackServer, client: httpx.AsyncClient, sleeps: Sleeps) -> MakeModel:
     def make(timeouts: Timeouts | None = None) -> Model:
         ep = AnthropicEndpoint(model="claude", api_key=KEY, base_url=server.url)
-        return AnthropicModel(ep, _http(client, sleeps, timeouts))
+        return AnthropicModel(ep, http_options(client, sleeps, RETRY, timeouts))
 
     return make
 
@@ -189,7 +183,7 @@ async def test_connection_refused_is_transient(client: httpx.AsyncClient, sleeps
         port = s.getsockname()[1]
     ep = OpenAIEndpoint(provider="ollama", model="m", base_url=f"http://127.0.0.1:{port}/v1")
     with pytest.raises(ProviderTransient, match="connection failed"):
-        await complete(OpenAIChatModel(ep, _http(client, sleeps, None)))
+        await complete(OpenAIChatModel(ep, http_options(client, sleeps, RETRY, None)))
     assert len(sleeps.calls) == 3
 
 

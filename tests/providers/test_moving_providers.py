@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import httpx
 import msgspec
+from adapter_setup import http_options
 from provider_server import LoopbackServer, Reply, Sleeps
 from responses_events import Stream, reasoning_item, usage
 from sdk_types import (
@@ -41,7 +42,7 @@ from orchestrator import (
 from orchestrator.models.anthropic import AnthropicEndpoint, AnthropicModel
 from orchestrator.models.base import Model, collect
 from orchestrator.models.call_ids import ANTHROPIC, OPENAI, wire_id
-from orchestrator.models.http import HttpOptions, RetryPolicy, Timeouts
+from orchestrator.models.http import HttpOptions, RetryPolicy
 from orchestrator.models.openai import OpenAIChatModel, OpenAIEndpoint
 from orchestrator.models.openai_responses import OpenAIResponsesModel, ResponsesEndpoint
 
@@ -54,16 +55,6 @@ TOOLS = (
 )
 READ = '{"path": "a.py"}'
 VLLM_ID = "chatcmpl-tool-" + "5f" * 16  # vLLM's shape: 46 characters, over OpenAI's 40
-
-
-def http(client: httpx.AsyncClient, sleeps: Sleeps) -> HttpOptions:
-    return HttpOptions(
-        client=client,
-        timeouts=Timeouts(first_byte=10, idle=10),
-        retry=RetryPolicy(max_retries=0),
-        sleep=sleeps,
-        rand=lambda: 1.0,
-    )
 
 
 def anthropic(
@@ -167,7 +158,7 @@ def chat_reply(*, reasoning: str = "", text: str = "", calls: tuple[str, ...] = 
 async def test_anthropic_then_a_chat_server_then_anthropic_again(
     server: LoopbackServer, client: httpx.AsyncClient, sleeps: Sleeps
 ) -> None:
-    opts = http(client, sleeps)
+    opts = http_options(client, sleeps, RetryPolicy(max_retries=0))
     claude, qwen = anthropic(server, opts), chat(server, opts)
     server.add(
         # 1. Claude thinks, says something and calls a tool.
@@ -267,7 +258,7 @@ async def test_anthropic_then_a_chat_server_then_anthropic_again(
 async def test_responses_then_anthropic_then_a_chat_server_then_responses_again(
     server: LoopbackServer, client: httpx.AsyncClient, sleeps: Sleeps
 ) -> None:
-    opts = http(client, sleeps)
+    opts = http_options(client, sleeps, RetryPolicy(max_retries=0))
     gpt, claude, qwen = responses(server, opts), anthropic(server, opts), chat(server, opts)
     thought = reasoning_item(1, summary="Read a.py.")
     server.add(
@@ -330,7 +321,7 @@ async def test_another_anthropic_model_is_not_sent_the_first_ones_thinking(
 ) -> None:
     # A signature is checked against the model that reads it: one Claude model's thinking
     # is not another's, even at the same provider.
-    opts = http(client, sleeps)
+    opts = http_options(client, sleeps, RetryPolicy(max_retries=0))
     server.add(
         anthropic_reply(signature="c2lnLW9wdXM=", text="Reading.", calls=("toolu_01",)),
         anthropic_reply(signature=None, text="Done."),

@@ -7,12 +7,12 @@ import dataclasses
 import httpx
 import orjson
 import pytest
+from adapter_setup import REQUEST, events_of, http_options
 from provider_server import LoopbackServer, Reply, Sleeps, Stall
 from sdk_types import OPENAI_DONE, openai_call_delta, openai_chunk, openai_usage
 
-from orchestrator import ModelRequest, Thinking, ToolCall, ToolSpec, Usage, UserMessage
+from orchestrator import Thinking, ToolCall, Usage
 from orchestrator.models import (
-    ModelEvent,
     StreamEnded,
     TextDelta,
     ThinkingDelta,
@@ -20,19 +20,8 @@ from orchestrator.models import (
     ToolCallReady,
     UsageReported,
 )
-from orchestrator.models.http import HttpOptions, RetryPolicy, Timeouts
+from orchestrator.models.http import Timeouts
 from orchestrator.models.openai import OpenAIChatModel, OpenAIEndpoint, to_wire
-
-REQUEST = ModelRequest(
-    messages=(UserMessage(content="hi"),),
-    tools=(
-        ToolSpec(
-            name="read_file",
-            description="Read a file",
-            parameters={"type": "object", "properties": {"path": {"type": "string"}}},
-        ),
-    ),
-)
 
 
 def make_model(
@@ -46,26 +35,11 @@ def make_model(
     endpoint = OpenAIEndpoint(
         provider=provider, model="test-model", base_url=server.url + "/v1", api_key="sk-test"
     )
-    http = HttpOptions(
-        client=client,
-        timeouts=timeouts or Timeouts(first_byte=10, idle=10),
-        retry=RetryPolicy(max_retries=3, base_delay=1.0),
-        sleep=sleeps,
-        rand=lambda: 1.0,
-    )
-    return OpenAIChatModel(endpoint, http)
+    return OpenAIChatModel(endpoint, http_options(client, sleeps, timeouts=timeouts))
 
 
 def call_chunk(*deltas: dict[str, object]) -> bytes:
     return openai_chunk({"tool_calls": list(deltas)})
-
-
-async def run(model: OpenAIChatModel, request: ModelRequest = REQUEST) -> list[ModelEvent]:
-    events: list[ModelEvent] = []
-    async with model.stream(request) as stream:
-        async for event in stream:
-            events.append(event)
-    return events
 
 
 async def test_text_stream_with_usage_from_the_final_chunk(
@@ -84,7 +58,7 @@ async def test_text_stream_with_usage_from_the_final_chunk(
             ]
         )
     )
-    events = await run(make_model(server, client, sleeps))
+    events = await events_of(make_model(server, client, sleeps))
     assert events == [
         TextDelta(text="Hello, "),
         TextDelta(text="wörld ✓"),
@@ -117,7 +91,7 @@ async def test_parallel_tool_calls_interleaved_by_index(
             ]
         )
     )
-    events = await run(make_model(server, client, sleeps))
+    events = await events_of(make_model(server, client, sleeps))
     assert events == [
         ToolCallReady(call=ToolCall(id="call_a", name="read_file", arguments='{"path": "a.txt"}')),
         ToolCallReady(call=ToolCall(id="call_b", name="read_file", arguments='{"path": "b.txt"}')),
@@ -147,7 +121,7 @@ async def test_ollama_whole_tool_calls_and_reasoning(
             ]
         )
     )
-    events = await run(make_model(server, client, sleeps, provider="ollama"))
+    events = await events_of(make_model(server, client, sleeps, provider="ollama"))
     assert events == [
         ThinkingDelta(text="Let me "),
         ThinkingDelta(text="look."),
@@ -172,7 +146,7 @@ async def test_malformed_tool_arguments_arrive_raw(
             ]
         )
     )
-    events = await run(make_model(server, client, sleeps))
+    events = await events_of(make_model(server, client, sleeps))
     assert ToolCallReady(call=ToolCall(id="c1", name="read_file", arguments=bad)) in events
 
 
@@ -188,7 +162,7 @@ async def test_length_stop_leaves_an_unfinished_call_that_is_still_reported(
             ]
         )
     )
-    events = await run(make_model(server, client, sleeps))
+    events = await events_of(make_model(server, client, sleeps))
     assert events == [
         ToolCallReady(call=ToolCall(id="c1", name="read_file", arguments='{"pa')),
         StreamEnded(stop_reason="max_tokens"),
@@ -204,7 +178,7 @@ async def test_done_marker_ends_the_call_without_waiting_for_eof(
             tail=[Stall()],
         )
     )
-    events = await run(make_model(server, client, sleeps, timeouts=Timeouts(idle=30)))
+    events = await events_of(make_model(server, client, sleeps, timeouts=Timeouts(idle=30)))
     assert events[-1] == StreamEnded(stop_reason="end_turn")
 
 

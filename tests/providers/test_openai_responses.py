@@ -12,6 +12,7 @@ import httpx
 import msgspec
 import orjson
 import pytest
+from adapter_setup import READ_FILE, events_of, http_options
 from openai.types.responses import (
     ResponseFunctionCallArgumentsDeltaEvent,
     ResponseFunctionToolCall,
@@ -27,7 +28,6 @@ from orchestrator import (
     Thinking,
     ToolCall,
     ToolResult,
-    ToolSpec,
     Usage,
     UserMessage,
 )
@@ -51,7 +51,6 @@ from orchestrator.models import (
 )
 from orchestrator.models.anthropic import to_wire as anthropic_to_wire
 from orchestrator.models.base import Waiting, WireCache
-from orchestrator.models.http import HttpOptions, RetryPolicy, Timeouts
 from orchestrator.models.openai_responses import (
     Items,
     OpenAIResponsesModel,
@@ -61,13 +60,7 @@ from orchestrator.models.openai_responses import (
 from orchestrator.models.openai_responses_stream import ResponsesStreamDecoder
 from orchestrator.models.sse import SSEDecoder
 
-TOOLS = (
-    ToolSpec(
-        name="read_file",
-        description="Read a file",
-        parameters={"type": "object", "properties": {"path": {"type": "string"}}},
-    ),
-)
+TOOLS = (READ_FILE,)
 REQUEST = ModelRequest(
     messages=(SystemMessage(content="be brief"), UserMessage(content="hi")),
     tools=TOOLS,
@@ -79,19 +72,7 @@ def make_model(
     server: LoopbackServer, client: httpx.AsyncClient, sleeps: Sleeps
 ) -> OpenAIResponsesModel:
     endpoint = ResponsesEndpoint(model="gpt-test", base_url=server.url + "/v1", api_key="sk-test")
-    http = HttpOptions(
-        client=client,
-        timeouts=Timeouts(first_byte=10, idle=10),
-        retry=RetryPolicy(max_retries=3, base_delay=1.0),
-        sleep=sleeps,
-        rand=lambda: 1.0,
-    )
-    return OpenAIResponsesModel(endpoint, http)
-
-
-async def run(model: OpenAIResponsesModel, request: ModelRequest = REQUEST) -> list[ModelEvent]:
-    async with model.stream(request) as stream:
-        return [event async for event in stream]
+    return OpenAIResponsesModel(endpoint, http_options(client, sleeps))
 
 
 async def test_text_streams_and_the_request_is_unstored_with_a_cache_key(
@@ -99,7 +80,7 @@ async def test_text_streams_and_the_request_is_unstored_with_a_cache_key(
 ) -> None:
     stream = Stream().created().text("Hello, ", "wörld ✓").completed(usage(120, 7, cached=100))
     server.add(Reply.sse(stream.events))
-    events = await run(make_model(server, client, sleeps))
+    events = await events_of(make_model(server, client, sleeps), REQUEST)
     assert events == [
         TextDelta(text="Hello, "),
         TextDelta(text="wörld ✓"),
@@ -176,7 +157,7 @@ async def test_parallel_calls_reasoning_and_usage_then_results_go_back_with_the_
         ToolResult(call_id="call_a", name="read_file", content="A"),
         ToolResult(call_id="call_b", name="read_file", status="error", content="no such file"),
     ]
-    events = await run(model, ModelRequest(messages=context, tools=TOOLS))
+    events = await events_of(model, ModelRequest(messages=context, tools=TOOLS))
     assert [e for e in events if isinstance(e, TextDelta)] == [TextDelta(text="Both read.")]
 
     sent = server.requests[1].json()["input"]
@@ -205,7 +186,7 @@ async def test_reasoning_summary_streams_as_thinking(
 ) -> None:
     stream = Stream().created().reasoning(reasoning_item(7, "Plan.")).text("Done.").completed()
     server.add(Reply.sse(stream.events))
-    events = await run(make_model(server, client, sleeps))
+    events = await events_of(make_model(server, client, sleeps), REQUEST)
     assert events[0] == ThinkingDelta(text="Plan.")
     assert isinstance(events[1], ThinkingDone)
     assert events[1].block.text == "Plan."
@@ -274,7 +255,7 @@ async def test_an_incomplete_response_stops_for_max_tokens(
 ) -> None:
     stream = Stream().created().text("Once upon").incomplete("max_output_tokens", usage(10, 16))
     server.add(Reply.sse(stream.events))
-    events = await run(make_model(server, client, sleeps))
+    events = await events_of(make_model(server, client, sleeps), REQUEST)
     assert events[-2:] == [
         UsageReported(usage=Usage(input_tokens=10, output_tokens=16)),
         StreamEnded(stop_reason="max_tokens"),
@@ -296,7 +277,7 @@ async def test_context_too_long_is_ours(
             stream = Stream().created().error("context_length_exceeded", message)
             server.add(Reply.sse(stream.events))
     with pytest.raises(ContextTooLong) as caught:
-        await run(make_model(server, client, sleeps))
+        await events_of(make_model(server, client, sleeps), REQUEST)
     if how == "400":
         assert (caught.value.limit, caught.value.requested) == (400_000, 512_345)
     assert len(server.requests) == 1  # not retried: the caller compacts
@@ -317,7 +298,7 @@ async def test_429_and_500_are_retried_by_the_shared_layer(
         Reply.json(500, {"error": {"message": "boom", "type": "server_error"}}),
         Reply.sse(Stream().created().text("ok").completed().events),
     )
-    events = await run(make_model(server, client, sleeps))
+    events = await events_of(make_model(server, client, sleeps), REQUEST)
     # Each wait is said before it is waited (the view shows it), then the answer.
     said = [(e.seconds, e.why) for e in events if isinstance(e, Waiting)]
     assert said == [
@@ -337,7 +318,7 @@ async def test_a_failed_response_is_retried_when_its_error_is_passing(
         Reply.sse(Stream().created().failed(code, "try again").events),
         Reply.sse(Stream().created().text("ok").completed().events),
     )
-    events = await run(make_model(server, client, sleeps))
+    events = await events_of(make_model(server, client, sleeps), REQUEST)
     assert next(e for e in events if not isinstance(e, Waiting)) == TextDelta(text="ok")
     assert len(server.requests) == 2
 
@@ -348,7 +329,7 @@ async def test_a_stream_cut_in_half_is_retried_when_nothing_was_yielded(
     whole = Stream().created().call("call_a", "read_file", '{"path": "a.txt"}').completed()
     cut = whole.events[: len(whole.events) // 2]
     server.add(Reply.sse(cut), Reply.sse(whole.events))
-    events = await run(make_model(server, client, sleeps))
+    events = await events_of(make_model(server, client, sleeps), REQUEST)
     assert [e for e in events if not isinstance(e, Waiting)] == [
         ToolCallReady(call=ToolCall(id="call_a", name="read_file", arguments='{"path": "a.txt"}')),
         StreamEnded(stop_reason="tool_use"),
@@ -381,7 +362,7 @@ async def test_rate_limit_is_raised_after_the_retries(
     limited = {"error": {"message": "Rate limit reached", "code": "rate_limit_exceeded"}}
     server.add(*[Reply.json(429, limited) for _ in range(4)])
     with pytest.raises(ProviderRateLimited):
-        await run(make_model(server, client, sleeps))
+        await events_of(make_model(server, client, sleeps), REQUEST)
     assert len(server.requests) == 4
 
 
@@ -421,8 +402,8 @@ async def test_a_model_that_does_not_reason_is_asked_again_without_encrypted_rea
         Reply.sse(Stream().created().text("two").completed().events),
     )
     model = make_model(server, client, sleeps)
-    assert (await run(model))[0] == TextDelta(text="one")
-    assert (await run(model))[0] == TextDelta(text="two")
+    assert (await events_of(model, REQUEST))[0] == TextDelta(text="one")
+    assert (await events_of(model, REQUEST))[0] == TextDelta(text="two")
     first, again, later = (r.json() for r in server.requests)
     assert first["include"] == ["reasoning.encrypted_content"]
     assert "include" not in again
@@ -441,7 +422,7 @@ async def test_any_other_bad_request_is_raised(
         )
     )
     with pytest.raises(ProviderBadRequest, match="Unknown parameter"):
-        await run(make_model(server, client, sleeps))
+        await events_of(make_model(server, client, sleeps), REQUEST)
     assert len(server.requests) == 1
 
 
@@ -517,7 +498,7 @@ async def test_a_call_cut_by_the_output_limit_comes_with_the_arguments_that_came
     )
     stream.incomplete("max_output_tokens", usage(10, 64))
     server.add(Reply.sse(stream.events))
-    events = await run(make_model(server, client, sleeps))
+    events = await events_of(make_model(server, client, sleeps), REQUEST)
     assert events == [
         ToolCallReady(call=ToolCall(id="call_cut", name="read_file", arguments='{"path": "a.t')),
         UsageReported(usage=Usage(input_tokens=10, output_tokens=64)),
