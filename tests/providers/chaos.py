@@ -30,19 +30,11 @@ import orjson
 import trio
 from provider_server import Drop, LoopbackServer, Recorded, Reply, awkward_split
 from sdk_types import (
-    MESSAGE_STOP,
-    OPENAI_DONE,
     anthropic_error,
     anthropic_text,
-    block_delta,
-    block_start,
-    block_stop,
-    message_delta,
-    message_start,
-    openai_call_delta,
-    openai_chunk,
+    anthropic_tool_uses,
     openai_text,
-    openai_usage,
+    openai_tool_calls,
 )
 
 from orchestrator.agent.recovery import GO_ON
@@ -142,47 +134,17 @@ def reply_events(answer: str | list[Call], wire: Wire, *, limit: bool = False) -
     arguments = [orjson.dumps(args).decode() for _, _, args in answer]
     if limit:
         arguments[-1] = arguments[-1][: len(arguments[-1]) // 2]
-    finish = "length" if limit else "tool_calls"
+    calls = [(cid, name, arguments[i]) for i, (cid, name, _) in enumerate(answer)]
     if wire == "openai":
-        deltas = [
-            openai_call_delta(i, id=cid, name=name, arguments=arguments[i])
-            for i, (cid, name, _) in enumerate(answer)
-        ]
-        return [
-            openai_chunk({"role": "assistant", "content": None}),
-            *(openai_chunk({"tool_calls": [d]}) for d in deltas),
-            openai_chunk({}, finish=finish),
-            openai_usage(100, 20),
-            OPENAI_DONE,
-        ]
-    events = [message_start(input_tokens=100)]
-    for i, (cid, name, _) in enumerate(answer):
-        use = {"type": "tool_use", "id": cid, "name": name, "input": {}}
-        events += [
-            block_start(i, use),
-            block_delta(i, {"type": "input_json_delta", "partial_json": arguments[i]}),
-            block_stop(i),
-        ]
-    return [*events, message_delta("max_tokens" if limit else "tool_use", 20), MESSAGE_STOP]
+        return openai_tool_calls(calls, usage=(100, 20), finish="length" if limit else "tool_calls")
+    stop = "max_tokens" if limit else "tool_use"
+    return anthropic_tool_uses(calls, input_tokens=100, output_tokens=20, stop=stop)
 
 
 def _text_at_limit(text: str, wire: Wire) -> list[bytes]:
     if wire == "openai":
-        return [
-            openai_chunk({"role": "assistant", "content": ""}),
-            openai_chunk({"content": text}),
-            openai_chunk({}, finish="length"),
-            openai_usage(100, 10),
-            OPENAI_DONE,
-        ]
-    return [
-        message_start(input_tokens=100),
-        block_start(0, {"type": "text", "text": ""}),
-        block_delta(0, {"type": "text_delta", "text": text}),
-        block_stop(0),
-        message_delta("max_tokens", 10),
-        MESSAGE_STOP,
-    ]
+        return openai_text(text, usage=(100, 10), finish="length")
+    return anthropic_text(text, input_tokens=100, output_tokens=10, stop="max_tokens")
 
 
 def fault_reply(fault: str, wire: Wire, whole: list[bytes]) -> Reply:

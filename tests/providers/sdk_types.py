@@ -164,55 +164,100 @@ def openai_call_delta(
 # --- whole replies: a text, or one tool call -----------------------------------------
 
 
-def openai_text(text: str, *, usage: tuple[int, int] | None = None) -> list[bytes]:
-    """An OpenAI stream saying `text` (its role first, then the text, then the finish),
-    with a usage chunk of (prompt, completion) tokens when given."""
+def openai_text(
+    text: str, *, usage: tuple[int, int] | None = None, finish: str = "stop"
+) -> list[bytes]:
+    """An OpenAI stream saying `text` (its role first, then the text, then the finish:
+    "length" for a reply cut at its output limit), with a usage chunk of (prompt,
+    completion) tokens when given."""
     return [
         openai_chunk({"role": "assistant", "content": ""}),
         openai_chunk({"content": text}),
-        openai_chunk({}, finish="stop"),
+        openai_chunk({}, finish=finish),
         *([openai_usage(*usage)] if usage else []),
         OPENAI_DONE,
     ]
 
 
 def openai_tool_call(
-    call_id: str, name: str, arguments: str, *, usage: tuple[int, int] | None = None
+    call_id: str,
+    name: str,
+    arguments: str,
+    *,
+    usage: tuple[int, int] | None = None,
+    finish: str = "tool_calls",
 ) -> list[bytes]:
     """An OpenAI stream calling one tool with `arguments` (JSON text)."""
-    delta = openai_call_delta(0, id=call_id, name=name, arguments=arguments)
+    return openai_tool_calls([(call_id, name, arguments)], usage=usage, finish=finish)
+
+
+def openai_tool_calls(
+    calls: list[tuple[str, str, str]],
+    *,
+    usage: tuple[int, int] | None = None,
+    finish: str = "tool_calls",
+) -> list[bytes]:
+    """An OpenAI stream making `calls` (id, tool, JSON arguments), each in a chunk of its own."""
+    deltas = [
+        openai_call_delta(i, id=call_id, name=name, arguments=arguments)
+        for i, (call_id, name, arguments) in enumerate(calls)
+    ]
     return [
         openai_chunk({"role": "assistant", "content": None}),
-        openai_chunk({"tool_calls": [delta]}),
-        openai_chunk({}, finish="tool_calls"),
+        *(openai_chunk({"tool_calls": [delta]}) for delta in deltas),
+        openai_chunk({}, finish=finish),
         *([openai_usage(*usage)] if usage else []),
         OPENAI_DONE,
     ]
 
 
-def anthropic_text(text: str, *, input_tokens: int = 10, output_tokens: int = 3) -> list[bytes]:
-    """An Anthropic stream of one text block saying `text`."""
+def anthropic_text(
+    text: str, *, input_tokens: int = 10, output_tokens: int = 3, stop: str = "end_turn"
+) -> list[bytes]:
+    """An Anthropic stream of one text block saying `text` (`stop` "max_tokens" for a
+    reply cut at its output limit)."""
     return [
         message_start(input_tokens=input_tokens),
         block_start(0, {"type": "text", "text": ""}),
         block_delta(0, {"type": "text_delta", "text": text}),
         block_stop(0),
-        message_delta("end_turn", output_tokens),
+        message_delta(stop, output_tokens),
         MESSAGE_STOP,
     ]
 
 
 def anthropic_tool_use(
-    call_id: str, name: str, arguments: str, *, input_tokens: int = 10, output_tokens: int = 10
+    call_id: str,
+    name: str,
+    arguments: str,
+    *,
+    input_tokens: int = 10,
+    output_tokens: int = 10,
+    stop: str = "tool_use",
 ) -> list[bytes]:
     """An Anthropic stream of one tool_use block calling `name` with `arguments` (JSON
     text, in one delta)."""
-    use = {"type": "tool_use", "id": call_id, "name": name, "input": {}}
-    return [
-        message_start(input_tokens=input_tokens),
-        block_start(0, use),
-        block_delta(0, {"type": "input_json_delta", "partial_json": arguments}),
-        block_stop(0),
-        message_delta("tool_use", output_tokens),
-        MESSAGE_STOP,
-    ]
+    calls = [(call_id, name, arguments)]
+    return anthropic_tool_uses(
+        calls, input_tokens=input_tokens, output_tokens=output_tokens, stop=stop
+    )
+
+
+def anthropic_tool_uses(
+    calls: list[tuple[str, str, str]],
+    *,
+    input_tokens: int = 10,
+    output_tokens: int = 10,
+    stop: str = "tool_use",
+) -> list[bytes]:
+    """An Anthropic stream of a tool_use block for each of `calls` (id, tool, JSON
+    arguments in one delta)."""
+    events = [message_start(input_tokens=input_tokens)]
+    for i, (call_id, name, arguments) in enumerate(calls):
+        use = {"type": "tool_use", "id": call_id, "name": name, "input": {}}
+        events += [
+            block_start(i, use),
+            block_delta(i, {"type": "input_json_delta", "partial_json": arguments}),
+            block_stop(i),
+        ]
+    return [*events, message_delta(stop, output_tokens), MESSAGE_STOP]

@@ -18,18 +18,14 @@ from openai.types.responses import (
 from provider_server import LoopbackServer, Reply, Sleeps
 from responses_events import Stream, usage
 from sdk_types import (
-    MESSAGE_STOP,
     OPENAI_DONE,
     anthropic_text,
     anthropic_tool_use,
-    block_delta,
-    block_start,
-    block_stop,
     message_delta,
-    message_start,
     openai_call_delta,
     openai_chunk,
     openai_text,
+    openai_tool_call,
     openai_usage,
 )
 
@@ -68,24 +64,11 @@ def chat_model(server: LoopbackServer, client: httpx.AsyncClient, sleeps: Sleeps
 
 
 def chat_cut_text(text: str, tokens: int) -> list[bytes]:
-    return [
-        openai_chunk({"role": "assistant", "content": ""}),
-        openai_chunk({"content": text}),
-        openai_chunk({}, finish="length"),
-        openai_usage(40, tokens),
-        OPENAI_DONE,
-    ]
+    return openai_text(text, usage=(40, tokens), finish="length")
 
 
 def chat_cut_call(arguments: str, tokens: int) -> list[bytes]:
-    delta = openai_call_delta(0, id="call_1", name="write_file", arguments=arguments)
-    return [
-        openai_chunk({"role": "assistant", "content": None}),
-        openai_chunk({"tool_calls": [delta]}),
-        openai_chunk({}, finish="length"),
-        openai_usage(40, tokens),
-        OPENAI_DONE,
-    ]
+    return openai_tool_call("call_1", "write_file", arguments, usage=(40, tokens), finish="length")
 
 
 async def test_chat_completions_text_cut_by_length_is_continued_and_joined(
@@ -189,15 +172,14 @@ def anthropic_model(server: LoopbackServer, client: httpx.AsyncClient, sleeps: S
 
 
 def anthropic_cut_call(arguments: str, output_tokens: int) -> list[bytes]:
-    use = {"type": "tool_use", "id": "toolu_1", "name": "write_file", "input": {}}
-    return [
-        message_start(input_tokens=30),
-        block_start(0, use),
-        block_delta(0, {"type": "input_json_delta", "partial_json": arguments}),
-        block_stop(0),
-        message_delta("max_tokens", output_tokens),
-        MESSAGE_STOP,
-    ]
+    return anthropic_tool_use(
+        "toolu_1",
+        "write_file",
+        arguments,
+        input_tokens=30,
+        output_tokens=output_tokens,
+        stop="max_tokens",
+    )
 
 
 async def test_anthropic_call_cut_at_max_tokens_is_asked_again_with_a_larger_limit(
