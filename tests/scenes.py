@@ -2,9 +2,10 @@
 `call` for the same call in a JSON script, `Scene` (a session in memory with a main
 agent and a scripted brain per agent), `steps` to answer a brain's nth call with its nth
 reply, what reads a request (`last_text`, `all_text`, `question_id`),
-`orchestrator`, the command in a subprocess, `first_line_then_kill` for a child
-killed at a point it reports, `matches_golden`, `assert_in` for many pieces of one
-text, and `alive` / `gone_soon` for a process."""
+`orchestrator`, the command in a subprocess (`orchestrator_on_trio` from a test on
+trio), `first_line_then_kill` for a child killed at a point it reports,
+`matches_golden`, `assert_in` for many pieces of one text, and `alive` / `gone_soon`
+for a process."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import trio
 
 from orchestrator import (
     AgentStarted,
@@ -274,6 +276,24 @@ def orchestrator(
         timeout=timeout,
         check=False,
     )
+
+
+async def orchestrator_on_trio(
+    *args: str, seconds: float = 60, **env: str
+) -> subprocess.CompletedProcess[bytes]:
+    """`orchestrator(*args, **env)` for a test on trio whose loopback servers must go on
+    answering while the command runs: its output in bytes, failing after `seconds`."""
+    full_env = {**os.environ, "NO_COLOR": "1", **env}
+    full_env.pop("ORCHESTRATOR_MODEL", None)
+    with trio.fail_after(seconds):
+        return await trio.run_process(
+            [sys.executable, "-m", "orchestrator", *args],
+            capture_stdout=True,
+            capture_stderr=True,
+            stdin=subprocess.DEVNULL,
+            env=full_env,
+            check=False,
+        )
 
 
 def matches_golden(path: Path, text: str) -> None:

@@ -16,10 +16,8 @@ a reply cut at its limit.
 
 from __future__ import annotations
 
-import os
 import random
 import subprocess
-import sys
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,7 +25,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import orjson
-import trio
 from provider_server import Drop, LoopbackServer, Recorded, Reply, awkward_split
 from sdk_types import (
     anthropic_error,
@@ -38,6 +35,7 @@ from sdk_types import (
 )
 
 from orchestrator.agent.recovery import GO_ON
+from tests.scenes import orchestrator_on_trio
 
 Wire = Literal["anthropic", "openai"]
 GOAL = "Write the chaos files, one task each."
@@ -244,24 +242,12 @@ async def run_team(
 ) -> subprocess.CompletedProcess[bytes]:
     config = workspace.parent / "config.toml"
     config.write_text(CONFIG)
-    env = {
-        **os.environ,
-        "NO_COLOR": "1",
-        "ANTHROPIC_API_KEY": "sk-ant-chaos",
-        "ANTHROPIC_BASE_URL": anthropic.url,
-        "OPENAI_API_KEY": "sk-chaos",
-    }
-    env.pop("ORCHESTRATOR_MODEL", None)
-    with trio.fail_after(240):
-        return await trio.run_process(
-            [
-                sys.executable, "-m", "orchestrator", "run", "Write the chaos files.",
-                "--model", CHAIN.format(url=openai.url), "--config", str(config),
-                "--workspace", str(workspace), "--sessions-dir", str(sessions), "--yes",
-            ],
-            capture_stdout=True,
-            capture_stderr=True,
-            stdin=subprocess.DEVNULL,
-            env=env,
-            check=False,
-        )  # fmt: skip
+    return await orchestrator_on_trio(
+        "run", "Write the chaos files.",
+        "--model", CHAIN.format(url=openai.url), "--config", str(config),
+        "--workspace", str(workspace), "--sessions-dir", str(sessions), "--yes",
+        seconds=240,
+        ANTHROPIC_API_KEY="sk-ant-chaos",
+        ANTHROPIC_BASE_URL=anthropic.url,
+        OPENAI_API_KEY="sk-chaos",
+    )  # fmt: skip

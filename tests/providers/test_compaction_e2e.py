@@ -4,14 +4,10 @@ first `context_length_exceeded`), and the Anthropic adapter's `prompt is too lon
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import orjson
 import pytest
-import trio
 from provider_server import LoopbackServer, Recorded, Reply, request_chars
 from sdk_types import anthropic_text, anthropic_tool_use, openai_text, openai_tool_call
 
@@ -19,6 +15,7 @@ from orchestrator import load_state
 from orchestrator.loop.summary import SECTIONS
 from orchestrator.session.live import JOURNAL
 from orchestrator.store import scan_journal
+from tests.scenes import orchestrator_on_trio
 
 FILE_CHARS = 6_000
 WINDOW_CHARS = 40_000  # the server refuses more; it states 10,000 tokens
@@ -70,13 +67,6 @@ async def test_a_server_that_refuses_a_long_context_is_compacted_for(
     workspace.mkdir()
     for index in range(3):
         (workspace / f"f{index}.txt").write_text(str(index) * (FILE_CHARS - 1) + "\n")
-    env = {
-        **os.environ,
-        "NO_COLOR": "1",
-        "OPENAI_API_KEY": "sk-FAKE",
-        "ANTHROPIC_API_KEY": "sk-ant-FAKE",
-    }
-    env.pop("ORCHESTRATOR_MODEL", None)
     if shape == "openai":
         model = f"openai-compatible:test-model@{server.url}/v1"
         config: list[str] = []
@@ -87,16 +77,13 @@ async def test_a_server_that_refuses_a_long_context_is_compacted_for(
             'api_key_env = "ANTHROPIC_API_KEY"\nallow_key_over_http = true\n'
         )
         config = ["--config", str(tmp_path / "config.toml")]
-    with trio.fail_after(60):
-        result = await trio.run_process(
-            [
-                sys.executable, "-m", "orchestrator", "run", "Read the three files",
-                "--model", model, "--workspace", str(workspace),
-                "--sessions-dir", str(sessions), "--yes", "--json", *config,
-            ],
-            capture_stdout=True, capture_stderr=True, stdin=subprocess.DEVNULL, env=env,
-            check=False,
-        )  # fmt: skip
+    result = await orchestrator_on_trio(
+        "run", "Read the three files",
+        "--model", model, "--workspace", str(workspace),
+        "--sessions-dir", str(sessions), "--yes", "--json", *config,
+        OPENAI_API_KEY="sk-FAKE",
+        ANTHROPIC_API_KEY="sk-ant-FAKE",
+    )  # fmt: skip
     stderr = result.stderr.decode()
     assert result.returncode == 0, stderr[-3000:]
     assert server.refused, "the server never refused a request: the test proves nothing"

@@ -3,16 +3,15 @@ multi-round, tool-using conversation, and no trace of the API key in the session
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import orjson
 import pytest
-import trio
 from provider_server import LoopbackServer, Reply
 from sdk_types import OPENAI_DONE, openai_call_delta, openai_chunk, openai_usage
+
+from tests.scenes import orchestrator_on_trio
 
 FAKE_KEY = "sk-e2e-FAKE-KEY-0123456789abcdef"
 
@@ -60,22 +59,13 @@ async def run_cli(
     workspace = tmp_path / "ws"
     sessions = tmp_path / "sessions"
     workspace.mkdir()
-    env = {**os.environ, "NO_COLOR": "1", "OPENAI_API_KEY": FAKE_KEY}
-    env.pop("ORCHESTRATOR_MODEL", None)
-    with trio.fail_after(60):
-        result = await trio.run_process(
-            [
-                sys.executable, "-m", "orchestrator", "run", "Write notes.txt and check it",
-                "--model", f"openai-compatible:test-model@{server.url}/v1",
-                "--workspace", str(workspace), "--sessions-dir", str(sessions), "--yes",
-                *extra,
-            ],
-            capture_stdout=True,
-            capture_stderr=True,
-            stdin=subprocess.DEVNULL,
-            env=env,
-            check=False,
-        )  # fmt: skip
+    result = await orchestrator_on_trio(
+        "run", "Write notes.txt and check it",
+        "--model", f"openai-compatible:test-model@{server.url}/v1",
+        "--workspace", str(workspace), "--sessions-dir", str(sessions), "--yes",
+        *extra,
+        OPENAI_API_KEY=FAKE_KEY,
+    )  # fmt: skip
     return result, workspace, sessions
 
 

@@ -3,9 +3,6 @@ each on its own loopback server, the second answering what the first cannot."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -28,6 +25,7 @@ from orchestrator.models.fallback import Fallback
 from orchestrator.models.http import RetryPolicy
 from orchestrator.models.openai import OpenAIChatModel, OpenAIEndpoint
 from orchestrator.models.resolve import resolve_model
+from tests.scenes import orchestrator_on_trio
 
 REQUEST = ModelRequest(messages=(UserMessage(content="hi"),))
 
@@ -270,18 +268,6 @@ def test_a_chain_from_config_and_its_errors() -> None:
             parse_config(bad)
 
 
-async def _cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
-    with trio.fail_after(60):
-        return await trio.run_process(
-            [sys.executable, "-m", "orchestrator", *args],
-            capture_stdout=True,
-            capture_stderr=True,
-            stdin=subprocess.DEVNULL,
-            env=env,
-            check=False,
-        )
-
-
 async def test_a_session_falls_back_journals_it_and_resumes_on_the_journaled_model(
     server: LoopbackServer, second: LoopbackServer, tmp_path: Path
 ) -> None:
@@ -294,17 +280,14 @@ async def test_a_session_falls_back_journals_it_and_resumes_on_the_journaled_mod
     workspace, sessions = tmp_path / "ws", tmp_path / "sessions"
     workspace.mkdir()
     env = {
-        **os.environ,
-        "NO_COLOR": "1",
         "ANTHROPIC_API_KEY": "sk-ant-test",
         "ANTHROPIC_BASE_URL": server.url,
         "OPENAI_API_KEY": "sk-test",
     }
-    env.pop("ORCHESTRATOR_MODEL", None)
     spec = f"anthropic:claude-test,openai:gpt-test@{second.url}/v1"
     where = ["--workspace", str(workspace), "--sessions-dir", str(sessions), "--yes"]
 
-    ran = await _cli(["run", "Write a.txt", "--model", spec, *where], env)
+    ran = await orchestrator_on_trio("run", "Write a.txt", "--model", spec, *where, **env)
 
     assert ran.returncode == 0, ran.stderr.decode()
     assert (workspace / "a.txt").read_text() == "a"
@@ -321,7 +304,9 @@ async def test_a_session_falls_back_journals_it_and_resumes_on_the_journaled_mod
     assert replies == ["openai:gpt-test", "openai:gpt-test"]
 
     session_id = journal.parent.name
-    resumed = await _cli(["resume", session_id, "--message", "Anything else?", *where[2:]], env)
+    resumed = await orchestrator_on_trio(
+        "resume", session_id, "--message", "Anything else?", *where[2:], **env
+    )
 
     assert resumed.returncode == 0, resumed.stderr.decode()
     assert "Still here." in resumed.stdout.decode()

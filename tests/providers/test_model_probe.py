@@ -3,10 +3,7 @@ shapes: a working setup, and one clear line for each way a setup fails."""
 
 from __future__ import annotations
 
-import os
 import socket
-import subprocess
-import sys
 from typing import Any, Literal
 
 import orjson
@@ -28,6 +25,7 @@ from sdk_types import (
 
 from orchestrator.cli.model_probe import TOOL, format_test, probe
 from orchestrator.config import Config
+from tests.scenes import orchestrator_on_trio
 
 Shape = Literal["openai", "anthropic"]
 KEY = "sk-models-test-FAKE-0123456789"
@@ -190,16 +188,7 @@ async def test_a_missing_key_is_said_before_any_request() -> None:
 
 async def models_test(server: LoopbackServer, shape: Shape, *extra: str) -> tuple[int, str]:
     spec, env = spec_env(shape, server.url)
-    env = {**os.environ, "NO_COLOR": "1", **env}
-    with trio.fail_after(60):
-        result = await trio.run_process(
-            [sys.executable, "-m", "orchestrator", "models", "test", spec, *extra],
-            capture_stdout=True,
-            capture_stderr=True,
-            stdin=subprocess.DEVNULL,
-            env=env,
-            check=False,
-        )
+    result = await orchestrator_on_trio("models", "test", spec, *extra, **env)
     assert result.stderr == b""
     assert KEY.encode() not in result.stdout
     return result.returncode, result.stdout.decode()

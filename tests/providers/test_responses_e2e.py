@@ -4,15 +4,13 @@ the reply and sent back, unchanged, on the agent's next request."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import orjson
-import trio
 from provider_server import LoopbackServer, Reply
 from responses_events import Stream, reasoning_item, usage
+
+from tests.scenes import orchestrator_on_trio
 
 FAKE_KEY = "sk-e2e-FAKE-KEY-responses-0123456789"
 
@@ -34,21 +32,12 @@ async def test_a_tool_round_keeps_its_reasoning_across_turns(
     )
     workspace, sessions = tmp_path / "ws", tmp_path / "sessions"
     workspace.mkdir()
-    env = {**os.environ, "NO_COLOR": "1", "OPENAI_API_KEY": FAKE_KEY}
-    env.pop("ORCHESTRATOR_MODEL", None)
-    with trio.fail_after(60):
-        result = await trio.run_process(
-            [
-                sys.executable, "-m", "orchestrator", "run", "Write notes.txt",
-                "--model", f"openai-responses:gpt-test@{server.url}/v1",
-                "--workspace", str(workspace), "--sessions-dir", str(sessions), "--yes",
-            ],
-            capture_stdout=True,
-            capture_stderr=True,
-            stdin=subprocess.DEVNULL,
-            env=env,
-            check=False,
-        )  # fmt: skip
+    result = await orchestrator_on_trio(
+        "run", "Write notes.txt",
+        "--model", f"openai-responses:gpt-test@{server.url}/v1",
+        "--workspace", str(workspace), "--sessions-dir", str(sessions), "--yes",
+        OPENAI_API_KEY=FAKE_KEY,
+    )  # fmt: skip
     assert result.returncode == 0, result.stderr.decode()
     assert (workspace / "notes.txt").read_text() == "hi\n"
     assert "Wrote notes.txt." in result.stdout.decode()

@@ -6,16 +6,14 @@ every agent.)"""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import orjson
-import trio
 from provider_server import LoopbackServer, Recorded, Reply
 from sdk_types import anthropic_text, anthropic_tool_use, openai_text, openai_tool_call
+
+from tests.scenes import orchestrator_on_trio
 
 CONFIG = """
 [agents.main]
@@ -67,18 +65,12 @@ async def run_cli(tmp_path: Path, model: str, config: str, env: dict[str, str]) 
     workspace, sessions = tmp_path / "ws", tmp_path / "sessions"
     workspace.mkdir()
     (tmp_path / "config.toml").write_text(config)
-    environ = {**os.environ, "NO_COLOR": "1", **env}
-    environ.pop("ORCHESTRATOR_MODEL", None)
-    with trio.fail_after(60):
-        result = await trio.run_process(
-            [
-                sys.executable, "-m", "orchestrator", "run", "Count the files",
-                "--model", model, "--config", str(tmp_path / "config.toml"),
-                "--workspace", str(workspace), "--sessions-dir", str(sessions), "--yes",
-            ],
-            capture_stdout=True, capture_stderr=True, stdin=subprocess.DEVNULL,
-            env=environ, check=False,
-        )  # fmt: skip
+    result = await orchestrator_on_trio(
+        "run", "Count the files",
+        "--model", model, "--config", str(tmp_path / "config.toml"),
+        "--workspace", str(workspace), "--sessions-dir", str(sessions), "--yes",
+        **env,
+    )  # fmt: skip
     assert result.returncode == 0, result.stdout.decode() + result.stderr.decode()
     return result.stdout.decode()
 
