@@ -70,13 +70,9 @@ def test_under_anyio_an_event_sink_and_a_plain_approver_run_on_the_callers_threa
 
     async def main() -> orc.RunResult:
         return await orc.run(
-            "write",
-            model=ScriptedModel(one_write),
-            tools=WS,
-            workspace=workspace,
-            on_event=sink,
-            approve=approve,
-        )
+            "write", model=ScriptedModel(one_write), tools=WS,
+            workspace=workspace, on_event=sink, approve=approve,
+        )  # fmt: skip
 
     result = anyio.run(main, backend="asyncio")
     assert result.status == "completed"
@@ -118,13 +114,9 @@ def test_an_async_answerer_answers_a_subagents_question(tmp_path: Path) -> None:
 
     async def main() -> orc.RunResult:
         return await orc.run(
-            "choose",
-            model=ScriptedModel(choose_a_license),
-            workspace=tmp_path,
-            answer=answer,
-            tools=WS,
-            agents=orc.builtin_agents(),
-        )
+            "choose", model=ScriptedModel(choose_a_license), tools=WS,
+            agents=orc.builtin_agents(), workspace=tmp_path, answer=answer,
+        )  # fmt: skip
 
     result = asyncio.run(main())
     assert asked == [("MIT or Apache?", caller)]

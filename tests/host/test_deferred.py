@@ -42,13 +42,9 @@ def later(request: orc.ApprovalRequest) -> orc.Later:
 
 async def parked_session(workspace: Path, root: Path) -> orc.RunResult:
     result = await orc.run(
-        "log it",
-        model=ScriptedModel(appender),
-        tools=WS,
-        workspace=workspace,
-        sessions_dir=root,
-        approve=later,
-    )
+        "log it", model=ScriptedModel(appender), tools=WS,
+        workspace=workspace, sessions_dir=root, approve=later,
+    )  # fmt: skip
     assert result.status == "blocked"
     return result
 
@@ -182,14 +178,9 @@ async def test_a_subagents_later_is_nobody_to_ask(workspace: Path, tmp_path: Pat
         return ScriptedReply(tool_calls=(c("complete", summary=told[-1].status),))
 
     result = await orc.run(
-        "log it",
-        model=ScriptedModel(respond),
-        workspace=workspace,
-        sessions_dir=tmp_path / "s",
-        approve=later,
-        tools=WS,
-        agents=orc.builtin_agents(),
-    )
+        "log it", model=ScriptedModel(respond), tools=WS, agents=orc.builtin_agents(),
+        workspace=workspace, sessions_dir=tmp_path / "s", approve=later,
+    )  # fmt: skip
     assert result.approvals == ()
     assert not (workspace / "log.txt").exists()
     state = orc.load_state(result.session_dir or Path(), warn=pytest.fail)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -37,6 +38,19 @@ def asks_then_answers(request: ModelRequest) -> ScriptedReply:
     return ScriptedReply(text=f"k holds {results(request)[-1].content}")
 
 
+ASKED = "what does k hold?"
+
+
+def asking(workspace: Path, **more: Any) -> dict[str, Any]:
+    """The run these tests make, `more` added: a model that looks k up, then answers."""
+    return {
+        "model": ScriptedModel(asks_then_answers),
+        "tools": [lookup],
+        "workspace": workspace,
+        **more,
+    }
+
+
 @pytest.fixture
 def temporary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Where `tempfile` makes its directories for this test: the process's sessions root
@@ -57,14 +71,7 @@ async def test_an_in_memory_run_answers_runs_its_tools_shows_its_events_and_writ
     looked_up.clear()
     before = files_under(workspace, temporary)
     events: list[orc.Event] = []
-    result = await orc.run(
-        "what does k hold?",
-        model=ScriptedModel(asks_then_answers),
-        tools=[lookup],
-        workspace=workspace,
-        on_event=events.append,
-        in_memory=True,
-    )
+    result = await orc.run(ASKED, **asking(workspace, on_event=events.append, in_memory=True))
     assert (result.status, result.output) == ("completed", "k holds 42")
     assert looked_up == ["k"]
     assert result.session_dir is None
@@ -82,13 +89,7 @@ async def test_the_same_run_on_disk_is_written_where_the_in_memory_one_is_not(
     workspace: Path, temporary: Path
 ) -> None:
     """The check above can fail: without `in_memory`, the same run leaves a session."""
-    result = await orc.run(
-        "what does k hold?",
-        model=ScriptedModel(asks_then_answers),
-        tools=[lookup],
-        workspace=workspace,
-        sessions_dir=temporary / "sessions",
-    )
+    result = await orc.run(ASKED, **asking(workspace, sessions_dir=temporary / "sessions"))
     assert result.output == "k holds 42"
     assert result.session_dir is not None
     assert result.session_dir in files_under(temporary)
@@ -121,13 +122,7 @@ async def test_an_in_memory_stream_gives_the_events_and_the_result(
     workspace: Path, temporary: Path
 ) -> None:
     before = files_under(workspace, temporary)
-    async with orc.stream(
-        "what does k hold?",
-        model=ScriptedModel(asks_then_answers),
-        tools=[lookup],
-        workspace=workspace,
-        in_memory=True,
-    ) as events:
+    async with orc.stream(ASKED, **asking(workspace, in_memory=True)) as events:
         kinds = [event.kind async for event in events]
     assert events.session_dir is None
     assert events.result.output == "k holds 42"
@@ -137,13 +132,7 @@ async def test_an_in_memory_stream_gives_the_events_and_the_result(
 
 def test_an_in_memory_run_from_asyncio(workspace: Path) -> None:
     async def main() -> orc.RunResult:
-        return await orc.run(
-            "what does k hold?",
-            model=ScriptedModel(asks_then_answers),
-            tools=[lookup],
-            workspace=workspace,
-            in_memory=True,
-        )
+        return await orc.run(ASKED, **asking(workspace, in_memory=True))
 
     result = asyncio.run(main())
     assert (result.status, result.output, result.session_dir) == ("completed", "k holds 42", None)

@@ -54,12 +54,9 @@ async def test_a_plain_agent_sends_only_the_tool_given_and_no_system_prompt(
     seen: list[ModelRequest] = []
     COUNTED.clear()
     result = await orc.run(
-        "What is the capital of France?",
-        model=look_it_up(seen),
-        tools=[lookup],
-        workspace=tmp_path,
-        sessions_dir=tmp_path / "s",
-    )
+        "What is the capital of France?", model=look_it_up(seen), tools=[lookup],
+        workspace=tmp_path, sessions_dir=tmp_path / "s",
+    )  # fmt: skip
     assert (result.status, result.output) == ("completed", "It is Paris.")
     assert COUNTED == ["capital of France"]
     assert [names(r) for r in seen] == [["lookup"], ["lookup"]]

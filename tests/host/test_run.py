@@ -73,12 +73,9 @@ async def test_without_an_approver_only_read_only_tools_run_and_the_model_is_tol
     workspace: Path, tmp_path: Path
 ) -> None:
     result = await orc.run(
-        "write",
-        model=ScriptedModel(writer),
-        workspace=workspace,
-        sessions_dir=tmp_path / "s",
-        tools=orc.workspace_tools(),
-    )
+        "write", model=ScriptedModel(writer), tools=orc.workspace_tools(),
+        workspace=workspace, sessions_dir=tmp_path / "s",
+    )  # fmt: skip
     assert result.session_dir is not None
     assert result.session_dir.parent == tmp_path / "s"
     assert "read_file: ok: hello" in result.output
@@ -170,13 +167,9 @@ async def test_a_cancelled_run_resumes_by_directory_or_by_id(
     root = tmp_path / "s"
     with stop:
         await orc.run(
-            "write",
-            model=ScriptedModel(writer),
-            workspace=workspace,
-            sessions_dir=root,
-            approve=walk_away,
-            tools=orc.workspace_tools(),
-        )
+            "write", model=ScriptedModel(writer), tools=orc.workspace_tools(),
+            workspace=workspace, sessions_dir=root, approve=walk_away,
+        )  # fmt: skip
     assert stop.cancelled_caught
     [directory] = root.iterdir()
     assert orc.load_state(directory, warn=print).status == "interrupted"
