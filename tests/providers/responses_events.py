@@ -93,12 +93,10 @@ class Stream:
             )
         )
 
-    def _item(self, item: Any, deltas: list[BaseModel]) -> Stream:
+    def _begin(self, added: Any, deltas: list[BaseModel]) -> int:
+        """The item `added` and its deltas: the item's output index."""
         index = self._index
         self._index += 1
-        added = (
-            item.model_copy(update={"status": "in_progress"}) if hasattr(item, "status") else item
-        )
         self.add(
             ResponseOutputItemAddedEvent(
                 type="response.output_item.added",
@@ -111,6 +109,13 @@ class Stream:
             self.add(
                 delta.model_copy(update={"output_index": index, "sequence_number": self._seq()})
             )
+        return index
+
+    def _item(self, item: Any, deltas: list[BaseModel]) -> Stream:
+        added = (
+            item.model_copy(update={"status": "in_progress"}) if hasattr(item, "status") else item
+        )
+        index = self._begin(added, deltas)
         return self.add(
             ResponseOutputItemDoneEvent(
                 type="response.output_item.done",
@@ -162,26 +167,38 @@ class Stream:
         return self._item(message, deltas)
 
     def call(self, call_id: str, name: str, *argument_pieces: str) -> Stream:
-        item_id = f"fc_{self._index}"
-        call = ResponseFunctionToolCall(
+        call = self._function_call(call_id, name, "".join(argument_pieces), "completed")
+        return self._item(call, self._argument_deltas(call.id, argument_pieces))
+
+    def cut_call(self, call_id: str, name: str, *argument_pieces: str) -> Stream:
+        """A call begun and never done, as in a response cut by its output limit."""
+        call = self._function_call(call_id, name, "", "in_progress")
+        self._begin(call, self._argument_deltas(call.id, argument_pieces))
+        return self
+
+    def _function_call(
+        self, call_id: str, name: str, arguments: str, status: Any
+    ) -> ResponseFunctionToolCall:
+        return ResponseFunctionToolCall(
             type="function_call",
-            id=item_id,
+            id=f"fc_{self._index}",
             call_id=call_id,
             name=name,
-            arguments="".join(argument_pieces),
-            status="completed",
+            arguments=arguments,
+            status=status,
         )
-        deltas: list[BaseModel] = [
+
+    def _argument_deltas(self, item_id: str | None, pieces: tuple[str, ...]) -> list[BaseModel]:
+        return [
             ResponseFunctionCallArgumentsDeltaEvent(
                 type="response.function_call_arguments.delta",
                 delta=p,
-                item_id=item_id,
+                item_id=item_id or "",
                 output_index=0,
                 sequence_number=0,
             )
-            for p in argument_pieces
+            for p in pieces
         ]
-        return self._item(call, deltas)
 
     def reasoning(self, item: ResponseReasoningItem) -> Stream:
         summary = item.summary[0].text if item.summary else ""

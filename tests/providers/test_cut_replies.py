@@ -10,11 +10,6 @@ from typing import Any
 
 import httpx
 from adapter_setup import http_options
-from openai.types.responses import (
-    ResponseFunctionCallArgumentsDeltaEvent,
-    ResponseFunctionToolCall,
-    ResponseOutputItemAddedEvent,
-)
 from provider_server import LoopbackServer, Reply, Sleeps
 from responses_events import Stream, usage
 from sdk_types import (
@@ -245,29 +240,7 @@ def responses_model(server: LoopbackServer, client: httpx.AsyncClient, sleeps: S
 
 def responses_cut_call(arguments: str, output_tokens: int) -> list[bytes]:
     """A response that ends `incomplete` in the middle of a call (its item never done)."""
-    stream = Stream().created()
-    call = ResponseFunctionToolCall(
-        type="function_call",
-        id="fc_0",
-        call_id="call_cut",
-        name="write_file",
-        arguments="",
-        status="in_progress",
-    )
-    stream.add(
-        ResponseOutputItemAddedEvent(
-            type="response.output_item.added", item=call, output_index=0, sequence_number=1
-        )
-    )
-    stream.add(
-        ResponseFunctionCallArgumentsDeltaEvent(
-            type="response.function_call_arguments.delta",
-            delta=arguments,
-            item_id="fc_0",
-            output_index=0,
-            sequence_number=2,
-        )
-    )
+    stream = Stream().created().cut_call("call_cut", "write_file", arguments)
     return stream.incomplete("max_output_tokens", usage(50, output_tokens)).events
 
 

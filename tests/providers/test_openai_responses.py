@@ -13,11 +13,6 @@ import msgspec
 import orjson
 import pytest
 from adapter_setup import READ_FILE, events_of, http_options
-from openai.types.responses import (
-    ResponseFunctionCallArgumentsDeltaEvent,
-    ResponseFunctionToolCall,
-    ResponseOutputItemAddedEvent,
-)
 from provider_server import LoopbackServer, Reply, Sleeps, Stall, context_too_long
 from responses_events import Stream, reasoning_item, usage
 
@@ -471,31 +466,7 @@ async def test_a_call_cut_by_the_output_limit_comes_with_the_arguments_that_came
 ) -> None:
     """A response cut mid-call ends `incomplete` with the call's item never done: the
     call is still emitted, its arguments unfinished, so the turn loop knows it was cut."""
-    stream = Stream().created()
-    stream.add(
-        ResponseOutputItemAddedEvent(
-            type="response.output_item.added",
-            item=ResponseFunctionToolCall(
-                type="function_call",
-                id="fc_0",
-                call_id="call_cut",
-                name="read_file",
-                arguments="",
-                status="in_progress",
-            ),
-            output_index=0,
-            sequence_number=1,
-        )
-    )
-    stream.add(
-        ResponseFunctionCallArgumentsDeltaEvent(
-            type="response.function_call_arguments.delta",
-            delta='{"path": "a.t',
-            item_id="fc_0",
-            output_index=0,
-            sequence_number=2,
-        )
-    )
+    stream = Stream().created().cut_call("call_cut", "read_file", '{"path": "a.t')
     stream.incomplete("max_output_tokens", usage(10, 64))
     server.add(Reply.sse(stream.events))
     events = await events_of(make_model(server, client, sleeps), REQUEST)
