@@ -28,6 +28,26 @@ from tests.providers.sdk_types import OPENAI_DONE, openai_chunk, openai_usage
 Handler = Callable[[httpx.Request], Awaitable[httpx.Response]]
 
 
+class Watched:
+    """What a person sees of a run: the live view's activity and model of the main agent
+    after each event, and the transcript printed."""
+
+    def __init__(self) -> None:
+        self.view = ViewModel(clock=trio.current_time)
+        self.activities: list[str] = []
+        self.models: list[str] = []
+        self.printed = io.StringIO()
+        self.transcript = TranscriptSink(self.printed, color=False)
+
+    async def seen(self, event: orc.Event) -> None:
+        self.view.apply(event)
+        main = self.view.agents.get("main")
+        if main is not None:
+            self.activities.append(main.activity)
+            self.models.append(main.model)
+        await self.transcript.emit(event)
+
+
 async def test_a_rate_limited_call_is_shown_waiting_until_its_reply(
     autojump_clock: trio.abc.Clock,
 ) -> None:
@@ -44,18 +64,8 @@ async def test_a_rate_limited_call_is_shown_waiting_until_its_reply(
     client = httpx.AsyncClient(transport=httpx.MockTransport(handler))
     endpoint = OpenAIEndpoint(provider="openai", model="m", base_url="http://test/v1")
     model = OpenAIChatModel(endpoint, HttpOptions(client=client, backoff=Backoff()))
-    view = ViewModel(clock=trio.current_time)
-    shown: list[str] = []
-    printed = io.StringIO()
-    transcript = TranscriptSink(printed, color=False)
-
-    async def seen(event: orc.Event) -> None:
-        view.apply(event)
-        main = view.agents.get("main")
-        if main is not None:
-            shown.append(main.activity)
-        await transcript.emit(event)
-
+    watched = Watched()
+    seen, shown, printed = watched.seen, watched.activities, watched.printed
     start = trio.current_time()
     result = await orc.run("hi", model=model, in_memory=True, on_event=seen)
     assert (result.status, result.output) == ("completed", "ok")
@@ -140,18 +150,8 @@ async def test_a_chain_that_moves_shows_the_model_answering_and_its_cost(tmp_pat
         return OpenAIChatModel(endpoint, HttpOptions(client=client))
 
     chain = orc.Fallback([model("first", out_of_credit), model("second", answers)])
-    view = ViewModel(clock=trio.current_time)
-    models: list[str] = []
-    printed = io.StringIO()
-    transcript = TranscriptSink(printed, color=False)
-
-    async def seen(event: orc.Event) -> None:
-        view.apply(event)
-        main = view.agents.get("main")
-        if main is not None:
-            models.append(main.model)
-        await transcript.emit(event)
-
+    watched = Watched()
+    seen, models, printed = watched.seen, watched.models, watched.printed
     result = await orc.run("hi", model=chain, sessions_dir=tmp_path, on_event=seen)
 
     assert (result.status, result.output) == ("completed", "ok")
