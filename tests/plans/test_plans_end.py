@@ -31,13 +31,15 @@ def results(directory: Path, agent: str = "main") -> list[str]:
     return [m.content for m in state.agents[agent].messages if m.role == "tool"]
 
 
-async def test_after_that_closes_a_cycle_is_refused_naming_it(tmp_path: Path) -> None:
+async def build_two(tmp_path: Path, plan: dict[str, Any], *first: dict[str, Any]) -> Path:
+    """A session that plans p and q as `plan` says, whose builder delegates as the two
+    calls `first` say (the second refused), then q, waits for both and ends: completed.
+    Its directory."""
     script: dict[str, Any] = {
         "agents": {
-            "planner": [{"tool_calls": [{"name": "submit_plan", "arguments": TWO}]}],
+            "planner": [{"tool_calls": [{"name": "submit_plan", "arguments": plan}]}],
             "main": [
-                {"tool_calls": [delegate("p", ["q"])]},
-                {"tool_calls": [delegate("q", ["p"])]},  # closes p -> q -> p: refused
+                *({"tool_calls": [call]} for call in first),
                 {"tool_calls": [delegate("q")]},
                 {"tool_calls": [WAIT]},
                 {"tool_calls": [WAIT]},
@@ -48,9 +50,15 @@ async def test_after_that_closes_a_cycle_is_refused_naming_it(tmp_path: Path) ->
         }
     }
     root, session_id, directory = new_session(tmp_path, script)
-    with trio.fail_after(60):  # before the fix, both waited for ever
-        result = await run(root, session_id, script, Approver(APPROVE))
+    result = await run(root, session_id, script, Approver(APPROVE))
     assert result.status == "completed", result
+    return directory
+
+
+async def test_after_that_closes_a_cycle_is_refused_naming_it(tmp_path: Path) -> None:
+    # The second delegation closes p -> q -> p: refused.
+    with trio.fail_after(60):  # before the fix, both waited for ever
+        directory = await build_two(tmp_path, TWO, delegate("p", ["q"]), delegate("q", ["p"]))
     refused = results(directory)[1]
     assert refused.startswith("delegation refused: plan task q waiting for p would close")
     assert "a dependency cycle: q -> p -> q" in refused
@@ -62,25 +70,8 @@ async def test_a_cycle_through_the_plans_own_dependency_is_refused(tmp_path: Pat
     """q depends on p in the plan; p delegated first waiting for q closes the cycle
     through q's plan dependency, though q has no task yet."""
     plan = {"goal": "g", "tasks": [task("p", "p.txt"), task("q", "q.txt", ["p"])]}
-    script: dict[str, Any] = {
-        "agents": {
-            "planner": [{"tool_calls": [{"name": "submit_plan", "arguments": plan}]}],
-            "main": [
-                {"tool_calls": [delegate("p", ["q"])]},
-                {"tool_calls": [delegate("p")]},
-                {"tool_calls": [delegate("q")]},
-                {"tool_calls": [WAIT]},
-                {"tool_calls": [WAIT]},
-                {"text": "built"},
-            ],
-            "t1": worker("p.txt"),
-            "t2": worker("q.txt"),
-        }
-    }
-    root, session_id, directory = new_session(tmp_path, script)
     with trio.fail_after(60):
-        result = await run(root, session_id, script, Approver(APPROVE))
-    assert result.status == "completed", result
+        directory = await build_two(tmp_path, plan, delegate("p", ["q"]), delegate("p"))
     assert "a dependency cycle: p -> q -> p" in results(directory)[0]
 
 
