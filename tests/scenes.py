@@ -2,16 +2,17 @@
 `call` for the same call in a JSON script, `Scene` (a session in memory with a main
 agent and a scripted brain per agent), `steps` to answer a brain's nth call with its nth
 reply, what reads a request (`last_text`, `all_text`, `question_id`),
-`orchestrator`, the command in a subprocess (`orchestrator_on_trio` from a test on
-trio), `first_line_then_kill` for a child killed at a point it reports,
-`matches_golden`, `assert_in` for many pieces of one text, and `alive` / `gone_soon`
-for a process."""
+`orchestrator`, the command in a subprocess (`pasted`, a printed command line;
+`orchestrator_on_trio` from a test on trio), `first_line_then_kill` for a child killed
+at a point it reports, `matches_golden`, `assert_in` for many pieces of one text, and
+`alive` / `gone_soon` for a process."""
 
 from __future__ import annotations
 
 import dataclasses
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -294,6 +295,14 @@ async def orchestrator_on_trio(
             env=full_env,
             check=False,
         )
+
+
+def pasted(command: str, *more: str) -> subprocess.CompletedProcess[str]:
+    """A printed `orchestrator ...` command run as pasted (with `more` flags), with nobody
+    at a terminal."""
+    argv = shlex.split(command)
+    assert argv[0] == "orchestrator"
+    return orchestrator(*argv[1:], *more)
 
 
 def matches_golden(path: Path, text: str) -> None:

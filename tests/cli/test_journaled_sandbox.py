@@ -5,23 +5,17 @@ a flag given on that resume loosens it, said in one line. `sessions show` says t
 
 from __future__ import annotations
 
-import os
 import re
-import shlex
-import subprocess
-import sys
 from pathlib import Path
 
 import orjson
 import pytest
 
 from orchestrator.tools import Sandbox
-from tests.scenes import killed_when
+from tests.scenes import killed_when, pasted
 
 if not Sandbox().active:  # pragma: no cover - this machine class has what it takes
     pytest.skip(f"no sandbox here: {Sandbox().unavailable()}", allow_module_level=True)
-
-TIMEOUT = 120
 
 
 # The sandbox says which protection of socket files is in force (docs/security.md).
@@ -52,21 +46,6 @@ def killed_run(tmp_path: Path, *flags: str) -> tuple[str, Path]:
     found = re.search(r"; to resume it: (orchestrator .*)$", first)
     assert found, first
     return found.group(1), outside
-
-
-def pasted(command: str, *more: str) -> subprocess.CompletedProcess[str]:
-    """A printed command run as pasted (with `more` flags), nobody at a terminal."""
-    argv = shlex.split(command)
-    assert argv[0] == "orchestrator"
-    return subprocess.run(
-        [sys.executable, "-m", *argv, *more],
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        timeout=TIMEOUT,
-        check=False,
-        env={**os.environ, "NO_COLOR": "1"},
-    )
 
 
 def settings(tmp_path: Path) -> dict[str, object]:

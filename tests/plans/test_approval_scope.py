@@ -10,11 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import re
-import shlex
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -30,9 +26,7 @@ from orchestrator.team.planning import in_advance
 from tests.plans.test_handoff import APPROVE, Approver, new_session, run
 from tests.plans.test_replan import SCRIPT as REPLAN_SCRIPT
 from tests.plans.test_replan import V2
-from tests.scenes import killed_when
-
-TIMEOUT = 120
+from tests.scenes import killed_when, pasted
 
 
 def plan(*tasks: tuple[str, str]) -> Plan:
@@ -188,21 +182,6 @@ def killed(*args: str) -> tuple[str, str]:
     found = re.search(r"session (\S+) \(in .*; to resume it: (orchestrator .*)$", first)
     assert found, first
     return found.group(1), found.group(2)
-
-
-def pasted(command: str) -> subprocess.CompletedProcess[str]:
-    """A printed `orchestrator ...` command run as pasted, with nobody at a terminal."""
-    argv = shlex.split(command)
-    assert argv[0] == "orchestrator"
-    return subprocess.run(
-        [sys.executable, "-m", *argv],
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        timeout=TIMEOUT,
-        check=False,
-        env={**os.environ, "NO_COLOR": "1"},
-    )
 
 
 def decisions(directory: Path) -> list[tuple[int, str | None, str]]:
