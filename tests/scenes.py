@@ -205,6 +205,12 @@ class Scene:
             self.team = team
             return await run_main(team)
 
+    async def completes(self, goal: str = "the goal") -> MainOutcome:
+        """`run`, which must end completed: its outcome."""
+        outcome = await self.run(goal)
+        assert outcome.reason == "completed", outcome
+        return outcome
+
     def kinds(self) -> list[tuple[str, str, str]]:
         return [(m.kind, m.sender, m.recipient) for m in self.mail.values()]
 

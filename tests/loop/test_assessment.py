@@ -402,8 +402,7 @@ async def test_verification_fails_then_passes(workspace: Workspace) -> None:
         },
         policy=Policy(verify=(verify,)),
     )
-    outcome = await scene.run()
-    assert outcome.reason == "completed"
+    outcome = await scene.completes()
     assert outcome.detail == f"all 1 todos done; verified: {verify} passed"
     assert verdicts(scene) == ["verify", "verify", "completed"]
     # The exit code is the tool's fact (ToolOutput.exit_code), not read from the output.

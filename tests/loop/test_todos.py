@@ -179,8 +179,7 @@ async def test_the_todo_tools_change_the_folded_list_and_show_it(workspace: Work
             )
         },
     )
-    outcome = await scene.run()
-    assert outcome.reason == "completed"
+    outcome = await scene.completes()
     results = [
         (m.name, m.status, m.content)
         for m in scene.state.agents[MAIN].messages
@@ -237,8 +236,7 @@ async def test_serial_mode_hands_the_next_item_over(workspace: Workspace) -> Non
         },
         policy=Policy(serial=True),
     )
-    outcome = await scene.run()
-    assert outcome.reason == "completed", outcome
+    await scene.completes()
     assert [i.status for i in scene.state.todos[MAIN].items.values()] == ["completed", "completed"]
 
 

@@ -35,8 +35,7 @@ async def test_calls_after_complete_never_run(workspace: Workspace, engine: Engi
         },
         engine=engine,
     )
-    outcome = await scene.run()
-    assert outcome.reason == "completed"
+    await scene.completes()
     task = scene.state.tasks.tasks["t1"]
     assert task.state == "completed"
     # The call before `complete` ran first, and its write is in the envelope.

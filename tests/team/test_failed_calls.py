@@ -48,8 +48,7 @@ async def test_a_delegate_with_an_absurd_number_records_nothing(
         },
         engine=engine,
     )
-    outcome = await scene.run()
-    assert outcome.reason == "completed"
+    await scene.completes()
     assert refusal in results[0], results[0]
     # Nothing of the refused call: the next delegation is t1, with its context only.
     assert results[1].startswith("delegated. task_id=t1 type=explorer")

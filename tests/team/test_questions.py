@@ -104,8 +104,7 @@ async def test_a_reply_to_another_tasks_question_is_refused_naming_the_asker(
         engine=engine,
     )
     with trio.fail_after(10):
-        outcome = await scene.run()
-    assert outcome.reason == "completed"
+        await scene.completes()
     question = next(m for m in scene.mail.values() if m.sender == "t1")
     assert shown == [f"question {question.message_id} was asked by t1, not t2; answer it to t1"]
     # Nothing was posted by the refused call, and each question got its own answer.
@@ -162,8 +161,7 @@ async def test_an_answer_to_a_closed_or_unknown_question_is_refused(
         engine=engine,
     )
     with trio.fail_after(10):
-        outcome = await scene.run()
-    assert outcome.reason == "completed"
+        await scene.completes()
     assert len(shown) == 1
     assert expected in shown[0], shown[0]
     # One answer only: the refused call posted nothing.

@@ -68,8 +68,7 @@ async def test_a_type_at_its_own_limit_waits_while_other_types_start(
             [d if d.name != "explorer" else one_at_a_time for d in Definitions.builtin()]
         )
     )
-    outcome = await scene.run()
-    assert outcome.reason == "completed"
+    await scene.completes()
     results = [m.content for m in scene.state.agents[MAIN].messages if m.role == "tool"]
     assert "queued" not in results[0]
     assert results[1].startswith("delegated (queued: 1 explorer task(s) run, its type's limit)")

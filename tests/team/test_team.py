@@ -73,8 +73,7 @@ async def test_delegated_tasks_complete_and_their_envelopes_reach_the_main_agent
         },
         engine=engine,
     )
-    outcome = await scene.run()
-    assert outcome.reason == "completed"
+    await scene.completes()
     tasks = scene.state.tasks.tasks
     assert [(t.task_id, t.state) for t in tasks.values()] == [
         ("t1", "completed"),
@@ -126,8 +125,7 @@ async def test_subagents_really_run_in_parallel(workspace: Workspace, engine: En
         },
         engine=engine,
     )
-    outcome = await scene.run()
-    assert outcome.reason == "completed"
+    await scene.completes()
     assert {t.state for t in scene.state.tasks.tasks.values()} == {"completed"}
 
 
@@ -166,8 +164,7 @@ async def test_a_question_parks_the_task_until_the_answer_starts_its_next_turn(
         },
         engine=engine,
     )
-    outcome = await scene.run()
-    assert outcome.reason == "completed"
+    await scene.completes()
     kinds = [(m.kind, m.sender, m.recipient) for m in scene.mail.values()]
     assert kinds == [
         ("decision_required", "t1", MAIN),
@@ -240,8 +237,7 @@ async def test_a_message_to_a_finished_task_revives_it_with_its_context(
         },
         engine=engine,
     )
-    outcome = await scene.run()
-    assert outcome.reason == "completed"
+    await scene.completes()
     task = scene.state.tasks.get("t1")
     assert task.state == "completed"
     assert task.instances == ["t1.1", "t1.2"]
@@ -281,8 +277,7 @@ async def test_interrupt_cancels_the_model_call_in_flight(
         engine=engine,
     )
     with trio.fail_after(10):
-        outcome = await scene.run()
-    assert outcome.reason == "completed"
+        await scene.completes()
     summary = scene.state.tasks.get("t1").completion.summary
     assert "STOP, do z" in summary
     # The cancelled call left no reply: the context goes from the task to the message.
@@ -385,8 +380,7 @@ async def test_depth_and_live_limits(workspace: Workspace, engine: Engine) -> No
         max_live=2,
         engine=engine,
     )
-    outcome = await scene.run()
-    assert outcome.reason == "completed"
+    await scene.completes()
     results = [m.content for m in scene.state.agents[MAIN].messages if m.role == "tool"]
     assert "queued" not in results[0]
     assert "queued" in results[2]
@@ -404,8 +398,7 @@ async def test_a_subagent_that_never_completes_is_nudged_then_failed(
         },
         engine=engine,
     )
-    outcome = await scene.run()
-    assert outcome.reason == "completed"
+    await scene.completes()
     task = scene.state.tasks.get("t1")
     assert task.state == "failed"
     assert "all 3 automatic continuations used" in task.reason
@@ -436,8 +429,7 @@ async def test_a_subagent_repeating_itself_is_reported_blocked(
         },
         engine=engine,
     )
-    outcome = await scene.run()
-    assert outcome.reason == "completed"
+    await scene.completes()
     blocked = [m for m in scene.state.mailbox.messages.values() if m.kind == "blocked"]
     assert len(blocked) == 1
     assert "stalled: the same reply 3 times in a row" in blocked[0].summary
@@ -469,8 +461,7 @@ async def test_cancelling_a_task_cancels_its_subtree(workspace: Workspace, engin
     lead = WORKER.model_copy(update={"name": "lead", "may_delegate": True})
     scene.wire(definitions=Definitions([*Definitions.builtin(), lead]))
     with trio.fail_after(10):
-        outcome = await scene.run()
-    assert outcome.reason == "completed"
+        await scene.completes()
     states = {t.task_id: (t.state, t.depth) for t in scene.state.tasks.tasks.values()}
     assert states == {"t1": ("cancelled", 1), "t2": ("cancelled", 2)}
     result = [m.content for m in scene.state.agents[MAIN].messages if m.role == "tool"][-1]
@@ -544,8 +535,7 @@ async def test_a_message_sent_while_the_task_completes_is_not_lost(
         engine=engine,
     )
     with trio.fail_after(10):
-        outcome = await scene.run()
-    assert outcome.reason == "completed"
+        await scene.completes()
     task = scene.state.tasks.get("t1")
     assert task.state == "completed"
     assert "and also this" in task.completion.summary
@@ -611,8 +601,7 @@ async def test_a_stalled_task_is_reported_to_its_owner(
         },
         stall_after=600,
     )
-    outcome = await scene.run()
-    assert outcome.reason == "completed"
+    await scene.completes()
     [alert] = [m for m in scene.mail.values() if m.kind == "risk_alert"]
     assert alert.sender == "t1"
     assert 600 <= alert.data["stalled_seconds"] <= 800
@@ -640,8 +629,7 @@ async def test_the_user_can_tell_the_main_agent_something_while_it_runs(
         },
         engine=engine,
     )
-    outcome = await scene.run()
-    assert outcome.reason == "completed"
+    await scene.completes()
     said = [m for m in scene.mail.values() if m.sender == "user"]
     assert [(m.kind, m.recipient) for m in said] == [("instruction", MAIN)]
     assert said[0].delivered
@@ -680,8 +668,7 @@ async def test_blocked_risk_and_direction_change_reach_the_owner(
         },
         engine=engine,
     )
-    outcome = await scene.run()
-    assert outcome.reason == "completed"
+    await scene.completes()
     kinds = [(m.kind, m.priority, m.requires_ack) for m in scene.mail.values()]
     assert kinds == [
         ("risk_alert", "urgent", False),
@@ -899,8 +886,7 @@ async def test_interrupt_stops_a_tool_call_that_can_stop_safely(
     scene.wiring.tools.add(Watch())
     scene.wire(definitions=Definitions([*Definitions.builtin(), watcher]))
     with trio.fail_after(10):
-        outcome = await scene.run()
-    assert outcome.reason == "completed"
+        await scene.completes()
     [result] = [m for m in scene.state.agents["t1"].messages if m.role == "tool"][:1]
     assert result.status == "cancelled"
     assert "interrupting message" in result.content
@@ -928,8 +914,7 @@ async def test_a_notify_answer_still_wakes_a_parked_task(
         engine=engine,
     )
     with trio.fail_after(10):
-        outcome = await scene.run()
-    assert outcome.reason == "completed"
+        await scene.completes()
     assert scene.state.tasks.get("t1").state == "completed"
 
 
@@ -972,8 +957,7 @@ async def test_a_type_with_retries_gets_another_attempt_after_failing(
     )
     flaky = WORKER.model_copy(update={"name": "flaky", "max_rounds": 1, "retries": 1})
     scene.wire(definitions=Definitions([*Definitions.builtin(), flaky]))
-    outcome = await scene.run()
-    assert outcome.reason == "completed"
+    await scene.completes()
     task = scene.state.tasks.get("t1")
     assert (task.state, task.attempts, task.instances) == ("completed", 2, ["t1.1", "t1.2"])
     assert task.completion.summary.startswith("Your previous attempt failed: reached its limit")
@@ -995,8 +979,7 @@ async def test_a_task_past_its_deadline_fails(
             "t1": forever,
         },
     )
-    outcome = await scene.run()
-    assert outcome.reason == "completed"
+    await scene.completes()
     task = scene.state.tasks.get("t1")
     assert (task.state, task.reason) == ("failed", "its deadline passed before it finished")
     assert task.deadline > task.created
@@ -1028,8 +1011,7 @@ async def test_a_task_that_spends_its_budget_fails(
         engine=engine,
     )
     with trio.fail_after(10):
-        outcome = await scene.run()
-    assert outcome.reason == "completed"
+        await scene.completes()
     task = scene.state.tasks.get("t1")
     assert task.state == "failed"
     assert reason in task.reason
@@ -1074,8 +1056,7 @@ async def test_a_task_with_resume_policy_ask_is_revived_only_if_the_person_says_
         return answer
 
     scene.wire(ask_resume=ask)
-    outcome = await scene.run()
-    assert outcome.reason == "completed"
+    await scene.completes()
     assert questions == [
         "task t1 (careful: careful) was running when the session stopped; revive it?"
     ]
@@ -1126,8 +1107,7 @@ async def test_a_task_budget_covers_its_subtree(workspace: Workspace, engine: En
     lead = WORKER.model_copy(update={"name": "lead", "may_delegate": True})
     scene.wire(definitions=Definitions([*Definitions.builtin(), lead]))
     with trio.fail_after(10):
-        outcome = await scene.run()
-    assert outcome.reason == "completed"
+        await scene.completes()
     child = scene.state.tasks.get("t2")
     assert child.state == "failed"
     assert "it used the budget of task t1, above it, of 4 model calls" in child.reason
@@ -1163,8 +1143,7 @@ async def test_a_type_with_verify_completes_only_once_its_checks_pass(
     checked = WORKER.model_copy(update={"name": "checked", "verify": (check,)})
     scene.wire(definitions=Definitions([*Definitions.builtin(), checked]))
     with trio.fail_after(20):
-        outcome = await scene.run()
-    assert outcome.reason == "completed"
+        await scene.completes()
     task = scene.state.tasks.get("t1")
     assert task.state == "completed"
     assert task.completion.summary == "done, checked"
