@@ -1,11 +1,12 @@
 """The scripted-scene helpers every test shares: `c` and `reply` to script a model,
 `call` for the same call in a JSON script, `Scene` (a session in memory with a main
 agent and a scripted brain per agent), `steps` to answer a brain's nth call with its nth
-reply, what reads a request (`last_text`, `all_text`, `question_id`),
-`orchestrator`, the command in a subprocess (`pasted`, a printed command line;
-`orchestrator_on_trio` from a test on trio), `first_line_then_kill` for a child killed
-at a point it reports, `matches_golden`, `assert_in` for many pieces of one text, and
-`alive` / `gone_soon` for a process."""
+reply (`delegates_and_waits`, `asks_then_completes`: two brains often met), what reads
+a request (`last_text`, `all_text`, `question_id`), `orchestrator`, the command in a
+subprocess (`pasted`, a printed command line; `orchestrator_on_trio` from a test on
+trio), `first_line_then_kill` for a child killed at a point it reports,
+`matches_golden`, `assert_in` for many pieces of one text, and `alive` / `gone_soon`
+for a process."""
 
 from __future__ import annotations
 
@@ -237,6 +238,15 @@ def delegates_and_waits(then: str = "done", **delegate: Any) -> Brain:
         reply("", c("delegate", **delegate)),
         reply("", c("wait_tasks")),
         reply(then),
+    )
+
+
+def asks_then_completes(summary: str = "chose", question: str = "x or y?") -> Brain:
+    """A task's brain that asks `question` (`ask_decision`), then completes saying
+    `summary`."""
+    return steps(
+        reply("", c("ask_decision", question=question)),
+        reply("", c("complete", summary=summary)),
     )
 
 

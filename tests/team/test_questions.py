@@ -27,7 +27,16 @@ from orchestrator.state import USER
 from orchestrator.team.definitions import WORKER
 from orchestrator.team.queries import MAIN
 from orchestrator.tools import Workspace
-from tests.scenes import Scene, all_text, c, reply, run_settings, scripted_session, steps
+from tests.scenes import (
+    Scene,
+    all_text,
+    asks_then_completes,
+    c,
+    reply,
+    run_settings,
+    scripted_session,
+    steps,
+)
 from tests.team.engines import Engine
 
 EXPLORE = {"agent_type": "explorer", "prompt": "find out"}
@@ -79,10 +88,7 @@ async def test_a_reply_to_another_tasks_question_is_refused_naming_the_asker(
             ),
         )
 
-    asker = steps(
-        reply("", c("ask_decision", question="x or y?")),
-        reply("", c("complete", summary="chose")),
-    )
+    asker = asks_then_completes()
     scene = Scene(
         workspace,
         {
@@ -153,10 +159,7 @@ async def test_an_answer_to_a_closed_or_unknown_question_is_refused(
                 done,
                 reply("done"),
             ),
-            "t1": steps(
-                reply("", c("ask_decision", question="x or y?")),
-                reply("", c("complete", summary="chose")),
-            ),
+            "t1": asks_then_completes(),
         },
         engine=engine,
     )

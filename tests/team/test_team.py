@@ -25,6 +25,7 @@ from orchestrator.tools import Sandbox, Workspace
 from tests.scenes import (
     Scene,
     all_text,
+    asks_then_completes,
     c,
     delegates_and_waits,
     last_text,
@@ -906,10 +907,7 @@ async def test_a_notify_answer_still_wakes_a_parked_task(
                 reply("", c("wait_tasks")),
                 reply("done"),
             ),
-            "t1": steps(
-                reply("", c("ask_decision", question="x or y?")),
-                reply("", c("complete", summary="went with x")),
-            ),
+            "t1": asks_then_completes("went with x"),
         },
         engine=engine,
     )
