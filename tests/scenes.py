@@ -25,6 +25,7 @@ from typing import Any
 import orjson
 import trio
 
+import orchestrator as orc
 from orchestrator import (
     AgentStarted,
     ScriptedCall,
@@ -214,6 +215,26 @@ class Scene:
 
     def kinds(self) -> list[tuple[str, str, str]]:
         return [(m.kind, m.sender, m.recipient) for m in self.mail.values()]
+
+
+# The built-in agent types, with the workspace's tools they work with.
+TEAM = {"tools": orc.workspace_tools(), "agents": orc.builtin_agents()}
+
+
+async def yes(request: orc.ApprovalRequest) -> bool:
+    return True
+
+
+async def run_team(
+    goal: str, main: Brain, workspace: Path, tmp_path: Path, **more: Any
+) -> orc.RunResult:
+    """`orc.run(goal)`: `main` plays the model, the built-in team works in `workspace`, the
+    session is under `tmp_path`/s and every call asked about is approved; `more` added
+    (`settings`, `on_event`)."""
+    return await orc.run(
+        goal, model=ScriptedModel(main), workspace=workspace, sessions_dir=tmp_path / "s",
+        approve=yes, **TEAM, **more,
+    )  # fmt: skip
 
 
 def steps(*replies: ScriptedReply | Callable[[ModelRequest], Reply]) -> Brain:

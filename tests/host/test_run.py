@@ -96,13 +96,9 @@ async def test_the_approver_gets_a_typed_request_and_its_reason_reaches_the_mode
         return request.tool == "write_file" or orc.Denied("no commands on Fridays")
 
     result = await orc.run(
-        "write",
-        model=ScriptedModel(writer),
-        workspace=workspace,
-        sessions_dir=tmp_path / "s",
-        approve=approve,
-        tools=orc.workspace_tools(),
-    )
+        "write", model=ScriptedModel(writer), tools=orc.workspace_tools(),
+        workspace=workspace, sessions_dir=tmp_path / "s", approve=approve,
+    )  # fmt: skip
     assert [(r.agent, r.task, r.tool) for r in asked] == [
         ("main", None, "write_file"),
         ("main", None, "shell"),

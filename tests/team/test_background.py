@@ -26,10 +26,7 @@ from orchestrator import (
     ToolContext,
 )
 from orchestrator.view import journal_events
-from tests.scenes import all_text, c, first_line_then_kill, reply, wait_until
-
-# The built-in agent types, with the workspace's tools they work with.
-TEAM = {"tools": orc.workspace_tools(), "agents": orc.builtin_agents()}
+from tests.scenes import TEAM, all_text, c, first_line_then_kill, reply, run_team, wait_until, yes
 
 
 @pytest.fixture
@@ -37,10 +34,6 @@ def workspace(tmp_path: Path) -> Path:
     where = tmp_path / "work"
     where.mkdir()
     return where
-
-
-async def yes(request: orc.ApprovalRequest) -> bool:
-    return True
 
 
 def results(request: ModelRequest) -> list[str]:
@@ -70,15 +63,7 @@ async def test_a_background_build_runs_while_the_agent_writes_and_its_end_comes_
         return reply(f"heard: {text.count('background call t1 (shell: ')} time(s)")
 
     events: list[object] = []
-    result = await orc.run(
-        "build it",
-        model=ScriptedModel(main),
-        workspace=workspace,
-        sessions_dir=tmp_path / "s",
-        approve=yes,
-        on_event=events.append,
-        **TEAM,
-    )
+    result = await run_team("build it", main, workspace, tmp_path, on_event=events.append)
     assert result.status == "completed", result.detail
     assert result.output == "heard: 1 time(s)"
     [created] = [e for e in events if isinstance(e, TaskCreated)]
@@ -176,14 +161,7 @@ async def test_cancel_kills_the_whole_process_group(workspace: Path, tmp_path: P
             return reply("", c("cancel_task", task="t1", reason="not needed"))
         return reply(results(request)[-1])
 
-    result = await orc.run(
-        "start and stop",
-        model=ScriptedModel(main),
-        workspace=workspace,
-        sessions_dir=tmp_path / "s",
-        approve=yes,
-        **TEAM,
-    )
+    result = await run_team("start and stop", main, workspace, tmp_path)
     assert result.output == "cancelled: t1"
     assert sleeping("61.25") == []
     assert sleeping("61.5") == []
@@ -213,15 +191,7 @@ async def test_output_is_capped_on_disk_and_read_from_an_offset(
         return reply("read")
 
     settings = orc.SessionSettings(background_output=1000)
-    result = await orc.run(
-        "print",
-        model=ScriptedModel(main),
-        workspace=workspace,
-        sessions_dir=tmp_path / "s",
-        approve=yes,
-        settings=settings,
-        **TEAM,
-    )
+    result = await run_team("print", main, workspace, tmp_path, settings=settings)
     assert result.status == "completed"
     first, rest = reads
     assert first.startswith("task t1 [completed] exit code 0: bytes 0-20 of ")
@@ -251,15 +221,13 @@ async def test_the_limits_refuse_a_call_past_them_naming_the_running_ones(
         return reply("")
 
     events: list[object] = []
-    result = await orc.run(
+    result = await run_team(
         "two at once",
-        model=ScriptedModel(main),
-        workspace=workspace,
-        sessions_dir=tmp_path / "s",
-        approve=yes,
+        main,
+        workspace,
+        tmp_path,
         settings=orc.SessionSettings(background_per_agent=1),
         on_event=events.append,
-        **TEAM,
     )
     assert result.status == "completed"
     [refused] = [
@@ -285,14 +253,12 @@ async def test_a_deadline_cancels_a_call_and_its_owner_is_told(
         assert told is not None
         return reply(f"{told[1]}: {told[2]}")
 
-    result = await orc.run(
+    result = await run_team(
         "wait too long",
-        model=ScriptedModel(main),
-        workspace=workspace,
-        sessions_dir=tmp_path / "s",
-        approve=yes,
+        main,
+        workspace,
+        tmp_path,
         settings=orc.SessionSettings(background_deadline=0.5),
-        **TEAM,
     )
     assert result.output == "failed: cancelled: its deadline passed after 0.5s"
 
@@ -308,14 +274,7 @@ async def test_the_session_waits_for_a_running_call_before_it_completes(
             return reply("seen the end")
         return reply("my turn is over")  # the call still runs: the assessment waits
 
-    result = await orc.run(
-        "end early",
-        model=ScriptedModel(main),
-        workspace=workspace,
-        sessions_dir=tmp_path / "s",
-        approve=yes,
-        **TEAM,
-    )
+    result = await run_team("end early", main, workspace, tmp_path)
     assert (result.status, result.output) == ("completed", "seen the end")
 
 
@@ -327,14 +286,7 @@ async def test_a_session_that_stops_cancels_what_still_runs(
             return reply("", c("shell", command="sleep 60", background=True))
         return reply("", c("report_blocked", category="input", reason="I need a name"))
 
-    result = await orc.run(
-        "block",
-        model=ScriptedModel(main),
-        workspace=workspace,
-        sessions_dir=tmp_path / "s",
-        approve=yes,
-        **TEAM,
-    )
+    result = await run_team("block", main, workspace, tmp_path)
     assert result.status == "blocked"
     state = orc.load_state(result.session_dir, warn=print)  # type: ignore[arg-type]
     task = state.tasks.get("t1")
@@ -350,14 +302,7 @@ async def test_a_background_call_takes_no_messages(workspace: Path, tmp_path: Pa
             return reply("", c("send_message", task="t1", kind="instruction", text="hurry"))
         return reply(results(request)[-1])
 
-    result = await orc.run(
-        "talk to a call",
-        model=ScriptedModel(main),
-        workspace=workspace,
-        sessions_dir=tmp_path / "s",
-        approve=yes,
-        **TEAM,
-    )
+    result = await run_team("talk to a call", main, workspace, tmp_path)
     assert result.output is not None
     assert result.output.startswith("task t1 is a call in the background: it reads no messages")
 
@@ -380,14 +325,8 @@ async def test_past_background_after_a_foreground_command_moves_to_the_backgroun
             return reply("", c("wait_tasks", tasks=["t1"]))
         return reply("told")
 
-    result = await orc.run(
-        "slow",
-        model=ScriptedModel(main),
-        workspace=workspace,
-        sessions_dir=tmp_path / "s",
-        approve=yes,
-        settings=orc.SessionSettings(background_after=0.3),
-        **TEAM,
+    result = await run_team(
+        "slow", main, workspace, tmp_path, settings=orc.SessionSettings(background_after=0.3)
     )
     assert (result.status, result.output) == ("completed", "told")
     # What it printed before it moved is in its output file, before what came after.

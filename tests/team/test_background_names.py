@@ -8,16 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import orchestrator as orc
-from orchestrator import ModelRequest, ScriptedModel, ScriptedReply
-from tests.scenes import c, reply
-
-# The built-in agent types, with the workspace's tools they work with.
-TEAM = {"tools": orc.workspace_tools(), "agents": orc.builtin_agents()}
-
-
-async def yes(request: orc.ApprovalRequest) -> bool:
-    return True
+from orchestrator import ModelRequest, ScriptedReply
+from tests.scenes import c, reply, run_team
 
 
 async def test_list_tasks_names_a_background_shell_call_by_its_tool_once(
@@ -36,14 +28,7 @@ async def test_list_tasks_names_a_background_shell_call_by_its_tool_once(
         listed = [str(getattr(m, "content", "")) for m in request.messages]
         return reply(next(text for text in listed if text.startswith("t1 [")))
 
-    result = await orc.run(
-        "build",
-        model=ScriptedModel(main),
-        workspace=workspace,
-        sessions_dir=tmp_path / "s",
-        approve=yes,
-        **TEAM,
-    )
+    result = await run_team("build", main, workspace, tmp_path)
     assert result.output is not None
     assert result.output.split("\n")[0].startswith("t1 [")
     assert "shell: echo built" in result.output

@@ -18,21 +18,14 @@ import orchestrator as orc
 from orchestrator import ModelRequest, ScriptedModel, ScriptedReply
 from orchestrator.text import escaped, unescaped
 from orchestrator.tools.files import ESCAPED_NOTE
-from tests.scenes import c, reply
+from tests.scenes import TEAM, c, reply, run_team
 
 BAD = os.fsdecode(b"bad\xff.txt")  # as Python carries it: a lone surrogate
 DIR = os.fsdecode(b"d\xfe")
 
-# The built-in agent types, with the workspace's tools they work with.
-TEAM = {"tools": orc.workspace_tools(), "agents": orc.builtin_agents()}
-
 
 def results(request: ModelRequest) -> list[str]:
     return [str(getattr(m, "content", "")) for m in request.messages if hasattr(m, "call_id")]
-
-
-async def yes(request: orc.ApprovalRequest) -> bool:
-    return True
 
 
 @pytest.fixture
@@ -74,14 +67,7 @@ async def test_list_files_grep_and_read_file_carry_such_names(
             return reply("", calls[request.step])
         return reply("done")
 
-    result = await orc.run(
-        "g",
-        model=ScriptedModel(main),
-        workspace=workspace,
-        sessions_dir=tmp_path / "s",
-        approve=yes,
-        **TEAM,
-    )
+    result = await run_team("g", main, workspace, tmp_path)
     assert result.status == "completed", result.detail
     assert said["list"] == f"bad\\xff.txt\nd\\xfe/notes.txt\nimage.bin\n{ESCAPED_NOTE}"
     assert said["grep"].splitlines() == [
@@ -127,14 +113,7 @@ async def test_a_subagents_command_making_such_names_is_checked_not_crashed(
             "", c("complete", summary="ok", files_changed=["sub/new\\xff.txt"], risks=risks)
         )
 
-    result = await orc.run(
-        "g",
-        model=ScriptedModel(brain),
-        workspace=workspace,
-        sessions_dir=tmp_path / "s",
-        approve=yes,
-        **TEAM,
-    )
+    result = await run_team("g", brain, workspace, tmp_path)
     assert result.status == "completed", result.detail
     assert (
         seen[0] == "exit code 0\n\n[files changed by this command: sub/new\\xff.txt, sub/out\\xfe]"
