@@ -316,6 +316,12 @@ def orchestrator(
     )
 
 
+def run_flags(workspace: Path, sessions: Path) -> list[str]:
+    """The flags of a run that works in `workspace`, keeps its session under `sessions`
+    and asks nobody (`--yes`)."""
+    return ["--workspace", str(workspace), "--sessions-dir", str(sessions), "--yes"]
+
+
 async def orchestrator_on_trio(
     *args: str, seconds: float = 60, **env: str
 ) -> subprocess.CompletedProcess[bytes]:

@@ -35,7 +35,7 @@ from sdk_types import (
 )
 
 from orchestrator.agent.recovery import GO_ON
-from tests.scenes import orchestrator_on_trio
+from tests.scenes import orchestrator_on_trio, run_flags
 
 Wire = Literal["anthropic", "openai"]
 GOAL = "Write the chaos files, one task each."
@@ -245,7 +245,7 @@ async def run_team(
     return await orchestrator_on_trio(
         "run", "Write the chaos files.",
         "--model", CHAIN.format(url=openai.url), "--config", str(config),
-        "--workspace", str(workspace), "--sessions-dir", str(sessions), "--yes",
+        *run_flags(workspace, sessions),
         seconds=240,
         ANTHROPIC_API_KEY="sk-ant-chaos",
         ANTHROPIC_BASE_URL=anthropic.url,

@@ -128,30 +128,18 @@ class Stream:
     def text(self, *pieces: str, refusal: bool = False) -> Stream:
         item_id = f"msg_{self._index}"
         content: dict[str, Any]
+        at = {"item_id": item_id, "content_index": 0, "output_index": 0, "sequence_number": 0}
         if refusal:
             content = {"type": "refusal", "refusal": "".join(pieces)}
             deltas: list[BaseModel] = [
-                ResponseRefusalDeltaEvent(
-                    type="response.refusal.delta",
-                    delta=p,
-                    item_id=item_id,
-                    content_index=0,
-                    output_index=0,
-                    sequence_number=0,
-                )
+                ResponseRefusalDeltaEvent(type="response.refusal.delta", delta=p, **at)
                 for p in pieces
             ]
         else:
             content = {"type": "output_text", "text": "".join(pieces), "annotations": []}
             deltas = [
                 ResponseTextDeltaEvent(
-                    type="response.output_text.delta",
-                    delta=p,
-                    item_id=item_id,
-                    content_index=0,
-                    output_index=0,
-                    sequence_number=0,
-                    logprobs=[],
+                    type="response.output_text.delta", delta=p, logprobs=[], **at
                 )
                 for p in pieces
             ]

@@ -11,7 +11,7 @@ import pytest
 from provider_server import LoopbackServer, Reply
 from sdk_types import OPENAI_DONE, openai_call_delta, openai_chunk, openai_usage
 
-from tests.scenes import orchestrator_on_trio
+from tests.scenes import orchestrator_on_trio, run_flags
 
 FAKE_KEY = "sk-e2e-FAKE-KEY-0123456789abcdef"
 
@@ -62,7 +62,7 @@ async def run_cli(
     result = await orchestrator_on_trio(
         "run", "Write notes.txt and check it",
         "--model", f"openai-compatible:test-model@{server.url}/v1",
-        "--workspace", str(workspace), "--sessions-dir", str(sessions), "--yes",
+        *run_flags(workspace, sessions),
         *extra,
         OPENAI_API_KEY=FAKE_KEY,
     )  # fmt: skip

@@ -25,7 +25,7 @@ from orchestrator.models.fallback import Fallback
 from orchestrator.models.http import RetryPolicy
 from orchestrator.models.openai import OpenAIChatModel, OpenAIEndpoint
 from orchestrator.models.resolve import resolve_model
-from tests.scenes import orchestrator_on_trio
+from tests.scenes import orchestrator_on_trio, run_flags
 
 REQUEST = ModelRequest(messages=(UserMessage(content="hi"),))
 
@@ -285,7 +285,7 @@ async def test_a_session_falls_back_journals_it_and_resumes_on_the_journaled_mod
         "OPENAI_API_KEY": "sk-test",
     }
     spec = f"anthropic:claude-test,openai:gpt-test@{second.url}/v1"
-    where = ["--workspace", str(workspace), "--sessions-dir", str(sessions), "--yes"]
+    where = run_flags(workspace, sessions)
 
     ran = await orchestrator_on_trio("run", "Write a.txt", "--model", spec, *where, **env)
 

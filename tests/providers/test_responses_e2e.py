@@ -10,7 +10,7 @@ import orjson
 from provider_server import LoopbackServer, Reply
 from responses_events import Stream, reasoning_item, usage
 
-from tests.scenes import orchestrator_on_trio
+from tests.scenes import orchestrator_on_trio, run_flags
 
 FAKE_KEY = "sk-e2e-FAKE-KEY-responses-0123456789"
 
@@ -33,9 +33,8 @@ async def test_a_tool_round_keeps_its_reasoning_across_turns(
     workspace, sessions = tmp_path / "ws", tmp_path / "sessions"
     workspace.mkdir()
     result = await orchestrator_on_trio(
-        "run", "Write notes.txt",
-        "--model", f"openai-responses:gpt-test@{server.url}/v1",
-        "--workspace", str(workspace), "--sessions-dir", str(sessions), "--yes",
+        "run", "Write notes.txt", "--model", f"openai-responses:gpt-test@{server.url}/v1",
+        *run_flags(workspace, sessions),
         OPENAI_API_KEY=FAKE_KEY,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr.decode()

@@ -13,7 +13,7 @@ import orjson
 from provider_server import LoopbackServer, Recorded, Reply
 from sdk_types import anthropic_text, anthropic_tool_use, openai_text, openai_tool_call
 
-from tests.scenes import orchestrator_on_trio
+from tests.scenes import orchestrator_on_trio, run_flags
 
 CONFIG = """
 [agents.main]
@@ -68,7 +68,7 @@ async def run_cli(tmp_path: Path, model: str, config: str, env: dict[str, str]) 
     result = await orchestrator_on_trio(
         "run", "Count the files",
         "--model", model, "--config", str(tmp_path / "config.toml"),
-        "--workspace", str(workspace), "--sessions-dir", str(sessions), "--yes",
+        *run_flags(workspace, sessions),
         **env,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout.decode() + result.stderr.decode()
