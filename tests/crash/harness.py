@@ -125,39 +125,30 @@ class CrashRun:
     def start_command(self) -> list[str]:
         if not self.session_id:
             return cli(
-                "run",
-                "crash test",
-                "--model",
-                f"scripted:{self.script}",
-                "-w",
-                str(self.workspace),
-                "--yes",
-                "--json",
-                "--max-rounds",
-                "500",
+                "run", "crash test", "--model", f"scripted:{self.script}",
+                "-w", str(self.workspace), "--yes", "--json", "--max-rounds", "500",
                 sessions=self.sessions,
-            )
+            )  # fmt: skip
         return cli(
-            "resume",
-            self.session_id,
-            "--yes",
-            "--json",
-            "--max-rounds",
-            "500",
+            "resume", self.session_id, "--yes", "--json", "--max-rounds", "500",
             sessions=self.sessions,
+        )  # fmt: skip
+
+    def start(self, stderr: int = subprocess.PIPE) -> subprocess.Popen[bytes]:
+        """The process of the next step, its events on stdout."""
+        return subprocess.Popen(
+            self.start_command(),
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, "NO_COLOR": "1"},
         )
 
     def step(self, kill_after_events: int | None) -> int | None:
         """Run until the process ends, or SIGKILL it after `kill_after_events` events.
         Returns the exit code, or None if it was killed. A process still running after
         `hang_after` seconds is killed and the run fails as hung."""
-        proc = subprocess.Popen(
-            self.start_command(),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            stdin=subprocess.DEVNULL,
-            env={**os.environ, "NO_COLOR": "1"},
-        )
+        proc = self.start()
         hung = threading.Event()
 
         def watchdog() -> None:

@@ -3,7 +3,6 @@ whole or absent, never half of one, and the session ends as the uninterrupted on
 
 from __future__ import annotations
 
-import os
 import random
 import signal
 import subprocess
@@ -25,13 +24,7 @@ class CompactionRun(CrashRun):
     def step_until(self, kind: str, occurrence: int) -> bool:
         """Run until the `occurrence`-th event of `kind` is printed, then SIGKILL the
         process; True if it was killed (False: it finished first)."""
-        proc = subprocess.Popen(
-            self.start_command(),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            stdin=subprocess.DEVNULL,
-            env={**os.environ, "NO_COLOR": "1"},
-        )
+        proc = self.start(stderr=subprocess.DEVNULL)
         assert proc.stdout is not None
         seen = 0
         killed = False

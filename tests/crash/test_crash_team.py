@@ -174,15 +174,10 @@ class TeamCrashRun(CrashRun):
     def start_command(self) -> list[str]:
         if not self.session_id:
             return cli(
-                "run",
-                "crash test with subagents",
-                "--model",
-                f"scripted:{self.script}",
-                "--session-workspace",
-                "--yes",
-                "--json",
+                "run", "crash test with subagents", "--model", f"scripted:{self.script}",
+                "--session-workspace", "--yes", "--json",
                 sessions=self.sessions,
-            )
+            )  # fmt: skip
         return cli("resume", self.session_id, "--yes", "--json", sessions=self.sessions)
 
     @property
@@ -564,14 +559,14 @@ def run_script(tmp_path: Path, script: dict[str, Any]) -> TeamCrashRun:
     return run
 
 
+DELEGATE_AND_WAIT = [
+    {"tool_calls": [call("delegate", description="a", prompt="a", write_scope=["out/"])]},
+    {"tool_calls": [call("wait_tasks")]},
+]
 ONE_TASK_SCRIPT: dict[str, Any] = {
     "version": 1,
     "agents": {
-        "main": [
-            {"tool_calls": [call("delegate", description="a", prompt="a", write_scope=["out/"])]},
-            {"tool_calls": [call("wait_tasks")]},
-            *[{"text": "done"}] * 5,
-        ],
+        "main": [*DELEGATE_AND_WAIT, *[{"text": "done"}] * 5],
         "t1": [{"tool_calls": [call("complete", summary="first")]}],
     },
 }
@@ -579,8 +574,7 @@ FOLLOW_UP_SCRIPT: dict[str, Any] = {
     "version": 1,
     "agents": {
         "main": [
-            {"tool_calls": [call("delegate", description="a", prompt="a", write_scope=["out/"])]},
-            {"tool_calls": [call("wait_tasks")]},
+            *DELEGATE_AND_WAIT,
             {"tool_calls": [call("send_message", task="t1", text="and also write out/b.txt")]},
             {"tool_calls": [call("wait_tasks")]},
             *[{"text": "done"}] * 5,
