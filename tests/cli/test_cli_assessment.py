@@ -12,6 +12,13 @@ import orjson
 from tests.cli.test_cli import orchestrator, sessions_root  # noqa: F401  (an autouse fixture)
 from tests.scenes import call
 
+# A main agent's replies: one todo written, then done, then the end.
+ONE_TODO_DONE = (
+    {"tool_calls": [call("todo_write", todos=[{"content": "a"}])]},
+    {"tool_calls": [call("todo_update", id="1", status="completed")]},
+    {"text": "done"},
+)
+
 
 def script(tmp_path: Path, *replies: dict[str, Any]) -> str:
     path = tmp_path / "script.json"
@@ -111,12 +118,7 @@ def test_an_exhausted_budget_exits_4_and_goes_on_with_a_larger_one(tmp_path: Pat
 
 
 def test_json_streams_todo_and_assessment_events(tmp_path: Path) -> None:
-    model = script(
-        tmp_path,
-        {"tool_calls": [call("todo_write", todos=[{"content": "a"}])]},
-        {"tool_calls": [call("todo_update", id="1", status="completed")]},
-        {"text": "done"},
-    )
+    model = script(tmp_path, *ONE_TODO_DONE)
     run = orchestrator(
         "run", "a", "--model", model, "-w", str(workspace(tmp_path)), "--yes", "--json"
     )

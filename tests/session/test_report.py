@@ -25,7 +25,7 @@ from orchestrator.session.live import JOURNAL, SNAPSHOT
 from orchestrator.state import Manifest, decode_record, read_manifest, write_manifest
 from orchestrator.store import scan_journal
 from tests.cli.test_cli import ROOT, orchestrator, sessions_root  # noqa: F401  (an autouse fixture)
-from tests.cli.test_cli_assessment import script, session_id, workspace
+from tests.cli.test_cli_assessment import ONE_TODO_DONE, script, session_id, workspace
 from tests.scenes import call
 from tests.state.test_fold import Drawn, fold, journals, write_journal
 
@@ -167,12 +167,7 @@ def test_a_blocked_session_shows_its_reason(tmp_path: Path) -> None:
 
 
 def test_prices_are_summed_call_by_call(tmp_path: Path) -> None:
-    model = script(
-        tmp_path,
-        {"tool_calls": [call("todo_write", todos=[{"content": "a"}])]},
-        {"tool_calls": [call("todo_update", id="1", status="completed")]},
-        {"text": "done"},
-    )
+    model = script(tmp_path, *ONE_TODO_DONE)
     result = orchestrator("run", "do a", "--model", model, "-w", str(workspace(tmp_path)), "--yes")
     assert result.returncode == 0, result.stderr
     directory = tmp_path / "sessions" / session_id(result.stdout)
