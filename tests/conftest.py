@@ -23,7 +23,7 @@ from orchestrator import (
     SystemMessage,
     UserMessage,
 )
-from orchestrator.agent import TurnDeps
+from orchestrator.agent import TurnDeps, run_turn
 from orchestrator.tools import ToolContext, ToolRegistry, Workspace, workspace_tools
 
 # `--by-file` (tests/progress.py): the line per test file `make test` prints.
@@ -95,6 +95,13 @@ def make_deps(workspace: Workspace) -> MakeDeps:
         return session.state.agents["main"], deps, sink
 
     return make
+
+
+async def final_text(state: AgentContext, deps: TurnDeps) -> str:
+    """The text of the final reply of a turn (`run_turn`), which must end with one."""
+    outcome = await run_turn(state, deps)
+    assert outcome.final is not None, outcome
+    return outcome.final.text
 
 
 def run_on_terminal(args: list[str], typed: bytes) -> subprocess.CompletedProcess[str]:

@@ -22,7 +22,7 @@ from orchestrator.models.base import at_output_limit
 from orchestrator.models.scripted import ScriptedModel, parse_script
 from orchestrator.state.events import AssistantReplied
 from orchestrator.tools import Workspace, workspace_tools
-from tests.conftest import MakeDeps
+from tests.conftest import MakeDeps, final_text
 from tests.scenes import call, scripted
 
 CUT_ARGS = '{"path": "big.txt", "content": "line 1\\nline 2\\nli'
@@ -70,9 +70,7 @@ async def test_cut_text_is_continued_and_joined_into_one_reply(make_deps: MakeDe
         }
     )
     state, deps, sink = make_deps(model, max_tokens=1000)
-    outcome = await run_turn(state, deps)
-    assert outcome.final is not None
-    assert outcome.final.text == "The plan has three parts: read, write, test."
+    assert await final_text(state, deps) == "The plan has three parts: read, write, test."
     # One reply journaled, whole, its usage that of both pieces.
     [journaled] = replied(sink.events)
     assert journaled.text == "The plan has three parts: read, write, test."
@@ -117,9 +115,7 @@ async def test_a_cut_call_is_asked_again_with_double_the_limit_and_runs_once_who
         {"text": "written"},
     )
     state, deps, sink = make_deps(model, max_tokens=1000)
-    outcome = await run_turn(state, deps)
-    assert outcome.final is not None
-    assert outcome.final.text == "written"
+    assert await final_text(state, deps) == "written"
     assert [(r.max_tokens, r.recovery) for r in model.requests] == [(1000, 0), (2000, 1), (1000, 0)]
     # The same request, but for its limit.
     assert model.requests[1].messages == model.requests[0].messages
@@ -140,9 +136,7 @@ async def test_a_call_cut_again_is_never_run_and_the_model_is_told_to_write_in_p
         {"text": "I will write it in parts"},
     )
     state, deps, sink = make_deps(model, max_tokens=1000)
-    outcome = await run_turn(state, deps)
-    assert outcome.final is not None
-    assert outcome.final.text == "I will write it in parts"
+    assert await final_text(state, deps) == "I will write it in parts"
     assert len(model.requests) == 3  # asked again once, then the model is told
     assert not (workspace.root / "big.txt").exists()
     assert notices(sink.events) == [("larger", 1, 2000), ("too_long", 0, None)]

@@ -24,28 +24,20 @@ from sdk_types import (
     openai_usage,
 )
 
-from orchestrator import AssistantMessage, ReplyAtLimit, ToolResult, Usage
+from orchestrator import ReplyAtLimit, ToolResult, Usage
 from orchestrator.agent import run_turn
 from orchestrator.agent.recovery import GO_ON
 from orchestrator.models.anthropic import AnthropicEndpoint, AnthropicModel
 from orchestrator.models.http import RetryPolicy
 from orchestrator.models.openai import OpenAIChatModel, OpenAIEndpoint
 from orchestrator.models.openai_responses import OpenAIResponsesModel, ResponsesEndpoint
-from orchestrator.state.events import AssistantReplied
 from orchestrator.tools import Workspace
-from tests.conftest import MakeDeps
+from tests.conftest import MakeDeps, final_text
+from tests.loop.test_reply_at_limit import notices, replied
 
 WHOLE = '{"path": "big.txt", "content": "one\\ntwo\\nthree\\n"}'
 CUT = WHOLE[:30]
 NO_RETRY = RetryPolicy(max_retries=0)
-
-
-def notices(events: list[Any]) -> list[tuple[str, int, int | None]]:
-    return [(e.how, e.recovery, e.max_tokens) for e in events if isinstance(e, ReplyAtLimit)]
-
-
-def replied(events: list[Any]) -> list[AssistantMessage]:
-    return [e.message for e in events if isinstance(e, AssistantReplied)]
 
 
 # --- chat completions: finish_reason "length" -----------------------------------------
@@ -77,9 +69,7 @@ async def test_chat_completions_text_cut_by_length_is_continued_and_joined(
         Reply.sse(openai_text("ty-two.", usage=(60, 4))),
     )
     state, deps, sink = make_deps(chat_model(server, client, sleeps), max_tokens=16)
-    outcome = await run_turn(state, deps)
-    assert outcome.final is not None
-    assert outcome.final.text == "The answer is forty-two."
+    assert await final_text(state, deps) == "The answer is forty-two."
     [journaled] = replied(sink.events)
     assert journaled.text == "The answer is forty-two."
     assert journaled.usage == Usage(input_tokens=100, output_tokens=20)
@@ -144,9 +134,7 @@ async def test_a_larger_limit_the_server_refuses_leaves_the_call_answered_as_too
         Reply.sse(openai_text("In parts, then.")),
     )
     state, deps, sink = make_deps(chat_model(server, client, sleeps), max_tokens=16)
-    outcome = await run_turn(state, deps)
-    assert outcome.final is not None
-    assert outcome.final.text == "In parts, then."
+    assert await final_text(state, deps) == "In parts, then."
     assert [r.json()["max_tokens"] for r in server.requests] == [16, 32, 16]
     assert notices(sink.events) == [("larger", 1, 32), ("too_long", 0, None)]
     [told] = [e.message for e in sink.events if isinstance(e, ReplyAtLimit) and e.recovery == 0]
@@ -192,9 +180,7 @@ async def test_anthropic_call_cut_at_max_tokens_is_asked_again_with_a_larger_lim
     # No limit set for the role: the adapter's default (8,192), which the cut reply's
     # output tokens show, doubled.
     state, deps, sink = make_deps(anthropic_model(server, client, sleeps))
-    outcome = await run_turn(state, deps)
-    assert outcome.final is not None
-    assert outcome.final.text == "Written."
+    assert await final_text(state, deps) == "Written."
     bodies = [r.json() for r in server.requests]
     assert [b["max_tokens"] for b in bodies] == [8192, 16_384, 8192]
     assert bodies[1]["messages"] == bodies[0]["messages"]
@@ -220,9 +206,7 @@ async def test_anthropic_text_cut_at_max_tokens_is_continued(
     cut[-2] = message_delta("max_tokens", 100)
     server.add(Reply.sse(cut), Reply.sse(anthropic_text(" files.")))
     state, deps, sink = make_deps(anthropic_model(server, client, sleeps), max_tokens=100)
-    outcome = await run_turn(state, deps)
-    assert outcome.final is not None
-    assert outcome.final.text == "Step one: read the files."
+    assert await final_text(state, deps) == "Step one: read the files."
     partial, note = server.requests[1].json()["messages"][-2:]
     assert partial["role"] == "assistant"
     assert [(b["type"], b["text"]) for b in partial["content"]] == [("text", "Step one: read the")]
@@ -257,9 +241,7 @@ async def test_responses_call_cut_twice_is_not_run_and_the_model_is_told(
         Reply.sse(Stream().created().text("I will write it in parts.").completed().events),
     )
     state, deps, sink = make_deps(responses_model(server, client, sleeps), max_tokens=64)
-    outcome = await run_turn(state, deps)
-    assert outcome.final is not None
-    assert outcome.final.text == "I will write it in parts."
+    assert await final_text(state, deps) == "I will write it in parts."
     bodies = [r.json() for r in server.requests]
     assert [b["max_output_tokens"] for b in bodies] == [64, 128, 64]
     assert notices(sink.events) == [("larger", 1, 128), ("too_long", 0, None)]
