@@ -18,7 +18,6 @@ from responses_events import Stream, reasoning_item, usage
 
 from orchestrator import (
     AssistantMessage,
-    ModelRequest,
     SystemMessage,
     Thinking,
     ToolCall,
@@ -36,6 +35,7 @@ from orchestrator.errors import (
 from orchestrator.messages import Message, MessageView
 from orchestrator.models import (
     ModelEvent,
+    ModelRequest,
     StreamEnded,
     TextDelta,
     ThinkingDelta,
