@@ -216,22 +216,11 @@ def team_brain(gate: trio.Event) -> Respond:
         text = all_text(request)
         if request.role == "main":
             if request.step == 0:
+                worker = {"agent_type": "worker"}
                 return reply(
                     "",
-                    c(
-                        "delegate",
-                        description="pick",
-                        prompt="Pick.",
-                        agent_type="worker",
-                        write_scope=["a"],
-                    ),
-                    c(
-                        "delegate",
-                        description="slow",
-                        prompt="Slow.",
-                        agent_type="worker",
-                        write_scope=["b"],
-                    ),
+                    c("delegate", description="pick", prompt="Pick.", write_scope=["a"], **worker),
+                    c("delegate", description="slow", prompt="Slow.", write_scope=["b"], **worker),
                 )
             if "<completed id=" in text and "from=task t1" in text:
                 return reply("t1 handed in")

@@ -57,24 +57,20 @@ def test_a_refused_agent_file_leaves_no_session_behind(
 async def test_an_unknown_task_id_names_only_the_callers_own_tasks(workspace: Workspace) -> None:
     """The main agent owns t1, whose own subtask is t2: to the main agent, t2 is as
     unknown as t9, and neither error names t2 or its owner."""
-    scene = Scene(
-        workspace,
-        {
-            MAIN: steps(
-                reply("", c("delegate", description="lead", prompt=".", agent_type="lead")),
-                reply("", c("wait_tasks")),
-                reply("", c("send_message", task="t2", text="hi")),
-                reply("", c("cancel_task", task="t9", reason="r")),
-                reply("done"),
-            ),
-            "t1": steps(
-                reply("", c("delegate", description="sub", prompt=".")),
-                reply("", c("wait_tasks")),
-                reply("", c("complete", summary="ok")),
-            ),
-            "t2": steps(reply("", c("complete", summary="ok"))),
-        },
+    main = steps(
+        reply("", c("delegate", description="lead", prompt=".", agent_type="lead")),
+        reply("", c("wait_tasks")),
+        reply("", c("send_message", task="t2", text="hi")),
+        reply("", c("cancel_task", task="t9", reason="r")),
+        reply("done"),
     )
+    lead = steps(
+        reply("", c("delegate", description="sub", prompt=".")),
+        reply("", c("wait_tasks")),
+        reply("", c("complete", summary="ok")),
+    )
+    sub = steps(reply("", c("complete", summary="ok")))
+    scene = Scene(workspace, {MAIN: main, "t1": lead, "t2": sub})
     lead = WORKER.model_copy(update={"name": "lead", "may_delegate": True})
     scene.wire(definitions=Definitions([*Definitions.builtin(), lead]))
     await scene.run()

@@ -22,18 +22,12 @@ async def forever(request: ModelRequest) -> ScriptedReply:
 async def test_a_wait_ends_when_the_time_budget_does(
     workspace: Workspace, autojump_clock: trio.testing.MockClock
 ) -> None:
-    scene = Scene(
-        workspace,
-        {
-            MAIN: steps(
-                reply("", c("delegate", description="slow", prompt=".")),
-                reply("", c("wait_tasks", timeout=20)),
-                reply("never asked: the budget is spent"),
-            ),
-            "t1": forever,
-        },
-        policy=Policy(budgets=Budgets(wall=2)),
+    main = steps(
+        reply("", c("delegate", description="slow", prompt=".")),
+        reply("", c("wait_tasks", timeout=20)),
+        reply("never asked: the budget is spent"),
     )
+    scene = Scene(workspace, {MAIN: main, "t1": forever}, policy=Policy(budgets=Budgets(wall=2)))
     started = trio.current_time()
     outcome = await scene.run()
     assert trio.current_time() - started < 3  # not 20
