@@ -5,6 +5,7 @@ built-in type whose tools the session lacks is left out instead (issue 36, item 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -37,23 +38,29 @@ async def run(tmp_path: Path, run_settings: orc.RunSettings) -> None:
         await orc.drive(live, run_settings)
 
 
+async def refused(
+    tmp_path: Path, model: ScriptedModel, engine: Engine, match: str, **given: Any
+) -> None:
+    """A run given `given` is refused as `match` says, before any model call."""
+    with pytest.raises(ConfigError, match=match):
+        await run(tmp_path, settings(model, engine, **given))
+    assert model.requests == []
+
+
 async def test_a_type_naming_an_unknown_tool_is_refused_before_any_model_call(
-    tmp_path: Path,
-    engine: Engine,
+    tmp_path: Path, engine: Engine
 ) -> None:
     model = ScriptedModel(parse_script(SCRIPT))
     weather = orc.AgentDefinition(
         name="weather", prompt="You look up the weather.", tools=("read_file", "lookup_wether")
     )
     definitions = orc.Definitions([*orc.Definitions.builtin(), weather])
-    with pytest.raises(ConfigError, match="agent type 'weather' names unknown tool"):
-        await run(tmp_path, settings(model, engine, definitions=definitions))
-    assert model.requests == []
+    match = "agent type 'weather' names unknown tool"
+    await refused(tmp_path, model, engine, match, definitions=definitions)
 
 
 async def test_a_type_whose_model_does_not_resolve_is_refused_naming_it(
-    tmp_path: Path,
-    engine: Engine,
+    tmp_path: Path, engine: Engine
 ) -> None:
     model = ScriptedModel(parse_script(SCRIPT))
 
@@ -62,14 +69,12 @@ async def test_a_type_whose_model_does_not_resolve_is_refused_naming_it(
             raise ConfigError("unknown provider 'nosuch' in 'nosuch:model'")
         return model
 
-    with pytest.raises(ConfigError, match="agent type 'explorer': unknown provider 'nosuch'"):
-        await run(tmp_path, settings(model, engine, models=models))
-    assert model.requests == []
+    match = "agent type 'explorer': unknown provider 'nosuch'"
+    await refused(tmp_path, model, engine, match, models=models)
 
 
 async def test_a_built_in_type_the_sessions_tools_cannot_serve_is_left_out(
-    tmp_path: Path,
-    engine: Engine,
+    tmp_path: Path, engine: Engine
 ) -> None:
     # Tools of the session's own, the read-only ones: the explorer has its tools, the
     # worker lacks write_file, edit_file and shell, and is no type of this session's.
@@ -108,8 +113,7 @@ async def test_a_built_in_type_the_sessions_tools_cannot_serve_is_left_out(
 
 
 async def test_a_built_in_type_changed_by_the_user_still_names_its_tools(
-    tmp_path: Path,
-    engine: Engine,
+    tmp_path: Path, engine: Engine
 ) -> None:
     model = ScriptedModel(parse_script(SCRIPT))
     worker = orc.Definitions.builtin().get("worker").model_copy(update={"max_rounds": 7})
