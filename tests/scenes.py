@@ -71,6 +71,16 @@ def scripted(*replies: dict[str, Any], agent: str = "main") -> ScriptedModel:
     return ScriptedModel(parse_script({"agents": {agent: list(replies)}}))
 
 
+def one_task_script(
+    description: str, prompt: str, timeout: float, task: list[Any], *said: str
+) -> dict[str, Any]:
+    """A JSON script's agents: the main agent delegates one task ("One task."), waits for
+    it up to `timeout` seconds, then says each of `said` in turn; t1 plays `task`."""
+    delegate = call("delegate", description=description, prompt=prompt)
+    first = {"text": "One task.", "tool_calls": [delegate, call("wait_tasks", timeout=timeout)]}
+    return {"main": [first, *({"text": text} for text in said)], "t1": task}
+
+
 Brain = Callable[[ModelRequest], Reply]
 
 

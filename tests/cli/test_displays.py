@@ -22,25 +22,13 @@ from tests.cli.terminal import Terminal
 from tests.cli.test_headless import NOTICE
 from tests.cli.test_headless import orchestrator as headless
 from tests.plans.test_handoff import SCRIPT as PLANNED
-from tests.scenes import call
+from tests.scenes import call, one_task_script
 
-DELEGATES_A_SLEEPER = {
-    "main": [
-        {
-            "text": "One task.",
-            "tool_calls": [
-                call("delegate", description="sleeper", prompt="sleep"),
-                call("wait_tasks", timeout=600),
-            ],
-        },
-        {"text": "slept"},
-        {"text": "t1 slept"},
-    ],
-    "t1": [
-        {"tool_calls": [call("shell", command="sleep 60")]},
-        {"tool_calls": [call("complete", summary="slept")]},
-    ],
-}
+SLEEPS = [
+    {"tool_calls": [call("shell", command="sleep 60")]},
+    {"tool_calls": [call("complete", summary="slept")]},
+]
+DELEGATES_A_SLEEPER = one_task_script("sleeper", "sleep", 600, SLEEPS, "slept", "t1 slept")
 
 
 def sleeper(tmp_path: Path) -> tuple[Path, subprocess.Popen[bytes]]:

@@ -22,7 +22,7 @@ import orjson
 import pytest
 
 from tests.cli.terminal import Terminal, masked
-from tests.scenes import call, matches_golden
+from tests.scenes import call, matches_golden, one_task_script
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -47,22 +47,11 @@ def scripted(tmp_path: Path, agents: dict[str, list[dict[str, Any]]]) -> list[st
             "--sessions-dir", str(tmp_path / "s")]  # fmt: skip
 
 
-DELEGATING = {
-    "main": [
-        {
-            "text": "One task.",
-            "tool_calls": [
-                call("delegate", description="greeting", prompt="write hello.txt"),
-                call("wait_tasks", timeout=60),
-            ],
-        },
-        {"text": "hello.txt is written."},
-    ],
-    "t1": [
-        {"tool_calls": [call("write_file", path="hello.txt", content="hello\n")]},
-        {"tool_calls": [call("complete", summary="hello.txt says hello")]},
-    ],
-}
+GREETS = [
+    {"tool_calls": [call("write_file", path="hello.txt", content="hello\n")]},
+    {"tool_calls": [call("complete", summary="hello.txt says hello")]},
+]
+DELEGATING = one_task_script("greeting", "write hello.txt", 60, GREETS, "hello.txt is written.")
 
 
 def test_the_final_screen_of_a_delegating_run_is_the_golden_one(tmp_path: Path) -> None:
