@@ -19,22 +19,16 @@ def results(scene: Scene, agent: str) -> list[tuple[str, str, str]]:
 
 
 async def test_calls_after_complete_never_run(workspace: Workspace, engine: Engine) -> None:
-    scene = Scene(
-        workspace,
-        {
-            MAIN: delegates_and_waits(description="a", prompt=".", write_scope=["a/"]),
-            "t1": steps(
-                reply(
-                    "",
-                    c("write_file", path="a/before", content="1"),
-                    c("complete", summary="done", files_changed=["a/before"]),
-                    c("write_file", path="a/after", content="2"),
-                    c("ask_decision", question="may I?"),
-                ),
-            ),
-        },
-        engine=engine,
+    # One reply: a write, `complete`, then two calls more.
+    task = reply(
+        "",
+        c("write_file", path="a/before", content="1"),
+        c("complete", summary="done", files_changed=["a/before"]),
+        c("write_file", path="a/after", content="2"),
+        c("ask_decision", question="may I?"),
     )
+    main = delegates_and_waits(description="a", prompt=".", write_scope=["a/"])
+    scene = Scene(workspace, {MAIN: main, "t1": steps(task)}, engine=engine)
     await scene.completes()
     task = scene.state.tasks.tasks["t1"]
     assert task.state == "completed"
@@ -57,6 +51,16 @@ async def test_calls_after_complete_never_run(workspace: Workspace, engine: Engi
 async def test_calls_after_a_question_wait_for_the_answer(
     workspace: Workspace, engine: Engine
 ) -> None:
+    # A question, then calls the answer must come before.
+    asker = steps(
+        reply(
+            "",
+            c("ask_decision", question="may I write?"),
+            c("write_file", path="a/early", content="x"),
+            c("complete", summary="early"),
+        ),
+        reply("", c("complete", summary="asked, then done")),
+    )
     scene = Scene(
         workspace,
         {
@@ -76,15 +80,7 @@ async def test_calls_after_a_question_wait_for_the_answer(
                 reply("", c("wait_tasks")),
                 reply("done"),
             ),
-            "t1": steps(
-                reply(
-                    "",
-                    c("ask_decision", question="may I write?"),
-                    c("write_file", path="a/early", content="x"),
-                    c("complete", summary="early"),
-                ),
-                reply("", c("complete", summary="asked, then done")),
-            ),
+            "t1": asker,
         },
         engine=engine,
     )
