@@ -204,19 +204,14 @@ async def test_a_rejection_goes_back_to_the_planner_with_the_feedback(tmp_path: 
 
 async def test_an_edit_is_a_new_version_approved_at_once(tmp_path: Path) -> None:
     root, session_id, directory = new_session(tmp_path, SCRIPT)
-    edited = Plan(
-        goal="write two files",
-        tasks=(
-            PlanTask(id="a", title="write a.txt", write_scope=("a.txt",), acceptance="true"),
-            PlanTask(
-                id="b",
-                title="write b.txt",
-                depends_on=("a",),
-                write_scope=("b.txt",),
-                acceptance="true",
-            ),
-        ),
-    )
+
+    def writes(tid: str, *after: str) -> PlanTask:
+        path = f"{tid}.txt"
+        return PlanTask(
+            id=tid, title=f"write {path}", depends_on=after, write_scope=(path,), acceptance="true"
+        )
+
+    edited = Plan(goal="write two files", tasks=(writes("a"), writes("b", "a")))
     approver = Approver(PlanVerdict("approved", plan=edited))
     assert (await run(root, session_id, SCRIPT, approver)).status == "completed"
     state = load_state(directory, warn=pytest.fail)
