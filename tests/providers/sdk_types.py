@@ -150,6 +150,11 @@ def anthropic_error(kind: str, message: str) -> dict[str, Any]:
     return {"type": "error", "error": {"type": kind, "message": message}}
 
 
+def openai_error(kind: str, message: str, **fields: Any) -> dict[str, Any]:
+    """An OpenAI error body: its `type`, `message` and `fields` (`code`, `param`)."""
+    return {"error": {"message": message, "type": kind, **fields}}
+
+
 def openai_call_delta(
     index: int, *, id: str | None = None, name: str | None = None, arguments: str | None = None
 ) -> dict[str, Any]:

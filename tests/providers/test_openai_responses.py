@@ -15,6 +15,7 @@ import pytest
 from adapter_setup import READ_FILE, events_of, http_options
 from provider_server import LoopbackServer, Reply, Sleeps, Stall, context_too_long
 from responses_events import Stream, reasoning_item, usage
+from sdk_types import openai_error
 
 from orchestrator import (
     AssistantMessage,
@@ -281,13 +282,7 @@ async def test_context_too_long_is_ours(
 async def test_429_and_500_are_retried_by_the_shared_layer(
     server: LoopbackServer, client: httpx.AsyncClient, sleeps: Sleeps
 ) -> None:
-    limited = {
-        "error": {
-            "message": "Rate limit reached",
-            "type": "requests",
-            "code": "rate_limit_exceeded",
-        }
-    }
+    limited = openai_error("requests", "Rate limit reached", code="rate_limit_exceeded")
     server.add(
         Reply.json(429, limited, headers={"retry-after-ms": "1500"}),
         Reply.json(500, {"error": {"message": "boom", "type": "server_error"}}),
@@ -383,14 +378,8 @@ def test_orchestrator_models_lists_it(tmp_path: Path) -> None:
 async def test_a_model_that_does_not_reason_is_asked_again_without_encrypted_reasoning(
     server: LoopbackServer, client: httpx.AsyncClient, sleeps: Sleeps
 ) -> None:
-    refused = {
-        "error": {
-            "message": "Encrypted content is not supported with this model.",
-            "type": "invalid_request_error",
-            "param": "include",
-            "code": None,
-        }
-    }
+    said = "Encrypted content is not supported with this model."
+    refused = openai_error("invalid_request_error", said, param="include", code=None)
     server.add(
         Reply.json(400, refused),
         Reply.sse(Stream().created().text("one").completed().events),
