@@ -281,6 +281,16 @@ def asks_then_completes(summary: str = "chose", question: str = "x or y?") -> Br
     )
 
 
+def in_background(request: ModelRequest, command: str) -> ScriptedReply | None:
+    """A brain's first replies: `command` in the background (task t1), then waiting for
+    t1 until the brain has heard of its end; None once it has."""
+    if request.step == 0:
+        return reply("", c("shell", command=command, background=True))
+    if "background call t1" not in all_text(request):
+        return reply("", c("wait_tasks", tasks=["t1"]))
+    return None
+
+
 def last_text(request: ModelRequest) -> str:
     message = request.messages[-1]
     return getattr(message, "content", "") or getattr(message, "text", "")

@@ -26,7 +26,17 @@ from orchestrator import (
     ToolContext,
 )
 from orchestrator.view import journal_events
-from tests.scenes import TEAM, all_text, c, first_line_then_kill, reply, run_team, wait_until, yes
+from tests.scenes import (
+    TEAM,
+    all_text,
+    c,
+    first_line_then_kill,
+    in_background,
+    reply,
+    run_team,
+    wait_until,
+    yes,
+)
 
 
 @pytest.fixture
@@ -244,12 +254,10 @@ async def test_a_deadline_cancels_a_call_and_its_owner_is_told(
     workspace: Path, tmp_path: Path
 ) -> None:
     def main(request: ModelRequest) -> ScriptedReply:
-        text = all_text(request)
-        if request.step == 0:
-            return reply("", c("shell", command="echo waiting; sleep 60", background=True))
-        if "background call t1" not in text:
-            return reply("", c("wait_tasks", tasks=["t1"]))
-        told = re.search(r"background call t1 \(shell: [^)]*\) (\w+): (.*)", text)
+        first = in_background(request, "echo waiting; sleep 60")
+        if first is not None:
+            return first
+        told = re.search(r"background call t1 \(shell: [^)]*\) (\w+): (.*)", all_text(request))
         assert told is not None
         return reply(f"{told[1]}: {told[2]}")
 

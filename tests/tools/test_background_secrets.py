@@ -22,7 +22,7 @@ from orchestrator import (
 )
 from orchestrator.models.scripted import ScriptedCall
 from orchestrator.redaction import Redactor, StreamRedactor
-from tests.scenes import all_text, c, reply, run_settings
+from tests.scenes import all_text, c, in_background, reply, run_settings
 
 KEY = "tok-7f3a9c2e51d84b06aa1c"
 HALF = 11  # the command prints the key's first HALF characters, then waits, then the rest
@@ -142,11 +142,10 @@ async def test_a_file_written_raw_shows_no_half_of_a_key_at_any_offset(tmp_path:
     raw = f"start\n{KEY}\nend\n"
 
     def brain(request: ModelRequest) -> ScriptedReply:
+        first = in_background(request, "echo hi")
+        if first is not None:
+            return first
         text = all_text(request)
-        if request.step == 0:
-            return reply("", c("shell", command="echo hi", background=True))
-        if "background call t1" not in text:
-            return reply("", c("wait_tasks", tasks=["t1"]))
         if "bytes 0-" not in text:
             output.write_text(raw)
             return reply("", *every_read(len(raw)))
