@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import stat
 import subprocess
 from collections.abc import Iterable, Sequence
@@ -32,6 +31,16 @@ from pathlib import Path
 
 from orchestrator.errors import SessionError
 from orchestrator.session import known
+from orchestrator.session.git_paths import CheckpointsUnavailable as CheckpointsUnavailable
+from orchestrator.session.git_paths import available as available
+from orchestrator.session.git_paths import (
+    git_command,
+    joined,
+    object_dirs,
+    size,
+    split,
+    stat_of,
+)
 from orchestrator.session.ignores import Ignores
 from orchestrator.session.picture import Change, Picture, Unreadable
 
@@ -55,10 +64,6 @@ _CONFIG = (
     ("gc.auto", "0"),  # no tree is reachable from a ref: never collect it
     ("advice.detachedHead", "false"),
 )
-
-
-class CheckpointsUnavailable(SessionError):
-    """Workspace checkpoints cannot be taken here (no `git`); everything else works."""
 
 
 @dataclass(frozen=True)
@@ -139,7 +144,7 @@ class Shadow:
             env = {k: v for k, v in env.items() if k not in unset}
         try:
             done = subprocess.run(
-                [_git(), *args],
+                [git_command(), *args],
                 input=data,
                 capture_output=True,
                 env=env,
@@ -209,11 +214,11 @@ class Shadow:
             add = []
         else:
             listed = self.git("ls-files", "-z", "-m", "-d", "-o", "--exclude-standard")
-            add, drop, left_out = self._sort(_split(listed))
+            add, drop, left_out = self._sort(split(listed))
         if add:
-            self.git("update-index", "-z", "--add", "--remove", "--stdin", data=_joined(add))
+            self.git("update-index", "-z", "--add", "--remove", "--stdin", data=joined(add))
         if drop:
-            self.git("update-index", "-z", "--force-remove", "--stdin", data=_joined(drop))
+            self.git("update-index", "-z", "--force-remove", "--stdin", data=joined(drop))
         tree = self.git("write-tree").decode().strip()
         self._taken(tree)
         return Capture(tree, tuple(left_out))
@@ -223,7 +228,7 @@ class Shadow:
         git's path must take it: no picture yet, an index another writer changed, a
         `.gitignore` or `.gitattributes` written, what `known.gather` refuses."""
         picture = self._picture
-        if picture is None or _stat_of(self.index_file) != self._index_seen:
+        if picture is None or stat_of(self.index_file) != self._index_seen:
             return None
         if not self._store_plain() or any(p.rpartition("/")[2] in _GIT_FILES for p in paths):
             return None
@@ -252,13 +257,13 @@ class Shadow:
         env = {k: v for k, v in self.env().items() if k != "GIT_LITERAL_PATHSPECS"}
         if self._ignores is None:
             exclude = self.git_dir / "info" / "exclude"
-            self._ignores = Ignores([_git()], env, self.workspace, exclude)
+            self._ignores = Ignores([git_command()], env, self.workspace, exclude)
         found = self._ignores.ignored(paths)
         if found is not None:
             return found
         args = ("check-ignore", "--no-index", "-z", "--stdin")
-        out = self.git(*args, data=_joined(paths), ok=(0, 1), unset=("GIT_LITERAL_PATHSPECS",))
-        return _split(out)
+        out = self.git(*args, data=joined(paths), ok=(0, 1), unset=("GIT_LITERAL_PATHSPECS",))
+        return split(out)
 
     def _catch_up(self) -> None:
         """Before git's path: bring the index up to the last checkpoint where checkpoints
@@ -286,8 +291,8 @@ class Shadow:
     def _taken(self, tree: str) -> None:
         """The index now holds `tree` (a checkpoint by git's path, a restore)."""
         if self._picture is None or self._picture.root != tree:
-            self._picture = Picture(_objects(self.git_dir / "objects"), tree)
-        self._index_seen = _stat_of(self.index_file)
+            self._picture = Picture(object_dirs(self.git_dir / "objects"), tree)
+        self._index_seen = stat_of(self.index_file)
 
     def _store_plain(self) -> bool:
         """Whether the store's configuration is the one `ensure` writes in what a
@@ -334,12 +339,12 @@ class Shadow:
                 drop.append(path)
                 continue
             if info.st_size > self.file_cap:
-                left_out.append(f"{path} ({_size(info.st_size)}, over {_size(self.file_cap)})")
+                left_out.append(f"{path} ({size(info.st_size)}, over {size(self.file_cap)})")
                 drop.append(path)
                 continue
             if total + info.st_size > self.checkpoint_cap:
                 left_out.append(
-                    f"{path} (the checkpoint's {_size(self.checkpoint_cap)} were reached)"
+                    f"{path} (the checkpoint's {size(self.checkpoint_cap)} were reached)"
                 )
                 drop.append(path)
                 continue
@@ -350,7 +355,7 @@ class Shadow:
     def changes(self, old: str, new: str) -> list[tuple[str, str]]:
         """What making the workspace `new` does to one that is `old`: (A/M/D, path)."""
         out = self.git("diff-tree", "-r", "-z", "--no-renames", "--name-status", old, new)
-        parts = _split(out)
+        parts = split(out)
         return [(parts[i], parts[i + 1]) for i in range(0, len(parts) - 1, 2)]
 
     def restore(self, tree: str) -> None:
@@ -391,49 +396,3 @@ _NOT_IN_PROCESS = (
 would (none is ever written by `ensure`)."""
 _EMPTY_DIRS = ("refs/heads", "refs/tags", "objects/info", "objects/pack")
 """The directories of a bare git repository that may be empty, and so lost in a copy."""
-
-
-def available() -> bool:
-    """Whether checkpoints can be taken on this machine (git is installed)."""
-    return shutil.which("git") is not None
-
-
-def _git() -> str:
-    found = shutil.which("git")
-    if found is None:
-        raise CheckpointsUnavailable("workspace checkpoints are off: git is not installed")
-    return found
-
-
-def _objects(objects: Path, depth: int = 0) -> list[Path]:
-    """The object directories a store reads: its own, then its alternates' (a fork's
-    parents')."""
-    found = [objects]
-    try:
-        alternates = (objects / "info" / "alternates").read_text().splitlines()
-    except OSError:
-        return found
-    for line in alternates:
-        if line.strip() and depth < 5:
-            found += _objects(Path(line.strip()), depth + 1)
-    return found
-
-
-def _stat_of(path: Path) -> tuple[int, ...]:
-    try:
-        info = os.stat(path)
-    except OSError:
-        return ()
-    return (info.st_ino, info.st_size, info.st_mtime_ns)
-
-
-def _split(output: bytes) -> list[str]:
-    return [os.fsdecode(part) for part in output.split(b"\0") if part]
-
-
-def _joined(paths: Sequence[str]) -> bytes:
-    return b"".join(os.fsencode(p) + b"\0" for p in paths)
-
-
-def _size(n: int) -> str:
-    return f"{n / (1024 * 1024):.1f} MB" if n >= 1024 * 1024 else f"{n} bytes"
