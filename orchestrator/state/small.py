@@ -42,9 +42,9 @@ from orchestrator.state.manifest import SessionStatus
 from orchestrator.state.mcp import MCP_FOLDS, McpElicited, McpSampled, McpState
 from orchestrator.state.plans import PLAN_FOLDS, Plans
 from orchestrator.state.settings import SessionSettings, SettingsChosen
+from orchestrator.state.task_fold import TASK_FOLDS
 from orchestrator.state.tasks import (
     SETTLED,
-    TASK_FOLDS,
     Registry,
     TaskChanged,
     TaskCreated,

@@ -7,7 +7,8 @@ import pytest
 from orchestrator import TaskChanged, TaskCreated
 from orchestrator.eventbase import FoldError
 from orchestrator.state import Registry
-from orchestrator.state.tasks import TASK_FOLDS, in_scope, scope_within, scopes_overlap
+from orchestrator.state.task_fold import TASK_FOLDS
+from orchestrator.state.tasks import in_scope, scope_within, scopes_overlap
 
 
 @pytest.mark.parametrize(
