@@ -4,7 +4,7 @@ use them."""
 
 from typing import Final
 
-FORMAT_VERSION = 14
+FORMAT_VERSION = 15
 """The session format (`session.json`'s `format_version`; see manifest.py)."""
 
 SNAPSHOT_LAYOUT: Final = 4

@@ -316,6 +316,18 @@ def v13_to_v14(directory: Path) -> None:
     return None
 
 
+def v14_to_v15(directory: Path) -> None:
+    """Format 15 adds what an MCP server asks during a call: the `mcp_elicited`,
+    `mcp_elicit_answered` and `mcp_sampled` records, and `waiting`, `answers` and
+    `sampled` in the snapshot's `mcp`; and `index-behind` in the checkpoint store
+    (`files/`), the tree its index lags on after checkpoints made in-process. Every
+    format-14 record, manifest and snapshot is already a valid format-15 one: no server
+    of a format-14 session asked anything, and its store's index lags on nothing.
+    Nothing is rewritten; the step lets the manifest say 15, so an older orchestrator
+    refuses the session instead of failing on a record kind it does not know."""
+    return None
+
+
 MIGRATIONS: dict[int, Migration] = {
     1: v1_to_v2,
     2: v2_to_v3,
@@ -330,6 +342,7 @@ MIGRATIONS: dict[int, Migration] = {
     11: v11_to_v12,
     12: v12_to_v13,
     13: v13_to_v14,
+    14: v14_to_v15,
 }
 
 

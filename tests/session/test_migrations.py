@@ -269,7 +269,6 @@ def test_a_v12_session_becomes_v13_untouched_no_chain_moved_nothing_cut(
 def test_a_v13_session_becomes_v14_untouched_no_hook_pin_checkpoint_trace_or_fork(
     tmp_path: Path, name: str
 ) -> None:
-    assert FORMAT_VERSION == 14
     directory = migrated_untouched(tmp_path, f"v13-{name}")
     state = load_state(directory, warn=pytest.fail)
     assert msgspec.to_builtins(state.hooks) == msgspec.to_builtins(type(state.hooks)())
@@ -278,4 +277,16 @@ def test_a_v13_session_becomes_v14_untouched_no_hook_pin_checkpoint_trace_or_for
     manifest = read_manifest(directory)
     assert (manifest.parent, manifest.parent_seq) == ("", 0)
     assert manifest.trace_id is msgspec.UNSET
+    assert verify(directory) == []
+
+
+@pytest.mark.parametrize("name", ["completed", "killed-mid-turn"])
+def test_a_v14_session_becomes_v15_untouched_nothing_asked_by_a_server(
+    tmp_path: Path, name: str
+) -> None:
+    assert FORMAT_VERSION == 15
+    directory = migrated_untouched(tmp_path, f"v14-{name}")
+    state = load_state(directory, warn=pytest.fail)
+    assert (state.mcp.waiting, state.mcp.answers, state.mcp.sampled) == ({}, {}, {})
+    assert not (directory / "files" / "index-behind").exists()
     assert verify(directory) == []
