@@ -330,10 +330,11 @@ class Worker:
             TaskTeamRunner, task_id=task_id, where=RanOn.here(self.id), children=children
         )
         async with (
+            session.writing(),
             traced as tracer,
             open_team(session, self._sink(session, tracer), settings, seat, runner=runner) as team,
         ):
-            running.team = team
+            running.team, running.session = team, session
             started.started()
             with running.scope:
                 await _run_task(team, task_id, cancelled)
@@ -355,11 +356,13 @@ class Worker:
                 raise running.error
             return running.state
         assert running.team is not None
+        assert running.session is not None
         if message == CANCEL:
             owner = running.team.state.tasks.tasks[running.task_id].owner
             await running.team.cancel(owner, running.task_id, "cancelled by its owner")
         elif message is not None and message != END:
             await running.team.port.mail.receive(_decode(message))
+        await running.session.flush()  # in the database before the step's output is
         return ""
 
     async def forget(self, workflow_id: str) -> None:
@@ -393,6 +396,7 @@ class _Running:
     task_id: str
     started_ms: int = field(default_factory=now_ms)  # when it began running here
     team: Team | None = None
+    session: TaskSession | None = None  # its journal, while its loop runs
     ended: bool = False
     state: str = ""  # the task's, once its loop has ended
     error: Exception | None = None  # the loop's, when it failed
