@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 import httpx
 import trio
 
-from orchestrator.cli.env import PROJECT_CONFIG, config_layers
-from orchestrator.cli.guards import guards
+from orchestrator.cli.env import PROJECT_CONFIG, config_layers, user_config_dir
+from orchestrator.cli.guards import Guards, guards
 from orchestrator.cli.roles import RoleModels, agent_definitions, model_windows
 from orchestrator.config import Config
 from orchestrator.engine.choice import require_dbos
@@ -25,6 +25,7 @@ from orchestrator.errors import ConfigError, bare
 from orchestrator.state.events import Event, ToolCallStarted
 from orchestrator.state.fold import SessionState
 from orchestrator.state.tasks import TaskChanged
+from orchestrator.team.agent_files import DefinitionsCache
 from orchestrator.team.hook_runs import Hook
 from orchestrator.team.settings import RunSettings
 from orchestrator.text import visible
@@ -66,11 +67,19 @@ async def _serve(args: argparse.Namespace, config: Config, url: str) -> None:
     from orchestrator.engine.store import Run
     from orchestrator.engine.worker import Worker
 
+    # Read once for all its tasks: its guards (its config and environment), and each
+    # workspace's agent types, again only when their files change.
+    # (made at the first task, as before: a refusal, a sandbox required and missing, is
+    # each task's failure, not the worker's)
+    guarded = functools.cache(functools.partial(guards, config, args))
+    cache = DefinitionsCache(
+        functools.partial(agent_definitions, interactive=False), user_config_dir(os.environ)
+    )
     async with httpx.AsyncClient(timeout=httpx.Timeout(600.0, connect=30.0)) as http:
 
         async def settings_for(run: Run, state: SessionState) -> RunSettings:
             return await task_settings(
-                args, config, http, run.task, run.workspace, run.model, state
+                args, config, http, run.workspace, run.model, guarded(), cache
             )
 
         worker = Worker(
@@ -119,20 +128,17 @@ async def task_settings(
     args: argparse.Namespace,
     config: Config,
     http: httpx.AsyncClient,
-    key: str,
     workspace: str,
     model: str,
-    state: SessionState,
+    guarded: Guards,
+    cache: DefinitionsCache,
 ) -> RunSettings:
-    """What the team of remote task `key` runs with here: the session's model spec (from
+    """What the team of a remote task runs with here: the session's model spec (from
     the database), this worker's keys, agent types (the workspace's), tools and guards; a
     call the policy asks about is approved here (`--yes`), else put to the session
     (engine/approvals.py, set by the worker)."""
     root = Path(workspace)
-    definitions = await trio.to_thread.run_sync(
-        functools.partial(agent_definitions, root, interactive=False)
-    )
-    guarded = guards(config, args)
+    definitions = await trio.to_thread.run_sync(cache.get, root)
     hooks = await trio.to_thread.run_sync(workspace_hooks, args, config, root)
     models = RoleModels(main=model, cli=None, config=config, definitions=definitions, http=http)
     return RunSettings(

@@ -25,7 +25,7 @@ from pydantic import ValidationError
 
 from orchestrator.errors import ConfigError
 from orchestrator.team.definitions import _RESUME_RANK, BUILTIN, AgentDefinition, Definitions
-from orchestrator.team.trust import TrustStore, fingerprint
+from orchestrator.team.trust import TRUST_FILE, TrustStore, fingerprint
 from orchestrator.tools.permissions import parse_rules
 
 # --- loading ----------------------------------------------------------------------------
@@ -161,6 +161,55 @@ def _problem(err: Any, file: _File) -> str:
     elif where == "name" and "name" not in file.data:
         message += " (the name is the file's name unless the file sets name)"
     return f"{where}: {message}"
+
+
+# --- read once, again when changed ------------------------------------------------------
+
+Stamp = tuple[tuple[str, int, int], ...]
+
+
+def stamp(project_dir: Path | None, user_dir: Path | None) -> Stamp:
+    """What `load_definitions` reads from disk, as (path, size, mtime in ns) of each
+    file and of the directories holding them (-1, -1: missing): the same stamp, the same
+    definitions. The directories' own times change when a file comes or goes."""
+    dirs = [user_dir / "agents"] if user_dir is not None else []
+    if project_dir is not None:
+        dirs.append(project_dir / ".orchestrator" / "agents")
+    paths = [*dirs, *([user_dir / TRUST_FILE] if user_dir is not None else [])]
+    for directory in dirs:
+        if directory.is_dir():
+            paths.extend(sorted(directory.glob("*.toml")))
+    return tuple(_stat(path) for path in paths)
+
+
+def _stat(path: Path) -> tuple[str, int, int]:
+    try:
+        found = path.stat()
+    except OSError:
+        return (str(path), -1, -1)
+    return (str(path), found.st_size, found.st_mtime_ns)
+
+
+class DefinitionsCache:
+    """The agent types of each project, loaded by `load` once and again only when a file
+    they are read from changed (`stamp`): what a worker's tasks of one workspace share.
+    Blocking (it reads the disk): from trio, call `get` in a thread."""
+
+    def __init__(self, load: Callable[[Path], Definitions], user_dir: Path | None) -> None:
+        self._load = load
+        self._user_dir = user_dir
+        self._found: dict[Path, tuple[Stamp, Definitions]] = {}
+        self.loads = 0  # how many times `load` ran
+
+    def get(self, project_dir: Path) -> Definitions:
+        now = stamp(project_dir, self._user_dir)  # before the load: a change during it reloads
+        found = self._found.get(project_dir)
+        if found is not None and found[0] == now:
+            return found[1]
+        definitions = self._load(project_dir)
+        self.loads += 1
+        self._found[project_dir] = (now, definitions)
+        return definitions
 
 
 # --- project trust ----------------------------------------------------------------------
