@@ -91,6 +91,27 @@ META = sa.Table(
 """The engine's own facts about its database: its `format` (`ENGINE_FORMAT`)."""
 
 
+# The statements a worker runs for every task, made once (their SQL is compiled once per
+# dialect and cached by SQLAlchemy; made anew each time, each would be built and keyed).
+_ADD_RECORDS = RECORDS.insert()
+_MOVE_HEAD = (
+    HEADS.update().where(HEADS.c.task == sa.bindparam("key")).values(last_seq=sa.bindparam("last"))
+)
+_RECORDS_AFTER = (
+    sa.select(RECORDS.c.seq, RECORDS.c.line)
+    .where(RECORDS.c.task == sa.bindparam("key"), RECORDS.c.seq > sa.bindparam("after"))
+    .order_by(RECORDS.c.seq)
+)
+_RUN = sa.select(
+    RUNS.c.workflow_id,
+    RUNS.c.task,
+    RUNS.c.version,
+    RUNS.c.workspace,
+    RUNS.c.model,
+    RUNS.c.cancelled,
+).where(RUNS.c.workflow_id == sa.bindparam("workflow"))
+
+
 class Fenced(OrchestratorError):
     """Another process wrote the task's journal first: this one must stop working it."""
 
@@ -152,10 +173,8 @@ class Store:
         last = rows[-1]["seq"]
         try:
             with self._begin() as db:
-                db.execute(RECORDS.insert(), rows)
-                moved = db.execute(
-                    HEADS.update().where(HEADS.c.task == task).values(last_seq=last)
-                ).rowcount
+                db.execute(_ADD_RECORDS, rows)
+                moved = db.execute(_MOVE_HEAD, {"key": task, "last": last}).rowcount
                 if not moved:
                     session = task.rsplit("/", 1)[0]
                     db.execute(HEADS.insert().values(task=task, session=session, last_seq=last))
@@ -164,13 +183,9 @@ class Store:
 
     def records(self, task: str, after: int = 0) -> list[tuple[int, bytes]]:
         """`task`'s journal after seq `after`, in order."""
-        query = (
-            sa.select(RECORDS.c.seq, RECORDS.c.line)
-            .where(RECORDS.c.task == task, RECORDS.c.seq > after)
-            .order_by(RECORDS.c.seq)
-        )
         with self._begin() as db:
-            return [(seq, bytes(line)) for seq, line in db.execute(query)]
+            rows = db.execute(_RECORDS_AFTER, {"key": task, "after": after})
+            return [(seq, bytes(line)) for seq, line in rows]
 
     def session_records(self, session: str) -> dict[str, list[tuple[int, bytes]]]:
         """Every journal of `session`'s tasks, by task key, each in order (none when the
@@ -236,12 +251,15 @@ class Store:
             pass
 
     def run(self, workflow_id: str) -> Run | None:
-        query = sa.select(
-            RUNS.c.workflow_id, RUNS.c.task, RUNS.c.version, RUNS.c.workspace, RUNS.c.model
-        ).where(RUNS.c.workflow_id == workflow_id)
+        found = self.run_to_take(workflow_id)
+        return None if found is None else found[0]
+
+    def run_to_take(self, workflow_id: str) -> tuple[Run, bool] | None:
+        """The run of `workflow_id`, and whether its session cancelled it (one query: a
+        worker asks it of every task it takes)."""
         with self._begin() as db:
-            row = db.execute(query).first()
-        return None if row is None else Run(*row)
+            row = db.execute(_RUN, {"workflow": workflow_id}).first()
+        return None if row is None else (Run(*row[:-1]), bool(row[-1]))
 
     def cancel_run(self, workflow_id: str) -> None:
         with self._begin() as db:

@@ -253,9 +253,10 @@ class Worker:
         of reach: raised (its workflow ends in error)."""
         if workflow_id in self._tasks:
             return
-        run = await self._db.call(self._store.run, workflow_id)
-        if run is None:
+        found = await self._db.call(self._store.run_to_take, workflow_id)
+        if found is None:
             raise OrchestratorError(f"no run {workflow_id} in the engine's database")
+        run, cancelled = found
         if run.version != __version__:
             raise OrchestratorError(
                 f"task {run.task} belongs to a session of version {run.version}; worker "
@@ -266,7 +267,6 @@ class Worker:
                 f"the workspace {run.workspace} is not reachable from worker {self.id}: "
                 "a task on workers needs a path every worker reaches (a shared file system)"
             )
-        cancelled = bool(await self._db.call(self._store.cancelled, [workflow_id]))
         assert self._nursery is not None
         await self._nursery.start(self._run, run, cancelled, traceparent)
 
