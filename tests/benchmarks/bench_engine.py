@@ -483,7 +483,7 @@ def main(argv: list[str] | None = None) -> None:
             w3(engines, tasks, args.latency, w3_runs)
         # Workers on Postgres, a database of their own; on SQLite (a file here) without it.
         if engines[-1].kind == "postgres":
-            url = engines[-1].url.rsplit("/", 1)[0] + "/orchestrator_workers"
+            url = engine_workers.made(engines[-1].url.rsplit("/", 1)[0] + "/orchestrator_workers")
         else:
             url = sqlite_url(Path(stack.enter_context(tempfile.TemporaryDirectory())) / "w.sqlite")
             print(f"\nworkers: on SQLite ({url}), not the issue's Postgres")

@@ -61,6 +61,23 @@ def workers_script(path: Path, rounds: int, latency: float) -> Path:
     return path
 
 
+def made(url: str) -> str:
+    """`url`, its database made first when it is a Postgres one that is not there yet: a
+    worker does not make it (DBOS does, launched by the session), and waits for it as
+    for a database that does not answer."""
+    if url.startswith("postgresql"):
+        base, name = url.rsplit("/", 1)
+        server = sa.create_engine(f"{base}/postgres", isolation_level="AUTOCOMMIT")
+        try:
+            with server.connect() as db:
+                query = sa.text("SELECT 1 FROM pg_database WHERE datname = :n")
+                if db.execute(query, {"n": name}).first() is None:
+                    db.execute(sa.text(f'CREATE DATABASE "{name}"'))
+        finally:
+            server.dispose()
+    return url
+
+
 async def start_workers(
     nursery: trio.Nursery, url: str, root: Path, count: int, *options: str
 ) -> list[WorkerProcess]:

@@ -109,6 +109,21 @@ RUNS: tuple[tuple[tuple[str, ...], str], ...] = (
         "W1 on / off",
     ),
     ((f"{HERE}/bench_view.py", "--runs", "1"), "screen / none"),
+    (
+        (
+            f"{HERE}/bench_scaling.py",
+            *("--tasks", "2", "--rounds", "2", "--latency", "0.01", "--burn-ms", "1"),
+            *("--workers", "1", "--no-postgres"),
+        ),
+        "1 worker(s), sqlite",
+    ),
+    (
+        (
+            f"{HERE}/bench_worker_cost.py",
+            *("--tasks", "2", "--runs", "1", "--latency", "0.01", "--no-postgres"),
+        ),
+        "medians:",
+    ),
 )
 
 
