@@ -113,7 +113,8 @@ def _tracer(config: Config) -> TraceTask | None:
 
 class WorkerLog:
     """What the worker's tasks do, one line each to standard output: the calls they start
-    (already journaled when the line is printed) and the states they reach."""
+    (journaled when the line is printed; a read-only call's start may be queued still for
+    the task's writer) and the states they reach."""
 
     async def emit(self, event: Event, *, durable: bool = False) -> None:
         match event:
