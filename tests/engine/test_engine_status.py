@@ -19,7 +19,8 @@ import trio
 pytest.importorskip("dbos")
 
 from orchestrator.engine.status import engine_status
-from orchestrator.engine.store import META, Store
+from orchestrator.engine.store import Store
+from orchestrator.engine.tables import META
 from tests.engine.test_workers import main_script
 from tests.engine.workers import start_worker
 from tests.scenes import call

@@ -24,7 +24,8 @@ import sqlalchemy as sa
 from orchestrator import load_state, session_report
 from orchestrator.engine import sqlite_url
 from orchestrator.engine.shown import read_worker_records
-from orchestrator.engine.store import RUNS, Store
+from orchestrator.engine.store import Store
+from orchestrator.engine.tables import RUNS
 from orchestrator.state.events import event_from_json
 from orchestrator.view import ViewModel
 from tests.crash.harness import cli
