@@ -5,11 +5,13 @@ are this process's own: its config and environment, never the database's."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import os
 import signal
 import sys
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,7 +31,7 @@ from orchestrator.team.agent_files import DefinitionsCache
 from orchestrator.team.hook_runs import Hook
 from orchestrator.team.settings import RunSettings
 from orchestrator.text import visible
-from orchestrator.tools import approve_all, workspace_tools
+from orchestrator.tools import EnvPolicy, approve_all, workspace_tools
 from orchestrator.tracing import telemetry_from
 
 if TYPE_CHECKING:
@@ -72,14 +74,17 @@ async def _serve(args: argparse.Namespace, config: Config, url: str) -> None:
     # (made at the first task, as before: a refusal, a sandbox required and missing, is
     # each task's failure, not the worker's)
     guarded = functools.cache(functools.partial(guards, config, args))
+    tracer = _tracer(config)
+    trace = functools.partial(command_trace, traced=tracer is not None)
     cache = DefinitionsCache(
         functools.partial(agent_definitions, interactive=False), user_config_dir(os.environ)
     )
     async with httpx.AsyncClient(timeout=httpx.Timeout(600.0, connect=30.0)) as http:
 
-        async def settings_for(run: Run, state: SessionState) -> RunSettings:
+        async def settings_for(run: Run, state: SessionState, traceparent: str) -> RunSettings:
+            env = dataclasses.replace(guarded().env, trace_parent=trace(run.task, traceparent))
             return await task_settings(
-                args, config, http, run.workspace, run.model, guarded(), cache
+                args, config, http, run.workspace, run.model, guarded(), cache, env
             )
 
         worker = Worker(
@@ -92,7 +97,7 @@ async def _serve(args: argparse.Namespace, config: Config, url: str) -> None:
             say=lambda text: print(text, flush=True),
             ui=WorkerLog(),
             status_every=args.status_every,
-            trace=_tracer(config),
+            trace=tracer,
         )
         await worker.serve()
 
@@ -109,6 +114,24 @@ def _tracer(config: Config) -> TraceTask | None:
     exporter_class()  # (without the otel extra: a ConfigError now, not a task's failure)
 
     return functools.partial(traced_task, telemetry=telemetry, prices=dict(config.prices))
+
+
+def command_trace(key: str, traceparent: str, *, traced: bool) -> Callable[[str], str] | None:
+    """The `TRACEPARENT` of task `key`'s calls' commands (`<session id>/<task id>`), by
+    call ref: the call's own span when this worker traces the task (its key
+    `call:TASK/REF`, tracing/spans.py), else the delegating call's (`traceparent`, its
+    workflow's), so that a command's spans join the session's trace either way; None
+    when the session is not traced."""
+    from orchestrator.tracing import traceparent as traceparent_of
+    from orchestrator.tracing.task import trace_of
+
+    trace_id = trace_of(traceparent) if traceparent else None
+    if trace_id is None:
+        return None
+    if not traced:
+        return lambda ref: traceparent
+    task = key.rpartition("/")[2]
+    return lambda ref: traceparent_of(trace_id, f"call:{task}/{ref}")
 
 
 class WorkerLog:
@@ -133,11 +156,13 @@ async def task_settings(
     model: str,
     guarded: Guards,
     cache: DefinitionsCache,
+    env: EnvPolicy | None = None,
 ) -> RunSettings:
     """What the team of a remote task runs with here: the session's model spec (from
     the database), this worker's keys, agent types (the workspace's), tools and guards; a
     call the policy asks about is approved here (`--yes`), else put to the session
-    (engine/approvals.py, set by the worker)."""
+    (engine/approvals.py, set by the worker). `env`: the shell's environment policy, when
+    not the guards' own (a traced task's, which sets its commands' `TRACEPARENT`)."""
     root = Path(workspace)
     definitions = await trio.to_thread.run_sync(cache.get, root)
     hooks = await trio.to_thread.run_sync(workspace_hooks, args, config, root)
@@ -146,7 +171,7 @@ async def task_settings(
         model=models("main"),
         models=models,
         definitions=definitions,
-        tools=workspace_tools(guarded.env, guarded.sandbox),
+        tools=workspace_tools(env or guarded.env, guarded.sandbox),
         redact=guarded.redact,
         prices=dict(config.prices),
         windows=model_windows(config, models),

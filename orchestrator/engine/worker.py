@@ -65,7 +65,9 @@ from orchestrator.team.runtime import Team
 from orchestrator.team.settings import RunSettings, Seat
 from orchestrator.tools.workspace import Workspace
 
-SettingsFor = Callable[[Run, SessionState], Awaitable[RunSettings]]
+SettingsFor = Callable[[Run, SessionState, str], Awaitable[RunSettings]]
+"""The settings of a task's team here: from its run, its state, and its workflow's
+`traceparent` ("" when its session is not traced), for its shell commands' `TRACEPARENT`."""
 """What a worker runs a task's team with, from the run and the task's folded state (the
 worker's own config and environment: its models' keys never travel)."""
 TraceTask = Callable[
@@ -302,7 +304,7 @@ class Worker:
     ) -> str:
         session = await TaskSession.load(self._store, run.task, self._db)
         task_id = run.task.rsplit("/", 1)[1]
-        settings = await self._settings_for(run, session.state)
+        settings = await self._settings_for(run, session.state, traceparent)
         if self._ask_session:
             asked = ask_the_session(self._store, self._db, run.task)
             settings = dataclasses.replace(settings, approve_for=asked)

@@ -29,12 +29,17 @@ SCRIPT: dict[str, Any] = {
     "version": 1,
     "agents": {
         "main": [
-            {"tool_calls": [call("delegate", description="a", prompt="a", write_scope=["a.txt"])]},
+            {
+                "tool_calls": [
+                    call("delegate", description="a", prompt="a", write_scope=["a.txt", "tp.txt"])
+                ]
+            },
             *[{"tool_calls": [call("wait_tasks")]} for _ in range(3)],
             *[{"text": f"done ({n})"} for n in range(4)],
         ],
         "t1": [
             {"text": "writing a", "tool_calls": [call("write_file", path="a.txt", content="A")]},
+            {"tool_calls": [call("shell", command='printf %s "$TRACEPARENT" > tp.txt')]},
             {"tool_calls": [call("complete", summary="wrote a")]},
         ],
     },
@@ -106,13 +111,19 @@ async def test_a_task_on_a_worker_joins_its_session_s_trace(tmp_path: Path) -> N
     assert sorted(s.name for s in of_t1) == [
         "chat script.json",
         "chat script.json",
+        "chat script.json",
         "execute_tool complete",
+        "execute_tool shell",
         "execute_tool write_file",
     ]
     for span in of_t1:
         if span.name.startswith("execute_tool"):
             ref = attributes(span)["orchestrator.call.ref"]
             assert span.span_id == span_id(trace_id, f"call:t1/{ref}").to_bytes(8, "big")
+    # The task's shell command was given its call's span as TRACEPARENT, on the worker too.
+    (shell,) = [s for s in of_t1 if s.name == "execute_tool shell"]
+    given = (workspace / "tp.txt").read_text()
+    assert given == f"00-{trace_id}-{shell.span_id.hex()}-01"
 
     # Every model call's tokens and cost, the worker's too: the session's figures.
     usage = json.loads(shown.stdout)["usage"]["session"]
