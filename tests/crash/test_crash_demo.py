@@ -32,6 +32,7 @@ from orchestrator.loop.plan_run import todo_status
 from orchestrator.session.live import JOURNAL
 from orchestrator.store import scan_journal
 from tests.crash.harness import sized
+from tests.workspaces import workspace_files
 
 TIMEOUT = 120
 
@@ -65,14 +66,6 @@ def demo(workspace: Path, sessions: Path, *, kill_after: int | None) -> list[dic
     return events
 
 
-def files(workspace: Path) -> dict[str, str]:
-    return {
-        p.relative_to(workspace).as_posix(): p.read_text()
-        for p in sorted(workspace.rglob("*"))
-        if p.is_file() and "__pycache__" not in p.parts
-    }
-
-
 def verification(sessions: Path) -> tuple[bool, tuple[str, ...]]:
     """The last verification's outcome (passed, commands) in the one session's journal."""
     [directory] = [p for p in sessions.iterdir() if p.is_dir()]
@@ -83,11 +76,11 @@ def verification(sessions: Path) -> tuple[bool, tuple[str, ...]]:
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict[str, str], Any]:
+def reference(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict[str, bytes], Any]:
     """The uninterrupted demo: its number of events, its files, its verification."""
     root = tmp_path_factory.mktemp("reference")
     events = demo(root / "ws", root / "sessions", kill_after=None)
-    return len(events), files(root / "ws"), verification(root / "sessions")
+    return len(events), workspace_files(root / "ws"), verification(root / "sessions")
 
 
 def test_the_uninterrupted_demo_verifies_its_work(reference: tuple[int, Any, Any]) -> None:
@@ -105,7 +98,7 @@ def test_the_uninterrupted_demo_verifies_its_work(reference: tuple[int, Any, Any
 
 @pytest.mark.parametrize("kills", sized("CRASH_DEMO_KILLS", 4, 20))
 def test_the_demo_killed_anywhere_then_resumed_ends_as_if_never_killed(
-    tmp_path: Path, reference: tuple[int, dict[str, str], Any], kills: int
+    tmp_path: Path, reference: tuple[int, dict[str, bytes], Any], kills: int
 ) -> None:
     count, written, verified = reference
     rng = random.Random(18)
@@ -123,7 +116,7 @@ def test_the_demo_killed_anywhere_then_resumed_ends_as_if_never_killed(
             check=False,
         )
         assert resumed.returncode == 0, (trial, resumed.stderr[-2000:])
-        assert files(workspace) == written, trial
+        assert workspace_files(workspace) == written, trial
         assert verification(sessions) == verified, trial
         assert_plan_agrees(sessions / session_id, trial)
 

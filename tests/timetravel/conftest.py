@@ -29,13 +29,18 @@ def every_byte(root: Path) -> dict[str, str]:
     return found
 
 
-def workspace_files(root: Path) -> dict[str, bytes]:
-    """The workspace's files as a person sees them (caches left out)."""
-    return {
-        p.relative_to(root).as_posix(): p.read_bytes()
-        for p in sorted(root.rglob("*"))
-        if p.is_file() and "__pycache__" not in p.parts
-    }
+def scripted_run(tmp_path: Path, goal: str, script: dict[str, Any]) -> Path:
+    """`orchestrator run GOAL` in the workspace `tmp_path/ws` (made beforehand by the
+    test) with the scripted model `script`, asking nobody: the sessions' root."""
+    path = tmp_path / "script.json"
+    path.write_bytes(orjson.dumps(script))
+    root = tmp_path / "sessions"
+    ran = orchestrator(
+        "run", goal, "--model", f"scripted:{path}", "-w", str(tmp_path / "ws"), "--yes",
+        "--sessions-dir", str(root),
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    return root
 
 
 def sessions(root: Path) -> list[str]:

@@ -11,8 +11,9 @@ from pathlib import Path
 import orjson
 
 from tests.scenes import orchestrator
-from tests.timetravel.conftest import sessions, verified, workspace_files
+from tests.timetravel.conftest import sessions, verified
 from tests.timetravel.test_rewind import shell_session
+from tests.workspaces import workspace_files
 
 
 def test_a_bundle_is_imported_whole_and_a_second_time_under_a_new_id(tmp_path: Path) -> None:

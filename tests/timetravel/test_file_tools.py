@@ -9,11 +9,10 @@ import os
 import subprocess
 from pathlib import Path
 
-import orjson
-
 from orchestrator.session.shadow import Shadow
 from tests.scenes import orchestrator
-from tests.timetravel.conftest import points, sessions, verified, workspace_files
+from tests.timetravel.conftest import points, scripted_run, sessions, verified
+from tests.workspaces import workspace_files
 
 
 def call(name: str, **arguments: str) -> dict[str, object]:
@@ -53,14 +52,7 @@ def test_file_tools_checkpoints_hold_their_files_and_git_accepts_them(tmp_path: 
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / ".gitignore").write_text("*.log\n")
-    script = tmp_path / "script.json"
-    script.write_bytes(orjson.dumps(SCRIPT))
-    root = tmp_path / "sessions"
-    ran = orchestrator(
-        "run", "write files", "--model", f"scripted:{script}", "-w", str(ws), "--yes",
-        "--sessions-dir", str(root),
-    )  # fmt: skip
-    assert ran.returncode == 0, ran.stderr
+    root = scripted_run(tmp_path, "write files", SCRIPT)
     session_id = sessions(root)[0]
     verified(root, session_id)
     store = root / session_id / "files"
@@ -97,14 +89,7 @@ def test_a_rewind_while_the_index_lags_keeps_what_the_file_tools_stored(tmp_path
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / ".gitignore").write_text("*.log\n")
-    script = tmp_path / "script.json"
-    script.write_bytes(orjson.dumps(SCRIPT))
-    root = tmp_path / "sessions"
-    ran = orchestrator(
-        "run", "write files", "--model", f"scripted:{script}", "-w", str(ws), "--yes",
-        "--sessions-dir", str(root),
-    )  # fmt: skip
-    assert ran.returncode == 0, ran.stderr
+    root = scripted_run(tmp_path, "write files", SCRIPT)
     [parent] = sessions(root)
     store = Shadow(root / parent / "files", ws)
     store.capture()  # (git's path: the picture of the last checkpoint is taken)

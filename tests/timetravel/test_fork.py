@@ -16,8 +16,8 @@ from tests.timetravel.conftest import (
     points,
     sessions,
     verified,
-    workspace_files,
 )
+from tests.workspaces import workspace_files
 
 
 @pytest.fixture(scope="module")

@@ -12,10 +12,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-import orjson
-
 from tests.scenes import orchestrator
-from tests.timetravel.conftest import every_byte, journal_kinds, sessions, verified
+from tests.timetravel.conftest import every_byte, journal_kinds, scripted_run, sessions, verified
 
 FILES = 3000  # enough that a restore takes a while to catch it in
 
@@ -38,14 +36,7 @@ def made(tmp_path: Path) -> tuple[Path, Path, str, dict[str, str]]:
     for n in range(FILES):
         (ws / "many" / f"f{n}.txt").write_bytes(os.urandom(2048))
     before = every_byte(ws)
-    script = tmp_path / "script.json"
-    script.write_bytes(orjson.dumps(SCRIPT))
-    root = tmp_path / "sessions"
-    ran = orchestrator(
-        "run", "remove", "--model", f"scripted:{script}", "-w", str(ws), "--yes",
-        "--sessions-dir", str(root),
-    )  # fmt: skip
-    assert ran.returncode == 0, ran.stderr
+    root = scripted_run(tmp_path, "remove", SCRIPT)
     assert not (ws / "many").exists()
     return root, ws, sessions(root)[0], before
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import orjson
 
 from tests.scenes import orchestrator
-from tests.timetravel.conftest import every_byte, points, sessions, verified, workspace_files
+from tests.timetravel.conftest import every_byte, points, scripted_run, sessions, verified
+from tests.workspaces import workspace_files
 
 SCRIPT = {
     "version": 1,
@@ -35,14 +36,7 @@ def shell_session(tmp_path: Path) -> tuple[Path, Path, str]:
     ws.mkdir()
     (ws / "a.txt").write_text("one\n")
     (ws / "b.txt").write_text("bee\n")
-    script = tmp_path / "script.json"
-    script.write_bytes(orjson.dumps(SCRIPT))
-    root = tmp_path / "sessions"
-    ran = orchestrator(
-        "run", "change files", "--model", f"scripted:{script}", "-w", str(ws), "--yes",
-        "--sessions-dir", str(root),
-    )  # fmt: skip
-    assert ran.returncode == 0, ran.stderr
+    root = scripted_run(tmp_path, "change files", SCRIPT)
     assert (ws / "a.txt").read_text() == "two\n"
     assert not (ws / "b.txt").exists()
     return root, ws, sessions(root)[0]
