@@ -21,7 +21,7 @@ pytest.importorskip("dbos")
 from orchestrator.engine.status import engine_status
 from orchestrator.engine.store import Store
 from orchestrator.engine.tables import META
-from tests.engine.test_workers import main_script
+from tests.engine.sessions import main_script
 from tests.engine.workers import start_worker
 from tests.scenes import call
 

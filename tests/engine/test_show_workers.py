@@ -22,7 +22,7 @@ import trio
 pytest.importorskip("dbos")
 
 from tests.crash.harness import cli
-from tests.engine.test_workers import TWO_TASKS
+from tests.engine.sessions import TWO_TASKS
 from tests.engine.workers import start_worker
 from tests.scenes import journaled_session
 

@@ -32,7 +32,7 @@ from orchestrator.engine.approvals import decode_answer, encode_answer
 from orchestrator.engine.store import Store
 from orchestrator.models.scripted import parse_script
 from orchestrator.tools import PermissionPolicy, workspace_tools
-from tests.engine.test_workers import Setup, main_script
+from tests.engine.sessions import Setup, main_script
 from tests.engine.workers import start_worker
 from tests.scenes import call
 

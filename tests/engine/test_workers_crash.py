@@ -17,7 +17,7 @@ pytest.importorskip("dbos")
 
 from orchestrator import load_state
 from orchestrator.engine.store import Store
-from tests.engine.test_workers import Setup
+from tests.engine.sessions import Setup
 from tests.engine.workers import WorkerProcess, printed, start_worker
 from tests.scenes import call
 

@@ -29,7 +29,7 @@ from orchestrator.engine.tables import RUNS
 from orchestrator.state.events import event_from_json
 from orchestrator.view import ViewModel
 from tests.crash.harness import cli
-from tests.engine.test_workers import Setup
+from tests.engine.sessions import Setup
 from tests.engine.workers import WorkerProcess, start_worker
 from tests.scenes import call
 

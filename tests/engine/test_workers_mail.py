@@ -19,7 +19,7 @@ from dbos import DBOS
 from orchestrator import Event, MessagePosted, RunResult, load_state
 from orchestrator.engine.store import Store
 from orchestrator.engine.workflow import MAIL
-from tests.engine.test_workers import ANSWERED, Setup
+from tests.engine.sessions import ANSWERED, Setup
 from tests.engine.workers import WorkerProcess, mail_sent, start_worker
 
 # Run in a worker before its command line: it kills itself (SIGKILL) once its workflow

@@ -17,7 +17,7 @@ pytest.importorskip("dbos")
 
 from orchestrator import load_state
 from orchestrator.engine.store import Store
-from tests.engine.test_workers import Setup, main_script
+from tests.engine.sessions import Setup, main_script
 from tests.engine.workers import start_worker
 from tests.scenes import call
 

@@ -18,7 +18,7 @@ import trio
 pytest.importorskip("dbos")
 
 from orchestrator.engine.store import Store
-from tests.engine.test_workers import Setup, main_script
+from tests.engine.sessions import Setup, main_script
 from tests.engine.workers import start_worker
 from tests.hooks.conftest import HOOK
 from tests.scenes import call
