@@ -18,6 +18,18 @@ def results(events: list[orc.Event]) -> list[orc.ToolResult]:
     return [e.result for e in events if isinstance(e, orc.ToolCallFinished)]
 
 
+def to_a_worker(*worker: dict[str, Any], dones: int = 1) -> ScriptedModel:
+    """The main agent delegates one task to a `worker` agent, waits for it, then says
+    "done" (`dones` times, as often as it is woken); the worker plays `worker`."""
+    delegate = call("delegate", agent_type="worker", description="d", prompt="p")
+    main = [{"tool_calls": [delegate]}, {"tool_calls": [call("wait_tasks")]}]
+    return ScriptedModel(
+        parse_script(
+            {"agents": {"main": [*main, *[{"text": "done"}] * dones], "worker": list(worker)}}
+        )
+    )
+
+
 async def test_a_function_refuses_and_an_async_one_notes(tmp_path: Path) -> None:
     seen: list[dict[str, Any]] = []
     events: list[orc.Event] = []
@@ -143,24 +155,7 @@ async def test_the_told_events_reach_their_hooks_in_order(tmp_path: Path) -> Non
         what = event.get("state") or event.get("status") or event.get("agent_type") or ""
         told.append((event["event"], event["agent"], str(what)))
 
-    model = ScriptedModel(
-        parse_script(
-            {
-                "agents": {
-                    "main": [
-                        {
-                            "tool_calls": [
-                                call("delegate", agent_type="worker", description="d", prompt="p")
-                            ]
-                        },
-                        {"tool_calls": [call("wait_tasks")]},
-                        {"text": "done"},
-                    ],
-                    "worker": [{"tool_calls": [call("complete", summary="built")]}],
-                }
-            }
-        )
-    )
+    model = to_a_worker({"tool_calls": [call("complete", summary="built")]})
     events: tuple[HookEventName, ...] = (
         "session_start",
         "task_delegated",
@@ -215,24 +210,7 @@ async def test_a_question_left_to_the_person_is_told_as_waiting(tmp_path: Path) 
     """A task's question that no agent answers ends the run blocked on it: the person's
     now, told to the `waiting` hooks before the session's end."""
     told: list[dict[str, Any]] = []
-    model = ScriptedModel(
-        parse_script(
-            {
-                "agents": {
-                    "main": [
-                        {
-                            "tool_calls": [
-                                call("delegate", agent_type="worker", description="d", prompt="p")
-                            ]
-                        },
-                        {"tool_calls": [call("wait_tasks")]},
-                        *[{"text": "done"} for _ in range(6)],
-                    ],
-                    "worker": [{"tool_calls": [call("ask_decision", question="TOML or JSON?")]}],
-                }
-            }
-        )
-    )
+    model = to_a_worker({"tool_calls": [call("ask_decision", question="TOML or JSON?")]}, dones=6)
     result = await orc.run(
         "g",
         model=model,
