@@ -7,8 +7,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import orjson
@@ -24,6 +22,7 @@ from orchestrator.state.events import NullSink
 from orchestrator.state.manifest import read_manifest
 from orchestrator.store import Durability, session_dir
 from orchestrator.tracing import span_id
+from tests.scenes import orchestrator
 from tests.tracing.receiver import attributes, receiver
 
 ECHO = 'echo "traceparent=$TRACEPARENT"; '
@@ -67,16 +66,6 @@ def _session(root: Path, workspace: Path, script: Path) -> str:
     return session_id
 
 
-def _orchestrator(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "orchestrator", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
-
-
 def test_one_trace_across_a_kill_and_resume(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -98,9 +87,9 @@ def test_one_trace_across_a_kill_and_resume(
         )
         assert killed
         left_by_kill = list(received.spans)
-        resumed = _orchestrator("resume", session_id, "--yes", "--sessions-dir", str(root))
+        resumed = orchestrator("resume", session_id, "--yes", "--sessions-dir", str(root))
         assert resumed.returncode == 0, resumed.stdout + resumed.stderr
-        shown = _orchestrator("sessions", "show", session_id, "--json", "--sessions-dir", str(root))
+        shown = orchestrator("sessions", "show", session_id, "--json", "--sessions-dir", str(root))
         assert shown.returncode == 0, shown.stderr
         info = json.loads(shown.stdout)
     spans = received.spans
