@@ -59,6 +59,13 @@ class Scene:
         argv = ["run", "go", "--model", f"scripted:{script or self.root / 'script.json'}"]
         return orchestrator(*argv, "-w", str(self.work), "--yes", "--json", *extra)
 
+    def ran(self, *replies: dict[str, Any], **more: Any) -> Any:
+        """A run of these replies (`script`, then `run`), which must succeed."""
+        self.script(*replies, **more)
+        done = self.run()
+        assert done.returncode == 0, done.stderr
+        return done
+
     def asked(self) -> list[dict[str, Any]]:
         """The events the hook was given, in order."""
         if not self.log.exists():

@@ -19,13 +19,11 @@ def test_a_pre_tool_hook_refuses_rm_rf_with_a_reason_the_model_reads(scene: Scen
     (scene.work / "build").mkdir()
     hook = scene.hook("refuse-if", pattern="rm -rf", reason="never rm -rf here: delete by name")
     scene.config({"event": "pre_tool", "tools": ["shell"], "command": hook})
-    scene.script(
+    scene.ran(
         {"tool_calls": [call("shell", command="rm -rf build")]},
         {"tool_calls": [call("shell", command="echo fine")]},
         {"text": "done"},
     )
-    done = scene.run()
-    assert done.returncode == 0, done.stderr
     assert (scene.work / "build").is_dir()  # never ran
     refused, ran = scene.records("call_result")
     assert refused["status"] == "error"
@@ -52,9 +50,7 @@ def test_a_pre_tool_hook_refuses_rm_rf_with_a_reason_the_model_reads(scene: Scen
 def test_a_pre_tool_hook_rewrites_a_shell_command(scene: Scene) -> None:
     hook = scene.hook("rewrite", command="echo rewritten > out.txt")
     scene.config({"event": "pre_tool", "tools": ["shell"], "command": hook})
-    scene.script({"tool_calls": [call("shell", command="echo original > out.txt")]}, {"text": "ok"})
-    done = scene.run()
-    assert done.returncode == 0, done.stderr
+    scene.ran({"tool_calls": [call("shell", command="echo original > out.txt")]}, {"text": "ok"})
     assert (scene.work / "out.txt").read_text() == "rewritten\n"
     (decided,) = scene.records("hook_decided")
     assert decided["action"] == "change"
@@ -65,9 +61,7 @@ def test_changed_arguments_are_checked_against_the_tools_schema(scene: Scene) ->
     hook = scene.hook("rewrite", command="")
     scene.config({"event": "pre_tool", "tools": ["read_file"], "command": hook})
     (scene.work / "a.txt").write_text("a\n")
-    scene.script({"tool_calls": [call("read_file", path="a.txt")]}, {"text": "ok"})
-    done = scene.run()
-    assert done.returncode == 0, done.stderr
+    scene.ran({"tool_calls": [call("read_file", path="a.txt")]}, {"text": "ok"})
     (result,) = scene.records("call_result")
     assert result["status"] == "error"
     assert result["content"].startswith(
@@ -81,11 +75,7 @@ def test_a_hook_sees_secrets_redacted_and_cannot_write_the_mark_back(
     monkeypatch.setenv("MY_API_TOKEN", "tok-very-secret-123")
     hook = scene.hook("rewrite", command="echo [redacted MY_API_TOKEN] > out.txt")
     scene.config({"event": "pre_tool", "tools": ["shell"], "command": hook})
-    scene.script(
-        {"tool_calls": [call("shell", command="echo tok-very-secret-123")]}, {"text": "ok"}
-    )
-    done = scene.run()
-    assert done.returncode == 0, done.stderr
+    scene.ran({"tool_calls": [call("shell", command="echo tok-very-secret-123")]}, {"text": "ok"})
     (asked,) = scene.asked()
     assert asked["arguments"] == {"command": "echo [redacted MY_API_TOKEN]"}
     assert not (scene.work / "out.txt").exists()
@@ -98,13 +88,11 @@ def test_a_hook_sees_secrets_redacted_and_cannot_write_the_mark_back(
 def test_a_post_tool_hook_adds_a_note_for_the_model(scene: Scene) -> None:
     hook = scene.hook("note", text="run the tests before you say it works")
     scene.config({"event": "post_tool", "tools": ["write_file"], "command": hook})
-    scene.script(
+    scene.ran(
         {"tool_calls": [call("write_file", path="a.py", content="x = 1\n")]},
         {"tool_calls": [call("list_files")]},
         {"text": "ok"},
     )
-    done = scene.run()
-    assert done.returncode == 0, done.stderr
     written, listed = scene.records("call_result")
     assert written["content"].endswith(
         "\n\nNote from a hook: run the tests before you say it works"
@@ -125,9 +113,7 @@ def test_a_compaction_hooks_text_is_kept_among_the_anchors_of_the_next_request(
         {"event": "pre_compact", "command": hook}, {"event": "post_compact", "command": told}
     )
     reads = [{"tool_calls": [call("read_file", path=f"f{i}.txt")]} for i in range(3)]
-    scene.script(*reads, {"text": "ok"}, window={"context": 3_000})
-    done = scene.run()
-    assert done.returncode == 0, done.stderr
+    done = scene.ran(*reads, {"text": "ok"}, window={"context": 3_000})
     (compacted, *_) = events(done.stdout, "context_compacted")
     # The checkpoint is the context the next request is made of.
     kept = [m["content"] for m in compacted["messages"] if "Always answer" in m.get("content", "")]
@@ -142,13 +128,11 @@ def test_a_compaction_hooks_text_is_kept_among_the_anchors_of_the_next_request(
 def test_a_stop_hook_sends_the_main_agent_back_once(scene: Scene) -> None:
     hook = scene.hook("send-back-once", reason="the tests were not run")
     scene.config({"event": "stop", "command": hook})
-    scene.script(
+    done = scene.ran(
         {"text": "done, I think"},
         {"tool_calls": [call("shell", command="echo tests pass")]},
         {"text": "done: the tests pass"},
     )
-    done = scene.run()
-    assert done.returncode == 0, done.stderr
     (decided,) = scene.records("hook_decided")
     note = "A hook asks you not to end your turn yet: the tests were not run"
     assert (decided["event"], decided["action"], decided["text"]) == ("stop", "continue", note)
@@ -165,9 +149,7 @@ def test_a_hook_that_hangs_is_stopped_at_its_timeout_and_the_session_goes_on(
     scene: Scene,
 ) -> None:
     scene.config({"event": "pre_tool", "command": scene.hook("hang"), "timeout": 0.5})
-    scene.script({"tool_calls": [call("shell", command="echo ran > ran.txt")]}, {"text": "ok"})
-    done = scene.run()
-    assert done.returncode == 0, done.stderr
+    done = scene.ran({"tool_calls": [call("shell", command="echo ran > ran.txt")]}, {"text": "ok"})
     assert (scene.work / "ran.txt").read_text() == "ran\n"
     (notice,) = [n for n in events(done.stdout, "notice") if "hook" in n["message"]]
     assert notice["message"].endswith(
@@ -179,9 +161,7 @@ def test_a_hook_that_hangs_is_stopped_at_its_timeout_and_the_session_goes_on(
 def test_a_fail_closed_hook_that_fails_refuses_the_call(scene: Scene) -> None:
     hook = scene.hook("fail")
     scene.config({"event": "pre_tool", "command": hook, "fail_closed": True})
-    scene.script({"tool_calls": [call("shell", command="echo ran > ran.txt")]}, {"text": "ok"})
-    done = scene.run()
-    assert done.returncode == 0, done.stderr
+    done = scene.ran({"tool_calls": [call("shell", command="echo ran > ran.txt")]}, {"text": "ok"})
     assert not (scene.work / "ran.txt").exists()
     (result,) = scene.records("call_result")
     assert result["content"] == (

@@ -44,13 +44,11 @@ def test_a_hook_script_changed_during_the_session_is_not_run(scene: Scene) -> No
     script.write_text("import sys; sys.stdin.read()\n")
     hook = f"{sys.executable} {script}"
     scene.config({"event": "pre_tool", "tools": ["shell"], "command": hook, "fail_closed": True})
-    scene.script(
+    done = scene.ran(
         {"tool_calls": [call("shell", command="echo 'print(1)' > check.py")]},
         {"tool_calls": [call("shell", command="echo ran > ran.txt")]},
         {"text": "ok"},
     )
-    done = scene.run()
-    assert done.returncode == 0, done.stderr
     assert not (scene.work / "ran.txt").exists()
     first, second = scene.records("call_result")
     assert first.get("status", "ok") == "ok"
