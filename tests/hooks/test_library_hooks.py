@@ -18,6 +18,15 @@ def results(events: list[orc.Event]) -> list[orc.ToolResult]:
     return [e.result for e in events if isinstance(e, orc.ToolCallFinished)]
 
 
+async def in_memory(
+    model: orc.Model, workspace: Path, hooks: list[orc.Hook], **more: Any
+) -> orc.RunResult:
+    """`orc.run` in memory on `workspace` with `model`, the workspace tools and `hooks`
+    (`more` adds to them or replaces them)."""
+    wiring: dict[str, Any] = {"tools": orc.workspace_tools(), "hooks": hooks, **more}
+    return await orc.run("g", model=model, workspace=workspace, in_memory=True, **wiring)
+
+
 def to_a_worker(*worker: dict[str, Any], dones: int = 1) -> ScriptedModel:
     """The main agent delegates one task to a `worker` agent, waits for it, then says
     "done" (`dones` times, as often as it is woken); the worker plays `worker`."""
@@ -49,18 +58,15 @@ async def test_a_function_refuses_and_an_async_one_notes(tmp_path: Path) -> None
         {"tool_calls": [call("write_file", path="new.txt", content="y")]},
         {"text": "ok"},
     )
-    await orc.run(
-        "g",
-        model=model,
-        workspace=tmp_path,
-        in_memory=True,
-        on_event=events.append,
-        tools=orc.workspace_tools(),
-        approve=orc.approve_all,
-        hooks=[
+    await in_memory(
+        model,
+        tmp_path,
+        [
             orc.Hook("pre_tool", refuse_writes, tools=("write_file",)),
             orc.Hook("post_tool", note),
         ],
+        on_event=events.append,
+        approve=orc.approve_all,
     )
     assert (tmp_path / "keep.txt").read_text() == "kept\n"
     assert (tmp_path / "new.txt").read_text() == "y"
@@ -82,15 +88,12 @@ async def test_an_ask_asks_the_approver_about_a_call_the_rules_allow(tmp_path: P
         return orc.Denied("not today")
 
     model = scripted({"tool_calls": [call("list_files")]}, {"text": "ok"})
-    await orc.run(
-        "g",
-        model=model,
-        workspace=tmp_path,
-        in_memory=True,
+    await in_memory(
+        model,
+        tmp_path,
+        [orc.Hook("pre_tool", lambda event: {"decision": "ask"})],
         on_event=events.append,
-        tools=orc.workspace_tools(),
         approve=approve,
-        hooks=[orc.Hook("pre_tool", lambda event: {"decision": "ask"})],
     )
     assert [c.name for c in asked] == ["list_files"]  # read-only: never asked without it
     (refused,) = results(events)
@@ -104,15 +107,7 @@ async def test_a_function_that_raises_is_one_notice_and_the_call_runs(tmp_path: 
         raise KeyError("nope")
 
     model = scripted({"tool_calls": [call("list_files")]}, {"text": "ok"})
-    await orc.run(
-        "g",
-        model=model,
-        workspace=tmp_path,
-        in_memory=True,
-        tools=orc.workspace_tools(),
-        on_event=events.append,
-        hooks=[orc.Hook("pre_tool", broken)],
-    )
+    await in_memory(model, tmp_path, [orc.Hook("pre_tool", broken)], on_event=events.append)
     (listed,) = results(events)
     assert listed.status == "ok"
     notices = [e.message for e in events if isinstance(e, orc.Notice) and "hook" in e.message]
@@ -132,14 +127,13 @@ async def test_a_stop_hook_is_bounded_by_the_continuations_allowed(tmp_path: Pat
 
     events: list[orc.Event] = []
     model = scripted(*[{"text": f"done {i}"} for i in range(4)])
-    result = await orc.run(
-        "g",
-        model=model,
-        workspace=tmp_path,
-        in_memory=True,
+    result = await in_memory(
+        model,
+        tmp_path,
+        [orc.Hook("stop", never_done)],
         on_event=events.append,
         settings=orc.SessionSettings(max_auto_continues=2),
-        hooks=[orc.Hook("stop", never_done)],
+        tools=(),
     )
     assert asked == 2
     notes = [e.text for e in events if isinstance(e, orc.HookDecided)]
@@ -162,15 +156,12 @@ async def test_the_told_events_reach_their_hooks_in_order(tmp_path: Path) -> Non
         "task_settled",
         "session_end",
     )
-    result = await orc.run(
-        "g",
-        model=model,
-        workspace=tmp_path,
-        in_memory=True,
+    result = await in_memory(
+        model,
+        tmp_path,
+        [orc.Hook(event, note) for event in events],
         agents=orc.builtin_agents(),
-        tools=orc.workspace_tools(),
         approve=orc.approve_all,
-        hooks=[orc.Hook(event, note) for event in events],
     )
     assert result.status == "completed"
     assert told == [
@@ -188,14 +179,11 @@ async def test_a_call_parked_for_a_person_is_told_as_waiting(tmp_path: Path) -> 
         return orc.Later()
 
     model = scripted({"tool_calls": [call("shell", command="echo hi")]}, {"text": "ok"})
-    result = await orc.run(
-        "g",
-        model=model,
-        workspace=tmp_path,
-        in_memory=True,
-        tools=orc.workspace_tools(),
+    result = await in_memory(
+        model,
+        tmp_path,
+        [orc.Hook("waiting", told.append), orc.Hook("session_end", told.append)],
         approve=later,
-        hooks=[orc.Hook("waiting", told.append), orc.Hook("session_end", told.append)],
     )
     assert result.status == "blocked"
     (request,) = result.approvals
@@ -211,15 +199,12 @@ async def test_a_question_left_to_the_person_is_told_as_waiting(tmp_path: Path) 
     now, told to the `waiting` hooks before the session's end."""
     told: list[dict[str, Any]] = []
     model = to_a_worker({"tool_calls": [call("ask_decision", question="TOML or JSON?")]}, dones=6)
-    result = await orc.run(
-        "g",
-        model=model,
-        workspace=tmp_path,
-        in_memory=True,
+    result = await in_memory(
+        model,
+        tmp_path,
+        [orc.Hook("waiting", told.append), orc.Hook("session_end", told.append)],
         agents=orc.builtin_agents(),
-        tools=orc.workspace_tools(),
         approve=orc.approve_all,
-        hooks=[orc.Hook("waiting", told.append), orc.Hook("session_end", told.append)],
     )
     assert result.status == "blocked"
     (question,) = result.questions
