@@ -3,10 +3,12 @@ scripts they run."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import orjson
+import trio
 
 from orchestrator import (
     Event,
@@ -19,29 +21,40 @@ from orchestrator import (
     ScriptedModel,
     create_session,
     drive,
+    event_json,
     open_session,
 )
 from orchestrator.engine import dbos_workers, sqlite_url
+from orchestrator.engine.store import Store
 from orchestrator.models.scripted import parse_script
 from orchestrator.team.runtime import TeamHook
 from orchestrator.tools import PermissionPolicy, approve_all, workspace_tools
+from tests.engine.workers import WorkerProcess, start_worker
 from tests.scenes import call
 
 
-def main_script(*delegations: dict[str, Any]) -> list[dict[str, Any]]:
+def main_script(*delegations: dict[str, Any], waits: int = 3) -> list[dict[str, Any]]:
+    """The main agent's script: it delegates (in one reply), waits for its tasks `waits`
+    times, then says it is done (as often as it is woken)."""
     return [
         {"tool_calls": list(delegations)},
-        *[{"tool_calls": [call("wait_tasks")]} for _ in range(3)],
+        *[{"tool_calls": [call("wait_tasks")]} for _ in range(waits)],
         *[{"text": f"done ({n})"} for n in range(4)],
     ]
 
 
+def main_writes_a_and_b(a: list[str], b: list[str]) -> list[dict[str, Any]]:
+    """The main agent's script that delegates "write a" (t1, writing `a`) and "write b"
+    (t2, writing `b`) at once."""
+    return main_script(
+        call("delegate", description="a", prompt="write a", write_scope=a),
+        call("delegate", description="b", prompt="write b", write_scope=b),
+    )
+
+
 TWO_TASKS: dict[str, Any] = {
     "agents": {
-        "main": main_script(
-            call("delegate", description="a", prompt="write a", write_scope=["a.txt"]),
-            call("delegate", description="b", prompt="write b", write_scope=["b.txt"]),
-        ),
+        "main": main_writes_a_and_b(["a.txt"], ["b.txt"]),
         "t1": [
             {"tool_calls": [call("write_file", path="a.txt", content="A")]},
             {"tool_calls": [call("complete", summary="wrote a")]},
@@ -89,20 +102,95 @@ class Setup:
     ) -> RunResult:
         """The session run to its end; its notices into `ui`, or its events to `sink`;
         its tasks on workers, or in this process (`local`)."""
-        spec = f"scripted:{self.script_file}"
-        settings = RunSettings(
-            on_team=on_team,
-            model=ScriptedModel(parse_script(self.script)),
-            tools=workspace_tools(),
-            ui=sink if sink is not None else ListSink() if ui is None else Notices(ui),
-            policy=PermissionPolicy(),
-            approve=approve_all,
-            runner=InProcessRunner
-            if local
-            else dbos_workers(self.url, model=spec, workspace=self.task_workspace),
+        return await self.drive(
+            self.settings(
+                on_team=on_team,
+                ui=sink if sink is not None else ListSink() if ui is None else Notices(ui),
+                approve=approve_all,
+                **({"runner": InProcessRunner} if local else {}),
+            )
         )
+
+    def settings(self, **more: Any) -> RunSettings:
+        """The settings of a run of this session: the scripted model, the workspace
+        tools, the default permission rules (a write asks), its tasks on workers; `more`
+        adds to them or replaces them."""
+        spec = f"scripted:{self.script_file}"
+        wiring: dict[str, Any] = {
+            "model": ScriptedModel(parse_script(self.script)),
+            "tools": workspace_tools(),
+            "policy": PermissionPolicy(),
+            "runner": dbos_workers(self.url, model=spec, workspace=self.task_workspace),
+        }
+        return RunSettings(**{**wiring, **more})
+
+    async def drive(self, settings: RunSettings) -> RunResult:
+        """The session run to its end with `settings`."""
         async with open_session(self.root, self.session_id, warn=lambda _: None) as live:
             return await drive(live, settings)
+
+    async def on_a_worker(
+        self, run: Callable[[], Awaitable[RunResult]] | None = None, **worker: Any
+    ) -> tuple[RunResult, WorkerProcess]:
+        """The session run (by `run`, else `self.run()`) while one worker, started with
+        `worker`'s options, takes its tasks; the worker stopped after. Checked: the
+        session completed."""
+        async with trio.open_nursery() as nursery:
+            started = await start_worker(nursery, self.url, self.tmp, **worker)
+            with trio.fail_after(120):
+                result = await (run or self.run)()
+            await started.stop()
+        assert result.status == "completed", (result, started.lines)
+        return result, started
+
+    async def taken_over(
+        self,
+        stop: Callable[[WorkerProcess], Awaitable[None]],
+        *,
+        first: str = "first",
+        before: str = "",
+        run: Callable[[], Awaitable[RunResult]] | None = None,
+        then: Callable[[], None] = lambda: None,
+        **worker: Any,
+    ) -> tuple[RunResult, WorkerProcess, WorkerProcess]:
+        """The session run (by `run`, else `self.run()`) while a worker named `first`
+        (running `before`) takes its tasks until `stop(it)` has it end; then a second
+        worker ("second") sees it silent and takes its tasks over, and `then()` is
+        called. Both started with `worker`'s options; the second stopped after. Checked:
+        the session completed. (The result, the first worker, the second.)"""
+        outcome: list[RunResult] = []
+        ended = trio.Event()
+
+        async def session() -> None:
+            outcome.append(await (run or self.run)())
+            ended.set()
+
+        async with trio.open_nursery() as nursery:
+            dying = await start_worker(nursery, self.url, self.tmp, first, before=before, **worker)
+            nursery.start_soon(session)
+            with trio.fail_after(120):
+                await stop(dying)
+                await dying.process.wait()
+                second = await start_worker(nursery, self.url, self.tmp, "second", **worker)
+                await second.see("is silent: its tasks are queued again")
+                then()
+                await ended.wait()
+            await second.stop()
+        (result,) = outcome
+        assert result.status == "completed", (result, second.lines)
+        return result, dying, second
+
+    def task_lines(self, task: str = "t1") -> list[bytes]:
+        """The lines of `task`'s journal, in the engine's database."""
+        store = Store(self.url)
+        try:
+            return [line for _, line in store.records(f"{self.session_id}/{task}")]
+        finally:
+            store.close()
+
+    def task_records(self, task: str = "t1") -> bytes:
+        """The lines of `task`'s journal, one after another."""
+        return b"".join(self.task_lines(task))
 
     def journal_lines(self, *needles: str) -> list[str]:
         text = (self.directory / "journal.jsonl").read_text()
@@ -142,3 +230,26 @@ ANSWERED: dict[str, Any] = {
         ],
     }
 }
+
+
+SHOWN_KINDS = frozenset(
+    {"turn_started", "assistant_replied", "tool_call_started", "tool_call_finished", "turn_ended"}
+)
+
+
+def shown(events: list[Event], agent: str) -> list[tuple[str, str]]:
+    """What the live view and the transcript show of `agent`'s work: its turns, its
+    replies (their text) and its calls (their tool, their outcome)."""
+    told = []
+    for event in events:
+        fields = event_json(event)
+        if event.agent != agent or fields["kind"] not in SHOWN_KINDS:
+            continue
+        what = fields.get("call", {}).get("name") or fields.get("result", {}).get("status")
+        told.append((fields["kind"], what or fields.get("message", {}).get("text", "")))
+    return told
+
+
+def of_t1(transcript: str) -> list[str]:
+    """The lines of a plain transcript about task t1's work."""
+    return [line for line in transcript.splitlines() if line[:4] == "[t1]" or " t1 turn" in line]

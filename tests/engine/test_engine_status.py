@@ -21,24 +21,17 @@ pytest.importorskip("dbos")
 from orchestrator.engine.status import engine_status
 from orchestrator.engine.store import Store
 from orchestrator.engine.tables import META
-from tests.engine.sessions import main_script
+from tests.engine.sessions import TWO_TASKS
 from tests.engine.workers import start_worker
 from tests.scenes import call
 
 HELD = "until [ -f go ]; do sleep 0.05; done"  # t1's call runs until the test says go
-SCRIPT: dict[str, Any] = {
+SCRIPT: dict[str, Any] = {  # TWO_TASKS, but for t1's call
     "agents": {
-        "main": main_script(
-            call("delegate", description="a", prompt="write a", write_scope=["a.txt"]),
-            call("delegate", description="b", prompt="write b", write_scope=["b.txt"]),
-        ),
+        **TWO_TASKS["agents"],
         "t1": [
             {"tool_calls": [call("shell", command=HELD)]},
             {"tool_calls": [call("complete", summary="went")]},
-        ],
-        "t2": [
-            {"tool_calls": [call("write_file", path="b.txt", content="B")]},
-            {"tool_calls": [call("complete", summary="wrote b")]},
         ],
     }
 }

@@ -20,8 +20,7 @@ from orchestrator import RunResult, RunSettings, ScriptedModel, SessionSettings,
 from orchestrator.engine import dbos_workers
 from orchestrator.models.scripted import parse_script
 from orchestrator.tools import PermissionPolicy, approve_all, workspace_tools
-from tests.engine.sessions import ONE_TASK, Setup
-from tests.engine.test_workers import SHOWN_KINDS
+from tests.engine.sessions import ONE_TASK, SHOWN_KINDS, Setup
 from tests.engine.workers import start_worker
 from tests.scenes import call
 

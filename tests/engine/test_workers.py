@@ -21,13 +21,10 @@ import trio
 pytest.importorskip("dbos")
 
 from orchestrator import (
-    Event,
     FanOut,
     ListSink,
-    RunResult,
     Team,
     TranscriptSink,
-    event_json,
     load_state,
 )
 from orchestrator.engine import sqlite_url
@@ -36,21 +33,18 @@ from orchestrator.state import USER
 from orchestrator.view import ViewModel
 from tests.engine.sessions import ANSWERED as ANSWERED
 from tests.engine.sessions import ONE_TASK as ONE_TASK
+from tests.engine.sessions import SHOWN_KINDS as SHOWN_KINDS
 from tests.engine.sessions import TWO_TASKS as TWO_TASKS
 from tests.engine.sessions import Setup as Setup
 from tests.engine.sessions import main_script as main_script
-from tests.engine.workers import mail_sent, start_worker
+from tests.engine.sessions import of_t1, shown
+from tests.engine.workers import WorkerProcess, mail_sent, start_worker
 from tests.scenes import call
 
 
 async def test_tasks_run_on_a_worker_and_report_back(tmp_path: Path) -> None:
     setup = Setup(tmp_path, TWO_TASKS)
-    async with trio.open_nursery() as nursery:
-        worker = await start_worker(nursery, setup.url, tmp_path)
-        with trio.fail_after(120):
-            result = await setup.run()
-        await worker.stop()
-    assert result.status == "completed", (result, worker.lines)
+    _, worker = await setup.on_a_worker()
     assert (setup.workspace / "a.txt").read_text() == "A"
     assert (setup.workspace / "b.txt").read_text() == "B"
     state = load_state(setup.directory, warn=pytest.fail)
@@ -81,33 +75,8 @@ async def test_tasks_run_on_a_worker_and_report_back(tmp_path: Path) -> None:
     assert '"id":"t2.m1"' in completed[0] + completed[1]
     # The tasks' own records are in the engine's database, not the session's journal.
     assert not setup.journal_lines('"k":"assistant_replied","a":"t1"')
-    store = Store(setup.url)
-    assert any(b'"write_file"' in line for _, line in store.records(f"{setup.session_id}/t1"))
-    store.close()
+    assert any(b'"write_file"' in line for line in setup.task_lines())
     assert any("task t1: call write_file" in line for line in worker.lines)
-
-
-SHOWN_KINDS = frozenset(
-    {"turn_started", "assistant_replied", "tool_call_started", "tool_call_finished", "turn_ended"}
-)
-
-
-def shown(events: list[Event], agent: str) -> list[tuple[str, str]]:
-    """What the live view and the transcript show of `agent`'s work: its turns, its
-    replies (their text) and its calls (their tool, their outcome)."""
-    told = []
-    for event in events:
-        fields = event_json(event)
-        if event.agent != agent or fields["kind"] not in SHOWN_KINDS:
-            continue
-        what = fields.get("call", {}).get("name") or fields.get("result", {}).get("status")
-        told.append((fields["kind"], what or fields.get("message", {}).get("text", "")))
-    return told
-
-
-def of_t1(transcript: str) -> list[str]:
-    """The lines of a plain transcript about task t1's work."""
-    return [line for line in transcript.splitlines() if line[:4] == "[t1]" or " t1 turn" in line]
 
 
 async def test_a_task_on_a_worker_is_shown_as_a_local_task_is(tmp_path: Path) -> None:
@@ -122,12 +91,7 @@ async def test_a_task_on_a_worker_is_shown_as_a_local_task_is(tmp_path: Path) ->
     assert result.status == "completed"
     setup = Setup(tmp_path / "workers", ONE_TASK)
     events, transcript = ListSink(), io.StringIO()
-    async with trio.open_nursery() as nursery:
-        worker = await start_worker(nursery, setup.url, tmp_path)
-        with trio.fail_after(120):
-            result = await setup.run(sink=FanOut([events, TranscriptSink(transcript)]))
-        await worker.stop()
-    assert result.status == "completed", (result, worker.lines)
+    await setup.on_a_worker(lambda: setup.run(sink=FanOut([events, TranscriptSink(transcript)])))
     assert (
         shown(events.events, "t1")
         == shown(here.events, "t1")
@@ -191,31 +155,15 @@ async def test_a_stopped_worker_s_task_is_taken_over_and_nothing_runs_twice(
     setup = Setup(tmp_path, script)
     ready = setup.workspace / "ready"
     os.mkfifo(ready)
-    outcome: list[RunResult] = []
-    ended = trio.Event()
 
-    async def session() -> None:
-        outcome.append(await setup.run())
-        ended.set()
+    async def stopped(first: WorkerProcess) -> None:
+        # Its shell call has begun (and its start is journaled).
+        await trio.to_thread.run_sync(ready.read_text, abandon_on_cancel=True)
+        first.process.send_signal(stop)
 
-    async with trio.open_nursery() as nursery:
-        first = await start_worker(nursery, setup.url, tmp_path, "first")
-        nursery.start_soon(session)
-        with trio.fail_after(120):
-            # Its shell call has begun (and its start is journaled).
-            await trio.to_thread.run_sync(ready.read_text, abandon_on_cancel=True)
-            first.process.send_signal(stop)
-            await first.process.wait()
-            second = await start_worker(nursery, setup.url, tmp_path, "second")
-            await second.see("is silent: its tasks are queued again")
-            await ended.wait()
-        await second.stop()
-    (result,) = outcome
-    assert result.status == "completed", (result, second.lines)
+    await setup.taken_over(stopped)
     assert (setup.workspace / "log.txt").read_text() == "one\ntwo\n"
-    store = Store(setup.url)
-    records = b"".join(line for _, line in store.records(f"{setup.session_id}/t1"))
-    store.close()
+    records = setup.task_records()
     # Killed, the call is found cut off; stopped, the worker cancels it as it goes.
     cut = b"interrupted" if stop == signal.SIGKILL else b"cancelled"
     assert b'"ref":"6.0","status":"%s"' % cut in records
@@ -233,16 +181,9 @@ async def test_an_answer_reaches_a_task_on_a_worker_and_it_goes_on(
     if database == "postgres":
         server = request.getfixturevalue("postgres_url")
         setup.url = server.rsplit("/", 1)[0] + f"/answer_{uuid.uuid4().hex}"
-    async with trio.open_nursery() as nursery:
-        worker = await start_worker(nursery, setup.url, tmp_path)
-        with trio.fail_after(120):
-            result = await setup.run()
-        await worker.stop()
-    assert result.status == "completed", (result, worker.lines)
+    await setup.on_a_worker()
     assert (setup.workspace / "choice.txt").read_text() == "x"
-    store = Store(setup.url)
-    records = b"".join(line for _, line in store.records(f"{setup.session_id}/t1"))
-    store.close()
+    records = setup.task_records()
     # The answer entered the task's context once, under the session's id for it.
     (answer,) = setup.journal_lines('"mail":"answer"')
     answer_id = orjson.loads(answer)["id"]
@@ -313,12 +254,7 @@ async def test_a_task_cancelled_before_a_worker_took_it_never_runs(tmp_path: Pat
         }
     }
     setup = Setup(tmp_path, script)
-    async with trio.open_nursery() as nursery:
-        worker = await start_worker(nursery, setup.url, tmp_path)
-        with trio.fail_after(120):
-            result = await setup.run()
-        await worker.stop()
-    assert result.status == "completed", (result, worker.lines)
+    _, worker = await setup.on_a_worker()
     assert load_state(setup.directory, warn=pytest.fail).tasks.get("t1").state == "cancelled"
     assert not [line for line in worker.lines if "task t1" in line]
     assert not (setup.workspace / "late").exists()

@@ -3,6 +3,7 @@ about are put to its session, whose approver answers them (engine/approvals.py).
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -18,22 +19,13 @@ from orchestrator import (
     ApprovalRequest,
     Denied,
     Grant,
-    RunResult,
-    RunSettings,
-    ScriptedModel,
     SessionSettings,
     Unasked,
-    drive,
     load_state,
-    open_session,
 )
-from orchestrator.engine import dbos_workers
 from orchestrator.engine.approvals import decode_answer, encode_answer
-from orchestrator.engine.store import Store
-from orchestrator.models.scripted import parse_script
-from orchestrator.tools import PermissionPolicy, workspace_tools
-from tests.engine.sessions import Setup, main_script
-from tests.engine.workers import start_worker
+from tests.engine.sessions import TWO_TASKS, Setup, main_script
+from tests.engine.workers import WorkerProcess, start_worker
 from tests.scenes import call
 
 SCRIPT: dict[str, Any] = {
@@ -60,22 +52,8 @@ async def test_a_worker_puts_its_task_s_questions_to_the_session(tmp_path: Path)
             return True
         return Denied("not b, today")
 
-    settings = RunSettings(
-        model=ScriptedModel(parse_script(setup.script)),
-        tools=workspace_tools(),
-        policy=PermissionPolicy(),  # the default: a write asks
-        approve=approve,
-        runner=dbos_workers(
-            setup.url, model=f"scripted:{setup.script_file}", workspace=setup.workspace
-        ),
-    )
-    async with trio.open_nursery() as nursery:
-        worker = await start_worker(nursery, setup.url, tmp_path, yes=False)
-        with trio.fail_after(120):
-            async with open_session(setup.root, setup.session_id, warn=lambda _: None) as live:
-                result = await drive(live, settings)
-        await worker.stop()
-    assert result.status == "completed", (result, worker.lines)
+    settings = setup.settings(approve=approve)  # the default rules: a write asks
+    await setup.on_a_worker(lambda: setup.drive(settings), yes=False)
     # Asked here, once each, naming the task; answered there.
     assert [(r.agent, r.tool, r.arguments["path"]) for r in asked] == [
         ("t1", "write_file", "a.txt"),
@@ -84,9 +62,7 @@ async def test_a_worker_puts_its_task_s_questions_to_the_session(tmp_path: Path)
     assert asked[0].who.startswith("task t1 (worker: a)")
     assert (setup.workspace / "a.txt").read_text() == "A"
     assert not (setup.workspace / "b.txt").exists()
-    store = Store(setup.url)
-    records = b"".join(line for _, line in store.records(f"{setup.session_id}/t1"))
-    store.close()
+    records = setup.task_records()
     assert b"not b, today" in records  # what the task's model read of the refusal
     state = load_state(setup.directory, warn=pytest.fail)
     assert state.tasks.get("t1").state == "completed"
@@ -106,36 +82,14 @@ async def test_a_question_outlives_the_worker_that_asked_it(tmp_path: Path) -> N
         await answer_now.wait()
         return True
 
-    settings = RunSettings(
-        model=ScriptedModel(parse_script(setup.script)),
-        tools=workspace_tools(),
-        policy=PermissionPolicy(),
-        approve=approve,
-        runner=dbos_workers(
-            setup.url, model=f"scripted:{setup.script_file}", workspace=setup.workspace
-        ),
-    )
-    outcome: list[RunResult] = []
-    ended = trio.Event()
+    settings = setup.settings(approve=approve)
 
-    async def session() -> None:
-        async with open_session(setup.root, setup.session_id, warn=lambda _: None) as live:
-            outcome.append(await drive(live, settings))
-        ended.set()
+    async def killed(first: WorkerProcess) -> None:
+        await first_asked.wait()
+        first.kill()
 
-    async with trio.open_nursery() as nursery:
-        first = await start_worker(nursery, setup.url, tmp_path, "first", yes=False)
-        nursery.start_soon(session)
-        with trio.fail_after(120):
-            await first_asked.wait()
-            first.kill()
-            await first.process.wait()
-            second = await start_worker(nursery, setup.url, tmp_path, "second", yes=False)
-            await second.see("is silent: its tasks are queued again")
-            answer_now.set()
-            await ended.wait()
-        await second.stop()
-    assert outcome[0].status == "completed", (outcome, second.lines)
+    run = functools.partial(setup.drive, settings)
+    _, _, second = await setup.taken_over(killed, run=run, then=answer_now.set, yes=False)
     assert [r.arguments["path"] for r in asked] == ["a.txt", "b.txt"]  # a.txt once
     assert (setup.workspace / "a.txt").read_text() == "A"
     assert second.count("task t1: call write_file") == 2  # a.txt (asked again), b.txt
@@ -146,22 +100,7 @@ def test_an_answer_crosses_the_database_as_it_was_given() -> None:
         assert decode_answer(encode_answer(answer)) == answer
 
 
-TWO_WRITERS: dict[str, Any] = {
-    "agents": {
-        "main": main_script(
-            call("delegate", description="a", prompt="write a", write_scope=["a.txt"]),
-            call("delegate", description="b", prompt="write b", write_scope=["b.txt"]),
-        ),
-        "t1": [
-            {"tool_calls": [call("write_file", path="a.txt", content="A")]},
-            {"tool_calls": [call("complete", summary="wrote a")]},
-        ],
-        "t2": [
-            {"tool_calls": [call("write_file", path="b.txt", content="B")]},
-            {"tool_calls": [call("complete", summary="wrote b")]},
-        ],
-    }
-}
+TWO_WRITERS = TWO_TASKS  # t1 writes a.txt, t2 b.txt
 
 
 async def test_a_grant_answered_for_one_task_on_a_worker_holds_for_the_others(
@@ -176,23 +115,11 @@ async def test_a_grant_answered_for_one_task_on_a_worker_holds_for_the_others(
         asked.append(request)
         return Grant("write_file")
 
-    settings = RunSettings(
-        model=ScriptedModel(parse_script(setup.script)),
-        tools=workspace_tools(),
-        policy=PermissionPolicy(),
+    settings = setup.settings(
         approve=approve,
-        runner=dbos_workers(
-            setup.url, model=f"scripted:{setup.script_file}", workspace=setup.workspace
-        ),
         session=SessionSettings(max_live=1),  # t2 starts once t1 is done
     )
-    async with trio.open_nursery() as nursery:
-        worker = await start_worker(nursery, setup.url, tmp_path, yes=False)
-        with trio.fail_after(120):
-            async with open_session(setup.root, setup.session_id, warn=lambda _: None) as live:
-                result = await drive(live, settings)
-        await worker.stop()
-    assert result.status == "completed", (result, worker.lines)
+    await setup.on_a_worker(lambda: setup.drive(settings), yes=False)
     assert [r.agent for r in asked] == ["t1"]  # asked once, for the first task
     assert (setup.workspace / "b.txt").read_text() == "B"
     state = load_state(setup.directory, warn=pytest.fail)

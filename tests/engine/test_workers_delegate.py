@@ -29,7 +29,7 @@ from orchestrator.engine.tables import RUNS
 from orchestrator.state.events import event_from_json
 from orchestrator.view import ViewModel
 from tests.crash.harness import cli
-from tests.engine.sessions import Setup
+from tests.engine.sessions import Setup, main_script
 from tests.engine.workers import WorkerProcess, start_worker
 from tests.scenes import call
 
@@ -52,15 +52,9 @@ def _child(task: str, folder: str) -> list[dict[str, Any]]:
 
 PARENT_AND_CHILDREN: dict[str, Any] = {
     "agents": {
-        "main": [
-            {
-                "tool_calls": [
-                    call("delegate", description="lead", prompt="split", write_scope=["out/**"])
-                ]
-            },
-            *_waits(4),
-            *[{"text": f"done ({n})"} for n in range(4)],
-        ],
+        "main": main_script(
+            call("delegate", description="lead", prompt="split", write_scope=["out/**"]), waits=4
+        ),
         "t1": [
             {
                 "tool_calls": [
@@ -297,15 +291,9 @@ def _check_tree(setup: OnTheCommandLine, w2: str) -> None:
 SCOPE, OUT, INSIDE = ["a/**"], ["b/**"], ["a/x/**"]
 LIMITS: dict[str, Any] = {
     "agents": {
-        "main": [
-            {
-                "tool_calls": [
-                    call("delegate", description="lead", prompt="go", write_scope=["a/**"])
-                ]
-            },
-            *_waits(3),
-            *[{"text": f"done ({n})"} for n in range(4)],
-        ],
+        "main": main_script(
+            call("delegate", description="lead", prompt="go", write_scope=["a/**"])
+        ),
         "t1": [
             {"tool_calls": [call("delegate", description="out", prompt="x", write_scope=["b/**"])]},
             {
@@ -333,12 +321,7 @@ async def test_a_worker_s_delegation_keeps_the_depth_limit_and_the_write_scopes(
     of its own, as a local task is, and does its work."""
     _may_delegate(tmp_path, monkeypatch)
     setup = Setup(tmp_path, LIMITS)
-    async with trio.open_nursery() as nursery:
-        worker = await start_worker(nursery, setup.url, tmp_path)
-        with trio.fail_after(120):
-            result = await setup.run()
-        await worker.stop()
-    assert result.status == "completed", (result, worker.lines)
+    await setup.on_a_worker()
     state = load_state(setup.directory, warn=pytest.fail)
     assert state.settings is not None
     limit = state.settings.max_depth

@@ -16,8 +16,7 @@ pytest.importorskip("dbos")
 
 from dbos import DBOS
 
-from orchestrator import Event, MessagePosted, RunResult, load_state
-from orchestrator.engine.store import Store
+from orchestrator import Event, MessagePosted, load_state
 from orchestrator.engine.workflow import MAIL
 from tests.engine.sessions import ANSWERED, Setup
 from tests.engine.workers import WorkerProcess, mail_sent, start_worker
@@ -50,14 +49,6 @@ def dying(workflow_id, message):
     return state
 workflow._hand_over = dying
 """
-
-
-def task_records(setup: Setup) -> bytes:
-    store = Store(setup.url)
-    try:
-        return b"".join(line for _, line in store.records(f"{setup.session_id}/t1"))
-    finally:
-        store.close()
 
 
 class SendAgain:
@@ -98,7 +89,7 @@ async def test_a_message_sent_twice_is_posted_once_in_the_task_s_journal(tmp_pat
     sent = mail_sent(setup.url, workflow)
     assert sent[f"{workflow}:{answer_id}"] is True
     assert "again" in sent  # (received, unless the task's run ended first)
-    records = task_records(setup)
+    records = setup.task_records()
     found = b'"k":"message_posted","a":"main","id":"%s"' % answer_id.encode()
     assert records.count(found) == 1
     assert (
@@ -138,30 +129,15 @@ async def killed_and_taken_over(
     """`setup`'s session run on a worker that runs `before` (and kills itself, saying
     `killed`), then on another that takes its workflow over; checked: the session
     completed, the answer reached the task once, the task completed once."""
-    tmp = setup.tmp
-    outcome: list[RunResult] = []
-    async with trio.open_nursery() as nursery:
-        dying = await start_worker(nursery, setup.url, tmp, "dying", before=before)
-        ended = trio.Event()
 
-        async def session() -> None:
-            outcome.append(await setup.run())
-            ended.set()
+    async def kills_itself(dying: WorkerProcess) -> None:
+        await dying.see(killed)
 
-        nursery.start_soon(session)
-        with trio.fail_after(120):
-            await dying.see(killed)
-            await dying.process.wait()
-            second = await start_worker(nursery, setup.url, tmp, "second")
-            await second.see("is silent: its tasks are queued again")
-            await ended.wait()
-        await second.stop()
-    (result,) = outcome
-    assert result.status == "completed", (result, second.lines)
+    _, dying, second = await setup.taken_over(kills_itself, first="dying", before=before)
     assert (setup.workspace / "choice.txt").read_text() == "x"
     (answer,) = setup.journal_lines('"mail":"answer"')
     answer_id = msgspec.json.decode(answer)["id"].encode()
-    records = task_records(setup)
+    records = setup.task_records()
     assert records.count(b'"k":"message_posted","a":"main","id":"%s"' % answer_id) == 1
     assert records.count(b'"k":"messages_delivered","a":"t1","ids":["%s"]' % answer_id) == 1
     assert records.count(b'"k":"call_result","a":"t1"') == 3  # ask, write, complete

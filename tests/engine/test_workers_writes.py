@@ -16,17 +16,13 @@ import trio
 pytest.importorskip("dbos")
 
 from orchestrator import load_state
-from orchestrator.engine.store import Store
-from tests.engine.sessions import Setup, main_script
+from tests.engine.sessions import Setup, main_writes_a_and_b
 from tests.engine.workers import start_worker
 from tests.scenes import call
 
 SCRIPT: dict[str, Any] = {
     "agents": {
-        "main": main_script(
-            call("delegate", description="a", prompt="write a", write_scope=["a/"]),
-            call("delegate", description="b", prompt="write b", write_scope=["b/"]),
-        ),
+        "main": main_writes_a_and_b(["a/"], ["b/"]),
         "t1": [
             # Its command runs until the test lets it end, after t2 wrote b/b.txt.
             {
@@ -97,13 +93,7 @@ async def test_a_shell_command_does_not_take_another_task_s_write_for_its_own(
     assert len(where) == workers
     # t1's command is seen to change its own file only, and its completion is accepted
     # at once, neither listing nor flagging t2's; nobody is alerted.
-    store = Store(setup.url)
-    results = [
-        orjson.loads(line)
-        for _, line in store.records(f"{setup.session_id}/t1")
-        if b'"k":"call_result"' in line
-    ]
-    store.close()
+    results = [orjson.loads(line) for line in setup.task_lines() if b'"k":"call_result"' in line]
     assert [r.get("changed") for r in results] == [["a/mine.txt"], None]
     completed = {
         m["task"]: m["data"]
