@@ -43,6 +43,16 @@ def main_script(*delegations: dict[str, Any], waits: int = 3) -> list[dict[str, 
     ]
 
 
+def delegates_once(
+    prompt: str, task: list[dict[str, Any]], then: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """A script: the main agent delegates one task ("w", `prompt`), waits for it once,
+    makes the replies `then` and says it is done; the task (t1) plays `task`."""
+    delegate = {"tool_calls": [call("delegate", description="w", prompt=prompt)]}
+    waits = {"tool_calls": [call("wait_tasks")]}
+    return {"agents": {"main": [delegate, waits, *(then or []), {"text": "done"}], "t1": task}}
+
+
 def main_writes_a_and_b(a: list[str], b: list[str]) -> list[dict[str, Any]]:
     """The main agent's script that delegates "write a" (t1, writing `a`) and "write b"
     (t2, writing `b`) at once."""

@@ -18,21 +18,16 @@ from orchestrator import RunResult, ScriptedModel, create_session, drive, load_s
 from orchestrator.engine import dbos_runner, sqlite_url
 from orchestrator.errors import OrchestratorError
 from orchestrator.models.scripted import parse_script
+from tests.engine.sessions import delegates_once
 from tests.scenes import call, run_settings
 
-SCRIPT: dict[str, Any] = {
-    "agents": {
-        "main": [
-            {"tool_calls": [call("delegate", description="w", prompt="write a")]},
-            {"tool_calls": [call("wait_tasks")]},
-            {"text": "done"},
-        ],
-        "t1": [
-            {"tool_calls": [call("write_file", path="a.txt", content="A")]},
-            {"tool_calls": [call("complete", summary="wrote a")]},
-        ],
-    }
-}
+SCRIPT = delegates_once(
+    "write a",
+    [
+        {"tool_calls": [call("write_file", path="a.txt", content="A")]},
+        {"tool_calls": [call("complete", summary="wrote a")]},
+    ],
+)
 
 
 async def run_on_dbos(root: Path, session_id: str, url: str, script: dict[str, Any]) -> RunResult:

@@ -25,6 +25,7 @@ from orchestrator.tools import workspace_tools
 from orchestrator.tools.sandbox import Sandbox
 from tests.crash.harness import cli
 from tests.engine.postgres import Postgres
+from tests.engine.sessions import delegates_once
 from tests.scenes import call, run_settings
 
 
@@ -32,21 +33,12 @@ def script(fifo: Path, *, then: Path | None = None) -> dict[str, Any]:
     """A main agent that delegates one task and waits for it (then, given `then`, reads
     that FIFO: the session runs on until the test writes to it)."""
     last = [{"tool_calls": [call("shell", command=f"cat {then}")]}] if then else []
-    return {
-        "agents": {
-            "main": [
-                {"tool_calls": [call("delegate", description="w", prompt="wait, then write")]},
-                {"tool_calls": [call("wait_tasks")]},
-                *last,
-                {"text": "done"},
-            ],
-            "t1": [
-                # Blocks until the test writes to the FIFO (after it stopped Postgres).
-                {"tool_calls": [call("shell", command=f"cat {fifo} >> got.txt")]},
-                {"tool_calls": [call("complete", summary="got it")]},
-            ],
-        }
-    }
+    task = [
+        # Blocks until the test writes to the FIFO (after it stopped Postgres).
+        {"tool_calls": [call("shell", command=f"cat {fifo} >> got.txt")]},
+        {"tool_calls": [call("complete", summary="got it")]},
+    ]
+    return delegates_once("wait, then write", task, last)
 
 
 class Watch:

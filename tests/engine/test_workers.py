@@ -42,6 +42,16 @@ from tests.engine.workers import WorkerProcess, mail_sent, start_worker
 from tests.scenes import call
 
 
+def held_task(description: str, prompt: str, holds: str, *then: dict[str, Any]) -> dict[str, Any]:
+    """A script: the main agent delegates one task and waits; the task's first call writes
+    "one" to log.txt, says it is ready (into the FIFO `ready` the test reads) and runs
+    `holds`; then it makes the calls `then`, one a reply."""
+    first = call("shell", command=f"echo one >> log.txt; echo x > ready; {holds}")
+    task = [{"tool_calls": [c]} for c in (first, *then)]
+    delegate = call("delegate", description=description, prompt=prompt)
+    return {"agents": {"main": main_script(delegate), "t1": task}}
+
+
 async def test_tasks_run_on_a_worker_and_report_back(tmp_path: Path) -> None:
     setup = Setup(tmp_path, TWO_TASKS)
     _, worker = await setup.on_a_worker()
@@ -138,20 +148,13 @@ async def test_a_stopped_worker_s_task_is_taken_over_and_nothing_runs_twice(
     another worker sees it silent, has its workflow queued again and takes it; the call
     cut off is reported interrupted (never run again), and the task goes on from its
     records to completion."""
-    script = {
-        "agents": {
-            "main": main_script(call("delegate", description="rounds", prompt="do rounds")),
-            "t1": [
-                {
-                    "tool_calls": [
-                        call("shell", command="echo one >> log.txt; echo x > ready; sleep 60")
-                    ]
-                },
-                {"tool_calls": [call("shell", command="echo two >> log.txt")]},
-                {"tool_calls": [call("complete", summary="rounds done")]},
-            ],
-        }
-    }
+    script = held_task(
+        "rounds",
+        "do rounds",
+        "sleep 60",
+        call("shell", command="echo two >> log.txt"),
+        call("complete", summary="rounds done"),
+    )
     setup = Setup(tmp_path, script)
     ready = setup.workspace / "ready"
     os.mkfifo(ready)
@@ -266,19 +269,9 @@ async def test_the_session_killed_while_its_task_works_on_a_worker_resumes_and_f
     """The main process SIGKILLed while a worker runs its task: the task goes on there;
     the resumed session finds its workflow still open, follows it, and gets its news
     once; nothing is run twice."""
-    script = {
-        "agents": {
-            "main": main_script(call("delegate", description="gated", prompt="wait for the gate")),
-            "t1": [
-                {
-                    "tool_calls": [
-                        call("shell", command="echo one >> log; echo x > ready; cat gate")
-                    ]
-                },
-                {"tool_calls": [call("complete", summary="through the gate")]},
-            ],
-        }
-    }
+    script = held_task(
+        "gated", "wait for the gate", "cat gate", call("complete", summary="through the gate")
+    )
     setup = Setup(tmp_path, script)
     for fifo in ("ready", "gate"):
         os.mkfifo(setup.workspace / fifo)
@@ -346,7 +339,7 @@ def _check_killed_and_resumed(directory: Path, setup: Setup) -> None:
     state = load_state(directory, warn=pytest.fail)
     assert state.status == "completed"
     assert state.tasks.get("t1").state == "completed"
-    assert (setup.workspace / "log").read_text() == "one\n"
+    assert (setup.workspace / "log.txt").read_text() == "one\n"
     journal = (directory / "journal.jsonl").read_text()
     assert journal.count('"mail":"completed"') == 1
     verify = subprocess.run(
