@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shlex
 import shutil
 import signal
 import subprocess
@@ -24,7 +23,7 @@ from orchestrator.session.replay import read_snapshot
 from orchestrator.state.manifest import FORMAT_VERSION
 from orchestrator.store import SessionLock, scan_journal
 from orchestrator.tools.shell import marked
-from tests.scenes import call, gone_soon, orchestrator
+from tests.scenes import call, gone_soon, orchestrator, pasted
 
 ROOT = Path(__file__).parents[2]
 RECORDED = ROOT / "sessions"
@@ -348,14 +347,7 @@ def test_ctrl_c_stops_cleanly_and_resumes(tmp_path: Path) -> None:
         if isinstance(m, ToolResult)
     ]
     assert result.status == "cancelled"
-    resumed = subprocess.run(
-        [sys.executable, "-m", *shlex.split(printed)],
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        timeout=60,
-        check=False,
-    )
+    resumed = pasted(printed)
     assert resumed.returncode == 0, resumed.stderr
     assert read_manifest(directory).status == "completed"
 
