@@ -14,35 +14,49 @@ def w(context: int, output: int = 0) -> WindowConfig:
     return WindowConfig(context=context, output=output)
 
 
+def each(window: WindowConfig, *specs: str) -> list[tuple[str, WindowConfig]]:
+    """Rows of the table below: each of `specs` has `window`."""
+    return [(spec, window) for spec in specs]
+
+
 @pytest.mark.parametrize(
     ("spec", "window"),
     [
-        ("anthropic:claude-sonnet-4-5", w(200_000, 64_000)),
-        ("anthropic:claude-sonnet-4-5-20250929", w(200_000, 64_000)),  # a dated snapshot
+        *each(
+            w(200_000, 64_000),
+            "anthropic:claude-sonnet-4-5",
+            "anthropic:claude-sonnet-4-5-20250929",  # a dated snapshot
+        ),
         ("anthropic:claude-3-5-sonnet-latest", w(200_000, 8_192)),
-        ("anthropic:claude-opus-4-20250514", w(200_000, 32_000)),
-        ("anthropic:claude-opus-4-1-20250805", w(200_000, 32_000)),  # longest prefix wins
+        *each(
+            w(200_000, 32_000),
+            "anthropic:claude-opus-4-20250514",
+            "anthropic:claude-opus-4-1-20250805",  # longest prefix wins
+        ),
         ("anthropic:claude-opus-4-6", w(1_000_000, 128_000)),
         ("openrouter:anthropic/claude-3.5-sonnet", w(200_000, 8_192)),  # vendor/, dots
         ("openai:gpt-4.1-mini", w(1_047_576, 32_768)),
-        ("openai:gpt-4o-2024-08-06", w(128_000, 16_384)),
-        ("openai:gpt-4o-mini-2024-07-18", w(128_000, 16_384)),
-        ("openrouter:openai/o4-mini", w(200_000, 100_000)),
-        ("openai:o1-2024-12-17", w(200_000, 100_000)),
-        ("openai:gpt-5-mini", w(400_000, 128_000)),
-        ("openai:gpt-5.1", w(400_000, 128_000)),
+        *each(w(128_000, 16_384), "openai:gpt-4o-2024-08-06", "openai:gpt-4o-mini-2024-07-18"),
+        *each(w(200_000, 100_000), "openrouter:openai/o4-mini", "openai:o1-2024-12-17"),
+        *each(w(400_000, 128_000), "openai:gpt-5-mini", "openai:gpt-5.1"),
         ("openai:gpt-3.5-turbo-0125", w(16_385, 4_096)),
         ("google:gemini-2.0-flash-001", w(1_048_576, 8_192)),
         # Open weights, as each server names them.
-        ("ollama:llama3.1:8b", w(131_072)),
-        ("ollama:llama3.2", w(131_072)),
-        ("openai-compatible:meta-llama/Llama-3.1-8B-Instruct@http://127.0.0.1:8000/v1", w(131_072)),
-        ("together:meta-llama/Meta-Llama-3.1-70B-Instruct-Turbo", w(131_072)),
-        ("groq:llama-3.3-70b-versatile", w(131_072)),
+        *each(
+            w(131_072),
+            "ollama:llama3.1:8b",
+            "ollama:llama3.2",
+            "openai-compatible:meta-llama/Llama-3.1-8B-Instruct@http://127.0.0.1:8000/v1",
+            "together:meta-llama/Meta-Llama-3.1-70B-Instruct-Turbo",
+            "groq:llama-3.3-70b-versatile",
+        ),
         ("groq:llama3-8b-8192", w(8_192)),  # Llama 3, not 3.x
-        ("ollama:qwen2.5-coder:7b-instruct-q4_K_M", w(32_768, 8_192)),
-        ("openrouter:qwen/qwen-2.5-72b-instruct", w(32_768, 8_192)),
-        ("vllm:Qwen/Qwen2.5-0.5B-Instruct", w(32_768, 8_192)),
+        *each(
+            w(32_768, 8_192),
+            "ollama:qwen2.5-coder:7b-instruct-q4_K_M",
+            "openrouter:qwen/qwen-2.5-72b-instruct",
+            "vllm:Qwen/Qwen2.5-0.5B-Instruct",
+        ),
         ("ollama:mixtral:8x7b", w(32_768)),
         ("mistral:open-mixtral-8x22b", w(65_536)),
         ("openai-compatible:mistralai/Mixtral-8x7B-Instruct-v0.1", w(32_768)),
