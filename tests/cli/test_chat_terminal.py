@@ -39,6 +39,13 @@ def start(opened: list[Terminal], tmp_path: Path, *args: str, cols: int = 100) -
     return terminal
 
 
+def ended(terminal: Terminal, tmp_path: Path, code: int) -> str:
+    """The id of the one session `start` made, once `terminal`'s chat ended with `code`."""
+    assert terminal.finish() == code
+    [session] = [p.name for p in (tmp_path / "s").iterdir() if p.is_dir()]
+    return session
+
+
 def test_a_goal_an_approval_a_follow_up_and_the_commands(
     tmp_path: Path, chat: list[Terminal]
 ) -> None:
@@ -81,8 +88,7 @@ def test_a_goal_an_approval_a_follow_up_and_the_commands(
     t.type(b"\x03")
     t.see("Ctrl+C again (or /quit) to leave")
     t.type(b"\x03")
-    assert t.finish() == 0
-    [session] = [p.name for p in (tmp_path / "s").iterdir() if p.is_dir()]
+    session = ended(t, tmp_path, 0)
     resume = f"orchestrator chat --resume {session} --sessions-dir {tmp_path / 's'}"
     assert f"continue it with: {resume}" in t.text().replace("\n", "")
 
@@ -98,8 +104,7 @@ def test_ctrl_c_stops_a_running_turn_and_the_session_resumes_in_chat(
     t.type(b"\x03")
     t.see("turn stopped; the session is interrupted")
     t.type(b"/quit\r")
-    assert t.finish() == 130
-    [session] = [p.name for p in (tmp_path / "s").iterdir() if p.is_dir()]
+    session = ended(t, tmp_path, 130)
     assert f"orchestrator chat --resume {session}" in t.text()
     # Summed up as a run stopped by Ctrl+C is: where its work is, what it spent.
     assert f"session {session} interrupted" in t.lines()
