@@ -61,6 +61,14 @@ def progress(**fields: Any) -> AgentProgress:
     return AgentProgress(**fields)
 
 
+def verifying(verify: str, changed: int, verified: int = 0, **situation: Any) -> Situation:
+    """A session checked by `verify`: its last change at seq `changed`, its last passed
+    check at `verified` (0: none); every todo completed, unless `situation` says else."""
+    seqs = {"changed_seq": changed, **({"verified_seq": verified} if verified else {})}
+    fields = {"todos": todos("completed"), **situation}
+    return Situation(**fields, progress=progress(**seqs), verify=(verify,))
+
+
 REFUSED = RefusedCall(agent="t1", tool="write_file", arguments='{"path": "a"}')
 REFUSED_SHELL = RefusedCall(agent=MAIN, tool="shell", arguments='{"command": "make"}')
 
@@ -150,29 +158,19 @@ CASES: list[tuple[str, Situation, str, str]] = [
     ),
     (
         "done, verification never passed",
-        Situation(
-            todos=todos("completed"), progress=progress(changed_seq=5), verify=("pytest -q",)
-        ),
+        verifying("pytest -q", 5),
         "verify",
         "not verified since the last change: pytest -q",
     ),
     (
         "done, verified before the last change",
-        Situation(
-            todos=todos("completed"),
-            progress=progress(changed_seq=9, verified_seq=7),
-            verify=("make",),
-        ),
+        verifying("make", 9, 7),
         "verify",
         "make",
     ),
     (
         "done and verified since",
-        Situation(
-            todos=todos("completed"),
-            progress=progress(changed_seq=9, verified_seq=12),
-            verify=("make",),
-        ),
+        verifying("make", 9, 12),
         "completed",
         "verified: make passed",
     ),
@@ -225,23 +223,13 @@ CASES: list[tuple[str, Situation, str, str]] = [
     ),
     (
         "a refusal, but the verification passed since the last change",
-        Situation(
-            todos=TodoList(),
-            progress=progress(changed_seq=9, verified_seq=12),
-            verify=("pytest",),
-            refused=(REFUSED,),
-        ),
+        verifying("pytest", 9, 12, todos=TodoList(), refused=(REFUSED,)),
         "completed",
         "verified: pytest passed",
     ),
     (
         "a refusal, not verified since",
-        Situation(
-            todos=TodoList(),
-            progress=progress(changed_seq=9, verified_seq=7),
-            verify=("pytest",),
-            refused=(REFUSED,),
-        ),
+        verifying("pytest", 9, 7, todos=TodoList(), refused=(REFUSED,)),
         "verify",
         "not verified",
     ),
