@@ -10,7 +10,7 @@ import msgspec
 import orjson
 import pytest
 
-from orchestrator import AssistantMessage, Message, ToolResult, load_state
+from orchestrator import AssistantMessage, Message, SessionState, ToolResult, load_state
 from orchestrator.errors import JournalCorrupt
 from orchestrator.messages import plain
 from orchestrator.session import migrate, verify
@@ -170,6 +170,12 @@ def test_a_v3_session_loses_only_its_snapshot_to_the_v4_step(tmp_path: Path) -> 
     v3_to_v4(directory)  # a step run again (cut short before the manifest) is no error
 
 
+@pytest.fixture(params=["completed", "killed-mid-turn"])
+def name(request: pytest.FixtureRequest) -> str:
+    """Each recording of a format (tests/recordings/record.py), by name."""
+    return str(request.param)
+
+
 def migrated_untouched(tmp_path: Path, recorded: str) -> Path:
     """The recorded session copied and migrated: checks that nothing but the manifest's
     version is rewritten and that it folds to what it folded to before; its directory."""
@@ -187,12 +193,18 @@ def migrated_untouched(tmp_path: Path, recorded: str) -> Path:
     return directory
 
 
-@pytest.mark.parametrize("name", ["completed", "killed-mid-turn"])
+def untouched(tmp_path: Path, recorded: str) -> tuple[Path, SessionState]:
+    """`migrated_untouched`, checked by `verify` as well, and what its directory folds
+    to: (directory, state)."""
+    directory = migrated_untouched(tmp_path, recorded)
+    assert verify(directory) == []
+    return directory, load_state(directory, warn=pytest.fail)
+
+
 def test_a_v8_session_becomes_v9_untouched_its_tasks_subagents_and_calls_in_the_foreground(
     tmp_path: Path, name: str
 ) -> None:
-    directory = migrated_untouched(tmp_path, f"v8-{name}")
-    state = load_state(directory, warn=pytest.fail)
+    _, state = untouched(tmp_path, f"v8-{name}")
     assert state.tasks.tasks
     assert all(t.kind == "agent" for t in state.tasks.tasks.values())
     # Its journaled settings read with the background settings at their defaults.
@@ -202,27 +214,21 @@ def test_a_v8_session_becomes_v9_untouched_its_tasks_subagents_and_calls_in_the_
         state.settings.background_per_session,
         state.settings.background_after,
     ) == (4, 16, None)
-    assert verify(directory) == []
 
 
-@pytest.mark.parametrize("name", ["completed", "killed-mid-turn"])
 def test_a_v9_session_becomes_v10_untouched_on_the_local_engine(tmp_path: Path, name: str) -> None:
-    directory = migrated_untouched(tmp_path, f"v9-{name}")
-    state = load_state(directory, warn=pytest.fail)
+    _, state = untouched(tmp_path, f"v9-{name}")
     # Its settings read with the local engine, and no task says where it ran.
     assert state.settings is not None
     assert (state.settings.engine, state.settings.engine_database) == ("local", "")
     assert state.tasks.tasks
     assert all(t.ran_on is None for t in state.tasks.tasks.values())
-    assert verify(directory) == []
 
 
-@pytest.mark.parametrize("name", ["completed", "killed-mid-turn"])
 def test_a_v10_session_becomes_v11_untouched_its_sandbox_unset_and_nothing_approved_ahead(
     tmp_path: Path, name: str
 ) -> None:
-    directory = migrated_untouched(tmp_path, f"v10-{name}")
-    state = load_state(directory, warn=pytest.fail)
+    _, state = untouched(tmp_path, f"v10-{name}")
     # Its settings read with the sandbox and network unset (the next run's flags and
     # config give them) and no plan approval given in advance (a resume gives --approve
     # again, as a format-10 one had to).
@@ -230,29 +236,23 @@ def test_a_v10_session_becomes_v11_untouched_its_sandbox_unset_and_nothing_appro
     settings = state.settings
     assert (settings.sandbox, settings.network) == (None, None)
     assert (settings.approve, settings.approve_through) == ("", 0)
-    assert verify(directory) == []
 
 
-@pytest.mark.parametrize("name", ["completed", "killed-mid-turn"])
 def test_a_v11_session_becomes_v12_untouched_nothing_parked_and_no_output_yet(
     tmp_path: Path, name: str
 ) -> None:
-    directory = migrated_untouched(tmp_path, f"v11-{name}")
-    state = load_state(directory, warn=pytest.fail)
+    directory, state = untouched(tmp_path, f"v11-{name}")
     # No call of a format-11 session was parked, and its manifest has no answer until
     # its next run ends.
     assert state.approvals.pending == {}
     assert state.approvals.decided == {}
     assert read_manifest(directory).output == ""
-    assert verify(directory) == []
 
 
-@pytest.mark.parametrize("name", ["completed", "killed-mid-turn"])
 def test_a_v12_session_becomes_v13_untouched_no_chain_moved_nothing_cut(
     tmp_path: Path, name: str
 ) -> None:
-    directory = migrated_untouched(tmp_path, f"v12-{name}")
-    state = load_state(directory, warn=pytest.fail)
+    _, state = untouched(tmp_path, f"v12-{name}")
     # A format-12 session had no fallback chain, no thinking said whose it was, and no
     # call was cut at the output limit.
     assert state.fallbacks.chains == {}
@@ -262,31 +262,24 @@ def test_a_v12_session_becomes_v13_untouched_no_chain_moved_nothing_cut(
     assert replies
     assert all(block.source is None for m in replies for block in m.thinking)
     assert all(call.cut is None for m in replies for call in m.tool_calls)
-    assert verify(directory) == []
 
 
-@pytest.mark.parametrize("name", ["completed", "killed-mid-turn"])
 def test_a_v13_session_becomes_v14_untouched_no_hook_pin_checkpoint_trace_or_fork(
     tmp_path: Path, name: str
 ) -> None:
-    directory = migrated_untouched(tmp_path, f"v13-{name}")
-    state = load_state(directory, warn=pytest.fail)
+    directory, state = untouched(tmp_path, f"v13-{name}")
     assert msgspec.to_builtins(state.hooks) == msgspec.to_builtins(type(state.hooks)())
     assert msgspec.to_builtins(state.mcp) == msgspec.to_builtins(type(state.mcp)())
     assert msgspec.to_builtins(state.checkpoints) == msgspec.to_builtins(type(state.checkpoints)())
     manifest = read_manifest(directory)
     assert (manifest.parent, manifest.parent_seq) == ("", 0)
     assert manifest.trace_id is msgspec.UNSET
-    assert verify(directory) == []
 
 
-@pytest.mark.parametrize("name", ["completed", "killed-mid-turn"])
 def test_a_v14_session_becomes_v15_untouched_nothing_asked_by_a_server(
     tmp_path: Path, name: str
 ) -> None:
     assert FORMAT_VERSION == 15
-    directory = migrated_untouched(tmp_path, f"v14-{name}")
-    state = load_state(directory, warn=pytest.fail)
+    directory, state = untouched(tmp_path, f"v14-{name}")
     assert (state.mcp.waiting, state.mcp.answers, state.mcp.sampled) == ({}, {}, {})
     assert not (directory / "files" / "index-behind").exists()
-    assert verify(directory) == []
