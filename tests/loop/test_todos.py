@@ -3,10 +3,12 @@ team, turn loop and fold (a session in memory, scripted models)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import orjson
 import pytest
 
-from orchestrator import Policy, ScriptedCall, TodoList, TodosChanged
+from orchestrator import Policy, ScriptedCall, ScriptedReply, TodoList, TodosChanged
 from orchestrator.errors import ToolFailed
 from orchestrator.loop.todo_changes import Change, create, hand_off, update, write
 from orchestrator.loop.todos import TodoError, TodoStatus, render
@@ -153,31 +155,33 @@ def test_render_is_compact_and_shows_every_state() -> None:
 # --- the tools, end to end ---------------------------------------------------------------------
 
 
+def main_steps(workspace: Workspace, *replies: Any, **more: Any) -> Scene:
+    """A scene of the main agent alone, playing `replies` (`steps`)."""
+    return Scene(workspace, {MAIN: steps(*replies)}, **more)
+
+
+def writes(**arguments: Any) -> ScriptedReply:
+    """A reply that calls todo_write with `arguments`."""
+    return reply("", c("todo_write", **arguments))
+
+
 async def test_the_todo_tools_change_the_folded_list_and_show_it(workspace: Workspace) -> None:
-    scene = Scene(
+    scene = main_steps(
         workspace,
-        {
-            MAIN: steps(
-                reply(
-                    "",
-                    c(
-                        "todo_write",
-                        goal="ship it",
-                        todos=[
-                            {"content": "build", "active_form": "Building"},
-                            {"content": "test", "blocked_by": ["1"]},
-                        ],
-                    ),
-                ),
-                reply("", c("todo_update", id="2", status="in_progress")),  # refused: blocked
-                reply("", c("todo_update", id="1", status="completed", result="built")),
-                reply("", c("todo_create", content="release", blocked_by=["2"])),
-                reply("", c("todo_update", id="2", status="completed")),
-                reply("", c("todo_update", id="3", status="completed")),
-                reply("", c("todo_list"), c("todo_get", id="9")),
-                reply("done"),
-            )
-        },
+        writes(
+            goal="ship it",
+            todos=[
+                {"content": "build", "active_form": "Building"},
+                {"content": "test", "blocked_by": ["1"]},
+            ],
+        ),
+        reply("", c("todo_update", id="2", status="in_progress")),  # refused: blocked
+        reply("", c("todo_update", id="1", status="completed", result="built")),
+        reply("", c("todo_create", content="release", blocked_by=["2"])),
+        reply("", c("todo_update", id="2", status="completed")),
+        reply("", c("todo_update", id="3", status="completed")),
+        reply("", c("todo_list"), c("todo_get", id="9")),
+        reply("done"),
     )
     outcome = await scene.completes()
     results = [
@@ -214,26 +218,18 @@ async def test_an_empty_argument_object_lists(workspace: Workspace) -> None:
 
 
 async def test_serial_mode_hands_the_next_item_over(workspace: Workspace) -> None:
-    scene = Scene(
+    scene = main_steps(
         workspace,
-        {
-            MAIN: steps(
-                reply(
-                    "",
-                    c(
-                        "todo_write",
-                        todos=[{"content": "a", "status": "in_progress"}, {"content": "b"}],
-                    ),
-                ),
-                reply("", c("todo_update", id="1", status="completed")),
-                lambda request: (
-                    reply("", c("todo_update", id="2", status="completed"))
-                    if "Next (serial): item 2 is now in progress" in last_text(request)
-                    else reply("no hand-off")
-                ),
-                reply("all done"),
-            )
-        },
+        writes(
+            todos=[{"content": "a", "status": "in_progress"}, {"content": "b"}],
+        ),
+        reply("", c("todo_update", id="1", status="completed")),
+        lambda request: (
+            reply("", c("todo_update", id="2", status="completed"))
+            if "Next (serial): item 2 is now in progress" in last_text(request)
+            else reply("no hand-off")
+        ),
+        reply("all done"),
         policy=Policy(serial=True),
     )
     await scene.completes()
@@ -278,26 +274,18 @@ def test_the_view_lists_items_with_their_blockers() -> None:
 
 
 async def test_serial_hand_off_in_a_whole_list_keeps_its_order(workspace: Workspace) -> None:
-    scene = Scene(
+    scene = main_steps(
         workspace,
-        {
-            MAIN: steps(
-                reply(
-                    "",
-                    c(
-                        "todo_write",
-                        todos=[
-                            {"content": "a", "status": "completed"},
-                            {"content": "b"},
-                            {"content": "c"},
-                        ],
-                    ),
-                ),
-                reply("", c("todo_write", todos=[{"content": "x"}])),
-                reply("", c("todo_update", id="1", status="completed")),
-                reply("done"),
-            )
-        },
+        writes(
+            todos=[
+                {"content": "a", "status": "completed"},
+                {"content": "b"},
+                {"content": "c"},
+            ],
+        ),
+        reply("", c("todo_write", todos=[{"content": "x"}])),
+        reply("", c("todo_update", id="1", status="completed")),
+        reply("done"),
         policy=Policy(serial=True),
     )
     await scene.run()
@@ -349,17 +337,13 @@ async def test_each_tool_refuses_bad_input_and_leaves_the_list(
     workspace: Workspace, call: ScriptedCall, error: str
 ) -> None:
     plan = c("todo_write", todos=[{"content": "a"}, {"content": "b", "blocked_by": ["1"]}])
-    scene = Scene(
+    scene = main_steps(
         workspace,
-        {
-            MAIN: steps(
-                reply("", plan),
-                reply("", call),
-                reply("", c("todo_update", id="1", status="completed")),
-                reply("", c("todo_update", id="2", status="completed")),
-                reply("done"),
-            )
-        },
+        reply("", plan),
+        reply("", call),
+        reply("", c("todo_update", id="1", status="completed")),
+        reply("", c("todo_update", id="2", status="completed")),
+        reply("done"),
     )
     await scene.run()
     results = [m for m in scene.state.agents[MAIN].messages if hasattr(m, "call_id")]
