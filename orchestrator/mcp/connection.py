@@ -11,11 +11,8 @@ is cancelled at the server (the SDK sends `notifications/cancelled`).
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import shlex
-import shutil
-import sys
 import tempfile
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
@@ -28,6 +25,14 @@ import trio
 from orchestrator.errors import ConfigError, OrchestratorError
 from orchestrator.mcp.asked import Calling, Calls, callbacks
 from orchestrator.mcp.servers import McpServer
+from orchestrator.mcp.wire import (
+    findable,
+    guarded,
+    http_transport,
+    one_line,
+    result_text,
+    stderr_tail,
+)
 from orchestrator.tools.scripts import scripts
 
 if TYPE_CHECKING:
@@ -132,7 +137,7 @@ class Connection:
                     self._client = None
             except Exception as exc:
                 self._client = None
-                why = f"{_one_line(exc)}{_stderr_tail(self._errlog)}"
+                why = f"{one_line(exc)}{stderr_tail(self._errlog)}"
                 if self._generation == 0:
                     raise McpServerError(
                         f"MCP server {self.server.name!r} did not start ({self.server.where}): "
@@ -170,7 +175,7 @@ class Connection:
             client = self._live()
             with self.calls.running(calling, limit):
                 result = await client.call_tool(tool, arguments, None, progress, meta=meta)
-        return CallResult(_text(self.server, tool, result), bool(result.is_error))
+        return CallResult(result_text(self.server, tool, result), bool(result.is_error))
 
     def offers_resources(self) -> bool:
         """Whether the server said it has resources (its capabilities)."""
@@ -215,8 +220,8 @@ class Connection:
             raise
         except Exception as exc:
             said = (
-                f"MCP server {self.server.name!r} failed {doing}: {_one_line(exc)}"
-                f"{_stderr_tail(self._errlog)}"
+                f"MCP server {self.server.name!r} failed {doing}: {one_line(exc)}"
+                f"{stderr_tail(self._errlog)}"
             )
             if _closed(exc) and self.server.command is not None:
                 said += await self._restart(generation)
@@ -296,10 +301,10 @@ async def open_connection(
 
         def start() -> AbstractAsyncContextManager[Client]:
             if server.command is not None:
-                _findable(server, target.env)  # (the guard would say it less plainly)
+                findable(server, target.env)  # (the guard would say it less plainly)
                 transport: Any = mcp.stdio_client(target, errlog=errlog)
             else:
-                transport = _http(server, headers)
+                transport = http_transport(server, headers)
             # No response cache: the tools are listed anew each time.
             # What the server may ask (the person, a model, the roots): mcp/asked.py.
             asked = callbacks(server, connection.calls)
@@ -336,26 +341,6 @@ async def open_connection(
             raise
 
 
-def guarded(command: str, args: tuple[str, ...]) -> tuple[str, list[str]]:
-    """The command line that runs `command` under the guard (mcp/_guard.py), where there
-    are process groups; elsewhere it as it is."""
-    if os.name != "posix":
-        return command, list(args)
-    return sys.executable, ["-I", "-S", str(GUARD), command, *args]
-
-
-GUARD: Final = Path(__file__).with_name("_guard.py")
-
-
-def _findable(server: McpServer, env: Mapping[str, str]) -> None:
-    """A `FileNotFoundError` when `server`'s program is nowhere its guard would look."""
-    command = server.command or ""
-    if os.sep in command and server.cwd and not os.path.isabs(command):
-        command = os.path.join(server.cwd, command)
-    if shutil.which(command, path=env.get("PATH", os.environ.get("PATH"))) is None:
-        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), server.command)
-
-
 def _only(group: BaseExceptionGroup[BaseException], error: BaseException) -> bool:
     """Whether `group` holds `error` and nothing else but cancellations."""
     leaves = _leaves(group)
@@ -375,20 +360,6 @@ def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
     return leaves
 
 
-def _http(server: McpServer, headers: dict[str, str]) -> Any:
-    """The streamable HTTP transport to `server.url`, its client sending `headers`."""
-    from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
-
-    @contextlib.asynccontextmanager
-    async def streams() -> AsyncIterator[Any]:
-        http = create_mcp_http_client(headers=headers)
-        async with http, streamable_http_client(server.url or "", http_client=http) as pair:
-            yield pair
-
-    return streams()
-
-
 def _info(tool: Any) -> ToolInfo:
     notes = tool.annotations
     read_only = bool(notes and notes.read_only_hint)
@@ -403,48 +374,3 @@ def _info(tool: Any) -> ToolInfo:
         destructive=not read_only and (notes is None or notes.destructive_hint is not False),
         output_schema=None if tool.output_schema is None else dict(tool.output_schema),
     )
-
-
-def _text(server: McpServer, tool: str, result: Any) -> str:
-    """The result's content as the model reads it: text as it is, structured content as
-    JSON, anything else (an image, a resource) named, not inlined."""
-    parts: list[str] = []
-    for block in result.content or ():
-        kind = getattr(block, "type", "")
-        if kind == "text":
-            parts.append(block.text)
-        elif kind == "resource" and hasattr(block.resource, "text"):
-            parts.append(block.resource.text)
-        else:
-            parts.append(f"[{kind or 'unknown'} content from {server.name}/{tool} not shown]")
-    if not parts and result.structured_content is not None:
-        import orjson
-
-        parts.append(orjson.dumps(result.structured_content).decode())
-    return "\n".join(parts)
-
-
-def _one_line(exc: BaseException) -> str:
-    """The innermost failure of `exc` (through exception groups and causes), as one line."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    if (
-        isinstance(exc, OSError | ValueError | LookupError | RuntimeError)
-        and type(exc).__name__ not in text
-    ):
-        text = f"{type(exc).__name__}: {text}"
-    return text[:300]
-
-
-def _stderr_tail(errlog: IO[str] | None) -> str:
-    """`; its stderr said: LAST LINE` when the server wrote something there."""
-    if errlog is None:
-        return ""
-    try:
-        errlog.flush()
-        errlog.seek(0)
-        lines = [line.strip() for line in errlog.read()[-4000:].splitlines() if line.strip()]
-    except (OSError, ValueError):
-        return ""
-    return f"; its stderr said: {lines[-1][:300]}" if lines else ""
