@@ -20,7 +20,9 @@ class McpServerConfig(_Strict, frozen=True):
     redacted like a provider's key. `tools`: globs of the server's tools the session takes
     (none: all); `timeout`: seconds a call (and the start) may take; `max_output`: the
     characters of a result past which it is refused as oversized; `sampling`: whether the
-    server may ask for a model's completion (answered by the calling agent's model)."""
+    server may ask for a model's completion (answered by the calling agent's model);
+    `pin_check`: at most how many seconds a call's check of its tool against the
+    session's pin may use the server's last listing (0: list before every call)."""
 
     command: str | None = None
     args: tuple[str, ...] = ()
@@ -32,6 +34,7 @@ class McpServerConfig(_Strict, frozen=True):
     timeout: float = Field(default=60.0, gt=0, le=DAY)
     max_output: int = Field(default=100_000, ge=100, le=TOKENS)
     sampling: bool = False
+    pin_check: float = Field(default=60.0, ge=0, le=DAY)
 
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerConfig:

@@ -107,6 +107,7 @@ class Connection:
         self._crashed = trio.Event()  # set: `keep` starts it again
         self._ready = trio.Event()  # set when a restart is done, well or not
         self.calls = Calls()  # its running calls, and who answers what it asks (mcp/asked.py)
+        self._listed: tuple[float, list[ToolInfo]] | None = None  # when, and its last listing
 
     async def keep(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Starts the server and keeps its client until cancelled; starts it again when a
@@ -126,9 +127,10 @@ class Connection:
                 self._ready.set()
                 return
             try:
-                async with self._start() as client:
+                async with self._start() as client, _told_of_changes(client):
                     entered = True
                     self._client = client
+                    self._listed = None  # (a new process: its tools are listed anew)
                     self._generation += 1
                     if self._generation == 1:
                         task_status.started()
@@ -159,7 +161,27 @@ class Connection:
 
     async def list_tools(self) -> list[ToolInfo]:
         async with self._failing("listing its tools"):
-            return [_info(tool) for tool in await _every(self._live().list_tools, "tools")]
+            listed = [_info(tool) for tool in await _every(self._live().list_tools, "tools")]
+        self._listed = (trio.current_time(), listed)
+        return listed
+
+    async def listing(self) -> list[ToolInfo]:
+        """Its tools as it last listed them, listed again when it said they changed
+        (`told`), when it was started again, or once `pin_check` seconds passed since
+        (0: each time): what a call's pin check reads (mcp/pins.py)."""
+        listed = self._listed
+        if listed is None or trio.current_time() - listed[0] >= self.server.pin_check:
+            return await self.list_tools()
+        return listed[1]
+
+    async def told(self, message: object) -> None:
+        """The SDK's message handler: a server that says its tools changed (on a listen
+        stream, or unasked on protocols before 2026-07-28) has them listed anew."""
+        from mcp_types import ToolListChangedNotification
+
+        if isinstance(message, ToolListChangedNotification):
+            self._listed = None
+        await trio.lowlevel.checkpoint()
 
     async def call(
         self,
@@ -256,6 +278,26 @@ async def _every(list_page: Callable[..., Any], field: str) -> list[Any]:
             return items
 
 
+@contextlib.asynccontextmanager
+async def _told_of_changes(client: Client) -> AsyncIterator[None]:
+    """A `subscriptions/listen` stream for the changes of `client`'s server's tools, open
+    for the block, where the protocol has them (2026-07-28) and the server says it sends
+    them; its events reach the client's message handler (`Connection.told`). Older
+    protocols send the change unasked; a server that refuses the stream is listed again
+    every `pin_check` seconds only."""
+    from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
+    from mcp.shared.exceptions import MCPError
+
+    tools = client.server_capabilities.tools
+    async with contextlib.AsyncExitStack() as stack:
+        if tools is not None and tools.list_changed:
+            with contextlib.suppress(
+                ListenNotSupportedError, MCPError, SubscriptionLost, TimeoutError
+            ):
+                await stack.enter_async_context(client.listen(tools_list_changed=True))
+        yield
+
+
 RESTARTS: Final = 1
 """How many times a session starts again a stdio server whose process died."""
 
@@ -305,12 +347,19 @@ async def open_connection(
                 transport: Any = mcp.stdio_client(target, errlog=errlog)
             else:
                 transport = http_transport(server, headers)
-            # No response cache: the tools are listed anew each time.
+            # No response cache: the SDK's server says `ttlMs: 0` (the SDK's cache would
+            # keep nothing), and the listing the pin check reads is the connection's.
             # What the server may ask (the person, a model, the roots): mcp/asked.py.
             asked = callbacks(server, connection.calls)
             return cast(
                 "AbstractAsyncContextManager[Client]",
-                mcp.Client(transport, cache=None, read_timeout_seconds=server.timeout, **asked),
+                mcp.Client(
+                    transport,
+                    cache=None,
+                    read_timeout_seconds=server.timeout,
+                    message_handler=connection.told,
+                    **asked,
+                ),
             )
 
         def ran() -> dict[str, str]:

@@ -5,10 +5,12 @@ the model with it, and its calls are refused until a person approves the change.
 The first time a session offers a server's tool, its definition (name, description,
 input and output schemas, the flags its annotations give) and their digest are journaled
 (`mcp_pinned`, state/mcp.py). From then on the model is offered the pinned definition,
-on resume too, whatever the server lists. Before each call the server's tools are listed
-again: a tool whose digest differs from its pin is not called, and the error says what
-changed, unless a person approved the server's tools as they are now (trusted for the
-project: `orchestrator mcp approve NAME`), which pins the new definition.
+on resume too, whatever the server lists. Each call is checked against the server's
+listing of its tools (its last one, listed anew when the server says its tools changed,
+when it was started again, or `pin_check` seconds after: mcp/connection.py `listing`): a
+tool whose digest differs from its pin is not called, and the error says what changed,
+unless a person approved the server's tools as they are now (trusted for the project:
+`orchestrator mcp approve NAME`), which pins the new definition.
 """
 
 from __future__ import annotations
@@ -170,7 +172,7 @@ class Pins:
         approved since, for the project or now when `agent`'s call met the change:
         pinned anew); else why it is not called."""
         server = connection.server
-        listed = [info for info in await connection.list_tools() if server.takes(info.name)]
+        listed = [info for info in await connection.listing() if server.takes(info.name)]
         now = next((info for info in listed if info.name == tool), None)
         if now is None:
             return f"MCP server {server.name!r} no longer offers the tool {tool}: not called"

@@ -27,6 +27,8 @@ SEPARATOR: Final = "__"
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # what both providers accept
 _SERVER_NAME = re.compile(r"[A-Za-z0-9_-]{1,32}")
 ENV_PREFIX: Final = "env:"
+PIN_CHECK: Final = 60.0
+"""Seconds a server's listing of its tools serves the pin check (docs/mcp.md)."""
 SELECTOR_PREFIX: Final = "mcp:"
 """An agent type's `tools` entry `mcp:SERVER/GLOB` names that server's tools matching GLOB."""
 
@@ -42,7 +44,9 @@ class McpServer:
     `timeout`: the seconds its start, and each call, may take; `max_output`: the
     characters of a call's result past which it is refused as oversized; `sampling`:
     whether it may ask for a model's completion (`sampling/createMessage`), answered by
-    the calling agent's model, its usage counted (refused otherwise)."""
+    the calling agent's model, its usage counted (refused otherwise); `pin_check`: at
+    most how many seconds a call's check of its tool against the session's pin may use
+    the server's last listing of its tools (0: list them before every call; mcp/pins.py)."""
 
     name: str
     command: str | None = None
@@ -55,6 +59,7 @@ class McpServer:
     timeout: float = 60.0
     max_output: int = 100_000
     sampling: bool = False
+    pin_check: float = PIN_CHECK
 
     def __post_init__(self) -> None:
         if not _SERVER_NAME.fullmatch(self.name) or SEPARATOR in self.name:
@@ -86,6 +91,7 @@ class McpServer:
         timeout: float = 60.0,
         max_output: int = 100_000,
         sampling: bool = False,
+        pin_check: float = PIN_CHECK,
     ) -> McpServer:
         """A server the session starts as a child process and talks to over its stdin
         and stdout. `env`: variables set for it (`"env:NAME"` reads NAME), beside the
@@ -100,6 +106,7 @@ class McpServer:
             timeout=timeout,
             max_output=max_output,
             sampling=sampling,
+            pin_check=pin_check,
         )
 
     @classmethod
@@ -113,6 +120,7 @@ class McpServer:
         timeout: float = 60.0,
         max_output: int = 100_000,
         sampling: bool = False,
+        pin_check: float = PIN_CHECK,
     ) -> McpServer:
         """A server at a streamable HTTP address (`https://host/mcp`). `headers`: sent
         with every request (`{"Authorization": "env:DOCS_AUTH"}`)."""
@@ -124,6 +132,7 @@ class McpServer:
             timeout=timeout,
             max_output=max_output,
             sampling=sampling,
+            pin_check=pin_check,
         )
 
     @classmethod
@@ -141,6 +150,7 @@ class McpServer:
             timeout=config.timeout,
             max_output=config.max_output,
             sampling=config.sampling,
+            pin_check=config.pin_check,
         )
 
     @property

@@ -8,8 +8,8 @@ journaled before they are sent, their result journaled after.
 A traced run's call carries its span's W3C `traceparent` in the request's `params._meta`
 (docs/tracing.md), so the server's spans join the session's trace under the call.
 
-Before each call the server's tools are listed again and the tool's definition checked
-against the session's pin (mcp/pins.py): a tool changed since is not called.
+Before each call the tool's definition, as the server last listed it, is checked against
+the session's pin (mcp/pins.py): a tool changed since is not called.
 
 A failure of the server (it exited, timed out, sent what cannot be read, or too much) is
 a tool error the agent reads, in one line that names the server; the session goes on.

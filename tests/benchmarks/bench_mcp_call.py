@@ -3,15 +3,18 @@ of the `mcp` SDK's client in the same run (issue 40's benchmark).
 
     .venv/bin/python tests/benchmarks/bench_mcp_call.py [--calls 200] [--rounds 4]
 
-One real MCP server (tests/mcp/server_app.py, written with the SDK, over stdio) for each
-way, started once; then rounds alternate (A B C A B C ...), each `--calls` calls of the
-server's read-only `search`, one after another:
+Real MCP servers (tests/mcp/server_app.py, written with the SDK, over stdio), started once:
+one for the SDK's client, one for ours, one with `pin_check = 0`; then rounds alternate
+(A B C D A B C D ...), each `--calls` calls of the server's read-only `search`, one after
+another:
 
 - `sdk`: the SDK's `Client.call_tool`, nothing of ours (the floor);
 - `ours, no pin check`: the session's `McpTool.run` (arguments checked, the call through
   our connection, its output bounded) without the definition check;
 - `ours`: the same, checked against the session's pin before each call, as a session
-  calls it (mcp/pins.py).
+  calls it (mcp/pins.py): against the server's last listing (`pin_check`, 60 s);
+- `ours, pin_check 0`: the same with the server listed before each call (a second
+  server, `pin_check = 0`).
 
 It prints the median of each way's per-call times, each round's median, and the ratios
 to `sdk` measured in the same run; the session's own journaling of a call (the same as
@@ -62,14 +65,15 @@ async def measure(
     calls: int, rounds: int, workspace: Path, errlog: TextIO
 ) -> dict[str, list[list[float]]]:
     server = McpServer.stdio("docs", sys.executable, [str(APP), "stdio", "--name", "docs"])
+    listing = McpServer.stdio("each", sys.executable, [str(APP), "stdio"], pin_check=0)
     params = mcp.StdioServerParameters(command=sys.executable, args=server.args)
     ctx = ToolContext(workspace=Workspace(workspace))
     async with (
         mcp.Client(mcp.stdio_client(params, errlog=errlog)) as client,
-        open_servers([server]) as opened,
+        open_servers([server, listing]) as opened,
     ):
         pinned = await opened.pinned(MemorySession())
-        [checked] = [t for t in pinned.tools if t.info.name == "search"]
+        [checked, each] = [t for t in pinned.tools if t.info.name == "search"]
         bare = McpTool(checked.connection, checked.info)  # the same, without pins
         args = checked.args_model.model_validate(ARGUMENTS)
 
@@ -82,7 +86,15 @@ async def measure(
         async def ours() -> object:
             return await checked.run(args, ctx)
 
-        ways: dict[str, Call] = {"sdk": sdk, "ours, no pin check": ours_bare, "ours": ours}
+        async def ours_listing() -> object:
+            return await each.run(args, ctx)
+
+        ways: dict[str, Call] = {
+            "sdk": sdk,
+            "ours, no pin check": ours_bare,
+            "ours": ours,
+            "ours, pin_check 0": ours_listing,
+        }
         for call in ways.values():  # warm up each way (imports, first messages)
             await timed(call, 5)
         found: dict[str, list[list[float]]] = {name: [] for name in ways}
@@ -103,7 +115,7 @@ def main() -> None:
     ):
         found = trio.run(measure, args.calls, args.rounds, Path(workspace), errlog)
     floor = statistics.median(t for times in found["sdk"] for t in times)
-    print(f"{args.calls} calls a round, {args.rounds} rounds, ways alternating (A B C ...)")
+    print(f"{args.calls} calls a round, {args.rounds} rounds, ways alternating (A B C D ...)")
     print(f"{'way':<20} {'median/call':>12} {'/ sdk':>7}  per round")
     for name, rounds in found.items():
         median = statistics.median(t for times in rounds for t in times)

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import orjson
 import pytest
+import trio
+import trio.testing
 
 import orchestrator as orc
 from orchestrator import ModelRequest, ScriptedModel, ScriptedReply, ToolResult
@@ -215,3 +217,53 @@ async def test_a_library_host_takes_a_changed_tool_with_a_grant_when_its_call_me
     )
     pins = [r for r in journal(result.session_dir or Path()) if r["k"] == "mcp_pinned"]
     assert [p.get("approved", False) for p in pins] == [False, True]
+
+
+async def checked(opened: McpTools, name: str, ctx: ToolContext, **arguments: object) -> str:
+    tool = next(t for t in opened.tools if t.name == name)
+    try:
+        output = await tool.run(tool.args_model.model_validate(arguments), ctx)
+    except ToolFailed as exc:
+        return f"refused: {exc}"
+    return f"{output.status}: {output.content}"
+
+
+async def test_a_silent_change_is_caught_at_the_next_call_with_pin_check_0(
+    tmp_path: Path,
+) -> None:
+    ctx = ToolContext(workspace=Workspace(tmp_path))
+    server = stdio_server("docs", tools=["search", "rewrite"], pin_check=0)
+    async with open_servers([server]) as listed:
+        opened = await listed.pinned(MemorySession())
+        assert await checked(opened, "docs__search", ctx, query="a") == "ok: docs found: a"
+        said = await checked(opened, "docs__rewrite", ctx, text=RUG, quietly=True)
+        assert said == "ok: rewritten"  # (and the server says nothing of it)
+        assert (await checked(opened, "docs__search", ctx, query="b")).startswith(
+            "refused: MCP server 'docs' changed its tool search since this session took it"
+        )
+
+
+@pytest.fixture
+def clock() -> trio.testing.MockClock:
+    """Time as it passes (the SDK polls a stopping server's exit), and jumped forward."""
+    return trio.testing.MockClock(rate=1)
+
+
+async def test_a_silent_change_is_caught_once_pin_check_seconds_passed(
+    tmp_path: Path, clock: trio.testing.MockClock
+) -> None:
+    ctx = ToolContext(workspace=Workspace(tmp_path))
+    server = stdio_server("docs", tools=["search", "rewrite"], pin_check=30)
+    async with open_servers([server]) as listed:
+        opened = await listed.pinned(MemorySession())
+        await checked(opened, "docs__rewrite", ctx, text=RUG, quietly=True)
+        clock.jump(29)
+        # Within the interval the check reads the listing it had: the call is made.
+        assert await checked(opened, "docs__search", ctx, query="a") == "ok: docs found: a"
+        clock.jump(1)
+        assert (await checked(opened, "docs__search", ctx, query="b")).startswith(
+            "refused: MCP server 'docs' changed its tool search since this session took it"
+        )
+        # Told of a change, the check lists at once, however long the interval.
+        await checked(opened, "docs__rewrite", ctx, text="Search the docs.")
+        assert await checked(opened, "docs__search", ctx, query="c") == "ok: docs found: c"

@@ -28,6 +28,7 @@ headers = { Authorization = "env:DOCS_AUTH", X-Team = "core" }
 tools = ["search*"]
 timeout = 5
 sampling = true
+pin_check = 0
 """
 
 
@@ -42,6 +43,7 @@ def test_servers_in_config_become_server_objects_holding_references() -> None:
     )
     assert (docs.transport, docs.secrets(), docs.timeout) == ("http", ("DOCS_AUTH",), 5.0)
     assert (docs.sampling, github.sampling) == (True, False)  # refused unless allowed
+    assert (docs.pin_check, github.pin_check) == (0.0, 60.0)  # 0: listed before each call
     assert docs.takes("search_all")
     assert not docs.takes("delete")
     assert repr(docs) == (
@@ -62,6 +64,7 @@ def test_servers_in_config_become_server_objects_holding_references() -> None:
         ('url = "ftp://h"', "is not an http:// or https:// address"),
         ('command = "x"\nenv = { T = "env:" }', "names no environment variable"),
         ('command = "x"\ntimeout = 0', "mcp.servers.s.timeout: Input should be greater than 0"),
+        ('command = "x"\npin_check = -1', "mcp.servers.s.pin_check: Input should be greater"),
         ('command = "x"\nport = 1', "mcp.servers.s.port: Extra inputs are not permitted"),
     ],
 )
