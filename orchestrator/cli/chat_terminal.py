@@ -167,7 +167,7 @@ async def _chatting(
     async with (
         open_session(root, session_id, durability=durability, warn=_say) as live,
         make_client() as http,
-        opened_for_run(config, _say) as mcp,  # stopped with the session
+        opened_for_run(config, _say, live.state.mcp) as mcp,  # stopped with the session
     ):
         model = session_view(live.directory, prices=dict(config.prices))
         view = ToolbarView(model, line.redraw, fps=getattr(args, "fps", None) or config.view.fps)

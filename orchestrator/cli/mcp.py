@@ -31,6 +31,7 @@ from orchestrator.mcp import (
     open_servers,
 )
 from orchestrator.redaction import Redactor
+from orchestrator.state.mcp import McpState
 from orchestrator.team.definitions import Definitions
 from orchestrator.team.trust import TrustStore, fingerprint
 from orchestrator.text import visible
@@ -73,10 +74,13 @@ def run_mcp(
 
 
 @contextlib.asynccontextmanager
-async def opened_for_run(config: Config, say: Callable[[str], None]) -> AsyncIterator[McpTools]:
+async def opened_for_run(
+    config: Config, say: Callable[[str], None], kept: McpState | None = None
+) -> AsyncIterator[McpTools]:
     """The config's MCP servers started for a run's time (none: nothing started, the SDK
-    not imported), each that did not start said in one line."""
-    async with open_servers(configured(config), os.environ) as opened:
+    not imported), each that did not start said in one line; `kept`: the session's, whose
+    pinned servers start at their first call (mcp/source.py)."""
+    async with open_servers(configured(config), os.environ, kept) as opened:
         for line in opened.failed:
             say(line)
         yield opened

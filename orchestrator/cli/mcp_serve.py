@@ -115,7 +115,7 @@ class CliLauncher:
                 self.root, session_id, durability=Durability(args.durability), warn=_say
             ) as live,
             make_client() as http,
-            opened_for_run(config, _say) as mcp,  # stopped with the session
+            opened_for_run(config, _say, live.state.mcp) as mcp,  # stopped with the session
         ):
             settings = await run_settings(
                 live, args, config, http, definitions, changes, ui=hooks.ui, say=_noted, mcp=mcp

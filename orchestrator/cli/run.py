@@ -86,7 +86,7 @@ async def _run_session(
     async with (
         open_session(root, session_id, durability=durability, warn=say) as live,
         make_client() as http,
-        opened_for_run(config, say) as mcp,  # stopped with the session
+        opened_for_run(config, say, live.state.mcp) as mcp,  # stopped with the session
         traced(live, telemetry_from(config.telemetry, os.environ), config.prices) as tracing,
     ):
         workspace = live.manifest.workspace_path(directory)

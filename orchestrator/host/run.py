@@ -273,8 +273,9 @@ async def _drive(
     servers, tools = split_tools(wiring.tools)
     async with contextlib.AsyncExitStack() as stack:
         live = await stack.enter_async_context(opening())
-        # MCP servers start with the session and stop with it (docs/mcp.md).
-        opened = await stack.enter_async_context(open_servers(servers))
+        # MCP servers start with the session (a resumed one's at their first call) and
+        # stop with it (docs/mcp.md).
+        opened = await stack.enter_async_context(open_servers(servers, kept=live.state.mcp))
         opened = await opened.pinned(live)  # the definitions this session took (mcp/pins.py)
         for line in opened.failed:
             _warn(line)

@@ -108,6 +108,8 @@ class Connection:
         self._ready = trio.Event()  # set when a restart is done, well or not
         self.calls = Calls()  # its running calls, and who answers what it asks (mcp/asked.py)
         self._listed: tuple[float, list[ToolInfo]] | None = None  # when, and its last listing
+        self._nursery: trio.Nursery | None = None  # where `keep` runs (open_connection's)
+        self._starting = trio.Lock()  # (calls that find it not started start it once)
 
     async def keep(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Starts the server and keeps its client until cancelled; starts it again when a
@@ -153,6 +155,21 @@ class Connection:
                     return
                 # (else the dead process's shutdown complained: it starts again below)
             self._crashed = trio.Event()
+
+    async def start(self) -> None:
+        """Starts the server unless it was: with the session, or at its first use (a
+        lazy one, mcp/source.py). A start that failed is an `McpServerError`, said again
+        at each use."""
+        if self._generation:
+            return
+        async with self._starting:
+            if self._generation == 0 and self._down is None and self._nursery is not None:
+                try:
+                    await self._nursery.start(self.keep)
+                except McpServerError as exc:
+                    self._down = exc
+        if self._generation == 0:
+            raise self._down or McpServerError(f"MCP server {self.server.name!r} is not running")
 
     def _live(self) -> Client:
         if self._client is None:
@@ -229,6 +246,7 @@ class Connection:
 
     @contextlib.asynccontextmanager
     async def _failing(self, doing: str) -> AsyncIterator[trio.CancelScope]:
+        await self.start()  # (a lazy server, at its first use)
         generation = self._generation
         try:
             with trio.fail_after(self.server.timeout) as limit:
@@ -316,11 +334,12 @@ def _closed(exc: BaseException) -> bool:
 
 @contextlib.asynccontextmanager
 async def open_connection(
-    server: McpServer, environ: Mapping[str, str] | None = None
+    server: McpServer, environ: Mapping[str, str] | None = None, *, lazy: bool = False
 ) -> AsyncIterator[Connection]:
     """The server started (its process, or its HTTP session) for the time of the block,
     stopped when it ends. `environ`: where `env:NAME` values are read (None: this
     process's environment). A server that does not start is an `McpServerError`.
+    `lazy`: not started now, but by `Connection.start` or at its first use.
 
     A stdio server runs under a guard (mcp/_guard.py, POSIX): when this process ends,
     however it ends, the guard kills the server and whatever it started."""
@@ -372,7 +391,9 @@ async def open_connection(
         raised: list[BaseException] = []  # what the block raised, if it did
         try:
             async with trio.open_nursery() as nursery:
-                await nursery.start(connection.keep)
+                connection._nursery = nursery
+                if not lazy:
+                    await connection.start()
                 try:
                     yield connection
                 except BaseException as exc:

@@ -147,20 +147,35 @@ class Pins:
     def _approves(self, server: str, listed: Sequence[ToolInfo]) -> bool:
         return self._approved is not None and self._approved(server, listing_digest(listed))
 
-    async def _pin(self, server: str, infos: Sequence[ToolInfo], *, approved: bool) -> None:
+    async def _pin(
+        self,
+        server: str,
+        infos: Sequence[ToolInfo],
+        *,
+        approved: bool,
+        resources: bool | None = None,
+    ) -> None:
         record = McpPinned(
-            agent="", server=server, tools=tuple(map(pinned, infos)), approved=approved
+            agent="",
+            server=server,
+            tools=tuple(map(pinned, infos)),
+            approved=approved,
+            resources=resources,
         )
         await self._session.emit(record, durable=True)
 
-    async def offered(self, server: McpServer, listed: Sequence[ToolInfo]) -> list[ToolInfo]:
+    async def offered(
+        self, server: McpServer, listed: Sequence[ToolInfo], resources: bool = False
+    ) -> list[ToolInfo]:
         """What the session offers of `server`'s tools `listed`: a tool not pinned yet is
         pinned now as listed; a pinned one is offered as pinned, and one that changed,
-        approved since, is pinned anew."""
+        approved since, is pinned anew. `resources`: whether the server's resources are
+        read through a tool (pinned with its tools: mcp/source.py starts such a server
+        with a resumed session)."""
         pins = self._pins(server.name)
         new = [info for info in listed if info.name not in pins]
-        if new:
-            await self._pin(server.name, new, approved=False)
+        if new or self._session.state.mcp.resources.get(server.name) is not resources:
+            await self._pin(server.name, new, approved=False, resources=resources)
         changed = [i for i in listed if i.name in pins and pins[i.name].digest != digest(i)]
         if changed and self._approves(server.name, listed):
             await self._pin(server.name, changed, approved=True)

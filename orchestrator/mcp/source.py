@@ -1,8 +1,9 @@
-"""The MCP servers of one session, opened together: each started (in order), its tools
-listed and made tools like any other (`McpTool`), all stopped when the session's block
-ends. A server that does not start is one line in `McpTools.failed` (and has no tools in
-the session), not the session's end. And how an agent type's `mcp:SERVER/GLOB` entries
-become the names of the tools they match.
+"""The MCP servers of one session, opened together: each started (side by side), its
+tools listed and made tools like any other (`McpTool`), all stopped when the session's
+block ends; a resumed session's server whose tools it pinned starts at the first call of
+one of them instead. A server that does not start is one line in `McpTools.failed` (and
+has no tools in the session), or its calls' error, not the session's end. And how an
+agent type's `mcp:SERVER/GLOB` entries become the names of the tools they match.
 """
 
 from __future__ import annotations
@@ -13,16 +14,19 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import trio
+
 from orchestrator.errors import ConfigError
 from orchestrator.mcp.asked import Calling, paused
-from orchestrator.mcp.connection import Connection, McpServerError, open_connection
+from orchestrator.mcp.connection import Connection, McpServerError, ToolInfo, open_connection
 from orchestrator.mcp.elicit import ElicitAsker, Elicitor
-from orchestrator.mcp.pins import Approved, Confirm, Pins, PinSession
+from orchestrator.mcp.pins import Approved, Confirm, Pins, PinSession, info_of
 from orchestrator.mcp.resources import READ_RESOURCE, ResourceTool, resource_tool
 from orchestrator.mcp.sampling import Sampler
 from orchestrator.mcp.servers import McpServer, parse_selector
 from orchestrator.mcp.tools import McpTool
 from orchestrator.models.base import Model
+from orchestrator.state.mcp import McpState
 from orchestrator.tools.base import ToolRegistry
 
 
@@ -108,7 +112,8 @@ class McpTools:
             mine = [tool for tool in self.tools if tool.server == server.name]
             own = [tool for tool in mine if not isinstance(tool, ResourceTool)]
             if own:  # (the server's own tools: ours, `read_resource`, is not pinned)
-                offered = await pins.offered(server, [tool.info for tool in own])
+                reads = len(own) < len(mine)
+                offered = await pins.offered(server, [tool.info for tool in own], reads)
                 tools.extend(
                     McpTool(tool.connection, info, pins, trace_parent)
                     for tool, info in zip(own, offered, strict=True)
@@ -135,34 +140,66 @@ class _Answers:
 
 @contextlib.asynccontextmanager
 async def open_servers(
-    servers: Sequence[McpServer], environ: Mapping[str, str] | None = None
+    servers: Sequence[McpServer],
+    environ: Mapping[str, str] | None = None,
+    kept: McpState | None = None,
 ) -> AsyncIterator[McpTools]:
-    """`servers` started for the time of the block (and stopped when it ends), with their
-    tools. Two servers of one name are a `ConfigError`."""
+    """`servers` started for the time of the block, side by side (and stopped when it
+    ends), with their tools. Two servers of one name are a `ConfigError`. `kept`: what a
+    resumed session kept of its servers: one whose tools it pinned, and whose resources
+    it did not read through a tool, is not started now but at the first call of one of
+    its tools, which are made of its pins (`lazy`)."""
     names = [server.name for server in servers]
     twice = sorted({name for name in names if names.count(name) > 1})
     if twice:
         raise ConfigError(f"two MCP servers are named {', '.join(map(repr, twice))}")
-    tools: list[McpTool] = []
-    failed: list[str] = []
-    connections: list[Connection] = []
+    taken: dict[str, list[McpTool]] = {}
+    failed: dict[str, str] = {}
+
+    async def start(connection: Connection) -> None:
+        try:
+            await connection.start()
+            taken[connection.server.name] = await _listed(connection)
+        except McpServerError as exc:
+            failed[connection.server.name] = str(exc)
+
     async with contextlib.AsyncExitStack() as stack:
-        for server in servers:
-            try:
-                connection = await stack.enter_async_context(open_connection(server, environ))
-                listed = await connection.list_tools()
-                taken = [McpTool(connection, i) for i in listed if server.takes(i.name)]
-                own = {i.name for i in listed}
-                if connection.offers_resources() and _reads(server, own):
-                    # Its resources, readable through a tool of its own (mcp/resources.py).
-                    resources = await connection.list_resources()
-                    if resources:
-                        taken.append(resource_tool(connection, resources))
-                tools.extend(taken)
-                connections.append(connection)
-            except McpServerError as exc:
-                failed.append(str(exc))
-        yield McpTools(tuple(servers), tuple(tools), tuple(failed), tuple(connections))
+        connections = [
+            await stack.enter_async_context(open_connection(server, environ, lazy=True))
+            for server in servers
+        ]
+        async with trio.open_nursery() as nursery:
+            for connection in connections:
+                pins = lazy(connection.server, kept)
+                if pins is None:
+                    nursery.start_soon(start, connection)
+                else:
+                    taken[connection.server.name] = [McpTool(connection, p) for p in pins]
+        tools = [tool for name in names for tool in taken.get(name, ())]
+        said = tuple(failed[name] for name in names if name in failed)
+        yield McpTools(tuple(servers), tuple(tools), said, tuple(connections))
+
+
+def lazy(server: McpServer, kept: McpState | None) -> list[ToolInfo] | None:
+    """The definitions of `server`'s tools the session `kept` pinned (those its `tools`
+    globs take), when it is started at its first call rather than now; else None."""
+    if kept is None or server.name not in kept.pins or kept.resources.get(server.name) is not False:
+        return None
+    return [info_of(pin) for name, pin in kept.pins[server.name].items() if server.takes(name)]
+
+
+async def _listed(connection: Connection) -> list[McpTool]:
+    """The tools of `connection`'s started server that the session takes, and its
+    `read_resource` tool when it has resources (mcp/resources.py)."""
+    server = connection.server
+    listed = await connection.list_tools()
+    taken = [McpTool(connection, info) for info in listed if server.takes(info.name)]
+    own = {info.name for info in listed}
+    if connection.offers_resources() and _reads(server, own):
+        resources = await connection.list_resources()
+        if resources:
+            taken.append(resource_tool(connection, resources))
+    return taken
 
 
 def _reads(server: McpServer, own: set[str]) -> bool:

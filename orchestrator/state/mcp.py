@@ -7,6 +7,10 @@ Two records:
   and their digests, journaled the first time the session offers them to a model, and
   again when a person approved a changed one (`approved`). The fold keeps each tool's
   latest: what a resume offers the model, and what a call is checked against.
+  (Format 15) `resources`: whether the server's resources were readable through its
+  `read_resource` tool then (None: not said, an older session's); a resumed session
+  starts a server it pinned, whose resources it did not read so, at the first call of
+  one of its tools (mcp/source.py).
 - `mcp_tools_loaded`: `agent` loaded the full definitions of `tools` (names as the model
   sees them, `SERVER__TOOL`) with `search_tools`; from then on they are among the tools
   its requests offer, in the order loaded, on resume too.
@@ -55,6 +59,7 @@ class McpPinned(EventBase, frozen=True, tag="mcp_pinned"):
     server: str
     tools: tuple[PinnedTool, ...]
     approved: bool = False
+    resources: bool | None = None  # (format 15) its resources read through a tool then
 
 
 class McpToolsLoaded(EventBase, frozen=True, tag="mcp_tools_loaded"):
@@ -114,13 +119,15 @@ class McpState(msgspec.Struct):
     """The pinned definitions by server and tool, each agent's loaded tools in the order
     it loaded them, the questions servers asked that wait for a person (by digest), the
     answers given (by agent, call ref and question digest; ("", "", digest) for the next
-    call), and how many completions each agent's servers asked for."""
+    call), how many completions each agent's servers asked for, and whether each
+    server's resources were read through a tool when it was last pinned."""
 
     pins: dict[str, dict[str, PinnedTool]] = msgspec.field(default_factory=dict)
     loaded: dict[str, list[str]] = msgspec.field(default_factory=dict)
     waiting: dict[str, McpElicited] = msgspec.field(default_factory=dict)
     answers: dict[str, Answered] = msgspec.field(default_factory=dict)
     sampled: dict[str, int] = msgspec.field(default_factory=dict)
+    resources: dict[str, bool] = msgspec.field(default_factory=dict)  # (format 15) by server
 
     def answer(self, agent: str, ref: str, question: str) -> Answered | None:
         """The answer given to `agent`'s call `ref` for `question`, if any."""
@@ -137,6 +144,8 @@ def _pinned(mcp: McpState, seq: int, record: McpPinned) -> None:
     tools = mcp.pins.setdefault(record.server, {})
     for tool in record.tools:
         tools[tool.name] = tool
+    if record.resources is not None:
+        mcp.resources[record.server] = record.resources
 
 
 def _loaded(mcp: McpState, seq: int, record: McpToolsLoaded) -> None:

@@ -13,6 +13,7 @@ tools more, `op_00` to `op_{N-1}`, each with a description and three arguments.
 `ask` asks the person (elicitation), `sample` asks the client for a model's completion
 (sampling), `roots` asks for the client's roots: each says what the client answered
 (through the SDK's resolvers, which ask as the protocol the client speaks wants).
+`--started FILE`, `--meet-write FIFO`, `--meet-read FIFO`: see `_arrive`.
 `--resources`: the server has two resources, `docs://guide` (text) and `docs://logo`
 (binary). `spawn` starts a helper process that
 ignores SIGTERM and lives for ever, and writes the server's pid and the helper's to a
@@ -230,7 +231,21 @@ def serve_http() -> None:
     anyio.run(uvicorn.Server(config).serve, [sock])
 
 
+def _arrive() -> None:
+    """`--started FILE`: a line added to FILE as the process starts. `--meet-write FIFO`
+    (`--meet-read FIFO`): the FIFO opened for writing (reading) before serving, which
+    waits until another process opens its other end: two servers started one after the
+    other never meet."""
+    if "--started" in sys.argv:
+        with open(sys.argv[sys.argv.index("--started") + 1], "a", encoding="utf-8") as file:
+            file.write(f"{os.getpid()}\n")
+    for flag, mode in (("--meet-write", "wb"), ("--meet-read", "rb")):
+        if flag in sys.argv:
+            open(sys.argv[sys.argv.index(flag) + 1], mode).close()
+
+
 if __name__ == "__main__":
+    _arrive()
     if "--linger" in sys.argv:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         threading.Thread(target=threading.Event().wait).start()
