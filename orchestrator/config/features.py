@@ -22,7 +22,8 @@ class McpServerConfig(_Strict, frozen=True):
     characters of a result past which it is refused as oversized; `sampling`: whether the
     server may ask for a model's completion (answered by the calling agent's model);
     `pin_check`: at most how many seconds a call's check of its tool against the
-    session's pin may use the server's last listing (0: list before every call)."""
+    session's pin may use the server's last listing (0: list before every call);
+    `background`: whether its tools' calls may run in the background (docs/tools.md)."""
 
     command: str | None = None
     args: tuple[str, ...] = ()
@@ -35,6 +36,7 @@ class McpServerConfig(_Strict, frozen=True):
     max_output: int = Field(default=100_000, ge=100, le=TOKENS)
     sampling: bool = False
     pin_check: float = Field(default=60.0, ge=0, le=DAY)
+    background: bool = False
 
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerConfig:

@@ -46,7 +46,9 @@ class McpServer:
     whether it may ask for a model's completion (`sampling/createMessage`), answered by
     the calling agent's model, its usage counted (refused otherwise); `pin_check`: at
     most how many seconds a call's check of its tool against the session's pin may use
-    the server's last listing of its tools (0: list them before every call; mcp/pins.py)."""
+    the server's last listing of its tools (0: list them before every call; mcp/pins.py);
+    `background`: whether a call of its tools may run in the background, as a task
+    (its tools get a `background` flag; docs/tools.md)."""
 
     name: str
     command: str | None = None
@@ -60,6 +62,7 @@ class McpServer:
     max_output: int = 100_000
     sampling: bool = False
     pin_check: float = PIN_CHECK
+    background: bool = False
 
     def __post_init__(self) -> None:
         if not _SERVER_NAME.fullmatch(self.name) or SEPARATOR in self.name:
@@ -92,6 +95,7 @@ class McpServer:
         max_output: int = 100_000,
         sampling: bool = False,
         pin_check: float = PIN_CHECK,
+        background: bool = False,
     ) -> McpServer:
         """A server the session starts as a child process and talks to over its stdin
         and stdout. `env`: variables set for it (`"env:NAME"` reads NAME), beside the
@@ -107,6 +111,7 @@ class McpServer:
             max_output=max_output,
             sampling=sampling,
             pin_check=pin_check,
+            background=background,
         )
 
     @classmethod
@@ -121,6 +126,7 @@ class McpServer:
         max_output: int = 100_000,
         sampling: bool = False,
         pin_check: float = PIN_CHECK,
+        background: bool = False,
     ) -> McpServer:
         """A server at a streamable HTTP address (`https://host/mcp`). `headers`: sent
         with every request (`{"Authorization": "env:DOCS_AUTH"}`)."""
@@ -133,6 +139,7 @@ class McpServer:
             max_output=max_output,
             sampling=sampling,
             pin_check=pin_check,
+            background=background,
         )
 
     @classmethod
@@ -151,6 +158,7 @@ class McpServer:
             max_output=config.max_output,
             sampling=config.sampling,
             pin_check=config.pin_check,
+            background=config.background,
         )
 
     @property

@@ -11,6 +11,11 @@ A traced run's call carries its span's W3C `traceparent` in the request's `param
 Before each call the tool's definition, as the server last listed it, is checked against
 the session's pin (mcp/pins.py): a tool changed since is not called.
 
+A server configured with `background` (docs/tools.md, "Calls in the background") gives
+its tools a `background` flag: such a call runs as a task of kind `tool`, its progress
+notifications its progress messages, and cancelling the task cancels the call at the
+server (the SDK sends `notifications/cancelled`).
+
 A failure of the server (it exited, timed out, sent what cannot be read, or too much) is
 a tool error the agent reads, in one line that names the server; the session goes on.
 """
@@ -18,10 +23,11 @@ a tool error the agent reads, in one line that names the server; the session goe
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.fields import FieldInfo
 
 from orchestrator.errors import ToolFailed
 from orchestrator.mcp.asked import Calling
@@ -30,6 +36,11 @@ from orchestrator.mcp.pins import Pins
 from orchestrator.mcp.servers import tool_name
 from orchestrator.models.base import ToolSpec
 from orchestrator.tools.base import Tool, ToolContext, ToolOutput
+from orchestrator.tools.functions import BACKGROUND_FIELD
+
+_FLAG = cast("FieldInfo", BACKGROUND_FIELD[1])
+BACKGROUND = {"type": "boolean", "default": False, "description": _FLAG.description}
+"""The `background` flag in a tool's schema, as a function tool's is."""
 
 
 class McpTool(Tool[BaseModel]):
@@ -51,7 +62,12 @@ class McpTool(Tool[BaseModel]):
         self.server = connection.server.name
         self.name = tool_name(self.server, info.name)
         self.description = info.description or f"{info.name}, a tool of MCP server {self.server}"
-        self.args_model = _args_model(self.name, info.input_schema)
+        # (A tool of its own named `background` keeps it, and is not run there.)
+        properties = info.input_schema.get("properties")
+        self.background = connection.server.background and "background" not in (
+            properties if isinstance(properties, dict) else {}
+        )
+        self.args_model = _args_model(self.name, info.input_schema, self.background)
         self.read_only = info.read_only
         self.idempotent = info.idempotent
         self.interruptible = info.read_only
@@ -59,6 +75,8 @@ class McpTool(Tool[BaseModel]):
         self.deferrable = True  # past a budget, loaded on demand (tools/deferred.py)
         parameters = dict(info.input_schema)
         parameters.setdefault("type", "object")
+        if self.background:
+            parameters["properties"] = {**(properties or {}), "background": BACKGROUND}
         self._spec = ToolSpec(name=self.name, description=self.description, parameters=parameters)
 
     def spec(self) -> ToolSpec:
@@ -68,7 +86,7 @@ class McpTool(Tool[BaseModel]):
         return f"<McpTool {self.name}>"
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolOutput:
-        arguments = args.model_dump(by_alias=True, exclude_unset=True)
+        arguments = args.model_dump(by_alias=True, exclude_unset=True, exclude={"background"})
 
         async def progress(progress: float, total: float | None, message: str | None) -> None:
             percent = 100 * progress / total if total else None
@@ -99,10 +117,11 @@ class McpTool(Tool[BaseModel]):
         return ToolOutput.error(result.text) if result.is_error else ToolOutput(result.text)
 
 
-def _args_model(name: str, schema: dict[str, Any]) -> type[BaseModel]:
+def _args_model(name: str, schema: dict[str, Any], background: bool) -> type[BaseModel]:
     """A model whose fields are the schema's top-level properties, by their own names
     (aliases), so the turn loop refuses an argument the tool does not take, and misses a
-    required one; their values are checked by the server, against its own schema."""
+    required one; their values are checked by the server, against its own schema. With
+    `background`, our flag too (not sent to the server)."""
     properties = schema.get("properties")
     required = set(schema.get("required") or ())
     fields: dict[str, Any] = {}
@@ -110,6 +129,8 @@ def _args_model(name: str, schema: dict[str, Any]) -> type[BaseModel]:
         for index, key in enumerate(properties):
             default = ... if key in required else None
             fields[f"p{index}"] = (Any, Field(default, alias=str(key)))
+    if background:
+        fields["background"] = BACKGROUND_FIELD
     return _model(name, tuple(fields.items()))
 
 

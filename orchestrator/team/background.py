@@ -363,7 +363,7 @@ def describe(tool: AnyTool, args: BaseModel) -> str:
     command = getattr(args, "command", None)
     if tool.name == "shell" and isinstance(command, str):
         return label(command, 200)
-    shown = args.model_dump(exclude={"background"}, exclude_defaults=True)
+    shown = args.model_dump(by_alias=True, exclude={"background"}, exclude_defaults=True)
     return label(", ".join(f"{k}={v!r}" for k, v in shown.items()) or "(no arguments)", 200)
 
 
