@@ -5,13 +5,14 @@ are this process's own: its config and environment, never the database's."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import functools
 import os
 import signal
 import sys
 import tomllib
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,10 +21,12 @@ import trio
 
 from orchestrator.cli.env import PROJECT_CONFIG, config_layers, user_config_dir
 from orchestrator.cli.guards import Guards, guards
+from orchestrator.cli.mcp import configured, with_mcp
 from orchestrator.cli.roles import RoleModels, agent_definitions, model_windows
 from orchestrator.config import Config
 from orchestrator.engine.choice import require_dbos
 from orchestrator.errors import ConfigError, bare
+from orchestrator.mcp import open_servers
 from orchestrator.state.events import Event, ToolCallStarted
 from orchestrator.state.fold import SessionState
 from orchestrator.state.tasks import TaskChanged
@@ -35,6 +38,8 @@ from orchestrator.tools import EnvPolicy, approve_all, workspace_tools
 from orchestrator.tracing import telemetry_from
 
 if TYPE_CHECKING:
+    from orchestrator.engine.store import Run
+    from orchestrator.engine.task_session import TaskSession
     from orchestrator.engine.worker import TraceTask
 
 
@@ -66,7 +71,6 @@ def serve(args: argparse.Namespace, config: Config) -> int:
 
 
 async def _serve(args: argparse.Namespace, config: Config, url: str) -> None:
-    from orchestrator.engine.store import Run
     from orchestrator.engine.worker import Worker
 
     # Read once for all its tasks: its guards (its config and environment), and each
@@ -98,6 +102,7 @@ async def _serve(args: argparse.Namespace, config: Config, url: str) -> None:
             ui=WorkerLog(),
             status_every=args.status_every,
             trace=tracer,
+            open_for=functools.partial(with_servers, config),
         )
         await worker.serve()
 
@@ -146,6 +151,30 @@ class WorkerLog:
             case TaskChanged(task=task, state=state, reason=reason):
                 said = f"task {task}: {state}{f' ({reason})' if reason else ''}"
                 print(visible(said), flush=True)
+
+
+@contextlib.asynccontextmanager
+async def with_servers(
+    config: Config, run: Run, session: TaskSession, settings: RunSettings
+) -> AsyncIterator[RunSettings]:
+    """`settings` with the worker's MCP servers (its config's `[mcp.servers]`) started for
+    the time of a task's loop, their tools added as a session adds them: pinned in the
+    task's journal (a resumed task's started at their first call), a server that does
+    not start said in one line. A server's question finds nobody to ask (the task stops
+    blocked on it, as a headless session does); its sampling, the agent's model."""
+    servers = configured(config)
+    if not servers:  # (the SDK not imported)
+        yield settings
+        return
+    async with open_servers(servers, os.environ, session.state.mcp) as opened:
+        for line in opened.failed:
+            print(visible(f"task {run.task}: {line}"), flush=True)
+        pinned = await opened.pinned(session)
+        tools, definitions, redact = with_mcp(
+            pinned, settings.tools, settings.definitions, settings.redact, os.environ
+        )
+        pinned.answering(session, None, by="host", model_for=settings.model_for)
+        yield dataclasses.replace(settings, tools=tools, definitions=definitions, redact=redact)
 
 
 async def task_settings(

@@ -14,13 +14,14 @@ goes on from its records).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import math
 import os
 import signal
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -76,6 +77,17 @@ TraceTask = Callable[
 """The sink that traces a task here, from its key, its workflow's `traceparent` and its
 journal so far (tracing/task.py; None: not traced)."""
 
+OpenFor = Callable[[Run, TaskSession, RunSettings], AbstractAsyncContextManager[RunSettings]]
+"""What a task's team runs with for the time of its loop, made of its settings (the
+worker's MCP servers started for that time and their tools added: cli/worker.py)."""
+
+
+@contextlib.asynccontextmanager
+async def as_they_are(
+    run: Run, session: TaskSession, settings: RunSettings
+) -> AsyncIterator[RunSettings]:
+    yield settings
+
 
 class Worker:
     """Takes tasks from the queue of the database at `url` and runs them, at most
@@ -95,8 +107,10 @@ class Worker:
         patience: float = math.inf,
         status_every: float = 60.0,
         trace: TraceTask | None = None,
+        open_for: OpenFor = as_they_are,
     ) -> None:
         self.url = url
+        self._open_for = open_for
         self.id = executor_id()  # its DBOS executor's: where its tasks ran
         self.token = trio.lowlevel.current_trio_token()
         self._settings_for = settings_for
@@ -334,6 +348,7 @@ class Worker:
         async with (
             session.writing(),
             traced as tracer,
+            self._open_for(run, session, settings) as settings,
             open_team(session, self._sink(session, tracer), settings, seat, runner=runner) as team,
         ):
             running.team, running.session = team, session
