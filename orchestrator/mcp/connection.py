@@ -108,6 +108,7 @@ class Connection:
         self._ready = trio.Event()  # set when a restart is done, well or not
         self.calls = Calls()  # its running calls, and who answers what it asks (mcp/asked.py)
         self._listed: tuple[float, list[ToolInfo]] | None = None  # when, and its last listing
+        self._told = 0  # how many times it said its tools changed
         self._nursery: trio.Nursery | None = None  # where `keep` runs (open_connection's)
         self._starting = trio.Lock()  # (calls that find it not started start it once)
 
@@ -177,9 +178,10 @@ class Connection:
         return self._client
 
     async def list_tools(self) -> list[ToolInfo]:
+        told = self._told  # (a listing the server said changed while it came is not kept)
         async with self._failing("listing its tools"):
             listed = [_info(tool) for tool in await _every(self._live().list_tools, "tools")]
-        self._listed = (trio.current_time(), listed)
+        self._listed = (trio.current_time(), listed) if told == self._told else None
         return listed
 
     async def listing(self) -> list[ToolInfo]:
@@ -197,7 +199,7 @@ class Connection:
         from mcp_types import ToolListChangedNotification
 
         if isinstance(message, ToolListChangedNotification):
-            self._listed = None
+            self._listed, self._told = None, self._told + 1
         await trio.lowlevel.checkpoint()
 
     async def call(
