@@ -108,3 +108,20 @@ async def test_a_new_sessions_servers_start_side_by_side(tmp_path: Path) -> None
         pinned = await opened.pinned(MemorySession())
         assert [tool.name for tool in pinned.tools] == ["one__search", "two__search"]
     assert starts(started) == 2
+
+
+async def test_a_server_whose_resources_the_session_read_is_started_with_it(
+    tmp_path: Path,
+) -> None:
+    # Its `read_resource` tool's description lists its resources, which only it can say.
+    started = tmp_path / "started"
+    reads = server(started, "--resources")
+    reads = McpServer.stdio("docs", reads.command or "", reads.args, tools=["search", "read_*"])
+    first = await orc.run(
+        "look", model=calling("a"), workspace=tmp_path, sessions_dir=tmp_path / "s", tools=[reads]
+    )
+    assert starts(started) == 1
+    again = await orc.resume(
+        first.session_dir or Path(), model=calling(None), message="more", tools=[reads]
+    )
+    assert (again.status, starts(started)) == ("completed", 2)
