@@ -319,10 +319,13 @@ def v13_to_v14(directory: Path) -> None:
 def v14_to_v15(directory: Path) -> None:
     """Format 15 adds what an MCP server asks during a call: the `mcp_elicited`,
     `mcp_elicit_answered` and `mcp_sampled` records, and `waiting`, `answers` and
-    `sampled` in the snapshot's `mcp`; and `index-behind` in the checkpoint store
-    (`files/`), the tree its index lags on after checkpoints made in-process. Every
-    format-14 record, manifest and snapshot is already a valid format-15 one: no server
-    of a format-14 session asked anything, and its store's index lags on nothing.
+    `sampled` in the snapshot's `mcp`; `mcp_pinned`'s `resources` (and `resources` in the
+    snapshot's `mcp`: which servers a resumed session may start at their first call);
+    and `index-behind` in the checkpoint store (`files/`), the tree its index lags on
+    after checkpoints made in-process. Every format-14 record, manifest and snapshot is
+    already a valid format-15 one: no server of a format-14 session asked anything, its
+    pins say nothing of resources (so its servers start with the session, as they did),
+    and its store's index lags on nothing.
     Nothing is rewritten; the step lets the manifest say 15, so an older orchestrator
     refuses the session instead of failing on a record kind it does not know."""
     return None

@@ -282,4 +282,5 @@ def test_a_v14_session_becomes_v15_untouched_nothing_asked_by_a_server(
     assert FORMAT_VERSION == 15
     directory, state = untouched(tmp_path, f"v14-{name}")
     assert (state.mcp.waiting, state.mcp.answers, state.mcp.sampled) == ({}, {}, {})
+    assert state.mcp.resources == {}
     assert not (directory / "files" / "index-behind").exists()
