@@ -40,6 +40,7 @@ from orchestrator.state.settings import SessionSettings
 from orchestrator.store import session_dir
 from orchestrator.team.drive import seat_of
 from orchestrator.team.hook_runs import Hook
+from orchestrator.team.hook_told import told
 from orchestrator.team.port import TaskPort
 from orchestrator.team.runtime import Team
 from orchestrator.team.settings import RunSettings
@@ -109,7 +110,7 @@ async def _compact(
             definitions=definitions,
             redact=redact,
             windows=model_windows(config, roles),
-            hooks=tuple(Hook.of(hook) for hook in config.hooks),  # (its pre_compact ones)
+            hooks=tuple(Hook.of(hook) for hook in config.hooks),  # (pre_ and post_compact)
         )
         seat = seat_of(live, live.state.settings or SessionSettings())
         team = Team(live, _sink(live, redact), run, seat, _NoRunner())
@@ -122,6 +123,9 @@ async def _compact(
                 continue
             assert record is not None  # (the team has no nursery: nothing in the background)
             records.append(record)
+            said = told(record, live.state)  # post_compact, told now (no team runs to)
+            if said is not None:
+                await team.hooks.tell(*said)
         return records
 
 

@@ -125,6 +125,25 @@ def test_a_compaction_hooks_text_is_kept_among_the_anchors_of_the_next_request(
     assert after["before"] == compacted["before"]
 
 
+def test_a_compaction_by_hand_tells_both_compaction_hooks(scene: Scene) -> None:
+    for index in range(3):
+        (scene.work / f"f{index}.txt").write_text(f"line {index}\n" * 100)
+    reads = [{"tool_calls": [call("read_file", path=f"f{i}.txt")]} for i in range(3)]
+    scene.ran(*reads, {"text": "ok"})
+    scene.config(
+        {"event": "pre_compact", "command": scene.hook("keep", text="Keep this.")},
+        {"event": "post_compact", "command": scene.hook("note", text="told")},
+    )
+    (session,) = scene.sessions.iterdir()
+    done = command("sessions", "compact", session.name, "--sessions-dir", str(scene.sessions))
+    assert done.returncode == 0, done.stderr
+    (compacted,) = scene.records("context_compacted")
+    before, after = scene.asked()
+    assert (before["event"], before["reason"]) == ("pre_compact", "by_hand")
+    assert (after["event"], after["method"]) == ("post_compact", compacted["method"])
+    assert after["after"] == compacted["after"]
+
+
 def test_a_stop_hook_sends_the_main_agent_back_once(scene: Scene) -> None:
     hook = scene.hook("send-back-once", reason="the tests were not run")
     scene.config({"event": "stop", "command": hook})
