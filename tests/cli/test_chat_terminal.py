@@ -136,7 +136,7 @@ def test_a_resize_lays_the_view_out_at_the_new_width(tmp_path: Path, chat: list[
         rows = [line for line in lines if line.startswith("✓ main main")]
         return len(rows) == 1 and len(rows[0]) < 60
 
-    t.see_that(laid_out, "main's row at the new width", timeout=10)
+    t.see_that(laid_out, "main's row at the new width")
     t.type(b"/quit\r")
     assert t.finish() == 0
 
