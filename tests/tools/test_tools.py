@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 
 import pytest
@@ -214,14 +215,15 @@ def test_kill_marked_finds_the_processes_of_a_call(workspace: Workspace, ctx: To
 
     from orchestrator.tools.shell import MARKER, kill_marked
 
-    marked = dataclasses.replace(ctx, session="S", call="7.0")
-    assert marked.call_marker == "S/main/7.0"
+    session = f"S{uuid.uuid4().hex}"  # (the scan sees every process of the machine)
+    marked = dataclasses.replace(ctx, session=session, call="7.0")
+    assert marked.call_marker == f"{session}/main/7.0"
     # A process that outlived the orchestrator that started it, in a group of its own.
     env = {MARKER: marked.call_marker, "PATH": "/usr/bin:/bin"}
     orphan = subprocess.Popen(["sleep", "30"], env=env, start_new_session=True)
-    other = subprocess.Popen(["sleep", "30"], env={**env, MARKER: "S/main/8.0"})
+    other = subprocess.Popen(["sleep", "30"], env={**env, MARKER: f"{session}/main/8.0"})
     try:
-        assert kill_marked("S/main/7.0") == 1
+        assert kill_marked(f"{session}/main/7.0") == 1
         assert orphan.wait(timeout=10) == -9
         assert other.poll() is None  # another call's process is left alone
     finally:
@@ -242,10 +244,11 @@ def test_shell_recover_kills_what_a_cut_off_call_left_running(
 
     from orchestrator.tools.shell import MARKER
 
-    cut_off = dataclasses.replace(ctx, session="S", call="7.0")
+    session = f"S{uuid.uuid4().hex}"  # (the scan sees every process of the machine)
+    cut_off = dataclasses.replace(ctx, session=session, call="7.0")
     env = {MARKER: cut_off.call_marker, "PATH": "/usr/bin:/bin"}
     orphan = subprocess.Popen(["sleep", "30"], env=env, start_new_session=True)
-    other = subprocess.Popen(["sleep", "30"], env={**env, MARKER: "S/main/8.0"})
+    other = subprocess.Popen(["sleep", "30"], env={**env, MARKER: f"{session}/main/8.0"})
     try:
         # A foreground call: its processes killed, and the call left `interrupted`.
         assert trio.run(Shell().recover, ShellArgs(command="sleep 30"), cut_off) is None
