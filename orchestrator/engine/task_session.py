@@ -22,7 +22,7 @@ import trio
 
 from orchestrator.engine.retry import Patience
 from orchestrator.engine.store import Store
-from orchestrator.session.on_workers import fold
+from orchestrator.session.on_workers import Rows, fold
 from orchestrator.state.events import Event, Record
 from orchestrator.state.fold import SessionState
 from orchestrator.state.tasks import now_ms
@@ -51,7 +51,11 @@ class TaskSession:
     @classmethod
     async def load(cls, store: Store, key: str, db: Patience) -> TaskSession:
         """The task's session as its records in `store` leave it."""
-        rows = await db.call(store.records, key)
+        return cls.of_rows(store, key, await db.call(store.records, key), db)
+
+    @classmethod
+    def of_rows(cls, store: Store, key: str, rows: Rows, db: Patience) -> TaskSession:
+        """The task's session as `rows`, its records read from `store`, leave it."""
         return cls(store, key, fold(key, rows), db)
 
     @property

@@ -316,7 +316,8 @@ class Worker:
         traceparent: str,
         started: trio.TaskStatus[None],
     ) -> str:
-        session = await TaskSession.load(self._store, run.task, self._db)
+        rows = await self._db.call(self._store.records, run.task)  # (read once: the trace's too)
+        session = TaskSession.of_rows(self._store, run.task, rows, self._db)
         task_id = run.task.rsplit("/", 1)[1]
         settings = await self._settings_for(run, session.state, traceparent)
         if self._ask_session:
@@ -332,7 +333,6 @@ class Worker:
         )
         traced: AbstractAsyncContextManager[EventSink | None] = nullcontext()
         if self._trace is not None and traceparent:
-            rows = await self._db.call(self._store.records, run.task)
             traced = self._trace(run.task, traceparent, rows)
         children = functools.partial(
             ChildRunner,
