@@ -43,11 +43,12 @@ def object_dirs(objects: Path, depth: int = 0) -> list[Path]:
 
 
 def stat_of(path: Path) -> tuple[int, ...]:
+    """What says a file changed (inode, size, times); () when it is not there."""
     try:
         info = os.stat(path)
     except OSError:
         return ()
-    return (info.st_ino, info.st_size, info.st_mtime_ns)
+    return (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
 def split(output: bytes) -> list[str]:

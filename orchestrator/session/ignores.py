@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
+from orchestrator.session.git_paths import stat_of
+
 
 class Ignores:
     """`git check-ignore --stdin` kept running, with the `.gitignore` files it has read."""
@@ -34,10 +36,10 @@ class Ignores:
 
     def ignored(self, paths: Sequence[str]) -> list[str] | None:
         """Which of `paths` are ignored; None when the process failed (ask otherwise)."""
-        files = {self._exclude: _stat(self._exclude)}
+        files = {self._exclude: stat_of(self._exclude)}
         for path in paths:
             for folder in [self._workspace, *self._folders(path)]:
-                files[folder / ".gitignore"] = _stat(folder / ".gitignore")
+                files[folder / ".gitignore"] = stat_of(folder / ".gitignore")
         if self._process is None or any(self._seen.get(f, s) != s for f, s in files.items()):
             self.close()
             self._start()
@@ -104,11 +106,3 @@ def _end(process: subprocess.Popen[bytes]) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
-
-
-def _stat(path: Path) -> tuple[int, ...]:
-    try:
-        info = os.stat(path)
-    except OSError:
-        return ()
-    return (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
