@@ -56,6 +56,13 @@ _RUN = sa.select(
     RUNS.c.model,
     RUNS.c.cancelled,
 ).where(RUNS.c.workflow_id == sa.bindparam("workflow"))
+# The workflows, among some, that DBOS holds unconsumed mail for: its own table of
+# messages (`DBOS.send`), read as the pinned dbos 3.4 makes it, in its schema `dbos` on
+# Postgres (engine/mail_watch.py).
+_MAILED = (
+    "SELECT DISTINCT destination_uuid FROM {table} "
+    "WHERE destination_uuid IN :workflows AND topic = :topic AND NOT consumed"
+)
 
 
 class Fenced(OrchestratorError):
@@ -94,6 +101,10 @@ class Store:
         self._engine = sa.create_engine(url, connect_args=wait, pool_pre_ping=not sqlite)
         self._made = threading.Lock()
         self._ready = reader
+        table = "notifications" if sqlite else "dbos.notifications"
+        self._mailed = sa.text(_MAILED.format(table=table)).bindparams(
+            sa.bindparam("workflows", expanding=True)
+        )
 
     def close(self) -> None:
         self._engine.dispose()
@@ -206,6 +217,12 @@ class Store:
         with self._begin() as db:
             row = db.execute(_RUN, {"workflow": workflow_id}).first()
         return None if row is None else (Run(*row[:-1]), bool(row[-1]))
+
+    def mailed(self, workflow_ids: list[str], topic: str) -> set[str]:
+        """Those of `workflow_ids` that DBOS holds unconsumed messages on `topic` for."""
+        with self._begin() as db:
+            rows = db.execute(self._mailed, {"workflows": workflow_ids, "topic": topic})
+            return {workflow_id for (workflow_id,) in rows}
 
     def cancel_run(self, workflow_id: str) -> None:
         with self._begin() as db:

@@ -41,19 +41,13 @@ from orchestrator.engine.launch import (
     launched,
     release_dbos,
 )
+from orchestrator.engine.mail_watch import MailWatch
 from orchestrator.engine.other_tasks import SessionTasks
 from orchestrator.engine.retry import Patience
 from orchestrator.engine.store import Run, Store
 from orchestrator.engine.task_session import TaskSession
 from orchestrator.engine.urls import hide_password
-from orchestrator.engine.workflow import (
-    CANCEL,
-    END,
-    QUEUE,
-    SERVING,
-    queued_versions,
-    wake,
-)
+from orchestrator.engine.workflow import CANCEL, MAIL, QUEUE, SERVING, queued_versions
 from orchestrator.errors import OrchestratorError
 from orchestrator.session.shown import duration
 from orchestrator.state.events import EventSink, FanOut, Notice
@@ -130,6 +124,8 @@ class Worker:
         # Every call to the database waits while it cannot be reached (engine/retry.py):
         # by default as long as it takes (a worker has nobody to hand its work back to).
         self._db = Patience(self._tell, seconds=patience, limiter=self._threads)
+        mailed = functools.partial(self._store.mailed, topic=MAIL)
+        self._mail = MailWatch(functools.partial(self._db.call, mailed))
         self._tasks: dict[str, _Running] = {}  # by workflow, those whose workflow runs here
         self._nursery: trio.Nursery | None = None  # where their loops run
         self._versions_told: set[str] = set()
@@ -164,6 +160,7 @@ class Worker:
                 self._say(f"worker {self.id} (version {__version__}) takes tasks from {where}")
                 nursery.start_soon(self._keep_beating)
                 nursery.start_soon(self._keep_telling)
+                nursery.start_soon(self._mail.run)
                 task_status.started()
                 try:
                     await trio.sleep_forever()
@@ -227,7 +224,7 @@ class Worker:
         running = ", ".join(
             f"{r.run.task} for {duration((now - r.started_ms) / 1000)}"
             for r in tasks
-            if not r.ended
+            if not r.ended.is_set()
         )
         doing = f"runs {running}" if running else "runs no task"
         beat = duration((now - self._last_beat_ms) / 1000) if self._last_beat_ms else "never"
@@ -305,8 +302,7 @@ class Worker:
         if running.scope.cancelled_caught:
             return  # its workflow has ended (`forget`): nothing to wake
         self.running.discard(run.workflow_id)
-        running.ended = True
-        await self._db.call(wake, run.workflow_id, f"{run.workflow_id}:{END}:{self.id}")
+        running.ended.set()  # (its workflow's wait ends)
 
     async def _work(
         self,
@@ -362,32 +358,38 @@ class Worker:
         watchers = [sink for sink in (self._ui, tracer) if sink is not None]
         return FanOut([session, *watchers]) if watchers else session
 
-    async def hand_over(self, workflow_id: str, message: str | None) -> str:
-        """What the workflow of a task running here received, handed to it: mail posted
-        in its journal (once: by its id), a cancellation done. "" while its loop runs;
-        once it has ended, the task's state (mail then is not posted: it stays the
-        session's), or the loop's error raised."""
+    async def wait(self, workflow_id: str) -> str:
+        """Until the loop of the task of `workflow_id` has ended (the task's state, or
+        the loop's error raised) or mail waits for it in DBOS ("")."""
         running = self._tasks[workflow_id]
-        if running.ended:
-            if running.error is not None:
-                raise running.error
-            return running.state
+        if await self._mail.wait(workflow_id, running.ended):
+            return ""
+        if running.error is not None:
+            raise running.error
+        return running.state
+
+    async def hand_over(self, workflow_id: str, message: str | None) -> None:
+        """What the workflow of a task running here received, handed to it: mail posted
+        in its journal (once: by its id), a cancellation done. Once its loop has ended,
+        mail is not posted: it stays the session's."""
+        running = self._tasks[workflow_id]
+        if running.ended.is_set():
+            return
         assert running.team is not None
         assert running.session is not None
         if message == CANCEL:
             owner = running.team.state.tasks.tasks[running.task_id].owner
             await running.team.cancel(owner, running.task_id, "cancelled by its owner")
-        elif message is not None and message != END:
+        elif message is not None:
             await running.team.port.mail.receive(_decode(message))
         await running.session.flush()  # in the database before the step's output is
-        return ""
 
     async def forget(self, workflow_id: str) -> None:
         """The workflow of `workflow_id` has ended here (or failed). Its task's loop
         still running (a workflow recovered here whose end DBOS had recorded but for the
         workflow's own: its steps are not run again) is stopped."""
         running = self._tasks.pop(workflow_id, None)
-        if running is not None and not running.ended:
+        if running is not None and not running.ended.is_set():
             running.scope.cancel()
             self.running.discard(workflow_id)
 
@@ -414,7 +416,7 @@ class _Running:
     started_ms: int = field(default_factory=now_ms)  # when it began running here
     team: Team | None = None
     session: TaskSession | None = None  # its journal, while its loop runs
-    ended: bool = False
+    ended: trio.Event = field(default_factory=trio.Event)  # its loop's end
     state: str = ""  # the task's, once its loop has ended
     error: Exception | None = None  # the loop's, when it failed
     scope: trio.CancelScope = field(default_factory=trio.CancelScope)  # its wait for it

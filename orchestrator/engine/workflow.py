@@ -6,10 +6,9 @@ queue by one worker. The workflow makes sure the task's loop runs here, on trio,
 team of its own over the task's session in the database (`TaskSession`), so the loop,
 its write-ahead records and its resume after a crash are the ones a session on disk
 has: a call cut off by a kill is reported `interrupted` to the model, never run again
-silently. Then it receives: each message sent to it (DBOS's `recv`, recorded by DBOS) is
-handed to the task by a step that posts it in the task's session under its own id,
-once; the task's loop, when it ends, wakes its workflow with a message of its own, and
-the workflow ends with the task's state.
+silently. Then it waits (a step) for the loop's end, which ends the workflow with the
+task's state, or for mail: each message sent to it (DBOS's `recv`, recorded by DBOS) is
+handed to the task by a step that posts it in the task's session under its own id, once.
 
 The workflow runs on a thread of DBOS's; what it asks of the worker (`Host`) runs on the
 worker's trio loop.
@@ -31,11 +30,11 @@ from orchestrator.errors import OrchestratorError
 QUEUE = "orchestrator_tasks"
 WORKFLOW = "orchestrator.remote_task"
 STEP = "orchestrator.remote_task_mail"
+WAIT_STEP = "orchestrator.remote_task_wait"
 MAIL = "mail"  # the topic of what is sent to a task's workflow: a `MessagePosted` line,
-CANCEL = "cancel"  # or its session's cancellation,
-END = "end"  # or its loop's end (sent by the worker that ran it)
-WAIT = 60.0  # seconds a workflow waits for a message before it looks at its task again
-# (each wait is recorded by DBOS: an idle task records three rows a minute)
+CANCEL = "cancel"  # or its session's cancellation
+WAIT = 60.0  # seconds a workflow's `recv` waits for the mail its step saw (should another
+# execution of the workflow have taken it meanwhile: it then hands over nothing)
 
 
 T = TypeVar("T")
@@ -49,7 +48,8 @@ class Host(Protocol):
     stopping: bool
 
     async def begin(self, workflow_id: str, traceparent: str = "") -> None: ...
-    async def hand_over(self, workflow_id: str, message: str | None) -> str: ...
+    async def wait(self, workflow_id: str) -> str: ...
+    async def hand_over(self, workflow_id: str, message: str | None) -> None: ...
     async def forget(self, workflow_id: str) -> None: ...
 
 
@@ -61,27 +61,38 @@ def _remote_task(key: str, traceparent: str = "") -> str:
     """The task of run `key`: its loop running here, what is sent to it handed over,
     until the loop has ended; the task's state then. `traceparent`: the delegating
     call's span, when its session is traced (docs/tracing.md). Run again from its start after a
-    recovery, it gets the same messages from DBOS's record in the same order, and each
-    step already recorded is not run again: a message the task had is not posted twice,
-    and one received before a kill and not yet handed over is handed over now."""
+    recovery, it gets the same outputs of its waits and the same messages from DBOS's
+    record in the same order, and each step already recorded is not run again: a message
+    the task had is not posted twice, and one received before a kill and not yet handed
+    over is handed over now."""
     worker = _worker()
     workflow_id = DBOS.workflow_id or ""
     _in_trio(worker, worker.begin, workflow_id, traceparent)
     try:
         while True:
-            state = _hand_over(workflow_id, DBOS.recv(MAIL, timeout_seconds=WAIT))
+            state = _wait(workflow_id)
             if state:
                 return state
+            _hand_over(workflow_id, DBOS.recv(MAIL, timeout_seconds=WAIT))
     finally:
         _in_trio(worker, worker.forget, workflow_id)
 
 
-@DBOS.step(name=STEP)
-def _hand_over(workflow_id: str, message: str | None) -> str:
-    """`message` handed to the task of `workflow_id` (posted in its journal before the
-    step's output is recorded); "" while its loop runs, else the task's state."""
+@DBOS.step(name=WAIT_STEP)
+def _wait(workflow_id: str) -> str:
+    """Until the loop of the task of `workflow_id` has ended (the task's state, or the
+    loop's error raised) or mail waits for it (""). A step: its output recorded, a replay
+    takes the same turn; a kill while it waits runs it again."""
     worker = _worker()
-    return _in_trio(worker, worker.hand_over, workflow_id, message)
+    return _in_trio(worker, worker.wait, workflow_id)
+
+
+@DBOS.step(name=STEP)
+def _hand_over(workflow_id: str, message: str | None) -> None:
+    """`message` handed to the task of `workflow_id` (posted in its journal before the
+    step's output is recorded)."""
+    worker = _worker()
+    _in_trio(worker, worker.hand_over, workflow_id, message)
 
 
 def _worker() -> Host:
@@ -106,11 +117,6 @@ def _in_trio(worker: Host, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
                 raise
     threading.Event().wait()
     raise AssertionError("unreachable")
-
-
-def wake(workflow_id: str, key: str) -> None:
-    """The workflow of a task whose loop has ended, woken; in a thread."""
-    DBOS.send(workflow_id, END, MAIL, idempotency_key=key)
 
 
 def queued_versions() -> dict[str, int]:
