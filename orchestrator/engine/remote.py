@@ -163,7 +163,10 @@ class RemoteRunner(EngineRunner[_Remote]):
             run.mirror = mirror
             await self._pass_on(run, records)
             return
-        workflow_id, queued = await self._db.call(_next_run, key)
+        if rows:
+            workflow_id, queued = await self._db.call(_next_run, key)
+        else:  # its journal seeded just now: no workflow of it can be there yet
+            workflow_id, queued = key, False
         if run.cancelled and not queued:
             return  # cancelled before it was queued: no worker need hear of it
         if not queued:

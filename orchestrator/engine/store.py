@@ -98,7 +98,12 @@ class Store:
         sqlite = url.startswith("sqlite")
         # SQLite: several processes share the file; wait for its lock, not fail.
         wait = {"timeout": 60} if sqlite else {"connect_timeout": READER_WAIT} if reader else {}
-        self._engine = sa.create_engine(url, connect_args=wait, pool_pre_ping=not sqlite)
+        # A session's or a worker's: no ping before each use of a pooled connection (a
+        # round trip each, several a task); one found dead fails its statement with the
+        # connection invalidated, which the caller's `Patience` takes for an outage and
+        # tries again, on a new connection. A reader (`sessions watch`) pings.
+        ping = reader and not sqlite
+        self._engine = sa.create_engine(url, connect_args=wait, pool_pre_ping=ping)
         self._made = threading.Lock()
         self._ready = reader
         table = "notifications" if sqlite else "dbos.notifications"
