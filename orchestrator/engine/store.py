@@ -40,6 +40,11 @@ TAIL_CHUNK = 100  # tasks whose new records one statement reads (`session_tail`)
 # The statements a worker runs for every task, made once (their SQL is compiled once per
 # dialect and cached by SQLAlchemy; made anew each time, each would be built and keyed).
 _ADD_RECORDS = RECORDS.insert()
+# On Postgres, a batch of records in one statement (an executemany is one per record).
+_ADD_RECORDS_PG = sa.text(
+    "INSERT INTO orchestrator_task_records (task, seq, line) "
+    "SELECT :task, s, l FROM unnest(CAST(:seqs AS integer[]), CAST(:lines AS bytea[])) AS u(s, l)"
+)
 _MOVE_HEAD = (
     HEADS.update().where(HEADS.c.task == sa.bindparam("key")).values(last_seq=sa.bindparam("last"))
 )
@@ -103,6 +108,7 @@ class Store:
         # connection invalidated, which the caller's `Patience` takes for an outage and
         # tries again, on a new connection. A reader (`sessions watch`) pings.
         ping = reader and not sqlite
+        self._sqlite = sqlite
         self._engine = sa.create_engine(url, connect_args=wait, pool_pre_ping=ping)
         self._made = threading.Lock()
         self._ready = reader
@@ -129,19 +135,23 @@ class Store:
     def append(self, task: str, lines: Iterable[tuple[int, bytes]]) -> None:
         """Add records (seq, line) to `task`'s journal in one transaction; `Fenced` when
         one of those seqs is taken (another process works the task)."""
-        rows = [{"task": task, "seq": seq, "line": line} for seq, line in lines]
+        rows = list(lines)
         if not rows:
             return
-        last = rows[-1]["seq"]
+        last = rows[-1][0]
         try:
             with self._begin() as db:
-                db.execute(_ADD_RECORDS, rows)
+                if self._sqlite:
+                    db.execute(_ADD_RECORDS, [{"task": task, "seq": q, "line": b} for q, b in rows])
+                else:
+                    seqs, texts = [q for q, _ in rows], [b for _, b in rows]
+                    db.execute(_ADD_RECORDS_PG, {"task": task, "seqs": seqs, "lines": texts})
                 moved = db.execute(_MOVE_HEAD, {"key": task, "last": last}).rowcount
                 if not moved:
                     session = task.rsplit("/", 1)[0]
                     db.execute(HEADS.insert().values(task=task, session=session, last_seq=last))
         except IntegrityError as exc:
-            raise Fenced(f"task {task}: record {rows[0]['seq']} was written by another") from exc
+            raise Fenced(f"task {task}: record {rows[0][0]} was written by another") from exc
 
     def records(self, task: str, after: int = 0) -> list[tuple[int, bytes]]:
         """`task`'s journal after seq `after`, in order."""

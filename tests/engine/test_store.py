@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("dbos")
 
 from orchestrator.engine import sqlite_url
-from orchestrator.engine.store import Store
+from orchestrator.engine.store import Fenced, Store
 
 
 def test_processes_making_the_tables_at_once_all_get_them(tmp_path: Path) -> None:
@@ -37,3 +37,28 @@ def test_processes_making_the_tables_at_once_all_get_them(tmp_path: Path) -> Non
         for store in stores:
             store.close()
         assert not failed, failed[0]
+
+
+@pytest.mark.parametrize("database", ["sqlite", "postgres"])
+def test_a_task_s_records_are_appended_in_order_and_a_seq_taken_is_fenced(
+    database: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    # On Postgres a batch is one statement (`unnest` of its seqs and lines), on SQLite
+    # one row each: the same records either way, and the same refusal of a taken seq.
+    if database == "sqlite":
+        url = sqlite_url(tmp_path / "engine.sqlite")
+    else:
+        base = request.getfixturevalue("postgres_url").rsplit("/", 1)[0]
+        url = f"{base}/postgres"
+    store = Store(url)
+    try:
+        key = f"s-{tmp_path.name}/t1"
+        store.append(key, [(1, b'{"seq":1}\n'), (2, b"\x00two\xff\n")])
+        store.append(key, [(3, b"three\n")])
+        with pytest.raises(Fenced, match="record 3 was written by another"):
+            store.append(key, [(3, b"again\n"), (4, b"four\n")])
+        assert store.records(key) == [(1, b'{"seq":1}\n'), (2, b"\x00two\xff\n"), (3, b"three\n")]
+        assert store.records(key, after=2) == [(3, b"three\n")]
+        assert store.session_tail(key.split("/")[0], {}) == {key: store.records(key)}
+    finally:
+        store.close()
