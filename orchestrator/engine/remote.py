@@ -70,7 +70,7 @@ from orchestrator.state.tasks import (
 from orchestrator.team.port import TaskPort
 
 FOLLOW = 0.2  # seconds between two looks at the running tasks' journals
-STATUS_EVERY = 5  # looks at the journals per look at their workflows' states
+STATUS_EVERY = 5  # looks at the journals per look at all their workflows' states
 ALIVE = 60.0  # seconds since a worker's last beat within which it counts as alive
 ENDED = ("SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED")
 
@@ -192,17 +192,21 @@ class RemoteRunner(EngineRunner[_Remote]):
     async def _follow(self) -> None:
         """Pass on what the tasks do, for all of them at once: every `FOLLOW` seconds one
         look at their journals (their heads, then the new records of those that moved, in
-        one transaction), and
-        every `STATUS_EVERY` looks one at their workflows' states (first, so that the
-        records of a workflow found ended are all read)."""
+        one transaction), and one at the workflows' states (first, so that the records of
+        a workflow found ended are all read): of those whose journal has the task settled,
+        and every `STATUS_EVERY` looks of all (a workflow may end without its loop: an
+        error, DBOS's own cancellation)."""
         for tick in itertools.count():
             await trio.sleep(FOLLOW)
             live = [r for r in self._runs.values() if r.mirror is not None and not r.ended.is_set()]
             if not live:
                 continue
             statuses: dict[str, Any] = {}
-            if tick % STATUS_EVERY == 0:
-                statuses = await self._db.call(_statuses, [r.workflow_id for r in live])
+            every = tick % STATUS_EVERY == 0
+            asked = live if every else [r for r in live if _settled(r)]
+            if asked:
+                statuses = await self._db.call(_statuses, [r.workflow_id for r in asked])
+            if every:
                 await self._no_worker(live, statuses)
                 await self._questions.look(self._session_id, self._port_of)
             after = {r.key: r.mirror.seq for r in live if r.mirror is not None}
@@ -322,6 +326,14 @@ class RemoteRunner(EngineRunner[_Remote]):
         reason = port.turns.redact(f"its run on a worker ended: {error}")
         await port.tasks.set_state(task_id, "failed", by=task_id, reason=reason)
         await port.mail.post(task_id, task.owner, task_id, "risk_alert", f"task failed: {reason}")
+
+
+def _settled(run: _Remote) -> bool:
+    """Whether the task's journal, as far as read, has it settled: its workflow ends
+    now, and its state is looked at every look, not only every `STATUS_EVERY`."""
+    assert run.mirror is not None
+    task = run.mirror.tasks.tasks.get(run.task_id)
+    return task is not None and task.state in SETTLED
 
 
 async def _show(run: _Remote, records: list[tuple[int, Record]]) -> None:
