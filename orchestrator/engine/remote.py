@@ -132,6 +132,9 @@ class RemoteRunner(EngineRunner[_Remote]):
         await self._db.call(self._store.cancel_run, workflow_id)
         await self._db.call(_send, workflow_id, [(f"{workflow_id}:{CANCEL}", CANCEL)])
 
+    def _run_of(self, workflow_id: str, key: str = "") -> Run:
+        return Run(workflow_id, key or workflow_id, __version__, self._workspace, self._model)
+
     def _session_begun(self) -> None:
         self._nursery.start_soon(self._follow, name="tasks on workers")
 
@@ -153,10 +156,13 @@ class RemoteRunner(EngineRunner[_Remote]):
         mirror = SessionState()
         records = list(folded_rows(key, rows, mirror))
         start = start_records(port.state, mirror, task_id)
+        # A new task (its journal empty): seeded with its first run, in one transaction,
+        # unless it is cancelled already; no workflow of it can be there yet.
+        first_run = None if rows or run.cancelled else self._run_of(key)
         if start:
             first = mirror.seq + 1
             lines = [(seq, line_of(seq, r)) for seq, r in enumerate(start, first)]
-            await self._db.call(self._store.append, key, lines)
+            await self._db.call(functools.partial(self._store.append, run=first_run), key, lines)
             fold(key, lines, mirror)
         if not start and mirror.tasks.tasks[task_id].state in SETTLED:
             # It ended on a worker while this session was stopped: only its news.
@@ -165,15 +171,13 @@ class RemoteRunner(EngineRunner[_Remote]):
             return
         if rows:
             workflow_id, queued = await self._db.call(_next_run, key)
-        else:  # its journal seeded just now: no workflow of it can be there yet
+        else:
             workflow_id, queued = key, False
         if run.cancelled and not queued:
             return  # cancelled before it was queued: no worker need hear of it
         if not queued:
-            await self._db.call(
-                self._store.add_run,
-                Run(workflow_id, key, __version__, self._workspace, self._model),
-            )
+            if first_run is None or not start:
+                await self._db.call(self._store.add_run, self._run_of(workflow_id, key))
             ref = port.state.tasks.tasks[task_id].created_by
             traced = self._trace_parent(ref) if self._trace_parent and ref else ""
             await self._db.call(_enqueue, workflow_id, key, traced)

@@ -12,6 +12,7 @@ first record, before any side effect that record would have preceded.
 
 from __future__ import annotations
 
+import dataclasses
 import socket
 import threading
 from collections.abc import Iterable, Iterator, Mapping
@@ -40,6 +41,7 @@ TAIL_CHUNK = 100  # tasks whose new records one statement reads (`session_tail`)
 # The statements a worker runs for every task, made once (their SQL is compiled once per
 # dialect and cached by SQLAlchemy; made anew each time, each would be built and keyed).
 _ADD_RECORDS = RECORDS.insert()
+_ADD_RUN = RUNS.insert()
 # On Postgres, a batch of records in one statement (an executemany is one per record).
 _ADD_RECORDS_PG = sa.text(
     "INSERT INTO orchestrator_task_records (task, seq, line) "
@@ -132,15 +134,20 @@ class Store:
 
     # A task's journal.
 
-    def append(self, task: str, lines: Iterable[tuple[int, bytes]]) -> None:
+    def append(
+        self, task: str, lines: Iterable[tuple[int, bytes]], *, run: Run | None = None
+    ) -> None:
         """Add records (seq, line) to `task`'s journal in one transaction; `Fenced` when
-        one of those seqs is taken (another process works the task)."""
+        one of those seqs is taken (another process works the task). `run`: recorded in
+        the same transaction (a new task's first run, with its seed)."""
         rows = list(lines)
         if not rows:
             return
         last = rows[-1][0]
         try:
             with self._begin() as db:
+                if run is not None:
+                    db.execute(_ADD_RUN, dataclasses.asdict(run) | {"cancelled": False})
                 if self._sqlite:
                     db.execute(_ADD_RECORDS, [{"task": task, "seq": q, "line": b} for q, b in rows])
                 else:
@@ -209,16 +216,7 @@ class Store:
         """Record `run` (nothing when it is recorded already)."""
         try:
             with self._begin() as db:
-                db.execute(
-                    RUNS.insert().values(
-                        workflow_id=run.workflow_id,
-                        task=run.task,
-                        version=run.version,
-                        workspace=run.workspace,
-                        model=run.model,
-                        cancelled=False,
-                    )
-                )
+                db.execute(_ADD_RUN, dataclasses.asdict(run) | {"cancelled": False})
         except IntegrityError:
             pass
 
