@@ -14,15 +14,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from orchestrator.errors import JournalCorrupt
 from orchestrator.state.events import Record, record_decoder
-from orchestrator.state.fold import SessionState
 from orchestrator.state.settings import SessionSettings
 from orchestrator.state.snapshot import AgentSummary, Snapshot, TodosSummary
 from orchestrator.state.tasks import TaskRecord
 from orchestrator.store._line import line_fault
+
+if TYPE_CHECKING:
+    # Imported where a task's journal is folded: `sessions show` of a session whose tasks
+    # ran here never folds (session/report.py).
+    from orchestrator.state.fold import SessionState
 
 Rows = Sequence[tuple[int, bytes]]
 """A task's journal as the engine's database keeps it: (seq, framed line), in order."""
@@ -83,6 +87,8 @@ def folded_rows(key: str, rows: Rows, state: SessionState) -> Iterator[tuple[int
 
 def fold(key: str, rows: Rows, state: SessionState | None = None) -> SessionState:
     """`rows` of task `key`'s journal folded into `state` (a new one when None)."""
+    from orchestrator.state.fold import SessionState
+
     state = state or SessionState()
     for _ in folded_rows(key, rows, state):
         pass
@@ -105,6 +111,8 @@ def with_workers(
     found = read_workers(session_id, snapshot.settings, reader)
     if found is None:
         return None, snapshot.agents, snapshot.todos, snapshot.tasks
+    from orchestrator.state.fold import SessionState
+
     agents, todos = dict(snapshot.agents), dict(snapshot.todos)
     tasks = {task.task_id: task for task in snapshot.tasks}
     read: list[str] = []

@@ -36,7 +36,6 @@ from orchestrator.session.listing import session_info
 from orchestrator.session.on_workers import WorkersReader, with_workers
 from orchestrator.session.runs import journal_runs
 from orchestrator.session.status import resumable, shown_status
-from orchestrator.state.fold import SessionState
 from orchestrator.state.manifest import Manifest, read_manifest
 from orchestrator.state.snapshot import AgentSummary, Snapshot, decode_snapshot
 from orchestrator.state.tasks import TaskRecord
@@ -92,6 +91,7 @@ def describe(
 ) -> dict[str, Any]:
     """The report folded from the whole journal (of a session of this format)."""
     from orchestrator.session.replay import folded, gc_paused, read_snapshot
+    from orchestrator.state.fold import SessionState
 
     manifest = read_manifest(directory)
     # The snapshot's mark spares checking the journal line by line up to it (`show` of a
