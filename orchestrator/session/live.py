@@ -33,7 +33,7 @@ from orchestrator.session.replay import SNAPSHOT as SNAPSHOT
 from orchestrator.session.replay import load, lost_records_advice
 from orchestrator.session.replay import load_state as load_state
 from orchestrator.session.status import JournalStatus, mirror
-from orchestrator.state.events import AgentStarted, Event, TurnEnded
+from orchestrator.state.events import AgentStarted, Event, Record, TurnEnded
 from orchestrator.state.fold import SessionState
 from orchestrator.state.mailbox import MessagePosted
 from orchestrator.state.manifest import (
@@ -49,6 +49,7 @@ from orchestrator.state.tasks import TaskChanged, TaskCreated
 from orchestrator.store import (
     Durability,
     Journal,
+    JournalMark,
     SessionLock,
     open_journal,
     session_dir,
@@ -74,6 +75,12 @@ VIEWS_SHARE = 10
 # anew for every record.
 _MOVES_START = (AgentStarted, ContextCompacted)  # where its agent's context starts
 _CHANGES_TASK = (TaskCreated, TaskChanged, MessagePosted)  # a task's view to write again
+_NOTABLE = (*_MOVES_START, *_CHANGES_TASK, TodosChanged, PlanSubmitted, TurnEnded)
+
+
+# By a record's type, whether it is of none of those (most of a round's are not: a reply,
+# a call's start and its result): `emit` asks once per type.
+_PLAIN: dict[type, bool] = {}
 
 
 def _write_views(directory: Path, views: dict[str, bytes]) -> None:
@@ -138,11 +145,25 @@ class LiveSession:
         # records in journal order even when many agents emit at once (as resume will).
         (seq,) = self.journal.enqueue(((record.kind, record.agent, record.journal_body()),))
         self.state.apply(seq, record)
+        if self.track_seqs:
+            self._seqs[id(event)] = seq
+        plain = _PLAIN.get(type(record))
+        if plain is None:
+            plain = _PLAIN[type(record)] = not isinstance(record, _NOTABLE)
+        if plain:
+            await self.journal.settle(seq, durable=durable)
+        else:
+            await self._notable(record, seq, before, durable)
+        self._since_snapshot += 1
+        if not plain or self._since_snapshot >= SNAPSHOT_EVERY:
+            self._snapshot_after(record)
+
+    async def _notable(self, record: Record, seq: int, before: JournalMark, durable: bool) -> None:
+        """`emit` of a record that moves its context's start, changes a view or the plan
+        (settled here, between what must come before and after)."""
         if isinstance(record, _MOVES_START):
             # Where its context starts in the file: a resume reads from there on.
             self.state.agents[record.agent].start_mark = before
-        if self.track_seqs:
-            self._seqs[id(event)] = seq
         # (A message about a task changes its record too: its progress, its completion.)
         if isinstance(record, _CHANGES_TASK) and record.task:
             self._dirty_tasks.add(record.task)
@@ -151,7 +172,9 @@ class LiveSession:
         await self.journal.settle(seq, durable=durable)
         if isinstance(record, PlanSubmitted):
             await self._write_plan(record.plan)
-        self._since_snapshot += 1
+
+    def _snapshot_after(self, record: Record) -> None:
+        """Whether a snapshot (or the views) is due after `record`."""
         since, scale = self._since_snapshot, len(self.state.agents) + len(self.state.tasks.tasks)
         turn_ended = isinstance(record, TurnEnded)
         if (
