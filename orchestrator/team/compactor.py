@@ -98,7 +98,8 @@ class Compactor:
         """What is known of the window of `role`'s model: the configured or known one,
         the one learned from a context-too-long error (0: none), and the session's
         `max_tokens`."""
-        learned = self._session.state.windows.get(self._models(role).name, 0)
+        windows = self._session.state.windows  # (most sessions learned none: no name asked)
+        learned = windows.get(self._models(role).name, 0) if windows else 0
         return self._window(role), learned, self._settings.max_tokens
 
     def usable(self, role: str) -> int:
