@@ -117,7 +117,8 @@ async def _ask_model(state: AgentContext, deps: TurnDeps) -> AssistantMessage | 
     )
     scope = deps.hooks.model_call(state.id) if deps.hooks else contextlib.nullcontext()
     reply = None
-    model = deps.model.name  # the model that answered (a fallback chain's says which)
+    # The model that answered (a fallback chain's says which), named as asked until then.
+    asked = model = deps.model.name
 
     async def ask(request: ModelRequest) -> AssistantMessage:
         nonlocal model
@@ -125,7 +126,7 @@ async def _ask_model(state: AgentContext, deps: TurnDeps) -> AssistantMessage | 
         return reply
 
     with scope as preemptible:
-        reply = await recovered(request, ask, deps.model.name, deps.events)
+        reply = await recovered(request, ask, asked, deps.events)
     if reply is None:
         assert preemptible is not None
         assert preemptible.cancelled_caught
