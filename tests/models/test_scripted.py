@@ -11,7 +11,7 @@ import trio
 from orchestrator import ScriptedModel, ScriptedReply, UserMessage
 from orchestrator.demo import script_path
 from orchestrator.errors import ScriptError
-from orchestrator.models import ModelRequest, collect
+from orchestrator.models import ModelRequest, collect, scripted
 from orchestrator.models.scripted import load_script, parse_script
 
 
@@ -93,6 +93,25 @@ def test_bad_files(tmp_path: Path) -> None:
     bad.write_text("{")
     with pytest.raises(ScriptError, match="is not JSON"):
         load_script(bad)
+
+
+def test_a_file_read_again_is_parsed_again_only_once_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "script.json"
+    path.write_text('{"agents": {"main": [{"text": "one"}]}}')
+    fresh = load_script(path)
+    assert load_script(path) is not fresh  # changed just now: its stat may not show the next
+    monkeypatch.setattr(scripted, "RACY_NS", 0)
+    kept = load_script(path)
+    assert load_script(path) is kept  # (not read: the worker's every task makes its model)
+    path.write_text('{"agents": {"main": [{"text": "two"}, {"text": "three"}]}}')
+    changed = load_script(path)
+    assert changed is not kept
+    assert [reply.text for reply in changed.agents["main"]] == ["two", "three"]
+    path.unlink()
+    with pytest.raises(ScriptError, match="does not exist"):
+        load_script(path)
 
 
 async def test_callable_responder_and_wrong_return() -> None:
