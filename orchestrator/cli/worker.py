@@ -91,6 +91,7 @@ async def _serve(args: argparse.Namespace, config: Config, url: str) -> None:
                 args, config, http, run.workspace, run.model, guarded(), cache, env
             )
 
+        log = WorkerLog()
         worker = Worker(
             url,
             settings_for,
@@ -99,12 +100,15 @@ async def _serve(args: argparse.Namespace, config: Config, url: str) -> None:
             silent=args.silent,
             ask_session=not args.yes,
             say=lambda text: print(text, flush=True),
-            ui=WorkerLog(),
+            ui=log,
             status_every=args.status_every,
             trace=tracer,
             open_for=functools.partial(with_servers, config),
         )
-        await worker.serve()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(log.keep_flushing)
+            await worker.serve()
+            nursery.cancel_scope.cancel()
 
 
 def _tracer(config: Config) -> TraceTask | None:
@@ -142,15 +146,30 @@ def command_trace(key: str, traceparent: str, *, traced: bool) -> Callable[[str]
 class WorkerLog:
     """What the worker's tasks do, one line each to standard output: the calls they start
     (journaled when the line is printed; a read-only call's start may be queued still for
-    the task's writer) and the states they reach."""
+    the task's writer) and the states they reach. The lines are written out as the loop
+    yields (`keep_flushing`), those of one pass together: a write each cost a task about
+    as much as all the rest of its lines' making."""
+
+    def __init__(self) -> None:
+        self._printed = trio.Event()  # lines wait in stdout's buffer
 
     async def emit(self, event: Event, *, durable: bool = False) -> None:
         match event:
             case ToolCallStarted(agent=agent, call=call, ref=ref):
-                print(visible(f"task {agent}: call {call.name} ({ref})"), flush=True)
+                self._print(f"task {agent}: call {call.name} ({ref})")
             case TaskChanged(task=task, state=state, reason=reason):
-                said = f"task {task}: {state}{f' ({reason})' if reason else ''}"
-                print(visible(said), flush=True)
+                self._print(f"task {task}: {state}{f' ({reason})' if reason else ''}")
+
+    def _print(self, line: str) -> None:
+        sys.stdout.write(visible(line) + "\n")
+        self._printed.set()
+
+    async def keep_flushing(self) -> None:
+        """Write out the lines printed, once a pass of the loop, until cancelled."""
+        while True:
+            await self._printed.wait()
+            self._printed = trio.Event()
+            sys.stdout.flush()
 
 
 @contextlib.asynccontextmanager
