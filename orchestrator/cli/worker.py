@@ -11,6 +11,7 @@ import functools
 import os
 import signal
 import sys
+import time
 import tomllib
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -36,6 +37,8 @@ from orchestrator.team.settings import RunSettings
 from orchestrator.text import visible
 from orchestrator.tools import EnvPolicy, approve_all, workspace_tools
 from orchestrator.tracing import telemetry_from
+
+RACY_NS = 2_000_000_000  # a file changed this recently (ns) may change again unseen by its stat
 
 if TYPE_CHECKING:
     from orchestrator.engine.store import Run
@@ -83,12 +86,13 @@ async def _serve(args: argparse.Namespace, config: Config, url: str) -> None:
     cache = DefinitionsCache(
         functools.partial(agent_definitions, interactive=False), user_config_dir(os.environ)
     )
+    glance = HooksGlance()
     async with httpx.AsyncClient(timeout=httpx.Timeout(600.0, connect=30.0)) as http:
 
         async def settings_for(run: Run, state: SessionState, traceparent: str) -> RunSettings:
             env = dataclasses.replace(guarded().env, trace_parent=trace(run.task, traceparent))
             return await task_settings(
-                args, config, http, run.workspace, run.model, guarded(), cache, env
+                args, config, http, run.workspace, run.model, guarded(), cache, env, glance
             )
 
         log = WorkerLog()
@@ -205,15 +209,22 @@ async def task_settings(
     guarded: Guards,
     cache: DefinitionsCache,
     env: EnvPolicy | None = None,
+    glance: HooksGlance | None = None,
 ) -> RunSettings:
     """What the team of a remote task runs with here: the session's model spec (from
     the database), this worker's keys, agent types (the workspace's), tools and guards; a
     call the policy asks about is approved here (`--yes`), else put to the session
     (engine/approvals.py, set by the worker). `env`: the shell's environment policy, when
-    not the guards' own (a traced task's, which sets its commands' `TRACEPARENT`)."""
+    not the guards' own (a traced task's, which sets its commands' `TRACEPARENT`).
+    `glance`: whether each project's config names hooks, as seen before."""
+    glance = glance or HooksGlance()
     root = Path(workspace)
-    definitions = await trio.to_thread.run_sync(cache.get, root)
-    hooks = await trio.to_thread.run_sync(workspace_hooks, args, config, root)
+    definitions = cache.known(root)
+    if definitions is None:  # (read again: in a thread)
+        definitions = await trio.to_thread.run_sync(cache.get, root)
+    hooks: tuple[Hook, ...] = ()
+    if config.hooks or await glance.has_hooks(root / PROJECT_CONFIG):
+        hooks = await trio.to_thread.run_sync(workspace_hooks, args, config, root)
     models = RoleModels(main=model, cli=None, config=config, definitions=definitions, http=http)
     return RunSettings(
         model=models("main"),
@@ -237,6 +248,33 @@ def workspace_hooks(args: argparse.Namespace, config: Config, root: Path) -> tup
         return ()
     layered = config_layers(args, os.environ, root, ask=None, untrusted="ignore")
     return tuple(Hook.of(hook) for hook in layered.config.hooks)
+
+
+class HooksGlance:
+    """Whether a project's config file names hooks, glanced at again only when the file's
+    stat changed (a worker's every task asks), or when it changed lately (`RACY_NS`: the
+    next change may not show in its stat)."""
+
+    def __init__(self) -> None:
+        self._seen: dict[Path, tuple[tuple[int, ...], bool]] = {}
+        self.reads = 0  # how many times a file was read
+
+    async def has_hooks(self, path: Path) -> bool:
+        try:
+            info = os.stat(path)  # (a stat: on trio's thread)
+        except FileNotFoundError:
+            return False
+        except OSError:
+            return True  # (as `_has_hooks` says)
+        now = (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+        seen = self._seen.get(path)
+        if seen is not None and seen[0] == now:
+            return seen[1]
+        has = await trio.to_thread.run_sync(_has_hooks, path)
+        self.reads += 1
+        if time.time_ns() - max(now[-2:]) > RACY_NS:
+            self._seen[path] = (now, has)
+        return has
 
 
 def _has_hooks(path: Path) -> bool:

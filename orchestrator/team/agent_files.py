@@ -193,13 +193,21 @@ def _stat(path: Path) -> tuple[str, int, int]:
 class DefinitionsCache:
     """The agent types of each project, loaded by `load` once and again only when a file
     they are read from changed (`stamp`): what a worker's tasks of one workspace share.
-    Blocking (it reads the disk): from trio, call `get` in a thread."""
+    Blocking (it reads the disk): from trio, call `get` in a thread (`known` needs none)."""
 
     def __init__(self, load: Callable[[Path], Definitions], user_dir: Path | None) -> None:
         self._load = load
         self._user_dir = user_dir
         self._found: dict[Path, tuple[Stamp, Definitions]] = {}
         self.loads = 0  # how many times `load` ran
+
+    def known(self, project_dir: Path) -> Definitions | None:
+        """What `get` gives while none of the files changed since its last load, else
+        None. It only looks at the files' stat (cheap enough for trio's thread)."""
+        found = self._found.get(project_dir)
+        if found is not None and found[0] == stamp(project_dir, self._user_dir):
+            return found[1]
+        return None
 
     def get(self, project_dir: Path) -> Definitions:
         now = stamp(project_dir, self._user_dir)  # before the load: a change during it reloads

@@ -46,9 +46,11 @@ def test_definitions_are_read_once_while_their_files_are_unchanged(tmp_path: Pat
     project.mkdir()
     write(project / ".orchestrator" / "agents" / "scout.toml", SCOUT.format("looks"))
     cache = cache_for(user)
+    assert cache.known(project) is None
     first = cache.get(project)
     assert first.get("scout").description == "looks"
     assert cache.get(project) is first
+    assert cache.known(project) is first  # (its files looked at, none read)
     assert cache.loads == 1
 
 
@@ -70,6 +72,7 @@ def test_a_changed_file_is_read_again(tmp_path: Path, change: str) -> None:
             (agents / "scout.toml").unlink()
         case "user's":
             write(user / "agents" / "scout.toml", SCOUT.format("mine"))
+    assert cache.known(project) is None
     again = cache.get(project)
     assert cache.loads == 2
     expected = {

@@ -96,3 +96,24 @@ def test_a_worker_runs_a_project_s_hooks_only_once_its_user_trusts_the_project(
     effective_config(run, os.environ, tmp_path / "ws", ask=lambda question: True)
     (hook,) = workspace_hooks(args, config, tmp_path / "ws")
     assert (hook.event, hook.run) == ("stop", "true")
+
+
+async def test_a_worker_reads_a_project_s_config_for_hooks_again_only_once_it_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from orchestrator.cli import worker
+
+    glance = worker.HooksGlance()
+    path = tmp_path / "config.toml"
+    assert not await glance.has_hooks(path)  # (none: nothing read)
+    path.write_text('model = "scripted:s.json"\n')
+    assert not await glance.has_hooks(path)
+    assert not await glance.has_hooks(path)
+    assert glance.reads == 2  # changed just now: its stat may not show the next change
+    monkeypatch.setattr(worker, "RACY_NS", 0)
+    assert not await glance.has_hooks(path)
+    assert not await glance.has_hooks(path)
+    assert glance.reads == 3
+    path.write_text('[[hooks]]\nevent = "stop"\ncommand = "true"\n')
+    assert await glance.has_hooks(path)
+    assert glance.reads == 4
