@@ -103,15 +103,18 @@ async def _serve(args: argparse.Namespace, config: Config, url: str) -> None:
             beat=args.beat,
             silent=args.silent,
             ask_session=not args.yes,
-            say=lambda text: print(text, flush=True),
+            say=log.say,
             ui=log,
             status_every=args.status_every,
             trace=tracer,
-            open_for=functools.partial(with_servers, config),
+            open_for=functools.partial(with_servers, config, log.say),
         )
         async with trio.open_nursery() as nursery:
             nursery.start_soon(log.keep_flushing)
-            await worker.serve()
+            try:
+                await worker.serve()
+            finally:
+                log.flush()  # (the process may end at once: Ctrl+C)
             nursery.cancel_scope.cancel()
 
 
@@ -151,39 +154,56 @@ class WorkerLog:
     """What the worker's tasks do, one line each to standard output: the calls they start
     (journaled when the line is printed; a read-only call's start may be queued still for
     the task's writer) and the states they reach. The lines are written out as the loop
-    yields (`keep_flushing`), those of one pass together: a write each cost a task about
-    as much as all the rest of its lines' making."""
+    yields (`keep_flushing`), those of one pass in one write: a write each (stdout is
+    often unbuffered: `PYTHONUNBUFFERED`) cost a task about as much as the rest of its
+    lines' making. The worker's own lines (`say`) go out at once, after those before."""
 
     def __init__(self) -> None:
-        self._printed = trio.Event()  # lines wait in stdout's buffer
+        self._lines: list[str] = []  # printed, not yet written out
+        self._printed = trio.Event()
 
     async def emit(self, event: Event, *, durable: bool = False) -> None:
         match event:
             case ToolCallStarted(agent=agent, call=call, ref=ref):
-                self._print(f"task {agent}: call {call.name} ({ref})")
+                self._print(visible(f"task {agent}: call {call.name} ({ref})"))
             case TaskChanged(task=task, state=state, reason=reason):
-                self._print(f"task {task}: {state}{f' ({reason})' if reason else ''}")
+                self._print(visible(f"task {task}: {state}{f' ({reason})' if reason else ''}"))
+
+    def say(self, line: str) -> None:
+        self._lines.append(line)
+        self.flush()
 
     def _print(self, line: str) -> None:
-        sys.stdout.write(visible(line) + "\n")
+        self._lines.append(line)
         self._printed.set()
+
+    def flush(self) -> None:
+        """Write out the lines printed so far."""
+        if self._lines:
+            lines, self._lines = self._lines, []
+            sys.stdout.write("".join(f"{line}\n" for line in lines))
+            sys.stdout.flush()
 
     async def keep_flushing(self) -> None:
         """Write out the lines printed, once a pass of the loop, until cancelled."""
         while True:
             await self._printed.wait()
             self._printed = trio.Event()
-            sys.stdout.flush()
+            self.flush()
 
 
 @contextlib.asynccontextmanager
 async def with_servers(
-    config: Config, run: Run, session: TaskSession, settings: RunSettings
+    config: Config,
+    say: Callable[[str], None],
+    run: Run,
+    session: TaskSession,
+    settings: RunSettings,
 ) -> AsyncIterator[RunSettings]:
     """`settings` with the worker's MCP servers (its config's `[mcp.servers]`) started for
     the time of a task's loop, their tools added as a session adds them: pinned in the
     task's journal (a resumed task's started at their first call), a server that does
-    not start said in one line. A server's question finds nobody to ask (the task stops
+    not start said in one line (`say`). A server's question finds nobody to ask (the task stops
     blocked on it, as a headless session does); its sampling, the agent's model."""
     servers = configured(config)
     if not servers:  # (the SDK not imported)
@@ -191,7 +211,7 @@ async def with_servers(
         return
     async with open_servers(servers, os.environ, session.state.mcp) as opened:
         for line in opened.failed:
-            print(visible(f"task {run.task}: {line}"), flush=True)
+            say(visible(f"task {run.task}: {line}"))
         pinned = await opened.pinned(session)
         tools, definitions, redact = with_mcp(
             pinned, settings.tools, settings.definitions, settings.redact, os.environ
