@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import socket
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -159,6 +159,42 @@ class Store:
                     db.execute(HEADS.insert().values(task=task, session=session, last_seq=last))
         except IntegrityError as exc:
             raise Fenced(f"task {task}: record {rows[0][0]} was written by another") from exc
+
+    def append_all(
+        self, journals: Sequence[tuple[str, Sequence[tuple[int, bytes]]]]
+    ) -> dict[str, Fenced]:
+        """`append` for several tasks' journals (task, lines) in one transaction; when one
+        of them is fenced, each in a transaction of its own instead: the fenced ones, by
+        task (a task named twice, its lines in order)."""
+        rows = [
+            {"task": t, "seq": seq, "line": line} for t, lines in journals for seq, line in lines
+        ]
+        heads = {t: lines[-1][0] for t, lines in journals if lines}
+        if not rows:
+            return {}
+        try:
+            with self._begin() as db:
+                db.execute(_ADD_RECORDS, rows)
+                moves = [{"key": t, "last": last} for t, last in heads.items()]
+                moved = db.execute(_MOVE_HEAD, moves).rowcount
+                if moved != len(moves) or not self._engine.dialect.supports_sane_multi_rowcount:
+                    for t, last in heads.items():  # (a head made here: its first records)
+                        if not db.execute(_MOVE_HEAD, {"key": t, "last": last}).rowcount:
+                            session = t.rsplit("/", 1)[0]
+                            db.execute(
+                                HEADS.insert().values(task=t, session=session, last_seq=last)
+                            )
+            return {}
+        except IntegrityError:
+            pass
+        fenced: dict[str, Fenced] = {}
+        for t, lines in journals:
+            try:
+                if t not in fenced:
+                    self.append(t, lines)
+            except Fenced as exc:
+                fenced[t] = exc
+        return fenced
 
     def records(self, task: str, after: int = 0) -> list[tuple[int, bytes]]:
         """`task`'s journal after seq `after`, in order."""

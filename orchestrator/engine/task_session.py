@@ -20,6 +20,7 @@ from contextlib import asynccontextmanager
 
 import trio
 
+from orchestrator.engine.group_commit import GroupCommit
 from orchestrator.engine.retry import Patience
 from orchestrator.engine.store import Store
 from orchestrator.session.on_workers import Rows, fold
@@ -36,11 +37,19 @@ MAX_QUEUED = 256  # records queued unwritten before an emit waits for the writer
 class TaskSession:
     """The session of remote task `key` (`<session id>/<task id>`) in `store`."""
 
-    def __init__(self, store: Store, key: str, state: SessionState, db: Patience) -> None:
+    def __init__(
+        self,
+        store: Store,
+        key: str,
+        state: SessionState,
+        db: Patience,
+        group: GroupCommit | None = None,
+    ) -> None:
         self.state = state
         self.key = key
         self._store = store
         self._db = db  # its writes wait while the database cannot be reached
+        self._group = group  # its writes in its worker's transactions (None: its own)
         self._waiting: list[tuple[int, bytes]] = []  # encoded, folded, not yet written
         self._written = state.seq
         self._writing = trio.Lock()
@@ -54,9 +63,12 @@ class TaskSession:
         return cls.of_rows(store, key, await db.call(store.records, key), db)
 
     @classmethod
-    def of_rows(cls, store: Store, key: str, rows: Rows, db: Patience) -> TaskSession:
-        """The task's session as `rows`, its records read from `store`, leave it."""
-        return cls(store, key, fold(key, rows), db)
+    def of_rows(
+        cls, store: Store, key: str, rows: Rows, db: Patience, group: GroupCommit | None = None
+    ) -> TaskSession:
+        """The task's session as `rows`, its records read from `store`, leave it; its
+        records written with its worker's other tasks' by `group`, when given."""
+        return cls(store, key, fold(key, rows), db, group)
 
     @property
     def queued(self) -> int:
@@ -121,7 +133,10 @@ class TaskSession:
                 return
             batch, self._waiting = self._waiting, []
             with trio.CancelScope(shield=True):  # records folded are records written
-                await self._db.call(self._store.append, self.key, batch)
+                if self._group is not None:
+                    await self._group.append(self.key, batch)
+                else:
+                    await self._db.call(self._store.append, self.key, batch)
             self._written = batch[-1][0]
 
 

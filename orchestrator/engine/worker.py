@@ -33,6 +33,7 @@ from dbos import DBOS
 from orchestrator._version import __version__
 from orchestrator.engine.approvals import ask_the_session
 from orchestrator.engine.children import ChildRunner, TaskTeamRunner, resume_children
+from orchestrator.engine.group_commit import GroupCommit
 from orchestrator.engine.launch import (
     destroy,
     executor_id,
@@ -126,6 +127,7 @@ class Worker:
         self._db = Patience(self._tell, seconds=patience, limiter=self._threads)
         mailed = functools.partial(self._store.mailed, topic=MAIL)
         self._mail = MailWatch(functools.partial(self._db.call, mailed))
+        self._group = GroupCommit(self._store, self._db)  # its tasks' journals' writes
         self._tasks: dict[str, _Running] = {}  # by workflow, those whose workflow runs here
         self._nursery: trio.Nursery | None = None  # where their loops run
         self._versions_told: set[str] = set()
@@ -313,7 +315,7 @@ class Worker:
         started: trio.TaskStatus[None],
     ) -> str:
         rows = await self._db.call(self._store.records, run.task)  # (read once: the trace's too)
-        session = TaskSession.of_rows(self._store, run.task, rows, self._db)
+        session = TaskSession.of_rows(self._store, run.task, rows, self._db, self._group)
         task_id = run.task.rsplit("/", 1)[1]
         settings = await self._settings_for(run, session.state, traceparent)
         if self._ask_session:
