@@ -20,9 +20,9 @@ from contextlib import asynccontextmanager
 
 import trio
 
-from orchestrator.engine.group_commit import GroupCommit
 from orchestrator.engine.retry import Patience
 from orchestrator.engine.store import Store
+from orchestrator.engine.together import GroupCommit
 from orchestrator.session.on_workers import Rows, fold
 from orchestrator.state.events import Event, Record
 from orchestrator.state.fold import SessionState

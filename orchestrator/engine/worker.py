@@ -33,7 +33,6 @@ from dbos import DBOS
 from orchestrator._version import __version__
 from orchestrator.engine.approvals import ask_the_session
 from orchestrator.engine.children import ChildRunner, TaskTeamRunner, resume_children
-from orchestrator.engine.group_commit import GroupCommit
 from orchestrator.engine.launch import (
     destroy,
     executor_id,
@@ -47,6 +46,7 @@ from orchestrator.engine.other_tasks import SessionTasks
 from orchestrator.engine.retry import Patience
 from orchestrator.engine.store import Run, Store
 from orchestrator.engine.task_session import TaskSession
+from orchestrator.engine.together import GroupCommit
 from orchestrator.engine.urls import hide_password
 from orchestrator.engine.workflow import CANCEL, MAIL, QUEUE, SERVING, queued_versions
 from orchestrator.errors import OrchestratorError

@@ -17,9 +17,9 @@ import trio.testing
 pytest.importorskip("dbos")
 
 from orchestrator.engine import sqlite_url
-from orchestrator.engine.group_commit import GroupCommit
 from orchestrator.engine.retry import Patience
 from orchestrator.engine.store import Fenced, Store
+from orchestrator.engine.together import GroupCommit
 
 
 @pytest.fixture
