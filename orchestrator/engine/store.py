@@ -55,6 +55,11 @@ _RECORDS_AFTER = (
     .where(RECORDS.c.task == sa.bindparam("key"), RECORDS.c.seq > sa.bindparam("after"))
     .order_by(RECORDS.c.seq)
 )
+_RECORDS_OF = (
+    sa.select(RECORDS.c.task, RECORDS.c.seq, RECORDS.c.line)
+    .where(RECORDS.c.task.in_(sa.bindparam("keys", expanding=True)))
+    .order_by(RECORDS.c.task, RECORDS.c.seq)
+)
 _RUN = sa.select(
     RUNS.c.workflow_id,
     RUNS.c.task,
@@ -201,6 +206,18 @@ class Store:
         with self._begin() as db:
             rows = db.execute(_RECORDS_AFTER, {"key": task, "after": after})
             return [(seq, bytes(line)) for seq, line in rows]
+
+    def records_of(self, tasks: Sequence[str]) -> dict[str, list[tuple[int, bytes]]]:
+        """The journals of `tasks`, by task (none for a task without records), each in
+        order: `records` for several tasks, in one query a `TAIL_CHUNK` of them."""
+        found: dict[str, list[tuple[int, bytes]]] = {}
+        named = sorted(set(tasks))
+        with self._begin() as db:
+            for start in range(0, len(named), TAIL_CHUNK):
+                chunk = named[start : start + TAIL_CHUNK]
+                for task, seq, line in db.execute(_RECORDS_OF, {"keys": chunk}):
+                    found.setdefault(task, []).append((seq, bytes(line)))
+        return found
 
     def session_records(self, session: str) -> dict[str, list[tuple[int, bytes]]]:
         """Every journal of `session`'s tasks, by task key, each in order (none when the

@@ -22,7 +22,7 @@ import trio
 
 from orchestrator.engine.retry import Patience
 from orchestrator.engine.store import Store
-from orchestrator.engine.together import GroupCommit
+from orchestrator.engine.together import TaskCalls
 from orchestrator.session.on_workers import Rows, fold
 from orchestrator.state.events import Event, Record
 from orchestrator.state.fold import SessionState
@@ -43,7 +43,7 @@ class TaskSession:
         key: str,
         state: SessionState,
         db: Patience,
-        group: GroupCommit | None = None,
+        group: TaskCalls | None = None,
     ) -> None:
         self.state = state
         self.key = key
@@ -64,7 +64,7 @@ class TaskSession:
 
     @classmethod
     def of_rows(
-        cls, store: Store, key: str, rows: Rows, db: Patience, group: GroupCommit | None = None
+        cls, store: Store, key: str, rows: Rows, db: Patience, group: TaskCalls | None = None
     ) -> TaskSession:
         """The task's session as `rows`, its records read from `store`, leave it; its
         records written with its worker's other tasks' by `group`, when given."""

@@ -1,95 +1,144 @@
-"""The journals of a worker's tasks written together: group commit across tasks.
+"""The database calls of a worker's tasks made together: group commit across tasks.
 
-Each task on a worker writes its records through its `TaskSession`, a batch at a time;
-with many tasks running, their batches come in together. `GroupCommit.append` puts a
-task's batch in the next transaction the worker makes (`Store.append_all`): the first
-caller with nothing in flight writes everything queued, and again whatever came in
-meanwhile, until nothing is left; the others wait for the transaction that holds
-theirs. A task's records are written in its own order (its `TaskSession` has one batch
-in flight at a time); a batch another process fenced (`Fenced`) fails its own task only.
-The writing runs in the caller's task, so a caller shielded from cancellation (a task's
-session writing its last records as the worker stops) is never left waiting on a
-writer that was cancelled.
+Each task on a worker writes its records through its `TaskSession`, a batch at a time,
+and reads its journal when it starts; with many tasks running, their calls come in
+together. `Together.call` puts a task's call in the next one the worker makes for many
+(`Store.append_all` in one transaction, `Store.records_of` in one query): the first
+caller with nothing in flight makes it for everything queued, then the first of those
+that came in meanwhile makes the next, and so on; the others wait for the one that holds
+theirs. A failure of one task's part (a journal another process `Fenced`) is that task's
+alone; when the call for many fails as a whole, each of its tasks makes its own.
+
+The call runs in its caller's task, so a caller shielded from cancellation (a task's
+session writing its last records as the worker stops) never waits on a writer that was
+cancelled; a caller cancelled before its part was taken leaves it out.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 import trio
 
 from orchestrator.engine.retry import Patience
 from orchestrator.engine.store import Store
 
+A = TypeVar("A")
+R = TypeVar("R")
+
 
 @dataclass
-class _Batch:
-    key: str
-    lines: Sequence[tuple[int, bytes]]
-    done: trio.Event = field(default_factory=trio.Event)  # written (or failed), or its turn
-    lead: bool = False  # its caller writes the next transaction
-    error: BaseException | None = None  # `Fenced`, or `_Alone`: to write by itself
+class _Part(Generic[A, R]):
+    arg: A
+    done: trio.Event = field(default_factory=trio.Event)  # made (or failed), or its turn
+    lead: bool = False  # its caller makes the next call
+    result: R | None = None
+    error: BaseException | None = None  # its own failure, or `_Alone`: to make by itself
 
 
-class GroupCommit:
-    """The appends of the tasks of one worker to their journals in `store`, through `db`."""
+class Together(Generic[A, R]):
+    """Calls `one(arg)` that come in while one is in flight, made as `many(args)` (one
+    result, or error, per arg, in order)."""
 
-    def __init__(self, store: Store, db: Patience) -> None:
-        self._store = store
-        self._db = db
-        self._queued: list[_Batch] = []
-        self._writing = False  # a transaction is in flight, or its next writer woken
-        self.transactions = 0  # how many it made
+    def __init__(
+        self,
+        many: Callable[[list[A]], Awaitable[Sequence[R | Exception]]],
+        one: Callable[[A], Awaitable[R]],
+    ) -> None:
+        self._many, self._one = many, one
+        self._queued: list[_Part[A, R]] = []
+        self._busy = False  # a call is in flight, or its next caller woken to make it
+        self.calls = 0  # how many `many` calls it made
 
-    async def append(self, key: str, lines: Sequence[tuple[int, bytes]]) -> None:
-        """Write `lines` (seq, line) to task `key`'s journal, with what other tasks
-        append meanwhile; `Fenced` when another process wrote one of those seqs."""
-        batch = _Batch(key, lines)
-        self._queued.append(batch)
-        if self._writing:
+    async def call(self, arg: A) -> R:
+        part: _Part[A, R] = _Part(arg)
+        self._queued.append(part)
+        if self._busy:
             try:
-                await batch.done.wait()
-            except BaseException:  # (cancelled: unless taken already, it is not written)
-                if batch in self._queued:
-                    self._queued.remove(batch)
-                if batch.lead:
+                await part.done.wait()
+            except BaseException:  # (cancelled: unless taken already, it is not made)
+                if part in self._queued:
+                    self._queued.remove(part)
+                if part.lead:
                     self._pass_lead()
                 raise
         else:
-            batch.lead = True
-        if batch.lead:
-            await self._write()
-        if isinstance(batch.error, _Alone):  # (the transaction holding it failed)
-            await self._db.call(self._store.append, key, lines)
-        elif batch.error is not None:
-            raise batch.error
+            part.lead = True
+        if part.lead:
+            await self._make()
+        if isinstance(part.error, _Alone):  # (the call holding it failed)
+            return await self._one(arg)
+        if part.error is not None:
+            raise part.error
+        return part.result  # type: ignore[return-value]  # (R itself may be None)
 
-    async def _write(self) -> None:
-        """Everything queued, in one transaction; then the next caller waiting writes."""
-        self._writing = True
+    async def _make(self) -> None:
+        """Everything queued, in one call; then the next caller waiting makes its own."""
+        self._busy = True
         taken, self._queued = self._queued, []
         try:
-            self.transactions += 1
-            journals = [(b.key, b.lines) for b in taken]
-            fenced = await self._db.call(self._store.append_all, journals)
-        except BaseException:
-            for batch in taken:
-                batch.error = _Alone()
-                batch.done.set()
-            raise
+            self.calls += 1
+            results = await self._many([part.arg for part in taken])
+        except BaseException as exc:
+            for part in taken:
+                part.error = _Alone()
+                part.done.set()
+            if not isinstance(exc, Exception):
+                raise  # (a cancellation: the caller's own)
+            return
         finally:
             self._pass_lead()
-        for batch in taken:
-            batch.error = fenced.get(batch.key)
-            batch.done.set()
+        for part, result in zip(taken, results, strict=True):
+            if isinstance(result, Exception):
+                part.error = result
+            else:
+                part.result = result
+            part.done.set()
 
     def _pass_lead(self) -> None:
-        self._writing = bool(self._queued)
+        self._busy = bool(self._queued)
         if self._queued:
             self._queued[0].lead = True
             self._queued[0].done.set()
 
 
 class _Alone(Exception):
-    """A batch to write by itself: the transaction that held it failed."""
+    """A part to make by itself: the call that held it failed."""
+
+
+Lines = Sequence[tuple[int, bytes]]
+
+
+class TaskCalls:
+    """The calls of the tasks of one worker to their journals in `store`, through `db`:
+    appends (`append`, one transaction for all), and reads (`records`, one query)."""
+
+    def __init__(self, store: Store, db: Patience) -> None:
+        self._store, self._db = store, db
+        self.appends: Together[tuple[str, Lines], None] = Together(self._append_all, self._append)
+        self.reads: Together[str, list[tuple[int, bytes]]] = Together(self._read_all, self._read)
+
+    async def append(self, key: str, lines: Lines) -> None:
+        """Write `lines` (seq, line) to task `key`'s journal, with what other tasks
+        append meanwhile; `Fenced` when another process wrote one of those seqs."""
+        await self.appends.call((key, lines))
+
+    async def records(self, key: str) -> list[tuple[int, bytes]]:
+        """Task `key`'s journal, read with those other tasks read meanwhile."""
+        return await self.reads.call(key)
+
+    async def _append_all(self, journals: list[tuple[str, Lines]]) -> list[Exception | None]:
+        fenced = await self._db.call(self._store.append_all, journals)
+        return [fenced.get(key) for key, _ in journals]
+
+    async def _append(self, journal: tuple[str, Lines]) -> None:
+        await self._db.call(self._store.append, *journal)
+
+    async def _read_all(self, keys: list[str]) -> list[list[tuple[int, bytes]]]:
+        found = await self._db.call(self._store.records_of, keys)
+        return [found.get(key, []) for key in keys]
+
+    async def _read(self, key: str) -> list[tuple[int, bytes]]:
+        return await self._db.call(self._store.records, key)

@@ -46,7 +46,7 @@ from orchestrator.engine.other_tasks import SessionTasks
 from orchestrator.engine.retry import Patience
 from orchestrator.engine.store import Run, Store
 from orchestrator.engine.task_session import TaskSession
-from orchestrator.engine.together import GroupCommit
+from orchestrator.engine.together import TaskCalls
 from orchestrator.engine.urls import hide_password
 from orchestrator.engine.workflow import CANCEL, MAIL, QUEUE, SERVING, queued_versions
 from orchestrator.errors import OrchestratorError
@@ -127,7 +127,7 @@ class Worker:
         self._db = Patience(self._tell, seconds=patience, limiter=self._threads)
         mailed = functools.partial(self._store.mailed, topic=MAIL)
         self._mail = MailWatch(functools.partial(self._db.call, mailed))
-        self._group = GroupCommit(self._store, self._db)  # its tasks' journals' writes
+        self._group = TaskCalls(self._store, self._db)  # its tasks' journals, together
         self._tasks: dict[str, _Running] = {}  # by workflow, those whose workflow runs here
         self._nursery: trio.Nursery | None = None  # where their loops run
         self._versions_told: set[str] = set()
@@ -314,7 +314,7 @@ class Worker:
         traceparent: str,
         started: trio.TaskStatus[None],
     ) -> str:
-        rows = await self._db.call(self._store.records, run.task)  # (read once: the trace's too)
+        rows = await self._group.records(run.task)  # (read once: the trace's too)
         session = TaskSession.of_rows(self._store, run.task, rows, self._db, self._group)
         task_id = run.task.rsplit("/", 1)[1]
         settings = await self._settings_for(run, session.state, traceparent)

@@ -1,8 +1,9 @@
-"""A worker's tasks write their journals together (engine/group_commit.py): the batches
-that come in while a transaction is in flight go in the next one, each task's records in
-its own order; a task another process fenced fails alone; a batch whose caller was
-cancelled before it was taken is not written, and the others go on. On a real `Store`, a
-SQLite file."""
+"""A worker's tasks write and read their journals together (engine/together.py): the
+batches that come in while a transaction is in flight go in the next one, each task's
+records in its own order; a task another process fenced fails alone; a batch whose
+caller was cancelled before it was taken is not written, and the others go on; the reads
+that come in while one is made are made in one query. On a real `Store`, a SQLite
+file."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ pytest.importorskip("dbos")
 from orchestrator.engine import sqlite_url
 from orchestrator.engine.retry import Patience
 from orchestrator.engine.store import Fenced, Store
-from orchestrator.engine.together import GroupCommit
+from orchestrator.engine.together import TaskCalls, Together
 
 
 @pytest.fixture
@@ -40,13 +41,13 @@ def lines(key: str, *seqs: int) -> list[tuple[int, bytes]]:
 
 
 async def test_what_comes_in_during_a_transaction_goes_in_the_next(store: Store) -> None:
-    group = GroupCommit(store, Patience(_ignore))
+    group = TaskCalls(store, Patience(_ignore))
     async with trio.open_nursery() as nursery:
         for key in ("s/a", "s/b", "s/c"):  # (the first writes alone; the others wait for it)
             nursery.start_soon(group.append, key, lines(key, 1, 2))
-    assert group.transactions == 2
+    assert group.appends.calls == 2
     await group.append("s/a", lines("s/a", 3))
-    assert group.transactions == 3
+    assert group.appends.calls == 3
     assert store.records("s/a") == lines("s/a", 1, 2, 3)
     assert store.records("s/b") == lines("s/b", 1, 2)
     tail = store.session_tail("s", {})
@@ -59,7 +60,7 @@ async def test_what_comes_in_during_a_transaction_goes_in_the_next(store: Store)
 
 async def test_a_task_another_process_fenced_fails_alone(store: Store) -> None:
     store.append("s/b", lines("s/b", 1))  # (another worker wrote it first)
-    group = GroupCommit(store, Patience(_ignore))
+    group = TaskCalls(store, Patience(_ignore))
     failed: dict[str, BaseException] = {}
 
     async def append(key: str) -> None:
@@ -81,7 +82,7 @@ async def test_a_batch_cancelled_before_it_is_taken_is_not_written(
     store: Store, tmp_path: Path
 ) -> None:
     store.records("s/a")  # (its tables made)
-    group = GroupCommit(store, Patience(_ignore))
+    group = TaskCalls(store, Patience(_ignore))
     other = sqlite3.connect(tmp_path / "engine.sqlite", isolation_level=None)
     other.execute("BEGIN IMMEDIATE")  # the file locked: the first transaction waits
     async with trio.open_nursery() as nursery:
@@ -94,7 +95,61 @@ async def test_a_batch_cancelled_before_it_is_taken_is_not_written(
         other.execute("COMMIT")
     other.close()
     assert waiting.cancelled_caught
-    assert group.transactions == 2
+    assert group.appends.calls == 2
     assert store.records("s/a") == lines("s/a", 1)
     assert store.records("s/b") == []
     assert store.records("s/c") == lines("s/c", 1)
+
+
+async def test_the_reads_that_come_in_while_one_is_made_are_made_in_one_query(
+    store: Store,
+) -> None:
+    store.append("s/a", lines("s/a", 1, 2))
+    store.append("s/b", lines("s/b", 1))
+    group = TaskCalls(store, Patience(_ignore))
+    read: dict[str, list[tuple[int, bytes]]] = {}
+
+    async def records(key: str) -> None:
+        read[key] = await group.records(key)
+
+    async with trio.open_nursery() as nursery:
+        for key in ("s/a", "s/b", "s/c", "s/a"):
+            nursery.start_soon(records, key)
+    assert group.reads.calls == 2
+    assert read == {"s/a": lines("s/a", 1, 2), "s/b": lines("s/b", 1), "s/c": []}
+    assert store.records_of(["s/b", "s/a"]) == {"s/a": lines("s/a", 1, 2), "s/b": lines("s/b", 1)}
+
+
+async def test_when_the_call_for_many_fails_the_others_each_make_their_own() -> None:
+    release = trio.Event()
+    made: list[list[int]] = []
+
+    async def many(args: list[int]) -> list[int]:
+        made.append(args)
+        await release.wait()
+        if 1 in args:
+            raise ValueError("the call for many failed")  # (of 1's making, or of 2's)
+        return [arg * 10 for arg in args]
+
+    async def one(arg: int) -> int:
+        return -arg
+
+    together: Together[int, int] = Together(many, one)
+    got: dict[int, int | str] = {}
+
+    async def call(arg: int) -> None:
+        try:
+            got[arg] = await together.call(arg)
+        except ValueError as exc:
+            got[arg] = str(exc)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(call, 0)
+        await trio.testing.wait_all_tasks_blocked()
+        for arg in (1, 2):
+            nursery.start_soon(call, arg)
+        await trio.testing.wait_all_tasks_blocked()
+        release.set()
+    await call(3)  # (and the next calls go on together)
+    assert made == [[0], [1, 2], [3]]
+    assert got == {0: 0, 1: -1, 2: -2, 3: 30}
