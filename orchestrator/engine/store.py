@@ -42,10 +42,10 @@ TAIL_CHUNK = 100  # tasks whose new records one statement reads (`session_tail`)
 # dialect and cached by SQLAlchemy; made anew each time, each would be built and keyed).
 _ADD_RECORDS = RECORDS.insert()
 _ADD_RUN = RUNS.insert()
-# On Postgres, a batch of records in one statement (an executemany is one per record).
+# On Postgres, a batch of records (of one task or several) in one statement.
 _ADD_RECORDS_PG = sa.text(
-    "INSERT INTO orchestrator_task_records (task, seq, line) "
-    "SELECT :task, s, l FROM unnest(CAST(:seqs AS integer[]), CAST(:lines AS bytea[])) AS u(s, l)"
+    "INSERT INTO orchestrator_task_records (task, seq, line) SELECT t, s, l FROM unnest("
+    "CAST(:tasks AS varchar[]), CAST(:seqs AS integer[]), CAST(:lines AS bytea[])) AS u(t, s, l)"
 )
 _MOVE_HEAD = (
     HEADS.update().where(HEADS.c.task == sa.bindparam("key")).values(last_seq=sa.bindparam("last"))
@@ -75,6 +75,9 @@ _MAILED = (
     "SELECT DISTINCT destination_uuid FROM {table} "
     "WHERE destination_uuid IN :workflows AND topic = :topic AND NOT consumed"
 )
+
+
+Lines = Sequence[tuple[int, bytes]]  # a journal's records: (seq, line)
 
 
 class Fenced(OrchestratorError):
@@ -148,58 +151,22 @@ class Store:
         rows = list(lines)
         if not rows:
             return
-        last = rows[-1][0]
         try:
             with self._begin() as db:
                 if run is not None:
                     db.execute(_ADD_RUN, dataclasses.asdict(run) | {"cancelled": False})
-                if self._sqlite:
-                    db.execute(_ADD_RECORDS, [{"task": task, "seq": q, "line": b} for q, b in rows])
-                else:
-                    seqs, texts = [q for q, _ in rows], [b for _, b in rows]
-                    db.execute(_ADD_RECORDS_PG, {"task": task, "seqs": seqs, "lines": texts})
-                moved = db.execute(_MOVE_HEAD, {"key": task, "last": last}).rowcount
-                if not moved:
-                    session = task.rsplit("/", 1)[0]
-                    db.execute(HEADS.insert().values(task=task, session=session, last_seq=last))
+                _add(db, [(task, rows)])
         except IntegrityError as exc:
             raise Fenced(f"task {task}: record {rows[0][0]} was written by another") from exc
 
-    def append_all(
-        self, journals: Sequence[tuple[str, Sequence[tuple[int, bytes]]]]
-    ) -> dict[str, Fenced]:
-        """`append` for several tasks' journals (task, lines) in one transaction; when one
-        of them is fenced, each in a transaction of its own instead: the fenced ones, by
-        task (a task named twice, its lines in order)."""
-        rows = [
-            {"task": t, "seq": seq, "line": line} for t, lines in journals for seq, line in lines
-        ]
-        heads = {t: lines[-1][0] for t, lines in journals if lines}
-        if not rows:
-            return {}
+    def append_all(self, journals: Sequence[tuple[str, Lines]]) -> None:
+        """`append` for several tasks' journals (task, lines), in one transaction;
+        `Fenced` when one of those seqs is taken (`append` each, then, to know whose)."""
         try:
             with self._begin() as db:
-                db.execute(_ADD_RECORDS, rows)
-                moves = [{"key": t, "last": last} for t, last in heads.items()]
-                moved = db.execute(_MOVE_HEAD, moves).rowcount
-                if moved != len(moves) or not self._engine.dialect.supports_sane_multi_rowcount:
-                    for t, last in heads.items():  # (a head made here: its first records)
-                        if not db.execute(_MOVE_HEAD, {"key": t, "last": last}).rowcount:
-                            session = t.rsplit("/", 1)[0]
-                            db.execute(
-                                HEADS.insert().values(task=t, session=session, last_seq=last)
-                            )
-            return {}
-        except IntegrityError:
-            pass
-        fenced: dict[str, Fenced] = {}
-        for t, lines in journals:
-            try:
-                if t not in fenced:
-                    self.append(t, lines)
-            except Fenced as exc:
-                fenced[t] = exc
-        return fenced
+                _add(db, journals)
+        except IntegrityError as exc:
+            raise Fenced("a record of one of the tasks was written by another") from exc
 
     def records(self, task: str, after: int = 0) -> list[tuple[int, bytes]]:
         """`task`'s journal after seq `after`, in order."""
@@ -418,6 +385,27 @@ class Store:
                 .values(stopped=True)
             ).rowcount
         return bool(changed)
+
+
+def _add(db: sa.Connection, journals: Sequence[tuple[str, Lines]]) -> None:
+    """The journals' records added (on Postgres in one statement: an executemany is one
+    a record) and their heads moved (made, for a task's first records)."""
+    rows = [(t, seq, line) for t, lines in journals for seq, line in lines]
+    if not rows:
+        return
+    if db.dialect.name == "sqlite":
+        db.execute(_ADD_RECORDS, [{"task": t, "seq": q, "line": b} for t, q, b in rows])
+    else:
+        tasks, seqs, texts = (list(column) for column in zip(*rows, strict=True))
+        db.execute(_ADD_RECORDS_PG, {"tasks": tasks, "seqs": seqs, "lines": texts})
+    heads = {t: lines[-1][0] for t, lines in journals if lines}
+    moves = [{"key": t, "last": last} for t, last in heads.items()]
+    counted = db.dialect.supports_sane_multi_rowcount  # (the rows each update moved)
+    if counted and db.execute(_MOVE_HEAD, moves).rowcount == len(moves):
+        return
+    for t, last in heads.items():
+        if not db.execute(_MOVE_HEAD, {"key": t, "last": last}).rowcount:
+            db.execute(HEADS.insert().values(task=t, session=t.rsplit("/", 1)[0], last_seq=last))
 
 
 def _make_tables(engine: sa.Engine) -> None:

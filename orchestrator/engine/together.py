@@ -6,8 +6,8 @@ together. `Together.call` puts a task's call in the next one the worker makes fo
 (`Store.append_all` in one transaction, `Store.records_of` in one query): the first
 caller with nothing in flight makes it for everything queued, then the first of those
 that came in meanwhile makes the next, and so on; the others wait for the one that holds
-theirs. A failure of one task's part (a journal another process `Fenced`) is that task's
-alone; when the call for many fails as a whole, each of its tasks makes its own.
+theirs. When the call for many fails (a journal another process `Fenced`, say), each of
+its callers makes its own, so that a failure is its own task's alone.
 
 The call runs in its caller's task, so a caller shielded from cancellation (a task's
 session writing its last records as the worker stops) never waits on a writer that was
@@ -23,7 +23,7 @@ from typing import Generic, TypeVar
 import trio
 
 from orchestrator.engine.retry import Patience
-from orchestrator.engine.store import Store
+from orchestrator.engine.store import Lines, Store
 
 A = TypeVar("A")
 R = TypeVar("R")
@@ -35,17 +35,15 @@ class _Part(Generic[A, R]):
     done: trio.Event = field(default_factory=trio.Event)  # made (or failed), or its turn
     lead: bool = False  # its caller makes the next call
     result: R | None = None
-    error: BaseException | None = None  # its own failure, or `_Alone`: to make by itself
+    alone: bool = False  # to make by itself: the call that held it failed
 
 
 class Together(Generic[A, R]):
     """Calls `one(arg)` that come in while one is in flight, made as `many(args)` (one
-    result, or error, per arg, in order)."""
+    result per arg, in order)."""
 
     def __init__(
-        self,
-        many: Callable[[list[A]], Awaitable[Sequence[R | Exception]]],
-        one: Callable[[A], Awaitable[R]],
+        self, many: Callable[[list[A]], Awaitable[Sequence[R]]], one: Callable[[A], Awaitable[R]]
     ) -> None:
         self._many, self._one = many, one
         self._queued: list[_Part[A, R]] = []
@@ -68,10 +66,8 @@ class Together(Generic[A, R]):
             part.lead = True
         if part.lead:
             await self._make()
-        if isinstance(part.error, _Alone):  # (the call holding it failed)
+        if part.alone:
             return await self._one(arg)
-        if part.error is not None:
-            raise part.error
         return part.result  # type: ignore[return-value]  # (R itself may be None)
 
     async def _make(self) -> None:
@@ -83,7 +79,7 @@ class Together(Generic[A, R]):
             results = await self._many([part.arg for part in taken])
         except BaseException as exc:
             for part in taken:
-                part.error = _Alone()
+                part.alone = True
                 part.done.set()
             if not isinstance(exc, Exception):
                 raise  # (a cancellation: the caller's own)
@@ -91,10 +87,7 @@ class Together(Generic[A, R]):
         finally:
             self._pass_lead()
         for part, result in zip(taken, results, strict=True):
-            if isinstance(result, Exception):
-                part.error = result
-            else:
-                part.result = result
+            part.result = result
             part.done.set()
 
     def _pass_lead(self) -> None:
@@ -102,13 +95,6 @@ class Together(Generic[A, R]):
         if self._queued:
             self._queued[0].lead = True
             self._queued[0].done.set()
-
-
-class _Alone(Exception):
-    """A part to make by itself: the call that held it failed."""
-
-
-Lines = Sequence[tuple[int, bytes]]
 
 
 class TaskCalls:
@@ -129,9 +115,9 @@ class TaskCalls:
         """Task `key`'s journal, read with those other tasks read meanwhile."""
         return await self.reads.call(key)
 
-    async def _append_all(self, journals: list[tuple[str, Lines]]) -> list[Exception | None]:
-        fenced = await self._db.call(self._store.append_all, journals)
-        return [fenced.get(key) for key, _ in journals]
+    async def _append_all(self, journals: list[tuple[str, Lines]]) -> list[None]:
+        await self._db.call(self._store.append_all, journals)  # (`Fenced`: each its own)
+        return [None] * len(journals)
 
     async def _append(self, journal: tuple[str, Lines]) -> None:
         await self._db.call(self._store.append, *journal)

@@ -62,7 +62,8 @@ for _class in list(_classes):
 for _class in _classes:
     if "start_queued_workflows" in _class.__dict__:
         _wrap(_class, "start_queued_workflows", "dbos")
-for name in ("append", "append_all", "records", "records_of", "run", "cancelled", "run_to_take", "session_tail"):
+_calls = ("append", "append_all", "records", "records_of", "run", "cancelled", "run_to_take")
+for name in (*_calls, "session_tail"):
     if hasattr(store.Store, name):
         _wrap(store.Store, name, "db")
 _exit = os._exit
