@@ -62,3 +62,33 @@ def test_a_task_s_records_are_appended_in_order_and_a_seq_taken_is_fenced(
         assert store.session_tail(key.split("/")[0], {}) == {key: store.records(key)}
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("database", ["sqlite", "postgres"])
+def test_several_tasks_records_are_appended_and_read_together(
+    database: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    # A worker's tasks' batches in one transaction (on Postgres one statement), their
+    # heads moved or made; a seq taken fails the whole (each then appends its own).
+    if database == "sqlite":
+        url = sqlite_url(tmp_path / "engine.sqlite")
+    else:
+        base = request.getfixturevalue("postgres_url").rsplit("/", 1)[0]
+        url = f"{base}/postgres"
+    store = Store(url)
+    try:
+        session = f"s-{tmp_path.name}"
+        one, two = f"{session}/t1", f"{session}/t2"
+        store.append(one, [(1, b"one 1\n")])
+        store.append_all(
+            [(one, [(2, b"one 2\n"), (3, b"\x00one 3\xff\n")]), (two, [(1, b"two 1\n")])]
+        )
+        with pytest.raises(Fenced):
+            store.append_all([(two, [(2, b"two 2\n")]), (one, [(3, b"again\n")])])
+        assert store.records_of([two, one, f"{session}/t3"]) == {
+            one: [(1, b"one 1\n"), (2, b"one 2\n"), (3, b"\x00one 3\xff\n")],
+            two: [(1, b"two 1\n")],
+        }
+        assert store.session_tail(session, {}) == store.records_of([one, two])
+    finally:
+        store.close()
