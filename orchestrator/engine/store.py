@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
+from orchestrator.engine.rows import Lines, add_records
 from orchestrator.engine.tables import (
     APPROVALS,
     ENGINE_FORMAT,
@@ -40,16 +41,7 @@ TAIL_CHUNK = 100  # tasks whose new records one statement reads (`session_tail`)
 
 # The statements a worker runs for every task, made once (their SQL is compiled once per
 # dialect and cached by SQLAlchemy; made anew each time, each would be built and keyed).
-_ADD_RECORDS = RECORDS.insert()
 _ADD_RUN = RUNS.insert()
-# On Postgres, a batch of records (of one task or several) in one statement.
-_ADD_RECORDS_PG = sa.text(
-    "INSERT INTO orchestrator_task_records (task, seq, line) SELECT t, s, l FROM unnest("
-    "CAST(:tasks AS varchar[]), CAST(:seqs AS integer[]), CAST(:lines AS bytea[])) AS u(t, s, l)"
-)
-_MOVE_HEAD = (
-    HEADS.update().where(HEADS.c.task == sa.bindparam("key")).values(last_seq=sa.bindparam("last"))
-)
 _RECORDS_AFTER = (
     sa.select(RECORDS.c.seq, RECORDS.c.line)
     .where(RECORDS.c.task == sa.bindparam("key"), RECORDS.c.seq > sa.bindparam("after"))
@@ -75,9 +67,6 @@ _MAILED = (
     "SELECT DISTINCT destination_uuid FROM {table} "
     "WHERE destination_uuid IN :workflows AND topic = :topic AND NOT consumed"
 )
-
-
-Lines = Sequence[tuple[int, bytes]]  # a journal's records: (seq, line)
 
 
 class Fenced(OrchestratorError):
@@ -155,7 +144,7 @@ class Store:
             with self._begin() as db:
                 if run is not None:
                     db.execute(_ADD_RUN, dataclasses.asdict(run) | {"cancelled": False})
-                _add(db, [(task, rows)])
+                add_records(db, [(task, rows)])
         except IntegrityError as exc:
             raise Fenced(f"task {task}: record {rows[0][0]} was written by another") from exc
 
@@ -164,7 +153,7 @@ class Store:
         `Fenced` when one of those seqs is taken (`append` each, then, to know whose)."""
         try:
             with self._begin() as db:
-                _add(db, journals)
+                add_records(db, journals)
         except IntegrityError as exc:
             raise Fenced("a record of one of the tasks was written by another") from exc
 
@@ -385,27 +374,6 @@ class Store:
                 .values(stopped=True)
             ).rowcount
         return bool(changed)
-
-
-def _add(db: sa.Connection, journals: Sequence[tuple[str, Lines]]) -> None:
-    """The journals' records added (on Postgres in one statement: an executemany is one
-    a record) and their heads moved (made, for a task's first records)."""
-    rows = [(t, seq, line) for t, lines in journals for seq, line in lines]
-    if not rows:
-        return
-    if db.dialect.name == "sqlite":
-        db.execute(_ADD_RECORDS, [{"task": t, "seq": q, "line": b} for t, q, b in rows])
-    else:
-        tasks, seqs, texts = (list(column) for column in zip(*rows, strict=True))
-        db.execute(_ADD_RECORDS_PG, {"tasks": tasks, "seqs": seqs, "lines": texts})
-    heads = {t: lines[-1][0] for t, lines in journals if lines}
-    moves = [{"key": t, "last": last} for t, last in heads.items()]
-    counted = db.dialect.supports_sane_multi_rowcount  # (the rows each update moved)
-    if counted and db.execute(_MOVE_HEAD, moves).rowcount == len(moves):
-        return
-    for t, last in heads.items():
-        if not db.execute(_MOVE_HEAD, {"key": t, "last": last}).rowcount:
-            db.execute(HEADS.insert().values(task=t, session=t.rsplit("/", 1)[0], last_seq=last))
 
 
 def _make_tables(engine: sa.Engine) -> None:

@@ -23,7 +23,8 @@ from typing import Generic, TypeVar
 import trio
 
 from orchestrator.engine.retry import Patience
-from orchestrator.engine.store import Lines, Store
+from orchestrator.engine.rows import Lines
+from orchestrator.engine.store import Store
 
 A = TypeVar("A")
 R = TypeVar("R")
