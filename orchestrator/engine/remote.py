@@ -70,7 +70,8 @@ from orchestrator.state.tasks import (
 from orchestrator.team.port import TaskPort
 
 FOLLOW = 0.2  # seconds between two looks at the running tasks' journals
-STATUS_EVERY = 5  # looks at the journals per look at all their workflows' states
+STATUS_EVERY = 5  # looks at the journals per look at the workflows of those settled there
+ALL_EVERY = 25  # looks at the journals per look at all their workflows' states
 ALIVE = 60.0  # seconds since a worker's last beat within which it counts as alive
 ENDED = ("SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED")
 
@@ -196,22 +197,25 @@ class RemoteRunner(EngineRunner[_Remote]):
     async def _follow(self) -> None:
         """Pass on what the tasks do, for all of them at once: every `FOLLOW` seconds one
         look at their journals (their heads, then the new records of those that moved, in
-        one transaction), and one at the workflows' states (first, so that the records of
-        a workflow found ended are all read): of those whose journal has the task settled,
-        and every `STATUS_EVERY` looks of all (a workflow may end without its loop: an
-        error, DBOS's own cancellation)."""
+        one transaction), and every `STATUS_EVERY` looks one at the workflows' states
+        (first, so that the records of a workflow found ended are all read): of those
+        whose journal has the task settled, and every `ALL_EVERY` looks of all (a
+        workflow may end without its loop: an error, DBOS's own cancellation)."""
         for tick in itertools.count():
             await trio.sleep(FOLLOW)
             live = [r for r in self._runs.values() if r.mirror is not None and not r.ended.is_set()]
             if not live:
                 continue
             statuses: dict[str, Any] = {}
-            every = tick % STATUS_EVERY == 0
-            asked = live if every else [r for r in live if _settled(r)]
+            every = tick % ALL_EVERY == 0
+            asked = live if every else []
+            if not every and tick % STATUS_EVERY == 0:
+                asked = [r for r in live if _settled(r)]
             if asked:
                 statuses = await self._db.call(_statuses, [r.workflow_id for r in asked])
             if every:
                 await self._no_worker(live, statuses)
+            if tick % STATUS_EVERY == 0:
                 await self._questions.look(self._session_id, self._port_of)
             after = {r.key: r.mirror.seq for r in live if r.mirror is not None}
             tail = functools.partial(self._store.session_tail, named_only=True)
@@ -334,7 +338,7 @@ class RemoteRunner(EngineRunner[_Remote]):
 
 def _settled(run: _Remote) -> bool:
     """Whether the task's journal, as far as read, has it settled: its workflow ends
-    now, and its state is looked at every look, not only every `STATUS_EVERY`."""
+    now, and its state is looked at every `STATUS_EVERY` looks, not only `ALL_EVERY`."""
     assert run.mirror is not None
     task = run.mirror.tasks.tasks.get(run.task_id)
     return task is not None and task.state in SETTLED
