@@ -213,9 +213,8 @@ class RemoteRunner(EngineRunner[_Remote]):
                 asked = [r for r in live if _settled(r)]
             if asked:
                 statuses = await self._db.call(_statuses, [r.workflow_id for r in asked])
-            if every:
-                await self._no_worker(live, statuses)
             if tick % STATUS_EVERY == 0:
+                await self._no_worker(live)
                 await self._questions.look(self._session_id, self._port_of)
             after = {r.key: r.mirror.seq for r in live if r.mirror is not None}
             tail = functools.partial(self._store.session_tail, named_only=True)
@@ -233,14 +232,10 @@ class RemoteRunner(EngineRunner[_Remote]):
         run = self._runs.get(task_id)
         return None if run is None else run.port
 
-    async def _no_worker(self, live: list[_Remote], statuses: dict[str, Any]) -> None:
-        """Tasks queued while no worker of this version is alive: said once."""
-        queued = [
-            r
-            for r in live
-            if not r.told_queued
-            and getattr(statuses.get(r.workflow_id), "status", "") == "ENQUEUED"
-        ]
+    async def _no_worker(self, live: list[_Remote]) -> None:
+        """Tasks queued (no worker has begun them: their journals have them pending)
+        while no worker of this version is alive: said once."""
+        queued = [r for r in live if not r.told_queued and _state(r) == "pending"]
         if not queued:
             return
         workers = await self._db.call(self._store.workers)
@@ -336,12 +331,17 @@ class RemoteRunner(EngineRunner[_Remote]):
         await port.mail.post(task_id, task.owner, task_id, "risk_alert", f"task failed: {reason}")
 
 
-def _settled(run: _Remote) -> bool:
-    """Whether the task's journal, as far as read, has it settled: its workflow ends
-    now, and its state is looked at every `STATUS_EVERY` looks, not only `ALL_EVERY`."""
+def _state(run: _Remote) -> str:
+    """The task's state as its journal has it, as far as read."""
     assert run.mirror is not None
     task = run.mirror.tasks.tasks.get(run.task_id)
-    return task is not None and task.state in SETTLED
+    return "" if task is None else task.state
+
+
+def _settled(run: _Remote) -> bool:
+    """Whether the task's journal has it settled: its workflow ends now, and its state
+    is looked at every `STATUS_EVERY` looks, not only every `ALL_EVERY`."""
+    return _state(run) in SETTLED
 
 
 async def _show(run: _Remote, records: list[tuple[int, Record]]) -> None:

@@ -59,7 +59,7 @@ _RUN = sa.select(
     RUNS.c.workspace,
     RUNS.c.model,
     RUNS.c.cancelled,
-).where(RUNS.c.workflow_id == sa.bindparam("workflow"))
+).where(RUNS.c.workflow_id.in_(sa.bindparam("workflows", expanding=True)))
 # The workflows, among some, that DBOS holds unconsumed mail for: its own table of
 # messages (`DBOS.send`), read as the pinned dbos 3.4 makes it, in its schema `dbos` on
 # Postgres (engine/mail_watch.py).
@@ -234,11 +234,15 @@ class Store:
         return None if found is None else found[0]
 
     def run_to_take(self, workflow_id: str) -> tuple[Run, bool] | None:
-        """The run of `workflow_id`, and whether its session cancelled it (one query: a
-        worker asks it of every task it takes)."""
+        """The run of `workflow_id`, and whether its session cancelled it."""
+        return self.runs_to_take([workflow_id]).get(workflow_id)
+
+    def runs_to_take(self, workflow_ids: Sequence[str]) -> dict[str, tuple[Run, bool]]:
+        """`run_to_take` of several workflows, in one query (a worker asks it of every
+        task it takes: of those it takes at once together)."""
         with self._begin() as db:
-            row = db.execute(_RUN, {"workflow": workflow_id}).first()
-        return None if row is None else (Run(*row[:-1]), bool(row[-1]))
+            rows = db.execute(_RUN, {"workflows": list(workflow_ids)})
+            return {row[0]: (Run(*row[:-1]), bool(row[-1])) for row in rows}
 
     def mailed(self, workflow_ids: list[str], topic: str) -> set[str]:
         """Those of `workflow_ids` that DBOS holds unconsumed messages on `topic` for."""

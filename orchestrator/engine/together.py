@@ -24,7 +24,7 @@ import trio
 
 from orchestrator.engine.retry import Patience
 from orchestrator.engine.rows import Lines
-from orchestrator.engine.store import Store
+from orchestrator.engine.store import Run, Store
 
 A = TypeVar("A")
 R = TypeVar("R")
@@ -100,12 +100,26 @@ class Together(Generic[A, R]):
 
 class TaskCalls:
     """The calls of the tasks of one worker to their journals in `store`, through `db`:
-    appends (`append`, one transaction for all), and reads (`records`, one query)."""
+    appends (`append`, one transaction for all), and reads (`records`, and `run`: the run
+    a task is taken for, one query each for all)."""
 
     def __init__(self, store: Store, db: Patience) -> None:
         self._store, self._db = store, db
         self.appends: Together[tuple[str, Lines], None] = Together(self._append_all, self._append)
         self.reads: Together[str, list[tuple[int, bytes]]] = Together(self._read_all, self._read)
+        self.runs: Together[str, tuple[Run, bool] | None] = Together(self._runs_all, self._run)
+
+    async def run(self, workflow_id: str) -> tuple[Run, bool] | None:
+        """The run of `workflow_id` and whether it was cancelled (`Store.run_to_take`),
+        read with those of the other tasks taken meanwhile."""
+        return await self.runs.call(workflow_id)
+
+    async def _runs_all(self, workflow_ids: list[str]) -> list[tuple[Run, bool] | None]:
+        found = await self._db.call(self._store.runs_to_take, workflow_ids)
+        return [found.get(workflow_id) for workflow_id in workflow_ids]
+
+    async def _run(self, workflow_id: str) -> tuple[Run, bool] | None:
+        return await self._db.call(self._store.run_to_take, workflow_id)
 
     async def append(self, key: str, lines: Lines) -> None:
         """Write `lines` (seq, line) to task `key`'s journal, with what other tasks

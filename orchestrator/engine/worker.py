@@ -268,7 +268,7 @@ class Worker:
         of reach: raised (its workflow ends in error)."""
         if workflow_id in self._tasks:
             return
-        found = await self._db.call(self._store.run_to_take, workflow_id)
+        found = await self._group.run(workflow_id)  # (with the others taken at once)
         if found is None:
             raise OrchestratorError(f"no run {workflow_id} in the engine's database")
         run, cancelled = found

@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("dbos")
 
 from orchestrator.engine import sqlite_url
-from orchestrator.engine.store import Fenced, Store
+from orchestrator.engine.store import Fenced, Run, Store
 
 
 def test_processes_making_the_tables_at_once_all_get_them(tmp_path: Path) -> None:
@@ -90,5 +90,15 @@ def test_several_tasks_records_are_appended_and_read_together(
             two: [(1, b"two 1\n")],
         }
         assert store.session_tail(session, {}) == store.records_of([one, two])
+        # The runs of tasks taken at once, read together: one missing is left out.
+        runs = [Run(f"{session}/t{n}", f"{session}/t{n}", "1", "/w", "m") for n in (1, 2)]
+        for run in runs:
+            store.add_run(run)
+        store.cancel_run(runs[1].workflow_id)
+        found = store.runs_to_take([runs[1].workflow_id, "nobody", runs[0].workflow_id])
+        first, second = runs[0].workflow_id, runs[1].workflow_id
+        assert found == {first: (runs[0], False), second: (runs[1], True)}
+        assert store.run_to_take(runs[1].workflow_id) == (runs[1], True)
+        assert store.run_to_take("nobody") is None
     finally:
         store.close()
