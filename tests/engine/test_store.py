@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -39,66 +40,55 @@ def test_processes_making_the_tables_at_once_all_get_them(tmp_path: Path) -> Non
         assert not failed, failed[0]
 
 
-@pytest.mark.parametrize("database", ["sqlite", "postgres"])
+@pytest.fixture(name="store", params=["sqlite", "postgres"])
+def store_on_either(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Store]:
+    """A store on SQLite, and one on the tests' Postgres (its own tasks' keys apart)."""
+    if request.param == "sqlite":
+        url = sqlite_url(tmp_path / "engine.sqlite")
+    else:
+        base = request.getfixturevalue("postgres_url").rsplit("/", 1)[0]
+        url = f"{base}/postgres"
+    store = Store(url)
+    yield store
+    store.close()
+
+
 def test_a_task_s_records_are_appended_in_order_and_a_seq_taken_is_fenced(
-    database: str, tmp_path: Path, request: pytest.FixtureRequest
+    store: Store, tmp_path: Path
 ) -> None:
     # On Postgres a batch is one statement (`unnest` of its seqs and lines), on SQLite
     # one row each: the same records either way, and the same refusal of a taken seq.
-    if database == "sqlite":
-        url = sqlite_url(tmp_path / "engine.sqlite")
-    else:
-        base = request.getfixturevalue("postgres_url").rsplit("/", 1)[0]
-        url = f"{base}/postgres"
-    store = Store(url)
-    try:
-        key = f"s-{tmp_path.name}/t1"
-        store.append(key, [(1, b'{"seq":1}\n'), (2, b"\x00two\xff\n")])
-        store.append(key, [(3, b"three\n")])
-        with pytest.raises(Fenced, match="record 3 was written by another"):
-            store.append(key, [(3, b"again\n"), (4, b"four\n")])
-        assert store.records(key) == [(1, b'{"seq":1}\n'), (2, b"\x00two\xff\n"), (3, b"three\n")]
-        assert store.records(key, after=2) == [(3, b"three\n")]
-        assert store.session_tail(key.split("/")[0], {}) == {key: store.records(key)}
-    finally:
-        store.close()
+    key = f"s-{tmp_path.name}/t1"
+    store.append(key, [(1, b'{"seq":1}\n'), (2, b"\x00two\xff\n")])
+    store.append(key, [(3, b"three\n")])
+    with pytest.raises(Fenced, match="record 3 was written by another"):
+        store.append(key, [(3, b"again\n"), (4, b"four\n")])
+    assert store.records(key) == [(1, b'{"seq":1}\n'), (2, b"\x00two\xff\n"), (3, b"three\n")]
+    assert store.records(key, after=2) == [(3, b"three\n")]
+    assert store.session_tail(key.split("/")[0], {}) == {key: store.records(key)}
 
 
-@pytest.mark.parametrize("database", ["sqlite", "postgres"])
-def test_several_tasks_records_are_appended_and_read_together(
-    database: str, tmp_path: Path, request: pytest.FixtureRequest
-) -> None:
+def test_several_tasks_records_are_appended_and_read_together(store: Store, tmp_path: Path) -> None:
     # A worker's tasks' batches in one transaction (on Postgres one statement), their
     # heads moved or made; a seq taken fails the whole (each then appends its own).
-    if database == "sqlite":
-        url = sqlite_url(tmp_path / "engine.sqlite")
-    else:
-        base = request.getfixturevalue("postgres_url").rsplit("/", 1)[0]
-        url = f"{base}/postgres"
-    store = Store(url)
-    try:
-        session = f"s-{tmp_path.name}"
-        one, two = f"{session}/t1", f"{session}/t2"
-        store.append(one, [(1, b"one 1\n")])
-        store.append_all(
-            [(one, [(2, b"one 2\n"), (3, b"\x00one 3\xff\n")]), (two, [(1, b"two 1\n")])]
-        )
-        with pytest.raises(Fenced):
-            store.append_all([(two, [(2, b"two 2\n")]), (one, [(3, b"again\n")])])
-        assert store.records_of([two, one, f"{session}/t3"]) == {
-            one: [(1, b"one 1\n"), (2, b"one 2\n"), (3, b"\x00one 3\xff\n")],
-            two: [(1, b"two 1\n")],
-        }
-        assert store.session_tail(session, {}) == store.records_of([one, two])
-        # The runs of tasks taken at once, read together: one missing is left out.
-        runs = [Run(f"{session}/t{n}", f"{session}/t{n}", "1", "/w", "m") for n in (1, 2)]
-        for run in runs:
-            store.add_run(run)
-        store.cancel_run(runs[1].workflow_id)
-        found = store.runs_to_take([runs[1].workflow_id, "nobody", runs[0].workflow_id])
-        first, second = runs[0].workflow_id, runs[1].workflow_id
-        assert found == {first: (runs[0], False), second: (runs[1], True)}
-        assert store.run_to_take(runs[1].workflow_id) == (runs[1], True)
-        assert store.run_to_take("nobody") is None
-    finally:
-        store.close()
+    session = f"s-{tmp_path.name}"
+    one, two = f"{session}/t1", f"{session}/t2"
+    store.append(one, [(1, b"one 1\n")])
+    store.append_all([(one, [(2, b"one 2\n"), (3, b"\x00one 3\xff\n")]), (two, [(1, b"two 1\n")])])
+    with pytest.raises(Fenced):
+        store.append_all([(two, [(2, b"two 2\n")]), (one, [(3, b"again\n")])])
+    assert store.records_of([two, one, f"{session}/t3"]) == {
+        one: [(1, b"one 1\n"), (2, b"one 2\n"), (3, b"\x00one 3\xff\n")],
+        two: [(1, b"two 1\n")],
+    }
+    assert store.session_tail(session, {}) == store.records_of([one, two])
+    # The runs of tasks taken at once, read together: one missing is left out.
+    runs = [Run(f"{session}/t{n}", f"{session}/t{n}", "1", "/w", "m") for n in (1, 2)]
+    for run in runs:
+        store.add_run(run)
+    store.cancel_run(runs[1].workflow_id)
+    found = store.runs_to_take([runs[1].workflow_id, "nobody", runs[0].workflow_id])
+    first, second = runs[0].workflow_id, runs[1].workflow_id
+    assert found == {first: (runs[0], False), second: (runs[1], True)}
+    assert store.run_to_take(runs[1].workflow_id) == (runs[1], True)
+    assert store.run_to_take("nobody") is None
