@@ -62,8 +62,9 @@ for _class in list(_classes):
 for _class in _classes:
     if "start_queued_workflows" in _class.__dict__:
         _wrap(_class, "start_queued_workflows", "dbos")
-_calls = ("append", "append_all", "records", "records_of", "run", "cancelled", "run_to_take")
-for name in (*_calls, "session_tail"):
+_calls = ("append", "append_all", "records", "records_of", "run", "cancelled", "mailed")
+_runs = "runs_to_take" if hasattr(store.Store, "runs_to_take") else "run_to_take"
+for name in (*_calls, _runs, "session_tail"):
     if hasattr(store.Store, name):
         _wrap(store.Store, name, "db")
 _exit = os._exit
