@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import sqlalchemy as sa
 
-from orchestrator.engine.tables import HEADS, RECORDS
+from orchestrator.engine.tables import RECORDS
 
 Lines = Sequence[tuple[int, bytes]]  # a journal's records: (seq, line)
 
@@ -19,8 +19,16 @@ _ADD_RECORDS_PG = sa.text(
     "INSERT INTO orchestrator_task_records (task, seq, line) SELECT t, s, l FROM unnest("
     "CAST(:tasks AS varchar[]), CAST(:seqs AS integer[]), CAST(:lines AS bytea[])) AS u(t, s, l)"
 )
-_MOVE_HEAD = (
-    HEADS.update().where(HEADS.c.task == sa.bindparam("key")).values(last_seq=sa.bindparam("last"))
+# Each task's head moved to its last record, or made for its first: one statement on
+# Postgres, one a task on SQLite (an upsert on both).
+_MOVE_HEADS_PG = sa.text(
+    "INSERT INTO orchestrator_task_heads (task, session, last_seq) SELECT t, s, l FROM unnest("
+    "CAST(:tasks AS varchar[]), CAST(:sessions AS varchar[]), CAST(:lasts AS integer[]))"
+    " AS u(t, s, l) ON CONFLICT (task) DO UPDATE SET last_seq = EXCLUDED.last_seq"
+)
+_MOVE_HEAD_SQLITE = sa.text(
+    "INSERT INTO orchestrator_task_heads (task, session, last_seq) VALUES (:task, :session,"
+    " :last) ON CONFLICT (task) DO UPDATE SET last_seq = excluded.last_seq"
 )
 
 
@@ -30,16 +38,24 @@ def add_records(db: sa.Connection, journals: Sequence[tuple[str, Lines]]) -> Non
     rows = [(t, seq, line) for t, lines in journals for seq, line in lines]
     if not rows:
         return
+    heads = {t: lines[-1][0] for t, lines in journals if lines}
     if db.dialect.name == "sqlite":
         db.execute(_ADD_RECORDS, [{"task": t, "seq": q, "line": b} for t, q, b in rows])
-    else:
-        tasks, seqs, texts = (list(column) for column in zip(*rows, strict=True))
-        db.execute(_ADD_RECORDS_PG, {"tasks": tasks, "seqs": seqs, "lines": texts})
-    heads = {t: lines[-1][0] for t, lines in journals if lines}
-    moves = [{"key": t, "last": last} for t, last in heads.items()]
-    counted = db.dialect.supports_sane_multi_rowcount  # (the rows each update moved)
-    if counted and db.execute(_MOVE_HEAD, moves).rowcount == len(moves):
+        moves = [{"task": t, "session": _session(t), "last": n} for t, n in heads.items()]
+        db.execute(_MOVE_HEAD_SQLITE, moves)
         return
-    for t, last in heads.items():
-        if not db.execute(_MOVE_HEAD, {"key": t, "last": last}).rowcount:
-            db.execute(HEADS.insert().values(task=t, session=t.rsplit("/", 1)[0], last_seq=last))
+    tasks, seqs, texts = (list(column) for column in zip(*rows, strict=True))
+    db.execute(_ADD_RECORDS_PG, {"tasks": tasks, "seqs": seqs, "lines": texts})
+    db.execute(
+        _MOVE_HEADS_PG,
+        {
+            "tasks": list(heads),
+            "sessions": [_session(t) for t in heads],
+            "lasts": list(heads.values()),
+        },
+    )
+
+
+def _session(task: str) -> str:
+    """The session of task `task` (`<session id>/<task id>`)."""
+    return task.rsplit("/", 1)[0]
