@@ -107,7 +107,6 @@ class Store:
         # connection invalidated, which the caller's `Patience` takes for an outage and
         # tries again, on a new connection. A reader (`sessions watch`) pings.
         ping = reader and not sqlite
-        self._sqlite = sqlite
         self._engine = sa.create_engine(url, connect_args=wait, pool_pre_ping=ping)
         self._made = threading.Lock()
         self._ready = reader
