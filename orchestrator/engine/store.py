@@ -255,16 +255,6 @@ class Store:
                 RUNS.update().where(RUNS.c.workflow_id == workflow_id).values(cancelled=True)
             )
 
-    def cancelled(self, workflow_ids: list[str]) -> set[str]:
-        """Which of `workflow_ids` their sessions cancelled."""
-        if not workflow_ids:
-            return set()
-        query = sa.select(RUNS.c.workflow_id).where(
-            RUNS.c.workflow_id.in_(workflow_ids), RUNS.c.cancelled.is_(True)
-        )
-        with self._begin() as db:
-            return set(db.execute(query).scalars())
-
     # Approvals: a question of a task on a worker to its session, and the answer.
 
     def ask(self, approval: str, session: str, task: str, request: bytes) -> bytes | None:

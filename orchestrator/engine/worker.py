@@ -62,10 +62,9 @@ from orchestrator.team.settings import RunSettings, Seat
 from orchestrator.tools.workspace import Workspace
 
 SettingsFor = Callable[[Run, SessionState, str], Awaitable[RunSettings]]
-"""The settings of a task's team here: from its run, its state, and its workflow's
-`traceparent` ("" when its session is not traced), for its shell commands' `TRACEPARENT`."""
-"""What a worker runs a task's team with, from the run and the task's folded state (the
-worker's own config and environment: its models' keys never travel)."""
+"""What a worker runs a task's team with, from the run, the task's folded state and its
+workflow's `traceparent` ("" when its session is not traced, else for its shell commands'
+`TRACEPARENT`): the worker's own config and environment (its models' keys never travel)."""
 TraceTask = Callable[
     [str, str, list[tuple[int, bytes]]], AbstractAsyncContextManager[EventSink | None]
 ]
