@@ -85,7 +85,7 @@ def store(
             continue
         oid = object_id(b"blob", data)
         if picture.entry(name) != (mode, oid):
-            write_object(objects, b"blob", data, level)
+            write_object(objects, b"blob", data, level, oid)
             changes[name] = (mode, oid)
     if changes:
         picture.apply(changes, level)

@@ -32,10 +32,13 @@ def object_id(kind: bytes, data: bytes) -> bytes:
     return digest.digest()
 
 
-def write_object(objects: Path, kind: bytes, data: bytes, level: int = 1) -> bytes:
+def write_object(
+    objects: Path, kind: bytes, data: bytes, level: int = 1, oid: bytes | None = None
+) -> bytes:
     """Store `data` as a loose object of `kind` under `objects` (zlib at `level`, the
-    store's `core.looseCompression`) unless it is there; its binary id."""
-    oid = object_id(kind, data)
+    store's `core.looseCompression`) unless it is there; its binary id (`oid`, when the
+    caller has it already: `object_id(kind, data)`)."""
+    oid = oid or object_id(kind, data)
     name = oid.hex()
     target = objects / name[:2] / name[2:]
     if target.exists():

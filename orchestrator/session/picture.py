@@ -31,9 +31,12 @@ class Picture:
 
     def __init__(self, objects: Sequence[Path], root: str) -> None:
         self.objects = objects  # the store's own first, then a fork's parents'
-        self.root = root
         self._dirs: dict[bytes, Entries] = {}  # b"" is the top, b"a/b" a directory
         self._root_id = bytes.fromhex(root)
+
+    @property
+    def root(self) -> str:
+        return self._root_id.hex()
 
     def entry(self, path: bytes) -> tuple[bytes, bytes] | None:
         """The tree's entry for `path` (b"a/b.txt"), or None when it has none."""
@@ -74,7 +77,6 @@ class Picture:
             else:
                 self._dirs[parent].pop(name, None)
                 del self._dirs[folder]
-        self.root = self._root_id.hex()
         return self.root
 
     def _directory(self, folder: bytes, create: bool) -> Entries | None:

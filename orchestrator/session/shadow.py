@@ -254,8 +254,8 @@ class Shadow:
         git reads it: asked of a `git check-ignore` kept running (session/ignores.py),
         else of one run for them. (It takes no literal pathspecs, which changes nothing
         but for a name starting `:`: none comes here.)"""
-        env = {k: v for k, v in self.env().items() if k != "GIT_LITERAL_PATHSPECS"}
         if self._ignores is None:
+            env = {k: v for k, v in self.env().items() if k != "GIT_LITERAL_PATHSPECS"}
             exclude = self.git_dir / "info" / "exclude"
             self._ignores = Ignores([git_command()], env, self.workspace, exclude)
         found = self._ignores.ignored(paths)
@@ -369,8 +369,6 @@ class Shadow:
         Path(f"{self.index_file}.lock").unlink(missing_ok=True)
         self._catch_up()  # (so that it removes what checkpoints in-process added)
         self.git("read-tree", "-u", "--reset", tree)
-        self._behind.clear()
-        self.behind_file.unlink(missing_ok=True)
         self._taken(tree)
 
     def has(self, tree: str) -> bool:
