@@ -336,12 +336,12 @@ def _closed(exc: BaseException) -> bool:
 
 @contextlib.asynccontextmanager
 async def open_connection(
-    server: McpServer, environ: Mapping[str, str] | None = None, *, lazy: bool = False
+    server: McpServer, environ: Mapping[str, str] | None = None
 ) -> AsyncIterator[Connection]:
-    """The server started (its process, or its HTTP session) for the time of the block,
-    stopped when it ends. `environ`: where `env:NAME` values are read (None: this
-    process's environment). A server that does not start is an `McpServerError`.
-    `lazy`: not started now, but by `Connection.start` or at its first use.
+    """The server (its process, or its HTTP session) for the time of the block, started
+    by `Connection.start` or at its first use, stopped when the block ends. `environ`:
+    where `env:NAME` values are read (None: this process's environment). A server that
+    does not start is an `McpServerError`, from its start.
 
     A stdio server runs under a guard (mcp/_guard.py, POSIX): when this process ends,
     however it ends, the guard kills the server and whatever it started."""
@@ -394,8 +394,6 @@ async def open_connection(
         try:
             async with trio.open_nursery() as nursery:
                 connection._nursery = nursery
-                if not lazy:
-                    await connection.start()
                 try:
                     yield connection
                 except BaseException as exc:

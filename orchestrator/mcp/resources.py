@@ -53,6 +53,8 @@ class ResourceTool(McpTool):
             text = await self.connection.read_resource(uri, calling)
         except McpServerError as exc:
             raise ToolFailed(str(exc)) from exc
+        if calling.unanswered:  # it asked the person, and nobody could answer (as McpTool)
+            raise ToolFailed(calling.unanswered)
         limit = self.connection.server.max_output
         if len(text) > limit:
             raise ToolFailed(

@@ -165,8 +165,7 @@ async def open_servers(
 
     async with contextlib.AsyncExitStack() as stack:
         connections = [
-            await stack.enter_async_context(open_connection(server, environ, lazy=True))
-            for server in servers
+            await stack.enter_async_context(open_connection(server, environ)) for server in servers
         ]
         async with trio.open_nursery() as nursery:
             for connection in connections:
