@@ -1,11 +1,15 @@
 """How a worker adds its tasks' records to the engine's tables (`Store.append`,
 `Store.append_all`): in one statement on Postgres, a row each on SQLite, each task's head
-moved (or made, for its first records). Within a transaction the caller holds."""
+moved (or made, for its first records). And how a session reads the new records of the
+tasks whose heads moved (`Store.session_tail`): in one statement, the seqs it has passed
+in as one JSON parameter, so the database compares every head, not Python. Within a
+transaction the caller holds."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
+import orjson
 import sqlalchemy as sa
 
 from orchestrator.engine.tables import RECORDS
@@ -59,3 +63,49 @@ def add_records(db: sa.Connection, journals: Sequence[tuple[str, Lines]]) -> Non
 def _session(task: str) -> str:
     """The session of task `task` (`<session id>/<task id>`)."""
     return task.rsplit("/", 1)[0]
+
+
+# The seqs a session has (`known`: a JSON object, task key to seq) as a relation.
+_KNOWN = {
+    "sqlite": "SELECT key AS task, value AS after FROM json_each(:known)",
+    "postgresql": (
+        "SELECT key AS task, CAST(value AS integer) AS after"
+        " FROM jsonb_each_text(CAST(:known AS jsonb))"
+    ),
+}
+# The known tasks whose heads moved past their seq (looked up by key: the known ones
+# drive the join), and, unless only those are asked for, the session's other tasks.
+_MOVED = (
+    "SELECT h.task, k.after FROM known AS k JOIN orchestrator_task_heads AS h"
+    " ON h.task = k.task WHERE h.session = :session AND h.last_seq > k.after"
+)
+_UNKNOWN = (
+    " UNION ALL SELECT h.task, 0 FROM orchestrator_task_heads AS h"
+    " WHERE h.session = :session AND h.task NOT IN (SELECT task FROM known)"
+)
+_TAIL = (
+    "WITH known AS ({known}), moved AS ({moved}) SELECT r.task, r.seq, r.line"
+    " FROM moved JOIN orchestrator_task_records AS r ON r.task = moved.task"
+    " AND r.seq > moved.after ORDER BY r.task, r.seq"
+)
+_TAILS = {
+    (dialect, named_only): sa.text(
+        _TAIL.format(known=known, moved=_MOVED if named_only else _MOVED + _UNKNOWN)
+    )
+    for dialect, known in _KNOWN.items()
+    for named_only in (False, True)
+}
+
+
+def new_records(
+    db: sa.Connection, session: str, after: Mapping[str, int], *, named_only: bool
+) -> dict[str, list[tuple[int, bytes]]]:
+    """The records of `session`'s tasks past the seq `after` gives for each (all of a
+    task it does not name, none with `named_only`), by task key, each in order."""
+    query = _TAILS[db.dialect.name, named_only]
+    found: dict[str, list[tuple[int, bytes]]] = {}
+    for task, seq, line in db.execute(
+        query, {"known": orjson.dumps(after).decode(), "session": session}
+    ):
+        found.setdefault(task, []).append((seq, bytes(line)))
+    return found

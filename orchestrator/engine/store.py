@@ -22,11 +22,10 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
-from orchestrator.engine.rows import Lines, add_records
+from orchestrator.engine.rows import Lines, add_records, new_records
 from orchestrator.engine.tables import (
     APPROVALS,
     ENGINE_FORMAT,
-    HEADS,
     META,
     METADATA,
     RECORDS,
@@ -194,29 +193,10 @@ class Store:
         self, session: str, after: Mapping[str, int], *, named_only: bool = False
     ) -> dict[str, list[tuple[int, bytes]]]:
         """The records of `session`'s tasks past the seq `after` gives for each (all of a
-        task it does not name, none with `named_only`), by task key, each in order: in
-        one transaction, the tasks' heads, then the new records of those that moved."""
-        heads = sa.select(HEADS.c.task, HEADS.c.last_seq).where(HEADS.c.session == session)
-        found: dict[str, list[tuple[int, bytes]]] = {}
+        task it does not name, none with `named_only`), by task key, each in order: of
+        the tasks whose heads moved, in one statement."""
         with self._begin() as db:
-            moved = [
-                (t, after.get(t, 0))
-                for t, last in db.execute(heads)
-                if last > after.get(t, 0) and (t in after or not named_only)
-            ]
-            # (a few tasks a statement: SQLite nests each OR one level deeper)
-            for start in range(0, len(moved), TAIL_CHUNK):
-                chunk = moved[start : start + TAIL_CHUNK]
-                query = (
-                    sa.select(RECORDS.c.task, RECORDS.c.seq, RECORDS.c.line)
-                    .where(
-                        sa.or_(*(sa.and_(RECORDS.c.task == t, RECORDS.c.seq > s) for t, s in chunk))
-                    )
-                    .order_by(RECORDS.c.task, RECORDS.c.seq)
-                )
-                for task, seq, line in db.execute(query):
-                    found.setdefault(task, []).append((seq, bytes(line)))
-        return found
+            return new_records(db, session, after, named_only=named_only)
 
     # Runs.
 

@@ -68,6 +68,31 @@ def test_a_task_s_records_are_appended_in_order_and_a_seq_taken_is_fenced(
     assert store.session_tail(key.split("/")[0], {}) == {key: store.records(key)}
 
 
+def test_a_session_s_tail_holds_the_new_records_of_the_tasks_that_moved(
+    store: Store, tmp_path: Path
+) -> None:
+    # The seqs known travel as one JSON parameter: keys of any characters, a task known
+    # up to its head left out, one known further back read from there; a task not named
+    # read whole unless only the named are asked for; another session's never.
+    session = f"s-{tmp_path.name}"
+    odd, plain, new = f'{session}/t"1\\é', f"{session}/t2", f"{session}/t3"
+    store.append_all(
+        [
+            (odd, [(1, b"odd 1\n"), (2, b"odd 2\n")]),
+            (plain, [(1, b"plain 1\n")]),
+            (new, [(1, b"new 1\n"), (2, b"new 2\n")]),
+            (f"{session}x/t1", [(1, b"other session\n")]),
+        ]
+    )
+    known = {odd: 1, plain: 1, f"{session}/gone": 4}
+    assert store.session_tail(session, known) == {
+        odd: [(2, b"odd 2\n")],
+        new: [(1, b"new 1\n"), (2, b"new 2\n")],
+    }
+    assert store.session_tail(session, known, named_only=True) == {odd: [(2, b"odd 2\n")]}
+    assert store.session_tail(session, {odd: 2, plain: 1, new: 2}) == {}
+
+
 def test_several_tasks_records_are_appended_and_read_together(store: Store, tmp_path: Path) -> None:
     # A worker's tasks' batches in one transaction (on Postgres one statement), their
     # heads moved or made; a seq taken fails the whole (each then appends its own).
