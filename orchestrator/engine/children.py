@@ -1,7 +1,8 @@
 """A task on a worker delegates as a local task does (docs/engine.md, "Tasks on workers
 delegate"): the runner of its team on the worker (`TaskTeamRunner`) runs the task itself
-here, in this process, and puts its children on the engine's queue, as a session puts its
-own tasks (`ChildRunner`, the session's `RemoteRunner` on the worker's DBOS).
+here, in this process (`run_task`), and puts its children on the engine's queue, as a
+session puts its own tasks (`ChildRunner`, the session's `RemoteRunner` on the worker's
+DBOS).
 
 So a child is a task on workers like any other: its own journal in the engine's database
 (`<session id>/<child id>`, seeded from its parent's journal), its workflows
@@ -26,7 +27,8 @@ import trio
 
 from orchestrator.engine.remote import RemoteRunner
 from orchestrator.engine.store import Store
-from orchestrator.state.tasks import RanOn
+from orchestrator.state.tasks import SETTLED, RanOn
+from orchestrator.team.main_agent import close_settled
 from orchestrator.team.port import Runner, TaskPort
 from orchestrator.team.runtime import Team
 from orchestrator.team.subagent import InProcessRunner
@@ -118,3 +120,27 @@ async def resume_children(team: Team, task_id: str, *, cancelling: bool = False)
             team.restart(child.task_id)
     if not cancelling:
         await team.start_ready()
+
+
+async def run_task(team: Team, task_id: str, cancelled: bool) -> None:
+    """Start the task (or go on with it, after a crash) and wait for its loop's end; a
+    task its session cancelled before this worker took it is only cancelled."""
+    task = team.state.tasks.tasks[task_id]
+    if cancelled:  # (its children followed first, so that the cancellation reaches them)
+        await resume_children(team, task_id, cancelling=True)
+        await team.cancel(task.owner, task_id, "cancelled by its owner")
+    elif task.state == "pending":
+        team.queue(task_id)
+    elif task.state not in SETTLED:
+        team.restart(task_id)
+    else:  # settled, its last call perhaps cut off by a kill: its context made whole
+        await close_settled(team, task_id)
+    if not cancelled and task.state not in SETTLED:
+        await resume_children(team, task_id)  # (none on its first run)
+    while True:
+        if team.state.tasks.tasks[task_id].live:
+            await team.changed.wait()
+            continue
+        await team.loops_ended()  # its last records written
+        if not team.state.tasks.tasks[task_id].live:
+            return

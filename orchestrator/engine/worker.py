@@ -32,7 +32,7 @@ from dbos import DBOS
 
 from orchestrator._version import __version__
 from orchestrator.engine.approvals import ask_the_session
-from orchestrator.engine.children import ChildRunner, TaskTeamRunner, resume_children
+from orchestrator.engine.children import ChildRunner, TaskTeamRunner, run_task
 from orchestrator.engine.launch import (
     destroy,
     executor_id,
@@ -55,8 +55,8 @@ from orchestrator.state.events import EventSink, FanOut, Notice
 from orchestrator.state.fold import SessionState
 from orchestrator.state.mailbox import MessagePosted
 from orchestrator.state.settings import SessionSettings
-from orchestrator.state.tasks import SETTLED, RanOn, now_ms
-from orchestrator.team.main_agent import close_settled, open_team
+from orchestrator.state.tasks import RanOn, now_ms
+from orchestrator.team.main_agent import open_team
 from orchestrator.team.runtime import Team
 from orchestrator.team.settings import RunSettings, Seat
 from orchestrator.tools.workspace import Workspace
@@ -351,7 +351,7 @@ class Worker:
             running.team, running.session = team, session
             started.started()
             with running.scope:
-                await _run_task(team, task_id, cancelled)
+                await run_task(team, task_id, cancelled)
         return session.state.tasks.tasks[task_id].state
 
     def _sink(self, session: TaskSession, tracer: EventSink | None) -> EventSink:
@@ -421,27 +421,3 @@ class _Running:
     state: str = ""  # the task's, once its loop has ended
     error: Exception | None = None  # the loop's, when it failed
     scope: trio.CancelScope = field(default_factory=trio.CancelScope)  # its wait for it
-
-
-async def _run_task(team: Team, task_id: str, cancelled: bool) -> None:
-    """Start the task (or go on with it, after a crash) and wait for its loop's end; a
-    task its session cancelled before this worker took it is only cancelled."""
-    task = team.state.tasks.tasks[task_id]
-    if cancelled:  # (its children followed first, so that the cancellation reaches them)
-        await resume_children(team, task_id, cancelling=True)
-        await team.cancel(task.owner, task_id, "cancelled by its owner")
-    elif task.state == "pending":
-        team.queue(task_id)
-    elif task.state not in SETTLED:
-        team.restart(task_id)
-    else:  # settled, its last call perhaps cut off by a kill: its context made whole
-        await close_settled(team, task_id)
-    if not cancelled and task.state not in SETTLED:
-        await resume_children(team, task_id)  # (none on its first run)
-    while True:
-        if team.state.tasks.tasks[task_id].live:
-            await team.changed.wait()
-            continue
-        await team.loops_ended()  # its last records written
-        if not team.state.tasks.tasks[task_id].live:
-            return
