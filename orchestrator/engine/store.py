@@ -59,12 +59,18 @@ _RUN = sa.select(
     RUNS.c.model,
     RUNS.c.cancelled,
 ).where(RUNS.c.workflow_id.in_(sa.bindparam("workflows", expanding=True)))
-# The workflows, among some, that DBOS holds unconsumed mail for: its own table of
-# messages (`DBOS.send`), read as the pinned dbos 3.4 makes it, in its schema `dbos` on
-# Postgres (engine/mail_watch.py).
+# DBOS's own tables, read as the pinned dbos 3.4 makes them (in its schema `dbos` on
+# Postgres). The workflows, among some, that DBOS holds unconsumed mail for: its table
+# of messages (`DBOS.send`; engine/mail_watch.py).
 _MAILED = (
     "SELECT DISTINCT destination_uuid FROM {table} "
     "WHERE destination_uuid IN :workflows AND topic = :topic AND NOT consumed"
+)
+# How many messages each of some workflows received (`DBOS.recv`), by its record of
+# operations: a workflow run again replays those first (engine/workflow.py).
+_RECEIVED = (
+    "SELECT workflow_uuid, count(*) FROM {table} "
+    "WHERE workflow_uuid IN :workflows AND function_name = 'DBOS.recv' GROUP BY workflow_uuid"
 )
 
 
@@ -81,6 +87,17 @@ class Run:
     version: str
     workspace: str
     model: str
+
+
+@dataclass(frozen=True)
+class Taken:
+    """What a worker reads of a workflow it takes: its run, whether the session cancelled
+    it, and how many messages DBOS recorded it receiving (a workflow run again, after its
+    worker died, replays those before it waits for more)."""
+
+    run: Run
+    cancelled: bool
+    received: int
 
 
 @dataclass(frozen=True)
@@ -109,10 +126,12 @@ class Store:
         self._engine = sa.create_engine(url, connect_args=wait, pool_pre_ping=ping)
         self._made = threading.Lock()
         self._ready = reader
-        table = "notifications" if sqlite else "dbos.notifications"
-        self._mailed = sa.text(_MAILED.format(table=table)).bindparams(
-            sa.bindparam("workflows", expanding=True)
-        )
+        schema = "" if sqlite else "dbos."
+        workflows: sa.BindParameter[list[str]] = sa.bindparam("workflows", expanding=True)
+        self._mailed = sa.text(_MAILED.format(table=f"{schema}notifications"))
+        self._mailed = self._mailed.bindparams(workflows)
+        self._received = sa.text(_RECEIVED.format(table=f"{schema}operation_outputs"))
+        self._received = self._received.bindparams(workflows)
 
     def close(self) -> None:
         self._engine.dispose()
@@ -209,19 +228,25 @@ class Store:
             pass
 
     def run(self, workflow_id: str) -> Run | None:
-        found = self.run_to_take(workflow_id)
-        return None if found is None else found[0]
+        with self._begin() as db:
+            row = db.execute(_RUN, {"workflows": [workflow_id]}).first()
+            return None if row is None else Run(*row[:-1])
 
-    def run_to_take(self, workflow_id: str) -> tuple[Run, bool] | None:
-        """The run of `workflow_id`, and whether its session cancelled it."""
+    def run_to_take(self, workflow_id: str) -> Taken | None:
+        """The run of `workflow_id`, whether its session cancelled it, and how many
+        messages its workflow received (needs DBOS's tables)."""
         return self.runs_to_take([workflow_id]).get(workflow_id)
 
-    def runs_to_take(self, workflow_ids: Sequence[str]) -> dict[str, tuple[Run, bool]]:
-        """`run_to_take` of several workflows, in one query (a worker asks it of every
-        task it takes: of those it takes at once together)."""
+    def runs_to_take(self, workflow_ids: Sequence[str]) -> dict[str, Taken]:
+        """`run_to_take` of several workflows, in one transaction (a worker asks it of
+        every task it takes: of those it takes at once together)."""
+        asked = {"workflows": list(workflow_ids)}
         with self._begin() as db:
-            rows = db.execute(_RUN, {"workflows": list(workflow_ids)})
-            return {row[0]: (Run(*row[:-1]), bool(row[-1])) for row in rows}
+            rows = db.execute(_RUN, asked).all()
+            received = {w: int(n) for w, n in db.execute(self._received, asked)}
+        return {
+            row[0]: Taken(Run(*row[:-1]), bool(row[-1]), received.get(row[0], 0)) for row in rows
+        }
 
     def mailed(self, workflow_ids: list[str], topic: str) -> set[str]:
         """Those of `workflow_ids` that DBOS holds unconsumed messages on `topic` for."""

@@ -24,7 +24,7 @@ import trio
 
 from orchestrator.engine.retry import Patience
 from orchestrator.engine.rows import Lines
-from orchestrator.engine.store import Run, Store
+from orchestrator.engine.store import Store, Taken
 
 A = TypeVar("A")
 R = TypeVar("R")
@@ -107,18 +107,18 @@ class TaskCalls:
         self._store, self._db = store, db
         self.appends: Together[tuple[str, Lines], None] = Together(self._append_all, self._append)
         self.reads: Together[str, list[tuple[int, bytes]]] = Together(self._read_all, self._read)
-        self.runs: Together[str, tuple[Run, bool] | None] = Together(self._runs_all, self._run)
+        self.runs: Together[str, Taken | None] = Together(self._runs_all, self._run)
 
-    async def run(self, workflow_id: str) -> tuple[Run, bool] | None:
-        """The run of `workflow_id` and whether it was cancelled (`Store.run_to_take`),
-        read with those of the other tasks taken meanwhile."""
+    async def run(self, workflow_id: str) -> Taken | None:
+        """What the worker reads of `workflow_id` as it takes it (`Store.run_to_take`),
+        read with that of the other tasks taken meanwhile."""
         return await self.runs.call(workflow_id)
 
-    async def _runs_all(self, workflow_ids: list[str]) -> list[tuple[Run, bool] | None]:
+    async def _runs_all(self, workflow_ids: list[str]) -> list[Taken | None]:
         found = await self._db.call(self._store.runs_to_take, workflow_ids)
         return [found.get(workflow_id) for workflow_id in workflow_ids]
 
-    async def _run(self, workflow_id: str) -> tuple[Run, bool] | None:
+    async def _run(self, workflow_id: str) -> Taken | None:
         return await self._db.call(self._store.run_to_take, workflow_id)
 
     async def append(self, key: str, lines: Lines) -> None:

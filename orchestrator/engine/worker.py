@@ -44,7 +44,7 @@ from orchestrator.engine.launch import (
 from orchestrator.engine.mail_watch import MailWatch
 from orchestrator.engine.other_tasks import SessionTasks
 from orchestrator.engine.retry import Patience
-from orchestrator.engine.store import Run, Store
+from orchestrator.engine.store import Run, Store, Taken
 from orchestrator.engine.task_session import TaskSession
 from orchestrator.engine.together import TaskCalls
 from orchestrator.engine.urls import hide_password
@@ -263,14 +263,16 @@ class Worker:
     async def begin(self, workflow_id: str, traceparent: str = "") -> None:
         """The task of `workflow_id` running here: its loop started (on a first run, or
         the first time a recovered workflow runs here) in a team opened over its journal,
-        unless it runs here already. Its run, of another version, or its workspace out
-        of reach: raised (its workflow ends in error)."""
-        if workflow_id in self._tasks:
-            return
-        found = await self._group.run(workflow_id)  # (with the others taken at once)
-        if found is None:
+        unless it runs here already (its workflow run again: it receives again what it
+        had). Its run, of another version, or its workspace out of reach: raised (its
+        workflow ends in error)."""
+        taken = await self._group.run(workflow_id)  # (with the others taken at once)
+        if taken is None:
             raise OrchestratorError(f"no run {workflow_id} in the engine's database")
-        run, cancelled = found
+        if workflow_id in self._tasks:
+            self._tasks[workflow_id].replays = taken.received
+            return
+        run = taken.run
         if run.version != __version__:
             raise OrchestratorError(
                 f"task {run.task} belongs to a session of version {run.version}; worker "
@@ -282,18 +284,22 @@ class Worker:
                 "a task on workers needs a path every worker reaches (a shared file system)"
             )
         assert self._nursery is not None
-        await self._nursery.start(self._run, run, cancelled, traceparent)
+        await self._nursery.start(self._run, taken, traceparent)
 
     async def _run(
-        self, run: Run, cancelled: bool, traceparent: str, *, task_status: trio.TaskStatus[None]
+        self, taken: Taken, traceparent: str, *, task_status: trio.TaskStatus[None]
     ) -> None:
         """The task's loop, started (`task_status` once its team is open: a failure before
         is `begin`'s), until it ends; then its workflow is woken. Cancelled (the worker
         stops), it leaves no outcome: its workflow is taken over elsewhere."""
-        running = self._tasks[run.workflow_id] = _Running(run, run.task.rsplit("/", 1)[1])
+        run = taken.run
+        running = _Running(run, run.task.rsplit("/", 1)[1], replays=taken.received)
+        self._tasks[run.workflow_id] = running
         self.running.add(run.workflow_id)
         try:
-            running.state = await self._work(run, running, cancelled, traceparent, task_status)
+            running.state = await self._work(
+                run, running, taken.cancelled, traceparent, task_status
+            )
         except Exception as exc:
             if running.team is None:  # its start failed: `begin` raises it
                 del self._tasks[run.workflow_id]
@@ -361,8 +367,13 @@ class Worker:
 
     async def wait(self, workflow_id: str) -> str:
         """Until the loop of the task of `workflow_id` has ended (the task's state, or
-        the loop's error raised) or mail waits for it in DBOS ("")."""
+        the loop's error raised) or mail waits for it in DBOS (""). A workflow run again
+        gets "" at once for each message it had received: it receives them again, from
+        DBOS's record, in the same order (engine/workflow.py)."""
         running = self._tasks[workflow_id]
+        if running.replays:
+            running.replays -= 1
+            return ""
         if await self._mail.wait(workflow_id, running.ended):
             return ""
         if running.error is not None:
@@ -421,3 +432,4 @@ class _Running:
     state: str = ""  # the task's, once its loop has ended
     error: Exception | None = None  # the loop's, when it failed
     scope: trio.CancelScope = field(default_factory=trio.CancelScope)  # its wait for it
+    replays: int = 0  # messages its workflow received before, still to receive again

@@ -6,9 +6,13 @@ queue by one worker. The workflow makes sure the task's loop runs here, on trio,
 team of its own over the task's session in the database (`TaskSession`), so the loop,
 its write-ahead records and its resume after a crash are the ones a session on disk
 has: a call cut off by a kill is reported `interrupted` to the model, never run again
-silently. Then it waits (a step) for the loop's end, which ends the workflow with the
-task's state, or for mail: each message sent to it (DBOS's `recv`, recorded by DBOS) is
-handed to the task by a step that posts it in the task's session under its own id, once.
+silently. Then it waits on the worker for the loop's end, which ends the workflow with
+the task's state, or for mail: each message sent to it (DBOS's `recv`, recorded by DBOS)
+is handed to the task by a step that posts it in the task's session under its own id,
+once. The wait is no operation of DBOS's (none recorded, none read back: two of DBOS's
+transactions a task fewer); a workflow run again after its worker died takes the same
+turns because its first waits end at once, one for each `recv` DBOS recorded, so that it
+receives those messages again, in order, before it waits for more.
 
 The workflow runs on a thread of DBOS's; what it asks of the worker (`Host`) runs on the
 worker's trio loop.
@@ -30,10 +34,9 @@ from orchestrator.errors import OrchestratorError
 QUEUE = "orchestrator_tasks"
 WORKFLOW = "orchestrator.remote_task"
 STEP = "orchestrator.remote_task_mail"
-WAIT_STEP = "orchestrator.remote_task_wait"
 MAIL = "mail"  # the topic of what is sent to a task's workflow: a `MessagePosted` line,
 CANCEL = "cancel"  # or its session's cancellation
-WAIT = 60.0  # seconds a workflow's `recv` waits for the mail its step saw (should another
+WAIT = 60.0  # seconds a workflow's `recv` waits for the mail its wait saw (should another
 # execution of the workflow have taken it meanwhile: it then hands over nothing)
 
 
@@ -60,31 +63,22 @@ SERVING: list[Host] = []  # the process's worker: DBOS calls the workflow by nam
 def _remote_task(key: str, traceparent: str = "") -> str:
     """The task of run `key`: its loop running here, what is sent to it handed over,
     until the loop has ended; the task's state then. `traceparent`: the delegating
-    call's span, when its session is traced (docs/tracing.md). Run again from its start after a
-    recovery, it gets the same outputs of its waits and the same messages from DBOS's
-    record in the same order, and each step already recorded is not run again: a message
-    the task had is not posted twice, and one received before a kill and not yet handed
-    over is handed over now."""
+    call's span, when its session is traced (docs/tracing.md). Run again from its start
+    after a recovery, it receives the messages DBOS recorded first (its waits end at
+    once for them: `Worker.wait`), the same ones in the same order, and each step
+    already recorded is not run again: a message the task had is not posted twice, and
+    one received before a kill and not yet handed over is handed over now."""
     worker = _worker()
     workflow_id = DBOS.workflow_id or ""
     _in_trio(worker, worker.begin, workflow_id, traceparent)
     try:
         while True:
-            state = _wait(workflow_id)
+            state = _in_trio(worker, worker.wait, workflow_id)
             if state:
                 return state
             _hand_over(workflow_id, DBOS.recv(MAIL, timeout_seconds=WAIT))
     finally:
         _in_trio(worker, worker.forget, workflow_id)
-
-
-@DBOS.step(name=WAIT_STEP)
-def _wait(workflow_id: str) -> str:
-    """Until the loop of the task of `workflow_id` has ended (the task's state, or the
-    loop's error raised) or mail waits for it (""). A step: its output recorded, a replay
-    takes the same turn; a kill while it waits runs it again."""
-    worker = _worker()
-    return _in_trio(worker, worker.wait, workflow_id)
 
 
 @DBOS.step(name=STEP)

@@ -7,11 +7,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 
 pytest.importorskip("dbos")
 
 from orchestrator.engine import sqlite_url
-from orchestrator.engine.store import Fenced, Run, Store
+from orchestrator.engine.store import Fenced, Run, Store, Taken
 
 
 def test_processes_making_the_tables_at_once_all_get_them(tmp_path: Path) -> None:
@@ -107,13 +108,38 @@ def test_several_tasks_records_are_appended_and_read_together(store: Store, tmp_
         two: [(1, b"two 1\n")],
     }
     assert store.session_tail(session, {}) == store.records_of([one, two])
-    # The runs of tasks taken at once, read together: one missing is left out.
+    # The runs of tasks taken at once, read together: one missing is left out; with
+    # each, how many messages DBOS recorded its workflow receiving (its steps apart).
     runs = [Run(f"{session}/t{n}", f"{session}/t{n}", "1", "/w", "m") for n in (1, 2)]
     for run in runs:
         store.add_run(run)
     store.cancel_run(runs[1].workflow_id)
-    found = store.runs_to_take([runs[1].workflow_id, "nobody", runs[0].workflow_id])
     first, second = runs[0].workflow_id, runs[1].workflow_id
-    assert found == {first: (runs[0], False), second: (runs[1], True)}
-    assert store.run_to_take(runs[1].workflow_id) == (runs[1], True)
+    _dbos_operations(
+        store, [(second, 0, "DBOS.recv"), (second, 2, "step"), (second, 3, "DBOS.recv")]
+    )
+    found = store.runs_to_take([second, "nobody", first])
+    assert found == {first: Taken(runs[0], False, 0), second: Taken(runs[1], True, 2)}
+    assert store.run_to_take(second) == Taken(runs[1], True, 2)
     assert store.run_to_take("nobody") is None
+    assert store.run(first) == runs[0]
+
+
+def _dbos_operations(store: Store, rows: list[tuple[str, int, str]]) -> None:
+    """`rows` (workflow, step, name) in DBOS's record of its workflows' operations, as
+    far as the store reads it (the table made when DBOS has not made it)."""
+    with store._begin() as db:
+        table = "operation_outputs"
+        if db.dialect.name == "postgresql":
+            db.execute(sa.text("CREATE SCHEMA IF NOT EXISTS dbos"))
+            table = "dbos.operation_outputs"
+        db.execute(
+            sa.text(
+                f"CREATE TABLE IF NOT EXISTS {table} (workflow_uuid TEXT NOT NULL,"
+                " function_id INTEGER NOT NULL, function_name TEXT NOT NULL,"
+                " PRIMARY KEY (workflow_uuid, function_id))"
+            )
+        )
+        insert = f"INSERT INTO {table} (workflow_uuid, function_id, function_name) VALUES "
+        for workflow, step, name in rows:
+            db.execute(sa.text(insert + "(:w, :f, :n)"), {"w": workflow, "f": step, "n": name})

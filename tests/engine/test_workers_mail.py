@@ -35,19 +35,19 @@ def dying(workflow_id, message):
     return hand_over(workflow_id, message)
 workflow._hand_over = dying
 """
-# Likewise, once the step that waited for the task's loop's end has recorded the
-# task's state, and before the workflow's end is recorded.
+# Likewise, once the wait for the task's loop's end has the task's state, and before
+# the workflow's end is recorded.
 DIE_BEFORE_THE_END = """
 import os, signal
-import orchestrator.engine.workflow as workflow
-wait = workflow._wait
-def dying(workflow_id):
-    state = wait(workflow_id)
+from orchestrator.engine.worker import Worker
+wait = Worker.wait
+async def dying(self, workflow_id):
+    state = await wait(self, workflow_id)
     if state:
         print("killed before the workflow's end", flush=True)
         os.kill(os.getpid(), signal.SIGKILL)
     return state
-workflow._wait = dying
+Worker.wait = dying
 """
 
 
@@ -114,10 +114,10 @@ async def test_a_message_received_before_its_worker_is_killed_is_posted_once(
 async def test_a_workflow_replayed_to_its_recorded_end_runs_nothing_again(
     tmp_path: Path,
 ) -> None:
-    """The worker is killed after the last step recorded the task's state and before the
-    workflow's end: the worker that takes it over replays every recorded wait, `recv` and
-    hand-over (nothing handed over twice), runs none of the task's calls, and ends the
-    workflow."""
+    """The worker is killed once its wait has the task's state and before the workflow's
+    end: the worker that takes it over replays every recorded `recv` and hand-over
+    (nothing handed over twice), runs none of the task's calls, and ends the workflow
+    with the state its journal has."""
     setup = Setup(tmp_path, ANSWERED)
     dying, second = await killed_and_taken_over(setup, DIE_BEFORE_THE_END, "before the")
     assert [line for line in dying.lines if "task t1: completed" in line]
