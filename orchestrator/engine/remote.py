@@ -55,6 +55,7 @@ from orchestrator.engine.retry import ENGINE, PATIENCE
 from orchestrator.engine.runner import OPEN, EngineRunner, next_workflow_id, task_workflows
 from orchestrator.engine.store import Run, Store
 from orchestrator.engine.task_session import fold, line_of
+from orchestrator.engine.together import TaskCalls
 from orchestrator.engine.urls import hide_password
 from orchestrator.engine.workflow import CANCEL, MAIL, QUEUE, WORKFLOW
 from orchestrator.messages import Usage
@@ -117,6 +118,7 @@ class RemoteRunner(EngineRunner[_Remote]):
         self._own_store = store is None  # (else its owner's, which closes it)
         self._store = Store(url) if store is None else store
         self._questions = Questions(self._store, self._db, nursery)  # its tasks' approvals
+        self._calls = TaskCalls(self._store, self._db)  # its new tasks' reads and seeds
 
     def _new_run(self, task_id: str, port: TaskPort) -> _Remote:
         return _Remote(task_id, f"{self._session_id}/{task_id}", port, shown=TaskEvents(task_id))
@@ -153,7 +155,7 @@ class RemoteRunner(EngineRunner[_Remote]):
         followed until its workflow has ended; a task that ended while this session was
         stopped only caught up with."""
         key = run.key
-        rows = await self._db.call(self._store.records, key)
+        rows = await self._calls.records(key)  # (with those of the tasks begun meanwhile)
         mirror = SessionState()
         records = list(folded_rows(key, rows, mirror))
         start = start_records(port.state, mirror, task_id)
@@ -163,7 +165,7 @@ class RemoteRunner(EngineRunner[_Remote]):
         if start:
             first = mirror.seq + 1
             lines = [(seq, line_of(seq, r)) for seq, r in enumerate(start, first)]
-            await self._db.call(functools.partial(self._store.append, run=first_run), key, lines)
+            await self._calls.seed(key, lines, first_run)  # (likewise)
             fold(key, lines, mirror)
         if not start and mirror.tasks.tasks[task_id].state in SETTLED:
             # It ended on a worker while this session was stopped: only its news.

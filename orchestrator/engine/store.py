@@ -89,6 +89,11 @@ class Run:
     model: str
 
 
+def _row_of(run: Run) -> dict[str, object]:
+    """`run` as a new row of the runs' table (not cancelled)."""
+    return dataclasses.asdict(run) | {"cancelled": False}
+
+
 @dataclass(frozen=True)
 class Taken:
     """What a worker reads of a workflow it takes: its run, whether the session cancelled
@@ -160,16 +165,19 @@ class Store:
         try:
             with self._begin() as db:
                 if run is not None:
-                    db.execute(_ADD_RUN, dataclasses.asdict(run) | {"cancelled": False})
+                    db.execute(_ADD_RUN, _row_of(run))
                 add_records(db, [(task, rows)])
         except IntegrityError as exc:
             raise Fenced(f"task {task}: record {rows[0][0]} was written by another") from exc
 
-    def append_all(self, journals: Sequence[tuple[str, Lines]]) -> None:
-        """`append` for several tasks' journals (task, lines), in one transaction;
-        `Fenced` when one of those seqs is taken (`append` each, then, to know whose)."""
+    def append_all(self, journals: Sequence[tuple[str, Lines]], runs: Sequence[Run] = ()) -> None:
+        """`append` for several tasks' journals (task, lines), in one transaction, with
+        `runs` (new tasks' first runs, with their seeds); `Fenced` when one of those seqs
+        is taken (`append` each, then, to know whose)."""
         try:
             with self._begin() as db:
+                if runs:
+                    db.execute(_ADD_RUN, [_row_of(r) for r in runs])
                 add_records(db, journals)
         except IntegrityError as exc:
             raise Fenced("a record of one of the tasks was written by another") from exc
@@ -223,7 +231,7 @@ class Store:
         """Record `run` (nothing when it is recorded already)."""
         try:
             with self._begin() as db:
-                db.execute(_ADD_RUN, dataclasses.asdict(run) | {"cancelled": False})
+                db.execute(_ADD_RUN, _row_of(run))
         except IntegrityError:
             pass
 

@@ -2,12 +2,14 @@
 
 Each task on a worker writes its records through its `TaskSession`, a batch at a time,
 and reads its journal when it starts; with many tasks running, their calls come in
-together. `Together.call` puts a task's call in the next one the worker makes for many
-(`Store.append_all` in one transaction, `Store.records_of` in one query): the first
-caller with nothing in flight makes it for everything queued, then the first of those
-that came in meanwhile makes the next, and so on; the others wait for the one that holds
-theirs. When the call for many fails (a journal another process `Fenced`, say), each of
-its callers makes its own, so that a failure is its own task's alone.
+together (so do a session's, as it reads and seeds the journals of the tasks it puts
+on the queue at once: `RemoteRunner`). `Together.call` puts a task's call in the next
+one made for many (`Store.append_all` in one transaction, `Store.records_of` in one
+query): the first caller with nothing in flight makes it for everything queued, then
+the first of those that came in meanwhile makes the next, and so on; the others wait
+for the one that holds theirs. When the call for many fails (a journal another process
+`Fenced`, say), each of its callers makes its own, so that a failure is its own task's
+alone.
 
 The call runs in its caller's task, so a caller shielded from cancellation (a task's
 session writing its last records as the worker stops) never waits on a writer that was
@@ -16,6 +18,7 @@ cancelled; a caller cancelled before its part was taken leaves it out.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
@@ -24,7 +27,7 @@ import trio
 
 from orchestrator.engine.retry import Patience
 from orchestrator.engine.rows import Lines
-from orchestrator.engine.store import Store, Taken
+from orchestrator.engine.store import Run, Store, Taken
 
 A = TypeVar("A")
 R = TypeVar("R")
@@ -98,14 +101,19 @@ class Together(Generic[A, R]):
             self._queued[0].done.set()
 
 
+Seed = tuple[str, Lines, Run | None]  # a new task's first records, and its first run
+
+
 class TaskCalls:
-    """The calls of the tasks of one worker to their journals in `store`, through `db`:
-    appends (`append`, one transaction for all), and reads (`records`, and `run`: the run
-    a task is taken for, one query each for all)."""
+    """The calls of the tasks of one worker (or of one session's tasks on workers) to
+    their journals in `store`, through `db`: appends (`append`; `seed`, a new task's first
+    records with its run: one transaction for all), and reads (`records`, and `run`: the
+    run a task is taken for, one query each for all)."""
 
     def __init__(self, store: Store, db: Patience) -> None:
         self._store, self._db = store, db
         self.appends: Together[tuple[str, Lines], None] = Together(self._append_all, self._append)
+        self.seeds: Together[Seed, None] = Together(self._seed_all, self._seed)
         self.reads: Together[str, list[tuple[int, bytes]]] = Together(self._read_all, self._read)
         self.runs: Together[str, Taken | None] = Together(self._runs_all, self._run)
 
@@ -125,6 +133,21 @@ class TaskCalls:
         """Write `lines` (seq, line) to task `key`'s journal, with what other tasks
         append meanwhile; `Fenced` when another process wrote one of those seqs."""
         await self.appends.call((key, lines))
+
+    async def seed(self, key: str, lines: Lines, run: Run | None) -> None:
+        """Write a new task's first `lines` to its journal, with its first `run` when
+        given, with what other tasks seed meanwhile; `Fenced` as `append`."""
+        await self.seeds.call((key, lines, run))
+
+    async def _seed_all(self, seeds: list[Seed]) -> list[None]:
+        runs = [run for _, _, run in seeds if run is not None]
+        journals = [(key, lines) for key, lines, _ in seeds]
+        await self._db.call(self._store.append_all, journals, runs)
+        return [None] * len(seeds)
+
+    async def _seed(self, seed: Seed) -> None:
+        key, lines, run = seed
+        await self._db.call(functools.partial(self._store.append, run=run), key, lines)
 
     async def records(self, key: str) -> list[tuple[int, bytes]]:
         """Task `key`'s journal, read with those other tasks read meanwhile."""

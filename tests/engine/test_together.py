@@ -2,8 +2,8 @@
 batches that come in while a transaction is in flight go in the next one, each task's
 records in its own order; a task another process fenced fails alone; a batch whose
 caller was cancelled before it was taken is not written, and the others go on; the reads
-that come in while one is made are made in one query. On a real `Store`, a SQLite
-file."""
+that come in while one is made are made in one query; new tasks' seeds go in with
+their runs. On a real `Store`, a SQLite file."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ pytest.importorskip("dbos")
 
 from orchestrator.engine import sqlite_url
 from orchestrator.engine.retry import Patience
-from orchestrator.engine.store import Fenced, Store
+from orchestrator.engine.store import Fenced, Run, Store
 from orchestrator.engine.together import TaskCalls, Together
 
 
@@ -153,3 +153,35 @@ async def test_when_the_call_for_many_fails_the_others_each_make_their_own() -> 
     await call(3)  # (and the next calls go on together)
     assert [sorted(args) for args in made] == [[0], [1, 2], [3]]
     assert got == {0: 0, 1: -1, 2: -2, 3: 30}
+
+
+async def test_new_tasks_seeds_and_runs_go_in_one_transaction_and_a_fenced_one_alone(
+    store: Store,
+) -> None:
+    # A session's tasks begun at once: their first records and first runs together; a
+    # seed another process wrote first fails alone, its run left out with it.
+    store.append("s/b", lines("s/b", 1))
+    group = TaskCalls(store, Patience(_ignore))
+    failed: list[str] = []
+
+    async def seed(key: str) -> None:
+        run = Run(key, key, "1", "/w", "m") if key != "s/c" else None  # (c: begun before)
+        try:
+            await group.seed(key, lines(key, 1, 2), run)
+        except Fenced:
+            failed.append(key)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(seed, "s/a")
+        await trio.testing.wait_all_tasks_blocked()
+        for key in ("s/b", "s/c", "s/d"):
+            nursery.start_soon(seed, key)
+    assert failed == ["s/b"]
+    assert group.seeds.calls == 2
+    assert store.records_of(["s/a", "s/b", "s/c", "s/d"]) == {
+        "s/a": lines("s/a", 1, 2),
+        "s/b": lines("s/b", 1),
+        "s/c": lines("s/c", 1, 2),
+        "s/d": lines("s/d", 1, 2),
+    }
+    assert [key for key in ("s/a", "s/b", "s/c", "s/d") if store.run(key)] == ["s/a", "s/d"]
