@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
+from orchestrator.engine.dbos_tables import DbosTables
 from orchestrator.engine.rows import Lines, add_records, new_records
 from orchestrator.engine.tables import (
     APPROVALS,
@@ -59,19 +60,6 @@ _RUN = sa.select(
     RUNS.c.model,
     RUNS.c.cancelled,
 ).where(RUNS.c.workflow_id.in_(sa.bindparam("workflows", expanding=True)))
-# DBOS's own tables, read as the pinned dbos 3.4 makes them (in its schema `dbos` on
-# Postgres). The workflows, among some, that DBOS holds unconsumed mail for: its table
-# of messages (`DBOS.send`; engine/mail_watch.py).
-_MAILED = (
-    "SELECT DISTINCT destination_uuid FROM {table} "
-    "WHERE destination_uuid IN :workflows AND topic = :topic AND NOT consumed"
-)
-# How many messages each of some workflows received (`DBOS.recv`), by its record of
-# operations: a workflow run again replays those first (engine/workflow.py).
-_RECEIVED = (
-    "SELECT workflow_uuid, count(*) FROM {table} "
-    "WHERE workflow_uuid IN :workflows AND function_name = 'DBOS.recv' GROUP BY workflow_uuid"
-)
 
 
 class Fenced(OrchestratorError):
@@ -131,12 +119,7 @@ class Store:
         self._engine = sa.create_engine(url, connect_args=wait, pool_pre_ping=ping)
         self._made = threading.Lock()
         self._ready = reader
-        schema = "" if sqlite else "dbos."
-        workflows: sa.BindParameter[list[str]] = sa.bindparam("workflows", expanding=True)
-        self._mailed = sa.text(_MAILED.format(table=f"{schema}notifications"))
-        self._mailed = self._mailed.bindparams(workflows)
-        self._received = sa.text(_RECEIVED.format(table=f"{schema}operation_outputs"))
-        self._received = self._received.bindparams(workflows)
+        self._dbos = DbosTables(sqlite=sqlite)  # (what is read of DBOS's own tables)
 
     def close(self) -> None:
         self._engine.dispose()
@@ -248,10 +231,9 @@ class Store:
     def runs_to_take(self, workflow_ids: Sequence[str]) -> dict[str, Taken]:
         """`run_to_take` of several workflows, in one transaction (a worker asks it of
         every task it takes: of those it takes at once together)."""
-        asked = {"workflows": list(workflow_ids)}
         with self._begin() as db:
-            rows = db.execute(_RUN, asked).all()
-            received = {w: int(n) for w, n in db.execute(self._received, asked)}
+            rows = db.execute(_RUN, {"workflows": list(workflow_ids)}).all()
+            received = self._dbos.received(db, list(workflow_ids))
         return {
             row[0]: Taken(Run(*row[:-1]), bool(row[-1]), received.get(row[0], 0)) for row in rows
         }
@@ -259,8 +241,7 @@ class Store:
     def mailed(self, workflow_ids: list[str], topic: str) -> set[str]:
         """Those of `workflow_ids` that DBOS holds unconsumed messages on `topic` for."""
         with self._begin() as db:
-            rows = db.execute(self._mailed, {"workflows": workflow_ids, "topic": topic})
-            return {workflow_id for (workflow_id,) in rows}
+            return self._dbos.mailed(db, workflow_ids, topic)
 
     def cancel_run(self, workflow_id: str) -> None:
         with self._begin() as db:

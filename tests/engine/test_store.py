@@ -128,18 +128,44 @@ def test_several_tasks_records_are_appended_and_read_together(store: Store, tmp_
 def _dbos_operations(store: Store, rows: list[tuple[str, int, str]]) -> None:
     """`rows` (workflow, step, name) in DBOS's record of its workflows' operations, as
     far as the store reads it (the table made when DBOS has not made it)."""
+    columns = "workflow_uuid TEXT, function_id INTEGER, function_name TEXT"
+    _dbos_rows(store, "operation_outputs", columns, rows)
+
+
+def _dbos_rows(store: Store, table: str, columns: str, rows: list[tuple[object, ...]]) -> None:
+    """`rows` in DBOS's `table`, made with `columns` (the ones the store reads) unless
+    DBOS made it, in its schema on Postgres."""
     with store._begin() as db:
-        table = "operation_outputs"
         if db.dialect.name == "postgresql":
             db.execute(sa.text("CREATE SCHEMA IF NOT EXISTS dbos"))
-            table = "dbos.operation_outputs"
-        db.execute(
-            sa.text(
-                f"CREATE TABLE IF NOT EXISTS {table} (workflow_uuid TEXT NOT NULL,"
-                " function_id INTEGER NOT NULL, function_name TEXT NOT NULL,"
-                " PRIMARY KEY (workflow_uuid, function_id))"
-            )
-        )
-        insert = f"INSERT INTO {table} (workflow_uuid, function_id, function_name) VALUES "
-        for workflow, step, name in rows:
-            db.execute(sa.text(insert + "(:w, :f, :n)"), {"w": workflow, "f": step, "n": name})
+            table = f"dbos.{table}"
+        db.execute(sa.text(f"CREATE TABLE IF NOT EXISTS {table} ({columns})"))
+        names = ", ".join(column.split()[0] for column in columns.split(", "))
+        marks = ", ".join(f":v{n}" for n in range(len(rows[0])))
+        insert = sa.text(f"INSERT INTO {table} ({names}) VALUES ({marks})")
+        db.execute(insert, [{f"v{n}": value for n, value in enumerate(row)} for row in rows])
+
+
+def test_the_workflows_that_mail_waits_for_are_read_in_one_statement(
+    store: Store, tmp_path: Path
+) -> None:
+    # The workflows asked of travel as one parameter (ids of any characters); mail on
+    # another topic, consumed, or for a workflow not asked of does not count.
+    run = tmp_path.name
+    odd, plain, done, other = f'{run}/t"1\\', f"{run}/t2", f"{run}/t3", f"{run}/t4"
+    columns = "destination_uuid TEXT, topic TEXT, message TEXT, consumed BOOLEAN"
+    _dbos_rows(
+        store,
+        "notifications",
+        columns,
+        [
+            (odd, "mail", "a", False),
+            (odd, "mail", "b", False),
+            (plain, "cancel", "c", False),
+            (done, "mail", "d", True),
+            (other, "mail", "e", False),
+        ],
+    )
+    assert store.mailed([odd, plain, done, f"{run}/t5"], "mail") == {odd}
+    assert store.mailed([plain], "cancel") == {plain}
+    assert store.mailed([], "mail") == set()
