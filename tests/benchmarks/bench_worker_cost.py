@@ -9,16 +9,17 @@ tree's runs alternating (A B A B) in one run of this script, so both see the sam
 `--before DIR`: a tree of the package to compare (`git archive COMMIT | tar -x -C DIR`),
 run with this tree's virtual environment; each configuration runs in a process of its
 own whose working directory is its tree, so that the session and its worker import that
-tree's package. The worker runs with its CPU metered (the thread CPU of DBOS's own entry
-points and of the engine's database calls, summed at its exit; `METER` below).
+tree's package. The worker runs with its CPU metered (the CPU of DBOS's own threads, and
+the thread CPU of the engine's database calls, summed at its exit; `METER` below).
 
 Per task, in ms of CPU: `worker`, the worker process's over the session (its start
-apart); `dbos`, DBOS's own Python in it (its workflows' threads, its queue's dequeue, the
-wake-up sent to a workflow); `db`, the engine's own database calls (`Store`: the task's
-journal read and written, its run); `loop`, the same task's cost in the session's
-process on `local` (its loop, its delegation and its completion); and `ours`, what the
-worker costs beyond the two: `worker - dbos - loop`. The session's CPU per task on a
-worker is printed beside it (following its task: engine/remote.py).
+apart); `dbos`, DBOS's own Python in it (its threads whole: its workflows', its queues'
+dequeue and the start of what they dequeued, its notifier; with their idle polls
+before and after the session, a few ms in all); `db`, the engine's own database calls
+(`Store`: the task's journal read and written, its run); `loop`, the same task's cost
+in the session's process on `local` (its loop, its delegation and its completion); and
+`ours`, what the worker costs beyond the two: `worker - dbos - loop`. The session's CPU
+per task on a worker is printed beside it (following its task: engine/remote.py).
 """
 
 from __future__ import annotations
@@ -52,21 +53,34 @@ def _wrap(owner, name, label):
             with _lock:
                 _spent[label] = _spent.get(label, 0.0) + time.thread_time() - start
     setattr(owner, name, metered)
-from dbos import _core, _dbos, _sys_db
+from dbos import _dbos
 from orchestrator.engine import store
-_wrap(_core, "_execute_workflow_wthread", "dbos")
-_wrap(_dbos.DBOS, "send", "dbos")
-_classes = [_sys_db.SystemDatabase]
-for _class in list(_classes):
-    _classes += _class.__subclasses__()
-for _class in _classes:
-    if "start_queued_workflows" in _class.__dict__:
-        _wrap(_class, "start_queued_workflows", "dbos")
+_wrap(_dbos.DBOS, "send", "dbos")  # (called from the worker's own threads)
+# The CPU of DBOS's own threads, whole: its workflows' (`dbos-executor-*`), its queues'
+# (`queue-worker-*`: the dequeue, the dequeued workflows' statuses read and their start),
+# and those running a function of DBOS's (its queue thread, its notifier).
+def _dbos_threads():
+    total = 0.0
+    for thread in threading.enumerate():
+        target = getattr(thread, "_target", None)
+        own = thread.name.startswith(("queue-worker-", "dbos-"))
+        if own or getattr(target, "__module__", "").startswith("dbos"):
+            try:
+                total += time.clock_gettime(time.pthread_getcpuclockid(thread.ident))
+            except (OSError, TypeError):
+                pass
+    return total
 _calls = ("append", "append_all", "records", "records_of", "run", "cancelled", "mailed")
 _runs = "runs_to_take" if hasattr(store.Store, "runs_to_take") else "run_to_take"
 for name in (*_calls, _runs, "session_tail"):
     if hasattr(store.Store, name):
         _wrap(store.Store, name, "db")
+_destroy = _dbos.DBOS.destroy
+def _destroying(*args, **kwargs):  # (its threads' CPU read before they are joined)
+    with _lock:
+        _spent["dbos"] = _spent.get("dbos", 0.0) + _dbos_threads()
+    return _destroy(*args, **kwargs)
+_dbos.DBOS.destroy = _destroying
 _exit = os._exit
 def _dump(code):
     with open(os.environ["METER_OUT"] + "." + str(os.getpid()), "w") as out:
