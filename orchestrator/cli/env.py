@@ -153,6 +153,19 @@ def config_layers(
     return layered(layers, project=project, untrusted=untrusted)
 
 
+def config_files(
+    args: argparse.Namespace, environ: Mapping[str, str], workspace: Path
+) -> list[Path]:
+    """The files `config_layers` reads for `workspace` (the project's trust store with
+    them): what says that its answer may have changed."""
+    from orchestrator.team.trust import TRUST_FILE
+
+    files = [user_config_file(environ), workspace / PROJECT_CONFIG]
+    files.append(user_config_dir(environ) / TRUST_FILE)
+    given = _given_config(args, environ)
+    return [*files, given[1]] if given is not None else files
+
+
 def _given_config(
     args: argparse.Namespace, environ: Mapping[str, str]
 ) -> tuple[str, Path, bool] | None:

@@ -14,14 +14,14 @@ import signal
 import sys
 import time
 import tomllib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 import httpx
 import trio
 
-from orchestrator.cli.env import PROJECT_CONFIG, config_layers, user_config_dir
+from orchestrator.cli.env import PROJECT_CONFIG, config_files, config_layers, user_config_dir
 from orchestrator.cli.guards import Guards, guards
 from orchestrator.cli.mcp import configured, with_mcp
 from orchestrator.cli.roles import RoleModels, agent_definitions, model_windows
@@ -40,6 +40,7 @@ from orchestrator.tools import EnvPolicy, approve_all, workspace_tools
 from orchestrator.tracing import telemetry_from
 
 RACY_NS = 2_000_000_000  # a file changed this recently (ns) may change again unseen by its stat
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from orchestrator.engine.store import Run
@@ -87,13 +88,13 @@ async def _serve(args: argparse.Namespace, config: Config, url: str) -> None:
     cache = DefinitionsCache(
         functools.partial(agent_definitions, interactive=False), user_config_dir(os.environ)
     )
-    glance = HooksGlance()
+    hooks = ProjectHooks()
     async with httpx.AsyncClient(timeout=httpx.Timeout(600.0, connect=30.0)) as http:
 
         async def settings_for(run: Run, state: SessionState, traceparent: str) -> RunSettings:
             env = dataclasses.replace(guarded().env, trace_parent=trace(run.task, traceparent))
             return await task_settings(
-                args, config, http, run.workspace, run.model, guarded(), cache, env, glance
+                args, config, http, run.workspace, run.model, guarded(), cache, env, hooks
             )
 
         log = WorkerLog()
@@ -244,22 +245,18 @@ async def task_settings(
     guarded: Guards,
     cache: DefinitionsCache,
     env: EnvPolicy | None = None,
-    glance: HooksGlance | None = None,
+    hooks: ProjectHooks | None = None,
 ) -> RunSettings:
     """What the team of a remote task runs with here: the session's model spec (from
     the database), this worker's keys, agent types (the workspace's), tools and guards; a
     call the policy asks about is approved here (`--yes`), else put to the session
     (engine/approvals.py, set by the worker). `env`: the shell's environment policy, when
     not the guards' own (a traced task's, which sets its commands' `TRACEPARENT`).
-    `glance`: whether each project's config names hooks, as seen before."""
-    glance = glance or HooksGlance()
+    `hooks`: each workspace's hooks, as read before."""
     root = Path(workspace)
     definitions = cache.known(root)
     if definitions is None:  # (read again: in a thread)
         definitions = await trio.to_thread.run_sync(cache.get, root)
-    hooks: tuple[Hook, ...] = ()
-    if config.hooks or await glance.has_hooks(root / PROJECT_CONFIG):
-        hooks = await trio.to_thread.run_sync(workspace_hooks, args, config, root)
     models = RoleModels(main=model, cli=None, config=config, definitions=definitions, http=http)
     return RunSettings(
         model=models("main"),
@@ -270,7 +267,7 @@ async def task_settings(
         prices=dict(config.prices),
         windows=model_windows(config, models),
         approve=approve_all if args.yes else None,
-        hooks=hooks,
+        hooks=await (hooks or ProjectHooks()).of(args, config, root),
     )
 
 
@@ -285,31 +282,57 @@ def workspace_hooks(args: argparse.Namespace, config: Config, root: Path) -> tup
     return tuple(Hook.of(hook) for hook in layered.config.hooks)
 
 
-class HooksGlance:
-    """Whether a project's config file names hooks, glanced at again only when the file's
-    stat changed (a worker's every task asks), or when it changed lately (`RACY_NS`: the
-    next change may not show in its stat)."""
+class ProjectHooks:
+    """The hooks of a worker's tasks, by workspace (`workspace_hooks`), read again only
+    when a file they come from changed: whether the project's config names any at all
+    (`named`: a worker's every task asks), and the hooks themselves (`loaded`: its
+    config's layers and the trust store, when there are hooks)."""
 
     def __init__(self) -> None:
-        self._seen: dict[Path, tuple[tuple[int, ...], bool]] = {}
-        self.reads = 0  # how many times a file was read
+        self.named: ByStat[bool] = ByStat()
+        self.loaded: ByStat[tuple[Hook, ...]] = ByStat()
 
-    async def has_hooks(self, path: Path) -> bool:
-        try:
-            info = os.stat(path)  # (a stat: on trio's thread)
-        except FileNotFoundError:
-            return False
-        except OSError:
-            return True  # (as `_has_hooks` says)
-        now = (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
-        seen = self._seen.get(path)
-        if seen is not None and seen[0] == now:
+    async def of(self, args: argparse.Namespace, config: Config, root: Path) -> tuple[Hook, ...]:
+        project = root / PROJECT_CONFIG
+        if not config.hooks:
+            named = functools.partial(_has_hooks, project)
+            if not await self.named.get(project, [project], named):
+                return ()
+        files = config_files(args, os.environ, root)
+        return await self.loaded.get(
+            root, files, functools.partial(workspace_hooks, args, config, root)
+        )
+
+
+class ByStat(Generic[T]):
+    """Values made from files (in a thread), made again only when one of the files' stat
+    changed, or when one changed lately (`RACY_NS`: its next change may not show in its
+    stat)."""
+
+    def __init__(self) -> None:
+        self._seen: dict[Path, tuple[tuple[tuple[int, ...], ...], T]] = {}
+        self.reads = 0  # how many times a value was made
+
+    async def get(self, key: Path, paths: Sequence[Path], make: Callable[[], T]) -> T:
+        stamps = tuple(_stat(path) for path in paths)  # (stats: on trio's thread)
+        seen = self._seen.get(key)
+        if seen is not None and seen[0] == stamps:
             return seen[1]
-        has = await trio.to_thread.run_sync(_has_hooks, path)
+        value = await trio.to_thread.run_sync(make)
         self.reads += 1
-        if time.time_ns() - max(now[-2:]) > RACY_NS:
-            self._seen[path] = (now, has)
-        return has
+        now = time.time_ns()
+        if all(now - max(stamp[-2:]) > RACY_NS for stamp in stamps if stamp):
+            self._seen[key] = (stamps, value)
+        return value
+
+
+def _stat(path: Path) -> tuple[int, ...]:
+    """What says a file changed (inode, size, times); () when it is not there."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return ()
+    return (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
 def _has_hooks(path: Path) -> bool:

@@ -98,22 +98,42 @@ def test_a_worker_runs_a_project_s_hooks_only_once_its_user_trusts_the_project(
     assert (hook.event, hook.run) == ("stop", "true")
 
 
-async def test_a_worker_reads_a_project_s_config_for_hooks_again_only_once_it_changed(
+async def test_a_worker_reads_a_project_s_hooks_again_only_once_a_file_of_them_changed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Every task asks: whether the project's config names hooks is read again only when
+    # its stat changed (or changed lately: its next change may not show), and the hooks
+    # themselves only when a file of their layers changed, the trust store among them.
     from orchestrator.cli import worker
+    from orchestrator.cli.env import effective_config, load_user_config
+    from orchestrator.cli.parser import build_parser
 
-    glance = worker.HooksGlance()
-    path = tmp_path / "config.toml"
-    assert not await glance.has_hooks(path)  # (none: nothing read)
+    monkeypatch.setenv("ORCHESTRATOR_CONFIG_DIR", str(tmp_path / "user"))
+    monkeypatch.delenv("ORCHESTRATOR_CONFIG", raising=False)
+    (tmp_path / "user").mkdir()
+    root = tmp_path / "ws"
+    (root / ".orchestrator").mkdir(parents=True)
+    path = root / ".orchestrator" / "config.toml"
+    args = build_parser().parse_args(["worker", "--database-url", "sqlite:///x"])
+    config = load_user_config(args)
+    hooks = worker.ProjectHooks()
+    assert await hooks.of(args, config, root) == ()  # (no file: read once, found empty)
+    assert await hooks.of(args, config, root) == ()
     path.write_text('model = "scripted:s.json"\n')
-    assert not await glance.has_hooks(path)
-    assert not await glance.has_hooks(path)
-    assert glance.reads == 2  # changed just now: its stat may not show the next change
+    assert await hooks.of(args, config, root) == ()
+    assert await hooks.of(args, config, root) == ()
+    assert hooks.named.reads == 3  # changed just now: its stat may not show the next change
     monkeypatch.setattr(worker, "RACY_NS", 0)
-    assert not await glance.has_hooks(path)
-    assert not await glance.has_hooks(path)
-    assert glance.reads == 3
+    assert await hooks.of(args, config, root) == ()
+    assert await hooks.of(args, config, root) == ()
+    assert hooks.named.reads == 4
     path.write_text('[[hooks]]\nevent = "stop"\ncommand = "true"\n')
-    assert await glance.has_hooks(path)
-    assert glance.reads == 4
+    assert await hooks.of(args, config, root) == ()  # named, but the project not trusted
+    assert await hooks.of(args, config, root) == ()
+    assert (hooks.named.reads, hooks.loaded.reads) == (5, 1)
+    run = build_parser().parse_args(["run", "goal"])
+    effective_config(run, os.environ, root, ask=lambda question: True)  # trusted
+    (hook,) = await hooks.of(args, config, root)
+    assert (hook.event, hook.run) == ("stop", "true")
+    assert await hooks.of(args, config, root) == (hook,)
+    assert (hooks.named.reads, hooks.loaded.reads) == (5, 2)
