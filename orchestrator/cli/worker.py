@@ -29,6 +29,7 @@ from orchestrator.config import Config
 from orchestrator.engine.choice import require_dbos
 from orchestrator.errors import ConfigError, bare
 from orchestrator.mcp import open_servers
+from orchestrator.session.git_paths import stat_of
 from orchestrator.state.events import Event, ToolCallStarted
 from orchestrator.state.fold import SessionState
 from orchestrator.state.tasks import TaskChanged
@@ -314,7 +315,7 @@ class ByStat(Generic[T]):
         self.reads = 0  # how many times a value was made
 
     async def get(self, key: Path, paths: Sequence[Path], make: Callable[[], T]) -> T:
-        stamps = tuple(_stat(path) for path in paths)  # (stats: on trio's thread)
+        stamps = tuple(stat_of(path) for path in paths)  # (stats: on trio's thread)
         seen = self._seen.get(key)
         if seen is not None and seen[0] == stamps:
             return seen[1]
@@ -324,15 +325,6 @@ class ByStat(Generic[T]):
         if all(now - max(stamp[-2:]) > RACY_NS for stamp in stamps if stamp):
             self._seen[key] = (stamps, value)
         return value
-
-
-def _stat(path: Path) -> tuple[int, ...]:
-    """What says a file changed (inode, size, times); () when it is not there."""
-    try:
-        info = os.stat(path)
-    except OSError:
-        return ()
-    return (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
 def _has_hooks(path: Path) -> bool:
