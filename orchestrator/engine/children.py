@@ -1,6 +1,6 @@
 """A task on a worker delegates as a local task does (docs/engine.md, "Tasks on workers
 delegate"): the runner of its team on the worker (`TaskTeamRunner`) runs the task itself
-here, in this process (`run_task`), and puts its children on the engine's queue, as a
+here, in this process (`run_on_worker`), and puts its children on the engine's queue, as a
 session puts its own tasks (`ChildRunner`, the session's `RemoteRunner` on the worker's
 DBOS).
 
@@ -122,7 +122,7 @@ async def resume_children(team: Team, task_id: str, *, cancelling: bool = False)
         await team.start_ready()
 
 
-async def run_task(team: Team, task_id: str, cancelled: bool) -> None:
+async def run_on_worker(team: Team, task_id: str, cancelled: bool) -> None:
     """Start the task (or go on with it, after a crash) and wait for its loop's end; a
     task its session cancelled before this worker took it is only cancelled."""
     task = team.state.tasks.tasks[task_id]

@@ -32,7 +32,7 @@ from dbos import DBOS
 
 from orchestrator._version import __version__
 from orchestrator.engine.approvals import ask_the_session
-from orchestrator.engine.children import ChildRunner, TaskTeamRunner, run_task
+from orchestrator.engine.children import ChildRunner, TaskTeamRunner, run_on_worker
 from orchestrator.engine.launch import (
     destroy,
     executor_id,
@@ -260,18 +260,17 @@ class Worker:
             if await self._db.call(self._store.claim_silent, other.worker_id, silent_ms):
                 self._say(f"worker {other.worker_id} is silent: its tasks are queued again")
 
-    async def begin(self, workflow_id: str, traceparent: str = "") -> None:
+    async def begin(self, workflow_id: str, traceparent: str = "") -> int:
         """The task of `workflow_id` running here: its loop started (on a first run, or
         the first time a recovered workflow runs here) in a team opened over its journal,
-        unless it runs here already (its workflow run again: it receives again what it
-        had). Its run, of another version, or its workspace out of reach: raised (its
-        workflow ends in error)."""
+        unless it runs here already; how many messages DBOS recorded its workflow
+        receiving (a workflow run again receives those again first). Its run, of another
+        version, or its workspace out of reach: raised (its workflow ends in error)."""
         taken = await self._group.run(workflow_id)  # (with the others taken at once)
         if taken is None:
             raise OrchestratorError(f"no run {workflow_id} in the engine's database")
         if workflow_id in self._tasks:
-            self._tasks[workflow_id].replays = taken.received
-            return
+            return taken.received
         run = taken.run
         if run.version != __version__:
             raise OrchestratorError(
@@ -285,6 +284,7 @@ class Worker:
             )
         assert self._nursery is not None
         await self._nursery.start(self._run, taken, traceparent)
+        return taken.received
 
     async def _run(
         self, taken: Taken, traceparent: str, *, task_status: trio.TaskStatus[None]
@@ -293,8 +293,7 @@ class Worker:
         is `begin`'s), until it ends; then its workflow is woken. Cancelled (the worker
         stops), it leaves no outcome: its workflow is taken over elsewhere."""
         run = taken.run
-        running = _Running(run, run.task.rsplit("/", 1)[1], replays=taken.received)
-        self._tasks[run.workflow_id] = running
+        running = self._tasks[run.workflow_id] = _Running(run, run.task.rsplit("/", 1)[1])
         self.running.add(run.workflow_id)
         try:
             running.state = await self._work(
@@ -357,7 +356,7 @@ class Worker:
             running.team, running.session = team, session
             started.started()
             with running.scope:
-                await run_task(team, task_id, cancelled)
+                await run_on_worker(team, task_id, cancelled)
         return session.state.tasks.tasks[task_id].state
 
     def _sink(self, session: TaskSession, tracer: EventSink | None) -> EventSink:
@@ -367,13 +366,8 @@ class Worker:
 
     async def wait(self, workflow_id: str) -> str:
         """Until the loop of the task of `workflow_id` has ended (the task's state, or
-        the loop's error raised) or mail waits for it in DBOS (""). A workflow run again
-        gets "" at once for each message it had received: it receives them again, from
-        DBOS's record, in the same order (engine/workflow.py)."""
+        the loop's error raised) or mail waits for it in DBOS ("")."""
         running = self._tasks[workflow_id]
-        if running.replays:
-            running.replays -= 1
-            return ""
         if await self._mail.wait(workflow_id, running.ended):
             return ""
         if running.error is not None:
@@ -398,8 +392,8 @@ class Worker:
 
     async def forget(self, workflow_id: str) -> None:
         """The workflow of `workflow_id` has ended here (or failed). Its task's loop
-        still running (a workflow recovered here whose end DBOS had recorded but for the
-        workflow's own: its steps are not run again) is stopped."""
+        still running (the workflow failed before the loop's end: an error of DBOS's in
+        a `recv` or a step, DBOS's own cancellation) is stopped."""
         running = self._tasks.pop(workflow_id, None)
         if running is not None and not running.ended.is_set():
             running.scope.cancel()
@@ -432,4 +426,3 @@ class _Running:
     state: str = ""  # the task's, once its loop has ended
     error: Exception | None = None  # the loop's, when it failed
     scope: trio.CancelScope = field(default_factory=trio.CancelScope)  # its wait for it
-    replays: int = 0  # messages its workflow received before, still to receive again

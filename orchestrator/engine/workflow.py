@@ -11,8 +11,8 @@ the task's state, or for mail: each message sent to it (DBOS's `recv`, recorded 
 is handed to the task by a step that posts it in the task's session under its own id,
 once. The wait is no operation of DBOS's (none recorded, none read back: two of DBOS's
 transactions a task fewer); a workflow run again after its worker died takes the same
-turns because its first waits end at once, one for each `recv` DBOS recorded, so that it
-receives those messages again, in order, before it waits for more.
+turns because it first receives and hands over again, one for each `recv` DBOS
+recorded, the messages it had received, in order, before it waits for more.
 
 The workflow runs on a thread of DBOS's; what it asks of the worker (`Host`) runs on the
 worker's trio loop.
@@ -50,7 +50,7 @@ class Host(Protocol):
     token: trio.lowlevel.TrioToken
     stopping: bool
 
-    async def begin(self, workflow_id: str, traceparent: str = "") -> None: ...
+    async def begin(self, workflow_id: str, traceparent: str = "") -> int: ...
     async def wait(self, workflow_id: str) -> str: ...
     async def hand_over(self, workflow_id: str, message: str | None) -> None: ...
     async def forget(self, workflow_id: str) -> None: ...
@@ -64,14 +64,16 @@ def _remote_task(key: str, traceparent: str = "") -> str:
     """The task of run `key`: its loop running here, what is sent to it handed over,
     until the loop has ended; the task's state then. `traceparent`: the delegating
     call's span, when its session is traced (docs/tracing.md). Run again from its start
-    after a recovery, it receives the messages DBOS recorded first (its waits end at
-    once for them: `Worker.wait`), the same ones in the same order, and each step
-    already recorded is not run again: a message the task had is not posted twice, and
-    one received before a kill and not yet handed over is handed over now."""
+    after a recovery, it first receives again as many messages as DBOS recorded it
+    receiving (`Worker.begin` says how many), the same ones in the same order, and each
+    step already recorded is not run again: a message the task had is not posted twice,
+    and one received before a kill and not yet handed over is handed over now."""
     worker = _worker()
     workflow_id = DBOS.workflow_id or ""
-    _in_trio(worker, worker.begin, workflow_id, traceparent)
+    received = _in_trio(worker, worker.begin, workflow_id, traceparent)
     try:
+        for _ in range(received):  # (a run again: what it had received, as it came)
+            _hand_over(workflow_id, DBOS.recv(MAIL, timeout_seconds=WAIT))
         while True:
             state = _in_trio(worker, worker.wait, workflow_id)
             if state:

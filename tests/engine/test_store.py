@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -43,12 +44,18 @@ def test_processes_making_the_tables_at_once_all_get_them(tmp_path: Path) -> Non
 
 @pytest.fixture(name="store", params=["sqlite", "postgres"])
 def store_on_either(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Store]:
-    """A store on SQLite, and one on the tests' Postgres (its own tasks' keys apart)."""
+    """A store on SQLite, and one on a database of its own on the tests' Postgres (the
+    stand-ins for DBOS's tables some tests make stay there)."""
     if request.param == "sqlite":
         url = sqlite_url(tmp_path / "engine.sqlite")
     else:
         base = request.getfixturevalue("postgres_url").rsplit("/", 1)[0]
-        url = f"{base}/postgres"
+        name = f"store_{uuid.uuid4().hex}"
+        server = sa.create_engine(f"{base}/postgres", isolation_level="AUTOCOMMIT")
+        with server.connect() as db:
+            db.execute(sa.text(f'CREATE DATABASE "{name}"'))
+        server.dispose()
+        url = f"{base}/{name}"
     store = Store(url)
     yield store
     store.close()
