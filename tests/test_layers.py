@@ -43,6 +43,7 @@ BOTTOM = {
     "layout",
     "redaction",
     "text",
+    "stamps",
     "_version",
     "_face",
     "_homes",

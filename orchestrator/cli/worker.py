@@ -12,7 +12,6 @@ import gc
 import os
 import signal
 import sys
-import time
 import tomllib
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
@@ -29,7 +28,7 @@ from orchestrator.config import Config
 from orchestrator.engine.choice import require_dbos
 from orchestrator.errors import ConfigError, bare
 from orchestrator.mcp import open_servers
-from orchestrator.session.git_paths import stat_of
+from orchestrator.stamps import settled, stamp_of
 from orchestrator.state.events import Event, ToolCallStarted
 from orchestrator.state.fold import SessionState
 from orchestrator.state.tasks import TaskChanged
@@ -40,7 +39,6 @@ from orchestrator.text import visible
 from orchestrator.tools import EnvPolicy, approve_all, workspace_tools
 from orchestrator.tracing import telemetry_from
 
-RACY_NS = 2_000_000_000  # a file changed this recently (ns) may change again unseen by its stat
 T = TypeVar("T")
 
 if TYPE_CHECKING:
@@ -307,22 +305,21 @@ class ProjectHooks:
 
 class ByStat(Generic[T]):
     """Values made from files (in a thread), made again only when one of the files' stat
-    changed, or when one changed lately (`RACY_NS`: its next change may not show in its
-    stat)."""
+    changed, or when one changed lately (not `settled`: its next change may not show in
+    its stat)."""
 
     def __init__(self) -> None:
         self._seen: dict[Path, tuple[tuple[tuple[int, ...], ...], T]] = {}
         self.reads = 0  # how many times a value was made
 
     async def get(self, key: Path, paths: Sequence[Path], make: Callable[[], T]) -> T:
-        stamps = tuple(stat_of(path) for path in paths)  # (stats: on trio's thread)
+        stamps = tuple(stamp_of(path) for path in paths)  # (stats: on trio's thread)
         seen = self._seen.get(key)
         if seen is not None and seen[0] == stamps:
             return seen[1]
         value = await trio.to_thread.run_sync(make)
         self.reads += 1
-        now = time.time_ns()
-        if all(now - max(stamp[-2:]) > RACY_NS for stamp in stamps if stamp):
+        if settled(stamps):
             self._seen[key] = (stamps, value)
         return value
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import inspect
 import os
 import re
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -32,6 +31,7 @@ from orchestrator.models.base import (
     ToolCallReady,
     UsageReported,
 )
+from orchestrator.stamps import settled, stamp_of
 
 
 class ScriptedCall(BaseModel):
@@ -86,7 +86,6 @@ class Script(BaseModel):
 Responder = Callable[[ModelRequest], "ScriptedReply | Awaitable[ScriptedReply]"]
 
 
-RACY_NS = 2_000_000_000  # a file changed this recently (ns) may change again unseen by its stat
 _parsed: dict[str, tuple[tuple[int, ...], Script]] = {}  # by absolute path: its stat, its script
 PARSED_MAX = 32  # files whose script is kept
 
@@ -94,27 +93,18 @@ PARSED_MAX = 32  # files whose script is kept
 def load_script(path: Path) -> Script:
     """Read and validate a script file; errors name the agent and step at fault. A file
     read before is parsed again only when its stat changed (a worker makes a model of
-    the same script for every task); one changed in the last `RACY_NS` is not kept."""
+    the same script for every task); one changed lately is not kept (`settled`)."""
     key = os.path.abspath(path)
-    stamp = _stamp(key)
+    stamp = stamp_of(key)
     found = _parsed.get(key)
     if found is not None and stamp and found[0] == stamp:
         return found[1]
     script = _load_script(path)
-    if stamp and time.time_ns() - max(stamp[-2:]) > RACY_NS:
+    if stamp and settled([stamp]):
         if len(_parsed) >= PARSED_MAX:
             _parsed.pop(next(iter(_parsed)))
         _parsed[key] = (stamp, script)
     return script
-
-
-def _stamp(path: str) -> tuple[int, ...]:
-    """What says the file changed (device, inode, size, times); () when it is not there."""
-    try:
-        info = os.stat(path)
-    except OSError:
-        return ()
-    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
 def _load_script(path: Path) -> Script:

@@ -42,15 +42,6 @@ def object_dirs(objects: Path, depth: int = 0) -> list[Path]:
     return found
 
 
-def stat_of(path: Path) -> tuple[int, ...]:
-    """What says a file changed (inode, size, times); () when it is not there."""
-    try:
-        info = os.stat(path)
-    except OSError:
-        return ()
-    return (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
-
-
 def split(output: bytes) -> list[str]:
     return [os.fsdecode(part) for part in output.split(b"\0") if part]
 

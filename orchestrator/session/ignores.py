@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
-from orchestrator.session.git_paths import stat_of
+from orchestrator.stamps import stamp_of
 
 
 class Ignores:
@@ -36,10 +36,10 @@ class Ignores:
 
     def ignored(self, paths: Sequence[str]) -> list[str] | None:
         """Which of `paths` are ignored; None when the process failed (ask otherwise)."""
-        files = {self._exclude: stat_of(self._exclude)}
+        files = {self._exclude: stamp_of(self._exclude)}
         for path in paths:
             for folder in [self._workspace, *self._folders(path)]:
-                files[folder / ".gitignore"] = stat_of(folder / ".gitignore")
+                files[folder / ".gitignore"] = stamp_of(folder / ".gitignore")
         if self._process is None or any(self._seen.get(f, s) != s for f, s in files.items()):
             self.close()
             self._start()

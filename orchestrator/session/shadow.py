@@ -39,10 +39,10 @@ from orchestrator.session.git_paths import (
     object_dirs,
     size,
     split,
-    stat_of,
 )
 from orchestrator.session.ignores import Ignores
 from orchestrator.session.picture import Change, Picture, Unreadable
+from orchestrator.stamps import stamp_of
 
 STORE = "files"  # in the session's directory
 FILE_CAP = 16 * 1024 * 1024
@@ -228,7 +228,7 @@ class Shadow:
         git's path must take it: no picture yet, an index another writer changed, a
         `.gitignore` or `.gitattributes` written, what `known.gather` refuses."""
         picture = self._picture
-        if picture is None or stat_of(self.index_file) != self._index_seen:
+        if picture is None or stamp_of(self.index_file) != self._index_seen:
             return None
         if not self._store_plain() or any(p.rpartition("/")[2] in _GIT_FILES for p in paths):
             return None
@@ -292,7 +292,7 @@ class Shadow:
         """The index now holds `tree` (a checkpoint by git's path, a restore)."""
         if self._picture is None or self._picture.root != tree:
             self._picture = Picture(object_dirs(self.git_dir / "objects"), tree)
-        self._index_seen = stat_of(self.index_file)
+        self._index_seen = stamp_of(self.index_file)
 
     def _store_plain(self) -> bool:
         """Whether the store's configuration is the one `ensure` writes in what a

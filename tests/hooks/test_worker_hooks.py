@@ -104,6 +104,7 @@ async def test_a_worker_reads_a_project_s_hooks_again_only_once_a_file_of_them_c
     # Every task asks: whether the project's config names hooks is read again only when
     # its stat changed (or changed lately: its next change may not show), and the hooks
     # themselves only when a file of their layers changed, the trust store among them.
+    from orchestrator import stamps
     from orchestrator.cli import worker
     from orchestrator.cli.env import effective_config, load_user_config
     from orchestrator.cli.parser import build_parser
@@ -123,7 +124,7 @@ async def test_a_worker_reads_a_project_s_hooks_again_only_once_a_file_of_them_c
     assert await hooks.of(args, config, root) == ()
     assert await hooks.of(args, config, root) == ()
     assert hooks.named.reads == 3  # changed just now: its stat may not show the next change
-    monkeypatch.setattr(worker, "RACY_NS", 0)
+    monkeypatch.setattr(stamps, "RACY_NS", 0)
     assert await hooks.of(args, config, root) == ()
     assert await hooks.of(args, config, root) == ()
     assert hooks.named.reads == 4

@@ -8,10 +8,10 @@ import orjson
 import pytest
 import trio
 
-from orchestrator import ScriptedModel, ScriptedReply, UserMessage
+from orchestrator import ScriptedModel, ScriptedReply, UserMessage, stamps
 from orchestrator.demo import script_path
 from orchestrator.errors import ScriptError
-from orchestrator.models import ModelRequest, collect, scripted
+from orchestrator.models import ModelRequest, collect
 from orchestrator.models.scripted import load_script, parse_script
 
 
@@ -102,7 +102,7 @@ def test_a_file_read_again_is_parsed_again_only_once_changed(
     path.write_text('{"agents": {"main": [{"text": "one"}]}}')
     fresh = load_script(path)
     assert load_script(path) is not fresh  # changed just now: its stat may not show the next
-    monkeypatch.setattr(scripted, "RACY_NS", 0)
+    monkeypatch.setattr(stamps, "RACY_NS", 0)
     kept = load_script(path)
     assert load_script(path) is kept  # (not read: the worker's every task makes its model)
     path.write_text('{"agents": {"main": [{"text": "two"}, {"text": "three"}]}}')
