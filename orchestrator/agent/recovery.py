@@ -186,6 +186,8 @@ async def recovered(
     dropped: Usage | None = None  # the attempts asked for again with a larger limit
     larger = False
     reply = await ask(current)
+    if not at_output_limit(reply.stop_reason):
+        return reply  # (what next_step says of every reply the limit did not cut)
     for asked in itertools.count():
         step = next_step(current, reply, model, asked=asked, larger=larger)
         if step is None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
+from types import TracebackType
 from typing import Any
 
 import trio
@@ -185,27 +186,46 @@ class Postbox:
                 return
             await runtime.wake.wait()
 
-    @contextlib.contextmanager
-    def model_call(self, agent: str) -> Iterator[trio.CancelScope]:
+    def model_call(self, agent: str) -> _CallScope:
         """The scope of `agent`'s model call: an interrupt for it cancels it."""
-        runtime = self._runtime(agent)
-        with trio.CancelScope() as scope:
-            runtime.model_scope = scope
-            try:
-                yield scope
-            finally:
-                runtime.model_scope = None
+        return _CallScope(self._runtime(agent), model=True)
 
-    @contextlib.contextmanager
-    def tool_call(self, agent: str) -> Iterator[trio.CancelScope]:
+    def tool_call(self, agent: str) -> _CallScope:
         """The scope of one of `agent`'s interruptible tool calls."""
-        runtime = self._runtime(agent)
-        with trio.CancelScope() as scope:
-            runtime.tool_scopes.add(scope)
-            try:
-                yield scope
-            finally:
-                runtime.tool_scopes.discard(scope)
+        return _CallScope(self._runtime(agent), model=False)
+
+
+class _CallScope:
+    """A cancel scope kept on an agent's runtime while a call of its runs in it, for an
+    interrupt to cancel: its model call's, or one of its tool calls'. (A class, not a
+    generator's context manager: one is entered every round.)"""
+
+    __slots__ = ("_model", "_runtime", "_scope")
+
+    def __init__(self, runtime: _Agent, *, model: bool) -> None:
+        self._runtime = runtime
+        self._model = model
+        self._scope = trio.CancelScope()
+
+    def __enter__(self) -> trio.CancelScope:
+        scope = self._scope.__enter__()
+        if self._model:
+            self._runtime.model_scope = scope
+        else:
+            self._runtime.tool_scopes.add(scope)
+        return scope
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> bool:
+        if self._model:
+            self._runtime.model_scope = None
+        else:
+            self._runtime.tool_scopes.discard(self._scope)
+        return self._scope.__exit__(kind, error, traceback)
 
 
 async def watch_stalls(session: SessionLike, postbox: Postbox, after: float) -> None:

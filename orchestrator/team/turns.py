@@ -6,9 +6,9 @@ the loops write outside a turn (a nudge, the end of a turn left open)."""
 
 from __future__ import annotations
 
-import contextlib
 import functools
 from collections.abc import Awaitable, Callable, Sequence
+from types import TracebackType
 from typing import Any
 
 import trio
@@ -377,10 +377,42 @@ class _Limited:
     def name(self) -> str:
         return self.model.name
 
-    @contextlib.asynccontextmanager
-    async def stream(self, request: Any) -> Any:
-        async with self._slots, self.model.stream(request) as events:
-            yield events
+    def stream(self, request: Any) -> _Slotted:
+        return _Slotted(self._slots, self.model, request)
+
+
+class _Slotted:
+    """A model's stream, opened once a model-call slot is taken, the slot given back
+    when it closes. (A class, not a generator's context manager: one opens every
+    round.)"""
+
+    __slots__ = ("_model", "_request", "_slots", "_stream")
+
+    def __init__(self, slots: trio.Semaphore, model: Model, request: Any) -> None:
+        self._slots = slots
+        self._model = model
+        self._request = request
+        self._stream: Any = None
+
+    async def __aenter__(self) -> Any:
+        await self._slots.acquire()
+        try:
+            self._stream = self._model.stream(self._request)
+            return await self._stream.__aenter__()
+        except BaseException:
+            self._slots.release()
+            raise
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> bool | None:
+        try:
+            return await self._stream.__aexit__(kind, error, traceback)  # type: ignore[no-any-return]
+        finally:
+            self._slots.release()
 
 
 class _Plain(ToolRegistry):
