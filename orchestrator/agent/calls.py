@@ -7,7 +7,6 @@ until a person's decision is journaled (state/approvals.py) and the agent runs t
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 from collections.abc import Sequence
 from typing import assert_never
 
@@ -292,9 +291,7 @@ async def _execute(ref: str, call: ToolCall, parsed: Parsed, deps: TurnDeps) -> 
     output = None
     try:
         with scope:
-            context = dataclasses.replace(
-                deps.context, call=ref, tool=call.name, events=deps.events
-            )
+            context = deps.context.for_call(ref, call.name, deps.events)
             if _in_background(tool, args, context):
                 assert context.background is not None
                 output = await context.background.start(tool, args, context)

@@ -258,3 +258,35 @@ def test_shell_recover_kills_what_a_cut_off_call_left_running(
         for process in (other, orphan):
             process.kill()
             process.wait()
+
+
+def test_a_calls_context_is_the_agents_with_the_call_tool_and_sink(workspace: Workspace) -> None:
+    """`for_call` makes what `dataclasses.replace` would: every other field kept (each set
+    here to something not its default, so a field it dropped would show)."""
+    import dataclasses
+
+    from orchestrator.session import MemorySession
+
+    values = {
+        "workspace": workspace,
+        "agent": "t1",
+        "session": "s1",
+        "session_directory": workspace.root / "session",
+        "call": "old",
+        "write_scope": ("src",),
+        "tool": "old_tool",
+        "events": None,
+        "background": object(),
+        "output": print,
+        "todos": object(),
+    }
+    assert {f.name for f in dataclasses.fields(ToolContext)} == set(values)
+    context = ToolContext(**values)  # type: ignore[arg-type]
+    sink = MemorySession()
+    made = context.for_call("7.0", "read_file", sink)
+    assert made == dataclasses.replace(context, call="7.0", tool="read_file", events=sink)
+    assert type(made) is ToolContext
+    assert made is not context
+    assert (context.call, context.tool, context.events) == ("old", "old_tool", None)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.call = "8.0"  # type: ignore[misc]
