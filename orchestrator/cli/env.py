@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import tomllib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
@@ -82,12 +81,14 @@ def user_prices(args: argparse.Namespace) -> Mapping[str, Price]:
         tables = [_toml(path) for path, missing_ok in files if not missing_ok or path.exists()]
         if not any("prices" in table for table in tables):
             return {}
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+    except (OSError, UnicodeDecodeError, ValueError):  # (tomllib's errors are ValueErrors)
         pass
     return load_user_config(args).prices
 
 
 def _toml(path: Path) -> dict[str, object]:
+    import tomllib  # (only when there is a file to read)
+
     return tomllib.loads(path.read_text(encoding="utf-8"))
 
 
