@@ -25,6 +25,8 @@ from orchestrator.text import escaped
 from orchestrator.tools.base import AnyTool, ToolContext, ToolRegistry
 from orchestrator.tools.permissions import Answer, Denied, Grant, Later, Unasked
 
+_NO_SCOPE = contextlib.nullcontext()  # (reusable: it keeps nothing)
+
 
 def _is_read_only(call: ToolCall, tools: ToolRegistry) -> bool:
     tool = tools.get(call.name)
@@ -286,7 +288,7 @@ async def _execute(ref: str, call: ToolCall, parsed: Parsed, deps: TurnDeps) -> 
     scope = (
         hooks.tool_call(deps.context.agent)
         if hooks is not None and tool.interruptible
-        else contextlib.nullcontext()
+        else _NO_SCOPE
     )
     output = None
     try:
