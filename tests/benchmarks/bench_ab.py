@@ -15,6 +15,10 @@ interpreter with the tree first on `sys.path`:
   100,000 messages over the plain parse of its journal's lines, in one process.
 - **rounds**: `bench_rounds.py --rounds 1000 --policies batch`: one agent's overall ms
   per round (a tool call and its result), a real session with the `batch` journal.
+- **warm**: the same session's rounds in a process that ran a 20-round session first
+  (imports done, caches filled): wall and CPU ms per round from its first reply to its
+  last, so without the session's making, opening and closing (issue 36's per-round
+  figure; `rounds` above is of the process's first session, its making included).
 - **demo**: `orchestrator demo --no-crash --json` in a fresh directory: the wall seconds
   of the whole command (its interpreter's start included).
 
@@ -90,6 +94,37 @@ def rounds(tree: Path, count: int) -> dict[str, float]:
     return {"rounds ms/round": float(figure[1])}
 
 
+WARM = """
+import pathlib, shutil, tempfile
+import trio
+from orchestrator.store import Durability
+from tests.benchmarks.shape import RoundClock, run_session
+
+def session(rounds, clock):
+    root = tempfile.mkdtemp(prefix="bench-ab-warm-")
+    try:
+        trio.run(run_session, pathlib.Path(root), rounds, Durability.BATCH, clock)
+    finally:
+        shutil.rmtree(root)
+
+session(20, RoundClock())
+clock = RoundClock()
+session({count}, clock)
+rounds = len(clock.marks) - 1  # from the first reply to the last: no making, no opening
+wall = (clock.marks[-1] - clock.marks[0]) * 1000 / rounds
+cpu = (clock.cpu_marks[-1] - clock.cpu_marks[0]) * 1000 / rounds
+print(f"warm {{wall:.4f}} {{cpu:.4f}}")
+"""
+
+
+def warm(tree: Path, count: int) -> dict[str, float]:
+    """ms per round, wall and CPU, of a process's second session (its first warmed up)."""
+    out = run(tree, WARM.format(count=count))
+    figure = re.search(r"warm ([\d.]+) ([\d.]+)", out)
+    assert figure is not None, out
+    return {"warm ms/round": float(figure[1]), "warm CPU ms/round": float(figure[2])}
+
+
 def demo(tree: Path) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="bench-ab-demo-") as work:
         where = Path(work)
@@ -114,9 +149,10 @@ BENCHES: tuple[Callable[[Path, argparse.Namespace], dict[str, float]], ...] = (
     lambda tree, sizes: w3(tree, sizes.w3),
     lambda tree, sizes: load(tree, sizes.messages),
     lambda tree, sizes: rounds(tree, sizes.rounds),
+    lambda tree, sizes: warm(tree, sizes.rounds),
     lambda tree, sizes: demo(tree),
 )
-NAMES = ("w1", "w3", "load", "rounds", "demo")
+NAMES = ("w1", "w3", "load", "rounds", "warm", "demo")
 
 
 def main() -> None:
@@ -127,7 +163,7 @@ def main() -> None:
     parser.add_argument("--only", choices=NAMES, action="append")
     parser.add_argument("--w3", type=int, default=1000, help="W3's subagents (1000)")
     parser.add_argument("--messages", type=int, default=100_000, help="load's (100000)")
-    parser.add_argument("--rounds", type=int, default=1000, help="rounds' (1000)")
+    parser.add_argument("--rounds", type=int, default=1000, help="rounds' and warm's (1000)")
     args = parser.parse_args()
     trees = {"before": args.before.resolve(), "after": args.after.resolve()}
     samples: dict[str, dict[str, list[float]]] = {"before": {}, "after": {}}
