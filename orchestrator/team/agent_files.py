@@ -24,6 +24,7 @@ import orjson
 from pydantic import ValidationError
 
 from orchestrator.errors import ConfigError
+from orchestrator.stamps import settled, stamp_of
 from orchestrator.team.definitions import _RESUME_RANK, BUILTIN, AgentDefinition, Definitions
 from orchestrator.team.trust import TRUST_FILE, TrustStore, fingerprint
 from orchestrator.tools.permissions import parse_rules
@@ -165,13 +166,14 @@ def _problem(err: Any, file: _File) -> str:
 
 # --- read once, again when changed ------------------------------------------------------
 
-Stamp = tuple[tuple[str, int, int], ...]
+Stamp = tuple[tuple[str, tuple[int, ...]], ...]
 
 
 def stamp(project_dir: Path | None, user_dir: Path | None) -> Stamp:
-    """What `load_definitions` reads from disk, as (path, size, mtime in ns) of each
-    file and of the directories holding them (-1, -1: missing): the same stamp, the same
-    definitions. The directories' own times change when a file comes or goes."""
+    """What `load_definitions` reads from disk, as each file's path and `stamp_of` (its
+    device, inode, size and times; () when missing), and the same of the directories
+    holding them: the same stamp, the same definitions. The directories' own
+    times change when a file comes or goes."""
     dirs = [user_dir / "agents"] if user_dir is not None else []
     if project_dir is not None:
         dirs.append(project_dir / ".orchestrator" / "agents")
@@ -179,20 +181,13 @@ def stamp(project_dir: Path | None, user_dir: Path | None) -> Stamp:
     for directory in dirs:
         if directory.is_dir():
             paths.extend(sorted(directory.glob("*.toml")))
-    return tuple(_stat(path) for path in paths)
-
-
-def _stat(path: Path) -> tuple[str, int, int]:
-    try:
-        found = path.stat()
-    except OSError:
-        return (str(path), -1, -1)
-    return (str(path), found.st_size, found.st_mtime_ns)
+    return tuple((str(path), stamp_of(path)) for path in paths)
 
 
 class DefinitionsCache:
     """The agent types of each project, loaded by `load` once and again only when a file
-    they are read from changed (`stamp`): what a worker's tasks of one workspace share.
+    they are read from changed (`stamp`), or changed so recently that its stat may not
+    show the next change (`stamps.settled`): what a worker's tasks of one workspace share.
     Blocking (it reads the disk): from trio, call `get` in a thread (`known` needs none)."""
 
     def __init__(self, load: Callable[[Path], Definitions], user_dir: Path | None) -> None:
@@ -216,7 +211,12 @@ class DefinitionsCache:
             return found[1]
         definitions = self._load(project_dir)
         self.loads += 1
-        self._found[project_dir] = (now, definitions)
+        # Kept only once its files are settled: one changed within the clock's tick may
+        # change again with the same stat (stamps.py), and must be read again then.
+        if settled(found for _, found in now):
+            self._found[project_dir] = (now, definitions)
+        else:
+            self._found.pop(project_dir, None)
         return definitions
 
 

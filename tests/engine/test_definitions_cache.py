@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator import stamps
 from orchestrator.errors import ConfigError
 from orchestrator.team.agent_files import DefinitionsCache, load_definitions
 from orchestrator.team.definitions import Definitions
@@ -16,6 +17,13 @@ from orchestrator.team.trust import TRUST_FILE, TrustStore, fingerprint
 from orchestrator.tools.base import WORKSPACE_TOOLS
 
 SCOUT = 'description = "{}"\nprompt = "look around"\n'
+
+
+@pytest.fixture(autouse=True)
+def settled_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The files here are written a moment before they are read: taken as settled (the
+    last test sees what happens before they are)."""
+    monkeypatch.setattr(stamps, "RACY_NS", 0)
 
 
 def cache_for(user: Path) -> DefinitionsCache:
@@ -112,3 +120,23 @@ def test_a_trust_given_later_is_seen_and_a_refusal_is_not_kept(tmp_path: Path) -
     TrustStore(user).trust(project, fingerprint(wider))
     assert (user / TRUST_FILE).exists()
     assert cache.get(project).get("explorer").max_rounds == 500
+
+
+def test_definitions_read_just_after_their_files_changed_are_not_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file changed within the clock's tick may change again with the same stat: what
+    was read from it is read again until it has settled."""
+    monkeypatch.setattr(stamps, "RACY_NS", 3_600 * 1_000_000_000)  # all "just now"
+    user, project = tmp_path / "user", tmp_path / "project"
+    write(project / ".orchestrator" / "agents" / "scout.toml", SCOUT.format("looks"))
+    cache = cache_for(user)
+    assert cache.get(project).get("scout").description == "looks"
+    assert cache.known(project) is None
+    cache.get(project)
+    assert cache.loads == 2
+    monkeypatch.setattr(stamps, "RACY_NS", 0)  # settled: kept from the next read on
+    kept = cache.get(project)
+    assert cache.get(project) is kept
+    assert cache.known(project) is kept
+    assert cache.loads == 3
