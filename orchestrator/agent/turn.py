@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
-import itertools
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
@@ -28,11 +27,13 @@ from orchestrator.models.base import (
     ModelRequest,
     TextDelta,
     Waiting,
+    at_output_limit,
     collect,
 )
 from orchestrator.state.context import AgentContext
 from orchestrator.state.events import (
     AssistantReplied,
+    EventSink,
     ModelWaiting,
     ReplyCut,
     TextStreamed,
@@ -117,16 +118,10 @@ async def _ask_model(state: AgentContext, deps: TurnDeps) -> AssistantMessage | 
     )
     scope = deps.hooks.model_call(state.id) if deps.hooks else contextlib.nullcontext()
     reply = None
-    # The model that answered (a fallback chain's says which), named as asked until then.
-    asked = model = deps.model.name
-
-    async def ask(request: ModelRequest) -> AssistantMessage:
-        nonlocal model
-        reply, model = await _reply(request, state.id, deps)
-        return reply
-
     with scope as preemptible:
-        reply = await recovered(request, ask, asked, deps.events)
+        reply, model = await _reply(request, state.id, deps)
+        if at_output_limit(reply.stop_reason):
+            reply, model = await _recovered(request, reply, model, state.id, deps)
     if reply is None:
         assert preemptible is not None
         assert preemptible.cancelled_caught
@@ -155,6 +150,22 @@ def cache_key(session: str, role: str) -> str:
     return "orch-" + hashlib.sha256(f"{session}/{role}".encode()).hexdigest()[:24]
 
 
+async def _recovered(
+    request: ModelRequest, reply: AssistantMessage, model: str, agent: str, deps: TurnDeps
+) -> tuple[AssistantMessage, str]:
+    """`reply`, which its output limit cut, recovered (agent/recovery.py), and the model
+    that answered last. (Apart from `_ask_model`: a model call in flight, a thousand at
+    once with as many subagents, holds no recovery of its own until its reply needs one.)"""
+    asked = model
+
+    async def ask(request: ModelRequest) -> AssistantMessage:
+        nonlocal model
+        reply, model = await _reply(request, agent, deps)
+        return reply
+
+    return await recovered(request, reply, ask, asked, deps.events), model
+
+
 RESTARTS = 2
 """Times a reply cut after part of it arrived (a dropped connection, a stream that ends
 early, an overload told mid-stream) is asked for again from its start, before the error
@@ -167,35 +178,48 @@ async def _reply(request: ModelRequest, agent: str, deps: TurnDeps) -> tuple[Ass
     and a move of the chain is journaled before the reply). A reply cut after some of it
     arrived is asked for again (at most `RESTARTS` times), said with a `ReplyCut`: only
     the whole reply is journaled, what arrived of a cut one is dropped."""
-    for restart in itertools.count():
-        arrived = 0  # the events of this attempt that reached the reply
-        model = deps.model.name
-
-        async def shown(stream: AsyncIterator[ModelEvent]) -> AsyncIterator[ModelEvent]:
-            nonlocal arrived, model
-            async for event in stream:
-                if isinstance(event, TextDelta):
-                    await deps.events.emit(TextStreamed(agent=agent, text=event.text))
-                elif isinstance(event, Waiting):
-                    await deps.events.emit(_waiting(agent, event))
-                    continue
-                elif isinstance(event, ModelChosen):
-                    model = event.model
-                    if event.instead_of:
-                        await deps.events.emit(_switched(agent, event))
-                    continue
-                arrived += 1
-                yield event
-
+    restart = 0
+    while True:
+        attempt = _Attempt(agent, deps.events, deps.model.name)
         try:
             async with deps.model.stream(request) as stream:
-                return await collect(shown(stream)), model
+                return await collect(attempt.shown(stream)), attempt.model
         except ModelError as exc:
-            if not exc.retryable or not arrived or restart >= RESTARTS:
+            if not exc.retryable or not attempt.arrived or restart >= RESTARTS:
                 raise
             message = f"{agent}'s reply was cut ({exc}): asking for it again"
             await deps.events.emit(ReplyCut(agent=agent, message=message, error=str(exc)))
-    raise AssertionError("unreachable")
+        restart += 1
+
+
+class _Attempt:
+    """One attempt at a reply: its events shown as they stream, how many reached the
+    reply, and the model that answers. (A small object, not a closure over four cells:
+    a thousand subagents' calls may be in flight at once.)"""
+
+    __slots__ = ("agent", "arrived", "events", "model")
+
+    def __init__(self, agent: str, events: EventSink, model: str) -> None:
+        self.agent = agent
+        self.events = events
+        self.model = model  # as asked, until a fallback chain says which member answers
+        self.arrived = 0  # the events of this attempt that reached the reply
+
+    async def shown(self, stream: AsyncIterator[ModelEvent]) -> AsyncIterator[ModelEvent]:
+        agent = self.agent
+        async for event in stream:
+            if isinstance(event, TextDelta):
+                await self.events.emit(TextStreamed(agent=agent, text=event.text))
+            elif isinstance(event, Waiting):
+                await self.events.emit(_waiting(agent, event))
+                continue
+            elif isinstance(event, ModelChosen):
+                self.model = event.model
+                if event.instead_of:
+                    await self.events.emit(_switched(agent, event))
+                continue
+            self.arrived += 1
+            yield event
 
 
 def _switched(agent: str, event: ModelChosen) -> ModelSwitched:
