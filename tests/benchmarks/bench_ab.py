@@ -7,8 +7,9 @@ one run: A B A B, so that both see the same machine at the same moments.
 Each sample runs a tree's own benchmark code (its `tests/benchmarks/`) in a fresh
 interpreter with the tree first on `sys.path`:
 
-- **W1**: `bench_team.w1(1)`, the main agent and 8 subagents of 20 rounds on a real
-  session (`batch` journal): ms per model round, wall.
+- **W1**: `bench_team.w1(1)` (`--w1-runs N`: `w1(N)`, the median of N), the main agent
+  and 8 subagents of 20 rounds on a real session (`batch` journal): ms per model round,
+  wall.
 - **W3**: `bench_team.py --w3-child memory 1000`: 1,000 concurrent subagents of 5
   rounds, no journal: wall seconds and peak RSS.
 - **load/floor**: `bench_load.py --messages 100000 --runs 1`: loading a session of
@@ -55,7 +56,7 @@ def run(tree: Path, code: str, *args: str) -> str:
 
 
 def w1(tree: Path, sizes: argparse.Namespace) -> dict[str, float]:
-    out = run(tree, "from tests.benchmarks import bench_team; bench_team.w1(1)")
+    out = run(tree, f"from tests.benchmarks import bench_team; bench_team.w1({sizes.w1_runs})")
     line = next(x for x in out.splitlines() if x.startswith("W1  batch") and "subagents" in x)
     figure = re.search(r"([\d.]+) ms/round wall", line)
     assert figure is not None, out
@@ -161,6 +162,13 @@ def main() -> None:
     parser.add_argument("--after", type=Path, default=ROOT)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--only", choices=NAMES, action="append")
+    parser.add_argument(
+        "--w1-runs",
+        type=int,
+        default=1,
+        help="W1's team runs in each sample, the median taken (1: a collector's full pass "
+        "that falls in the one run is all of that sample's; more: it is one run's of those)",
+    )
     parser.add_argument("--w3", type=int, default=1000, help="W3's subagents (1000)")
     parser.add_argument("--messages", type=int, default=100_000, help="load's (100000)")
     parser.add_argument("--rounds", type=int, default=1000, help="rounds' and warm's (1000)")
