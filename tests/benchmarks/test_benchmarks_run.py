@@ -35,8 +35,10 @@ RUNS: tuple[tuple[tuple[str, ...], str], ...] = (
             "load",
             "--only",
             "rounds",
+            "--only",
+            "warm",
         ),
-        "rounds ms/round",
+        "warm CPU ms/round",
     ),
     ((f"{HERE}/bench_call.py", "--runs", "1"), "session files of one durable run"),
     (
