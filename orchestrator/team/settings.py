@@ -142,7 +142,7 @@ class RunSettings:
 
     def window(self, role: str) -> Window | None:
         """The context window of `role`'s model, when known."""
-        model = self.model if self.models is None else self.models(role)  # (model_for)
+        model = self.model if self.models is None else self.models(role)  # (model_for, inline)
         return claimed_window(model) if self.windows is None else self.windows(model)
 
     def approver(self, ref_of: RefOf | None = None) -> Callable[[str, str], Approver]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable, Sequence
-from types import TracebackType
 from typing import Any
 
 import trio
@@ -39,6 +38,7 @@ from orchestrator.team.plan_host import Planning
 from orchestrator.team.port import SessionLike
 from orchestrator.team.queries import BUILDER, MAIN, PLANNER, is_planner
 from orchestrator.team.settings import RunSettings, Seat
+from orchestrator.team.slots import SlottedModel
 from orchestrator.team.writes import Writes
 from orchestrator.tools.base import AnyTool, ToolContext, ToolRegistry
 from orchestrator.tools.coordination import (
@@ -345,7 +345,7 @@ class ModelCalls:
     def __init__(self, run: RunSettings, slots: int, fallbacks: Fallbacks | None = None) -> None:
         self._run = run
         self._slots = trio.Semaphore(slots)
-        self._limited: dict[str, _Limited] = {}  # one per role, not one per agent or call
+        self._limited: dict[str, SlottedModel] = {}  # one per role, not one per agent or call
         self._fallbacks = fallbacks
 
     def model(self, role: str) -> Model:
@@ -357,62 +357,13 @@ class ModelCalls:
                 made.model is not model for made in self._limited.values()
             ):
                 self._restore(model)
-            limited = self._limited[role] = _Limited(model, self._slots)
+            limited = self._limited[role] = SlottedModel(model, self._slots)
         return limited
 
     def _restore(self, chain: Fallback) -> None:
         at = None if self._fallbacks is None else self._fallbacks.chains.get(chain.spec)
         if at is not None:
             chain.restore(at.model, at.at)
-
-
-class _Limited:
-    """A model whose calls take one of the session's model-call slots."""
-
-    def __init__(self, model: Model, slots: trio.Semaphore) -> None:
-        self.model = model
-        self._slots = slots
-
-    @property
-    def name(self) -> str:
-        return self.model.name
-
-    def stream(self, request: Any) -> _Slotted:
-        return _Slotted(self._slots, self.model, request)
-
-
-class _Slotted:
-    """A model's stream, opened once a model-call slot is taken, the slot given back
-    when it closes. (A class, not a generator's context manager: one opens every
-    round.)"""
-
-    __slots__ = ("_model", "_request", "_slots", "_stream")
-
-    def __init__(self, slots: trio.Semaphore, model: Model, request: Any) -> None:
-        self._slots = slots
-        self._model = model
-        self._request = request
-        self._stream: Any = None
-
-    async def __aenter__(self) -> Any:
-        await self._slots.acquire()
-        try:
-            self._stream = self._model.stream(self._request)
-            return await self._stream.__aenter__()
-        except BaseException:
-            self._slots.release()
-            raise
-
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> bool | None:
-        try:
-            return await self._stream.__aexit__(kind, error, traceback)  # type: ignore[no-any-return]
-        finally:
-            self._slots.release()
 
 
 class _Plain(ToolRegistry):
