@@ -176,8 +176,11 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     """`argv` parsed by a grammar built for its command alone: which command it is comes
     from a grammar that builds no command's options (and answers `--help`, `--version`
     and a missing or unknown command just as the whole grammar would)."""
-    command = build_parser(only="").parse_known_args(argv)[0].command
-    return build_parser(only=command).parse_args(argv)
+    chosen, rest = build_parser(only="").parse_known_args(argv)
+    command = chosen.command
+    # `sessions` has no options of its own: the word after it, if any, is its action.
+    action = rest[0] if command == "sessions" and rest and not rest[0].startswith("-") else ""
+    return build_parser(only=command, action=action).parse_args(argv)
 
 
 def _note(text: str) -> None:

@@ -97,6 +97,8 @@ class Commands(_SubParsers):
     @classmethod
     def add_to(cls, parser: argparse.ArgumentParser, only: str | None, **kwargs: Any) -> Commands:
         commands = parser.add_subparsers(action=cls, **kwargs)
+        if isinstance(commands, _Unbuilt):  # (the actions of a command not built)
+            return cast(Commands, commands)
         assert isinstance(commands, Commands)
         commands._only = only
         return commands

@@ -86,8 +86,9 @@ def _add_plan_parsers(commands: Any) -> None:
     workspace_options(execute)
 
 
-def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    """The grammar; with `only`, of that command's options alone (see `Commands`)."""
+def build_parser(only: str | None = None, action: str | None = None) -> argparse.ArgumentParser:
+    """The grammar; with `only`, of that command's options alone (see `Commands`), and
+    with `action`, of that `sessions` action's alone."""
     parser = argparse.ArgumentParser(
         prog="orchestrator",
         description=DESCRIPTION,
@@ -220,7 +221,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     sessions_option(demo)
 
-    add_sessions_parser(commands)
+    add_sessions_parser(commands, action)
     add_models_parser(commands)
     _add_config_parser(commands)
     add_worker_parser(commands)

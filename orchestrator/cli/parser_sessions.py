@@ -6,16 +6,19 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from orchestrator.cli.options import config_option, count, sessions_option
+from orchestrator.cli.options import Commands, config_option, count, sessions_option
 
 
-def add_sessions_parser(commands: Any) -> None:
+def add_sessions_parser(commands: Any, only: str | None = None) -> None:
+    """`sessions` and its actions; with `only`, that action's options alone (`Commands`:
+    the others have their names and help, all that `sessions --help` and a wrong action
+    show)."""
     sessions = commands.add_parser(
         "sessions",
         help="list, show, watch, compact, verify or repair sessions; fork or rewind one",
         description="Look at the sessions under the sessions root.",
     )
-    actions = sessions.add_subparsers(dest="action", metavar="ACTION")
+    actions = Commands.add_to(sessions, only, dest="action", metavar="ACTION")
     actions.required = True
     listing = actions.add_parser(
         "list",

@@ -32,9 +32,17 @@ def _answer(
     return given, out.getvalue(), err.getvalue()
 
 
+def _choices(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    [chosen] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return dict(chosen.choices)
+
+
 def _commands() -> list[str]:
-    [commands] = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
-    return list(commands.choices)
+    return list(_choices(build_parser()))
+
+
+def _sessions_actions() -> list[str]:
+    return list(_choices(_choices(build_parser())["sessions"]))
 
 
 COMMAND_LINES = [
@@ -53,6 +61,13 @@ COMMAND_LINES = [
     ["--sess", "/tmp/s", "sessions", "show", "20260101T000000-abcdef"],
     ["sessions", "nonsense"],
     ["sessions"],
+    ["sessions", "--help"],
+    ["sessions", "-h", "show"],
+    ["sessions", "--sessions-dir", "/tmp/s", "show", "x"],
+    ["sessions", "show", "x", "--events", "3", "--json", "--sessions-dir", "/tmp/s"],
+    ["sessions", "show", "x", "--bogus"],
+    ["sessions", "show", "--last", "--transcript", "--full"],
+    ["sessions", "fork", "x", "--at", "12"],
     ["demo", "--no-crash", "--json"],
     ["chat", "--last"],
     ["config", "show"],
@@ -66,7 +81,9 @@ COMMAND_LINES = [
     "argv",
     COMMAND_LINES
     + [[command, "--help"] for command in _commands()]
-    + [[command] for command in _commands()],
+    + [[command] for command in _commands()]
+    + [["sessions", action, "--help"] for action in _sessions_actions()]
+    + [["sessions", action] for action in _sessions_actions()],
     ids=repr,
 )
 def test_a_command_line_is_parsed_as_the_whole_grammar_parses_it(argv: list[str]) -> None:
@@ -85,3 +102,15 @@ def test_only_the_chosen_command_is_built() -> None:
 
     assert options(build_parser(only="")) == 0
     assert 0 < options(build_parser(only="demo")) < options(build_parser()) / 5
+
+
+def test_only_the_chosen_sessions_action_is_built() -> None:
+    def options(parser: argparse.ArgumentParser) -> int:
+        actions = _choices(_choices(parser)["sessions"])
+        return sum(
+            len(p._actions) for p in actions.values() if isinstance(p, argparse.ArgumentParser)
+        )
+
+    assert options(build_parser(only="sessions", action="")) == 0
+    whole = options(build_parser(only="sessions"))
+    assert 0 < options(build_parser(only="sessions", action="show")) < whole / 4
