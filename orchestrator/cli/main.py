@@ -173,9 +173,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
-    """`argv` parsed by a grammar built for its command alone: which command it is comes
-    from a grammar that builds no command's options (and answers `--help`, `--version`
-    and a missing or unknown command just as the whole grammar would)."""
+    """`argv` parsed by a grammar built for its command alone (and for a `sessions`
+    command line, its action alone): which command it is comes from a grammar that
+    builds no command's options (and answers `--help`, `--version` and a missing or
+    unknown command just as the whole grammar would)."""
     chosen, rest = build_parser(only="").parse_known_args(argv)
     command = chosen.command
     # `sessions` has no options of its own: the word after it, if any, is its action.
