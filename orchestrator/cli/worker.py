@@ -28,7 +28,7 @@ from orchestrator.config import Config
 from orchestrator.engine.choice import require_dbos
 from orchestrator.errors import ConfigError, bare
 from orchestrator.mcp import open_servers
-from orchestrator.stamps import settled, stamp_of
+from orchestrator.stamps import ByStamps
 from orchestrator.state.events import Event, ToolCallStarted
 from orchestrator.state.fold import SessionState
 from orchestrator.state.tasks import TaskChanged
@@ -304,24 +304,22 @@ class ProjectHooks:
 
 
 class ByStat(Generic[T]):
-    """Values made from files (in a thread), made again only when one of the files' stat
-    changed, or when one changed lately (not `settled`: its next change may not show in
-    its stat)."""
+    """Values made from files in a thread (`stamps.ByStamps`: made again only when one of
+    the files' stat changed, or changed lately)."""
 
     def __init__(self) -> None:
-        self._seen: dict[Path, tuple[tuple[tuple[int, ...], ...], T]] = {}
-        self.reads = 0  # how many times a value was made
+        self._kept: ByStamps[Path, T] = ByStamps()
+
+    @property
+    def reads(self) -> int:
+        """How many times a value was made."""
+        return self._kept.made
 
     async def get(self, key: Path, paths: Sequence[Path], make: Callable[[], T]) -> T:
-        stamps = tuple(stamp_of(path) for path in paths)  # (stats: on trio's thread)
-        seen = self._seen.get(key)
-        if seen is not None and seen[0] == stamps:
-            return seen[1]
-        value = await trio.to_thread.run_sync(make)
-        self.reads += 1
-        if settled(stamps):
-            self._seen[key] = (stamps, value)
-        return value
+        stamps, value = self._kept.look(key, paths)  # (stats: on trio's thread)
+        if value is not None:
+            return value
+        return self._kept.keep(key, stamps, await trio.to_thread.run_sync(make))
 
 
 def _has_hooks(path: Path) -> bool:

@@ -31,7 +31,7 @@ from orchestrator.models.base import (
     ToolCallReady,
     UsageReported,
 )
-from orchestrator.stamps import settled, stamp_of
+from orchestrator.stamps import ByStamps
 
 
 class ScriptedCall(BaseModel):
@@ -86,8 +86,7 @@ class Script(BaseModel):
 Responder = Callable[[ModelRequest], "ScriptedReply | Awaitable[ScriptedReply]"]
 
 
-_parsed: dict[str, tuple[tuple[int, ...], Script]] = {}  # by absolute path: its stat, its script
-PARSED_MAX = 32  # files whose script is kept
+_parsed: ByStamps[str, Script] = ByStamps(most=32)  # by absolute path
 
 
 def load_script(path: Path) -> Script:
@@ -95,16 +94,8 @@ def load_script(path: Path) -> Script:
     read before is parsed again only when its stat changed (a worker makes a model of
     the same script for every task); one changed lately is not kept (`settled`)."""
     key = os.path.abspath(path)
-    stamp = stamp_of(key)
-    found = _parsed.get(key)
-    if found is not None and stamp and found[0] == stamp:
-        return found[1]
-    script = _load_script(path)
-    if stamp and settled([stamp]):
-        if len(_parsed) >= PARSED_MAX:
-            _parsed.pop(next(iter(_parsed)))
-        _parsed[key] = (stamp, script)
-    return script
+    stamps, script = _parsed.look(key, [key])
+    return script if script is not None else _parsed.keep(key, stamps, _load_script(path))
 
 
 def _load_script(path: Path) -> Script:

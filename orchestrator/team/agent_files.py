@@ -24,7 +24,7 @@ import orjson
 from pydantic import ValidationError
 
 from orchestrator.errors import ConfigError
-from orchestrator.stamps import settled, stamp_of
+from orchestrator.stamps import ByStamps
 from orchestrator.team.definitions import _RESUME_RANK, BUILTIN, AgentDefinition, Definitions
 from orchestrator.team.trust import TRUST_FILE, TrustStore, fingerprint
 from orchestrator.tools.permissions import parse_rules
@@ -166,14 +166,10 @@ def _problem(err: Any, file: _File) -> str:
 
 # --- read once, again when changed ------------------------------------------------------
 
-Stamp = tuple[tuple[str, tuple[int, ...]], ...]
 
-
-def stamp(project_dir: Path | None, user_dir: Path | None) -> Stamp:
-    """What `load_definitions` reads from disk, as each file's path and `stamp_of` (its
-    device, inode, size and times; () when missing), and the same of the directories
-    holding them: the same stamp, the same definitions. The directories' own
-    times change when a file comes or goes."""
+def definition_files(project_dir: Path | None, user_dir: Path | None) -> list[Path]:
+    """What `load_definitions` reads from disk: each agent file, the directories holding
+    them (their times change when a file comes or goes) and the trusted projects' file."""
     dirs = [user_dir / "agents"] if user_dir is not None else []
     if project_dir is not None:
         dirs.append(project_dir / ".orchestrator" / "agents")
@@ -181,43 +177,37 @@ def stamp(project_dir: Path | None, user_dir: Path | None) -> Stamp:
     for directory in dirs:
         if directory.is_dir():
             paths.extend(sorted(directory.glob("*.toml")))
-    return tuple((str(path), stamp_of(path)) for path in paths)
+    return paths
 
 
 class DefinitionsCache:
     """The agent types of each project, loaded by `load` once and again only when a file
-    they are read from changed (`stamp`), or changed so recently that its stat may not
-    show the next change (`stamps.settled`): what a worker's tasks of one workspace share.
-    Blocking (it reads the disk): from trio, call `get` in a thread (`known` needs none)."""
+    they are read from changed (`definition_files`, `stamps.ByStamps`), or changed so
+    recently that its stat may not show the next change: what a worker's tasks of one
+    workspace share. Blocking (it reads the disk): from trio, call `get` in a thread
+    (`known` needs none)."""
 
     def __init__(self, load: Callable[[Path], Definitions], user_dir: Path | None) -> None:
         self._load = load
         self._user_dir = user_dir
-        self._found: dict[Path, tuple[Stamp, Definitions]] = {}
-        self.loads = 0  # how many times `load` ran
+        self._found: ByStamps[Path, Definitions] = ByStamps()
+
+    @property
+    def loads(self) -> int:
+        """How many times `load` ran."""
+        return self._found.made
 
     def known(self, project_dir: Path) -> Definitions | None:
         """What `get` gives while none of the files changed since its last load, else
         None. It only looks at the files' stat (cheap enough for trio's thread)."""
-        found = self._found.get(project_dir)
-        if found is not None and found[0] == stamp(project_dir, self._user_dir):
-            return found[1]
-        return None
+        return self._found.look(project_dir, definition_files(project_dir, self._user_dir))[1]
 
     def get(self, project_dir: Path) -> Definitions:
-        now = stamp(project_dir, self._user_dir)  # before the load: a change during it reloads
-        found = self._found.get(project_dir)
-        if found is not None and found[0] == now:
-            return found[1]
-        definitions = self._load(project_dir)
-        self.loads += 1
-        # Kept only once its files are settled: one changed within the clock's tick may
-        # change again with the same stat (stamps.py), and must be read again then.
-        if settled(found for _, found in now):
-            self._found[project_dir] = (now, definitions)
-        else:
-            self._found.pop(project_dir, None)
-        return definitions
+        files = definition_files(project_dir, self._user_dir)
+        stamps, found = self._found.look(project_dir, files)
+        if found is not None:
+            return found
+        return self._found.keep(project_dir, stamps, self._load(project_dir))
 
 
 # --- project trust ----------------------------------------------------------------------
