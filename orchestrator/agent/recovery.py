@@ -181,8 +181,6 @@ async def recovered(
     """The `reply` to `request` (`ask`ed of `model`), recovered when its output limit cut
     it: continued, or asked for again with a larger limit, at most `RECOVERIES` times,
     each said with a `ReplyAtLimit`; the pieces joined into one reply."""
-    if not at_output_limit(reply.stop_reason):
-        return reply  # (what next_step says of every reply the limit did not cut)
     first = current = request
     pieces: list[AssistantMessage] = []  # continued text, before `reply`
     dropped: Usage | None = None  # the attempts asked for again with a larger limit
