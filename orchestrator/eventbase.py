@@ -2,8 +2,6 @@
 (`events.py` for the conversation, `tasks.py`, `mailbox.py`), so each concept can own its
 records while `events.py` gathers them into the unions."""
 
-from __future__ import annotations
-
 from typing import Any, ClassVar
 
 import msgspec

@@ -11,8 +11,6 @@ built by our own code without validation (their types are checked by mypy), and 
 whenever they are read from JSON.
 """
 
-from __future__ import annotations
-
 from collections.abc import Iterator, Sequence
 from itertools import islice
 from typing import Any, Literal, overload
@@ -65,7 +63,7 @@ class Usage(Value, frozen=True):
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
 
-    def __add__(self, other: Usage) -> Usage:
+    def __add__(self, other: "Usage") -> "Usage":
         return Usage(  # by position: a resume adds one for every model call
             self.input_tokens + other.input_tokens,
             self.output_tokens + other.output_tokens,
@@ -207,7 +205,7 @@ class MessageView(Sequence[Message]):
         self._marks = marks
 
     @classmethod
-    def of(cls, messages: Sequence[Message]) -> MessageView:
+    def of(cls, messages: Sequence[Message]) -> "MessageView":
         """A view of any messages (a copy unless they are a view already)."""
         if isinstance(messages, MessageView):
             return messages

@@ -13,8 +13,6 @@ verification, what the agent reported blocking it. So a resumed session assesses
 as the uninterrupted one would.
 """
 
-from __future__ import annotations
-
 from collections.abc import Sequence
 from typing import Literal
 

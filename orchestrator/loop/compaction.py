@@ -20,8 +20,6 @@ pruning in `pruning.py`, the anchors in `anchors.py`. No clock, no I/O: a resume
 as the uninterrupted one would.
 """
 
-from __future__ import annotations
-
 from typing import ClassVar, Literal
 
 import msgspec
@@ -58,7 +56,7 @@ class Window(msgspec.Struct, frozen=True):
         return max(self.context - self.output - MARGIN_TOKENS, 0)
 
     @classmethod
-    def from_error(cls, message: str, request_tokens: int, output: int = 0) -> Window:
+    def from_error(cls, message: str, request_tokens: int, output: int = 0) -> "Window":
         """What a context-too-long error's message says of the window: the limit it
         states ("maximum context length is 8192 tokens", "prompt is too long: 210000
         tokens > 200000 maximum"), else the size of the request that failed (as the
@@ -67,7 +65,7 @@ class Window(msgspec.Struct, frozen=True):
         return cls.from_failure(limit, request_tokens if requested is None else requested, output)
 
     @classmethod
-    def from_failure(cls, limit: int | None, requested: int, output: int = 0) -> Window:
+    def from_failure(cls, limit: int | None, requested: int, output: int = 0) -> "Window":
         """The window a context-too-long error tells: the `limit` the provider stated
         (`ContextTooLong.limit`), else `requested`, the size of the request that failed
         (`ContextTooLong.requested`, else the runtime's own count), an upper bound."""
@@ -121,12 +119,12 @@ class Count(msgspec.Struct, frozen=True):
         """The provider's count, and the estimate of what was added since."""
         return self.reported + round(self.chars_since / self.chars_per_token)
 
-    def reported_now(self, tokens: int, chars: int) -> Count:
+    def reported_now(self, tokens: int, chars: int) -> "Count":
         """A provider's count for the whole context (`chars` characters): the estimate
         starts again from it."""
         return Count(tokens, chars, 0)
 
-    def added(self, chars: int) -> Count:
+    def added(self, chars: int) -> "Count":
         return msgspec.structs.replace(self, chars_since=self.chars_since + chars)
 
     def share_of(self, window: Window) -> float:
@@ -143,7 +141,7 @@ class Breaker(msgspec.Struct, frozen=True):
 
     def after(
         self, *, before: int, after: int | None, at_round: int, min_freed: float = MIN_FREED
-    ) -> Breaker:
+    ) -> "Breaker":
         """The breaker once a compaction at `at_round` took the context from `before`
         tokens to `after` (None: it failed)."""
         freed = after is not None and before > 0 and (before - after) / before >= min_freed

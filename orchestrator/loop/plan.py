@@ -14,8 +14,6 @@ Not here yet (issue 22 goes on): approval, the planner and builder roles, and th
 enforcing dependencies.
 """
 
-from __future__ import annotations
-
 import re
 from collections.abc import Iterable, Sequence
 from typing import Literal

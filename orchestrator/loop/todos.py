@@ -10,8 +10,6 @@ view of it for people and tools; resume never reads it.
 fold. What a tool asks of the list is checked in todo_changes.py.
 """
 
-from __future__ import annotations
-
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -82,7 +80,7 @@ class TodoList:
     @classmethod
     def of(
         cls, goal: str, items: Iterable[TodoItem], *, changed_seq: int, refs: Iterable[str]
-    ) -> TodoList:
+    ) -> "TodoList":
         """A list as a snapshot keeps it (`blocks` derived again)."""
         todos = cls(goal=goal, items={item.id: item for item in items}, changed_seq=changed_seq)
         todos.blocks = _reverse(todos.items.values())

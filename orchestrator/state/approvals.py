@@ -13,8 +13,6 @@ A parked call's id is `<agent>:<ref>` (`main:12.0`): stable, unique in the sessi
 key of `resume(..., approvals=...)` and of `resume --approve-call`.
 """
 
-from __future__ import annotations
-
 from collections.abc import Callable
 from typing import Any
 

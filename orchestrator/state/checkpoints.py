@@ -13,8 +13,6 @@
 where the session was forked from.
 """
 
-from __future__ import annotations
-
 from collections.abc import Callable
 from typing import Any, Literal
 

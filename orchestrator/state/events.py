@@ -8,8 +8,6 @@ streamed text) are only for people watching. Later subsystems (mailbox, tasks, t
 their own events and records to these unions.
 """
 
-from __future__ import annotations
-
 import functools
 from collections.abc import Sequence
 from typing import Any, ClassVar, Literal, Protocol
@@ -88,7 +86,7 @@ class ToolCallStarted(_Event, frozen=True, tag="tool_call_started"):
     read_only: bool
     idempotent: bool
 
-    def record(self) -> Record | None:
+    def record(self) -> "Record | None":
         # Only a side effect that must not be repeated needs its start on disk: every
         # other call is simply run again after a crash.
         return None if self.idempotent else EffectStarted(agent=self.agent, ref=self.ref)
@@ -100,7 +98,7 @@ class ToolCallFinished(_Event, frozen=True, tag="tool_call_finished"):
     result: ToolResult
     delivers: tuple[str, ...] = ()  # mailbox messages this result hands over (wait_tasks)
 
-    def record(self) -> Record | None:
+    def record(self) -> "Record | None":
         return CallResult(
             agent=self.agent,
             ref=self.ref,

@@ -8,8 +8,6 @@ serve several roles (a library run gives every role one model), and a resume mak
 same chain of the same spec.
 """
 
-from __future__ import annotations
-
 from collections.abc import Callable
 from typing import Any
 

@@ -18,8 +18,6 @@ ends those of its ref, a compaction those of its agent's anchors), and how many 
 a row a `stop` hook sent each agent back since its owner last spoke (the bound).
 """
 
-from __future__ import annotations
-
 from collections.abc import Callable
 from typing import Any, Literal
 

@@ -20,8 +20,6 @@ result). The journal keeps every message; `MailHistory` folds them all back for 
 (`sessions show`) and tests.
 """
 
-from __future__ import annotations
-
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -121,7 +119,7 @@ class Mail(msgspec.Struct, kw_only=True):
         return self.delivered_seq is not None
 
     @classmethod
-    def of(cls, seq: int, record: MessagePosted) -> Mail:
+    def of(cls, seq: int, record: MessagePosted) -> "Mail":
         """The message a `message_posted` record at `seq` posts."""
         return cls(
             message_id=record.id,
@@ -242,7 +240,7 @@ class Mailbox:
         )
 
     @classmethod
-    def load(cls, summary: MailboxSummary) -> Mailbox:
+    def load(cls, summary: MailboxSummary) -> "Mailbox":
         box = cls(posted_ids=PostedIds(summary.posted_upto, set(summary.posted_above)))
         open_calls = set(summary.open_calls)
         for item in summary.live:

@@ -2,8 +2,6 @@
 stands, for listing sessions without reading their journals. Light to import on purpose:
 `sessions list` needs nothing more."""
 
-from __future__ import annotations
-
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal

@@ -26,8 +26,6 @@ Two records:
   `model` answered it; its `usage` counts to the agent and the session.
 """
 
-from __future__ import annotations
-
 from collections.abc import Callable, Mapping
 from typing import Any
 

@@ -11,8 +11,6 @@ version too, decided like the first; tasks of the old version that it keeps go o
 people and tools (written atomically); resume never reads them.
 """
 
-from __future__ import annotations
-
 from collections.abc import Callable
 from typing import Any, Literal
 

@@ -5,8 +5,6 @@ config, the demo, a library caller). They are one journal record at the session'
 is journaled too: a session killed at any instant goes on with the settings it started
 with, whichever command or program continues it."""
 
-from __future__ import annotations
-
 from typing import Literal
 
 import msgspec
@@ -87,7 +85,7 @@ class SessionSettings(
     approve: Literal["", "seen", "all"] = ""
     approve_through: int = 0
 
-    def but(self, **changes: object) -> SessionSettings:
+    def but(self, **changes: object) -> "SessionSettings":
         """These settings with `changes` (field names) instead."""
         return msgspec.structs.replace(self, **changes)
 

@@ -3,8 +3,6 @@ contexts (state/fold.py makes it and loads it: `SessionState.snapshot_json`,
 `SessionState.from_snapshot`). Its types and its bytes, written and read by msgspec
 alone; its layout is `SNAPSHOT_LAYOUT` (docs/session-format.md)."""
 
-from __future__ import annotations
-
 import functools
 from typing import Literal
 
@@ -58,7 +56,7 @@ class TodosSummary(msgspec.Struct, kw_only=True):
     refs: list[str] = msgspec.field(default_factory=list)
 
     @classmethod
-    def of(cls, todos: TodoList) -> TodosSummary:
+    def of(cls, todos: TodoList) -> "TodosSummary":
         return cls(
             goal=todos.goal,
             items=list(todos.items.values()),

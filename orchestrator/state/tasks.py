@@ -16,8 +16,6 @@ agent whose call started it, with its output in a file of the session, and no co
 its own. It is never counted for the live-subagent limit or for write-scope conflicts.
 """
 
-from __future__ import annotations
-
 import copy
 import os
 import time
@@ -100,7 +98,7 @@ class RanOn(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=Fa
     worker: str = ""
 
     @classmethod
-    def here(cls, worker: str = "") -> RanOn:
+    def here(cls, worker: str = "") -> "RanOn":
         """This process, as the engine's `worker` (if any)."""
         import socket  # here, not above: reading a session (show) never needs it
 
@@ -354,7 +352,7 @@ class Registry:
         return [msgspec.to_builtins(t) for t in self.tasks.values()]
 
     @classmethod
-    def load(cls, records: Iterable[TaskRecord]) -> Registry:
+    def load(cls, records: Iterable[TaskRecord]) -> "Registry":
         registry = cls()
         for record in records:
             registry.add(copy.deepcopy(record))

@@ -18,7 +18,6 @@ from orchestrator.errors import InvalidSessionId
 SESSION_ID_LENGTH = 22
 _FORM = "YYYYMMDDTHHMMSS-xxxxxx (UTC time, 6 lower-case hex digits)"
 _PATTERN = re.compile(r"[0-9]{8}T[0-9]{6}-[0-9a-f]{6}")
-_TIME_FORMAT = "%Y%m%dT%H%M%S"
 
 
 def new_session_id(now: datetime, *, rand: Callable[[int], int] | None = None) -> str:
@@ -55,7 +54,7 @@ def validate_session_id(value: str) -> str:
         shown = repr(value) if len(value) <= 80 else repr(value[:80]) + "..."
         raise InvalidSessionId(f"{shown} is not a session id: ours read {_FORM}", value=value)
     try:
-        datetime.strptime(value[:15], _TIME_FORMAT)
+        _time(value)
     except ValueError:
         raise InvalidSessionId(
             f"{value!r} is not a session id: no such time", value=value
@@ -65,8 +64,22 @@ def validate_session_id(value: str) -> str:
 
 def session_id_time(session_id: str) -> datetime:
     """When the session with this id was created (UTC, to the second)."""
-    stamp = validate_session_id(session_id)[:15]
-    return datetime.strptime(stamp, _TIME_FORMAT).replace(tzinfo=UTC)
+    return _time(validate_session_id(session_id))
+
+
+def _time(value: str) -> datetime:
+    # The id's digits as a UTC time, or ValueError for one that never was (month 13, the
+    # 30th of February). What `strptime("%Y%m%dT%H%M%S")` checks for digits already
+    # matched, without its module: its import and locale tables were a tenth of `show`.
+    return datetime(
+        int(value[0:4]),
+        int(value[4:6]),
+        int(value[6:8]),
+        int(value[9:11]),
+        int(value[11:13]),
+        int(value[13:15]),
+        tzinfo=UTC,
+    )
 
 
 def session_dir(root: Path, session_id: str) -> Path:

@@ -58,6 +58,9 @@ def test_ids_sort_by_creation_time() -> None:
         "２0261123T025310-7f3a9c",  # a full-width digit
         "20261399T025310-7f3a9c",  # no such date
         "20261123T256010-7f3a9c",  # no such time
+        "20270229T025310-7f3a9c",  # no 29th of February in 2027
+        "20261123T025360-7f3a9c",  # no 60th second
+        "00001123T025310-7f3a9c",  # no year 0
         "2026112T025310-7f3a9c0",
         "x" * 10_000,
     ],
