@@ -141,7 +141,12 @@ class Store:
     ) -> None:
         """Add records (seq, line) to `task`'s journal in one transaction; `Fenced` when
         one of those seqs is taken (another process works the task). `run`: recorded in
-        the same transaction (a new task's first run, with its seed)."""
+        the same transaction (a new task's first run, with its seed).
+
+        Seqs taken by exactly these lines are this write made already, not another's: a
+        batch of several tasks' appends (`append_all`) whose caller was cancelled while
+        its abandoned thread still committed, each of the others then writing its own
+        (engine/together.py). Its run went in the same transaction."""
         rows = list(lines)
         if not rows:
             return
@@ -151,6 +156,8 @@ class Store:
                     db.execute(_ADD_RUN, _row_of(run))
                 add_records(db, [(task, rows)])
         except IntegrityError as exc:
+            if self.records(task, after=rows[0][0] - 1)[: len(rows)] == rows:
+                return
             raise Fenced(f"task {task}: record {rows[0][0]} was written by another") from exc
 
     def append_all(self, journals: Sequence[tuple[str, Lines]], runs: Sequence[Run] = ()) -> None:

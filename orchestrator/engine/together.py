@@ -13,7 +13,9 @@ alone.
 
 The call runs in its caller's task, so a caller shielded from cancellation (a task's
 session writing its last records as the worker stops) never waits on a writer that was
-cancelled; a caller cancelled before its part was taken leaves it out.
+cancelled; a caller cancelled before its part was taken leaves it out. A writer cancelled
+while its thread writes leaves that thread to commit or not: the others each write their
+own then, and one that meets exactly its own records finds it made (`Store.append`).
 """
 
 from __future__ import annotations

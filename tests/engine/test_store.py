@@ -71,6 +71,9 @@ def test_a_task_s_records_are_appended_in_order_and_a_seq_taken_is_fenced(
     store.append(key, [(3, b"three\n")])
     with pytest.raises(Fenced, match="record 3 was written by another"):
         store.append(key, [(3, b"again\n"), (4, b"four\n")])
+    with pytest.raises(Fenced, match="record 3 was written by another"):
+        store.append(key, [(3, b"three\n"), (4, b"four\n")])  # (3 is, 4 is not)
+    store.append(key, [(2, b"\x00two\xff\n"), (3, b"three\n")])  # (exactly these: its own)
     assert store.records(key) == [(1, b'{"seq":1}\n'), (2, b"\x00two\xff\n"), (3, b"three\n")]
     assert store.records(key, after=2) == [(3, b"three\n")]
     assert store.session_tail(key.split("/")[0], {}) == {key: store.records(key)}

@@ -8,7 +8,8 @@ their runs. On a real `Store`, a SQLite file."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ pytest.importorskip("dbos")
 
 from orchestrator.engine import sqlite_url
 from orchestrator.engine.retry import Patience
+from orchestrator.engine.rows import Lines
 from orchestrator.engine.store import Fenced, Run, Store
 from orchestrator.engine.together import TaskCalls, Together
 
@@ -99,6 +101,59 @@ async def test_a_batch_cancelled_before_it_is_taken_is_not_written(
     assert store.records("s/a") == lines("s/a", 1)
     assert store.records("s/b") == []
     assert store.records("s/c") == lines("s/c", 1)
+
+
+async def test_a_batch_whose_caller_was_cancelled_may_commit_and_the_others_are_not_fenced(
+    tmp_path: Path,
+) -> None:
+    # The caller making a batch is cancelled while its thread writes: abandoned, the
+    # thread still commits. The batch's other caller then writes alone and meets its own
+    # records, which is its write made, not another process's (`Fenced`).
+    entered = trio.Event()
+    first, release, written = threading.Event(), threading.Event(), threading.Event()
+
+    class Held(Store):
+        def append_all(
+            self, journals: Sequence[tuple[str, Lines]], runs: Sequence[Run] = ()
+        ) -> None:
+            if "s/a" in dict(journals):
+                first.wait()
+                return super().append_all(journals, runs)
+            trio.from_thread.run_sync(entered.set)
+            release.wait()
+            super().append_all(journals, runs)
+            written.set()
+
+        def append(self, task: str, lines: Lines, *, run: Run | None = None) -> None:
+            written.wait()  # (the order the race can take: the batch's commit first)
+            super().append(task, lines, run=run)
+
+    store = Held(sqlite_url(tmp_path / "engine.sqlite"))
+    group = TaskCalls(store, Patience(_ignore))
+    leading = trio.CancelScope()
+
+    async def lead() -> None:
+        with leading:
+            await group.append("s/b", lines("s/b", 1))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(group.append, "s/a", lines("s/a", 1))
+        await trio.testing.wait_all_tasks_blocked()
+        nursery.start_soon(lead)
+        await trio.testing.wait_all_tasks_blocked()
+        nursery.start_soon(group.append, "s/c", lines("s/c", 1))
+        await trio.testing.wait_all_tasks_blocked()
+        first.set()
+        await entered.wait()  # (b makes the batch of b and c)
+        leading.cancel()
+        await trio.testing.wait_all_tasks_blocked()
+        release.set()
+    assert leading.cancelled_caught
+    assert group.appends.calls == 2
+    assert store.records_of(["s/a", "s/b", "s/c"]) == {
+        key: lines(key, 1) for key in ("s/a", "s/b", "s/c")
+    }
+    store.close()
 
 
 async def test_the_reads_that_come_in_while_one_is_made_are_made_in_one_query(
