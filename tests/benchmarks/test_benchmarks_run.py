@@ -62,7 +62,9 @@ RUNS: tuple[tuple[tuple[str, ...], str], ...] = (
         (f"{HERE}/bench_cache.py", "--rounds", "2", "--workers", "1", "--fan-out", "1"),
         "with caching",
     ),
-    ((f"{HERE}/bench_chaos.py", "--runs", "1"), "failing / clean"),
+    # (A tenth failing, not 30%: seed 1 still serves 4 faults and 2 switches of model,
+    # in 2 s of the backoff's real waits rather than 14.)
+    ((f"{HERE}/bench_chaos.py", "--runs", "1", "--share", "0.1"), "failing / clean"),
     (
         (f"{HERE}/bench_compaction.py", "retention", "--compactions", "1"),
         "100.0% of the planted facts",
