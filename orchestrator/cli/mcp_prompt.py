@@ -15,7 +15,7 @@ from typing import TextIO
 
 import trio
 
-from orchestrator.cli.prompt import Hold, no_hold
+from orchestrator.cli.prompt import Asking
 from orchestrator.mcp.elicit import ElicitAsker, Elicitation, Reply, content_of
 from orchestrator.mcp.pins import Changed, Confirm
 from orchestrator.text import block, label
@@ -23,36 +23,31 @@ from orchestrator.tools.permissions import Denied
 
 
 def terminal_asks(
-    hold: Hold = no_hold, read: Callable[[], str] | None = None
+    asking: Asking | None = None, read: Callable[[], str] | None = None
 ) -> tuple[ElicitAsker | None, Confirm | None]:
     """Who asks the person at the terminal a server's question, and whether to take a
-    changed tool: one at a time (agents' calls run at once); none without a terminal."""
-    lock = trio.Lock()
-    return terminal_asker(hold, read, lock=lock), terminal_confirm(hold, read, lock=lock)
+    changed tool: one question at a time with the terminal's others (`asking`; agents'
+    calls run at once); none without a terminal."""
+    one = asking or Asking()
+    return terminal_asker(one, read), terminal_confirm(one, read)
 
 
 def terminal_asker(
-    hold: Hold = no_hold,
+    asking: Asking | None = None,
     read: Callable[[], str] | None = None,
     out: TextIO | None = None,
-    *,
-    lock: trio.Lock | None = None,
 ) -> ElicitAsker | None:
     """Asks at the terminal (the answer is `read`'s, standard input's next line when
     None); None without a terminal."""
     if not sys.stdin.isatty():
         return None
     reader = read or sys.stdin.readline
-    one = lock or trio.Lock()
+    one = asking or Asking()
 
     async def ask(asked: Elicitation) -> Reply:
         where = out or sys.stderr
         who = "the main agent" if asked.agent == "main" else f"task {asked.agent}"
-        async with one:
-            return await _asked(asked, who, where)
-
-    async def _asked(asked: Elicitation, who: str, where: TextIO) -> Reply:
-        with hold(asked.agent, f"MCP server {asked.server}"):
+        async with one(asked.agent, f"MCP server {asked.server}"):
             while True:
                 where.write(
                     f"\n── MCP server {label(asked.server)} asks (during {label(who)}'s call "
@@ -87,11 +82,9 @@ def _form(asked: Elicitation) -> str:
 
 
 def terminal_confirm(
-    hold: Hold = no_hold,
+    asking: Asking | None = None,
     read: Callable[[], str] | None = None,
     out: TextIO | None = None,
-    *,
-    lock: trio.Lock | None = None,
 ) -> Confirm | None:
     """Asks at the terminal whether to take a changed tool's new definition for the
     session (`--yes` does not: it allows calls, not a server's new words); None without
@@ -99,20 +92,19 @@ def terminal_confirm(
     if not sys.stdin.isatty():
         return None
     reader = read or sys.stdin.readline
-    one = lock or trio.Lock()
+    one = asking or Asking()
 
     async def confirm(changed: Changed) -> bool:
         where = out or sys.stderr
-        async with one:
-            with hold(changed.agent, f"MCP server {changed.server}"):
-                where.write(
-                    f"\n── MCP server {label(changed.server)} changed its tool "
-                    f"{label(changed.tool)} since this session took it ──\n"
-                    + "\n".join(block(changed.what))
-                    + "\nTake the new definition for this session? [y]es, [n]o: "
-                )
-                where.flush()
-                line: str = await trio.to_thread.run_sync(reader, abandon_on_cancel=True)
+        async with one(changed.agent, f"MCP server {changed.server}"):
+            where.write(
+                f"\n── MCP server {label(changed.server)} changed its tool "
+                f"{label(changed.tool)} since this session took it ──\n"
+                + "\n".join(block(changed.what))
+                + "\nTake the new definition for this session? [y]es, [n]o: "
+            )
+            where.flush()
+            line: str = await trio.to_thread.run_sync(reader, abandon_on_cancel=True)
         return line.strip().lower() in ("y", "yes")
 
     return confirm

@@ -22,7 +22,7 @@ from typing import TextIO
 
 import trio
 
-from orchestrator.cli.prompt import Hold, no_hold
+from orchestrator.cli.prompt import Asking
 from orchestrator.loop.plan import Plan, PlanError, check
 from orchestrator.loop.plan_markdown import parse_markdown, render
 from orchestrator.state.plans import PlanVersion
@@ -35,17 +35,17 @@ CHOICES = "[a]pprove, [r]eject with feedback, [e]dit, [q]uit and decide later"
 def plan_approver(
     *,
     interactive: bool,
-    hold: Hold = no_hold,
+    asking: Asking | None = None,
     read: Callable[[], str] | None = None,
 ) -> PlanApprover | None:
     """Who decides on a version that no approval given in advance covers (`--approve`
     is the session's settings', journaled: team/planning.py's `in_advance`): a person at
-    a terminal is asked (`hold`: the screen left to the question; `read`: the answer,
+    a terminal is asked (`asking`: the terminal's questions, one at a time; `read`: the answer,
     standard input's next line when None); else nobody (the run stops blocked, printing
     how to approve)."""
     if not interactive:
         return None
-    return PlanPrompt(read=read, hold=hold)
+    return PlanPrompt(read=read, asking=asking)
 
 
 class PlanPrompt:
@@ -56,15 +56,15 @@ class PlanPrompt:
         out: TextIO | None = None,
         read: Callable[[], str] | None = None,
         edit: Callable[[Path], None] | None = None,
-        hold: Hold = no_hold,
+        asking: Asking | None = None,
     ) -> None:
         self._out = out or sys.stderr
         self._read = read or sys.stdin.readline
         self._edit = edit or run_editor
-        self._hold = hold
+        self._asking = asking or Asking()
 
     async def __call__(self, version: PlanVersion) -> PlanVerdict | None:
-        with self._hold("", ""):
+        async with self._asking("", ""):
             return await self._asked(version)
 
     async def _asked(self, version: PlanVersion) -> PlanVerdict | None:

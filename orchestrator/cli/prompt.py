@@ -16,8 +16,8 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
 from typing import Any, TextIO
 
 import orjson
@@ -49,6 +49,24 @@ Hold = Callable[[str, str], AbstractContextManager[None]]
 @contextmanager
 def no_hold(agent: str = "", what: str = "") -> Iterator[None]:
     yield
+
+
+class Asking:
+    """The terminal's questions (a call's approval, an MCP server's question or changed
+    tool, a plan, a task's revival), one at a time: `async with asking(agent, what)`
+    waits until the question before is answered, then leaves the screen to this one
+    (`hold`). Agents run at once; without it two questions would be on the screen
+    together, and the person's line would answer whichever read it first."""
+
+    def __init__(self, hold: Hold = no_hold) -> None:
+        self._hold = hold
+        self._one = trio.Lock()
+
+    @asynccontextmanager
+    async def __call__(self, agent: str, what: str) -> AsyncIterator[None]:
+        async with self._one:
+            with self._hold(agent, what):
+                yield
 
 
 def describe_call(call: ToolCall, *, whole: bool = False, sandbox: str = "") -> str:
@@ -110,12 +128,12 @@ class TerminalPrompt:
         out: TextIO | None = None,
         read: Callable[[], str] | None = None,
         sandbox: str = "",
-        hold: Hold = no_hold,
+        asking: Asking | None = None,
     ) -> None:
         self._out = out or sys.stderr
         self._read = read or sys.stdin.readline
         self._sandbox = sandbox  # how shell commands run: "sandboxed: workspace, no network"
-        self._hold = hold
+        self._asking = asking or Asking()
 
     async def __call__(self, call: ToolCall) -> Answer:
         return await self.ask(call)
@@ -128,7 +146,7 @@ class TerminalPrompt:
 
     async def ask(self, call: ToolCall, *, who: str = "", agent: str = "main") -> Answer:
         what = label(shell_command(call), 80) if call.name == "shell" else label(call.name)
-        with self._hold(agent, what):
+        async with self._asking(agent, what):
             return await self._asked(call, who)
 
     async def _asked(self, call: ToolCall, who: str) -> Answer:
@@ -165,18 +183,21 @@ def make_prompt(
     out: TextIO | None = None,
     read: Callable[[], str] | None = None,
     sandbox: str = "",
-    hold: Hold = no_hold,
+    asking: Asking | None = None,
 ) -> TerminalPrompt:
-    """An approver that asks at the terminal (`sandbox`: how shell commands run; `hold`:
-    the screen left to the question)."""
-    return TerminalPrompt(out, read, sandbox, hold)
+    """An approver that asks at the terminal (`sandbox`: how shell commands run;
+    `asking`: the terminal's questions, one at a time)."""
+    return TerminalPrompt(out, read, sandbox, asking)
 
 
 # --- without a terminal -------------------------------------------------------------------
 
 
 def approvers(
-    yes: bool, sandbox: str = "", hold: Hold = no_hold, read: Callable[[], str] | None = None
+    yes: bool,
+    sandbox: str = "",
+    asking: Asking | None = None,
+    read: Callable[[], str] | None = None,
 ) -> tuple[Approver, Callable[[str, str], Approver] | None]:
     """Who answers a call the policy asks about (`--yes`: yes; a terminal: the person,
     whose answer `read` gives (standard input's next line when None); else nobody, and
@@ -186,7 +207,7 @@ def approvers(
         return approve_all, None
     if not sys.stdin.isatty():
         return deny_all, None
-    prompt = make_prompt(read=read, sandbox=sandbox, hold=hold)
+    prompt = make_prompt(read=read, sandbox=sandbox, asking=asking)
     return prompt, prompt.asking
 
 

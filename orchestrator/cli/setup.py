@@ -27,7 +27,7 @@ from orchestrator.cli.mcp import approved_for, with_mcp
 from orchestrator.cli.mcp_prompt import terminal_asks
 from orchestrator.cli.out import session_line
 from orchestrator.cli.plan_prompt import plan_approver
-from orchestrator.cli.prompt import Hold, approvers, no_hold, refusal_notice
+from orchestrator.cli.prompt import Asking, Hold, approvers, no_hold, refusal_notice
 from orchestrator.cli.roles import RoleModels, agent_definitions, ask_trust, model_windows
 from orchestrator.cli.settings import plan_limits
 from orchestrator.config import Config
@@ -119,7 +119,7 @@ def overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _ask_resume(
-    yes: bool, hold: Hold = no_hold, read: Callable[[], str] | None = None
+    yes: bool, asking: Asking, read: Callable[[], str] | None = None
 ) -> Callable[[str], Awaitable[bool]] | None:
     """Whether to revive a task whose resume policy is `ask`: yes with `--yes`, asked at
     a terminal, else nobody is asked (it stays stopped)."""
@@ -129,7 +129,7 @@ def _ask_resume(
     async def ask(question: str) -> bool:
         if yes:
             return True
-        with hold("", ""):
+        async with asking("", ""):
             # One line: the question names a task by its (model-written) description.
             print(label(question, 300), file=sys.stderr)
             print("Revive it? [y/N]: ", end="", file=sys.stderr, flush=True)
@@ -165,7 +165,8 @@ async def run_settings(
     """What a command runs `live` with: its model and its roles' (`args`, else the
     session's), the agent types (`definitions`, else the workspace's), the guards, who
     approves (asked at the terminal through `hold` and `read`, the next line of
-    standard input when None), the session's settings with `changes`, and `ui`; its
+    standard input when None; one question at a time with the plan's, the MCP servers'
+    and a revival's: `prompt.Asking`), the session's settings with `changes`, and `ui`; its
     notes (no sandbox here, calls that will be refused) are `say`'s. `mcp`: the tools of
     the config's MCP servers, opened by the caller for the session's time (cli/mcp.py).
     `trace_parent`: a traced run's `TRACEPARENT` of a call (tracing/run.py)."""
@@ -183,7 +184,8 @@ async def run_settings(
         definitions = await trio.to_thread.run_sync(
             functools.partial(agent_definitions, workspace, interactive=not args.yes)
         )
-    approve, approve_for = approvers(args.yes, guarded.sandbox.describe(), hold, read)
+    asking = Asking(hold)  # the terminal's questions, one at a time, whoever asks
+    approve, approve_for = approvers(args.yes, guarded.sandbox.describe(), asking, read)
     env = dataclasses.replace(guarded.env, trace_parent=trace_parent)
     tools = workspace_tools(env, guarded.sandbox)
     redact = guarded.redact
@@ -199,7 +201,7 @@ async def run_settings(
         main=spec, cli=args.model, config=config, definitions=definitions, http=http
     )
     if mcp is not None:  # what the servers ask: the person here, the agents' models
-        ask, confirm = terminal_asks(hold, read)
+        ask, confirm = terminal_asks(asking, read)
         mcp.answering(live, ask, by="person", model_for=models, confirm=confirm)
     return RunSettings(
         model=models("main"),
@@ -214,7 +216,7 @@ async def run_settings(
         session=session,
         prices=dict(config.prices),
         windows=model_windows(config, models),
-        ask_resume=_ask_resume(args.yes, hold, read),
+        ask_resume=_ask_resume(args.yes, asking, read),
         message=getattr(args, "message", None) or "",
         approvals=call_decisions(args),
         runner=runner_for(
@@ -228,7 +230,7 @@ async def run_settings(
         ),
         plan_limits=plan_limits(config),
         hooks=tuple(Hook.of(hook) for hook in config.hooks),
-        **_plan_settings(args, hold, read),
+        **_plan_settings(args, asking, read),
     )
 
 
@@ -244,7 +246,7 @@ def call_decisions(args: argparse.Namespace) -> dict[str, bool | Denied]:
 
 
 def _plan_settings(
-    args: argparse.Namespace, hold: Hold = no_hold, read: Callable[[], str] | None = None
+    args: argparse.Namespace, asking: Asking, read: Callable[[], str] | None = None
 ) -> dict[str, Any]:
     """The plan part of a run's settings, from its command: `run --plan`, `plan`,
     `execute` (its plan file already read into `args.seed_plan`), and who is asked about
@@ -253,7 +255,7 @@ def _plan_settings(
     return {
         "plan": bool(getattr(args, "plan", False)),
         "plan_only": bool(getattr(args, "plan_only", False)),
-        "approve_plan": plan_approver(interactive=interactive, hold=hold, read=read),
+        "approve_plan": plan_approver(interactive=interactive, asking=asking, read=read),
         "seed_plan": getattr(args, "seed_plan", None),
     }
 
