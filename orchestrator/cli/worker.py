@@ -44,7 +44,7 @@ T = TypeVar("T")
 if TYPE_CHECKING:
     from orchestrator.engine.store import Run
     from orchestrator.engine.task_session import TaskSession
-    from orchestrator.engine.worker import TraceTask
+    from orchestrator.tracing.task import TaskTracing
 
 
 def serve(args: argparse.Namespace, config: Config) -> int:
@@ -118,6 +118,8 @@ async def _serve(args: argparse.Namespace, config: Config, url: str) -> None:
                 await trio.sleep_forever()
             finally:
                 log.flush()  # (the process may end at once: Ctrl+C)
+                if tracer is not None:
+                    await tracer.close()
 
 
 GC_YOUNG = 7000  # allocations between two collections of the youngest objects (Python's: 700)
@@ -133,18 +135,19 @@ def settle_gc() -> None:
     gc.set_threshold(GC_YOUNG, *gc.get_threshold()[1:])
 
 
-def _tracer(config: Config) -> TraceTask | None:
+def _tracer(config: Config) -> TaskTracing | None:
     """How this worker traces the tasks of traced sessions: with its own telemetry
-    (`[telemetry]`, `OTEL_*`; docs/tracing.md) and prices; None when it is off."""
+    (`[telemetry]`, `OTEL_*`; docs/tracing.md) and prices, one exporter for all its
+    tasks; None when it is off."""
     telemetry = telemetry_from(config.telemetry, os.environ)
     if telemetry is None:
         return None
     from orchestrator.tracing.run import exporter_class
-    from orchestrator.tracing.task import traced_task
+    from orchestrator.tracing.task import TaskTracing
 
     exporter_class()  # (without the otel extra: a ConfigError now, not a task's failure)
 
-    return functools.partial(traced_task, telemetry=telemetry, prices=dict(config.prices))
+    return TaskTracing(telemetry, dict(config.prices))
 
 
 def command_trace(key: str, traceparent: str, *, traced: bool) -> Callable[[str], str] | None:

@@ -5,6 +5,7 @@ the metrics of the spans this process saw end. Imported only when a run is trace
 
 from __future__ import annotations
 
+import copy
 from typing import TYPE_CHECKING
 
 from opentelemetry import trace
@@ -33,7 +34,9 @@ PARENTS = 4096  # span contexts of parents kept
 
 class Exporter:
     """The SDK's span processor (and the metrics) of one traced run, to OTLP/HTTP unless
-    given a span exporter and a metric exporter (tests, the overhead bench)."""
+    given a span exporter and a metric exporter (tests, the overhead bench). `joined`
+    gives the exporter of another trace through the same processor and metrics (a
+    worker's tasks, each in its session's trace)."""
 
     def __init__(
         self,
@@ -46,6 +49,7 @@ class Exporter:
         self.trace_id = trace_id
         self._trace = int(trace_id, 16)
         self._parents: dict[str, SpanContext] = {}
+        self._owner = True  # (its processor and metrics are its own to close)
         resource = self._resource = Resource.create({"service.name": telemetry.service})
         base = telemetry.endpoint
         exporter = span_exporter or OTLPSpanExporter(endpoint=f"{base}/v1/traces" if base else None)
@@ -88,6 +92,16 @@ class Exporter:
         if measure and self._measures is not None:
             self._measures.see(ended)
 
+    def joined(self, trace_id: str) -> Exporter:
+        """The exporter of trace `trace_id` through this one's span processor (its queue
+        and thread) and metrics (their sums and thread): closed with this one; its own
+        `close` sends what is queued and stops nothing."""
+        other = copy.copy(self)
+        other.trace_id, other._trace = trace_id, int(trace_id, 16)
+        other._parents = {}
+        other._owner = False
+        return other
+
     def _context(self, key: str) -> SpanContext:
         """The span context of a parent: many spans have the same (a turn's, a run's),
         so it is hashed once (the cache kept small)."""
@@ -105,6 +119,9 @@ class Exporter:
 
     def close(self) -> None:
         """Send what is queued and stop (blocking: from a worker thread)."""
+        if not self._owner:
+            self.flush()
+            return
         self._processor.shutdown()  # type: ignore[no-untyped-call]
         if self._metrics is not None:
             self._metrics.close()

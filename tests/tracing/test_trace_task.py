@@ -5,6 +5,9 @@ the killed one ended and ends as interrupted what it left open."""
 
 from __future__ import annotations
 
+import threading
+from contextlib import AsyncExitStack
+
 from orchestrator.messages import AssistantMessage, SystemMessage, ToolCall, Usage
 from orchestrator.state.events import (
     AgentStarted,
@@ -100,3 +103,57 @@ def test_a_child_of_a_task_on_a_worker_hangs_under_its_own_task_span() -> None:
     child = Spans("s", on_worker="t3.t1")
     child.see(TurnStarted(agent="t3.t1"), 2)
     assert child.open["turn:t3.t1:1"].parent == "task:t3.t1"
+
+
+async def test_a_workers_tasks_share_one_exporter_whose_metrics_sum_them_all() -> None:
+    """Two traced tasks at once on a worker: one span processor and one metrics thread
+    between them, each task's spans in its own session's trace and sent as it ends, and
+    one collection at the worker's stop summing both tasks' tokens (a counter that an
+    exporter per task would have shown reset)."""
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from orchestrator.tracing import Telemetry
+    from orchestrator.tracing.task import TaskTracing
+    from tests.tracing.memory import MemoryMetricExporter
+
+    spans, metrics = InMemorySpanExporter(), MemoryMetricExporter()
+    tracing = TaskTracing(Telemetry(), {}, span_exporter=spans, metric_exporter=metrics)
+    traces = {"s1": "ab" * 16, "s2": "cd" * 16}
+    async with AsyncExitStack() as both:
+        for session, trace in traces.items():
+            sink = await both.enter_async_context(
+                tracing(f"{session}/t1", f"00-{trace}-{'ef' * 8}-01", _rows(BEGUN[:4]))
+            )
+            assert sink is not None
+            await sink.emit(_reply("complete"))  # (its chat span ends)
+        assert _exporting() == ["OtelBatchSpanRecordProcessor", "orchestrator-metrics"]
+    sent = {
+        (format(span.context.trace_id, "032x"), span.name) for span in spans.get_finished_spans()
+    }
+    assert {(trace, name) for trace, name in sent if name.startswith("chat")} == {
+        (trace, "chat m") for trace in traces.values()
+    }  # (beside each task's turn, ended as interrupted as this worker took it over)
+    assert metrics.exported == []  # (the metrics go every minute, and at the stop)
+    await tracing.close()
+    assert metrics.shut_down
+    (data,) = metrics.exported
+    usage = [m for s in data.resource_metrics for sm in s.scope_metrics for m in sm.metrics]
+    tokens = next(m for m in usage if m.name == "gen_ai.client.token.usage")
+    assert sorted(p.sum for p in tokens.data.data_points) == [4, 20]  # (both tasks')
+    assert _exporting() == []
+
+
+def _exporting() -> list[str]:
+    """The threads of exporters running: span processors' and metrics'."""
+    names = ("OtelBatchSpanRecordProcessor", "orchestrator-metrics")
+    return sorted(t.name for t in threading.enumerate() if t.name in names)
+
+
+async def test_a_task_of_a_session_not_traced_is_not_traced_on_the_worker() -> None:
+    from orchestrator.tracing import Telemetry
+    from orchestrator.tracing.task import TaskTracing
+
+    tracing = TaskTracing(Telemetry(), {})
+    async with tracing("s1/t1", "", _rows(BEGUN)) as sink:
+        assert sink is None
+    await tracing.close()  # (nothing made: nothing to close)
