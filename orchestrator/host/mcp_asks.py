@@ -6,7 +6,6 @@ the host's `approve` (an `ApprovalRequest` whose `changed` says what changed).""
 
 from __future__ import annotations
 
-import inspect
 from typing import Protocol
 
 from orchestrator.mcp.elicit import ElicitAsker, Elicitation, Reply
@@ -15,11 +14,12 @@ from orchestrator.mcp.servers import tool_name
 from orchestrator.messages import ToolCall
 from orchestrator.state.fold import SessionState
 from orchestrator.team.asking import (
-    ApprovalRequest,
     HostApprover,
     Question,
     QuestionAnswerer,
+    host_answer,
     host_reply,
+    request,
     who,
 )
 from orchestrator.team.queries import MAIN
@@ -62,17 +62,9 @@ def change_approver(approve: HostApprover, live: _Live) -> Confirm:
 
     async def confirm(changed: Changed) -> bool:
         name = tool_name(changed.server, changed.tool)
-        request = ApprovalRequest(
-            agent=changed.agent,
-            who=who(live.state, changed.agent),
-            tool=name,
-            arguments={},
-            command=None,
-            call=ToolCall(id="", name=name, arguments="{}"),
-            changed=changed.line,
-        )
-        answer = approve(request)
-        decided = await answer if inspect.isawaitable(answer) else answer
+        call = ToolCall(id="", name=name, arguments="{}")
+        asked = request(changed.agent, who(live.state, changed.agent), call, changed=changed.line)
+        decided = await host_answer(approve, asked)
         return isinstance(decided, Grant) and decided.tool == name
 
     return confirm

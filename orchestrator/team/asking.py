@@ -82,12 +82,17 @@ def approvers(approve: HostApprover, ref_of: RefOf | None = None) -> Callable[[s
     def approver_for(agent: str, who: str) -> Approver:
         async def ask(call: ToolCall) -> Answer:
             ref = ref_of(agent, call) if ref_of is not None else ""
-            answer = approve(request(agent, who, call, ref))
-            return await answer if inspect.isawaitable(answer) else answer
+            return await host_answer(approve, request(agent, who, call, ref))
 
         return ask
 
     return approver_for
+
+
+async def host_answer(approve: HostApprover, asked: ApprovalRequest) -> Answer:
+    """`approve`'s answer to `asked`, whether it is a plain function or an async one."""
+    answer = approve(asked)
+    return await answer if inspect.isawaitable(answer) else answer
 
 
 def journaled_answer(state: SessionState, agent: str, ref: str) -> Answer | None:
@@ -158,7 +163,9 @@ async def decide(state: SessionState, decisions: Decisions, sink: EventSink) -> 
         await sink.emit(decided, durable=True)
 
 
-def request(agent: str, who: str, call: ToolCall, ref: str = "") -> ApprovalRequest:
+def request(
+    agent: str, who: str, call: ToolCall, ref: str = "", *, changed: str = ""
+) -> ApprovalRequest:
     try:
         arguments = orjson.loads(call.arguments or "{}")
     except orjson.JSONDecodeError:
@@ -171,6 +178,7 @@ def request(agent: str, who: str, call: ToolCall, ref: str = "") -> ApprovalRequ
         command=shell_command(call) if call.name == "shell" else None,
         call=call,
         id=approval_id(agent, ref) if ref else "",
+        changed=changed,
     )
 
 
