@@ -14,11 +14,12 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import orjson
 
 from orchestrator.mcp.asked import Calling
+from orchestrator.mcp.pins import PinSession
 from orchestrator.mcp.servers import McpServer
 from orchestrator.state.mcp import (
     Answered,
@@ -55,13 +56,6 @@ object), `Denied` to decline, None when nobody answers now."""
 ElicitAsker = Callable[[Elicitation], Awaitable[Reply]]
 
 
-class _Session(Protocol):
-    @property
-    def state(self) -> Any: ...
-
-    async def emit(self, event: Any, *, durable: bool = False) -> None: ...
-
-
 def question_id(server: str, message: str, schema: Mapping[str, Any]) -> str:
     body = {"server": server, "message": message, "schema": schema}
     raw = orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
@@ -77,7 +71,7 @@ class Elicitor:
     """Answers a session's servers' questions: from the journal when answered already,
     else by asking `ask` (None: nobody can be asked, the session stops blocked)."""
 
-    def __init__(self, session: _Session, ask: ElicitAsker | None, by: str) -> None:
+    def __init__(self, session: PinSession, ask: ElicitAsker | None, by: str) -> None:
         self._session = session
         self._ask = ask
         self._by = by  # who `ask` is: "person" or "host"
