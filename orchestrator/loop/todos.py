@@ -12,8 +12,9 @@ fold. What a tool asks of the list is checked in todo_changes.py.
 
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Literal
+
+import msgspec
 
 from orchestrator.errors import OrchestratorError
 from orchestrator.eventbase import EventBase
@@ -67,15 +68,14 @@ TodoRecords = TodosChanged
 """The todo lists' records (see `Record` in state/events.py)."""
 
 
-@dataclass
-class TodoList:
+class TodoList(msgspec.Struct):
     """One agent's list, in the order items were created."""
 
     goal: str = ""
-    items: dict[str, TodoItem] = field(default_factory=dict)
-    blocks: dict[str, list[str]] = field(default_factory=dict)  # id -> ids it blocks
+    items: dict[str, TodoItem] = msgspec.field(default_factory=dict)
+    blocks: dict[str, list[str]] = msgspec.field(default_factory=dict)  # id -> ids it blocks
     changed_seq: int = 0  # the seq of its last change
-    refs: set[str] = field(default_factory=set)  # calls of the last reply that changed it
+    refs: set[str] = msgspec.field(default_factory=set)  # calls of the last reply that changed it
 
     @classmethod
     def of(

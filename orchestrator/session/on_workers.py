@@ -13,8 +13,9 @@ transcripts.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from orchestrator.errors import JournalCorrupt
 from orchestrator.state.events import Record, record_decoder
@@ -32,13 +33,12 @@ Rows = Sequence[tuple[int, bytes]]
 """A task's journal as the engine's database keeps it: (seq, framed line), in order."""
 
 
-@dataclass(frozen=True)
-class WorkerRecords:
+class WorkerRecords(msgspec.Struct, frozen=True):
     """What the engine's database holds of a session's tasks that ran on workers: each
     one's journal, by task id; where it was read (the URL, its password hidden); and,
     when it could not be read, why (`unread`)."""
 
-    journals: Mapping[str, Rows] = field(default_factory=dict)
+    journals: Mapping[str, Rows] = msgspec.field(default_factory=dict)
     database: str = ""
     unread: str = ""
 

@@ -21,7 +21,6 @@ result). The journal keeps every message; `MailHistory` folds them all back for 
 """
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import msgspec
@@ -182,21 +181,20 @@ class MailboxSummary(msgspec.Struct, kw_only=True):
     open_calls: list[str] = msgspec.field(default_factory=list)
 
 
-@dataclass
-class Mailbox:
+class Mailbox(msgspec.Struct):
     """The live mail of a session: per recipient those not yet delivered (FIFO), the
     questions not yet answered, and messages whose posting call has no result yet (a
     re-run of that call must find them). Any other message has left: it is in the
     journal (`MailHistory`), and `posted` counts every message ever posted."""
 
-    messages: dict[str, Mail] = field(default_factory=dict)
+    messages: dict[str, Mail] = msgspec.field(default_factory=dict)
     # Per recipient, the ids not yet delivered (in posting order) and those asking an
     # answer not yet given: kept as the fold goes, so no query walks every message.
-    waiting: dict[str, dict[str, None]] = field(default_factory=dict)
-    asking: dict[str, dict[str, None]] = field(default_factory=dict)
+    waiting: dict[str, dict[str, None]] = msgspec.field(default_factory=dict)
+    asking: dict[str, dict[str, None]] = msgspec.field(default_factory=dict)
     # (sender, ref) -> id, while the posting call `ref` has no result.
-    _refs: dict[tuple[str, str], str] = field(default_factory=dict)
-    posted_ids: PostedIds = field(default_factory=PostedIds)
+    _refs: dict[tuple[str, str], str] = msgspec.field(default_factory=dict)
+    posted_ids: PostedIds = msgspec.field(default_factory=PostedIds)
 
     @property
     def posted_count(self) -> int:
@@ -324,13 +322,12 @@ def answers(reply: MessagePosted, asked: Mail) -> bool:
     )
 
 
-@dataclass
-class MailHistory:
+class MailHistory(msgspec.Struct):
     """Every message of a session as the journal tells it, delivered and answered ones
     included: the fold of the same records as `Mailbox`, keeping everything. For people
     (`sessions show`) and tests; a running session never holds it."""
 
-    messages: dict[str, Mail] = field(default_factory=dict)
+    messages: dict[str, Mail] = msgspec.field(default_factory=dict)
 
     def apply(self, seq: int, record: object) -> None:
         """Fold any record: those that post or deliver mail change the history."""
@@ -357,10 +354,13 @@ class MailHistory:
         return [msgspec.to_builtins(m) for m in self.messages.values()]
 
 
-@dataclass(frozen=True)
-class Caps:
+MESSAGE_CHARS = 4000
+DELIVERY_CHARS = 16000
+
+
+class Caps(msgspec.Struct, frozen=True):
     """Bounds on what enters a context from a child: each message's text, and all of
     one delivery together. Longer text is cut with a pointer to the full record."""
 
-    message_chars: int = 4000
-    delivery_chars: int = 16000
+    message_chars: int = MESSAGE_CHARS
+    delivery_chars: int = DELIVERY_CHARS

@@ -11,7 +11,7 @@ import msgspec
 
 from orchestrator.eventbase import EventBase
 from orchestrator.messages import Value
-from orchestrator.state.mailbox import Caps
+from orchestrator.state.mailbox import DELIVERY_CHARS, MESSAGE_CHARS
 
 
 class SessionSettings(
@@ -41,8 +41,8 @@ class SessionSettings(
     wait_timeout: float = 600.0
     stall_after: float = 900.0
     park_limit: float = 600.0  # a parked task nobody answers this long blocks; 0: no limit
-    message_chars: int = Caps.message_chars
-    delivery_chars: int = Caps.delivery_chars
+    message_chars: int = MESSAGE_CHARS
+    delivery_chars: int = DELIVERY_CHARS
     # Calls in the background ([tools] in the config; docs/tools.md): how many may run at
     # once per agent and per session, the bytes of each one's output kept on disk, the
     # seconds one may run before it is cancelled, and after how many seconds a foreground

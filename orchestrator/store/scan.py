@@ -26,10 +26,10 @@ import gc
 import itertools
 import os
 import zlib
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import msgspec
 import orjson
 
 from orchestrator.errors import JournalCorrupt
@@ -81,8 +81,7 @@ class Frame(NamedTuple):
         return Parsed(parts[0], parts[1], parts[2], parts[3], fields)
 
 
-@dataclass(frozen=True, slots=True)
-class TailCut:
+class TailCut(msgspec.Struct, frozen=True):
     """The end of a journal that a crash left half-written, and that resume drops.
 
     `offset` is where the cut starts (the end of the last whole batch) and `nbytes` how
@@ -112,8 +111,7 @@ class TailCut:
         return self.describe()
 
 
-@dataclass(frozen=True, slots=True)
-class JournalScan:
+class JournalScan(msgspec.Struct, frozen=True):
     """What `scan_journal` found.
 
     The committed records with seq > `after_seq`, in order, checked and unparsed, are
@@ -135,7 +133,7 @@ class JournalScan:
     cut: TailCut | None
     end: JournalMark
     after_seq: int = 0
-    _split: list[list[bytes]] = field(default_factory=list, repr=False, compare=False)
+    _split: list[list[bytes]] = msgspec.field(default_factory=list)  # (`lines`, once split)
 
     @property
     def lines(self) -> list[bytes]:
@@ -151,8 +149,7 @@ class JournalScan:
         return [Frame(seq, line) for seq, line in enumerate(self.lines, self.after_seq + 1)]
 
 
-@dataclass(frozen=True, slots=True)
-class Fault:
+class Fault(msgspec.Struct, frozen=True):
     """The first line that is not a good record in sequence."""
 
     line: int  # 1-based; also the seq that belongs on it
@@ -162,8 +159,7 @@ class Fault:
     is_last_line: bool
 
 
-@dataclass(frozen=True, slots=True)
-class Walk:
+class Walk(msgspec.Struct, frozen=True):
     """A journal read up to its first fault: the part to keep, and the fault."""
 
     head: memoryview  # the kept records inside the known prefix, as bytes (see JournalScan)
