@@ -143,6 +143,7 @@ class _QuietWhenClosed:
 def main(argv: Sequence[str] | None = None) -> int:
     if sys.stdout is not None and not isinstance(sys.stdout, _QuietWhenClosed):
         sys.stdout = cast(TextIO, _QuietWhenClosed(sys.stdout))
+    _without_httpx_cli()
     args = _parse(argv)
     try:
         return _dispatch(args)
@@ -170,6 +171,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         _note("interrupted; the session is resumable (orchestrator resume --last)")
         return 130
+
+
+def _without_httpx_cli() -> None:
+    """httpx imports its own command-line client as it loads when click is installed
+    (the `dbos` and `mcp` extras bring it), and with it pygments and rich's console: 40
+    ms of every command that makes an HTTP client, for a module this process never runs.
+    Marked absent, httpx's import falls back to its stub (`httpx.main` says it cannot
+    run). Nothing changes if httpx is loaded already (a program calling `main`)."""
+    sys.modules.setdefault("httpx._main", cast(Any, None))
 
 
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:

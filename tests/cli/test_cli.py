@@ -305,9 +305,9 @@ def test_commands_that_run_no_model_do_not_import_its_machinery(
         "from orchestrator.cli.main import main\n"
         "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
         f"    main({argv!r})\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('httpx', 'trio', "
-        "'pydantic', 'msgspec') or m.startswith(('orchestrator.models', 'orchestrator.config', "
-        "'orchestrator.loop'))))\n"
+        "print(sorted(m for m, module in sys.modules.items() if module is not None and ("
+        "m.split('.')[0] in ('httpx', 'trio', 'pydantic', 'msgspec') or m.startswith(("
+        "'orchestrator.models', 'orchestrator.config', 'orchestrator.loop')))))\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
@@ -315,6 +315,32 @@ def test_commands_that_run_no_model_do_not_import_its_machinery(
     loaded = orjson.loads(out.strip().replace("'", '"'))
     for name in absent:
         assert not [m for m in loaded if m == name or m.startswith(name + ".")], (name, loaded)
+
+
+def test_a_command_that_makes_an_http_client_leaves_httpxs_own_cli_unloaded(
+    tmp_path: Path,
+) -> None:
+    # httpx loads its command-line client (click, pygments, rich's console: 40 ms) when
+    # click is installed, as the dbos and mcp extras install it; the CLI marks it absent.
+    pytest.importorskip("click")
+    script = tmp_path / "script.json"
+    script.write_text('{"agents": {"main": [{"text": "done"}]}}')
+    argv = ["run", "hi", "-m", f"scripted:{script}", "-w", str(tmp_path), "--yes",
+            "--sandbox", "off", "--sessions-dir", str(tmp_path / "s")]  # fmt: skip
+    code = (
+        "import contextlib, io, sys\n"
+        "from orchestrator.cli.main import main\n"
+        "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    main({argv!r})\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('httpx', 'click', "
+        "'pygments') and sys.modules[m] is not None))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    loaded = orjson.loads(out.strip().replace("'", '"'))
+    assert "httpx" in loaded  # (the run made its client)
+    assert not [m for m in loaded if m == "httpx._main" or not m.startswith("httpx")], loaded
 
 
 @pytest.mark.parametrize(
