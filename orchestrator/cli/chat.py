@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
+from orchestrator.cli import collector
 from orchestrator.cli.chat_input import Key, Typed
 from orchestrator.session.live import LiveSession
 from orchestrator.session.shown import cost as shown_cost
@@ -228,6 +229,7 @@ class Chat:
         result = self.result = None  # None: this run was stopped
         try:
             with trio.CancelScope() as self._scope:
+                collector.settle()  # (the first message: the chat is set up)
                 result = await drive(self.live, settings)
         finally:
             self.team, self._scope, self._running = None, None, False

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, TextIO, cast
 
+from orchestrator.cli import collector
 from orchestrator.cli.parser import EXIT_FAILED, EXIT_USAGE, build_parser
 from orchestrator.errors import (
     ConfigError,
@@ -143,6 +144,8 @@ class _QuietWhenClosed:
 def main(argv: Sequence[str] | None = None) -> int:
     if sys.stdout is not None and not isinstance(sys.stdout, _QuietWhenClosed):
         sys.stdout = cast(TextIO, _QuietWhenClosed(sys.stdout))
+    if argv is None:  # (the process's own command: see cli/collector.py)
+        collector.starting()
     _without_httpx_cli()
     args = _parse(argv)
     try:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from orchestrator.cli import collector
 from orchestrator.cli.env import sessions_root
 from orchestrator.cli.mcp import opened_for_run
 from orchestrator.cli.setup import (
@@ -130,6 +131,7 @@ class CliLauncher:
                 ask_resume=settings.ask_resume if args.yes else None,
                 approvals={**settings.approvals, **(approvals or {})},
             )
+            collector.settle()
             return await drive(live, settings)
 
 

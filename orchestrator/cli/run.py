@@ -15,6 +15,7 @@ from typing import Any, Literal
 import msgspec
 import trio
 
+from orchestrator.cli import collector
 from orchestrator.cli.engine import check_resumed_engine
 from orchestrator.cli.env import sessions_root
 from orchestrator.cli.mcp import opened_for_run
@@ -235,6 +236,7 @@ async def _drive_until_stopped(live: LiveSession, settings: RunSettings) -> RunR
 
             async def run() -> None:
                 nonlocal result
+                collector.settle()  # (set up: what the run made so far lives as long)
                 result = await drive(live, settings)
                 nursery.cancel_scope.cancel()
 

@@ -8,7 +8,6 @@ import argparse
 import contextlib
 import dataclasses
 import functools
-import gc
 import os
 import signal
 import sys
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 import httpx
 import trio
 
+from orchestrator.cli import collector
 from orchestrator.cli.env import PROJECT_CONFIG, config_files, config_layers, user_config_dir
 from orchestrator.cli.guards import Guards, guards
 from orchestrator.cli.mcp import configured, with_mcp
@@ -114,25 +114,12 @@ async def _serve(args: argparse.Namespace, config: Config, url: str) -> None:
             nursery.start_soon(log.keep_flushing)
             try:
                 await nursery.start(worker.serve)
-                settle_gc()
+                collector.settle(collect=True)  # (its modules, DBOS launched)
                 await trio.sleep_forever()
             finally:
                 log.flush()  # (the process may end at once: Ctrl+C)
                 if tracer is not None:
                     await tracer.close()
-
-
-GC_YOUNG = 7000  # allocations between two collections of the youngest objects (Python's: 700)
-
-
-def settle_gc() -> None:
-    """The garbage collector set for a worker that has started: what it made so far
-    (its modules, DBOS launched) left out of its collections for good, and the youngest
-    objects collected ten times less often. A worker's tasks and DBOS's threads make
-    many objects: the collections cost its tasks about 2 ms each, now under 1."""
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(GC_YOUNG, *gc.get_threshold()[1:])
 
 
 def _tracer(config: Config) -> TaskTracing | None:
