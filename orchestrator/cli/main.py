@@ -144,9 +144,9 @@ class _QuietWhenClosed:
 def main(argv: Sequence[str] | None = None) -> int:
     if sys.stdout is not None and not isinstance(sys.stdout, _QuietWhenClosed):
         sys.stdout = cast(TextIO, _QuietWhenClosed(sys.stdout))
-    if argv is None:  # (the process's own command: see cli/collector.py)
+    if argv is None:  # (the process's own command, not a program calling `main([...])`)
         collector.starting()
-    _without_httpx_cli()
+        _without_httpx_cli()
     args = _parse(argv)
     try:
         return _dispatch(args)
@@ -181,7 +181,7 @@ def _without_httpx_cli() -> None:
     (the `dbos` and `mcp` extras bring it), and with it pygments and rich's console: 40
     ms of every command that makes an HTTP client, for a module this process never runs.
     Marked absent, httpx's import falls back to its stub (`httpx.main` says it cannot
-    run). Nothing changes if httpx is loaded already (a program calling `main`)."""
+    run)."""
     sys.modules.setdefault("httpx._main", cast(Any, None))
 
 

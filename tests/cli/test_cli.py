@@ -15,6 +15,7 @@ import pytest
 
 from orchestrator.state.manifest import FORMAT_VERSION
 from orchestrator.tools import Sandbox
+from tests.cli.child import after_command
 from tests.conftest import run_on_terminal
 from tests.scenes import assert_in, call, orchestrator
 
@@ -300,19 +301,12 @@ def test_commands_that_run_no_model_do_not_import_its_machinery(
         argv = args
     elif args[0] == "config":
         argv = [*args, "--workspace", str(tmp_path)]
-    code = (
-        "import contextlib, io, sys\n"
-        "from orchestrator.cli.main import main\n"
-        "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
-        f"    main({argv!r})\n"
-        "print(sorted(m for m, module in sys.modules.items() if module is not None and ("
+    loaded = after_command(
+        argv,
+        "sorted(m for m, module in sys.modules.items() if module is not None and ("
         "m.split('.')[0] in ('httpx', 'trio', 'pydantic', 'msgspec') or m.startswith(("
-        "'orchestrator.models', 'orchestrator.config', 'orchestrator.loop')))))\n"
+        "'orchestrator.models', 'orchestrator.config', 'orchestrator.loop'))))",
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout
-    loaded = orjson.loads(out.strip().replace("'", '"'))
     for name in absent:
         assert not [m for m in loaded if m == name or m.startswith(name + ".")], (name, loaded)
 
@@ -327,18 +321,11 @@ def test_a_command_that_makes_an_http_client_leaves_httpxs_own_cli_unloaded(
     script.write_text('{"agents": {"main": [{"text": "done"}]}}')
     argv = ["run", "hi", "-m", f"scripted:{script}", "-w", str(tmp_path), "--yes",
             "--sandbox", "off", "--sessions-dir", str(tmp_path / "s")]  # fmt: skip
-    code = (
-        "import contextlib, io, sys\n"
-        "from orchestrator.cli.main import main\n"
-        "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
-        f"    main({argv!r})\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('httpx', 'click', "
-        "'pygments') and sys.modules[m] is not None))\n"
+    loaded = after_command(
+        argv,
+        "sorted(m for m, module in sys.modules.items() if module is not None and "
+        "m.split('.')[0] in ('httpx', 'click', 'pygments'))",
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout
-    loaded = orjson.loads(out.strip().replace("'", '"'))
     assert "httpx" in loaded  # (the run made its client)
     assert not [m for m in loaded if m == "httpx._main" or not m.startswith("httpx")], loaded
 

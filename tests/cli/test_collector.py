@@ -7,31 +7,17 @@ that runs no session keeps the starting setting to its end; and a program callin
 from __future__ import annotations
 
 import gc
-import subprocess
-import sys
 from pathlib import Path
-
-import orjson
 
 from orchestrator.cli import collector
 from orchestrator.cli.main import main
+from tests.cli.child import after_command
 
 
 def _collector_after(argv: list[str]) -> dict[str, int]:
-    """The collector's young threshold and frozen count as `orchestrator ARGV` ends, run
-    as the process's own command (argv from `sys.argv`, as the console script does)."""
-    code = (
-        "import gc, sys\n"
-        f"sys.argv = ['orchestrator', *{argv!r}]\n"
-        "from orchestrator.cli.main import main\n"
-        "code = main()\n"
-        "print({'young': gc.get_threshold()[0], 'frozen': gc.get_freeze_count(), "
-        "'code': code})\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout
-    found: dict[str, int] = orjson.loads(done.strip().splitlines()[-1].replace("'", '"'))
+    """The collector's young threshold and frozen count as `orchestrator ARGV` ends."""
+    report = "{'young': gc.get_threshold()[0], 'frozen': gc.get_freeze_count(), 'code': code}"
+    found: dict[str, int] = after_command(argv, report)
     return found
 
 
