@@ -8,6 +8,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Protocol
 
+import msgspec
 import trio
 from pydantic import BaseModel
 
@@ -54,8 +55,7 @@ class RoundHooks(Protocol):
         ...
 
 
-@dataclass(frozen=True)
-class HookVerdict:
+class HookVerdict(msgspec.Struct, frozen=True):
     """What the `pre_tool` hooks decided of a call: refused with the reason the model
     reads, run with other arguments (JSON, checked again like the model's own), asked
     about whatever the rules say; the default changes nothing."""

@@ -12,8 +12,9 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from orchestrator.config import Config
 from orchestrator.errors import ConfigError
@@ -23,8 +24,7 @@ from orchestrator.tools import EnvPolicy, Redactor, Sandbox
 from orchestrator.tools.sandbox import LEVELS
 
 
-@dataclass(frozen=True)
-class Guards:
+class Guards(msgspec.Struct, frozen=True):
     env: EnvPolicy
     sandbox: Sandbox
     redact: Redactor

@@ -20,11 +20,11 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Final, Literal
 
+import msgspec
 import orjson
 from pydantic import ValidationError
 
@@ -50,8 +50,7 @@ Key = tuple[str, ...]
 Leaves = dict[Key, Any]
 
 
-@dataclass(frozen=True)
-class Layer:
+class Layer(msgspec.Struct, frozen=True):
     """One source of settings: `label` says which ("user config /path", "command line
     --serial") in errors and provenance; `data` is its TOML document (or the flags'
     values in the same shape), unvalidated."""
@@ -62,8 +61,7 @@ class Layer:
     project: bool = False  # the project's config: what widens needs the user's trust
 
 
-@dataclass(frozen=True)
-class Project:
+class Project(msgspec.Struct, frozen=True):
     """Whose trust a project layer needs: the workspace `directory`, the user's
     `trust` store, and `ask` (None: nobody to ask)."""
 
@@ -73,13 +71,12 @@ class Project:
     own_config: Path | None = None  # where the user's own config lives, for the advice
 
 
-@dataclass(frozen=True)
-class Layered:
+class Layered(msgspec.Struct, frozen=True):
     config: Config
     sources: dict[str, str]
     """Every effective leaf key (`session.verify`, `prices."gpt-4.1".input`) and the
     layer that set it, or `DEFAULT`."""
-    ignored: dict[str, tuple[Any, str]] = field(default_factory=dict)
+    ignored: dict[str, tuple[Any, str]] = msgspec.field(default_factory=dict)
     """Project settings left out, untrusted: key -> (its value, the layer's label)."""
 
 

@@ -13,11 +13,11 @@ import functools
 import os
 import sys
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
+import msgspec
 import trio
 
 from orchestrator.cli.engine import chosen_engine, database_change, engine_settings, runner_for
@@ -298,8 +298,7 @@ def run_config(args: argparse.Namespace, workspace: Path | None) -> Config:
     return config
 
 
-@dataclass(frozen=True)
-class NewSession:
+class NewSession(msgspec.Struct, frozen=True):
     """What a new session is made from, checked before it exists (`new_session`)."""
 
     args: argparse.Namespace

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final, Protocol, cast
 
+import msgspec
 import trio
 
 from orchestrator.errors import ConfigError, OrchestratorError
@@ -65,8 +66,7 @@ class ToolInfo:
     output_schema: dict[str, Any] | None = None
 
 
-@dataclass(frozen=True)
-class CallResult:
+class CallResult(msgspec.Struct, frozen=True):
     text: str
     is_error: bool
 

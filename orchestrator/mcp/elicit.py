@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 import orjson
 
 from orchestrator.mcp.asked import Calling
@@ -31,8 +31,7 @@ from orchestrator.state.mcp import (
 from orchestrator.tools.permissions import Denied
 
 
-@dataclass(frozen=True)
-class Elicitation:
+class Elicitation(msgspec.Struct, frozen=True):
     """What a server asks the person: `message`, and the JSON schema of the answer
     (`schema`: an object of flat properties), during `agent`'s call of `tool`."""
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
+import msgspec
 import orjson
 
 from orchestrator.mcp.connection import Connection, ToolInfo
@@ -31,8 +31,7 @@ Approved = Callable[[str, str], bool]
 digest of its listing, `listing_digest`)."""
 
 
-@dataclass(frozen=True)
-class Changed:
+class Changed(msgspec.Struct, frozen=True):
     """A tool whose definition changed since the session pinned it, met when `agent`
     calls it: `what` says what changed, for the person asked to approve it."""
 

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 import trio
 
 from orchestrator.errors import ConfigError
@@ -122,8 +123,7 @@ class McpTools:
         return McpTools(self.servers, tuple(tools), self.failed, self.connections)
 
 
-@dataclass(frozen=True)
-class _Answers:
+class _Answers(msgspec.Struct, frozen=True):
     """What the session answers its servers (mcp/asked.py `ServerAsks`)."""
 
     elicitor: Elicitor

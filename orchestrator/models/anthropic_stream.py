@@ -4,9 +4,9 @@ events: text and thinking as they arrive, each tool call once whole, usage at th
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, final
 
+import msgspec
 import orjson
 
 from orchestrator.errors import ProviderTransient
@@ -29,12 +29,11 @@ from orchestrator.models.http import json_data
 from orchestrator.models.sse import ServerSentEvent
 
 
-@dataclass
-class _Block:
+class _Block(msgspec.Struct):
     type: str
     id: str = ""
     name: str = ""
-    parts: list[str] = field(default_factory=list)
+    parts: list[str] = msgspec.field(default_factory=list)
     signature: str = ""
     initial_input: object = None
 

@@ -12,11 +12,11 @@ import contextlib
 import hashlib
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from contextlib import AsyncExitStack, aclosing, asynccontextmanager
-from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import httpx
+import msgspec
 import orjson
 import trio
 
@@ -40,8 +40,7 @@ def bearer_headers(extra: Mapping[str, str], api_key: str | None) -> dict[str, s
     return headers
 
 
-@dataclass(frozen=True)
-class WireCall:
+class WireCall(msgspec.Struct, frozen=True):
     """One POST. `headers` may hold an API key: never log or print them."""
 
     url: str

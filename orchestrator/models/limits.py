@@ -11,6 +11,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import msgspec
 import trio
 
 from orchestrator.messages import Usage
@@ -26,8 +27,7 @@ CHARS_PER_TOKEN = 4.0
 estimate (which models/ does not import; a test keeps the two the same)."""
 
 
-@dataclass(frozen=True)
-class Rate:
+class Rate(msgspec.Struct, frozen=True):
     """The requests (`rpm`) and tokens (`tpm`) a minute that one model (`model`, its
     name) may be sent on one endpoint (`[limits."SPEC"]`); None: no limit."""
 
@@ -57,12 +57,11 @@ class Ticket:
         self.tokens = usage.total_tokens
 
 
-@dataclass
-class _Window:
+class _Window(msgspec.Struct):
     """One model's requests on one endpoint in the last `MINUTE`, oldest first, and the
     bytes of a request per token that the provider's last count showed."""
 
-    sent: deque[Ticket] = field(default_factory=deque)
+    sent: deque[Ticket] = msgspec.field(default_factory=deque)
     ratio: float = CHARS_PER_TOKEN
 
     def wait(self, now: float, rate: Rate, tokens: int) -> float:
@@ -84,8 +83,7 @@ class _Window:
         return 0.0 if leaves is None else max(0.0, leaves + MINUTE - now)
 
 
-@dataclass
-class _Lane:
+class _Lane(msgspec.Struct):
     """One endpoint's calls: how many may run at once now (`limit`, at most `ceiling`),
     how many do, the calls waiting for a place, and the calm since the last change."""
 
@@ -93,7 +91,7 @@ class _Lane:
     limit: int
     active: int = 0
     calm: int = 0
-    waiting: deque[trio.Event] = field(default_factory=deque)
+    waiting: deque[trio.Event] = msgspec.field(default_factory=deque)
 
 
 class Backoff:

@@ -12,6 +12,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Literal, assert_never, final
 
+import msgspec
 import orjson
 
 from orchestrator.errors import ModelError, ProviderFatal, ProviderTransient
@@ -190,11 +191,10 @@ def _tool_choice(choice: str) -> str | dict[str, Any]:
 # --- response stream ------------------------------------------------------------------
 
 
-@dataclass
-class _PartialCall:
+class _PartialCall(msgspec.Struct):
     id: str
     name: str = ""
-    arguments: list[str] = field(default_factory=list)
+    arguments: list[str] = msgspec.field(default_factory=list)
 
     def ready(self) -> ToolCallReady:
         args = "".join(self.arguments)

@@ -6,9 +6,9 @@ encrypted content) so it can be sent back, usage at the end.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, final
 
+import msgspec
 import orjson
 
 from orchestrator.errors import ModelError, ProviderFatal, ProviderTransient
@@ -59,11 +59,10 @@ def reasoning_item(block: Thinking) -> dict[str, Any] | None:
     return item if isinstance(item, dict) and item.get("type") == "reasoning" else None
 
 
-@dataclass
-class _PartialCall:
+class _PartialCall(msgspec.Struct):
     call_id: str = ""
     name: str = ""
-    arguments: list[str] = field(default_factory=list)
+    arguments: list[str] = msgspec.field(default_factory=list)
 
 
 @final

@@ -14,12 +14,12 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
+import msgspec
 
 from orchestrator.config import AgentConfig, Config, ProviderConfig, ProviderKind
 from orchestrator.errors import ConfigError
@@ -59,8 +59,7 @@ _BUILTIN_KINDS: dict[str, ProviderKind] = {
 }
 
 
-@dataclass(frozen=True)
-class ProviderInfo:
+class ProviderInfo(msgspec.Struct, frozen=True):
     """How a provider is reached. `key_env` names the variable holding its API key
     (None: no key is sent); the key itself is only read when a model is built."""
 
@@ -288,8 +287,7 @@ def _openai_model(
     return OpenAIChatModel(openai_endpoint, options)
 
 
-@dataclass(frozen=True)
-class _Caching:
+class _Caching(msgspec.Struct, frozen=True):
     cache: Literal["off", "auto"] | None
     cache_ttl: Literal["5m", "1h"] | None
     prompt_cache_key: bool | None

@@ -15,22 +15,22 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
+
+import msgspec
 
 from orchestrator.session.loose import EXECUTABLE, FILE, LINK, TREE, object_id, write_object
 from orchestrator.session.picture import Change, Picture, Unreadable
 
 
-@dataclass
-class Gathered:
+class Gathered(msgspec.Struct):
     """What a checkpoint of known paths stores: each file's (mode, bytes), the paths it
     removes, and which files the last checkpoint did not hold (`.gitignore` may refuse
     them, as it refuses `git add`)."""
 
-    blobs: dict[bytes, tuple[bytes, bytes]] = field(default_factory=dict)
-    removed: list[bytes] = field(default_factory=list)
-    new: list[str] = field(default_factory=list)
+    blobs: dict[bytes, tuple[bytes, bytes]] = msgspec.field(default_factory=dict)
+    removed: list[bytes] = msgspec.field(default_factory=list)
+    new: list[str] = msgspec.field(default_factory=list)
 
 
 def gather(

@@ -33,10 +33,10 @@ from __future__ import annotations
 import mmap
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
+import msgspec
 import orjson
 
 from orchestrator.errors import JournalCorrupt, RecallRefused
@@ -207,8 +207,7 @@ def _page(text: str, ref: str, offset: int, limit: int) -> str:
 # --- the journal, read where needed -----------------------------------------------------
 
 
-@dataclass
-class _Journal:
+class _Journal(msgspec.Struct):
     """A journal file through a read-only memory map (only the pages read are loaded):
     its last whole batch's end, records by seq, and searches after a seq."""
 

@@ -29,6 +29,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import msgspec
+
 from orchestrator.errors import SessionError
 from orchestrator.session import known
 from orchestrator.session.git_paths import CheckpointsUnavailable as CheckpointsUnavailable
@@ -66,8 +68,7 @@ _CONFIG = (
 )
 
 
-@dataclass(frozen=True)
-class Capture:
+class Capture(msgspec.Struct, frozen=True):
     """A checkpoint taken: its tree, and the paths left out of it, each with why."""
 
     tree: str

@@ -26,19 +26,18 @@ import fcntl
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any, final
 
+import msgspec
 import orjson
 
 from orchestrator.errors import SessionLocked
 
 
-@dataclass(frozen=True, slots=True)
-class LockHolder:
+class LockHolder(msgspec.Struct, frozen=True):
     """Who holds a session lock, as its lock file says. All None for a holder that has
     taken the lock but not yet written its name (a moment's window)."""
 

@@ -15,7 +15,6 @@ agent's journaled count) or a new one, never half of one.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import assert_never
 
 import msgspec
@@ -339,8 +338,7 @@ def _refused(refusal: Refuse) -> CompactionFailed | NothingToCompact:
             assert_never(refusal.why)
 
 
-@dataclass(frozen=True)
-class _Job:
+class _Job(msgspec.Struct, frozen=True):
     """A compaction decided: `loop/`'s decision, and what its checkpoint is made with."""
 
     decision: PruneOnly | Summarise
@@ -375,11 +373,10 @@ class _Background:
         )
 
 
-@dataclass
-class _Asked:
+class _Asked(msgspec.Struct):
     """A compaction asked for by hand, until the agent's next round boundary makes it."""
 
-    done: trio.Event = field(default_factory=trio.Event)
+    done: trio.Event = msgspec.field(default_factory=trio.Event)
     record: ContextCompacted | None = None
     error: Exception | None = None
     waiting: int = 0  # askers still waiting: when the last gives up, the ask is dropped

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import msgspec
 import orjson
 import trio
 from pydantic import BaseModel, ValidationError
@@ -92,8 +93,7 @@ class Said(BaseModel, frozen=True, extra="forbid"):
     text: str = ""
 
 
-@dataclass(frozen=True)
-class Failed:
+class Failed(msgspec.Struct, frozen=True):
     """A hook that failed: why, in one line."""
 
     why: str

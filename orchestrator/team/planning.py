@@ -20,7 +20,6 @@ them (`in_advance`); one that does is asked about, or waits for its own decision
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal, assert_never
 
 import msgspec
@@ -49,8 +48,7 @@ class PlanningFailed(OrchestratorError):
     """The planner did not produce a plan (it kept ending its turn without one)."""
 
 
-@dataclass(frozen=True)
-class PlanningOutcome:
+class PlanningOutcome(msgspec.Struct, frozen=True):
     """Where planning stands: `build` (approved, the builder may run), `awaiting` (a
     plan waits for a decision nobody gave), `planned` (plan only: a plan was submitted)."""
 

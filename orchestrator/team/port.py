@@ -6,8 +6,9 @@ A durable-execution engine implements `Runner` and drives tasks through a `TaskP
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass
 from typing import Any, Protocol
+
+import msgspec
 
 from orchestrator.agent import TurnDeps
 from orchestrator.loop.assessment import Assessment
@@ -166,8 +167,7 @@ class TaskPort(Protocol):
     def events(self) -> EventPort: ...
 
 
-@dataclass(frozen=True)
-class TeamPort:
+class TeamPort(msgspec.Struct, frozen=True):
     """A team's `TaskPort`: its parts, as they are."""
 
     session: SessionLike

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Collection, Iterator
-from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
+import msgspec
 import trio
 
 from orchestrator.state.events import EventSink
@@ -45,13 +45,12 @@ class Changes:
         self.event = trio.Event()
 
 
-@dataclass
-class _Agent:
+class _Agent(msgspec.Struct):
     """The runtime of one agent: its wake-up, and its model and tool calls in flight."""
 
-    wake: trio.Event = field(default_factory=trio.Event)
+    wake: trio.Event = msgspec.field(default_factory=trio.Event)
     model_scope: trio.CancelScope | None = None
-    tool_scopes: set[trio.CancelScope] = field(default_factory=set)
+    tool_scopes: set[trio.CancelScope] = msgspec.field(default_factory=set)
 
 
 class Postbox:

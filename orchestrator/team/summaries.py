@@ -6,7 +6,8 @@ module makes the calls."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+import msgspec
 
 from orchestrator.errors import ContextTooLong, ModelError
 from orchestrator.loop.compaction import Method
@@ -26,8 +27,7 @@ ATTEMPTS = 2
 """Summary calls that fail (an error, or sections missing) before the fallback."""
 
 
-@dataclass(frozen=True)
-class Summary:
+class Summary(msgspec.Struct, frozen=True):
     """A summary written: its text, by whom (the model, else the fallback), and what the
     calls to the model made and cost."""
 

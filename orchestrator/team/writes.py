@@ -10,9 +10,9 @@ the dbos engine, in a team of its own) is also told of the others by an `OtherTa
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
+import msgspec
 import trio
 
 from orchestrator.messages import AssistantMessage, ToolResult
@@ -22,8 +22,7 @@ from orchestrator.team.postbox import Postbox
 from orchestrator.tools.permissions import string_argument
 
 
-@dataclass(frozen=True)
-class OtherWrites:
+class OtherWrites(msgspec.Struct, frozen=True):
     """What tasks beyond a team's own are known to write: each one's write scope (by task
     id, the tasks that have one), and the files each changed, with when (by path, then
     task id: the wall time, in ms, of the record of its latest change)."""

@@ -38,6 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+import msgspec
+
 from orchestrator.tools import sandbox_exec
 
 Level = Literal["off", "workspace", "strict"]
@@ -89,8 +91,7 @@ PACKAGE = Path(__file__).resolve().parents[1]
 SCRATCH_PREFIX = "orchestrator-scratch-"
 
 
-@dataclass(frozen=True)
-class Place:
+class Place(msgspec.Struct, frozen=True):
     """Where a command may write: `path`, resolved, and a descriptor of it opened without
     following a link (`fd`), which the Landlock rule is made on: what was checked is what
     is granted, whatever the path has become since."""

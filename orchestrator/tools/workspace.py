@@ -20,8 +20,9 @@ import errno
 import os
 import stat
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from orchestrator.errors import ScopeEscape, ToolFailed, WorkspaceEscape
 from orchestrator.state.tasks import in_scope
@@ -30,8 +31,7 @@ from orchestrator.text import escaped, unescaped
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-@dataclass(frozen=True)
-class Target:
+class Target(msgspec.Struct, frozen=True):
     """A path inside the workspace after resolution: its components under the root, none
     of them a symlink, `.` or `..` when it was resolved; `shown` is how it was written."""
 

@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 from orchestrator.loop.compaction import ContextCompacted
 from orchestrator.messages import Usage
 from orchestrator.prices.cost import Price, call_cost
@@ -26,8 +28,7 @@ INTERRUPTED = "interrupted"
 Attributes = dict[str, str | int | float | bool | tuple[str, ...]]
 
 
-@dataclass(slots=True)
-class Open:
+class Open(msgspec.Struct):
     key: str
     name: str
     parent: str | None
