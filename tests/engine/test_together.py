@@ -108,7 +108,8 @@ async def test_a_batch_whose_caller_was_cancelled_may_commit_and_the_others_are_
 ) -> None:
     # The caller making a batch is cancelled while its thread writes: abandoned, the
     # thread still commits. The batch's other caller then writes alone and meets its own
-    # records, which is its write made, not another process's (`Fenced`).
+    # records, which is its write made, not another process's (`Fenced`). (The threads'
+    # waits end after 10 s: a batch made otherwise fails the test, not hangs it.)
     entered = trio.Event()
     first, release, written = threading.Event(), threading.Event(), threading.Event()
 
@@ -117,15 +118,15 @@ async def test_a_batch_whose_caller_was_cancelled_may_commit_and_the_others_are_
             self, journals: Sequence[tuple[str, Lines]], runs: Sequence[Run] = ()
         ) -> None:
             if "s/a" in dict(journals):
-                first.wait()
+                first.wait(10)
                 return super().append_all(journals, runs)
             trio.from_thread.run_sync(entered.set)
-            release.wait()
+            release.wait(10)
             super().append_all(journals, runs)
             written.set()
 
         def append(self, task: str, lines: Lines, *, run: Run | None = None) -> None:
-            written.wait()  # (the order the race can take: the batch's commit first)
+            written.wait(10)  # (the order the race can take: the batch's commit first)
             super().append(task, lines, run=run)
 
     store = Held(sqlite_url(tmp_path / "engine.sqlite"))
