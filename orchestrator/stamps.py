@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from typing import Generic, TypeVar
 
 K = TypeVar("K", bound=Hashable)
@@ -50,6 +50,11 @@ class ByStamps(Generic[K, T]):
         stamps = tuple(stamp_of(path) for path in paths)
         found = self._kept.get(key)
         return stamps, found[1] if found is not None and found[0] == stamps else None
+
+    def get(self, key: K, paths: Iterable[str | os.PathLike[str]], make: Callable[[], T]) -> T:
+        """The value kept for `key` while `paths` are unchanged, else `make()`'s, kept."""
+        stamps, found = self.look(key, paths)
+        return found if found is not None else self.keep(key, stamps, make())
 
     def keep(self, key: K, stamps: Stamps, value: T) -> T:
         """`value`, made from files that had `stamps` (as `look` gave them), kept for

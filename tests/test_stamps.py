@@ -12,8 +12,7 @@ from orchestrator.stamps import ByStamps
 
 
 def made(cache: ByStamps[str, str], path: Path) -> str:
-    found_stamps, found = cache.look(str(path), [path])
-    return found if found is not None else cache.keep(str(path), found_stamps, path.read_text())
+    return cache.get(str(path), [path], path.read_text)
 
 
 def test_a_value_is_made_again_once_its_file_changed(

@@ -94,8 +94,7 @@ def load_script(path: Path) -> Script:
     read before is parsed again only when its stat changed (a worker makes a model of
     the same script for every task); one changed lately is not kept (`settled`)."""
     key = os.path.abspath(path)
-    stamps, script = _parsed.look(key, [key])
-    return script if script is not None else _parsed.keep(key, stamps, _load_script(path))
+    return _parsed.get(key, [key], lambda: _load_script(path))
 
 
 def _load_script(path: Path) -> Script:

@@ -204,10 +204,7 @@ class DefinitionsCache:
 
     def get(self, project_dir: Path) -> Definitions:
         files = definition_files(project_dir, self._user_dir)
-        stamps, found = self._found.look(project_dir, files)
-        if found is not None:
-            return found
-        return self._found.keep(project_dir, stamps, self._load(project_dir))
+        return self._found.get(project_dir, files, lambda: self._load(project_dir))
 
 
 # --- project trust ----------------------------------------------------------------------
