@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -209,9 +211,24 @@ async def test_a_command_leaves_nothing_running_behind(
     assert gone_soon(background)
 
 
+def _running(env: dict[str, str], **options: Any) -> subprocess.Popen[bytes]:
+    """A process that has said it runs, so /proc shows its environment: `Popen` returns
+    once the child's exec has closed its descriptors, which is before the kernel sets the
+    new image's environment (a scan in that gap reads it empty, about 1 time in 100)."""
+    process = subprocess.Popen(
+        ["sh", "-c", "echo up; read line"],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        **options,
+    )
+    assert process.stdout is not None
+    assert process.stdout.readline() == b"up\n"
+    return process
+
+
 def test_kill_marked_finds_the_processes_of_a_call(workspace: Workspace, ctx: ToolContext) -> None:
     import dataclasses
-    import subprocess
 
     from orchestrator.tools.shell import MARKER, kill_marked
 
@@ -220,17 +237,16 @@ def test_kill_marked_finds_the_processes_of_a_call(workspace: Workspace, ctx: To
     assert marked.call_marker == f"{session}/main/7.0"
     # A process that outlived the orchestrator that started it, in a group of its own.
     env = {MARKER: marked.call_marker, "PATH": "/usr/bin:/bin"}
-    orphan = subprocess.Popen(["sleep", "30"], env=env, start_new_session=True)
-    other = subprocess.Popen(["sleep", "30"], env={**env, MARKER: f"{session}/main/8.0"})
+    orphan = _running(env, start_new_session=True)
+    other = _running({**env, MARKER: f"{session}/main/8.0"})
     try:
         assert kill_marked(f"{session}/main/7.0") == 1
         assert orphan.wait(timeout=10) == -9
         assert other.poll() is None  # another call's process is left alone
     finally:
-        other.kill()
-        other.wait()
-        orphan.kill()
-        orphan.wait()
+        for process in (other, orphan):
+            process.kill()
+            process.communicate()
 
 
 def test_shell_recover_kills_what_a_cut_off_call_left_running(
@@ -238,7 +254,6 @@ def test_shell_recover_kills_what_a_cut_off_call_left_running(
 ) -> None:
     # The turn loop names no tool: stopping a cut-off command is the shell tool's recover.
     import dataclasses
-    import subprocess
 
     import trio
 
@@ -247,8 +262,8 @@ def test_shell_recover_kills_what_a_cut_off_call_left_running(
     session = f"S{uuid.uuid4().hex}"  # (the scan sees every process of the machine)
     cut_off = dataclasses.replace(ctx, session=session, call="7.0")
     env = {MARKER: cut_off.call_marker, "PATH": "/usr/bin:/bin"}
-    orphan = subprocess.Popen(["sleep", "30"], env=env, start_new_session=True)
-    other = subprocess.Popen(["sleep", "30"], env={**env, MARKER: f"{session}/main/8.0"})
+    orphan = _running(env, start_new_session=True)
+    other = _running({**env, MARKER: f"{session}/main/8.0"})
     try:
         # A foreground call: its processes killed, and the call left `interrupted`.
         assert trio.run(Shell().recover, ShellArgs(command="sleep 30"), cut_off) is None
@@ -257,7 +272,7 @@ def test_shell_recover_kills_what_a_cut_off_call_left_running(
     finally:
         for process in (other, orphan):
             process.kill()
-            process.wait()
+            process.communicate()
 
 
 def test_a_calls_context_is_the_agents_with_the_call_tool_and_sink(workspace: Workspace) -> None:
