@@ -26,9 +26,12 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+# `main()` reads the command line, as the `orchestrator` script runs it: the process's
+# own command, with what only that does (its collector's setting, httpx's command-line
+# client left unloaded); `main([...])` is a program's call and keeps the program's.
 LAUNCH = (
     "import sys; sys.path.insert(0, sys.argv.pop(1)); "
-    "from orchestrator.cli import main; sys.exit(main(sys.argv[1:]))"
+    "from orchestrator.cli import main; sys.exit(main())"
 )
 
 
