@@ -90,7 +90,10 @@ async def test_a_record_another_process_wrote_first_fails_the_next_emit(
     session: TaskSession,
 ) -> None:
     # Another worker took the task over and wrote record 2 first: this one must stop.
-    session._store.append(KEY, [(2, line_of(2, TurnStarted(agent="t1").record()))])
+    # (A record of its own: the same line, written in the same millisecond, is what
+    # `Store.append` takes for this writer's own write made already.)
+    theirs = TurnEnded(agent="t1", reason="completed", rounds=1)
+    session._store.append(KEY, [(2, line_of(2, theirs.record()))])
     fenced = pytest.RaisesExc(Fenced, match="record 2 was written by another")
     with pytest.RaisesGroup(fenced):
         async with session.writing():
