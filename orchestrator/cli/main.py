@@ -148,6 +148,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         collector.starting()
         _without_httpx_cli()
     args = _parse(argv)
+    if argv is None:  # (after the parse: `--help` and `--version` exit without msgspec)
+        _msgspec_without_typing_extensions()
     try:
         return _dispatch(args)
     except (ConfigError, InvalidSessionId, SessionNotFound) as exc:
@@ -183,6 +185,25 @@ def _without_httpx_cli() -> None:
     Marked absent, httpx's import falls back to its stub (`httpx.main` says it cannot
     run)."""
     sys.modules.setdefault("httpx._main", cast(Any, None))
+
+
+def _msgspec_without_typing_extensions() -> None:
+    """msgspec imports `typing_extensions` for its `get_type_hints` when it can, and
+    `typing`'s when it cannot: 5 ms of the process's CPU, more than half of msgspec's
+    import, and most of what `sessions show` of a finished session costs over reading its
+    files. On Python 3.11 and later both give the same hints for msgspec's call (with
+    `include_extras`, typing_extensions' adds only a fix for 3.10 and older, and is
+    typing's own from 3.13), and `Required` and `NotRequired` are typing's in both. So
+    msgspec is imported with typing_extensions marked absent, and the mark taken away at
+    once: a command that loads pydantic later imports typing_extensions as it would
+    have. Nothing when either is imported already."""
+    if "msgspec" in sys.modules or "typing_extensions" in sys.modules:
+        return
+    sys.modules["typing_extensions"] = cast(Any, None)  # (an import of it raises)
+    try:
+        import msgspec  # noqa: F401
+    finally:
+        del sys.modules["typing_extensions"]
 
 
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:

@@ -330,6 +330,20 @@ def test_a_command_that_makes_an_http_client_leaves_httpxs_own_cli_unloaded(
     assert not [m for m in loaded if m == "httpx._main" or not m.startswith("httpx")], loaded
 
 
+def test_a_command_imports_msgspec_without_typing_extensions(tmp_path: Path) -> None:
+    # msgspec takes typing's `get_type_hints` when typing_extensions cannot be imported:
+    # 5 ms of `sessions list` and `show`. The CLI marks it absent for msgspec's import
+    # alone; a later import of it (pydantic's) finds it as usual.
+    argv = ["sessions", "list", "--sessions-dir", str(tmp_path)]
+    loaded = after_command(
+        argv,
+        "['typing_extensions' in sys.modules, 'msgspec' in sys.modules, "
+        "sys.modules['msgspec._utils']._get_type_hints.__module__, "
+        "__import__('typing_extensions').__name__]",
+    )
+    assert loaded == [False, True, "typing", "typing_extensions"]
+
+
 @pytest.mark.parametrize(
     "hostile",
     [

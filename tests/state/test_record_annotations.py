@@ -43,3 +43,15 @@ def test_every_journaled_or_snapshotted_type_has_its_annotations_as_objects() ->
         if isinstance(annotation, str)
     ]
     assert strings == []
+
+
+def test_typings_hints_are_typing_extensions_for_every_record_type() -> None:
+    # The CLI imports msgspec with typing_extensions marked absent (cli/main.py), so
+    # msgspec reads the record types' hints with `typing.get_type_hints`: it must read
+    # what typing_extensions' would (on Python 3.11 and later they agree).
+    import typing_extensions
+
+    for struct in _structs(Record, Snapshot, Manifest, Read):
+        assert typing.get_type_hints(struct, include_extras=True) == (
+            typing_extensions.get_type_hints(struct, include_extras=True)
+        ), struct
