@@ -61,10 +61,10 @@ class PlanPrompt:
         self._out = out or sys.stderr
         self._read = read or sys.stdin.readline
         self._edit = edit or run_editor
-        self._asking = asking or Asking()
+        self._one_at_a_time = asking or Asking()
 
     async def __call__(self, version: PlanVersion) -> PlanVerdict | None:
-        async with self._asking("", ""):
+        async with self._one_at_a_time("", ""):
             return await self._asked(version)
 
     async def _asked(self, version: PlanVersion) -> PlanVerdict | None:

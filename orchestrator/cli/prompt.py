@@ -133,7 +133,7 @@ class TerminalPrompt:
         self._out = out or sys.stderr
         self._read = read or sys.stdin.readline
         self._sandbox = sandbox  # how shell commands run: "sandboxed: workspace, no network"
-        self._asking = asking or Asking()
+        self._one_at_a_time = asking or Asking()
 
     async def __call__(self, call: ToolCall) -> Answer:
         return await self.ask(call)
@@ -146,7 +146,7 @@ class TerminalPrompt:
 
     async def ask(self, call: ToolCall, *, who: str = "", agent: str = "main") -> Answer:
         what = label(shell_command(call), 80) if call.name == "shell" else label(call.name)
-        async with self._asking(agent, what):
+        async with self._one_at_a_time(agent, what):
             return await self._asked(call, who)
 
     async def _asked(self, call: ToolCall, who: str) -> Answer:
