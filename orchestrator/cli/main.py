@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any, TextIO, cast
 
 from orchestrator.cli import collector
-from orchestrator.cli.parser import EXIT_FAILED, EXIT_USAGE, build_parser
+from orchestrator.cli.parser import COMMANDS, EXIT_FAILED, EXIT_USAGE, build_parser
 from orchestrator.errors import (
     ConfigError,
     InvalidSessionId,
@@ -208,11 +208,15 @@ def _msgspec_without_typing_extensions() -> None:
 
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     """`argv` parsed by a grammar built for its command alone (and for a `sessions`
-    command line, its action alone): which command it is comes from a grammar that
-    builds no command's options (and answers `--help`, `--version` and a missing or
-    unknown command just as the whole grammar would)."""
-    chosen, rest = build_parser(only="").parse_known_args(argv)
-    command = chosen.command
+    command line, its action alone): which command it is, its first word, or else what a
+    grammar that builds no command's options says (which answers `--help`, `--version`
+    and a missing or unknown command just as the whole grammar would)."""
+    words = sys.argv[1:] if argv is None else list(argv)
+    if words and words[0] in COMMANDS:  # (as most command lines start)
+        command, rest = words[0], words[1:]
+    else:  # options first, `--help`, `--version`, a mistake: as the whole grammar says
+        chosen, rest = build_parser(only="").parse_known_args(argv)
+        command = chosen.command
     # `sessions` has no options of its own: the word after it, if any, is its action.
     action = rest[0] if command == "sessions" and rest and not rest[0].startswith("-") else ""
     return build_parser(only=command, action=action).parse_args(argv)

@@ -86,6 +86,14 @@ def _add_plan_parsers(commands: Any) -> None:
     workspace_options(execute)
 
 
+COMMANDS = (
+    "run", "resume", "plan", "execute", "chat", "demo", "sessions", "models", "config",
+    "worker", "engine", "mcp",
+)  # fmt: skip
+"""The commands, as `build_parser` makes them (a test holds the two together): a command
+line that starts with one is that command's, without the grammar of every command."""
+
+
 def build_parser(only: str | None = None, action: str | None = None) -> argparse.ArgumentParser:
     """The grammar; with `only`, of that command's options alone (see `Commands`), and
     with `action`, of that `sessions` action's alone."""

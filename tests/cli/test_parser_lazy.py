@@ -12,7 +12,7 @@ from collections.abc import Callable
 import pytest
 
 from orchestrator.cli.main import _parse
-from orchestrator.cli.parser import build_parser
+from orchestrator.cli.parser import COMMANDS, build_parser
 
 
 def _whole(argv: list[str]) -> argparse.Namespace:
@@ -88,6 +88,11 @@ COMMAND_LINES = [
 )
 def test_a_command_line_is_parsed_as_the_whole_grammar_parses_it(argv: list[str]) -> None:
     assert _answer(_parse, argv) == _answer(_whole, argv)
+
+
+def test_the_commands_named_first_are_the_grammars() -> None:
+    # A command line that starts with one of them skips the grammar of every command.
+    assert tuple(_commands()) == COMMANDS
 
 
 def test_only_the_chosen_command_is_built() -> None:
