@@ -16,7 +16,9 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, NamedTuple, cast
+from typing import Any, Literal, cast
+
+import msgspec
 
 from orchestrator.errors import SessionLocked
 from orchestrator.layout import FORMAT_VERSION, JOURNAL, LOCK, TASKS_DIR, TODOS_DIR
@@ -29,7 +31,7 @@ bring every record type into `sessions list`)."""
 _TEMP = re.compile(r"\..+\.[0-9a-f]{8}\.tmp")  # store.snapshot.write_atomic's temp names
 
 
-class JournalStatus(NamedTuple):
+class JournalStatus(msgspec.Struct, frozen=True):
     """The session's last status as its journal has it, the journal's last seq and
     length in bytes there, and when that status was recorded (None: as the manifest says)."""
 

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
+import msgspec
 import orjson
 
 from orchestrator.store._line import CRC_SUFFIX_LEN, MORE, line_fault
@@ -24,7 +25,7 @@ from orchestrator.store._line import CRC_SUFFIX_LEN, MORE, line_fault
 CHUNK = 1 << 16  # a finished session's last status is in its last few records
 
 
-class JournalTail(NamedTuple):
+class JournalTail(msgspec.Struct, frozen=True):
     """The journal's end (its last whole batch's last seq, and the offset just after
     it) and the fields of the last record of the kind asked for after `since_offset`
     (None if none)."""
