@@ -19,7 +19,6 @@ written `\\xNN`, the one form such names take in results, records and on screen.
 
 from __future__ import annotations
 
-import functools
 import re
 
 LABEL_WIDTH = 80
@@ -28,13 +27,8 @@ LABEL_WIDTH = 80
 GUTTER = "  │ "
 
 
-@functools.cache
-def _pattern(expression: str) -> re.Pattern[str]:
-    """`expression` compiled when first needed: a lone surrogate's class alone takes
-    0.2 ms to compile, and most commands never meet a name that is not UTF-8."""
-    return re.compile(expression)
-
-
+# Patterns, compiled by `re` (and kept in its cache) when first used: a lone surrogate's
+# class alone takes 0.2 ms to compile, and most commands never meet a name not UTF-8.
 _SURROGATE = "[\ud800-\udfff]"
 _BYTE_ESCAPE = r"\\x([89a-f][0-9a-f])"
 
@@ -44,15 +38,15 @@ def escaped(text: str) -> str:
     when it has none. Python gives such a byte of a file name (`os.fsdecode`,
     `os.scandir`) as a lone surrogate, U+DC80 to U+DCFF (PEP 383); any other lone
     surrogate is written `\\udNNN`."""
-    if text.isascii() or not _pattern(_SURROGATE).search(text):
+    if text.isascii() or not re.search(_SURROGATE, text):
         return text
-    return _pattern(_SURROGATE).sub(_escape_surrogate, text)
+    return re.sub(_SURROGATE, _escape_surrogate, text)
 
 
 def unescaped(text: str) -> str:
     """What `escaped` wrote `\\xNN` (a byte 0x80 to 0xff) as the byte it stands for, so
     that a name shown escaped can be given back to a file tool."""
-    return _pattern(_BYTE_ESCAPE).sub(lambda found: chr(0xDC00 + int(found[1], 16)), text)
+    return re.sub(_BYTE_ESCAPE, lambda found: chr(0xDC00 + int(found[1], 16)), text)
 
 
 def _escape_surrogate(found: re.Match[str]) -> str:
