@@ -200,9 +200,9 @@ async def run_settings(
     models = RoleModels(
         main=spec, cli=args.model, config=config, definitions=definitions, http=http
     )
-    if mcp is not None:  # what the servers ask: the person here, the agents' models
+    if mcp is not None:  # what the servers ask: the person here (completions: the agents')
         ask, confirm = terminal_asks(asking, read)
-        mcp.answering(live, ask, by="person", model_for=models, confirm=confirm)
+        mcp.answering(live, ask, by="person", confirm=confirm)
     return RunSettings(
         model=models("main"),
         models=models,

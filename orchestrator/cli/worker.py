@@ -221,7 +221,7 @@ async def with_servers(
         tools, definitions, redact = with_mcp(
             pinned, settings.tools, settings.definitions, settings.redact, os.environ
         )
-        pinned.answering(session, None, by="host", model_for=settings.model_for)
+        pinned.answering(session, None, by="host")
         yield dataclasses.replace(settings, tools=tools, definitions=definitions, redact=redact)
 
 

@@ -308,7 +308,7 @@ async def _drive(
         # answer, the session stops blocked), completions to the agent's model.
         ask = None if wiring.answer is None else elicitation_asker(wiring.answer, live)
         confirm = None if wiring.approve is None else change_approver(wiring.approve, live)
-        opened.answering(live, ask, by="host", model_for=settings.model_for, confirm=confirm)
+        opened.answering(live, ask, by="host", confirm=confirm)
         # Each type given is used as given: one naming a tool not given (a built-in without
         # the workspace tools) is an error here, where `drive` would leave a built-in out.
         check_definitions(settings)

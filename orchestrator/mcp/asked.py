@@ -28,6 +28,8 @@ from orchestrator.state.events import EventSink
 
 if TYPE_CHECKING:
     from orchestrator.mcp.servers import McpServer
+    from orchestrator.models.base import Model
+    from orchestrator.tools.base import ToolContext
 
 
 @dataclass
@@ -36,8 +38,9 @@ class Calling:
     (the server's name for it), where the agent works (its workspace, and its task's
     write scope: None, the whole workspace), and where its records go (`events`: the
     session's sink, which journals, redacts and shows them; None: the session's journal
-    as it is). `unanswered`: set when the server asked the person and nobody could
-    answer (the call's result says so)."""
+    as it is), and the agent's model (`model`: its calls take the session's model-call
+    slots; None: no model can answer). `unanswered`: set when the server asked the
+    person and nobody could answer (the call's result says so)."""
 
     agent: str
     ref: str
@@ -48,6 +51,13 @@ class Calling:
     unanswered: str = field(default="", compare=False)
     # The call's time limit (the server's `timeout`), paused while the client answers.
     limit: trio.CancelScope | None = field(default=None, compare=False)
+    model: Model | None = field(default=None, compare=False)
+
+    @classmethod
+    def of(cls, ctx: ToolContext, tool: str) -> Calling:
+        """The call `ctx` runs, of the server's tool `tool`."""
+        root = ctx.workspace.root
+        return cls(ctx.agent, ctx.call, tool, root, ctx.write_scope, ctx.events, model=ctx.model)
 
 
 @contextlib.contextmanager
@@ -128,6 +138,8 @@ def callbacks(server: McpServer, calls: Calls) -> dict[str, Any]:
             )
         if calls.asks is None or calling is None:
             return refused("the client has no model to ask (no session's call is running)")
+        if calling.model is None:
+            return refused("the client has no model to ask (the call's agent has none)")
         return await calls.asks.sample(server, calling, params)
 
     async def roots(context: Any) -> Any:

@@ -46,9 +46,7 @@ class ResourceTool(McpTool):
 
     async def run(self, args: BaseModel, ctx: ToolContext) -> ToolOutput:
         uri = str(args.model_dump(by_alias=True)["uri"])
-        calling = Calling(
-            ctx.agent, ctx.call, READ_RESOURCE, ctx.workspace.root, ctx.write_scope, ctx.events
-        )
+        calling = Calling.of(ctx, READ_RESOURCE)
         try:
             text = await self.connection.read_resource(uri, calling)
         except McpServerError as exc:

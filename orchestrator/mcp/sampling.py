@@ -1,7 +1,9 @@
 """A server asking for a model's completion (sampling, docs/mcp.md "What a server may
 ask"): refused unless its config allows it (`sampling = true`, mcp/asked.py), then
-answered by the model of the calling agent's role, the usage journaled (`mcp_sampled`,
-state/mcp.py) and so counted in the session's usage and cost like any model call's.
+answered by the calling agent's model (the call's `Calling.model`, which takes one of the
+session's model-call slots as the agents' own calls do), the usage journaled
+(`mcp_sampled`, state/mcp.py) and so counted in the session's usage and cost like any
+model call's.
 
 The request's text parts become the messages (an image or audio part is named, not
 sent); its system prompt, token limit, temperature and stop sequences are kept; tools
@@ -10,13 +12,12 @@ in a sampling request are not offered (the model answers in text).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, Protocol
 
 from orchestrator.mcp.asked import Calling
 from orchestrator.mcp.servers import McpServer
 from orchestrator.messages import AssistantMessage, Message, SystemMessage, Usage, UserMessage
-from orchestrator.models.base import Model, ModelRequest, collect
+from orchestrator.models.base import ModelRequest, collect
 from orchestrator.state.mcp import McpSampled
 
 SAMPLER = "sampling"
@@ -32,19 +33,19 @@ class _Session(Protocol):
 
 class Sampler:
     """Answers a server's `sampling/createMessage` with the calling agent's model
-    (`model_for(role)`)."""
+    (`Calling.model`: mcp/asked.py refuses a call that has none)."""
 
-    def __init__(self, session: _Session, model_for: Callable[[str], Model]) -> None:
+    def __init__(self, session: _Session) -> None:
         self._session = session
-        self._model_for = model_for
 
     async def __call__(self, server: McpServer, calling: Calling, params: Any) -> Any:
         import mcp_types as types
 
+        model = calling.model
+        assert model is not None  # (refused before: `callbacks`)
         state = self._session.state
         context = state.agents.get(calling.agent)
         role = context.role if context is not None else "main"
-        model = self._model_for(role)
         request = ModelRequest(
             messages=messages_of(params),
             agent=f"{calling.agent}/{SAMPLER}",

@@ -26,7 +26,6 @@ from orchestrator.mcp.resources import READ_RESOURCE, ResourceTool, resource_too
 from orchestrator.mcp.sampling import Sampler
 from orchestrator.mcp.servers import McpServer, parse_selector
 from orchestrator.mcp.tools import McpTool
-from orchestrator.models.base import Model
 from orchestrator.state.mcp import McpState
 from orchestrator.tools.base import ToolRegistry
 
@@ -46,15 +45,14 @@ class McpTools:
         ask: ElicitAsker | None,
         *,
         by: str,
-        model_for: Callable[[str], Model],
         confirm: Confirm | None = None,
     ) -> None:
         """From now on what the servers ask is answered for `session`: the person's
         questions by `ask` (`by`: "person" or "host"; None: nobody, the session stops
-        blocked), completions by the model of the calling agent's role (mcp/asked.py);
+        blocked), completions by the calling agent's model (mcp/sampling.py);
         and a tool that changed since the session pinned it is approved by `confirm`
         when its call meets the change (None: refused, mcp/pins.py)."""
-        answers = _Answers(Elicitor(session, ask, by), Sampler(session, model_for))
+        answers = _Answers(Elicitor(session, ask, by), Sampler(session))
         for connection in self.connections:
             connection.calls.asks = answers
         for tool in self.tools:

@@ -97,9 +97,7 @@ class McpTool(Tool[BaseModel]):
                 refused = await self.pins.check(self.connection, self.info.name, ctx.agent)
                 if refused is not None:
                     raise ToolFailed(refused)
-            calling = Calling(
-                ctx.agent, ctx.call, self.info.name, ctx.workspace.root, ctx.write_scope, ctx.events
-            )
+            calling = Calling.of(ctx, self.info.name)
             traced = self.trace_parent(ctx.call) if self.trace_parent and ctx.call else ""
             result = await self.connection.call(
                 self.info.name, arguments, progress, calling, traceparent=traced

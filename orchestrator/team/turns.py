@@ -121,8 +121,9 @@ class Turns:
             # The type's own rules, after the session's (a later rule wins among equals).
             rules = [*policy.rules, *parse_rules(list(definition.allow))]
             policy = PermissionPolicy(rules=rules, default=policy.default)
+        model = self._models.model(role)
         deps = TurnDeps(
-            model=self._models.model(role),
+            model=model,
             tools=tools,
             context=ToolContext(
                 workspace=seat.workspace,
@@ -132,6 +133,7 @@ class Turns:
                 write_scope=self._write_scope(agent),
                 background=self._background,
                 todos=self._oversight,
+                model=model,  # (an MCP server's sampling: mcp/sampling.py)
             ),
             events=self._sink,
             policy=policy,

@@ -16,7 +16,7 @@ from typing import Any, Generic, Literal, Protocol, TypeVar
 from pydantic import BaseModel
 
 from orchestrator.loop.todos import TodoList, TodosChanged
-from orchestrator.models.base import ToolSpec
+from orchestrator.models.base import Model, ToolSpec
 from orchestrator.state.events import EventSink, ToolProgress
 from orchestrator.tools.workspace import Workspace
 
@@ -49,6 +49,9 @@ class ToolContext:
     output: Callable[[bytes], None] | None = None
     # Whose todo lists the todo tools read and change (the team; None: no list here).
     todos: TodoHost | None = None
+    # The calling agent's model, each call taking one of the session's model-call slots
+    # as the agents' own do (an MCP server's sampling asks it); None: no model here.
+    model: Model | None = None
 
     def for_call(self, call: str, tool: str, events: EventSink | None) -> ToolContext:
         """This context for one call: its ref, its tool and where its progress goes. What

@@ -7,21 +7,37 @@ its roots (the agent's workspace or write scope); and its resources read through
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 
 import orjson
+import pytest
 import trio
+import trio.testing
 
 import orchestrator as orc
-from orchestrator import ModelRequest, ScriptedModel, ScriptedReply, ToolResult
+from orchestrator import (
+    AgentStarted,
+    ModelRequest,
+    ScriptedModel,
+    ScriptedReply,
+    ToolResult,
+    UserMessage,
+)
+from orchestrator.errors import ToolFailed
 from orchestrator.mcp import McpServer, open_servers
+from orchestrator.mcp.asked import Calling
+from orchestrator.mcp.sampling import Sampler
 from orchestrator.messages import Usage
+from orchestrator.session import MemorySession
+from orchestrator.team import open_team
 from orchestrator.team.asking import Question
+from orchestrator.team.queries import MAIN
 from orchestrator.tools import ToolContext, Workspace
 from orchestrator.tools.permissions import Denied
 from tests.mcp.conftest import APP, stdio_server
-from tests.scenes import c
+from tests.scenes import Scene, c
 
 
 def yes(request: object) -> bool:
@@ -285,3 +301,62 @@ async def test_a_streamable_http_servers_question_is_answered_alike(
         answer=lambda question: {"choice": f"{question.server} blue"},
     )
     assert result.output == "ok: accept: web blue"
+
+
+async def test_a_completion_waits_for_a_model_call_slot_as_the_agents_calls_do(
+    tmp_path: Path,
+) -> None:
+    """A server's sampling takes one of the session's model-call slots: with the one
+    slot there is (`max_model_calls = 1`) held by a stream, the completion's request
+    reaches the model only once that stream closes."""
+    import mcp_types as types
+
+    asked: list[str] = []
+
+    def brain(request: ModelRequest) -> ScriptedReply:
+        asked.append(request.agent)
+        return ScriptedReply(text="Hello")
+
+    scene = Scene(Workspace(tmp_path), {MAIN: brain, f"{MAIN}/sampling": brain}, max_model_calls=1)
+    server = McpServer.stdio("docs", sys.executable, sampling=True)  # (only named, not run)
+    text = types.TextContent(type="text", text="Hi")
+    params = types.CreateMessageRequestParams(
+        messages=[types.SamplingMessage(role="user", content=text)], max_tokens=50
+    )
+    answers = []
+    started = AgentStarted(agent=MAIN, role="main", messages=(UserMessage(content="g"),))
+    await scene.session.emit(started)  # (the completion's usage is counted to the agent)
+
+    async with open_team(scene.session, scene.session, scene.wiring, scene.seat) as team:
+        context = team.turn_deps(MAIN).context
+        model = context.model
+        assert model is not None  # the agent's, as its turns call it
+        calling = Calling.of(context.for_call("c1", "docs__sample", scene.session), "sample")
+
+        async def sample() -> None:
+            answers.append(await Sampler(scene.session)(server, calling, params))
+
+        async with contextlib.AsyncExitStack() as held:
+            await held.enter_async_context(model.stream(ModelRequest(messages=[], agent=MAIN)))
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(sample)
+                await trio.testing.wait_all_tasks_blocked()
+                assert asked == [MAIN]  # the completion waits for the slot
+                await held.aclose()  # the stream closes: its slot is free
+        assert asked == [MAIN, f"{MAIN}/sampling"]
+    [answer] = answers
+    assert answer.content.text == "Hello"
+    assert scene.state.mcp.sampled == {MAIN: 1}
+
+
+async def test_a_call_whose_agent_has_no_model_is_refused_a_completion(tmp_path: Path) -> None:
+    # A program that runs a server's tool itself, with a context that names no model.
+    allowed = McpServer.stdio(
+        "docs", sys.executable, [str(APP), "stdio", "--name", "docs"], sampling=True
+    )
+    async with open_servers([allowed]) as opened:
+        opened.answering(MemorySession(), None, by="host")
+        [sample] = [tool for tool in opened.tools if tool.name == "docs__sample"]
+        args = sample.args_model.model_validate({"prompt": "Hi"})
+        with pytest.raises(ToolFailed, match="the client has no model to ask"):
+            await sample.run(args, ToolContext(workspace=Workspace(tmp_path)))

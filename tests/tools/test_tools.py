@@ -294,6 +294,7 @@ def test_a_calls_context_is_the_agents_with_the_call_tool_and_sink(workspace: Wo
         "background": object(),
         "output": print,
         "todos": object(),
+        "model": object(),
     }
     assert {f.name for f in dataclasses.fields(ToolContext)} == set(values)
     context = ToolContext(**values)  # type: ignore[arg-type]
