@@ -229,9 +229,12 @@ async def _chosen_settings(
 
 
 async def _say_or_answer(team: Team, text: str) -> None:
-    """What the person says as a run starts: the answer to the oldest question no agent
-    will answer (the main agent's turn is over and it reported nothing blocked itself),
-    sent to the task that asked it; else a message to the main agent."""
+    """What the person says as a run starts answers one question, the one a blocked
+    run's advice names first (`_main_result`): the oldest no agent will answer (the
+    main agent's turn is over and it reported nothing blocked itself), sent to the task
+    that asked it; else a server's question nobody could answer (docs/mcp.md), when the
+    text fits its form, and said to the main agent too; else a message to the main
+    agent."""
     state = team.state
     main_idle = (
         MAIN in state.agents
@@ -239,10 +242,13 @@ async def _say_or_answer(team: Team, text: str) -> None:
         and not queries.progress(state, MAIN).blocked
     )
     questions = queries.unanswerable(state, main_idle=main_idle)
-    if not questions:
-        await team.say(text)
+    if questions:
+        await team.answer(questions[0].message_id, text)
         return
-    await team.answer(questions[0].message_id, text)
+    answered = waiting_answer(state.mcp, text)
+    if answered is not None:
+        await team.sink.emit(answered, durable=True)
+    await team.say(text)
 
 
 async def _plan_first(team: Team, settings: RunSettings, goal: str) -> RunResult | None:
@@ -360,9 +366,6 @@ async def _drive(
             if planned is not None:
                 return planned
         if message:
-            answered = waiting_answer(state.mcp, message)  # a server's question's (mcp.md)
-            if answered is not None:
-                await sink.emit(answered, durable=True)
             await _say_or_answer(team, message)
         if settings.answer is not None:
             await offer_open_questions(team.state, settings.answer, team.answer)

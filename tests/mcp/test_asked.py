@@ -360,3 +360,46 @@ async def test_a_call_whose_agent_has_no_model_is_refused_a_completion(tmp_path:
         args = sample.args_model.model_validate({"prompt": "Hi"})
         with pytest.raises(ToolFailed, match="the client has no model to ask"):
             await sample.run(args, ToolContext(workspace=Workspace(tmp_path)))
+
+
+def asks_both(request: ModelRequest) -> ScriptedReply:
+    """A main agent that delegates t1 and calls `docs__ask` (nobody answers: the question
+    waits), then waits for t1, whose question (`ask_decision`) it never answers."""
+    if request.agent == "t1":
+        if request.step == 0:
+            return ScriptedReply(tool_calls=(c("ask_decision", question="which database?"),))
+        return ScriptedReply(tool_calls=(c("complete", summary="done with the answer"),))
+    if request.step == 0:
+        delegate = c("delegate", description="sub", prompt="do", agent_type="explorer")
+        return ScriptedReply(tool_calls=(delegate, c("docs__ask", question="Your colour?")))
+    if request.step == 1:
+        return ScriptedReply(tool_calls=(c("wait_tasks"),))
+    return ScriptedReply(text=f"noted ({request.step})")  # (each reply its own)
+
+
+async def test_a_resumes_message_answers_the_question_its_advice_named_and_no_other(
+    tmp_path: Path,
+) -> None:
+    # A task's question and a server's both wait for the person: the result names the
+    # task's, and the message that answers it is not taken as the server's answer too.
+    team = {"agents": orc.builtin_agents(), "tools": [*orc.workspace_tools(), stdio_server("docs")]}
+    where = {"workspace": tmp_path, "sessions_dir": tmp_path / "s", "approve": yes}
+    first = await orc.run("go", model=ScriptedModel(asks_both), **team, **where)
+    assert first.status == "blocked", first.detail
+    assert first.advice.startswith("answer task t1: ")
+    assert orc.load_state(first.session_dir or Path()).mcp.waiting
+
+    session = first.session_dir or Path()
+    again = await orc.resume(session, model=ScriptedModel(asks_both), message="postgres", **team)
+    state = orc.load_state(session)
+    task = state.tasks.get("t1")
+    assert task is not None
+    assert task.state == "completed"
+    assert "postgres" in "\n".join(
+        str(getattr(m, "content", "")) for m in state.agents["t1"].messages
+    )
+    # The server's question still waits, and the result now names it.
+    assert records(session, "mcp_elicit_answered") == []
+    assert [q.message for q in state.mcp.waiting.values()] == ["Your colour?"]
+    assert again.status == "blocked", again.detail
+    assert again.advice.startswith("MCP server 'docs' asks the person: 'Your colour?'; ")
