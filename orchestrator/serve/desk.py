@@ -103,6 +103,11 @@ class Desk:
         return {"session_id": session_id, "status": "running", "planned_first": plan}
 
     async def status(self, session_id: str) -> Data:
+        data = await self._status(session_id)
+        self._shown(session_id, data)
+        return data
+
+    async def _status(self, session_id: str) -> Data:
         served = self._served.get(session_id)
         if served is not None and served.running and served.team is not None:
             state = served.team.state
@@ -130,13 +135,14 @@ class Desk:
         return data
 
     async def wait(self, session_id: str, seconds: float, report: Report) -> Data:
-        """Until the session ends, something new asks the client (a question, a call or
-        a plan to decide), or `seconds` pass. Each progress line not told yet is
-        `report`ed (those made between two waits too, so none is lost)."""
+        """Until the session ends, something the client has not been shown asks it (a
+        question, a call or a plan to decide: at once, when one asked before this wait),
+        or `seconds` pass. Each progress line not told yet is `report`ed (those made
+        between two waits too, so none is lost)."""
         served = self._served.get(session_id)
         if served is None:
             return {**await self.status(session_id), "waited": "not running"}
-        known = await self._asking(session_id)
+        known = served.shown
         why = "timeout"
         with trio.move_on_after(seconds):
             while True:
@@ -152,6 +158,12 @@ class Desk:
                     break
                 await change.wait()
         return {**await self.status(session_id), "waited": why}
+
+    def _shown(self, session_id: str, data: Data) -> None:
+        """The client is answered with `data`: what asks it there is shown."""
+        served = self._served.get(session_id)
+        if served is not None:
+            served.shown = _asks(data)
 
     async def message(self, session_id: str, text: str, task: str) -> Data:
         team = self._team(session_id)
@@ -181,7 +193,7 @@ class Desk:
                 "answered": question_id,
                 "message_id": mail.message_id,
             }
-        data = await self.status(session_id)
+        data = await self._status(session_id)
         open_ids = [q["id"] for q in data["questions"]]
         if question_id not in open_ids:
             raise ServeError(f"{question_id!r} is no open question of session {session_id}")
@@ -220,7 +232,7 @@ class Desk:
         }
 
     async def result(self, session_id: str) -> Data:
-        data = await self.status(session_id)
+        data = await self._status(session_id)
         if data["running"]:
             return {"session_id": session_id, "status": "running", "running": True}
         keys = ("session_id", "goal", "status", "output", "detail", "advice", "usage", "cost")
@@ -338,10 +350,9 @@ class Desk:
             return served.team
         return None
 
-    async def _asking(self, session_id: str) -> set[str]:
+    async def _asking(self, session_id: str) -> frozenset[str]:
         """The ids of what asks the client now: questions and decisions."""
-        data = await self.status(session_id)
-        return {q["id"] for q in data["questions"]} | {d["id"] for d in data["decisions"]}
+        return _asks(await self._status(session_id))
 
     def _directory(self, session_id: str) -> Path:
         if not session_id or "/" in session_id or session_id.startswith("."):
@@ -383,3 +394,8 @@ class Desk:
         if result.advice:
             data["advice"] = result.advice
         return data
+
+
+def _asks(data: Data) -> frozenset[str]:
+    """The ids of the questions and decisions a status holds."""
+    return frozenset(q["id"] for q in data["questions"]) | {d["id"] for d in data["decisions"]}

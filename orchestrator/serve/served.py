@@ -41,6 +41,9 @@ class Served:
         self.lines: collections.deque[str] = collections.deque(maxlen=KEPT_LINES)
         self.told = 0  # progress lines ever made (the last is number `told`)
         self.reported = 0  # the last line told to a waiting client
+        # The questions and decisions (ids) the client was last answered with, by a
+        # status or a wait: a wait returns at once for one it has not been shown.
+        self.shown: frozenset[str] = frozenset()
         self.result: RunResult | None = None
         self.error = ""
         self.running = True

@@ -239,6 +239,9 @@ class Drive:
                 assert not result.is_error, result.content
                 status = result.structured_content
                 assert status is not None
+                # Each wait ends with what asks the client, or with the end: none runs
+                # out while something it has not been shown waits for it.
+                assert status["waited"] != "timeout", status
                 if status["waited"] in ("ended", "not running"):  # every line told
                     return status
                 for question in status["questions"]:
@@ -352,9 +355,10 @@ async def test_a_refused_call_and_a_plan_decided_over_http_with_the_token(
         # The plan waits for a decision: approved, then the worker's call is refused.
         with trio.fail_after(120):
             while True:
-                status = await call(client, "wait_session", session_id=session_id, seconds=10)
+                status = await call(client, "wait_session", session_id=session_id, seconds=60)
                 if status["decisions"]:
                     break
+        assert status["waited"] == "asked"  # (at once, if the plan asked before the wait)
         (plan,) = status["decisions"]
         assert plan["id"] == "plan-v1"
         assert plan["kind"] == "plan"
