@@ -79,7 +79,10 @@ RUNS: tuple[tuple[tuple[str, ...], str], ...] = (
     ),
     ((f"{HERE}/bench_dispatch.py", "--runs", "1"), "batch  p50"),
     ((f"{HERE}/bench_mcp_call.py", "--calls", "3", "--rounds", "1"), "ours over sdk"),
-    ((f"{HERE}/bench_mcp_tools.py", "--rounds", "4"), "on demand / up front: request bytes"),
+    (
+        (f"{HERE}/bench_mcp_tools.py", "--rounds", "4", "--servers", "2", "--tools", "25"),
+        "on demand / up front: request bytes",
+    ),
     ((f"{HERE}/bench_journal.py", "--quick", "--records", "500"), "records/s"),
     (("-m", "tests.benchmarks.bench_load", "--messages", "100", "--runs", "1"), "floor"),
     (
