@@ -221,7 +221,7 @@ async def with_servers(
         tools, definitions, redact = with_mcp(
             pinned, settings.tools, settings.definitions, settings.redact, os.environ
         )
-        pinned.answering(session, None, by="host")
+        pinned.answering(session, None, by="worker")
         yield dataclasses.replace(settings, tools=tools, definitions=definitions, redact=redact)
 
 

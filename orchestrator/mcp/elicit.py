@@ -73,7 +73,7 @@ class Elicitor:
     def __init__(self, session: PinSession, ask: ElicitAsker | None, by: str) -> None:
         self._session = session
         self._ask = ask
-        self._by = by  # who `ask` is: "person" or "host"
+        self._by = by  # who `ask` is: "person" or "host"; "worker": nobody, on a worker
 
     @property
     def _mcp(self) -> McpState:
@@ -122,7 +122,7 @@ class Elicitor:
             waiting = reply is None
         if waiting:
             await self._record(asked, calling, waiting=True)
-            calling.unanswered = _unanswered(asked)
+            calling.unanswered = _unanswered(asked, on_worker=self._by == "worker")
             return None
         if isinstance(reply, Denied):
             answered = Answered("decline")
@@ -159,10 +159,17 @@ class Elicitor:
         await (calling.events or self._session).emit(record, durable=True)
 
 
-def _unanswered(asked: Elicitation) -> str:
-    return (
+def _unanswered(asked: Elicitation, *, on_worker: bool = False) -> str:
+    said = (
         f"MCP server {asked.server!r} asked the person during {asked.tool} "
-        f"({' '.join(asked.message.split())[:200]!r}), and nobody can answer now: the "
-        "session stops blocked on it; once the person answers (resume --message), call "
-        f"{asked.tool} again and the server gets the answer"
+        f"({' '.join(asked.message.split())[:200]!r}), and nobody can answer "
+    )
+    if on_worker:  # (the session does not see the question: docs/mcp.md)
+        return said + (
+            "it on a worker, where no person is asked: ask for what the server wanted "
+            "(ask_decision), or go on without it"
+        )
+    return said + (
+        "now: the session stops blocked on it; once the person answers (resume --message), "
+        f"call {asked.tool} again and the server gets the answer"
     )

@@ -49,9 +49,10 @@ class McpTools:
     ) -> None:
         """From now on what the servers ask is answered for `session`: the person's
         questions by `ask` (`by`: "person" or "host"; None: nobody, the session stops
-        blocked), completions by the calling agent's model (mcp/sampling.py);
-        and a tool that changed since the session pinned it is approved by `confirm`
-        when its call meets the change (None: refused, mcp/pins.py)."""
+        blocked; by "worker": nobody, and the task's call is told so), completions by the
+        calling agent's model (mcp/sampling.py); and a tool that changed since the
+        session pinned it is approved by `confirm` when its call meets the change (None:
+        refused, mcp/pins.py)."""
         answers = _Answers(Elicitor(session, ask, by), Sampler(session))
         for connection in self.connections:
             connection.calls.asks = answers
