@@ -153,7 +153,7 @@ class Desk:
                 if not served.running:
                     why = "ended"
                     break
-                if await self._asking(session_id) - known:
+                if _asks(await self._status(session_id)) - known:
                     why = "asked"
                     break
                 await change.wait()
@@ -349,10 +349,6 @@ class Desk:
                 raise ServeError(f"session {session_id} is starting: try again in a moment")
             return served.team
         return None
-
-    async def _asking(self, session_id: str) -> frozenset[str]:
-        """The ids of what asks the client now: questions and decisions."""
-        return _asks(await self._status(session_id))
 
     def _directory(self, session_id: str) -> Path:
         if not session_id or "/" in session_id or session_id.startswith("."):

@@ -171,9 +171,8 @@ class Turns:
             readers = [t for t in self._run.all_tools.tools() if t.read_only]
             recall = self._seat.recall
             extra = [Recall(recall)] if recall is not None else []
-            tools = ToolRegistry(
-                [*readers, *extra, SubmitPlan(self._planning, self._run.plan_limits)]
-            )
+            submit = SubmitPlan(self._planning, self._run.plan_limits)
+            tools = ToolRegistry([*readers, *extra, submit])
             self._role_tools[PLANNER] = tools
         return tools
 
@@ -291,8 +290,7 @@ class Turns:
 
     def _write_scope(self, agent: str) -> tuple[str, ...] | None:
         task = self._session.state.tasks.get(agent)
-        scope = None if task is None else task.write_scope
-        return None if scope is None else tuple(scope)
+        return None if task is None or task.write_scope is None else tuple(task.write_scope)
 
     def _guard(self, agent: str) -> Callable[[ToolCall, BaseModel], Awaitable[str | None]]:
         """Refuses a task's write outside its write scope before it is asked about: on
