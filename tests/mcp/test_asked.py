@@ -1,9 +1,10 @@
 """What a real server (server_app.py) asks the client while its tool runs, in sessions run
 by `orc.run`: the person (elicitation: the library host's `answer`; nobody, and the
-session stops blocked until a resume's message answers it), a model's completion
-(sampling: refused unless the server may, then the agent's model, its usage counted),
-its roots (the agent's workspace or write scope); and its resources read through a tool
-(docs/mcp.md, "What a server may ask")."""
+session stops blocked until a resume's message answers it, after any task's question
+waiting too), a model's completion (sampling: refused unless the server may, then the
+agent's model under the session's model-call slots, its usage counted), its roots (the
+agent's workspace or write scope); and its resources read through a tool (docs/mcp.md,
+"What a server may ask")."""
 
 from __future__ import annotations
 
